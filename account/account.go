@@ -1,0 +1,227 @@
+// Package account holds one X account's side of a sync: the API client with
+// its own rate limits and meter, the account's keys in the state backend, and
+// the report of its walks. A Session is the schema.ClientMeta the scheduler
+// hands to every resolver; a Set is the top-level one that multiplexes into
+// its sessions.
+package account
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/walk"
+	"github.com/rs/zerolog"
+)
+
+// Sync identifies one run of the plugin's Sync.
+type Sync struct {
+	ID        string
+	StartedAt time.Time
+}
+
+// Session is one account during one sync.
+type Session struct {
+	// UserID is the X user id ("" only when Err is set before it was known).
+	UserID string
+	// Index is the account's place in the spec (accounts[Index]).
+	Index int
+	API   *client.Client
+	Meter *client.Meter
+
+	Fields       client.Fields
+	Walk         walk.Settings // bookmark walks
+	FolderBudget int           // requests all folder walks may spend together
+	Clock        clock.Clock
+	Logger       zerolog.Logger
+	Sync         Sync
+	State        state.Client
+	// Err is set when the account could not be prepared (bad token file,
+	// unknown user): its resolvers fail with it, the others go on.
+	Err error
+	// Setup, when set, finishes preparing the account the first time one of
+	// its resolvers runs (resolving the user id needs a request, which an
+	// account in another shard should not make).
+	Setup func(ctx context.Context) error
+
+	name      string
+	setupOnce sync.Once
+	report    Report
+}
+
+// ID names the session in logs and metrics. It is fixed when the session is
+// created — the scheduler keys its metrics by it — and unique per account.
+func (s *Session) ID() string {
+	if s.name == "" {
+		s.name = fmt.Sprintf("accounts[%d]", s.Index)
+		if s.UserID != "" {
+			s.name = "user:" + s.UserID
+		}
+	}
+	return s.name
+}
+
+// Report is what happened to the session's walks, for the usage table.
+func (s *Session) Report() *Report { return &s.report }
+
+// Check finishes the setup once and returns its error, if any, wrapped with
+// the account's name. Every resolver calls it first.
+func (s *Session) Check(ctx context.Context) error {
+	s.setupOnce.Do(func() {
+		if s.Err == nil && s.Setup != nil {
+			s.Err = s.Setup(ctx)
+		}
+	})
+	if s.Err != nil {
+		return fmt.Errorf("%s: %w", s.ID(), s.Err)
+	}
+	return nil
+}
+
+// State keys: one per account and list, disjoint across accounts and tables.
+func BookmarksKey(userID string) string { return "x_bookmarks/" + userID }
+
+// FolderKey is the state key of one folder's walk.
+func FolderKey(userID, folderID string) string {
+	return "x_bookmark_folder_posts/" + userID + "/" + folderID
+}
+
+// FoldersKey is the state key of the account's folder list.
+func FoldersKey(userID string) string { return "x_bookmark_folders/" + userID }
+
+// LoadMemory reads a walk's memory; nil means nothing is held (first sync).
+func (s *Session) LoadMemory(ctx context.Context, key string) (*walk.Memory, error) {
+	value, err := s.State.GetKey(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("reading state %q: %w", key, err)
+	}
+	mem, err := walk.UnmarshalMemory(value)
+	if err != nil {
+		return nil, fmt.Errorf("state %q: %w", key, err)
+	}
+	return mem, nil
+}
+
+// SaveMemory stores a walk's memory. Only clean walks call it.
+func (s *Session) SaveMemory(ctx context.Context, key string, mem *walk.Memory) error {
+	value, err := mem.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := s.State.SetKey(ctx, key, value); err != nil {
+		return fmt.Errorf("writing state %q: %w", key, err)
+	}
+	return nil
+}
+
+// Set is the top-level client: all accounts, in spec order.
+type Set struct {
+	Sessions []*Session
+}
+
+// ID implements schema.ClientMeta.
+func (*Set) ID() string { return "x" }
+
+// Multiplex gives each account its own resolver run, in a deterministic order
+// (the spec's), so `--shard N/T` spreads accounts over machines.
+func Multiplex(meta schema.ClientMeta) []schema.ClientMeta {
+	set := meta.(*Set)
+	out := make([]schema.ClientMeta, len(set.Sessions))
+	for i, s := range set.Sessions {
+		out[i] = s
+	}
+	return out
+}
+
+// WalkReport is one walk of one list.
+type WalkReport struct {
+	Operation client.Operation
+	// List is "bookmarks" or the folder id.
+	List   string
+	Result *walk.Result
+	Err    error
+}
+
+// OpFailure is a failure outside a walk, by the operation that failed.
+type OpFailure struct {
+	Operation client.Operation
+	Err       error
+}
+
+// Report collects walk reports; safe for concurrent use.
+type Report struct {
+	mu       sync.Mutex
+	walks    []WalkReport
+	failures []OpFailure
+	folders  int
+}
+
+// AddWalk records a walk.
+func (r *Report) AddWalk(w WalkReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.walks = append(r.walks, w)
+}
+
+// AddFailure records a failure outside a walk, such as listing folders.
+func (r *Report) AddFailure(op client.Operation, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, OpFailure{op, err})
+}
+
+// Walks returns the recorded walks.
+func (r *Report) Walks() []WalkReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]WalkReport(nil), r.walks...)
+}
+
+// Failures returns the failures outside walks.
+func (r *Report) Failures() []OpFailure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]OpFailure(nil), r.failures...)
+}
+
+// Err joins every failure recorded, in walks or outside them.
+func (r *Report) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, w := range r.walks {
+		if w.Err != nil {
+			errs = append(errs, w.Err)
+		}
+	}
+	for _, f := range r.failures {
+		errs = append(errs, f.Err)
+	}
+	return errors.Join(errs...)
+}
+
+// SetFolderCount records how many folders the account has, so the folder
+// request budget can be shared among their walks.
+func (s *Session) SetFolderCount(n int) {
+	s.report.mu.Lock()
+	s.report.folders = n
+	s.report.mu.Unlock()
+}
+
+// FolderWalkBudget is one folder walk's share of the folder request budget:
+// never less than one request, which a walk that finds nothing new needs.
+func (s *Session) FolderWalkBudget() int {
+	s.report.mu.Lock()
+	n := s.report.folders
+	s.report.mu.Unlock()
+	if n < 1 {
+		n = 1
+	}
+	return max(1, s.FolderBudget/n)
+}

@@ -1,0 +1,193 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/oauth2"
+)
+
+// X's OAuth 2.0 endpoints and the default loopback redirect.
+const (
+	DefaultAuthURL     = "https://x.com/i/oauth2/authorize"
+	DefaultTokenURL    = "https://api.x.com/2/oauth2/token"
+	DefaultRedirectURL = "http://127.0.0.1:8085/callback"
+)
+
+// Scope names.
+const (
+	// ScopeOfflineAccess makes X issue a refresh token. Unattended runs need it.
+	ScopeOfflineAccess = "offline.access"
+	// ScopeBookmarkWrite is needed to add and remove bookmarks.
+	ScopeBookmarkWrite = "bookmark.write"
+)
+
+// ReadScopes are the scopes for reading bookmarks (and folders) unattended. Treat as read-only;
+// use Scopes to get a copy.
+var ReadScopes = []string{"tweet.read", "users.read", "bookmark.read", ScopeOfflineAccess}
+
+// Scopes returns a fresh copy of ReadScopes, plus bookmark.write when write is true.
+func Scopes(write bool) []string {
+	s := slices.Clone(ReadScopes)
+	if write {
+		s = append(s, ScopeBookmarkWrite)
+	}
+	return s
+}
+
+// Config identifies the X developer app and its endpoints. Empty AuthURL, TokenURL,
+// RedirectURL and Scopes mean the defaults (DefaultAuthURL, DefaultTokenURL,
+// DefaultRedirectURL, ReadScopes).
+//
+// ClientSecret is set only for confidential clients (X "Web App, Automated App or Bot"); public
+// clients ("Native App", "Single page App") have none. Formatting a Config with fmt (%v, %+v,
+// %#v, %s) or slog never shows the secret.
+type Config struct {
+	ClientID     string
+	ClientSecret string
+	AuthURL      string
+	TokenURL     string
+	RedirectURL  string
+	Scopes       []string
+}
+
+// WithDefaults returns c with empty fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.AuthURL == "" {
+		c.AuthURL = DefaultAuthURL
+	}
+	if c.TokenURL == "" {
+		c.TokenURL = DefaultTokenURL
+	}
+	if c.RedirectURL == "" {
+		c.RedirectURL = DefaultRedirectURL
+	}
+	if len(c.Scopes) == 0 {
+		c.Scopes = slices.Clone(ReadScopes)
+	}
+	return c
+}
+
+// Confidential reports whether c is a confidential client (it has a client secret).
+func (c Config) Confidential() bool { return c.ClientSecret != "" }
+
+// Validate checks c (after defaults). Errors name the offending field and never contain the
+// client secret.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	if strings.TrimSpace(c.ClientID) == "" {
+		errs = append(errs, errors.New("auth: ClientID is empty: set the OAuth 2.0 Client ID of your X app (developer portal → your app → Keys and tokens)"))
+	} else if c.ClientID != strings.TrimSpace(c.ClientID) {
+		errs = append(errs, errors.New("auth: ClientID has leading or trailing white space"))
+	}
+	if c.ClientSecret != "" && c.ClientSecret != strings.TrimSpace(c.ClientSecret) {
+		errs = append(errs, errors.New("auth: ClientSecret has leading or trailing white space"))
+	}
+	if err := checkEndpoint("AuthURL", c.AuthURL); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkEndpoint("TokenURL", c.TokenURL); err != nil {
+		errs = append(errs, err)
+	}
+	if u, err := url.Parse(c.RedirectURL); err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, fmt.Errorf("auth: RedirectURL %q is not an absolute http(s) URL; use the callback URL registered for your app, e.g. %s", c.RedirectURL, DefaultRedirectURL))
+	}
+	for _, s := range c.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\r\n") {
+			errs = append(errs, fmt.Errorf("auth: Scopes: %q is not a scope name (give one scope per element)", s))
+		}
+	}
+	if !slices.Contains(c.Scopes, ScopeOfflineAccess) {
+		errs = append(errs, fmt.Errorf("auth: Scopes must include %q: without it X issues no refresh token and unattended runs stop when the access token expires after 2 hours", ScopeOfflineAccess))
+	}
+	return errors.Join(errs...)
+}
+
+// checkEndpoint requires an absolute https URL; plain http is allowed only on a loopback host
+// (test servers and simulators).
+func checkEndpoint(field, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return fmt.Errorf("auth: %s %q is not an absolute URL", field, raw)
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if isLoopbackHost(u.Hostname()) {
+			return nil
+		}
+		return fmt.Errorf("auth: %s %q must use https (plain http is allowed only for a loopback host)", field, raw)
+	default:
+		return fmt.Errorf("auth: %s %q must be an https URL", field, raw)
+	}
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// OAuth2 returns the golang.org/x/oauth2 configuration for c (after defaults). The client
+// authentication style is always explicit, never auto-detected (auto-detection is reported to
+// fail against X): a public client (no secret) sends client_id in the form body
+// (AuthStyleInParams); a confidential client sends HTTP Basic client_id:client_secret
+// (AuthStyleInHeader).
+func (c Config) OAuth2() *oauth2.Config {
+	c = c.WithDefaults()
+	style := oauth2.AuthStyleInParams
+	if c.Confidential() {
+		style = oauth2.AuthStyleInHeader
+	}
+	return &oauth2.Config{
+		ClientID:     c.ClientID,
+		ClientSecret: c.ClientSecret,
+		Endpoint: oauth2.Endpoint{
+			AuthURL:   c.AuthURL,
+			TokenURL:  c.TokenURL,
+			AuthStyle: style,
+		},
+		RedirectURL: c.RedirectURL,
+		Scopes:      slices.Clone(c.Scopes),
+	}
+}
+
+// String describes c without the client secret.
+func (c Config) String() string {
+	return fmt.Sprintf("{ClientID:%s ClientSecret:%s AuthURL:%s TokenURL:%s RedirectURL:%s Scopes:%v}",
+		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
+}
+
+// GoString describes c without the client secret.
+func (c Config) GoString() string {
+	return fmt.Sprintf("auth.Config{ClientID:%q, ClientSecret:%s, AuthURL:%q, TokenURL:%q, RedirectURL:%q, Scopes:%#v}",
+		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
+}
+
+// Format makes every fmt verb safe: %#v uses GoString, everything else String.
+func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String(), c.GoString()) }
+
+// LogValue makes slog show c without the client secret.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
+func formatRedacted(f fmt.State, verb rune, s, gs string) {
+	switch {
+	case verb == 'v' && f.Flag('#'):
+		_, _ = io.WriteString(f, gs)
+	case verb == 'q':
+		_, _ = io.WriteString(f, strconv.Quote(s))
+	default:
+		_, _ = io.WriteString(f, s)
+	}
+}

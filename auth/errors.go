@@ -1,0 +1,209 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/oauth2"
+)
+
+// ErrLoginRequired means the stored credentials can no longer be used and only an interactive
+// login can fix it: the token file is missing, holds no usable refresh token, was issued to a
+// different app, or X rejected the refresh token (spent, revoked or invalid). Retrying does not
+// help. Test for it with errors.Is.
+var ErrLoginRequired = errors.New("login required: run `cq-source-x login` again")
+
+const redacted = "[redacted]"
+
+// TokenEndpointError is a failed call to the token endpoint (code exchange or refresh). Its
+// message never contains a token, an authorization code or the client secret: only the HTTP
+// status, the OAuth error code and a sanitised error description.
+type TokenEndpointError struct {
+	Op          string // "refresh" or "exchange"
+	StatusCode  int    // HTTP status; 0 when no response was received
+	Code        string // OAuth "error", e.g. "invalid_request"
+	Description string // OAuth "error_description", sanitised and truncated
+	// Transient is true for failures that may go away by themselves (network errors, timeouts,
+	// 429, 5xx, an unparseable 2xx). The caller may retry later; the refresh token was not
+	// consumed as far as we can tell.
+	Transient bool
+	// LoginRequired is true when X rejected the grant (HTTP 400/401 invalid_grant or
+	// invalid_request): errors.Is(err, ErrLoginRequired) holds.
+	LoginRequired bool
+	// Hint is extra context appended to the message (for example that an earlier refresh was
+	// interrupted).
+	Hint string
+	err  error // sanitised cause (network errors); never a *oauth2.RetrieveError
+}
+
+func (e *TokenEndpointError) Error() string {
+	var b strings.Builder
+	b.WriteString("auth: token endpoint ")
+	b.WriteString(e.Op)
+	b.WriteString(" failed")
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.StatusCode)
+	}
+	if e.Code != "" {
+		fmt.Fprintf(&b, " %s", e.Code)
+	}
+	if e.Description != "" {
+		fmt.Fprintf(&b, " (%s)", e.Description)
+	}
+	if e.err != nil {
+		fmt.Fprintf(&b, ": %v", e.err)
+	}
+	switch {
+	case e.LoginRequired && e.Op == "refresh":
+		b.WriteString(": X no longer accepts the stored refresh token (refresh tokens are single-use and rotate on every refresh; it was spent, revoked or belongs to another app)")
+	case e.LoginRequired:
+		b.WriteString(": X rejected the authorization code (codes are single-use and live 30 seconds)")
+	case e.Transient:
+		b.WriteString(" (transient; try again later)")
+	case e.Code == "invalid_client" || e.Code == "unauthorized_client":
+		b.WriteString(": check the client id and secret (a confidential app needs its client secret; a public app must have none)")
+	}
+	if e.Hint != "" {
+		b.WriteString("; ")
+		b.WriteString(e.Hint)
+	}
+	if e.LoginRequired {
+		b.WriteString(": ")
+		b.WriteString(ErrLoginRequired.Error())
+	}
+	return b.String()
+}
+
+// Unwrap exposes ErrLoginRequired (when LoginRequired) and the sanitised network cause.
+func (e *TokenEndpointError) Unwrap() []error {
+	var errs []error
+	if e.LoginRequired {
+		errs = append(errs, ErrLoginRequired)
+	}
+	if e.err != nil {
+		errs = append(errs, e.err)
+	}
+	return errs
+}
+
+// Temporary reports whether retrying later may succeed.
+func (e *TokenEndpointError) Temporary() bool { return e.Transient }
+
+// tokenEndpointError turns an error from golang.org/x/oauth2 into a *TokenEndpointError whose
+// text holds none of the secrets.
+func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointError {
+	e := &TokenEndpointError{Op: op}
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &re):
+		if re.Response != nil {
+			e.StatusCode = re.Response.StatusCode
+		}
+		e.Code = sanitize(re.ErrorCode, 64, secrets)
+		e.Description = sanitize(re.ErrorDescription, 200, secrets)
+		switch {
+		case e.StatusCode == 429 || e.StatusCode >= 500:
+			e.Transient = true
+		case (e.StatusCode == 400 || e.StatusCode == 401) && isGrantRejection(re):
+			e.LoginRequired = true
+		case e.StatusCode >= 200 && e.StatusCode < 300:
+			// A 2xx carrying an "error" field: unusual; the outcome is unknown.
+			e.Transient = true
+		}
+	default:
+		// Network errors, timeouts, context errors and unparseable bodies. None of them
+		// carries the request body, but url.Error carries the URL: keep only the operation
+		// and the innermost cause, and redact it anyway.
+		e.Transient = true
+		e.err = sanitizedError(err, secrets)
+	}
+	return e
+}
+
+func isGrantRejection(re *oauth2.RetrieveError) bool {
+	switch re.ErrorCode {
+	case "invalid_grant", "invalid_request":
+		return true
+	}
+	return strings.Contains(strings.ToLower(re.ErrorDescription), "token was invalid")
+}
+
+// netError keeps the classification of a network error (errors.Is context.DeadlineExceeded,
+// net.Error) while its message is sanitised.
+type netError struct {
+	msg   string
+	cause error
+}
+
+func (e *netError) Error() string { return e.msg }
+func (e *netError) Unwrap() error {
+	// Only expose well-known sentinel errors; never the original chain, whose messages could
+	// in theory carry request data.
+	switch {
+	case errors.Is(e.cause, context.DeadlineExceeded):
+		return context.DeadlineExceeded
+	case errors.Is(e.cause, context.Canceled):
+		return context.Canceled
+	}
+	return nil
+}
+func (e *netError) Timeout() bool {
+	var ne net.Error
+	return errors.As(e.cause, &ne) && ne.Timeout()
+}
+
+func sanitizedError(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// "Post \"https://api.x.com/2/oauth2/token\": dial tcp: ..." – keep the verb and
+		// host only.
+		host := ""
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			host = u.Host
+		}
+		msg = fmt.Sprintf("%s %s: %v", ue.Op, host, ue.Err)
+	}
+	return &netError{msg: sanitize(msg, 300, secrets), cause: err}
+}
+
+// sanitize removes secrets and control characters from text that came from the network and
+// truncates it.
+func sanitize(s string, max int, secrets []string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 4 {
+			s = strings.ReplaceAll(s, sec, redacted)
+		}
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strings.TrimSpace(s)
+}
+
+// redactString shows whether a secret is set without showing it.
+func redactString(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return redacted
+}

@@ -1,0 +1,332 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/gofrs/flock"
+	"golang.org/x/oauth2"
+)
+
+// FileFormatVersion is the version written to the token file's "version" field.
+const FileFormatVersion = 1
+
+// maxTokenFileSize bounds how much of a token file is read.
+const maxTokenFileSize = 1 << 20
+
+// StoredToken is the content of the token file. See the package documentation for the JSON
+// format. Formatting a StoredToken with fmt (%v, %+v, %#v, %s) or slog never shows the access
+// or refresh token; json.Marshal does (it is the file format), so never log its JSON.
+type StoredToken struct {
+	Version      int       `json:"version"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	TokenType    string    `json:"token_type"`
+	Expiry       time.Time `json:"expiry,omitzero"` // zero: unknown
+	Scope        string    `json:"scope,omitempty"` // space-separated, as granted
+	UserID       string    `json:"user_id,omitempty"`
+	Username     string    `json:"username,omitempty"`
+	ClientID     string    `json:"client_id"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// NewStoredToken converts the token returned by Login (or a refresh) for the file. The expiry is
+// recomputed from expires_in against now (so a virtual clock works); UserID and Username are
+// left for the caller.
+func NewStoredToken(tok *oauth2.Token, clientID string, now time.Time) *StoredToken {
+	st := &StoredToken{
+		Version:      FileFormatVersion,
+		AccessToken:  tok.AccessToken,
+		RefreshToken: tok.RefreshToken,
+		TokenType:    tok.TokenType,
+		Expiry:       tok.Expiry,
+		ClientID:     clientID,
+		UpdatedAt:    now.UTC(),
+	}
+	if tok.ExpiresIn > 0 {
+		st.Expiry = now.Add(time.Duration(tok.ExpiresIn) * time.Second).UTC()
+	}
+	if s, ok := tok.Extra("scope").(string); ok {
+		st.Scope = s
+	}
+	if st.TokenType == "" {
+		st.TokenType = "bearer"
+	}
+	return st
+}
+
+// OAuth2 returns the access token as an *oauth2.Token (without the refresh token: refreshing is
+// the FileTokenSource's job, never the caller's).
+func (t *StoredToken) OAuth2() *oauth2.Token {
+	return &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, Expiry: t.Expiry}
+}
+
+// String describes t without its tokens.
+func (t StoredToken) String() string {
+	return fmt.Sprintf("{AccessToken:%s RefreshToken:%s TokenType:%s Expiry:%s Scope:%q UserID:%s Username:%s ClientID:%s UpdatedAt:%s}",
+		redactString(t.AccessToken), redactString(t.RefreshToken), t.TokenType, fmtTime(t.Expiry), t.Scope,
+		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt))
+}
+
+// GoString describes t without its tokens.
+func (t StoredToken) GoString() string {
+	return fmt.Sprintf("auth.StoredToken{AccessToken:%s, RefreshToken:%s, TokenType:%q, Expiry:%q, Scope:%q, UserID:%q, Username:%q, ClientID:%q, UpdatedAt:%q}",
+		redactString(t.AccessToken), redactString(t.RefreshToken), t.TokenType, fmtTime(t.Expiry), t.Scope,
+		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt))
+}
+
+// Format makes every fmt verb safe: %#v uses GoString, everything else String.
+func (t StoredToken) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, t.String(), t.GoString())
+}
+
+// LogValue makes slog show t without its tokens.
+func (t StoredToken) LogValue() slog.Value { return slog.StringValue(t.String()) }
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// secrets returns the values that must never appear in a message.
+func (t *StoredToken) secrets() []string {
+	if t == nil {
+		return nil
+	}
+	return []string{t.AccessToken, t.RefreshToken}
+}
+
+// TokenFile is the token file at Path. Its lock file is Path+".lock"; a refresh in flight is
+// recorded in Path+".refreshing" (see the package documentation).
+type TokenFile struct {
+	Path string
+
+	hooks *fileHooks // tests only
+}
+
+type fileHooks struct {
+	rename func(oldpath, newpath string) error
+}
+
+func (f TokenFile) rename(oldpath, newpath string) error {
+	if f.hooks != nil && f.hooks.rename != nil {
+		return f.hooks.rename(oldpath, newpath)
+	}
+	return os.Rename(oldpath, newpath)
+}
+
+// Load reads the token file.
+//
+//   - A missing file is an error wrapping ErrLoginRequired.
+//   - On Unix, a file that group or others may read or write is refused (like ssh refuses a
+//     private key with loose permissions): run `chmod 600 FILE`. The file holds a long-lived
+//     credential, and Save always writes 0600, so loose permissions mean someone copied or
+//     edited it by hand.
+//   - Bad JSON is an error naming the file (without its content).
+//   - A file holding neither an access nor a refresh token wraps ErrLoginRequired.
+func (f TokenFile) Load() (*StoredToken, error) {
+	if f.Path == "" {
+		return nil, errors.New("auth: token file path is empty")
+	}
+	fh, err := os.Open(f.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("auth: token file %s does not exist: %w", f.Path, ErrLoginRequired)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: open token file: %w", err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("auth: token file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("auth: token file %s is not a regular file", f.Path)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("auth: token file %s has mode %#o, so other users may read or change it; refusing to use it: run `chmod 600 %s` (or `cq-source-x login` again)",
+			f.Path, fi.Mode().Perm(), f.Path)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, maxTokenFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("auth: read token file %s: %w", f.Path, err)
+	}
+	if len(data) > maxTokenFileSize {
+		return nil, fmt.Errorf("auth: token file %s is larger than %d bytes; it is not a token file", f.Path, maxTokenFileSize)
+	}
+	var t StoredToken
+	if err := json.Unmarshal(data, &t); err != nil {
+		// json errors carry offsets and types, never the offending value.
+		return nil, fmt.Errorf("auth: token file %s is not valid JSON (%v); run `cq-source-x login` again to rewrite it", f.Path, err)
+	}
+	if t.Version > FileFormatVersion {
+		return nil, fmt.Errorf("auth: token file %s has format version %d; this build reads up to %d: upgrade cq-source-x", f.Path, t.Version, FileFormatVersion)
+	}
+	if t.AccessToken == "" && t.RefreshToken == "" {
+		return nil, fmt.Errorf("auth: token file %s holds no token: %w", f.Path, ErrLoginRequired)
+	}
+	return &t, nil
+}
+
+// Save replaces the token file atomically with t: it writes a temporary file (mode 0600) in the
+// same directory, fsyncs it, renames it over Path and fsyncs the directory. Readers see the old
+// complete file or the new complete file, never a mixture. On failure the temporary file is
+// removed and the old file is left as it was. The directory is created (0700) if missing.
+//
+// Save does not take the lock: hold Lock when another process may use the file (the
+// FileTokenSource does; the login command should).
+func (f TokenFile) Save(t *StoredToken) error {
+	if f.Path == "" {
+		return errors.New("auth: token file path is empty")
+	}
+	if t == nil {
+		return errors.New("auth: Save: nil token")
+	}
+	st := *t
+	if st.Version == 0 {
+		st.Version = FileFormatVersion
+	}
+	data, err := json.MarshalIndent(&st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("auth: encode token file: %w", err)
+	}
+	data = append(data, '\n')
+	path := f.Path
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // replace the file a symlink points to, not the symlink
+	}
+	return f.writeAtomic(path, data)
+}
+
+func (f TokenFile) writeAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("auth: create directory for %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	renamed := false
+	defer func() {
+		if !renamed {
+			_ = tmp.Close()
+			_ = os.Remove(tmpName)
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("auth: write %s: fsync: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	if err := f.rename(tmpName, path); err != nil {
+		return fmt.Errorf("auth: write %s: rename: %w", path, err)
+	}
+	renamed = true
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("auth: write %s: fsync directory: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil // directories cannot be opened for fsync; rename is durable enough there
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return err
+	}
+	return nil
+}
+
+// lockRetryDelay is how often Lock polls a lock held by someone else.
+const lockRetryDelay = 20 * time.Millisecond
+
+// Lock takes the cross-process exclusive lock on Path+".lock" (flock(2) on Unix, LockFileEx on
+// Windows), waiting until ctx is done. The lock is per open file, so two locks in the same
+// process exclude each other too. The lock file is never removed (removing it would let two
+// processes lock different files).
+func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
+	if f.Path == "" {
+		return nil, errors.New("auth: token file path is empty")
+	}
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("auth: lock token file: %w", err)
+	}
+	fl := flock.New(f.Path+".lock", flock.SetPermissions(0o600))
+	ok, err := fl.TryLockContext(ctx, lockRetryDelay)
+	if err != nil {
+		return nil, fmt.Errorf("auth: lock %s: %w", fl.Path(), err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("auth: lock %s: not acquired", fl.Path())
+	}
+	return fl.Unlock, nil
+}
+
+// refreshIntent is the content of Path+".refreshing": written (fsynced) under the lock before a
+// refresh request is sent and removed once its result is saved. If it is still there, and its
+// fingerprint matches the refresh token on disk, a refresh of that very token was interrupted
+// (crash, kill, lost response) and X has probably already rotated it. It holds no secret: the
+// fingerprint is 8 bytes of SHA-256 of the refresh token.
+type refreshIntent struct {
+	StartedAt   time.Time `json:"started_at"`
+	Fingerprint string    `json:"refresh_token_sha256_prefix"`
+	PID         int       `json:"pid"`
+	Host        string    `json:"host,omitempty"`
+}
+
+func fingerprint(secret string) string {
+	h := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(h[:8])
+}
+
+func (f TokenFile) intentPath() string { return f.Path + ".refreshing" }
+
+func (f TokenFile) readIntent() *refreshIntent {
+	data, err := os.ReadFile(f.intentPath())
+	if err != nil {
+		return nil
+	}
+	var in refreshIntent
+	if json.Unmarshal(data, &in) != nil {
+		return nil
+	}
+	return &in
+}
+
+func (f TokenFile) writeIntent(in *refreshIntent) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return f.writeAtomic(f.intentPath(), append(data, '\n'))
+}
+
+func (f TokenFile) removeIntent() { _ = os.Remove(f.intentPath()) }

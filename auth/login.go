@@ -1,0 +1,343 @@
+package auth
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pkg/browser"
+	"golang.org/x/oauth2"
+)
+
+// DefaultLoginTimeout is how long Login waits for the redirect.
+const DefaultLoginTimeout = 5 * time.Minute
+
+// LoginOptions configures Login.
+type LoginOptions struct {
+	// Headless prints the authorize URL and reads the redirect URL the user pastes from In,
+	// instead of listening on the loopback redirect URL (for machines without a browser).
+	Headless bool
+	In       io.Reader // default os.Stdin (headless only)
+	Out      io.Writer // prompts and the authorize URL; default os.Stderr
+	// OpenBrowser opens the authorize URL; default github.com/pkg/browser.OpenURL. A failure is
+	// not fatal: the URL is printed anyway.
+	OpenBrowser func(url string) error
+	// HTTPClient is used for the token exchange; default a client with a 30s timeout.
+	HTTPClient *http.Client
+	// Timeout bounds the wait for the redirect (default 5m).
+	Timeout time.Duration
+}
+
+// Login runs the OAuth 2.0 authorization-code flow with PKCE (S256) and returns the token.
+//
+// It generates a random state (256 bits from crypto/rand) and a PKCE verifier, prints the
+// authorize URL to Out and opens the browser. Without Headless, it listens on 127.0.0.1 at the
+// port and path of cfg.RedirectURL, which must be http://127.0.0.1:PORT/path or
+// http://localhost:PORT/path and registered as the app's callback URL exactly. With Headless,
+// the user pastes the address the browser was redirected to (or just its query). The state is
+// checked before anything else; a mismatch or an error redirect (e.g. error=access_denied) ends
+// the login without an exchange. The exchange sends code_verifier and redirect_uri.
+//
+// Login does not save anything: the caller resolves the user with GET /2/users/me, builds a
+// StoredToken (NewStoredToken) and saves it with TokenFile.Save under TokenFile.Lock.
+func Login(ctx context.Context, cfg Config, opts LoginOptions) (*oauth2.Token, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	if opts.Out == nil {
+		opts.Out = os.Stderr
+	}
+	if opts.In == nil {
+		opts.In = os.Stdin
+	}
+	if opts.OpenBrowser == nil {
+		opts.OpenBrowser = browser.OpenURL
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = defaultHTTPClient()
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultLoginTimeout
+	}
+	redirect, err := url.Parse(cfg.RedirectURL)
+	if err != nil {
+		return nil, fmt.Errorf("auth: RedirectURL: %w", err)
+	}
+
+	state, err := randomState()
+	if err != nil {
+		return nil, err
+	}
+	verifier := oauth2.GenerateVerifier()
+	oc := cfg.OAuth2()
+	authURL := oc.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier))
+
+	exchange := func(q url.Values) (*oauth2.Token, error) {
+		code, err := checkCallback(q, state)
+		if err != nil {
+			return nil, err
+		}
+		// The code lives 30 seconds: exchange at once, with a deadline of our own.
+		ectx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+		defer cancel()
+		ectx = context.WithValue(ectx, oauth2.HTTPClient, opts.HTTPClient)
+		tok, err := oc.Exchange(ectx, code, oauth2.VerifierOption(verifier))
+		if err != nil {
+			return nil, tokenEndpointError("exchange", err, code, verifier, cfg.ClientSecret)
+		}
+		warnGrant(opts.Out, cfg, tok)
+		return tok, nil
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	if opts.Headless {
+		q, err := readPastedRedirect(wctx, authURL, cfg.RedirectURL, opts)
+		if err != nil {
+			return nil, err
+		}
+		return exchange(q)
+	}
+	return loopbackLogin(wctx, redirect, authURL, opts, exchange)
+}
+
+func randomState() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("auth: random state: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// checkCallback validates the redirect's query and returns the code.
+func checkCallback(q url.Values, state string) (string, error) {
+	if e := q.Get("error"); e != "" {
+		desc := sanitize(q.Get("error_description"), 200, nil)
+		if desc != "" {
+			desc = " (" + desc + ")"
+		}
+		e = sanitize(e, 64, nil)
+		if e == "access_denied" {
+			return "", fmt.Errorf("auth: authorization denied: the request was declined in the browser (error=access_denied%s); run the login again and choose \"Authorize app\"", desc)
+		}
+		return "", fmt.Errorf("auth: authorization failed: X redirected with error=%s%s", e, desc)
+	}
+	got := q.Get("state")
+	if got == "" {
+		return "", errors.New("auth: the redirect has no state parameter; paste the full address the browser was redirected to")
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(state)) != 1 {
+		return "", errors.New("auth: state mismatch: the redirect does not belong to this login attempt (an old browser tab, or a forged request); nothing was exchanged; run the login again")
+	}
+	code := q.Get("code")
+	if code == "" {
+		return "", errors.New("auth: the redirect has no code parameter")
+	}
+	return code, nil
+}
+
+func warnGrant(out io.Writer, cfg Config, tok *oauth2.Token) {
+	if tok.RefreshToken == "" {
+		fmt.Fprintf(out, "warning: X returned no refresh token (was %q granted?); unattended runs will stop when the access token expires\n", ScopeOfflineAccess)
+	}
+	granted, _ := tok.Extra("scope").(string)
+	if granted == "" {
+		return
+	}
+	have := strings.Fields(granted)
+	var missing []string
+	for _, s := range cfg.Scopes {
+		if !slices.Contains(have, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(out, "warning: X did not grant the scopes %s (granted: %s)\n", strings.Join(missing, " "), granted)
+	}
+}
+
+// readPastedRedirect prints the authorize URL and reads the pasted redirect.
+func readPastedRedirect(ctx context.Context, authURL, redirectURL string, opts LoginOptions) (url.Values, error) {
+	fmt.Fprintf(opts.Out, "Open this URL in a browser and authorize the app:\n\n  %s\n\n", authURL)
+	fmt.Fprintf(opts.Out, "The browser is then sent to %s?state=...&code=... ; that page may fail to load, which is fine.\n", redirectURL)
+	fmt.Fprintf(opts.Out, "Copy the full address from the address bar and paste it here within 30 seconds (the code expires):\n")
+
+	type result struct {
+		line string
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		line, err := bufio.NewReader(opts.In).ReadString('\n')
+		if errors.Is(err, io.EOF) && strings.TrimSpace(line) != "" {
+			err = nil
+		}
+		ch <- result{line, err}
+	}()
+	var r result
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("auth: no redirect URL pasted: %w", context.Cause(ctx))
+	case r = <-ch:
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("auth: reading the pasted redirect URL: %w", r.err)
+	}
+	return parsePastedRedirect(r.line)
+}
+
+// parsePastedRedirect accepts the full redirect URL, or its query with or without the "?".
+// Errors never echo the input (it holds the authorization code).
+func parsePastedRedirect(s string) (url.Values, error) {
+	s = strings.TrimSpace(s)
+	s = strings.Trim(s, `"'<>`)
+	if i := strings.IndexByte(s, '#'); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.IndexByte(s, '?'); i >= 0 {
+		s = s[i+1:]
+	}
+	q, err := url.ParseQuery(s)
+	if err != nil {
+		return nil, errors.New("auth: the pasted text is not a redirect URL or query (expected ...?state=...&code=...)")
+	}
+	if q.Get("error") == "" && (q.Get("code") == "" || q.Get("state") == "") {
+		return nil, errors.New("auth: the pasted text has no code and state parameters; paste the full address the browser was redirected to")
+	}
+	return q, nil
+}
+
+type callback struct {
+	query url.Values
+	done  chan error // the outcome, for the page shown in the browser
+}
+
+// loopbackLogin listens on the redirect URL, opens the browser and exchanges the code.
+func loopbackLogin(ctx context.Context, redirect *url.URL, authURL string, opts LoginOptions, exchange func(url.Values) (*oauth2.Token, error)) (*oauth2.Token, error) {
+	lns, path, err := listenRedirect(redirect)
+	if err != nil {
+		return nil, err
+	}
+	calls := make(chan callback)
+	stop := make(chan struct{})
+	srv := &http.Server{
+		Handler:           callbackHandler(path, calls, stop),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	for _, ln := range lns {
+		go func() { _ = srv.Serve(ln) }()
+	}
+	defer func() {
+		close(stop) // handlers still waiting to hand over a callback give up
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+
+	fmt.Fprintf(opts.Out, "Open this URL in your browser to authorize cq-source-x (opening it for you):\n\n  %s\n\n", authURL)
+	fmt.Fprintf(opts.Out, "Waiting for the redirect to %s ...\n", redirect.String())
+	if err := opts.OpenBrowser(authURL); err != nil {
+		fmt.Fprintf(opts.Out, "Could not open a browser (%v); open the URL above yourself. If the browser runs on another machine, use the headless login instead.\n", err)
+	}
+
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("auth: no redirect arrived at %s: %w", redirect.String(), context.Cause(ctx))
+	case cb := <-calls:
+		tok, err := exchange(cb.query)
+		cb.done <- err
+		return tok, err
+	}
+}
+
+// listenRedirect binds the loopback listener(s) for the redirect URL.
+func listenRedirect(redirect *url.URL) ([]net.Listener, string, error) {
+	host := redirect.Hostname()
+	if redirect.Scheme != "http" || !(host == "127.0.0.1" || strings.EqualFold(host, "localhost")) {
+		return nil, "", fmt.Errorf("auth: RedirectURL %q is not a loopback address: the login listens for the redirect on http://127.0.0.1:PORT/path or http://localhost:PORT/path, and that exact URL must be registered as a callback URL of the X app (X compares it character for character); or use the headless login to paste the redirect instead", redirect.String())
+	}
+	port := redirect.Port()
+	if port == "" {
+		return nil, "", fmt.Errorf("auth: RedirectURL %q has no port: give one explicitly, e.g. %s, and register exactly that URL with the X app", redirect.String(), DefaultRedirectURL)
+	}
+	path := redirect.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
+	if err != nil {
+		return nil, "", fmt.Errorf("auth: cannot listen for the redirect on 127.0.0.1:%s (is another login running, or the port in use?): %w", port, err)
+	}
+	lns := []net.Listener{ln}
+	if strings.EqualFold(host, "localhost") {
+		// Browsers may resolve localhost to ::1 first; listen there too when possible.
+		if ln6, err := net.Listen("tcp", net.JoinHostPort("::1", port)); err == nil {
+			lns = append(lns, ln6)
+		}
+	}
+	return lns, path, nil
+}
+
+func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) http.Handler {
+	handled := make(chan struct{})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.EscapedPath() != path || r.Method != http.MethodGet {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		select {
+		case <-handled:
+			writePage(w, http.StatusConflict, "Already handled", "This login has already been handled. You can close this tab.")
+			return
+		default:
+		}
+		cb := callback{query: r.URL.Query(), done: make(chan error, 1)}
+		select {
+		case calls <- cb:
+			close(handled)
+		case <-r.Context().Done():
+			return
+		case <-stop:
+			writePage(w, http.StatusGone, "Login ended", "cq-source-x is no longer waiting for this login. Run the login again.")
+			return
+		case <-handled:
+			writePage(w, http.StatusConflict, "Already handled", "This login has already been handled. You can close this tab.")
+			return
+		}
+		var err error
+		select {
+		case err = <-cb.done: // always sent once cb was received
+		case <-time.After(2 * DefaultRequestTimeout):
+			err = errors.New("timed out waiting for the token exchange")
+		}
+		if err != nil {
+			writePage(w, http.StatusBadRequest, "Login failed",
+				"cq-source-x could not complete the login: "+err.Error()+"\n\nYou can close this tab; details are in the terminal.")
+			return
+		}
+		writePage(w, http.StatusOK, "Login complete", "cq-source-x is authorized. You can close this tab and return to the terminal.")
+	})
+}
+
+func writePage(w http.ResponseWriter, status int, title, msg string) {
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "<!doctype html><html><head><meta charset=\"utf-8\"><title>%s</title></head><body><h1>%s</h1><p style=\"white-space:pre-wrap\">%s</p></body></html>\n",
+		html.EscapeString(title), html.EscapeString(title), html.EscapeString(msg))
+}

@@ -1,0 +1,327 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+)
+
+// Defaults of the FileTokenSource.
+const (
+	DefaultRefreshMargin  = 5 * time.Minute
+	DefaultLockTimeout    = 2 * time.Minute
+	DefaultRequestTimeout = 60 * time.Second
+	// expiryDelta: a token this close to its expiry is treated as expired (clock skew, latency).
+	expiryDelta = 10 * time.Second
+	// earlyRetryBackoff: after a failed refresh while the current token is still valid, the
+	// current token is used for this long before the next attempt.
+	earlyRetryBackoff = 30 * time.Second
+)
+
+// SourceOption configures a FileTokenSource.
+type SourceOption func(*FileTokenSource)
+
+// WithHTTPClient sets the HTTP client for the token endpoint. The default has a 30-second
+// timeout (never http.DefaultClient, which waits forever).
+func WithHTTPClient(c *http.Client) SourceOption {
+	return func(s *FileTokenSource) {
+		if c != nil {
+			s.httpClient = c
+		}
+	}
+}
+
+// WithClock sets the clock that decides expiry (default clock.Real).
+func WithClock(c clock.Clock) SourceOption {
+	return func(s *FileTokenSource) {
+		if c != nil {
+			s.clock = c
+		}
+	}
+}
+
+// WithRefreshMargin sets how long before expiry the token is refreshed (default 5m; 0 to 1h).
+func WithRefreshMargin(d time.Duration) SourceOption {
+	return func(s *FileTokenSource) { s.margin = d }
+}
+
+// WithLockTimeout bounds the wait for the token file lock during a refresh (default 2m), so a
+// stuck process cannot hang a cron job forever. The context also bounds it.
+func WithLockTimeout(d time.Duration) SourceOption {
+	return func(s *FileTokenSource) {
+		if d > 0 {
+			s.lockTimeout = d
+		}
+	}
+}
+
+// WithLogger receives warnings (an early refresh that failed while the current token is still
+// valid, a refresh marker that could not be written). Messages hold no secrets. Default: none.
+func WithLogger(l *slog.Logger) SourceOption {
+	return func(s *FileTokenSource) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
+
+// withAfterTokenResponse (tests) runs after the token endpoint answered a refresh and before the
+// new pair is saved; an error aborts there, as a crash would.
+func withAfterTokenResponse(fn func() error) SourceOption {
+	return func(s *FileTokenSource) { s.afterTokenResponse = fn }
+}
+
+// FileTokenSource is an oauth2.TokenSource backed by a TokenFile. It refreshes the access token
+// shortly before it expires (and once after Invalidate), persisting the rotated pair before
+// returning it. It is safe for concurrent use, and any number of processes may share one file:
+// refreshes are serialised by the file lock and each re-reads the file first. See the package
+// documentation for the exact guarantees.
+type FileTokenSource struct {
+	ctx            context.Context
+	cfg            Config
+	oc             *oauth2.Config
+	file           TokenFile
+	clock          clock.Clock
+	margin         time.Duration
+	lockTimeout    time.Duration
+	requestTimeout time.Duration
+	httpClient     *http.Client
+	log            *slog.Logger
+
+	afterTokenResponse func() error
+
+	mu          sync.Mutex
+	cur         *StoredToken // last token read from or written to the file
+	invalid     string       // access token reported rejected by Invalidate
+	dead        string       // fingerprint of a refresh token X rejected: never sent again
+	deadErr     error
+	retryAfter  time.Time    // no early refresh attempt before this
+	unsaved     *StoredToken // refreshed pair whose Save failed (not usable until saved)
+	unsavedFrom string       // the refresh token spent to get unsaved
+}
+
+var _ oauth2.TokenSource = (*FileTokenSource)(nil)
+
+// NewFileTokenSource loads file and returns a token source for it. ctx is used by Token for the
+// lock wait and the token endpoint (TokenContext takes a per-call context instead). A missing
+// file, a file without tokens and a file issued to another client id are errors wrapping
+// ErrLoginRequired.
+func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ...SourceOption) (*FileTokenSource, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	s := &FileTokenSource{
+		ctx:            ctx,
+		cfg:            cfg,
+		oc:             cfg.OAuth2(),
+		file:           file,
+		clock:          clock.Real{},
+		margin:         DefaultRefreshMargin,
+		lockTimeout:    DefaultLockTimeout,
+		requestTimeout: DefaultRequestTimeout,
+		httpClient:     defaultHTTPClient(),
+		log:            slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.margin < 0 || s.margin > time.Hour {
+		return nil, fmt.Errorf("auth: refresh margin %v is out of range (0 to 1h; access tokens live 2h)", s.margin)
+	}
+	st, err := file.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkClient(st); err != nil {
+		return nil, err
+	}
+	s.cur = st
+	return s, nil
+}
+
+func defaultHTTPClient() *http.Client { return &http.Client{Timeout: 30 * time.Second} }
+
+func (s *FileTokenSource) checkClient(st *StoredToken) error {
+	if st.ClientID != "" && st.ClientID != s.cfg.ClientID {
+		return fmt.Errorf("auth: token file %s was issued to client id %q but the configuration uses client id %q; a refresh token works only with the app that issued it: %w",
+			s.file.Path, st.ClientID, s.cfg.ClientID, ErrLoginRequired)
+	}
+	return nil
+}
+
+// Stored returns a copy of the token currently in use (formatting it is safe; see StoredToken).
+func (s *FileTokenSource) Stored() StoredToken {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.cur
+}
+
+// Token returns a valid access token, refreshing it first when it expires within the refresh
+// margin or was invalidated. It uses the context given to NewFileTokenSource.
+func (s *FileTokenSource) Token() (*oauth2.Token, error) { return s.TokenContext(s.ctx) }
+
+// TokenContext is Token with a per-call context. The context bounds the wait for the lock; once a
+// refresh request has been sent it is not cancelled (its answer must be saved, or the rotated
+// refresh token would be lost), it is bounded by its own timeout instead.
+func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	if s.unsaved == nil && s.fresh(s.cur, now) {
+		return s.cur.OAuth2(), nil
+	}
+	if s.usable(s.cur, now) && now.Before(s.retryAfter) {
+		return s.cur.OAuth2(), nil
+	}
+	st, err := s.refreshLocked(ctx)
+	if err == nil {
+		s.retryAfter = time.Time{}
+		return st.OAuth2(), nil
+	}
+	if now = s.clock.Now(); s.usable(s.cur, now) {
+		// Refreshing early failed but the current token is still good: use it and try again
+		// later (never in a loop).
+		s.retryAfter = now.Add(earlyRetryBackoff)
+		s.log.Warn("auth: early token refresh failed; using the current access token until it expires",
+			slog.Time("expiry", s.cur.Expiry), slog.String("error", err.Error()))
+		return s.cur.OAuth2(), nil
+	}
+	return nil, err
+}
+
+// Invalidate reports that accessToken was rejected (HTTP 401). The next Token call refreshes,
+// unless the file already holds a different token, which is then used instead. Tokens other
+// than the current one are ignored.
+func (s *FileTokenSource) Invalidate(accessToken string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if accessToken != "" && s.cur != nil && s.cur.AccessToken == accessToken {
+		s.invalid = accessToken
+		s.retryAfter = time.Time{}
+	}
+}
+
+// usable: not invalidated and not (about to be) expired.
+func (s *FileTokenSource) usable(t *StoredToken, now time.Time) bool {
+	return t != nil && t.AccessToken != "" && t.AccessToken != s.invalid &&
+		(t.Expiry.IsZero() || now.Before(t.Expiry.Add(-expiryDelta)))
+}
+
+// fresh: usable and not within the refresh margin.
+func (s *FileTokenSource) fresh(t *StoredToken, now time.Time) bool {
+	return s.usable(t, now) && (t.Expiry.IsZero() || now.Before(t.Expiry.Add(-max(s.margin, expiryDelta))))
+}
+
+// refreshLocked runs with s.mu held. Under the file lock it re-reads the file, uses a token
+// someone else refreshed, or refreshes, saves and only then returns the new token.
+func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, error) {
+	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
+	unlock, err := s.file.Lock(lctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("auth: waiting for the token file lock (another cq-source-x process may be refreshing): %w", err)
+	}
+	defer func() { _ = unlock() }()
+
+	disk, err := s.file.Load()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkClient(disk); err != nil {
+		return nil, err
+	}
+
+	// A refreshed pair that could not be saved earlier: save it now if the file still holds the
+	// pair it replaces; if the file changed (a new login), the unsaved pair is obsolete.
+	if s.unsaved != nil {
+		if disk.RefreshToken == s.unsavedFrom {
+			if err := s.file.Save(s.unsaved); err != nil {
+				return nil, fmt.Errorf("auth: saving the refreshed token (retry) failed: %w; if this process ends before it succeeds, run `cq-source-x login` again", err)
+			}
+			s.file.removeIntent()
+			disk = s.unsaved
+		}
+		s.unsaved, s.unsavedFrom = nil, ""
+	}
+
+	now := s.clock.Now()
+	if s.fresh(disk, now) {
+		// Another process (or an earlier call) refreshed already, or the user logged in again.
+		s.cur = disk
+		return disk, nil
+	}
+	s.cur = disk
+	if disk.RefreshToken == "" {
+		return nil, fmt.Errorf("auth: the access token in %s has expired and the file holds no refresh token (was %q granted?): %w",
+			s.file.Path, ScopeOfflineAccess, ErrLoginRequired)
+	}
+	fp := fingerprint(disk.RefreshToken)
+	if fp == s.dead {
+		return nil, s.deadErr
+	}
+
+	// Record the intent (no secret in it) so that an interrupted refresh can be diagnosed.
+	hint := ""
+	if in := s.file.readIntent(); in != nil && in.Fingerprint == fp {
+		hint = fmt.Sprintf("an earlier refresh of this token (started %s by process %d on %q) was interrupted before its result was saved, so X has probably rotated it already",
+			fmtTime(in.StartedAt), in.PID, in.Host)
+	} else {
+		host, _ := os.Hostname()
+		if err := s.file.writeIntent(&refreshIntent{StartedAt: now.UTC(), Fingerprint: fp, PID: os.Getpid(), Host: host}); err != nil {
+			s.log.Warn("auth: could not record the refresh in progress", slog.String("error", err.Error()))
+		}
+	}
+
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("auth: refresh not started: %w", err)
+	}
+	// From here on the refresh token may be spent at X: do not let the caller's cancellation
+	// abandon the answer.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.requestTimeout)
+	defer rcancel()
+	rctx = context.WithValue(rctx, oauth2.HTTPClient, s.httpClient)
+	start := s.clock.Now()
+	tok, err := s.oc.TokenSource(rctx, &oauth2.Token{RefreshToken: disk.RefreshToken}).Token()
+	if err != nil {
+		te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.cfg.ClientSecret)
+		if te.LoginRequired {
+			te.Hint = hint
+			s.dead, s.deadErr = fp, te
+		}
+		return nil, te
+	}
+	if s.afterTokenResponse != nil {
+		if err := s.afterTokenResponse(); err != nil {
+			return nil, err
+		}
+	}
+
+	next := NewStoredToken(tok, s.cfg.ClientID, start)
+	if next.RefreshToken == "" {
+		next.RefreshToken = disk.RefreshToken // not rotated this time: keep the old one
+	}
+	if next.Scope == "" {
+		next.Scope = disk.Scope
+	}
+	next.UserID, next.Username = disk.UserID, disk.Username
+	if err := s.file.Save(next); err != nil {
+		s.unsaved, s.unsavedFrom = next, disk.RefreshToken
+		return nil, fmt.Errorf("auth: refreshed the token but could not save it: %w; the new token is kept in memory and saving is retried on next use; if this process ends first, run `cq-source-x login` again", err)
+	}
+	s.file.removeIntent()
+	s.cur = next
+	return next, nil
+}
+
+// IsLoginRequired reports whether err means an interactive login is needed.
+func IsLoginRequired(err error) bool { return errors.Is(err, ErrLoginRequired) }

@@ -1,0 +1,449 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+)
+
+// env is one fake X, one token file holding a freshly issued pair, and a virtual clock.
+type env struct {
+	t    *testing.T
+	clk  *clock.Virtual
+	fx   *fakeX
+	cfg  Config
+	file TokenFile
+	orig *StoredToken
+}
+
+func newEnv(t *testing.T, secret string) *env {
+	t.Helper()
+	clk := clock.NewVirtual(t0)
+	fx := newFakeX(t, clk)
+	cfg := fx.config("app", secret, "http://127.0.0.1:1/callback")
+	file := TokenFile{Path: filepath.Join(t.TempDir(), "token.json")}
+	st := fx.issue("app")
+	if err := file.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, clk: clk, fx: fx, cfg: cfg, file: file, orig: st}
+}
+
+func (e *env) source(opts ...SourceOption) *FileTokenSource {
+	e.t.Helper()
+	opts = append([]SourceOption{WithClock(e.clk), WithHTTPClient(e.fx.srv.Client())}, opts...)
+	s, err := NewFileTokenSource(e.t.Context(), e.cfg, e.file, opts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) load() *StoredToken {
+	e.t.Helper()
+	st, err := e.file.Load()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
+
+func (e *env) refreshes() int { _, r, _, _ := e.fx.counts(); return r }
+
+func TestRefreshBeforeExpiry(t *testing.T) {
+	e := newEnv(t, "")
+	s := e.source()
+	tok, err := s.Token()
+	if err != nil || tok.AccessToken != e.orig.AccessToken {
+		t.Fatalf("fresh token: %v", err)
+	}
+	e.clk.Advance(2*time.Hour - 6*time.Minute) // outside the 5-minute margin
+	if tok, err = s.Token(); err != nil || tok.AccessToken != e.orig.AccessToken || e.refreshes() != 0 {
+		t.Fatalf("refreshed too early (err %v, refreshes %d)", err, e.refreshes())
+	}
+	e.clk.Advance(2 * time.Minute) // 4 minutes left: inside the margin, not yet expired
+	tok, err = s.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.AccessToken == e.orig.AccessToken || e.refreshes() != 1 {
+		t.Fatalf("not refreshed inside the margin (refreshes %d)", e.refreshes())
+	}
+	disk := e.load()
+	if disk.AccessToken != tok.AccessToken || disk.RefreshToken == e.orig.RefreshToken || disk.RefreshToken == "" {
+		t.Error("rotated pair not saved")
+	}
+	if !disk.Expiry.Equal(e.clk.Now().Add(2*time.Hour)) || !tok.Expiry.Equal(disk.Expiry) {
+		t.Errorf("expiry %v, want now+2h (%v)", disk.Expiry, e.clk.Now().Add(2*time.Hour))
+	}
+	if disk.UserID != "42" || disk.Username != "alice" || disk.ClientID != "app" || !disk.UpdatedAt.Equal(e.clk.Now()) {
+		t.Errorf("fields not kept: %+v", disk)
+	}
+	if names := dirNames(t, filepath.Dir(e.file.Path)); strings.Join(names, ",") != "token.json,token.json.lock" {
+		t.Errorf("directory holds %v", names)
+	}
+	// The new token is reused, not refreshed again.
+	if tok2, _ := s.Token(); tok2.AccessToken != tok.AccessToken || e.refreshes() != 1 {
+		t.Error("refreshed twice")
+	}
+}
+
+func TestRefreshWithoutNewRefreshTokenKeepsOldOne(t *testing.T) {
+	e := newEnv(t, "")
+	e.fx.set(func(fx *fakeX) { fx.omitRefresh = true })
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	if _, err := s.Token(); err != nil {
+		t.Fatal(err)
+	}
+	if disk := e.load(); disk.RefreshToken != e.orig.RefreshToken || disk.AccessToken == e.orig.AccessToken {
+		t.Error("old refresh token not kept")
+	}
+}
+
+func TestRefreshConfidentialClientUsesBasicAuth(t *testing.T) {
+	e := newEnv(t, "the-client-secret")
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	if _, err := s.Token(); err != nil {
+		t.Fatal(err)
+	}
+	e.fx.mu.Lock()
+	authz, form := e.fx.lastTokenAuth, e.fx.lastTokenForm
+	e.fx.mu.Unlock()
+	if !strings.HasPrefix(authz, "Basic ") || form.Has("client_secret") || form.Get("grant_type") != "refresh_token" {
+		t.Errorf("Authorization %q, form %v", authz, form)
+	}
+}
+
+func TestRotationAcrossTwoSourcesSharingOneFile(t *testing.T) {
+	e := newEnv(t, "") // strictSpent: a spent refresh token arriving fails the test
+	a, b := e.source(), e.source()
+	const rounds, perSource = 40, 4
+	for round := 1; round <= rounds; round++ {
+		e.clk.Advance(2 * time.Hour)
+		var wg sync.WaitGroup
+		toks := make(chan string, 2*perSource)
+		for _, s := range []*FileTokenSource{a, b} {
+			for range perSource {
+				wg.Go(func() {
+					tok, err := s.Token()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					toks <- tok.AccessToken
+				})
+			}
+		}
+		wg.Wait()
+		close(toks)
+		seen := map[string]bool{}
+		for at := range toks {
+			seen[at] = true
+		}
+		if len(seen) != 1 {
+			t.Fatalf("round %d: %d different access tokens handed out, want 1", round, len(seen))
+		}
+		if got := e.refreshes(); got != round {
+			t.Fatalf("round %d: %d refreshes in total, want exactly one per expiry", round, got)
+		}
+	}
+	if _, _, spent, _ := e.fx.counts(); spent != 0 {
+		t.Errorf("%d spent refresh tokens sent", spent)
+	}
+}
+
+func TestRotationAcrossSourcesAfterInvalidate(t *testing.T) {
+	// Both sources see a 401 for the same token at once: exactly one refresh.
+	e := newEnv(t, "")
+	a, b := e.source(), e.source()
+	for round := 1; round <= 20; round++ {
+		cur, _ := a.Token()
+		_, _ = b.Token()
+		var wg sync.WaitGroup
+		for _, s := range []*FileTokenSource{a, b} {
+			wg.Go(func() {
+				s.Invalidate(cur.AccessToken)
+				if tok, err := s.Token(); err != nil || tok.AccessToken == cur.AccessToken {
+					t.Errorf("after Invalidate: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if got := e.refreshes(); got != round {
+			t.Fatalf("round %d: %d refreshes, want %d", round, got, round)
+		}
+	}
+}
+
+func TestInvalidateUsesNewerTokenFromFile(t *testing.T) {
+	e := newEnv(t, "")
+	a, b := e.source(), e.source()
+	b.Invalidate(e.orig.AccessToken)
+	nb, err := b.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Invalidate(e.orig.AccessToken)
+	na, err := a.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if na.AccessToken != nb.AccessToken || e.refreshes() != 1 {
+		t.Errorf("a refreshed again instead of using b's token (refreshes %d)", e.refreshes())
+	}
+	// Invalidating a token that is no longer current does nothing.
+	a.Invalidate(e.orig.AccessToken)
+	if na2, _ := a.Token(); na2.AccessToken != na.AccessToken || e.refreshes() != 1 {
+		t.Error("stale Invalidate forced a refresh")
+	}
+}
+
+func TestSpentRefreshTokenEndsWithLoginRequired(t *testing.T) {
+	e := newEnv(t, "")
+	e.fx.set(func(fx *fakeX) { fx.strictSpent = false })
+	e.fx.spend(e.orig.RefreshToken) // e.g. refreshed by a copy of the file elsewhere
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	_, err := s.Token()
+	if !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "run `cq-source-x login` again") {
+		t.Fatalf("err = %v", err)
+	}
+	var te *TokenEndpointError
+	if !errors.As(err, &te) || te.StatusCode != 400 || te.Code != "invalid_request" || te.Temporary() {
+		t.Errorf("TokenEndpointError = %+v", te)
+	}
+	// Never a retry loop: later calls fail at once, without sending the dead token again.
+	for range 5 {
+		if _, err := s.Token(); !errors.Is(err, ErrLoginRequired) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if _, _, spent, n := e.fx.counts(); spent != 1 || n != 1 {
+		t.Errorf("token requests %d, spent tokens sent %d; want 1 and 1", n, spent)
+	}
+}
+
+func TestTransientTokenEndpointFailureIsNotLoginRequired(t *testing.T) {
+	e := newEnv(t, "")
+	e.fx.set(func(fx *fakeX) { fx.fail5xx = 1 })
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	_, err := s.Token()
+	var te *TokenEndpointError
+	if err == nil || errors.Is(err, ErrLoginRequired) || !errors.As(err, &te) || !te.Temporary() || te.StatusCode != 503 {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "<html>") {
+		t.Errorf("response body in error: %v", err)
+	}
+	tok, err := s.Token() // the caller retries: the refresh token was not spent
+	if err != nil || tok.AccessToken == e.orig.AccessToken {
+		t.Fatalf("retry: %v", err)
+	}
+}
+
+func TestNetworkFailureIsTransient(t *testing.T) {
+	e := newEnv(t, "")
+	s := e.source()
+	e.fx.srv.Close()
+	e.clk.Advance(2 * time.Hour)
+	_, err := s.Token()
+	var te *TokenEndpointError
+	if err == nil || errors.Is(err, ErrLoginRequired) || !errors.As(err, &te) || !te.Temporary() {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestEarlyRefreshFailureKeepsUsingCurrentToken(t *testing.T) {
+	e := newEnv(t, "")
+	e.fx.set(func(fx *fakeX) { fx.fail5xx = 100 })
+	s := e.source()
+	e.clk.Advance(2*time.Hour - 3*time.Minute) // inside the margin, still valid
+	tok, err := s.Token()
+	if err != nil || tok.AccessToken != e.orig.AccessToken {
+		t.Fatalf("Token = %v", err)
+	}
+	_, _, _, n := e.fx.counts()
+	if tok, err = s.Token(); err != nil || tok.AccessToken != e.orig.AccessToken {
+		t.Fatal(err)
+	}
+	if _, _, _, n2 := e.fx.counts(); n2 != n {
+		t.Error("retried the refresh at once instead of backing off")
+	}
+	e.fx.set(func(fx *fakeX) { fx.fail5xx = 0 })
+	e.clk.Advance(time.Minute)
+	if tok, err = s.Token(); err != nil || tok.AccessToken == e.orig.AccessToken {
+		t.Fatalf("refresh after back-off: %v", err)
+	}
+}
+
+var errSimulatedCrash = errors.New("simulated crash")
+
+func TestCrashBetweenTokenResponseAndSaveRequiresLogin(t *testing.T) {
+	e := newEnv(t, "")
+	e.fx.set(func(fx *fakeX) { fx.strictSpent = false })
+	a := e.source(withAfterTokenResponse(func() error { return errSimulatedCrash }))
+	e.clk.Advance(2 * time.Hour)
+	if _, err := a.Token(); !errors.Is(err, errSimulatedCrash) {
+		t.Fatalf("err = %v", err)
+	}
+	if e.refreshes() != 1 {
+		t.Fatal("the refresh did not reach the server")
+	}
+	// The file still holds the old complete pair, whose refresh token X has spent.
+	if disk := e.load(); disk.RefreshToken != e.orig.RefreshToken || disk.AccessToken != e.orig.AccessToken {
+		t.Fatal("file changed")
+	}
+	if _, err := os.Stat(e.file.Path + ".refreshing"); err != nil {
+		t.Errorf("refresh marker missing: %v", err)
+	}
+
+	// The next run.
+	b := e.source()
+	_, err := b.Token()
+	if !errors.Is(err, ErrLoginRequired) {
+		t.Fatalf("next run: err = %v", err)
+	}
+	for _, want := range []string{"run `cq-source-x login` again", "interrupted"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if _, _, spent, _ := e.fx.counts(); spent != 1 {
+		t.Errorf("spent tokens sent = %d, want 1 (fail fast, no retry)", spent)
+	}
+}
+
+func TestRefreshMarkerRemovedAfterSuccess(t *testing.T) {
+	e := newEnv(t, "")
+	var sawMarker bool
+	e.fx.set(func(fx *fakeX) {
+		fx.onRefresh = func() {
+			data, err := os.ReadFile(e.file.Path + ".refreshing")
+			sawMarker = err == nil && strings.Contains(string(data), `"refresh_token_sha256_prefix"`)
+			if strings.Contains(string(data), e.orig.RefreshToken) || strings.Contains(string(data), e.orig.AccessToken) {
+				t.Error("the refresh marker holds a token")
+			}
+		}
+	})
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	if _, err := s.Token(); err != nil {
+		t.Fatal(err)
+	}
+	if !sawMarker {
+		t.Error("no refresh marker while the request was in flight")
+	}
+	if _, err := os.Stat(e.file.Path + ".refreshing"); !os.IsNotExist(err) {
+		t.Errorf("marker left behind: %v", err)
+	}
+}
+
+func TestCancelledContextDoesNotAbandonSentRefresh(t *testing.T) {
+	e := newEnv(t, "")
+	ctx, cancel := context.WithCancel(t.Context())
+	e.fx.set(func(fx *fakeX) { fx.onRefresh = cancel }) // the caller gives up mid-request
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	tok, err := s.TokenContext(ctx)
+	if err != nil {
+		t.Fatalf("TokenContext: %v", err)
+	}
+	if disk := e.load(); disk.AccessToken != tok.AccessToken || disk.RefreshToken == e.orig.RefreshToken {
+		t.Error("the answer of a sent refresh was not saved")
+	}
+}
+
+func TestSaveFailureKeepsRefreshedPairAndRetries(t *testing.T) {
+	e := newEnv(t, "")
+	fail := true
+	var mu sync.Mutex
+	e.file.hooks = &fileHooks{rename: func(o, n string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail && filepath.Base(n) == "token.json" {
+			return errors.New("disk full")
+		}
+		return os.Rename(o, n)
+	}}
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	_, err := s.Token()
+	if err == nil || !strings.Contains(err.Error(), "disk full") || errors.Is(err, ErrLoginRequired) {
+		t.Fatalf("err = %v", err)
+	}
+	if disk := e.load(); disk.AccessToken != e.orig.AccessToken {
+		t.Fatal("file changed")
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	tok, err := s.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.refreshes() != 1 {
+		t.Errorf("refreshes = %d, want 1 (the kept pair is saved, not refreshed again)", e.refreshes())
+	}
+	if disk := e.load(); disk.AccessToken != tok.AccessToken || disk.RefreshToken == e.orig.RefreshToken {
+		t.Error("kept pair not saved")
+	}
+}
+
+func TestClientIDMismatchRequiresLogin(t *testing.T) {
+	e := newEnv(t, "")
+	cfg := e.cfg
+	cfg.ClientID = "other-app"
+	_, err := NewFileTokenSource(t.Context(), cfg, e.file)
+	if !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "other-app") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNoRefreshTokenRequiresLoginAtExpiry(t *testing.T) {
+	e := newEnv(t, "")
+	st := e.load()
+	st.RefreshToken = ""
+	if err := e.file.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	s := e.source()
+	if _, err := s.Token(); err != nil {
+		t.Fatal(err)
+	}
+	e.clk.Advance(2 * time.Hour)
+	if _, err := s.Token(); !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "offline.access") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRefreshMarginValidated(t *testing.T) {
+	e := newEnv(t, "")
+	if _, err := NewFileTokenSource(t.Context(), e.cfg, e.file, WithRefreshMargin(3*time.Hour)); err == nil {
+		t.Error("3h margin accepted")
+	}
+}
+
+func TestLockWaitIsBounded(t *testing.T) {
+	e := newEnv(t, "")
+	unlock, err := e.file.Lock(t.Context()) // another process holds the lock forever
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unlock() }()
+	s := e.source(WithLockTimeout(100 * time.Millisecond))
+	e.clk.Advance(2 * time.Hour)
+	_, err = s.Token()
+	if err == nil || errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("err = %v", err)
+	}
+}

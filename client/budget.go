@@ -1,0 +1,169 @@
+package client
+
+import (
+	"sync"
+	"time"
+)
+
+// budgets keeps the client's own view of each (user, operation) rate-limit
+// window, so that it never sends a request the server would refuse with 429.
+//
+// A window starts from the configured limit when the client first sends for
+// a key (reset = the first response's time + window) and is replaced by what the server says as soon
+// as a response carries x-rate-limit-* headers. Each send reserves one request
+// before it goes out. When a response's headers arrive, requests still in
+// flight for the same key may or may not have been counted by the server, so
+// the client assumes they have not: remaining = header remaining - in flight.
+// Within one server window the count only goes down (a response that was
+// overtaken by a later one cannot raise it); a header with a later reset
+// starts a new window.
+type budgets struct {
+	mu     sync.Mutex
+	limits map[Operation]int
+	window time.Duration
+	margin time.Duration
+	m      map[budgetKey]*bucket
+}
+
+type budgetKey struct {
+	user string
+	op   Operation
+}
+
+type bucket struct {
+	limit      int
+	remaining  int
+	reset      time.Time // end of the window; zero before the first send
+	fromServer bool      // remaining/reset came from response headers
+	anchored   bool      // an estimated window's reset was moved to its first response
+	inflight   int
+}
+
+func newBudgets(limits map[Operation]int, window, margin time.Duration) *budgets {
+	return &budgets{limits: limits, window: window, margin: margin, m: map[budgetKey]*bucket{}}
+}
+
+// bucketLocked returns the key's bucket, or nil when the operation has no
+// limit. b.mu must be held.
+func (b *budgets) bucketLocked(k budgetKey) *bucket {
+	if bk := b.m[k]; bk != nil {
+		return bk
+	}
+	limit, ok := b.limits[k.op]
+	if !ok || limit <= 0 {
+		return nil
+	}
+	bk := &bucket{limit: limit, remaining: limit}
+	b.m[k] = bk
+	return bk
+}
+
+// rollLocked starts a new window when the current one is over.
+func (b *budgets) rollLocked(bk *bucket, now time.Time) {
+	if bk.reset.IsZero() || !now.Before(bk.reset.Add(b.margin)) {
+		bk.remaining = bk.limit
+		bk.reset = now.Add(b.window)
+		bk.fromServer, bk.anchored = false, false
+	}
+}
+
+// reserve takes one request from the window. When none is left it returns
+// ok=false and how long until the window resets (reset plus margin).
+func (b *budgets) reserve(k budgetKey, now time.Time) (ok bool, wait time.Duration, r Rate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.bucketLocked(k)
+	if bk == nil {
+		return true, 0, Rate{}
+	}
+	if bk.reset.IsZero() || !now.Before(bk.reset.Add(b.margin)) {
+		b.rollLocked(bk, now)
+	}
+	r = Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
+	if bk.remaining > 0 {
+		bk.remaining--
+		bk.inflight++
+		return true, 0, r
+	}
+	return false, bk.reset.Add(b.margin).Sub(now), r
+}
+
+// settle ends a reserved request. hdr is the response's rate (ok when all
+// three headers were present); limited marks a 429.
+func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.bucketLocked(k)
+	if bk == nil {
+		return
+	}
+	if bk.inflight > 0 {
+		bk.inflight--
+	}
+	if !ok && !bk.fromServer && !bk.anchored {
+		// Without headers the server's window started somewhere between
+		// the first send and its response: count it from the response, so
+		// the estimate never ends before the server's window does.
+		bk.reset = maxTime(bk.reset, now.Add(b.window))
+		bk.anchored = true
+	}
+	if ok {
+		rem := max(hdr.Remaining-bk.inflight, 0)
+		switch {
+		case bk.fromServer && hdr.Reset.Equal(bk.reset):
+			bk.remaining = min(bk.remaining, rem)
+			bk.limit = hdr.Limit
+		case bk.fromServer && hdr.Reset.Before(bk.reset):
+			// A response from an earlier window, overtaken: ignore.
+		default:
+			bk.limit, bk.remaining, bk.reset, bk.fromServer = hdr.Limit, rem, hdr.Reset, true
+		}
+	}
+	if limited {
+		bk.remaining = 0
+		if !hdr.Reset.IsZero() && (ok || hdr.Reset.After(bk.reset) || !bk.fromServer) {
+			bk.reset, bk.fromServer = hdr.Reset, true
+		}
+		if !bk.reset.After(now) {
+			// The server refused, yet its reset (or ours) is past: hold off for
+			// one margin rather than send again at once.
+			bk.reset = now
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// block empties the window until `until` (a 429 without a reset header).
+// The reset is stored one margin early because a window counts as over only
+// a margin after its reset.
+func (b *budgets) block(k budgetKey, until time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.bucketLocked(k)
+	if bk == nil {
+		return
+	}
+	bk.remaining = 0
+	bk.reset = until.Add(-b.margin)
+	bk.fromServer, bk.anchored = false, true
+}
+
+// get returns the key's window as the client sees it now.
+func (b *budgets) get(k budgetKey, now time.Time) Rate {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.bucketLocked(k)
+	if bk == nil {
+		return Rate{}
+	}
+	if !bk.reset.IsZero() && !now.Before(bk.reset.Add(b.margin)) {
+		return Rate{Limit: bk.limit, Remaining: bk.limit}
+	}
+	return Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
+}

@@ -1,0 +1,355 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+)
+
+// DefaultBaseURL is the X API's address.
+const DefaultBaseURL = "https://api.x.com"
+
+// Defaults of the options.
+const (
+	DefaultUserAgent        = "cq-source-x (+https://github.com/cq-source-x/cq-source-x)"
+	DefaultMaxResponseBytes = 16 << 20
+	// DefaultRateLimitWaitCap is the longest the client waits for a window
+	// to reset before returning a *RateLimitError: one window plus a minute.
+	DefaultRateLimitWaitCap = DefaultWindow + time.Minute
+	// DefaultResetMargin is added to every x-rate-limit-reset before the
+	// client sends again, for clock skew and the reset's one-second resolution.
+	DefaultResetMargin = time.Second
+)
+
+// RetryPolicy says what is retried and how long to back off. Zero fields take
+// the defaults of DefaultRetryPolicy.
+type RetryPolicy struct {
+	// MaxAttempts bounds the requests sent for one call when they fail with
+	// a 5xx, a connection error or an unreadable 200 body (1 = no retries).
+	// Default 4.
+	MaxAttempts int
+	// BaseDelay and MaxDelay shape the backoff: before retry n the client
+	// sleeps a uniformly random time in [0, min(MaxDelay, BaseDelay×2^(n-1))]
+	// ("full jitter"). Defaults 500ms and 30s.
+	BaseDelay time.Duration
+	MaxDelay  time.Duration
+	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
+	// cut short or did not decode. The page was billed, and a retry is billed
+	// again, but the caller usually needs the page, so by default it retries
+	// (and the meter records the loss in PostsUnread).
+	NoRetryUnreadable bool
+	// MaxRateLimitWaits bounds how many 429s one call waits out before it
+	// returns a *RateLimitError. Default 2.
+	MaxRateLimitWaits int
+	// RateLimitBaseDelay is the first backoff after a 429 that carries no
+	// x-rate-limit-reset header; it doubles per 429 (with jitter), capped by
+	// the rate-limit wait cap. Default 30s.
+	RateLimitBaseDelay time.Duration
+}
+
+// DefaultRetryPolicy returns the default policy.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{
+		MaxAttempts:        4,
+		BaseDelay:          500 * time.Millisecond,
+		MaxDelay:           30 * time.Second,
+		MaxRateLimitWaits:  2,
+		RateLimitBaseDelay: 30 * time.Second,
+	}
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	d := DefaultRetryPolicy()
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = d.MaxAttempts
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = d.BaseDelay
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = d.MaxDelay
+	}
+	if p.MaxDelay < p.BaseDelay {
+		p.MaxDelay = p.BaseDelay
+	}
+	if p.MaxRateLimitWaits <= 0 {
+		p.MaxRateLimitWaits = d.MaxRateLimitWaits
+	}
+	if p.RateLimitBaseDelay <= 0 {
+		p.RateLimitBaseDelay = d.RateLimitBaseDelay
+	}
+	return p
+}
+
+// Client calls the X API v2. Create it with New; safe for concurrent use.
+type Client struct {
+	http       *http.Client
+	baseURL    string // no trailing slash
+	clock      clock.Clock
+	retry      RetryPolicy
+	waitCap    time.Duration
+	limits     map[Operation]int
+	window     time.Duration
+	margin     time.Duration
+	meter      *Meter
+	userAgent  string
+	maxBody    int64
+	logf       func(format string, args ...any)
+	tokenCheck TokenCheck
+
+	rngMu sync.Mutex
+	rng   *rand.Rand
+
+	budgets *budgets
+}
+
+// Option configures a Client.
+type Option func(*Client) error
+
+// WithBaseURL sets the API address: an absolute http or https URL without
+// query, fragment or user info; a path prefix is kept.
+func WithBaseURL(base string) Option {
+	return func(c *Client) error {
+		u, err := url.Parse(base)
+		if err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err // url.Error repeats the URL, user info and all
+			}
+			return fmt.Errorf("client: base URL does not parse: %w", err)
+		}
+		if u.User != nil {
+			return errors.New("client: base URL must not carry user info")
+		}
+		shown := oneLine(u.String(), 100)
+		switch {
+		case u.Scheme != "http" && u.Scheme != "https":
+			return fmt.Errorf("client: base URL %q: scheme must be http or https", shown)
+		case u.Host == "":
+			return fmt.Errorf("client: base URL %q: no host", shown)
+		case u.RawQuery != "" || u.ForceQuery:
+			return fmt.Errorf("client: base URL %q: must not have a query", shown)
+		case u.Fragment != "":
+			return fmt.Errorf("client: base URL %q: must not have a fragment", shown)
+		}
+		c.baseURL = strings.TrimRight(u.String(), "/")
+		return nil
+	}
+}
+
+// WithClock sets the clock used for all time and sleeping (default clock.Real{}).
+func WithClock(clk clock.Clock) Option {
+	return func(c *Client) error {
+		if clk == nil {
+			return errors.New("client: nil clock")
+		}
+		c.clock = clk
+		return nil
+	}
+}
+
+// WithRetryPolicy sets the retry policy; zero fields keep their defaults.
+func WithRetryPolicy(p RetryPolicy) Option {
+	return func(c *Client) error {
+		c.retry = p.withDefaults()
+		return nil
+	}
+}
+
+// WithRateLimitWaitCap sets the longest wait for a rate-limit window to
+// reset (default 16m). A wait beyond it returns a *RateLimitError instead;
+// 0 never waits.
+func WithRateLimitWaitCap(d time.Duration) Option {
+	return func(c *Client) error {
+		if d < 0 {
+			return fmt.Errorf("client: negative rate-limit wait cap %s", d)
+		}
+		c.waitCap = d
+		return nil
+	}
+}
+
+// WithLimits overrides per-user request limits per window. Operations not in
+// m keep DefaultLimits; a limit of 0 turns the client's own budget off for
+// that operation (429s are still handled).
+func WithLimits(m map[Operation]int) Option {
+	return func(c *Client) error {
+		for op, n := range m {
+			if n < 0 {
+				return fmt.Errorf("client: negative limit %d for %s", n, op)
+			}
+			c.limits[op] = n
+		}
+		return nil
+	}
+}
+
+// WithWindow sets the rate-limit window used until the server's headers say
+// otherwise (default 15m).
+func WithWindow(d time.Duration) Option {
+	return func(c *Client) error {
+		if d <= 0 {
+			return fmt.Errorf("client: window must be positive, not %s", d)
+		}
+		c.window = d
+		return nil
+	}
+}
+
+// WithResetMargin sets the time added to a window's reset before sending
+// again (default 1s).
+func WithResetMargin(d time.Duration) Option {
+	return func(c *Client) error {
+		if d < 0 {
+			return fmt.Errorf("client: negative reset margin %s", d)
+		}
+		c.margin = d
+		return nil
+	}
+}
+
+// WithMeter records usage in m (which may be shared by several clients).
+// Without it the client has a meter of its own at DefaultUSDPerPost.
+func WithMeter(m *Meter) Option {
+	return func(c *Client) error {
+		if m == nil {
+			return errors.New("client: nil meter")
+		}
+		c.meter = m
+		return nil
+	}
+}
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option {
+	return func(c *Client) error {
+		if ua == "" || strings.ContainsAny(ua, "\r\n") {
+			return errors.New("client: user agent must be one non-empty line")
+		}
+		c.userAgent = ua
+		return nil
+	}
+}
+
+// WithMaxResponseBytes caps the size of a response body (default 16 MiB).
+func WithMaxResponseBytes(n int64) Option {
+	return func(c *Client) error {
+		if n <= 0 {
+			return fmt.Errorf("client: max response bytes must be positive, not %d", n)
+		}
+		c.maxBody = n
+		return nil
+	}
+}
+
+// WithLogger receives one line per retry, rate-limit wait and refusal (the
+// client never logs tokens). Default: no logging.
+func WithLogger(logf func(format string, args ...any)) Option {
+	return func(c *Client) error {
+		if logf == nil {
+			logf = func(string, ...any) {}
+		}
+		c.logf = logf
+		return nil
+	}
+}
+
+// WithRandom seeds the backoff jitter, for reproducible tests.
+func WithRandom(seed uint64) Option {
+	return func(c *Client) error {
+		c.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+		return nil
+	}
+}
+
+// WithTokenCheck selects how pagination tokens are checked (default
+// TokenBase32Hex, as the interface document specifies).
+func WithTokenCheck(tc TokenCheck) Option {
+	return func(c *Client) error {
+		if tc != TokenBase32Hex && tc != TokenOpaque {
+			return fmt.Errorf("client: unknown token check %d", tc)
+		}
+		c.tokenCheck = tc
+		return nil
+	}
+}
+
+// New returns a client that sends through httpClient, which must already add
+// the Authorization header (an oauth2 transport, or StaticToken); nil uses
+// http.DefaultClient. The client works on a copy of httpClient that does not
+// follow redirects, so a redirect can never carry the token to another host.
+func New(httpClient *http.Client, opts ...Option) (*Client, error) {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	hc := &http.Client{
+		Transport: httpClient.Transport,
+		Jar:       httpClient.Jar,
+		Timeout:   httpClient.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	c := &Client{
+		http:      hc,
+		baseURL:   DefaultBaseURL,
+		clock:     clock.Real{},
+		retry:     DefaultRetryPolicy(),
+		waitCap:   DefaultRateLimitWaitCap,
+		limits:    DefaultLimits(),
+		window:    DefaultWindow,
+		margin:    DefaultResetMargin,
+		userAgent: DefaultUserAgent,
+		maxBody:   DefaultMaxResponseBytes,
+		logf:      func(string, ...any) {},
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	if c.meter == nil {
+		c.meter = NewMeter(DefaultUSDPerPost)
+	}
+	if c.rng == nil {
+		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	c.budgets = newBudgets(c.limits, c.window, c.margin)
+	return c, nil
+}
+
+// BaseURL is the API address the client sends to.
+func (c *Client) BaseURL() string { return c.baseURL }
+
+// Meter is the client's usage meter.
+func (c *Client) Meter() *Meter { return c.meter }
+
+// Limits returns a copy of the per-user limits the budget starts from.
+func (c *Client) Limits() map[Operation]int {
+	m := make(map[Operation]int, len(c.limits))
+	for k, v := range c.limits {
+		m[k] = v
+	}
+	return m
+}
+
+// Budget returns the client's view of the (user, operation) window now: the
+// limit, how many requests it will still send before the reset, and the
+// reset (zero before the first request of a window). Operations without a
+// limit return the zero Rate. users_me is kept under the user ID "".
+func (c *Client) Budget(userID string, op Operation) Rate {
+	return c.budgets.get(budgetKey{userID, op}, c.clock.Now())
+}
+
+// String describes the client without any credentials.
+func (c *Client) String() string { return "client.Client{" + c.baseURL + "}" }

@@ -1,0 +1,358 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// referenceDecodePostPage is the plain encoding/json decode the scanner must
+// agree with: data as []json.RawMessage, then one Unmarshal per post.
+func referenceDecodePostPage(body []byte) (*PostPage, error) {
+	var w struct {
+		Data     []json.RawMessage `json:"data"`
+		Includes Includes          `json:"includes"`
+		Errors   []json.RawMessage `json:"errors"`
+		Meta     Meta              `json:"meta"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, err
+	}
+	p := &PostPage{Includes: w.Includes, Meta: w.Meta}
+	if len(w.Data) > 0 {
+		p.Data = make([]Post, len(w.Data))
+	}
+	for i, raw := range w.Data {
+		var tmp struct {
+			Post
+			CreatedAt *string `json:"created_at"`
+		}
+		if err := json.Unmarshal(raw, &tmp); err != nil {
+			return nil, err
+		}
+		p.Data[i] = tmp.Post
+		var att struct {
+			MediaKeys []string `json:"media_keys"`
+		}
+		if len(tmp.Attachments) > 0 && tmp.Attachments[0] == '{' {
+			if err := json.Unmarshal(tmp.Attachments, &att); err != nil {
+				return nil, err
+			}
+			p.Data[i].MediaKeys = att.MediaKeys
+		}
+		if tmp.CreatedAt != nil {
+			if t, err := time.Parse(time.RFC3339, *tmp.CreatedAt); err == nil {
+				p.Data[i].CreatedAt = &t
+			}
+		}
+		p.Data[i].Raw = raw
+	}
+	for _, raw := range w.Errors {
+		var pe PartialError
+		if err := json.Unmarshal(raw, &pe); err != nil {
+			return nil, err
+		}
+		pe.Raw = raw
+		p.Errors = append(p.Errors, pe)
+	}
+	return p, nil
+}
+
+func TestDecodePostPage_RealShapedBody(t *testing.T) {
+	body := realisticPage(3, "7140dibdnow9c7btw4")
+	p, err := decodePostPage(body, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Data) != 3 || p.Meta.ResultCount != 3 || p.Meta.NextToken != "7140dibdnow9c7btw4" {
+		t.Fatalf("got %d posts, meta %+v", len(p.Data), p.Meta)
+	}
+	first := p.Data[0]
+	wantID := fmt.Sprint(1880000000000000000 + 3*7919)
+	if first.ID != wantID || first.AuthorID != "1000000" || first.ConversationID != wantID || first.Lang != "en" {
+		t.Errorf("post fields: %+v", first)
+	}
+	if first.PossiblySensitive == nil || !*first.PossiblySensitive {
+		t.Errorf("possibly_sensitive: %v", first.PossiblySensitive)
+	}
+	if want := time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC); first.CreatedAt == nil || !first.CreatedAt.Equal(want) {
+		t.Errorf("created_at = %v, want %v", first.CreatedAt, want)
+	}
+	if !reflect.DeepEqual(first.MediaKeys, []string{"3_" + wantID}) || string(first.Attachments) != `{"media_keys":["3_`+wantID+`"]}` {
+		t.Errorf("attachments %s, media keys %v", first.Attachments, first.MediaKeys)
+	}
+	if !bytes.HasPrefix(first.PublicMetrics, []byte(`{"retweet_count":0,`)) || !bytes.HasPrefix(first.Entities, []byte(`{"urls":[`)) ||
+		string(first.ReferencedTweets) != `[{"type":"quoted","id":"`+fmt.Sprint(1880000000000000000+3*7919-5)+`"}]` || first.NoteTweet != nil {
+		t.Errorf("raw fields: %s | %s | %s | %s", first.PublicMetrics, first.Entities, first.ReferencedTweets, first.NoteTweet)
+	}
+	if !reflect.DeepEqual(first.EditHistoryTweetIDs, []string{wantID}) {
+		t.Errorf("edit_history_tweet_ids = %v", first.EditHistoryTweetIDs)
+	}
+	wantText := "@golang Go 1.26 ships \"encoding/json\" tweaks &amp; faster maps \u2014 thread \U0001f9f5\n\n#golang is 0% fun: https://t.co/AbCdEf0"
+	if first.Text != wantText {
+		t.Errorf("text = %q\nwant   %q", first.Text, wantText)
+	}
+	// Raw is the object exactly as returned: a verbatim slice of the body.
+	if !bytes.Contains(body, first.Raw) || !bytes.HasPrefix(first.Raw, []byte("{")) || !bytes.HasSuffix(first.Raw, []byte("}")) {
+		t.Errorf("Raw is not a verbatim object from the body: %.80s…", first.Raw)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(first.Raw, &m); err != nil || m["public_metrics"] == nil || m["entities"] == nil {
+		t.Errorf("Raw lost fields: %v %v", err, m)
+	}
+	// Appending to one Raw must not overwrite the next post.
+	_ = append(p.Data[0].Raw, "XXXX"...)
+	if !json.Valid(p.Data[1].Raw) {
+		t.Error("appending to Raw clobbered the body")
+	}
+	if len(p.Includes.Users) != 17 || len(p.Includes.Media) != 3 {
+		t.Errorf("includes: %d users, %d media", len(p.Includes.Users), len(p.Includes.Media))
+	}
+	if u := p.Includes.UsersByID()["1000000"]; !bytes.Contains(u, []byte(`"username":"gopher0"`)) {
+		t.Errorf("UsersByID: %s", u)
+	}
+	if m := p.Includes.MediaByKey()["3_"+wantID]; m == nil {
+		t.Errorf("MediaByKey missing 3_%s", wantID)
+	}
+	if len(p.Errors) != 1 || p.Errors[0].Title != "Not Found Error" || p.Errors[0].ResourceType != "tweet" ||
+		p.Errors[0].Parameter != "referenced_tweets.id" || p.Errors[0].ResourceID != "1879999999999999999" || len(p.Errors[0].Raw) == 0 {
+		t.Errorf("partial errors: %+v", p.Errors)
+	}
+}
+
+func TestDecodePostPage_CreatedAtWithOrWithoutMillis(t *testing.T) {
+	body := `{"data":[{"id":"1","text":"a","created_at":"2024-01-15T10:30:00.000Z"},{"id":"2","text":"b","created_at":"2024-01-15T10:30:00Z"},{"id":"3","text":"c","created_at":"2024-01-15T12:30:00+02:00"},{"id":"4","text":"d","created_at":"yesterday"}],"meta":{"result_count":4}}`
+	p, err := decodePostPage([]byte(body), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2024, 1, 15, 10, 30, 0, 0, time.UTC)
+	for i := 0; i < 3; i++ {
+		if p.Data[i].CreatedAt == nil || !p.Data[i].CreatedAt.Equal(want) {
+			t.Errorf("post %d: created_at = %v", i, p.Data[i].CreatedAt)
+		}
+	}
+	if p.Data[3].CreatedAt != nil {
+		t.Errorf("an unparseable created_at should leave CreatedAt nil (Raw keeps it), got %v", p.Data[3].CreatedAt)
+	}
+}
+
+func TestDecodePostPage_NoDataIsAnEmptyPage(t *testing.T) {
+	for _, body := range []string{`{"meta":{"result_count":0}}`, `{"data":null,"meta":{"result_count":0}}`, `{"data":[],"meta":{"result_count":0}}`} {
+		p, err := decodePostPage([]byte(body), 100)
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if len(p.Data) != 0 || p.Meta.ResultCount != 0 || p.Meta.NextToken != "" {
+			t.Errorf("%s: %+v", body, p)
+		}
+	}
+}
+
+func TestDecodePostPage_RejectsWrongShapes(t *testing.T) {
+	for _, body := range []string{
+		``, `   `, `[]`, `"x"`, `null`,
+		`{"data":[{"id":"1"`,          // cut short
+		`{"data":{"id":"1"}}`,         // data not an array
+		`{"data":[1,2]}`,              // elements not objects
+		`{"data":[{"id":1}]}`,         // id not a string
+		`{"data":[{"text":"no id"}]}`, // id missing
+		`{"data":[{"id":"1","possibly_sensitive":"yes"}]}`,
+		`{"data":[{"id":"1","edit_history_tweet_ids":"1"}]}`,
+		`{"meta":{"result_count":"many"}}`,
+		`{"includes":[]}`,
+		`{"data":[]} trailing`,
+	} {
+		if p, err := decodePostPage([]byte(body), 100); err == nil {
+			t.Errorf("%q decoded without error: %+v", body, p)
+		}
+	}
+}
+
+// differentialBodies are pages with the awkward corners of JSON: escapes,
+// nulls, white space, duplicate and unknown keys, nested values.
+var differentialBodies = []string{
+	`{"data":[{"id":"1","text":"plain"}],"meta":{"result_count":1}}`,
+	` { "data" : [ { "id" : "1" , "text" : "sp\u00e9cial \"quoted\" \\ back\/slash \ud83d\ude00 \t tab" , "lang" : null } ] , "meta" : { "result_count" : 1 , "next_token" : "ABC" } } `,
+	`{"meta":{"result_count":2,"previous_token":"0123"},"data":[{"id":"2","text":"","author_id":"9","in_reply_to_user_id":"8","conversation_id":"2","possibly_sensitive":false,"edit_history_tweet_ids":["2","1"]},{"id":"3","possibly_sensitive":null,"edit_history_tweet_ids":[]}]}`,
+	`{"data":[{"id":"1","id":"2","text":"dup"}]}`,
+	`{"data":[{"id":"1","entities":{"urls":[{"url":"]}\"{["}],"x":[[],{}]},"text":"after nested"}]}`,
+	`{"data":[{"id":"1","created_at":"2024-01-15T10:30:00.123Z","public_metrics":{"like_count":1e3,"x":-0.5,"y":true,"z":null}}],"includes":{"users":[{"id":"9","name":"n"}],"media":[],"other":[1]},"errors":[{"title":"t","detail":"d","value":"v"}],"unknown":{"a":[1,2,{"b":"c"}]}}`,
+	"{\"data\":[{\"id\":\"1\",\"text\":\"raw utf-8 \xe2\x80\x94 and emoji \xf0\x9f\x98\x80\"}]}",
+	`{"data":[{"id":"1","text":"esc \u0000 \u001f \u2028"}]}`,
+	`{"data":[{"\u0069d":"7","text":"escaped key"}]}`,
+	`{"data":[{"id":"1","attachments":{"poll_ids":["5"],"media_keys":["3_1","7_2"]},"note_tweet":{"text":"long","entities":{}},"public_metrics":null,"entities":{"urls":[]},"referenced_tweets":[{"type":"quoted","id":"2"}]},{"id":"2","attachments": null},{"id":"3","attachments" : { "media_keys" : [ ] } }]}`,
+}
+
+func TestDecodePostPage_AgreesWithEncodingJSON(t *testing.T) {
+	bodies := append([]string{string(realisticPage(100, "NEXT")), string(realisticPage(1, ""))}, differentialBodies...)
+	for i, body := range bodies {
+		got, err := decodePostPage([]byte(body), 100)
+		if err != nil {
+			t.Fatalf("body %d: %v", i, err)
+		}
+		want, err := referenceDecodePostPage([]byte(body))
+		if err != nil {
+			t.Fatalf("body %d: reference: %v", i, err)
+		}
+		comparePages(t, fmt.Sprintf("body %d", i), got, want)
+	}
+}
+
+func comparePages(t *testing.T, name string, got, want *PostPage) {
+	t.Helper()
+	if len(got.Data) != len(want.Data) {
+		t.Fatalf("%s: %d posts, reference %d", name, len(got.Data), len(want.Data))
+	}
+	for i := range got.Data {
+		g, w := got.Data[i], want.Data[i]
+		if !bytes.Equal(g.Raw, w.Raw) {
+			t.Errorf("%s: post %d Raw differs:\n%s\n%s", name, i, g.Raw, w.Raw)
+		}
+		g.Raw, w.Raw = nil, nil
+		if len(g.EditHistoryTweetIDs) == 0 && len(w.EditHistoryTweetIDs) == 0 {
+			g.EditHistoryTweetIDs, w.EditHistoryTweetIDs = nil, nil
+		}
+		if len(g.MediaKeys) == 0 && len(w.MediaKeys) == 0 {
+			g.MediaKeys, w.MediaKeys = nil, nil
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: post %d:\n got %+v\nwant %+v", name, i, g, w)
+		}
+	}
+	if !reflect.DeepEqual(got.Meta, want.Meta) {
+		t.Errorf("%s: meta %+v, reference %+v", name, got.Meta, want.Meta)
+	}
+	if !reflect.DeepEqual(normIncludes(got.Includes), normIncludes(want.Includes)) {
+		t.Errorf("%s: includes differ", name)
+	}
+	if len(got.Errors) != len(want.Errors) {
+		t.Fatalf("%s: %d errors, reference %d", name, len(got.Errors), len(want.Errors))
+	}
+	for i := range got.Errors {
+		if !reflect.DeepEqual(got.Errors[i], want.Errors[i]) {
+			t.Errorf("%s: error %d: %+v vs %+v", name, i, got.Errors[i], want.Errors[i])
+		}
+	}
+}
+
+func normIncludes(in Includes) []string {
+	var out []string
+	for _, l := range [][]json.RawMessage{in.Users, in.Media, in.Tweets, in.Polls, in.Places} {
+		var s []string
+		for _, r := range l {
+			s = append(s, string(r))
+		}
+		out = append(out, strings.Join(s, "|"))
+	}
+	return out
+}
+
+// FuzzDecodePostPage checks that the scanner agrees with encoding/json on
+// every page encoding/json accepts, and never panics.
+func FuzzDecodePostPage(f *testing.F) {
+	for _, b := range differentialBodies {
+		f.Add([]byte(b))
+	}
+	f.Add(realisticPage(2, "X"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := decodePostPage(body, 100)
+		if isSyntaxError(err) == json.Valid(body) {
+			t.Fatalf("scanner error %v, but json.Valid = %v", err, json.Valid(body))
+		}
+		want, rerr := referenceDecodePostPage(body)
+		if err != nil || rerr != nil {
+			return // the two may reject different malformed pages; neither may panic
+		}
+		if foldedKeys(body) {
+			return // encoding/json matches keys case-insensitively; the scanner (like the API) does not
+		}
+		for _, p := range want.Data {
+			if p.ID == "" {
+				return
+			}
+		}
+		comparePages(t, "fuzz", got, want)
+	})
+}
+
+var knownKeys = []string{"data", "includes", "errors", "meta", "users", "media", "tweets", "polls", "places",
+	"id", "text", "created_at", "author_id", "conversation_id", "lang", "in_reply_to_user_id", "possibly_sensitive",
+	"edit_history_tweet_ids", "title", "detail", "type", "resource_type", "resource_id", "parameter", "value",
+	"result_count", "next_token", "previous_token", "newest_id", "oldest_id"}
+
+// foldedKeys reports whether body has a string that matches a known key
+// only case-insensitively.
+func foldedKeys(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if str, ok := tok.(string); ok {
+			for _, k := range knownKeys {
+				if str != k && strings.EqualFold(str, k) {
+					return true
+				}
+			}
+		}
+	}
+}
+
+func TestDecodeFolderAndUserBodies(t *testing.T) {
+	fp, err := decodeFolderPage([]byte(`{"data":[{"id":"1146654567674912769","name":"Reading list"},{"id":"1146654567674912770","name":"Go"}],"meta":{"result_count":2,"next_token":"1B"}}`))
+	if err != nil || len(fp.Data) != 2 || fp.Data[0].Name != "Reading list" || fp.Meta.NextToken != "1B" {
+		t.Errorf("folders: %+v %v", fp, err)
+	}
+	pp, err := decodeFolderPostsPage([]byte(`{"data":[{"id":"1880000000000000001"},{"id":"1880000000000000002"}],"meta":{"result_count":2}}`))
+	if err != nil || len(pp.Data) != 2 || pp.Data[1].ID != "1880000000000000002" {
+		t.Errorf("folder posts: %+v %v", pp, err)
+	}
+	u, err := decodeUser([]byte(`{"data":{"id":"2244994945","name":"X Developers","username":"XDevelopers"}}`))
+	if err != nil || *u != (User{ID: "2244994945", Name: "X Developers", Username: "XDevelopers"}) {
+		t.Errorf("user: %+v %v", u, err)
+	}
+	if _, err := decodeUser([]byte(`{"errors":[{"title":"x"}]}`)); err == nil {
+		t.Error("a users/me body without data decoded")
+	}
+	for body, want := range map[string]bool{`{"data":{"bookmarked":true}}`: true, `{"data":{"bookmarked":false}}`: false} {
+		if got, err := decodeBookmarked([]byte(body)); err != nil || got != want {
+			t.Errorf("%s: %v %v", body, got, err)
+		}
+	}
+	if _, err := decodeBookmarked([]byte(`{"data":{}}`)); err == nil {
+		t.Error("a body without data.bookmarked decoded")
+	}
+}
+
+// BenchmarkDecodePostPage decodes a realistic 100-post page (about 190 KB,
+// with includes and a partial error). "scanner" is the client's decoder,
+// "encoding_json" the plain []json.RawMessage-then-Unmarshal baseline.
+func BenchmarkDecodePostPage(b *testing.B) {
+	body := realisticPage(100, "7140dibdnow9c7btw4")
+	b.Run("scanner", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := decodePostPage(body, 100); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/post")
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := referenceDecodePostPage(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/post")
+	})
+}

@@ -1,0 +1,30 @@
+// Package client is a small, typed client for the parts of the X API v2 that
+// cq-source-x needs: reading a user's bookmarks and bookmark folders, adding
+// and removing a bookmark, and resolving the user behind a token.
+//
+// The style follows google/go-github: one typed method per endpoint, each
+// returning the decoded result, a *Response (the HTTP response plus rate-limit
+// and billing information) and an error. Errors are typed: *APIError for error
+// statuses (matched with errors.Is against ErrUnauthorized, ErrForbidden,
+// ErrCreditsDepleted, ...), *RateLimitError for 429s and for requests the
+// client's own budget refused to send, *InputError for arguments rejected
+// before anything is sent, and *MalformedResponseError for bodies that could
+// not be read or decoded. Pagination is explicit: every page carries Meta with
+// the next_token to pass back as PageOptions.PaginationToken.
+//
+// Authentication is not this package's business: New takes an *http.Client
+// that already adds the Authorization header (an oauth2 transport, or
+// StaticToken for a fixed bearer token). The client never sees or prints the
+// token.
+//
+// The client retries 5xx statuses, connection errors and unreadable 200
+// bodies with capped exponential backoff and full jitter; it never retries
+// other 4xx statuses (402 in particular). It keeps a request budget per
+// (user, operation), seeded from DefaultLimits and corrected by every
+// response's x-rate-limit-* headers, and waits for the window to reset rather
+// than send a request the server would answer with 429. All waiting goes
+// through an injected clock.Clock, so tests run rate-limit waits in virtual
+// time. A Meter counts requests, billed posts and waits per (user, operation).
+//
+// A Client is safe for concurrent use by several goroutines.
+package client

@@ -1,0 +1,259 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// noKeepAlive is an HTTP client that opens a connection per request, so a
+// connection the server kills is not retried by net/http itself.
+func noKeepAlive() *http.Client {
+	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+// kill closes the connection without a response; rst makes it a reset.
+func kill(t testing.TB, w http.ResponseWriter, rst bool) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && rst {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// checkBackoff asserts full-jitter sleeps: sleep n lies in [0, min(max, base·2^(n-1))].
+func checkBackoff(t *testing.T, sleeps []time.Duration, want int, base, maxDelay time.Duration) {
+	t.Helper()
+	if len(sleeps) != want {
+		t.Fatalf("%d sleeps %v, want %d", len(sleeps), sleeps, want)
+	}
+	ceil := base
+	for i, d := range sleeps {
+		if d < 0 || d > ceil {
+			t.Errorf("sleep %d = %s, want within [0, %s]", i+1, d, ceil)
+		}
+		ceil = min(ceil*2, maxDelay)
+	}
+}
+
+func TestRetry_5xxBacksOffExponentiallyWithFullJitterThenSucceeds(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch n {
+		case 1:
+			writeJSON(w, 503, bodyServer)
+		case 2:
+			writeJSON(w, 500, `{"title":"Internal Server Error"}`)
+		case 3:
+			writeJSON(w, 502, `<html>Bad Gateway</html>`)
+		default:
+			writeJSON(w, 200, pageBody(100, 3, ""))
+		}
+	})
+	c, clk := newTestClient(t, ts, nil)
+	page, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if err != nil || len(page.Data) != 3 {
+		t.Fatalf("err %v", err)
+	}
+	sleeps := clk.Sleeps()
+	checkBackoff(t, sleeps, 3, 500*time.Millisecond, 30*time.Second)
+	var total time.Duration
+	for _, d := range sleeps {
+		total += d
+	}
+	if resp.Attempts != 4 || resp.Waited != total || resp.PostsReturned != 3 {
+		t.Errorf("resp attempts %d waited %s (sleeps %s) posts %d", resp.Attempts, resp.Waited, total, resp.PostsReturned)
+	}
+	u := c.Meter().Usage(testUser, OpListBookmarks)
+	if u.Requests != 4 || u.Errors != 3 || u.Retries != 3 || u.Backoff != total || u.OK != 1 || u.PostsReturned != 3 {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+func TestRetry_BackoffIsCappedAndJittered(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 503, bodyServer) })
+	pol := RetryPolicy{MaxAttempts: 8, BaseDelay: 2 * time.Second, MaxDelay: 5 * time.Second}
+	c, clk := newTestClient(t, ts, nil, WithRetryPolicy(pol))
+	_, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if !errors.Is(err, ErrServer) {
+		t.Fatalf("err %v", err)
+	}
+	checkBackoff(t, clk.Sleeps(), 7, 2*time.Second, 5*time.Second)
+
+	// Full jitter: over many retries the sleeps spread over [0, ceiling].
+	ts2 := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n%2 == 1 {
+			writeJSON(w, 500, ``)
+			return
+		}
+		writeJSON(w, 200, pageBody(1, 1, ""))
+	})
+	c2, clk2 := newTestClient(t, ts2, nil, WithLimits(map[Operation]int{OpListBookmarks: 0}))
+	for i := 0; i < 200; i++ {
+		if _, _, err := c2.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lo, hi := time.Hour, time.Duration(0)
+	for _, d := range clk2.Sleeps() {
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if lo > 50*time.Millisecond || hi < 450*time.Millisecond || hi > 500*time.Millisecond {
+		t.Errorf("first-retry sleeps span [%s, %s], want about [0, 500ms]", lo, hi)
+	}
+}
+
+func TestRetry_5xxGivesUpAfterMaxAttempts(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 503, bodyServer) })
+	c, clk := newTestClient(t, ts, nil)
+	_, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || !errors.Is(err, ErrServer) || apiErr.Status != 503 {
+		t.Fatalf("err %v", err)
+	}
+	if ts.Count() != 4 || resp.Attempts != 4 || len(clk.Sleeps()) != 3 {
+		t.Errorf("%d requests, %d attempts, sleeps %v; want 4 attempts (default)", ts.Count(), resp.Attempts, clk.Sleeps())
+	}
+}
+
+func TestRetry_ConnectionResetAndCloseAreRetried(t *testing.T) {
+	for _, rst := range []bool{true, false} {
+		ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			if n <= 2 {
+				kill(t, w, rst)
+				return
+			}
+			writeJSON(w, 200, pageBody(100, 2, ""))
+		})
+		c, clk := newTestClient(t, ts, noKeepAlive())
+		page, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+		if err != nil || len(page.Data) != 2 {
+			t.Fatalf("rst=%v: err %v", rst, err)
+		}
+		if ts.Count() != 3 || resp.Attempts != 3 {
+			t.Errorf("rst=%v: %d requests, %d attempts", rst, ts.Count(), resp.Attempts)
+		}
+		checkBackoff(t, clk.Sleeps(), 2, 500*time.Millisecond, 30*time.Second)
+		if u := c.Meter().Usage(testUser, OpListBookmarks); u.Errors != 2 || u.Requests != 3 || u.OK != 1 {
+			t.Errorf("rst=%v: usage %+v", rst, u)
+		}
+	}
+}
+
+func TestRetry_ConnectionErrorsGiveUpWithAClearError(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { kill(t, w, true) })
+	c, _ := newTestClient(t, ts, noKeepAlive())
+	_, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if err == nil || resp.Attempts != 4 {
+		t.Fatalf("err %v attempts %d", err, resp.Attempts)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "x api: list_bookmarks: request failed after 4 attempt(s)") {
+		t.Errorf("message %q", msg)
+	}
+}
+
+func TestRetry_TruncatedBodyIsRetriedAndMeteredAsBilled(t *testing.T) {
+	full := pageBody(1880000000000000100, 5, "")
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			// Declares the whole page, sends a fifth of it, then the
+			// server closes the connection.
+			w.Header().Set("Content-Length", strconv.Itoa(len(full)))
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte(full[:len(full)/5]))
+			return
+		}
+		writeJSON(w, 200, full)
+	})
+	c, clk := newTestClient(t, ts, nil)
+	page, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{PageOptions: PageOptions{MaxResults: 5}})
+	if err != nil || len(page.Data) != 5 {
+		t.Fatalf("err %v", err)
+	}
+	if resp.Attempts != 2 || len(clk.Sleeps()) != 1 {
+		t.Errorf("attempts %d sleeps %v", resp.Attempts, clk.Sleeps())
+	}
+	u := c.Meter().Usage(testUser, OpListBookmarks)
+	if u.PostsReturned != 5 || u.PostsUnread != 5 || u.Errors != 1 || u.OK != 1 || u.USD != 10*DefaultUSDPerPost {
+		t.Errorf("usage %+v: the cut page was billed and must be counted", u)
+	}
+}
+
+func TestRetry_MalformedBodyIsRetriedUnlessDisabled(t *testing.T) {
+	handler := func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			writeJSON(w, 200, `{"data":[{"id":"1","text":"cut`)
+			return
+		}
+		writeJSON(w, 200, pageBody(100, 1, ""))
+	}
+	ts := newTestServer(t, handler)
+	c, _ := newTestClient(t, ts, nil)
+	if _, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil || resp.Attempts != 2 {
+		t.Fatalf("default policy: err %v", err)
+	}
+	if u := c.Meter().Usage(testUser, OpListBookmarks); u.PostsUnread != 10 {
+		t.Errorf("PostsUnread %d, want the default page size 10", u.PostsUnread)
+	}
+
+	ts2 := newTestServer(t, handler)
+	c2, _ := newTestClient(t, ts2, nil, WithRetryPolicy(RetryPolicy{NoRetryUnreadable: true}))
+	_, resp, err := c2.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if !errors.Is(err, ErrMalformedResponse) || resp.Attempts != 1 {
+		t.Errorf("NoRetryUnreadable: err %v attempts %d", err, resp.Attempts)
+	}
+}
+
+func TestNoRetry_On4xxIncluding402(t *testing.T) {
+	for status, body := range map[int]string{400: bodyInvalid, 401: bodyUnauthorized, 402: bodyCredits, 403: bodyAppOnly, 404: bodyNotFound, 409: `{}`, 422: `{}`} {
+		ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, status, body) })
+		c, clk := newTestClient(t, ts, nil)
+		_, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+		if err == nil || ts.Count() != 1 || resp.Attempts != 1 || len(clk.Sleeps()) != 0 {
+			t.Errorf("%d: %d requests, sleeps %v, err %v", status, ts.Count(), clk.Sleeps(), err)
+		}
+	}
+}
+
+func TestRetry_StopsWhenTheContextIsCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := errors.New("sync stopped")
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		cancel(stop)
+		writeJSON(w, 503, bodyServer)
+	})
+	c, _ := newTestClient(t, ts, nil)
+	_, resp, err := c.ListBookmarks(ctx, testUser, ListOptions{})
+	if !errors.Is(err, stop) || ts.Count() != 1 || resp.Attempts != 1 {
+		t.Errorf("err %v, %d requests", err, ts.Count())
+	}
+	// A context canceled before the call sends nothing.
+	_, _, err = c.Me(ctx)
+	if err == nil || ts.Count() != 1 {
+		t.Errorf("canceled context: err %v, %d requests", err, ts.Count())
+	}
+}
+
+type failingTransport struct{ err error }
+
+func (f failingTransport) RoundTrip(*http.Request) (*http.Response, error) { return nil, f.err }
+
+func TestRetry_AuthTransportErrorsAreNotRetried(t *testing.T) {
+	c, err := New(&http.Client{Transport: failingTransport{errors.New("oauth2: token expired and refresh token is not set")}},
+		WithClock(newRecClock()), WithBaseURL("http://127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, resp, err := c.Me(context.Background())
+	if err == nil || resp.Attempts != 1 || !strings.Contains(err.Error(), "refresh token is not set") {
+		t.Errorf("err %v attempts %d", err, resp.Attempts)
+	}
+}

@@ -1,0 +1,245 @@
+package client
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Operation names one endpoint. The names are used as keys of limits, budgets
+// and meter rows (docs/architecture.md, "Operations and limits").
+type Operation string
+
+const (
+	OpListBookmarks  Operation = "list_bookmarks"  // GET /2/users/:id/bookmarks
+	OpListFolders    Operation = "list_folders"    // GET /2/users/:id/bookmarks/folders
+	OpGetFolder      Operation = "get_folder"      // GET /2/users/:id/bookmarks/folders/:folder_id
+	OpAddBookmark    Operation = "add_bookmark"    // POST /2/users/:id/bookmarks
+	OpRemoveBookmark Operation = "remove_bookmark" // DELETE /2/users/:id/bookmarks/:tweet_id
+	OpUsersMe        Operation = "users_me"        // GET /2/users/me
+)
+
+// Operations lists every operation, in a fixed order.
+func Operations() []Operation {
+	return []Operation{OpListBookmarks, OpListFolders, OpGetFolder, OpAddBookmark, OpRemoveBookmark, OpUsersMe}
+}
+
+// returnsPosts reports whether the operation's pages are post resources that
+// are billed per post (meta.result_count).
+func (op Operation) returnsPosts() bool {
+	return op == OpListBookmarks || op == OpGetFolder
+}
+
+// DefaultWindow is the rate-limit window of every operation (document Part 8).
+const DefaultWindow = 15 * time.Minute
+
+// DefaultLimits returns the per-user request limits per window from the
+// interface document, Part 8, plus users_me (75 per 15 minutes on the real
+// API). The map is a fresh copy the caller may change.
+func DefaultLimits() map[Operation]int {
+	return map[Operation]int{
+		OpListBookmarks:  180,
+		OpListFolders:    50,
+		OpGetFolder:      50,
+		OpAddBookmark:    50,
+		OpRemoveBookmark: 50,
+		OpUsersMe:        75,
+	}
+}
+
+// PageOptions selects a page of a paginated operation.
+type PageOptions struct {
+	// MaxResults is the page size, 1..100; 0 omits the parameter (the API
+	// default is 10).
+	MaxResults int
+	// PaginationToken is a next_token or previous_token from an earlier
+	// response of the same walk; empty for the first page.
+	PaginationToken string
+}
+
+// ListOptions are the options of ListBookmarks.
+type ListOptions struct {
+	PageOptions
+	Fields Fields
+}
+
+// Fields are the field-selection and expansion parameters, passed through as
+// comma-separated lists; empty lists are omitted.
+type Fields struct {
+	TweetFields []string // tweet.fields
+	Expansions  []string // expansions
+	UserFields  []string // user.fields
+	MediaFields []string // media.fields
+	PollFields  []string // poll.fields
+	PlaceFields []string // place.fields
+}
+
+// Meta is a page's paging information.
+type Meta struct {
+	ResultCount   int    `json:"result_count"`
+	NextToken     string `json:"next_token,omitempty"`
+	PreviousToken string `json:"previous_token,omitempty"`
+	// NewestID and OldestID are returned by some list endpoints; bookmarks
+	// pages usually carry neither.
+	NewestID string `json:"newest_id,omitempty"`
+	OldestID string `json:"oldest_id,omitempty"`
+}
+
+// PostPage is one page of ListBookmarks.
+type PostPage struct {
+	Data     []Post         `json:"data"`
+	Includes Includes       `json:"includes"`
+	Errors   []PartialError `json:"errors"`
+	Meta     Meta           `json:"meta"`
+}
+
+// Post is a post resource. The commonly used fields are decoded; Raw is the
+// post object exactly as the server returned it (every field asked for).
+type Post struct {
+	ID                  string     `json:"id"`
+	Text                string     `json:"text"`
+	CreatedAt           *time.Time `json:"created_at,omitempty"`
+	AuthorID            string     `json:"author_id,omitempty"`
+	ConversationID      string     `json:"conversation_id,omitempty"`
+	Lang                string     `json:"lang,omitempty"`
+	InReplyToUserID     string     `json:"in_reply_to_user_id,omitempty"`
+	PossiblySensitive   *bool      `json:"possibly_sensitive,omitempty"`
+	EditHistoryTweetIDs []string   `json:"edit_history_tweet_ids,omitempty"`
+	// Objects returned when asked for in tweet.fields, kept raw (nil when
+	// absent): sub-slices of Raw.
+	PublicMetrics    json.RawMessage `json:"public_metrics,omitempty"`
+	Entities         json.RawMessage `json:"entities,omitempty"`
+	ReferencedTweets json.RawMessage `json:"referenced_tweets,omitempty"`
+	Attachments      json.RawMessage `json:"attachments,omitempty"`
+	NoteTweet        json.RawMessage `json:"note_tweet,omitempty"`
+	// MediaKeys is attachments.media_keys: the keys of the post's media in
+	// Includes.Media (see Includes.MediaByKey).
+	MediaKeys []string `json:"-"`
+	// Raw is the post object exactly as returned. Raw and the raw fields
+	// above share the page's body buffer (no copy is made); do not modify
+	// them, and copy them if a few posts are kept long after their page.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Includes holds the expanded objects of a page, kept raw.
+type Includes struct {
+	Users  []json.RawMessage `json:"users,omitempty"`
+	Media  []json.RawMessage `json:"media,omitempty"`
+	Tweets []json.RawMessage `json:"tweets,omitempty"`
+	Polls  []json.RawMessage `json:"polls,omitempty"`
+	Places []json.RawMessage `json:"places,omitempty"`
+}
+
+// UsersByID indexes Users by their "id".
+func (in *Includes) UsersByID() map[string]json.RawMessage { return indexBy(in.Users, "id") }
+
+// MediaByKey indexes Media by their "media_key".
+func (in *Includes) MediaByKey() map[string]json.RawMessage { return indexBy(in.Media, "media_key") }
+
+// TweetsByID indexes Tweets (referenced posts) by their "id".
+func (in *Includes) TweetsByID() map[string]json.RawMessage { return indexBy(in.Tweets, "id") }
+
+// PollsByID indexes Polls by their "id".
+func (in *Includes) PollsByID() map[string]json.RawMessage { return indexBy(in.Polls, "id") }
+
+// PlacesByID indexes Places by their "id".
+func (in *Includes) PlacesByID() map[string]json.RawMessage { return indexBy(in.Places, "id") }
+
+func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
+	m := make(map[string]json.RawMessage, len(objs))
+	for _, raw := range objs {
+		if k, ok := topLevelString(raw, key); ok && k != "" {
+			m[k] = raw
+		}
+	}
+	return m
+}
+
+// PartialError is an element of the "errors" array of a 200 response: a
+// problem with part of the result (e.g. a referenced post that was deleted).
+// The data beside it is still valid.
+type PartialError struct {
+	Title        string          `json:"title"`
+	Detail       string          `json:"detail"`
+	Type         string          `json:"type"`
+	ResourceType string          `json:"resource_type"`
+	ResourceID   string          `json:"resource_id"`
+	Parameter    string          `json:"parameter"`
+	Value        string          `json:"value"`
+	Raw          json.RawMessage `json:"-"`
+}
+
+// FolderPage is one page of ListFolders.
+type FolderPage struct {
+	Data []Folder `json:"data"`
+	Meta Meta     `json:"meta"`
+}
+
+// Folder is a bookmark folder.
+type Folder struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// FolderPostsPage is one page of GetFolder: post ids only.
+type FolderPostsPage struct {
+	Data []FolderPost `json:"data"`
+	Meta Meta         `json:"meta"`
+}
+
+// FolderPost is a post in a folder; only its id is returned.
+type FolderPost struct {
+	ID string `json:"id"`
+}
+
+// User is the user behind a token (GET /2/users/me).
+type User struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Username string `json:"username"`
+}
+
+// Response is the HTTP response of a call (body already read and closed) plus
+// what the client learnt from it. Methods return it with errors too; its
+// embedded *http.Response is nil when no response was received (connection
+// error, or a request the budget refused), so check it before reading
+// StatusCode or Header.
+type Response struct {
+	*http.Response
+	Operation Operation
+	// Rate is read from the final response's x-rate-limit-* headers (zero
+	// when they are absent).
+	Rate Rate
+	// PostsReturned is meta.result_count of a post-returning page
+	// (list_bookmarks, get_folder): the number of posts billed.
+	PostsReturned int
+	// Attempts is the number of HTTP requests sent for this call, retries included.
+	Attempts int
+	// Waited is the total time the call slept: rate-limit waits and backoff.
+	Waited time.Duration
+}
+
+// Rate is a rate-limit window: from the x-rate-limit-limit, -remaining and
+// -reset (Unix seconds) headers, or the client's own budget.
+type Rate struct {
+	Limit     int
+	Remaining int
+	Reset     time.Time
+}
+
+// parseRate reads the x-rate-limit-* headers; ok is false unless all three
+// are present and well-formed.
+func parseRate(h http.Header) (r Rate, ok bool) {
+	l, err1 := strconv.Atoi(h.Get("X-Rate-Limit-Limit"))
+	rem, err2 := strconv.Atoi(h.Get("X-Rate-Limit-Remaining"))
+	reset, err3 := strconv.ParseInt(h.Get("X-Rate-Limit-Reset"), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || l < 0 || rem < 0 || reset <= 0 {
+		// A lone reset header is still useful on a 429.
+		if err3 == nil && reset > 0 {
+			return Rate{Reset: time.Unix(reset, 0)}, false
+		}
+		return Rate{}, false
+	}
+	return Rate{Limit: l, Remaining: rem, Reset: time.Unix(reset, 0)}, true
+}

@@ -1,0 +1,112 @@
+package client
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// MaxPageSize is the largest max_results the API accepts (document Part 8).
+const MaxPageSize = 100
+
+// maxTokenLen bounds a pagination token; real ones are under 100 characters.
+const maxTokenLen = 512
+
+// TokenCheck selects how PaginationToken is checked before sending.
+type TokenCheck int
+
+const (
+	// TokenBase32Hex accepts base32hex only (alphabet 0-9A-V, either case,
+	// optional trailing '=' padding), as the interface document specifies.
+	TokenBase32Hex TokenCheck = iota
+	// TokenOpaque accepts any token of letters, digits, '=', '-' and '_'.
+	// Tokens from the real X API (e.g. "7140dibdnow9c7btw3w29grvxfcgvpb9n9coehpk7xz5i")
+	// use letters beyond V, so use this against the real API if the strict
+	// check rejects tokens the server issued.
+	TokenOpaque
+)
+
+func validID(op Operation, param, v string) error {
+	if n := len(v); n == 0 || n > 19 {
+		return newInputError(op, param, v, "must be a decimal string of 1 to 19 digits")
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return newInputError(op, param, v, "must be a decimal string of 1 to 19 digits")
+		}
+	}
+	return nil
+}
+
+func validPage(op Operation, o PageOptions, check TokenCheck) error {
+	if o.MaxResults < 0 || o.MaxResults > MaxPageSize {
+		return newInputError(op, "max_results", strconv.Itoa(o.MaxResults), "must be 1 to 100, or 0 to omit it (the API default is 10)")
+	}
+	return validToken(op, o.PaginationToken, check)
+}
+
+func validToken(op Operation, t string, check TokenCheck) error {
+	if t == "" {
+		return nil
+	}
+	bad := func(reason string) error {
+		return newInputError(op, "pagination_token", t, reason)
+	}
+	if len(t) > maxTokenLen {
+		return bad("longer than " + strconv.Itoa(maxTokenLen) + " characters")
+	}
+	body := strings.TrimRight(t, "=")
+	if body == "" {
+		return bad("is only padding")
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch check {
+		case TokenOpaque:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
+				return bad(fmt.Sprintf("must be a token returned by the API (letters, digits, '-', '_', '=' padding); character %d is %q", i+1, c))
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'v' || c >= 'A' && c <= 'V') {
+				return bad(fmt.Sprintf("must be base32hex (0-9, A-V, optional '=' padding), pass back a next_token or previous_token unchanged; character %d is %q", i+1, c))
+			}
+		}
+	}
+	return nil
+}
+
+// validField checks a field-selection or expansion name: letters, digits,
+// '_' and '.', e.g. "created_at" or "attachments.media_keys".
+func validFields(op Operation, f Fields) error {
+	lists := []struct {
+		param string
+		v     []string
+	}{
+		{"tweet.fields", f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
+		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields},
+	}
+	for _, l := range lists {
+		for _, name := range l.v {
+			if err := validField(name); err != "" {
+				return newInputError(op, l.param+" element", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func validField(name string) string {
+	if name == "" {
+		return "is empty"
+	}
+	if len(name) > 64 {
+		return "is longer than 64 characters"
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
+			return "must be a field name (letters, digits, '_', '.'), one per element"
+		}
+	}
+	return ""
+}

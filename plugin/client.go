@@ -1,0 +1,126 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cloudquery/plugin-sdk/v4/message"
+	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cloudquery/plugin-sdk/v4/scheduler"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+)
+
+// Client is the plugin's client for one Init: the parsed spec and tables.
+type Client struct {
+	plugin.UnimplementedDestination
+	logger       zerolog.Logger
+	spec         *spec.Spec // nil when created without a connection (doc, package)
+	tables       schema.Tables
+	options      Options
+	invocationID string
+}
+
+func newClientFunc(o Options) plugin.NewClientFunc {
+	return func(ctx context.Context, logger zerolog.Logger, specBytes []byte, opts plugin.NewClientOptions) (plugin.Client, error) {
+		c := &Client{logger: logger, tables: resources.Tables(), options: o, invocationID: opts.InvocationID}
+		if opts.NoConnection {
+			// `doc`, `package` and `cloudquery tables` ask for tables with no spec.
+			return c, nil
+		}
+		s, err := spec.Parse(specBytes)
+		if err != nil {
+			return nil, err
+		}
+		c.spec = s
+		return c, nil
+	}
+}
+
+// Tables returns the tables matching the options.
+func (c *Client) Tables(_ context.Context, opts plugin.TableOptions) (schema.Tables, error) {
+	return c.tables.FilterDfs(opts.Tables, opts.SkipTables, opts.SkipDependentTables)
+}
+
+// Close releases nothing: every sync closes what it opens.
+func (*Client) Close(context.Context) error { return nil }
+
+// Sync syncs the selected tables of every account.
+//
+// It runs the scheduler twice: first the data tables (sharded, each account
+// multiplexed), then x_api_usage, whose rows count what the first pass did.
+// Walk state is flushed between the two; only clean walks have set any key.
+func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- message.SyncMessage) error {
+	if c.spec == nil {
+		return errors.New("the plugin was initialised without a spec (no-connection mode); it cannot sync")
+	}
+	tables, err := c.tables.FilterDfs(opts.Tables, opts.SkipTables, opts.SkipDependentTables)
+	if err != nil {
+		return err
+	}
+	stateClient, err := state.NewConnectedClient(ctx, opts.BackendOptions)
+	if err != nil {
+		return fmt.Errorf("connecting to the state backend: %w", err)
+	}
+	defer stateClient.Close()
+	if opts.BackendOptions == nil {
+		c.logger.Warn().Msg("no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again")
+	}
+
+	syncInfo := account.Sync{ID: c.invocationID, StartedAt: c.options.Clock.Now().UTC()}
+	if syncInfo.ID == "" {
+		syncInfo.ID = uuid.NewString()
+	}
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo)
+
+	var data schema.Tables
+	var usage *schema.Table
+	for _, t := range tables {
+		if t.Name == resources.APIUsageTable {
+			usage = t
+		} else {
+			data = append(data, t)
+		}
+	}
+	sched := scheduler.NewScheduler(
+		scheduler.WithLogger(c.logger),
+		scheduler.WithConcurrency(c.spec.Concurrency),
+		scheduler.WithInvocationID(c.invocationID),
+	)
+	syncOpts := []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)}
+	if len(data) > 0 {
+		shardOpts := syncOpts
+		if opts.Shard != nil {
+			shardOpts = append(shardOpts, scheduler.WithShard(opts.Shard.Num, opts.Shard.Total))
+		}
+		if err := sched.Sync(ctx, set, data, res, shardOpts...); err != nil {
+			return err
+		}
+	}
+	if err := stateClient.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing state to the backend: %w", err)
+	}
+	for _, s := range set.Sessions {
+		if err := s.Report().Err(); err != nil {
+			c.logger.Error().Err(err).Str("account", s.ID()).Msg("account did not sync completely; its state was not advanced where walks failed")
+		} else if s.Err != nil {
+			c.logger.Error().Err(s.Err).Str("account", s.ID()).Msg("account could not be prepared")
+		}
+	}
+	if usage != nil {
+		// Not sharded: each shard reports the accounts it worked on.
+		if err := sched.Sync(ctx, set, schema.Tables{usage}, res, syncOpts...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sessions of the last sync are not kept: a Client may sync many times.
+var _ plugin.Client = (*Client)(nil)

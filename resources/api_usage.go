@@ -1,0 +1,195 @@
+package resources
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// APIUsageTable is the name of the usage table.
+const APIUsageTable = "x_api_usage"
+
+// OpSetup names usage rows of accounts that could not be prepared.
+const OpSetup = "setup"
+
+// Usage is one row of x_api_usage: one account, one operation, one sync.
+type Usage struct {
+	SyncID         string
+	SyncStartedAt  time.Time
+	UserID         string
+	Account        string
+	Operation      string
+	Requests       int
+	OKResponses    int
+	PostsBilled    int
+	EstimatedUSD   float64
+	RateLimited    int
+	RateLimitWaits int
+	WaitedSeconds  float64
+	Errors         int
+	Walks          int
+	WalkOutcomes   string
+	NewPosts       int
+	Failure        string
+}
+
+// APIUsage is the x_api_usage table. It is resolved after every other table
+// of the sync, so its rows count everything the sync did.
+func APIUsage() *schema.Table {
+	return &schema.Table{
+		Name:  APIUsageTable,
+		Title: "X API Usage",
+		Description: "What each sync cost, per account and operation: requests, posts billed, estimated USD, rate-limit waits and how each walk ended " +
+			"(`met_held`: reached the posts already held; `reached_end`: read to the end of the list; `stopped_by_budget`: hit `planner.max_billed_posts`; `failed`). " +
+			"A failed account shows here with its error, even though the SDK does not fail the sync.",
+		Resolver:  fetchAPIUsage,
+		Multiplex: account.Multiplex,
+		Columns: schema.ColumnList{
+			primaryKey(column("sync_id", arrow.BinaryTypes.String, "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) any { return u.SyncID })),
+			primaryKey(column("user_id", arrow.BinaryTypes.String, "X user id of the account (`accounts[i]` when it could not be resolved).", func(u *Usage) any { return u.UserID })),
+			primaryKey(column("operation", arrow.BinaryTypes.String, "API operation: list_bookmarks, list_folders, get_folder, users_me, or setup for an account that could not be prepared.", func(u *Usage) any { return u.Operation })),
+			column("sync_started_at", arrow.FixedWidthTypes.Timestamp_us, "When the sync started.", func(u *Usage) any { return u.SyncStartedAt }),
+			column("account", arrow.BinaryTypes.String, "Place of the account in the spec, as accounts[i].", func(u *Usage) any { return u.Account }),
+			column("requests", arrow.PrimitiveTypes.Int64, "HTTP requests sent, retries included.", func(u *Usage) any { return u.Requests }),
+			column("ok_responses", arrow.PrimitiveTypes.Int64, "Successful responses.", func(u *Usage) any { return u.OKResponses }),
+			column("posts_billed", arrow.PrimitiveTypes.Int64, "Posts returned by the API, which X bills (meta.result_count summed).", func(u *Usage) any { return u.PostsBilled }),
+			column("estimated_usd", arrow.PrimitiveTypes.Float64, "posts_billed times `post_read_usd`.", func(u *Usage) any { return u.EstimatedUSD }),
+			column("rate_limited", arrow.PrimitiveTypes.Int64, "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) any { return u.RateLimited }),
+			column("rate_limit_waits", arrow.PrimitiveTypes.Int64, "Times the sync waited for a rate-limit window to reset.", func(u *Usage) any { return u.RateLimitWaits }),
+			column("rate_limit_wait_seconds", arrow.PrimitiveTypes.Float64, "Total time spent waiting for rate-limit windows.", func(u *Usage) any { return u.WaitedSeconds }),
+			column("errors", arrow.PrimitiveTypes.Int64, "Failed responses (after retries).", func(u *Usage) any { return u.Errors }),
+			column("walks", arrow.PrimitiveTypes.Int64, "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) any { return u.Walks }),
+			column("walk_outcomes", arrow.BinaryTypes.String, "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) any { return optString(u.WalkOutcomes) }),
+			column("new_posts", arrow.PrimitiveTypes.Int64, "Posts found that were not held before.", func(u *Usage) any { return u.NewPosts }),
+			column("failure", arrow.BinaryTypes.String, "Why the operation failed; null when it did not.", func(u *Usage) any { return optString(u.Failure) }),
+		},
+	}
+}
+
+func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
+	rows := UsageRows(meta.(*account.Session))
+	if len(rows) > 0 {
+		res <- rows
+	}
+	return nil
+}
+
+// UsageRows summarises what a session did: one row per operation used, and a
+// setup row for an account that could not be prepared. The exporter prints
+// the same rows as its summary.
+func UsageRows(s *account.Session) []*Usage {
+	label := fmt.Sprintf("accounts[%d]", s.Index)
+	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: s.UserID, Account: label}
+	if base.UserID == "" {
+		base.UserID = label
+	}
+	if s.Err != nil {
+		u := base
+		u.Operation = OpSetup
+		u.Failure = s.Err.Error()
+		if s.Meter != nil {
+			for _, m := range s.Meter.Snapshot() {
+				u.Requests += m.Requests
+				u.Errors += m.Errors
+			}
+		}
+		return []*Usage{&u}
+	}
+	byOp := map[string]*Usage{}
+	get := func(op string) *Usage {
+		if u, ok := byOp[op]; ok {
+			return u
+		}
+		u := base
+		u.Operation = op
+		byOp[op] = &u
+		return &u
+	}
+	for _, m := range s.Meter.Snapshot() {
+		if m.UserID != s.UserID && m.UserID != "" {
+			continue
+		}
+		u := get(string(m.Operation))
+		u.Requests += m.Requests
+		u.OKResponses += m.OK
+		u.PostsBilled += m.PostsReturned
+		u.EstimatedUSD += m.USD
+		u.RateLimited += m.RateLimited
+		u.RateLimitWaits += m.RateLimitWaits
+		u.WaitedSeconds += m.Waited.Seconds()
+		u.Errors += m.Errors
+	}
+	outcomes := map[string]map[walk.Outcome]int{}
+	failures := map[string][]string{}
+	for _, w := range s.Report().Walks() {
+		op := string(w.Operation)
+		u := get(op)
+		u.Walks++
+		if outcomes[op] == nil {
+			outcomes[op] = map[walk.Outcome]int{}
+		}
+		outcome := walk.Failed
+		if w.Result != nil {
+			u.NewPosts += w.Result.New
+			outcome = w.Result.Outcome
+		}
+		outcomes[op][outcome]++
+		if w.Err != nil {
+			failures[op] = append(failures[op], w.Err.Error())
+		}
+	}
+	for _, f := range s.Report().Failures() {
+		op := string(f.Operation)
+		get(op)
+		failures[op] = append(failures[op], f.Err.Error())
+	}
+	rows := make([]*Usage, 0, len(byOp))
+	for op, u := range byOp {
+		u.WalkOutcomes = formatOutcomes(outcomes[op], u.Walks)
+		u.Failure = strings.Join(failures[op], "; ")
+		rows = append(rows, u)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		return opOrder(rows[i].Operation) < opOrder(rows[j].Operation)
+	})
+	return rows
+}
+
+func opOrder(op string) int {
+	i := slices.Index(client.Operations(), client.Operation(op))
+	if i < 0 {
+		return len(client.Operations())
+	}
+	return i
+}
+
+// formatOutcomes writes "met_held" for a single walk, else "met_held=3 failed=1".
+func formatOutcomes(counts map[walk.Outcome]int, walks int) string {
+	if len(counts) == 0 {
+		return ""
+	}
+	order := []walk.Outcome{walk.MetHeld, walk.ReachedEnd, walk.StoppedByBudget, walk.Failed}
+	if walks == 1 {
+		for _, o := range order {
+			if counts[o] == 1 {
+				return string(o)
+			}
+		}
+	}
+	var parts []string
+	for _, o := range order {
+		if n := counts[o]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", o, n))
+		}
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,86 @@
+package resources
+
+import (
+	"context"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// FolderPostsTable is the name of the folder membership table.
+const FolderPostsTable = "x_bookmark_folder_posts"
+
+// folderPost is one row of x_bookmark_folder_posts.
+type folderPost struct {
+	userID, folderID, postID string
+}
+
+// FolderPosts is the x_bookmark_folder_posts table: which posts each folder
+// holds. Folder reads return post ids only; join with x_bookmarks for content.
+func FolderPosts() *schema.Table {
+	return &schema.Table{
+		Name:  FolderPostsTable,
+		Title: "X Bookmark Folder Posts",
+		Description: "Membership of each bookmark folder, newest added first. Each sync emits the whole membership, " +
+			"built from an incremental walk of the folder (the same walk as bookmarks: only new entries are read and billed). " +
+			"A folder's membership is replaced only when its walk completed; when it fails, the previous membership is emitted again.",
+		Resolver: fetchFolderPosts,
+		Columns: schema.ColumnList{
+			primaryKey(column("user_id", arrow.BinaryTypes.String, "X user id of the folder's owner.", func(p *folderPost) any { return p.userID })),
+			primaryKey(column("folder_id", arrow.BinaryTypes.String, "Folder id.", func(p *folderPost) any { return p.folderID })),
+			primaryKey(column("post_id", arrow.BinaryTypes.String, "Id of a post in the folder.", func(p *folderPost) any { return p.postID })),
+		},
+	}
+}
+
+func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+	s := meta.(*account.Session)
+	f := parent.Item.(*folder)
+	key := account.FolderKey(s.UserID, f.ID)
+	list := "folder " + f.ID
+	prev, err := s.LoadMemory(ctx, key)
+	if err != nil {
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Err: err})
+		return err
+	}
+	settings := s.Walk
+	settings.RequestBudget = s.FolderWalkBudget()
+	w := &walk.Walker[client.FolderPost]{
+		Settings: settings,
+		Clock:    s.Clock,
+		ID:       func(p client.FolderPost) string { return p.ID },
+		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.FolderPost], error) {
+			page, _, err := s.API.GetFolder(ctx, s.UserID, f.ID, client.PageOptions{MaxResults: maxResults, PaginationToken: token})
+			if err != nil {
+				return walk.Page[client.FolderPost]{}, err
+			}
+			return walk.Page[client.FolderPost]{Items: page.Data, Next: page.Meta.NextToken}, nil
+		},
+	}
+	result, walkErr := w.Run(ctx, prev)
+	members := prev
+	if walkErr == nil {
+		if err := s.SaveMemory(ctx, key, result.Memory); err != nil {
+			walkErr = err
+		} else {
+			members = result.Memory
+		}
+	}
+	if walkErr != nil {
+		walkErr = walkError(s, list, result, walkErr)
+	}
+	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Result: result, Err: walkErr})
+	if members != nil {
+		rows := make([]*folderPost, members.Held.Len())
+		for i := range rows {
+			rows[i] = &folderPost{userID: s.UserID, folderID: f.ID, postID: members.Held.At(i)}
+		}
+		if len(rows) > 0 {
+			res <- rows
+		}
+	}
+	return walkErr
+}

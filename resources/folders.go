@@ -1,0 +1,113 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+)
+
+// FoldersTable is the name of the folders table.
+const FoldersTable = "x_bookmark_folders"
+
+// folder is one row of x_bookmark_folders.
+type folder struct {
+	userID string
+	client.Folder
+}
+
+// foldersPageSize is the page size for listing folders: folders are not
+// posts, and a user has few, so the largest page means fewest requests.
+const foldersPageSize = 100
+
+// Folders is the x_bookmark_folders table, with the membership of each
+// folder as its child table.
+func Folders() *schema.Table {
+	return &schema.Table{
+		Name:        FoldersTable,
+		Title:       "X Bookmark Folders",
+		Description: "The user's bookmark folders. When listing folders fails, the folders remembered from the last successful sync are emitted again, so a failure never removes rows.",
+		Resolver:    fetchFolders,
+		Multiplex:   account.Multiplex,
+		Columns: schema.ColumnList{
+			primaryKey(column("user_id", arrow.BinaryTypes.String, "X user id of the folder's owner.", func(f *folder) any { return f.userID })),
+			primaryKey(column("folder_id", arrow.BinaryTypes.String, "Folder id.", func(f *folder) any { return f.ID })),
+			column("name", arrow.BinaryTypes.String, "Folder name.", func(f *folder) any { return f.Name }),
+		},
+		Relations: schema.Tables{FolderPosts()},
+	}
+}
+
+func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
+	s := meta.(*account.Session)
+	if err := s.Check(ctx); err != nil {
+		return err
+	}
+	folders, listErr := listFolders(ctx, s)
+	if listErr == nil {
+		if err := rememberFolders(ctx, s, folders); err != nil {
+			listErr = err
+		}
+	} else {
+		listErr = fmt.Errorf("%s: listing bookmark folders: %w", s.ID(), listErr)
+		remembered, err := rememberedFolders(ctx, s)
+		if err != nil {
+			listErr = errors.Join(listErr, err)
+		}
+		folders = remembered
+		s.Logger.Error().Err(listErr).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
+	}
+	s.SetFolderCount(len(folders))
+	rows := make([]*folder, len(folders))
+	for i, f := range folders {
+		rows[i] = &folder{userID: s.UserID, Folder: f}
+	}
+	if len(rows) > 0 {
+		res <- rows
+	}
+	if listErr != nil {
+		s.Report().AddFailure(client.OpListFolders, listErr)
+	}
+	return listErr
+}
+
+func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {
+	var out []client.Folder
+	token := ""
+	for {
+		page, _, err := s.API.ListFolders(ctx, s.UserID, client.PageOptions{MaxResults: foldersPageSize, PaginationToken: token})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Data...)
+		if page.Meta.NextToken == "" || len(page.Data) == 0 {
+			return out, nil
+		}
+		token = page.Meta.NextToken
+	}
+}
+
+func rememberFolders(ctx context.Context, s *account.Session, folders []client.Folder) error {
+	b, err := json.Marshal(folders)
+	if err != nil {
+		return err
+	}
+	return s.State.SetKey(ctx, account.FoldersKey(s.UserID), string(b))
+}
+
+func rememberedFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {
+	value, err := s.State.GetKey(ctx, account.FoldersKey(s.UserID))
+	if err != nil || value == "" {
+		return nil, err
+	}
+	var folders []client.Folder
+	if err := json.Unmarshal([]byte(value), &folders); err != nil {
+		return nil, fmt.Errorf("state %q is damaged: %w", account.FoldersKey(s.UserID), err)
+	}
+	return folders, nil
+}

@@ -1,0 +1,19 @@
+// Package resources declares the plugin's tables, one file per table, and
+// their resolvers. The walks themselves live in package walk; resolvers wire
+// them to the API client and the state backend of an account.Session.
+package resources
+
+import (
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+)
+
+// Tables returns the plugin's tables, with the SDK's _cq_id and
+// _cq_parent_id columns added. x_api_usage is last: it is resolved after the
+// others, once their walks are done.
+func Tables() schema.Tables {
+	tables := schema.Tables{Bookmarks(), Folders(), APIUsage()}
+	for _, t := range tables {
+		schema.AddCqIDs(t)
+	}
+	return tables
+}

@@ -1,0 +1,293 @@
+// Package spec is the plugin's configuration: the `spec:` block inside a
+// CloudQuery source spec. Defaults and validation live here, in code, because
+// the SDK does not check a spec against its JSON schema during a sync.
+package spec
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/configtype"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// Spec configures the plugin.
+type Spec struct {
+	// Base URL of the X API. Point it at the simulator (`cq-source-x sandbox`) to try the plugin without credentials.
+	BaseURL string `json:"base_url,omitempty" jsonschema:"format=uri,default=https://api.x.com"`
+
+	// OAuth 2.0 app settings, used to refresh the tokens of accounts configured with `token_file`.
+	OAuth OAuth `json:"oauth,omitempty"`
+
+	// The accounts whose bookmarks are synced. Each is a separate X user with its own token, rate limits and usage meter.
+	// They are synced in this order, and `cloudquery sync --shard N/T` splits this list.
+	Accounts []Account `json:"accounts" jsonschema:"required,minItems=1"`
+
+	// Which post fields and expansions to request.
+	Fields Fields `json:"fields,omitempty"`
+
+	// How walks choose page sizes, and their budgets.
+	Planner Planner `json:"planner,omitempty"`
+
+	// Longest wait for a rate-limit window to reset before a request gives up with a rate-limit error.
+	// Waiting is free; restarting a walk re-bills every post already read.
+	RateLimitWaitCap *configtype.Duration `json:"rate_limit_wait_cap,omitempty" jsonschema:"default=16m"`
+
+	// Attempts per request for server errors and dropped connections (capped exponential backoff with jitter).
+	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
+
+	// Estimated price of one post read in USD, for the usage table. X charges 0.005 per post read; reading your own bookmarks with your own app may be billed at the lower owned-read rate.
+	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,default=0.005"`
+
+	// Maximum number of tables and accounts synced at once (the scheduler's concurrency).
+	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=100"`
+}
+
+// OAuth holds the X app used to refresh tokens.
+type OAuth struct {
+	// Client ID of the X app that issued the tokens. A token file written by `cq-source-x login` records it, so this is optional.
+	ClientID string `json:"client_id,omitempty"`
+	// Client secret, for confidential clients (Web App, bot). Leave empty for public clients (Native App).
+	ClientSecret string `json:"client_secret,omitempty"`
+	// Token endpoint.
+	TokenURL string `json:"token_url,omitempty" jsonschema:"format=uri,default=https://api.x.com/2/oauth2/token"`
+}
+
+// Account is one X user.
+type Account struct {
+	// X user id (decimal). Optional: taken from the token file, else resolved with GET /2/users/me.
+	UserID string `json:"user_id,omitempty" jsonschema:"pattern=^[0-9]{1\\,19}$"`
+	// A user-context OAuth 2.0 access token. It expires after two hours; prefer `token_file` for scheduled syncs.
+	AccessToken string `json:"access_token,omitempty"`
+	// Path of a token file written by `cq-source-x login`. Its tokens are refreshed (and rotated) automatically.
+	TokenFile string `json:"token_file,omitempty"`
+	// Client ID for refreshing this account's token, if different from `oauth.client_id`.
+	ClientID string `json:"client_id,omitempty"`
+	// Client secret for this account's app, if different from `oauth.client_secret`.
+	ClientSecret string `json:"client_secret,omitempty"`
+}
+
+// Fields selects what the API returns with each post.
+type Fields struct {
+	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back.
+	TweetFields []string `json:"tweet_fields,omitempty"`
+	// Expansions (`expansions`), e.g. `author_id` or `attachments.media_keys`. Expanded objects land in the `author` and `media` columns. Off by default: X may bill expanded objects as reads too.
+	Expansions []string `json:"expansions,omitempty"`
+	// User fields of expanded authors (`user.fields`).
+	UserFields []string `json:"user_fields,omitempty"`
+	// Media fields of expanded media (`media.fields`).
+	MediaFields []string `json:"media_fields,omitempty"`
+	// Poll fields (`poll.fields`).
+	PollFields []string `json:"poll_fields,omitempty"`
+	// Place fields (`place.fields`).
+	PlaceFields []string `json:"place_fields,omitempty"`
+}
+
+// Planner tunes the walks (see docs/cost.md).
+type Planner struct {
+	// Largest page size requested. 90 by default, not 100: X confirmed that walks with max_results=100 can end early.
+	MaxPageSize int `json:"max_page_size,omitempty" jsonschema:"minimum=1,maximum=100,default=90"`
+	// Requests one incremental bookmark walk may spend before pages grow (of the 180 a user has per 15 minutes).
+	RequestBudget int `json:"request_budget,omitempty" jsonschema:"minimum=1,default=150"`
+	// Requests all folder walks of one account may spend together before pages grow (of the 50 a user has per 15 minutes).
+	FolderRequestBudget int `json:"folder_request_budget,omitempty" jsonschema:"minimum=1,default=40"`
+	// Most posts one walk may be billed for; 0 means no cap. A walk that reaches it stops and its state does not advance.
+	MaxBilledPosts int `json:"max_billed_posts,omitempty" jsonschema:"minimum=0,default=0"`
+	// Held posts that must follow the first held post, in their remembered order, before a walk stops. Guards against re-bookmarked posts hiding new ones.
+	Confirmations int `json:"confirmations,omitempty" jsonschema:"minimum=1,maximum=10,default=1"`
+}
+
+// Defaults.
+const (
+	DefaultBaseURL             = "https://api.x.com"
+	DefaultTokenURL            = "https://api.x.com/2/oauth2/token"
+	DefaultRateLimitWaitCap    = 16 * time.Minute
+	DefaultMaxAttempts         = 4
+	DefaultPostReadUSD         = 0.005
+	DefaultConcurrency         = 100
+	DefaultFolderRequestBudget = 40
+)
+
+// DefaultTweetFields are requested when fields.tweet_fields is not set:
+// everything public about a post that does not need extra billing.
+var DefaultTweetFields = []string{
+	"created_at", "author_id", "conversation_id", "lang", "public_metrics", "entities",
+	"referenced_tweets", "attachments", "possibly_sensitive", "in_reply_to_user_id", "note_tweet",
+	"edit_history_tweet_ids",
+}
+
+// forbiddenTweetFields fail with field-authorization errors on other
+// people's posts.
+var forbiddenTweetFields = []string{"non_public_metrics", "organic_metrics", "promoted_metrics"}
+
+// JSONSchema is the spec's JSON schema, generated from this file by
+// `go generate ./spec` (gen/main.go); a test fails when it is stale.
+//
+//go:generate go run ./gen
+//go:embed schema.json
+var JSONSchema string
+
+// Parse decodes a plugin spec, applies defaults and validates it. Unknown
+// fields are errors, so a misspelt option is not silently ignored.
+func Parse(data []byte) (*Spec, error) {
+	var s Spec
+	if len(bytes.TrimSpace(data)) == 0 || bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
+		return nil, errors.New("the plugin spec is empty: it needs at least `accounts`")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("invalid plugin spec: %s", describeJSONError(err))
+	}
+	s.SetDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid plugin spec: %w", err)
+	}
+	return &s, nil
+}
+
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fmt.Sprintf("field %q must be %s, got a JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "json: unknown field ") {
+		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ")
+	}
+	return msg
+}
+
+// SetDefaults fills in what was left out.
+func (s *Spec) SetDefaults() {
+	if s.BaseURL == "" {
+		s.BaseURL = DefaultBaseURL
+	}
+	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
+	if s.OAuth.TokenURL == "" {
+		s.OAuth.TokenURL = DefaultTokenURL
+	}
+	if s.Fields.TweetFields == nil {
+		s.Fields.TweetFields = slices.Clone(DefaultTweetFields)
+	}
+	if s.Planner.MaxPageSize == 0 {
+		s.Planner.MaxPageSize = walk.DefaultMaxPageSize
+	}
+	if s.Planner.RequestBudget == 0 {
+		s.Planner.RequestBudget = walk.DefaultRequestBudget
+	}
+	if s.Planner.FolderRequestBudget == 0 {
+		s.Planner.FolderRequestBudget = DefaultFolderRequestBudget
+	}
+	if s.Planner.Confirmations == 0 {
+		s.Planner.Confirmations = walk.DefaultConfirmations
+	}
+	if s.RateLimitWaitCap == nil {
+		d := configtype.NewDuration(DefaultRateLimitWaitCap)
+		s.RateLimitWaitCap = &d
+	}
+	if s.MaxAttempts == 0 {
+		s.MaxAttempts = DefaultMaxAttempts
+	}
+	if s.PostReadUSD == nil {
+		usd := DefaultPostReadUSD
+		s.PostReadUSD = &usd
+	}
+	if s.Concurrency == 0 {
+		s.Concurrency = DefaultConcurrency
+	}
+}
+
+var userIDPattern = regexp.MustCompile(`^[0-9]{1,19}$`)
+
+// Validate reports every problem, each naming its field.
+func (s *Spec) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if err := checkURL(s.BaseURL); err != nil {
+		add("base_url", "%v", err)
+	}
+	if err := checkURL(s.OAuth.TokenURL); err != nil {
+		add("oauth.token_url", "%v", err)
+	}
+	if len(s.Accounts) == 0 {
+		add("accounts", "at least one account is required")
+	}
+	seen := map[string]int{}
+	for i, a := range s.Accounts {
+		field := fmt.Sprintf("accounts[%d]", i)
+		switch {
+		case a.AccessToken == "" && a.TokenFile == "":
+			add(field, "set either access_token or token_file (from `cq-source-x login`)")
+		case a.AccessToken != "" && a.TokenFile != "":
+			add(field, "set access_token or token_file, not both")
+		}
+		if a.UserID != "" {
+			if !userIDPattern.MatchString(a.UserID) {
+				add(field+".user_id", "must be a decimal X user id of 1 to 19 digits, got %q", a.UserID)
+			} else if j, dup := seen[a.UserID]; dup {
+				add(field+".user_id", "user %s is already accounts[%d]; each account may appear once", a.UserID, j)
+			} else {
+				seen[a.UserID] = i
+			}
+		}
+		if strings.ContainsAny(a.AccessToken, " \t\r\n") {
+			add(field+".access_token", "contains whitespace; paste the token alone, without \"Bearer \"")
+		}
+	}
+	for _, f := range s.Fields.TweetFields {
+		if slices.Contains(forbiddenTweetFields, f) {
+			add("fields.tweet_fields", "%q is only readable for your own posts and fails on bookmarked posts of others", f)
+		}
+	}
+	if err := s.WalkSettings().Validate(); err != nil {
+		add("planner", "%v", err)
+	}
+	if s.Planner.FolderRequestBudget < 1 {
+		add("planner.folder_request_budget", "must be at least 1, got %d", s.Planner.FolderRequestBudget)
+	}
+	if d := s.RateLimitWaitCap.Duration(); d < 0 {
+		add("rate_limit_wait_cap", "must not be negative, got %s", d)
+	}
+	if s.MaxAttempts < 1 || s.MaxAttempts > 10 {
+		add("max_attempts", "must be between 1 and 10, got %d", s.MaxAttempts)
+	}
+	if *s.PostReadUSD < 0 {
+		add("post_read_usd", "must not be negative, got %v", *s.PostReadUSD)
+	}
+	if s.Concurrency < 1 {
+		add("concurrency", "must be at least 1, got %d", s.Concurrency)
+	}
+	return errors.Join(errs...)
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("must be an absolute http(s) URL, got %q", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("must not have a query or fragment, got %q", raw)
+	}
+	return nil
+}
+
+// WalkSettings are the planner settings for bookmark walks.
+func (s *Spec) WalkSettings() walk.Settings {
+	return walk.Settings{
+		MaxPageSize:    s.Planner.MaxPageSize,
+		RequestBudget:  s.Planner.RequestBudget,
+		MaxBilledPosts: s.Planner.MaxBilledPosts,
+		Confirmations:  s.Planner.Confirmations,
+	}
+}

@@ -1,0 +1,85 @@
+// Package xsim is an in-process simulator of the X (Twitter) API v2 bookmark
+// endpoints and OAuth 2.0, built from the interface document
+// (shared/seeds/000_703a0b539313a312.txt) and the X API facts notes. Other
+// packages test against it over real HTTP on 127.0.0.1.
+//
+// What it models:
+//
+//   - The bookmark list of each user, newest-bookmarked first. Bookmarking
+//     puts a post at the top (moving it there if already present); removing
+//     shifts the rest up; order is by bookmark time, never by post id (ids are
+//     random-looking snowflakes). The list is a slice stored oldest-first, so
+//     a million bookmarks cost one append each and no per-post structs.
+//   - Pagination: max_results 1..100 (default 10), opaque base32hex
+//     pagination tokens that encode a position (offset from the top) plus a
+//     check value. A token reused after the list changed is not an error: it
+//     returns shifted, skipped or duplicated posts, all billed. next_token is
+//     absent on the last page; previous_token is present when a page does not
+//     start at the top. A token is only valid for the list it came from
+//     (operation, user, folder); a garbage or foreign token is a 400.
+//   - Post content, generated deterministically and lazily from the post id
+//     (text, created_at from the snowflake, author, lang, metrics, entities,
+//     replies, quotes, media, long-post note_tweet), unless registered with
+//     PutPost. Field selection (tweet.fields, user.fields, media.fields,
+//     expansions author_id, attachments.media_keys, in_reply_to_user_id,
+//     referenced_tweets.id[.author_id|.attachments.media_keys]) is honoured;
+//     unknown field names, unknown query parameters and out-of-range values
+//     are 400 problem details. Requesting non_public_metrics, organic_metrics
+//     or promoted_metrics gives a 200 with the data and one "Field
+//     Authorization Error" per post and field in "errors" (the posts are
+//     never the requesting user's own).
+//   - Folders: list (id, name; creation order) and read (post ids only,
+//     newest-added first, paginated like the list, each id billed).
+//     Folders are independent of the main list.
+//   - Authentication: user-context bearer tokens bound to one user and a set
+//     of scopes; app-only tokens are refused with the real 403 body; tokens
+//     expire, rotate and can be revoked. OAuth 2.0 authorization code with
+//     PKCE (S256 only), public and confidential clients, 30-second single-use
+//     codes, 2-hour access tokens, rotating refresh tokens (offline.access).
+//   - Rate limits per user and operation (and per app for the folder
+//     operations) in fixed windows, with x-rate-limit-* headers on every
+//     response of the API operations, and 429 bodies in the current or the
+//     legacy shape.
+//   - Billing: every post returned in a 200 is billed (truncated responses
+//     too); failed requests are not. A credit balance in posts gives 402
+//     CreditsDepleted when a post-reading request would exceed it.
+//   - Deterministic fault injection (5xx, injected 429, connection reset,
+//     truncated body, latency), a pure function of (seed, request number).
+//   - A hook called before each request, which may change the list while a
+//     client walks it.
+//
+// What it deliberately does not model: posts being deleted or withheld (the
+// compliance job), the once-per-UTC-day de-duplication of billed resources,
+// the cheaper "owned reads" rate, billing of expanded includes, any cap on
+// how deep a walk can go (the old 800-bookmark cap) or the reported early end
+// of walks at max_results=100, since_id (there is none), other endpoints
+// (GET /2/tweets, timelines, ...), HTTP/2, and real user consent pages: the
+// authorize endpoint approves (or denies) at once as the user set with
+// SetAuthorizingUser.
+//
+// Conventions worth knowing:
+//
+//   - Users are created on first mention by any Go method (AddUser, IssueToken,
+//     Bookmark, SeedBookmarks, ...) with username "user_<id>"; a user id that
+//     was never mentioned is a 404 on the API.
+//   - IssueToken tokens never expire (long virtual-time runs keep working);
+//     IssueTokenWithExpiry, IssueTokenPair and the token endpoint issue
+//     expiring ones.
+//   - Check order on the API: injected fault, token (401, app-only 403),
+//     rate limit (429), unknown user (404), token for another user (403),
+//     scopes (403), parameters (400), folder (404), credits (402).
+//   - A request counts against the rate limit once its token is valid, even
+//     if it then fails with 400/403/404/402. Injected 5xx, 429 and resets do
+//     not count against it. With DisableRateLimits the headers are still
+//     sent, with remaining equal to the limit.
+//   - max_results defaults to 10 on all three paginated operations.
+//   - The meter (Usage) is keyed by the token's user (the path user when the
+//     token is not valid); ByStatus counts every response, 200s included, and
+//     0 for connection resets. OAuth token/revoke requests are metered under
+//     the user the token belongs to, or "" when unknown.
+//   - Bookmark times are the clock's now, made strictly increasing by adding
+//     nanoseconds when the clock has not moved (SeedBookmarks uses
+//     consecutive nanoseconds).
+//   - Go's http.Transport silently retries an idempotent request whose reused
+//     connection is reset; disable keep-alives to observe injected resets.
+package xsim

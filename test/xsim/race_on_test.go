@@ -1,0 +1,5 @@
+//go:build race
+
+package xsim
+
+const raceEnabled = true

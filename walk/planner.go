@@ -1,0 +1,173 @@
+package walk
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// The API's page-size range (document Part 8).
+const (
+	MinPageSize = 1
+	APIMaxPage  = 100
+)
+
+// Settings tune the planner. The zero value of a field means its default.
+type Settings struct {
+	// MaxPageSize is the largest max_results the planner asks for. Default 90,
+	// not the API's 100: X staff confirmed (2026) that walks with
+	// max_results=100 can end early without a next_token, while 90 walked the
+	// same lists to the end. A first sync bills every post whatever the page
+	// size, so 90 costs nothing but 11% more requests.
+	MaxPageSize int
+	// RequestBudget is how many requests one incremental walk may spend before
+	// the planner stops preferring small pages. Default 150 of the 180 a user
+	// has per 15 minutes, leaving headroom for the user's other apps.
+	RequestBudget int
+	// MaxBilledPosts caps the posts one walk may be billed for; 0 = no cap.
+	// A walk that reaches the cap stops cleanly and does not advance.
+	MaxBilledPosts int
+	// Confirmations is how many held posts, in their remembered order, must
+	// follow the first held post before the walk believes it has reached the
+	// posts it already holds. 1 (default) guards against a re-bookmarked post
+	// sitting above new ones; more guards against a user re-bookmarking several
+	// held posts in their old order above new ones, at one post per sync each.
+	Confirmations int
+}
+
+// Defaults for Settings.
+const (
+	DefaultMaxPageSize   = 90
+	DefaultRequestBudget = 150
+	DefaultConfirmations = 1
+)
+
+// WithDefaults fills zero fields.
+func (s Settings) WithDefaults() Settings {
+	if s.MaxPageSize == 0 {
+		s.MaxPageSize = DefaultMaxPageSize
+	}
+	if s.RequestBudget == 0 {
+		s.RequestBudget = DefaultRequestBudget
+	}
+	if s.Confirmations == 0 {
+		s.Confirmations = DefaultConfirmations
+	}
+	return s
+}
+
+// Validate reports the first setting out of range, naming it.
+func (s Settings) Validate() error {
+	switch {
+	case s.MaxPageSize < MinPageSize || s.MaxPageSize > APIMaxPage:
+		return fmt.Errorf("max_page_size must be between %d and %d, got %d", MinPageSize, APIMaxPage, s.MaxPageSize)
+	case s.RequestBudget < 1:
+		return fmt.Errorf("request_budget must be at least 1, got %d", s.RequestBudget)
+	case s.MaxBilledPosts < 0:
+		return fmt.Errorf("max_billed_posts must be 0 (no cap) or positive, got %d", s.MaxBilledPosts)
+	case s.Confirmations < 1 || s.Confirmations > 10:
+		return fmt.Errorf("confirmations must be between 1 and 10, got %d", s.Confirmations)
+	}
+	return nil
+}
+
+// Planner chooses the size of each page of a walk.
+//
+// Requests are free and posts are billed, so the cheapest walk reads exactly
+// the posts it needs: the k posts above the first held one, that one, and the
+// confirmations. The walk knows a lower bound of what it still needs (the
+// minimum: a new post needs a held one and its confirmations after it), and a
+// page of exactly that size can never over-read. Pages grow beyond it only
+// when the request budget would otherwise run out before the walk can have
+// covered the posts it might still need (the ceiling). With r requests left,
+// n posts read and a ceiling C, pages proportional to n reach C in about
+// c·ln(C/n) requests, so the planner picks the page n·ln(C/n)/r: as small as
+// the budget allows, growing only when the remaining budget forces it.
+//
+// The ceiling comes from the account's past walks (the most any recent walk
+// needed, scaled to the time since the last sync) and is never less than
+// twice what this walk has read so far: a walk that keeps finding new posts
+// expects as many again.
+//
+// First syncs (nothing held) bill every post in the list whatever the page
+// size, so they use the largest page: fewest requests.
+type Planner struct {
+	s       Settings
+	first   bool
+	ceiling float64 // from history; 0 = no history
+	floor   float64 // posts this walk is all but sure to need; 0 = unknown
+}
+
+// NewPlanner plans one walk of a list whose memory is prev (nil = first
+// sync), starting at now.
+func NewPlanner(s Settings, prev *Memory, now time.Time) *Planner {
+	s = s.WithDefaults()
+	p := &Planner{s: s, first: prev.held() == 0}
+	if prev == nil {
+		return p
+	}
+	interval := now.Sub(prev.SyncedAt)
+	samples := 0
+	for _, h := range prev.History {
+		if h.Interval <= 0 { // a first walk says nothing about the rate
+			continue
+		}
+		scale := 1.0
+		if interval > 0 {
+			scale = math.Min(math.Max(float64(interval)/float64(h.Interval), 0.25), 4)
+		}
+		need := float64(h.Found)*scale + 1 + float64(s.Confirmations)
+		p.ceiling = math.Max(p.ceiling, need)
+		if samples == 0 || need < p.floor {
+			p.floor = need
+		}
+		samples++
+	}
+	if samples < minFloorSamples {
+		p.floor = 0
+	}
+	p.floor *= floorShare
+	return p
+}
+
+// The floor: an account that has needed at least F posts in each of its
+// last few walks will very likely need F/2 again, and pages that end below
+// what a walk needs cannot over-read.
+const (
+	minFloorSamples = 3
+	floorShare      = 0.5
+)
+
+// First reports whether the walk reads the whole list (nothing held).
+func (p *Planner) First() bool { return p.first }
+
+// Next returns the page size for the next request. read is the number of
+// posts read so far, requests the number of requests made, billed the posts
+// billed, and minNeeded the fewest posts the walk can still need (at least 1).
+// It returns 0 when the billed-post cap is reached.
+func (p *Planner) Next(read, requests, billed, minNeeded int) int {
+	size := p.size(read, requests, minNeeded)
+	if p.s.MaxBilledPosts > 0 {
+		size = min(size, p.s.MaxBilledPosts-billed)
+	}
+	return max(size, 0)
+}
+
+func (p *Planner) size(read, requests, minNeeded int) int {
+	minNeeded = min(max(minNeeded, MinPageSize), p.s.MaxPageSize)
+	if p.first {
+		return p.s.MaxPageSize
+	}
+	left := p.s.RequestBudget - requests
+	if left <= 1 {
+		return p.s.MaxPageSize
+	}
+	if float64(read+minNeeded) < p.floor {
+		// Every post up to the floor will be needed: big pages cost nothing.
+		return min(max(int(p.floor)-read, minNeeded), p.s.MaxPageSize)
+	}
+	n := float64(max(read, 1))
+	ceiling := math.Max(p.ceiling, 2*n+float64(minNeeded))
+	size := int(math.Ceil(n * math.Log(ceiling/n) / float64(left-1)))
+	return min(max(size, minNeeded), p.s.MaxPageSize)
+}

@@ -64,13 +64,17 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err != nil {
 		return err
 	}
-	stateClient, err := state.NewConnectedClient(ctx, opts.BackendOptions)
-	if err != nil {
-		return fmt.Errorf("connecting to the state backend: %w", err)
-	}
-	defer stateClient.Close()
-	if opts.BackendOptions == nil {
-		c.logger.Warn().Msg("no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again")
+	stateClient := c.options.State
+	if stateClient == nil {
+		connected, err := state.NewConnectedClient(ctx, opts.BackendOptions)
+		if err != nil {
+			return fmt.Errorf("connecting to the state backend: %w", err)
+		}
+		defer connected.Close()
+		stateClient = connected
+		if opts.BackendOptions == nil {
+			c.logger.Warn().Msg("no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again")
+		}
 	}
 
 	syncInfo := account.Sync{ID: c.invocationID, StartedAt: c.options.Clock.Now().UTC()}
@@ -78,6 +82,9 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		syncInfo.ID = uuid.NewString()
 	}
 	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo)
+	if c.options.OnSessions != nil {
+		c.options.OnSessions(set)
+	}
 
 	var data schema.Tables
 	var usage *schema.Table

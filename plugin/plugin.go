@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
@@ -28,6 +30,13 @@ type Options struct {
 	Clock clock.Clock
 	// Transport for API and token requests. Default: http.DefaultTransport.
 	Transport http.RoundTripper
+	// State, when set, replaces the state backend of backend_options: the
+	// standalone exporter keeps its state in its output directory.
+	State state.Client
+	// OnSessions, when set, is called with the accounts of each sync once
+	// they are prepared, before any request; the exporter reads their meters
+	// for progress and their reports for its summary.
+	OnSessions func(*account.Set)
 }
 
 // Option sets an Option.
@@ -38,6 +47,13 @@ func WithClock(c clock.Clock) Option { return func(o *Options) { o.Clock = c } }
 
 // WithTransport sets the HTTP transport.
 func WithTransport(rt http.RoundTripper) Option { return func(o *Options) { o.Transport = rt } }
+
+// WithState makes syncs use st instead of the backend of backend_options.
+// The caller keeps ownership: syncs Flush it but never Close it.
+func WithState(st state.Client) Option { return func(o *Options) { o.State = st } }
+
+// WithSessionsHook registers a function called with each sync's accounts.
+func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
 
 // New returns the plugin.
 func New(opts ...Option) *plugin.Plugin {

@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cq-source-x/cq-source-x/test/xsim"
+)
+
+// A walk that fails half way leaves the account's state exactly as it was,
+// is reported as an error, and shows in x_api_usage; the next sync, with the
+// API healthy again, loses nothing.
+func TestFailedWalkLeavesStateAndShowsInUsage(t *testing.T) {
+	h := newHarness(t, 300)
+	h.sync()
+	before := h.store.Committed()["x_bookmarks/"+user]
+	h.bookmarkNew(60)
+	h.sim.OnRequest(func(ri xsim.RequestInfo) {
+		if ri.Operation == xsim.OpListBookmarks && ri.Query.Get("pagination_token") != "" {
+			h.sim.SetFaults(xsim.Faults{Seed: 1, ServerErrorRate: 1, Operations: []string{xsim.OpListBookmarks}})
+		}
+	})
+	r := h.sync()
+	h.sim.OnRequest(nil)
+	h.sim.SetFaults(xsim.Faults{})
+	if got := h.store.Committed()["x_bookmarks/"+user]; got != before {
+		t.Fatal("the failed walk changed the stored state")
+	}
+	u := r.usage["list_bookmarks"]
+	if u["walk_outcomes"] != "failed" || !strings.Contains(u["failure"], "state not advanced") || len(r.errors) == 0 {
+		t.Fatalf("failure not reported: usage %v, errors %v", u, r.errors)
+	}
+	if u["errors"] == "0" || u["requests"] == "0" {
+		t.Fatalf("usage does not count the failed requests: %v", u)
+	}
+	r = h.sync()
+	h.mustLoseNothing()
+	if r.outcome() != "met_held" {
+		t.Fatalf("next sync: %v", r)
+	}
+}
+
+// One account failing does not stop another.
+func TestOneFailedAccountDoesNotStopTheOthers(t *testing.T) {
+	h := newHarness(t, 50)
+	h.sim.SeedBookmarks("1002", 20)
+	h.spec["accounts"] = []map[string]any{
+		{"user_id": "1002", "access_token": "not-a-valid-token"},
+		{"user_id": user, "access_token": h.sim.IssueToken(user)},
+	}
+	r := h.sync()
+	h.mustLoseNothing()
+	if len(r.newRows) != 50 {
+		t.Fatalf("healthy account: %v", r)
+	}
+	if _, ok := h.store.Committed()["x_bookmarks/1002"]; ok {
+		t.Fatal("the failed account's state was written")
+	}
+	if len(r.errors) == 0 {
+		t.Fatal("no sync error reported for the failed account")
+	}
+}
+
+// max_billed_posts stops a walk cleanly, does not advance, and says so.
+func TestBilledPostCapStopsWithoutAdvancing(t *testing.T) {
+	h := newHarness(t, 500)
+	h.spec["planner"] = map[string]any{"max_billed_posts": 200}
+	r := h.sync()
+	u := r.usage["list_bookmarks"]
+	if r.billed != 200 || u["walk_outcomes"] != "stopped_by_budget" || !strings.Contains(u["failure"], "max_billed_posts") {
+		t.Fatalf("cap not applied or not reported: %v", r)
+	}
+	if _, ok := h.store.Committed()["x_bookmarks/"+user]; ok {
+		t.Fatal("state advanced after a walk stopped by the cap")
+	}
+}
+
+// Another app of the same user drains the 15-minute window in the middle of
+// a walk. The walk waits for the reset instead of restarting, because a
+// restart would bill every post it had already read again.
+func TestRateLimitMidWalkWaitsForTheResetInsteadOfRestarting(t *testing.T) {
+	h := newHarness(t, 3000)
+	other := h.sim.IssueToken(user)
+	drained := false
+	h.sim.OnRequest(func(ri xsim.RequestInfo) {
+		if ri.Operation != xsim.OpListBookmarks || drained || ri.Seq < 5 {
+			return
+		}
+		drained = true
+		for range 180 {
+			req, _ := http.NewRequest(http.MethodGet, h.sim.URL()+"/2/users/"+user+"/bookmarks?max_results=1", nil)
+			req.Header.Set("Authorization", "Bearer "+other)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	})
+	r := h.sync()
+	h.sim.OnRequest(nil)
+	h.mustLoseNothing()
+	u := r.usage["list_bookmarks"]
+	t.Logf("usage: %v", u)
+	// The walk billed each of its posts once: 3000 posts, not 3000 + a restart.
+	if len(r.newRows) != 3000 || u["posts_billed"] != "3000" || u["rate_limit_waits"] == "0" {
+		t.Fatalf("walk did not wait it out: %v", r)
+	}
+}

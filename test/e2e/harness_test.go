@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cloudquery/plugin-sdk/v4/message"
+	sdkplugin "github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+const user = "1001"
+
+// harness runs the plugin in process against the simulator, with an
+// in-memory state backend that survives between syncs, and keeps every post
+// the plugin emitted: what a destination would hold.
+type harness struct {
+	t       *testing.T
+	clk     *clock.Virtual
+	sim     *xsim.Server
+	store   *memstate.Store
+	spec    map[string]any
+	emitted map[string]int // post id → times emitted, for user
+}
+
+func newHarness(t *testing.T, bookmarks int) *harness {
+	t.Helper()
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	if bookmarks > 0 {
+		sim.SeedBookmarks(user, bookmarks)
+	}
+	h := &harness{t: t, clk: clk, sim: sim, store: memstate.New(), emitted: map[string]int{}}
+	h.spec = map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{{"user_id": user, "access_token": sim.IssueToken(user)}},
+	}
+	return h
+}
+
+// syncResult is one sync as the plugin reported it.
+type syncResult struct {
+	billed   int // posts the simulator billed for the bookmark list
+	requests int
+	newRows  []string
+	usage    map[string]map[string]string // operation → column → value
+	errors   []string
+}
+
+func (h *harness) billed() (posts, requests int) {
+	u := h.sim.Usage(user)[xsim.OpListBookmarks]
+	return u.PostsReturned, u.Requests
+}
+
+// sync advances the clock a day and runs one sync of the given tables.
+func (h *harness) sync(tables ...string) syncResult {
+	h.t.Helper()
+	if len(tables) == 0 {
+		tables = []string{"x_bookmarks", "x_api_usage"}
+	}
+	h.clk.Advance(24 * time.Hour)
+	specJSON, err := json.Marshal(h.spec)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	p := plugin.New(plugin.WithClock(h.clk), plugin.WithState(h.store))
+	ctx := context.Background()
+	if err := p.Init(ctx, specJSON, sdkplugin.NewClientOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	billedBefore, requestsBefore := h.billed()
+	msgs, err := p.SyncAll(ctx, sdkplugin.SyncOptions{Tables: tables})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	billedAfter, requestsAfter := h.billed()
+	res := syncResult{billed: billedAfter - billedBefore, requests: requestsAfter - requestsBefore, usage: map[string]map[string]string{}}
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *message.SyncInsert:
+			switch m.GetTable().Name {
+			case "x_bookmarks":
+				users, posts := stringColumn(m.Record, "user_id"), stringColumn(m.Record, "post_id")
+				for i, id := range posts {
+					if users[i] == user {
+						h.emitted[id]++
+						res.newRows = append(res.newRows, id)
+					}
+				}
+			case "x_api_usage":
+				for _, row := range rows(m.Record) {
+					res.usage[row["operation"]] = row
+				}
+			}
+		case *message.SyncError:
+			res.errors = append(res.errors, m.Error)
+		}
+	}
+	return res
+}
+
+// missing returns the user's current bookmarks never emitted.
+func (h *harness) missing() []string {
+	var out []string
+	for _, id := range h.sim.Bookmarks(user) {
+		if h.emitted[id] == 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func (h *harness) mustLoseNothing() {
+	h.t.Helper()
+	if m := h.missing(); len(m) > 0 {
+		h.t.Fatalf("%d current bookmarks were never emitted: %v", len(m), m[:min(len(m), 10)])
+	}
+}
+
+// memory returns the walk memory stored for the user's bookmarks.
+func (h *harness) memory() *walk.Memory {
+	h.t.Helper()
+	m, err := walk.UnmarshalMemory(h.store.Committed()["x_bookmarks/"+user])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return m
+}
+
+func (h *harness) bookmarkNew(n int) []string {
+	var ids []string
+	for range n {
+		id := h.sim.NewPostID()
+		if err := h.sim.Bookmark(user, id); err != nil {
+			h.t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func stringColumn(rec arrow.RecordBatch, name string) []string {
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) == 0 {
+		panic("no column " + name)
+	}
+	col := rec.Column(idx[0]).(*array.String)
+	out := make([]string, col.Len())
+	for i := range out {
+		out[i] = col.Value(i)
+	}
+	return out
+}
+
+func rows(rec arrow.RecordBatch) []map[string]string {
+	out := make([]map[string]string, rec.NumRows())
+	for i := range out {
+		out[i] = map[string]string{}
+		for c := 0; c < int(rec.NumCols()); c++ {
+			col := rec.Column(c)
+			if col.IsNull(i) {
+				continue
+			}
+			out[i][rec.ColumnName(c)] = col.ValueStr(i)
+		}
+	}
+	return out
+}
+
+func (r syncResult) outcome() string { return r.usage["list_bookmarks"]["walk_outcomes"] }
+
+func (r syncResult) String() string {
+	return fmt.Sprintf("billed %d, requests %d, new %d, usage %v, errors %v", r.billed, r.requests, len(r.newRows), r.usage["list_bookmarks"], r.errors)
+}
+

@@ -185,4 +185,3 @@ func (r syncResult) outcome() string { return r.usage["list_bookmarks"]["walk_ou
 func (r syncResult) String() string {
 	return fmt.Sprintf("billed %d, requests %d, new %d, usage %v, errors %v", r.billed, r.requests, len(r.newRows), r.usage["list_bookmarks"], r.errors)
 }
-

@@ -5,6 +5,7 @@ package resources
 
 import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/transformers"
 )
 
 // Tables returns the plugin's tables, with the SDK's _cq_id and
@@ -12,6 +13,7 @@ import (
 // others, once their walks are done.
 func Tables() schema.Tables {
 	tables := schema.Tables{Bookmarks(), Folders(), APIUsage()}
+	transformers.SetParents(tables, nil)
 	for _, t := range tables {
 		schema.AddCqIDs(t)
 	}

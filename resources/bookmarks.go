@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
-	"github.com/cloudquery/plugin-sdk/v4/types"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -51,14 +50,14 @@ func Bookmarks() *schema.Table {
 			column("in_reply_to_user_id", arrow.BinaryTypes.String, "User id the post replies to.", func(b *bookmark) any { return optString(b.post.InReplyToUserID) }),
 			column("possibly_sensitive", arrow.FixedWidthTypes.Boolean, "Whether X flags the post's links or media as possibly sensitive.", func(b *bookmark) any { return b.post.PossiblySensitive }),
 			column("edit_history_tweet_ids", arrow.ListOf(arrow.BinaryTypes.String), "Ids of every version of the post, oldest first.", func(b *bookmark) any { return b.post.EditHistoryTweetIDs }),
-			column("public_metrics", types.ExtensionTypes.JSON, "Likes, reposts, replies, quotes, bookmarks and impressions when first seen.", func(b *bookmark) any { return rawJSON(b.post.PublicMetrics) }),
-			column("entities", types.ExtensionTypes.JSON, "Hashtags, mentions, URLs and cashtags in the text.", func(b *bookmark) any { return rawJSON(b.post.Entities) }),
-			column("referenced_tweets", types.ExtensionTypes.JSON, "Posts this one quotes, replies to or reposts.", func(b *bookmark) any { return rawJSON(b.post.ReferencedTweets) }),
-			column("attachments", types.ExtensionTypes.JSON, "Media keys and poll ids attached to the post.", func(b *bookmark) any { return rawJSON(b.post.Attachments) }),
-			column("note_tweet", types.ExtensionTypes.JSON, "The full text and entities of a long post.", func(b *bookmark) any { return rawJSON(b.post.NoteTweet) }),
-			column("author", types.ExtensionTypes.JSON, "The author's user object, when `fields.expansions` includes `author_id`.", func(b *bookmark) any { return rawJSON(b.author) }),
-			column("media", types.ExtensionTypes.JSON, "The attached media objects, when `fields.expansions` includes `attachments.media_keys`.", func(b *bookmark) any { return mediaJSON(b.media) }),
-			column("post", types.ExtensionTypes.JSON, "The post object exactly as the API returned it.", func(b *bookmark) any { return rawJSON(b.post.Raw) }),
+			jsonColumn("public_metrics", "Likes, reposts, replies, quotes, bookmarks and impressions when first seen.", func(b *bookmark) []byte { return b.post.PublicMetrics }),
+			jsonColumn("entities", "Hashtags, mentions, URLs and cashtags in the text.", func(b *bookmark) []byte { return b.post.Entities }),
+			jsonColumn("referenced_tweets", "Posts this one quotes, replies to or reposts.", func(b *bookmark) []byte { return b.post.ReferencedTweets }),
+			jsonColumn("attachments", "Media keys and poll ids attached to the post.", func(b *bookmark) []byte { return b.post.Attachments }),
+			jsonColumn("note_tweet", "The full text and entities of a long post.", func(b *bookmark) []byte { return b.post.NoteTweet }),
+			jsonColumn("author", "The author's user object, when `fields.expansions` includes `author_id`.", func(b *bookmark) []byte { return b.author }),
+			jsonColumn("media", "The attached media objects, when `fields.expansions` includes `attachments.media_keys`.", func(b *bookmark) []byte { return mediaJSON(b.media) }),
+			jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
 			{
 				Name:           "first_seen_at",
 				Type:           arrow.FixedWidthTypes.Timestamp_us,
@@ -74,7 +73,7 @@ func Bookmarks() *schema.Table {
 	}
 }
 
-func mediaJSON(objs []json.RawMessage) any {
+func mediaJSON(objs []json.RawMessage) []byte {
 	if len(objs) == 0 {
 		return nil
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cloudquery/plugin-sdk/v4/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/types"
 )
 
 // column declares a column whose value is read from the row item, of type T,
@@ -29,12 +31,28 @@ func primaryKey(c schema.Column) schema.Column {
 	return c
 }
 
-// rawJSON returns raw as the JSON column wants it: nil (null) when absent.
-func rawJSON(raw []byte) any {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+// jsonColumn declares a JSON column whose value is raw JSON the API client
+// has already decoded, and so validated: it is stored as is. (Setting it
+// through Resource.Set would validate every value again, which was the most
+// expensive step of a large export.) Absent values and JSON null are null.
+func jsonColumn[T any](name, description string, get func(T) []byte) schema.Column {
+	return schema.Column{
+		Name:        name,
+		Type:        types.ExtensionTypes.JSON,
+		Description: description,
+		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
+			raw := get(r.Item.(T))
+			if len(raw) == 0 || string(raw) == "null" {
+				return nil
+			}
+			value, ok := r.Get(c.Name).(*scalar.JSON)
+			if !ok {
+				return r.Set(c.Name, raw)
+			}
+			value.Value, value.Valid = raw, true
+			return nil
+		},
 	}
-	return []byte(raw)
 }
 
 // optString returns nil for "", so absent fields are null, not empty.

@@ -4,6 +4,8 @@
 package resources
 
 import (
+	"context"
+
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
 )
@@ -17,5 +19,19 @@ func Tables() schema.Tables {
 	for _, t := range tables {
 		schema.AddCqIDs(t)
 	}
+	for _, t := range tables.FlattenTables() {
+		for i := range t.Columns {
+			if t.Columns[i].Resolver == nil {
+				// _cq_id and _cq_parent_id are filled in by the scheduler after
+				// the resolvers; without a resolver of its own, a column is
+				// looked up by reflection on the item, for every row.
+				t.Columns[i].Resolver = resolvedByScheduler
+			}
+		}
+	}
 	return tables
+}
+
+func resolvedByScheduler(context.Context, schema.ClientMeta, *schema.Resource, schema.Column) error {
+	return nil
 }

@@ -71,7 +71,8 @@
 //   - A request counts against the rate limit once its token is valid, even
 //     if it then fails with 400/403/404/402. Injected 5xx, 429 and resets do
 //     not count against it. With DisableRateLimits the headers are still
-//     sent, with remaining equal to the limit.
+//     sent, advertising a limit (and remaining) of one billion, so that a
+//     client budgeting from the headers never waits.
 //   - max_results defaults to 10 on all three paginated operations.
 //   - The meter (Usage) is keyed by the token's user (the path user when the
 //     token is not valid); ByStatus counts every response, 200s included, and

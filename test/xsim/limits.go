@@ -44,6 +44,10 @@ type rlInfo struct {
 	reset            int64 // Unix seconds, rounded up
 }
 
+// unlimited is the limit advertised when rate limits are disabled: a client
+// that keeps its own budget from the headers (as it should) then never waits.
+const unlimited = 1_000_000_000
+
 func ceilUnix(t time.Time) int64 {
 	sec := t.Unix()
 	if t.Nanosecond() > 0 {
@@ -71,7 +75,7 @@ func (s *Server) appLimit(op string) (int, bool) {
 func (s *Server) peek(who, op string, now time.Time) rlInfo {
 	limit := s.userLimit(op)
 	if s.opts.DisableRateLimits {
-		return rlInfo{true, limit, limit, ceilUnix(now.Add(s.window))}
+		return rlInfo{true, unlimited, unlimited, ceilUnix(now.Add(s.window))}
 	}
 	b := s.buckets[bucketKey{who: who, op: op}]
 	if who == "" || b == nil || !now.Before(b.start.Add(s.window)) {
@@ -100,7 +104,7 @@ func (s *Server) hit(k bucketKey, limit int, now time.Time) (rlInfo, bool) {
 func (s *Server) consume(userID, app, op string, now time.Time) (rlInfo, bool) {
 	limit := s.userLimit(op)
 	if s.opts.DisableRateLimits {
-		return rlInfo{true, limit, limit, ceilUnix(now.Add(s.window))}, false
+		return rlInfo{true, unlimited, unlimited, ceilUnix(now.Add(s.window))}, false
 	}
 	info, over := s.hit(bucketKey{who: userID, op: op}, limit, now)
 	if al, ok := s.appLimit(op); ok {

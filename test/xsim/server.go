@@ -39,7 +39,7 @@ type Options struct {
 	Window              time.Duration  // 0 = 15m
 	Limits              map[string]int // override per-user limits by operation name
 	AppLimits           map[string]int // override per-app limits by operation name (default: list_folders 50, get_folder 50)
-	DisableRateLimits   bool           // never 429 (headers still sent, remaining = limit)
+	DisableRateLimits   bool           // never 429 (headers advertise a limit of 1e9)
 	LegacyRateLimitBody bool           // 429 body {"errors":[{"code":88,"message":"Rate limit exceeded"}]}
 	Faults              Faults
 	PostReadUSD         float64 // 0 = 0.005

@@ -86,8 +86,8 @@ func (s Settings) Validate() error {
 //
 // The ceiling comes from the account's past walks (the most any recent walk
 // needed, scaled to the time since the last sync) and is never less than
-// twice what this walk has read so far: a walk that keeps finding new posts
-// expects as many again.
+// four times what this walk has read so far: a walk that keeps finding new
+// posts beyond what its history predicted expects many more.
 //
 // First syncs (nothing held) bill every post in the list whatever the page
 // size, so they use the largest page: fewest requests.
@@ -130,6 +130,13 @@ func NewPlanner(s Settings, prev *Memory, now time.Time) *Planner {
 	return p
 }
 
+// surpriseGrowth: a walk that has read n posts and not reached the held ones
+// plans for surpriseGrowth·n in all. Planning for only twice as many spends
+// the budget on small pages and then has to finish with large ones; on the
+// reference workload (docs/benchmarks.md) 4 over-reads least on the days
+// that exceed an account's history, and costs almost nothing on the others.
+const surpriseGrowth = 4
+
 // The floor: an account that has needed at least F posts in each of its
 // last few walks will very likely need F/2 again, and pages that end below
 // what a walk needs cannot over-read.
@@ -167,7 +174,7 @@ func (p *Planner) size(read, requests, minNeeded int) int {
 		return min(max(int(p.floor)-read, minNeeded), p.s.MaxPageSize)
 	}
 	n := float64(max(read, 1))
-	ceiling := math.Max(p.ceiling, 2*n+float64(minNeeded))
+	ceiling := math.Max(p.ceiling, surpriseGrowth*n+float64(minNeeded))
 	size := int(math.Ceil(n * math.Log(ceiling/n) / float64(left-1)))
 	return min(max(size, minNeeded), p.s.MaxPageSize)
 }

@@ -1,0 +1,200 @@
+// Command costbench measures what syncing bookmarks costs: it replays a
+// workload file through the real planner, walk and state code against the X
+// API simulator, on a virtual clock, and compares the posts billed with the
+// fewest any client could be billed for.
+//
+//	go run ./test/cmd/costbench -workload ../shared/workloads/reference.json [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-cpuprofile cpu.prof]
+//
+// # Strategies
+//
+//   - planner: this project's plugin, in-process (plugin.New with a virtual
+//     clock, an in-memory state backend whose SetKey is staged until Flush, and
+//     the sessions hook), every user an account of one spec with an
+//     access_token from the simulator, table x_bookmarks only, default planner
+//     settings. One plugin sync per round.
+//   - fixed10, fixed100, growth: what other tools do (the document's rule 6):
+//     walk from the top with pages of 10 (the API default), of 100, or the
+//     document's growth schedule (twelve pages of 5, then 10, 20, 40, 80, 100,
+//     100, ...), with the client package directly, holding every post id synced
+//     so far, and stop at the end of the first page that holds one of them, or
+//     at the end of the list. They may lose posts (a re-bookmark above new
+//     ones ends the walk early): that is the point of the comparison.
+//
+// Each strategy runs on a freshly built simulator and virtual clock, with the
+// same script (same seed, same ids, same events), so the lists are identical.
+// Billed posts, requests and 429s are the simulator's meter (deltas per
+// sync); they are cross-checked against the strategy's own meter (the
+// sessions' meters and walk results for the planner) and any disagreement is
+// an error. No strategy should see a 429: the client package keeps its own
+// request budget and waits for the window to reset rather than send a request
+// the server would refuse. The "waits" column counts those waits as an account
+// syncing alone would sit through them: the windows each sync's requests span
+// beyond the first, ceil(requests / limit) - 1, summed. (The meters' own wait
+// counts are in the -json and -csv output; they are lower, because walks run
+// concurrently on one virtual clock and a window one walk waits out passes
+// for the others too.)
+//
+// # Reading the workload file
+//
+// The file is read, never copied into code; unknown fields are an error.
+//
+//   - Users: ids 1000001, 1000002, ... Initial lists: a bucket of
+//     initial_bookmarks by share per user, a size uniform in [min, max], seeded
+//     with SeedBookmarks an hour before the first sync.
+//   - new_bookmarks_per_round, -habits per-user (default): each user is
+//     assigned a bucket once, by share, and each round draws a count uniformly
+//     in that bucket's [min, max]. -habits per-round: each (user, round) draws a
+//     bucket by share, then a count.
+//   - per_round_events, each round and user: with unbookmark_probability,
+//     remove unbookmark_count (uniform) posts, each the newest post with
+//     unbookmark_newest_share, else a uniformly random one; with
+//     rebookmark_held_probability, re-bookmark one held post (one bookmarked
+//     before the previous sync and still bookmarked), chosen uniformly. A round's
+//     events (each new bookmark is one event) are shuffled together: interleaved
+//     in random order, as event_order says. Removals from an empty list and
+//     re-bookmarks with nothing held are skipped (and counted).
+//   - Everything is drawn from one PCG generator seeded with the file's seed,
+//     in a fixed order: the run is deterministic.
+//   - Rounds: round 0 is the first sync, after seeding. Then for each of the
+//     rounds: the round's events happen (at the midpoint of the interval), the
+//     clock moves to the next round_interval boundary, and every user syncs.
+//   - rate_limit is the simulator's per-user limit and window for the list
+//     operation (and the baselines' client budget). Rate-limit waits move the
+//     virtual clock; syncs start on the round boundary unless waits pushed the
+//     clock past it.
+//
+// # Bounds
+//
+//   - First sync: the list length.
+//   - Later syncs: 1 + the 0-based position, in the current list, of the first
+//     post whose current bookmark time (from the simulator) is at or before the
+//     start of the previous sync — a post bookmarked then and still bookmarked;
+//     a re-bookmarked post has a new time, so it counts as above. The list
+//     length if there is no such post. No client can have every post for less.
+//   - The order-confirming bound (c.bound): a client that must confirm the
+//     list's order to be safe against re-bookmarks reads one post more:
+//     min(bound + 1, list length). For first syncs it equals the bound.
+//   - Ratios are of sums: billed ÷ bound over all first (or all incremental)
+//     syncs. The script keeps its own model of every list and checks that the
+//     simulator's length and bound agree with it at every sync.
+//
+// # Archive checks
+//
+// Emitted posts are the SyncInsert rows of x_bookmarks (columns user_id,
+// post_id) for the planner, the posts a baseline wrote for the others. Lost:
+// distinct (user, post) pairs that were in the user's list at a sync and had
+// not been emitted by the end of it; "lost at end" counts those still missing
+// after the last sync. Duplicates: rows emitted again for a (user, post).
+//
+// # Output
+//
+// A table per sync kind (first, incremental) with billed, bound, ratio,
+// c.bound, c.ratio, requests, 429s and waits per strategy; an archive table
+// (lost, duplicates, rows); for the planner, where its posts above the bounds
+// go (by new-bookmark bucket, by bound size, first incremental sync or later,
+// split into page-size overread and stop-rule cost) and its largest excesses.
+// The last line is machine-readable; requests, rate_limited and lost there
+// cover the whole run (first and incremental syncs):
+//
+//	planner incremental_billed=N incremental_bound=M ratio=R requests=Q rate_limited=Z lost=L
+//
+// It is printed only when the planner is among the strategies.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+
+	"github.com/cq-source-x/cq-source-x/test/costbench"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "costbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	workloadPath := flag.String("workload", "../shared/workloads/reference.json", "workload file")
+	habitsFlag := flag.String("habits", string(costbench.PerUser), "how new_bookmarks_per_round shares are read: per-user or per-round")
+	strategiesFlag := flag.String("strategies", "all", "comma-separated subset of planner,fixed10,fixed100,growth")
+	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
+	csvPath := flag.String("csv", "", "also write one row per sync (strategy, round, user, bound, billed, page sizes, ...) to this CSV file")
+	verbose := flag.Bool("v", false, "print a line per strategy and round, failed walks, and the plugin's warnings, to stderr")
+	workers := flag.Int("workers", 8, "users a baseline strategy walks at once")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+
+	w, err := costbench.LoadWorkload(*workloadPath)
+	if err != nil {
+		return err
+	}
+	habits, err := costbench.ParseHabits(*habitsFlag)
+	if err != nil {
+		return err
+	}
+	strategies, err := costbench.ParseStrategies(*strategiesFlag)
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cfg := costbench.Config{Workload: w, Habits: habits, Strategies: strategies, Workers: *workers}
+	if *verbose {
+		cfg.Log = os.Stderr
+		cfg.PluginLog = os.Stderr
+	}
+	res, err := costbench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	res.WriteTable(os.Stdout, w)
+	fmt.Printf("\nrun time %s\n", res.Elapsed.Round(1e7))
+	if *jsonPath != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if *csvPath != "" {
+		f, err := os.Create(*csvPath)
+		if err != nil {
+			return err
+		}
+		if err := res.WriteCSV(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	if p := res.Find(costbench.StrategyPlanner); p != nil {
+		fmt.Println(p.MachineLine())
+	}
+	return nil
+}

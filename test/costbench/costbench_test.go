@@ -1,0 +1,269 @@
+package costbench
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/test/xsim"
+)
+
+// tinyWorkload has a few users and rounds, and events frequent enough that
+// re-bookmarks above new posts and removals of the newest post do happen.
+const tinyWorkload = `{
+  "name": "tiny",
+  "about": "costbench unit test",
+  "seed": 7,
+  "users": 8,
+  "rounds": 6,
+  "round_interval": "24h",
+  "rate_limit": {"list_requests_per_window": 180, "window": "15m"},
+  "initial_bookmarks": [
+    {"share": 0.25, "min": 0, "max": 0},
+    {"share": 0.75, "min": 5, "max": 400}
+  ],
+  "new_bookmarks_per_round": [
+    {"share": 0.3, "min": 0, "max": 0},
+    {"share": 0.4, "min": 1, "max": 5},
+    {"share": 0.3, "min": 10, "max": 120}
+  ],
+  "per_round_events": {
+    "unbookmark_probability": 0.5,
+    "unbookmark_count": {"min": 1, "max": 3},
+    "unbookmark_newest_share": 0.5,
+    "rebookmark_held_probability": 0.5
+  },
+  "event_order": "interleaved in random order within a round"
+}`
+
+func TestPlannerOnTinyWorkload(t *testing.T) {
+	w, err := ParseWorkload([]byte(tinyWorkload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := NewScript(w, PerRound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test means something only if the hard cases happen.
+	c := script.counts()
+	if c.Rebookmarks == 0 || c.NewestRemoved == 0 || c.New == 0 {
+		t.Fatalf("the tiny workload has no re-bookmark, removal of the newest post or new post: %+v", c)
+	}
+	if !rebookmarkAboveNew(script) {
+		t.Fatal("no round re-bookmarks a held post above new ones")
+	}
+
+	res, err := Run(context.Background(), Config{Workload: w, Habits: PerRound, Strategies: []string{StrategyPlanner, StrategyGrowth}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Find(StrategyPlanner)
+	var sb strings.Builder
+	res.WriteTable(&sb, w)
+	t.Log("\n" + sb.String())
+	if p.Lost != 0 || p.LostAtEnd != 0 {
+		t.Errorf("planner lost %d posts (%d at the end)", p.Lost, p.LostAtEnd)
+	}
+	if n := p.First.RateLimited + p.Incremental.RateLimited; n != 0 {
+		t.Errorf("planner caused %d 429s", n)
+	}
+	if p.FailedWalks != 0 || p.Duplicates != 0 {
+		t.Errorf("planner: %d failed walks, %d duplicate rows", p.FailedWalks, p.Duplicates)
+	}
+	if p.Incremental.CRatio > 1.05 {
+		t.Errorf("planner's incremental ratio against the order-confirming bound is %.3f (billed %d, bound %d), want <= 1.05",
+			p.Incremental.CRatio, p.Incremental.Billed, p.Incremental.CBound)
+	}
+	if p.First.Billed != p.First.Bound {
+		t.Errorf("planner's first syncs billed %d, want exactly the list lengths %d", p.First.Billed, p.First.Bound)
+	}
+	if g := res.Find(StrategyGrowth); g.Incremental.Bound != p.Incremental.Bound || g.First.Bound != p.First.Bound {
+		t.Errorf("strategies saw different lists: bounds %d/%d and %d/%d", p.First.Bound, p.Incremental.Bound, g.First.Bound, g.Incremental.Bound)
+	}
+	if !strings.HasPrefix(p.MachineLine(), "planner incremental_billed=") {
+		t.Errorf("machine line %q", p.MachineLine())
+	}
+}
+
+// rebookmarkAboveNew reports whether some round re-bookmarks a held post
+// after bookmarking a new one, so that the re-bookmarked post sits above a
+// new post: the case the document's stop rule gets wrong.
+func rebookmarkAboveNew(s *Script) bool {
+	for _, round := range s.Rounds {
+		for _, ur := range round {
+			newSeen := false
+			for _, e := range ur.Events {
+				switch e.Kind {
+				case NewBookmark:
+					newSeen = true
+				case Rebookmark:
+					if newSeen {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+func TestLowerBound(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	const u = "42"
+	step := func() { clk.Advance(time.Minute) }
+	bound := func(first bool, prev time.Time) (int, int) {
+		t.Helper()
+		list := sim.Bookmarks(u)
+		b, err := LowerBound(list, func(id string) (time.Time, bool) { return sim.BookmarkedAt(u, id) }, prev, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, ConfirmingBound(b, len(list))
+	}
+	check := func(name string, first bool, prev time.Time, wantB, wantC int) {
+		t.Helper()
+		if b, c := bound(first, prev); b != wantB || c != wantC {
+			t.Errorf("%s: bound %d, confirming %d; want %d, %d (list %v)", name, b, c, wantB, wantC, sim.Bookmarks(u))
+		}
+	}
+
+	sim.AddUser(u, "u")
+	check("empty list, first sync", true, time.Time{}, 0, 0)
+	step()
+	check("empty list, later sync", false, clk.Now(), 0, 0)
+
+	held := sim.SeedBookmarks(u, 5) // newest first
+	step()
+	check("first sync", true, time.Time{}, 5, 5)
+	prev := clk.Now() // the "previous sync" starts here
+	step()
+	check("nothing changed", false, prev, 1, 2)
+
+	// New posts above: three new, the first held post is fourth.
+	for range 3 {
+		if err := sim.Bookmark(u, sim.NewPostID()); err != nil {
+			t.Fatal(err)
+		}
+		step()
+	}
+	check("three new posts above", false, prev, 4, 5)
+
+	// The newest (a new post) is un-bookmarked: two new posts remain above.
+	if err := sim.Unbookmark(u, sim.Bookmarks(u)[0]); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	check("newest new post un-bookmarked", false, prev, 3, 4)
+
+	// A held post re-bookmarked above the new posts has a new time: it does
+	// not count as held, the first untouched held post does.
+	if err := sim.Bookmark(u, held[2]); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	if got := sim.Bookmarks(u); got[0] != held[2] || got[3] != held[0] {
+		t.Fatalf("unexpected list %v", got)
+	}
+	check("re-bookmark above new posts", false, prev, 4, 5)
+
+	// Next sync: everything above is now held, but the newest held post is
+	// un-bookmarked: the next one is first.
+	prev = clk.Now()
+	step()
+	if err := sim.Unbookmark(u, held[2]); err != nil {
+		t.Fatal(err)
+	}
+	step()
+	check("held newest un-bookmarked", false, prev, 1, 2)
+
+	// Every held post re-bookmarked: nothing is held; the bound is the list.
+	prev = clk.Now()
+	step()
+	list := sim.Bookmarks(u)
+	for i := len(list) - 1; i >= 0; i-- {
+		if err := sim.Bookmark(u, list[i]); err != nil {
+			t.Fatal(err)
+		}
+		step()
+	}
+	if got := sim.Bookmarks(u); !slices.Equal(got, list) {
+		t.Fatalf("re-bookmarking in order changed the order: %v, was %v", got, list)
+	}
+	check("every post re-bookmarked", false, prev, len(list), len(list))
+
+	// All un-bookmarked: an empty list again.
+	for _, id := range sim.Bookmarks(u) {
+		if err := sim.Unbookmark(u, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("emptied list", false, clk.Now(), 0, 0)
+}
+
+// TestScriptModel checks the script's own bound against hand-built cases.
+func TestScriptModel(t *testing.T) {
+	l := []modelEntry{{"a", 0}, {"b", 0}, {"c", 2}, {"d", 3}, {"e", 3}} // oldest first
+	got := expectAll([][]modelEntry{l, nil, {{"x", 3}}}, 3)
+	want := []Expect{{5, 3}, {0, 0}, {1, 1}} // c (epoch 2 < 3) is third from the top
+	if !slices.Equal(got, want) {
+		t.Errorf("expectAll = %v, want %v", got, want)
+	}
+	if got := expectAll([][]modelEntry{l}, 0); got[0] != (Expect{5, 5}) {
+		t.Errorf("first sync: %v", got)
+	}
+}
+
+func TestScriptDeterministic(t *testing.T) {
+	w, err := ParseWorkload([]byte(tinyWorkload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []Habits{PerUser, PerRound} {
+		a, _ := NewScript(w, h)
+		b, _ := NewScript(w, h)
+		if !slices.EqualFunc(a.Rounds, b.Rounds, func(x, y []UserRound) bool {
+			return slices.EqualFunc(x, y, func(p, q UserRound) bool { return slices.Equal(p.Events, q.Events) })
+		}) {
+			t.Errorf("%s: two scripts of one seed differ", h)
+		}
+	}
+}
+
+func TestGrowthSchedule(t *testing.T) {
+	// Document Part 8: twelve pages of 5, then doubling up to 100, reaches
+	// 410 posts in 18 requests.
+	total := 0
+	var sizes []int
+	for i := range 18 {
+		sizes = append(sizes, growthPages(i))
+		total += growthPages(i)
+	}
+	if total != 410 {
+		t.Errorf("18 requests read %d posts (%v), want 410", total, sizes)
+	}
+	if growthPages(1000) != 100 {
+		t.Errorf("page 1000 is %d", growthPages(1000))
+	}
+}
+
+func TestParseWorkload(t *testing.T) {
+	if _, err := ParseWorkload([]byte(`{"users": 1, "surprise": true}`)); err == nil || !strings.Contains(err.Error(), "surprise") {
+		t.Errorf("unknown field: err = %v", err)
+	}
+	bad := strings.Replace(tinyWorkload, `"share": 0.3, "min": 0`, `"share": 0.5, "min": 0`, 1)
+	if _, err := ParseWorkload([]byte(bad)); err == nil || !strings.Contains(err.Error(), "sum") {
+		t.Errorf("shares not summing to 1: err = %v", err)
+	}
+	const ref = "../../../shared/workloads/reference.json"
+	if _, err := os.Stat(ref); err == nil {
+		if _, err := LoadWorkload(ref); err != nil {
+			t.Errorf("the reference workload: %v", err)
+		}
+	}
+}

@@ -1,0 +1,284 @@
+package costbench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/test/xsim"
+)
+
+// Habits says how the shares of new_bookmarks_per_round are read.
+type Habits string
+
+const (
+	// PerUser: each user is assigned a bucket once, by share; each round
+	// draws a count uniformly in that bucket's [min, max].
+	PerUser Habits = "per-user"
+	// PerRound: each (user, round) draws a bucket by share, then a count.
+	PerRound Habits = "per-round"
+)
+
+// ParseHabits checks a -habits value.
+func ParseHabits(s string) (Habits, error) {
+	switch h := Habits(s); h {
+	case PerUser, PerRound:
+		return h, nil
+	}
+	return "", fmt.Errorf("habits must be %q or %q, got %q", PerUser, PerRound, s)
+}
+
+// EventKind is what a user does between two syncs.
+type EventKind uint8
+
+const (
+	// NewBookmark bookmarks a post never bookmarked before.
+	NewBookmark EventKind = iota + 1
+	// Unbookmark removes a bookmark.
+	Unbookmark
+	// Rebookmark bookmarks a held post again: it moves to the top.
+	Rebookmark
+)
+
+// Event is one action of a user, resolved to a post.
+type Event struct {
+	Kind   EventKind
+	PostID string
+}
+
+// UserRound is what one user does in one round.
+type UserRound struct {
+	// Bucket is the index in new_bookmarks_per_round the count was drawn from.
+	Bucket int
+	// Events in the order they happen.
+	Events []Event
+	// Counts of the events that happened, and of those skipped because the
+	// list was empty or held nothing.
+	New, Unbookmarked, Rebookmarked, Skipped int
+	// NewestRemoved counts removals that took the newest post.
+	NewestRemoved int
+}
+
+// Expect is what the script's own model of a list says at a sync: the list
+// length and the lower bound. The simulator must agree.
+type Expect struct {
+	Len, Bound int
+}
+
+// Script is a workload turned into concrete, deterministic events: the same
+// seed gives the same script, and every strategy replays it on a fresh
+// simulator.
+type Script struct {
+	Workload *Workload
+	Habits   Habits
+	UserIDs  []string
+	// Initial lists as SeedBookmarks returns them (newest first); every
+	// simulator must return the same ids.
+	Initial       [][]string
+	InitialBucket []int
+	// Rounds[r-1][u] is user u's activity before sync r (r = 1..Rounds).
+	Rounds [][]UserRound
+	// Expect[r][u] is user u's list at sync r (r = 0..Rounds).
+	Expect [][]Expect
+}
+
+// modelEntry is one bookmark of the script's model of a list.
+type modelEntry struct {
+	id string
+	// epoch is the round in which the post was last bookmarked (0: before the
+	// first sync). At sync r, a post with epoch < r was bookmarked before sync
+	// r-1 started.
+	epoch int
+}
+
+// UserID is the X user id of the u-th user of a workload.
+func UserID(u int) string { return strconv.Itoa(1_000_001 + u) }
+
+// NewScript draws the script of a workload. Post ids come from a private
+// simulator (never started) seeded in the same order as the benchmark's
+// simulators, so the initial ids match theirs; ids of new posts continue its
+// counter and cannot collide with them.
+func NewScript(w *Workload, habits Habits) (*Script, error) {
+	if _, err := ParseHabits(string(habits)); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(w.Seed, w.Seed^0x636f737462656e63)) // "costbenc"
+	ids := xsim.New(xsim.Options{Clock: clock.NewVirtual(time.Unix(0, 0))})
+	s := &Script{Workload: w, Habits: habits}
+	lists := make([][]modelEntry, w.Users) // oldest first, like the simulator
+
+	// Initial lists: a bucket by share per user, a size uniform in it.
+	for u := range w.Users {
+		s.UserIDs = append(s.UserIDs, UserID(u))
+		b := pick(rng, w.InitialBookmarks)
+		s.InitialBucket = append(s.InitialBucket, b)
+		n := uniform(rng, w.InitialBookmarks[b].Min, w.InitialBookmarks[b].Max)
+		seeded := ids.SeedBookmarks(UserID(u), n)
+		s.Initial = append(s.Initial, seeded)
+		l := make([]modelEntry, n)
+		for i, id := range seeded {
+			l[n-1-i] = modelEntry{id: id}
+		}
+		lists[u] = l
+	}
+	habit := make([]int, w.Users)
+	if habits == PerUser {
+		for u := range habit {
+			habit[u] = pick(rng, w.NewBookmarksPerRound)
+		}
+	}
+	s.Expect = append(s.Expect, expectAll(lists, 0))
+
+	ev := w.PerRoundEvents
+	for r := 1; r <= w.Rounds; r++ {
+		round := make([]UserRound, w.Users)
+		for u := range w.Users {
+			ur := &round[u]
+			ur.Bucket = habit[u]
+			if habits == PerRound {
+				ur.Bucket = pick(rng, w.NewBookmarksPerRound)
+			}
+			b := w.NewBookmarksPerRound[ur.Bucket]
+			var kinds []EventKind
+			for range uniform(rng, b.Min, b.Max) {
+				kinds = append(kinds, NewBookmark)
+			}
+			if rng.Float64() < ev.UnbookmarkProbability {
+				for range uniform(rng, ev.UnbookmarkCount.Min, ev.UnbookmarkCount.Max) {
+					kinds = append(kinds, Unbookmark)
+				}
+			}
+			if rng.Float64() < ev.RebookmarkHeldProbability {
+				kinds = append(kinds, Rebookmark)
+			}
+			rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+
+			l := lists[u]
+			for _, k := range kinds {
+				switch k {
+				case NewBookmark:
+					id := ids.NewPostID()
+					l = append(l, modelEntry{id: id, epoch: r})
+					ur.Events = append(ur.Events, Event{NewBookmark, id})
+					ur.New++
+				case Unbookmark:
+					if len(l) == 0 {
+						ur.Skipped++
+						continue
+					}
+					i := len(l) - 1 // the newest
+					if rng.Float64() < ev.UnbookmarkNewestShare {
+						ur.NewestRemoved++
+					} else {
+						i = rng.IntN(len(l))
+					}
+					ur.Events = append(ur.Events, Event{Unbookmark, l[i].id})
+					l = slices.Delete(l, i, i+1)
+					ur.Unbookmarked++
+				case Rebookmark:
+					held := 0
+					for _, e := range l {
+						if e.epoch < r {
+							held++
+						}
+					}
+					if held == 0 {
+						ur.Skipped++
+						continue
+					}
+					nth := rng.IntN(held)
+					for i, e := range l {
+						if e.epoch < r {
+							if nth == 0 {
+								l = append(slices.Delete(l, i, i+1), modelEntry{id: e.id, epoch: r})
+								ur.Events = append(ur.Events, Event{Rebookmark, e.id})
+								break
+							}
+							nth--
+						}
+					}
+					ur.Rebookmarked++
+				}
+			}
+			lists[u] = l
+		}
+		s.Rounds = append(s.Rounds, round)
+		s.Expect = append(s.Expect, expectAll(lists, r))
+	}
+	return s, nil
+}
+
+// expectAll gives the model's list length and bound of every user at sync r.
+func expectAll(lists [][]modelEntry, r int) []Expect {
+	out := make([]Expect, len(lists))
+	for u, l := range lists {
+		out[u] = Expect{Len: len(l), Bound: len(l)}
+		if r == 0 {
+			continue
+		}
+		for i := len(l) - 1; i >= 0; i-- {
+			if l[i].epoch < r {
+				out[u].Bound = len(l) - i
+				break
+			}
+		}
+	}
+	return out
+}
+
+// pick draws a bucket index by share.
+func pick(rng *rand.Rand, buckets []Bucket) int {
+	x := rng.Float64()
+	for i, b := range buckets {
+		if x < b.Share {
+			return i
+		}
+		x -= b.Share
+	}
+	// Rounding left x just above the last share.
+	for i := len(buckets) - 1; i >= 0; i-- {
+		if buckets[i].Share > 0 {
+			return i
+		}
+	}
+	return len(buckets) - 1
+}
+
+// uniform draws an integer in [lo, hi].
+func uniform(rng *rand.Rand, lo, hi int) int {
+	if hi <= lo {
+		return lo
+	}
+	return lo + rng.IntN(hi-lo+1)
+}
+
+// LowerBound is the fewest posts any client must be billed for in one sync
+// of a list (newest first) to have every post in it: for a first sync the
+// list length; afterwards, the 0-based position of the first post whose
+// current bookmark time is at or before prevStart (the start of the previous
+// sync: the post was bookmarked then and still is — a re-bookmarked post has a
+// new time, so it counts as above), plus one; the list length if there is no
+// such post.
+func LowerBound(list []string, bookmarkedAt func(id string) (time.Time, bool), prevStart time.Time, first bool) (int, error) {
+	if first {
+		return len(list), nil
+	}
+	for i, id := range list {
+		t, ok := bookmarkedAt(id)
+		if !ok {
+			return 0, fmt.Errorf("post %s is in the list but has no bookmark time", id)
+		}
+		if !t.After(prevStart) {
+			return i + 1, nil
+		}
+	}
+	return len(list), nil
+}
+
+// ConfirmingBound is the bound of a client that must confirm the list's
+// order to be safe against re-bookmarks: one post more than LowerBound,
+// capped at the list length.
+func ConfirmingBound(bound, listLen int) int { return min(bound+1, listLen) }

@@ -283,6 +283,9 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	}
 
 	if err := ctx.Err(); err != nil {
+		if hint == "" {
+			s.file.removeIntent() // nothing was sent: no refresh is in flight
+		}
 		return nil, fmt.Errorf("auth: refresh not started: %w", err)
 	}
 	// From here on the refresh token may be spent at X: do not let the caller's cancellation
@@ -297,6 +300,12 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 		if te.LoginRequired {
 			te.Hint = hint
 			s.dead, s.deadErr = fp, te
+		}
+		if !te.Transient && hint == "" {
+			// X answered this refresh (and refused it): it was not interrupted, so the marker
+			// this attempt wrote must not make a later run blame an interrupted refresh. A marker
+			// left by an earlier, really interrupted refresh (hint != "") is kept.
+			s.file.removeIntent()
 		}
 		return nil, te
 	}

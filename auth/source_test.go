@@ -348,6 +348,70 @@ func TestRefreshMarkerRemovedAfterSuccess(t *testing.T) {
 	}
 }
 
+// A refresh X answered with a rejection was not interrupted: the marker it wrote is removed,
+// so the next run does not blame an interrupted refresh (the package documentation: the marker
+// exists "only while a refresh is in flight or after one was interrupted"). A marker left by a
+// really interrupted refresh is kept, run after run.
+func TestRefreshMarkerRemovedAfterRejectionButKeptAfterInterruption(t *testing.T) {
+	t.Run("rejected", func(t *testing.T) {
+		e := newEnv(t, "")
+		e.fx.set(func(fx *fakeX) { fx.strictSpent = false })
+		e.fx.spend(e.orig.RefreshToken) // e.g. the app's access was revoked
+		e.clk.Advance(2 * time.Hour)
+		for run := 1; run <= 2; run++ {
+			_, err := e.source().Token()
+			if !errors.Is(err, ErrLoginRequired) || strings.Contains(err.Error(), "interrupted") {
+				t.Fatalf("run %d: err = %v, want ErrLoginRequired without blaming an interruption", run, err)
+			}
+			if _, err := os.Stat(e.file.Path + ".refreshing"); !os.IsNotExist(err) {
+				t.Fatalf("run %d: marker left after a rejection: %v", run, err)
+			}
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		e := newEnv(t, "")
+		e.fx.set(func(fx *fakeX) { fx.strictSpent = false })
+		e.clk.Advance(2 * time.Hour)
+		if _, err := e.source(withAfterTokenResponse(func() error { return errSimulatedCrash })).Token(); !errors.Is(err, errSimulatedCrash) {
+			t.Fatalf("err = %v", err)
+		}
+		for run := 2; run <= 3; run++ {
+			_, err := e.source().Token()
+			if !errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "interrupted") {
+				t.Fatalf("run %d: err = %v, want ErrLoginRequired saying a refresh was interrupted", run, err)
+			}
+		}
+	})
+	t.Run("not sent", func(t *testing.T) {
+		e := newEnv(t, "")
+		e.clk.Advance(2 * time.Hour)
+		// Cancelled just after the marker was written, before the request is sent.
+		ctx := cancelOnMarker{Context: context.Background(), marker: e.file.Path + ".refreshing"}
+		if _, err := e.source().TokenContext(ctx); err == nil || !strings.Contains(err.Error(), "refresh not started") {
+			t.Fatalf("err = %v, want the refresh not started", err)
+		}
+		if _, _, _, n := e.fx.counts(); n != 0 {
+			t.Fatalf("%d token requests sent", n)
+		}
+		if _, err := os.Stat(ctx.marker); !os.IsNotExist(err) {
+			t.Errorf("marker left although nothing was sent: %v", err)
+		}
+	})
+}
+
+// cancelOnMarker is a context that reports itself cancelled while the refresh marker exists.
+type cancelOnMarker struct {
+	context.Context
+	marker string
+}
+
+func (c cancelOnMarker) Err() error {
+	if _, err := os.Stat(c.marker); err == nil {
+		return context.Canceled
+	}
+	return nil
+}
+
 func TestCancelledContextDoesNotAbandonSentRefresh(t *testing.T) {
 	e := newEnv(t, "")
 	ctx, cancel := context.WithCancel(t.Context())

@@ -148,18 +148,11 @@ type WalkReport struct {
 	Err    error
 }
 
-// OpFailure is a failure outside a walk, by the operation that failed.
-type OpFailure struct {
-	Operation client.Operation
-	Err       error
-}
-
 // Report collects walk reports; safe for concurrent use.
 type Report struct {
-	mu       sync.Mutex
-	walks    []WalkReport
-	failures []OpFailure
-	folders  int
+	mu      sync.Mutex
+	walks   []WalkReport
+	folders int
 }
 
 // AddWalk records a walk.
@@ -169,13 +162,6 @@ func (r *Report) AddWalk(w WalkReport) {
 	r.walks = append(r.walks, w)
 }
 
-// AddFailure records a failure outside a walk, such as listing folders.
-func (r *Report) AddFailure(op client.Operation, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failures = append(r.failures, OpFailure{op, err})
-}
-
 // Walks returns the recorded walks.
 func (r *Report) Walks() []WalkReport {
 	r.mu.Lock()
@@ -183,14 +169,7 @@ func (r *Report) Walks() []WalkReport {
 	return append([]WalkReport(nil), r.walks...)
 }
 
-// Failures returns the failures outside walks.
-func (r *Report) Failures() []OpFailure {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]OpFailure(nil), r.failures...)
-}
-
-// Err joins every failure recorded, in walks or outside them.
+// Err joins the errors of every failed walk.
 func (r *Report) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -199,9 +178,6 @@ func (r *Report) Err() error {
 		if w.Err != nil {
 			errs = append(errs, w.Err)
 		}
-	}
-	for _, f := range r.failures {
-		errs = append(errs, f.Err)
 	}
 	return errors.Join(errs...)
 }

@@ -147,11 +147,6 @@ func UsageRows(s *account.Session) []*Usage {
 			failures[op] = append(failures[op], w.Err.Error())
 		}
 	}
-	for _, f := range s.Report().Failures() {
-		op := string(f.Operation)
-		get(op)
-		failures[op] = append(failures[op], f.Err.Error())
-	}
 	rows := make([]*Usage, 0, len(byOp))
 	for op, u := range byOp {
 		u.WalkOutcomes = formatOutcomes(outcomes[op], u.Walks)

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // FoldersTable is the name of the folders table.
@@ -70,9 +71,13 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	if len(rows) > 0 {
 		res <- rows
 	}
+	// Listing folders reads the whole list every time: a walk to the end.
+	listing := account.WalkReport{Operation: client.OpListFolders, List: "folders", Err: listErr,
+		Result: &walk.Result{Outcome: walk.ReachedEnd}}
 	if listErr != nil {
-		s.Report().AddFailure(client.OpListFolders, listErr)
+		listing.Result.Outcome = walk.Failed
 	}
+	s.Report().AddWalk(listing)
 	return listErr
 }
 

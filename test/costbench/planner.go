@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"strings"
 	"sync"
 	"time"
@@ -23,11 +24,11 @@ import (
 
 // plannerStrategy runs the real plugin in-process: every user is an account
 // of one spec at default planner settings, one plugin sync per round, table
-// x_bookmarks only, state in memState.
+// x_bookmarks only, state in an in-memory backend (internal/memstate).
 type plannerStrategy struct {
 	env      *env
 	p        *sdkplugin.Plugin
-	st       *memState
+	st       *memstate.Store
 	mu       sync.Mutex
 	sessions *account.Set
 	index    map[string]int // user id -> user index
@@ -37,7 +38,7 @@ func (s *plannerStrategy) Name() string { return StrategyPlanner }
 
 func (s *plannerStrategy) Start(ctx context.Context, e *env) error {
 	s.env = e
-	s.st = newMemState()
+	s.st = memstate.New()
 	s.index = map[string]int{}
 	accounts := make([]map[string]any, len(e.script.UserIDs))
 	for u, id := range e.script.UserIDs {

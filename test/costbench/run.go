@@ -444,7 +444,9 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 		sr.Lost += len(lost[u])
 	}
 	if ps, ok := st.(*plannerStrategy); ok {
-		sr.StateBytes = ps.st.bytes()
+		for k, v := range ps.st.Committed() {
+			sr.StateBytes += len(k) + len(v)
+		}
 	}
 	sr.Elapsed = time.Since(began)
 	if len(mismatches) > 0 {

@@ -102,6 +102,7 @@ type Client struct {
 	userAgent  string
 	maxBody    int64
 	logf       func(format string, args ...any)
+	waitHook   func(userID string, op Operation, d time.Duration)
 	tokenCheck TokenCheck
 
 	rngMu sync.Mutex
@@ -257,6 +258,18 @@ func WithLogger(logf func(format string, args ...any)) Option {
 			logf = func(string, ...any) {}
 		}
 		c.logf = logf
+		return nil
+	}
+}
+
+// WithWaitHook registers f, called when a rate-limit wait starts (after a 429,
+// or because the request budget of the window is used up) with the user
+// ("" for users_me), the operation and how long the wait will be. The meter
+// records a wait only once it has ended; f lets a caller show a countdown.
+// f runs on the goroutine that waits and must not block.
+func WithWaitHook(f func(userID string, op Operation, d time.Duration)) Option {
+	return func(c *Client) error {
+		c.waitHook = f
 		return nil
 	}
 }

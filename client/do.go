@@ -134,6 +134,7 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 			}
 			limited++
 			c.logf("x api: %s: 429 Too Many Requests; waiting %s for the window to reset", cl.op, wait)
+			c.waitStarts(cl.user, cl.op, wait)
 			if err := c.clock.Sleep(ctx, wait); err != nil {
 				return resp, c.ctxError(cl.op, ctx, err)
 			}
@@ -211,12 +212,20 @@ func (c *Client) acquire(ctx context.Context, op Operation, key budgetKey, resp 
 			return &RateLimitError{Rate: rate, Operation: op, Budget: true, Wait: wait, Waited: *waited}
 		}
 		c.logf("x api: %s: request budget used up (%d per window); waiting %s for the reset", op, rate.Limit, wait)
+		c.waitStarts(key.user, op, wait)
 		if err := c.clock.Sleep(ctx, wait); err != nil {
 			return c.ctxError(op, ctx, err)
 		}
 		*waited = true
 		resp.Waited += wait
 		c.meter.add(key.user, op, func(u *Usage) { u.RateLimitWaits++; u.Waited += wait })
+	}
+}
+
+// waitStarts tells the wait hook, if any, that a rate-limit wait begins.
+func (c *Client) waitStarts(user string, op Operation, d time.Duration) {
+	if c.waitHook != nil {
+		c.waitHook(user, op, d)
 	}
 }
 

@@ -100,18 +100,19 @@ func connect(ctx context.Context, s *spec.Spec, a spec.Account, o Options, meter
 		}
 		httpClient = &http.Client{Transport: auth.NewTransport(src, o.Transport)}
 	}
-	api, err := client.New(httpClient,
+	opts := []client.Option{
 		client.WithBaseURL(s.BaseURL),
 		client.WithClock(o.Clock),
 		client.WithMeter(meter),
 		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}),
-		client.WithUserAgent("cq-source-x/"+Version),
+		client.WithUserAgent("cq-source-x/" + Version),
 		// Tokens come from the server and are sent back untouched. The document
 		// calls them base32hex, but real X tokens use the whole alphabet
 		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.
 		client.WithTokenCheck(client.TokenOpaque),
-	)
+	}
+	api, err := client.New(httpClient, append(opts, o.ClientOptions...)...)
 	return api, userID, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	// they are prepared, before any request; the exporter reads their meters
 	// for progress and their reports for its summary.
 	OnSessions func(*account.Set)
+	// ClientOptions are appended to the options of every account's API
+	// client, after the plugin's own (the exporter adds a wait hook).
+	ClientOptions []client.Option
 }
 
 // Option sets an Option.
@@ -55,6 +59,11 @@ func WithState(st state.Client) Option { return func(o *Options) { o.State = st 
 // WithSessionsHook registers a function called with each sync's accounts.
 func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
 
+// WithClientOptions adds options to every account's API client.
+func WithClientOptions(opts ...client.Option) Option {
+	return func(o *Options) { o.ClientOptions = append(o.ClientOptions, opts...) }
+}
+
 // New returns the plugin.
 func New(opts ...Option) *plugin.Plugin {
 	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
@@ -65,5 +74,6 @@ func New(opts ...Option) *plugin.Plugin {
 		plugin.WithKind(Kind),
 		plugin.WithTeam(Team),
 		plugin.WithJSONSchema(spec.JSONSchema),
+		plugin.WithConnectionTester(testConnection(o)),
 	)
 }

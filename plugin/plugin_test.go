@@ -3,14 +3,16 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/rs/zerolog"
 )
 
 func rowsOf(msgs message.SyncMessages, table string) int {
@@ -67,5 +69,42 @@ func TestSyncInProcessAgainstSimulator(t *testing.T) {
 			}
 		}
 	}
-	_ = array.NewStringBuilder
+}
+
+// `cloudquery test-connection` checks every account's token with
+// GET /2/users/me, and that it belongs to the configured user.
+func TestConnectionTestChecksEachAccountsToken(t *testing.T) {
+	sim := xsim.New(xsim.Options{})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	good := sim.IssueToken("1001")
+	p := New()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		account map[string]any
+		code    string
+	}{
+		{"valid token", map[string]any{"user_id": "1001", "access_token": good}, ""},
+		{"another user's token", map[string]any{"user_id": "1002", "access_token": good}, codeUnauthorized},
+		{"revoked token", map[string]any{"access_token": "nope"}, codeUnauthorized},
+		{"app-only token", map[string]any{"access_token": sim.IssueAppOnlyToken()}, codeUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			specJSON, _ := json.Marshal(map[string]any{"base_url": sim.URL(), "accounts": []map[string]any{tc.account}})
+			err := p.TestConnection(ctx, zerolog.Nop(), specJSON)
+			var tce *plugin.TestConnError
+			switch {
+			case tc.code == "" && err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case tc.code != "" && (!errors.As(err, &tce) || tce.Code != tc.code):
+				t.Fatalf("error %v, want code %s", err, tc.code)
+			}
+		})
+	}
+	if err := p.TestConnection(ctx, zerolog.Nop(), []byte(`{"accounts":[]}`)); err == nil || !strings.Contains(err.Error(), "accounts") {
+		t.Fatalf("invalid spec: %v", err)
+	}
 }

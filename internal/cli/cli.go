@@ -46,6 +46,10 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "login":
 		err = runLogin(ctx, args[1:], stdin, stdout, stderr)
+	case "export":
+		err = runExport(ctx, args[1:], stdout, stderr)
+	case "sandbox":
+		err = runSandbox(ctx, args[1:], stdout, stderr)
 	default:
 		err = serve.Plugin(xplugin.New(), serve.WithArgs(args...)).Serve(ctx)
 	}

@@ -1,0 +1,619 @@
+// Package export is the standalone exporter: it runs the plugin in-process
+// with the spec file a CloudQuery sync uses (same tables, resolvers, walks
+// and state logic) and writes each table's records to Parquet files under an
+// output directory, which also holds the incremental state.
+//
+// # Crash safety
+//
+// A run stages every table's file under DIR/.staging/<run>/ (written and
+// fsynced), then commits by atomically replacing DIR/.state/state.json with
+// the new walk state, the ids written, and the list of the run's files
+// (pending). It then publishes: renames each staged file into DIR/<table>/,
+// syncs the directories, and marks the run published in the state file.
+// Every start first finishes publishing a committed run and deletes the
+// staging directories of runs that never committed (their posts are fetched
+// again: billed again, never lost). The state therefore never describes data
+// that is not durably on disk, and since the state lists the post ids already
+// written per account, no (user_id, post_id) is written twice. A file lock
+// on DIR keeps two exports apart. See docs/export.md.
+package export
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cloudquery/plugin-sdk/v4/message"
+	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/gofrs/flock"
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+)
+
+// Options configure a Run.
+type Options struct {
+	// Spec is the source spec, from ReadSpecFile or ParseSpec.
+	Spec *SourceSpec
+	// Out is the output directory; created if missing.
+	Out string
+	// Clock for the plugin (rate-limit waits, timestamps) and the run's
+	// time. Default: the wall clock.
+	Clock clock.Clock
+	// Transport for API requests. Default: http.DefaultTransport.
+	Transport http.RoundTripper
+	// Progress receives progress lines and log messages (stderr); nil
+	// discards them.
+	Progress io.Writer
+	// Terminal makes progress redraw its lines in place (Progress is a
+	// terminal). Otherwise a line per account is printed every
+	// ProgressInterval and at the end.
+	Terminal bool
+	// ProgressInterval between progress lines when not on a terminal;
+	// 0 means 10s.
+	ProgressInterval time.Duration
+	// Quiet prints only errors.
+	Quiet bool
+	// Step, when set, is called at each step that matters for crash safety
+	// (the kill tests stop the process there).
+	Step func(name string)
+}
+
+// Run exports once: recovery of an earlier run if needed, then a sync of
+// every account into new Parquet files, committed and published. The error
+// is about the export itself (spec, directory, writing, the sync failing as
+// a whole); accounts that failed are in the Result (Result.Failed) and their
+// state did not advance where their walks failed.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Spec == nil || o.Out == "" {
+		return nil, errors.New("export: a spec and an output directory are required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Step == nil {
+		o.Step = func(string) {}
+	}
+	out, err := filepath.Abs(o.Out)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the output directory: %w", err)
+	}
+	lock := flock.New(filepath.Join(out, lockFile))
+	locked, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", out, err)
+	}
+	if !locked {
+		return nil, fmt.Errorf("another export is running in %s (it holds %s); wait for it to finish", out, filepath.Join(out, lockFile))
+	}
+	defer lock.Unlock()
+
+	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC()}
+	st, rec, err := recoverDir(out, o.Step)
+	if err != nil {
+		return nil, fmt.Errorf("recovering %s: %w", out, err)
+	}
+	res.Recovered = rec
+
+	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}}
+	if err := r.sync(ctx); err != nil {
+		r.abort()
+		return res, err
+	}
+	if err := r.commitAndPublish(); err != nil {
+		return res, err
+	}
+	res.FinishedAt = o.Clock.Now().UTC()
+	return res, nil
+}
+
+// run is one export run.
+type run struct {
+	o       Options
+	out     string
+	state   *diskState
+	res     *Result
+	rec     runRecord
+	writers map[string]*tableWriter
+	order   []string // tables in the order announced
+	written map[string]*idSet
+	sess    *account.Set
+	prog    *progress
+	stateC  *stateClient
+}
+
+// tableWriter stages one table's file.
+type tableWriter struct {
+	table *schema.Table
+	conv  *pqfile.Converter
+	w     *pqfile.Writer
+	path  string
+	// for x_bookmarks: columns of the key
+	userCol, postCol int
+}
+
+func newRunID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// fileTimeLayout names files so that name order is time order.
+const fileTimeLayout = "20060102T150405.000Z"
+
+func (r *run) sync(ctx context.Context) error {
+	o := r.o
+	now := o.Clock.Now().UTC().Truncate(time.Millisecond)
+	if r.state.LastRun != nil && !now.After(r.state.LastRun.Time) {
+		now = r.state.LastRun.Time.Add(time.Millisecond) // keep name order = time order
+	}
+	r.rec = runRecord{ID: newRunID(), Time: now}
+	r.res.RunID = r.rec.ID
+	r.res.RunTime = now
+	if err := mkdirSynced(r.out, stagingDir); err != nil {
+		return err
+	}
+	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
+		return err
+	}
+	r.written = map[string]*idSet{}
+	for uid, set := range r.state.Written {
+		r.written[uid] = set
+	}
+
+	r.prog = newProgress(o.Progress, o.Terminal, o.Quiet, o.Clock, o.ProgressInterval)
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
+		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
+	if o.Quiet {
+		logger = logger.Level(zerolog.ErrorLevel)
+	}
+	r.stateC = newStateClient(r.state.Keys)
+	opts := []xplugin.Option{
+		xplugin.WithClock(o.Clock),
+		xplugin.WithState(r.stateC),
+		xplugin.WithSessionsHook(func(s *account.Set) {
+			r.sess = s
+			r.prog.attach(s)
+		}),
+		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
+	}
+	if o.Transport != nil {
+		opts = append(opts, xplugin.WithTransport(o.Transport))
+	}
+	p := xplugin.New(opts...)
+	p.SetLogger(logger)
+	if err := p.Init(ctx, o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
+		return fmt.Errorf("starting the plugin: %w", err)
+	}
+	defer p.Close(context.Background())
+
+	r.prog.start()
+	defer r.prog.stop()
+	syncCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ch := make(chan message.SyncMessage, 8)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		errc <- p.Sync(syncCtx, plugin.SyncOptions{
+			Tables:              o.Spec.Tables,
+			SkipTables:          o.Spec.SkipTables,
+			SkipDependentTables: o.Spec.SkipDependentTables,
+			DeterministicCQID:   o.Spec.DeterministicCQID,
+		}, ch)
+	}()
+	var handleErr error
+	for m := range ch {
+		if handleErr != nil {
+			continue // drain until the sync stops
+		}
+		if err := r.handle(m); err != nil {
+			handleErr = err
+			cancel(err)
+		}
+	}
+	syncErr := <-errc
+	switch {
+	case handleErr != nil:
+		return fmt.Errorf("writing the export: %w", handleErr)
+	case ctx.Err() != nil:
+		return fmt.Errorf("export interrupted (%w); nothing was committed: the next run fetches these posts again", context.Cause(ctx))
+	case syncErr != nil:
+		return fmt.Errorf("sync failed: %w", syncErr)
+	}
+	if r.sess != nil {
+		r.res.sessions = r.sess.Sessions
+	}
+	return nil
+}
+
+// dropRepeats drops the log messages that only repeat an account failure
+// the summary and the exit status already report.
+type dropRepeats struct{}
+
+func (dropRepeats) Run(e *zerolog.Event, _ zerolog.Level, msg string) {
+	switch msg {
+	case "table resolver finished with error", "account did not sync completely; its state was not advanced where walks failed":
+		e.Discard()
+	}
+}
+
+// handle writes one message of the sync to the staged files.
+func (r *run) handle(m message.SyncMessage) error {
+	switch m := m.(type) {
+	case *message.SyncMigrateTable:
+		return r.openTable(m.Table)
+	case *message.SyncInsert:
+		name, _ := m.Record.Schema().Metadata().GetValue(schema.MetadataTableName)
+		tw := r.writers[name]
+		if tw == nil {
+			return fmt.Errorf("rows for table %q, which the sync did not announce", name)
+		}
+		return r.write(tw, m.Record)
+	case *message.SyncError:
+		r.res.SyncErrors = append(r.res.SyncErrors, fmt.Sprintf("%s: %s", m.TableName, m.Error))
+	}
+	return nil
+}
+
+func (r *run) openTable(t *schema.Table) error {
+	if _, ok := r.writers[t.Name]; ok {
+		return nil
+	}
+	conv, err := pqfile.NewConverter(t, r.rec.Time, r.o.Spec.Name, map[string]string{
+		pqfile.MetadataPluginName:    xplugin.Name,
+		pqfile.MetadataPluginVersion: xplugin.Version,
+		"cq:export_run":              r.rec.ID,
+	})
+	if err != nil {
+		return err
+	}
+	f := fileRecord{Table: t.Name}
+	path := r.rec.stagedPath(r.out, f)
+	w, err := pqfile.Create(path, conv.Schema(), pqfile.Options{CreatedBy: "cq-source-x " + xplugin.Version})
+	if err != nil {
+		return err
+	}
+	tw := &tableWriter{table: t, conv: conv, w: w, path: path, userCol: -1, postCol: -1}
+	if t.Name == resources.BookmarksTable {
+		tw.userCol = t.Columns.Index("user_id")
+		tw.postCol = t.Columns.Index("post_id")
+		if tw.userCol < 0 || tw.postCol < 0 {
+			return errors.New("x_bookmarks has no user_id or post_id column")
+		}
+	}
+	r.writers[t.Name] = tw
+	r.order = append(r.order, t.Name)
+	return nil
+}
+
+// write converts and writes a record; x_bookmarks rows already written by
+// an earlier run (or earlier in this one) are dropped.
+func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
+	if tw.userCol < 0 {
+		return r.writeSlice(tw, rec)
+	}
+	users := rec.Column(tw.userCol).(*array.String)
+	posts := rec.Column(tw.postCol).(*array.String)
+	n := int(rec.NumRows())
+	start := 0
+	flush := func(end int) error {
+		if end > start {
+			s := rec.NewSlice(int64(start), int64(end))
+			defer s.Release()
+			return r.writeSlice(tw, s)
+		}
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		uid, pid := users.Value(i), posts.Value(i)
+		set := r.written[uid]
+		if set == nil {
+			set = &idSet{}
+			r.written[uid] = set
+		}
+		if set.Has(pid) {
+			if err := flush(i); err != nil {
+				return err
+			}
+			start = i + 1
+			r.res.skipped(uid)
+			continue
+		}
+		set.Add(pid)
+		r.res.wroteBookmark(uid)
+		r.prog.addRows(uid, 1)
+	}
+	return flush(n)
+}
+
+func (r *run) writeSlice(tw *tableWriter, rec arrow.RecordBatch) error {
+	out, err := tw.conv.Convert(rec)
+	if err != nil {
+		return err
+	}
+	defer out.Release()
+	if err := tw.w.Write(out); err != nil {
+		return fmt.Errorf("%s: %w", tw.path, err)
+	}
+	r.o.Step("write " + tw.table.Name)
+	return nil
+}
+
+// abort removes the run's staging directory: nothing was committed.
+func (r *run) abort() {
+	for _, tw := range r.writers {
+		tw.w.Close()
+	}
+	if r.rec.ID != "" {
+		os.RemoveAll(filepath.Join(r.out, stagingDir, r.rec.ID))
+	}
+}
+
+func (r *run) commitAndPublish() error {
+	// 1. Stage: close (footer, fsync) every file.
+	var files []fileRecord
+	for _, name := range r.order {
+		tw := r.writers[name]
+		if err := tw.w.Close(); err != nil {
+			r.abort()
+			return fmt.Errorf("writing %s: %w", tw.path, err)
+		}
+		if tw.w.Rows() == 0 && tw.table.IsIncremental {
+			// Nothing new: an incremental table gets no empty file.
+			if err := os.Remove(tw.path); err != nil {
+				r.abort()
+				return err
+			}
+			continue
+		}
+		f := fileRecord{Table: name, Name: r.rec.Time.Format(fileTimeLayout) + "-" + r.rec.ID + ".parquet", Rows: tw.w.Rows()}
+		files = append(files, f)
+		r.o.Step("staged " + name)
+	}
+	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
+		r.abort()
+		return err
+	}
+	r.o.Step("staging synced")
+	r.rec.Files = files
+
+	// 2. Commit: the new state and the pending run, atomically.
+	next := &diskState{
+		Format:  stateFormat,
+		Keys:    map[string]string{},
+		Written: r.written,
+		Pending: &r.rec,
+		LastRun: r.state.LastRun,
+	}
+	for k, v := range r.state.Keys {
+		next.Keys[k] = v
+	}
+	for k, v := range r.stateC.changes() {
+		next.Keys[k] = v
+	}
+	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
+		r.abort()
+		return fmt.Errorf("committing the run: %w", err)
+	}
+	r.o.Step("committed")
+
+	// 3. Publish.
+	if err := publish(r.out, next, r.o.Step); err != nil {
+		return fmt.Errorf("publishing the run (committed: the next run finishes publishing it): %w", err)
+	}
+	for _, f := range files {
+		r.res.Files = append(r.res.Files, FileResult{Table: f.Table, Path: finalPath(r.out, f), Rows: f.Rows})
+	}
+	return nil
+}
+
+// publish moves the pending run's staged files into place, syncs, marks the
+// run published and removes its staging directory. It is idempotent: a
+// crash anywhere in it is finished by the next call.
+func publish(out string, s *diskState, step func(string)) error {
+	run := s.Pending
+	dirs := map[string]bool{}
+	for _, f := range run.Files {
+		staged, final := run.stagedPath(out, f), finalPath(out, f)
+		if err := mkdirSynced(out, f.Table); err != nil {
+			return err
+		}
+		dirs[filepath.Dir(final)] = true
+		_, serr := os.Stat(staged)
+		_, ferr := os.Stat(final)
+		switch {
+		case serr == nil:
+			if ferr == nil {
+				// Cannot happen (rename is atomic); the published file wins.
+				if err := os.Remove(staged); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := os.Rename(staged, final); err != nil {
+				return err
+			}
+			step("published " + f.Table)
+		case ferr == nil:
+			// Published before a crash.
+		default:
+			return fmt.Errorf("run %s: file %s is neither staged (%s) nor published; was the directory changed by hand?", run.ID, final, staged)
+		}
+	}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(filepath.Join(out, stagingDir, run.ID)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	step("published files synced")
+	s.LastRun, s.Pending = run, nil
+	if err := saveState(out, s, step, "mark published"); err != nil {
+		return err
+	}
+	step("marked published")
+	if err := os.RemoveAll(filepath.Join(out, stagingDir, run.ID)); err != nil {
+		return err
+	}
+	step("staging removed")
+	return nil
+}
+
+// Recovery says what the start of a run repaired.
+type Recovery struct {
+	// PublishedRun is the id of a committed run whose publishing a crash
+	// had interrupted, and which was finished.
+	PublishedRun string `json:"published_run,omitempty"`
+	// DiscardedRuns are runs that never committed: their staged files were
+	// deleted (their posts are fetched again).
+	DiscardedRuns []string `json:"discarded_runs,omitempty"`
+}
+
+// recoverDir brings DIR back to a clean state: finishes publishing a
+// committed run and deletes everything staged by runs that did not commit.
+func recoverDir(out string, step func(string)) (*diskState, *Recovery, error) {
+	s, err := loadState(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &Recovery{}
+	os.Remove(filepath.Join(out, stateDir, stateFile+".tmp"))
+	if s.Pending != nil {
+		rec.PublishedRun = s.Pending.ID
+		if err := publish(out, s, step); err != nil {
+			return nil, nil, err
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(out, stagingDir))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if s.LastRun == nil || e.Name() != s.LastRun.ID {
+			rec.DiscardedRuns = append(rec.DiscardedRuns, e.Name())
+		} // else: a published run whose staging directory was not removed yet
+		if err := os.RemoveAll(filepath.Join(out, stagingDir, e.Name())); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(entries) > 0 {
+		if err := syncDir(filepath.Join(out, stagingDir)); err != nil {
+			return nil, nil, err
+		}
+		step("discarded uncommitted runs")
+	}
+	if rec.PublishedRun == "" && len(rec.DiscardedRuns) == 0 {
+		rec = nil
+	}
+	return s, rec, nil
+}
+
+// Result is what a run did.
+type Result struct {
+	Out        string
+	RunID      string
+	RunTime    time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Files      []FileResult
+	Recovered  *Recovery
+	// SyncErrors are the errors the SDK's scheduler reported (a resolver
+	// that failed); the accounts' reports say the same per account.
+	SyncErrors []string
+
+	mu       sync.Mutex
+	rows     map[string]int // x_bookmarks rows written, by user id
+	skip     map[string]int // x_bookmarks rows dropped as already written
+	sessions []*account.Session
+}
+
+// FileResult is one file the run published.
+type FileResult struct {
+	Table string `json:"table"`
+	Path  string `json:"path"`
+	Rows  int64  `json:"rows"`
+}
+
+func (r *Result) wroteBookmark(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.rows == nil {
+		r.rows = map[string]int{}
+	}
+	r.rows[uid]++
+}
+
+func (r *Result) skipped(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.skip == nil {
+		r.skip = map[string]int{}
+	}
+	r.skip[uid]++
+}
+
+// Failed lists the accounts that failed, each as an error naming it.
+func (r *Result) Failed() []error {
+	var out []error
+	for _, s := range r.sessions {
+		if err := sessionErr(s); err != nil {
+			out = append(out, fmt.Errorf("%s: %w", accountName(s), err))
+		}
+	}
+	return out
+}
+
+func sessionErr(s *account.Session) error {
+	if s.Err != nil {
+		return s.Err
+	}
+	return s.Report().Err()
+}
+
+func accountName(s *account.Session) string {
+	name := fmt.Sprintf("accounts[%d]", s.Index)
+	if s.UserID != "" {
+		name += " (user " + s.UserID + ")"
+	}
+	return name
+}
+
+// oneLine shortens an error for a table cell.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}

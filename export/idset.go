@@ -1,0 +1,188 @@
+package export
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+)
+
+// idSet is a set of post ids: the x_bookmarks rows of one account already
+// written. Ids are decimal numbers that fit a uint64 (every X id does), kept
+// sorted as 8-byte numbers; an id that is not a canonical decimal number
+// goes to a sorted string list instead, so nothing depends on the id format.
+// Encoded, the sorted numbers are delta-varints, DEFLATE-compressed and
+// base64'd: a few bytes per id.
+type idSet struct {
+	nums []uint64 // sorted, unique
+	strs []string // sorted, unique; ids that are not canonical decimals
+	// added since the last compact
+	addNums map[uint64]struct{}
+	addStrs map[string]struct{}
+}
+
+func parseID(id string) (uint64, bool) {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || strconv.FormatUint(n, 10) != id {
+		return 0, false
+	}
+	return n, true
+}
+
+// Has reports whether id is in the set (as of the last compact, or added).
+func (s *idSet) Has(id string) bool {
+	if n, ok := parseID(id); ok {
+		if _, found := slices.BinarySearch(s.nums, n); found {
+			return true
+		}
+		_, added := s.addNums[n]
+		return added
+	}
+	if _, found := slices.BinarySearch(s.strs, id); found {
+		return true
+	}
+	_, added := s.addStrs[id]
+	return added
+}
+
+// Add adds id.
+func (s *idSet) Add(id string) {
+	if n, ok := parseID(id); ok {
+		if s.addNums == nil {
+			s.addNums = map[uint64]struct{}{}
+		}
+		s.addNums[n] = struct{}{}
+	} else {
+		if s.addStrs == nil {
+			s.addStrs = map[string]struct{}{}
+		}
+		s.addStrs[id] = struct{}{}
+	}
+}
+
+// Len is the number of ids.
+func (s *idSet) Len() int {
+	s.compact()
+	return len(s.nums) + len(s.strs)
+}
+
+// compact merges what was added into the sorted lists.
+func (s *idSet) compact() {
+	if len(s.addNums) > 0 {
+		for n := range s.addNums {
+			s.nums = append(s.nums, n)
+		}
+		slices.Sort(s.nums)
+		s.nums = slices.Compact(s.nums)
+		s.addNums = nil
+	}
+	if len(s.addStrs) > 0 {
+		for str := range s.addStrs {
+			s.strs = append(s.strs, str)
+		}
+		slices.Sort(s.strs)
+		s.strs = slices.Compact(s.strs)
+		s.addStrs = nil
+	}
+}
+
+// IDs lists the ids (numbers first, then the others).
+func (s *idSet) IDs() []string {
+	s.compact()
+	out := make([]string, 0, len(s.nums)+len(s.strs))
+	for _, n := range s.nums {
+		out = append(out, strconv.FormatUint(n, 10))
+	}
+	return append(out, s.strs...)
+}
+
+const idSetFormat = 1
+
+// MarshalText encodes the set: format byte, count of numbers, their deltas
+// as uvarints, count of strings, each length-prefixed; DEFLATE; base64.
+func (s *idSet) MarshalText() ([]byte, error) {
+	s.compact()
+	raw := []byte{idSetFormat}
+	raw = binary.AppendUvarint(raw, uint64(len(s.nums)))
+	var prev uint64
+	for _, n := range s.nums {
+		raw = binary.AppendUvarint(raw, n-prev)
+		prev = n
+	}
+	raw = binary.AppendUvarint(raw, uint64(len(s.strs)))
+	for _, str := range s.strs {
+		raw = binary.AppendUvarint(raw, uint64(len(str)))
+		raw = append(raw, str...)
+	}
+	var packed bytes.Buffer
+	zw, err := flate.NewWriter(&packed, flate.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	out := make([]byte, base64.StdEncoding.EncodedLen(packed.Len()))
+	base64.StdEncoding.Encode(out, packed.Bytes())
+	return out, nil
+}
+
+// UnmarshalText decodes what MarshalText wrote.
+func (s *idSet) UnmarshalText(text []byte) error {
+	packed := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
+	n, err := base64.StdEncoding.Decode(packed, text)
+	if err != nil {
+		return fmt.Errorf("written-id set: not base64: %w", err)
+	}
+	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(packed[:n])))
+	if err != nil {
+		return fmt.Errorf("written-id set: not DEFLATE data: %w", err)
+	}
+	r := bytes.NewReader(raw)
+	bad := errors.New("written-id set: damaged")
+	if f, err := r.ReadByte(); err != nil || f != idSetFormat {
+		return fmt.Errorf("written-id set: unknown format")
+	}
+	count, err := binary.ReadUvarint(r)
+	if err != nil || count > uint64(len(raw)) {
+		return bad
+	}
+	*s = idSet{nums: make([]uint64, count)}
+	var prev uint64
+	for i := range s.nums {
+		d, err := binary.ReadUvarint(r)
+		if err != nil || (i > 0 && d == 0) {
+			return bad
+		}
+		prev += d
+		s.nums[i] = prev
+	}
+	count, err = binary.ReadUvarint(r)
+	if err != nil || count > uint64(len(raw)) {
+		return bad
+	}
+	s.strs = make([]string, count)
+	for i := range s.strs {
+		l, err := binary.ReadUvarint(r)
+		if err != nil || l > uint64(r.Len()) {
+			return bad
+		}
+		b := make([]byte, l)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return bad
+		}
+		s.strs[i] = string(b)
+	}
+	if r.Len() != 0 {
+		return bad
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package export
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+func TestIDSet(t *testing.T) {
+	var s idSet
+	for i := 0; i < 10000; i++ {
+		s.Add(strconv.FormatUint(1_500_000_000_000_000_000+uint64(i)*7919, 10))
+	}
+	for _, odd := range []string{"abc", "007", "18446744073709551616", ""} { // not canonical uint64s
+		s.Add(odd)
+	}
+	s.Add("1500000000000000000") // a repeat
+	if !s.Has("1500000000000007919") || !s.Has("007") || s.Has("7") || s.Has("1500000000000000001") {
+		t.Error("membership before compacting")
+	}
+	b, err := json.Marshal(map[string]*idSet{"1001": &s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 10000*3 {
+		t.Errorf("10000 ids take %d bytes", len(b))
+	}
+	var back map[string]*idSet
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	got, want := back["1001"].IDs(), s.IDs()
+	if !slices.Equal(got, want) || len(got) != 10004 {
+		t.Errorf("round trip: %d ids, want %d", len(got), len(want))
+	}
+	if !back["1001"].Has("18446744073709551616") || !back["1001"].Has("1500000000000079190") {
+		t.Error("membership after the round trip")
+	}
+	var bad idSet
+	if err := bad.UnmarshalText([]byte("not base64!")); err == nil {
+		t.Error("garbage accepted")
+	}
+}

@@ -1,0 +1,69 @@
+package export
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// StateInfo is what an output directory's committed state says, for tests
+// and troubleshooting.
+type StateInfo struct {
+	// Written lists, per user id, the post ids of the x_bookmarks rows in
+	// committed files.
+	Written map[string][]string
+	// HeldBookmarks lists, per user id, the posts the bookmarks walk
+	// remembers (its memory's held list).
+	HeldBookmarks map[string][]string
+	// Pending lists the files of a committed run that is not marked
+	// published yet: each is at its staged path or its final one.
+	Pending []PendingFile
+	// LastRun is the id of the last published run.
+	LastRun string
+}
+
+// PendingFile is one file of a committed, unpublished run.
+type PendingFile struct {
+	Table, Staged, Final string
+}
+
+// ReadState reads the committed state of an output directory (without
+// recovering it or taking its lock).
+func ReadState(dir string) (*StateInfo, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := loadState(out)
+	if err != nil {
+		return nil, err
+	}
+	info := &StateInfo{Written: map[string][]string{}, HeldBookmarks: map[string][]string{}}
+	for uid, set := range s.Written {
+		info.Written[uid] = set.IDs()
+	}
+	for key, value := range s.Keys {
+		uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
+		if !ok || strings.Contains(uid, "/") {
+			continue
+		}
+		mem, err := walk.UnmarshalMemory(value)
+		if err != nil {
+			return nil, err
+		}
+		if mem != nil && mem.Held != nil {
+			info.HeldBookmarks[uid] = mem.Held.IDs()
+		}
+	}
+	if s.Pending != nil {
+		for _, f := range s.Pending.Files {
+			info.Pending = append(info.Pending, PendingFile{Table: f.Table, Staged: s.Pending.stagedPath(out, f), Final: finalPath(out, f)})
+		}
+	}
+	if s.LastRun != nil {
+		info.LastRun = s.LastRun.ID
+	}
+	return info, nil
+}

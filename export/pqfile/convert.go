@@ -1,0 +1,247 @@
+// Package pqfile writes the plugin's Arrow records to Parquet files that
+// DuckDB, pyarrow and Spark read directly.
+//
+// Records arrive as the CloudQuery SDK builds them. A Converter turns its
+// extension types into plain ones: JSON columns become UTF-8 strings (field
+// metadata cq:extension:json marks them), UUID columns (_cq_id,
+// _cq_parent_id) their canonical 36-character text. Like the CloudQuery CLI,
+// it puts _cq_sync_time and _cq_source_name in front of the table's columns,
+// and it adds each column's description as field metadata.
+//
+// A Writer writes such records with pqarrow: strings are Parquet STRING,
+// timestamps TIMESTAMP(MICROS, UTC), lists LIST, nulls nulls. The Arrow
+// schema is stored in the file (ARROW:schema) with its field metadata, and
+// the schema metadata — table name, description, primary keys, incremental
+// flag, plugin version — is also the Parquet key/value metadata.
+// docs/parquet.md has the measurements and the reasons for each choice.
+package pqfile
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/types"
+)
+
+// Metadata keys added to every file's schema metadata, beside the SDK's
+// cq:table_* keys.
+const (
+	MetadataPrimaryKeys   = "cq:table_primary_keys" // comma-separated column names
+	MetadataDescription   = "description"           // field metadata: the column's description
+	MetadataJSON          = "cq:extension:json"     // field metadata: "true" on JSON text columns
+	MetadataSourceName    = "cq:source_name"
+	MetadataPluginName    = "cq:source_plugin"
+	MetadataPluginVersion = "cq:source_plugin_version"
+	MetadataSyncTime      = "cq:sync_time" // RFC 3339, UTC
+)
+
+// Internal columns added in front, as the CloudQuery CLI adds them.
+const (
+	SyncTimeColumn   = "_cq_sync_time"
+	SourceNameColumn = "_cq_source_name"
+)
+
+// columnKind is how one input column is converted.
+type columnKind int
+
+const (
+	asIs columnKind = iota
+	jsonToString
+	uuidToString
+)
+
+// Converter turns the records of one table into the records written.
+type Converter struct {
+	table      *schema.Table
+	out        *arrow.Schema
+	kinds      []columnKind
+	syncTime   time.Time
+	sourceName string
+	mem        memory.Allocator
+}
+
+// NewConverter prepares the conversion of table's records. extra is added to
+// the schema metadata (plugin name and version, run id, ...).
+func NewConverter(table *schema.Table, syncTime time.Time, sourceName string, extra map[string]string) (*Converter, error) {
+	in := table.ToArrowSchema()
+	md := in.Metadata().ToMap()
+	var pks []string
+	for _, c := range table.Columns {
+		if c.PrimaryKey {
+			pks = append(pks, c.Name)
+		}
+	}
+	md[MetadataPrimaryKeys] = strings.Join(pks, ",")
+	md[MetadataSourceName] = sourceName
+	md[MetadataSyncTime] = syncTime.UTC().Format(time.RFC3339Nano)
+	for k, v := range extra {
+		md[k] = v
+	}
+	c := &Converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName, mem: memory.DefaultAllocator}
+	fields := []arrow.Field{
+		{Name: SyncTimeColumn, Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true,
+			Metadata: arrow.NewMetadata([]string{MetadataDescription}, []string{schema.CqSyncTimeColumn.Description})},
+		{Name: SourceNameColumn, Type: arrow.BinaryTypes.String, Nullable: true,
+			Metadata: arrow.NewMetadata([]string{MetadataDescription}, []string{schema.CqSourceNameColumn.Description})},
+	}
+	for i, f := range in.Fields() {
+		if in.HasField(SyncTimeColumn) || in.HasField(SourceNameColumn) {
+			return nil, fmt.Errorf("table %s already has a %s or %s column", table.Name, SyncTimeColumn, SourceNameColumn)
+		}
+		kind := asIs
+		switch {
+		case arrow.TypeEqual(f.Type, types.ExtensionTypes.JSON):
+			kind = jsonToString
+			f.Type = arrow.BinaryTypes.String
+		case arrow.TypeEqual(f.Type, types.ExtensionTypes.UUID):
+			kind = uuidToString
+			f.Type = arrow.BinaryTypes.String
+		default:
+			if err := plain(f.Type); err != nil {
+				return nil, fmt.Errorf("table %s, column %s: %w", table.Name, f.Name, err)
+			}
+		}
+		fm := f.Metadata.ToMap()
+		if kind == jsonToString {
+			fm[MetadataJSON] = "true"
+		}
+		if d := table.Columns[i].Description; d != "" {
+			fm[MetadataDescription] = d
+		}
+		f.Metadata = arrow.MetadataFrom(fm)
+		fields = append(fields, f)
+		c.kinds = append(c.kinds, kind)
+	}
+	smd := arrow.MetadataFrom(md)
+	c.out = arrow.NewSchema(fields, &smd)
+	return c, nil
+}
+
+// plain rejects extension types nested in other types: the SDK's tables of
+// this plugin have none, and writing their storage silently would lose the
+// type.
+func plain(t arrow.DataType) error {
+	switch t := t.(type) {
+	case arrow.ExtensionType:
+		return fmt.Errorf("extension type %s is not supported here", t.ExtensionName())
+	case arrow.NestedType:
+		for _, f := range t.Fields() {
+			if err := plain(f.Type); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Schema is the schema of the converted records.
+func (c *Converter) Schema() *arrow.Schema { return c.out }
+
+// Table is the table the converter was made for.
+func (c *Converter) Table() *schema.Table { return c.table }
+
+// Convert returns rec in the output schema. The caller releases the result.
+// JSON columns are converted without copying (same buffers, string type).
+func (c *Converter) Convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if int(rec.NumCols()) != len(c.kinds) {
+		return nil, fmt.Errorf("table %s: record has %d columns, the table %d", c.table.Name, rec.NumCols(), len(c.kinds))
+	}
+	n := int(rec.NumRows())
+	cols := make([]arrow.Array, 0, len(c.kinds)+2)
+	defer func() {
+		for _, a := range cols {
+			a.Release()
+		}
+	}()
+	syncTime, err := timestampArray(c.mem, c.syncTime, n)
+	if err != nil {
+		return nil, err
+	}
+	cols = append(cols, syncTime, stringArray(c.mem, c.sourceName, n))
+	for i, kind := range c.kinds {
+		col := rec.Column(i)
+		switch kind {
+		case asIs:
+			col.Retain()
+			cols = append(cols, col)
+		case jsonToString:
+			ext, ok := col.(array.ExtensionArray)
+			if !ok {
+				return nil, fmt.Errorf("table %s, column %s: want a JSON array, got %s", c.table.Name, rec.ColumnName(i), col.DataType())
+			}
+			storage := ext.Storage().Data()
+			// Binary and String share their layout: same buffers, string type.
+			str := array.NewData(arrow.BinaryTypes.String, storage.Len(), storage.Buffers(), nil, storage.NullN(), storage.Offset())
+			cols = append(cols, array.MakeFromData(str))
+			str.Release()
+		case uuidToString:
+			ext, ok := col.(array.ExtensionArray)
+			if !ok {
+				return nil, fmt.Errorf("table %s, column %s: want a UUID array, got %s", c.table.Name, rec.ColumnName(i), col.DataType())
+			}
+			cols = append(cols, uuidStrings(c.mem, ext.Storage().(*array.FixedSizeBinary)))
+		}
+	}
+	return array.NewRecordBatch(c.out, cols, int64(n)), nil
+}
+
+func timestampArray(mem memory.Allocator, t time.Time, n int) (arrow.Array, error) {
+	b := array.NewTimestampBuilder(mem, arrow.FixedWidthTypes.Timestamp_us.(*arrow.TimestampType))
+	defer b.Release()
+	v, err := arrow.TimestampFromTime(t, arrow.Microsecond)
+	if err != nil {
+		return nil, err
+	}
+	b.Reserve(n)
+	for range n {
+		b.UnsafeAppend(v)
+	}
+	return b.NewArray(), nil
+}
+
+func stringArray(mem memory.Allocator, s string, n int) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	b.Reserve(n)
+	b.ReserveData(n * len(s))
+	for range n {
+		b.Append(s)
+	}
+	return b.NewArray()
+}
+
+const hexDigits = "0123456789abcdef"
+
+// uuidStrings formats 16-byte UUIDs as 8-4-4-4-12 lowercase hex.
+func uuidStrings(mem memory.Allocator, in *array.FixedSizeBinary) arrow.Array {
+	b := array.NewStringBuilder(mem)
+	defer b.Release()
+	n := in.Len()
+	b.Reserve(n)
+	b.ReserveData(36 * (n - in.NullN()))
+	var buf [36]byte
+	for i := range n {
+		if in.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		u := in.Value(i)
+		j := 0
+		for k, x := range u {
+			if k == 4 || k == 6 || k == 8 || k == 10 {
+				buf[j] = '-'
+				j++
+			}
+			buf[j] = hexDigits[x>>4]
+			buf[j+1] = hexDigits[x&0x0f]
+			j += 2
+		}
+		b.BinaryBuilder.Append(buf[:])
+	}
+	return b.NewArray()
+}

@@ -1,0 +1,210 @@
+package export
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+)
+
+// progress shows, per account, the posts written, the posts billed, the
+// requests sent, and a countdown while a rate-limit wait lasts. On a
+// terminal it redraws one line per account in place, at most four times a
+// second; otherwise it prints a line per account every interval (10 s) and
+// at the end. Log messages go through it, so they do not tear the lines.
+type progress struct {
+	w        io.Writer
+	terminal bool
+	quiet    bool
+	clk      clock.Clock
+	interval time.Duration
+
+	mu     sync.Mutex
+	set    *account.Set
+	rows   map[string]int
+	waits  map[string]waitInfo // by user id
+	drawn  int                 // lines currently drawn (terminal)
+	last   time.Time
+	stopCh chan struct{}
+	done   chan struct{}
+}
+
+type waitInfo struct {
+	op    client.Operation
+	until time.Time
+}
+
+const redrawEvery = 250 * time.Millisecond
+
+func newProgress(w io.Writer, terminal, quiet bool, clk clock.Clock, interval time.Duration) *progress {
+	if w == nil {
+		w = io.Discard
+	}
+	if interval <= 0 {
+		interval = 10 * time.Second
+	}
+	return &progress{w: w, terminal: terminal, quiet: quiet, clk: clk, interval: interval,
+		rows: map[string]int{}, waits: map[string]waitInfo{}}
+}
+
+func (p *progress) attach(s *account.Set) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.set = s
+}
+
+// waitStarted is the API clients' wait hook.
+func (p *progress) waitStarted(userID string, op client.Operation, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waits[userID] = waitInfo{op: op, until: p.clk.Now().Add(d)}
+}
+
+func (p *progress) addRows(userID string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rows[userID] += n
+}
+
+// start begins refreshing in the background.
+func (p *progress) start() {
+	if p.quiet {
+		return
+	}
+	p.stopCh, p.done = make(chan struct{}), make(chan struct{})
+	every := p.interval
+	if p.terminal {
+		every = redrawEvery
+	}
+	go func() {
+		defer close(p.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stopCh:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.draw()
+				p.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// stop draws the final lines.
+func (p *progress) stop() {
+	if p.quiet || p.stopCh == nil {
+		return
+	}
+	close(p.stopCh)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.draw()
+	if p.terminal && p.drawn > 0 {
+		fmt.Fprintln(p.w)
+		p.drawn = 0
+	}
+}
+
+// lines renders one line per account. Called with p.mu held.
+func (p *progress) lines() []string {
+	if p.set == nil {
+		return nil
+	}
+	now := p.clk.Now()
+	out := make([]string, 0, len(p.set.Sessions))
+	for _, s := range p.set.Sessions {
+		var billed, requests int
+		if s.Meter != nil {
+			for _, u := range s.Meter.Snapshot() {
+				billed += u.PostsReturned
+				requests += u.Requests
+			}
+		}
+		name := fmt.Sprintf("accounts[%d]", s.Index)
+		if s.UserID != "" {
+			name += " user " + s.UserID
+		}
+		line := fmt.Sprintf("%s: %d new posts, %d billed, %d requests", name, p.rows[s.UserID], billed, requests)
+		if w, ok := p.waits[s.UserID]; ok && w.until.After(now) {
+			line += fmt.Sprintf(", waiting %s for the %s rate-limit window", w.until.Sub(now).Round(time.Second), w.op)
+		}
+		if s.Err != nil {
+			line += ", FAILED"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// draw prints the current lines. Called with p.mu held.
+func (p *progress) draw() {
+	lines := p.lines()
+	if len(lines) == 0 {
+		return
+	}
+	var b strings.Builder
+	if p.terminal {
+		p.clear(&b)
+		for i, l := range lines {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(l)
+		}
+		p.drawn = len(lines)
+	} else {
+		for _, l := range lines {
+			b.WriteString(l + "\n")
+		}
+	}
+	io.WriteString(p.w, b.String())
+}
+
+// clear erases the lines drawn on a terminal and leaves the cursor at the
+// start of the first. Called with p.mu held.
+func (p *progress) clear(b *strings.Builder) {
+	if p.drawn == 0 {
+		return
+	}
+	b.WriteString("\r\x1b[2K")
+	for i := 1; i < p.drawn; i++ {
+		b.WriteString("\x1b[1A\x1b[2K")
+	}
+	p.drawn = 0
+}
+
+// logWriter returns a writer for log lines that keeps the progress lines
+// below them intact.
+func (p *progress) logWriter() io.Writer { return logWriter{p} }
+
+type logWriter struct{ p *progress }
+
+func (l logWriter) Write(b []byte) (int, error) {
+	p := l.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var sb strings.Builder
+	redraw := p.terminal && p.drawn > 0
+	if redraw {
+		p.clear(&sb)
+	}
+	sb.Write(b)
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		sb.WriteString("\n")
+	}
+	io.WriteString(p.w, sb.String())
+	if redraw {
+		p.draw()
+	}
+	return len(b), nil
+}

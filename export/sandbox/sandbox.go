@@ -1,0 +1,180 @@
+// Package sandbox runs the X API simulator (test/xsim) with a few demo
+// accounts, for `cq-source-x sandbox` and `cq-source-x export --sandbox`:
+// the whole plugin, no credentials, no cost.
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/test/xsim"
+)
+
+// Account is one demo account.
+type Account struct {
+	UserID, Username, Token string
+	// Bookmarks and Folders are the numbers seeded at start.
+	Bookmarks, Folders int
+}
+
+// Sandbox is a running simulator with the demo accounts.
+type Sandbox struct {
+	Sim      *xsim.Server
+	Accounts []Account
+}
+
+// Options configure Start.
+type Options struct {
+	// Addr to listen on; "" picks a free port on 127.0.0.1.
+	Addr string
+	// Clock of the simulator; nil is the wall clock.
+	Clock clock.Clock
+}
+
+// Start starts the simulator on loopback and seeds the demo accounts:
+// alice with a few thousand bookmarks and three folders, bob with none,
+// carol with a few and one folder.
+func Start(o Options) (*Sandbox, error) {
+	sim := xsim.New(xsim.Options{Addr: o.Addr, Clock: o.Clock})
+	if err := sim.Start(); err != nil {
+		return nil, fmt.Errorf("starting the simulator: %w", err)
+	}
+	s := &Sandbox{Sim: sim}
+	seed := func(id, username string, bookmarks int, folders map[string]int) {
+		sim.AddUser(id, username)
+		ids := sim.SeedBookmarks(id, bookmarks) // newest first
+		n := 0
+		for _, name := range []string{"reading", "recipes", "later", "inbox"} {
+			size, ok := folders[name]
+			if !ok {
+				continue
+			}
+			n++
+			folderID := fmt.Sprintf("%s%02d", id, n)
+			sim.CreateFolder(id, folderID, name)
+			// Spread over the list, added oldest first, so the folder is
+			// newest-added first like the list.
+			step := 7
+			if size > 0 {
+				step = max(1, min(7, len(ids)/size))
+			}
+			for i := min(len(ids), size*step) - 1; i >= 0; i -= step {
+				sim.AddToFolder(id, folderID, ids[i])
+			}
+		}
+		s.Accounts = append(s.Accounts, Account{UserID: id, Username: username, Token: sim.IssueToken(id),
+			Bookmarks: bookmarks, Folders: n})
+	}
+	seed("1001", "alice", 3000, map[string]int{"reading": 40, "recipes": 12, "later": 0})
+	seed("1002", "bob", 0, nil)
+	seed("1003", "carol", 25, map[string]int{"inbox": 5})
+	return s, nil
+}
+
+// Close stops the simulator.
+func (s *Sandbox) Close() { s.Sim.Close() }
+
+// URL is the simulator's base URL.
+func (s *Sandbox) URL() string { return s.Sim.URL() }
+
+// Spec returns a CloudQuery spec file for the sandbox: the source (the
+// binary at pluginPath, registry local) and a file destination, so the same
+// file works with `cq-source-x export --spec` and `cloudquery sync`.
+func (s *Sandbox) Spec(pluginPath string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `# A CloudQuery spec for the cq-source-x sandbox: a simulated X API at %s
+# (no credentials, no cost; the tokens below only work there).
+#   cq-source-x export --spec THIS_FILE --out ./x-archive
+#   cloudquery sync THIS_FILE
+kind: source
+spec:
+  name: x
+  path: %q
+  registry: local
+  version: v0.0.0
+  tables: ["*"]
+  destinations: ["file"]
+  spec:
+    base_url: %q
+    accounts:
+`, s.URL(), pluginPath, s.URL())
+	for _, a := range s.Accounts {
+		fmt.Fprintf(&b, "      - user_id: %q # %s: bookmarks %d, folders %d\n        access_token: %q\n",
+			a.UserID, a.Username, a.Bookmarks, a.Folders, a.Token)
+	}
+	b.WriteString(`---
+kind: destination
+spec:
+  name: file
+  path: cloudquery/file
+  registry: cloudquery
+  version: v5.5.1
+  write_mode: append
+  spec:
+    path: "cq-file-output/{{TABLE}}/{{UUID}}.{{FORMAT}}"
+    format: parquet
+`)
+	return b.String()
+}
+
+// Changes is what Mutate did.
+type Changes struct {
+	// NewBookmarks are posts bookmarked for the first time.
+	NewBookmarks int
+	// Rebookmarked are posts moved to the top of a list by bookmarking them
+	// again; Removed, bookmarks removed.
+	Rebookmarked, Removed int
+	// FolderAdds are posts added to folders (new folders included).
+	FolderAdds int
+	Lines      []string
+}
+
+// Mutate changes the demo lists as a user would between two syncs: new
+// bookmarks, the newest one removed, an old one bookmarked again, and
+// folder changes.
+func (s *Sandbox) Mutate() Changes {
+	sim := s.Sim
+	var c Changes
+	note := func(f string, a ...any) { c.Lines = append(c.Lines, fmt.Sprintf(f, a...)) }
+
+	alice := sim.Bookmarks("1001")
+	newest, old := alice[0], alice[len(alice)*5/6]
+	_ = sim.Unbookmark("1001", newest)
+	c.Removed++
+	note("alice removed her newest bookmark %s", newest)
+	_ = sim.Bookmark("1001", old)
+	c.Rebookmarked++
+	note("alice bookmarked an old post again: %s moves to the top", old)
+	added := sim.SeedBookmarks("1001", 10)
+	c.NewBookmarks += len(added)
+	note("alice bookmarked %d new posts", len(added))
+	folders := sim.Folders("1001")
+	sim.AddToFolder("1001", folders[0].ID, added[0])
+	sim.AddToFolder("1001", folders[0].ID, added[1])
+	sim.RemoveFromFolder("1001", folders[0].ID, sim.FolderPosts("1001", folders[0].ID)[5])
+	sim.CreateFolder("1001", "100104", "travel")
+	for _, id := range added[2:5] {
+		sim.AddToFolder("1001", "100104", id)
+	}
+	c.FolderAdds += 5
+	note("alice added 2 posts to %q, removed one from it, and made a folder \"travel\" with 3", folders[0].Name)
+
+	c.NewBookmarks += len(sim.SeedBookmarks("1002", 1))
+	note("bob bookmarked his first post")
+	c.NewBookmarks += len(sim.SeedBookmarks("1003", 3))
+	note("carol bookmarked 3 new posts")
+	return c
+}
+
+// FullReadPosts is what re-reading every list from the top would bill now.
+func (s *Sandbox) FullReadPosts() int {
+	n := 0
+	for _, a := range s.Accounts {
+		n += len(s.Sim.Bookmarks(a.UserID))
+		for _, f := range s.Sim.Folders(a.UserID) {
+			n += len(s.Sim.FolderPosts(a.UserID, f.ID))
+		}
+	}
+	return n
+}

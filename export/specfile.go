@@ -1,0 +1,462 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/configtype"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/ghodss/yaml"
+)
+
+// SourceSpec is the source document of a CloudQuery spec file: the part the
+// exporter uses, checked as the CloudQuery CLI checks it.
+type SourceSpec struct {
+	// File is the spec file's path and Document the 1-based index of the
+	// source document in it.
+	File     string
+	Document int
+
+	Name, Path, Registry, Version string
+	Tables, SkipTables            []string
+	SkipDependentTables           bool
+	DeterministicCQID             bool
+	Destinations                  []string
+	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
+	// Plugin the same parsed and validated by spec.Parse.
+	PluginSpec json.RawMessage
+	Plugin     *spec.Spec
+}
+
+// sourceFields is the source spec of the CloudQuery CLI (cli/internal/specs,
+// "Source Spec Reference"): every documented field, and no other.
+type sourceFields struct {
+	Name                    string          `json:"name"`
+	Version                 string          `json:"version"`
+	Path                    string          `json:"path"`
+	Registry                string          `json:"registry"`
+	DockerRegistryAuthToken string          `json:"docker_registry_auth_token"`
+	Tables                  []string        `json:"tables"`
+	SkipTables              []string        `json:"skip_tables"`
+	SkipDependentTables     *bool           `json:"skip_dependent_tables"`
+	Destinations            []string        `json:"destinations"`
+	BackendOptions          *backendOptions `json:"backend_options"`
+	Spec                    json.RawMessage `json:"spec"`
+	DeterministicCQID       bool            `json:"deterministic_cq_id"`
+	OtelEndpoint            string          `json:"otel_endpoint"`
+	OtelEndpointInsecure    bool            `json:"otel_endpoint_insecure"`
+}
+
+type backendOptions struct {
+	TableName  string `json:"table_name"`
+	Connection string `json:"connection"`
+}
+
+var sourceFieldNames = []string{
+	"name", "path", "registry", "version", "docker_registry_auth_token", "tables", "skip_tables",
+	"skip_dependent_tables", "destinations", "backend_options", "spec", "deterministic_cq_id",
+	"otel_endpoint", "otel_endpoint_insecure",
+}
+
+// deprecatedFields were removed from the CLI's source spec in v3.6.0; the
+// CLI rejects them as unknown.
+var deprecatedFields = map[string]string{
+	"concurrency":  "set the plugin's own `spec.concurrency` instead",
+	"scheduler":    "it was removed in CloudQuery CLI v3.6.0",
+	"backend":      "use `backend_options` (the exporter keeps its state in the output directory and ignores it)",
+	"backend_spec": "use `backend_options` (the exporter keeps its state in the output directory and ignores it)",
+}
+
+var registries = []string{"cloudquery", "github", "local", "grpc", "docker"}
+
+// The CLI's substitutions, in the order it applies them to each document:
+// ${file:PATH}, then ${time:...}, then ${ENV_VAR}.
+var (
+	fileRef = regexp.MustCompile(`\$\{file:([^}]+)\}`)
+	timeRef = regexp.MustCompile(`\$\{time:([^}]+)\}`)
+	envRef  = regexp.MustCompile(`\$\{([^}]+)\}`)
+)
+
+// Env looks up environment variables; os.LookupEnv in production.
+type Env func(string) (string, bool)
+
+// ReadSpecFile reads and checks a CloudQuery spec file and returns its
+// source document for this plugin.
+func ReadSpecFile(path string) (*SourceSpec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the spec file: %w", err)
+	}
+	return ParseSpec(data, path, os.LookupEnv, time.Now())
+}
+
+// ParseSpec parses the text of a spec file named name, as the CloudQuery CLI
+// does: documents separated by "---" lines, comments dropped, then in each
+// document ${file:PATH} replaced by the file's contents (PATH relative to
+// the current directory), ${time:...} by the time it names, and ${VAR} by
+// the environment variable, an unset variable being an error. Every field
+// is checked: unknown fields and missing required ones are errors naming
+// the document and the field.
+func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, error) {
+	text := bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
+	docs := bytes.Split(text, []byte("\n---\n"))
+	var sources []*SourceSpec
+	for i, doc := range docs {
+		where := fmt.Sprintf("%s, document %d", name, i+1)
+		if len(docs) == 1 {
+			where = name
+		}
+		kind, body, err := readDocument(doc, env, now)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		switch kind {
+		case "":
+			if len(bytes.TrimSpace(body)) == 0 {
+				continue // an empty document (a leading or trailing ---)
+			}
+			return nil, fmt.Errorf("%s: `kind` is missing: each document needs `kind: source` or `kind: destination`", where)
+		case "source":
+			src, err := parseSource(body)
+			if err != nil {
+				return nil, fmt.Errorf("%s (kind: source): %w", where, err)
+			}
+			src.File, src.Document = name, i+1
+			sources = append(sources, src)
+		case "destination", "transformer":
+			// Not the exporter's business: it writes Parquet itself.
+		default:
+			return nil, fmt.Errorf("%s: unknown kind %q (want source, destination or transformer)", where, kind)
+		}
+	}
+	src, err := pickSource(sources, name)
+	if err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf("%s, document %d (source %q)", name, src.Document, src.Name)
+	if len(docs) == 1 {
+		where = fmt.Sprintf("%s (source %q)", name, src.Name)
+	}
+	if err := checkSource(src); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return src, nil
+}
+
+// readDocument expands one document and returns its kind and its `spec`
+// as JSON.
+func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
+	doc, err := stripComments(doc)
+	if err != nil {
+		return "", nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	if doc, err = expandFiles(doc); err != nil {
+		return "", nil, err
+	}
+	if doc, err = expandTimes(doc, now); err != nil {
+		return "", nil, err
+	}
+	if doc, err = expandEnv(doc, env); err != nil {
+		return "", nil, err
+	}
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return "", nil, fmt.Errorf("not valid YAML after substitution: %w", err)
+	}
+	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+		return "", nil, nil
+	}
+	var top struct {
+		Kind string          `json:"kind"`
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := strictDecode(j, &top); err != nil {
+		return "", nil, fmt.Errorf("%s (a document has only `kind` and `spec`)", describeDecodeError(err, "", []string{"kind", "spec"}))
+	}
+	if top.Kind == "" {
+		return "", j, nil
+	}
+	return top.Kind, top.Spec, nil
+}
+
+// stripComments drops YAML comments by converting to JSON and back, with the
+// ${...} references replaced by numbers meanwhile (so that a reference in a
+// comment is not expanded, and one in a value keeps its quoting), as the
+// CLI does.
+func stripComments(doc []byte) ([]byte, error) {
+	r := rand.New(rand.NewSource(1))
+	placeholders := map[string]string{}
+	doc = envRef.ReplaceAllFunc(doc, func(m []byte) []byte {
+		k := strconv.Itoa(r.Int())
+		for bytes.Contains(doc, []byte(k)) || placeholders[k] != "" {
+			k = strconv.Itoa(r.Int())
+		}
+		placeholders[k] = string(m)
+		return []byte(k)
+	})
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	out, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range placeholders {
+		out = bytes.ReplaceAll(out, []byte(k), []byte(v))
+	}
+	return out, nil
+}
+
+func expandFiles(doc []byte) ([]byte, error) {
+	var expandErr error
+	doc = fileRef.ReplaceAllFunc(doc, func(m []byte) []byte {
+		path := string(fileRef.FindSubmatch(m)[1])
+		content, err := os.ReadFile(path)
+		if err != nil {
+			expandErr = errors.Join(expandErr, fmt.Errorf("${file:%s}: %w", path, err))
+			return nil
+		}
+		if bytes.ContainsAny(content, "\n\r") && json.Valid(content) {
+			// A multi-line JSON file goes inside a quoted YAML string: escape it.
+			quoted := strconv.Quote(string(content))
+			return []byte(quoted[1 : len(quoted)-1])
+		}
+		return content
+	})
+	return doc, expandErr
+}
+
+func expandTimes(doc []byte, now time.Time) ([]byte, error) {
+	var expandErr error
+	doc = timeRef.ReplaceAllFunc(doc, func(m []byte) []byte {
+		ref := string(timeRef.FindSubmatch(m)[1])
+		t, err := configtype.ParseTime(ref)
+		if err != nil {
+			expandErr = errors.Join(expandErr, fmt.Errorf("${time:%s}: %w", ref, err))
+			return nil
+		}
+		return []byte(t.AsTime(now).Format(time.RFC3339))
+	})
+	return doc, expandErr
+}
+
+func expandEnv(doc []byte, env Env) ([]byte, error) {
+	var missing []string
+	doc = envRef.ReplaceAllFunc(doc, func(m []byte) []byte {
+		name := string(envRef.FindSubmatch(m)[1])
+		v, ok := env(name)
+		if !ok {
+			if !slices.Contains(missing, name) {
+				missing = append(missing, name)
+			}
+			return nil
+		}
+		return []byte(v)
+	})
+	if len(missing) > 0 {
+		for i, m := range missing {
+			missing[i] = "${" + m + "}"
+		}
+		what := "environment variable " + missing[0] + " is"
+		if len(missing) > 1 {
+			what = "environment variables " + strings.Join(missing, ", ") + " are"
+		}
+		return nil, fmt.Errorf("%s not set (the CloudQuery CLI fails on unset variables too; set it, even to an empty value)", what)
+	}
+	return doc, nil
+}
+
+func strictDecode(j []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	return dec.Decode(out)
+}
+
+// describeDecodeError names the field of a JSON decoding error.
+func describeDecodeError(err error, prefix string, accepted []string) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		want := typeErr.Type.String()
+		switch typeErr.Type.Kind().String() {
+		case "slice":
+			want = "a list of " + typeErr.Type.Elem().String() + "s"
+		case "string":
+			want = "a string"
+		case "bool":
+			want = "true or false"
+		case "struct", "map", "ptr":
+			want = "an object"
+		}
+		return fmt.Sprintf("field %q must be %s, not a %s", prefix+typeErr.Field, want, typeErr.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		f = strings.Trim(f, `"`)
+		if why, ok := deprecatedFields[f]; ok && prefix == "" && len(accepted) > 2 {
+			return fmt.Sprintf("field %q is no longer supported: %s", f, why)
+		}
+		return fmt.Sprintf("unknown field %q; accepted: %s", prefix+f, strings.Join(accepted, ", "))
+	}
+	return msg
+}
+
+func parseSource(body []byte) (*SourceSpec, error) {
+	if len(bytes.TrimSpace(body)) == 0 || bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		return nil, errors.New("`spec` is missing or empty: it needs at least name, path, tables, destinations and the plugin's own spec")
+	}
+	var f sourceFields
+	if err := strictDecode(body, &f); err != nil {
+		var synErr *json.SyntaxError
+		if errors.As(err, &synErr) {
+			return nil, fmt.Errorf("`spec` must be a map: %w", err)
+		}
+		// backend_options is the only nested object checked here.
+		if strings.Contains(err.Error(), "unknown field") && strings.Contains(string(body), `"backend_options"`) {
+			var probe struct {
+				BackendOptions json.RawMessage `json:"backend_options"`
+			}
+			if json.Unmarshal(body, &probe) == nil && len(probe.BackendOptions) > 0 {
+				var bo backendOptions
+				if berr := strictDecode(probe.BackendOptions, &bo); berr != nil {
+					return nil, errors.New(describeDecodeError(berr, "backend_options.", []string{"table_name", "connection"}))
+				}
+			}
+		}
+		return nil, errors.New(describeDecodeError(err, "", sourceFieldNames))
+	}
+	s := &SourceSpec{
+		Name:                f.Name,
+		Path:                f.Path,
+		Registry:            f.Registry,
+		Version:             f.Version,
+		Tables:              f.Tables,
+		SkipTables:          f.SkipTables,
+		SkipDependentTables: f.SkipDependentTables == nil || *f.SkipDependentTables,
+		DeterministicCQID:   f.DeterministicCQID,
+		Destinations:        f.Destinations,
+		PluginSpec:          f.Spec,
+	}
+	if s.Registry == "" {
+		s.Registry = "cloudquery"
+	}
+	return s, nil
+}
+
+// pickSource chooses the source document: the only one, or the only one
+// that names this plugin.
+func pickSource(sources []*SourceSpec, file string) (*SourceSpec, error) {
+	switch len(sources) {
+	case 0:
+		return nil, fmt.Errorf("%s: no `kind: source` document", file)
+	case 1:
+		return sources[0], nil
+	}
+	var mine []*SourceSpec
+	for _, s := range sources {
+		if isThisPlugin(s) {
+			mine = append(mine, s)
+		}
+	}
+	if len(mine) == 1 {
+		return mine[0], nil
+	}
+	var list []string
+	for _, s := range sources {
+		list = append(list, fmt.Sprintf("document %d: name %q, path %q", s.Document, s.Name, s.Path))
+	}
+	why := "none of them is this plugin (name x, or a path ending in cq-source-x)"
+	if len(mine) > 1 {
+		why = fmt.Sprintf("%d of them are this plugin", len(mine))
+	}
+	return nil, fmt.Errorf("%s: %d source documents and %s; put the one to export in a file of its own:\n  %s",
+		file, len(sources), why, strings.Join(list, "\n  "))
+}
+
+func isThisPlugin(s *SourceSpec) bool {
+	base := strings.TrimSuffix(filepath.Base(filepath.ToSlash(s.Path)), ".exe")
+	if i := strings.LastIndexAny(base, "@:"); i > 0 && s.Registry == "docker" {
+		base = base[:i]
+	}
+	return s.Name == "x" || base == "cq-source-x" || s.Path == "cq-source-x/x"
+}
+
+// checkSource applies the CLI's checks of a source spec, then the plugin's
+// own (spec.Parse) and the table selection.
+func checkSource(s *SourceSpec) error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("field \"name\" is required"))
+	}
+	if s.Path == "" {
+		errs = append(errs, errors.New("field \"path\" is required (for example ./cq-source-x with registry: local)"))
+	}
+	if !slices.Contains(registries, s.Registry) {
+		errs = append(errs, fmt.Errorf("field \"registry\": %q is not one of %s", s.Registry, strings.Join(registries, ", ")))
+	} else if s.Registry == "cloudquery" || s.Registry == "github" {
+		switch {
+		case s.Version == "":
+			errs = append(errs, fmt.Errorf("field \"version\" is required with registry %s", s.Registry))
+		case !strings.HasPrefix(s.Version, "v"):
+			errs = append(errs, fmt.Errorf("field \"version\" must start with v, not %q", s.Version))
+		}
+	}
+	if len(s.Tables) == 0 {
+		errs = append(errs, errors.New("field \"tables\" is required: list the tables to export, e.g. [\"*\"] or [\"x_bookmarks\"]"))
+	}
+	if len(s.Destinations) == 0 {
+		errs = append(errs, errors.New("field \"destinations\" is required by the CloudQuery CLI (export ignores it; any name will do)"))
+	}
+	for _, f := range []struct {
+		name   string
+		values []string
+	}{{"tables", s.Tables}, {"skip_tables", s.SkipTables}, {"destinations", s.Destinations}} {
+		if slices.Contains(f.values, "") {
+			errs = append(errs, fmt.Errorf("field %q has an empty entry", f.name))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if _, err := SelectTables(s.Tables, s.SkipTables, s.SkipDependentTables); err != nil {
+		return err
+	}
+	p, err := spec.Parse(s.PluginSpec)
+	if err != nil {
+		return fmt.Errorf("field \"spec\" (the plugin's spec): %w", err)
+	}
+	s.Plugin = p
+	return nil
+}
+
+// SelectTables returns the tables a sync with these patterns covers, in the
+// plugin's order, as the CLI selects them (glob patterns; children of a
+// selected table only when skipDependent is false).
+func SelectTables(tables, skip []string, skipDependent bool) (schema.Tables, error) {
+	all := resources.Tables()
+	selected, err := all.FilterDfs(tables, skip, skipDependent)
+	if err != nil {
+		var pm *schema.PatternMatchError
+		if errors.As(err, &pm) {
+			return nil, fmt.Errorf("field %q: pattern %q matches no table of this plugin (%s)", pm.Key, pm.Pattern, strings.Join(all.FlattenTables().TableNames(), ", "))
+		}
+		return nil, err
+	}
+	if len(selected.FlattenTables()) == 0 {
+		return nil, errors.New("fields \"tables\" and \"skip_tables\" leave no table to export")
+	}
+	return selected, nil
+}

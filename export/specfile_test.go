@@ -1,0 +1,219 @@
+package export
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var specNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func envOf(m map[string]string) Env {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+const minimalSpec = `kind: source
+spec:
+  name: x
+  path: ./cq-source-x
+  registry: local
+  version: v0.0.0
+  tables: ["x_bookmarks"]
+  destinations: ["file"]
+  spec:
+    base_url: http://127.0.0.1:9999
+    accounts:
+      - user_id: "1001"
+        access_token: "tok-1001"
+`
+
+func TestParseSpec_Minimal(t *testing.T) {
+	s, err := ParseSpec([]byte(minimalSpec), "spec.yml", envOf(nil), specNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "x" || s.Registry != "local" || s.Document != 1 || !s.SkipDependentTables ||
+		len(s.Tables) != 1 || s.Tables[0] != "x_bookmarks" || s.Plugin == nil ||
+		s.Plugin.BaseURL != "http://127.0.0.1:9999" || s.Plugin.Accounts[0].AccessToken != "tok-1001" {
+		t.Errorf("parsed %+v", s)
+	}
+}
+
+func TestParseSpec_EnvExpansionAsTheCLI(t *testing.T) {
+	text := `# a comment may mention ${NOT_SET_ANYWHERE} without failing
+kind: source
+spec:
+  name: x
+  path: ./cq-source-x
+  registry: local
+  tables: ["${TABLE}"]
+  destinations: ["file"]
+  spec:
+    base_url: "http://127.0.0.1:${PORT}"
+    accounts:
+      - user_id: "${USER_ID}"
+        access_token: ${TOKEN}
+        client_id: "${EMPTY}"
+`
+	env := envOf(map[string]string{"TABLE": "x_bookmarks", "PORT": "8080", "USER_ID": "1001", "TOKEN": "secret-token", "EMPTY": ""})
+	s, err := ParseSpec([]byte(text), "spec.yml", env, specNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Plugin.Accounts[0]
+	if s.Plugin.BaseURL != "http://127.0.0.1:8080" || a.UserID != "1001" || a.AccessToken != "secret-token" || a.ClientID != "" {
+		t.Errorf("expanded: base_url %q, account %+v", s.Plugin.BaseURL, a)
+	}
+	// An unset variable is an error naming it (and every other unset one).
+	_, err = ParseSpec([]byte(text), "spec.yml", envOf(map[string]string{"TABLE": "x_bookmarks"}), specNow)
+	if err == nil || !strings.Contains(err.Error(), "${PORT}") || !strings.Contains(err.Error(), "${TOKEN}") ||
+		!strings.Contains(err.Error(), "not set") || strings.Contains(err.Error(), "NOT_SET_ANYWHERE") {
+		t.Errorf("unset variables: %v", err)
+	}
+}
+
+func TestParseSpec_FileAndTimeExpansion(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token.txt")
+	if err := os.WriteFile(tokenFile, []byte("tok-from-file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(minimalSpec, `"tok-1001"`, `"${file:`+tokenFile+`}"`, 1)
+	text = strings.Replace(text, "version: v0.0.0", "version: v0.0.0\n  otel_endpoint: \"${time:2 days ago}\"", 1)
+	s, err := ParseSpec([]byte(text), "spec.yml", envOf(nil), specNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Plugin.Accounts[0].AccessToken != "tok-from-file" {
+		t.Errorf("token %q", s.Plugin.Accounts[0].AccessToken)
+	}
+	missing := strings.Replace(minimalSpec, `"tok-1001"`, `"${file:`+filepath.Join(dir, "nope")+`}"`, 1)
+	if _, err := ParseSpec([]byte(missing), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${file:") {
+		t.Errorf("missing file: %v", err)
+	}
+	badTime := strings.Replace(minimalSpec, "version: v0.0.0", "version: v0.0.0\n  otel_endpoint: \"${time:whenever}\"", 1)
+	if _, err := ParseSpec([]byte(badTime), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${time:whenever}") {
+		t.Errorf("bad time: %v", err)
+	}
+}
+
+func TestParseSpec_Errors(t *testing.T) {
+	replace := func(old, new string) string {
+		if !strings.Contains(minimalSpec, old) {
+			t.Fatalf("no %q in the spec", old)
+		}
+		return strings.Replace(minimalSpec, old, new, 1)
+	}
+	cases := []struct {
+		name, text string
+		want       []string // all must appear in the error
+	}{
+		{"unknown outer field", replace("  registry: local\n", "  registry: local\n  tabels: [\"*\"]\n"),
+			[]string{"spec.yml (kind: source)", `unknown field "tabels"`, "accepted: name, path"}},
+		{"deprecated outer field", replace("  registry: local\n", "  registry: local\n  concurrency: 10\n"),
+			[]string{`"concurrency" is no longer supported`, "spec.concurrency"}},
+		{"unknown backend_options field", replace("  registry: local\n", "  registry: local\n  backend_options:\n    table: x\n"),
+			[]string{`unknown field "backend_options.table"`}},
+		{"unknown top-level field", "kind: source\nspecs: {}\n", []string{`unknown field "specs"`, "kind", "spec"}},
+		{"unknown plugin field", replace("    base_url:", "    base_urll: http://x\n    base_url:"),
+			[]string{`field "spec" (the plugin's spec)`, "base_urll"}},
+		{"missing plugin spec", strings.Split(minimalSpec, "  spec:\n")[0], []string{`field "spec"`, "accounts"}},
+		{"missing name", replace("  name: x\n", ""), []string{`field "name" is required`}},
+		{"missing path", replace("  path: ./cq-source-x\n", ""), []string{`field "path" is required`}},
+		{"missing tables", replace("  tables: [\"x_bookmarks\"]\n", ""), []string{`field "tables" is required`}},
+		{"missing destinations", replace("  destinations: [\"file\"]\n", ""), []string{`field "destinations" is required`}},
+		{"version for cloudquery registry", replace("  registry: local\n  version: v0.0.0\n", "  version: 1.0.0\n"),
+			[]string{`field "version" must start with v`}},
+		{"bad registry", replace("registry: local", "registry: nowhere"), []string{`field "registry"`, "nowhere"}},
+		{"wrong type", replace(`tables: ["x_bookmarks"]`, `tables: x_bookmarks`), []string{`field "tables" must be a list of strings`}},
+		{"unknown table", replace(`tables: ["x_bookmarks"]`, `tables: ["x_tweets"]`),
+			[]string{`field "tables": pattern "x_tweets" matches no table`, "x_bookmarks"}},
+		{"unknown skip table", replace(`tables: ["x_bookmarks"]`, "tables: [\"*\"]\n  skip_tables: [\"nope_*\"]"),
+			[]string{`field "skip_tables": pattern "nope_*"`}},
+		{"unknown kind", "kind: sauce\nspec: {}\n", []string{`unknown kind "sauce"`}},
+		{"missing kind", "spec:\n  name: x\n", []string{"`kind` is missing"}},
+		{"no source", "kind: destination\nspec:\n  name: file\n", []string{"no `kind: source` document"}},
+		{"bad yaml", "kind: source\nspec: [unclosed\n", []string{"not valid YAML"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(c.text), "spec.yml", envOf(nil), specNow)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSpec_Documents(t *testing.T) {
+	dest := "kind: destination\nspec:\n  name: file\n  path: cloudquery/file\n  version: v5.5.1\n  spec:\n    format: parquet\n"
+	other := strings.NewReplacer("name: x", "name: aws", "path: ./cq-source-x", "path: cloudquery/aws").Replace(minimalSpec)
+	other = strings.Replace(other, `tables: ["x_bookmarks"]`, `tables: ["x_api_usage"]`, 1) // still a valid table: only x is checked
+	// Several documents: the destination is ignored, the source that is
+	// this plugin is used.
+	text := dest + "---\n" + other + "---\n" + minimalSpec
+	s, err := ParseSpec([]byte(text), "multi.yml", envOf(nil), specNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Document != 3 || s.Name != "x" {
+		t.Errorf("picked document %d (%s)", s.Document, s.Name)
+	}
+	// A source named otherwise is still this plugin when its path is.
+	renamed := strings.Replace(minimalSpec, "name: x", "name: my-x", 1)
+	if s, err := ParseSpec([]byte(other+"---\n"+renamed), "multi.yml", envOf(nil), specNow); err != nil || s.Name != "my-x" {
+		t.Errorf("by path: %v %+v", err, s)
+	}
+	// Two sources of this plugin: ambiguous, listed.
+	_, err = ParseSpec([]byte(minimalSpec+"---\n"+renamed), "multi.yml", envOf(nil), specNow)
+	if err == nil || !strings.Contains(err.Error(), `document 1: name "x"`) || !strings.Contains(err.Error(), `document 2: name "my-x"`) {
+		t.Errorf("ambiguous: %v", err)
+	}
+	// Errors in a later document name it.
+	_, err = ParseSpec([]byte(dest+"---\n"+strings.Replace(minimalSpec, "name: x", "nam: x", 1)), "multi.yml", envOf(nil), specNow)
+	if err == nil || !strings.Contains(err.Error(), "multi.yml, document 2 (kind: source)") {
+		t.Errorf("document error: %v", err)
+	}
+	// CRLF line endings and a leading separator work.
+	crlf := strings.ReplaceAll("---\n"+minimalSpec, "\n", "\r\n")
+	if _, err := ParseSpec([]byte(crlf), "crlf.yml", envOf(nil), specNow); err != nil {
+		t.Errorf("CRLF: %v", err)
+	}
+}
+
+func TestSelectTables(t *testing.T) {
+	names := func(tables, skip []string, skipDep bool) string {
+		ts, err := SelectTables(tables, skip, skipDep)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return strings.Join(ts.FlattenTables().TableNames(), ",")
+	}
+	for _, c := range []struct {
+		tables, skip []string
+		skipDep      bool
+		want         string
+	}{
+		{[]string{"*"}, nil, true, "x_bookmarks,x_bookmark_folders,x_bookmark_folder_posts,x_api_usage"},
+		{[]string{"x_bookmarks"}, nil, true, "x_bookmarks"},
+		{[]string{"x_bookmark*"}, nil, true, "x_bookmarks,x_bookmark_folders,x_bookmark_folder_posts"},
+		{[]string{"x_bookmark_folders"}, nil, true, "x_bookmark_folders"},
+		{[]string{"x_bookmark_folders"}, nil, false, "x_bookmark_folders,x_bookmark_folder_posts"},
+		{[]string{"*"}, []string{"x_bookmark_folder*"}, true, "x_bookmarks,x_api_usage"},
+		{[]string{"*"}, []string{"x_bookmark_folder_posts"}, true, "x_bookmarks,x_bookmark_folders,x_api_usage"},
+	} {
+		if got := names(c.tables, c.skip, c.skipDep); got != c.want {
+			t.Errorf("tables %v skip %v skip_dependent %v: %s, want %s", c.tables, c.skip, c.skipDep, got, c.want)
+		}
+	}
+	if got := names([]string{"*"}, []string{"*"}, true); !strings.Contains(got, "leave no table") {
+		t.Errorf("everything skipped: %s", got)
+	}
+}

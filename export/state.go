@@ -1,0 +1,217 @@
+package export
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/state"
+)
+
+// Layout of an output directory.
+const (
+	stateDir    = ".state"
+	stateFile   = "state.json"
+	stagingDir  = ".staging"
+	lockFile    = ".lock"
+	stateFormat = 1
+)
+
+// diskState is DIR/.state/state.json. It is replaced atomically (write a
+// temporary file, fsync, rename, fsync the directory), so it is always
+// either the old or the new version.
+type diskState struct {
+	Format int `json:"format"`
+	// Keys are the key/values the plugin's state client holds: the walk
+	// memories of every account's lists.
+	Keys map[string]string `json:"keys"`
+	// Written lists, per user id, the post ids of the x_bookmarks rows in
+	// the committed files, so a post bookmarked again after it was removed
+	// (which the walk emits as new) is not written twice.
+	Written map[string]*idSet `json:"written"`
+	// Pending is a committed run whose files may not all be published yet.
+	Pending *runRecord `json:"pending,omitempty"`
+	// LastRun is the last run published.
+	LastRun *runRecord `json:"last_run,omitempty"`
+}
+
+// runRecord is one run and the files it writes: DIR/.staging/<ID>/<name>
+// until published, DIR/<table>/<name> after.
+type runRecord struct {
+	ID    string       `json:"id"`
+	Time  time.Time    `json:"time"`
+	Files []fileRecord `json:"files"`
+}
+
+type fileRecord struct {
+	Table string `json:"table"`
+	Name  string `json:"name"`
+	Rows  int64  `json:"rows"`
+}
+
+func (r *runRecord) stagedPath(out string, f fileRecord) string {
+	return filepath.Join(out, stagingDir, r.ID, f.Table+".parquet")
+}
+
+func finalPath(out string, f fileRecord) string {
+	return filepath.Join(out, f.Table, f.Name)
+}
+
+func newDiskState() *diskState {
+	return &diskState{Format: stateFormat, Keys: map[string]string{}, Written: map[string]*idSet{}}
+}
+
+// loadState reads DIR/.state/state.json; a missing file is an empty state
+// (a new directory).
+func loadState(out string) (*diskState, error) {
+	path := filepath.Join(out, stateDir, stateFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return newDiskState(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := newDiskState()
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("%s is damaged: %w", path, err)
+	}
+	if s.Format != stateFormat {
+		return nil, fmt.Errorf("%s has format %d; this version reads format %d", path, s.Format, stateFormat)
+	}
+	if s.Keys == nil {
+		s.Keys = map[string]string{}
+	}
+	if s.Written == nil {
+		s.Written = map[string]*idSet{}
+	}
+	return s, nil
+}
+
+// saveState replaces DIR/.state/state.json atomically. step marks the crash
+// points: the new version written and synced under a temporary name, then
+// renamed over the old one (the rename is the commit).
+func saveState(out string, s *diskState, step func(string), what string) error {
+	dir := filepath.Join(out, stateDir)
+	if err := mkdirSynced(out, stateDir); err != nil {
+		return err
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, stateFile, b, func(s string) { step(what + ": " + s) })
+}
+
+// writeFileAtomic writes name in dir via a synced temporary file renamed
+// over it, then syncs dir so the rename is durable.
+func writeFileAtomic(dir, name string, data []byte, step func(string)) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	step("temporary file synced")
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	step("renamed")
+	return syncDir(dir)
+}
+
+// syncDir makes the entries of dir (creations, renames, removals) durable.
+// Windows cannot fsync a directory (NTFS journals its metadata): no-op there.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// mkdirSynced creates parent/name if needed, and syncs parent when it did.
+func mkdirSynced(parent, name string) error {
+	path := filepath.Join(parent, name)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	return syncDir(parent)
+}
+
+// stateClient is the plugin's state backend during a run: it reads the
+// committed keys and collects the keys set, which the run commits together
+// with its files. Flush does nothing: nothing reaches the disk before the
+// data it describes.
+type stateClient struct {
+	mu      sync.Mutex
+	keys    map[string]string
+	changed map[string]string
+	flushed bool
+}
+
+var _ state.Client = (*stateClient)(nil)
+
+func newStateClient(committed map[string]string) *stateClient {
+	return &stateClient{keys: committed, changed: map[string]string{}}
+}
+
+func (c *stateClient) SetKey(_ context.Context, key, value string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changed[key] = value
+	return nil
+}
+
+func (c *stateClient) GetKey(_ context.Context, key string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.changed[key]; ok {
+		return v, nil
+	}
+	return c.keys[key], nil
+}
+
+func (c *stateClient) Flush(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.flushed = true
+	return nil
+}
+
+func (c *stateClient) Close() error { return nil }
+
+// changes returns the keys set during the run.
+func (c *stateClient) changes() map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]string, len(c.changed))
+	for k, v := range c.changed {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,191 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/resources"
+)
+
+// Summary is what `export --json` prints: the run, its files, and per
+// account and operation what was fetched, billed and how each walk ended.
+type Summary struct {
+	RunID      string       `json:"run_id"`
+	RunTime    time.Time    `json:"run_time"`
+	StartedAt  time.Time    `json:"started_at"`
+	FinishedAt time.Time    `json:"finished_at"`
+	Out        string       `json:"out"`
+	OK         bool         `json:"ok"`
+	Recovered  *Recovery    `json:"recovered,omitempty"`
+	Files      []FileResult `json:"files"`
+	Accounts   []AccountSum `json:"accounts"`
+	Totals     Totals       `json:"totals"`
+	SyncErrors []string     `json:"sync_errors,omitempty"`
+}
+
+// AccountSum is one account.
+type AccountSum struct {
+	Account string `json:"account"` // accounts[i]
+	UserID  string `json:"user_id"`
+	OK      bool   `json:"ok"`
+	Error   string `json:"error,omitempty"`
+	Totals
+	Operations []OperationSum `json:"operations"`
+}
+
+// Totals add up operations (or accounts).
+type Totals struct {
+	// NewPosts are the posts the walks found new (bookmarks and folder
+	// entries); BookmarksWritten the x_bookmarks rows written, and
+	// AlreadyArchived those dropped because an earlier run wrote them (a
+	// post bookmarked again after it was removed).
+	NewPosts         int     `json:"new_posts"`
+	BookmarksWritten int     `json:"bookmarks_written"`
+	AlreadyArchived  int     `json:"already_archived"`
+	PostsBilled      int     `json:"posts_billed"`
+	EstimatedUSD     float64 `json:"estimated_usd"`
+	Requests         int     `json:"requests"`
+}
+
+// OperationSum is one row of x_api_usage.
+type OperationSum struct {
+	Operation      string  `json:"operation"`
+	Requests       int     `json:"requests"`
+	OKResponses    int     `json:"ok_responses"`
+	PostsBilled    int     `json:"posts_billed"`
+	EstimatedUSD   float64 `json:"estimated_usd"`
+	NewPosts       int     `json:"new_posts"`
+	Walks          int     `json:"walks"`
+	WalkOutcomes   string  `json:"walk_outcomes,omitempty"`
+	RateLimited    int     `json:"rate_limited"`
+	RateLimitWaits int     `json:"rate_limit_waits"`
+	WaitedSeconds  float64 `json:"rate_limit_wait_seconds"`
+	Errors         int     `json:"errors"`
+	Failure        string  `json:"failure,omitempty"`
+}
+
+// Summary builds the run's summary from the accounts' sessions (the same
+// rows the plugin writes to x_api_usage).
+func (r *Result) Summary() *Summary {
+	s := &Summary{
+		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		Out: r.Out, OK: true, Recovered: r.Recovered, Files: r.Files,
+	}
+	if s.Files == nil {
+		s.Files = []FileResult{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, sess := range r.sessions {
+		a := AccountSum{Account: fmt.Sprintf("accounts[%d]", sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{}}
+		if err := sessionErr(sess); err != nil {
+			a.OK, a.Error = false, err.Error()
+			s.OK = false
+		}
+		a.BookmarksWritten = r.rows[sess.UserID]
+		a.AlreadyArchived = r.skip[sess.UserID]
+		for _, u := range resources.UsageRows(sess) {
+			a.Operations = append(a.Operations, OperationSum{
+				Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
+				PostsBilled: u.PostsBilled, EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
+				Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
+				RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
+				Failure: u.Failure,
+			})
+			a.NewPosts += u.NewPosts
+			a.PostsBilled += u.PostsBilled
+			a.EstimatedUSD += u.EstimatedUSD
+			a.Requests += u.Requests
+		}
+		s.Totals.add(a.Totals)
+		s.Accounts = append(s.Accounts, a)
+	}
+	if s.Accounts == nil {
+		s.Accounts = []AccountSum{}
+	}
+	return s
+}
+
+func (t *Totals) add(o Totals) {
+	t.NewPosts += o.NewPosts
+	t.BookmarksWritten += o.BookmarksWritten
+	t.AlreadyArchived += o.AlreadyArchived
+	t.PostsBilled += o.PostsBilled
+	t.EstimatedUSD += o.EstimatedUSD
+	t.Requests += o.Requests
+}
+
+// BilledFor returns the posts billed by one operation, summed over accounts.
+func (s *Summary) BilledFor(op client.Operation) int {
+	n := 0
+	for _, a := range s.Accounts {
+		for _, o := range a.Operations {
+			if o.Operation == string(op) {
+				n += o.PostsBilled
+			}
+		}
+	}
+	return n
+}
+
+// WriteJSON prints the summary as indented JSON.
+func (s *Summary) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// WriteText prints the summary table: one line per account and operation,
+// then the totals and the files written.
+func (s *Summary) WriteText(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\test. USD\trequests\twalks\t")
+	for _, a := range s.Accounts {
+		if len(a.Operations) == 0 {
+			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0.000\t0\t\t\n", a.Account, a.UserID)
+		}
+		for _, o := range a.Operations {
+			walks := o.WalkOutcomes
+			if o.Failure != "" {
+				if walks != "" {
+					walks += "; "
+				}
+				walks += "FAILED"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.3f\t%d\t%s\t\n", a.Account, a.UserID, o.Operation,
+				o.NewPosts, o.PostsBilled, o.EstimatedUSD, o.Requests, walks)
+		}
+	}
+	t := s.Totals
+	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%.3f\t%d\t\t\n", t.NewPosts, t.PostsBilled, t.EstimatedUSD, t.Requests)
+	tw.Flush()
+	fmt.Fprintf(w, "x_bookmarks rows written: %d", t.BookmarksWritten)
+	if t.AlreadyArchived > 0 {
+		fmt.Fprintf(w, " (%d re-bookmarked posts were already archived and skipped)", t.AlreadyArchived)
+	}
+	fmt.Fprintln(w)
+	for _, a := range s.Accounts {
+		if !a.OK {
+			fmt.Fprintf(w, "FAILED %s (user %s): %s\n", a.Account, a.UserID, oneLine(a.Error, 400))
+		}
+	}
+	if s.Recovered != nil {
+		if s.Recovered.PublishedRun != "" {
+			fmt.Fprintf(w, "recovered: finished publishing run %s, interrupted earlier\n", s.Recovered.PublishedRun)
+		}
+		if n := len(s.Recovered.DiscardedRuns); n > 0 {
+			fmt.Fprintf(w, "recovered: discarded %d uncommitted run(s) (%s); their posts were fetched again\n", n, strings.Join(s.Recovered.DiscardedRuns, ", "))
+		}
+	}
+	if len(s.Files) == 0 {
+		fmt.Fprintln(w, "no files written")
+	}
+	for _, f := range s.Files {
+		fmt.Fprintf(w, "wrote %s (%d rows)\n", f.Path, f.Rows)
+	}
+}

@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/export/sandbox"
+	"github.com/mattn/go-isatty"
+)
+
+const exportUsage = `Usage:
+  cq-source-x export --spec FILE --out DIR [--json] [--quiet]
+  cq-source-x export --sandbox --out DIR [--json] [--quiet]
+
+Sync the accounts of a CloudQuery source spec into Parquet files, with no
+other software: the plugin runs in-process (same tables, walks and state as a
+CloudQuery sync) and each run adds one file per table under DIR/<table>/,
+named so that name order is time order. The incremental state lives in
+DIR/.state; a run that is interrupted (even by kill -9) loses nothing and
+duplicates nothing: run the same command again. See docs/export.md.
+
+FILE is the spec file you use with 'cloudquery sync' (kind: source; other
+documents are ignored). ${ENV_VAR}, ${file:PATH} and ${time:...} are
+expanded as the CloudQuery CLI does; tables and skip_tables select tables.
+
+--sandbox runs a demo against the built-in X API simulator: no credentials,
+no cost. It exports, changes the demo bookmarks, exports again and shows that
+the second run billed only what was new. DIR keeps the files.
+
+Flags:
+`
+
+// exportFlags are the flags of `cq-source-x export`.
+type exportFlags struct {
+	spec, out      string
+	json, quiet    bool
+	sandbox        bool
+	stdout, stderr io.Writer
+}
+
+func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := exportFlags{stdout: stdout, stderr: stderr}
+	fs.StringVar(&f.spec, "spec", "", "CloudQuery spec file with the plugin's source spec")
+	fs.StringVar(&f.out, "out", "", "output directory: Parquet files per table, and the incremental state")
+	fs.BoolVar(&f.json, "json", false, "print the summary as JSON on stdout")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only errors")
+	fs.BoolVar(&f.sandbox, "sandbox", false, "run the demo against the built-in simulator (no --spec)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, exportUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("export: unexpected argument %q", fs.Arg(0))
+	case f.out == "":
+		return errors.New("export: --out DIR is required")
+	case f.sandbox && f.spec != "":
+		return errors.New("export: --sandbox brings its own spec; drop --spec")
+	case !f.sandbox && f.spec == "":
+		return errors.New("export: --spec FILE is required (or --sandbox for the demo)")
+	}
+	if f.sandbox {
+		return exportSandbox(ctx, f)
+	}
+	src, err := export.ReadSpecFile(f.spec)
+	if err != nil {
+		return err
+	}
+	res, err := export.Run(ctx, f.options(src, f.out))
+	if err != nil {
+		return err
+	}
+	sum := res.Summary()
+	if err := f.report(sum); err != nil {
+		return err
+	}
+	return accountsError(res)
+}
+
+func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
+	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Step: stepHookFromEnv()}
+	if !f.quiet {
+		o.Progress = f.stderr
+		if file, ok := f.stderr.(*os.File); ok && isatty.IsTerminal(file.Fd()) {
+			o.Terminal = true
+		}
+	}
+	return o
+}
+
+// report prints a run's summary: the table on stderr (unless --quiet), the
+// JSON on stdout with --json.
+func (f exportFlags) report(sum *export.Summary) error {
+	if !f.quiet {
+		sum.WriteText(f.stderr)
+	}
+	if f.json {
+		return sum.WriteJSON(f.stdout)
+	}
+	return nil
+}
+
+// accountsError names the accounts that failed; the run committed the
+// others.
+func accountsError(res *export.Result) error {
+	failed := res.Failed()
+	if len(failed) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(failed))
+	for i, e := range failed {
+		msgs[i] = strings.ReplaceAll(e.Error(), "\n", "; ")
+	}
+	what := "1 account failed"
+	if len(failed) > 1 {
+		what = strconv.Itoa(len(failed)) + " accounts failed"
+	}
+	return fmt.Errorf("%s (the files of this run were written; the failed walks did not advance and the next run retries them):\n  %s", what, strings.Join(msgs, "\n  "))
+}
+
+// exportSandbox runs the demo: export, change the lists, export again.
+func exportSandbox(ctx context.Context, f exportFlags) error {
+	if _, err := os.Stat(filepath.Join(f.out, ".state")); err == nil {
+		return fmt.Errorf("export --sandbox: %s already holds an export; the demo needs a new directory", f.out)
+	}
+	sb, err := sandbox.Start(sandbox.Options{})
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "./cq-source-x"
+	}
+	src, err := export.ParseSpec([]byte(sb.Spec(exe)), "sandbox spec", os.LookupEnv, time.Now())
+	if err != nil {
+		return fmt.Errorf("the sandbox spec: %w", err)
+	}
+	say := func(format string, a ...any) {
+		if !f.quiet {
+			fmt.Fprintf(f.stderr, format, a...)
+		}
+	}
+	say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
+
+	say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
+	res1, err := export.Run(ctx, f.options(src, f.out))
+	if err != nil {
+		return err
+	}
+	sum1 := res1.Summary()
+	if !f.quiet {
+		sum1.WriteText(f.stderr)
+	}
+
+	changes := sb.Mutate()
+	say("\n== Meanwhile, the users change their bookmarks ==\n")
+	for _, l := range changes.Lines {
+		say("  - %s\n", l)
+	}
+
+	say("\n== Run 2: only what changed ==\n")
+	res2, err := export.Run(ctx, f.options(src, f.out))
+	if err != nil {
+		return err
+	}
+	sum2 := res2.Summary()
+	if !f.quiet {
+		sum2.WriteText(f.stderr)
+	}
+	cmp := sandboxComparison{
+		BilledPosts:      sum2.Totals.PostsBilled,
+		BookmarkReads:    sum2.BilledFor(client.OpListBookmarks),
+		NewBookmarks:     changes.NewBookmarks,
+		FolderReads:      sum2.BilledFor(client.OpGetFolder),
+		FolderAdditions:  changes.FolderAdds,
+		FullReadPosts:    sb.FullReadPosts(),
+		FirstRunBilled:   sum1.Totals.PostsBilled,
+		BookmarksWritten: sum2.Totals.BookmarksWritten,
+	}
+	say("\nRun 2 billed %d bookmark reads for %d new bookmarks (each walk also reads where it stops and one confirmation, "+
+		"plus alice's re-bookmarked post) and %d folder reads for %d folder additions: %d posts, where reading everything "+
+		"again would bill %d (run 1 billed %d).\n",
+		cmp.BookmarkReads, cmp.NewBookmarks, cmp.FolderReads, cmp.FolderAdditions, cmp.BilledPosts, cmp.FullReadPosts, cmp.FirstRunBilled)
+	say("\nThe files are in %s. For example, with DuckDB:\n  duckdb -c \"SELECT user_id, post_id, created_at, text FROM '%s/x_bookmarks/*.parquet' ORDER BY first_seen_at DESC LIMIT 5\"\n",
+		res2.Out, res2.Out)
+	if f.json {
+		enc := json.NewEncoder(f.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"run1": sum1, "changes": changes.Lines, "run2": sum2, "comparison": cmp}); err != nil {
+			return err
+		}
+	}
+	if err := accountsError(res1); err != nil {
+		return err
+	}
+	return accountsError(res2)
+}
+
+type sandboxComparison struct {
+	BilledPosts      int `json:"billed_posts"`
+	BookmarkReads    int `json:"bookmark_reads"`
+	NewBookmarks     int `json:"new_bookmarks"`
+	FolderReads      int `json:"folder_reads"`
+	FolderAdditions  int `json:"folder_additions"`
+	FullReadPosts    int `json:"full_read_posts"`
+	FirstRunBilled   int `json:"first_run_billed"`
+	BookmarksWritten int `json:"bookmarks_written"`
+}
+
+// Crash points for the kill tests (test-only; see export/crash_test.go):
+// CQ_SOURCE_X_EXPORT_TRACE=FILE appends the name of each step reached to
+// FILE; CQ_SOURCE_X_EXPORT_KILL_AT=N kills the process (SIGKILL on Unix)
+// at the N-th step.
+const (
+	envTrace  = "CQ_SOURCE_X_EXPORT_TRACE"
+	envKillAt = "CQ_SOURCE_X_EXPORT_KILL_AT"
+)
+
+func stepHookFromEnv() func(string) {
+	trace, killAt := os.Getenv(envTrace), os.Getenv(envKillAt)
+	if trace == "" && killAt == "" {
+		return nil
+	}
+	n, _ := strconv.Atoi(killAt)
+	step := 0
+	return func(name string) {
+		step++
+		if trace != "" {
+			if f, err := os.OpenFile(trace, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+				fmt.Fprintf(f, "%d %s\n", step, name)
+				f.Close()
+			}
+		}
+		if step == n {
+			p, _ := os.FindProcess(os.Getpid())
+			p.Kill()
+			select {} // never returns
+		}
+	}
+}

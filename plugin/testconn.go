@@ -1,0 +1,51 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/rs/zerolog"
+)
+
+// Error codes of the connection test (`cloudquery test-connection`).
+const (
+	codeInvalidSpec  = "INVALID_SPEC"
+	codeUnauthorized = "UNAUTHORIZED"
+	codeUnreachable  = "CONNECTION_FAILED"
+)
+
+// testConnection checks each account's token with GET /2/users/me, and that
+// it belongs to the configured user. It reads no bookmarks, so it bills no
+// post.
+func testConnection(o Options) plugin.ConnectionTester {
+	return func(ctx context.Context, _ zerolog.Logger, specBytes []byte) error {
+		s, err := spec.Parse(specBytes)
+		if err != nil {
+			return plugin.NewTestConnError(codeInvalidSpec, err)
+		}
+		for i, a := range s.Accounts {
+			api, fileUserID, err := connect(ctx, s, a, o, client.NewMeter(*s.PostReadUSD))
+			if err != nil {
+				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err))
+			}
+			me, _, err := api.Me(ctx)
+			switch {
+			case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden), errors.Is(err, auth.ErrLoginRequired):
+				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err))
+			case err != nil:
+				return plugin.NewTestConnError(codeUnreachable, fmt.Errorf("accounts[%d]: %w", i, err))
+			}
+			for _, want := range []string{a.UserID, fileUserID} {
+				if want != "" && want != me.ID {
+					return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: the token belongs to user %s (@%s), not %s", i, me.ID, me.Username, want))
+				}
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,120 @@
+package export_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/test/xsim"
+)
+
+// duckdb runs one query with DuckDB (from npm; .ci/run installs it and sets
+// CQX_DUCKDB_DIR) and returns the rows. Without it the test is skipped.
+func duckdb(t *testing.T, sql string) []map[string]any {
+	t.Helper()
+	dir := os.Getenv("CQX_DUCKDB_DIR")
+	if dir == "" {
+		t.Skip("DuckDB for Node.js not installed (CQX_DUCKDB_DIR unset; .ci/run sets it)")
+	}
+	out, err := exec.Command("node", filepath.Join(dir, "query.mjs"), sql).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("duckdb: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("duckdb output %q: %v", out, err)
+	}
+	return rows
+}
+
+// DuckDB reads DIR/x_bookmarks/*.parquet directly, with the columns' types:
+// timestamps as timestamps, ids as text, lists as lists, JSON as text that
+// its JSON functions read.
+func TestDuckDBReadsTheExportedFiles(t *testing.T) {
+	if os.Getenv("CQX_DUCKDB_DIR") == "" {
+		t.Skip("DuckDB for Node.js not installed (CQX_DUCKDB_DIR unset; .ci/run sets it)")
+	}
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 300, folders: 1}, {id: "1002", bookmarks: 7}}
+	tokens := seed(sim, users)
+	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for range 2 {
+		clk.Advance(time.Hour)
+		sim.Bookmark("1001", sim.NewPostID())
+		if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Clock: clk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := "'" + filepath.Join(dir, "x_bookmarks", "*.parquet") + "'"
+
+	types := map[string]string{}
+	for _, r := range duckdb(t, "DESCRIBE SELECT * FROM "+files) {
+		types[r["column_name"].(string)] = r["column_type"].(string)
+	}
+	for col, want := range map[string]string{
+		"user_id": "VARCHAR", "post_id": "VARCHAR", "text": "VARCHAR", "_cq_id": "VARCHAR",
+		"created_at": "TIMESTAMP WITH TIME ZONE", "first_seen_at": "TIMESTAMP WITH TIME ZONE", "_cq_sync_time": "TIMESTAMP WITH TIME ZONE",
+		"possibly_sensitive": "BOOLEAN", "edit_history_tweet_ids": "VARCHAR[]", "public_metrics": "VARCHAR", "post": "VARCHAR",
+	} {
+		if types[col] != want {
+			t.Errorf("DuckDB reads %s as %q, want %q", col, types[col], want)
+		}
+	}
+
+	got := duckdb(t, `SELECT count(*) AS n, count(DISTINCT (user_id, post_id)) AS distinct_posts,
+		bool_and(post->>'$.id' = post_id) AS json_ids_match,
+		bool_and(created_at < first_seen_at) AS created_before_seen,
+		sum(CAST(public_metrics->>'$.like_count' AS BIGINT)) IS NOT NULL AS metrics_read
+		FROM `+files)[0]
+	want := len(sim.Bookmarks("1001")) + len(sim.Bookmarks("1002"))
+	if n := asInt(t, got["n"]); n != want || asInt(t, got["distinct_posts"]) != want {
+		t.Errorf("DuckDB counts %v rows (%v distinct), want %d", got["n"], got["distinct_posts"], want)
+	}
+	for _, k := range []string{"json_ids_match", "created_before_seen", "metrics_read"} {
+		if got[k] != true {
+			t.Errorf("%s = %v", k, got[k])
+		}
+	}
+	id := sim.Bookmarks("1002")[3]
+	post := sim.PostContent(id)
+	row := duckdb(t, "SELECT epoch_ms(created_at) AS ms FROM "+files+" WHERE post_id = '"+id+"'")
+	if len(row) != 1 || int64(asInt(t, row[0]["ms"])) != post.CreatedAt.UnixMilli() {
+		t.Errorf("created_at of %s: DuckDB %v, simulator %v", id, row, post.CreatedAt)
+	}
+}
+
+// asInt reads a number DuckDB returned as JSON (BIGINTs come as strings).
+func asInt(t *testing.T, v any) int {
+	t.Helper()
+	switch v := v.(type) {
+	case float64:
+		return int(v)
+	case string:
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("not a number: %q", v)
+		}
+		return n
+	}
+	t.Fatalf("not a number: %#v", v)
+	return 0
+}

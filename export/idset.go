@@ -50,6 +50,11 @@ func (s *idSet) Has(id string) bool {
 	return added
 }
 
+// compactAt is how many added ids a set holds in its map before merging
+// them into the sorted list: a map costs about 40 bytes an id, the list 8,
+// which keeps a million-post export's memory flat.
+const compactAt = 1 << 16
+
 // Add adds id.
 func (s *idSet) Add(id string) {
 	if n, ok := parseID(id); ok {
@@ -57,6 +62,9 @@ func (s *idSet) Add(id string) {
 			s.addNums = map[uint64]struct{}{}
 		}
 		s.addNums[n] = struct{}{}
+		if len(s.addNums) >= compactAt {
+			s.compact()
+		}
 	} else {
 		if s.addStrs == nil {
 			s.addStrs = map[string]struct{}{}
@@ -74,11 +82,12 @@ func (s *idSet) Len() int {
 // compact merges what was added into the sorted lists.
 func (s *idSet) compact() {
 	if len(s.addNums) > 0 {
+		added := make([]uint64, 0, len(s.addNums))
 		for n := range s.addNums {
-			s.nums = append(s.nums, n)
+			added = append(added, n)
 		}
-		slices.Sort(s.nums)
-		s.nums = slices.Compact(s.nums)
+		slices.Sort(added)
+		s.nums = mergeSorted(s.nums, added)
 		s.addNums = nil
 	}
 	if len(s.addStrs) > 0 {
@@ -89,6 +98,22 @@ func (s *idSet) compact() {
 		s.strs = slices.Compact(s.strs)
 		s.addStrs = nil
 	}
+}
+
+// mergeSorted merges two sorted lists of unique numbers into one.
+func mergeSorted(a, b []uint64) []uint64 {
+	out := make([]uint64, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0] < b[0]:
+			out, a = append(out, a[0]), a[1:]
+		case b[0] < a[0]:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // IDs lists the ids (numbers first, then the others).

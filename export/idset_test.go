@@ -42,3 +42,28 @@ func TestIDSet(t *testing.T) {
 		t.Error("garbage accepted")
 	}
 }
+
+// Sets larger than compactAt merge their additions into the sorted list as
+// they go, and stay exact: every id found, none twice, in order.
+func TestIDSetCompactsAsItGrows(t *testing.T) {
+	var s idSet
+	n := 3*compactAt + 17
+	for i := n; i > 0; i-- {
+		s.Add(strconv.Itoa(i * 3))
+		if i%1000 == 0 {
+			s.Add(strconv.Itoa(i * 3)) // repeats
+		}
+	}
+	if len(s.addNums) >= compactAt {
+		t.Fatalf("%d ids waiting in the map", len(s.addNums))
+	}
+	for _, i := range []int{1, compactAt, n} {
+		if !s.Has(strconv.Itoa(i*3)) || s.Has(strconv.Itoa(i*3+1)) {
+			t.Fatalf("membership of %d", i*3)
+		}
+	}
+	ids := s.IDs()
+	if len(ids) != n || !slices.IsSortedFunc(ids, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y }) {
+		t.Fatalf("%d ids, want %d, sorted", len(ids), n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -19,31 +20,41 @@ import (
 type Options struct {
 	// Compression codec; zero (uncompressed) means DefaultCompression.
 	Compression compress.Compression
-	// RowGroupBytes starts a new row group once the current one holds this
-	// many compressed bytes; 0 means DefaultRowGroupBytes.
-	RowGroupBytes int64
 	// CreatedBy is written as the file's created_by.
 	CreatedBy string
 	// BatchRows is how many rows are gathered into one record before it is
-	// written; 0 means DefaultBatchRows. The SDK sends records of 50 rows,
-	// and pqarrow's cost per record written dominates at that size.
+	// written, as one row group; 0 means DefaultBatchRows. The SDK sends
+	// records of 50 rows, and pqarrow's cost per record written dominates at
+	// that size.
 	BatchRows int
-	// CompressionLevel for codecs that have levels; 0 is the codec's default.
+	// CompressionLevel for codecs that have levels; 0 means DefaultZstdLevel
+	// for zstd and the codec's default for the others.
 	CompressionLevel int
 }
 
 // DefaultBatchRows is the size of the records written (see Options).
 const DefaultBatchRows = 8192
 
-// DefaultRowGroupBytes bounds a row group (and so the memory it is buffered
-// in) to about 64 MiB of compressed data.
-const DefaultRowGroupBytes = 64 << 20
+// dictionaryColumns are the columns with few distinct values, which
+// dictionary encoding shrinks. The others (ids, text, JSON) are mostly
+// unique: a dictionary would only cost memory and hashing before falling
+// back to plain encoding.
+var dictionaryColumns = map[string]bool{
+	"user_id": true, "lang": true, "_cq_source_name": true, "_cq_sync_time": true, "author_id": true,
+	"folder_id": true, "operation": true, "account": true, "sync_id": true, "walk_outcomes": true,
+}
+
+// DefaultZstdLevel is zstd's fastest level (docs/parquet.md).
+const DefaultZstdLevel = 1
 
 // DefaultCompression is zstd: files about a third smaller than snappy's for
 // the same write speed on this data (docs/parquet.md).
 var DefaultCompression = compress.Codecs.Zstd
 
-// Writer writes one Parquet file.
+// Writer writes one Parquet file. Encoding and compression run in a
+// goroutine of their own, one batch behind the caller, so that a sync keeps
+// producing records while the previous batch is written: on two cores the
+// two overlap instead of taking turns.
 type Writer struct {
 	w         io.Writer
 	fw        *pqarrow.FileWriter
@@ -51,10 +62,14 @@ type Writer struct {
 	batch     int
 	pending   []arrow.RecordBatch
 	pendRows  int
-	rowGroup  int64
 	rows      int64
 	closed    bool
 	closeFile func() error
+
+	batches chan []arrow.RecordBatch // to the encoding goroutine; holds one batch
+	done    chan struct{}            // closed when the encoding goroutine ends
+	errMu   sync.Mutex
+	err     error // the encoding goroutine's first error
 }
 
 // NewWriter writes records of schema sc to w, and sc itself as the stored
@@ -66,11 +81,21 @@ func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
 	}
 	props := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
-		parquet.WithDictionaryDefault(true),
+		parquet.WithDictionaryDefault(false),
+		parquet.WithDataPageSize(256 << 10),
 		parquet.WithStats(true),
 	}
-	if o.CompressionLevel != 0 {
-		props = append(props, parquet.WithCompressionLevel(o.CompressionLevel))
+	for _, f := range sc.Fields() {
+		if dictionaryColumns[f.Name] {
+			props = append(props, parquet.WithDictionaryFor(f.Name, true))
+		}
+	}
+	level := o.CompressionLevel
+	if level == 0 && codec == compress.Codecs.Zstd {
+		level = DefaultZstdLevel
+	}
+	if level != 0 {
+		props = append(props, parquet.WithCompressionLevel(level))
 	}
 	if o.CreatedBy != "" {
 		props = append(props, parquet.WithCreatedBy(o.CreatedBy))
@@ -80,15 +105,37 @@ func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
-	rg := o.RowGroupBytes
-	if rg <= 0 {
-		rg = DefaultRowGroupBytes
-	}
 	batch := o.BatchRows
 	if batch <= 0 {
 		batch = DefaultBatchRows
 	}
-	return &Writer{w: w, fw: fw, sc: sc, batch: batch, rowGroup: rg}, nil
+	wr := &Writer{w: w, fw: fw, sc: sc, batch: batch,
+		batches: make(chan []arrow.RecordBatch, 1), done: make(chan struct{})}
+	go wr.encode()
+	return wr, nil
+}
+
+// encode writes the batches handed over by flush, in order.
+func (w *Writer) encode() {
+	defer close(w.done)
+	for recs := range w.batches {
+		if w.failed() == nil {
+			if err := w.writeBatch(recs); err != nil {
+				w.errMu.Lock()
+				w.err = err
+				w.errMu.Unlock()
+			}
+		}
+		for _, r := range recs {
+			r.Release()
+		}
+	}
+}
+
+func (w *Writer) failed() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
 }
 
 // Create creates path (which must not exist) and writes records of schema
@@ -123,6 +170,9 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}
+	if err := w.failed(); err != nil {
+		return err
+	}
 	if !rec.Schema().Equal(w.sc) {
 		return fmt.Errorf("record schema does not match the file's:\nrecord: %s\nfile: %s", rec.Schema(), w.sc)
 	}
@@ -136,19 +186,26 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// flush writes the gathered records as one.
+// flush hands the gathered records to the encoding goroutine. It blocks
+// while that goroutine still has a batch waiting, which bounds the memory in
+// flight to two batches.
 func (w *Writer) flush() error {
 	if len(w.pending) == 0 {
 		return nil
 	}
-	defer func() {
-		for _, r := range w.pending {
-			r.Release()
+	w.batches <- w.pending
+	w.pending, w.pendRows = nil, 0
+	return w.failed()
+}
+
+// writeBatch writes records as one record.
+func (w *Writer) writeBatch(recs []arrow.RecordBatch) error {
+	rec := recs[0]
+	if len(recs) > 1 {
+		rows := int64(0)
+		for _, r := range recs {
+			rows += r.NumRows()
 		}
-		w.pending, w.pendRows = w.pending[:0], 0
-	}()
-	rec := w.pending[0]
-	if len(w.pending) > 1 {
 		cols := make([]arrow.Array, w.sc.NumFields())
 		defer func() {
 			for _, c := range cols {
@@ -157,9 +214,9 @@ func (w *Writer) flush() error {
 				}
 			}
 		}()
-		parts := make([]arrow.Array, len(w.pending))
+		parts := make([]arrow.Array, len(recs))
 		for i := range cols {
-			for j, r := range w.pending {
+			for j, r := range recs {
 				parts[j] = r.Column(i)
 			}
 			c, err := array.Concatenate(parts, memory.DefaultAllocator)
@@ -168,15 +225,13 @@ func (w *Writer) flush() error {
 			}
 			cols[i] = c
 		}
-		rec = array.NewRecordBatch(w.sc, cols, int64(w.pendRows))
+		rec = array.NewRecordBatch(w.sc, cols, rows)
 		defer rec.Release()
 	}
-	if w.fw.RowGroupTotalCompressedBytes() >= w.rowGroup {
-		if err := w.fw.NewBufferedRowGroupChecked(); err != nil {
-			return err
-		}
-	}
-	return w.fw.WriteBuffered(rec)
+	// Each batch is a row group of its own, flushed as it is written: a
+	// buffered row group would hold every column's pages in memory until it
+	// is full.
+	return w.fw.Write(rec)
 }
 
 // Rows is the number of rows written so far (some may still be gathered).
@@ -190,6 +245,11 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	err := w.flush()
+	close(w.batches)
+	<-w.done
+	if err == nil {
+		err = w.failed()
+	}
 	err = errors.Join(err, w.fw.Close())
 	if w.closeFile != nil {
 		err = errors.Join(err, w.closeFile())

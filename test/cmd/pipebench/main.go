@@ -1,0 +1,228 @@
+// Command pipebench measures the export pipeline against its floor.
+//
+//	go run ./test/cmd/pipebench -n 100000,1000000 -runs 3
+//
+// For each list size N it starts the X API simulator (in this process, rate
+// limits off) with one account holding N bookmarks, and runs, as separate
+// processes so that each one's peak memory is its own:
+//
+//   - the floor: a bare loop (this program with -floor) that fetches the same
+//     pages over the same loopback — the same max_results and tweet.fields the
+//     exporter asks for — reads each body and finds its next_token, and
+//     discards it;
+//   - the export: `cq-source-x export --spec SPEC --out DIR --quiet` into a
+//     new directory: a first sync of N bookmarks to Parquet.
+//
+// It reports the median wall time and peak RSS (getrusage ru_maxrss) of each
+// over -runs runs, interleaved, and the ratios. The last line is
+// machine-readable. The simulator's work (building the pages) is in this
+// process for both, so it weighs on both alike.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+const user = "1001"
+
+func main() {
+	sizes := flag.String("n", "100000,1000000", "comma-separated list sizes")
+	runs := flag.Int("runs", 3, "runs of each, interleaved; medians are reported")
+	bin := flag.String("bin", "", "the cq-source-x binary (default: build it)")
+	floor := flag.Bool("floor", false, "internal: run the floor loop against -url")
+	base := flag.String("url", "", "internal: simulator URL for -floor")
+	token := flag.String("token", "", "internal: access token for -floor")
+	flag.Parse()
+	if *floor {
+		n, err := floorLoop(*base, *token)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(n)
+		return
+	}
+	work, err := os.MkdirTemp("", "pipebench")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	if *bin == "" {
+		*bin = filepath.Join(work, "cq-source-x")
+		build := exec.Command("go", "build", "-o", *bin, ".")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			log.Fatalf("building cq-source-x: %v", err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("pipebench: %d runs each, medians; floor = fetch and discard the same pages\n", *runs)
+	fmt.Printf("%10s  %10s %10s  %10s %10s  %7s  %8s %8s\n", "bookmarks", "floor", "export", "floor RSS", "export RSS", "ratio", "rows/s", "MB file")
+	var last string
+	for _, field := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 {
+			log.Fatalf("bad size %q", field)
+		}
+		r, err := measure(n, *runs, *bin, self, work)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%10d  %10s %10s  %8.1fMB %8.1fMB  %7.2f  %8.0f %8.1f\n", n, r.floor.Round(time.Millisecond), r.export.Round(time.Millisecond),
+			mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(), float64(n)/r.export.Seconds(), mb(r.fileBytes))
+		last += fmt.Sprintf(" n%d_ratio=%.2f n%d_rss_mb=%.0f", n, r.export.Seconds()/r.floor.Seconds(), n, mb(r.exportRSS))
+	}
+	fmt.Println("pipeline" + last)
+}
+
+type result struct {
+	floor, export       time.Duration
+	floorRSS, exportRSS int64 // bytes
+	fileBytes           int64
+}
+
+func measure(n, runs int, bin, self, work string) (result, error) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		return result{}, err
+	}
+	defer sim.Close()
+	sim.SeedBookmarks(user, n)
+	token := sim.IssueToken(user)
+	specFile := filepath.Join(work, fmt.Sprintf("spec-%d.yml", n))
+	specYAML := fmt.Sprintf(`kind: source
+spec:
+  name: x
+  path: %s
+  registry: local
+  version: v0.0.0
+  tables: ["x_bookmarks"]
+  destinations: ["file"]
+  spec:
+    base_url: %s
+    accounts:
+      - user_id: %q
+        access_token: %q
+`, bin, sim.URL(), user, token)
+	if err := os.WriteFile(specFile, []byte(specYAML), 0o600); err != nil {
+		return result{}, err
+	}
+	var floors, exports []time.Duration
+	var floorRSS, exportRSS []int64
+	var fileBytes int64
+	for i := range runs {
+		d, rss, out, err := run(self, "-floor", "-url", sim.URL(), "-token", token)
+		if err != nil {
+			return result{}, fmt.Errorf("floor: %v: %s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != strconv.Itoa(n) {
+			return result{}, fmt.Errorf("floor fetched %s posts, want %d", got, n)
+		}
+		floors, floorRSS = append(floors, d), append(floorRSS, rss)
+
+		dir := filepath.Join(work, fmt.Sprintf("out-%d-%d", n, i))
+		d, rss, out, err = run(bin, "export", "--spec", specFile, "--out", dir, "--quiet")
+		if err != nil {
+			return result{}, fmt.Errorf("export: %v: %s", err, out)
+		}
+		exports, exportRSS = append(exports, d), append(exportRSS, rss)
+		fileBytes = dirSize(filepath.Join(dir, "x_bookmarks"))
+		os.RemoveAll(dir)
+	}
+	return result{median(floors), median(exports), median(floorRSS), median(exportRSS), fileBytes}, nil
+}
+
+// run runs a command and returns its wall time, peak RSS and output.
+func run(name string, args ...string) (time.Duration, int64, []byte, error) {
+	cmd := exec.Command(name, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	d := time.Since(start)
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return d, rss, out.Bytes(), err
+}
+
+// floorLoop fetches every page of the list as the exporter's first sync does
+// (same page size and fields), reads it, finds next_token, and discards it.
+func floorLoop(base, token string) (int, error) {
+	s := spec.Spec{}
+	s.SetDefaults()
+	q := url.Values{}
+	q.Set("max_results", strconv.Itoa(walk.DefaultMaxPageSize))
+	q.Set("tweet.fields", strings.Join(s.Fields.TweetFields, ","))
+	next, posts := "", 0
+	buf := make([]byte, 0, 1<<20)
+	for {
+		if next != "" {
+			q.Set("pagination_token", next)
+		}
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, base+"/2/users/"+user+"/bookmarks?"+q.Encode(), nil)
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		w := bytes.NewBuffer(buf[:0])
+		_, err = io.Copy(w, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		body := w.Bytes()
+		posts += bytes.Count(body, []byte(`"edit_history_tweet_ids":`))
+		i := bytes.Index(body, []byte(`"next_token":"`))
+		if i < 0 {
+			return posts, nil
+		}
+		rest := body[i+len(`"next_token":"`):]
+		next = string(rest[:bytes.IndexByte(rest, '"')])
+	}
+}
+
+func median[T int64 | time.Duration](xs []T) T {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+func dirSize(dir string) int64 {
+	var n int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			n += info.Size()
+		}
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,79 @@ func TestConnectionTestChecksEachAccountsToken(t *testing.T) {
 	}
 	if err := p.TestConnection(ctx, zerolog.Nop(), []byte(`{"accounts":[]}`)); err == nil || !strings.Contains(err.Error(), "accounts") {
 		t.Fatalf("invalid spec: %v", err)
+	}
+}
+
+// `doc`, `package` and `cloudquery tables` initialise the plugin without a
+// connection and with a null spec: the tables must still be there.
+func TestTablesWithoutASpec(t *testing.T) {
+	p := New()
+	ctx := context.Background()
+	if err := p.Init(ctx, []byte("null"), plugin.NewClientOptions{NoConnection: true}); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := p.Tables(ctx, plugin.TableOptions{Tables: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"x_bookmarks", "x_bookmark_folders", "x_bookmark_folder_posts", "x_api_usage"}
+	if got := tables.FlattenTables().TableNames(); !slices.Equal(got, want) {
+		t.Fatalf("tables %v, want %v", got, want)
+	}
+	if err := p.Init(ctx, []byte("null"), plugin.NewClientOptions{}); err == nil || !strings.Contains(err.Error(), "spec is empty") {
+		t.Fatalf("a sync init with a null spec: %v", err)
+	}
+}
+
+// `cloudquery sync --shard N/T` splits the accounts: every account is
+// synced by exactly one shard, and each shard reports only its accounts.
+func TestShardsSplitAccounts(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	var accounts []map[string]any
+	users := []string{"11", "12", "13", "14", "15"}
+	for i, u := range users {
+		sim.SeedBookmarks(u, 3+i)
+		accounts = append(accounts, map[string]any{"user_id": u, "access_token": sim.IssueToken(u)})
+	}
+	specJSON, _ := json.Marshal(map[string]any{"base_url": sim.URL(), "accounts": accounts})
+	seen := map[string]int{}
+	for shard := int32(1); shard <= 2; shard++ {
+		p := New(WithClock(clk))
+		ctx := context.Background()
+		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks", "x_api_usage"}, Shard: &plugin.Shard{Num: shard, Total: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synced := map[string]bool{}
+		for _, m := range msgs {
+			ins, ok := m.(*message.SyncInsert)
+			if !ok {
+				continue
+			}
+			col := ins.Record.Column(ins.Record.Schema().FieldIndices("user_id")[0])
+			for i := 0; i < col.Len(); i++ {
+				if ins.GetTable().Name == "x_bookmarks" {
+					synced[col.ValueStr(i)] = true
+				} else if !synced[col.ValueStr(i)] {
+					t.Errorf("shard %d reports usage of user %s, which it did not sync", shard, col.ValueStr(i))
+				}
+			}
+		}
+		for u := range synced {
+			seen[u]++
+		}
+	}
+	for _, u := range users {
+		if seen[u] != 1 {
+			t.Errorf("user %s synced by %d shards, want 1", u, seen[u])
+		}
 	}
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,5 +105,38 @@ func TestRateLimitMidWalkWaitsForTheResetInsteadOfRestarting(t *testing.T) {
 	// The walk billed each of its posts once: 3000 posts, not 3000 + a restart.
 	if len(r.newRows) != 3000 || u["posts_billed"] != "3000" || u["rate_limit_waits"] == "0" {
 		t.Fatalf("walk did not wait it out: %v", r)
+	}
+}
+
+// A folder's membership is replaced only when its walk completed: when the
+// walk fails, the membership of the last good sync is emitted again (so a
+// destination that deletes stale rows keeps it) and its state is unchanged.
+func TestFailedFolderWalkKeepsThePreviousMembership(t *testing.T) {
+	h := newHarness(t, 40)
+	h.sim.CreateFolder(user, "77", "reading")
+	for _, id := range h.sim.Bookmarks(user)[:6] {
+		h.sim.AddToFolder(user, "77", id)
+	}
+	tables := []string{"x_bookmark_folders", "x_api_usage"}
+	first := h.folderPosts(h.sync(tables...))
+	if len(first) != 6 {
+		t.Fatalf("first sync: %d folder posts, want 6", len(first))
+	}
+	before := h.store.Committed()["x_bookmark_folder_posts/"+user+"/77"]
+	h.sim.AddToFolder(user, "77", h.sim.Bookmarks(user)[10])
+	h.sim.SetFaults(xsim.Faults{Seed: 1, ServerErrorRate: 1, Operations: []string{xsim.OpGetFolder}})
+	r := h.sync(tables...)
+	h.sim.SetFaults(xsim.Faults{})
+	if got := h.folderPosts(r); !slices.Equal(got, first) {
+		t.Fatalf("after a failed walk the folder emitted %v, want the previous membership %v", got, first)
+	}
+	if h.store.Committed()["x_bookmark_folder_posts/"+user+"/77"] != before {
+		t.Fatal("the failed folder walk changed its state")
+	}
+	if u := r.usage["get_folder"]; u["walk_outcomes"] != "failed" || u["failure"] == "" {
+		t.Fatalf("usage does not show the failed folder walk: %v", u)
+	}
+	if got := h.folderPosts(h.sync(tables...)); len(got) != 7 {
+		t.Fatalf("next sync: %d folder posts, want 7", len(got))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ type syncResult struct {
 	requests int
 	newRows  []string
 	usage    map[string]map[string]string // operation → column → value
+	folders  []string                     // folder_id/post_id rows of x_bookmark_folder_posts
 	errors   []string
 }
 
@@ -99,6 +101,11 @@ func (h *harness) sync(tables ...string) syncResult {
 						h.emitted[id]++
 						res.newRows = append(res.newRows, id)
 					}
+				}
+			case "x_bookmark_folder_posts":
+				folders, posts := stringColumn(m.Record, "folder_id"), stringColumn(m.Record, "post_id")
+				for i := range posts {
+					res.folders = append(res.folders, folders[i]+"/"+posts[i])
 				}
 			case "x_api_usage":
 				for _, row := range rows(m.Record) {
@@ -184,4 +191,11 @@ func (r syncResult) outcome() string { return r.usage["list_bookmarks"]["walk_ou
 
 func (r syncResult) String() string {
 	return fmt.Sprintf("billed %d, requests %d, new %d, usage %v, errors %v", r.billed, r.requests, len(r.newRows), r.usage["list_bookmarks"], r.errors)
+}
+
+// folderPosts returns a sync's folder membership rows, sorted.
+func (h *harness) folderPosts(r syncResult) []string {
+	out := slices.Clone(r.folders)
+	slices.Sort(out)
+	return out
 }

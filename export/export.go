@@ -42,6 +42,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/gofrs/flock"
@@ -140,7 +141,10 @@ type run struct {
 	written map[string]*idSet
 	sess    *account.Set
 	prog    *progress
-	stateC  *stateClient
+	// stateC is the plugin's state backend during the run: it starts from
+	// the committed keys, and what the plugin flushes is committed with the
+	// run's files. Nothing reaches the disk before the data it describes.
+	stateC *memstate.Store
 }
 
 // tableWriter stages one table's file.
@@ -190,7 +194,7 @@ func (r *run) sync(ctx context.Context) error {
 	if o.Quiet {
 		logger = logger.Level(zerolog.ErrorLevel)
 	}
-	r.stateC = newStateClient(r.state.Keys)
+	r.stateC = memstate.NewWith(r.state.Keys)
 	opts := []xplugin.Option{
 		xplugin.WithClock(o.Clock),
 		xplugin.WithState(r.stateC),
@@ -409,10 +413,7 @@ func (r *run) commitAndPublish() error {
 		Pending: &r.rec,
 		LastRun: r.state.LastRun,
 	}
-	for k, v := range r.state.Keys {
-		next.Keys[k] = v
-	}
-	for k, v := range r.stateC.changes() {
+	for k, v := range r.stateC.Committed() {
 		next.Keys[k] = v
 	}
 	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {

@@ -2,11 +2,10 @@ package export
 
 import (
 	"bytes"
-	"compress/flate"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cq-source-x/cq-source-x/internal/textpack"
 	"io"
 	"slices"
 	"strconv"
@@ -144,32 +143,14 @@ func (s *idSet) MarshalText() ([]byte, error) {
 		raw = binary.AppendUvarint(raw, uint64(len(str)))
 		raw = append(raw, str...)
 	}
-	var packed bytes.Buffer
-	zw, err := flate.NewWriter(&packed, flate.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	out := make([]byte, base64.StdEncoding.EncodedLen(packed.Len()))
-	base64.StdEncoding.Encode(out, packed.Bytes())
-	return out, nil
+	return textpack.Pack(raw)
 }
 
 // UnmarshalText decodes what MarshalText wrote.
 func (s *idSet) UnmarshalText(text []byte) error {
-	packed := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
-	n, err := base64.StdEncoding.Decode(packed, text)
+	raw, err := textpack.Unpack(text, "written-id set")
 	if err != nil {
-		return fmt.Errorf("written-id set: not base64: %w", err)
-	}
-	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(packed[:n])))
-	if err != nil {
-		return fmt.Errorf("written-id set: not DEFLATE data: %w", err)
+		return err
 	}
 	r := bytes.NewReader(raw)
 	bad := errors.New("written-id set: damaged")

@@ -1,7 +1,6 @@
 package export
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
-
-	"github.com/cloudquery/plugin-sdk/v4/state"
 )
 
 // Layout of an output directory.
@@ -161,57 +157,4 @@ func mkdirSynced(parent, name string) error {
 		return err
 	}
 	return syncDir(parent)
-}
-
-// stateClient is the plugin's state backend during a run: it reads the
-// committed keys and collects the keys set, which the run commits together
-// with its files. Flush does nothing: nothing reaches the disk before the
-// data it describes.
-type stateClient struct {
-	mu      sync.Mutex
-	keys    map[string]string
-	changed map[string]string
-	flushed bool
-}
-
-var _ state.Client = (*stateClient)(nil)
-
-func newStateClient(committed map[string]string) *stateClient {
-	return &stateClient{keys: committed, changed: map[string]string{}}
-}
-
-func (c *stateClient) SetKey(_ context.Context, key, value string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.changed[key] = value
-	return nil
-}
-
-func (c *stateClient) GetKey(_ context.Context, key string) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.changed[key]; ok {
-		return v, nil
-	}
-	return c.keys[key], nil
-}
-
-func (c *stateClient) Flush(context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.flushed = true
-	return nil
-}
-
-func (c *stateClient) Close() error { return nil }
-
-// changes returns the keys set during the run.
-func (c *stateClient) changes() map[string]string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]string, len(c.changed))
-	for k, v := range c.changed {
-		out[k] = v
-	}
-	return out
 }

@@ -2,11 +2,10 @@ package walk
 
 import (
 	"bytes"
-	"compress/flate"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cq-source-x/cq-source-x/internal/textpack"
 	"io"
 	"strconv"
 )
@@ -174,32 +173,14 @@ func (l *IDList) MarshalText() ([]byte, error) {
 			prev = n
 		}
 	}
-	var packed bytes.Buffer
-	zw, err := flate.NewWriter(&packed, flate.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	out := make([]byte, base64.StdEncoding.EncodedLen(packed.Len()))
-	base64.StdEncoding.Encode(out, packed.Bytes())
-	return out, nil
+	return textpack.Pack(raw.Bytes())
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (l *IDList) UnmarshalText(text []byte) error {
-	packed := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
-	n, err := base64.StdEncoding.Decode(packed, text)
+	raw, err := textpack.Unpack(text, "held post list")
 	if err != nil {
-		return fmt.Errorf("held post list: not base64: %w", err)
-	}
-	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(packed[:n])))
-	if err != nil {
-		return fmt.Errorf("held post list: not DEFLATE data: %w", err)
+		return err
 	}
 	r := bytes.NewReader(raw)
 	format, err := r.ReadByte()

@@ -1,7 +1,8 @@
 // Package memstate is an in-memory state backend with the semantics of the
 // SDK's state client: SetKey is staged, GetKey sees staged values, Flush
 // commits them. Tests and benchmarks use it to keep walk state between
-// in-process syncs, and to check that a failed walk never touched its key.
+// in-process syncs, and the exporter to collect the state it commits with a
+// run's files.
 package memstate
 
 import (
@@ -23,8 +24,15 @@ type Store struct {
 var _ state.Client = (*Store)(nil)
 
 // New returns an empty store.
-func New() *Store {
-	return &Store{committed: map[string]string{}, staged: map[string]string{}}
+func New() *Store { return NewWith(nil) }
+
+// NewWith returns a store holding a copy of committed.
+func NewWith(committed map[string]string) *Store {
+	c := maps.Clone(committed)
+	if c == nil {
+		c = map[string]string{}
+	}
+	return &Store{committed: c, staged: map[string]string{}}
 }
 
 // SetKey stages a value until Flush.

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -112,15 +113,26 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	firstSeenAt := s.Clock.Now()
 
 	var page *client.PostPage // the page being emitted
+	fields := s.Fields
 	w := &walk.Walker[client.Post]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(p client.Post) string { return p.ID },
 		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.Post], error) {
-			p, _, err := s.API.ListBookmarks(ctx, s.UserID, client.ListOptions{
+			opts := client.ListOptions{
 				PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
-				Fields:      s.Fields,
-			})
+				Fields:      fields,
+			}
+			p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
+			if errors.Is(err, client.ErrInvalidRequest) && !fields.Empty() {
+				// The document leaves field selection "not shown": an API that
+				// refuses it still serves the posts. A refused request is not
+				// billed, so asking again without it costs nothing.
+				s.Logger.Warn().Err(err).Msg("the API refused the field selection; reading posts with the fields it returns by default")
+				fields = client.Fields{}
+				opts.Fields = fields
+				p, _, err = s.API.ListBookmarks(ctx, s.UserID, opts)
+			}
 			if err != nil {
 				return walk.Page[client.Post]{}, err
 			}

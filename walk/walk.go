@@ -71,6 +71,12 @@ const (
 // Clean reports whether the walk ended cleanly, so its memory may be stored.
 func (o Outcome) Clean() bool { return o == MetHeld || o == ReachedEnd }
 
+// maxEmptyPages bounds how many empty pages with a next_token the walk
+// follows in a row. X may return a short or even empty page when posts on
+// it were deleted or withheld, and the walk goes on; a server that keeps
+// answering with nothing would otherwise make it loop forever.
+const maxEmptyPages = 10
+
 // ErrBudget is returned (wrapped) when a walk stops at the billed-post cap.
 var ErrBudget = errors.New("stopped at the billed-post cap (max_billed_posts); state not advanced")
 
@@ -138,7 +144,7 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 	planner := NewPlanner(settings, prev, res.StartedAt)
 	st := newStopState(prev, settings.Confirmations)
 
-	token := ""
+	token, emptyPages := "", 0
 	for {
 		size := planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
 		if size == 0 {
@@ -176,11 +182,15 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 			res.Outcome = MetHeld
 		case page.Next == "":
 			res.Outcome = ReachedEnd
-		case len(page.Items) == 0:
-			// A page with nothing on it but a next token would loop forever.
+		case len(page.Items) == 0 && emptyPages >= maxEmptyPages:
 			res.Outcome = Failed
-			return res, errors.New("the API returned an empty page with a next_token")
+			return res, fmt.Errorf("the API returned %d empty pages in a row, each with a next_token", emptyPages+1)
 		default:
+			if len(page.Items) == 0 {
+				emptyPages++
+			} else {
+				emptyPages = 0
+			}
 			token = page.Next
 			continue
 		}

@@ -506,3 +506,35 @@ func TestRandomMutationsLoseNothing(t *testing.T) {
 		})
 	}
 }
+
+// X may return a page with nothing on it (its posts deleted or withheld) and
+// a next_token; the walk follows it, but not forever.
+func TestEmptyPagesWithANextTokenAreFollowedButNotForever(t *testing.T) {
+	l := newList(30)
+	a := newArchive()
+	a.sync(t, l, Settings{})
+	l.bookmark("7000001")
+	empty := 0
+	fetch := func(ctx context.Context, maxResults int, token string) (Page[string], error) {
+		if token == "" || token[0] != 'e' {
+			if empty < 2 {
+				empty++
+				return Page[string]{Next: "e" + strconv.Itoa(empty)}, nil
+			}
+		}
+		if token != "" && token[0] == 'e' {
+			token = ""
+		}
+		return l.fetch(ctx, maxResults, token)
+	}
+	w := &Walker[string]{Fetch: fetch, ID: func(s string) string { return s }, Clock: a.clk}
+	res, err := w.Run(context.Background(), a.mem)
+	if err != nil || res.New != 1 {
+		t.Fatalf("walk across empty pages: %v, %+v", err, res)
+	}
+	w.Fetch = func(context.Context, int, string) (Page[string], error) { return Page[string]{Next: "again"}, nil }
+	res, err = w.Run(context.Background(), a.mem)
+	if err == nil || res.Outcome != Failed || res.Requests != maxEmptyPages+1 {
+		t.Fatalf("endless empty pages: %v, %+v", err, res)
+	}
+}

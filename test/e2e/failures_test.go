@@ -140,3 +140,15 @@ func TestFailedFolderWalkKeepsThePreviousMembership(t *testing.T) {
 		t.Fatalf("next sync: %d folder posts, want 7", len(got))
 	}
 }
+
+// An API that refuses field selection (the document leaves it "not shown")
+// still gets its posts read: the walk asks again without fields, unbilled.
+func TestRefusedFieldSelectionFallsBackToDefaultFields(t *testing.T) {
+	h := newHarness(t, 25)
+	h.spec["fields"] = map[string]any{"tweet_fields": []string{"created_at", "no_such_field"}}
+	r := h.sync()
+	h.mustLoseNothing()
+	if len(r.newRows) != 25 || r.billed != 25 || r.outcome() != "reached_end" {
+		t.Fatalf("sync with a refused field: %v", r)
+	}
+}

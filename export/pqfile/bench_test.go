@@ -1,6 +1,7 @@
 package pqfile_test
 
 import (
+	"github.com/cq-source-x/cq-source-x/test/synctest"
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
@@ -15,8 +16,8 @@ func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); re
 // The comparison with parquet-go and the codecs is in pqbench (a separate
 // module); docs/parquet.md has the figures.
 func BenchmarkWriteBookmarks(b *testing.B) {
-	s := syncTable(b, 100_000, "x_bookmarks", nil)
-	conv, err := pqfile.NewConverter(s.table, syncTime, "x", nil)
+	s := synctest.Table(b, 100_000, "x_bookmarks", nil)
+	conv, err := pqfile.NewConverter(s.Table, syncTime, "x", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func BenchmarkWriteBookmarks(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, r := range s.records {
+		for _, r := range s.Records {
 			out, err := conv.Convert(r)
 			if err != nil {
 				b.Fatal(err)
@@ -43,6 +44,6 @@ func BenchmarkWriteBookmarks(b *testing.B) {
 		}
 		size = cw.n
 	}
-	b.ReportMetric(float64(s.rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(s.Rows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(size), "file-bytes")
 }

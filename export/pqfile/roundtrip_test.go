@@ -3,6 +3,7 @@ package pqfile_test
 import (
 	"context"
 	"fmt"
+	"github.com/cq-source-x/cq-source-x/test/synctest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -25,18 +26,18 @@ import (
 var syncTime = time.Date(2026, 11, 22, 10, 15, 0, 123456000, time.UTC)
 
 // writeAll converts and writes every record of s to a new file in dir.
-func writeAll(tb testing.TB, dir string, s *synced, o pqfile.Options) (string, *pqfile.Converter) {
+func writeAll(tb testing.TB, dir string, s *synctest.Synced, o pqfile.Options) (string, *pqfile.Converter) {
 	tb.Helper()
-	conv, err := pqfile.NewConverter(s.table, syncTime, "x", map[string]string{pqfile.MetadataPluginVersion: "v9.9.9"})
+	conv, err := pqfile.NewConverter(s.Table, syncTime, "x", map[string]string{pqfile.MetadataPluginVersion: "v9.9.9"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	path := filepath.Join(dir, s.table.Name+".parquet")
+	path := filepath.Join(dir, s.Table.Name+".parquet")
 	w, err := pqfile.Create(path, conv.Schema(), o)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, rec := range s.records {
+	for _, rec := range s.Records {
 		out, err := conv.Convert(rec)
 		if err != nil {
 			tb.Fatal(err)
@@ -49,8 +50,8 @@ func writeAll(tb testing.TB, dir string, s *synced, o pqfile.Options) (string, *
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	if w.Rows() != s.rows {
-		tb.Fatalf("wrote %d rows, want %d", w.Rows(), s.rows)
+	if w.Rows() != s.Rows {
+		tb.Fatalf("wrote %d rows, want %d", w.Rows(), s.Rows)
 	}
 	return path, conv
 }
@@ -146,7 +147,7 @@ func value(tb testing.TB, a arrow.Array, i int) any {
 
 // compareAll checks that the records read back hold exactly the values
 // written, row by row and column by column, nulls included.
-func compareAll(tb testing.TB, s *synced, got []arrow.RecordBatch) {
+func compareAll(tb testing.TB, s *synctest.Synced, got []arrow.RecordBatch) {
 	tb.Helper()
 	type cursor struct {
 		recs []arrow.RecordBatch
@@ -162,7 +163,7 @@ func compareAll(tb testing.TB, s *synced, got []arrow.RecordBatch) {
 		c.i++
 		return c.recs[c.r], c.i - 1
 	}
-	want, have := &cursor{recs: s.records}, &cursor{recs: got}
+	want, have := &cursor{recs: s.Records}, &cursor{recs: got}
 	wantTime, _ := arrow.TimestampFromTime(syncTime, arrow.Microsecond)
 	rows, mismatches := 0, 0
 	for {
@@ -191,16 +192,16 @@ func compareAll(tb testing.TB, s *synced, got []arrow.RecordBatch) {
 			}
 		}
 	}
-	if rows != int(s.rows) || mismatches > 0 {
-		tb.Fatalf("%d rows compared (want %d), %d mismatches", rows, s.rows, mismatches)
+	if rows != int(s.Rows) || mismatches > 0 {
+		tb.Fatalf("%d rows compared (want %d), %d mismatches", rows, s.Rows, mismatches)
 	}
 }
 
 // checkTypes checks the Parquet types readers see and the metadata.
-func checkTypes(t *testing.T, s *synced, sc *arrow.Schema, pr *file.Reader) {
+func checkTypes(t *testing.T, s *synctest.Synced, sc *arrow.Schema, pr *file.Reader) {
 	t.Helper()
 	pq := pr.MetaData().Schema
-	for _, c := range s.table.Columns {
+	for _, c := range s.Table.Columns {
 		idx := pq.ColumnIndexByName(c.Name)
 		if c.Type.ID() == arrow.LIST {
 			idx = pq.ColumnIndexByName(c.Name + ".list.element")
@@ -242,7 +243,7 @@ func checkTypes(t *testing.T, s *synced, sc *arrow.Schema, pr *file.Reader) {
 	}
 	kv := pr.MetaData().KeyValueMetadata()
 	for k, want := range map[string]string{
-		schema.MetadataTableName:     s.table.Name,
+		schema.MetadataTableName:     s.Table.Name,
 		pqfile.MetadataPluginVersion: "v9.9.9",
 		pqfile.MetadataSourceName:    "x",
 	} {
@@ -253,13 +254,13 @@ func checkTypes(t *testing.T, s *synced, sc *arrow.Schema, pr *file.Reader) {
 			t.Errorf("Arrow schema metadata %s = %q, want %q", k, v, want)
 		}
 	}
-	if s.table.IsIncremental {
+	if s.Table.IsIncremental {
 		if v, _ := sc.Metadata().GetValue(schema.MetadataIncremental); v != "true" {
 			t.Errorf("incremental metadata %q", v)
 		}
 	}
 	var pks []string
-	for _, c := range s.table.PrimaryKeys() {
+	for _, c := range s.Table.PrimaryKeys() {
 		pks = append(pks, c)
 	}
 	if v, _ := sc.Metadata().GetValue(pqfile.MetadataPrimaryKeys); v != fmt.Sprint(joinComma(pks)) {
@@ -283,14 +284,14 @@ func joinComma(s []string) string {
 // them back: every value, null, timestamp, list and JSON string is intact,
 // and the Parquet types and metadata are what readers need.
 func TestRoundTrip(t *testing.T) {
-	all := syncAll(t, 3000, map[string]any{
+	all := synctest.All(t, 3000, map[string]any{
 		"fields": map[string]any{"expansions": []string{"author_id", "attachments.media_keys"}},
 	})
 	dir := t.TempDir()
 	for _, name := range []string{"x_bookmarks", "x_bookmark_folders", "x_bookmark_folder_posts", "x_api_usage"} {
 		s := all[name]
 		t.Run(name, func(t *testing.T) {
-			if s.rows == 0 {
+			if s.Rows == 0 {
 				t.Fatal("no rows synced")
 			}
 			path, _ := writeAll(t, dir, s, pqfile.Options{})
@@ -302,9 +303,9 @@ func TestRoundTrip(t *testing.T) {
 	// Every kind of value occurs: nulls and values in the optional columns.
 	b := all["x_bookmarks"]
 	for _, col := range []string{"media", "note_tweet", "in_reply_to_user_id", "referenced_tweets", "bookmarked_after"} {
-		idx := b.table.Columns.Index(col)
+		idx := b.Table.Columns.Index(col)
 		nulls, values := 0, 0
-		for _, r := range b.records {
+		for _, r := range b.Records {
 			nulls += r.Column(idx).NullN()
 			values += int(r.NumRows()) - r.Column(idx).NullN()
 		}

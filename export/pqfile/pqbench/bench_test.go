@@ -3,6 +3,7 @@ package pqbench
 import (
 	"bytes"
 	"fmt"
+	"github.com/cq-source-x/cq-source-x/test/synctest"
 	"io"
 	"reflect"
 	"sort"
@@ -29,7 +30,7 @@ const benchPosts = 100_000
 
 var (
 	once    sync.Once
-	data    *synced
+	data    *synctest.Synced
 	convOut []arrow.RecordBatch // data converted once, as the exporter writes it
 	conv    *pqfile.Converter
 )
@@ -38,15 +39,15 @@ var syncTime = time.Date(2026, 11, 22, 10, 15, 0, 123456000, time.UTC)
 
 // records returns the plugin's x_bookmarks records for benchPosts posts,
 // synced once per process, and the same records converted.
-func records(tb testing.TB) (*synced, []arrow.RecordBatch, *pqfile.Converter) {
+func records(tb testing.TB) (*synctest.Synced, []arrow.RecordBatch, *pqfile.Converter) {
 	once.Do(func() {
-		data = syncTable(tb, benchPosts, "x_bookmarks", nil)
+		data = synctest.Table(tb, benchPosts, "x_bookmarks", nil)
 		var err error
-		conv, err = pqfile.NewConverter(data.table, syncTime, "x", nil)
+		conv, err = pqfile.NewConverter(data.Table, syncTime, "x", nil)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		for _, r := range data.records {
+		for _, r := range data.Records {
 			out, err := conv.Convert(r)
 			if err != nil {
 				tb.Fatal(err)
@@ -275,10 +276,10 @@ func value(tb testing.TB, a arrow.Array, i int) any {
 
 // expected lists every cell of the original records, row-major, with the
 // two internal columns the converter adds in front.
-func expected(tb testing.TB, s *synced) [][]any {
+func expected(tb testing.TB, s *synctest.Synced) [][]any {
 	ts, _ := arrow.TimestampFromTime(syncTime, arrow.Microsecond)
 	var out [][]any
-	for _, r := range s.records {
+	for _, r := range s.Records {
 		for i := 0; i < int(r.NumRows()); i++ {
 			row := []any{int64(ts), "x"}
 			for c := 0; c < int(r.NumCols()); c++ {
@@ -454,16 +455,16 @@ func BenchmarkWrite(b *testing.B) {
 	s, recs, conv := records(b)
 	for _, codec := range codecs {
 		b.Run("lib=pqarrow/codec="+codec, func(b *testing.B) {
-			benchWrite(b, s.rows, func(w io.Writer) error { return writePQArrow(w, conv, recs, codec, false, nil) })
+			benchWrite(b, s.Rows, func(w io.Writer) error { return writePQArrow(w, conv, recs, codec, false, nil) })
 		})
 		b.Run("lib=pqarrow+convert/codec="+codec, func(b *testing.B) {
-			benchWrite(b, s.rows, func(w io.Writer) error { return writePQArrow(w, conv, nil, codec, true, s.records) })
+			benchWrite(b, s.Rows, func(w io.Writer) error { return writePQArrow(w, conv, nil, codec, true, s.Records) })
 		})
 		b.Run("lib=pqarrow-per-50-row-record/codec="+codec, func(b *testing.B) {
 			if codec != "zstd" {
 				b.Skip("zstd only")
 			}
-			benchWrite(b, s.rows, func(w io.Writer) error {
+			benchWrite(b, s.Rows, func(w io.Writer) error {
 				pw, err := pqfile.NewWriter(w, conv.Schema(), pqfile.Options{BatchRows: 1})
 				if err != nil {
 					return err
@@ -477,7 +478,7 @@ func BenchmarkWrite(b *testing.B) {
 			})
 		})
 		b.Run("lib=parquet-go/codec="+codec, func(b *testing.B) {
-			benchWrite(b, s.rows, func(w io.Writer) error { return writeParquetGo(w, conv.Schema(), recs, pgCodec(codec)) })
+			benchWrite(b, s.Rows, func(w io.Writer) error { return writeParquetGo(w, conv.Schema(), recs, pgCodec(codec)) })
 		})
 	}
 }

@@ -1,4 +1,7 @@
-package pqbench
+// Package synctest gives tests and benchmarks the records a real sync of the
+// plugin sends: the plugin runs in process against the simulator, and what
+// it would send a destination is collected per table.
+package synctest
 
 import (
 	"context"
@@ -16,23 +19,22 @@ import (
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
 
-// synced holds the records a real sync of the plugin sent for one table.
-type synced struct {
-	table   *schema.Table
-	records []arrow.RecordBatch
-	rows    int64
+// Synced holds the records a sync sent for one table.
+type Synced struct {
+	Table   *schema.Table
+	Records []arrow.RecordBatch
+	Rows    int64
 }
 
-// syncTable runs the plugin in-process against the simulator holding n
-// bookmarks of one account (and a folder of 3) and returns what it sent
-// for table. extra is merged into the plugin spec.
-func syncTable(tb testing.TB, n int, table string, extra map[string]any) *synced {
+// Table syncs one account holding n bookmarks (and a folder of 3) and
+// returns what the sync sent for table. extra is merged into the plugin spec.
+func Table(tb testing.TB, n int, table string, extra map[string]any) *Synced {
 	tb.Helper()
-	return syncAll(tb, n, extra)[table]
+	return All(tb, n, extra)[table]
 }
 
-// syncAll is syncTable for every table.
-func syncAll(tb testing.TB, n int, extra map[string]any) map[string]*synced {
+// All is Table for every table.
+func All(tb testing.TB, n int, extra map[string]any) map[string]*Synced {
 	tb.Helper()
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk, DisableRateLimits: true})
@@ -58,7 +60,7 @@ func syncAll(tb testing.TB, n int, extra map[string]any) map[string]*synced {
 	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
 		tb.Fatal(err)
 	}
-	out := map[string]*synced{}
+	out := map[string]*Synced{}
 	ch := make(chan message.SyncMessage)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -67,12 +69,12 @@ func syncAll(tb testing.TB, n int, extra map[string]any) map[string]*synced {
 		for m := range ch {
 			switch m := m.(type) {
 			case *message.SyncMigrateTable:
-				out[m.Table.Name] = &synced{table: m.Table}
+				out[m.Table.Name] = &Synced{Table: m.Table}
 			case *message.SyncInsert:
 				name, _ := m.Record.Schema().Metadata().GetValue(schema.MetadataTableName)
 				s := out[name]
-				s.records = append(s.records, m.Record)
-				s.rows += m.Record.NumRows()
+				s.Records = append(s.Records, m.Record)
+				s.Rows += m.Record.NumRows()
 			}
 		}
 	}()

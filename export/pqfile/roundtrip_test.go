@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -20,7 +19,6 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
-	"github.com/google/uuid"
 )
 
 var syncTime = time.Date(2026, 11, 22, 10, 15, 0, 123456000, time.UTC)
@@ -93,58 +91,6 @@ func readAll(tb testing.TB, path string) (*arrow.Schema, []arrow.RecordBatch, *f
 	return sc, recs, pr
 }
 
-// value normalises one cell for comparison: nil for null, string for text
-// (JSON bytes and UUIDs included, UUIDs in canonical form), []string for
-// lists (empty and null lists differ), int64 for timestamps (microseconds)
-// and integers.
-func value(tb testing.TB, a arrow.Array, i int) any {
-	if a.IsNull(i) {
-		return nil
-	}
-	switch a := a.(type) {
-	case *array.String:
-		return a.Value(i)
-	case *array.Binary:
-		return string(a.Value(i))
-	case *array.Timestamp:
-		if u := a.DataType().(*arrow.TimestampType); u.Unit != arrow.Microsecond || u.TimeZone != "UTC" {
-			tb.Fatalf("timestamp type %s", u)
-		}
-		return int64(a.Value(i))
-	case *array.Int64:
-		return a.Value(i)
-	case *array.Float64:
-		return a.Value(i)
-	case *array.Boolean:
-		return a.Value(i)
-	case *array.List:
-		start, end := a.ValueOffsets(i)
-		out := []string{}
-		for j := start; j < end; j++ {
-			v := value(tb, a.ListValues(), int(j))
-			if v == nil {
-				out = append(out, "<null>")
-				continue
-			}
-			out = append(out, v.(string))
-		}
-		return out
-	case array.ExtensionArray:
-		switch a.ExtensionType().ExtensionName() {
-		case types.ExtensionTypes.UUID.ExtensionName():
-			u, err := uuid.FromBytes(a.Storage().(*array.FixedSizeBinary).Value(i))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			return u.String()
-		default: // JSON: the SDK's (binary storage) or arrow.json (string storage)
-			return value(tb, a.Storage(), i)
-		}
-	}
-	tb.Fatalf("unexpected array type %s", a.DataType())
-	return nil
-}
-
 // compareAll checks that the records read back hold exactly the values
 // written, row by row and column by column, nulls included.
 func compareAll(tb testing.TB, s *synctest.Synced, got []arrow.RecordBatch) {
@@ -176,14 +122,14 @@ func compareAll(tb testing.TB, s *synctest.Synced, got []arrow.RecordBatch) {
 			break
 		}
 		rows++
-		if v := value(tb, hr.Column(0), hi); v != int64(wantTime) {
+		if v := synctest.Cell(tb, hr.Column(0), hi); v != int64(wantTime) {
 			tb.Fatalf("row %d: _cq_sync_time %v", rows, v)
 		}
-		if v := value(tb, hr.Column(1), hi); v != "x" {
+		if v := synctest.Cell(tb, hr.Column(1), hi); v != "x" {
 			tb.Fatalf("row %d: _cq_source_name %v", rows, v)
 		}
 		for c := 0; c < int(wr.NumCols()); c++ {
-			w, h := value(tb, wr.Column(c), wi), value(tb, hr.Column(c+2), hi)
+			w, h := synctest.Cell(tb, wr.Column(c), wi), synctest.Cell(tb, hr.Column(c+2), hi)
 			if !reflect.DeepEqual(w, h) {
 				mismatches++
 				if mismatches < 10 {

@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/types"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/google/uuid"
 )
 
 // Synced holds the records a sync sent for one table.
@@ -85,4 +88,56 @@ func All(tb testing.TB, n int, extra map[string]any) map[string]*Synced {
 		tb.Fatal(err)
 	}
 	return out
+}
+
+// Cell normalises one cell for comparison: nil for null, string for text
+// (JSON bytes and UUIDs included, UUIDs in canonical form), []string for
+// lists (empty and null lists differ), int64 for timestamps (microseconds)
+// and integers.
+func Cell(tb testing.TB, a arrow.Array, i int) any {
+	if a.IsNull(i) {
+		return nil
+	}
+	switch a := a.(type) {
+	case *array.String:
+		return a.Value(i)
+	case *array.Binary:
+		return string(a.Value(i))
+	case *array.Timestamp:
+		if u := a.DataType().(*arrow.TimestampType); u.Unit != arrow.Microsecond || u.TimeZone != "UTC" {
+			tb.Fatalf("timestamp type %s", u)
+		}
+		return int64(a.Value(i))
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.List:
+		start, end := a.ValueOffsets(i)
+		out := []string{}
+		for j := start; j < end; j++ {
+			v := Cell(tb, a.ListValues(), int(j))
+			if v == nil {
+				out = append(out, "<null>")
+				continue
+			}
+			out = append(out, v.(string))
+		}
+		return out
+	case array.ExtensionArray:
+		switch a.ExtensionType().ExtensionName() {
+		case types.ExtensionTypes.UUID.ExtensionName():
+			u, err := uuid.FromBytes(a.Storage().(*array.FixedSizeBinary).Value(i))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return u.String()
+		default: // JSON: the SDK's (binary storage) or arrow.json (string storage)
+			return Cell(tb, a.Storage(), i)
+		}
+	}
+	tb.Fatalf("unexpected array type %s", a.DataType())
+	return nil
 }

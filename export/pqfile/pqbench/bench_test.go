@@ -18,9 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/cloudquery/plugin-sdk/v4/types"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
-	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 	pgcompress "github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
@@ -237,43 +235,6 @@ func writeParquetGo(w io.Writer, sc *arrow.Schema, recs []arrow.RecordBatch, cod
 
 // --- round trips ---
 
-// value normalises one Arrow cell: nil for null, string for text (SDK JSON
-// bytes and UUIDs in canonical form included), []string for lists, int64
-// for timestamps and integers.
-func value(tb testing.TB, a arrow.Array, i int) any {
-	if a.IsNull(i) {
-		return nil
-	}
-	switch a := a.(type) {
-	case *array.String:
-		return a.Value(i)
-	case *array.Binary:
-		return string(a.Value(i))
-	case *array.Timestamp:
-		return int64(a.Value(i))
-	case *array.Int64:
-		return a.Value(i)
-	case *array.Float64:
-		return a.Value(i)
-	case *array.Boolean:
-		return a.Value(i)
-	case *array.List:
-		start, end := a.ValueOffsets(i)
-		out := []string{}
-		for j := start; j < end; j++ {
-			out = append(out, a.ListValues().(*array.String).Value(int(j)))
-		}
-		return out
-	case array.ExtensionArray:
-		if a.ExtensionType().ExtensionName() == types.ExtensionTypes.UUID.ExtensionName() {
-			return uuid.UUID(a.Storage().(*array.FixedSizeBinary).Value(i)).String()
-		}
-		return value(tb, a.Storage(), i)
-	}
-	tb.Fatalf("unexpected array type %s", a.DataType())
-	return nil
-}
-
 // expected lists every cell of the original records, row-major, with the
 // two internal columns the converter adds in front.
 func expected(tb testing.TB, s *synctest.Synced) [][]any {
@@ -283,7 +244,7 @@ func expected(tb testing.TB, s *synctest.Synced) [][]any {
 		for i := 0; i < int(r.NumRows()); i++ {
 			row := []any{int64(ts), "x"}
 			for c := 0; c < int(r.NumCols()); c++ {
-				row = append(row, value(tb, r.Column(c), i))
+				row = append(row, synctest.Cell(tb, r.Column(c), i))
 			}
 			out = append(out, row)
 		}
@@ -313,7 +274,7 @@ func readPQArrow(tb testing.TB, b []byte) [][]any {
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row := make([]any, rec.NumCols())
 			for c := range row {
-				row[c] = value(tb, rec.Column(c), i)
+				row[c] = synctest.Cell(tb, rec.Column(c), i)
 			}
 			out = append(out, row)
 		}

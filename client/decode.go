@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,34 @@ func isSyntaxError(err error) bool {
 var errEmptyBody = errors.New("empty body")
 
 // decodePostPage decodes a list_bookmarks page; sizeHint is the number of
+// tailMeta reads the top-level "meta" object when it is the body's last
+// member, as X writes pages, without decoding the members before it. ok is
+// false when that cannot be told for sure: no such key, or anything but the
+// body's closing brace after its value. (`"meta":` cannot occur inside a
+// JSON string, whose quotes are escaped; a nested "meta" is followed by at
+// least two closing brackets.)
+func tailMeta(body []byte) (m Meta, ok bool) {
+	i := bytes.LastIndex(body, []byte(`"meta":`))
+	if i < 0 {
+		return Meta{}, false
+	}
+	s := scanner{b: body, i: i + len(`"meta":`)}
+	if !s.next('{') {
+		return Meta{}, false
+	}
+	start, end, err := s.skip()
+	if err != nil {
+		return Meta{}, false
+	}
+	if rest := bytes.TrimSpace(body[end:]); len(rest) != 1 || rest[0] != '}' {
+		return Meta{}, false
+	}
+	if err := json.Unmarshal(body[start:end], &m); err != nil {
+		return Meta{}, false
+	}
+	return m, true
+}
+
 // posts expected (the page size asked for).
 func decodePostPage(body []byte, sizeHint int) (*PostPage, error) {
 	page := &PostPage{}

@@ -356,3 +356,35 @@ func BenchmarkDecodePostPage(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/100, "ns/post")
 	})
 }
+
+// OnMeta's early meta is read from the end of the body only when it is
+// certainly the top-level "meta"; otherwise the caller waits for the page.
+func TestTailMeta_OnlyTheTopLevelMetaAtTheEnd(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		want       *Meta
+	}{
+		{"meta last", `{"data":[{"id":"1","text":"a"}],"meta":{"result_count":1,"next_token":"ABC"}}`, &Meta{ResultCount: 1, NextToken: "ABC"}},
+		{"white space", "{\"data\":[],\n \"meta\" : {\"result_count\":0} }\n", nil}, // `"meta" :` is not `"meta":`: no early meta, no harm
+		{"compact with trailing newline", "{\"data\":[],\"meta\":{\"result_count\":0}}\n", &Meta{}},
+		{"meta first", `{"meta":{"result_count":1,"next_token":"ABC"},"data":[{"id":"1","text":"a"}]}`, nil},
+		{"nested meta last", `{"data":[{"id":"1","text":"a"}],"includes":{"meta":{"result_count":9,"next_token":"NO"}}}`, nil},
+		{"meta in a string", `{"data":[{"id":"1","text":"\"meta\":{\"result_count\":9}}"}]}`, nil},
+		{"no meta", `{"data":[{"id":"1","text":"a"}]}`, nil},
+		{"cut short", `{"data":[],"meta":{"result_count":1,"next_tok`, nil},
+		{"not a meta object", `{"data":[],"meta":{"result_count":"many"}}`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := tailMeta([]byte(c.body))
+			if c.want == nil {
+				if ok {
+					t.Fatalf("tailMeta = %+v, want none", got)
+				}
+				return
+			}
+			if !ok || got != *c.want {
+				t.Fatalf("tailMeta = %+v, %v; want %+v", got, ok, *c.want)
+			}
+		})
+	}
+}

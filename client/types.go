@@ -62,6 +62,14 @@ type PageOptions struct {
 type ListOptions struct {
 	PageOptions
 	Fields Fields
+	// OnMeta, when set, is called with the page's meta as soon as the body
+	// has been read, before its posts are decoded, when the meta can be told
+	// from the end of the body (where X puts it) without decoding the rest.
+	// It lets a caller that will read the next page anyway ask for it while
+	// this one is decoded. It is only a hint: it may not be called, or be
+	// called again when the client retries the request, and the page
+	// ListBookmarks returns is what counts.
+	OnMeta func(Meta)
 }
 
 // Fields are the field-selection and expansion parameters, passed through as

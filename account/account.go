@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -25,6 +26,26 @@ type Sync struct {
 	ID        string
 	StartedAt time.Time
 }
+
+// RecordSink takes the rows of the tables that build their Arrow records
+// directly (x_bookmarks) in place of the SDK scheduler: the standalone
+// exporter's fast path, which skips the scheduler's per-value resources. The
+// records have the schema and values the scheduler would build for the same
+// rows. A plugin sync has none.
+type RecordSink struct {
+	// Write receives each record, from the table resolver's goroutine (one
+	// per account and table, so calls may be concurrent). The record is
+	// released after Write returns: Retain it to keep it.
+	Write func(ctx context.Context, table *schema.Table, rec arrow.RecordBatch) error
+	// DeterministicCQID is the sync's option of that name.
+	DeterministicCQID bool
+	// BatchRows is how many rows a record gathers before it is written; 0
+	// means DefaultBatchRows.
+	BatchRows int
+}
+
+// DefaultBatchRows is RecordSink's default record size.
+const DefaultBatchRows = 8192
 
 // Session is one account during one sync.
 type Session struct {
@@ -42,6 +63,9 @@ type Session struct {
 	Logger       zerolog.Logger
 	Sync         Sync
 	State        state.Client
+	// Records, when set, takes the rows of the tables that can build their
+	// records directly; see RecordSink.
+	Records *RecordSink
 	// Err is set when the account could not be prepared (bad token file,
 	// unknown user): its resolvers fail with it, the others go on.
 	Err error

@@ -145,6 +145,13 @@ type run struct {
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
 	stateC *memstate.Store
+	// mu serialises writing: the sync's messages and the records of the
+	// direct path (xplugin.WithRecordSink) come from different goroutines.
+	mu sync.Mutex
+	// opened is signalled when a table's writer opens, or writing fails.
+	opened *sync.Cond
+	// failed is the first error writing the export.
+	failed error
 }
 
 // tableWriter stages one table's file.
@@ -207,6 +214,38 @@ func (r *run) sync(ctx context.Context) error {
 	if o.Transport != nil {
 		opts = append(opts, xplugin.WithTransport(o.Transport))
 	}
+	syncCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// x_bookmarks records come straight from the walks (no SDK resource per
+	// row), the other tables' from the scheduler through handle. A record
+	// waits for its table's migrate message: the table as the scheduler
+	// announces it gives the file's schema metadata.
+	r.opened = sync.NewCond(&r.mu)
+	stopAfter := context.AfterFunc(syncCtx, func() {
+		r.mu.Lock()
+		r.opened.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stopAfter()
+	opts = append(opts, xplugin.WithRecordSink(func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for r.writers[t.Name] == nil && r.failed == nil && syncCtx.Err() == nil {
+			r.opened.Wait()
+		}
+		switch {
+		case r.failed != nil:
+			return r.failed
+		case syncCtx.Err() != nil:
+			return context.Cause(syncCtx)
+		}
+		if err := r.write(r.writers[t.Name], rec); err != nil {
+			r.failed = err
+			cancel(err)
+			return err
+		}
+		return nil
+	}, 0))
 	p := xplugin.New(opts...)
 	p.SetLogger(logger)
 	if err := p.Init(ctx, o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
@@ -216,8 +255,6 @@ func (r *run) sync(ctx context.Context) error {
 
 	r.prog.start()
 	defer r.prog.stop()
-	syncCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	ch := make(chan message.SyncMessage, 8)
 	errc := make(chan error, 1)
 	go func() {
@@ -229,17 +266,21 @@ func (r *run) sync(ctx context.Context) error {
 			DeterministicCQID:   o.Spec.DeterministicCQID,
 		}, ch)
 	}()
-	var handleErr error
 	for m := range ch {
-		if handleErr != nil {
-			continue // drain until the sync stops
+		r.mu.Lock()
+		if r.failed == nil { // after a failure, drain until the sync stops
+			if err := r.handle(m); err != nil {
+				r.failed = err
+				cancel(err)
+			}
+			r.opened.Broadcast()
 		}
-		if err := r.handle(m); err != nil {
-			handleErr = err
-			cancel(err)
-		}
+		r.mu.Unlock()
 	}
 	syncErr := <-errc
+	r.mu.Lock()
+	handleErr := r.failed
+	r.mu.Unlock()
 	switch {
 	case handleErr != nil:
 		return fmt.Errorf("writing the export: %w", handleErr)

@@ -82,6 +82,12 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		syncInfo.ID = uuid.NewString()
 	}
 	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo)
+	if c.options.RecordSink != nil {
+		sink := &account.RecordSink{Write: c.options.RecordSink, DeterministicCQID: opts.DeterministicCQID, BatchRows: c.options.RecordBatchRows}
+		for _, s := range set.Sessions {
+			s.Records = sink
+		}
+	}
 	if c.options.OnSessions != nil {
 		c.options.OnSessions(set)
 	}

@@ -4,9 +4,12 @@
 package plugin
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -38,6 +41,9 @@ type Options struct {
 	// they are prepared, before any request; the exporter reads their meters
 	// for progress and their reports for its summary.
 	OnSessions func(*account.Set)
+	// RecordSink and RecordBatchRows: see WithRecordSink.
+	RecordSink      func(ctx context.Context, table *schema.Table, rec arrow.RecordBatch) error
+	RecordBatchRows int
 	// ClientOptions are appended to the options of every account's API
 	// client, after the plugin's own (the exporter adds a wait hook).
 	ClientOptions []client.Option
@@ -58,6 +64,14 @@ func WithState(st state.Client) Option { return func(o *Options) { o.State = st 
 
 // WithSessionsHook registers a function called with each sync's accounts.
 func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
+
+// WithRecordSink sends the rows of the tables that can build their Arrow
+// records directly (x_bookmarks) to write, in records of batchRows rows (0
+// means account.DefaultBatchRows), instead of through the SDK scheduler: the
+// standalone exporter's fast path. The sync still announces every table.
+func WithRecordSink(write func(ctx context.Context, table *schema.Table, rec arrow.RecordBatch) error, batchRows int) Option {
+	return func(o *Options) { o.RecordSink, o.RecordBatchRows = write, batchRows }
+}
 
 // WithClientOptions adds options to every account's API client.
 func WithClientOptions(opts ...client.Option) Option {

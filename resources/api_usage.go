@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -53,26 +52,29 @@ func APIUsage() *schema.Table {
 			"A failed account shows here with its error, even though the SDK does not fail the sync.",
 		Resolver:  fetchAPIUsage,
 		Multiplex: account.Multiplex,
-		Columns: schema.ColumnList{
-			primaryKey(column("sync_id", arrow.BinaryTypes.String, "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) any { return u.SyncID })),
-			primaryKey(column("user_id", arrow.BinaryTypes.String, "X user id of the account (`accounts[i]` when it could not be resolved).", func(u *Usage) any { return u.UserID })),
-			primaryKey(column("operation", arrow.BinaryTypes.String, "API operation: list_bookmarks, list_folders, get_folder, users_me, or setup for an account that could not be prepared.", func(u *Usage) any { return u.Operation })),
-			column("sync_started_at", arrow.FixedWidthTypes.Timestamp_us, "When the sync started.", func(u *Usage) any { return u.SyncStartedAt }),
-			column("account", arrow.BinaryTypes.String, "Place of the account in the spec, as accounts[i].", func(u *Usage) any { return u.Account }),
-			column("requests", arrow.PrimitiveTypes.Int64, "HTTP requests sent, retries included.", func(u *Usage) any { return u.Requests }),
-			column("ok_responses", arrow.PrimitiveTypes.Int64, "Successful responses.", func(u *Usage) any { return u.OKResponses }),
-			column("posts_billed", arrow.PrimitiveTypes.Int64, "Posts returned by the API, which X bills (meta.result_count summed).", func(u *Usage) any { return u.PostsBilled }),
-			column("estimated_usd", arrow.PrimitiveTypes.Float64, "posts_billed times `post_read_usd`.", func(u *Usage) any { return u.EstimatedUSD }),
-			column("rate_limited", arrow.PrimitiveTypes.Int64, "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) any { return u.RateLimited }),
-			column("rate_limit_waits", arrow.PrimitiveTypes.Int64, "Times the sync waited for a rate-limit window to reset.", func(u *Usage) any { return u.RateLimitWaits }),
-			column("rate_limit_wait_seconds", arrow.PrimitiveTypes.Float64, "Total time spent waiting for rate-limit windows.", func(u *Usage) any { return u.WaitedSeconds }),
-			column("errors", arrow.PrimitiveTypes.Int64, "Failed responses (after retries).", func(u *Usage) any { return u.Errors }),
-			column("walks", arrow.PrimitiveTypes.Int64, "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) any { return u.Walks }),
-			column("walk_outcomes", arrow.BinaryTypes.String, "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) any { return optString(u.WalkOutcomes) }),
-			column("new_posts", arrow.PrimitiveTypes.Int64, "Posts found that were not held before.", func(u *Usage) any { return u.NewPosts }),
-			column("failure", arrow.BinaryTypes.String, "Why the operation failed; null when it did not.", func(u *Usage) any { return optString(u.Failure) }),
-		},
+		Columns:   columnList(usageColumns),
 	}
+}
+
+// usageColumns are the columns of x_api_usage.
+var usageColumns = []column[*Usage]{
+	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) string { return u.SyncID })),
+	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved).", func(u *Usage) string { return u.UserID })),
+	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, or setup for an account that could not be prepared.", func(u *Usage) string { return u.Operation })),
+	timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt }),
+	stringColumn("account", "Place of the account in the spec, as accounts[i].", func(u *Usage) string { return u.Account }),
+	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
+	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
+	int64Column("posts_billed", "Posts returned by the API, which X bills (meta.result_count summed).", func(u *Usage) int64 { return int64(u.PostsBilled) }),
+	float64Column("estimated_usd", "posts_billed times `post_read_usd`.", func(u *Usage) float64 { return u.EstimatedUSD }),
+	int64Column("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
+	int64Column("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
+	float64Column("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
+	int64Column("errors", "Failed responses (after retries).", func(u *Usage) int64 { return int64(u.Errors) }),
+	int64Column("walks", "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) int64 { return int64(u.Walks) }),
+	optStringColumn("walk_outcomes", "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) string { return u.WalkOutcomes }),
+	int64Column("new_posts", "Posts found that were not held before.", func(u *Usage) int64 { return int64(u.NewPosts) }),
+	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
 }
 
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -30,48 +30,47 @@ type bookmark struct {
 // Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
 // once, when a sync first sees it.
 func Bookmarks() *schema.Table {
-	return &schema.Table{
+	t := &schema.Table{
 		Name:  BookmarksTable,
 		Title: "X Bookmarks",
 		Description: "Posts the user bookmarked, one row per (user, post), emitted once when a sync first finds the post. " +
 			"Post content is immutable, so a post is never read again for its content. " +
 			"The API gives no bookmark time: the bookmark was made after `bookmarked_after` (the account's previous successful sync; null on the first) and before `first_seen_at`. " +
 			"Rows of removed bookmarks are kept: this is an archive.",
-		Resolver:      fetchBookmarks,
 		Multiplex:     account.Multiplex,
 		IsIncremental: true,
-		Columns: schema.ColumnList{
-			primaryKey(column("user_id", arrow.BinaryTypes.String, "X user id of the account that bookmarked the post.", func(b *bookmark) any { return b.userID })),
-			primaryKey(column("post_id", arrow.BinaryTypes.String, "Post id.", func(b *bookmark) any { return b.post.ID })),
-			column("text", arrow.BinaryTypes.String, "Text of the post (for long posts, the first 280 characters; see `note_tweet`).", func(b *bookmark) any { return b.post.Text }),
-			column("created_at", arrow.FixedWidthTypes.Timestamp_us, "When the post was created (not when it was bookmarked).", func(b *bookmark) any { return b.post.CreatedAt }),
-			column("author_id", arrow.BinaryTypes.String, "User id of the post's author.", func(b *bookmark) any { return optString(b.post.AuthorID) }),
-			column("conversation_id", arrow.BinaryTypes.String, "Id of the post that started the conversation.", func(b *bookmark) any { return optString(b.post.ConversationID) }),
-			column("lang", arrow.BinaryTypes.String, "Language of the post, as detected by X (BCP 47).", func(b *bookmark) any { return optString(b.post.Lang) }),
-			column("in_reply_to_user_id", arrow.BinaryTypes.String, "User id the post replies to.", func(b *bookmark) any { return optString(b.post.InReplyToUserID) }),
-			column("possibly_sensitive", arrow.FixedWidthTypes.Boolean, "Whether X flags the post's links or media as possibly sensitive.", func(b *bookmark) any { return b.post.PossiblySensitive }),
-			column("edit_history_tweet_ids", arrow.ListOf(arrow.BinaryTypes.String), "Ids of every version of the post, oldest first.", func(b *bookmark) any { return b.post.EditHistoryTweetIDs }),
-			jsonColumn("public_metrics", "Likes, reposts, replies, quotes, bookmarks and impressions when first seen.", func(b *bookmark) []byte { return b.post.PublicMetrics }),
-			jsonColumn("entities", "Hashtags, mentions, URLs and cashtags in the text.", func(b *bookmark) []byte { return b.post.Entities }),
-			jsonColumn("referenced_tweets", "Posts this one quotes, replies to or reposts.", func(b *bookmark) []byte { return b.post.ReferencedTweets }),
-			jsonColumn("attachments", "Media keys and poll ids attached to the post.", func(b *bookmark) []byte { return b.post.Attachments }),
-			jsonColumn("note_tweet", "The full text and entities of a long post.", func(b *bookmark) []byte { return b.post.NoteTweet }),
-			jsonColumn("author", "The author's user object, when `fields.expansions` includes `author_id`.", func(b *bookmark) []byte { return b.author }),
-			jsonColumn("media", "The attached media objects, when `fields.expansions` includes `attachments.media_keys`.", func(b *bookmark) []byte { return mediaJSON(b.media) }),
-			jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
-			{
-				Name:           "first_seen_at",
-				Type:           arrow.FixedWidthTypes.Timestamp_us,
-				Description:    "Start of the sync that first found the bookmark. The bookmark was made before this time.",
-				IncrementalKey: true,
-				NotNull:        true,
-				Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
-					return r.Set(c.Name, r.Item.(*bookmark).firstSeenAt)
-				},
-			},
-			column("bookmarked_after", arrow.FixedWidthTypes.Timestamp_us, "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) any { return b.bookmarkedAfter }),
-		},
+		Columns:       columnList(bookmarkColumns),
 	}
+	// The resolver knows its table (with the _cq_ columns Tables adds) to
+	// build records for a RecordSink.
+	t.Resolver = func(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
+		return fetchBookmarks(ctx, meta.(*account.Session), t, res)
+	}
+	return t
+}
+
+// bookmarkColumns are the columns of x_bookmarks.
+var bookmarkColumns = []column[*bookmark]{
+	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(b *bookmark) string { return b.userID })),
+	primaryKey(stringColumn("post_id", "Post id.", func(b *bookmark) string { return b.post.ID })),
+	stringColumn("text", "Text of the post (for long posts, the first 280 characters; see `note_tweet`).", func(b *bookmark) string { return b.post.Text }),
+	optTimeColumn("created_at", "When the post was created (not when it was bookmarked).", func(b *bookmark) *time.Time { return b.post.CreatedAt }),
+	optStringColumn("author_id", "User id of the post's author.", func(b *bookmark) string { return b.post.AuthorID }),
+	optStringColumn("conversation_id", "Id of the post that started the conversation.", func(b *bookmark) string { return b.post.ConversationID }),
+	optStringColumn("lang", "Language of the post, as detected by X (BCP 47).", func(b *bookmark) string { return b.post.Lang }),
+	optStringColumn("in_reply_to_user_id", "User id the post replies to.", func(b *bookmark) string { return b.post.InReplyToUserID }),
+	optBoolColumn("possibly_sensitive", "Whether X flags the post's links or media as possibly sensitive.", func(b *bookmark) *bool { return b.post.PossiblySensitive }),
+	stringListColumn("edit_history_tweet_ids", "Ids of every version of the post, oldest first.", func(b *bookmark) []string { return b.post.EditHistoryTweetIDs }),
+	jsonColumn("public_metrics", "Likes, reposts, replies, quotes, bookmarks and impressions when first seen.", func(b *bookmark) []byte { return b.post.PublicMetrics }),
+	jsonColumn("entities", "Hashtags, mentions, URLs and cashtags in the text.", func(b *bookmark) []byte { return b.post.Entities }),
+	jsonColumn("referenced_tweets", "Posts this one quotes, replies to or reposts.", func(b *bookmark) []byte { return b.post.ReferencedTweets }),
+	jsonColumn("attachments", "Media keys and poll ids attached to the post.", func(b *bookmark) []byte { return b.post.Attachments }),
+	jsonColumn("note_tweet", "The full text and entities of a long post.", func(b *bookmark) []byte { return b.post.NoteTweet }),
+	jsonColumn("author", "The author's user object, when `fields.expansions` includes `author_id`.", func(b *bookmark) []byte { return b.author }),
+	jsonColumn("media", "The attached media objects, when `fields.expansions` includes `attachments.media_keys`.", func(b *bookmark) []byte { return mediaJSON(b.media) }),
+	jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
+	incrementalKey(timeColumn("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
+	optTimeColumn("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
 }
 
 func mediaJSON(objs []json.RawMessage) []byte {
@@ -93,8 +92,7 @@ func mediaJSON(objs []json.RawMessage) []byte {
 	return append(out, ']')
 }
 
-func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
-	s := meta.(*account.Session)
+func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table, res chan<- any) error {
 	if err := s.Check(ctx); err != nil {
 		return err
 	}
@@ -112,70 +110,62 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	}
 	firstSeenAt := s.Clock.Now()
 
-	var page *client.PostPage // the page being emitted
-	fields := s.Fields
-	w := &walk.Walker[client.Post]{
+	emit := func(ctx context.Context, rows []*bookmark) error {
+		select {
+		case res <- rows:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	flush := func(context.Context) error { return nil }
+	if s.Records != nil {
+		emit, flush, err = directEmit(s.Records, table)
+		if err != nil {
+			return err
+		}
+	}
+
+	fields := fieldSelection{fields: s.Fields}
+	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
-		ID:       func(p client.Post) string { return p.ID },
-		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.Post], error) {
+		ID:       func(b *bookmark) string { return b.post.ID },
+		// Fetch runs while the previous page is emitted, and on a first sync
+		// while the previous page is decoded (see walk.Walker), so a page's
+		// rows carry what they need from it (includes) themselves.
+		Fetch: func(ctx context.Context, maxResults int, token string, peek func(walk.Peek)) (walk.Page[*bookmark], error) {
 			opts := client.ListOptions{
 				PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
-				Fields:      fields,
+				Fields:      fields.get(),
+				OnMeta:      func(m client.Meta) { peek(walk.Peek{Next: m.NextToken, Count: m.ResultCount}) },
 			}
 			p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
-			if errors.Is(err, client.ErrInvalidRequest) && !fields.Empty() {
+			if errors.Is(err, client.ErrInvalidRequest) && !opts.Fields.Empty() {
 				// The document leaves field selection "not shown": an API that
 				// refuses it still serves the posts. A refused request is not
 				// billed, so asking again without it costs nothing.
 				s.Logger.Warn().Err(err).Msg("the API refused the field selection; reading posts with the fields it returns by default")
-				fields = client.Fields{}
-				opts.Fields = fields
+				opts.Fields = fields.drop()
 				p, _, err = s.API.ListBookmarks(ctx, s.UserID, opts)
 			}
 			if err != nil {
-				return walk.Page[client.Post]{}, err
+				return walk.Page[*bookmark]{}, err
 			}
 			for _, pe := range p.Errors {
 				s.Logger.Warn().Str("title", pe.Title).Str("detail", pe.Detail).Str("resource_id", pe.ResourceID).Msg("partial error in a bookmarks page; the posts beside it are kept")
 			}
-			page = p
-			return walk.Page[client.Post]{Items: p.Data, Next: p.Meta.NextToken}, nil
+			return walk.Page[*bookmark]{Items: bookmarkRows(s.UserID, p, firstSeenAt, bookmarkedAfter), Next: p.Meta.NextToken}, nil
 		},
-		Emit: func(ctx context.Context, posts []client.Post) error {
-			var users map[string]json.RawMessage
-			var media map[string]json.RawMessage
-			if len(page.Includes.Users) > 0 {
-				users = page.Includes.UsersByID()
-			}
-			if len(page.Includes.Media) > 0 {
-				media = page.Includes.MediaByKey()
-			}
-			rows := make([]*bookmark, len(posts))
-			for i := range posts {
-				p := &posts[i]
-				row := &bookmark{userID: s.UserID, post: p, firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter}
-				if users != nil {
-					row.author = users[p.AuthorID]
-				}
-				if media != nil {
-					for _, k := range p.MediaKeys {
-						if m, ok := media[k]; ok {
-							row.media = append(row.media, m)
-						}
-					}
-				}
-				rows[i] = row
-			}
-			select {
-			case res <- rows:
-				return nil
-			case <-ctx.Done():
-				return context.Cause(ctx)
-			}
-		},
+		Emit: emit,
 	}
 	result, err := w.Run(ctx, prev)
+	// Rows emitted before a failure are written as a plugin sync writes
+	// them: a direct sink gets its last record either way.
+	if ferr := flush(ctx); ferr != nil && err == nil {
+		err = ferr
+		result.Outcome = walk.Failed
+	}
 	if err != nil {
 		err = walkError(s, "bookmarks", result, err)
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
@@ -189,6 +179,90 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result})
 	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
 	return nil
+}
+
+// fieldSelection is the walk's field selection, which it drops for good if
+// the API refuses it; requests may be in flight together.
+type fieldSelection struct {
+	mu     sync.Mutex
+	fields client.Fields
+}
+
+func (f *fieldSelection) get() client.Fields {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fields
+}
+
+func (f *fieldSelection) drop() client.Fields {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fields = client.Fields{}
+	return f.fields
+}
+
+// bookmarkRows are the rows of a page's posts, with their expanded author
+// and media.
+func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, bookmarkedAfter *time.Time) []*bookmark {
+	var users, media map[string]json.RawMessage
+	if len(p.Includes.Users) > 0 {
+		users = p.Includes.UsersByID()
+	}
+	if len(p.Includes.Media) > 0 {
+		media = p.Includes.MediaByKey()
+	}
+	rows := make([]*bookmark, len(p.Data))
+	backing := make([]bookmark, len(p.Data))
+	for i := range p.Data {
+		post := &p.Data[i]
+		row := &backing[i]
+		*row = bookmark{userID: userID, post: post, firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter}
+		if users != nil {
+			row.author = users[post.AuthorID]
+		}
+		if media != nil {
+			for _, k := range post.MediaKeys {
+				if m, ok := media[k]; ok {
+					row.media = append(row.media, m)
+				}
+			}
+		}
+		rows[i] = row
+	}
+	return rows
+}
+
+// directEmit emits bookmark rows to a RecordSink: appended to a record that
+// is written every BatchRows rows; flush writes the last one.
+func directEmit(sink *account.RecordSink, table *schema.Table) (emit func(context.Context, []*bookmark) error, flush func(context.Context) error, err error) {
+	rb, err := newRecordBuilder(table, bookmarkColumns, sink.DeterministicCQID)
+	if err != nil {
+		return nil, nil, err
+	}
+	batch := sink.BatchRows
+	if batch <= 0 {
+		batch = account.DefaultBatchRows
+	}
+	write := func(ctx context.Context) error {
+		rec := rb.NewRecord()
+		defer rec.Release()
+		return sink.Write(ctx, table, rec)
+	}
+	emit = func(ctx context.Context, rows []*bookmark) error {
+		rb.Append(rows)
+		if rb.Len() >= batch {
+			return write(ctx)
+		}
+		return nil
+	}
+	flush = func(ctx context.Context) error {
+		defer rb.Release()
+		if rb.Len() == 0 {
+			return nil
+		}
+		return write(ctx)
+	}
+	return emit, flush, nil
 }
 
 // walkError says which walk failed, how far it got, and that nothing advanced.

@@ -2,57 +2,201 @@ package resources
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
 )
 
-// column declares a column whose value is read from the row item, of type T,
-// by get. Every column has its own resolver: a column without one makes the
-// SDK look the value up by reflection, slowly, on every row.
-func column[T any](name string, typ arrow.DataType, description string, get func(T) any) schema.Column {
-	return schema.Column{
-		Name:        name,
-		Type:        typ,
-		Description: description,
-		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
-			return r.Set(c.Name, get(r.Item.(T)))
+// A column is declared once, by a getter of its value from the row item
+// (of type T). Both ways a row becomes Arrow data come from that getter:
+//
+//   - the SDK resolver (Column.Resolver), used by the CloudQuery scheduler:
+//     a scalar per column per row, then appended to the record;
+//   - appendTo, used by the direct record builder (records.go), which
+//     appends the value straight to the column's Arrow builder.
+//
+// The constructors below fix, per Go type, how a value maps to Arrow and
+// when it is null, for both paths at once; TestDirectRecordsEqualSDKRecords
+// checks that they build identical records.
+type column[T any] struct {
+	schema.Column
+	appendTo func(b array.Builder, row T)
+	// text is the column's value as the SDK's scalar String() gives it, for
+	// the deterministic _cq_id of primary-key columns; nil for non-strings.
+	text func(row T) string
+}
+
+// resolver is the SDK resolver of a column whose value is get(row).
+func resolver[T, V any](get func(T) V) schema.ColumnResolver {
+	return func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
+		return r.Set(c.Name, get(r.Item.(T)))
+	}
+}
+
+// stringColumn: a string; "" is stored as "".
+func stringColumn[T any](name, description string, get func(T) string) column[T] {
+	return column[T]{
+		Column:   schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description, Resolver: resolver(get)},
+		appendTo: func(b array.Builder, row T) { b.(*array.StringBuilder).Append(get(row)) },
+		text:     get,
+	}
+}
+
+// optStringColumn: a string; "" (an absent field) is null.
+func optStringColumn[T any](name, description string, get func(T) string) column[T] {
+	return column[T]{
+		Column: schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description,
+			Resolver: resolver(func(row T) any { return optString(get(row)) })},
+		appendTo: func(b array.Builder, row T) {
+			if v := get(row); v != "" {
+				b.(*array.StringBuilder).Append(v)
+			} else {
+				b.AppendNull()
+			}
 		},
 	}
 }
 
+// timeColumn: a time, in microseconds, UTC.
+func timeColumn[T any](name, description string, get func(T) time.Time) column[T] {
+	return column[T]{
+		Column:   schema.Column{Name: name, Type: arrow.FixedWidthTypes.Timestamp_us, Description: description, Resolver: resolver(get)},
+		appendTo: func(b array.Builder, row T) { b.(*array.TimestampBuilder).AppendTime(get(row)) },
+	}
+}
+
+// optTimeColumn: a time; nil is null.
+func optTimeColumn[T any](name, description string, get func(T) *time.Time) column[T] {
+	return column[T]{
+		Column: schema.Column{Name: name, Type: arrow.FixedWidthTypes.Timestamp_us, Description: description, Resolver: resolver(get)},
+		appendTo: func(b array.Builder, row T) {
+			if v := get(row); v != nil {
+				b.(*array.TimestampBuilder).AppendTime(*v)
+			} else {
+				b.AppendNull()
+			}
+		},
+	}
+}
+
+// optBoolColumn: a boolean; nil is null.
+func optBoolColumn[T any](name, description string, get func(T) *bool) column[T] {
+	return column[T]{
+		Column: schema.Column{Name: name, Type: arrow.FixedWidthTypes.Boolean, Description: description, Resolver: resolver(get)},
+		appendTo: func(b array.Builder, row T) {
+			if v := get(row); v != nil {
+				b.(*array.BooleanBuilder).Append(*v)
+			} else {
+				b.AppendNull()
+			}
+		},
+	}
+}
+
+// int64Column: an integer.
+func int64Column[T any](name, description string, get func(T) int64) column[T] {
+	return column[T]{
+		Column:   schema.Column{Name: name, Type: arrow.PrimitiveTypes.Int64, Description: description, Resolver: resolver(get)},
+		appendTo: func(b array.Builder, row T) { b.(*array.Int64Builder).Append(get(row)) },
+	}
+}
+
+// float64Column: a floating-point number.
+func float64Column[T any](name, description string, get func(T) float64) column[T] {
+	return column[T]{
+		Column:   schema.Column{Name: name, Type: arrow.PrimitiveTypes.Float64, Description: description, Resolver: resolver(get)},
+		appendTo: func(b array.Builder, row T) { b.(*array.Float64Builder).Append(get(row)) },
+	}
+}
+
+// stringListColumn: a list of strings; an empty list is null (as the SDK's
+// list scalar has it).
+func stringListColumn[T any](name, description string, get func(T) []string) column[T] {
+	return column[T]{
+		Column: schema.Column{Name: name, Type: arrow.ListOf(arrow.BinaryTypes.String), Description: description, Resolver: resolver(get)},
+		appendTo: func(b array.Builder, row T) {
+			v := get(row)
+			if len(v) == 0 {
+				b.AppendNull()
+				return
+			}
+			lb := b.(*array.ListBuilder)
+			lb.Append(true)
+			sb := lb.ValueBuilder().(*array.StringBuilder)
+			for _, s := range v {
+				sb.Append(s)
+			}
+		},
+	}
+}
+
+// jsonColumn: raw JSON the API client has already decoded, and so
+// validated, stored as is. (Setting it through Resource.Set would validate
+// every value again, which was the most expensive step of a large export.)
+// Absent values and JSON null are null.
+func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
+	return column[T]{
+		Column: schema.Column{
+			Name:        name,
+			Type:        types.ExtensionTypes.JSON,
+			Description: description,
+			Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
+				raw := jsonValue(get(r.Item.(T)))
+				if raw == nil {
+					return nil
+				}
+				value, ok := r.Get(c.Name).(*scalar.JSON)
+				if !ok {
+					return r.Set(c.Name, raw)
+				}
+				value.Value, value.Valid = raw, true
+				return nil
+			},
+		},
+		appendTo: func(b array.Builder, row T) {
+			if raw := jsonValue(get(row)); raw != nil {
+				b.(*types.JSONBuilder).Builder.(*array.BinaryBuilder).Append(raw)
+			} else {
+				b.AppendNull()
+			}
+		},
+	}
+}
+
+// jsonValue is raw, or nil for an absent value or JSON null.
+func jsonValue(raw []byte) []byte {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	return raw
+}
+
 // primaryKey marks a column as part of the primary key. Primary-key columns
 // must never be null: the SDK drops such rows, with their whole batch.
-func primaryKey(c schema.Column) schema.Column {
+func primaryKey[T any](c column[T]) column[T] {
 	c.PrimaryKey = true
 	c.NotNull = true
 	return c
 }
 
-// jsonColumn declares a JSON column whose value is raw JSON the API client
-// has already decoded, and so validated: it is stored as is. (Setting it
-// through Resource.Set would validate every value again, which was the most
-// expensive step of a large export.) Absent values and JSON null are null.
-func jsonColumn[T any](name, description string, get func(T) []byte) schema.Column {
-	return schema.Column{
-		Name:        name,
-		Type:        types.ExtensionTypes.JSON,
-		Description: description,
-		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
-			raw := get(r.Item.(T))
-			if len(raw) == 0 || string(raw) == "null" {
-				return nil
-			}
-			value, ok := r.Get(c.Name).(*scalar.JSON)
-			if !ok {
-				return r.Set(c.Name, raw)
-			}
-			value.Value, value.Valid = raw, true
-			return nil
-		},
+// incrementalKey marks the column the table's increments are keyed by.
+func incrementalKey[T any](c column[T]) column[T] {
+	c.IncrementalKey = true
+	c.NotNull = true
+	return c
+}
+
+// columnList is the SDK's view of a table's columns.
+func columnList[T any](cols []column[T]) schema.ColumnList {
+	out := make(schema.ColumnList, len(cols))
+	for i, c := range cols {
+		out[i] = c.Column
 	}
+	return out
 }
 
 // optString returns nil for "", so absent fields are null, not empty.

@@ -3,7 +3,6 @@ package resources
 import (
 	"context"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -28,11 +27,11 @@ func FolderPosts() *schema.Table {
 			"built from an incremental walk of the folder (the same walk as bookmarks: only new entries are read and billed). " +
 			"A folder's membership is replaced only when its walk completed; when it fails, the previous membership is emitted again.",
 		Resolver: fetchFolderPosts,
-		Columns: schema.ColumnList{
-			primaryKey(column("user_id", arrow.BinaryTypes.String, "X user id of the folder's owner.", func(p *folderPost) any { return p.userID })),
-			primaryKey(column("folder_id", arrow.BinaryTypes.String, "Folder id.", func(p *folderPost) any { return p.folderID })),
-			primaryKey(column("post_id", arrow.BinaryTypes.String, "Id of a post in the folder.", func(p *folderPost) any { return p.postID })),
-		},
+		Columns: columnList([]column[*folderPost]{
+			primaryKey(stringColumn("user_id", "X user id of the folder's owner.", func(p *folderPost) string { return p.userID })),
+			primaryKey(stringColumn("folder_id", "Folder id.", func(p *folderPost) string { return p.folderID })),
+			primaryKey(stringColumn("post_id", "Id of a post in the folder.", func(p *folderPost) string { return p.postID })),
+		}),
 	}
 }
 
@@ -52,7 +51,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 		Settings: settings,
 		Clock:    s.Clock,
 		ID:       func(p client.FolderPost) string { return p.ID },
-		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.FolderPost], error) {
+		Fetch: func(ctx context.Context, maxResults int, token string, _ func(walk.Peek)) (walk.Page[client.FolderPost], error) {
 			page, _, err := s.API.GetFolder(ctx, s.UserID, f.ID, client.PageOptions{MaxResults: maxResults, PaginationToken: token})
 			if err != nil {
 				return walk.Page[client.FolderPost]{}, err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -35,11 +34,11 @@ func Folders() *schema.Table {
 		Description: "The user's bookmark folders. When listing folders fails, the folders remembered from the last successful sync are emitted again, so a failure never removes rows.",
 		Resolver:    fetchFolders,
 		Multiplex:   account.Multiplex,
-		Columns: schema.ColumnList{
-			primaryKey(column("user_id", arrow.BinaryTypes.String, "X user id of the folder's owner.", func(f *folder) any { return f.userID })),
-			primaryKey(column("folder_id", arrow.BinaryTypes.String, "Folder id.", func(f *folder) any { return f.ID })),
-			column("name", arrow.BinaryTypes.String, "Folder name.", func(f *folder) any { return f.Name }),
-		},
+		Columns: columnList([]column[*folder]{
+			primaryKey(stringColumn("user_id", "X user id of the folder's owner.", func(f *folder) string { return f.userID })),
+			primaryKey(stringColumn("folder_id", "Folder id.", func(f *folder) string { return f.ID })),
+			stringColumn("name", "Folder name.", func(f *folder) string { return f.Name }),
+		}),
 		Relations: schema.Tables{FolderPosts()},
 	}
 }

@@ -49,6 +49,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -87,16 +88,37 @@ type Page[T any] struct {
 	Next string
 }
 
+// Peek is what a page tells of the next one before its items are decoded:
+// its next_token and its item count (meta.result_count).
+type Peek struct {
+	Next  string
+	Count int
+}
+
 // FetchFunc reads one page of at most maxResults items; token "" is the top.
-type FetchFunc[T any] func(ctx context.Context, maxResults int, token string) (Page[T], error)
+// When it can tell the page's Peek before decoding the items, it may pass it
+// to peek (a hint: at most the first call is used, and the page returned is
+// what counts).
+type FetchFunc[T any] func(ctx context.Context, maxResults int, token string, peek func(Peek)) (Page[T], error)
 
 // Walker walks one list.
 type Walker[T any] struct {
 	Fetch FetchFunc[T]
 	// ID returns an item's post id.
 	ID func(T) string
-	// Emit receives the new items of each page, in list order, before the
-	// next page is read. An error ends the walk as Failed.
+	// Emit receives the new items of each page, in list order, from a
+	// goroutine of its own (one call at a time), so that emitting a page
+	// overlaps reading the next: once a page has been read and the walk
+	// knows it must read on, the next page is requested at once. Every Emit
+	// has returned when Run returns. An error ends the walk as Failed; the
+	// next pages may then already have been read.
+	//
+	// A walk that holds nothing (a first sync) reads the whole list whatever
+	// the posts are, so it asks for the next page as soon as a Peek gives the
+	// token, while the current page is still being decoded: then two Fetch
+	// calls overlap. The pages read are the same; if the decoded page
+	// disagrees with its Peek (a retried request got another answer), the
+	// early request is discarded (read, billed, counted) and made again.
 	Emit     func(ctx context.Context, items []T) error
 	Settings Settings
 	Clock    clock.Clock
@@ -144,20 +166,44 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 	planner := NewPlanner(settings, prev, res.StartedAt)
 	st := newStopState(prev, settings.Confirmations)
 
-	token, emptyPages := "", 0
+	emptyPages := 0
+	size := planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
+	if size == 0 {
+		res.Outcome = StoppedByBudget
+		return res, fmt.Errorf("after %d billed posts: %w", res.Billed, ErrBudget)
+	}
+	// A first walk reads the whole list whatever the posts are: each request
+	// starts the next one from its Peek, in its own goroutine, before its page
+	// is decoded (the Planner is read-only, so it may plan from there). The
+	// walk checks each such request against the decoded page before using it.
+	var ahead func(r *request[T], pk Peek) *request[T]
+	if planner.First() {
+		ahead = func(r *request[T], pk Peek) *request[T] {
+			if pk.Next == "" || pk.Count <= 0 {
+				return nil
+			}
+			billed := r.billedBefore + pk.Count
+			size := planner.Next(billed, r.requestsBefore+1, billed, 1)
+			if size == 0 {
+				return nil
+			}
+			return w.request(ctx, size, pk.Next, billed, r.requestsBefore+1, ahead)
+		}
+	}
+	em := w.emitter(ctx)
+	defer em.finish()
+	cur := w.request(ctx, size, "", 0, 0, ahead)
 	for {
-		size := planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
-		if size == 0 {
-			res.Outcome = StoppedByBudget
-			return res, fmt.Errorf("after %d billed posts: %w", res.Billed, ErrBudget)
-		}
-		page, err := w.Fetch(ctx, size, token)
-		if err != nil {
+		f := <-cur.done
+		early := cur.early
+		if f.err != nil {
+			w.discard(early, res)
 			res.Outcome = Failed
-			return res, err
+			return res, f.err
 		}
+		page := f.page
 		res.Requests++
-		res.PageSizes = append(res.PageSizes, size)
+		res.PageSizes = append(res.PageSizes, cur.size)
 		res.Billed += len(page.Items)
 
 		fresh := page.Items[:0:0]
@@ -169,14 +215,10 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 				res.Duplicates++
 			}
 		}
-		if len(fresh) > 0 && w.Emit != nil {
-			if err := w.Emit(ctx, fresh); err != nil {
-				res.Outcome = Failed
-				return res, err
-			}
-		}
-		res.New += len(fresh)
 
+		// Decide whether to read on, and if so ask for the next page now.
+		var next *request[T]
+		var stopErr error
 		switch {
 		case st.confirmed():
 			res.Outcome = MetHeld
@@ -184,17 +226,47 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 			res.Outcome = ReachedEnd
 		case len(page.Items) == 0 && emptyPages >= maxEmptyPages:
 			res.Outcome = Failed
-			return res, fmt.Errorf("the API returned %d empty pages in a row, each with a next_token", emptyPages+1)
+			stopErr = fmt.Errorf("the API returned %d empty pages in a row, each with a next_token", emptyPages+1)
 		default:
 			if len(page.Items) == 0 {
 				emptyPages++
 			} else {
 				emptyPages = 0
 			}
-			token = page.Next
-			continue
+			size := planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
+			switch {
+			case size == 0:
+				res.Outcome = StoppedByBudget
+				stopErr = fmt.Errorf("after %d billed posts: %w", res.Billed, ErrBudget)
+			case early != nil && early.token == page.Next && early.size == size:
+				next, early = early, nil
+			default:
+				w.discard(early, res)
+				early = nil
+				next = w.request(ctx, size, page.Next, res.Billed, res.Requests, ahead)
+			}
 		}
-		break
+		w.discard(early, res)
+
+		if len(fresh) > 0 {
+			if err := em.send(fresh); err != nil {
+				w.discard(next, res)
+				res.Outcome = Failed
+				return res, err
+			}
+		}
+		res.New += len(fresh)
+		if stopErr != nil {
+			return res, stopErr
+		}
+		if next == nil {
+			break
+		}
+		cur = next
+	}
+	if err := em.finish(); err != nil {
+		res.Outcome = Failed
+		return res, err
 	}
 
 	mem := st.memory(res.Outcome)
@@ -211,4 +283,103 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 	}
 	res.Memory = mem
 	return res, nil
+}
+
+// emitter calls Emit in a goroutine of its own, page after page, so that
+// the walk can act on the next page's Peek while a page is being emitted.
+type emitter[T any] struct {
+	q      chan []T
+	failed chan struct{} // closed when Emit has failed; err is then set
+	done   chan struct{} // closed when the goroutine has ended
+	err    error
+	once   sync.Once
+}
+
+func (w *Walker[T]) emitter(ctx context.Context) *emitter[T] {
+	e := &emitter[T]{q: make(chan []T, 1), failed: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		for items := range e.q {
+			if e.err != nil || w.Emit == nil {
+				continue
+			}
+			if err := w.Emit(ctx, items); err != nil {
+				e.err = err
+				close(e.failed)
+			}
+		}
+	}()
+	return e
+}
+
+// send queues items; it fails once an earlier Emit has failed.
+func (e *emitter[T]) send(items []T) error {
+	select {
+	case e.q <- items:
+		return nil
+	case <-e.failed:
+		return e.err
+	}
+}
+
+// finish waits for every queued page to be emitted and returns the first
+// Emit error.
+func (e *emitter[T]) finish() error {
+	e.once.Do(func() { close(e.q) })
+	<-e.done
+	return e.err
+}
+
+// request is one Fetch call in flight.
+type request[T any] struct {
+	size  int
+	token string
+	// billedBefore and requestsBefore are the walk's counts before this
+	// request, as the walk will have them if earlier pages matched their Peeks.
+	billedBefore, requestsBefore int
+	cancel                       context.CancelFunc
+	// early is the request this one started from its Peek; set before done
+	// delivers.
+	early *request[T]
+	done  chan fetched[T]
+}
+
+type fetched[T any] struct {
+	page Page[T]
+	err  error
+}
+
+// request starts a Fetch of size items from token. ahead, when set, may
+// start the next request from the first Peek.
+func (w *Walker[T]) request(ctx context.Context, size int, token string, billedBefore, requestsBefore int, ahead func(*request[T], Peek) *request[T]) *request[T] {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &request[T]{size: size, token: token, billedBefore: billedBefore, requestsBefore: requestsBefore, cancel: cancel, done: make(chan fetched[T], 1)}
+	go func() {
+		defer cancel()
+		peeked := false
+		page, err := w.Fetch(ctx, size, token, func(p Peek) {
+			if ahead != nil && !peeked {
+				r.early = ahead(r, p)
+			}
+			peeked = true
+		})
+		r.done <- fetched[T]{page, err}
+	}()
+	return r
+}
+
+// discard ends a request whose page the walk will not use. If the API
+// answered, the page was read and billed: it counts in the result.
+func (w *Walker[T]) discard(r *request[T], res *Result) {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	f := <-r.done
+	if f.err == nil {
+		res.Requests++
+		res.PageSizes = append(res.PageSizes, r.size)
+		res.Billed += len(f.page.Items)
+	}
+	w.discard(r.early, res)
 }

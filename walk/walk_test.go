@@ -44,7 +44,7 @@ func (l *list) unbookmark(id string) {
 	}
 }
 
-func (l *list) fetch(_ context.Context, maxResults int, token string) (Page[string], error) {
+func (l *list) fetch(_ context.Context, maxResults int, token string, _ func(Peek)) (Page[string], error) {
 	l.requests++
 	if err := l.fail[l.requests]; err != nil {
 		return Page[string]{}, err
@@ -515,7 +515,7 @@ func TestEmptyPagesWithANextTokenAreFollowedButNotForever(t *testing.T) {
 	a.sync(t, l, Settings{})
 	l.bookmark("7000001")
 	empty := 0
-	fetch := func(ctx context.Context, maxResults int, token string) (Page[string], error) {
+	fetch := func(ctx context.Context, maxResults int, token string, _ func(Peek)) (Page[string], error) {
 		if token == "" || token[0] != 'e' {
 			if empty < 2 {
 				empty++
@@ -525,14 +525,16 @@ func TestEmptyPagesWithANextTokenAreFollowedButNotForever(t *testing.T) {
 		if token != "" && token[0] == 'e' {
 			token = ""
 		}
-		return l.fetch(ctx, maxResults, token)
+		return l.fetch(ctx, maxResults, token, nil)
 	}
 	w := &Walker[string]{Fetch: fetch, ID: func(s string) string { return s }, Clock: a.clk}
 	res, err := w.Run(context.Background(), a.mem)
 	if err != nil || res.New != 1 {
 		t.Fatalf("walk across empty pages: %v, %+v", err, res)
 	}
-	w.Fetch = func(context.Context, int, string) (Page[string], error) { return Page[string]{Next: "again"}, nil }
+	w.Fetch = func(context.Context, int, string, func(Peek)) (Page[string], error) {
+		return Page[string]{Next: "again"}, nil
+	}
 	res, err = w.Run(context.Background(), a.mem)
 	if err == nil || res.Outcome != Failed || res.Requests != maxEmptyPages+1 {
 		t.Fatalf("endless empty pages: %v, %+v", err, res)

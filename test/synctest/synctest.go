@@ -39,6 +39,26 @@ func Table(tb testing.TB, n int, table string, extra map[string]any) *Synced {
 // All is Table for every table.
 func All(tb testing.TB, n int, extra map[string]any) map[string]*Synced {
 	tb.Helper()
+	return Sync(tb, n, Options{Spec: extra})
+}
+
+// Options of a Sync.
+type Options struct {
+	// Spec is merged into the plugin spec.
+	Spec map[string]any
+	// Direct sends the rows of the tables that build their records
+	// directly (x_bookmarks) to a record sink, as the exporter does, instead
+	// of through the SDK scheduler.
+	Direct bool
+	// DeterministicCQID is the sync option.
+	DeterministicCQID bool
+}
+
+// Sync syncs one account holding n bookmarks (and a folder of 3) and returns
+// what the sync sent, per table. Two calls with the same n see the same
+// posts.
+func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
+	tb.Helper()
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk, DisableRateLimits: true})
 	if err := sim.Start(); err != nil {
@@ -54,16 +74,36 @@ func All(tb testing.TB, n int, extra map[string]any) map[string]*Synced {
 		"base_url": sim.URL(),
 		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}},
 	}
-	for k, v := range extra {
+	for k, v := range o.Spec {
 		sp[k] = v
 	}
 	specJSON, _ := json.Marshal(sp)
-	p := xplugin.New(xplugin.WithClock(clk))
+	out := map[string]*Synced{}
+	var mu sync.Mutex
+	add := func(name string, rec arrow.RecordBatch) {
+		mu.Lock()
+		defer mu.Unlock()
+		s := out[name]
+		if s == nil {
+			s = &Synced{}
+			out[name] = s
+		}
+		s.Records = append(s.Records, rec)
+		s.Rows += rec.NumRows()
+	}
+	opts := []xplugin.Option{xplugin.WithClock(clk)}
+	if o.Direct {
+		opts = append(opts, xplugin.WithRecordSink(func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
+			rec.Retain()
+			add(t.Name, rec)
+			return nil
+		}, 0))
+	}
+	p := xplugin.New(opts...)
 	ctx := context.Background()
 	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
 		tb.Fatal(err)
 	}
-	out := map[string]*Synced{}
 	ch := make(chan message.SyncMessage)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -72,16 +112,19 @@ func All(tb testing.TB, n int, extra map[string]any) map[string]*Synced {
 		for m := range ch {
 			switch m := m.(type) {
 			case *message.SyncMigrateTable:
-				out[m.Table.Name] = &Synced{Table: m.Table}
+				mu.Lock()
+				if out[m.Table.Name] == nil {
+					out[m.Table.Name] = &Synced{}
+				}
+				out[m.Table.Name].Table = m.Table
+				mu.Unlock()
 			case *message.SyncInsert:
 				name, _ := m.Record.Schema().Metadata().GetValue(schema.MetadataTableName)
-				s := out[name]
-				s.Records = append(s.Records, m.Record)
-				s.Rows += m.Record.NumRows()
+				add(name, m.Record)
 			}
 		}
 	}()
-	err := p.Sync(ctx, plugin.SyncOptions{Tables: []string{"*"}}, ch)
+	err := p.Sync(ctx, plugin.SyncOptions{Tables: []string{"*"}, DeterministicCQID: o.DeterministicCQID}, ch)
 	close(ch)
 	wg.Wait()
 	if err != nil {

@@ -129,9 +129,10 @@ type Post struct {
 	// MediaKeys is attachments.media_keys: the keys of the post's media in
 	// Includes.Media (see Includes.MediaByKey).
 	MediaKeys []string `json:"-"`
-	// Raw is the post object exactly as returned. Raw and the raw fields
-	// above share the page's body buffer (no copy is made); do not modify
-	// them, and copy them if a few posts are kept long after their page.
+	// Raw is the post object exactly as returned. Raw, the raw fields and
+	// the strings above share the page's body buffer (no copy is made): do
+	// not modify them, and copy them (strings.Clone) if a few are kept long
+	// after their page, which they would keep in memory.
 	Raw json.RawMessage `json:"-"`
 }
 

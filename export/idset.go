@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // idSet is a set of post ids: the x_bookmarks rows of one account already
@@ -68,7 +69,7 @@ func (s *idSet) Add(id string) {
 		if s.addStrs == nil {
 			s.addStrs = map[string]struct{}{}
 		}
-		s.addStrs[id] = struct{}{}
+		s.addStrs[strings.Clone(id)] = struct{}{} // id may share a record's buffer
 	}
 }
 

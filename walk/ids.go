@@ -8,6 +8,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/textpack"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // IDList is an ordered list of post ids, newest first. Every X id is a decimal
@@ -57,7 +58,7 @@ func (l *IDList) Append(id string) {
 		}
 		l.toStrings()
 	}
-	l.strs = append(l.strs, id)
+	l.strs = append(l.strs, strings.Clone(id)) // id may share a page's body
 }
 
 // appendFrom appends the i-th id of src, without a round trip through a

@@ -35,15 +35,6 @@ type Options struct {
 // DefaultBatchRows is the size of the records written (see Options).
 const DefaultBatchRows = 8192
 
-// dictionaryColumns are the columns with few distinct values, which
-// dictionary encoding shrinks. The others (ids, text, JSON) are mostly
-// unique: a dictionary would only cost memory and hashing before falling
-// back to plain encoding.
-var dictionaryColumns = map[string]bool{
-	"user_id": true, "lang": true, "_cq_source_name": true, "_cq_sync_time": true, "author_id": true,
-	"folder_id": true, "operation": true, "account": true, "sync_id": true, "walk_outcomes": true,
-}
-
 // DefaultZstdLevel is zstd's fastest level (docs/parquet.md).
 const DefaultZstdLevel = 1
 
@@ -81,13 +72,18 @@ func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
 	}
 	props := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
+		// No dictionaries: the columns that repeat (user_id, lang, the
+		// _cq_ columns) compress as well without one, and the dictionary
+		// encoder allocated for every value (docs/parquet.md).
 		parquet.WithDictionaryDefault(false),
 		parquet.WithDataPageSize(256 << 10),
 		parquet.WithStats(true),
 	}
 	for _, f := range sc.Fields() {
-		if dictionaryColumns[f.Name] {
-			props = append(props, parquet.WithDictionaryFor(f.Name, true))
+		if v, _ := f.Metadata.GetValue(MetadataJSON); v == "true" {
+			// The min and max of JSON text prune nothing and cost a
+			// comparison per value: no statistics for JSON columns.
+			props = append(props, parquet.WithStatsFor(f.Name, false))
 		}
 	}
 	level := o.CompressionLevel

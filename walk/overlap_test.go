@@ -176,3 +176,35 @@ func TestAPeekThatDisagreesWithItsPageIsNotUsed(t *testing.T) {
 		t.Fatalf("duplicates %d: the unused page's posts must not be counted as read", res.Duplicates)
 	}
 }
+
+// Requests started from Peeks run ahead of the walk, but only so far: when
+// emitting stalls, pages do not pile up in memory.
+func TestAFirstWalkDoesNotRunFarAheadOfEmit(t *testing.T) {
+	l := newPeekingList(2000, 0)
+	release := make(chan struct{})
+	var startedWhileStalled int
+	w := &Walker[string]{
+		Fetch: l.fetch,
+		ID:    func(s string) string { return s },
+		Emit: func(_ context.Context, items []string) error {
+			if release != nil {
+				time.Sleep(200 * time.Millisecond) // let the requests run as far as they may
+				l.mu.Lock()
+				startedWhileStalled = len(l.requests)
+				l.mu.Unlock()
+				close(release)
+				release = nil
+			}
+			return nil
+		},
+	}
+	res, err := w.Run(context.Background(), nil)
+	if err != nil || res.Billed != 2000 {
+		t.Fatalf("walk: %v, billed %d", err, res.Billed)
+	}
+	// Page 1 is being emitted, page 2 queued, page 3 taken by the walk
+	// (waiting to queue), and maxAhead pages requested from Peeks.
+	if want := 3 + maxAhead; startedWhileStalled > want {
+		t.Fatalf("%d requests started while Emit stalled on the first page, want at most %d", startedWhileStalled, want)
+	}
+}

@@ -176,8 +176,13 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 	// starts the next one from its Peek, in its own goroutine, before its page
 	// is decoded (the Planner is read-only, so it may plan from there). The
 	// walk checks each such request against the decoded page before using it.
+	//
+	// At most maxAhead such requests are outstanding (started, and not yet
+	// taken by the walk): if emitting falls behind, the next request waits,
+	// and pages do not pile up.
 	var ahead func(r *request[T], pk Peek) *request[T]
 	if planner.First() {
+		slots := make(chan struct{}, maxAhead)
 		ahead = func(r *request[T], pk Peek) *request[T] {
 			if pk.Next == "" || pk.Count <= 0 {
 				return nil
@@ -187,13 +192,23 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 			if size == 0 {
 				return nil
 			}
-			return w.request(ctx, size, pk.Next, billed, r.requestsBefore+1, ahead)
+			// Wait for a place: the walk frees one as it comes to each page,
+			// unless it stops, and then it cancels this request.
+			select {
+			case slots <- struct{}{}:
+			case <-r.ctx.Done():
+				return nil
+			}
+			next := w.request(ctx, size, pk.Next, billed, r.requestsBefore+1, ahead)
+			next.slots = slots
+			return next
 		}
 	}
 	em := w.emitter(ctx)
 	defer em.finish()
 	cur := w.request(ctx, size, "", 0, 0, ahead)
 	for {
+		cur.release() // the walk is ready for this page
 		f := <-cur.done
 		early := cur.early
 		if f.err != nil {
@@ -337,11 +352,28 @@ type request[T any] struct {
 	// billedBefore and requestsBefore are the walk's counts before this
 	// request, as the walk will have them if earlier pages matched their Peeks.
 	billedBefore, requestsBefore int
+	ctx                          context.Context
 	cancel                       context.CancelFunc
 	// early is the request this one started from its Peek; set before done
 	// delivers.
 	early *request[T]
 	done  chan fetched[T]
+	// slots, for a request started from a Peek, holds its place among the
+	// requests outstanding ahead of the walk, until the walk waits for its
+	// page (so a request the walk waits for never waits for a place).
+	slots chan struct{}
+}
+
+// maxAhead is how many requests a first walk may have started from Peeks
+// and not yet taken.
+const maxAhead = 2
+
+// release gives back the request's place among those started ahead.
+func (r *request[T]) release() {
+	if r.slots != nil {
+		<-r.slots
+		r.slots = nil
+	}
 }
 
 type fetched[T any] struct {
@@ -353,7 +385,7 @@ type fetched[T any] struct {
 // start the next request from the first Peek.
 func (w *Walker[T]) request(ctx context.Context, size int, token string, billedBefore, requestsBefore int, ahead func(*request[T], Peek) *request[T]) *request[T] {
 	ctx, cancel := context.WithCancel(ctx)
-	r := &request[T]{size: size, token: token, billedBefore: billedBefore, requestsBefore: requestsBefore, cancel: cancel, done: make(chan fetched[T], 1)}
+	r := &request[T]{size: size, token: token, billedBefore: billedBefore, requestsBefore: requestsBefore, ctx: ctx, cancel: cancel, done: make(chan fetched[T], 1)}
 	go func() {
 		defer cancel()
 		peeked := false
@@ -376,6 +408,7 @@ func (w *Walker[T]) discard(r *request[T], res *Result) {
 	}
 	r.cancel()
 	f := <-r.done
+	r.release()
 	if f.err == nil {
 		res.Requests++
 		res.PageSizes = append(res.PageSizes, r.size)

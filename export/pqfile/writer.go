@@ -56,6 +56,8 @@ type Writer struct {
 	rows      int64
 	closed    bool
 	closeFile func() error
+	// afterBatch, when set, runs in the encoding goroutine after each batch.
+	afterBatch func()
 
 	batches chan []arrow.RecordBatch // to the encoding goroutine; holds one batch
 	done    chan struct{}            // closed when the encoding goroutine ends
@@ -120,6 +122,8 @@ func (w *Writer) encode() {
 				w.errMu.Lock()
 				w.err = err
 				w.errMu.Unlock()
+			} else if w.afterBatch != nil {
+				w.afterBatch()
 			}
 		}
 		for _, r := range recs {
@@ -150,6 +154,10 @@ func Create(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 		os.Remove(path)
 		return nil, err
 	}
+	// After each row group, start writing what the file holds so far to
+	// disk: the final fsync then waits for the last row group only, rather
+	// than for the whole file (hundreds of MB for a large first export).
+	w.afterBatch = func() { startWriteback(f) }
 	w.closeFile = func() error {
 		if err := bw.Flush(); err != nil {
 			f.Close()

@@ -49,6 +49,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -391,7 +392,13 @@ func (w *Walker[T]) request(ctx context.Context, size int, token string, billedB
 		peeked := false
 		page, err := w.Fetch(ctx, size, token, func(p Peek) {
 			if ahead != nil && !peeked {
-				r.early = ahead(r, p)
+				if r.early = ahead(r, p); r.early != nil {
+					// Let the new request go out before this goroutine
+					// decodes its page: it would otherwise wait in this
+					// P's run queue for the whole decode (about 0.2 ms a
+					// page, a third of the API's own time per page).
+					runtime.Gosched()
+				}
 			}
 			peeked = true
 		})

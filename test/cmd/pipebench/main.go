@@ -10,13 +10,17 @@
 //     pages over the same loopback — the same max_results and tweet.fields the
 //     exporter asks for — reads each body and finds its next_token, and
 //     discards it;
+//   - the client floor (this program with -floor -decode): the same loop
+//     with the project's API client, which also decodes every post — the
+//     least the plugin itself must do to see the posts (shown for
+//     reference; the goal is against the bare floor);
 //   - the export: `cq-source-x export --spec SPEC --out DIR --quiet` into a
 //     new directory: a first sync of N bookmarks to Parquet.
 //
-// It reports the median wall time and peak RSS (getrusage ru_maxrss) of each
-// over -runs runs, interleaved, and the ratios. The last line is
-// machine-readable. The simulator's work (building the pages) is in this
-// process for both, so it weighs on both alike.
+// It reports the median wall time, CPU time (user + system) and peak RSS
+// (getrusage) of each over -runs runs, interleaved, and the ratios. The last
+// line is machine-readable. The simulator's work (building the pages) is in
+// this process for all of them, so it weighs on all alike.
 package main
 
 import (
@@ -37,6 +41,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -49,11 +54,16 @@ func main() {
 	runs := flag.Int("runs", 3, "runs of each, interleaved; medians are reported")
 	bin := flag.String("bin", "", "the cq-source-x binary (default: build it)")
 	floor := flag.Bool("floor", false, "internal: run the floor loop against -url")
+	decode := flag.Bool("decode", false, "internal: with -floor, fetch with the API client, which decodes the posts")
 	base := flag.String("url", "", "internal: simulator URL for -floor")
 	token := flag.String("token", "", "internal: access token for -floor")
 	flag.Parse()
 	if *floor {
-		n, err := floorLoop(*base, *token)
+		loop := floorLoop
+		if *decode {
+			loop = clientLoop
+		}
+		n, err := loop(*base, *token)
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -78,7 +88,8 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("pipebench: %d runs each, medians; floor = fetch and discard the same pages\n", *runs)
-	fmt.Printf("%10s  %10s %10s  %10s %10s  %7s  %8s %8s\n", "bookmarks", "floor", "export", "floor RSS", "export RSS", "ratio", "rows/s", "MB file")
+	fmt.Printf("%10s  %9s %9s %9s  %9s %9s %9s  %9s %10s  %6s %6s  %8s %7s\n", "bookmarks", "floor", "client", "export",
+		"floor CPU", "client CPU", "exp. CPU", "floor RSS", "export RSS", "ratio", "/client", "rows/s", "MB file")
 	var last string
 	for _, field := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
@@ -89,17 +100,21 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%10d  %10s %10s  %8.1fMB %8.1fMB  %7.2f  %8.0f %8.1f\n", n, r.floor.Round(time.Millisecond), r.export.Round(time.Millisecond),
-			mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(), float64(n)/r.export.Seconds(), mb(r.fileBytes))
+		fmt.Printf("%10d  %9s %9s %9s  %9s %9s %9s  %7.1fMB %8.1fMB  %6.2f %6.2f  %8.0f %7.1f\n", n,
+			r.floor.Round(time.Millisecond), r.client.Round(time.Millisecond), r.export.Round(time.Millisecond),
+			r.floorCPU.Round(time.Millisecond), r.clientCPU.Round(time.Millisecond), r.exportCPU.Round(time.Millisecond),
+			mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(), r.export.Seconds()/r.client.Seconds(),
+			float64(n)/r.export.Seconds(), mb(r.fileBytes))
 		last += fmt.Sprintf(" n%d_ratio=%.2f n%d_rss_mb=%.0f", n, r.export.Seconds()/r.floor.Seconds(), n, mb(r.exportRSS))
 	}
 	fmt.Println("pipeline" + last)
 }
 
 type result struct {
-	floor, export       time.Duration
-	floorRSS, exportRSS int64 // bytes
-	fileBytes           int64
+	floor, client, export          time.Duration // wall
+	floorCPU, clientCPU, exportCPU time.Duration // user + system
+	floorRSS, exportRSS            int64         // bytes
+	fileBytes                      int64
 }
 
 func measure(n, runs int, bin, self, work string) (result, error) {
@@ -128,44 +143,64 @@ spec:
 	if err := os.WriteFile(specFile, []byte(specYAML), 0o600); err != nil {
 		return result{}, err
 	}
-	var floors, exports []time.Duration
+	var floors, clients, exports, floorCPUs, clientCPUs, exportCPUs []time.Duration
 	var floorRSS, exportRSS []int64
 	var fileBytes int64
 	for i := range runs {
-		d, rss, out, err := run(self, "-floor", "-url", sim.URL(), "-token", token)
+		m, out, err := run(self, "-floor", "-url", sim.URL(), "-token", token)
 		if err != nil {
 			return result{}, fmt.Errorf("floor: %v: %s", err, out)
 		}
 		if got := strings.TrimSpace(string(out)); got != strconv.Itoa(n) {
 			return result{}, fmt.Errorf("floor fetched %s posts, want %d", got, n)
 		}
-		floors, floorRSS = append(floors, d), append(floorRSS, rss)
+		floors, floorCPUs, floorRSS = append(floors, m.wall), append(floorCPUs, m.cpu), append(floorRSS, m.rss)
+
+		m, out, err = run(self, "-floor", "-decode", "-url", sim.URL(), "-token", token)
+		if err != nil {
+			return result{}, fmt.Errorf("client floor: %v: %s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != strconv.Itoa(n) {
+			return result{}, fmt.Errorf("client floor fetched %s posts, want %d", got, n)
+		}
+		clients, clientCPUs = append(clients, m.wall), append(clientCPUs, m.cpu)
 
 		dir := filepath.Join(work, fmt.Sprintf("out-%d-%d", n, i))
-		d, rss, out, err = run(bin, "export", "--spec", specFile, "--out", dir, "--quiet")
+		m, out, err = run(bin, "export", "--spec", specFile, "--out", dir, "--quiet")
 		if err != nil {
 			return result{}, fmt.Errorf("export: %v: %s", err, out)
 		}
-		exports, exportRSS = append(exports, d), append(exportRSS, rss)
+		exports, exportCPUs, exportRSS = append(exports, m.wall), append(exportCPUs, m.cpu), append(exportRSS, m.rss)
 		fileBytes = dirSize(filepath.Join(dir, "x_bookmarks"))
 		os.RemoveAll(dir)
 	}
-	return result{median(floors), median(exports), median(floorRSS), median(exportRSS), fileBytes}, nil
+	return result{
+		floor: median(floors), client: median(clients), export: median(exports),
+		floorCPU: median(floorCPUs), clientCPU: median(clientCPUs), exportCPU: median(exportCPUs),
+		floorRSS: median(floorRSS), exportRSS: median(exportRSS), fileBytes: fileBytes,
+	}, nil
 }
 
-// run runs a command and returns its wall time, peak RSS and output.
-func run(name string, args ...string) (time.Duration, int64, []byte, error) {
+// measured is one run of a command.
+type measured struct {
+	wall, cpu time.Duration
+	rss       int64 // bytes
+}
+
+// run runs a command and returns its wall time, CPU time, peak RSS and
+// output.
+func run(name string, args ...string) (measured, []byte, error) {
 	cmd := exec.Command(name, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
-	d := time.Since(start)
-	var rss int64
+	m := measured{wall: time.Since(start)}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024 // kilobytes on Linux
+		m.rss = ru.Maxrss * 1024 // kilobytes on Linux
+		m.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 	}
-	return d, rss, out.Bytes(), err
+	return m, out.Bytes(), err
 }
 
 // floorLoop fetches every page of the list as the exporter's first sync does
@@ -205,6 +240,32 @@ func floorLoop(base, token string) (int, error) {
 		}
 		rest := body[i+len(`"next_token":"`):]
 		next = string(rest[:bytes.IndexByte(rest, '"')])
+	}
+}
+
+// clientLoop is floorLoop with the project's API client, which decodes
+// every post of every page (and checks ids, tokens and rate limits).
+func clientLoop(base, token string) (int, error) {
+	s := spec.Spec{}
+	s.SetDefaults()
+	api, err := client.New(client.StaticTokenWithTransport(token, http.DefaultTransport),
+		client.WithBaseURL(base), client.WithTokenCheck(client.TokenOpaque))
+	if err != nil {
+		return 0, err
+	}
+	next, posts := "", 0
+	for {
+		page, _, err := api.ListBookmarks(context.Background(), user, client.ListOptions{
+			PageOptions: client.PageOptions{MaxResults: walk.DefaultMaxPageSize, PaginationToken: next},
+			Fields:      client.Fields{TweetFields: s.Fields.TweetFields},
+		})
+		if err != nil {
+			return posts, err
+		}
+		posts += len(page.Data)
+		if next = page.Meta.NextToken; next == "" {
+			return posts, nil
+		}
 	}
 }
 

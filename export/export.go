@@ -373,14 +373,28 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 		}
 		return nil
 	}
-	for i := 0; i < n; i++ {
-		uid, pid := users.Value(i), posts.Value(i)
-		set := r.written[uid]
-		if set == nil {
-			set = &idSet{}
-			r.written[uid] = set
+	// Rows of one record almost always belong to one account: count them
+	// per run of the same user, and report each run once.
+	var uid string
+	var set *idSet
+	wrote := 0
+	report := func() {
+		if wrote > 0 {
+			r.res.wroteBookmarks(uid, wrote)
+			r.prog.addRows(uid, wrote)
 		}
-		if set.Has(pid) {
+		wrote = 0
+	}
+	for i := 0; i < n; i++ {
+		if u := users.Value(i); set == nil || u != uid {
+			report()
+			uid = strings.Clone(u) // kept in maps; Value shares the record's buffer
+			if set = r.written[uid]; set == nil {
+				set = &idSet{}
+				r.written[uid] = set
+			}
+		}
+		if !set.AddNew(posts.Value(i)) {
 			if err := flush(i); err != nil {
 				return err
 			}
@@ -388,10 +402,9 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 			r.res.skipped(uid)
 			continue
 		}
-		set.Add(pid)
-		r.res.wroteBookmark(uid)
-		r.prog.addRows(uid, 1)
+		wrote++
 	}
+	report()
 	return flush(n)
 }
 
@@ -607,13 +620,13 @@ type FileResult struct {
 	Rows  int64  `json:"rows"`
 }
 
-func (r *Result) wroteBookmark(uid string) {
+func (r *Result) wroteBookmarks(uid string, n int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rows == nil {
 		r.rows = map[string]int{}
 	}
-	r.rows[uid]++
+	r.rows[uid] += n
 }
 
 func (r *Result) skipped(uid string) {

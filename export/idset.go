@@ -27,8 +27,11 @@ type idSet struct {
 }
 
 func parseID(id string) (uint64, bool) {
-	n, err := strconv.ParseUint(id, 10, 64)
-	if err != nil || strconv.FormatUint(n, 10) != id {
+	if len(id) == 0 || (id[0] == '0' && len(id) > 1) {
+		return 0, false // not canonical: "007" and "7" must stay different ids
+	}
+	n, err := strconv.ParseUint(id, 10, 64) // digits only: no sign, no "_"
+	if err != nil {
 		return 0, false
 	}
 	return n, true
@@ -55,16 +58,39 @@ func (s *idSet) Has(id string) bool {
 // which keeps a million-post export's memory flat.
 const compactAt = 1 << 16
 
+// AddNew adds id and reports whether it was not in the set yet.
+func (s *idSet) AddNew(id string) bool {
+	if n, ok := parseID(id); ok {
+		if _, found := slices.BinarySearch(s.nums, n); found {
+			return false
+		}
+		if _, added := s.addNums[n]; added {
+			return false
+		}
+		s.addNum(n)
+		return true
+	}
+	if s.Has(id) {
+		return false
+	}
+	s.Add(id)
+	return true
+}
+
+func (s *idSet) addNum(n uint64) {
+	if s.addNums == nil {
+		s.addNums = map[uint64]struct{}{}
+	}
+	s.addNums[n] = struct{}{}
+	if len(s.addNums) >= compactAt {
+		s.compact()
+	}
+}
+
 // Add adds id.
 func (s *idSet) Add(id string) {
 	if n, ok := parseID(id); ok {
-		if s.addNums == nil {
-			s.addNums = map[uint64]struct{}{}
-		}
-		s.addNums[n] = struct{}{}
-		if len(s.addNums) >= compactAt {
-			s.compact()
-		}
+		s.addNum(n)
 	} else {
 		if s.addStrs == nil {
 			s.addStrs = map[string]struct{}{}

@@ -67,3 +67,30 @@ func TestIDSetCompactsAsItGrows(t *testing.T) {
 		t.Fatalf("%d ids, want %d, sorted", len(ids), n)
 	}
 }
+
+// AddNew is Add that reports whether the id was new: the exporter's check
+// that no (user_id, post_id) is written twice. "7" and "007" are different
+// ids (only canonical decimals are kept as numbers).
+func TestIDSetAddNewReportsOnlyNewIDs(t *testing.T) {
+	var s idSet
+	for _, c := range []struct {
+		id   string
+		want bool
+	}{
+		{"7", true}, {"7", false}, {"007", true}, {"007", false}, {"0", true}, {"0", false},
+		{"18446744073709551615", true}, {"18446744073709551616", true}, {"18446744073709551616", false},
+		{"abc", true}, {"abc", false}, {"+7", true}, {"", true}, {"", false},
+	} {
+		if got := s.AddNew(c.id); got != c.want {
+			t.Fatalf("AddNew(%q) = %v, want %v", c.id, got, c.want)
+		}
+	}
+	for i := range compactAt + 10 { // across a compaction
+		if !s.AddNew(strconv.Itoa(1_000_000 + i)) {
+			t.Fatalf("id %d reported as held", 1_000_000+i)
+		}
+	}
+	if s.AddNew("1000005") || !s.Has("007") || !s.Has("abc") || s.Len() != 8+compactAt+10 {
+		t.Fatalf("after compaction: len %d", s.Len())
+	}
+}

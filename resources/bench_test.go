@@ -20,25 +20,7 @@ import (
 // resources and its batching, with no HTTP. A page of 100 real-shaped posts
 // (from the simulator, default fields) is emitted 100 times per operation.
 func BenchmarkBookmarkRecords(b *testing.B) {
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer sim.Close()
-	sim.SeedBookmarks("1", 100)
-	api, err := client.New(client.StaticTokenWithTransport(sim.IssueToken("1"), http.DefaultTransport), client.WithBaseURL(sim.URL()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := spec.Spec{}
-	s.SetDefaults()
-	page, _, err := api.ListBookmarks(context.Background(), "1", client.ListOptions{
-		PageOptions: client.PageOptions{MaxResults: 100},
-		Fields:      client.Fields{TweetFields: s.Fields.TweetFields},
-	})
-	if err != nil || len(page.Data) != 100 {
-		b.Fatalf("page: %v, %d posts", err, len(page.Data))
-	}
+	page := benchPage(b)
 	const pages = 100
 	seen := time.Now()
 	table := Bookmarks()
@@ -81,6 +63,71 @@ func BenchmarkBookmarkRecords(b *testing.B) {
 		<-done
 		if rows != pages*100 {
 			b.Fatalf("%d rows", rows)
+		}
+	}
+	b.ReportMetric(float64(b.N*pages*100)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// benchPage is a page of 100 real-shaped posts from the simulator, with the
+// default fields.
+func benchPage(b *testing.B) *client.PostPage {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	sim.SeedBookmarks("1", 100)
+	api, err := client.New(client.StaticTokenWithTransport(sim.IssueToken("1"), http.DefaultTransport), client.WithBaseURL(sim.URL()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := spec.Spec{}
+	s.SetDefaults()
+	page, _, err := api.ListBookmarks(context.Background(), "1", client.ListOptions{
+		PageOptions: client.PageOptions{MaxResults: 100},
+		Fields:      client.Fields{TweetFields: s.Fields.TweetFields},
+	})
+	if err != nil || len(page.Data) != 100 {
+		b.Fatalf("page: %v, %d posts", err, len(page.Data))
+	}
+	return page
+}
+
+// BenchmarkDirectRecords is BenchmarkBookmarkRecords on the exporter's
+// path: the same rows appended by the column definitions straight into
+// records of 8192 rows (recordBuilder), with no scheduler.
+func BenchmarkDirectRecords(b *testing.B) {
+	page := benchPage(b)
+	const pages = 100
+	seen := time.Now()
+	table := Bookmarks()
+	schema.AddCqIDs(table)
+	rows := make([]*bookmark, len(page.Data))
+	for i := range page.Data {
+		rows[i] = &bookmark{userID: "1", post: &page.Data[i], firstSeenAt: seen}
+	}
+	rb, err := newRecordBuilder(table, bookmarkColumns, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rb.Release()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		for range pages {
+			rb.Append(rows)
+			if rb.Len() >= 8192 {
+				rec := rb.NewRecord()
+				n += int(rec.NumRows())
+				rec.Release()
+			}
+		}
+		rec := rb.NewRecord()
+		n += int(rec.NumRows())
+		rec.Release()
+		if n != pages*100 {
+			b.Fatalf("%d rows", n)
 		}
 	}
 	b.ReportMetric(float64(b.N*pages*100)/b.Elapsed().Seconds(), "rows/s")

@@ -302,7 +302,7 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 }
 
 // emitter calls Emit in a goroutine of its own, page after page, so that
-// the walk can act on the next page's Peek while a page is being emitted.
+// the walk goes on reading while a page is being emitted.
 type emitter[T any] struct {
 	q      chan []T
 	failed chan struct{} // closed when Emit has failed; err is then set

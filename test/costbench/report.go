@@ -75,17 +75,13 @@ func (r *Result) WriteTable(out io.Writer, w *Workload) {
 
 // group sums the planner's incremental syncs of one kind.
 type group struct {
-	name                                 string
-	syncs, bound, cbound, needed, billed int
-	requests, multiPage, unknownNeeded   int
+	name string
+	Totals
+	needed, multiPage, unknownNeeded int
 }
 
 func (g *group) add(s *SyncStat) {
-	g.syncs++
-	g.bound += s.Bound
-	g.cbound += s.CBound
-	g.billed += s.Billed
-	g.requests += s.Requests
+	g.Totals.add(s)
 	if s.Needed >= 0 {
 		g.needed += s.Needed
 	} else {
@@ -141,8 +137,8 @@ func (r *Result) writeBreakdown(out io.Writer, w *Workload, p *StrategyResult) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "syncs of\tsyncs\tmulti-page\tbound\tc.bound\tneeded\tbilled\toverread\tstop rule\tbilled-c.bound\tratio\tc.ratio\trequests\t")
 	row := func(g *group) {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%d\t\n", g.name, g.syncs, g.multiPage, g.bound, g.cbound, g.needed, g.billed,
-			g.billed-g.needed, g.needed-g.cbound, g.billed-g.cbound, ratio(g.billed, g.bound), ratio(g.billed, g.cbound), g.requests)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%d\t\n", g.name, g.Syncs, g.multiPage, g.Bound, g.CBound, g.needed, g.Billed,
+			g.Billed-g.needed, g.needed-g.CBound, g.Billed-g.CBound, ratio(g.Billed, g.Bound), ratio(g.Billed, g.CBound), g.Requests)
 	}
 	for i := range buckets {
 		row(&buckets[i])

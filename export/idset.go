@@ -24,6 +24,9 @@ type idSet struct {
 	// added since the last compact
 	addNums map[uint64]struct{}
 	addStrs map[string]struct{}
+	// text is MarshalText's result until the set changes: a run saves its
+	// state twice (commit, then publish) with the same sets.
+	text []byte
 }
 
 func parseID(id string) (uint64, bool) {
@@ -78,6 +81,7 @@ func (s *idSet) AddNew(id string) bool {
 }
 
 func (s *idSet) addNum(n uint64) {
+	s.text = nil
 	if s.addNums == nil {
 		s.addNums = map[uint64]struct{}{}
 	}
@@ -92,6 +96,7 @@ func (s *idSet) Add(id string) {
 	if n, ok := parseID(id); ok {
 		s.addNum(n)
 	} else {
+		s.text = nil
 		if s.addStrs == nil {
 			s.addStrs = map[string]struct{}{}
 		}
@@ -157,6 +162,9 @@ const idSetFormat = 1
 // MarshalText encodes the set: format byte, count of numbers, their deltas
 // as uvarints, count of strings, each length-prefixed; DEFLATE; base64.
 func (s *idSet) MarshalText() ([]byte, error) {
+	if s.text != nil {
+		return s.text, nil
+	}
 	s.compact()
 	raw := []byte{idSetFormat}
 	raw = binary.AppendUvarint(raw, uint64(len(s.nums)))
@@ -170,7 +178,11 @@ func (s *idSet) MarshalText() ([]byte, error) {
 		raw = binary.AppendUvarint(raw, uint64(len(str)))
 		raw = append(raw, str...)
 	}
-	return textpack.Pack(raw)
+	text, err := textpack.Pack(raw)
+	if err == nil {
+		s.text = text
+	}
+	return text, err
 }
 
 // UnmarshalText decodes what MarshalText wrote.

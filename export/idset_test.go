@@ -94,3 +94,35 @@ func TestIDSetAddNewReportsOnlyNewIDs(t *testing.T) {
 		t.Fatalf("after compaction: len %d", s.Len())
 	}
 }
+
+// The encoding is kept between saves of an unchanged set, and dropped when
+// an id is added, numeric or not.
+func TestIDSetEncodingFollowsAdds(t *testing.T) {
+	var s idSet
+	s.Add("100")
+	decode := func() []string {
+		t.Helper()
+		text, err := s.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back idSet
+		if err := back.UnmarshalText(text); err != nil {
+			t.Fatal(err)
+		}
+		return back.IDs()
+	}
+	if got := decode(); !slices.Equal(got, []string{"100"}) {
+		t.Fatalf("first encoding: %v", got)
+	}
+	if !s.AddNew("200") {
+		t.Fatal("200 is new")
+	}
+	if got := decode(); !slices.Equal(got, []string{"100", "200"}) {
+		t.Errorf("after adding a number: %v", got)
+	}
+	s.Add("x-1")
+	if got := decode(); !slices.Equal(got, []string{"100", "200", "x-1"}) {
+		t.Errorf("after adding a string: %v", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -42,6 +43,9 @@ type RecordSink struct {
 	// BatchRows is how many rows a record gathers before it is written; 0
 	// means DefaultBatchRows.
 	BatchRows int
+	// Mem allocates the records' buffers; nil means Go's allocator. The
+	// exporter passes one that reuses the buffers of written records.
+	Mem memory.Allocator
 }
 
 // DefaultBatchRows is RecordSink's default record size.

@@ -41,6 +41,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/internal/arrowmem"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -117,7 +118,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Recovered = rec
 
-	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}}
+	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}, mem: arrowmem.NewRecycling(recycledBytes)}
 	if err := r.sync(ctx); err != nil {
 		r.abort()
 		return res, err
@@ -152,7 +153,15 @@ type run struct {
 	opened *sync.Cond
 	// failed is the first error writing the export.
 	failed error
+	// mem allocates the x_bookmarks records and their conversion, and
+	// takes their buffers back once a record is written.
+	mem *arrowmem.Recycling
 }
+
+// recycledBytes bounds the buffers kept for reuse: about three records of
+// x_bookmarks (one being built, one waiting, one being written) at the
+// default batch size.
+const recycledBytes = 48 << 20
 
 // tableWriter stages one table's file.
 type tableWriter struct {
@@ -227,7 +236,7 @@ func (r *run) sync(ctx context.Context) error {
 		r.mu.Unlock()
 	})
 	defer stopAfter()
-	opts = append(opts, xplugin.WithRecordSink(func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
+	opts = append(opts, xplugin.WithRecordSink(account.RecordSink{Mem: r.mem, Write: func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for r.writers[t.Name] == nil && r.failed == nil && syncCtx.Err() == nil {
@@ -245,7 +254,7 @@ func (r *run) sync(ctx context.Context) error {
 			return err
 		}
 		return nil
-	}, 0))
+	}}))
 	p := xplugin.New(opts...)
 	p.SetLogger(logger)
 	if err := p.Init(ctx, o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
@@ -344,6 +353,7 @@ func (r *run) openTable(t *schema.Table) error {
 	}
 	tw := &tableWriter{table: t, conv: conv, w: w, path: path, userCol: -1, postCol: -1}
 	if t.Name == resources.BookmarksTable {
+		conv.SetAllocator(r.mem)
 		tw.userCol = t.Columns.Index("user_id")
 		tw.postCol = t.Columns.Index("post_id")
 		if tw.userCol < 0 || tw.postCol < 0 {

@@ -83,9 +83,10 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	}
 	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo)
 	if c.options.RecordSink != nil {
-		sink := &account.RecordSink{Write: c.options.RecordSink, DeterministicCQID: opts.DeterministicCQID, BatchRows: c.options.RecordBatchRows}
+		sink := *c.options.RecordSink
+		sink.DeterministicCQID = opts.DeterministicCQID
 		for _, s := range set.Sessions {
-			s.Records = sink
+			s.Records = &sink
 		}
 	}
 	if c.options.OnSessions != nil {

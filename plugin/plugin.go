@@ -4,12 +4,9 @@
 package plugin
 
 import (
-	"context"
 	"net/http"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
-	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -41,9 +38,8 @@ type Options struct {
 	// they are prepared, before any request; the exporter reads their meters
 	// for progress and their reports for its summary.
 	OnSessions func(*account.Set)
-	// RecordSink and RecordBatchRows: see WithRecordSink.
-	RecordSink      func(ctx context.Context, table *schema.Table, rec arrow.RecordBatch) error
-	RecordBatchRows int
+	// RecordSink: see WithRecordSink.
+	RecordSink *account.RecordSink
 	// ClientOptions are appended to the options of every account's API
 	// client, after the plugin's own (the exporter adds a wait hook).
 	ClientOptions []client.Option
@@ -66,11 +62,12 @@ func WithState(st state.Client) Option { return func(o *Options) { o.State = st 
 func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
 
 // WithRecordSink sends the rows of the tables that can build their Arrow
-// records directly (x_bookmarks) to write, in records of batchRows rows (0
-// means account.DefaultBatchRows), instead of through the SDK scheduler: the
-// standalone exporter's fast path. The sync still announces every table.
-func WithRecordSink(write func(ctx context.Context, table *schema.Table, rec arrow.RecordBatch) error, batchRows int) Option {
-	return func(o *Options) { o.RecordSink, o.RecordBatchRows = write, batchRows }
+// records directly (x_bookmarks) to sink.Write, in records of sink.BatchRows
+// rows, instead of through the SDK scheduler: the standalone exporter's fast
+// path. The sync still announces every table. Each sync sets the sink's
+// DeterministicCQID from its own options.
+func WithRecordSink(sink account.RecordSink) Option {
+	return func(o *Options) { o.RecordSink = &sink }
 }
 
 // WithClientOptions adds options to every account's API client.

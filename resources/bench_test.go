@@ -106,7 +106,7 @@ func BenchmarkDirectRecords(b *testing.B) {
 	for i := range page.Data {
 		rows[i] = &bookmark{userID: "1", post: &page.Data[i], firstSeenAt: seen}
 	}
-	rb, err := newRecordBuilder(table, bookmarkColumns, false)
+	rb, err := newRecordBuilder(table, bookmarkColumns, false, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, book
 // directEmit emits bookmark rows to a RecordSink: appended to a record that
 // is written every BatchRows rows; flush writes the last one.
 func directEmit(sink *account.RecordSink, table *schema.Table) (emit func(context.Context, []*bookmark) error, flush func(context.Context) error, err error) {
-	rb, err := newRecordBuilder(table, bookmarkColumns, sink.DeterministicCQID)
+	rb, err := newRecordBuilder(table, bookmarkColumns, sink.DeterministicCQID, sink.Mem)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,8 +42,9 @@ type idKey[T any] struct {
 }
 
 // newRecordBuilder prepares records of table, whose columns (besides the
-// SDK's _cq_id and _cq_parent_id) must all be in cols.
-func newRecordBuilder[T any](table *schema.Table, cols []column[T], deterministicCQID bool) (*recordBuilder[T], error) {
+// SDK's _cq_id and _cq_parent_id) must all be in cols. Their buffers come
+// from mem (nil: Go's allocator).
+func newRecordBuilder[T any](table *schema.Table, cols []column[T], deterministicCQID bool, mem memory.Allocator) (*recordBuilder[T], error) {
 	if table.Parent != nil {
 		return nil, fmt.Errorf("table %s: direct records are for top-level tables (_cq_parent_id is always null here)", table.Name)
 	}
@@ -87,7 +88,10 @@ func newRecordBuilder[T any](table *schema.Table, cols []column[T], deterministi
 		}
 		rb.idKeys = append(rb.idKeys, idKey[T]{name: name, text: def.text})
 	}
-	rb.b = array.NewRecordBuilder(memory.DefaultAllocator, table.ToArrowSchema())
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	rb.b = array.NewRecordBuilder(mem, table.ToArrowSchema())
 	rb.reserve = make([]int, len(table.Columns))
 	return rb, nil
 }
@@ -126,19 +130,21 @@ func (rb *recordBuilder[T]) id(row T) uuid.UUID {
 	return uuid.NewHash(sha1.New(), uuid.UUID{}, h.Sum(nil), 5)
 }
 
-// grow reserves room for the coming record from the size of the last one:
-// Arrow builders otherwise start empty and double their buffers many times
-// over for every record.
+// grow reserves room for the coming record from the size of the last one,
+// plus an eighth: Arrow builders otherwise start empty and double their
+// buffers many times over for every record, and a record only a little
+// larger than the last would still copy its largest buffers once.
 func (rb *recordBuilder[T]) grow(n int) {
 	for i := range rb.appendTo {
 		f := rb.b.Field(i)
 		f.Reserve(n)
-		if rb.reserve[i] > 0 {
+		if data := rb.reserve[i]; data > 0 {
+			data += data / 8
 			switch f := f.(type) {
 			case *array.StringBuilder:
-				f.ReserveData(rb.reserve[i])
+				f.ReserveData(data)
 			case *types.JSONBuilder:
-				f.Builder.(*array.BinaryBuilder).ReserveData(rb.reserve[i])
+				f.Builder.(*array.BinaryBuilder).ReserveData(data)
 			}
 		}
 	}

@@ -139,6 +139,10 @@ func plain(t arrow.DataType) error {
 	return nil
 }
 
+// SetAllocator makes the converter allocate the columns it builds (UUID
+// text, _cq_sync_time, _cq_source_name) from mem.
+func (c *Converter) SetAllocator(mem memory.Allocator) { c.mem = mem }
+
 // Schema is the schema of the converted records.
 func (c *Converter) Schema() *arrow.Schema { return c.out }
 

@@ -12,10 +12,12 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
@@ -52,6 +54,8 @@ type Options struct {
 	Direct bool
 	// DeterministicCQID is the sync option.
 	DeterministicCQID bool
+	// Mem allocates the direct records (nil: Go's allocator).
+	Mem memory.Allocator
 }
 
 // Sync syncs one account holding n bookmarks (and a folder of 3) and returns
@@ -93,11 +97,11 @@ func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
 	}
 	opts := []xplugin.Option{xplugin.WithClock(clk)}
 	if o.Direct {
-		opts = append(opts, xplugin.WithRecordSink(func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
+		opts = append(opts, xplugin.WithRecordSink(account.RecordSink{Mem: o.Mem, Write: func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
 			rec.Retain()
 			add(t.Name, rec)
 			return nil
-		}, 0))
+		}}))
 	}
 	p := xplugin.New(opts...)
 	ctx := context.Background()

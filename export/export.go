@@ -74,6 +74,9 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Quiet prints only errors.
 	Quiet bool
+	// Compression is the Parquet codec, one of pqfile.Codecs; "" means
+	// pqfile.DefaultCodec.
+	Compression string
 	// Step, when set, is called at each step that matters for crash safety
 	// (the kill tests stop the process there).
 	Step func(name string)
@@ -87,6 +90,9 @@ type Options struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Spec == nil || o.Out == "" {
 		return nil, errors.New("export: a spec and an output directory are required")
+	}
+	if _, err := pqfile.ParseCodec(o.Compression); err != nil {
+		return nil, fmt.Errorf("export: %w", err)
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
@@ -347,7 +353,7 @@ func (r *run) openTable(t *schema.Table) error {
 	}
 	f := fileRecord{Table: t.Name}
 	path := r.rec.stagedPath(r.out, f)
-	w, err := pqfile.Create(path, conv.Schema(), pqfile.Options{CreatedBy: "cq-source-x " + xplugin.Version})
+	w, err := pqfile.Create(path, conv.Schema(), pqfile.Options{CreatedBy: "cq-source-x " + xplugin.Version, Codec: r.o.Compression})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
@@ -302,5 +304,67 @@ func TestExport_LockKeepsTwoExportsApart(t *testing.T) {
 	}
 	if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir}); err == nil || !strings.Contains(err.Error(), "another export is running") {
 		t.Errorf("second export: %v", err)
+	}
+}
+
+// An export larger than a record batch (8,192 rows) builds its later records
+// in the buffers of the earlier ones, reused unzeroed: every value must
+// still be its post's own. The files are in the codec asked for (snappy by
+// default); an unknown codec is refused before anything is touched.
+func TestExport_LargeExportKeepsEveryValue(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 20_000}}
+	tokens := seed(sim, users)
+	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["x_bookmarks"]`)), "spec.yml", os.LookupEnv, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		want compress.Compression
+	}{{"", compress.Codecs.Snappy}, {"zstd", compress.Codecs.Zstd}} {
+		dir := t.TempDir()
+		res, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Compression: c.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := res.Failed(); len(f) > 0 {
+			t.Fatalf("failed accounts: %v", f)
+		}
+		checkArchive(t, dir, sim, users)
+		path := parquetFiles(t, dir, "x_bookmarks")[0]
+		checkColumns(t, path, sim)
+		pf, err := file.OpenParquetFile(path, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := pf.MetaData()
+		if md.NumRowGroups() < 3 {
+			t.Errorf("%d row groups for 20,000 rows", md.NumRowGroups())
+		}
+		for g := range md.NumRowGroups() {
+			for col := range md.Schema.NumColumns() {
+				cc, err := md.RowGroup(g).ColumnChunk(col)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cc.Compression() != c.want {
+					t.Fatalf("compression %q: row group %d, column %d is %s, want %s", c.name, g, col, cc.Compression(), c.want)
+				}
+			}
+		}
+		pf.Close()
+	}
+	dir := t.TempDir()
+	_, err = export.Run(context.Background(), export.Options{Spec: src, Out: dir, Compression: "brotli"})
+	if err == nil || !strings.Contains(err.Error(), `unknown compression "brotli"`) {
+		t.Fatalf("unknown codec: %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused export left %v", entries)
 	}
 }

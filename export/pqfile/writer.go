@@ -18,8 +18,9 @@ import (
 
 // Options tune a Writer. The zero value is what the exporter uses.
 type Options struct {
-	// Compression codec; zero (uncompressed) means DefaultCompression.
-	Compression compress.Compression
+	// Codec is the compression codec's name, one of Codecs; "" means
+	// DefaultCodec.
+	Codec string
 	// CreatedBy is written as the file's created_by.
 	CreatedBy string
 	// BatchRows is how many rows are gathered into one record before it is
@@ -27,8 +28,8 @@ type Options struct {
 	// records of 50 rows, and pqarrow's cost per record written dominates at
 	// that size.
 	BatchRows int
-	// CompressionLevel for codecs that have levels; 0 means DefaultZstdLevel
-	// for zstd and the codec's default for the others.
+	// CompressionLevel for codecs that have levels (zstd, gzip); 0 means
+	// DefaultZstdLevel for zstd and the codec's default for the others.
 	CompressionLevel int
 }
 
@@ -37,10 +38,6 @@ const DefaultBatchRows = 8192
 
 // DefaultZstdLevel is zstd's fastest level (docs/parquet.md).
 const DefaultZstdLevel = 1
-
-// DefaultCompression is zstd: files about a third smaller than snappy's for
-// the same write speed on this data (docs/parquet.md).
-var DefaultCompression = compress.Codecs.Zstd
 
 // Writer writes one Parquet file. Encoding and compression run in a
 // goroutine of their own, one batch behind the caller, so that a sync keeps
@@ -68,9 +65,9 @@ type Writer struct {
 // NewWriter writes records of schema sc to w, and sc itself as the stored
 // Arrow schema (ARROW:schema). Close closes w if it is an io.Closer.
 func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
-	codec := o.Compression
-	if codec == compress.Codecs.Uncompressed {
-		codec = DefaultCompression
+	codec, err := ParseCodec(o.Codec)
+	if err != nil {
+		return nil, err
 	}
 	props := []parquet.WriterProperty{
 		parquet.WithCompression(codec),

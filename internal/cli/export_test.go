@@ -133,6 +133,7 @@ func TestExport_UsageErrors(t *testing.T) {
 		{[]string{"export", "--spec", "x.yml"}, "--out DIR is required"},
 		{[]string{"export", "--sandbox", "--spec", "x.yml", "--out", "d"}, "drop --spec"},
 		{[]string{"export", "--spec", "/nonexistent/spec.yml", "--out", t.TempDir()}, "reading the spec file"},
+		{[]string{"export", "--sandbox", "--out", t.TempDir(), "--compression", "brotli"}, `--compression: unknown compression "brotli" (one of: gzip, lz4_raw, none, snappy, zstd)`},
 	} {
 		code, _, stderr := runCLI(t, c.args...)
 		if code == 0 || !strings.Contains(stderr, c.want) {
@@ -140,7 +141,7 @@ func TestExport_UsageErrors(t *testing.T) {
 		}
 	}
 	code, _, stderr := runCLI(t, "export", "--help")
-	for _, flag := range []string{"-spec", "-out", "-json", "-quiet", "-sandbox", "docs/export.md"} {
+	for _, flag := range []string{"-spec", "-out", "-compression", "-json", "-quiet", "-sandbox", "docs/export.md"} {
 		if !strings.Contains(stderr, flag) {
 			t.Errorf("--help lacks %s:\n%s", flag, stderr)
 		}

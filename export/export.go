@@ -448,18 +448,37 @@ func (r *run) abort() {
 }
 
 func (r *run) commitAndPublish() error {
+	// The next state's walk memories and written ids are final now that
+	// the sync has ended. They are most of the state: encode them while the
+	// files are closed.
+	next := &diskState{
+		Format:  stateFormat,
+		Keys:    map[string]string{},
+		Written: r.written,
+		LastRun: r.state.LastRun,
+	}
+	for k, v := range r.stateC.Committed() {
+		next.Keys[k] = v
+	}
+	encoded := make(chan error, 1)
+	go func() { encoded <- next.encodeBulk() }()
+	abort := func() {
+		<-encoded // it reads r.written, which abort leaves alone, but finish first
+		r.abort()
+	}
+
 	// 1. Stage: close (footer, fsync) every file.
 	var files []fileRecord
 	for _, name := range r.order {
 		tw := r.writers[name]
 		if err := tw.w.Close(); err != nil {
-			r.abort()
+			abort()
 			return fmt.Errorf("writing %s: %w", tw.path, err)
 		}
 		if tw.w.Rows() == 0 && tw.table.IsIncremental {
 			// Nothing new: an incremental table gets no empty file.
 			if err := os.Remove(tw.path); err != nil {
-				r.abort()
+				abort()
 				return err
 			}
 			continue
@@ -469,23 +488,18 @@ func (r *run) commitAndPublish() error {
 		r.o.Step("staged " + name)
 	}
 	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
-		r.abort()
+		abort()
 		return err
 	}
 	r.o.Step("staging synced")
 	r.rec.Files = files
 
 	// 2. Commit: the new state and the pending run, atomically.
-	next := &diskState{
-		Format:  stateFormat,
-		Keys:    map[string]string{},
-		Written: r.written,
-		Pending: &r.rec,
-		LastRun: r.state.LastRun,
+	if err := <-encoded; err != nil {
+		r.abort()
+		return fmt.Errorf("committing the run: %w", err)
 	}
-	for k, v := range r.stateC.Committed() {
-		next.Keys[k] = v
-	}
+	next.Pending = &r.rec
 	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
 		r.abort()
 		return fmt.Errorf("committing the run: %w", err)

@@ -36,6 +36,63 @@ type diskState struct {
 	Pending *runRecord `json:"pending,omitempty"`
 	// LastRun is the last run published.
 	LastRun *runRecord `json:"last_run,omitempty"`
+
+	// bulk is Keys and Written encoded, once: they are most of the file (a
+	// few bytes per post held and written) and the same in a run's two
+	// saves, commit and published mark.
+	bulk *stateBulk
+}
+
+// stateBulk is the JSON of a state's Keys and Written.
+type stateBulk struct {
+	keys, written []byte
+}
+
+// encodeBulk encodes Keys and Written, unless done already. Neither may
+// change afterwards. It can run while the run's files are still being
+// closed: nothing it reads is written then.
+func (s *diskState) encodeBulk() error {
+	if s.bulk != nil {
+		return nil
+	}
+	keys, err := json.Marshal(s.Keys)
+	if err != nil {
+		return err
+	}
+	written, err := json.Marshal(s.Written)
+	if err != nil {
+		return err
+	}
+	s.bulk = &stateBulk{keys: keys, written: written}
+	return nil
+}
+
+// encode is json.Marshal(s), from the bulk encoded once
+// (TestStateEncodingIsJSONMarshal holds it to that).
+func (s *diskState) encode() ([]byte, error) {
+	if err := s.encodeBulk(); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(s.bulk.keys)+len(s.bulk.written)+1024)
+	b = fmt.Appendf(b, `{"format":%d,"keys":`, s.Format)
+	b = append(b, s.bulk.keys...)
+	b = append(b, `,"written":`...)
+	b = append(b, s.bulk.written...)
+	for _, f := range []struct {
+		name string
+		run  *runRecord
+	}{{"pending", s.Pending}, {"last_run", s.LastRun}} {
+		if f.run == nil {
+			continue
+		}
+		run, err := json.Marshal(f.run)
+		if err != nil {
+			return nil, err
+		}
+		b = fmt.Appendf(b, `,%q:`, f.name)
+		b = append(b, run...)
+	}
+	return append(b, '}'), nil
 }
 
 // runRecord is one run and the files it writes: DIR/.staging/<ID>/<name>
@@ -99,7 +156,7 @@ func saveState(out string, s *diskState, step func(string), what string) error {
 	if err := mkdirSynced(out, stateDir); err != nil {
 		return err
 	}
-	b, err := json.Marshal(s)
+	b, err := s.encode()
 	if err != nil {
 		return err
 	}

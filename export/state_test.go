@@ -1,0 +1,48 @@
+package export
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// The state file is written from its bulk encoded once (Keys and Written
+// are most of it); the bytes must be exactly json.Marshal's, so a state
+// reads back as it always did.
+func TestStateEncodingIsJSONMarshal(t *testing.T) {
+	written := &idSet{}
+	for i := range 1000 {
+		written.Add(strconv.Itoa(1_700_000_000_000_000_000 + i*7919))
+	}
+	written.Add("not-a-number")
+	run := &runRecord{ID: "0a1b2c3d", Time: time.Date(2026, 11, 22, 5, 0, 0, 123, time.UTC),
+		Files: []fileRecord{{Table: "x_bookmarks", Name: "a.parquet", Rows: 1001}}}
+	for name, s := range map[string]*diskState{
+		"empty": newDiskState(),
+		"pending, no last run": {Format: stateFormat, Pending: run,
+			Keys:    map[string]string{"x_bookmarks/1001": `{"version":1,"held":"<&>\"quoted\" é"}`, "x_bookmarks/1002": ""},
+			Written: map[string]*idSet{"1001": written}},
+		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*idSet{"1001": written, "1002": {}}},
+		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{}},
+	} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s:\nencode       %s\njson.Marshal %s", name, got, want)
+		}
+		// The second save of a run reuses the bulk with another run record.
+		s.Pending, s.LastRun = nil, run
+		want, _ = json.Marshal(s)
+		if got, _ = s.encode(); !bytes.Equal(got, want) {
+			t.Errorf("%s, marked published: encode differs from json.Marshal", name)
+		}
+	}
+}

@@ -156,25 +156,25 @@ const (
 
 // MarshalText implements encoding.TextMarshaler.
 func (l *IDList) MarshalText() ([]byte, error) {
-	var raw bytes.Buffer
-	var tmp [binary.MaxVarintLen64]byte
+	var raw []byte
 	if l.strs != nil {
-		raw.WriteByte(formatStrings)
-		raw.Write(binary.AppendUvarint(tmp[:0], uint64(len(l.strs))))
+		raw = append(raw, formatStrings)
+		raw = binary.AppendUvarint(raw, uint64(len(l.strs)))
 		for _, s := range l.strs {
-			raw.Write(binary.AppendUvarint(tmp[:0], uint64(len(s))))
-			raw.WriteString(s)
+			raw = binary.AppendUvarint(raw, uint64(len(s)))
+			raw = append(raw, s...)
 		}
 	} else {
-		raw.WriteByte(formatNumbers)
-		raw.Write(binary.AppendUvarint(tmp[:0], uint64(len(l.nums))))
+		raw = make([]byte, 0, 1+binary.MaxVarintLen64*(1+len(l.nums)))
+		raw = append(raw, formatNumbers)
+		raw = binary.AppendUvarint(raw, uint64(len(l.nums)))
 		var prev uint64
 		for _, n := range l.nums {
-			raw.Write(binary.AppendVarint(tmp[:0], int64(n-prev)))
+			raw = binary.AppendVarint(raw, int64(n-prev))
 			prev = n
 		}
 	}
-	return textpack.Pack(raw.Bytes())
+	return textpack.Pack(raw)
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler.

@@ -1,6 +1,11 @@
-// Package textpack turns binary state into compact text: DEFLATE, then
-// base64. State backends store strings, and lists of post ids are most of
-// the state.
+// Package textpack turns binary state into text: DEFLATE, then base64.
+// State backends store strings, and lists of post ids are most of the state.
+//
+// The DEFLATE stream is written with stored (uncompressed) blocks: the ids
+// are already delta-varints, whose bytes are close to random for X's
+// snowflake ids, and compressing them saved 8-10% of their size for most of
+// the time spent saving the state (60 ms of 160 for a million held posts).
+// Unpack reads compressed streams too, as earlier versions wrote them.
 package textpack
 
 import (
@@ -11,10 +16,12 @@ import (
 	"io"
 )
 
-// Pack compresses raw and encodes it as base64 text.
+// Pack wraps raw in a DEFLATE stream and encodes it as base64 text.
 func Pack(raw []byte) ([]byte, error) {
 	var packed bytes.Buffer
-	zw, err := flate.NewWriter(&packed, flate.BestSpeed)
+	// Stored blocks take 5 bytes of header per 64 KiB, and the stream a few.
+	packed.Grow(len(raw) + len(raw)/(64<<10)*5 + 64)
+	zw, err := flate.NewWriter(&packed, flate.NoCompression)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,47 @@
+package textpack
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/base64"
+	"math/rand"
+	"strings"
+	"testing"
+)
+
+func TestPackRoundTrip(t *testing.T) {
+	for _, n := range []int{0, 1, 1000, 200_000} { // more than one stored block
+		raw := make([]byte, n)
+		rand.New(rand.NewSource(int64(n))).Read(raw)
+		text, err := Pack(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Unpack(text, "test")
+		if err != nil || !bytes.Equal(back, raw) {
+			t.Fatalf("%d bytes: round trip failed (%v)", n, err)
+		}
+	}
+}
+
+// State written by earlier versions holds compressed streams.
+func TestUnpackReadsCompressedStreams(t *testing.T) {
+	raw := bytes.Repeat([]byte("1800000000000000000,"), 1000)
+	var packed bytes.Buffer
+	zw, _ := flate.NewWriter(&packed, flate.BestSpeed)
+	zw.Write(raw)
+	zw.Close()
+	back, err := Unpack([]byte(base64.StdEncoding.EncodeToString(packed.Bytes())), "test")
+	if err != nil || !bytes.Equal(back, raw) {
+		t.Fatalf("compressed stream: %v", err)
+	}
+}
+
+func TestUnpackNamesWhatIsDamaged(t *testing.T) {
+	if _, err := Unpack([]byte("not base64!"), "held post list"); err == nil || !strings.Contains(err.Error(), "held post list: not base64") {
+		t.Errorf("bad base64: %v", err)
+	}
+	if _, err := Unpack([]byte(base64.StdEncoding.EncodeToString([]byte{0xff, 0xff})), "written-id set"); err == nil || !strings.Contains(err.Error(), "written-id set: not DEFLATE data") {
+		t.Errorf("bad DEFLATE: %v", err)
+	}
+}

@@ -24,9 +24,6 @@ type idSet struct {
 	// added since the last compact
 	addNums map[uint64]struct{}
 	addStrs map[string]struct{}
-	// text is MarshalText's result until the set changes: a run saves its
-	// state twice (commit, then publish) with the same sets.
-	text []byte
 }
 
 func parseID(id string) (uint64, bool) {
@@ -81,7 +78,6 @@ func (s *idSet) AddNew(id string) bool {
 }
 
 func (s *idSet) addNum(n uint64) {
-	s.text = nil
 	if s.addNums == nil {
 		s.addNums = map[uint64]struct{}{}
 	}
@@ -96,7 +92,6 @@ func (s *idSet) Add(id string) {
 	if n, ok := parseID(id); ok {
 		s.addNum(n)
 	} else {
-		s.text = nil
 		if s.addStrs == nil {
 			s.addStrs = map[string]struct{}{}
 		}
@@ -162,9 +157,6 @@ const idSetFormat = 1
 // MarshalText encodes the set: format byte, count of numbers, their deltas
 // as uvarints, count of strings, each length-prefixed; DEFLATE; base64.
 func (s *idSet) MarshalText() ([]byte, error) {
-	if s.text != nil {
-		return s.text, nil
-	}
 	s.compact()
 	raw := []byte{idSetFormat}
 	raw = binary.AppendUvarint(raw, uint64(len(s.nums)))
@@ -178,11 +170,7 @@ func (s *idSet) MarshalText() ([]byte, error) {
 		raw = binary.AppendUvarint(raw, uint64(len(str)))
 		raw = append(raw, str...)
 	}
-	text, err := textpack.Pack(raw)
-	if err == nil {
-		s.text = text
-	}
-	return text, err
+	return textpack.Pack(raw)
 }
 
 // UnmarshalText decodes what MarshalText wrote.

@@ -95,8 +95,8 @@ func TestIDSetAddNewReportsOnlyNewIDs(t *testing.T) {
 	}
 }
 
-// The encoding is kept between saves of an unchanged set, and dropped when
-// an id is added, numeric or not.
+// Each encoding holds every id added before it, numeric or not: the set is
+// encoded after ids were added to it, and again after more.
 func TestIDSetEncodingFollowsAdds(t *testing.T) {
 	var s idSet
 	s.Add("100")

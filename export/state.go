@@ -1,13 +1,16 @@
 package export
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"time"
 )
 
@@ -59,25 +62,46 @@ func (s *diskState) encodeBulk() error {
 	if err != nil {
 		return err
 	}
-	written, err := json.Marshal(s.Written)
-	if err != nil {
-		return err
+	// As json.Marshal(s.Written), without copying each set's text (base64:
+	// nothing to escape) once more: {"<user id>":"<text>",...}, sorted.
+	uids := make([]string, 0, len(s.Written))
+	for uid := range s.Written {
+		uids = append(uids, uid)
 	}
-	s.bulk = &stateBulk{keys: keys, written: written}
+	sort.Strings(uids)
+	var written bytes.Buffer
+	written.WriteByte('{')
+	for i, uid := range uids {
+		if i > 0 {
+			written.WriteByte(',')
+		}
+		key, err := json.Marshal(uid)
+		if err != nil {
+			return err
+		}
+		text, err := s.Written[uid].MarshalText()
+		if err != nil {
+			return err
+		}
+		written.Grow(len(key) + len(text) + 3)
+		written.Write(key)
+		written.WriteString(`:"`)
+		written.Write(text)
+		written.WriteByte('"')
+	}
+	written.WriteByte('}')
+	s.bulk = &stateBulk{keys: keys, written: written.Bytes()}
 	return nil
 }
 
-// encode is json.Marshal(s), from the bulk encoded once
+// writeTo writes json.Marshal(s) to w, from the bulk encoded once
 // (TestStateEncodingIsJSONMarshal holds it to that).
-func (s *diskState) encode() ([]byte, error) {
+func (s *diskState) writeTo(w io.Writer) error {
 	if err := s.encodeBulk(); err != nil {
-		return nil, err
+		return err
 	}
-	b := make([]byte, 0, len(s.bulk.keys)+len(s.bulk.written)+1024)
-	b = fmt.Appendf(b, `{"format":%d,"keys":`, s.Format)
-	b = append(b, s.bulk.keys...)
-	b = append(b, `,"written":`...)
-	b = append(b, s.bulk.written...)
+	head := fmt.Appendf(nil, `{"format":%d,"keys":`, s.Format)
+	var tail []byte
 	for _, f := range []struct {
 		name string
 		run  *runRecord
@@ -87,12 +111,18 @@ func (s *diskState) encode() ([]byte, error) {
 		}
 		run, err := json.Marshal(f.run)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		b = fmt.Appendf(b, `,%q:`, f.name)
-		b = append(b, run...)
+		tail = fmt.Appendf(tail, `,%q:`, f.name)
+		tail = append(tail, run...)
 	}
-	return append(b, '}'), nil
+	tail = append(tail, '}')
+	for _, part := range [][]byte{head, s.bulk.keys, []byte(`,"written":`), s.bulk.written, tail} {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runRecord is one run and the files it writes: DIR/.staging/<ID>/<name>
@@ -156,22 +186,18 @@ func saveState(out string, s *diskState, step func(string), what string) error {
 	if err := mkdirSynced(out, stateDir); err != nil {
 		return err
 	}
-	b, err := s.encode()
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(dir, stateFile, b, func(s string) { step(what + ": " + s) })
+	return writeFileAtomic(dir, stateFile, s.writeTo, func(s string) { step(what + ": " + s) })
 }
 
-// writeFileAtomic writes name in dir via a synced temporary file renamed
-// over it, then syncs dir so the rename is durable.
-func writeFileAtomic(dir, name string, data []byte, step func(string)) error {
+// writeFileAtomic writes name in dir (its content by write) via a synced
+// temporary file renamed over it, then syncs dir so the rename is durable.
+func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(string)) error {
 	tmp := filepath.Join(dir, name+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}

@@ -24,24 +24,26 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 		"pending, no last run": {Format: stateFormat, Pending: run,
 			Keys:    map[string]string{"x_bookmarks/1001": `{"version":1,"held":"<&>\"quoted\" é"}`, "x_bookmarks/1002": ""},
 			Written: map[string]*idSet{"1001": written}},
-		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*idSet{"1001": written, "1002": {}}},
+		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*idSet{"1001": written, "1002": {}, "<&>": written}},
 		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{}},
 	} {
 		want, err := json.Marshal(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.encode()
-		if err != nil {
+		var buf bytes.Buffer
+		if err := s.writeTo(&buf); err != nil {
 			t.Fatal(err)
 		}
+		got := buf.Bytes()
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s:\nencode       %s\njson.Marshal %s", name, got, want)
 		}
 		// The second save of a run reuses the bulk with another run record.
 		s.Pending, s.LastRun = nil, run
 		want, _ = json.Marshal(s)
-		if got, _ = s.encode(); !bytes.Equal(got, want) {
+		buf.Reset()
+		if s.writeTo(&buf); !bytes.Equal(buf.Bytes(), want) {
 			t.Errorf("%s, marked published: encode differs from json.Marshal", name)
 		}
 	}

@@ -2,6 +2,8 @@ package resources
 
 import (
 	"context"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cq-source-x/cq-source-x/internal/arrowmem"
 	"net/http"
 	"testing"
 	"time"
@@ -95,8 +97,19 @@ func benchPage(b *testing.B) *client.PostPage {
 
 // BenchmarkDirectRecords is BenchmarkBookmarkRecords on the exporter's
 // path: the same rows appended by the column definitions straight into
-// records of 8192 rows (recordBuilder), with no scheduler.
+// records of 8192 rows (recordBuilder), with no scheduler; with Go's
+// allocator, and with the exporter's, which reuses the buffers of records
+// released.
 func BenchmarkDirectRecords(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		mem  memory.Allocator
+	}{{"go", nil}, {"recycling", arrowmem.NewRecycling(64 << 20)}} {
+		b.Run(c.name, func(b *testing.B) { benchDirectRecords(b, c.mem) })
+	}
+}
+
+func benchDirectRecords(b *testing.B, mem memory.Allocator) {
 	page := benchPage(b)
 	const pages = 100
 	seen := time.Now()
@@ -106,7 +119,7 @@ func BenchmarkDirectRecords(b *testing.B) {
 	for i := range page.Data {
 		rows[i] = &bookmark{userID: "1", post: &page.Data[i], firstSeenAt: seen}
 	}
-	rb, err := newRecordBuilder(table, bookmarkColumns, false, nil)
+	rb, err := newRecordBuilder(table, bookmarkColumns, false, mem)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,7 +49,7 @@ type RecordSink struct {
 }
 
 // DefaultBatchRows is RecordSink's default record size.
-const DefaultBatchRows = 8192
+const DefaultBatchRows = 4096
 
 // Session is one account during one sync.
 type Session struct {

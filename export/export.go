@@ -164,10 +164,10 @@ type run struct {
 	mem *arrowmem.Recycling
 }
 
-// recycledBytes bounds the buffers kept for reuse: about three records of
-// x_bookmarks (one being built, one waiting, one being written) at the
-// default batch size.
-const recycledBytes = 48 << 20
+// recycledBytes bounds the buffers kept for reuse: a few records of
+// x_bookmarks at the default batch size (one being built, one waiting, one
+// being encoded; about 5 MB each with the post JSON).
+const recycledBytes = 32 << 20
 
 // tableWriter stages one table's file.
 type tableWriter struct {

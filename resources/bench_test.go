@@ -97,7 +97,7 @@ func benchPage(b *testing.B) *client.PostPage {
 
 // BenchmarkDirectRecords is BenchmarkBookmarkRecords on the exporter's
 // path: the same rows appended by the column definitions straight into
-// records of 8192 rows (recordBuilder), with no scheduler; with Go's
+// records of account.DefaultBatchRows rows (recordBuilder), with no scheduler; with Go's
 // allocator, and with the exporter's, which reuses the buffers of records
 // released.
 func BenchmarkDirectRecords(b *testing.B) {
@@ -130,7 +130,7 @@ func benchDirectRecords(b *testing.B, mem memory.Allocator) {
 		n := 0
 		for range pages {
 			rb.Append(rows)
-			if rb.Len() >= 8192 {
+			if rb.Len() >= account.DefaultBatchRows {
 				rec := rb.NewRecord()
 				n += int(rec.NumRows())
 				rec.Release()

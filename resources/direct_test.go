@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
@@ -127,7 +128,7 @@ func TestDirectRecordsOnDirtyMemory(t *testing.T) {
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			const n = 8500 // two records
+			const n = account.DefaultBatchRows + 500 // two records
 			viaSDK := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true})
 			direct := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true, Direct: true, Mem: &dirtyAllocator{}})
 			if len(direct[resources.BookmarksTable].Records) != 2 {
@@ -165,15 +166,24 @@ func TestDirectRecordsHaveRandomCQIDs(t *testing.T) {
 }
 
 // Records reach the sink in batches: a record is written once it holds the
-// sink's batch size (default 8192 rows) — pages are appended whole, so at
-// the first page boundary at or past it — and the last holds the rest.
+// sink's batch size (account.DefaultBatchRows) — pages are appended whole,
+// so at the first page boundary at or past it — and the last holds the rest.
 func TestDirectRecordsComeInBatches(t *testing.T) {
-	s := synctest.Sync(t, 9000, synctest.Options{Direct: true})[resources.BookmarksTable]
+	const batch = account.DefaultBatchRows
+	n := 2*batch + 500
+	s := synctest.Sync(t, n, synctest.Options{Direct: true})[resources.BookmarksTable]
 	var sizes []int64
+	total := int64(0)
 	for _, r := range s.Records {
 		sizes = append(sizes, r.NumRows())
+		total += r.NumRows()
 	}
-	if len(sizes) != 2 || sizes[0] < 8192 || sizes[0] >= 8192+100 || sizes[0]+sizes[1] != 9000 {
-		t.Fatalf("record sizes %v", sizes)
+	if len(sizes) != 3 || total != int64(n) {
+		t.Fatalf("record sizes %v for %d rows", sizes, n)
+	}
+	for _, size := range sizes[:2] {
+		if size < batch || size >= batch+100 {
+			t.Fatalf("record sizes %v: a full record holds %d rows and less than a page more", sizes, batch)
+		}
 	}
 }

@@ -263,3 +263,22 @@ func TestRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Records are gathered into batches of BatchRows rows, which go into row
+// groups of at least RowGroupRows: the row groups hold whole batches, in
+// order, and every value reads back.
+func TestRowGroupsHoldWholeBatches(t *testing.T) {
+	s := synctest.Table(t, 2500, "x_bookmarks", nil) // SDK records of 50 rows
+	path, _ := writeAll(t, t.TempDir(), s, pqfile.Options{BatchRows: 300, RowGroupRows: 1000})
+	_, got, pr := readAll(t, path)
+	compareAll(t, s, got)
+	var sizes []int64
+	for g := range pr.NumRowGroups() {
+		sizes = append(sizes, pr.MetaData().RowGroup(g).NumRows())
+	}
+	// Batches of 300 rows (six records of 50); a group closes at 1,000 rows
+	// or more, so after four batches: 1,200, 1,200, and the last 100.
+	if !reflect.DeepEqual(sizes, []int64{1200, 1200, 100}) {
+		t.Errorf("row groups of %v rows, want [1200 1200 100]", sizes)
+	}
+}

@@ -24,37 +24,49 @@ type Options struct {
 	// CreatedBy is written as the file's created_by.
 	CreatedBy string
 	// BatchRows is how many rows are gathered into one record before it is
-	// written, as one row group; 0 means DefaultBatchRows. The SDK sends
-	// records of 50 rows, and pqarrow's cost per record written dominates at
-	// that size.
+	// encoded; 0 means DefaultBatchRows. The SDK sends records of 50 rows,
+	// and pqarrow's cost per record written dominates at that size.
 	BatchRows int
+	// RowGroupRows: a row group is closed, and a new one started, once it
+	// holds at least this many rows; 0 means DefaultRowGroupRows.
+	RowGroupRows int
 	// CompressionLevel for codecs that have levels (zstd, gzip); 0 means
 	// DefaultZstdLevel for zstd and the codec's default for the others.
 	CompressionLevel int
 }
 
-// DefaultBatchRows is the size of the records written (see Options).
-const DefaultBatchRows = 8192
+// DefaultBatchRows is the size of the records encoded (see Options): small
+// enough that what is left to encode when the input ends is short, large
+// enough that the cost per record does not count.
+const DefaultBatchRows = 4096
+
+// DefaultRowGroupRows is the size of row groups (see Options): a few MB of
+// pages held until the group is written, and a row group count readers
+// handle well (about 6 per 100,000 bookmarks).
+const DefaultRowGroupRows = 16384
 
 // DefaultZstdLevel is zstd's fastest level (docs/parquet.md).
 const DefaultZstdLevel = 1
 
 // Writer writes one Parquet file. Encoding and compression run in a
 // goroutine of their own, one batch behind the caller, so that a sync keeps
-// producing records while the previous batch is written: on two cores the
+// producing records while the previous batch is encoded: on two cores the
 // two overlap instead of taking turns.
 type Writer struct {
 	w         io.Writer
 	fw        *pqarrow.FileWriter
 	sc        *arrow.Schema
 	batch     int
+	groupMax  int   // RowGroupRows
+	groupRows int64 // rows in the row group being written (encoding goroutine)
 	pending   []arrow.RecordBatch
 	pendRows  int
 	rows      int64
 	closed    bool
 	closeFile func() error
-	// afterBatch, when set, runs in the encoding goroutine after each batch.
-	afterBatch func()
+	// afterRowGroup, when set, runs in the encoding goroutine after each
+	// row group but the last is written.
+	afterRowGroup func()
 
 	batches chan []arrow.RecordBatch // to the encoding goroutine; holds one batch
 	done    chan struct{}            // closed when the encoding goroutine ends
@@ -104,7 +116,11 @@ func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
 	if batch <= 0 {
 		batch = DefaultBatchRows
 	}
-	wr := &Writer{w: w, fw: fw, sc: sc, batch: batch,
+	groupMax := o.RowGroupRows
+	if groupMax <= 0 {
+		groupMax = DefaultRowGroupRows
+	}
+	wr := &Writer{w: w, fw: fw, sc: sc, batch: batch, groupMax: groupMax,
 		batches: make(chan []arrow.RecordBatch, 1), done: make(chan struct{})}
 	go wr.encode()
 	return wr, nil
@@ -119,8 +135,6 @@ func (w *Writer) encode() {
 				w.errMu.Lock()
 				w.err = err
 				w.errMu.Unlock()
-			} else if w.afterBatch != nil {
-				w.afterBatch()
 			}
 		}
 		for _, r := range recs {
@@ -154,7 +168,7 @@ func Create(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 	// After each row group, start writing what the file holds so far to
 	// disk: the final fsync then waits for the last row group only, rather
 	// than for the whole file (hundreds of MB for a large first export).
-	w.afterBatch = func() { startWriteback(f) }
+	w.afterRowGroup = func() { startWriteback(f) }
 	w.closeFile = func() error {
 		if err := bw.Flush(); err != nil {
 			f.Close()
@@ -229,10 +243,24 @@ func (w *Writer) writeBatch(recs []arrow.RecordBatch) error {
 		rec = array.NewRecordBatch(w.sc, cols, rows)
 		defer rec.Release()
 	}
-	// Each batch is a row group of its own, flushed as it is written: a
-	// buffered row group would hold every column's pages in memory until it
-	// is full.
-	return w.fw.Write(rec)
+	// Batches go into a buffered row group, which holds its encoded pages
+	// (a few MB) until it is closed: row groups of RowGroupRows, encoded
+	// BatchRows at a time, so that little is left to encode when the input
+	// ends (it is on the export's critical path).
+	if w.groupRows >= int64(w.groupMax) {
+		if err := w.fw.NewBufferedRowGroupChecked(); err != nil { // writes the full one
+			return err
+		}
+		w.groupRows = 0
+		if w.afterRowGroup != nil {
+			w.afterRowGroup()
+		}
+	}
+	if err := w.fw.WriteBuffered(rec); err != nil {
+		return err
+	}
+	w.groupRows += rec.NumRows()
+	return nil
 }
 
 // Rows is the number of rows written so far (some may still be gathered).

@@ -18,8 +18,10 @@
 //     new directory: a first sync of N bookmarks to Parquet.
 //
 // It reports the median wall time, CPU time (user + system) and peak RSS
-// (getrusage) of each over -runs runs, interleaved, and the ratios. The last
-// line is machine-readable. The simulator's work (building the pages) is in
+// (getrusage) of each over -runs runs, interleaved, and the ratios: export ÷
+// floor of the medians, and the range of the ratio run by run (each export
+// against the floor measured just before it), which shows how much the
+// machine moved. The last line is machine-readable. The simulator's work (building the pages) is in
 // this process for all of them, so it weighs on all alike.
 package main
 
@@ -88,8 +90,8 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("pipebench: %d runs each, medians; floor = fetch and discard the same pages\n", *runs)
-	fmt.Printf("%10s  %9s %9s %9s  %9s %9s %9s  %9s %10s  %6s %6s  %8s %7s\n", "bookmarks", "floor", "client", "export",
-		"floor CPU", "client CPU", "exp. CPU", "floor RSS", "export RSS", "ratio", "/client", "rows/s", "MB file")
+	fmt.Printf("%10s  %9s %9s %9s  %9s %9s %9s  %9s %10s  %6s %11s %6s  %8s %7s\n", "bookmarks", "floor", "client", "export",
+		"floor CPU", "client CPU", "exp. CPU", "floor RSS", "export RSS", "ratio", "run by run", "/client", "rows/s", "MB file")
 	var last string
 	for _, field := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
@@ -100,11 +102,11 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%10d  %9s %9s %9s  %9s %9s %9s  %7.1fMB %8.1fMB  %6.2f %6.2f  %8.0f %7.1f\n", n,
+		fmt.Printf("%10d  %9s %9s %9s  %9s %9s %9s  %7.1fMB %8.1fMB  %6.2f %5.2f-%-5.2f %6.2f  %8.0f %7.1f\n", n,
 			r.floor.Round(time.Millisecond), r.client.Round(time.Millisecond), r.export.Round(time.Millisecond),
 			r.floorCPU.Round(time.Millisecond), r.clientCPU.Round(time.Millisecond), r.exportCPU.Round(time.Millisecond),
-			mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(), r.export.Seconds()/r.client.Seconds(),
-			float64(n)/r.export.Seconds(), mb(r.fileBytes))
+			mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(), slices.Min(r.runRatios), slices.Max(r.runRatios),
+			r.export.Seconds()/r.client.Seconds(), float64(n)/r.export.Seconds(), mb(r.fileBytes))
 		last += fmt.Sprintf(" n%d_ratio=%.2f n%d_rss_mb=%.0f", n, r.export.Seconds()/r.floor.Seconds(), n, mb(r.exportRSS))
 	}
 	fmt.Println("pipeline" + last)
@@ -115,6 +117,7 @@ type result struct {
 	floorCPU, clientCPU, exportCPU time.Duration // user + system
 	floorRSS, exportRSS            int64         // bytes
 	fileBytes                      int64
+	runRatios                      []float64 // export ÷ floor of each run
 }
 
 func measure(n, runs int, bin, self, work string) (result, error) {
@@ -145,6 +148,7 @@ spec:
 	}
 	var floors, clients, exports, floorCPUs, clientCPUs, exportCPUs []time.Duration
 	var floorRSS, exportRSS []int64
+	var runRatios []float64
 	var fileBytes int64
 	for i := range runs {
 		m, out, err := run(self, "-floor", "-url", sim.URL(), "-token", token)
@@ -171,13 +175,14 @@ spec:
 			return result{}, fmt.Errorf("export: %v: %s", err, out)
 		}
 		exports, exportCPUs, exportRSS = append(exports, m.wall), append(exportCPUs, m.cpu), append(exportRSS, m.rss)
+		runRatios = append(runRatios, m.wall.Seconds()/floors[len(floors)-1].Seconds())
 		fileBytes = dirSize(filepath.Join(dir, "x_bookmarks"))
 		os.RemoveAll(dir)
 	}
 	return result{
 		floor: median(floors), client: median(clients), export: median(exports),
 		floorCPU: median(floorCPUs), clientCPU: median(clientCPUs), exportCPU: median(exportCPUs),
-		floorRSS: median(floorRSS), exportRSS: median(exportRSS), fileBytes: fileBytes,
+		floorRSS: median(floorRSS), exportRSS: median(exportRSS), fileBytes: fileBytes, runRatios: runRatios,
 	}, nil
 }
 

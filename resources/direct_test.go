@@ -41,20 +41,25 @@ func rowsByPost(t *testing.T, s *synctest.Synced, want *arrow.Schema) map[string
 	return rows
 }
 
+// fieldSelections are plugin specs that fill the x_bookmarks columns
+// differently: the default fields, expansions (the author and media JSON
+// columns set), and no fields at all (most columns null).
+var fieldSelections = map[string]map[string]any{
+	"default fields": nil,
+	"expansions": {"fields": map[string]any{
+		"expansions":   []string{"author_id", "attachments.media_keys"},
+		"media_fields": []string{"url", "width", "height"},
+		"user_fields":  []string{"created_at", "verified"},
+	}},
+	"no fields": {"fields": map[string]any{"tweet_fields": []string{}}},
+}
+
 // The exporter builds x_bookmarks records directly from the column
 // definitions; a CloudQuery sync builds them through the SDK's resources.
 // Both must give the same schema and the same value in every cell —
 // _cq_id included, when it is deterministic.
 func TestDirectRecordsEqualSDKRecords(t *testing.T) {
-	for name, spec := range map[string]map[string]any{
-		"default fields": nil,
-		"expansions": {"fields": map[string]any{
-			"expansions":   []string{"author_id", "attachments.media_keys"},
-			"media_fields": []string{"url", "width", "height"},
-			"user_fields":  []string{"created_at", "verified"},
-		}},
-		"no fields": {"fields": map[string]any{"tweet_fields": []string{}}},
-	} {
+	for name, spec := range fieldSelections {
 		t.Run(name, func(t *testing.T) {
 			const n = 700 // more than one page, less than one record batch
 			viaSDK := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true})
@@ -120,13 +125,7 @@ func (a *dirtyAllocator) Reallocate(size int, b []byte) []byte {
 // bitmaps). Records built in dirty memory equal the SDK's, cell by cell,
 // across more than one record.
 func TestDirectRecordsOnDirtyMemory(t *testing.T) {
-	for name, spec := range map[string]map[string]any{
-		"default fields": nil,
-		"expansions": {"fields": map[string]any{
-			"expansions":   []string{"author_id", "attachments.media_keys"},
-			"media_fields": []string{"url", "width", "height"},
-		}},
-	} {
+	for name, spec := range fieldSelections {
 		t.Run(name, func(t *testing.T) {
 			const n = account.DefaultBatchRows + 500 // two records
 			viaSDK := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true})

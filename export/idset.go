@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cq-source-x/cq-source-x/internal/textpack"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,10 +165,7 @@ func (s *idSet) MarshalText() ([]byte, error) {
 		prev = n
 	}
 	raw = binary.AppendUvarint(raw, uint64(len(s.strs)))
-	for _, str := range s.strs {
-		raw = binary.AppendUvarint(raw, uint64(len(str)))
-		raw = append(raw, str...)
-	}
+	raw = textpack.AppendStrings(raw, s.strs)
 	return textpack.Pack(raw)
 }
 
@@ -202,17 +198,9 @@ func (s *idSet) UnmarshalText(text []byte) error {
 	if err != nil || count > uint64(len(raw)) {
 		return bad
 	}
-	s.strs = make([]string, count)
-	for i := range s.strs {
-		l, err := binary.ReadUvarint(r)
-		if err != nil || l > uint64(r.Len()) {
-			return bad
-		}
-		b := make([]byte, l)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return bad
-		}
-		s.strs[i] = string(b)
+	var ok bool
+	if s.strs, ok = textpack.ReadStrings(r, count); !ok {
+		return bad
 	}
 	if r.Len() != 0 {
 		return bad

@@ -220,37 +220,46 @@ func stripComments(doc []byte) ([]byte, error) {
 	return out, nil
 }
 
-func expandFiles(doc []byte) ([]byte, error) {
+// expandRefs replaces each match of re (whose group 1 is the reference)
+// by what value makes of it; the errors are joined, each named by the
+// reference written as ${<kind>:<ref>}.
+func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref string) ([]byte, error)) ([]byte, error) {
 	var expandErr error
-	doc = fileRef.ReplaceAllFunc(doc, func(m []byte) []byte {
-		path := string(fileRef.FindSubmatch(m)[1])
-		content, err := os.ReadFile(path)
+	doc = re.ReplaceAllFunc(doc, func(m []byte) []byte {
+		ref := string(re.FindSubmatch(m)[1])
+		v, err := value(ref)
 		if err != nil {
-			expandErr = errors.Join(expandErr, fmt.Errorf("${file:%s}: %w", path, err))
+			expandErr = errors.Join(expandErr, fmt.Errorf("${%s:%s}: %w", kind, ref, err))
 			return nil
 		}
-		if bytes.ContainsAny(content, "\n\r") && json.Valid(content) {
-			// A multi-line JSON file goes inside a quoted YAML string: escape it.
-			quoted := strconv.Quote(string(content))
-			return []byte(quoted[1 : len(quoted)-1])
-		}
-		return content
+		return v
 	})
 	return doc, expandErr
 }
 
+func expandFiles(doc []byte) ([]byte, error) {
+	return expandRefs(doc, fileRef, "file", func(path string) ([]byte, error) {
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.ContainsAny(content, "\n\r") && json.Valid(content) {
+			// A multi-line JSON file goes inside a quoted YAML string: escape it.
+			quoted := strconv.Quote(string(content))
+			return []byte(quoted[1 : len(quoted)-1]), nil
+		}
+		return content, nil
+	})
+}
+
 func expandTimes(doc []byte, now time.Time) ([]byte, error) {
-	var expandErr error
-	doc = timeRef.ReplaceAllFunc(doc, func(m []byte) []byte {
-		ref := string(timeRef.FindSubmatch(m)[1])
+	return expandRefs(doc, timeRef, "time", func(ref string) ([]byte, error) {
 		t, err := configtype.ParseTime(ref)
 		if err != nil {
-			expandErr = errors.Join(expandErr, fmt.Errorf("${time:%s}: %w", ref, err))
-			return nil
+			return nil, err
 		}
-		return []byte(t.AsTime(now).Format(time.RFC3339))
+		return []byte(t.AsTime(now).Format(time.RFC3339)), nil
 	})
-	return doc, expandErr
 }
 
 func expandEnv(doc []byte, env Env) ([]byte, error) {

@@ -69,13 +69,13 @@ func timeColumn[T any](name, description string, get func(T) time.Time) column[T
 	}
 }
 
-// optTimeColumn: a time; nil is null.
-func optTimeColumn[T any](name, description string, get func(T) *time.Time) column[T] {
+// optColumn: a value of type V stored as typ, appended by add; nil is null.
+func optColumn[T, V any](name, description string, typ arrow.DataType, get func(T) *V, add func(array.Builder, V)) column[T] {
 	return column[T]{
-		Column: schema.Column{Name: name, Type: arrow.FixedWidthTypes.Timestamp_us, Description: description, Resolver: resolver(get)},
+		Column: schema.Column{Name: name, Type: typ, Description: description, Resolver: resolver(get)},
 		appendTo: func(b array.Builder, row T) {
 			if v := get(row); v != nil {
-				b.(*array.TimestampBuilder).AppendTime(*v)
+				add(b, *v)
 			} else {
 				b.AppendNull()
 			}
@@ -83,18 +83,16 @@ func optTimeColumn[T any](name, description string, get func(T) *time.Time) colu
 	}
 }
 
+// optTimeColumn: a time; nil is null.
+func optTimeColumn[T any](name, description string, get func(T) *time.Time) column[T] {
+	return optColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get,
+		func(b array.Builder, v time.Time) { b.(*array.TimestampBuilder).AppendTime(v) })
+}
+
 // optBoolColumn: a boolean; nil is null.
 func optBoolColumn[T any](name, description string, get func(T) *bool) column[T] {
-	return column[T]{
-		Column: schema.Column{Name: name, Type: arrow.FixedWidthTypes.Boolean, Description: description, Resolver: resolver(get)},
-		appendTo: func(b array.Builder, row T) {
-			if v := get(row); v != nil {
-				b.(*array.BooleanBuilder).Append(*v)
-			} else {
-				b.AppendNull()
-			}
-		},
-	}
+	return optColumn(name, description, arrow.FixedWidthTypes.Boolean, get,
+		func(b array.Builder, v bool) { b.(*array.BooleanBuilder).Append(v) })
 }
 
 // int64Column: an integer.

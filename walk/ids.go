@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cq-source-x/cq-source-x/internal/textpack"
-	"io"
 	"strconv"
 	"strings"
 )
@@ -160,10 +159,7 @@ func (l *IDList) MarshalText() ([]byte, error) {
 	if l.strs != nil {
 		raw = append(raw, formatStrings)
 		raw = binary.AppendUvarint(raw, uint64(len(l.strs)))
-		for _, s := range l.strs {
-			raw = binary.AppendUvarint(raw, uint64(len(s)))
-			raw = append(raw, s...)
-		}
+		raw = textpack.AppendStrings(raw, l.strs)
 	} else {
 		raw = make([]byte, 0, 1+binary.MaxVarintLen64*(1+len(l.nums)))
 		raw = append(raw, formatNumbers)
@@ -206,16 +202,11 @@ func (l *IDList) UnmarshalText(text []byte) error {
 			l.nums[i] = prev
 		}
 	case formatStrings:
-		l.strs = make([]string, count)
-		for i := range l.strs {
-			size, err := binary.ReadUvarint(r)
-			if err != nil || size > uint64(r.Len()) {
-				return fmt.Errorf("held post list: truncated at id %d of %d", i, count)
-			}
-			b := make([]byte, size)
-			_, _ = io.ReadFull(r, b)
-			l.strs[i] = string(b)
+		strs, ok := textpack.ReadStrings(r, count)
+		if !ok {
+			return fmt.Errorf("held post list: truncated at id %d of %d", len(strs), count)
 		}
+		l.strs = strs
 	default:
 		return fmt.Errorf("held post list: unknown format %d", format)
 	}

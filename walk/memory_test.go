@@ -2,6 +2,7 @@ package walk
 
 import (
 	"encoding/json"
+	"github.com/cq-source-x/cq-source-x/internal/textpack"
 	"strconv"
 	"testing"
 	"time"
@@ -48,5 +49,19 @@ func TestMemoryMarshalIsJSON(t *testing.T) {
 				t.Fatalf("%s: id %d is %q, want %q", name, i, back.Held.At(i), held.At(i))
 			}
 		}
+	}
+}
+
+// A held list of non-numeric ids cut short says where.
+func TestIDListOfStringsCutShortSaysWhere(t *testing.T) {
+	text, err := NewIDList("a-1", "b-2", "c-3").MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := textpack.Unpack(text, "test")
+	cut, _ := textpack.Pack(raw[:len(raw)-1])
+	var l IDList
+	if err := l.UnmarshalText(cut); err == nil || err.Error() != "held post list: truncated at id 2 of 3" {
+		t.Fatalf("cut list: %v", err)
 	}
 }

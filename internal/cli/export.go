@@ -186,14 +186,22 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	}
 	say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
 
+	run := func() (*export.Result, *export.Summary, error) {
+		res, err := export.Run(ctx, f.options(src, f.out))
+		if err != nil {
+			return nil, nil, err
+		}
+		sum := res.Summary()
+		if !f.quiet {
+			sum.WriteText(f.stderr)
+		}
+		return res, sum, nil
+	}
+
 	say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
-	res1, err := export.Run(ctx, f.options(src, f.out))
+	res1, sum1, err := run()
 	if err != nil {
 		return err
-	}
-	sum1 := res1.Summary()
-	if !f.quiet {
-		sum1.WriteText(f.stderr)
 	}
 
 	changes := sb.Mutate()
@@ -203,13 +211,9 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	}
 
 	say("\n== Run 2: only what changed ==\n")
-	res2, err := export.Run(ctx, f.options(src, f.out))
+	res2, sum2, err := run()
 	if err != nil {
 		return err
-	}
-	sum2 := res2.Summary()
-	if !f.quiet {
-		sum2.WriteText(f.stderr)
 	}
 	cmp := sandboxComparison{
 		BilledPosts:      sum2.Totals.PostsBilled,

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 )
@@ -48,4 +49,31 @@ func Unpack(text []byte, what string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: not DEFLATE data: %w", what, err)
 	}
 	return raw, nil
+}
+
+// AppendStrings appends each string length-prefixed (a uvarint, then the
+// bytes): the id lists' encoding of ids that are not numbers. The count is
+// the caller's.
+func AppendStrings(b []byte, strs []string) []byte {
+	for _, s := range strs {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+// ReadStrings reads n strings written by AppendStrings. On input that ends
+// too soon it returns the strings read and false.
+func ReadStrings(r *bytes.Reader, n uint64) ([]string, bool) {
+	out := make([]string, 0, min(n, uint64(r.Len())))
+	for range n {
+		size, err := binary.ReadUvarint(r)
+		if err != nil || size > uint64(r.Len()) {
+			return out, false
+		}
+		b := make([]byte, size)
+		_, _ = r.Read(b) // size <= r.Len(): all of it
+		out = append(out, string(b))
+	}
+	return out, true
 }

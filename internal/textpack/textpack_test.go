@@ -45,3 +45,17 @@ func TestUnpackNamesWhatIsDamaged(t *testing.T) {
 		t.Errorf("bad DEFLATE: %v", err)
 	}
 }
+
+func TestStringsRoundTripAndTruncation(t *testing.T) {
+	strs := []string{"", "a", "é\"<>", strings.Repeat("x", 300)}
+	b := AppendStrings([]byte{7}, strs)
+	r := bytes.NewReader(b[1:])
+	got, ok := ReadStrings(r, uint64(len(strs)))
+	if !ok || r.Len() != 0 || strings.Join(got, "|") != strings.Join(strs, "|") {
+		t.Fatalf("round trip: %q, %v, %d bytes left", got, ok, r.Len())
+	}
+	got, ok = ReadStrings(bytes.NewReader(b[1:len(b)-1]), uint64(len(strs)))
+	if ok || len(got) != 3 {
+		t.Fatalf("cut short: read %d strings, ok %v; want 3 and false", len(got), ok)
+	}
+}

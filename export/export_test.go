@@ -17,6 +17,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/test/synctest"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 	"github.com/gofrs/flock"
 )
@@ -130,7 +131,7 @@ func TestExportRoundTrip(t *testing.T) {
 // returned them.
 func checkColumns(t *testing.T, path string, sim *xsim.Server) {
 	t.Helper()
-	sc, recs := readTable(t, path)
+	sc, recs, _ := synctest.ReadParquet(t, path)
 	want := map[string]arrow.DataType{
 		"_cq_sync_time":          arrow.FixedWidthTypes.Timestamp_us,
 		"_cq_source_name":        arrow.BinaryTypes.String,

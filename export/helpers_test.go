@@ -1,7 +1,6 @@
 package export_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,11 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/cq-source-x/cq-source-x/test/synctest"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
 
@@ -77,50 +73,12 @@ func parquetFiles(t testing.TB, dir, table string) []string {
 	return files
 }
 
-// readTable reads a whole Parquet file with pqarrow.
-func readTable(t testing.TB, path string) (*arrow.Schema, []arrow.RecordBatch) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	defer pr.Close()
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rr.Release()
-	var recs []arrow.RecordBatch
-	for rr.Next() {
-		r := rr.RecordBatch()
-		r.Retain()
-		recs = append(recs, r)
-	}
-	if err := rr.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	sc, err := fr.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sc, recs
-}
-
 // bookmarkKeys counts the (user_id, post_id) pairs in the given files.
 func bookmarkKeys(t testing.TB, files []string) map[[2]string]int {
 	t.Helper()
 	out := map[[2]string]int{}
 	for _, path := range files {
-		sc, recs := readTable(t, path)
+		sc, recs, _ := synctest.ReadParquet(t, path)
 		ui, pi := sc.FieldIndices("user_id"), sc.FieldIndices("post_id")
 		if len(ui) != 1 || len(pi) != 1 {
 			t.Fatalf("%s: no user_id/post_id", path)

@@ -1,20 +1,16 @@
 package pqfile_test
 
 import (
-	"context"
 	"fmt"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
@@ -52,43 +48,6 @@ func writeAll(tb testing.TB, dir string, s *synctest.Synced, o pqfile.Options) (
 		tb.Fatalf("wrote %d rows, want %d", w.Rows(), s.Rows)
 	}
 	return path, conv
-}
-
-// readAll reads a file back with pqarrow.
-func readAll(tb testing.TB, path string) (*arrow.Schema, []arrow.RecordBatch, *file.Reader) {
-	tb.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { f.Close() })
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer rr.Release()
-	var recs []arrow.RecordBatch
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		rec.Retain()
-		recs = append(recs, rec)
-	}
-	if err := rr.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	sc, err := fr.Schema()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return sc, recs, pr
 }
 
 // compareAll checks that the records read back hold exactly the values
@@ -241,7 +200,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal("no rows synced")
 			}
 			path, _ := writeAll(t, dir, s, pqfile.Options{})
-			sc, got, pr := readAll(t, path)
+			sc, got, pr := synctest.ReadParquet(t, path)
 			compareAll(t, s, got)
 			checkTypes(t, s, sc, pr)
 		})
@@ -270,7 +229,7 @@ func TestRoundTrip(t *testing.T) {
 func TestRowGroupsHoldWholeBatches(t *testing.T) {
 	s := synctest.Table(t, 2500, "x_bookmarks", nil) // SDK records of 50 rows
 	path, _ := writeAll(t, t.TempDir(), s, pqfile.Options{BatchRows: 300, RowGroupRows: 1000})
-	_, got, pr := readAll(t, path)
+	_, got, pr := synctest.ReadParquet(t, path)
 	compareAll(t, s, got)
 	var sizes []int64
 	for g := range pr.NumRowGroups() {

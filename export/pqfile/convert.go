@@ -146,9 +146,6 @@ func (c *Converter) SetAllocator(mem memory.Allocator) { c.mem = mem }
 // Schema is the schema of the converted records.
 func (c *Converter) Schema() *arrow.Schema { return c.out }
 
-// Table is the table the converter was made for.
-func (c *Converter) Table() *schema.Table { return c.table }
-
 // Convert returns rec in the output schema. The caller releases the result.
 // JSON columns are converted without copying (same buffers, string type).
 func (c *Converter) Convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {

@@ -32,16 +32,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
-	"github.com/cq-source-x/cq-source-x/internal/arrowmem"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -124,7 +123,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Recovered = rec
 
-	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}, mem: arrowmem.NewRecycling(recycledBytes)}
+	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}}
 	if err := r.sync(ctx); err != nil {
 		r.abort()
 		return res, err
@@ -153,21 +152,13 @@ type run struct {
 	// run's files. Nothing reaches the disk before the data it describes.
 	stateC *memstate.Store
 	// mu serialises writing: the sync's messages and the records of the
-	// direct path (xplugin.WithRecordSink) come from different goroutines.
+	// direct path (columnSink) come from different goroutines.
 	mu sync.Mutex
 	// opened is signalled when a table's writer opens, or writing fails.
 	opened *sync.Cond
 	// failed is the first error writing the export.
 	failed error
-	// mem allocates the x_bookmarks records and their conversion, and
-	// takes their buffers back once a record is written.
-	mem *arrowmem.Recycling
 }
-
-// recycledBytes bounds the buffers kept for reuse: a few records of
-// x_bookmarks at the default batch size (one being built, one waiting, one
-// being encoded; about 5 MB each with the post JSON).
-const recycledBytes = 32 << 20
 
 // tableWriter stages one table's file.
 type tableWriter struct {
@@ -242,25 +233,7 @@ func (r *run) sync(ctx context.Context) error {
 		r.mu.Unlock()
 	})
 	defer stopAfter()
-	opts = append(opts, xplugin.WithRecordSink(account.RecordSink{Mem: r.mem, Write: func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for r.writers[t.Name] == nil && r.failed == nil && syncCtx.Err() == nil {
-			r.opened.Wait()
-		}
-		switch {
-		case r.failed != nil:
-			return r.failed
-		case syncCtx.Err() != nil:
-			return context.Cause(syncCtx)
-		}
-		if err := r.write(r.writers[t.Name], rec); err != nil {
-			r.failed = err
-			cancel(err)
-			return err
-		}
-		return nil
-	}}))
+	opts = append(opts, xplugin.WithColumnSink(columnSink{r: r, ctx: syncCtx, cancel: cancel}))
 	p := xplugin.New(opts...)
 	p.SetLogger(logger)
 	if err := p.Init(ctx, o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
@@ -310,6 +283,57 @@ func (r *run) sync(ctx context.Context) error {
 	return nil
 }
 
+// columnSink takes the x_bookmarks rows straight from the walks, as the
+// values of the file's columns (account.ColumnSink): no SDK resource and no
+// Arrow record per row. Rows wait for their table's migrate message: the
+// table as the scheduler announces it gives the file's schema metadata.
+type columnSink struct {
+	r      *run
+	ctx    context.Context // the sync's
+	cancel context.CancelCauseFunc
+}
+
+// writer waits, with r.mu held, for the table's writer to open.
+func (s columnSink) writer(table string) (*tableWriter, error) {
+	r := s.r
+	for r.writers[table] == nil && r.failed == nil && s.ctx.Err() == nil {
+		r.opened.Wait()
+	}
+	switch {
+	case r.failed != nil:
+		return nil, r.failed
+	case s.ctx.Err() != nil:
+		return nil, context.Cause(s.ctx)
+	}
+	return r.writers[table], nil
+}
+
+func (s columnSink) NewColumns(_ context.Context, t *schema.Table) (*pqfile.Columns, error) {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	tw, err := s.writer(t.Name)
+	if err != nil {
+		return nil, err
+	}
+	return tw.w.NewColumns()
+}
+
+func (s columnSink) WriteColumns(_ context.Context, t *schema.Table, c *pqfile.Columns) error {
+	r := s.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tw, err := s.writer(t.Name)
+	if err != nil {
+		return err
+	}
+	if err := r.writeColumns(tw, c); err != nil {
+		r.failed = err
+		s.cancel(err)
+		return err
+	}
+	return nil
+}
+
 // dropRepeats drops the log messages that only repeat an account failure
 // the summary and the exit status already report.
 type dropRepeats struct{}
@@ -353,46 +377,47 @@ func (r *run) openTable(t *schema.Table) error {
 	}
 	f := fileRecord{Table: t.Name}
 	path := r.rec.stagedPath(r.out, f)
-	w, err := pqfile.Create(path, conv.Schema(), pqfile.Options{CreatedBy: "cq-source-x " + xplugin.Version, Codec: r.o.Compression})
-	if err != nil {
-		return err
-	}
-	tw := &tableWriter{table: t, conv: conv, w: w, path: path, userCol: -1, postCol: -1}
+	o := pqfile.Options{CreatedBy: "cq-source-x " + xplugin.Version, Codec: r.o.Compression}
+	tw := &tableWriter{table: t, conv: conv, path: path, userCol: -1, postCol: -1}
 	if t.Name == resources.BookmarksTable {
-		conv.SetAllocator(r.mem)
+		// x_bookmarks rows come as Columns (columnSink).
 		tw.userCol = t.Columns.Index("user_id")
 		tw.postCol = t.Columns.Index("post_id")
 		if tw.userCol < 0 || tw.postCol < 0 {
 			return errors.New("x_bookmarks has no user_id or post_id column")
 		}
+		tw.w, err = pqfile.CreateColumns(path, conv, o)
+	} else {
+		tw.w, err = pqfile.Create(path, conv.Schema(), o)
+	}
+	if err != nil {
+		return err
 	}
 	r.writers[t.Name] = tw
 	r.order = append(r.order, t.Name)
 	return nil
 }
 
-// write converts and writes a record; x_bookmarks rows already written by
-// an earlier run (or earlier in this one) are dropped.
+// write converts and writes a record of a table other than x_bookmarks.
 func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
-	if tw.userCol < 0 {
-		return r.writeSlice(tw, rec)
+	if tw.userCol >= 0 {
+		return fmt.Errorf("%s: rows of %s come from the walks, not as records", tw.path, tw.table.Name)
 	}
-	users := rec.Column(tw.userCol).(*array.String)
-	posts := rec.Column(tw.postCol).(*array.String)
-	n := int(rec.NumRows())
-	start := 0
-	flush := func(end int) error {
-		if end > start {
-			s := rec.NewSlice(int64(start), int64(end))
-			defer s.Release()
-			return r.writeSlice(tw, s)
-		}
-		return nil
+	return r.writeSlice(tw, rec)
+}
+
+// writeColumns writes x_bookmarks rows, less those already written by an
+// earlier run (or earlier in this one).
+func (r *run) writeColumns(tw *tableWriter, c *pqfile.Columns) error {
+	if err := c.Err(); err != nil {
+		return err
 	}
-	// Rows of one record almost always belong to one account: count them
+	users, posts := c.Column(tw.userCol), c.Column(tw.postCol)
+	// Rows of one batch almost always belong to one account: count them
 	// per run of the same user, and report each run once.
 	var uid string
 	var set *idSet
+	var drop []int
 	wrote := 0
 	report := func() {
 		if wrote > 0 {
@@ -401,27 +426,38 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 		}
 		wrote = 0
 	}
-	for i := 0; i < n; i++ {
-		if u := users.Value(i); set == nil || u != uid {
+	for i := range c.Len() {
+		u, err := users.Text(i)
+		if err != nil {
+			return err
+		}
+		if set == nil || string(u) != uid {
 			report()
-			uid = strings.Clone(u) // kept in maps; Value shares the record's buffer
+			uid = string(u)
 			if set = r.written[uid]; set == nil {
 				set = &idSet{}
 				r.written[uid] = set
 			}
 		}
-		if !set.AddNew(posts.Value(i)) {
-			if err := flush(i); err != nil {
-				return err
-			}
-			start = i + 1
+		p, err := posts.Text(i)
+		if err != nil {
+			return err
+		}
+		// AddNew keeps a copy of an id it stores as text.
+		if !set.AddNew(unsafe.String(unsafe.SliceData(p), len(p))) {
+			drop = append(drop, i)
 			r.res.skipped(uid)
 			continue
 		}
 		wrote++
 	}
 	report()
-	return flush(n)
+	c.Delete(drop)
+	if err := tw.w.WriteColumns(c); err != nil {
+		return fmt.Errorf("%s: %w", tw.path, err)
+	}
+	r.o.Step("write " + tw.table.Name)
+	return nil
 }
 
 func (r *run) writeSlice(tw *tableWriter, rec arrow.RecordBatch) error {

@@ -88,20 +88,28 @@ func TestExportRoundTrip(t *testing.T) {
 	}
 	checkArchive(t, dir, sim, users)
 
-	// Run 3: the removed newest post is bookmarked again. Run 2 proved it
-	// gone, so the walk finds it as new; it is already in run 1's file and
-	// is not written again.
+	// Run 3: the removed newest post is bookmarked again, between two new
+	// ones. Run 2 proved it gone, so the walk finds it as new; it is
+	// already in run 1's file and is not written again, while the rows
+	// beside it in the same batch are.
+	before := sim.SeedBookmarks("1001", 1)
 	if err := sim.Bookmark("1001", newest); err != nil {
 		t.Fatal(err)
 	}
+	after := sim.SeedBookmarks("1001", 1)
 	s3 := run()
-	if s3.Totals.BookmarksWritten != 0 || s3.Totals.AlreadyArchived != 1 {
-		t.Errorf("run 3 wrote %d bookmarks, %d already archived; want 0 and 1", s3.Totals.BookmarksWritten, s3.Totals.AlreadyArchived)
+	if s3.Totals.BookmarksWritten != 2 || s3.Totals.AlreadyArchived != 1 {
+		t.Errorf("run 3 wrote %d bookmarks, %d already archived; want 2 and 1", s3.Totals.BookmarksWritten, s3.Totals.AlreadyArchived)
 	}
-	if n := len(parquetFiles(t, dir, "x_bookmarks")); n != 2 {
-		t.Errorf("run 3 added an x_bookmarks file with nothing new: %d files", n)
+	files = parquetFiles(t, dir, "x_bookmarks")
+	if len(files) != 3 {
+		t.Fatalf("x_bookmarks files after run 3: %v", files)
+	}
+	if keys := bookmarkKeys(t, files[2:]); len(keys) != 2 || keys[[2]string{"1001", before[0]}] != 1 || keys[[2]string{"1001", after[0]}] != 1 {
+		t.Errorf("run 3's file holds %v, want the two new posts", keys)
 	}
 	checkArchive(t, dir, sim, users)
+	checkColumns(t, files[2], sim)
 
 	// Snapshot tables get a file per run; names sort in run order.
 	for _, table := range []string{"x_bookmark_folders", "x_bookmark_folder_posts", "x_api_usage"} {
@@ -122,7 +130,7 @@ func TestExportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Pending) != 0 || info.LastRun != s3.RunID || len(info.Written["1001"]) != 507 {
+	if len(info.Pending) != 0 || info.LastRun != s3.RunID || len(info.Written["1001"]) != 509 {
 		t.Errorf("state: pending %v, last run %s, %d written", info.Pending, info.LastRun, len(info.Written["1001"]))
 	}
 }

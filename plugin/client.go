@@ -82,11 +82,10 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		syncInfo.ID = uuid.NewString()
 	}
 	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo)
-	if c.options.RecordSink != nil {
-		sink := *c.options.RecordSink
-		sink.DeterministicCQID = opts.DeterministicCQID
+	if c.options.ColumnSink != nil {
+		direct := &account.Direct{Sink: c.options.ColumnSink, DeterministicCQID: opts.DeterministicCQID}
 		for _, s := range set.Sessions {
-			s.Records = &sink
+			s.Direct = direct
 		}
 	}
 	if c.options.OnSessions != nil {

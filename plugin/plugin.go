@@ -38,8 +38,8 @@ type Options struct {
 	// they are prepared, before any request; the exporter reads their meters
 	// for progress and their reports for its summary.
 	OnSessions func(*account.Set)
-	// RecordSink: see WithRecordSink.
-	RecordSink *account.RecordSink
+	// ColumnSink: see WithColumnSink.
+	ColumnSink account.ColumnSink
 	// ClientOptions are appended to the options of every account's API
 	// client, after the plugin's own (the exporter adds a wait hook).
 	ClientOptions []client.Option
@@ -61,13 +61,12 @@ func WithState(st state.Client) Option { return func(o *Options) { o.State = st 
 // WithSessionsHook registers a function called with each sync's accounts.
 func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
 
-// WithRecordSink sends the rows of the tables that can build their Arrow
-// records directly (x_bookmarks) to sink.Write, in records of sink.BatchRows
+// WithColumnSink sends the rows of the tables that can write their columns
+// directly (x_bookmarks) to sink, in batches of account.DirectBatchRows
 // rows, instead of through the SDK scheduler: the standalone exporter's fast
-// path. The sync still announces every table. Each sync sets the sink's
-// DeterministicCQID from its own options.
-func WithRecordSink(sink account.RecordSink) Option {
-	return func(o *Options) { o.RecordSink = &sink }
+// path. The sync still announces every table.
+func WithColumnSink(sink account.ColumnSink) Option {
+	return func(o *Options) { o.ColumnSink = sink }
 }
 
 // WithClientOptions adds options to every account's API client.

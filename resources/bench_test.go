@@ -2,8 +2,6 @@ package resources
 
 import (
 	"context"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cq-source-x/cq-source-x/internal/arrowmem"
 	"net/http"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
@@ -95,21 +94,12 @@ func benchPage(b *testing.B) *client.PostPage {
 	return page
 }
 
-// BenchmarkDirectRecords is BenchmarkBookmarkRecords on the exporter's
+// BenchmarkDirectColumns is BenchmarkBookmarkRecords on the exporter's
 // path: the same rows appended by the column definitions straight into
-// records of account.DefaultBatchRows rows (recordBuilder), with no scheduler; with Go's
-// allocator, and with the exporter's, which reuses the buffers of records
-// released.
-func BenchmarkDirectRecords(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		mem  memory.Allocator
-	}{{"go", nil}, {"recycling", arrowmem.NewRecycling(64 << 20)}} {
-		b.Run(c.name, func(b *testing.B) { benchDirectRecords(b, c.mem) })
-	}
-}
-
-func benchDirectRecords(b *testing.B, mem memory.Allocator) {
+// Parquet columns (columnsBuilder), in batches of account.DirectBatchRows
+// rows, with no scheduler and no Arrow record. The batches are reused, as
+// the exporter's Parquet writer reuses them.
+func BenchmarkDirectColumns(b *testing.B) {
 	page := benchPage(b)
 	const pages = 100
 	seen := time.Now()
@@ -119,26 +109,30 @@ func benchDirectRecords(b *testing.B, mem memory.Allocator) {
 	for i := range page.Data {
 		rows[i] = &bookmark{userID: "1", post: &page.Data[i], firstSeenAt: seen}
 	}
-	rb, err := newRecordBuilder(table, bookmarkColumns, false, mem)
+	cb, err := newColumnsBuilder(table, bookmarkColumns, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rb.Release()
+	cols, err := pqfile.NewColumns(table)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		n := 0
 		for range pages {
-			rb.Append(rows)
-			if rb.Len() >= account.DefaultBatchRows {
-				rec := rb.NewRecord()
-				n += int(rec.NumRows())
-				rec.Release()
+			cb.Append(cols, rows)
+			if cols.Len() >= account.DirectBatchRows {
+				n += cols.Len()
+				cols.Reset()
 			}
 		}
-		rec := rb.NewRecord()
-		n += int(rec.NumRows())
-		rec.Release()
+		n += cols.Len()
+		if err := cols.Err(); err != nil {
+			b.Fatal(err)
+		}
+		cols.Reset()
 		if n != pages*100 {
 			b.Fatalf("%d rows", n)
 		}

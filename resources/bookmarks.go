@@ -11,6 +11,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -42,7 +43,7 @@ func Bookmarks() *schema.Table {
 		Columns:       columnList(bookmarkColumns),
 	}
 	// The resolver knows its table (with the _cq_ columns Tables adds) to
-	// build records for a RecordSink.
+	// write its rows to a ColumnSink.
 	t.Resolver = func(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 		return fetchBookmarks(ctx, meta.(*account.Session), t, res)
 	}
@@ -119,8 +120,8 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 		}
 	}
 	flush := func(context.Context) error { return nil }
-	if s.Records != nil {
-		emit, flush, err = directEmit(s.Records, table)
+	if s.Direct != nil {
+		emit, flush, err = directEmit(s.Direct, table)
 		if err != nil {
 			return err
 		}
@@ -232,32 +233,35 @@ func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, book
 	return rows
 }
 
-// directEmit emits bookmark rows to a RecordSink: appended to a record that
-// is written every BatchRows rows; flush writes the last one.
-func directEmit(sink *account.RecordSink, table *schema.Table) (emit func(context.Context, []*bookmark) error, flush func(context.Context) error, err error) {
-	rb, err := newRecordBuilder(table, bookmarkColumns, sink.DeterministicCQID, sink.Mem)
+// directEmit emits bookmark rows to a ColumnSink, in Columns of
+// account.DirectBatchRows rows; flush writes the last one.
+func directEmit(d *account.Direct, table *schema.Table) (emit func(context.Context, []*bookmark) error, flush func(context.Context) error, err error) {
+	cb, err := newColumnsBuilder(table, bookmarkColumns, d.DeterministicCQID)
 	if err != nil {
 		return nil, nil, err
 	}
-	batch := sink.BatchRows
-	if batch <= 0 {
-		batch = account.DefaultBatchRows
-	}
+	var cols *pqfile.Columns
 	write := func(ctx context.Context) error {
-		rec := rb.NewRecord()
-		defer rec.Release()
-		return sink.Write(ctx, table, rec)
+		c := cols
+		cols = nil
+		return d.Sink.WriteColumns(ctx, table, c)
 	}
 	emit = func(ctx context.Context, rows []*bookmark) error {
-		rb.Append(rows)
-		if rb.Len() >= batch {
+		if cols == nil {
+			c, err := d.Sink.NewColumns(ctx, table)
+			if err != nil {
+				return err
+			}
+			cols = c
+		}
+		cb.Append(cols, rows)
+		if cols.Len() >= account.DirectBatchRows {
 			return write(ctx)
 		}
 		return nil
 	}
 	flush = func(ctx context.Context) error {
-		defer rb.Release()
-		if rb.Len() == 0 {
+		if cols == nil || cols.Len() == 0 {
 			return nil
 		}
 		return write(ctx)

@@ -5,26 +5,28 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
+
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 )
 
 // A column is declared once, by a getter of its value from the row item
-// (of type T). Both ways a row becomes Arrow data come from that getter:
+// (of type T). Both ways a row leaves the plugin come from that getter:
 //
 //   - the SDK resolver (Column.Resolver), used by the CloudQuery scheduler:
-//     a scalar per column per row, then appended to the record;
-//   - appendTo, used by the direct record builder (records.go), which
-//     appends the value straight to the column's Arrow builder.
+//     a scalar per column per row, then appended to an Arrow record;
+//   - putTo, used by the exporter's direct path (columnsBuilder, direct.go),
+//     which appends the value straight to the column of a Parquet file
+//     (pqfile.Column).
 //
-// The constructors below fix, per Go type, how a value maps to Arrow and
-// when it is null, for both paths at once; TestDirectRecordsEqualSDKRecords
-// checks that they build identical records.
+// The constructors below fix, per Go type, how a value maps to Arrow and to
+// Parquet and when it is null, for both paths at once;
+// TestDirectColumnsEqualSDKRecords checks that they give the same values.
 type column[T any] struct {
 	schema.Column
-	appendTo func(b array.Builder, row T)
+	putTo func(c *pqfile.Column, row T)
 	// text is the column's value as the SDK's scalar String() gives it, for
 	// the deterministic _cq_id of primary-key columns; nil for non-strings.
 	text func(row T) string
@@ -40,9 +42,9 @@ func resolver[T, V any](get func(T) V) schema.ColumnResolver {
 // stringColumn: a string; "" is stored as "".
 func stringColumn[T any](name, description string, get func(T) string) column[T] {
 	return column[T]{
-		Column:   schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description, Resolver: resolver(get)},
-		appendTo: func(b array.Builder, row T) { b.(*array.StringBuilder).Append(get(row)) },
-		text:     get,
+		Column: schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description, Resolver: resolver(get)},
+		putTo:  func(c *pqfile.Column, row T) { c.AppendString(get(row)) },
+		text:   get,
 	}
 }
 
@@ -51,11 +53,11 @@ func optStringColumn[T any](name, description string, get func(T) string) column
 	return column[T]{
 		Column: schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description,
 			Resolver: resolver(func(row T) any { return optString(get(row)) })},
-		appendTo: func(b array.Builder, row T) {
+		putTo: func(c *pqfile.Column, row T) {
 			if v := get(row); v != "" {
-				b.(*array.StringBuilder).Append(v)
+				c.AppendString(v)
 			} else {
-				b.AppendNull()
+				c.AppendNull()
 			}
 		},
 	}
@@ -64,20 +66,21 @@ func optStringColumn[T any](name, description string, get func(T) string) column
 // timeColumn: a time, in microseconds, UTC.
 func timeColumn[T any](name, description string, get func(T) time.Time) column[T] {
 	return column[T]{
-		Column:   schema.Column{Name: name, Type: arrow.FixedWidthTypes.Timestamp_us, Description: description, Resolver: resolver(get)},
-		appendTo: func(b array.Builder, row T) { b.(*array.TimestampBuilder).AppendTime(get(row)) },
+		Column: schema.Column{Name: name, Type: arrow.FixedWidthTypes.Timestamp_us, Description: description, Resolver: resolver(get)},
+		putTo:  func(c *pqfile.Column, row T) { c.AppendTime(get(row)) },
 	}
 }
 
-// optColumn: a value of type V stored as typ, appended by add; nil is null.
-func optColumn[T, V any](name, description string, typ arrow.DataType, get func(T) *V, add func(array.Builder, V)) column[T] {
+// optColumn: a value of type V stored as typ, appended to a Parquet column
+// by put; nil is null.
+func optColumn[T, V any](name, description string, typ arrow.DataType, get func(T) *V, put func(*pqfile.Column, V)) column[T] {
 	return column[T]{
 		Column: schema.Column{Name: name, Type: typ, Description: description, Resolver: resolver(get)},
-		appendTo: func(b array.Builder, row T) {
+		putTo: func(c *pqfile.Column, row T) {
 			if v := get(row); v != nil {
-				add(b, *v)
+				put(c, *v)
 			} else {
-				b.AppendNull()
+				c.AppendNull()
 			}
 		},
 	}
@@ -85,29 +88,27 @@ func optColumn[T, V any](name, description string, typ arrow.DataType, get func(
 
 // optTimeColumn: a time; nil is null.
 func optTimeColumn[T any](name, description string, get func(T) *time.Time) column[T] {
-	return optColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get,
-		func(b array.Builder, v time.Time) { b.(*array.TimestampBuilder).AppendTime(v) })
+	return optColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get, (*pqfile.Column).AppendTime)
 }
 
 // optBoolColumn: a boolean; nil is null.
 func optBoolColumn[T any](name, description string, get func(T) *bool) column[T] {
-	return optColumn(name, description, arrow.FixedWidthTypes.Boolean, get,
-		func(b array.Builder, v bool) { b.(*array.BooleanBuilder).Append(v) })
+	return optColumn(name, description, arrow.FixedWidthTypes.Boolean, get, (*pqfile.Column).AppendBool)
 }
 
 // int64Column: an integer.
 func int64Column[T any](name, description string, get func(T) int64) column[T] {
 	return column[T]{
-		Column:   schema.Column{Name: name, Type: arrow.PrimitiveTypes.Int64, Description: description, Resolver: resolver(get)},
-		appendTo: func(b array.Builder, row T) { b.(*array.Int64Builder).Append(get(row)) },
+		Column: schema.Column{Name: name, Type: arrow.PrimitiveTypes.Int64, Description: description, Resolver: resolver(get)},
+		putTo:  func(c *pqfile.Column, row T) { c.AppendInt64(get(row)) },
 	}
 }
 
 // float64Column: a floating-point number.
 func float64Column[T any](name, description string, get func(T) float64) column[T] {
 	return column[T]{
-		Column:   schema.Column{Name: name, Type: arrow.PrimitiveTypes.Float64, Description: description, Resolver: resolver(get)},
-		appendTo: func(b array.Builder, row T) { b.(*array.Float64Builder).Append(get(row)) },
+		Column: schema.Column{Name: name, Type: arrow.PrimitiveTypes.Float64, Description: description, Resolver: resolver(get)},
+		putTo:  func(c *pqfile.Column, row T) { c.AppendFloat64(get(row)) },
 	}
 }
 
@@ -116,17 +117,11 @@ func float64Column[T any](name, description string, get func(T) float64) column[
 func stringListColumn[T any](name, description string, get func(T) []string) column[T] {
 	return column[T]{
 		Column: schema.Column{Name: name, Type: arrow.ListOf(arrow.BinaryTypes.String), Description: description, Resolver: resolver(get)},
-		appendTo: func(b array.Builder, row T) {
-			v := get(row)
-			if len(v) == 0 {
-				b.AppendNull()
-				return
-			}
-			lb := b.(*array.ListBuilder)
-			lb.Append(true)
-			sb := lb.ValueBuilder().(*array.StringBuilder)
-			for _, s := range v {
-				sb.Append(s)
+		putTo: func(c *pqfile.Column, row T) {
+			if v := get(row); len(v) > 0 {
+				c.AppendStrings(v)
+			} else {
+				c.AppendNull()
 			}
 		},
 	}
@@ -155,11 +150,11 @@ func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
 				return nil
 			},
 		},
-		appendTo: func(b array.Builder, row T) {
+		putTo: func(c *pqfile.Column, row T) {
 			if raw := jsonValue(get(row)); raw != nil {
-				b.(*types.JSONBuilder).Builder.(*array.BinaryBuilder).Append(raw)
+				c.AppendBytes(raw)
 			} else {
-				b.AppendNull()
+				c.AppendNull()
 			}
 		},
 	}

@@ -2,34 +2,31 @@ package resources_test
 
 import (
 	"reflect"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/google/uuid"
+
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
 
-// rowsByPost maps post_id to the row's cells, by column name, and checks
-// that every record has the schema want (nil: the first record's).
-func rowsByPost(t *testing.T, s *synctest.Synced, want *arrow.Schema) map[string]map[string]any {
+// rowsByPost maps post_id to the row's cells, by column name (the file's
+// _cq_sync_time and _cq_source_name left out).
+func rowsByPost(t *testing.T, recs []arrow.RecordBatch) map[string]map[string]any {
 	t.Helper()
 	rows := map[string]map[string]any{}
-	for _, rec := range s.Records {
-		if want == nil {
-			want = rec.Schema()
-		}
-		if !rec.Schema().Equal(want) {
-			t.Fatalf("record schema differs:\nrecord: %s\nwant: %s", rec.Schema(), want)
-		}
+	for _, rec := range recs {
 		post := rec.Schema().FieldIndices("post_id")[0]
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row := map[string]any{}
 			for c, f := range rec.Schema().Fields() {
-				row[f.Name] = synctest.Cell(t, rec.Column(c), i)
+				if f.Name != pqfile.SyncTimeColumn && f.Name != pqfile.SourceNameColumn {
+					row[f.Name] = synctest.Cell(t, rec.Column(c), i)
+				}
 			}
 			id := synctest.Cell(t, rec.Column(post), i).(string)
 			if _, dup := rows[id]; dup {
@@ -54,24 +51,30 @@ var fieldSelections = map[string]map[string]any{
 	"no fields": {"fields": map[string]any{"tweet_fields": []string{}}},
 }
 
-// The exporter builds x_bookmarks records directly from the column
-// definitions; a CloudQuery sync builds them through the SDK's resources.
-// Both must give the same schema and the same value in every cell —
-// _cq_id included, when it is deterministic.
-func TestDirectRecordsEqualSDKRecords(t *testing.T) {
+// The exporter writes x_bookmarks rows straight to Parquet columns from the
+// column definitions; a CloudQuery sync builds Arrow records through the
+// SDK's resources. Both must give the same value in every cell — _cq_id
+// included, when it is deterministic — across more than one batch.
+func TestDirectColumnsEqualSDKRecords(t *testing.T) {
 	for name, spec := range fieldSelections {
 		t.Run(name, func(t *testing.T) {
-			const n = 700 // more than one page, less than one record batch
+			const n = account.DirectBatchRows + 500 // two batches
 			viaSDK := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true})
 			direct := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true, Direct: true})
-			sdkRows := rowsByPost(t, viaSDK[resources.BookmarksTable], nil)
-			directRows := rowsByPost(t, direct[resources.BookmarksTable], viaSDK[resources.BookmarksTable].Records[0].Schema())
+			if len(direct[resources.BookmarksTable].Columns) != 2 {
+				t.Fatalf("%d batches, want 2", len(direct[resources.BookmarksTable].Columns))
+			}
+			sdkRows := rowsByPost(t, viaSDK[resources.BookmarksTable].Records)
+			directRows := rowsByPost(t, direct[resources.BookmarksTable].ColumnRecords(t))
 			if len(sdkRows) != n || len(directRows) != n {
 				t.Fatalf("rows: SDK %d, direct %d, want %d", len(sdkRows), len(directRows), n)
 			}
 			nullable := map[string]bool{}
 			for id, want := range sdkRows {
 				got := directRows[id]
+				if len(got) != len(want) {
+					t.Fatalf("post %s: direct has %d columns, SDK %d", id, len(got), len(want))
+				}
 				for col, v := range want {
 					if v == nil {
 						nullable[col] = true
@@ -86,61 +89,8 @@ func TestDirectRecordsEqualSDKRecords(t *testing.T) {
 			}
 			// The other tables still come through the scheduler, alike.
 			for _, table := range []string{resources.FoldersTable, resources.FolderPostsTable, resources.APIUsageTable} {
-				if viaSDK[table] == nil || direct[table] == nil || viaSDK[table].Rows != direct[table].Rows {
+				if viaSDK[table] == nil || direct[table] == nil || viaSDK[table].Rows != direct[table].Rows || direct[table].Columns != nil {
 					t.Fatalf("table %s: SDK %+v, direct %+v", table, viaSDK[table], direct[table])
-				}
-			}
-		})
-	}
-}
-
-// dirtyAllocator hands out memory full of 0xA5, as a recycling allocator's
-// reused buffers are (internal/arrowmem does not zero them).
-type dirtyAllocator struct{ memory.GoAllocator }
-
-func (a *dirtyAllocator) Allocate(size int) []byte {
-	b := a.GoAllocator.Allocate(size)
-	for i := range b {
-		b[i] = 0xA5
-	}
-	return b
-}
-
-func (a *dirtyAllocator) Reallocate(size int, b []byte) []byte {
-	if cap(b) >= size {
-		old := len(b)
-		b = b[:size]
-		for i := old; i < size; i++ {
-			b[i] = 0xA5
-		}
-		return b
-	}
-	nb := a.Allocate(size)
-	copy(nb, b)
-	return nb
-}
-
-// The exporter builds its records in reused, unzeroed buffers: Arrow's
-// builders must write every byte a reader sees (values, offsets, validity
-// bitmaps). Records built in dirty memory equal the SDK's, cell by cell,
-// across more than one record.
-func TestDirectRecordsOnDirtyMemory(t *testing.T) {
-	for name, spec := range fieldSelections {
-		t.Run(name, func(t *testing.T) {
-			const n = account.DefaultBatchRows + 500 // two records
-			viaSDK := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true})
-			direct := synctest.Sync(t, n, synctest.Options{Spec: spec, DeterministicCQID: true, Direct: true, Mem: &dirtyAllocator{}})
-			if len(direct[resources.BookmarksTable].Records) != 2 {
-				t.Fatalf("%d records, want 2", len(direct[resources.BookmarksTable].Records))
-			}
-			sdkRows := rowsByPost(t, viaSDK[resources.BookmarksTable], nil)
-			directRows := rowsByPost(t, direct[resources.BookmarksTable], viaSDK[resources.BookmarksTable].Records[0].Schema())
-			if len(sdkRows) != n || len(directRows) != n {
-				t.Fatalf("rows: SDK %d, direct %d, want %d", len(sdkRows), len(directRows), n)
-			}
-			for id, want := range sdkRows {
-				if got := directRows[id]; !reflect.DeepEqual(got, want) {
-					t.Fatalf("post %s:\ndirect %#v\nSDK    %#v", id, got, want)
 				}
 			}
 		})
@@ -149,13 +99,16 @@ func TestDirectRecordsOnDirtyMemory(t *testing.T) {
 
 // Without deterministic_cq_id, the SDK gives each row a random UUID; so
 // does the direct path.
-func TestDirectRecordsHaveRandomCQIDs(t *testing.T) {
-	rows := rowsByPost(t, synctest.Sync(t, 300, synctest.Options{Direct: true})[resources.BookmarksTable], nil)
+func TestDirectColumnsHaveRandomCQIDs(t *testing.T) {
+	rows := rowsByPost(t, synctest.Sync(t, 300, synctest.Options{Direct: true})[resources.BookmarksTable].ColumnRecords(t))
 	seen := map[string]bool{}
 	for id, row := range rows {
 		cq, ok := row[schema.CqIDColumn.Name].(string)
 		if !ok || len(cq) != 36 || seen[cq] {
 			t.Fatalf("post %s: _cq_id %#v (missing, malformed or repeated)", id, row[schema.CqIDColumn.Name])
+		}
+		if u, err := uuid.Parse(cq); err != nil || u.Version() != 4 || u.Variant() != uuid.RFC4122 {
+			t.Fatalf("post %s: _cq_id %s is not a random (version 4, RFC 4122) UUID", id, cq)
 		}
 		seen[cq] = true
 		if row[schema.CqParentIDColumn.Name] != nil {
@@ -164,25 +117,25 @@ func TestDirectRecordsHaveRandomCQIDs(t *testing.T) {
 	}
 }
 
-// Records reach the sink in batches: a record is written once it holds the
-// sink's batch size (account.DefaultBatchRows) — pages are appended whole,
-// so at the first page boundary at or past it — and the last holds the rest.
-func TestDirectRecordsComeInBatches(t *testing.T) {
-	const batch = account.DefaultBatchRows
+// Rows reach the sink in batches: Columns are written once they hold
+// account.DirectBatchRows rows — pages are appended whole, so at the first
+// page boundary at or past it — and the last holds the rest.
+func TestDirectColumnsComeInBatches(t *testing.T) {
+	const batch = account.DirectBatchRows
 	n := 2*batch + 500
 	s := synctest.Sync(t, n, synctest.Options{Direct: true})[resources.BookmarksTable]
-	var sizes []int64
-	total := int64(0)
-	for _, r := range s.Records {
-		sizes = append(sizes, r.NumRows())
-		total += r.NumRows()
+	var sizes []int
+	total := 0
+	for _, c := range s.Columns {
+		sizes = append(sizes, c.Len())
+		total += c.Len()
 	}
-	if len(sizes) != 3 || total != int64(n) {
-		t.Fatalf("record sizes %v for %d rows", sizes, n)
+	if len(sizes) != 3 || total != n {
+		t.Fatalf("batch sizes %v for %d rows", sizes, n)
 	}
 	for _, size := range sizes[:2] {
 		if size < batch || size >= batch+100 {
-			t.Fatalf("record sizes %v: a full record holds %d rows and less than a page more", sizes, batch)
+			t.Fatalf("batch sizes %v: a full batch holds %d rows and less than a page more", sizes, batch)
 		}
 	}
 }

@@ -62,7 +62,6 @@ type Converter struct {
 	kinds      []columnKind
 	syncTime   time.Time
 	sourceName string
-	mem        memory.Allocator
 }
 
 // NewConverter prepares the conversion of table's records. extra is added to
@@ -82,7 +81,7 @@ func NewConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 	for k, v := range extra {
 		md[k] = v
 	}
-	c := &Converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName, mem: memory.DefaultAllocator}
+	c := &Converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName}
 	fields := []arrow.Field{
 		{Name: SyncTimeColumn, Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true,
 			Metadata: arrow.NewMetadata([]string{MetadataDescription}, []string{schema.CqSyncTimeColumn.Description})},
@@ -139,10 +138,6 @@ func plain(t arrow.DataType) error {
 	return nil
 }
 
-// SetAllocator makes the converter allocate the columns it builds (UUID
-// text, _cq_sync_time, _cq_source_name) from mem.
-func (c *Converter) SetAllocator(mem memory.Allocator) { c.mem = mem }
-
 // Schema is the schema of the converted records.
 func (c *Converter) Schema() *arrow.Schema { return c.out }
 
@@ -159,11 +154,11 @@ func (c *Converter) Convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			a.Release()
 		}
 	}()
-	syncTime, err := timestampArray(c.mem, c.syncTime, n)
+	syncTime, err := timestampArray(memory.DefaultAllocator, c.syncTime, n)
 	if err != nil {
 		return nil, err
 	}
-	cols = append(cols, syncTime, stringArray(c.mem, c.sourceName, n))
+	cols = append(cols, syncTime, stringArray(memory.DefaultAllocator, c.sourceName, n))
 	for i, kind := range c.kinds {
 		col := rec.Column(i)
 		switch kind {
@@ -185,7 +180,7 @@ func (c *Converter) Convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			if !ok {
 				return nil, fmt.Errorf("table %s, column %s: want a UUID array, got %s", c.table.Name, rec.ColumnName(i), col.DataType())
 			}
-			cols = append(cols, uuidStrings(c.mem, ext.Storage().(*array.FixedSizeBinary)))
+			cols = append(cols, uuidStrings(memory.DefaultAllocator, ext.Storage().(*array.FixedSizeBinary)))
 		}
 	}
 	return array.NewRecordBatch(c.out, cols, int64(n)), nil
@@ -218,6 +213,21 @@ func stringArray(mem memory.Allocator, s string, n int) arrow.Array {
 
 const hexDigits = "0123456789abcdef"
 
+// uuidText writes the 16-byte UUID u to buf[:36] as 8-4-4-4-12 lowercase
+// hex.
+func uuidText(buf, u []byte) {
+	j := 0
+	for k, x := range u {
+		if k == 4 || k == 6 || k == 8 || k == 10 {
+			buf[j] = '-'
+			j++
+		}
+		buf[j] = hexDigits[x>>4]
+		buf[j+1] = hexDigits[x&0x0f]
+		j += 2
+	}
+}
+
 // uuidStrings formats 16-byte UUIDs as 8-4-4-4-12 lowercase hex.
 func uuidStrings(mem memory.Allocator, in *array.FixedSizeBinary) arrow.Array {
 	b := array.NewStringBuilder(mem)
@@ -231,17 +241,7 @@ func uuidStrings(mem memory.Allocator, in *array.FixedSizeBinary) arrow.Array {
 			b.AppendNull()
 			continue
 		}
-		u := in.Value(i)
-		j := 0
-		for k, x := range u {
-			if k == 4 || k == 6 || k == 8 || k == 10 {
-				buf[j] = '-'
-				j++
-			}
-			buf[j] = hexDigits[x>>4]
-			buf[j+1] = hexDigits[x&0x0f]
-			j += 2
-		}
+		uuidText(buf[:], in.Value(i))
 		b.BinaryBuilder.Append(buf[:])
 	}
 	return b.NewArray()

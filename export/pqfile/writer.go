@@ -48,13 +48,14 @@ const DefaultRowGroupRows = 16384
 // DefaultZstdLevel is zstd's fastest level (docs/parquet.md).
 const DefaultZstdLevel = 1
 
-// Writer writes one Parquet file. Encoding and compression run in a
-// goroutine of their own, one batch behind the caller, so that a sync keeps
-// producing records while the previous batch is encoded: on two cores the
-// two overlap instead of taking turns.
+// Writer writes one Parquet file, from Arrow records (NewWriter, Create)
+// or from Columns (NewColumnsWriter, CreateColumns). Encoding and
+// compression run in a goroutine of their own, one batch behind the caller,
+// so that a sync keeps producing rows while the previous batch is encoded:
+// on two cores the two overlap instead of taking turns.
 type Writer struct {
 	w         io.Writer
-	fw        *pqarrow.FileWriter
+	file      fileBackend
 	sc        *arrow.Schema
 	batch     int
 	groupMax  int   // RowGroupRows
@@ -67,16 +68,37 @@ type Writer struct {
 	// afterRowGroup, when set, runs in the encoding goroutine after each
 	// row group but the last is written.
 	afterRowGroup func()
+	// For a Writer of Columns: their layout, and the written ones, emptied,
+	// for NewColumns to hand out again.
+	layout *layout
+	free   chan *Columns
 
-	batches chan []arrow.RecordBatch // to the encoding goroutine; holds one batch
-	done    chan struct{}            // closed when the encoding goroutine ends
+	batches chan work     // to the encoding goroutine; holds one batch
+	done    chan struct{} // closed when the encoding goroutine ends
 	errMu   sync.Mutex
 	err     error // the encoding goroutine's first error
 }
 
-// NewWriter writes records of schema sc to w, and sc itself as the stored
-// Arrow schema (ARROW:schema). Close closes w if it is an io.Closer.
-func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
+// work is one batch for the encoding goroutine: records or Columns.
+type work struct {
+	recs []arrow.RecordBatch
+	cols *Columns
+}
+
+// fileBackend is the Parquet file being written: pqarrow's for records,
+// arrow-go's column writers for Columns.
+type fileBackend interface {
+	// newRowGroup closes the current buffered row group, if any, and starts
+	// the next.
+	newRowGroup() error
+	hasRowGroup() bool
+	writeRecord(rec arrow.RecordBatch) error
+	writeColumns(c *Columns) error
+	close() error
+}
+
+// writerProperties are the Parquet properties of every file.
+func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, error) {
 	codec, err := ParseCodec(o.Codec)
 	if err != nil {
 		return nil, err
@@ -107,11 +129,46 @@ func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
 	if o.CreatedBy != "" {
 		props = append(props, parquet.WithCreatedBy(o.CreatedBy))
 	}
-	fw, err := pqarrow.NewFileWriter(sc, w, parquet.NewWriterProperties(props...),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	return parquet.NewWriterProperties(props...), nil
+}
+
+// NewWriter writes records of schema sc to w, and sc itself as the stored
+// Arrow schema (ARROW:schema). Close closes w if it is an io.Closer.
+func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
+	props, err := writerProperties(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	fw, err := pqarrow.NewFileWriter(sc, w, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
+	return newWriter(w, sc, &arrowFile{fw: fw}, o), nil
+}
+
+// NewColumnsWriter writes the rows of conv's table, given as Columns, to w:
+// the file NewWriter would write from the same rows as converted records.
+func NewColumnsWriter(w io.Writer, conv *Converter, o Options) (*Writer, error) {
+	l, err := newLayout(conv.table)
+	if err != nil {
+		return nil, err
+	}
+	sc := conv.Schema()
+	props, err := writerProperties(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := newColumnFile(w, sc, props, conv)
+	if err != nil {
+		return nil, err
+	}
+	wr := newWriter(w, sc, cf, o)
+	wr.layout = l
+	wr.free = make(chan *Columns, 2)
+	return wr, nil
+}
+
+func newWriter(w io.Writer, sc *arrow.Schema, file fileBackend, o Options) *Writer {
 	batch := o.BatchRows
 	if batch <= 0 {
 		batch = DefaultBatchRows
@@ -120,25 +177,32 @@ func NewWriter(w io.Writer, sc *arrow.Schema, o Options) (*Writer, error) {
 	if groupMax <= 0 {
 		groupMax = DefaultRowGroupRows
 	}
-	wr := &Writer{w: w, fw: fw, sc: sc, batch: batch, groupMax: groupMax,
-		batches: make(chan []arrow.RecordBatch, 1), done: make(chan struct{})}
+	wr := &Writer{w: w, file: file, sc: sc, batch: batch, groupMax: groupMax,
+		batches: make(chan work, 1), done: make(chan struct{})}
 	go wr.encode()
-	return wr, nil
+	return wr
 }
 
-// encode writes the batches handed over by flush, in order.
+// encode writes the batches handed over by flush and WriteColumns, in order.
 func (w *Writer) encode() {
 	defer close(w.done)
-	for recs := range w.batches {
+	for b := range w.batches {
 		if w.failed() == nil {
-			if err := w.writeBatch(recs); err != nil {
+			if err := w.writeBatch(b); err != nil {
 				w.errMu.Lock()
 				w.err = err
 				w.errMu.Unlock()
 			}
 		}
-		for _, r := range recs {
+		for _, r := range b.recs {
 			r.Release()
+		}
+		if b.cols != nil && b.cols.owner == w {
+			b.cols.Reset()
+			select {
+			case w.free <- b.cols:
+			default:
+			}
 		}
 	}
 }
@@ -152,6 +216,17 @@ func (w *Writer) failed() error {
 // Create creates path (which must not exist) and writes records of schema
 // sc to it. Close writes the footer, syncs the file to disk and closes it.
 func Create(path string, sc *arrow.Schema, o Options) (*Writer, error) {
+	return create(path, func(w io.Writer) (*Writer, error) { return NewWriter(w, sc, o) })
+}
+
+// CreateColumns creates path (which must not exist) and writes the rows of
+// conv's table to it from Columns, as NewColumnsWriter. Close writes the
+// footer, syncs the file to disk and closes it.
+func CreateColumns(path string, conv *Converter, o Options) (*Writer, error) {
+	return create(path, func(w io.Writer) (*Writer, error) { return NewColumnsWriter(w, conv, o) })
+}
+
+func create(path string, newWriter func(io.Writer) (*Writer, error)) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
@@ -159,7 +234,7 @@ func Create(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 	// The Parquet writer makes many small writes; buffer them. bufio.Writer
 	// is not an io.Closer, so the Parquet writer does not close the file.
 	bw := bufio.NewWriterSize(f, 1<<20)
-	w, err := NewWriter(bw, sc, o)
+	w, err := newWriter(bw)
 	if err != nil {
 		f.Close()
 		os.Remove(path)
@@ -188,6 +263,9 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if err := w.failed(); err != nil {
 		return err
 	}
+	if w.layout != nil {
+		return errors.New("this Parquet writer takes Columns, not records")
+	}
 	if !rec.Schema().Equal(w.sc) {
 		return fmt.Errorf("record schema does not match the file's:\nrecord: %s\nfile: %s", rec.Schema(), w.sc)
 	}
@@ -201,6 +279,47 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
+// NewColumns returns empty Columns for the rows of a Writer of Columns,
+// reusing the memory of those already written.
+func (w *Writer) NewColumns() (*Columns, error) {
+	if w.layout == nil {
+		return nil, errors.New("this Parquet writer takes records, not Columns")
+	}
+	select {
+	case c := <-w.free:
+		return c, nil
+	default:
+		c := w.layout.newColumns()
+		c.owner = w
+		return c, nil
+	}
+}
+
+// WriteColumns hands c to the encoding goroutine. Columns from this
+// Writer's NewColumns are the Writer's from then on (the caller gets the
+// next from NewColumns); others (NewColumns of the package) must not change
+// until Close. Like Write, it blocks while a batch is already waiting.
+func (w *Writer) WriteColumns(c *Columns) error {
+	if err := w.failed(); err != nil {
+		return err
+	}
+	if w.layout == nil {
+		return errors.New("this Parquet writer takes records, not Columns")
+	}
+	if c.Len() == 0 {
+		return nil
+	}
+	if (c.owner != nil && c.owner != w) || !w.layout.holds(c) {
+		return fmt.Errorf("columns of table %s given to another writer of table %s", c.table.Name, w.layout.table.Name)
+	}
+	if err := c.Err(); err != nil {
+		return err
+	}
+	w.rows += int64(c.Len())
+	w.batches <- work{cols: c}
+	return w.failed()
+}
+
 // flush hands the gathered records to the encoding goroutine. It blocks
 // while that goroutine still has a batch waiting, which bounds the memory in
 // flight to two batches.
@@ -208,59 +327,76 @@ func (w *Writer) flush() error {
 	if len(w.pending) == 0 {
 		return nil
 	}
-	w.batches <- w.pending
+	w.batches <- work{recs: w.pending}
 	w.pending, w.pendRows = nil, 0
 	return w.failed()
 }
 
-// writeBatch writes records as one record.
-func (w *Writer) writeBatch(recs []arrow.RecordBatch) error {
-	rec := recs[0]
-	if len(recs) > 1 {
-		rows := int64(0)
-		for _, r := range recs {
-			rows += r.NumRows()
-		}
-		cols := make([]arrow.Array, w.sc.NumFields())
-		defer func() {
-			for _, c := range cols {
-				if c != nil {
-					c.Release()
-				}
-			}
-		}()
-		parts := make([]arrow.Array, len(recs))
-		for i := range cols {
-			for j, r := range recs {
-				parts[j] = r.Column(i)
-			}
-			c, err := array.Concatenate(parts, memory.DefaultAllocator)
-			if err != nil {
-				return err
-			}
-			cols[i] = c
-		}
-		rec = array.NewRecordBatch(w.sc, cols, rows)
-		defer rec.Release()
-	}
-	// Batches go into a buffered row group, which holds its encoded pages
-	// (a few MB) until it is closed: row groups of RowGroupRows, encoded
-	// BatchRows at a time, so that little is left to encode when the input
-	// ends (it is on the export's critical path).
-	if w.groupRows >= int64(w.groupMax) {
-		if err := w.fw.NewBufferedRowGroupChecked(); err != nil { // writes the full one
+// writeBatch writes one batch into the current row group, first starting a
+// new one if it is full. Batches go into a buffered row group, which holds
+// its encoded pages (a few MB) until it is closed: row groups of
+// RowGroupRows, encoded BatchRows at a time, so that little is left to
+// encode when the input ends (it is on the export's critical path).
+func (w *Writer) writeBatch(b work) error {
+	if !w.file.hasRowGroup() || w.groupRows >= int64(w.groupMax) {
+		started := w.file.hasRowGroup()
+		if err := w.file.newRowGroup(); err != nil { // writes the full one
 			return err
 		}
 		w.groupRows = 0
-		if w.afterRowGroup != nil {
+		if started && w.afterRowGroup != nil {
 			w.afterRowGroup()
 		}
 	}
-	if err := w.fw.WriteBuffered(rec); err != nil {
+	if b.cols != nil {
+		if err := w.file.writeColumns(b.cols); err != nil {
+			return err
+		}
+		w.groupRows += int64(b.cols.Len())
+		return nil
+	}
+	rec, err := w.concat(b.recs)
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	if err := w.file.writeRecord(rec); err != nil {
 		return err
 	}
 	w.groupRows += rec.NumRows()
 	return nil
+}
+
+// concat makes one record of recs.
+func (w *Writer) concat(recs []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(recs) == 1 {
+		recs[0].Retain()
+		return recs[0], nil
+	}
+	rows := int64(0)
+	for _, r := range recs {
+		rows += r.NumRows()
+	}
+	cols := make([]arrow.Array, w.sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	parts := make([]arrow.Array, len(recs))
+	for i := range cols {
+		for j, r := range recs {
+			parts[j] = r.Column(i)
+		}
+		c, err := array.Concatenate(parts, memory.DefaultAllocator)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(w.sc, cols, rows), nil
 }
 
 // Rows is the number of rows written so far (some may still be gathered).
@@ -279,7 +415,7 @@ func (w *Writer) Close() error {
 	if err == nil {
 		err = w.failed()
 	}
-	err = errors.Join(err, w.fw.Close())
+	err = errors.Join(err, w.file.close())
 	if w.closeFile != nil {
 		err = errors.Join(err, w.closeFile())
 	}

@@ -6,28 +6,30 @@ package synctest
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
-	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 	"github.com/google/uuid"
 )
 
-// Synced holds the records a sync sent for one table.
+// Synced holds the records a sync sent for one table, or for a table the
+// sync writes directly (Options.Direct), the Columns it sent.
 type Synced struct {
 	Table   *schema.Table
 	Records []arrow.RecordBatch
+	Columns []*pqfile.Columns
 	Rows    int64
 }
 
@@ -48,14 +50,12 @@ func All(tb testing.TB, n int, extra map[string]any) map[string]*Synced {
 type Options struct {
 	// Spec is merged into the plugin spec.
 	Spec map[string]any
-	// Direct sends the rows of the tables that build their records
-	// directly (x_bookmarks) to a record sink, as the exporter does, instead
+	// Direct sends the rows of the tables that write their columns
+	// directly (x_bookmarks) to a column sink, as the exporter does, instead
 	// of through the SDK scheduler.
 	Direct bool
 	// DeterministicCQID is the sync option.
 	DeterministicCQID bool
-	// Mem allocates the direct records (nil: Go's allocator).
-	Mem memory.Allocator
 }
 
 // Sync syncs one account holding n bookmarks (and a folder of 3) and returns
@@ -97,11 +97,7 @@ func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
 	}
 	opts := []xplugin.Option{xplugin.WithClock(clk)}
 	if o.Direct {
-		opts = append(opts, xplugin.WithRecordSink(account.RecordSink{Mem: o.Mem, Write: func(_ context.Context, t *schema.Table, rec arrow.RecordBatch) error {
-			rec.Retain()
-			add(t.Name, rec)
-			return nil
-		}}))
+		opts = append(opts, xplugin.WithColumnSink(collect{mu: &mu, out: out}))
 	}
 	p := xplugin.New(opts...)
 	ctx := context.Background()
@@ -135,6 +131,58 @@ func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
 		tb.Fatal(err)
 	}
 	return out
+}
+
+// collect is a ColumnSink that keeps the Columns.
+type collect struct {
+	mu  *sync.Mutex
+	out map[string]*Synced
+}
+
+func (collect) NewColumns(_ context.Context, t *schema.Table) (*pqfile.Columns, error) {
+	return pqfile.NewColumns(t)
+}
+
+func (c collect) WriteColumns(_ context.Context, t *schema.Table, cols *pqfile.Columns) error {
+	if err := cols.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.out[t.Name]
+	if s == nil {
+		s = &Synced{}
+		c.out[t.Name] = s
+	}
+	s.Columns = append(s.Columns, cols)
+	s.Rows += int64(cols.Len())
+	return nil
+}
+
+// ColumnRecords writes s.Columns to a Parquet file as the exporter does
+// and reads them back: records of the file's schema (the table's, after
+// _cq_sync_time and _cq_source_name, UUIDs and JSON as text).
+func (s *Synced) ColumnRecords(tb testing.TB) []arrow.RecordBatch {
+	tb.Helper()
+	conv, err := pqfile.NewConverter(s.Table, time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), "x", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), s.Table.Name+".parquet")
+	w, err := pqfile.CreateColumns(path, conv, pqfile.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, c := range s.Columns {
+		if err := w.WriteColumns(c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	_, recs, _ := ReadParquet(tb, path)
+	return recs
 }
 
 // Cell normalises one cell for comparison: nil for null, string for text

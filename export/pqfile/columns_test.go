@@ -1,0 +1,509 @@
+package pqfile_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/types"
+	"github.com/google/uuid"
+
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/test/synctest"
+)
+
+// every kind of column Columns writes, required and nullable
+var kindsTable = &schema.Table{
+	Name: "kinds",
+	Columns: schema.ColumnList{
+		schema.CqIDColumn,
+		schema.CqParentIDColumn,
+		{Name: "key", Type: arrow.BinaryTypes.String, PrimaryKey: true, NotNull: true},
+		{Name: "text", Type: arrow.BinaryTypes.String, Description: "some text"},
+		{Name: "seen", Type: arrow.FixedWidthTypes.Timestamp_us, NotNull: true},
+		{Name: "created", Type: arrow.FixedWidthTypes.Timestamp_us},
+		{Name: "count", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "score", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "flag", Type: arrow.FixedWidthTypes.Boolean},
+		{Name: "ids", Type: arrow.ListOf(arrow.BinaryTypes.String)},
+		{Name: "doc", Type: types.ExtensionTypes.JSON},
+	},
+}
+
+// kindsRow is one row of kindsTable; nil pointers and empty strings, lists
+// and documents are nulls.
+type kindsRow struct {
+	id      uuid.UUID
+	key     string
+	text    string
+	seen    time.Time
+	created *time.Time
+	count   *int64
+	score   *float64
+	flag    *bool
+	ids     []string
+	doc     []byte
+}
+
+func kindsRows(n int, seed uint64) []kindsRow {
+	r := rand.New(rand.NewPCG(seed, 1))
+	words := []string{"plain", "ünïcödé", "emoji 🎉", "quote \" and \\ backslash", "", "a longer piece of text that goes on for a while"}
+	rows := make([]kindsRow, n)
+	for i := range rows {
+		row := kindsRow{
+			id:   uuid.New(),
+			key:  fmt.Sprintf("k%07d", i),
+			text: words[r.IntN(len(words))],
+			seen: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(1e15))),
+		}
+		if r.IntN(3) > 0 {
+			t := time.Date(2006, 3, 21, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(6e17)))
+			row.created = &t
+		}
+		if r.IntN(4) > 0 {
+			v := r.Int64N(1<<40) - 1<<39
+			row.count = &v
+		}
+		if r.IntN(4) > 0 {
+			v := r.NormFloat64() * 1e3
+			row.score = &v
+		}
+		if r.IntN(3) > 0 {
+			v := r.IntN(2) == 0
+			row.flag = &v
+		}
+		for range r.IntN(4) {
+			row.ids = append(row.ids, fmt.Sprint(r.Uint64()))
+		}
+		if r.IntN(3) > 0 {
+			row.doc = fmt.Appendf(nil, `{"n":%d,"s":%q}`, r.IntN(1000), words[r.IntN(len(words))])
+		}
+		rows[i] = row
+	}
+	return rows
+}
+
+// kindsRecord builds the rows as the SDK's record of kindsTable.
+func kindsRecord(rows []kindsRow) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, kindsTable.ToArrowSchema())
+	defer b.Release()
+	for _, row := range rows {
+		b.Field(0).(*types.UUIDBuilder).Append(row.id)
+		b.Field(1).AppendNull()
+		b.Field(2).(*array.StringBuilder).Append(row.key)
+		if row.text != "" {
+			b.Field(3).(*array.StringBuilder).Append(row.text)
+		} else {
+			b.Field(3).AppendNull()
+		}
+		b.Field(4).(*array.TimestampBuilder).AppendTime(row.seen)
+		if row.created != nil {
+			b.Field(5).(*array.TimestampBuilder).AppendTime(*row.created)
+		} else {
+			b.Field(5).AppendNull()
+		}
+		if row.count != nil {
+			b.Field(6).(*array.Int64Builder).Append(*row.count)
+		} else {
+			b.Field(6).AppendNull()
+		}
+		if row.score != nil {
+			b.Field(7).(*array.Float64Builder).Append(*row.score)
+		} else {
+			b.Field(7).AppendNull()
+		}
+		if row.flag != nil {
+			b.Field(8).(*array.BooleanBuilder).Append(*row.flag)
+		} else {
+			b.Field(8).AppendNull()
+		}
+		if row.ids != nil {
+			lb := b.Field(9).(*array.ListBuilder)
+			lb.Append(true)
+			for _, s := range row.ids {
+				lb.ValueBuilder().(*array.StringBuilder).Append(s)
+			}
+		} else {
+			b.Field(9).AppendNull()
+		}
+		if row.doc != nil {
+			b.Field(10).(*types.JSONBuilder).Builder.(*array.BinaryBuilder).Append(row.doc)
+		} else {
+			b.Field(10).AppendNull()
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// appendKinds appends the rows to Columns of kindsTable.
+func appendKinds(c *pqfile.Columns, rows []kindsRow) {
+	for _, row := range rows {
+		c.Column(0).AppendUUID(row.id)
+		c.Column(1).AppendNull()
+		c.Column(2).AppendString(row.key)
+		if row.text != "" {
+			c.Column(3).AppendString(row.text)
+		} else {
+			c.Column(3).AppendNull()
+		}
+		c.Column(4).AppendTime(row.seen)
+		if row.created != nil {
+			c.Column(5).AppendTime(*row.created)
+		} else {
+			c.Column(5).AppendNull()
+		}
+		if row.count != nil {
+			c.Column(6).AppendInt64(*row.count)
+		} else {
+			c.Column(6).AppendNull()
+		}
+		if row.score != nil {
+			c.Column(7).AppendFloat64(*row.score)
+		} else {
+			c.Column(7).AppendNull()
+		}
+		if row.flag != nil {
+			c.Column(8).AppendBool(*row.flag)
+		} else {
+			c.Column(8).AppendNull()
+		}
+		if row.ids != nil {
+			c.Column(9).AppendStrings(row.ids)
+		} else {
+			c.Column(9).AppendNull()
+		}
+		if row.doc != nil {
+			c.Column(10).AppendBytes(row.doc)
+		} else {
+			c.Column(10).AppendNull()
+		}
+	}
+}
+
+var kindsOptions = pqfile.Options{CreatedBy: "test", BatchRows: 1000, RowGroupRows: 3000}
+
+func newKindsConverter(t *testing.T) *pqfile.Converter {
+	t.Helper()
+	conv, err := pqfile.NewConverter(kindsTable, syncTime, "x", map[string]string{pqfile.MetadataPluginVersion: "v9.9.9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conv
+}
+
+// writeKindsRecords writes batches of rows as converted records.
+func writeKindsRecords(t *testing.T, path string, batches [][]kindsRow) {
+	t.Helper()
+	conv := newKindsConverter(t)
+	w, err := pqfile.Create(path, conv.Schema(), kindsOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range batches {
+		rec := kindsRecord(rows)
+		out, err := conv.Convert(rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		out.Release()
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeKindsColumns writes batches of rows from Columns.
+func writeKindsColumns(t *testing.T, path string, batches [][]kindsRow) {
+	t.Helper()
+	w, err := pqfile.CreateColumns(path, newKindsConverter(t), kindsOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rows := range batches {
+		c, err := w.NewColumns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendKinds(c, rows)
+		if err := w.WriteColumns(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func batchesOf(rows []kindsRow, size int) [][]kindsRow {
+	var out [][]kindsRow
+	for len(rows) > 0 {
+		n := min(size, len(rows))
+		out = append(out, rows[:n])
+		rows = rows[n:]
+	}
+	return out
+}
+
+// The file written from Columns is the file pqarrow writes from the same
+// rows as converted records, byte for byte: schema, metadata, pages,
+// statistics and row groups (several here, and reused Columns).
+func TestColumnsWriteTheRecordsFile(t *testing.T) {
+	dir := t.TempDir()
+	batches := batchesOf(kindsRows(10_000, 7), 1000)
+	fromRecords, fromColumns := filepath.Join(dir, "records.parquet"), filepath.Join(dir, "columns.parquet")
+	writeKindsRecords(t, fromRecords, batches)
+	writeKindsColumns(t, fromColumns, batches)
+	want, err := os.ReadFile(fromRecords)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(fromColumns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < min(len(got), len(want)) && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("files differ from byte %d (columns %d bytes, records %d)", i, len(got), len(want))
+	}
+	_, recs, _ := synctest.ReadParquet(t, fromColumns)
+	n := 0
+	for _, r := range recs {
+		n += int(r.NumRows())
+	}
+	if n != 10_000 {
+		t.Fatalf("read %d rows back", n)
+	}
+}
+
+// Deleted rows are gone from every column, lists and nulls included: the
+// file is the one written without them.
+func TestColumnsDeleteRows(t *testing.T) {
+	dir := t.TempDir()
+	rows := kindsRows(500, 8)
+	drop := []int{0, 1, 7, 8, 9, 250, 498, 499}
+	var kept []kindsRow
+	for i, row := range rows {
+		if !containsInt(drop, i) {
+			kept = append(kept, row)
+		}
+	}
+	fromKept := filepath.Join(dir, "kept.parquet")
+	writeKindsRecords(t, fromKept, [][]kindsRow{kept})
+
+	path := filepath.Join(dir, "deleted.parquet")
+	w, err := pqfile.CreateColumns(path, newKindsConverter(t), kindsOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := w.NewColumns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendKinds(c, rows)
+	c.Delete(drop)
+	if c.Len() != len(kept) {
+		t.Fatalf("%d rows after deleting %d of %d", c.Len(), len(drop), len(rows))
+	}
+	if err := w.WriteColumns(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(fromKept)
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the file written after Delete is not the file of the kept rows")
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// A value of the wrong kind, a null in a required column, or a column left
+// short is refused with the column's name, and nothing is written.
+func TestColumnsRefuseWrongValues(t *testing.T) {
+	cases := []struct {
+		name string
+		fill func(c *pqfile.Columns)
+		want string
+	}{
+		{"null in a required column", func(c *pqfile.Columns) { c.Column(2).AppendNull() }, "column key is not nullable"},
+		{"integer for text", func(c *pqfile.Columns) { c.Column(3).AppendInt64(1) }, "column text (text/binary) was given an integer"},
+		{"text for a list", func(c *pqfile.Columns) { c.Column(9).AppendString("x") }, "column ids (list of text/binary) was given text"},
+		{"a column left short", func(c *pqfile.Columns) { c.Column(10).AppendNull() }, "column doc: 2 rows, column _cq_id has 1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := pqfile.NewColumnsWriter(&bytes.Buffer{}, newKindsConverter(t), kindsOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			c, err := w.NewColumns()
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendKinds(c, kindsRows(1, 9))
+			tc.fill(c)
+			err = w.WriteColumns(c)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "table kinds") {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+			if w.Rows() != 0 {
+				t.Fatalf("%d rows written", w.Rows())
+			}
+		})
+	}
+}
+
+// A writer takes the input it was made for.
+func TestWritersTakeTheirOwnInput(t *testing.T) {
+	conv := newKindsConverter(t)
+	cw, err := pqfile.NewColumnsWriter(&bytes.Buffer{}, conv, kindsOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cw.Close()
+	rec := kindsRecord(kindsRows(1, 1))
+	defer rec.Release()
+	out, err := conv.Convert(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Release()
+	if err := cw.Write(out); err == nil || !strings.Contains(err.Error(), "takes Columns") {
+		t.Fatalf("records to a Columns writer: %v", err)
+	}
+	rw, err := pqfile.NewWriter(&bytes.Buffer{}, conv.Schema(), kindsOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Close()
+	if _, err := rw.NewColumns(); err == nil || !strings.Contains(err.Error(), "takes records") {
+		t.Fatalf("Columns from a records writer: %v", err)
+	}
+}
+
+// appendRecord appends the rows of rec, a record of c's table as the SDK
+// builds it, to c: each Arrow value by the Append method for its type.
+func appendRecord(tb testing.TB, c *pqfile.Columns, rec arrow.RecordBatch) {
+	tb.Helper()
+	for j, a := range rec.Columns() {
+		col := c.Column(j)
+		for i := range int(rec.NumRows()) {
+			if a.IsNull(i) {
+				col.AppendNull()
+				continue
+			}
+			switch a := a.(type) {
+			case *array.String:
+				col.AppendString(a.Value(i))
+			case *array.Timestamp:
+				col.AppendTime(a.Value(i).ToTime(arrow.Microsecond))
+			case *array.Int64:
+				col.AppendInt64(a.Value(i))
+			case *array.Float64:
+				col.AppendFloat64(a.Value(i))
+			case *array.Boolean:
+				col.AppendBool(a.Value(i))
+			case *array.List:
+				start, end := a.ValueOffsets(i)
+				values := a.ListValues().(*array.String)
+				var v []string
+				for k := start; k < end; k++ {
+					v = append(v, values.Value(int(k)))
+				}
+				col.AppendStrings(v)
+			case *types.JSONArray:
+				col.AppendBytes(a.Storage().(*array.Binary).Value(i))
+			case *types.UUIDArray:
+				col.AppendUUID([16]byte(a.Storage().(*array.FixedSizeBinary).Value(i)))
+			default:
+				tb.Fatalf("column %s: no Append for %s", rec.ColumnName(j), a.DataType())
+			}
+		}
+	}
+}
+
+// The same on real x_bookmarks rows (every field selection's columns
+// filled): the records of a plugin sync, written as records and as Columns,
+// give the same file.
+func TestColumnsWriteTheRecordsFileOfBookmarks(t *testing.T) {
+	dir := t.TempDir()
+	s := synctest.Sync(t, 3000, synctest.Options{Spec: map[string]any{"fields": map[string]any{
+		"expansions":   []string{"author_id", "attachments.media_keys"},
+		"media_fields": []string{"url", "width", "height"},
+	}}})["x_bookmarks"]
+	if s.Rows != 3000 {
+		t.Fatalf("synced %d rows", s.Rows)
+	}
+	o := pqfile.Options{CreatedBy: "test", BatchRows: 500, RowGroupRows: 1000}
+	fromRecords, fromColumns := filepath.Join(dir, "records.parquet"), filepath.Join(dir, "columns.parquet")
+	conv, err := pqfile.NewConverter(s.Table, syncTime, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := pqfile.Create(fromRecords, conv.Schema(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw, err := pqfile.CreateColumns(fromColumns, conv, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches of 500 rows for both: the records of the scheduler (50 rows
+	// each) are gathered to 500 by the Writer.
+	c, _ := cw.NewColumns()
+	for _, rec := range s.Records {
+		out, err := conv.Convert(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rw.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		out.Release()
+		appendRecord(t, c, rec)
+		if c.Len() >= 500 {
+			if err := cw.WriteColumns(c); err != nil {
+				t.Fatal(err)
+			}
+			c, _ = cw.NewColumns()
+		}
+	}
+	if err := cw.WriteColumns(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(rw.Close(), cw.Close()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(fromRecords)
+	got, _ := os.ReadFile(fromColumns)
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatalf("files differ (columns %d bytes, records %d)", len(got), len(want))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
 	"github.com/google/uuid"
@@ -505,5 +506,70 @@ func TestColumnsWriteTheRecordsFileOfBookmarks(t *testing.T) {
 	got, _ := os.ReadFile(fromColumns)
 	if len(want) == 0 || !bytes.Equal(got, want) {
 		t.Fatalf("files differ (columns %d bytes, records %d)", len(got), len(want))
+	}
+}
+
+// Pages end near their size: the page size is checked every PageBatchValues
+// values, and a page ends at the first check past PageBytes. (With
+// arrow-go's default of 1,024 values between checks, pages of posts were
+// more than twice PageBytes.)
+func TestPagesEndAtTheFirstCheckPastPageBytes(t *testing.T) {
+	s := synctest.Sync(t, 3000, synctest.Options{})["x_bookmarks"]
+	conv, err := pqfile.NewConverter(s.Table, syncTime, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "bookmarks.parquet")
+	w, err := pqfile.CreateColumns(path, conv, pqfile.Options{CreatedBy: "test", BatchRows: 3000, RowGroupRows: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := w.NewColumns()
+	var sizes []int // of each post value in the page, in order
+	for _, rec := range s.Records {
+		appendRecord(t, c, rec)
+		posts := rec.Column(s.Table.Columns.Index("post")).(*types.JSONArray).Storage().(*array.Binary)
+		for i := range posts.Len() {
+			sizes = append(sizes, 4+len(posts.Value(i))) // PLAIN: a 4-byte length, then the bytes
+		}
+	}
+	if err := w.WriteColumns(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	pages, err := r.RowGroup(0).GetColumnPageReader(r.MetaData().Schema.ColumnIndexByName("post"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, first := 0, 0
+	for pages.Next() {
+		values := int(pages.Page().NumValues())
+		if values > pqfile.PageBatchValues {
+			// Before the page's last check, it was still below PageBytes.
+			before := 0
+			for _, size := range sizes[first : first+values-pqfile.PageBatchValues] {
+				before += size
+			}
+			if before >= pqfile.PageBytes {
+				t.Errorf("page %d: %d values, %d bytes; it was %d bytes (over %d) %d values before its end",
+					n, values, len(pages.Page().Data()), before, pqfile.PageBytes, pqfile.PageBatchValues)
+			}
+		}
+		first += values
+		n++
+	}
+	if err := pages.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if first != len(sizes) || n < 3 {
+		t.Errorf("%d pages of %d values for %d rows: want every row, in 3 pages or more", n, first, len(sizes))
 	}
 }

@@ -97,6 +97,14 @@ type fileBackend interface {
 	close() error
 }
 
+const (
+	// PageBytes is the size at which a data page is closed.
+	PageBytes = 256 << 10
+	// PageBatchValues is how many values arrow-go encodes between checks of
+	// the page size: a page ends at the first check past PageBytes.
+	PageBatchValues = 256
+)
+
 // writerProperties are the Parquet properties of every file.
 func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, error) {
 	codec, err := ParseCodec(o.Codec)
@@ -109,7 +117,15 @@ func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, e
 		// _cq_ columns) compress as well without one, and the dictionary
 		// encoder allocated for every value (docs/parquet.md).
 		parquet.WithDictionaryDefault(false),
-		parquet.WithDataPageSize(256 << 10),
+		parquet.WithDataPageSize(PageBytes),
+		// The page size is checked after each batch of values, so with
+		// arrow-go's default of 1,024 a page of posts (about 570 bytes of
+		// JSON each) came out near 600 KB. Batches of 256 keep pages near
+		// the size asked for (about 300 KB), and arrow-go's pooled page
+		// buffers, which it zeroes whole at every page, half as large:
+		// 2-4% less CPU and 12 MB less RSS at 100,000 posts
+		// (docs/parquet.md).
+		parquet.WithBatchSize(PageBatchValues),
 		parquet.WithStats(true),
 	}
 	for _, f := range sc.Fields() {

@@ -22,7 +22,11 @@
 // floor of the medians, and the range of the ratio run by run (each export
 // against the floor measured just before it), which shows how much the
 // machine moved. The last line is machine-readable. The simulator's work (building the pages) is in
-// this process for all of them, so it weighs on all alike.
+// this process for all of them, so it weighs on all alike; its CPU time
+// while the export runs is reported too, and with it the CPU bound: the
+// export's and the simulator's CPU time over the machine's cores, the least
+// wall time the export could take with every core busy, as a ratio to the
+// floor.
 package main
 
 import (
@@ -37,6 +41,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,8 +95,8 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("pipebench: %d runs each, medians; floor = fetch and discard the same pages\n", *runs)
-	fmt.Printf("%10s  %9s %9s %9s  %9s %9s %9s  %9s %10s  %6s %11s %6s  %8s %7s\n", "bookmarks", "floor", "client", "export",
-		"floor CPU", "client CPU", "exp. CPU", "floor RSS", "export RSS", "ratio", "run by run", "/client", "rows/s", "MB file")
+	fmt.Printf("%10s  %9s %9s %9s  %9s %9s %9s %9s  %9s %10s  %6s %11s %6s %6s  %8s %7s\n", "bookmarks", "floor", "client", "export",
+		"floor CPU", "client CPU", "exp. CPU", "sim CPU", "floor RSS", "export RSS", "ratio", "run by run", "/client", "bound", "rows/s", "MB file")
 	var last string
 	for _, field := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
@@ -102,11 +107,13 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("%10d  %9s %9s %9s  %9s %9s %9s  %7.1fMB %8.1fMB  %6.2f %5.2f-%-5.2f %6.2f  %8.0f %7.1f\n", n,
+		bound := (r.exportCPU + r.exportSimCPU).Seconds() / float64(runtime.NumCPU()) / r.floor.Seconds()
+		fmt.Printf("%10d  %9s %9s %9s  %9s %9s %9s %9s  %7.1fMB %8.1fMB  %6.2f %5.2f-%-5.2f %6.2f %6.2f  %8.0f %7.1f\n", n,
 			r.floor.Round(time.Millisecond), r.client.Round(time.Millisecond), r.export.Round(time.Millisecond),
 			r.floorCPU.Round(time.Millisecond), r.clientCPU.Round(time.Millisecond), r.exportCPU.Round(time.Millisecond),
-			mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(), slices.Min(r.runRatios), slices.Max(r.runRatios),
-			r.export.Seconds()/r.client.Seconds(), float64(n)/r.export.Seconds(), mb(r.fileBytes))
+			r.exportSimCPU.Round(time.Millisecond), mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(),
+			slices.Min(r.runRatios), slices.Max(r.runRatios), r.export.Seconds()/r.client.Seconds(), bound,
+			float64(n)/r.export.Seconds(), mb(r.fileBytes))
 		last += fmt.Sprintf(" n%d_ratio=%.2f n%d_rss_mb=%.0f", n, r.export.Seconds()/r.floor.Seconds(), n, mb(r.exportRSS))
 	}
 	fmt.Println("pipeline" + last)
@@ -115,6 +122,7 @@ func main() {
 type result struct {
 	floor, client, export          time.Duration // wall
 	floorCPU, clientCPU, exportCPU time.Duration // user + system
+	exportSimCPU                   time.Duration // the simulator's (this process's) during the export
 	floorRSS, exportRSS            int64         // bytes
 	fileBytes                      int64
 	runRatios                      []float64 // export ÷ floor of each run
@@ -146,7 +154,7 @@ spec:
 	if err := os.WriteFile(specFile, []byte(specYAML), 0o600); err != nil {
 		return result{}, err
 	}
-	var floors, clients, exports, floorCPUs, clientCPUs, exportCPUs []time.Duration
+	var floors, clients, exports, floorCPUs, clientCPUs, exportCPUs, exportSimCPUs []time.Duration
 	var floorRSS, exportRSS []int64
 	var runRatios []float64
 	var fileBytes int64
@@ -175,21 +183,23 @@ spec:
 			return result{}, fmt.Errorf("export: %v: %s", err, out)
 		}
 		exports, exportCPUs, exportRSS = append(exports, m.wall), append(exportCPUs, m.cpu), append(exportRSS, m.rss)
+		exportSimCPUs = append(exportSimCPUs, m.harnessCPU)
 		runRatios = append(runRatios, m.wall.Seconds()/floors[len(floors)-1].Seconds())
 		fileBytes = dirSize(filepath.Join(dir, "x_bookmarks"))
 		os.RemoveAll(dir)
 	}
 	return result{
 		floor: median(floors), client: median(clients), export: median(exports),
-		floorCPU: median(floorCPUs), clientCPU: median(clientCPUs), exportCPU: median(exportCPUs),
+		floorCPU: median(floorCPUs), clientCPU: median(clientCPUs), exportCPU: median(exportCPUs), exportSimCPU: median(exportSimCPUs),
 		floorRSS: median(floorRSS), exportRSS: median(exportRSS), fileBytes: fileBytes, runRatios: runRatios,
 	}, nil
 }
 
 // measured is one run of a command.
 type measured struct {
-	wall, cpu time.Duration
-	rss       int64 // bytes
+	wall, cpu  time.Duration
+	rss        int64         // bytes
+	harnessCPU time.Duration // this process's meanwhile: the simulator serving the command
 }
 
 // run runs a command and returns its wall time, CPU time, peak RSS and
@@ -198,14 +208,24 @@ func run(name string, args ...string) (measured, []byte, error) {
 	cmd := exec.Command(name, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	before := selfCPU()
 	start := time.Now()
 	err := cmd.Run()
-	m := measured{wall: time.Since(start)}
+	m := measured{wall: time.Since(start), harnessCPU: selfCPU() - before}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.rss = ru.Maxrss * 1024 // kilobytes on Linux
 		m.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 	}
 	return m, out.Bytes(), err
+}
+
+// selfCPU is this process's CPU time (user + system) so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
 }
 
 // floorLoop fetches every page of the list as the exporter's first sync does

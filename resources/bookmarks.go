@@ -255,6 +255,9 @@ func directEmit(d *account.Direct, table *schema.Table) (emit func(context.Conte
 			cols = c
 		}
 		cb.Append(cols, rows)
+		if err := cols.Err(); err != nil {
+			return err // a wrong value, named, before the walk goes on
+		}
 		if cols.Len() >= account.DirectBatchRows {
 			return write(ctx)
 		}

@@ -17,8 +17,8 @@ import (
 // building Arrow records first (Writer.WriteColumns). Each column takes the
 // value the table's Arrow column would hold, and stores it as a record
 // converted by the Converter and written by pqarrow is stored — UUIDs as
-// their text, JSON as its bytes, times as microseconds — so that the file is
-// the same byte for byte (TestColumnsWriteTheRecordsFile).
+// their text, JSON as its bytes, times in the column's unit — so that the
+// file is the same byte for byte (TestColumnsWriteTheRecordsFile).
 //
 // Columns holds the table's own columns, in the table's order; the Writer
 // adds _cq_sync_time and _cq_source_name. Text and binary values are
@@ -41,6 +41,7 @@ type Column struct {
 	// empty list.
 	maxDef, nullDef, emptyDef int16
 	list, required            bool
+	unit                      arrow.TimeUnit // of a timestamp column, as the file stores it
 
 	// Text and binary values, one after the other in data (copied as they
 	// are appended, while the page they were decoded from is still in the
@@ -64,12 +65,13 @@ type physicalKind int8
 const (
 	byteArrayKind physicalKind = iota
 	int64Kind
+	timestampKind // int64 values too, in the column's unit
 	float64Kind
 	boolKind
 )
 
 func (k physicalKind) String() string {
-	return [...]string{"text/binary", "int64", "float64", "boolean"}[k]
+	return [...]string{"text/binary", "int64", "timestamp", "float64", "boolean"}[k]
 }
 
 // NewColumns returns an empty Columns for table's rows. A Writer only reads
@@ -113,7 +115,9 @@ func newLayout(table *schema.Table) (*layout, error) {
 		case parquet.Types.ByteArray:
 			c.kind = byteArrayKind
 		case parquet.Types.Int64:
-			c.kind = int64Kind
+			if err := c.setInt64Kind(f, d); err != nil {
+				return nil, fmt.Errorf("table %s, column %s: %w", table.Name, f.Name, err)
+			}
 		case parquet.Types.Double:
 			c.kind = float64Kind
 		case parquet.Types.Boolean:
@@ -153,11 +157,40 @@ func (l *layout) holds(c *Columns) bool {
 	}
 	for i := range c.cols {
 		a, b := &c.cols[i], &l.cols[i]
-		if a.name != b.name || a.kind != b.kind || a.maxDef != b.maxDef || a.list != b.list {
+		if a.name != b.name || a.kind != b.kind || a.unit != b.unit || a.maxDef != b.maxDef || a.list != b.list {
 			return false
 		}
 	}
 	return true
+}
+
+// setInt64Kind tells Arrow int64 columns from timestamps, which take times
+// in the unit the file stores (pqarrow stores seconds as milliseconds).
+// Other Arrow types stored as Parquet INT64 (uint64, time64, durations) have
+// no Append method of their own and are refused.
+func (c *Column) setInt64Kind(f arrow.Field, d *pqschema.Column) error {
+	if ts, ok := d.LogicalType().(pqschema.TimestampLogicalType); ok {
+		if _, ok := f.Type.(*arrow.TimestampType); !ok {
+			return fmt.Errorf("Arrow type %s stored as %s is not written from Columns", f.Type, ts)
+		}
+		c.kind = timestampKind
+		switch ts.TimeUnit() {
+		case pqschema.TimeUnitMillis:
+			c.unit = arrow.Millisecond
+		case pqschema.TimeUnitMicros:
+			c.unit = arrow.Microsecond
+		case pqschema.TimeUnitNanos:
+			c.unit = arrow.Nanosecond
+		default:
+			return fmt.Errorf("Parquet %s has no known time unit", ts)
+		}
+		return nil
+	}
+	if f.Type.ID() != arrow.INT64 {
+		return fmt.Errorf("Arrow type %s is not written from Columns", f.Type)
+	}
+	c.kind = int64Kind
+	return nil
 }
 
 func (l *layout) newColumns() *Columns {
@@ -305,11 +338,11 @@ func (c *Column) AppendInt64(v int64) {
 	}
 }
 
-// AppendTime appends a time as microseconds since the epoch, as Arrow's
-// timestamp[us] holds it.
+// AppendTime appends a time to a timestamp column, in the column's unit
+// since the epoch (microseconds for every timestamp the SDK makes).
 func (c *Column) AppendTime(t time.Time) {
-	if c.want(int64Kind, "a time") {
-		v, err := arrow.TimestampFromTime(t, arrow.Microsecond)
+	if c.want(timestampKind, "a time") {
+		v, err := arrow.TimestampFromTime(t, c.unit)
 		if err != nil {
 			c.fail(fmt.Errorf("column %s: %w", c.name, err))
 			return
@@ -349,7 +382,11 @@ func (c *Column) AppendStrings(v []string) {
 		c.data = append(c.data, s...)
 		c.endValue()
 		c.def = append(c.def, c.maxDef)
-		c.rep = append(c.rep, min(int16(i), 1))
+		rep := int16(1) // another value of the row's list
+		if i == 0 {
+			rep = 0 // the row's first
+		}
+		c.rep = append(c.rep, rep)
 	}
 	c.rows++
 }
@@ -369,15 +406,25 @@ func (c *Column) value(i int) []byte {
 	if i > 0 {
 		start = c.ends[i-1]
 	}
-	return c.data[start:c.ends[i]:c.ends[i]]
+	return c.values()[start:c.ends[i]:c.ends[i]]
+}
+
+// values is data, never nil: a nil ByteArray is no value to arrow-go's
+// statistics, so a batch whose values so far are all "" (data still nil)
+// would leave "" out of the column chunk's min and max.
+func (c *Column) values() []byte {
+	if c.data == nil {
+		return []byte{}
+	}
+	return c.data
 }
 
 // byteArrays appends the column's text and binary values to out, as the
 // column writer takes them.
 func (c *Column) byteArrays(out []parquet.ByteArray) []parquet.ByteArray {
-	start := int32(0)
+	data, start := c.values(), int32(0)
 	for _, end := range c.ends {
-		out = append(out, c.data[start:end:end])
+		out = append(out, data[start:end:end])
 		start = end
 	}
 	return out
@@ -432,7 +479,7 @@ func (c *Column) delete(rows []int) {
 			start = end
 		}
 		c.data, c.ends = c.data[:pos], c.ends[:w]
-	case int64Kind:
+	case int64Kind, timestampKind:
 		c.ints = compact(c.ints, keepValue)
 	case float64Kind:
 		c.floats = compact(c.floats, keepValue)

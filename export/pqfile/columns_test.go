@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
 	"github.com/google/uuid"
@@ -249,6 +250,27 @@ func writeKindsColumns(t *testing.T, path string, batches [][]kindsRow) {
 	}
 }
 
+// sameFile fails the test unless the files at got and want are the same
+// bytes.
+func sameFile(t *testing.T, got, want string) {
+	t.Helper()
+	w, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(g, w) {
+		i := 0
+		for i < min(len(g), len(w)) && g[i] == w[i] {
+			i++
+		}
+		t.Fatalf("files differ from byte %d (%s %d bytes, %s %d)", i, filepath.Base(got), len(g), filepath.Base(want), len(w))
+	}
+}
+
 func batchesOf(rows []kindsRow, size int) [][]kindsRow {
 	var out [][]kindsRow
 	for len(rows) > 0 {
@@ -268,21 +290,7 @@ func TestColumnsWriteTheRecordsFile(t *testing.T) {
 	fromRecords, fromColumns := filepath.Join(dir, "records.parquet"), filepath.Join(dir, "columns.parquet")
 	writeKindsRecords(t, fromRecords, batches)
 	writeKindsColumns(t, fromColumns, batches)
-	want, err := os.ReadFile(fromRecords)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(fromColumns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		i := 0
-		for i < min(len(got), len(want)) && got[i] == want[i] {
-			i++
-		}
-		t.Fatalf("files differ from byte %d (columns %d bytes, records %d)", i, len(got), len(want))
-	}
+	sameFile(t, fromColumns, fromRecords)
 	_, recs, _ := synctest.ReadParquet(t, fromColumns)
 	n := 0
 	for _, r := range recs {
@@ -328,11 +336,7 @@ func TestColumnsDeleteRows(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := os.ReadFile(fromKept)
-	got, _ := os.ReadFile(path)
-	if !bytes.Equal(got, want) {
-		t.Fatal("the file written after Delete is not the file of the kept rows")
-	}
+	sameFile(t, path, fromKept)
 }
 
 func containsInt(xs []int, x int) bool {
@@ -356,6 +360,8 @@ func TestColumnsRefuseWrongValues(t *testing.T) {
 		{"integer for text", func(c *pqfile.Columns) { c.Column(3).AppendInt64(1) }, "column text (text/binary) was given an integer"},
 		{"text for a list", func(c *pqfile.Columns) { c.Column(9).AppendString("x") }, "column ids (list of text/binary) was given text"},
 		{"a column left short", func(c *pqfile.Columns) { c.Column(10).AppendNull() }, "column doc: 2 rows, column _cq_id has 1"},
+		{"a time for an integer", func(c *pqfile.Columns) { c.Column(6).AppendTime(time.Now()) }, "column count (int64) was given a time"},
+		{"an integer for a time", func(c *pqfile.Columns) { c.Column(4).AppendInt64(1) }, "column seen (timestamp) was given an integer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -378,6 +384,138 @@ func TestColumnsRefuseWrongValues(t *testing.T) {
 				t.Fatalf("%d rows written", w.Rows())
 			}
 		})
+	}
+}
+
+// An empty text is a value, not a null: it counts in the column chunk's
+// min and max even when a batch holds nothing else (a batch's text buffer
+// is then still empty).
+func TestColumnsCountEmptyTextInStatistics(t *testing.T) {
+	dir := t.TempDir()
+	rows := kindsRows(6, 10)
+	for i := range rows[:3] {
+		rows[i].key = ""
+	}
+	batches := [][]kindsRow{rows[:3], rows[3:]} // one row group
+	fromRecords, fromColumns := filepath.Join(dir, "records.parquet"), filepath.Join(dir, "columns.parquet")
+	writeKindsRecords(t, fromRecords, batches)
+	writeKindsColumns(t, fromColumns, batches)
+	sameFile(t, fromColumns, fromRecords)
+
+	r, err := file.OpenParquetFile(fromColumns, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	chunk, err := r.MetaData().RowGroup(0).ColumnChunk(r.MetaData().Schema.ColumnIndexByName("key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := chunk.Statistics()
+	if err != nil || stats == nil || !stats.HasMinMax() {
+		t.Fatalf("no min and max for key: %v", err)
+	}
+	if min := stats.(*metadata.ByteArrayStatistics).Min(); len(min) != 0 {
+		t.Errorf("key's min is %q; rows 0-2 have \"\"", min)
+	}
+}
+
+// A list keeps every value however long it is (repetition levels do not
+// wrap past 32,767 values).
+func TestColumnsWriteLongLists(t *testing.T) {
+	dir := t.TempDir()
+	rows := kindsRows(3, 11)
+	rows[1].ids = make([]string, 40_000)
+	for i := range rows[1].ids {
+		rows[1].ids[i] = fmt.Sprint(i)
+	}
+	batches := [][]kindsRow{rows}
+	fromRecords, fromColumns := filepath.Join(dir, "records.parquet"), filepath.Join(dir, "columns.parquet")
+	writeKindsRecords(t, fromRecords, batches)
+	writeKindsColumns(t, fromColumns, batches)
+	sameFile(t, fromColumns, fromRecords)
+}
+
+// A timestamp column takes times in the unit the file stores (pqarrow
+// stores seconds as milliseconds), and reads back as the same instant.
+func TestColumnsStoreTimesInTheirColumnsUnit(t *testing.T) {
+	units := []arrow.DataType{
+		&arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"},
+		&arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"},
+		&arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+		&arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"},
+	}
+	table := &schema.Table{Name: "times"}
+	for _, u := range units {
+		table.Columns = append(table.Columns, schema.Column{Name: "at_" + u.(*arrow.TimestampType).Unit.String(), Type: u})
+	}
+	when := time.Date(2026, 11, 23, 19, 30, 1, 0, time.UTC)
+	conv, err := pqfile.NewConverter(table, syncTime, "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "times.parquet")
+	w, err := pqfile.CreateColumns(path, conv, pqfile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := w.NewColumns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range units {
+		c.Column(i).AppendTime(when)
+	}
+	if err := w.WriteColumns(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _ := synctest.ReadParquet(t, path)
+	if len(recs) != 1 || recs[0].NumRows() != 1 {
+		t.Fatalf("read back %d records", len(recs))
+	}
+	for i, u := range units {
+		a := recs[0].Column(i + 2).(*array.Timestamp) // past _cq_sync_time, _cq_source_name
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		if got := a.Value(0).ToTime(unit); !got.Equal(when) {
+			t.Errorf("%s: read back %s, want %s", u, got, when)
+		}
+	}
+}
+
+// Columns refuse the Arrow types they have no Append method for, naming
+// the column, rather than store raw integers under a type that means
+// something else.
+func TestColumnsRefuseTypesTheyCannotWrite(t *testing.T) {
+	for _, typ := range []arrow.DataType{arrow.PrimitiveTypes.Uint64, arrow.FixedWidthTypes.Time64us, arrow.ListOf(arrow.PrimitiveTypes.Int64)} {
+		table := &schema.Table{Name: "odd", Columns: schema.ColumnList{{Name: "value", Type: typ}}}
+		_, err := pqfile.NewColumns(table)
+		if err == nil || !strings.Contains(err.Error(), "column value") || !strings.Contains(err.Error(), "not written from Columns") {
+			t.Errorf("%s: got %v, want the column refused", typ, err)
+		}
+	}
+}
+
+// A batch whose only values were wrong has no rows, and still gives its
+// error.
+func TestWriteColumnsReportsAnEmptyBatchsWrongValue(t *testing.T) {
+	w, err := pqfile.NewColumnsWriter(&bytes.Buffer{}, newKindsConverter(t), kindsOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	c, err := w.NewColumns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Column(0).AppendInt64(1)
+	if c.Len() != 0 {
+		t.Fatalf("%d rows", c.Len())
+	}
+	if err := w.WriteColumns(c); err == nil || !strings.Contains(err.Error(), "column _cq_id (text/binary) was given an integer") {
+		t.Fatalf("got %v, want the wrong value named", err)
 	}
 }
 
@@ -502,11 +640,7 @@ func TestColumnsWriteTheRecordsFileOfBookmarks(t *testing.T) {
 	if err := errors.Join(rw.Close(), cw.Close()); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := os.ReadFile(fromRecords)
-	got, _ := os.ReadFile(fromColumns)
-	if len(want) == 0 || !bytes.Equal(got, want) {
-		t.Fatalf("files differ (columns %d bytes, records %d)", len(got), len(want))
-	}
+	sameFile(t, fromColumns, fromRecords)
 }
 
 // Pages end near their size: the page size is checked every PageBatchValues

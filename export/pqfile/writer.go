@@ -322,14 +322,16 @@ func (w *Writer) WriteColumns(c *Columns) error {
 	if w.layout == nil {
 		return errors.New("this Parquet writer takes records, not Columns")
 	}
-	if c.Len() == 0 {
-		return nil
-	}
 	if (c.owner != nil && c.owner != w) || !w.layout.holds(c) {
 		return fmt.Errorf("columns of table %s given to another writer of table %s", c.table.Name, w.layout.table.Name)
 	}
+	// Before the empty check: a wrong value is not appended, so a batch of
+	// nothing but wrong values has no rows.
 	if err := c.Err(); err != nil {
 		return err
+	}
+	if c.Len() == 0 {
+		return nil
 	}
 	w.rows += int64(c.Len())
 	w.batches <- work{cols: c}

@@ -2,6 +2,7 @@ package walk
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -206,5 +207,126 @@ func TestAFirstWalkDoesNotRunFarAheadOfEmit(t *testing.T) {
 	// (waiting to queue), and maxAhead pages requested from Peeks.
 	if want := 3 + maxAhead; startedWhileStalled > want {
 		t.Fatalf("%d requests started while Emit stalled on the first page, want at most %d", startedWhileStalled, want)
+	}
+}
+
+// Once Emit has failed the walk has failed, and it asks for no more pages:
+// each would be billed for nothing. (Pages already asked for from Peeks
+// still come back, and are counted.)
+func TestAWalkAsksForNoPageAfterEmitFailed(t *testing.T) {
+	for range 20 {
+		l := newPeekingList(90*40, 0)
+		w := &Walker[string]{
+			Fetch: func(ctx context.Context, size int, token string, peek func(Peek)) (Page[string], error) {
+				time.Sleep(time.Millisecond) // the API's latency
+				return l.fetch(ctx, size, token, peek)
+			},
+			ID: func(s string) string { return s },
+			Emit: func(context.Context, []string) error {
+				return errors.New("the destination refused the batch")
+			},
+		}
+		res, err := w.Run(context.Background(), nil)
+		if err == nil || res.Outcome != Failed {
+			t.Fatalf("outcome %s, error %v", res.Outcome, err)
+		}
+		l.mu.Lock()
+		requests := slices.Clone(l.requests)
+		l.mu.Unlock()
+		// Page 1, whose Emit fails, and the pages asked for from the Peeks
+		// of pages 1 and 2 while it was being emitted.
+		if len(requests) > 3 {
+			t.Fatalf("Emit failed on page 1, and the walk asked for %d pages: %v", len(requests), requests)
+		}
+		if res.Billed != l.billed {
+			t.Fatalf("result billed %d posts, the API %d", res.Billed, l.billed)
+		}
+	}
+}
+
+// A destination that stalls, then fails: the walk gives up the requests it
+// started ahead without starting others in their place.
+func TestEmitFailingAfterAStallStartsNoMoreRequests(t *testing.T) {
+	for range 5 {
+		l := newPeekingList(90*40, 0)
+		first := true
+		w := &Walker[string]{Fetch: l.fetch, ID: func(s string) string { return s },
+			Emit: func(context.Context, []string) error {
+				if first {
+					first = false
+					time.Sleep(30 * time.Millisecond) // every request that may start, starts
+				}
+				return errors.New("the destination is down")
+			}}
+		if _, err := w.Run(context.Background(), nil); err == nil {
+			t.Fatal("the walk ended without Emit's error")
+		}
+		l.mu.Lock()
+		requests := slices.Clone(l.requests)
+		l.mu.Unlock()
+		// Page 1 is being emitted, page 2 queued, page 3 taken by the walk,
+		// and maxAhead pages asked for from Peeks.
+		if want := 3 + maxAhead; len(requests) > want {
+			t.Fatalf("%d requests, want at most %d: %v", len(requests), want, requests)
+		}
+	}
+}
+
+// Discarding a chain of requests started from Peeks (here: a Peek that
+// disagrees with its page) starts none in their place: each request's
+// place is given back only once the request it started is cancelled.
+func TestDiscardingRequestsAheadStartsNoOther(t *testing.T) {
+	for range 20 {
+		var mu sync.Mutex
+		var tokens []string
+		thirdPeeked := make(chan struct{})
+		var once sync.Once
+		fetch := func(_ context.Context, size int, token string, peek func(Peek)) (Page[string], error) {
+			mu.Lock()
+			tokens = append(tokens, token)
+			mu.Unlock()
+			items := make([]string, size)
+			for i := range items {
+				items[i] = token + "-" + strconv.Itoa(i)
+			}
+			switch token {
+			case "": // its Peek names x1, its page names 90
+				peek(Peek{Next: "x1", Count: size})
+				<-thirdPeeked
+				time.Sleep(2 * time.Millisecond) // x2's Peek is waiting for a place
+				return Page[string]{Items: items, Next: "90"}, nil
+			case "x1":
+				peek(Peek{Next: "x2", Count: size})
+				return Page[string]{Items: items, Next: "x2"}, nil
+			case "x2":
+				once.Do(func() { close(thirdPeeked) })
+				peek(Peek{Next: "x3", Count: size})
+				return Page[string]{Items: items, Next: "x3"}, nil
+			default:
+				return Page[string]{Items: items}, nil
+			}
+		}
+		w := &Walker[string]{Fetch: fetch, ID: func(s string) string { return s }}
+		if _, err := w.Run(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(tokens, "x3") {
+			t.Fatalf("discarding x1 and x2 started x3: %v", tokens)
+		}
+	}
+}
+
+// The pages of a discarded request were billed all the same: they count
+// against max_billed_posts before the request that replaces it is sized.
+func TestDiscardedPagesCountAgainstTheBudget(t *testing.T) {
+	l := newPeekingList(400, 0)
+	l.lieOnce = true
+	w := &Walker[string]{Fetch: l.fetch, ID: func(s string) string { return s }, Settings: Settings{MaxBilledPosts: 200}}
+	res, err := w.Run(context.Background(), nil)
+	if !errors.Is(err, ErrBudget) {
+		t.Fatalf("error %v, want the budget reached", err)
+	}
+	if res.Billed > 200 || l.billed != res.Billed {
+		t.Fatalf("billed %d posts (the API %d) with max_billed_posts 200: requests %v", res.Billed, l.billed, l.requests)
 	}
 }

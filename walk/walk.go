@@ -181,11 +181,13 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 	// At most maxAhead such requests are outstanding (started, and not yet
 	// taken by the walk): if emitting falls behind, the next request waits,
 	// and pages do not pile up.
+	em := w.emitter(ctx)
+	defer em.finish()
 	var ahead func(r *request[T], pk Peek) *request[T]
 	if planner.First() {
 		slots := make(chan struct{}, maxAhead)
 		ahead = func(r *request[T], pk Peek) *request[T] {
-			if pk.Next == "" || pk.Count <= 0 {
+			if pk.Next == "" || pk.Count <= 0 || em.failure() != nil {
 				return nil
 			}
 			billed := r.billedBefore + pk.Count
@@ -194,9 +196,14 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 				return nil
 			}
 			// Wait for a place: the walk frees one as it comes to each page,
-			// unless it stops, and then it cancels this request.
+			// unless it stops, and then it cancels this request (first:
+			// see discard) — a place and the cancel can come together.
 			select {
 			case slots <- struct{}{}:
+				if r.ctx.Err() != nil || em.failure() != nil {
+					<-slots
+					return nil
+				}
 			case <-r.ctx.Done():
 				return nil
 			}
@@ -205,8 +212,6 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 			return next
 		}
 	}
-	em := w.emitter(ctx)
-	defer em.finish()
 	cur := w.request(ctx, size, "", 0, 0, ahead)
 	for {
 		cur.release() // the walk is ready for this page
@@ -232,6 +237,14 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 			}
 		}
 
+		// Once Emit has failed the walk has failed: it asks for no more
+		// pages, each of which would be billed for nothing.
+		if err := em.failure(); err != nil {
+			w.discard(early, res)
+			res.Outcome = Failed
+			return res, err
+		}
+
 		// Decide whether to read on, and if so ask for the next page now.
 		var next *request[T]
 		var stopErr error
@@ -250,15 +263,21 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 				emptyPages = 0
 			}
 			size := planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
+			if early != nil && (early.token != page.Next || early.size != size) {
+				// Not the request the walk asks for. Its page, if the API
+				// answered, was billed all the same: count it before
+				// sizing the request that replaces it.
+				w.discard(early, res)
+				early = nil
+				size = planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
+			}
 			switch {
 			case size == 0:
 				res.Outcome = StoppedByBudget
 				stopErr = fmt.Errorf("after %d billed posts: %w", res.Billed, ErrBudget)
-			case early != nil && early.token == page.Next && early.size == size:
+			case early != nil: // the request the walk asks for, already on its way
 				next, early = early, nil
 			default:
-				w.discard(early, res)
-				early = nil
 				next = w.request(ctx, size, page.Next, res.Billed, res.Requests, ahead)
 			}
 		}
@@ -330,11 +349,24 @@ func (w *Walker[T]) emitter(ctx context.Context) *emitter[T] {
 
 // send queues items; it fails once an earlier Emit has failed.
 func (e *emitter[T]) send(items []T) error {
+	if err := e.failure(); err != nil {
+		return err // not queued: select would choose at random
+	}
 	select {
 	case e.q <- items:
 		return nil
 	case <-e.failed:
 		return e.err
+	}
+}
+
+// failure is the error of an Emit that has failed, nil while none has.
+func (e *emitter[T]) failure() error {
+	select {
+	case <-e.failed:
+		return e.err
+	default:
+		return nil
 	}
 }
 
@@ -415,6 +447,11 @@ func (w *Walker[T]) discard(r *request[T], res *Result) {
 	}
 	r.cancel()
 	f := <-r.done
+	// Cancel what r started before giving back r's place: the request it
+	// started may be waiting for a place to start one more.
+	if r.early != nil {
+		r.early.cancel()
+	}
 	r.release()
 	if f.err == nil {
 		res.Requests++

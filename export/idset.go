@@ -190,7 +190,7 @@ func (s *idSet) UnmarshalText(text []byte) error {
 	var prev uint64
 	for i := range s.nums {
 		d, err := binary.ReadUvarint(r)
-		if err != nil || (i > 0 && d == 0) {
+		if err != nil || (i > 0 && d == 0) || prev+d < prev { // sorted and unique: no repeat, no wrap
 			return bad
 		}
 		prev += d
@@ -206,6 +206,11 @@ func (s *idSet) UnmarshalText(text []byte) error {
 	}
 	if r.Len() != 0 {
 		return bad
+	}
+	for i, str := range s.strs {
+		if _, isNum := parseID(str); isNum || (i > 0 && s.strs[i-1] >= str) {
+			return bad // numbers are kept as numbers; the rest sorted and unique
+		}
 	}
 	return nil
 }

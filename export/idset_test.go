@@ -1,11 +1,14 @@
 package export
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/cq-source-x/cq-source-x/internal/textpack"
 )
 
 func TestIDSet(t *testing.T) {
@@ -146,4 +149,40 @@ func BenchmarkIDSetAddNew(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ids)), "ns/id")
+}
+
+// A written-id set whose ids are not sorted and unique, as MarshalText
+// writes them, is damaged: binary search would miss ids in it, and a post
+// would be written twice.
+func TestIDSetRefusesIDsOutOfOrder(t *testing.T) {
+	set := func(nums []uint64, strs []string) []byte {
+		raw := []byte{idSetFormat}
+		raw = binary.AppendUvarint(raw, uint64(len(nums)))
+		for _, d := range nums { // as deltas
+			raw = binary.AppendUvarint(raw, d)
+		}
+		raw = binary.AppendUvarint(raw, uint64(len(strs)))
+		raw = textpack.AppendStrings(raw, strs)
+		text, err := textpack.Pack(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+	var good idSet
+	if err := good.UnmarshalText(set([]uint64{5, 1 << 62}, []string{"007", "abc"})); err != nil || good.Len() != 4 {
+		t.Fatalf("a well-formed set: %v, %d ids", err, good.Len())
+	}
+	for name, text := range map[string][]byte{
+		"a delta that wraps past 2^64": set([]uint64{1 << 63, 1<<63 + 5}, nil),
+		"a repeated number":            set([]uint64{5, 0}, nil),
+		"strings out of order":         set(nil, []string{"abc", "007"}),
+		"a repeated string":            set(nil, []string{"abc", "abc"}),
+		"a number kept as a string":    set(nil, []string{"1500000000000000000"}),
+	} {
+		var s idSet
+		if err := s.UnmarshalText(text); err == nil || err.Error() != "written-id set: damaged" {
+			t.Errorf("%s: got %v, want the set refused as damaged", name, err)
+		}
+	}
 }

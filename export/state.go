@@ -175,6 +175,11 @@ func loadState(out string) (*diskState, error) {
 	if s.Written == nil {
 		s.Written = map[string]*idSet{}
 	}
+	for uid, set := range s.Written {
+		if set == nil {
+			return nil, fmt.Errorf("%s is damaged: the written-id set of user %s is null", path, uid)
+		}
+	}
 	return s, nil
 }
 

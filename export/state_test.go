@@ -3,7 +3,10 @@ package export
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,5 +49,22 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 		if s.writeTo(&buf); !bytes.Equal(buf.Bytes(), want) {
 			t.Errorf("%s, marked published: encode differs from json.Marshal", name)
 		}
+	}
+}
+
+// A state whose written-id set of a user is null is damaged, and says so
+// (it used to load, then panic when the set was used).
+func TestStateRefusesANullWrittenSet(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, stateDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := `{"format":` + strconv.Itoa(stateFormat) + `,"keys":{},"written":{"1001":null}}`
+	if err := os.WriteFile(filepath.Join(dir, stateDir, stateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadState(dir)
+	if err == nil || !strings.Contains(err.Error(), "is damaged: the written-id set of user 1001 is null") {
+		t.Fatalf("got %v, want the null set named", err)
 	}
 }

@@ -59,3 +59,44 @@ func TestStringsRoundTripAndTruncation(t *testing.T) {
 		t.Fatalf("cut short: read %d strings, ok %v; want 3 and false", len(got), ok)
 	}
 }
+
+// State written by earlier versions holds bare DEFLATE streams of stored
+// blocks, as Pack wrote them before it wrote gzip.
+func TestUnpackReadsTheStreamsOfEarlierVersions(t *testing.T) {
+	raw := make([]byte, 100_000)
+	rand.New(rand.NewSource(3)).Read(raw)
+	var packed bytes.Buffer
+	zw, _ := flate.NewWriter(&packed, flate.NoCompression)
+	zw.Write(raw)
+	zw.Close()
+	back, err := Unpack([]byte(base64.StdEncoding.EncodeToString(packed.Bytes())), "test")
+	if err != nil || !bytes.Equal(back, raw) {
+		t.Fatalf("stored stream: %v", err)
+	}
+}
+
+// A damaged value is an error, never other data: gzip's CRC-32 and length
+// check every byte (the header's time and OS bytes, which hold no data, may
+// change freely).
+func TestUnpackRefusesDamagedData(t *testing.T) {
+	raw := make([]byte, 3000)
+	rand.New(rand.NewSource(4)).Read(raw)
+	text, err := Pack(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packed, _ := base64.StdEncoding.DecodeString(string(text))
+	for i := range packed {
+		for _, flip := range []byte{0x01, 0x10, 0x80, 0xff} {
+			damaged := bytes.Clone(packed)
+			damaged[i] ^= flip
+			back, err := Unpack([]byte(base64.StdEncoding.EncodeToString(damaged)), "written-id set")
+			if err == nil && !bytes.Equal(back, raw) {
+				t.Fatalf("byte %d of %d xor %#x: read %d bytes of other data without an error", i, len(packed), flip, len(back))
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "written-id set: ") {
+				t.Fatalf("byte %d: error %q does not name the value", i, err)
+			}
+		}
+	}
+}

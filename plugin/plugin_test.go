@@ -131,6 +131,37 @@ func TestTablesWithoutASpec(t *testing.T) {
 	}
 }
 
+// The archive tables are incremental, so that write_mode
+// overwrite-delete-stale keeps their earlier rows: x_bookmarks (removed
+// bookmarks stay) and x_api_usage (every sync's costs); the folder tables
+// are snapshots, replaced at every sync.
+func TestHistoriesAreIncrementalTables(t *testing.T) {
+	p := New()
+	ctx := context.Background()
+	if err := p.Init(ctx, []byte("null"), plugin.NewClientOptions{NoConnection: true}); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := p.Tables(ctx, plugin.TableOptions{Tables: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{ // incremental keys; nil: a snapshot
+		"x_bookmarks":             {"first_seen_at"},
+		"x_api_usage":             {"sync_started_at"},
+		"x_bookmark_folders":      nil,
+		"x_bookmark_folder_posts": nil,
+	}
+	for _, tb := range tables.FlattenTables() {
+		keys, ok := want[tb.Name]
+		if !ok {
+			continue
+		}
+		if tb.IsIncremental != (keys != nil) || !slices.Equal(tb.IncrementalKeys(), keys) {
+			t.Errorf("%s: incremental %v with keys %v, want keys %v", tb.Name, tb.IsIncremental, tb.IncrementalKeys(), keys)
+		}
+	}
+}
+
 // `cloudquery sync --shard N/T` splits the accounts: every account is
 // synced by exactly one shard, and each shard reports only its accounts.
 func TestShardsSplitAccounts(t *testing.T) {

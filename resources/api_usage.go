@@ -52,7 +52,10 @@ func APIUsage() *schema.Table {
 			"A failed account shows here with its error, even though the SDK does not fail the sync.",
 		Resolver:  fetchAPIUsage,
 		Multiplex: account.Multiplex,
-		Columns:   columnList(usageColumns),
+		// A history, one sync's rows after another: incremental, so that
+		// write_mode overwrite-delete-stale keeps the earlier syncs' rows.
+		IsIncremental: true,
+		Columns:       columnList(usageColumns),
 	}
 }
 
@@ -61,7 +64,7 @@ var usageColumns = []column[*Usage]{
 	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) string { return u.SyncID })),
 	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved).", func(u *Usage) string { return u.UserID })),
 	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, or setup for an account that could not be prepared.", func(u *Usage) string { return u.Operation })),
-	timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt }),
+	incrementalKey(timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt })),
 	stringColumn("account", "Place of the account in the spec, as accounts[i].", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
 	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
@@ -42,8 +43,16 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	list := "folder " + f.ID
 	prev, err := s.LoadMemory(ctx, key)
 	if err != nil {
+		err = fmt.Errorf("%s: %s: %w", s.ID(), list, err)
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Err: err})
 		return err
+	}
+	if s.Check(ctx) != nil {
+		// A folder remembered by an account that could not be set up
+		// (fetchFolders): its last membership again, nothing read. The
+		// account's error is reported once, by the folder listing.
+		emitMembers(s, f, prev, res)
+		return nil
 	}
 	settings := s.Walk
 	settings.RequestBudget = s.FolderWalkBudget()
@@ -72,14 +81,20 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 		walkErr = walkError(s, list, result, walkErr)
 	}
 	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Result: result, Err: walkErr})
-	if members != nil {
-		rows := make([]*folderPost, members.Held.Len())
-		for i := range rows {
-			rows[i] = &folderPost{userID: s.UserID, folderID: f.ID, postID: members.Held.At(i)}
-		}
-		if len(rows) > 0 {
-			res <- rows
-		}
-	}
+	emitMembers(s, f, members, res)
 	return walkErr
+}
+
+// emitMembers emits the membership a folder's memory holds (none when nil).
+func emitMembers(s *account.Session, f *folder, members *walk.Memory, res chan<- any) {
+	if members == nil {
+		return
+	}
+	rows := make([]*folderPost, members.Held.Len())
+	for i := range rows {
+		rows[i] = &folderPost{userID: s.UserID, folderID: f.ID, postID: members.Held.At(i)}
+	}
+	if len(rows) > 0 {
+		res <- rows
+	}
 }

@@ -46,6 +46,18 @@ func Folders() *schema.Table {
 func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	s := meta.(*account.Session)
 	if err := s.Check(ctx); err != nil {
+		// The account could not be set up (a token file missing, /me
+		// refused): nothing is read, and the folders of the last
+		// successful sync are emitted again (their memberships too, by
+		// fetchFolderPosts), so that overwrite-delete-stale removes no
+		// row. Without a user id there is no state to find them in.
+		if s.UserID != "" {
+			remembered, rerr := rememberedFolders(ctx, s)
+			if rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			emitFolders(s, remembered, res)
+		}
 		return err
 	}
 	folders, listErr := listFolders(ctx, s)
@@ -63,13 +75,7 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 		s.Logger.Error().Err(listErr).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
 	}
 	s.SetFolderCount(len(folders))
-	rows := make([]*folder, len(folders))
-	for i, f := range folders {
-		rows[i] = &folder{userID: s.UserID, Folder: f}
-	}
-	if len(rows) > 0 {
-		res <- rows
-	}
+	emitFolders(s, folders, res)
 	// Listing folders reads the whole list every time: a walk to the end.
 	listing := account.WalkReport{Operation: client.OpListFolders, List: "folders", Err: listErr,
 		Result: &walk.Result{Outcome: walk.ReachedEnd}}
@@ -78,6 +84,16 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	}
 	s.Report().AddWalk(listing)
 	return listErr
+}
+
+func emitFolders(s *account.Session, folders []client.Folder, res chan<- any) {
+	rows := make([]*folder, len(folders))
+	for i, f := range folders {
+		rows[i] = &folder{userID: s.UserID, Folder: f}
+	}
+	if len(rows) > 0 {
+		res <- rows
+	}
 }
 
 func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {

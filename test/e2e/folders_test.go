@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/test/xsim"
@@ -35,5 +38,33 @@ func TestUnchangedFoldersBillTheirHeldPostAndConfirmation(t *testing.T) {
 	if billed, want := after.PostsReturned-before.PostsReturned, folders*2; billed > want {
 		t.Fatalf("nothing changed in %d folders, and the sync billed %d folder posts in %d requests; want at most %d",
 			folders, billed, after.Requests-before.Requests, want)
+	}
+}
+
+// An account that cannot be set up (here its token file is missing) reads
+// nothing, and emits the folders and memberships of its last successful
+// sync again: with overwrite-delete-stale, a failure never removes rows.
+func TestAnAccountThatCannotBeSetUpKeepsItsFolderRows(t *testing.T) {
+	h := newHarness(t, 20)
+	h.sim.CreateFolder(user, "77", "reading")
+	for _, id := range h.sim.Bookmarks(user)[:5] {
+		h.sim.AddToFolder(user, "77", id)
+	}
+	tables := []string{"x_bookmark_folders", "x_api_usage"}
+	first := h.folderPosts(h.sync(tables...))
+	if len(first) != 5 {
+		t.Fatalf("first sync: %d folder posts, want 5", len(first))
+	}
+	h.spec["accounts"] = []map[string]any{{"user_id": user, "token_file": filepath.Join(t.TempDir(), "missing.json")}}
+	requestsBefore := h.sim.Usage(user)[xsim.OpListFolders].Requests
+	r := h.sync(tables...)
+	if got := h.folderPosts(r); !slices.Equal(got, first) {
+		t.Fatalf("with the account's setup failing, the folder posts were %v, want the last membership %v", got, first)
+	}
+	if n := h.sim.Usage(user)[xsim.OpListFolders].Requests; n != requestsBefore {
+		t.Fatalf("%d folder listings with no token", n-requestsBefore)
+	}
+	if len(r.errors) == 0 || !strings.Contains(strings.Join(r.errors, "\n"), "missing.json") {
+		t.Fatalf("the sync's errors do not name the missing token file: %v", r.errors)
 	}
 }

@@ -153,6 +153,27 @@ func (s *Session) SaveMemory(ctx context.Context, key string, mem *walk.Memory) 
 // Set is the top-level client: all accounts, in spec order.
 type Set struct {
 	Sessions []*Session
+
+	mu     sync.Mutex
+	owners map[string]*Session // X user id → the account that syncs it
+}
+
+// Claim records that s syncs the X user userID. It fails when another
+// account of the spec already does: the same user twice would have every
+// post read, and billed, twice, and both walks would write the same state.
+// Ids come from the spec, from token files, or from GET /2/users/me as the
+// sync goes, so the account that claims first keeps the user.
+func (set *Set) Claim(s *Session, userID string) error {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	if owner, ok := set.owners[userID]; ok && owner != s {
+		return fmt.Errorf("accounts[%d] and accounts[%d] are the same X user (%s): list each user once", owner.Index, s.Index, userID)
+	}
+	if set.owners == nil {
+		set.owners = map[string]*Session{}
+	}
+	set.owners[userID] = s
+	return nil
 }
 
 // ID implements schema.ClientMeta.

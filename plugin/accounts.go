@@ -49,7 +49,9 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 				sess.UserID = userID
 			}
 			if sess.UserID == "" {
-				sess.Setup = resolveUserID(sess)
+				sess.Setup = resolveUserID(sess, set)
+			} else if err := set.Claim(sess, sess.UserID); err != nil {
+				sess.Err, sess.API, sess.UserID = err, nil, ""
 			}
 		}
 		sess.Logger = logger.With().Str("account", sess.ID()).Logger()
@@ -59,11 +61,14 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 }
 
 // resolveUserID asks the API whose token this is, once.
-func resolveUserID(sess *account.Session) func(context.Context) error {
+func resolveUserID(sess *account.Session, set *account.Set) func(context.Context) error {
 	return func(ctx context.Context) error {
 		me, _, err := sess.API.Me(ctx)
 		if err != nil {
 			return fmt.Errorf("resolving the user id with GET /2/users/me (set accounts[%d].user_id to skip this): %w", sess.Index, err)
+		}
+		if err := set.Claim(sess, me.ID); err != nil {
+			return err
 		}
 		sess.UserID = me.ID
 		return nil

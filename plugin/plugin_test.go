@@ -72,6 +72,47 @@ func TestSyncInProcessAgainstSimulator(t *testing.T) {
 	}
 }
 
+// The same X user listed twice — once by user_id, once by a token that
+// /2/users/me resolves to it — is synced once: the second account fails,
+// naming both, instead of reading and billing every post again.
+func TestTheSameUserListedTwiceIsSyncedOnce(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	sim.SeedBookmarks("1001", 100)
+	tok := sim.IssueToken("1001")
+	specJSON, _ := json.Marshal(map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": tok}, {"access_token": tok}},
+	})
+	p := New()
+	ctx := context.Background()
+	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sim.TotalPostsBilled(); got != 100 {
+		t.Errorf("one user with 100 bookmarks billed %d posts", got)
+	}
+	if n := rowsOf(msgs, "x_bookmarks"); n != 100 {
+		t.Errorf("x_bookmarks rows %d, want 100", n)
+	}
+	var errs []string
+	for _, m := range msgs {
+		if e, ok := m.(*message.SyncError); ok {
+			errs = append(errs, e.Error)
+		}
+	}
+	if !strings.Contains(strings.Join(errs, "\n"), "accounts[0] and accounts[1] are the same X user (1001)") {
+		t.Errorf("sync errors %q do not name the repeated user", errs)
+	}
+}
+
 // `cloudquery test-connection` checks every account's token with
 // GET /2/users/me, and that it belongs to the configured user.
 func TestConnectionTestChecksEachAccountsToken(t *testing.T) {

@@ -179,8 +179,8 @@ func (set *Set) Claim(s *Session, userID string) error {
 // ID implements schema.ClientMeta.
 func (*Set) ID() string { return "x" }
 
-// Multiplex gives each account its own resolver run, in a deterministic order
-// (the spec's), so `--shard N/T` spreads accounts over machines.
+// Multiplex gives each account its own resolver run, in the spec's order.
+// (`--shard N/T` is applied to the accounts before, by the plugin.)
 func Multiplex(meta schema.ClientMeta) []schema.ClientMeta {
 	set := meta.(*Set)
 	out := make([]schema.ClientMeta, len(set.Sessions))

@@ -82,6 +82,16 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		syncInfo.ID = uuid.NewString()
 	}
 	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo)
+	if sh := opts.Shard; sh != nil && (sh.Total < 1 || sh.Num < 1 || sh.Num > sh.Total) {
+		return fmt.Errorf("shard %d/%d: want N/T with 1 <= N <= T", sh.Num, sh.Total)
+	}
+	if opts.Shard != nil {
+		// The plugin shards accounts itself. The scheduler's shards split
+		// (table, account) pairs table by table, which would give one
+		// account's bookmarks to one machine and its folders to another:
+		// both would use, and may refresh, the same rotating token.
+		set.Sessions = shardOf(set.Sessions, int(opts.Shard.Num), int(opts.Shard.Total))
+	}
 	if c.options.ColumnSink != nil {
 		direct := &account.Direct{Sink: c.options.ColumnSink, DeterministicCQID: opts.DeterministicCQID}
 		for _, s := range set.Sessions {
@@ -108,11 +118,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	)
 	syncOpts := []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)}
 	if len(data) > 0 {
-		shardOpts := syncOpts
-		if opts.Shard != nil {
-			shardOpts = append(shardOpts, scheduler.WithShard(opts.Shard.Num, opts.Shard.Total))
-		}
-		if err := sched.Sync(ctx, set, data, res, shardOpts...); err != nil {
+		if err := sched.Sync(ctx, set, data, res, syncOpts...); err != nil {
 			return err
 		}
 	}
@@ -127,12 +133,24 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		}
 	}
 	if usage != nil {
-		// Not sharded: each shard reports the accounts it worked on.
 		if err := sched.Sync(ctx, set, schema.Tables{usage}, res, syncOpts...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// shardOf is shard num (1-based) of total: every total-th account of the
+// spec, from the num-th. Every account is in exactly one shard, with all its
+// tables.
+func shardOf(sessions []*account.Session, num, total int) []*account.Session {
+	var out []*account.Session
+	for i, s := range sessions {
+		if i%total == num-1 {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Sessions of the last sync are not kept: a Client may sync many times.

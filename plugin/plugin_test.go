@@ -204,7 +204,8 @@ func TestHistoriesAreIncrementalTables(t *testing.T) {
 }
 
 // `cloudquery sync --shard N/T` splits the accounts: every account is
-// synced by exactly one shard, and each shard reports only its accounts.
+// synced by exactly one shard, all its tables there (one machine uses each
+// account's token), and each shard reports only its accounts.
 func TestShardsSplitAccounts(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk})
@@ -216,6 +217,8 @@ func TestShardsSplitAccounts(t *testing.T) {
 	users := []string{"11", "12", "13", "14", "15"}
 	for i, u := range users {
 		sim.SeedBookmarks(u, 3+i)
+		sim.CreateFolder(u, "7"+u, "reading")
+		sim.AddToFolder(u, "7"+u, sim.Bookmarks(u)[0])
 		accounts = append(accounts, map[string]any{"user_id": u, "access_token": sim.IssueToken(u)})
 	}
 	specJSON, _ := json.Marshal(map[string]any{"base_url": sim.URL(), "accounts": accounts})
@@ -226,11 +229,11 @@ func TestShardsSplitAccounts(t *testing.T) {
 		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks", "x_api_usage"}, Shard: &plugin.Shard{Num: shard, Total: 2}})
+		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"*"}, Shard: &plugin.Shard{Num: shard, Total: 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		synced := map[string]bool{}
+		synced := map[string]map[string]bool{} // user → tables
 		for _, m := range msgs {
 			ins, ok := m.(*message.SyncInsert)
 			if !ok {
@@ -238,15 +241,20 @@ func TestShardsSplitAccounts(t *testing.T) {
 			}
 			col := ins.Record.Column(ins.Record.Schema().FieldIndices("user_id")[0])
 			for i := 0; i < col.Len(); i++ {
-				if ins.GetTable().Name == "x_bookmarks" {
-					synced[col.ValueStr(i)] = true
-				} else if !synced[col.ValueStr(i)] {
-					t.Errorf("shard %d reports usage of user %s, which it did not sync", shard, col.ValueStr(i))
+				u := col.ValueStr(i)
+				if synced[u] == nil {
+					synced[u] = map[string]bool{}
 				}
+				synced[u][ins.GetTable().Name] = true
 			}
 		}
-		for u := range synced {
+		for u, tables := range synced {
 			seen[u]++
+			for _, tb := range []string{"x_bookmarks", "x_bookmark_folders", "x_bookmark_folder_posts", "x_api_usage"} {
+				if !tables[tb] {
+					t.Errorf("shard %d synced user %s without %s: %v", shard, u, tb, tables)
+				}
+			}
 		}
 	}
 	for _, u := range users {

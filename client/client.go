@@ -41,9 +41,11 @@ type RetryPolicy struct {
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
-	// cut short or did not decode. The page was billed, and a retry is billed
+	// cut short or was not JSON. The page was billed, and a retry is billed
 	// again, but the caller usually needs the page, so by default it retries
-	// (and the meter records the loss in PostsUnread).
+	// (and the meter records the loss in PostsUnread). A body read whole and
+	// valid JSON but of the wrong shape is never retried: it would come back
+	// the same.
 	NoRetryUnreadable bool
 	// MaxRateLimitWaits bounds how many 429s one call waits out before it
 	// returns a *RateLimitError. Default 2.

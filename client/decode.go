@@ -83,6 +83,7 @@ func tailMeta(body []byte) (m Meta, ok bool) {
 // posts expected (the page size asked for).
 func decodePostPage(body []byte, sizeHint int) (*PostPage, error) {
 	page := &PostPage{}
+	sawMeta := false
 	s := scanner{b: body}
 	if err := s.begin('{'); err != nil {
 		return nil, preferSyntax(body, err)
@@ -165,6 +166,7 @@ func decodePostPage(body []byte, sizeHint int) (*PostPage, error) {
 			if err := json.Unmarshal(body[start:end], &page.Meta); err != nil {
 				return shapef("meta: %v", err)
 			}
+			sawMeta = hasResultCount(body[start:end])
 			return nil
 		default:
 			_, _, err := s.skip()
@@ -174,10 +176,39 @@ func decodePostPage(body []byte, sizeHint int) (*PostPage, error) {
 	if err == nil {
 		err = s.end()
 	}
+	if err == nil && !sawMeta {
+		err = errNoMeta
+	}
 	if err != nil {
 		return nil, preferSyntax(body, err)
 	}
 	return page, nil
+}
+
+// errNoMeta refuses a page without meta.result_count, which the document
+// says every page has. Taken as it is, such a page has no next_token: the
+// walk would end there as if the list did, and count every post it holds
+// below as removed — the next sync would read, and bill, all of them again.
+var errNoMeta = shapeError("no meta.result_count (every page has one)")
+
+// hasResultCount reports whether the meta object holds result_count.
+func hasResultCount(meta []byte) bool {
+	var m struct {
+		ResultCount *int `json:"result_count"`
+	}
+	return json.Unmarshal(meta, &m) == nil && m.ResultCount != nil
+}
+
+// requireMeta refuses a page decoded with encoding/json that has no
+// meta.result_count (errNoMeta).
+func requireMeta(body []byte) error {
+	var w struct {
+		Meta json.RawMessage `json:"meta"`
+	}
+	if json.Unmarshal(body, &w) != nil || !hasResultCount(w.Meta) {
+		return errNoMeta
+	}
+	return nil
 }
 
 // preferSyntax reports a syntax error over a shape error: the scanner stops
@@ -785,6 +816,9 @@ func decodeFolderPage(body []byte) (*FolderPage, error) {
 	if err := decodeJSON(body, &p); err != nil {
 		return nil, err
 	}
+	if err := requireMeta(body); err != nil {
+		return nil, err
+	}
 	for i, f := range p.Data {
 		if f.ID == "" {
 			return nil, shapef("data[%d] has no id", i)
@@ -796,6 +830,9 @@ func decodeFolderPage(body []byte) (*FolderPage, error) {
 func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 	var p FolderPostsPage
 	if err := decodeJSON(body, &p); err != nil {
+		return nil, err
+	}
+	if err := requireMeta(body); err != nil {
 		return nil, err
 	}
 	for i, f := range p.Data {

@@ -166,6 +166,10 @@ func TestDecodePostPage_RejectsWrongShapes(t *testing.T) {
 		`{"meta":{"result_count":"many"}}`,
 		`{"includes":[]}`,
 		`{"data":[]} trailing`,
+		`{}`, // no meta: no next_token, read as the last page
+		`{"data":[{"id":"1"}]}`,
+		`{"data":[{"id":"1"}],"meta":{"next_token":"A"}}`, // no result_count
+		`{"errors":[{"title":"Not Found Error"}]}`,
 	} {
 		if p, err := decodePostPage([]byte(body), 100); err == nil {
 			t.Errorf("%q decoded without error: %+v", body, p)
@@ -179,13 +183,13 @@ var differentialBodies = []string{
 	`{"data":[{"id":"1","text":"plain"}],"meta":{"result_count":1}}`,
 	` { "data" : [ { "id" : "1" , "text" : "sp\u00e9cial \"quoted\" \\ back\/slash \ud83d\ude00 \t tab" , "lang" : null } ] , "meta" : { "result_count" : 1 , "next_token" : "ABC" } } `,
 	`{"meta":{"result_count":2,"previous_token":"0123"},"data":[{"id":"2","text":"","author_id":"9","in_reply_to_user_id":"8","conversation_id":"2","possibly_sensitive":false,"edit_history_tweet_ids":["2","1"]},{"id":"3","possibly_sensitive":null,"edit_history_tweet_ids":[]}]}`,
-	`{"data":[{"id":"1","id":"2","text":"dup"}]}`,
-	`{"data":[{"id":"1","entities":{"urls":[{"url":"]}\"{["}],"x":[[],{}]},"text":"after nested"}]}`,
-	`{"data":[{"id":"1","created_at":"2024-01-15T10:30:00.123Z","public_metrics":{"like_count":1e3,"x":-0.5,"y":true,"z":null}}],"includes":{"users":[{"id":"9","name":"n"}],"media":[],"other":[1]},"errors":[{"title":"t","detail":"d","value":"v"}],"unknown":{"a":[1,2,{"b":"c"}]}}`,
-	"{\"data\":[{\"id\":\"1\",\"text\":\"raw utf-8 \xe2\x80\x94 and emoji \xf0\x9f\x98\x80\"}]}",
-	`{"data":[{"id":"1","text":"esc \u0000 \u001f \u2028"}]}`,
-	`{"data":[{"\u0069d":"7","text":"escaped key"}]}`,
-	`{"data":[{"id":"1","attachments":{"poll_ids":["5"],"media_keys":["3_1","7_2"]},"note_tweet":{"text":"long","entities":{}},"public_metrics":null,"entities":{"urls":[]},"referenced_tweets":[{"type":"quoted","id":"2"}]},{"id":"2","attachments": null},{"id":"3","attachments" : { "media_keys" : [ ] } }]}`,
+	`{"data":[{"id":"1","id":"2","text":"dup"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"1","entities":{"urls":[{"url":"]}\"{["}],"x":[[],{}]},"text":"after nested"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"1","created_at":"2024-01-15T10:30:00.123Z","public_metrics":{"like_count":1e3,"x":-0.5,"y":true,"z":null}}],"includes":{"users":[{"id":"9","name":"n"}],"media":[],"other":[1]},"errors":[{"title":"t","detail":"d","value":"v"}],"unknown":{"a":[1,2,{"b":"c"}]},"meta":{"result_count":1}}`,
+	"{\"data\":[{\"id\":\"1\",\"text\":\"raw utf-8 \xe2\x80\x94 and emoji \xf0\x9f\x98\x80\"}],\"meta\":{\"result_count\":1}}",
+	`{"data":[{"id":"1","text":"esc \u0000 \u001f \u2028"}],"meta":{"result_count":1}}`,
+	`{"data":[{"\u0069d":"7","text":"escaped key"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"1","attachments":{"poll_ids":["5"],"media_keys":["3_1","7_2"]},"note_tweet":{"text":"long","entities":{}},"public_metrics":null,"entities":{"urls":[]},"referenced_tweets":[{"type":"quoted","id":"2"}]},{"id":"2","attachments": null},{"id":"3","attachments" : { "media_keys" : [ ] } }],"meta":{"result_count":1}}`,
 }
 
 func TestDecodePostPage_AgreesWithEncodingJSON(t *testing.T) {

@@ -166,7 +166,12 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 				}
 			})
 			merr := &MalformedResponseError{Operation: cl.op, Status: status, Response: hr, Reason: reason, Err: derr}
-			if !c.retry.NoRetryUnreadable {
+			// Bodies cut short or not JSON (a connection dropped mid-body)
+			// are asked for again. One read whole and valid JSON, but of the
+			// wrong shape, would come back the same: asking again would only
+			// bill it again.
+			unreadable := readErr != nil || isSyntaxError(derr)
+			if unreadable && !c.retry.NoRetryUnreadable {
 				ok, rerr := retry(reason)
 				if rerr != nil {
 					return resp, rerr

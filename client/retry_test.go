@@ -212,6 +212,45 @@ func TestRetry_MalformedBodyIsRetriedUnlessDisabled(t *testing.T) {
 	}
 }
 
+// A body read whole and valid JSON, but not what the operation returns,
+// would come back the same: it is not asked for again (that would bill it
+// again), and the error says what was wrong.
+func TestNoRetry_WellFormedBodyOfTheWrongShape(t *testing.T) {
+	for _, body := range []string{
+		`{"data":{"id":"1"},"meta":{"result_count":1}}`, // data not a list
+		`{"data":[{"id":"1"}]}`,                         // no meta
+	} {
+		ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
+		c, clk := newTestClient(t, ts, nil)
+		_, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{PageOptions: PageOptions{MaxResults: 90}})
+		if !errors.Is(err, ErrMalformedResponse) || ts.Count() != 1 || resp.Attempts != 1 || len(clk.Sleeps()) != 0 {
+			t.Errorf("%s: %d requests, sleeps %v, err %v", body, ts.Count(), clk.Sleeps(), err)
+		}
+		if u := c.Meter().Usage(testUser, OpListBookmarks); u.PostsUnread != 90 {
+			t.Errorf("%s: PostsUnread %d, want the page size asked for (90)", body, u.PostsUnread)
+		}
+	}
+}
+
+// An element of "errors" whose fields are not strings (a list of values, a
+// numeric id) does not cost the page: its posts are kept, the odd field as
+// its JSON text.
+func TestAPartialErrorOfAnOddShapeKeepsThePage(t *testing.T) {
+	body := `{"data":[{"id":"1","text":"a"},{"id":"2","text":"b"}],"errors":[{"title":"Not Found Error","value":["3","4"],"resource_id":5}],"meta":{"result_count":2}}`
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
+	c, _ := newTestClient(t, ts, nil)
+	page, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Data) != 2 || len(page.Errors) != 1 {
+		t.Fatalf("%d posts and %d errors, want 2 and 1", len(page.Data), len(page.Errors))
+	}
+	if e := page.Errors[0]; e.Title != "Not Found Error" || e.Value != `["3","4"]` || e.ResourceID != "5" {
+		t.Errorf("partial error %+v", e)
+	}
+}
+
 func TestNoRetry_On4xxIncluding402(t *testing.T) {
 	for status, body := range map[int]string{400: bodyInvalid, 401: bodyUnauthorized, 402: bodyCredits, 403: bodyAppOnly, 404: bodyNotFound, 409: `{}`, 422: `{}`} {
 		ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, status, body) })

@@ -184,6 +184,31 @@ type PartialError struct {
 	Raw          json.RawMessage `json:"-"`
 }
 
+// UnmarshalJSON reads the fields leniently: one that is not a string (a
+// list of values, a numeric id) is kept as its JSON text. An odd element of
+// "errors" must not cost the page it describes: the posts beside it are
+// valid, and already billed.
+func (e *PartialError) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	text := func(key string) string {
+		raw := fields[key]
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		if len(raw) == 0 || string(raw) == "null" {
+			return ""
+		}
+		return string(raw)
+	}
+	*e = PartialError{Title: text("title"), Detail: text("detail"), Type: text("type"), ResourceType: text("resource_type"),
+		ResourceID: text("resource_id"), Parameter: text("parameter"), Value: text("value"), Raw: e.Raw}
+	return nil
+}
+
 // FolderPage is one page of ListFolders.
 type FolderPage struct {
 	Data []Folder `json:"data"`

@@ -121,14 +121,21 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 
 		case status == http.StatusTooManyRequests:
 			meter(func(u *Usage) { u.RateLimited++ })
+			// x-rate-limit-reset is the server's clock; ours may be off.
 			var wait time.Duration
 			if !rate.Reset.IsZero() {
-				wait = max(rate.Reset.Add(c.margin).Sub(now), c.margin)
-			} else {
+				wait = rate.Reset.Add(c.margin).Sub(now)
+			}
+			if wait <= c.margin {
+				// No reset, or one that looks past although the server
+				// refused (our clock is ahead of X's): back off, longer
+				// each time, rather than send again at once. (A reset far
+				// ahead is taken as it is: it may be a daily cap, and one
+				// past the wait cap is reported, not waited for.)
 				wait = c.rateLimitBackoff(limited + 1)
 				c.budgets.block(key, now.Add(wait))
 			}
-			if limited >= c.retry.MaxRateLimitWaits || wait > c.waitCap {
+			if limited >= c.retry.MaxRateLimitWaits || wait > c.waitCap || c.waitCap <= 0 {
 				c.logf("x api: %s: 429 Too Many Requests; giving up (reset in %s, cap %s)", cl.op, wait, c.waitCap)
 				return resp, newRateLimitError(cl.op, hr, raw, rate, wait, waitedForReset)
 			}

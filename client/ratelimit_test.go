@@ -405,3 +405,47 @@ func TestBudget_EstimatedWindowCountsFromTheFirstResponse(t *testing.T) {
 		t.Errorf("server sent %d 429s", f.got429)
 	}
 }
+
+// x-rate-limit-reset is X's clock. With ours ahead of it, a window's reset
+// looks past while X still refuses: the client backs off, longer each time,
+// instead of sending again a second later and giving up after two 429s.
+func Test429_WithTheLocalClockAheadOfXsWaitsTheWindowOut(t *testing.T) {
+	const skew = -10 * time.Second // X's clock is ours minus 10 s
+	var clk *recClock
+	var mu sync.Mutex
+	var reset time.Time
+	used := 0
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		now := clk.Now().Add(skew)
+		if reset.IsZero() || !now.Before(reset) {
+			reset, used = now.Truncate(time.Second).Add(15*time.Minute), 0
+		}
+		used++
+		over := used > 3
+		setRate(w, 3, max(3-used, 0), reset)
+		mu.Unlock()
+		if over {
+			writeJSON(w, 429, bodyTooMany)
+			return
+		}
+		writeJSON(w, 200, pageBody(100, 1, "ABC"))
+	})
+	c, clk0 := newTestClient(t, ts, nil, WithLimits(map[Operation]int{OpListBookmarks: 3}))
+	clk = clk0
+	for page := 1; page <= 5; page++ { // two windows of 3 requests
+		if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{PageOptions: PageOptions{MaxResults: 1}}); err != nil {
+			t.Fatalf("page %d, sleeps %v: %v", page, clk.Sleeps(), err)
+		}
+	}
+}
+
+// A wait cap of 0 means no wait: a 429 is reported at once, not sent again.
+func Test429_WithAWaitCapOfZeroIsNotSentAgain(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 429, bodyTooMany) })
+	c, clk := newTestClient(t, ts, nil, WithRateLimitWaitCap(0))
+	_, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if !errors.Is(err, ErrRateLimited) || ts.Count() != 1 || len(clk.Sleeps()) != 0 {
+		t.Fatalf("%d requests, sleeps %v, err %v", ts.Count(), clk.Sleeps(), err)
+	}
+}

@@ -188,9 +188,11 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 		s.retryAfter = time.Time{}
 		return st.OAuth2(), nil
 	}
-	if now = s.clock.Now(); s.usable(s.cur, now) {
+	if now = s.clock.Now(); s.usable(s.cur, now) && s.unsaved == nil {
 		// Refreshing early failed but the current token is still good: use it and try again
-		// later (never in a loop).
+		// later (never in a loop). Not when the refresh went through and its answer could not
+		// be saved: the refresh token on disk is spent, and the caller must hear of it now, not
+		// when the process has ended and the new one with it.
 		s.retryAfter = now.Add(earlyRetryBackoff)
 		s.log.Warn("auth: early token refresh failed; using the current access token until it expires",
 			slog.Time("expiry", s.cur.Expiry), slog.String("error", err.Error()))
@@ -278,7 +280,10 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	} else {
 		host, _ := os.Hostname()
 		if err := s.file.writeIntent(&refreshIntent{StartedAt: now.UTC(), Fingerprint: fp, PID: os.Getpid(), Host: host}); err != nil {
-			s.log.Warn("auth: could not record the refresh in progress", slog.String("error", err.Error()))
+			// X rotates the refresh token it is sent: a directory that cannot take this small
+			// marker (disk full, quota) would most likely not take the new pair either, and the
+			// only valid refresh token would be lost. Do not send it.
+			return nil, fmt.Errorf("auth: not refreshing the token in %s: its directory cannot be written (%w), so the rotated refresh token X returns could not be saved", s.file.Path, err)
 		}
 	}
 

@@ -511,3 +511,57 @@ func TestLockWaitIsBounded(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// X rotates the refresh token it is sent. When the token file's directory
+// cannot be written (disk full: even the small refresh marker fails), the
+// refresh is not sent: the rotated token X would return could not be saved,
+// and the one on disk would be spent.
+func TestNoRefreshIsSentWhenTheDirectoryCannotBeWritten(t *testing.T) {
+	e := newEnv(t, "")
+	e.file.hooks = &fileHooks{rename: func(o, n string) error { return errors.New("disk full") }}
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	_, err := s.Token()
+	if err == nil || !strings.Contains(err.Error(), "not refreshing") || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err = %v", err)
+	}
+	if e.refreshes() != 0 {
+		t.Fatalf("%d refreshes sent", e.refreshes())
+	}
+	if disk := e.load(); disk.RefreshToken != e.orig.RefreshToken {
+		t.Fatal("file changed")
+	}
+}
+
+// An early refresh (the access token still good) whose answer cannot be
+// saved is an error, not a silent fallback to the old access token: the
+// refresh token on disk is spent, and the new one lives only in this
+// process. Once saving works, the kept pair is saved, not refreshed again.
+func TestAnEarlyRefreshThatCannotBeSavedIsReported(t *testing.T) {
+	e := newEnv(t, "")
+	var mu sync.Mutex
+	fail := true
+	e.file.hooks = &fileHooks{rename: func(o, n string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if fail && filepath.Base(n) == "token.json" {
+			return errors.New("disk full")
+		}
+		return os.Rename(o, n)
+	}}
+	s := e.source()
+	e.clk.Advance(2*time.Hour - 3*time.Minute) // inside the refresh margin, not expired
+	if _, err := s.Token(); err == nil || !strings.Contains(err.Error(), "could not save it") {
+		t.Fatalf("err = %v, want the unsaved refresh reported", err)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	tok, err := s.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if disk := e.load(); e.refreshes() != 1 || disk.AccessToken != tok.AccessToken || disk.RefreshToken == e.orig.RefreshToken {
+		t.Fatalf("%d refreshes; the kept pair was not saved", e.refreshes())
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/ghodss/yaml"
+	yamlv3 "gopkg.in/yaml.v3"
 )
 
 // SourceSpec is the source document of a CloudQuery spec file: the part the
@@ -158,6 +159,9 @@ func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, e
 // readDocument expands one document and returns its kind and its `spec`
 // as JSON.
 func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
+	if err := repeatedKeys(doc); err != nil {
+		return "", nil, err
+	}
 	doc, err := stripComments(doc)
 	if err != nil {
 		return "", nil, fmt.Errorf("not valid YAML: %w", err)
@@ -189,6 +193,24 @@ func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
 		return "", j, nil
 	}
 	return top.Kind, top.Spec, nil
+}
+
+// repeatedKeys refuses a mapping that holds a key twice. The YAML-to-JSON
+// conversion keeps the last one silently: a second `accounts:` would drop
+// every account of the first. (yaml.v3 reports repeats; its other errors
+// are left to the conversion, which reads YAML as the CLI does.)
+func repeatedKeys(doc []byte) error {
+	var v any
+	err := yamlv3.Unmarshal(doc, &v)
+	var terr *yamlv3.TypeError
+	if errors.As(err, &terr) {
+		for _, e := range terr.Errors {
+			if strings.Contains(e, "already defined") {
+				return fmt.Errorf("a key appears twice: %s", e)
+			}
+		}
+	}
+	return nil
 }
 
 // stripComments drops YAML comments by converting to JSON and back, with the

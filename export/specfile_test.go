@@ -136,6 +136,9 @@ func TestParseSpec_Errors(t *testing.T) {
 		{"missing kind", "spec:\n  name: x\n", []string{"`kind` is missing"}},
 		{"no source", "kind: destination\nspec:\n  name: file\n", []string{"no `kind: source` document"}},
 		{"bad yaml", "kind: source\nspec: [unclosed\n", []string{"not valid YAML"}},
+		// YAML-to-JSON keeps the last of two keys: the first account list would be dropped.
+		{"a key twice", minimalSpec + "    accounts:\n      - user_id: \"1002\"\n        access_token: \"tok-1002\"\n",
+			[]string{"spec.yml", "a key appears twice", `mapping key "accounts" already defined`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -25,6 +25,7 @@ type LoginOptions struct {
 	TokenFile              string
 	Write                  bool
 	Headless               bool
+	Replace                bool // overwrite a token file that holds another user's token
 	In                     io.Reader
 	Out                    io.Writer
 	OpenBrowser            func(string) error
@@ -82,6 +83,12 @@ func Login(ctx context.Context, o LoginOptions) error {
 		return fmt.Errorf("login: %w", err)
 	}
 	defer unlock()
+	if old, err := file.Load(); err == nil && old.UserID != "" && old.UserID != me.ID && !o.Replace {
+		// The file is another account's, and its refresh token may be the only one that account
+		// has: a second login with the default --token-file must not destroy it.
+		return fmt.Errorf("login: %s holds the token of another user (id %s%s); logging in as @%s (id %s) would overwrite it, and that account would need to log in again: choose another --token-file, or pass --replace (the token just granted was not saved)",
+			o.TokenFile, old.UserID, atName(old.Username), me.Username, me.ID)
+	}
 	if err := file.Save(stored); err != nil {
 		return fmt.Errorf("login: %w", err)
 	}
@@ -91,6 +98,13 @@ func Login(ctx context.Context, o LoginOptions) error {
 	}
 	fmt.Fprintf(o.Out, "Logged in as @%s (user id %s). Token saved to %s (mode 0600), %s.\n\nUse it in a spec:\n\n  accounts:\n    - token_file: %q\n", me.Username, me.ID, o.TokenFile, refresh, o.TokenFile)
 	return nil
+}
+
+func atName(username string) string {
+	if username == "" {
+		return ""
+	}
+	return ", @" + username
 }
 
 func runLogin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -103,6 +117,7 @@ func runLogin(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&o.TokenFile, "token-file", "x-token.json", "where to write the token")
 	fs.BoolVar(&o.Write, "write", false, "also ask for bookmark.write (add and remove bookmarks)")
 	fs.BoolVar(&o.Headless, "headless", false, "do not listen for the redirect: paste the address the browser was sent to")
+	fs.BoolVar(&o.Replace, "replace", false, "overwrite --token-file even if it holds another user's token")
 	fs.StringVar(&o.AuthURL, "auth-url", auth.DefaultAuthURL, "authorization endpoint")
 	fs.StringVar(&o.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint")
 	fs.StringVar(&o.APIURL, "api-url", spec.DefaultBaseURL, "X API base URL, for GET /2/users/me")

@@ -15,24 +15,17 @@ import (
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
 
-// The README's login command, with its flags, against the simulator's OAuth
-// endpoints, headless: the test reads the authorize URL the command prints,
-// approves it as the user's browser would, and pastes the redirect back.
-func TestLoginCommandWritesATokenFile(t *testing.T) {
-	sim := xsim.New(xsim.Options{})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	const redirect = "http://127.0.0.1:8085/callback"
-	sim.RegisterClient("readme-app", "", redirect)
-	sim.SetAuthorizingUser("readme-app", "1001")
-	tokenFile := filepath.Join(t.TempDir(), "alice.json")
-
+// loginHeadless runs the login command headless against the simulator's
+// OAuth endpoints: it reads the authorize URL the command prints, approves
+// it as the user's browser would, and pastes the redirect back. It returns
+// the exit code and what the command printed.
+func loginHeadless(t *testing.T, sim *xsim.Server, redirect, tokenFile string, extra ...string) (int, string) {
+	t.Helper()
 	stdinR, stdinW := io.Pipe()
 	stderrR, stderrW := io.Pipe()
 	browserDone := make(chan error, 1)
 	lines := make(chan string, 100)
+	var printed strings.Builder
 	go func() { // the terminal: read everything the command prints
 		sc := bufio.NewScanner(stderrR)
 		for sc.Scan() {
@@ -44,6 +37,7 @@ func TestLoginCommandWritesATokenFile(t *testing.T) {
 		defer stdinW.Close()
 		authorize := regexp.MustCompile(`http://\S+/2/oauth2/authorize\?\S+`)
 		for line := range lines {
+			printed.WriteString(line + "\n")
 			u := authorize.FindString(line)
 			if u == "" {
 				continue
@@ -56,23 +50,39 @@ func TestLoginCommandWritesATokenFile(t *testing.T) {
 			}
 			resp.Body.Close()
 			_, err = io.WriteString(stdinW, resp.Header.Get("Location")+"\n")
-			browserDone <- err
-			for range lines {
+			for line := range lines {
+				printed.WriteString(line + "\n")
 			}
+			browserDone <- err
 			return
 		}
 		browserDone <- io.ErrUnexpectedEOF
 	}()
-	code := Run(context.Background(), []string{"login",
+	args := append([]string{"login",
 		"--client-id", "readme-app", "--token-file", tokenFile, "--headless",
 		"--redirect-url", redirect, "--auth-url", sim.AuthorizeURL(), "--token-url", sim.TokenURL(), "--api-url", sim.URL(),
-	}, stdinR, io.Discard, stderrW)
+	}, extra...)
+	code := Run(context.Background(), args, stdinR, io.Discard, stderrW)
 	stderrW.Close()
 	if err := <-browserDone; err != nil {
 		t.Fatal(err)
 	}
-	if code != 0 {
-		t.Fatalf("login exited %d", code)
+	return code, printed.String()
+}
+
+// The README's login command, with its flags, against the simulator.
+func TestLoginCommandWritesATokenFile(t *testing.T) {
+	sim := xsim.New(xsim.Options{})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	const redirect = "http://127.0.0.1:8085/callback"
+	sim.RegisterClient("readme-app", "", redirect)
+	sim.SetAuthorizingUser("readme-app", "1001")
+	tokenFile := filepath.Join(t.TempDir(), "alice.json")
+	if code, out := loginHeadless(t, sim, redirect, tokenFile); code != 0 {
+		t.Fatalf("login exited %d: %s", code, out)
 	}
 	info, err := os.Stat(tokenFile)
 	if err != nil || info.Mode().Perm() != 0o600 {
@@ -84,6 +94,42 @@ func TestLoginCommandWritesATokenFile(t *testing.T) {
 	}
 	if stored.UserID != "1001" || stored.ClientID != "readme-app" || stored.RefreshToken == "" || !strings.Contains(stored.Scope, "bookmark.read") {
 		t.Fatalf("token file: %v", stored)
+	}
+}
+
+// Logging in a second account with the same --token-file (the default is
+// x-token.json) does not destroy the first account's token: the command
+// refuses, naming both users, unless --replace is given.
+func TestLoginDoesNotOverwriteAnotherUsersTokenFile(t *testing.T) {
+	sim := xsim.New(xsim.Options{})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	const redirect = "http://127.0.0.1:8085/callback"
+	sim.RegisterClient("readme-app", "", redirect)
+	tokenFile := filepath.Join(t.TempDir(), "x-token.json")
+	sim.SetAuthorizingUser("readme-app", "1001")
+	if code, out := loginHeadless(t, sim, redirect, tokenFile); code != 0 {
+		t.Fatalf("first login exited %d: %s", code, out)
+	}
+	first, err := auth.TokenFile{Path: tokenFile}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.SetAuthorizingUser("readme-app", "1002")
+	code, out := loginHeadless(t, sim, redirect, tokenFile)
+	if code == 0 || !strings.Contains(out, "holds the token of another user (id 1001") || !strings.Contains(out, "--replace") {
+		t.Fatalf("second user's login exited %d: %s", code, out)
+	}
+	if now, err := (auth.TokenFile{Path: tokenFile}).Load(); err != nil || now.RefreshToken != first.RefreshToken {
+		t.Fatalf("the first user's token was changed: %v", err)
+	}
+	if code, out := loginHeadless(t, sim, redirect, tokenFile, "--replace"); code != 0 {
+		t.Fatalf("login --replace exited %d: %s", code, out)
+	}
+	if now, err := (auth.TokenFile{Path: tokenFile}).Load(); err != nil || now.UserID != "1002" {
+		t.Fatalf("after --replace: %v, %v", now, err)
 	}
 }
 

@@ -204,11 +204,17 @@ func (f TokenFile) Save(t *StoredToken) error {
 		return fmt.Errorf("auth: encode token file: %w", err)
 	}
 	data = append(data, '\n')
-	path := f.Path
-	if real, err := filepath.EvalSymlinks(path); err == nil {
-		path = real // replace the file a symlink points to, not the symlink
+	return f.writeAtomic(f.realPath(), data)
+}
+
+// realPath is Path with symlinks resolved: the file a symlink points to is
+// the one replaced, and its lock and refresh marker sit beside it, so that a
+// process given the symlink and one given the real path take the same lock.
+func (f TokenFile) realPath() string {
+	if real, err := filepath.EvalSymlinks(f.Path); err == nil {
+		return real
 	}
-	return f.writeAtomic(path, data)
+	return f.Path
 }
 
 func (f TokenFile) writeAtomic(path string, data []byte) (err error) {
@@ -276,10 +282,11 @@ func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
 	}
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+	path := f.realPath()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("auth: lock token file: %w", err)
 	}
-	fl := flock.New(f.Path+".lock", flock.SetPermissions(0o600))
+	fl := flock.New(path+".lock", flock.SetPermissions(0o600))
 	ok, err := fl.TryLockContext(ctx, lockRetryDelay)
 	if err != nil {
 		return nil, fmt.Errorf("auth: lock %s: %w", fl.Path(), err)
@@ -307,7 +314,7 @@ func fingerprint(secret string) string {
 	return hex.EncodeToString(h[:8])
 }
 
-func (f TokenFile) intentPath() string { return f.Path + ".refreshing" }
+func (f TokenFile) intentPath() string { return f.realPath() + ".refreshing" }
 
 func (f TokenFile) readIntent() *refreshIntent {
 	data, err := os.ReadFile(f.intentPath())

@@ -255,3 +255,35 @@ func TestTokenFileSaveThroughSymlinkKeepsSymlink(t *testing.T) {
 		t.Fatalf("target not updated: %v", err)
 	}
 }
+
+// A process given a symlink to the token file and one given the file
+// itself take the same lock (and see the same refresh marker): the lock
+// sits beside the file the symlink points to, which Save replaces.
+func TestTokenFileLockThroughASymlinkIsTheFilesLock(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks")
+	}
+	dir := t.TempDir()
+	real := filepath.Join(dir, "secrets", "token.json")
+	if err := (TokenFile{Path: real}).Save(sampleToken()); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "token.json")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := TokenFile{Path: real}.Lock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if unlock2, err := (TokenFile{Path: link}).Lock(ctx); err == nil {
+		unlock2()
+		t.Fatal("the lock through the symlink was granted while the file's lock was held")
+	}
+	if (TokenFile{Path: link}).intentPath() != (TokenFile{Path: real}).intentPath() {
+		t.Fatal("the refresh marker through the symlink is not the file's")
+	}
+}

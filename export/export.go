@@ -345,6 +345,26 @@ func (dropRepeats) Run(e *zerolog.Event, _ zerolog.Level, msg string) {
 	}
 }
 
+// withDeclaredKeys is t with the primary key the table declares. With
+// deterministic_cq_id the scheduler announces tables with _cq_id as their
+// only primary key, for destinations that upsert on it; the files record
+// the table's own key (user_id, post_id for x_bookmarks), as
+// docs/tables/ documents it, whichever the option (_cq_id is then a hash
+// of that key).
+func withDeclaredKeys(t *schema.Table) *schema.Table {
+	declared := resources.Tables().FlattenTables().Get(t.Name)
+	if declared == nil {
+		return t
+	}
+	out := t.Copy(t.Parent)
+	for i := range out.Columns {
+		if c := declared.Columns.Get(out.Columns[i].Name); c != nil {
+			out.Columns[i].PrimaryKey = c.PrimaryKey
+		}
+	}
+	return out
+}
+
 // handle writes one message of the sync to the staged files.
 func (r *run) handle(m message.SyncMessage) error {
 	switch m := m.(type) {
@@ -367,6 +387,7 @@ func (r *run) openTable(t *schema.Table) error {
 	if _, ok := r.writers[t.Name]; ok {
 		return nil
 	}
+	t = withDeclaredKeys(t)
 	conv, err := pqfile.NewConverter(t, r.rec.Time, r.o.Spec.Name, map[string]string{
 		pqfile.MetadataPluginName:    xplugin.Name,
 		pqfile.MetadataPluginVersion: xplugin.Version,

@@ -377,3 +377,35 @@ func TestExport_LargeExportKeepsEveryValue(t *testing.T) {
 		t.Errorf("a refused export left %v", entries)
 	}
 }
+
+// With deterministic_cq_id the scheduler announces each table with _cq_id
+// as its only primary key (for destinations that upsert on it); the files
+// still record the key the table declares, which docs/tables/ documents,
+// and _cq_id is the SDK's hash of it.
+func TestFilesRecordTheDeclaredPrimaryKeyWithDeterministicCQIDs(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 30, folders: 1}}
+	tokens := seed(sim, users)
+	text := strings.Replace(specYAML(sim.URL(), users, tokens, `["*"]`), "  destinations:", "  deterministic_cq_id: true\n  destinations:", 1)
+	src, err := export.ParseSpec([]byte(text), "spec.yml", os.LookupEnv, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !src.DeterministicCQID {
+		t.Fatal("the spec's deterministic_cq_id was not read")
+	}
+	dir := t.TempDir()
+	if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir}); err != nil {
+		t.Fatal(err)
+	}
+	for table, want := range map[string]string{"x_bookmarks": "user_id,post_id", "x_bookmark_folder_posts": "user_id,folder_id,post_id"} {
+		sc, _, _ := synctest.ReadParquet(t, parquetFiles(t, dir, table)[0])
+		if v, _ := sc.Metadata().GetValue(pqfile.MetadataPrimaryKeys); v != want {
+			t.Errorf("%s: primary keys metadata %q, want %q", table, v, want)
+		}
+	}
+}

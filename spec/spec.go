@@ -12,17 +12,11 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/configtype"
-	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/walk"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Spec configures the plugin.
@@ -157,69 +151,7 @@ func Parse(data []byte) (*Spec, error) {
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid plugin spec: %w", err)
 	}
-	// The JSON schema too, as the CloudQuery CLI checks it: encoding/json
-	// matches keys whatever their case ("ACCOUNTS") and reads an explicit 0
-	// as "not set", both of which the schema refuses; the exporter and a
-	// gRPC client would otherwise take what `cloudquery sync` refuses.
-	if err := validateSchema(data); err != nil {
-		return nil, fmt.Errorf("invalid plugin spec: %w", err)
-	}
 	return &s, nil
-}
-
-var schemaValidator = sync.OnceValues(func() (*jsonschema.Schema, error) { return plugin.JSONSchemaValidator(JSONSchema) })
-
-func validateSchema(data []byte) error {
-	validator, err := schemaValidator()
-	if err != nil {
-		return fmt.Errorf("the plugin's JSON schema does not compile: %w", err)
-	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	if err := validator.Validate(v); err != nil {
-		var verr *jsonschema.ValidationError
-		if errors.As(err, &verr) {
-			return schemaError(verr)
-		}
-		return err
-	}
-	return nil
-}
-
-// schemaError names each place the spec breaks the schema, as
-// "planner.max_page_size: minimum: got 0, want 1".
-func schemaError(verr *jsonschema.ValidationError) error {
-	p := message.NewPrinter(language.English)
-	var problems []string
-	var walk func(e *jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
-			return
-		}
-		var place strings.Builder
-		for _, part := range e.InstanceLocation {
-			if _, err := strconv.Atoi(part); err == nil {
-				place.WriteString("[" + part + "]")
-			} else {
-				if place.Len() > 0 {
-					place.WriteByte('.')
-				}
-				place.WriteString(part)
-			}
-		}
-		where := place.String()
-		if where == "" {
-			where = "the spec"
-		}
-		problems = append(problems, where+": "+e.ErrorKind.LocalizedString(p))
-	}
-	walk(verr)
-	return errors.New(strings.Join(problems, "; "))
 }
 
 func describeJSONError(err error) string {

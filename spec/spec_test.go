@@ -116,32 +116,3 @@ func TestJSONSchemaAcceptsGoodSpecsAndRejectsBadOnes(t *testing.T) {
 		}
 	}
 }
-
-// Keys are matched exactly, as the JSON schema (and `cloudquery sync`)
-// matches them: encoding/json alone would take "ACCOUNTS" for "accounts".
-func TestSpecKeysAreMatchedExactly(t *testing.T) {
-	for spec, want := range map[string]string{
-		`{"ACCOUNTS":[{"access_token":"a"}]}`:              "additional properties 'ACCOUNTS' not allowed",
-		`{"accounts":[{"Access_Token":"a"}]}`:              "accounts[0]: additional properties 'Access_Token' not allowed",
-		`{"accounts":[{"access_token":"a"}],"Planner":{}}`: "additional properties 'Planner' not allowed",
-	} {
-		_, err := Parse([]byte(spec))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: got %v, want an error with %q", spec, err, want)
-		}
-	}
-}
-
-// An explicit 0 is refused where the schema's minimum is 1, rather than
-// read as "not set".
-func TestAnExplicitZeroIsNotTheDefault(t *testing.T) {
-	for spec, want := range map[string]string{
-		`{"accounts":[{"access_token":"t"}],"concurrency":0}`:               "concurrency: minimum: got 0, want 1",
-		`{"accounts":[{"access_token":"t"}],"planner":{"max_page_size":0}}`: "planner.max_page_size: minimum: got 0, want 1",
-	} {
-		_, err := Parse([]byte(spec))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: got %v, want an error with %q", spec, err, want)
-		}
-	}
-}

@@ -185,8 +185,10 @@ func decodePostPage(body []byte, sizeHint int) (*PostPage, error) {
 	return page, nil
 }
 
-// errNoMeta refuses a page without meta.result_count, which the document
-// says every page has. Taken as it is, such a page has no next_token: the
+// errNoMeta refuses a bookmarks page without meta.result_count, which the
+// document says every page has. (The folder payloads are not shown in the
+// document, and X's own schema leaves their meta free-form: they are taken
+// as they come.) Taken as it is, such a page has no next_token: the
 // walk would end there as if the list did, and count every post it holds
 // below as removed — the next sync would read, and bill, all of them again.
 var errNoMeta = shapeError("no meta.result_count (every page has one)")
@@ -197,18 +199,6 @@ func hasResultCount(meta []byte) bool {
 		ResultCount *int `json:"result_count"`
 	}
 	return json.Unmarshal(meta, &m) == nil && m.ResultCount != nil
-}
-
-// requireMeta refuses a page decoded with encoding/json that has no
-// meta.result_count (errNoMeta).
-func requireMeta(body []byte) error {
-	var w struct {
-		Meta json.RawMessage `json:"meta"`
-	}
-	if json.Unmarshal(body, &w) != nil || !hasResultCount(w.Meta) {
-		return errNoMeta
-	}
-	return nil
 }
 
 // preferSyntax reports a syntax error over a shape error: the scanner stops
@@ -816,9 +806,6 @@ func decodeFolderPage(body []byte) (*FolderPage, error) {
 	if err := decodeJSON(body, &p); err != nil {
 		return nil, err
 	}
-	if err := requireMeta(body); err != nil {
-		return nil, err
-	}
 	for i, f := range p.Data {
 		if f.ID == "" {
 			return nil, shapef("data[%d] has no id", i)
@@ -830,9 +817,6 @@ func decodeFolderPage(body []byte) (*FolderPage, error) {
 func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 	var p FolderPostsPage
 	if err := decodeJSON(body, &p); err != nil {
-		return nil, err
-	}
-	if err := requireMeta(body); err != nil {
 		return nil, err
 	}
 	for i, f := range p.Data {

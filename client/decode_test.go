@@ -392,3 +392,17 @@ func TestTailMeta_OnlyTheTopLevelMetaAtTheEnd(t *testing.T) {
 		})
 	}
 }
+
+// The folder payloads are not shown in the document, and X's own schema
+// leaves their meta free-form: a folder page without meta.result_count
+// (or without meta) is taken as it comes, unlike a bookmarks page.
+func TestFolderPagesNeedNoResultCount(t *testing.T) {
+	for _, body := range []string{`{"data":[{"id":"1"}]}`, `{"data":[{"id":"1"}],"meta":{}}`} {
+		if p, err := decodeFolderPostsPage([]byte(body)); err != nil || len(p.Data) != 1 {
+			t.Errorf("folder posts %s: %v", body, err)
+		}
+		if p, err := decodeFolderPage([]byte(`{"data":[{"id":"7","name":"n"}]}`)); err != nil || len(p.Data) != 1 {
+			t.Errorf("folders: %v", err)
+		}
+	}
+}

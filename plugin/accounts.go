@@ -43,6 +43,9 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			sess.Err = err
 		case a.UserID != "" && userID != "" && a.UserID != userID:
 			sess.Err = fmt.Errorf("accounts[%d].user_id is %s but the token file belongs to user %s", i, a.UserID, userID)
+			// Neither id can be trusted: no state of either user is read (or its folders
+			// emitted again) for this account.
+			sess.UserID = ""
 		default:
 			sess.API = api
 			if sess.UserID == "" {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"github.com/cq-source-x/cq-source-x/walk"
 	"os"
 	"strings"
 	"testing"
@@ -114,5 +115,17 @@ func TestJSONSchemaAcceptsGoodSpecsAndRejectsBadOnes(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: validation error %v, want ok=%v", tc.spec, err, tc.ok)
 		}
+	}
+}
+
+// A section whose keys are all commented out in YAML is null in JSON: it
+// means the defaults, as if it were left out.
+func TestANullSectionIsItsDefaults(t *testing.T) {
+	s, err := Parse([]byte(`{"accounts":[{"access_token":"t"}],"planner":null,"oauth":null,"fields":null,"rate_limit_wait_cap":"0"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Planner.MaxPageSize != walk.DefaultMaxPageSize || s.OAuth.TokenURL != DefaultTokenURL || len(s.Fields.TweetFields) == 0 {
+		t.Fatalf("defaults not set: %+v", s)
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
 
@@ -66,5 +68,32 @@ func TestAnAccountThatCannotBeSetUpKeepsItsFolderRows(t *testing.T) {
 	}
 	if len(r.errors) == 0 || !strings.Contains(strings.Join(r.errors, "\n"), "missing.json") {
 		t.Fatalf("the sync's errors do not name the missing token file: %v", r.errors)
+	}
+}
+
+// An account whose spec user_id and token file disagree fails, and reads no
+// state of either user: it does not emit the folders remembered for the
+// spec's user (whose real account may be listed too).
+func TestAnAccountWhoseTokenFileIsAnotherUsersEmitsNothing(t *testing.T) {
+	h := newHarness(t, 20)
+	h.sim.CreateFolder(user, "77", "reading")
+	h.sim.AddToFolder(user, "77", h.sim.Bookmarks(user)[0])
+	tables := []string{"x_bookmark_folders", "x_api_usage"}
+	if got := h.folderPosts(h.sync(tables...)); len(got) != 1 {
+		t.Fatalf("first sync: %d folder posts, want 1", len(got))
+	}
+	path := filepath.Join(t.TempDir(), "bob.json")
+	bob := &auth.StoredToken{AccessToken: h.sim.IssueToken("1002"), TokenType: "bearer", ClientID: "app", UserID: "1002",
+		Expiry: h.clk.Now().Add(48 * time.Hour), UpdatedAt: h.clk.Now()}
+	if err := (auth.TokenFile{Path: path}).Save(bob); err != nil {
+		t.Fatal(err)
+	}
+	h.spec["accounts"] = []map[string]any{{"user_id": user, "token_file": path, "client_id": "app"}}
+	r := h.sync(tables...)
+	if got := h.folderPosts(r); len(got) != 0 {
+		t.Fatalf("the mismatched account emitted %v", got)
+	}
+	if !strings.Contains(strings.Join(r.errors, "\n"), "belongs to user 1002") {
+		t.Fatalf("errors %v do not name the token file's user", r.errors)
 	}
 }

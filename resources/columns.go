@@ -112,13 +112,14 @@ func float64Column[T any](name, description string, get func(T) float64) column[
 	}
 }
 
-// stringListColumn: a list of strings; an empty list is null (as the SDK's
-// list scalar has it).
+// stringListColumn: a list of strings; a nil list is null and a non-nil
+// empty one is empty, as the SDK's list scalar has them. (The API client
+// decodes an empty JSON array as nil, so both paths store it as null.)
 func stringListColumn[T any](name, description string, get func(T) []string) column[T] {
 	return column[T]{
 		Column: schema.Column{Name: name, Type: arrow.ListOf(arrow.BinaryTypes.String), Description: description, Resolver: resolver(get)},
 		putTo: func(c *pqfile.Column, row T) {
-			if v := get(row); len(v) > 0 {
+			if v := get(row); v != nil {
 				c.AppendStrings(v)
 			} else {
 				c.AppendNull()

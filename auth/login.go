@@ -123,8 +123,16 @@ func randomState() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// checkCallback validates the redirect's query and returns the code.
+var errStateMismatch = errors.New("auth: state mismatch: the redirect does not belong to this login attempt (an old browser tab, or a forged request); nothing was exchanged; run the login again")
+
+// checkCallback validates the redirect's query and returns the code. A
+// state that is not this login's is refused first, even beside an error: any
+// web page can send the browser to the local callback.
 func checkCallback(q url.Values, state string) (string, error) {
+	got := q.Get("state")
+	if got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(state)) != 1 {
+		return "", errStateMismatch
+	}
 	if e := q.Get("error"); e != "" {
 		desc := sanitize(q.Get("error_description"), 200, nil)
 		if desc != "" {
@@ -136,12 +144,8 @@ func checkCallback(q url.Values, state string) (string, error) {
 		}
 		return "", fmt.Errorf("auth: authorization failed: X redirected with error=%s%s", e, desc)
 	}
-	got := q.Get("state")
 	if got == "" {
 		return "", errors.New("auth: the redirect has no state parameter; paste the full address the browser was redirected to")
-	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(state)) != 1 {
-		return "", errors.New("auth: state mismatch: the redirect does not belong to this login attempt (an old browser tab, or a forged request); nothing was exchanged; run the login again")
 	}
 	code := q.Get("code")
 	if code == "" {

@@ -511,3 +511,17 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		t.Errorf("valid config: %v", err)
 	}
 }
+
+// The redirect's state is checked before anything else in it: an error
+// carrying another state (a page that sent the browser to the local
+// callback) is refused as not this login's, not taken for X's answer.
+func TestCallbackChecksStateBeforeError(t *testing.T) {
+	q := url.Values{"error": {"access_denied"}, "state": {"forged"}}
+	if _, err := checkCallback(q, "this-login"); !errors.Is(err, errStateMismatch) {
+		t.Fatalf("got %v, want the state mismatch", err)
+	}
+	q.Set("state", "this-login")
+	if _, err := checkCallback(q, "this-login"); err == nil || !strings.Contains(err.Error(), "authorization denied") {
+		t.Fatalf("X's own error: got %v", err)
+	}
+}

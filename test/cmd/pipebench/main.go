@@ -45,6 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,7 +60,7 @@ const user = "1001"
 func main() {
 	sizes := flag.String("n", "100000,1000000", "comma-separated list sizes")
 	runs := flag.Int("runs", 3, "runs of each, interleaved; medians are reported")
-	bin := flag.String("bin", "", "the cq-source-x binary (default: build it)")
+	bin := flag.String("bin", "", "the cq-source-x binary (default: build it); a comma-separated list compares them, interleaved in every run")
 	floor := flag.Bool("floor", false, "internal: run the floor loop against -url")
 	decode := flag.Bool("decode", false, "internal: with -floor, fetch with the API client, which decodes the posts")
 	base := flag.String("url", "", "internal: simulator URL for -floor")
@@ -94,41 +95,71 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	bins := strings.Split(*bin, ",")
 	fmt.Printf("pipebench: %d runs each, medians; floor = fetch and discard the same pages\n", *runs)
-	fmt.Printf("%10s  %9s %9s %9s  %9s %9s %9s %9s  %9s %10s  %6s %11s %6s %6s  %8s %7s\n", "bookmarks", "floor", "client", "export",
-		"floor CPU", "client CPU", "exp. CPU", "sim CPU", "floor RSS", "export RSS", "ratio", "run by run", "/client", "bound", "rows/s", "MB file")
+	if len(bins) > 1 {
+		fmt.Printf("comparing, interleaved in every run: %s\n", strings.Join(bins, ", "))
+	}
+	fmt.Printf("%10s  %9s %9s %9s  %9s %9s %9s %9s  %9s %10s  %6s %11s %6s %6s  %8s %7s  %6s %6s %8s %6s\n", "bookmarks", "floor", "client", "export",
+		"floor CPU", "client CPU", "exp. CPU", "sim CPU", "floor RSS", "export RSS", "ratio", "run by run", "/client", "bound", "rows/s", "MB file", "start", "end", "fl.start", "fl.end")
 	var last string
 	for _, field := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
 		if err != nil || n < 1 {
 			log.Fatalf("bad size %q", field)
 		}
-		r, err := measure(n, *runs, *bin, self, work)
+		r, err := measure(n, *runs, bins, self, work)
 		if err != nil {
 			log.Fatal(err)
 		}
-		bound := (r.exportCPU + r.exportSimCPU).Seconds() / float64(runtime.NumCPU()) / r.floor.Seconds()
-		fmt.Printf("%10d  %9s %9s %9s  %9s %9s %9s %9s  %7.1fMB %8.1fMB  %6.2f %5.2f-%-5.2f %6.2f %6.2f  %8.0f %7.1f\n", n,
-			r.floor.Round(time.Millisecond), r.client.Round(time.Millisecond), r.export.Round(time.Millisecond),
-			r.floorCPU.Round(time.Millisecond), r.clientCPU.Round(time.Millisecond), r.exportCPU.Round(time.Millisecond),
-			r.exportSimCPU.Round(time.Millisecond), mb(r.floorRSS), mb(r.exportRSS), r.export.Seconds()/r.floor.Seconds(),
-			slices.Min(r.runRatios), slices.Max(r.runRatios), r.export.Seconds()/r.client.Seconds(), bound,
-			float64(n)/r.export.Seconds(), mb(r.fileBytes))
-		last += fmt.Sprintf(" n%d_ratio=%.2f n%d_rss_mb=%.0f", n, r.export.Seconds()/r.floor.Seconds(), n, mb(r.exportRSS))
+		for i, e := range r.exports {
+			bound := (e.cpu + e.simCPU).Seconds() / float64(runtime.NumCPU()) / r.floor.Seconds()
+			label := ""
+			if len(bins) > 1 {
+				label = fmt.Sprintf("  %s", bins[i])
+				if i > 0 {
+					// Paired, run by run, against the first binary: the
+					// machine's drift between runs cancels out.
+					var paired []float64
+					for k, w := range e.walls {
+						paired = append(paired, w.Seconds()/r.exports[0].walls[k].Seconds())
+					}
+					label += fmt.Sprintf(" (÷ first, run by run: median %.3f, %.2f-%.2f)", median(paired), slices.Min(paired), slices.Max(paired))
+				}
+			}
+			fmt.Printf("%10d  %9s %9s %9s  %9s %9s %9s %9s  %7.1fMB %8.1fMB  %6.2f %5.2f-%-5.2f %6.2f %6.2f  %8.0f %7.1f  %6s %6s %8s %6s%s\n", n,
+				r.floor.Round(time.Millisecond), r.client.Round(time.Millisecond), e.wall.Round(time.Millisecond),
+				r.floorCPU.Round(time.Millisecond), r.clientCPU.Round(time.Millisecond), e.cpu.Round(time.Millisecond),
+				e.simCPU.Round(time.Millisecond), mb(r.floorRSS), mb(e.rss), e.wall.Seconds()/r.floor.Seconds(),
+				slices.Min(e.runRatios), slices.Max(e.runRatios), e.wall.Seconds()/r.client.Seconds(), bound,
+				float64(n)/e.wall.Seconds(), mb(e.fileBytes), ms(e.head), ms(e.tail), ms(r.floorHead), ms(r.floorTail), label)
+		}
+		e := r.exports[0]
+		last += fmt.Sprintf(" n%d_ratio=%.2f n%d_rss_mb=%.0f", n, e.wall.Seconds()/r.floor.Seconds(), n, mb(e.rss))
 	}
 	fmt.Println("pipeline" + last)
 }
 
 type result struct {
-	floor, client, export          time.Duration // wall
-	floorCPU, clientCPU, exportCPU time.Duration // user + system
-	exportSimCPU                   time.Duration // the simulator's (this process's) during the export
-	floorRSS, exportRSS            int64         // bytes
-	fileBytes                      int64
-	runRatios                      []float64 // export ÷ floor of each run
+	floor, client        time.Duration  // wall
+	floorCPU, clientCPU  time.Duration  // user + system
+	floorRSS             int64          // bytes
+	floorHead, floorTail time.Duration  // before its first request, after its last
+	exports              []exportResult // one per binary, in -bin order
 }
 
-func measure(n, runs int, bin, self, work string) (result, error) {
+// exportResult is the medians of one binary's exports.
+type exportResult struct {
+	wall, cpu  time.Duration
+	head, tail time.Duration // before its first request, after its last
+	simCPU     time.Duration // the simulator's (this process's) during the export
+	rss        int64         // bytes
+	fileBytes  int64
+	runRatios  []float64       // export ÷ floor of each run
+	walls      []time.Duration // each run's, in order
+}
+
+func measure(n, runs int, bins []string, self, work string) (result, error) {
 	sim := xsim.New(xsim.Options{DisableRateLimits: true})
 	if err := sim.Start(); err != nil {
 		return result{}, err
@@ -136,11 +167,13 @@ func measure(n, runs int, bin, self, work string) (result, error) {
 	defer sim.Close()
 	sim.SeedBookmarks(user, n)
 	token := sim.IssueToken(user)
+	times := &requestTimes{}
+	sim.OnRequest(func(xsim.RequestInfo) { times.saw() })
 	specFile := filepath.Join(work, fmt.Sprintf("spec-%d.yml", n))
 	specYAML := fmt.Sprintf(`kind: source
 spec:
   name: x
-  path: %s
+  path: cq-source-x
   registry: local
   version: v0.0.0
   tables: ["x_bookmarks"]
@@ -150,16 +183,21 @@ spec:
     accounts:
       - user_id: %q
         access_token: %q
-`, bin, sim.URL(), user, token)
+`, sim.URL(), user, token)
 	if err := os.WriteFile(specFile, []byte(specYAML), 0o600); err != nil {
 		return result{}, err
 	}
-	var floors, clients, exports, floorCPUs, clientCPUs, exportCPUs, exportSimCPUs []time.Duration
-	var floorRSS, exportRSS []int64
-	var runRatios []float64
-	var fileBytes int64
+	var floors, clients, floorCPUs, clientCPUs, floorHeads, floorTails []time.Duration
+	var floorRSS []int64
+	type series struct {
+		walls, cpus, simCPUs, heads, tails []time.Duration
+		rss                                []int64
+		ratios                             []float64
+		fileBytes                          int64
+	}
+	exports := make([]series, len(bins))
 	for i := range runs {
-		m, out, err := run(self, "-floor", "-url", sim.URL(), "-token", token)
+		m, out, err := run(times, self, "-floor", "-url", sim.URL(), "-token", token)
 		if err != nil {
 			return result{}, fmt.Errorf("floor: %v: %s", err, out)
 		}
@@ -167,8 +205,9 @@ spec:
 			return result{}, fmt.Errorf("floor fetched %s posts, want %d", got, n)
 		}
 		floors, floorCPUs, floorRSS = append(floors, m.wall), append(floorCPUs, m.cpu), append(floorRSS, m.rss)
+		floorHeads, floorTails = append(floorHeads, m.head), append(floorTails, m.tail)
 
-		m, out, err = run(self, "-floor", "-decode", "-url", sim.URL(), "-token", token)
+		m, out, err = run(times, self, "-floor", "-decode", "-url", sim.URL(), "-token", token)
 		if err != nil {
 			return result{}, fmt.Errorf("client floor: %v: %s", err, out)
 		}
@@ -177,41 +216,91 @@ spec:
 		}
 		clients, clientCPUs = append(clients, m.wall), append(clientCPUs, m.cpu)
 
-		dir := filepath.Join(work, fmt.Sprintf("out-%d-%d", n, i))
-		m, out, err = run(bin, "export", "--spec", specFile, "--out", dir, "--quiet")
-		if err != nil {
-			return result{}, fmt.Errorf("export: %v: %s", err, out)
+		for b, bin := range bins {
+			dir := filepath.Join(work, fmt.Sprintf("out-%d-%d-%d", n, i, b))
+			m, out, err = run(times, bin, "export", "--spec", specFile, "--out", dir, "--quiet")
+			if err != nil {
+				return result{}, fmt.Errorf("export (%s): %v: %s", bin, err, out)
+			}
+			e := &exports[b]
+			e.walls, e.cpus, e.rss = append(e.walls, m.wall), append(e.cpus, m.cpu), append(e.rss, m.rss)
+			e.simCPUs = append(e.simCPUs, m.harnessCPU)
+			e.heads, e.tails = append(e.heads, m.head), append(e.tails, m.tail)
+			e.ratios = append(e.ratios, m.wall.Seconds()/floors[len(floors)-1].Seconds())
+			e.fileBytes = dirSize(filepath.Join(dir, "x_bookmarks"))
+			os.RemoveAll(dir)
 		}
-		exports, exportCPUs, exportRSS = append(exports, m.wall), append(exportCPUs, m.cpu), append(exportRSS, m.rss)
-		exportSimCPUs = append(exportSimCPUs, m.harnessCPU)
-		runRatios = append(runRatios, m.wall.Seconds()/floors[len(floors)-1].Seconds())
-		fileBytes = dirSize(filepath.Join(dir, "x_bookmarks"))
-		os.RemoveAll(dir)
 	}
-	return result{
-		floor: median(floors), client: median(clients), export: median(exports),
-		floorCPU: median(floorCPUs), clientCPU: median(clientCPUs), exportCPU: median(exportCPUs), exportSimCPU: median(exportSimCPUs),
-		floorRSS: median(floorRSS), exportRSS: median(exportRSS), fileBytes: fileBytes, runRatios: runRatios,
-	}, nil
+	r := result{
+		floor: median(floors), client: median(clients),
+		floorCPU: median(floorCPUs), clientCPU: median(clientCPUs), floorRSS: median(floorRSS),
+		floorHead: median(floorHeads), floorTail: median(floorTails),
+	}
+	for _, e := range exports {
+		r.exports = append(r.exports, exportResult{
+			wall: median(e.walls), cpu: median(e.cpus), head: median(e.heads), tail: median(e.tails), simCPU: median(e.simCPUs), rss: median(e.rss),
+			fileBytes: e.fileBytes, runRatios: e.ratios, walls: e.walls,
+		})
+	}
+	return r, nil
+}
+
+// requestTimes records when the simulator saw its first and last request
+// of the command running now.
+type requestTimes struct {
+	mu          sync.Mutex
+	first, last time.Time
+}
+
+func (t *requestTimes) reset() {
+	t.mu.Lock()
+	t.first, t.last = time.Time{}, time.Time{}
+	t.mu.Unlock()
+}
+
+func (t *requestTimes) saw() {
+	now := time.Now()
+	t.mu.Lock()
+	if t.first.IsZero() {
+		t.first = now
+	}
+	t.last = now
+	t.mu.Unlock()
+}
+
+// split is a run's wall time cut at the first and the last request: the
+// command's start (process start, set-up, until its first request), its
+// walk, and its end (from the last request to exit: the last page, and for
+// the export the last encoding, closing the file and saving the state).
+func (t *requestTimes) split(start time.Time, wall time.Duration) (head, tail time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.first.IsZero() {
+		return 0, 0
+	}
+	return t.first.Sub(start), start.Add(wall).Sub(t.last)
 }
 
 // measured is one run of a command.
 type measured struct {
 	wall, cpu  time.Duration
+	head, tail time.Duration // before the first request, after the last
 	rss        int64         // bytes
 	harnessCPU time.Duration // this process's meanwhile: the simulator serving the command
 }
 
 // run runs a command and returns its wall time, CPU time, peak RSS and
 // output.
-func run(name string, args ...string) (measured, []byte, error) {
+func run(times *requestTimes, name string, args ...string) (measured, []byte, error) {
 	cmd := exec.Command(name, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	times.reset()
 	before := selfCPU()
 	start := time.Now()
 	err := cmd.Run()
 	m := measured{wall: time.Since(start), harnessCPU: selfCPU() - before}
+	m.head, m.tail = times.split(start, m.wall)
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.rss = ru.Maxrss * 1024 // kilobytes on Linux
 		m.cpu = time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
@@ -294,11 +383,13 @@ func clientLoop(base, token string) (int, error) {
 	}
 }
 
-func median[T int64 | time.Duration](xs []T) T {
+func median[T int64 | time.Duration | float64](xs []T) T {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0fms", d.Seconds()*1000) }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
 

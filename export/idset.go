@@ -5,10 +5,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/cq-source-x/cq-source-x/internal/textpack"
 )
 
 // idSet is a set of post ids: the x_bookmarks rows of one account already
@@ -23,6 +29,13 @@ type idSet struct {
 	// added since the last compact
 	addNums map[uint64]struct{}
 	addStrs map[string]struct{}
+	// filter holds every number in nums and addNums once a set has been
+	// asked about many new ids (a first export asks about every post): it
+	// answers "not held" for almost all of them with one cache line, where
+	// a binary search of a million ids reads about ten.
+	filter   metadata.BloomFilter
+	inFilter uint64 // numbers the filter was sized for
+	asked    int    // AddNew calls before the filter was made
 }
 
 func parseID(id string) (uint64, bool) {
@@ -60,11 +73,18 @@ const compactAt = 1 << 16
 // AddNew adds id and reports whether it was not in the set yet.
 func (s *idSet) AddNew(id string) bool {
 	if n, ok := parseID(id); ok {
-		if _, found := slices.BinarySearch(s.nums, n); found {
-			return false
+		if s.filter == nil {
+			if s.asked++; s.asked >= filterAfter {
+				s.buildFilter()
+			}
 		}
-		if _, added := s.addNums[n]; added {
-			return false
+		if s.filter == nil || s.filter.CheckHash(hashID(n)) {
+			if _, found := slices.BinarySearch(s.nums, n); found {
+				return false
+			}
+			if _, added := s.addNums[n]; added {
+				return false
+			}
 		}
 		s.addNum(n)
 		return true
@@ -83,9 +103,47 @@ func (s *idSet) addNum(n uint64) {
 		s.addNums = make(map[uint64]struct{}, compactAt)
 	}
 	s.addNums[n] = struct{}{}
+	if s.filter != nil {
+		if uint64(len(s.nums)+len(s.addNums)) > s.inFilter {
+			s.buildFilter() // sized for twice as many
+		} else {
+			s.filter.(metadata.BloomFilterBuilder).InsertHash(hashID(n))
+		}
+	}
 	if len(s.addNums) >= compactAt {
 		s.compact()
 	}
+}
+
+// filterAfter is how many AddNew calls a set answers by searching before
+// it makes its filter: an incremental export asks about a few new posts,
+// for which a filter of every written id would cost more than it saves.
+const filterAfter = 4096
+
+// filterFalsePositives is the share of new ids the filter sends on to the
+// search (the Parquet split-block filter, 32 bytes a block).
+const filterFalsePositives = 0.01
+
+// buildFilter makes the filter for twice the numbers held (at least
+// compactAt), holding every one of them.
+func (s *idSet) buildFilter() {
+	held := len(s.nums) + len(s.addNums)
+	size := uint64(max(2*held, compactAt))
+	bf := metadata.NewBloomFilterFromNDVAndFPP(uint32(min(size, math.MaxUint32)), filterFalsePositives, 1<<30, memory.DefaultAllocator)
+	for _, n := range s.nums {
+		bf.InsertHash(hashID(n))
+	}
+	for n := range s.addNums {
+		bf.InsertHash(hashID(n))
+	}
+	s.filter, s.inFilter = bf.(metadata.BloomFilter), size
+}
+
+// hashID is the filter's hash of a number: xxHash64 of its 8 bytes.
+func hashID(n uint64) uint64 {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], n)
+	return xxhash.Sum64(b[:])
 }
 
 // Add adds id.
@@ -186,7 +244,7 @@ func (s *idSet) UnmarshalText(text []byte) error {
 	if err != nil || count > uint64(len(raw)) {
 		return bad
 	}
-	*s = idSet{nums: make([]uint64, count)}
+	*s = idSet{nums: make([]uint64, count)} // and no filter: made when asked for
 	var prev uint64
 	for i := range s.nums {
 		d, err := binary.ReadUvarint(r)

@@ -131,11 +131,65 @@ func TestIDSetEncodingFollowsAdds(t *testing.T) {
 	}
 }
 
+// Once a set has been asked about many ids it answers through a filter
+// first; the answers stay exact: every held id is found (loaded, added
+// before the filter was made, or after), every new one reported new, across
+// the filter's growth.
+func TestIDSetAddNewFindsHeldIDsThroughItsFilter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	id := func() uint64 { return 1_500_000_000_000_000_000 + rng.Uint64N(400_000_000_000_000_000) }
+	var loaded idSet
+	held := map[uint64]bool{}
+	for range 100_000 {
+		n := id()
+		loaded.Add(strconv.FormatUint(n, 10))
+		held[n] = true
+	}
+	text, err := loaded.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s idSet
+	if err := s.UnmarshalText(text); err != nil {
+		t.Fatal(err)
+	}
+	heldList := make([]uint64, 0, len(held))
+	for n := range held {
+		heldList = append(heldList, n)
+	}
+	slices.Sort(heldList)
+	for i := range 400_000 {
+		n := id()
+		if i%3 == 0 { // a held id: loaded, or added earlier in this loop
+			n = heldList[rng.IntN(len(heldList))]
+		}
+		if got, want := s.AddNew(strconv.FormatUint(n, 10)), !held[n]; got != want {
+			t.Fatalf("call %d: AddNew(%d) = %v, want %v ", i, n, got, want)
+		}
+		if !held[n] {
+			held[n] = true
+			heldList = append(heldList, n)
+		}
+	}
+	if s.filter == nil || s.inFilter < uint64(len(held)) {
+		t.Fatalf("filter for %d numbers, %d held", s.inFilter, len(held))
+	}
+	if s.Len() != len(held) {
+		t.Fatalf("%d ids, want %d", s.Len(), len(held))
+	}
+}
+
 // BenchmarkIDSetAddNew adds the ids of a first export of 100,000 posts, as
 // writeColumns does: snowflake ids in bookmark order (not id order).
 func BenchmarkIDSetAddNew(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) { benchmarkIDSetAddNew(b, n) })
+	}
+}
+
+func benchmarkIDSetAddNew(b *testing.B, n int) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	ids := make([]string, 100_000)
+	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = strconv.FormatUint(1_500_000_000_000_000_000+rng.Uint64N(400_000_000_000_000_000), 10)
 	}

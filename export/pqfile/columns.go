@@ -199,6 +199,38 @@ func (l *layout) newColumns() *Columns {
 	return c
 }
 
+// columnSizes are the lengths of a Column's buffers.
+type columnSizes struct{ data, values, levels int }
+
+func (c *Column) sizes() columnSizes {
+	return columnSizes{data: len(c.data), values: max(len(c.ends), len(c.ints), len(c.floats), len(c.bools)), levels: max(len(c.def), len(c.rep))}
+}
+
+func (s columnSizes) atLeast(o columnSizes) columnSizes {
+	return columnSizes{data: max(s.data, o.data), values: max(s.values, o.values), levels: max(s.levels, o.levels)}
+}
+
+// reserve gives an empty Column's buffers room for s (those of its kind).
+func (c *Column) reserve(s columnSizes) {
+	switch c.kind {
+	case byteArrayKind:
+		c.data = make([]byte, 0, s.data)
+		c.ends = make([]int32, 0, s.values)
+	case int64Kind, timestampKind:
+		c.ints = make([]int64, 0, s.values)
+	case float64Kind:
+		c.floats = make([]float64, 0, s.values)
+	case boolKind:
+		c.bools = make([]bool, 0, s.values)
+	}
+	if c.maxDef > 0 {
+		c.def = make([]int16, 0, s.levels)
+	}
+	if c.list {
+		c.rep = make([]int16, 0, s.levels)
+	}
+}
+
 // Table is the table the rows belong to.
 func (c *Columns) Table() *schema.Table { return c.table }
 

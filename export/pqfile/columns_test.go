@@ -707,3 +707,35 @@ func TestPagesEndAtTheFirstCheckPastPageBytes(t *testing.T) {
 		t.Errorf("%d pages of %d values for %d rows: want every row, in 3 pages or more", n, first, len(sizes))
 	}
 }
+
+// A Writer's new Columns start with room for the largest batch written so
+// far, column by column, instead of growing to it value by value.
+func TestNewColumnsStartWithRoomForTheBatchesWritten(t *testing.T) {
+	w, err := pqfile.NewColumnsWriter(&bytes.Buffer{}, newKindsConverter(t), kindsOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	first, err := w.NewColumns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendKinds(first, kindsRows(3000, 5))
+	text := kindsTable.Columns.Index("text")
+	usedData, usedValues := first.Used(text)
+	if err := w.WriteColumns(first); err != nil {
+		t.Fatal(err)
+	}
+	// The Writer keeps at most one written Columns for reuse: of three
+	// taken now, two at least are new.
+	for range 3 {
+		c, err := w.NewColumns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, values := c.Room(text)
+		if data < usedData || values < usedValues || c.Len() != 0 {
+			t.Fatalf("new Columns: room for %d bytes and %d values, want %d and %d (rows %d)", data, values, usedData, usedValues, c.Len())
+		}
+	}
+}

@@ -72,6 +72,10 @@ type Writer struct {
 	// for NewColumns to hand out again.
 	layout *layout
 	free   chan *Columns
+	// sizes are the largest lengths of each column's buffers among the
+	// Columns handed to WriteColumns: a new Columns starts at these
+	// capacities instead of growing to them value by value.
+	sizes []columnSizes
 
 	batches chan work     // to the encoding goroutine; holds one batch
 	done    chan struct{} // closed when the encoding goroutine ends
@@ -307,6 +311,9 @@ func (w *Writer) NewColumns() (*Columns, error) {
 	default:
 		c := w.layout.newColumns()
 		c.owner = w
+		for i := range w.sizes {
+			c.cols[i].reserve(w.sizes[i])
+		}
 		return c, nil
 	}
 }
@@ -334,6 +341,14 @@ func (w *Writer) WriteColumns(c *Columns) error {
 		return nil
 	}
 	w.rows += int64(c.Len())
+	if c.owner == w {
+		if w.sizes == nil {
+			w.sizes = make([]columnSizes, len(c.cols))
+		}
+		for i := range c.cols {
+			w.sizes[i] = w.sizes[i].atLeast(c.cols[i].sizes())
+		}
+	}
 	w.batches <- work{cols: c}
 	return w.failed()
 }

@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"bufio"
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -29,9 +28,9 @@ type columnsBuilder[T any] struct {
 	// idKeys are the columns a deterministic _cq_id is hashed from, sorted
 	// by name as the SDK sorts them; nil means random ids, whose bytes are
 	// read from crypto/rand 4 KB at a time (uuid.New reads 16 bytes a call).
-	idKeys []idKey[T]
-	random *bufio.Reader
-	idBuf  uuid.UUID // read into here: a local array would escape through Read
+	idKeys    []idKey[T]
+	random    []byte // unused random bytes, 16 for each id
+	randomBuf [randomIDsRead * 16]byte
 }
 
 type idKey[T any] struct {
@@ -49,7 +48,7 @@ func newColumnsBuilder[T any](table *schema.Table, cols []column[T], determinist
 	for _, c := range cols {
 		byName[c.Name] = c
 	}
-	cb := &columnsBuilder[T]{cqID: -1, parentID: -1, random: bufio.NewReaderSize(rand.Reader, 4096)}
+	cb := &columnsBuilder[T]{cqID: -1, parentID: -1}
 	for i, c := range table.Columns {
 		switch c.Name {
 		case schema.CqIDColumn.Name:
@@ -124,16 +123,20 @@ func (cb *columnsBuilder[T]) id(row T) uuid.UUID {
 	return uuid.NewHash(sha1.New(), uuid.UUID{}, h.Sum(nil), 5)
 }
 
+// randomIDsRead is how many random ids' bytes are read from crypto/rand at
+// a time.
+const randomIDsRead = 256
+
 // randomID is a random (version 4) UUID, as uuid.New makes.
 func (cb *columnsBuilder[T]) randomID() uuid.UUID {
-	for n := 0; n < len(cb.idBuf); {
-		k, err := cb.random.Read(cb.idBuf[n:])
-		if err != nil {
+	if len(cb.random) == 0 {
+		if _, err := rand.Read(cb.randomBuf[:]); err != nil {
 			panic(err) // crypto/rand does not fail
 		}
-		n += k
+		cb.random = cb.randomBuf[:]
 	}
-	u := cb.idBuf
+	u := uuid.UUID(cb.random[:16])
+	cb.random = cb.random[16:]
 	u[6] = u[6]&0x0f | 0x40 // version 4
 	u[8] = u[8]&0x3f | 0x80 // variant RFC 4122
 	return u

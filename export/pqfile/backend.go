@@ -2,6 +2,7 @@ package pqfile
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 )
 
 // arrowFile writes records with pqarrow.
@@ -33,26 +34,31 @@ func (f *arrowFile) writeColumns(*Columns) error {
 	return errors.New("this Parquet writer takes records, not Columns")
 }
 
-// columnFile writes Columns with arrow-go's column writers, into a file set
-// up as pqarrow.NewFileWriter sets up its own: the Parquet schema pqarrow
-// derives from the Arrow schema, the schema's metadata as key/value
-// metadata, and the Arrow schema itself (ARROW:schema).
+// columnFile writes Columns into a file set up as pqarrow.NewFileWriter
+// sets up its own: the Parquet schema pqarrow derives from the Arrow
+// schema, the schema's metadata as key/value metadata, and the Arrow schema
+// itself (ARROW:schema). Its pages are written by chunkWriters, its page
+// headers, column chunk metadata and footer by arrow-go, into the file
+// arrow-go's own writer would write from the same values (a buffered row
+// group at a time).
 type columnFile struct {
-	fw  *file.Writer
-	rgw file.BufferedRowGroupWriter
+	sink    *tellWriter
+	w       io.Writer
+	meta    *metadata.FileMetaDataBuilder
+	rg      *metadata.RowGroupMetaDataBuilder // the row group being written; nil before the first
+	rgIndex int16
+	rgRows  int
+	chunks  []*chunkWriter // one per leaf column
 	// the two columns the Converter puts in front: one value for every row
 	syncTime   int64
-	sourceName parquet.ByteArray
+	sourceName []byte
 	frontDef   [2]int16 // their definition level (0: required)
 	// buffers of the front columns, as long as the longest batch
 	times []int64
-	names []parquet.ByteArray
 	defs  [2][]int16
-	// values of the text column being written
-	byteArrays []parquet.ByteArray
 }
 
-func newColumnFile(w io.Writer, sc *arrow.Schema, props *parquet.WriterProperties, conv *Converter) (*columnFile, error) {
+func newColumnFile(w io.Writer, sc *arrow.Schema, props *parquet.WriterProperties, conv *Converter, l *layout) (*columnFile, error) {
 	arrowProps := pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema())
 	pq, err := pqarrow.ToParquet(sc, props, arrowProps)
 	if err != nil {
@@ -68,16 +74,32 @@ func newColumnFile(w io.Writer, sc *arrow.Schema, props *parquet.WriterPropertie
 		return nil, err
 	}
 	meta.Append("ARROW:schema", base64.StdEncoding.EncodeToString(flight.SerializeSchema(stored, props.Allocator())))
-	fw, err := file.NewParquetWriterWithError(w, pq.Root(), file.WithWriterProps(props), file.WithWriteMetadata(meta))
-	if err != nil {
-		return nil, err
-	}
 	syncTime, err := arrow.TimestampFromTime(conv.syncTime, arrow.Microsecond)
 	if err != nil {
 		return nil, err
 	}
-	return &columnFile{fw: fw, syncTime: int64(syncTime), sourceName: parquet.ByteArray(conv.sourceName),
-		frontDef: [2]int16{pq.Column(0).MaxDefinitionLevel(), pq.Column(1).MaxDefinitionLevel()}}, nil
+	f := &columnFile{sink: &tellWriter{w: w}, w: w, syncTime: int64(syncTime), sourceName: []byte(conv.sourceName),
+		frontDef: [2]int16{pq.Column(0).MaxDefinitionLevel(), pq.Column(1).MaxDefinitionLevel()}}
+	kinds := []physicalKind{timestampKind, byteArrayKind} // _cq_sync_time, _cq_source_name
+	for _, c := range l.cols {
+		kinds = append(kinds, c.kind)
+	}
+	if len(kinds) != pq.NumColumns() {
+		return nil, fmt.Errorf("table %s: %d Parquet columns for %d columns", l.table.Name, pq.NumColumns(), len(kinds))
+	}
+	for i, kind := range kinds {
+		cw, err := newChunkWriter(pq.Column(i), kind, props)
+		if err != nil {
+			return nil, err
+		}
+		f.chunks = append(f.chunks, cw)
+	}
+	// As file.NewParquetWriter: the magic number, then row groups.
+	f.meta = metadata.NewFileMetadataBuilder(pqschema.NewSchema(pq.Root()), props, meta)
+	if _, err := f.sink.Write([]byte("PAR1")); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // storedSchema is sc as pqarrow stores it: list elements named "element",
@@ -104,15 +126,36 @@ func storedSchema(sc *arrow.Schema) (*arrow.Schema, error) {
 }
 
 func (f *columnFile) newRowGroup() error {
-	rgw, err := f.fw.AppendBufferedRowGroupChecked()
-	if err != nil {
+	if err := f.endRowGroup(); err != nil {
 		return err
 	}
-	f.rgw = rgw
+	f.rg, f.rgRows = f.meta.AppendRowGroup(), 0
 	return nil
 }
 
-func (f *columnFile) hasRowGroup() bool { return f.rgw != nil }
+// endRowGroup writes the row group's columns, one after another, and its
+// metadata.
+func (f *columnFile) endRowGroup() error {
+	if f.rg == nil {
+		return nil
+	}
+	var written int64
+	for i, cw := range f.chunks {
+		n, err := cw.writeChunk(f.sink, f.rg, f.rgIndex, int16(i))
+		if err != nil {
+			return fmt.Errorf("column %s: %w", cw.descr.Path(), err)
+		}
+		written += n
+	}
+	f.rg.SetNumRows(f.rgRows)
+	if err := f.rg.Finish(written, f.rgIndex); err != nil {
+		return err
+	}
+	f.rg, f.rgIndex = nil, f.rgIndex+1
+	return nil
+}
+
+func (f *columnFile) hasRowGroup() bool { return f.rg != nil }
 
 func (f *columnFile) writeRecord(arrow.RecordBatch) error {
 	return errors.New("this Parquet writer takes Columns, not records")
@@ -122,24 +165,30 @@ func (f *columnFile) writeColumns(c *Columns) error {
 	n := c.Len()
 	for len(f.times) < n {
 		f.times = append(f.times, f.syncTime)
-		f.names = append(f.names, f.sourceName)
 		f.defs[0] = append(f.defs[0], f.frontDef[0])
 		f.defs[1] = append(f.defs[1], f.frontDef[1])
 	}
-	if err := writeLeaf(f.rgw, 0, "_cq_sync_time", f.times[:n], nil, nil, nil, levels(f.defs[0][:n], f.frontDef[0]), nil); err != nil {
-		return err
+	front := []leafValues{
+		{def: levels(f.defs[0][:n], f.frontDef[0]), n: n, ints: f.times[:n]},
+		{def: levels(f.defs[1][:n], f.frontDef[1]), n: n, constant: f.sourceName},
 	}
-	if err := writeLeaf(f.rgw, 1, "_cq_source_name", nil, nil, nil, f.names[:n], levels(f.defs[1][:n], f.frontDef[1]), nil); err != nil {
-		return err
+	for i, in := range front {
+		if err := f.chunks[i].write(in); err != nil {
+			return fmt.Errorf("column %s: %w", f.chunks[i].descr.Path(), err)
+		}
 	}
 	for i := range c.cols {
 		col := &c.cols[i]
-		f.byteArrays = col.byteArrays(f.byteArrays[:0])
-		if err := writeLeaf(f.rgw, i+2, col.name, col.ints, col.floats, col.bools, f.byteArrays, col.def, col.rep); err != nil {
-			return err
+		in := leafValues{def: levels(col.def, col.maxDef), rep: col.rep, n: col.valueCount(),
+			data: col.values(), ends: col.ends, ints: col.ints, floats: col.floats, bools: col.bools}
+		if !col.list {
+			in.rep = nil
+		}
+		if err := f.chunks[i+2].write(in); err != nil {
+			return fmt.Errorf("column %s: %w", col.name, err)
 		}
 	}
-	clear(f.byteArrays) // no reference to the batch's data once written
+	f.rgRows += n
 	return nil
 }
 
@@ -151,29 +200,25 @@ func levels(def []int16, maxDef int16) []int16 {
 	return def
 }
 
-// writeLeaf writes one column's values of one batch; the values are in the
-// slice of the column's type, the others are nil.
-func writeLeaf(rgw file.BufferedRowGroupWriter, i int, name string, ints []int64, floats []float64, bools []bool, bytes []parquet.ByteArray, def, rep []int16) error {
-	cw, err := rgw.Column(i)
-	if err != nil {
-		return fmt.Errorf("column %s: %w", name, err)
+// close ends the last row group and writes the footer, as file.Writer's
+// Close: the file's metadata, its length and the magic number. It closes
+// the writer if it is an io.Closer.
+func (f *columnFile) close() error {
+	err := f.endRowGroup()
+	if err == nil {
+		var md *metadata.FileMetaData
+		if md, err = f.meta.Snapshot(); err == nil {
+			var n int64
+			if n, err = md.WriteTo(f.sink, nil); err == nil {
+				var tail [8]byte
+				binary.LittleEndian.PutUint32(tail[:], uint32(n))
+				copy(tail[4:], "PAR1")
+				_, err = f.sink.Write(tail[:])
+			}
+		}
 	}
-	switch w := cw.(type) {
-	case *file.Int64ColumnChunkWriter:
-		_, err = w.WriteBatch(ints, def, rep)
-	case *file.Float64ColumnChunkWriter:
-		_, err = w.WriteBatch(floats, def, rep)
-	case *file.BooleanColumnChunkWriter:
-		_, err = w.WriteBatch(bools, def, rep)
-	case *file.ByteArrayColumnChunkWriter:
-		_, err = w.WriteBatch(bytes, def, rep)
-	default:
-		err = fmt.Errorf("column writer %T is not written from Columns", cw)
+	if c, ok := f.w.(io.Closer); ok {
+		err = errors.Join(err, c.Close())
 	}
-	if err != nil {
-		return fmt.Errorf("column %s: %w", name, err)
-	}
-	return nil
+	return err
 }
-
-func (f *columnFile) close() error { return f.fw.Close() }

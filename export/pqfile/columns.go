@@ -451,15 +451,18 @@ func (c *Column) values() []byte {
 	return c.data
 }
 
-// byteArrays appends the column's text and binary values to out, as the
-// column writer takes them.
-func (c *Column) byteArrays(out []parquet.ByteArray) []parquet.ByteArray {
-	data, start := c.values(), int32(0)
-	for _, end := range c.ends {
-		out = append(out, data[start:end:end])
-		start = end
+// valueCount is the number of values (nulls and empty lists are none).
+func (c *Column) valueCount() int {
+	switch c.kind {
+	case byteArrayKind:
+		return len(c.ends)
+	case int64Kind, timestampKind:
+		return len(c.ints)
+	case float64Kind:
+		return len(c.floats)
+	default:
+		return len(c.bools)
 	}
-	return out
 }
 
 // delete removes rows (ascending) from the column.

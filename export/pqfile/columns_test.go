@@ -206,8 +206,13 @@ func newKindsConverter(t *testing.T) *pqfile.Converter {
 // writeKindsRecords writes batches of rows as converted records.
 func writeKindsRecords(t *testing.T, path string, batches [][]kindsRow) {
 	t.Helper()
+	writeKindsRecordsWith(t, path, batches, kindsOptions)
+}
+
+func writeKindsRecordsWith(t *testing.T, path string, batches [][]kindsRow, o pqfile.Options) {
+	t.Helper()
 	conv := newKindsConverter(t)
-	w, err := pqfile.Create(path, conv.Schema(), kindsOptions)
+	w, err := pqfile.Create(path, conv.Schema(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +236,12 @@ func writeKindsRecords(t *testing.T, path string, batches [][]kindsRow) {
 // writeKindsColumns writes batches of rows from Columns.
 func writeKindsColumns(t *testing.T, path string, batches [][]kindsRow) {
 	t.Helper()
-	w, err := pqfile.CreateColumns(path, newKindsConverter(t), kindsOptions)
+	writeKindsColumnsWith(t, path, batches, kindsOptions)
+}
+
+func writeKindsColumnsWith(t *testing.T, path string, batches [][]kindsRow, o pqfile.Options) {
+	t.Helper()
+	w, err := pqfile.CreateColumns(path, newKindsConverter(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -738,4 +748,69 @@ func TestNewColumnsStartWithRoomForTheBatchesWritten(t *testing.T) {
 			t.Fatalf("new Columns: room for %d bytes and %d values, want %d and %d (rows %d)", data, values, usedData, usedValues, c.Len())
 		}
 	}
+}
+
+// Definition and repetition levels are encoded as arrow-go encodes them,
+// byte for byte, whatever their pattern: runs of every length from 1 to 40
+// of nulls and values (run-length and bit-packed runs, and the switches
+// between them), no nulls, nothing but nulls, lists of 0 to 9 values, in
+// batches and row groups that do not line up with the runs.
+func TestColumnsEncodeEveryPatternOfLevelsAsArrowGo(t *testing.T) {
+	for _, pattern := range []struct {
+		name string
+		null func(i int, r *rand.Rand) bool
+	}{
+		{"runs", func(i int, _ *rand.Rand) bool {
+			// runs of 1, 1, 2, 2, 3, 3, ... 40, 40, then again
+			k, n := i%1640, 1
+			for k >= 2*n {
+				k -= 2 * n
+				n++
+			}
+			return k < n
+		}},
+		{"random", func(_ int, r *rand.Rand) bool { return r.IntN(2) == 0 }},
+		{"rare nulls", func(_ int, r *rand.Rand) bool { return r.IntN(50) == 0 }},
+		{"none", func(int, *rand.Rand) bool { return false }},
+		{"all", func(int, *rand.Rand) bool { return true }},
+	} {
+		t.Run(pattern.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(11, 12))
+			rows := kindsRows(7000, 13)
+			for i := range rows {
+				if pattern.null(i, r) {
+					rows[i].text, rows[i].created, rows[i].count, rows[i].score, rows[i].flag, rows[i].doc = "", nil, nil, nil, nil, nil
+				}
+				rows[i].ids = rows[i].ids[:0]
+				for range r.IntN(10) * r.IntN(2) {
+					rows[i].ids = append(rows[i].ids, fmt.Sprint(r.IntN(100)))
+				}
+			}
+			dir := t.TempDir()
+			o := pqfile.Options{CreatedBy: "test", BatchRows: 777, RowGroupRows: 2500}
+			batches := batchesOf(rows, 777)
+			writeKindsRecordsWith(t, filepath.Join(dir, "records.parquet"), batches, o)
+			writeKindsColumnsWith(t, filepath.Join(dir, "columns.parquet"), batches, o)
+			sameFile(t, filepath.Join(dir, "columns.parquet"), filepath.Join(dir, "records.parquet"))
+		})
+	}
+}
+
+// A page of tens of thousands of levels, nulls and values mixed, has more
+// level bytes than the room kept for them in front of its values: it is
+// put together by copying, and is still the page arrow-go writes.
+func TestColumnsWriteLevelsLongerThanTheirRoom(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	rows := kindsRows(80_000, 23)
+	for i := range rows {
+		if r.IntN(2) == 0 {
+			rows[i].count = nil // about 65,000 levels for the 32,768 values of a page
+		}
+	}
+	dir := t.TempDir()
+	o := pqfile.Options{CreatedBy: "test", BatchRows: 40_000, RowGroupRows: 80_000}
+	batches := batchesOf(rows, 40_000)
+	writeKindsRecordsWith(t, filepath.Join(dir, "records.parquet"), batches, o)
+	writeKindsColumnsWith(t, filepath.Join(dir, "columns.parquet"), batches, o)
+	sameFile(t, filepath.Join(dir, "columns.parquet"), filepath.Join(dir, "records.parquet"))
 }

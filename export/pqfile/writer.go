@@ -178,7 +178,7 @@ func NewColumnsWriter(w io.Writer, conv *Converter, o Options) (*Writer, error) 
 	if err != nil {
 		return nil, err
 	}
-	cf, err := newColumnFile(w, sc, props, conv)
+	cf, err := newColumnFile(w, sc, props, conv, l)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package pqfile
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -247,30 +246,20 @@ func CreateColumns(path string, conv *Converter, o Options) (*Writer, error) {
 }
 
 func create(path string, newWriter func(io.Writer) (*Writer, error)) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	sink, err := openSink(path)
 	if err != nil {
 		return nil, err
 	}
-	// The Parquet writer makes many small writes; buffer them. bufio.Writer
-	// is not an io.Closer, so the Parquet writer does not close the file.
-	bw := bufio.NewWriterSize(f, 1<<20)
-	w, err := newWriter(bw)
+	// The sink is not an io.Closer, so the Parquet writer does not close
+	// the file: closeFile does.
+	w, err := newWriter(sink)
 	if err != nil {
-		f.Close()
+		sink.close()
 		os.Remove(path)
 		return nil, err
 	}
-	// After each row group, start writing what the file holds so far to
-	// disk: the final fsync then waits for the last row group only, rather
-	// than for the whole file (hundreds of MB for a large first export).
-	w.afterRowGroup = func() { startWriteback(f) }
-	w.closeFile = func() error {
-		if err := bw.Flush(); err != nil {
-			f.Close()
-			return err
-		}
-		return errors.Join(f.Sync(), f.Close())
-	}
+	w.afterRowGroup = sink.rowGroupDone
+	w.closeFile = sink.close
 	return w, nil
 }
 

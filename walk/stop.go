@@ -23,8 +23,10 @@ type stopState struct {
 	order *IDList // distinct posts read, in list order
 	read  int
 
-	recent     map[string]struct{}
-	recentFIFO []string
+	// The latest reads, for repeats: recent holds up to recentWindow ids,
+	// older the window before it, so that the last recentWindow reads at
+	// least are always checked, with no deletion per read.
+	recent, older map[string]struct{}
 
 	// The trailing run: the last runLen posts read are held, in strictly
 	// increasing remembered position, the last at runLastPos.
@@ -39,7 +41,7 @@ type stopState struct {
 }
 
 func newStopState(prev *Memory, confirmations int) *stopState {
-	s := &stopState{confirm: confirmations, order: &IDList{}, recent: make(map[string]struct{}, recentWindow)}
+	s := &stopState{confirm: confirmations, order: &IDList{}, recent: make(map[string]struct{}, recentWindow), older: make(map[string]struct{}, recentWindow)}
 	if prev.held() > 0 {
 		s.prev = prev.Held
 		s.pos = prev.Held.Positions()
@@ -51,12 +53,14 @@ func (s *stopState) add(id string) seenKind {
 	if _, dup := s.recent[id]; dup {
 		return seenDuplicate
 	}
-	if len(s.recentFIFO) == recentWindow {
-		delete(s.recent, s.recentFIFO[0])
-		s.recentFIFO = s.recentFIFO[1:]
+	if _, dup := s.older[id]; dup {
+		return seenDuplicate
+	}
+	if len(s.recent) == recentWindow {
+		clear(s.older)
+		s.recent, s.older = s.older, s.recent
 	}
 	s.recent[id] = struct{}{}
-	s.recentFIFO = append(s.recentFIFO, id)
 
 	s.order.Append(id)
 	s.read++

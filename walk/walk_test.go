@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -539,4 +540,34 @@ func TestEmptyPagesWithANextTokenAreFollowedButNotForever(t *testing.T) {
 	if err == nil || res.Outcome != Failed || res.Requests != maxEmptyPages+1 {
 		t.Fatalf("endless empty pages: %v, %+v", err, res)
 	}
+}
+
+// A post read again within the last recentWindow reads is a repeat,
+// wherever the walk is: the set of recent ids turns over in two halves,
+// and a repeat of the oldest read in the window is still found just after
+// a turn.
+func TestRepeatsWithinTheRecentWindowAreFound(t *testing.T) {
+	for _, n := range []int{recentWindow - 1, recentWindow, recentWindow + 1, 2 * recentWindow, 5*recentWindow + 7} {
+		s := newStopState(&Memory{}, 1)
+		for i := range n {
+			if got := s.add(fmt.Sprint(1000 + i)); got != seenNew {
+				t.Fatalf("n=%d: read %d: %v, want new", n, i, got)
+			}
+		}
+		for back := 1; back <= min(n, recentWindow); back++ {
+			probe := newStopStateCopy(s)
+			if got := probe.add(fmt.Sprint(1000 + n - back)); got != seenDuplicate {
+				t.Fatalf("n=%d: the read %d back is not a repeat (%v)", n, back, got)
+			}
+		}
+	}
+}
+
+// newStopStateCopy copies s's recent reads, so that probing one does not
+// change the others.
+func newStopStateCopy(s *stopState) *stopState {
+	c := *s
+	c.recent, c.older = maps.Clone(s.recent), maps.Clone(s.older)
+	c.order = &IDList{}
+	return &c
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -347,10 +346,10 @@ func (w *chunkWriter) flushPage() error {
 
 	start := len(w.store)
 	if w.codec == nil {
-		w.store = append(w.store, page...)
+		w.store = append(roomFor(w.store, len(page)), page...)
 	} else {
 		bound := int(w.codec.CompressBound(int64(len(page))))
-		w.store = slices.Grow(w.store, bound)
+		w.store = roomFor(w.store, bound)
 		dst := w.store[start : start+bound : start+bound]
 		out := w.codec.EncodeLevel(dst, page, w.level)
 		if len(out) > 0 && unsafe.SliceData(out) == unsafe.SliceData(dst) {
@@ -372,6 +371,18 @@ func (w *chunkWriter) flushPage() error {
 		w.rep.reset()
 	}
 	return nil
+}
+
+// roomFor returns b with room for n more bytes, doubling its capacity as it
+// grows: a row group's store grows page by page to a few MB, and append's
+// growth of a quarter at a time would copy it a dozen times.
+func roomFor(b []byte, n int) []byte {
+	if cap(b)-len(b) >= n {
+		return b
+	}
+	nb := make([]byte, len(b), max(2*cap(b), len(b)+n))
+	copy(nb, b)
+	return nb
 }
 
 func cloneBytes(b []byte) []byte {

@@ -26,7 +26,11 @@ func (f *arrowFile) newRowGroup() error {
 	return f.fw.NewBufferedRowGroupChecked()
 }
 
-func (f *arrowFile) hasRowGroup() bool                       { return f.started }
+func (f *arrowFile) hasRowGroup() bool { return f.started }
+
+// endRowGroup leaves the row group to pqarrow, which writes it when the
+// next one starts or the file closes.
+func (f *arrowFile) endRowGroup() (bool, error)              { return false, nil }
 func (f *arrowFile) writeRecord(rec arrow.RecordBatch) error { return f.fw.WriteBuffered(rec) }
 func (f *arrowFile) close() error                            { return f.fw.Close() }
 
@@ -126,7 +130,7 @@ func storedSchema(sc *arrow.Schema) (*arrow.Schema, error) {
 }
 
 func (f *columnFile) newRowGroup() error {
-	if err := f.endRowGroup(); err != nil {
+	if _, err := f.endRowGroup(); err != nil {
 		return err
 	}
 	f.rg, f.rgRows = f.meta.AppendRowGroup(), 0
@@ -135,24 +139,24 @@ func (f *columnFile) newRowGroup() error {
 
 // endRowGroup writes the row group's columns, one after another, and its
 // metadata.
-func (f *columnFile) endRowGroup() error {
+func (f *columnFile) endRowGroup() (bool, error) {
 	if f.rg == nil {
-		return nil
+		return false, nil
 	}
 	var written int64
 	for i, cw := range f.chunks {
 		n, err := cw.writeChunk(f.sink, f.rg, f.rgIndex, int16(i))
 		if err != nil {
-			return fmt.Errorf("column %s: %w", cw.descr.Path(), err)
+			return false, fmt.Errorf("column %s: %w", cw.descr.Path(), err)
 		}
 		written += n
 	}
 	f.rg.SetNumRows(f.rgRows)
 	if err := f.rg.Finish(written, f.rgIndex); err != nil {
-		return err
+		return false, err
 	}
 	f.rg, f.rgIndex = nil, f.rgIndex+1
-	return nil
+	return true, nil
 }
 
 func (f *columnFile) hasRowGroup() bool { return f.rg != nil }
@@ -204,7 +208,7 @@ func levels(def []int16, maxDef int16) []int16 {
 // Close: the file's metadata, its length and the magic number. It closes
 // the writer if it is an io.Closer.
 func (f *columnFile) close() error {
-	err := f.endRowGroup()
+	_, err := f.endRowGroup()
 	if err == nil {
 		var md *metadata.FileMetaData
 		if md, err = f.meta.Snapshot(); err == nil {

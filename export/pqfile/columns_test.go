@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -813,4 +814,56 @@ func TestColumnsWriteLevelsLongerThanTheirRoom(t *testing.T) {
 	writeKindsRecordsWith(t, filepath.Join(dir, "records.parquet"), batches, o)
 	writeKindsColumnsWith(t, filepath.Join(dir, "columns.parquet"), batches, o)
 	sameFile(t, filepath.Join(dir, "columns.parquet"), filepath.Join(dir, "records.parquet"))
+}
+
+// growingWriter counts the bytes written to it, safely for the encoding
+// goroutine.
+type growingWriter struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (g *growingWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	g.n += len(p)
+	g.mu.Unlock()
+	return len(p), nil
+}
+
+func (g *growingWriter) written() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// A row group is written out as soon as it is full, not when the next
+// batch arrives: after a sync's last page only the last, partial row group
+// is left to write.
+func TestAFullRowGroupIsWrittenAtOnce(t *testing.T) {
+	var sink growingWriter
+	o := pqfile.Options{CreatedBy: "test", BatchRows: 1000, RowGroupRows: 2000}
+	w, err := pqfile.NewColumnsWriter(&sink, newKindsConverter(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, rows := range batchesOf(kindsRows(2000, 3), 1000) {
+		c, err := w.NewColumns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendKinds(c, rows)
+		if err := w.WriteColumns(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing more is written and the Writer is not closed: the full row
+	// group must reach the sink by itself.
+	deadline := time.Now().Add(10 * time.Second)
+	for sink.written() < 10_000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes written: the full row group waits for the next batch or Close", sink.written())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

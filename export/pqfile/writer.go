@@ -95,6 +95,9 @@ type fileBackend interface {
 	// the next.
 	newRowGroup() error
 	hasRowGroup() bool
+	// endRowGroup writes a full row group out at once, if the backend can
+	// before the next begins, and reports whether it did.
+	endRowGroup() (bool, error)
 	writeRecord(rec arrow.RecordBatch) error
 	writeColumns(c *Columns) error
 	close() error
@@ -375,17 +378,31 @@ func (w *Writer) writeBatch(b work) error {
 			return err
 		}
 		w.groupRows += int64(b.cols.Len())
-		return nil
+	} else {
+		rec, err := w.concat(b.recs)
+		if err != nil {
+			return err
+		}
+		defer rec.Release()
+		if err := w.file.writeRecord(rec); err != nil {
+			return err
+		}
+		w.groupRows += rec.NumRows()
 	}
-	rec, err := w.concat(b.recs)
-	if err != nil {
-		return err
+	if w.groupRows >= int64(w.groupMax) {
+		// Write the full row group now, while the sync goes on, rather
+		// than when the next batch arrives: if that is the last one, the
+		// whole row group would be written after the sync's last page,
+		// on the export's critical path (11 ms of 36 at the end of a
+		// 100,000-post export).
+		ended, err := w.file.endRowGroup()
+		if err != nil {
+			return err
+		}
+		if ended && w.afterRowGroup != nil {
+			w.afterRowGroup()
+		}
 	}
-	defer rec.Release()
-	if err := w.file.writeRecord(rec); err != nil {
-		return err
-	}
-	w.groupRows += rec.NumRows()
 	return nil
 }
 

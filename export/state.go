@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"sort"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/directio"
 )
 
 // Layout of an output directory.
@@ -198,15 +200,13 @@ func saveState(out string, s *diskState, step func(string), what string) error {
 // temporary file renamed over it, then syncs dir so the rename is durable.
 func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(string)) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// Written once and read back by the next run only: with direct I/O
+	// where the file system takes it (internal/directio). Close syncs.
+	f, err := directio.Create(tmp, os.O_TRUNC)
 	if err != nil {
 		return err
 	}
 	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
 		f.Close()
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/cq-source-x/cq-source-x/internal/directio"
 )
 
 // Options tune a Writer. The zero value is what the exporter uses.
@@ -249,20 +251,20 @@ func CreateColumns(path string, conv *Converter, o Options) (*Writer, error) {
 }
 
 func create(path string, newWriter func(io.Writer) (*Writer, error)) (*Writer, error) {
-	sink, err := openSink(path)
+	sink, err := directio.Create(path, os.O_EXCL)
 	if err != nil {
 		return nil, err
 	}
-	// The sink is not an io.Closer, so the Parquet writer does not close
-	// the file: closeFile does.
-	w, err := newWriter(sink)
+	// The Parquet writer is given the sink as a bare io.Writer, so that it
+	// does not close it: closeFile does.
+	w, err := newWriter(writerOnly{sink})
 	if err != nil {
-		sink.close()
+		sink.Close()
 		os.Remove(path)
 		return nil, err
 	}
-	w.afterRowGroup = sink.rowGroupDone
-	w.closeFile = sink.close
+	w.afterRowGroup = sink.PartDone
+	w.closeFile = sink.Close
 	return w, nil
 }
 
@@ -460,3 +462,8 @@ func (w *Writer) Close() error {
 	}
 	return err
 }
+
+// writerOnly hides all but Write (the Parquet writers close an io.Closer).
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(p []byte) (int, error) { return w.w.Write(p) }

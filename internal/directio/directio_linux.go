@@ -1,4 +1,4 @@
-package pqfile
+package directio
 
 import (
 	"errors"
@@ -10,31 +10,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openSink creates path (which must not exist) for direct I/O (O_DIRECT)
-// on a local disk's file system (ext4, XFS, btrfs) that takes it, else
-// written through the page cache: on network and FUSE file systems a
-// direct write waits for the server, and tmpfs is memory either way.
-//
-// A Parquet file is written once, from start to end, and not read back by
-// the exporter: caching it only fills memory with pages that must be
-// written out anyway, and copying into the page cache was, with the pages
-// it needs, the largest cost of writing a file after compression — more
-// than snappy itself on a virtual machine whose memory is handed back to
-// its host as it is freed (docs/parquet.md). Direct writes go from the
-// sink's own buffer to the disk.
-func openSink(path string) (fileSink, error) {
+// Create creates path for direct I/O (O_DIRECT) on a local disk's file
+// system (ext4, XFS, btrfs) that takes it, else for writing through the
+// page cache: on network and FUSE file systems a direct write waits for
+// the server, and tmpfs is memory either way. flag is os.O_EXCL (path must
+// not exist) or os.O_TRUNC (an existing file is emptied). Direct writes go
+// from the File's own aligned buffer to the disk.
+func Create(path string, flag int) (File, error) {
 	if !directFileSystem(filepath.Dir(path)) {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, 0o644)
 		if err != nil {
 			return nil, err
 		}
 		return newBufferedSink(f), nil
 	}
-	f, err := openDirect(path)
+	f, err := openDirect(path, flag)
 	if errors.Is(err, syscall.EINVAL) {
-		// The file system has no direct I/O (tmpfs, some FUSE file
-		// systems): the file was not created.
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		// The file system has no direct I/O (some FUSE file systems):
+		// the file was not created.
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag, 0o644)
 		if err != nil {
 			return nil, err
 		}
@@ -61,8 +55,8 @@ var directFileSystem = func(dir string) bool {
 }
 
 // openDirect creates path for direct I/O (a variable for tests).
-var openDirect = func(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_DIRECT, 0o644)
+var openDirect = func(path string, flag int) (*os.File, error) {
+	return os.OpenFile(path, os.O_WRONLY|os.O_CREATE|flag|syscall.O_DIRECT, 0o644)
 }
 
 // directBlock is the alignment direct I/O asks of buffers, file offsets
@@ -142,15 +136,15 @@ func (s *directSink) stopDirect() error {
 	return err
 }
 
-// rowGroupDone does nothing: direct writes leave nothing for the kernel to
+// PartDone does nothing: direct writes leave nothing for the kernel to
 // write back.
-func (s *directSink) rowGroupDone() {
+func (s *directSink) PartDone() {
 	if s.buffered != nil {
-		s.buffered.rowGroupDone()
+		s.buffered.PartDone()
 	}
 }
 
-func (s *directSink) close() error {
+func (s *directSink) Close() error {
 	if s.buffered == nil {
 		whole := len(s.buf) / directBlock * directBlock
 		err := s.writeBlocks(whole)
@@ -170,7 +164,7 @@ func (s *directSink) close() error {
 			return errors.Join(s.f.Sync(), s.f.Close())
 		}
 	}
-	return s.buffered.close()
+	return s.buffered.Close()
 }
 
 // startWriteback asks the kernel to start writing f's dirty pages to disk,

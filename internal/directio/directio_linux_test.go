@@ -1,4 +1,4 @@
-package pqfile
+package directio
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 )
 
 // writeThrough writes data to s in pieces of random sizes and closes it.
-func writeThrough(t *testing.T, s fileSink, data []byte, seed uint64) {
+func writeThrough(t *testing.T, s File, data []byte, seed uint64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 1))
 	for rest := data; len(rest) > 0; {
@@ -20,7 +20,7 @@ func writeThrough(t *testing.T, s fileSink, data []byte, seed uint64) {
 		}
 		rest = rest[k:]
 	}
-	if err := s.close(); err != nil {
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -39,7 +39,7 @@ func checkFile(t *testing.T, path string, want []byte) {
 // A file written with direct I/O holds exactly the bytes written, whatever
 // its length: whole blocks, a partial last block, a buffer's worth and a
 // byte more, nothing at all.
-func TestDirectSinkWritesTheBytesGiven(t *testing.T) {
+func TestDirectFileHoldsTheBytesWritten(t *testing.T) {
 	dir := t.TempDir()
 	if !directFileSystem(dir) {
 		t.Logf("%s is not on a file system written with direct I/O", dir)
@@ -51,7 +51,7 @@ func TestDirectSinkWritesTheBytesGiven(t *testing.T) {
 			data[k] = byte(k*7 + i)
 		}
 		path := filepath.Join(dir, "f"+string(rune('a'+i)))
-		s, err := openSink(path)
+		s, err := Create(path, os.O_EXCL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func TestDirectSinkWritesTheBytesGiven(t *testing.T) {
 // A direct write the disk refuses (here: a buffer not aligned as direct
 // I/O needs) is written through the page cache instead, and so is the rest
 // of the file.
-func TestDirectSinkGoesOnThroughThePageCacheWhenRefused(t *testing.T) {
+func TestDirectFileGoesOnThroughThePageCacheWhenRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_DIRECT, 0o644)
 	if err != nil {
@@ -82,27 +82,27 @@ func TestDirectSinkGoesOnThroughThePageCacheWhenRefused(t *testing.T) {
 	}
 	writeThrough(t, s, data, 9)
 	if s.buffered == nil {
-		t.Fatal("the refused write did not switch the sink to the page cache")
+		t.Fatal("the refused write did not switch the file to the page cache")
 	}
 	checkFile(t, path, data)
 }
 
 // On a file system without direct I/O, where opening a file for it fails
 // with EINVAL, the file is written through the page cache.
-func TestSinkOnAFileSystemWithoutDirectIO(t *testing.T) {
-	defer func(open func(string) (*os.File, error)) { openDirect = open }(openDirect)
+func TestFileOnAFileSystemWithoutDirectIO(t *testing.T) {
+	defer func(open func(string, int) (*os.File, error)) { openDirect = open }(openDirect)
 	defer func(is func(string) bool) { directFileSystem = is }(directFileSystem)
 	directFileSystem = func(string) bool { return true }
-	openDirect = func(string) (*os.File, error) {
+	openDirect = func(string, int) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Err: syscall.EINVAL}
 	}
 	path := filepath.Join(t.TempDir(), "f")
-	s, err := openSink(path)
+	s, err := Create(path, os.O_EXCL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := s.(*bufferedSink); !ok {
-		t.Fatalf("sink %T", s)
+		t.Fatalf("file %T", s)
 	}
 	data := bytes.Repeat([]byte("parquet "), 300_000)
 	writeThrough(t, s, data, 3)
@@ -111,18 +111,36 @@ func TestSinkOnAFileSystemWithoutDirectIO(t *testing.T) {
 
 // Files on other file systems than local disks' (tmpfs here, and network
 // and FUSE file systems) are written through the page cache.
-func TestSinkOnTmpfsUsesThePageCache(t *testing.T) {
+func TestFileOnTmpfsUsesThePageCache(t *testing.T) {
 	dir, err := os.MkdirTemp("/dev/shm", "pqfile")
 	if err != nil {
 		t.Skipf("no /dev/shm: %v", err)
 	}
 	defer os.RemoveAll(dir)
-	s, err := openSink(filepath.Join(dir, "f"))
+	s, err := Create(filepath.Join(dir, "f"), os.O_EXCL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
+	defer s.Close()
 	if _, ok := s.(*bufferedSink); !ok {
-		t.Fatalf("sink %T on tmpfs", s)
+		t.Fatalf("file %T on tmpfs", s)
+	}
+}
+
+// Created with os.O_TRUNC, an existing file (a temporary file a crash left
+// behind) is emptied first: it holds only what is written now.
+func TestCreateTruncatesAnExistingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("old "), 1_000_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(path, os.O_TRUNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeThrough(t, f, []byte(`{"new":true}`), 1)
+	checkFile(t, path, []byte(`{"new":true}`))
+	if _, err := Create(path, os.O_EXCL); !os.IsExist(err) {
+		t.Fatalf("os.O_EXCL on an existing file: %v", err)
 	}
 }

@@ -737,8 +737,8 @@ func TestNewColumnsStartWithRoomForTheBatchesWritten(t *testing.T) {
 	if err := w.WriteColumns(first); err != nil {
 		t.Fatal(err)
 	}
-	// The Writer keeps at most one written Columns for reuse: of three
-	// taken now, two at least are new.
+	// One Columns was written, the only one the Writer can hand out again:
+	// of three taken now, two at least are new.
 	for range 3 {
 		c, err := w.NewColumns()
 		if err != nil {

@@ -867,3 +867,19 @@ func TestAFullRowGroupIsWrittenAtOnce(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Pages built from Columns are compressed as arrow-go compresses its own,
+// with every codec: the file from Columns is the file from records.
+func TestColumnsWriteTheRecordsFileWithEveryCodec(t *testing.T) {
+	batches := batchesOf(kindsRows(4000, 17), 1000)
+	for name := range pqfile.Codecs {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := kindsOptions
+			o.Codec = name
+			writeKindsRecordsWith(t, filepath.Join(dir, "records.parquet"), batches, o)
+			writeKindsColumnsWith(t, filepath.Join(dir, "columns.parquet"), batches, o)
+			sameFile(t, filepath.Join(dir, "columns.parquet"), filepath.Join(dir, "records.parquet"))
+		})
+	}
+}

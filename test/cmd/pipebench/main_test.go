@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
@@ -24,5 +25,25 @@ func TestFloorsFetchEveryPost(t *testing.T) {
 	}
 	if got := sim.TotalPostsBilled(); got != 1000 {
 		t.Errorf("simulator billed %d posts for two walks of 500", got)
+	}
+}
+
+// A run is cut at the first and the last request the simulator saw: its
+// start before, its end after; a run that sent none has neither.
+func TestRunsAreSplitAtTheirFirstAndLastRequest(t *testing.T) {
+	var times requestTimes
+	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if head, tail := times.split(start, time.Second); head != 0 || tail != 0 {
+		t.Fatalf("no request: %v, %v", head, tail)
+	}
+	times.first, times.last = start.Add(20*time.Millisecond), start.Add(900*time.Millisecond)
+	head, tail := times.split(start, time.Second)
+	if head != 20*time.Millisecond || tail != 100*time.Millisecond {
+		t.Fatalf("start %v, end %v; want 20ms and 100ms", head, tail)
+	}
+	times.reset()
+	times.saw()
+	if times.first.IsZero() || !times.first.Equal(times.last) {
+		t.Fatalf("one request: first %v, last %v", times.first, times.last)
 	}
 }

@@ -33,7 +33,7 @@ type idSet struct {
 	// asked about many new ids (a first export asks about every post): it
 	// answers "not held" for almost all of them with one cache line, where
 	// a binary search of a million ids reads about ten.
-	filter   metadata.BloomFilter
+	filter   bloomFilter
 	inFilter uint64 // numbers the filter was sized for
 	asked    int    // AddNew calls before the filter was made
 }
@@ -107,7 +107,7 @@ func (s *idSet) addNum(n uint64) {
 		if uint64(len(s.nums)+len(s.addNums)) > s.inFilter {
 			s.buildFilter() // sized for twice as many
 		} else {
-			s.filter.(metadata.BloomFilterBuilder).InsertHash(hashID(n))
+			s.filter.InsertHash(hashID(n))
 		}
 	}
 	if len(s.addNums) >= compactAt {
@@ -136,7 +136,15 @@ func (s *idSet) buildFilter() {
 	for n := range s.addNums {
 		bf.InsertHash(hashID(n))
 	}
-	s.filter, s.inFilter = bf.(metadata.BloomFilter), size
+	s.filter, s.inFilter = bf.(bloomFilter), size
+}
+
+// bloomFilter is what arrow-go's split-block filter does, builder and
+// reader in one (metadata.NewBloomFilterFromNDVAndFPP returns it as the
+// builder).
+type bloomFilter interface {
+	InsertHash(uint64)
+	CheckHash(uint64) bool
 }
 
 // hashID is the filter's hash of a number: xxHash64 of its 8 bytes.

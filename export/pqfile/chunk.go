@@ -101,8 +101,8 @@ func newChunkWriter(descr *pqschema.Column, kind physicalKind, props *parquet.Wr
 		w.codec = codec
 	}
 	if props.StatisticsEnabledFor(path) && descr.SortOrder() != pqschema.SortUNKNOWN {
-		w.pageStats = metadata.NewStatistics(descr, props.Allocator())
-		w.chunkStats = metadata.NewStatistics(descr, props.Allocator())
+		w.pageStats = metadata.NewStatistics(descr, w.mem)
+		w.chunkStats = metadata.NewStatistics(descr, w.mem)
 	}
 	if w.maxDef > 0 {
 		w.def = newLevelEncoder(w.maxDef)
@@ -332,11 +332,9 @@ func (w *chunkWriter) flushPage() error {
 	var stats metadata.EncodedStatistics
 	if w.pageStats != nil {
 		var err error
-		if stats, err = w.pageStats.Encode(); err != nil {
+		if stats, err = w.encodeStats(w.pageStats); err != nil {
 			return err
 		}
-		stats.ApplyStatSizeLimits(w.maxStats)
-		stats.Signed = w.signed
 		// Kept until the row group is written, while the statistics
 		// object is reused: copy what may be its memory.
 		stats.Min, stats.Max = cloneBytes(stats.Min), cloneBytes(stats.Max)
@@ -385,6 +383,19 @@ func roomFor(b []byte, n int) []byte {
 	return nb
 }
 
+// encodeStats encodes a page's or the chunk's statistics as arrow-go's
+// column writer does: min and max dropped when longer than the limit, the
+// sort order's sign set.
+func (w *chunkWriter) encodeStats(s metadata.TypedStatistics) (metadata.EncodedStatistics, error) {
+	enc, err := s.Encode()
+	if err != nil {
+		return enc, err
+	}
+	enc.ApplyStatSizeLimits(w.maxStats)
+	enc.Signed = w.signed
+	return enc, nil
+}
+
 func cloneBytes(b []byte) []byte {
 	if b == nil {
 		return nil
@@ -419,12 +430,10 @@ func (w *chunkWriter) writeChunk(sink *tellWriter, rg *metadata.RowGroupMetaData
 		written += n
 	}
 	if w.chunkStats != nil {
-		stats, err := w.chunkStats.Encode()
+		stats, err := w.encodeStats(w.chunkStats)
 		if err != nil {
 			return written, err
 		}
-		stats.ApplyStatSizeLimits(w.maxStats)
-		stats.Signed = w.signed
 		if w.rowsWritten > 0 && stats.IsSet() {
 			meta.SetStats(stats)
 		}

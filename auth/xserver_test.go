@@ -18,7 +18,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 )
 
-// fakeX is an OAuth 2.0 server that behaves like X's, per ../../shared/notes/x-api-facts.md:
+// fakeX is an OAuth 2.0 server that behaves like X's, per docs/design/x-api-facts.md:
 // authorize with PKCE S256, 30-second single-use codes, 2-hour access tokens, rotating refresh
 // tokens (a spent one gets 400 invalid_request "Value passed for the token was invalid."),
 // public clients with client_id in the body and confidential clients with HTTP Basic only.

@@ -126,7 +126,7 @@ func setRate(w http.ResponseWriter, limit, remaining int, reset time.Time) {
 	w.Header().Set("x-rate-limit-reset", strconv.FormatInt(unix, 10))
 }
 
-// Real-shaped bodies (docs/architecture.md, shared/notes/x-api-facts.md).
+// Real-shaped bodies (docs/architecture.md, docs/design/x-api-facts.md).
 const (
 	bodyUnauthorized = `{"title":"Unauthorized","type":"about:blank","status":401,"detail":"Unauthorized"}`
 	bodyAppOnly      = `{"title":"Unsupported Authentication","detail":"Authenticating with OAuth 2.0 Application-Only is forbidden for this endpoint.  Supported authentication types are [OAuth 2.0 User Context].","type":"https://api.twitter.com/2/problems/unsupported-authentication","status":403}`

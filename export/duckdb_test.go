@@ -12,7 +12,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // duckdb runs one query with DuckDB (from npm; .ci/run installs it and sets

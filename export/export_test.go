@@ -17,8 +17,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
 	"github.com/gofrs/flock"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
 
 // demoUser is an account of the test simulator.

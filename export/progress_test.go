@@ -12,7 +12,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 type lockedBuffer struct {

@@ -12,8 +12,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/spec"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
 )
 
 // BenchmarkBookmarkRecords measures the hot path from decoded posts to the

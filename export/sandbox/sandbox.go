@@ -1,4 +1,4 @@
-// Package sandbox runs the X API simulator (test/xsim) with a few demo
+// Package sandbox runs the X API simulator (internal/xsim) with a few demo
 // accounts, for `cq-source-x sandbox` and `cq-source-x export --sandbox`:
 // the whole plugin, no credentials, no cost.
 package sandbox
@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // Account is one demo account.

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // loginHeadless runs the login command headless against the simulator's

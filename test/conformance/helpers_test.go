@@ -1,7 +1,7 @@
 // Package conformance checks the client and auth packages against the
-// interface document (shared/seeds/000_703a0b539313a312.txt), Parts 1 to 9,
+// interface document (docs/design/interface.md), Parts 1 to 9,
 // and, where the document says "not shown", against the X API facts
-// (shared/notes/x-api-facts.md). Every test runs over real HTTP on 127.0.0.1
+// (docs/design/x-api-facts.md). Every test runs over real HTTP on 127.0.0.1
 // against a started xsim simulator, with one virtual clock shared by the
 // simulator, the client and the token sources, so rate-limit waits and token
 // expiries take no real time.
@@ -24,7 +24,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // t0 is the virtual clock's start, on a whole second.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // Part 7, L118: "Per-user request limit for the 15-minute window is exceeded

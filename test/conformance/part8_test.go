@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // opCaller returns a function that makes one call of op for user (setting up

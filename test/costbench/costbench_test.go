@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // tinyWorkload has a few users and rounds, and events frequent enough that
@@ -260,7 +260,7 @@ func TestParseWorkload(t *testing.T) {
 	if _, err := ParseWorkload([]byte(bad)); err == nil || !strings.Contains(err.Error(), "sum") {
 		t.Errorf("shares not summing to 1: err = %v", err)
 	}
-	const ref = "../../../shared/workloads/reference.json"
+	const ref = "workloads/reference.json"
 	if _, err := os.Stat(ref); err == nil {
 		if _, err := LoadWorkload(ref); err != nil {
 			t.Errorf("the reference workload: %v", err)

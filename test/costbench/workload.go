@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Workload is a workload file (../shared/workloads/*.json). Unknown fields are
+// Workload is a workload file (test/costbench/workloads/*.json). Unknown fields are
 // an error, so a field added to the file is never silently ignored.
 type Workload struct {
 	Name  string `json:"name"`

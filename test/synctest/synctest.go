@@ -19,8 +19,8 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/types"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
 	"github.com/google/uuid"
 )
 

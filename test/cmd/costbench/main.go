@@ -3,7 +3,7 @@
 // API simulator, on a virtual clock, and compares the posts billed with the
 // fewest any client could be billed for.
 //
-//	go run ./test/cmd/costbench -workload ../shared/workloads/reference.json [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-cpuprofile cpu.prof]
+//	go run ./test/cmd/costbench -workload test/costbench/workloads/reference.json [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-cpuprofile cpu.prof]
 //
 // # Strategies
 //
@@ -121,7 +121,7 @@ func main() {
 }
 
 func run() error {
-	workloadPath := flag.String("workload", "../shared/workloads/reference.json", "workload file")
+	workloadPath := flag.String("workload", "test/costbench/workloads/reference.json", "workload file")
 	habitsFlag := flag.String("habits", string(costbench.PerUser), "how new_bookmarks_per_round shares are read: per-user or per-round")
 	strategiesFlag := flag.String("strategies", "all", "comma-separated subset of planner,fixed10,fixed100,growth")
 	jsonPath := flag.String("json", "", "also write the results as JSON to this file")

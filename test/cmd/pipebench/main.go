@@ -50,8 +50,8 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/spec"
-	"github.com/cq-source-x/cq-source-x/test/xsim"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 

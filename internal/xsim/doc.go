@@ -1,6 +1,6 @@
 // Package xsim is an in-process simulator of the X (Twitter) API v2 bookmark
 // endpoints and OAuth 2.0, built from the interface document
-// (shared/seeds/000_703a0b539313a312.txt) and the X API facts notes. Other
+// (docs/design/interface.md) and the X API facts notes. Other
 // packages test against it over real HTTP on 127.0.0.1.
 //
 // What it models:

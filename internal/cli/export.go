@@ -49,11 +49,11 @@ Flags:
 `
 
 // exportMemoryLimit is the heap size the exporter asks the Go runtime to
-// stay under. Its live data is small (a page, the Parquet batch being
-// encoded, 16 bytes per held post), but with the default GOGC the heap grows
-// to twice the live data between collections; a soft limit keeps a
-// million-post export under 200 MB of RSS at no measurable cost in speed
-// (docs/benchmarks.md). GOMEMLIMIT, when set, wins.
+// stay under. Its live data is small (a few pages, the Parquet row group
+// being written, 16 bytes per held post), but with the default GOGC the
+// heap grows to twice the live data between collections; a soft limit keeps
+// a million-post export under 200 MB of RSS at no measurable cost in speed.
+// GOMEMLIMIT, when set, wins.
 const exportMemoryLimit = 150 << 20
 
 func limitMemory() {

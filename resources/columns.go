@@ -19,54 +19,55 @@ type column[T any] struct {
 	schema.Column
 }
 
-// resolver is the SDK resolver of a column whose value is get(row).
-func resolver[T, V any](get func(T) V) schema.ColumnResolver {
-	return func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
-		return r.Set(c.Name, get(r.Item.(T)))
-	}
+// typedColumn is the column of type typ whose value is get(row); a nil
+// pointer is null.
+func typedColumn[T, V any](name, description string, typ arrow.DataType, get func(T) V) column[T] {
+	return column[T]{schema.Column{Name: name, Type: typ, Description: description,
+		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
+			return r.Set(c.Name, get(r.Item.(T)))
+		}}}
 }
 
 // stringColumn: a string; "" is stored as "".
 func stringColumn[T any](name, description string, get func(T) string) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description, Resolver: resolver(get)}}
+	return typedColumn(name, description, arrow.BinaryTypes.String, get)
 }
 
 // optStringColumn: a string; "" (an absent field) is null.
 func optStringColumn[T any](name, description string, get func(T) string) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description,
-		Resolver: resolver(func(row T) any { return optString(get(row)) })}}
+	return typedColumn(name, description, arrow.BinaryTypes.String, func(row T) any { return optString(get(row)) })
 }
 
 // timeColumn: a time, in microseconds, UTC.
 func timeColumn[T any](name, description string, get func(T) time.Time) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.FixedWidthTypes.Timestamp_us, Description: description, Resolver: resolver(get)}}
+	return typedColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get)
 }
 
 // optTimeColumn: a time; nil is null.
 func optTimeColumn[T any](name, description string, get func(T) *time.Time) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.FixedWidthTypes.Timestamp_us, Description: description, Resolver: resolver(get)}}
+	return typedColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get)
 }
 
 // optBoolColumn: a boolean; nil is null.
 func optBoolColumn[T any](name, description string, get func(T) *bool) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.FixedWidthTypes.Boolean, Description: description, Resolver: resolver(get)}}
+	return typedColumn(name, description, arrow.FixedWidthTypes.Boolean, get)
 }
 
 // int64Column: an integer.
 func int64Column[T any](name, description string, get func(T) int64) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.PrimitiveTypes.Int64, Description: description, Resolver: resolver(get)}}
+	return typedColumn(name, description, arrow.PrimitiveTypes.Int64, get)
 }
 
 // float64Column: a floating-point number.
 func float64Column[T any](name, description string, get func(T) float64) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.PrimitiveTypes.Float64, Description: description, Resolver: resolver(get)}}
+	return typedColumn(name, description, arrow.PrimitiveTypes.Float64, get)
 }
 
 // stringListColumn: a list of strings; a nil list is null and a non-nil
 // empty one is empty, as the SDK's list scalar has them. (The API client
 // decodes an empty JSON array as nil, so it is stored as null.)
 func stringListColumn[T any](name, description string, get func(T) []string) column[T] {
-	return column[T]{schema.Column{Name: name, Type: arrow.ListOf(arrow.BinaryTypes.String), Description: description, Resolver: resolver(get)}}
+	return typedColumn(name, description, arrow.ListOf(arrow.BinaryTypes.String), get)
 }
 
 // jsonColumn: raw JSON the API client has already decoded, and so

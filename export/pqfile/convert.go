@@ -38,12 +38,6 @@ const (
 	MetadataSyncTime      = "cq:sync_time" // RFC 3339, UTC
 )
 
-// Internal columns added in front, as the CloudQuery CLI adds them.
-const (
-	SyncTimeColumn   = "_cq_sync_time"
-	SourceNameColumn = "_cq_source_name"
-)
-
 // columnKind is how one input column is converted.
 type columnKind int
 
@@ -80,16 +74,18 @@ func newConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 		md[k] = v
 	}
 	c := &converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName}
+	// The CLI's columns, in front as the CLI puts them.
+	syncTimeColumn, sourceNameColumn := schema.CqSyncTimeColumn.Name, schema.CqSourceNameColumn.Name
 	fields := []arrow.Field{
-		{Name: SyncTimeColumn, Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true,
+		{Name: syncTimeColumn, Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true,
 			Metadata: arrow.NewMetadata([]string{MetadataDescription}, []string{schema.CqSyncTimeColumn.Description})},
-		{Name: SourceNameColumn, Type: arrow.BinaryTypes.String, Nullable: true,
+		{Name: sourceNameColumn, Type: arrow.BinaryTypes.String, Nullable: true,
 			Metadata: arrow.NewMetadata([]string{MetadataDescription}, []string{schema.CqSourceNameColumn.Description})},
 	}
+	if in.HasField(syncTimeColumn) || in.HasField(sourceNameColumn) {
+		return nil, fmt.Errorf("table %s already has a %s or %s column", table.Name, syncTimeColumn, sourceNameColumn)
+	}
 	for i, f := range in.Fields() {
-		if in.HasField(SyncTimeColumn) || in.HasField(SourceNameColumn) {
-			return nil, fmt.Errorf("table %s already has a %s or %s column", table.Name, SyncTimeColumn, SourceNameColumn)
-		}
 		kind := asIs
 		switch {
 		case arrow.TypeEqual(f.Type, types.ExtensionTypes.JSON):

@@ -15,7 +15,6 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/rs/zerolog"
@@ -26,32 +25,6 @@ type Sync struct {
 	ID        string
 	StartedAt time.Time
 }
-
-// ColumnSink takes the rows of the tables that write their columns directly
-// (x_bookmarks) in place of the SDK scheduler: the standalone exporter's
-// fast path, which builds no SDK resource and no Arrow record per row. The
-// Columns hold the values the scheduler's records would hold for the same
-// rows. A plugin sync has none.
-type ColumnSink interface {
-	// NewColumns returns empty Columns for table's rows.
-	NewColumns(ctx context.Context, table *schema.Table) (*pqfile.Columns, error)
-	// WriteColumns takes c (from NewColumns), which the caller no longer
-	// uses. It is called from the table resolver's goroutine (one per
-	// account and table, so calls may be concurrent).
-	WriteColumns(ctx context.Context, table *schema.Table, c *pqfile.Columns) error
-}
-
-// Direct is a sync's ColumnSink, with the sync's option that shapes the rows.
-type Direct struct {
-	Sink ColumnSink
-	// DeterministicCQID is the sync's option of that name.
-	DeterministicCQID bool
-}
-
-// DirectBatchRows is how many rows the Columns handed to a ColumnSink hold
-// (the last of a walk fewer): pages are appended whole, so a batch is
-// written at the first page boundary at or past it.
-const DirectBatchRows = 4096
 
 // Session is one account during one sync.
 type Session struct {
@@ -69,9 +42,6 @@ type Session struct {
 	Logger       zerolog.Logger
 	Sync         Sync
 	State        state.Client
-	// Direct, when set, takes the rows of the tables that write their
-	// columns directly; see ColumnSink.
-	Direct *Direct
 	// Err is set when the account could not be prepared (bad token file,
 	// unknown user): its resolvers fail with it, the others go on.
 	Err error

@@ -32,9 +32,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -151,22 +151,15 @@ type run struct {
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
 	stateC *memstate.Store
-	// mu serialises writing: the sync's messages and the records of the
-	// direct path (columnSink) come from different goroutines.
-	mu sync.Mutex
-	// opened is signalled when a table's writer opens, or writing fails.
-	opened *sync.Cond
-	// failed is the first error writing the export.
-	failed error
 }
 
 // tableWriter stages one table's file.
 type tableWriter struct {
 	table *schema.Table
-	conv  *pqfile.Converter
 	w     *pqfile.Writer
 	path  string
-	// for x_bookmarks: columns of the key
+	// for x_bookmarks: the columns of the key, by which rows already
+	// written are dropped; -1 for the other tables
 	userCol, postCol int
 }
 
@@ -177,6 +170,12 @@ func newRunID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// recordRows is the size of the records the exporter asks the scheduler
+// for: pqarrow's cost per record written (it resets its level buffers for
+// each column of each record) made the SDK's records of 50 rows three times
+// as slow to write; records of 4,096 fill a row group in four.
+const recordRows = 4096
 
 // fileTimeLayout names files so that name order is time order.
 const fileTimeLayout = "20060102T150405.000Z"
@@ -216,24 +215,13 @@ func (r *run) sync(ctx context.Context) error {
 			r.prog.attach(s)
 		}),
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
+		xplugin.WithRecordRows(recordRows),
 	}
 	if o.Transport != nil {
 		opts = append(opts, xplugin.WithTransport(o.Transport))
 	}
 	syncCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	// x_bookmarks records come straight from the walks (no SDK resource per
-	// row), the other tables' from the scheduler through handle. A record
-	// waits for its table's migrate message: the table as the scheduler
-	// announces it gives the file's schema metadata.
-	r.opened = sync.NewCond(&r.mu)
-	stopAfter := context.AfterFunc(syncCtx, func() {
-		r.mu.Lock()
-		r.opened.Broadcast()
-		r.mu.Unlock()
-	})
-	defer stopAfter()
-	opts = append(opts, xplugin.WithColumnSink(columnSink{r: r, ctx: syncCtx, cancel: cancel}))
 	p := xplugin.New(opts...)
 	p.SetLogger(logger)
 	if err := p.Init(ctx, o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
@@ -254,21 +242,15 @@ func (r *run) sync(ctx context.Context) error {
 			DeterministicCQID:   o.Spec.DeterministicCQID,
 		}, ch)
 	}()
+	var handleErr error
 	for m := range ch {
-		r.mu.Lock()
-		if r.failed == nil { // after a failure, drain until the sync stops
-			if err := r.handle(m); err != nil {
-				r.failed = err
-				cancel(err)
+		if handleErr == nil { // after a failure, drain until the sync stops
+			if handleErr = r.handle(m); handleErr != nil {
+				cancel(handleErr)
 			}
-			r.opened.Broadcast()
 		}
-		r.mu.Unlock()
 	}
 	syncErr := <-errc
-	r.mu.Lock()
-	handleErr := r.failed
-	r.mu.Unlock()
 	switch {
 	case handleErr != nil:
 		return fmt.Errorf("writing the export: %w", handleErr)
@@ -279,57 +261,6 @@ func (r *run) sync(ctx context.Context) error {
 	}
 	if r.sess != nil {
 		r.res.sessions = r.sess.Sessions
-	}
-	return nil
-}
-
-// columnSink takes the x_bookmarks rows straight from the walks, as the
-// values of the file's columns (account.ColumnSink): no SDK resource and no
-// Arrow record per row. Rows wait for their table's migrate message: the
-// table as the scheduler announces it gives the file's schema metadata.
-type columnSink struct {
-	r      *run
-	ctx    context.Context // the sync's
-	cancel context.CancelCauseFunc
-}
-
-// writer waits, with r.mu held, for the table's writer to open.
-func (s columnSink) writer(table string) (*tableWriter, error) {
-	r := s.r
-	for r.writers[table] == nil && r.failed == nil && s.ctx.Err() == nil {
-		r.opened.Wait()
-	}
-	switch {
-	case r.failed != nil:
-		return nil, r.failed
-	case s.ctx.Err() != nil:
-		return nil, context.Cause(s.ctx)
-	}
-	return r.writers[table], nil
-}
-
-func (s columnSink) NewColumns(_ context.Context, t *schema.Table) (*pqfile.Columns, error) {
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	tw, err := s.writer(t.Name)
-	if err != nil {
-		return nil, err
-	}
-	return tw.w.NewColumns()
-}
-
-func (s columnSink) WriteColumns(_ context.Context, t *schema.Table, c *pqfile.Columns) error {
-	r := s.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	tw, err := s.writer(t.Name)
-	if err != nil {
-		return err
-	}
-	if err := r.writeColumns(tw, c); err != nil {
-		r.failed = err
-		s.cancel(err)
-		return err
 	}
 	return nil
 }
@@ -388,106 +319,91 @@ func (r *run) openTable(t *schema.Table) error {
 		return nil
 	}
 	t = withDeclaredKeys(t)
-	conv, err := pqfile.NewConverter(t, r.rec.Time, r.o.Spec.Name, map[string]string{
-		pqfile.MetadataPluginName:    xplugin.Name,
-		pqfile.MetadataPluginVersion: xplugin.Version,
-		"cq:export_run":              r.rec.ID,
+	path := r.rec.stagedPath(r.out, fileRecord{Table: t.Name})
+	w, err := pqfile.Create(path, t, pqfile.Options{
+		SyncTime:   r.rec.Time,
+		SourceName: r.o.Spec.Name,
+		Metadata: map[string]string{
+			pqfile.MetadataPluginName:    xplugin.Name,
+			pqfile.MetadataPluginVersion: xplugin.Version,
+			"cq:export_run":              r.rec.ID,
+		},
+		Codec:     r.o.Compression,
+		CreatedBy: "cq-source-x " + xplugin.Version,
 	})
 	if err != nil {
 		return err
 	}
-	f := fileRecord{Table: t.Name}
-	path := r.rec.stagedPath(r.out, f)
-	o := pqfile.Options{CreatedBy: "cq-source-x " + xplugin.Version, Codec: r.o.Compression}
-	tw := &tableWriter{table: t, conv: conv, path: path, userCol: -1, postCol: -1}
+	tw := &tableWriter{table: t, w: w, path: path, userCol: -1, postCol: -1}
 	if t.Name == resources.BookmarksTable {
-		// x_bookmarks rows come as Columns (columnSink).
 		tw.userCol = t.Columns.Index("user_id")
 		tw.postCol = t.Columns.Index("post_id")
 		if tw.userCol < 0 || tw.postCol < 0 {
+			w.Close()
 			return errors.New("x_bookmarks has no user_id or post_id column")
 		}
-		tw.w, err = pqfile.CreateColumns(path, conv, o)
-	} else {
-		tw.w, err = pqfile.Create(path, conv.Schema(), o)
-	}
-	if err != nil {
-		return err
 	}
 	r.writers[t.Name] = tw
 	r.order = append(r.order, t.Name)
 	return nil
 }
 
-// write converts and writes a record of a table other than x_bookmarks.
+// write writes a record of the sync. Of x_bookmarks, the rows already
+// written (by an earlier run, or earlier in this one) are dropped: the
+// rest are written as runs of consecutive rows.
 func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
-	if tw.userCol >= 0 {
-		return fmt.Errorf("%s: rows of %s come from the walks, not as records", tw.path, tw.table.Name)
+	if tw.userCol < 0 {
+		return r.writeRows(tw, rec)
 	}
-	return r.writeSlice(tw, rec)
-}
-
-// writeColumns writes x_bookmarks rows, less those already written by an
-// earlier run (or earlier in this one).
-func (r *run) writeColumns(tw *tableWriter, c *pqfile.Columns) error {
-	if err := c.Err(); err != nil {
-		return err
+	users, uok := rec.Column(tw.userCol).(*array.String)
+	posts, pok := rec.Column(tw.postCol).(*array.String)
+	if !uok || !pok {
+		return fmt.Errorf("%s: user_id or post_id is not a string column", tw.table.Name)
 	}
-	users, posts := c.Column(tw.userCol), c.Column(tw.postCol)
-	// Rows of one batch almost always belong to one account: count them
-	// per run of the same user, and report each run once.
-	var uid string
-	var set *idSet
-	var drop []int
-	wrote := 0
-	report := func() {
-		if wrote > 0 {
-			r.res.wroteBookmarks(uid, wrote)
-			r.prog.addRows(uid, wrote)
-		}
-		wrote = 0
-	}
-	for i := range c.Len() {
-		u, err := users.Text(i)
-		if err != nil {
-			return err
-		}
-		if set == nil || string(u) != uid {
-			report()
-			uid = string(u)
-			if set = r.written[uid]; set == nil {
-				set = &idSet{}
-				r.written[uid] = set
+	n := int(rec.NumRows())
+	start := 0 // of the rows not yet written
+	uid := ""
+	for i := 0; i <= n; i++ {
+		if i < n {
+			if u := users.Value(i); u != uid {
+				uid = strings.Clone(u) // u shares the record's buffer
+			}
+			if r.firstWrite(uid, posts.Value(i)) {
+				continue
 			}
 		}
-		p, err := posts.Text(i)
-		if err != nil {
-			return err
+		if i > start {
+			part := rec.NewSlice(int64(start), int64(i))
+			err := r.writeRows(tw, part)
+			part.Release()
+			if err != nil {
+				return err
+			}
 		}
-		// AddNew keeps a copy of an id it stores as text.
-		if !set.AddNew(unsafe.String(unsafe.SliceData(p), len(p))) {
-			drop = append(drop, i)
-			r.res.skipped(uid)
-			continue
-		}
-		wrote++
+		start = i + 1
 	}
-	report()
-	c.Delete(drop)
-	if err := tw.w.WriteColumns(c); err != nil {
-		return fmt.Errorf("%s: %w", tw.path, err)
-	}
-	r.o.Step("write " + tw.table.Name)
 	return nil
 }
 
-func (r *run) writeSlice(tw *tableWriter, rec arrow.RecordBatch) error {
-	out, err := tw.conv.Convert(rec)
-	if err != nil {
-		return err
+// firstWrite records that the post of the account is written, and reports
+// whether it was not already.
+func (r *run) firstWrite(uid, postID string) bool {
+	set := r.written[uid]
+	if set == nil {
+		set = &idSet{}
+		r.written[uid] = set
 	}
-	defer out.Release()
-	if err := tw.w.Write(out); err != nil {
+	if !set.AddNew(postID) {
+		r.res.skipped(uid)
+		return false
+	}
+	r.res.wroteBookmark(uid)
+	r.prog.addRows(uid, 1)
+	return true
+}
+
+func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
+	if err := tw.w.Write(rec); err != nil {
 		return fmt.Errorf("%s: %w", tw.path, err)
 	}
 	r.o.Step("write " + tw.table.Name)
@@ -707,13 +623,13 @@ type FileResult struct {
 	Rows  int64  `json:"rows"`
 }
 
-func (r *Result) wroteBookmarks(uid string, n int) {
+func (r *Result) wroteBookmark(uid string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.rows == nil {
 		r.rows = map[string]int{}
 	}
-	r.rows[uid] += n
+	r.rows[uid]++
 }
 
 func (r *Result) skipped(uid string) {

@@ -316,10 +316,10 @@ func TestExport_LockKeepsTwoExportsApart(t *testing.T) {
 	}
 }
 
-// An export of several record batches (4,096 rows each) and row groups
-// (16,384 rows) builds its later records in the buffers of the earlier ones,
-// reused unzeroed: every value must still be its post's own. The files are in the codec asked for (snappy by
-// default); an unknown codec is refused before anything is touched.
+// An export of several records (4,096 rows each) and row groups (16,384
+// rows) keeps every value its post's own. The files are in the codec asked
+// for (snappy by default); an unknown codec is refused before anything is
+// touched.
 func TestExport_LargeExportKeepsEveryValue(t *testing.T) {
 	sim := xsim.New(xsim.Options{DisableRateLimits: true})
 	if err := sim.Start(); err != nil {

@@ -180,7 +180,7 @@ func TestIDSetAddNewFindsHeldIDsThroughItsFilter(t *testing.T) {
 }
 
 // BenchmarkIDSetAddNew adds the ids of a first export of 100,000 posts, as
-// writeColumns does: snowflake ids in bookmark order (not id order).
+// the exporter's write does: snowflake ids in bookmark order (not id order).
 func BenchmarkIDSetAddNew(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) { benchmarkIDSetAddNew(b, n) })

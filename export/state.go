@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,6 @@ import (
 	"runtime"
 	"sort"
 	"time"
-
-	"github.com/cq-source-x/cq-source-x/internal/directio"
 )
 
 // Layout of an output directory.
@@ -200,17 +199,19 @@ func saveState(out string, s *diskState, step func(string), what string) error {
 // temporary file renamed over it, then syncs dir so the rename is durable.
 func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(string)) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	// Written once and read back by the next run only: with direct I/O
-	// where the file system takes it (internal/directio). Close syncs.
-	f, err := directio.Create(tmp, os.O_TRUNC)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
+	buf := bufio.NewWriterSize(f, 1<<20)
+	err = write(buf)
+	if err == nil {
+		err = buf.Flush()
 	}
-	if err := f.Close(); err != nil {
+	if err == nil {
+		err = f.Sync()
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
 		return err
 	}
 	step("temporary file synced")

@@ -92,12 +92,6 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		// both would use, and may refresh, the same rotating token.
 		set.Sessions = shardOf(set.Sessions, int(opts.Shard.Num), int(opts.Shard.Total))
 	}
-	if c.options.ColumnSink != nil {
-		direct := &account.Direct{Sink: c.options.ColumnSink, DeterministicCQID: opts.DeterministicCQID}
-		for _, s := range set.Sessions {
-			s.Direct = direct
-		}
-	}
 	if c.options.OnSessions != nil {
 		c.options.OnSessions(set)
 	}
@@ -111,11 +105,15 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 			data = append(data, t)
 		}
 	}
-	sched := scheduler.NewScheduler(
+	schedOpts := []scheduler.Option{
 		scheduler.WithLogger(c.logger),
 		scheduler.WithConcurrency(c.spec.Concurrency),
 		scheduler.WithInvocationID(c.invocationID),
-	)
+	}
+	if c.options.RecordRows > 0 {
+		schedOpts = append(schedOpts, scheduler.WithBatchOptions(scheduler.WithBatchMaxRows(c.options.RecordRows)))
+	}
+	sched := scheduler.NewScheduler(schedOpts...)
 	syncOpts := []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)}
 	if len(data) > 0 {
 		if err := sched.Sync(ctx, set, data, res, syncOpts...); err != nil {

@@ -38,8 +38,8 @@ type Options struct {
 	// they are prepared, before any request; the exporter reads their meters
 	// for progress and their reports for its summary.
 	OnSessions func(*account.Set)
-	// ColumnSink: see WithColumnSink.
-	ColumnSink account.ColumnSink
+	// RecordRows: see WithRecordRows.
+	RecordRows int
 	// ClientOptions are appended to the options of every account's API
 	// client, after the plugin's own (the exporter adds a wait hook).
 	ClientOptions []client.Option
@@ -61,13 +61,10 @@ func WithState(st state.Client) Option { return func(o *Options) { o.State = st 
 // WithSessionsHook registers a function called with each sync's accounts.
 func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
 
-// WithColumnSink sends the rows of the tables that can write their columns
-// directly (x_bookmarks) to sink, in batches of account.DirectBatchRows
-// rows, instead of through the SDK scheduler: the standalone exporter's fast
-// path. The sync still announces every table.
-func WithColumnSink(sink account.ColumnSink) Option {
-	return func(o *Options) { o.ColumnSink = sink }
-}
+// WithRecordRows makes the scheduler send records of up to n rows, rather
+// than the SDK's default of 50: the standalone exporter writes records to
+// Parquet, where each record written has a cost of its own.
+func WithRecordRows(n int) Option { return func(o *Options) { o.RecordRows = n } }
 
 // WithClientOptions adds options to every account's API client.
 func WithClientOptions(opts ...client.Option) Option {

@@ -263,3 +263,45 @@ func TestShardsSplitAccounts(t *testing.T) {
 		}
 	}
 }
+
+// WithRecordRows sets the size of the records the scheduler sends (the
+// exporter asks for large ones); without it they are the SDK's 50 rows.
+func TestRecordRowsSetsTheSizeOfRecords(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	sim.SeedBookmarks("1001", 250)
+	specJSON, _ := json.Marshal(map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}},
+	})
+	for _, c := range []struct {
+		opts []Option
+		want []int
+	}{
+		{nil, []int{50, 50, 50, 50, 50}},
+		{[]Option{WithRecordRows(200)}, []int{200, 50}},
+	} {
+		p := New(c.opts...)
+		ctx := context.Background()
+		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// A sync with no state backend reads the whole list each time.
+		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sizes []int
+		for _, m := range msgs {
+			if ins, ok := m.(*message.SyncInsert); ok {
+				sizes = append(sizes, int(ins.Record.NumRows()))
+			}
+		}
+		if !slices.Equal(sizes, c.want) {
+			t.Errorf("records of %v rows, want %v", sizes, c.want)
+		}
+	}
+}

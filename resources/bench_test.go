@@ -11,7 +11,6 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
@@ -92,50 +91,4 @@ func benchPage(b *testing.B) *client.PostPage {
 		b.Fatalf("page: %v, %d posts", err, len(page.Data))
 	}
 	return page
-}
-
-// BenchmarkDirectColumns is BenchmarkBookmarkRecords on the exporter's
-// path: the same rows appended by the column definitions straight into
-// Parquet columns (columnsBuilder), in batches of account.DirectBatchRows
-// rows, with no scheduler and no Arrow record. The batches are reused, as
-// the exporter's Parquet writer reuses them.
-func BenchmarkDirectColumns(b *testing.B) {
-	page := benchPage(b)
-	const pages = 100
-	seen := time.Now()
-	table := Bookmarks()
-	schema.AddCqIDs(table)
-	rows := make([]*bookmark, len(page.Data))
-	for i := range page.Data {
-		rows[i] = &bookmark{userID: "1", post: &page.Data[i], firstSeenAt: seen}
-	}
-	cb, err := newColumnsBuilder(table, bookmarkColumns, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cols, err := pqfile.NewColumns(table)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		n := 0
-		for range pages {
-			cb.Append(cols, rows)
-			if cols.Len() >= account.DirectBatchRows {
-				n += cols.Len()
-				cols.Reset()
-			}
-		}
-		n += cols.Len()
-		if err := cols.Err(); err != nil {
-			b.Fatal(err)
-		}
-		cols.Reset()
-		if n != pages*100 {
-			b.Fatalf("%d rows", n)
-		}
-	}
-	b.ReportMetric(float64(b.N*pages*100)/b.Elapsed().Seconds(), "rows/s")
 }

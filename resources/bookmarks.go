@@ -11,7 +11,6 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -31,7 +30,7 @@ type bookmark struct {
 // Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
 // once, when a sync first sees it.
 func Bookmarks() *schema.Table {
-	t := &schema.Table{
+	return &schema.Table{
 		Name:  BookmarksTable,
 		Title: "X Bookmarks",
 		Description: "Posts the user bookmarked, one row per (user, post), emitted once when a sync first finds the post. " +
@@ -41,13 +40,8 @@ func Bookmarks() *schema.Table {
 		Multiplex:     account.Multiplex,
 		IsIncremental: true,
 		Columns:       columnList(bookmarkColumns),
+		Resolver:      fetchBookmarks,
 	}
-	// The resolver knows its table (with the _cq_ columns Tables adds) to
-	// write its rows to a ColumnSink.
-	t.Resolver = func(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
-		return fetchBookmarks(ctx, meta.(*account.Session), t, res)
-	}
-	return t
 }
 
 // bookmarkColumns are the columns of x_bookmarks.
@@ -93,7 +87,8 @@ func mediaJSON(objs []json.RawMessage) []byte {
 	return append(out, ']')
 }
 
-func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table, res chan<- any) error {
+func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
+	s := meta.(*account.Session)
 	if err := s.Check(ctx); err != nil {
 		return err
 	}
@@ -117,13 +112,6 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		}
-	}
-	flush := func(context.Context) error { return nil }
-	if s.Direct != nil {
-		emit, flush, err = directEmit(s.Direct, table)
-		if err != nil {
-			return err
 		}
 	}
 
@@ -161,12 +149,6 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 		Emit: emit,
 	}
 	result, err := w.Run(ctx, prev)
-	// Rows emitted before a failure are written as a plugin sync writes
-	// them: a direct sink gets its last record either way.
-	if ferr := flush(ctx); ferr != nil && err == nil {
-		err = ferr
-		result.Outcome = walk.Failed
-	}
 	if err != nil {
 		err = walkError(s, "bookmarks", result, err)
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
@@ -231,45 +213,6 @@ func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, book
 		rows[i] = row
 	}
 	return rows
-}
-
-// directEmit emits bookmark rows to a ColumnSink, in Columns of
-// account.DirectBatchRows rows; flush writes the last one.
-func directEmit(d *account.Direct, table *schema.Table) (emit func(context.Context, []*bookmark) error, flush func(context.Context) error, err error) {
-	cb, err := newColumnsBuilder(table, bookmarkColumns, d.DeterministicCQID)
-	if err != nil {
-		return nil, nil, err
-	}
-	var cols *pqfile.Columns
-	write := func(ctx context.Context) error {
-		c := cols
-		cols = nil
-		return d.Sink.WriteColumns(ctx, table, c)
-	}
-	emit = func(ctx context.Context, rows []*bookmark) error {
-		if cols == nil {
-			c, err := d.Sink.NewColumns(ctx, table)
-			if err != nil {
-				return err
-			}
-			cols = c
-		}
-		cb.Append(cols, rows)
-		if err := cols.Err(); err != nil {
-			return err // a wrong value, named, before the walk goes on
-		}
-		if cols.Len() >= account.DirectBatchRows {
-			return write(ctx)
-		}
-		return nil
-	}
-	flush = func(ctx context.Context) error {
-		if cols == nil || cols.Len() == 0 {
-			return nil
-		}
-		return write(ctx)
-	}
-	return emit, flush, nil
 }
 
 // walkError says which walk failed, how far it got, and that nothing advanced.

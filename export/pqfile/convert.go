@@ -1,19 +1,17 @@
-// Package pqfile writes the plugin's Arrow records to Parquet files that
-// DuckDB, pyarrow and Spark read directly.
+// Package pqfile writes one table's rows, the Arrow records the CloudQuery
+// SDK's scheduler builds, to a Parquet file that DuckDB, pyarrow and Spark
+// read directly. It does what CloudQuery's file destination does with the
+// same records: extension types become plain ones — JSON columns UTF-8
+// strings (field metadata cq:extension:json marks them), UUID columns
+// (_cq_id, _cq_parent_id) their canonical 36-character text — the CLI's
+// _cq_sync_time and _cq_source_name columns are put in front, and pqarrow
+// writes the records into buffered row groups.
 //
-// Records arrive as the CloudQuery SDK builds them. A Converter turns its
-// extension types into plain ones: JSON columns become UTF-8 strings (field
-// metadata cq:extension:json marks them), UUID columns (_cq_id,
-// _cq_parent_id) their canonical 36-character text. Like the CloudQuery CLI,
-// it puts _cq_sync_time and _cq_source_name in front of the table's columns,
-// and it adds each column's description as field metadata.
-//
-// A Writer writes such records with pqarrow: strings are Parquet STRING,
-// timestamps TIMESTAMP(MICROS, UTC), lists LIST, nulls nulls. The Arrow
-// schema is stored in the file (ARROW:schema) with its field metadata, and
-// the schema metadata — table name, description, primary keys, incremental
-// flag, plugin version — is also the Parquet key/value metadata.
-// docs/parquet.md has the measurements and the reasons for each choice.
+// Strings are Parquet STRING, timestamps TIMESTAMP(MICROS, UTC), lists
+// LIST, nulls nulls. The Arrow schema is stored in the file (ARROW:schema)
+// with each column's description as field metadata, and the schema
+// metadata — table name, description, primary keys, incremental flag,
+// plugin version — is also the Parquet key/value metadata.
 package pqfile
 
 import (
@@ -40,12 +38,6 @@ const (
 	MetadataSyncTime      = "cq:sync_time" // RFC 3339, UTC
 )
 
-// Internal columns added in front, as the CloudQuery CLI adds them.
-const (
-	SyncTimeColumn   = "_cq_sync_time"
-	SourceNameColumn = "_cq_source_name"
-)
-
 // columnKind is how one input column is converted.
 type columnKind int
 
@@ -55,8 +47,8 @@ const (
 	uuidToString
 )
 
-// Converter turns the records of one table into the records written.
-type Converter struct {
+// converter turns the records of one table into the records written.
+type converter struct {
 	table      *schema.Table
 	out        *arrow.Schema
 	kinds      []columnKind
@@ -64,9 +56,9 @@ type Converter struct {
 	sourceName string
 }
 
-// NewConverter prepares the conversion of table's records. extra is added to
+// newConverter prepares the conversion of table's records. extra is added to
 // the schema metadata (plugin name and version, run id, ...).
-func NewConverter(table *schema.Table, syncTime time.Time, sourceName string, extra map[string]string) (*Converter, error) {
+func newConverter(table *schema.Table, syncTime time.Time, sourceName string, extra map[string]string) (*converter, error) {
 	in := table.ToArrowSchema()
 	md := in.Metadata().ToMap()
 	var pks []string
@@ -81,17 +73,19 @@ func NewConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 	for k, v := range extra {
 		md[k] = v
 	}
-	c := &Converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName}
+	c := &converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName}
+	// The CLI's columns, in front as the CLI puts them.
+	syncTimeColumn, sourceNameColumn := schema.CqSyncTimeColumn.Name, schema.CqSourceNameColumn.Name
 	fields := []arrow.Field{
-		{Name: SyncTimeColumn, Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true,
+		{Name: syncTimeColumn, Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true,
 			Metadata: arrow.NewMetadata([]string{MetadataDescription}, []string{schema.CqSyncTimeColumn.Description})},
-		{Name: SourceNameColumn, Type: arrow.BinaryTypes.String, Nullable: true,
+		{Name: sourceNameColumn, Type: arrow.BinaryTypes.String, Nullable: true,
 			Metadata: arrow.NewMetadata([]string{MetadataDescription}, []string{schema.CqSourceNameColumn.Description})},
 	}
+	if in.HasField(syncTimeColumn) || in.HasField(sourceNameColumn) {
+		return nil, fmt.Errorf("table %s already has a %s or %s column", table.Name, syncTimeColumn, sourceNameColumn)
+	}
 	for i, f := range in.Fields() {
-		if in.HasField(SyncTimeColumn) || in.HasField(SourceNameColumn) {
-			return nil, fmt.Errorf("table %s already has a %s or %s column", table.Name, SyncTimeColumn, SourceNameColumn)
-		}
 		kind := asIs
 		switch {
 		case arrow.TypeEqual(f.Type, types.ExtensionTypes.JSON):
@@ -138,12 +132,9 @@ func plain(t arrow.DataType) error {
 	return nil
 }
 
-// Schema is the schema of the converted records.
-func (c *Converter) Schema() *arrow.Schema { return c.out }
-
-// Convert returns rec in the output schema. The caller releases the result.
+// convert returns rec in the output schema. The caller releases the result.
 // JSON columns are converted without copying (same buffers, string type).
-func (c *Converter) Convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if int(rec.NumCols()) != len(c.kinds) {
 		return nil, fmt.Errorf("table %s: record has %d columns, the table %d", c.table.Name, rec.NumCols(), len(c.kinds))
 	}

@@ -19,27 +19,20 @@ import (
 
 var syncTime = time.Date(2026, 11, 22, 10, 15, 0, 123456000, time.UTC)
 
-// writeAll converts and writes every record of s to a new file in dir.
-func writeAll(tb testing.TB, dir string, s *synctest.Synced, o pqfile.Options) (string, *pqfile.Converter) {
+// writeAll writes every record of s to a new file in dir.
+func writeAll(tb testing.TB, dir string, s *synctest.Synced, o pqfile.Options) string {
 	tb.Helper()
-	conv, err := pqfile.NewConverter(s.Table, syncTime, "x", map[string]string{pqfile.MetadataPluginVersion: "v9.9.9"})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	o.SyncTime, o.SourceName = syncTime, "x"
+	o.Metadata = map[string]string{pqfile.MetadataPluginVersion: "v9.9.9"}
 	path := filepath.Join(dir, s.Table.Name+".parquet")
-	w, err := pqfile.Create(path, conv.Schema(), o)
+	w, err := pqfile.Create(path, s.Table, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	for _, rec := range s.Records {
-		out, err := conv.Convert(rec)
-		if err != nil {
+		if err := w.Write(rec); err != nil {
 			tb.Fatal(err)
 		}
-		if err := w.Write(out); err != nil {
-			tb.Fatal(err)
-		}
-		out.Release()
 	}
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
@@ -47,7 +40,7 @@ func writeAll(tb testing.TB, dir string, s *synctest.Synced, o pqfile.Options) (
 	if w.Rows() != s.Rows {
 		tb.Fatalf("wrote %d rows, want %d", w.Rows(), s.Rows)
 	}
-	return path, conv
+	return path
 }
 
 // compareAll checks that the records read back hold exactly the values
@@ -199,7 +192,7 @@ func TestRoundTrip(t *testing.T) {
 			if s.Rows == 0 {
 				t.Fatal("no rows synced")
 			}
-			path, _ := writeAll(t, dir, s, pqfile.Options{})
+			path := writeAll(t, dir, s, pqfile.Options{})
 			sc, got, pr := synctest.ReadParquet(t, path)
 			compareAll(t, s, got)
 			checkTypes(t, s, sc, pr)
@@ -223,21 +216,18 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// Records are gathered into batches of BatchRows rows, which go into row
-// groups of at least RowGroupRows: the row groups hold whole batches, in
-// order, and every value reads back.
-func TestRowGroupsHoldWholeBatches(t *testing.T) {
-	s := synctest.Table(t, 2500, "x_bookmarks", nil) // SDK records of 50 rows
-	path, _ := writeAll(t, t.TempDir(), s, pqfile.Options{BatchRows: 300, RowGroupRows: 1000})
+// The SDK's records (of 50 rows) go into row groups of RowGroupRows rows,
+// the last holding the rest, and every value reads back.
+func TestRowGroupsHoldRowGroupRows(t *testing.T) {
+	s := synctest.Table(t, 2500, "x_bookmarks", nil)
+	path := writeAll(t, t.TempDir(), s, pqfile.Options{RowGroupRows: 1000})
 	_, got, pr := synctest.ReadParquet(t, path)
 	compareAll(t, s, got)
 	var sizes []int64
 	for g := range pr.NumRowGroups() {
 		sizes = append(sizes, pr.MetaData().RowGroup(g).NumRows())
 	}
-	// Batches of 300 rows (six records of 50); a group closes at 1,000 rows
-	// or more, so after four batches: 1,200, 1,200, and the last 100.
-	if !reflect.DeepEqual(sizes, []int64{1200, 1200, 100}) {
-		t.Errorf("row groups of %v rows, want [1200 1200 100]", sizes)
+	if !reflect.DeepEqual(sizes, []int64{1000, 1000, 500}) {
+		t.Errorf("row groups of %v rows, want [1000 1000 500]", sizes)
 	}
 }

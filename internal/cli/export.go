@@ -37,9 +37,9 @@ documents are ignored). ${ENV_VAR}, ${file:PATH} and ${time:...} are
 expanded as the CloudQuery CLI does; tables and skip_tables select tables.
 
 --compression picks the files' Parquet codec: snappy (the default, as
-pyarrow, DuckDB and Spark write), zstd (files about 40% smaller, about
-twice the encoding time), gzip, lz4_raw or none. Files of different codecs
-mix freely in one directory.
+pyarrow, DuckDB and Spark write), zstd (files about a third smaller, about
+1.5 times the encoding time), gzip, lz4_raw or none. Files of different
+codecs mix freely in one directory.
 
 --sandbox runs a demo against the built-in X API simulator: no credentials,
 no cost. It exports, changes the demo bookmarks, exports again and shows that
@@ -49,11 +49,11 @@ Flags:
 `
 
 // exportMemoryLimit is the heap size the exporter asks the Go runtime to
-// stay under. Its live data is small (a page, the Parquet batch being
-// encoded, 16 bytes per held post), but with the default GOGC the heap grows
-// to twice the live data between collections; a soft limit keeps a
-// million-post export under 200 MB of RSS at no measurable cost in speed
-// (docs/benchmarks.md). GOMEMLIMIT, when set, wins.
+// stay under. Its live data is small (a few pages, the Parquet row group
+// being written, 16 bytes per held post), but with the default GOGC the
+// heap grows to twice the live data between collections; a soft limit keeps
+// a million-post export under 200 MB of RSS at no measurable cost in speed.
+// GOMEMLIMIT, when set, wins.
 const exportMemoryLimit = 150 << 20
 
 func limitMemory() {

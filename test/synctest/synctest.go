@@ -6,7 +6,6 @@ package synctest
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -17,19 +16,16 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/google/uuid"
 )
 
-// Synced holds the records a sync sent for one table, or for a table the
-// sync writes directly (Options.Direct), the Columns it sent.
+// Synced holds the records a sync sent for one table.
 type Synced struct {
 	Table   *schema.Table
 	Records []arrow.RecordBatch
-	Columns []*pqfile.Columns
 	Rows    int64
 }
 
@@ -40,28 +36,9 @@ func Table(tb testing.TB, n int, table string, extra map[string]any) *Synced {
 	return All(tb, n, extra)[table]
 }
 
-// All is Table for every table.
+// All is Table for every table: what the sync sent, per table. Two calls
+// with the same n see the same posts.
 func All(tb testing.TB, n int, extra map[string]any) map[string]*Synced {
-	tb.Helper()
-	return Sync(tb, n, Options{Spec: extra})
-}
-
-// Options of a Sync.
-type Options struct {
-	// Spec is merged into the plugin spec.
-	Spec map[string]any
-	// Direct sends the rows of the tables that write their columns
-	// directly (x_bookmarks) to a column sink, as the exporter does, instead
-	// of through the SDK scheduler.
-	Direct bool
-	// DeterministicCQID is the sync option.
-	DeterministicCQID bool
-}
-
-// Sync syncs one account holding n bookmarks (and a folder of 3) and returns
-// what the sync sent, per table. Two calls with the same n see the same
-// posts.
-func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
 	tb.Helper()
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk, DisableRateLimits: true})
@@ -78,7 +55,7 @@ func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
 		"base_url": sim.URL(),
 		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}},
 	}
-	for k, v := range o.Spec {
+	for k, v := range extra {
 		sp[k] = v
 	}
 	specJSON, _ := json.Marshal(sp)
@@ -95,11 +72,7 @@ func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
 		s.Records = append(s.Records, rec)
 		s.Rows += rec.NumRows()
 	}
-	opts := []xplugin.Option{xplugin.WithClock(clk)}
-	if o.Direct {
-		opts = append(opts, xplugin.WithColumnSink(collect{mu: &mu, out: out}))
-	}
-	p := xplugin.New(opts...)
+	p := xplugin.New(xplugin.WithClock(clk))
 	ctx := context.Background()
 	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
 		tb.Fatal(err)
@@ -124,65 +97,13 @@ func Sync(tb testing.TB, n int, o Options) map[string]*Synced {
 			}
 		}
 	}()
-	err := p.Sync(ctx, plugin.SyncOptions{Tables: []string{"*"}, DeterministicCQID: o.DeterministicCQID}, ch)
+	err := p.Sync(ctx, plugin.SyncOptions{Tables: []string{"*"}}, ch)
 	close(ch)
 	wg.Wait()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return out
-}
-
-// collect is a ColumnSink that keeps the Columns.
-type collect struct {
-	mu  *sync.Mutex
-	out map[string]*Synced
-}
-
-func (collect) NewColumns(_ context.Context, t *schema.Table) (*pqfile.Columns, error) {
-	return pqfile.NewColumns(t)
-}
-
-func (c collect) WriteColumns(_ context.Context, t *schema.Table, cols *pqfile.Columns) error {
-	if err := cols.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.out[t.Name]
-	if s == nil {
-		s = &Synced{}
-		c.out[t.Name] = s
-	}
-	s.Columns = append(s.Columns, cols)
-	s.Rows += int64(cols.Len())
-	return nil
-}
-
-// ColumnRecords writes s.Columns to a Parquet file as the exporter does
-// and reads them back: records of the file's schema (the table's, after
-// _cq_sync_time and _cq_source_name, UUIDs and JSON as text).
-func (s *Synced) ColumnRecords(tb testing.TB) []arrow.RecordBatch {
-	tb.Helper()
-	conv, err := pqfile.NewConverter(s.Table, time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), "x", nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	path := filepath.Join(tb.TempDir(), s.Table.Name+".parquet")
-	w, err := pqfile.CreateColumns(path, conv, pqfile.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, c := range s.Columns {
-		if err := w.WriteColumns(c); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		tb.Fatal(err)
-	}
-	_, recs, _ := ReadParquet(tb, path)
-	return recs
 }
 
 // Cell normalises one cell for comparison: nil for null, string for text

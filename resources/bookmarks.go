@@ -104,6 +104,12 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Err: err})
 		return err
 	}
+	guard, err := startCapGuard(ctx, s, key, s.Walk, prev)
+	if err != nil {
+		err = walkError(s, "bookmarks", err)
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: notStarted(s, err), Err: err})
+		return err
+	}
 	var bookmarkedAfter *time.Time
 	if prev != nil && !prev.SyncedAt.IsZero() {
 		t := prev.SyncedAt
@@ -168,11 +174,15 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 		result.Outcome = walk.Failed
 	}
 	if err != nil {
-		err = walkError(s, "bookmarks", result, err)
+		err = walkError(s, "bookmarks", guard.done(ctx, s.Walk, prev, result, err))
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
 		return err
 	}
-	if err := s.SaveMemory(ctx, key, result.Memory); err != nil {
+	err = s.SaveMemory(ctx, key, result.Memory)
+	if err == nil {
+		err = guard.done(ctx, s.Walk, prev, result, nil)
+	}
+	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
 		return err
@@ -272,11 +282,12 @@ func directEmit(d *account.Direct, table *schema.Table) (emit func(context.Conte
 	return emit, flush, nil
 }
 
-// walkError says which walk failed, how far it got, and that nothing advanced.
-func walkError(s *account.Session, list string, result *walk.Result, err error) error {
-	if result == nil {
-		return fmt.Errorf("%s: %s walk: %w", s.ID(), list, err)
+// walkError says which walk of which account failed. It gives no counts:
+// the usage table (and the exporter's summary) has them, from the meter.
+// A walk stopped by the billed-post cap says so, and what the next needs.
+func walkError(s *account.Session, list string, err error) error {
+	if capErr := (*walk.CapError)(nil); errors.As(err, &capErr) {
+		return fmt.Errorf("%s: %s walk %w", s.ID(), list, err)
 	}
-	return fmt.Errorf("%s: %s walk %s after %d requests and %d billed posts (state not advanced): %w",
-		s.ID(), list, result.Outcome, result.Requests, result.Billed, err)
+	return fmt.Errorf("%s: %s walk failed (state not advanced): %w", s.ID(), list, err)
 }

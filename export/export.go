@@ -45,6 +45,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/gofrs/flock"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -116,7 +117,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer lock.Unlock()
 
-	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC()}
+	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin}
 	st, rec, err := recoverDir(out, o.Step)
 	if err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, err)
@@ -271,7 +272,8 @@ type dropRepeats struct{}
 
 func (dropRepeats) Run(e *zerolog.Event, _ zerolog.Level, msg string) {
 	switch msg {
-	case "table resolver finished with error", "account did not sync completely; its state was not advanced where walks failed":
+	case "table resolver finished with error", "account did not sync completely; its state was not advanced where walks failed",
+		"listing folders failed; emitting the folders of the last successful sync":
 		e.Discard()
 	}
 }
@@ -610,6 +612,7 @@ type Result struct {
 	// that failed); the accounts' reports say the same per account.
 	SyncErrors []string
 
+	plugin   *spec.Spec // the plugin's spec, for the summary's messages
 	mu       sync.Mutex
 	rows     map[string]int // x_bookmarks rows written, by user id
 	skip     map[string]int // x_bookmarks rows dropped as already written
@@ -665,13 +668,4 @@ func accountName(s *account.Session) string {
 		name += " (user " + s.UserID + ")"
 	}
 	return name
-}
-
-// oneLine shortens an error for a table cell.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
 }

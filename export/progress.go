@@ -13,7 +13,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 )
 
-// progress shows, per account, the posts written, the posts billed, the
+// progress shows, per account, the bookmarks written, the posts billed, the
 // requests sent, and a countdown while a rate-limit wait lasts. On a
 // terminal it redraws one line per account in place, at most four times a
 // second; otherwise it prints a line per account every interval (10 s) and
@@ -130,11 +130,13 @@ func (p *progress) lines() []string {
 				requests += u.Requests
 			}
 		}
+		// The counts are the summary's: x_bookmarks rows written, and the
+		// posts billed and requests of every operation.
 		name := fmt.Sprintf("accounts[%d]", s.Index)
 		if s.UserID != "" {
-			name += " user " + s.UserID
+			name += " (user " + s.UserID + ")"
 		}
-		line := fmt.Sprintf("%s: %d new posts, %d billed, %d requests", name, p.rows[s.UserID], billed, requests)
+		line := fmt.Sprintf("%s: %d bookmarks written, %d posts billed, %d requests", name, p.rows[s.UserID], billed, requests)
 		if w, ok := p.waits[s.UserID]; ok && w.until.After(now) {
 			line += fmt.Sprintf(", waiting %s for the %s rate-limit window", w.until.Sub(now).Round(time.Second), w.op)
 		}

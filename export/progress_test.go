@@ -46,8 +46,8 @@ func TestProgress_LinesAndCountdown(t *testing.T) {
 	p.mu.Lock()
 	lines := p.lines()
 	p.mu.Unlock()
-	if len(lines) != 2 || lines[0] != "accounts[0] user 1001: 42 new posts, 0 billed, 0 requests" ||
-		lines[1] != "accounts[1] user 1002: 0 new posts, 0 billed, 0 requests, waiting 13m3s for the list_bookmarks rate-limit window" {
+	if len(lines) != 2 || lines[0] != "accounts[0] (user 1001): 42 bookmarks written, 0 posts billed, 0 requests" ||
+		lines[1] != "accounts[1] (user 1002): 0 bookmarks written, 0 posts billed, 0 requests, waiting 13m3s for the list_bookmarks rate-limit window" {
 		t.Errorf("lines %q", lines)
 	}
 	clk.Advance(14 * time.Minute)

@@ -94,13 +94,75 @@ var (
 type Env func(string) (string, bool)
 
 // ReadSpecFile reads and checks a CloudQuery spec file and returns its
-// source document for this plugin.
+// source document for this plugin, with each relative accounts[].token_file
+// made relative to the spec file's directory: the exporter is run from cron
+// and scripts, from any directory, and the file names its token files.
 func ReadSpecFile(path string) (*SourceSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the spec file: %w", err)
 	}
-	return ParseSpec(data, path, os.LookupEnv, time.Now())
+	src, err := ParseSpec(data, path, os.LookupEnv, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := src.resolveTokenFiles(filepath.Dir(abs)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return src, nil
+}
+
+// resolveTokenFiles joins dir to every relative token_file, in Plugin and
+// in PluginSpec (what the plugin is started with).
+func (s *SourceSpec) resolveTokenFiles(dir string) error {
+	changed := false
+	for i, a := range s.Plugin.Accounts {
+		if a.TokenFile != "" && !filepath.IsAbs(a.TokenFile) {
+			s.Plugin.Accounts[i].TokenFile = filepath.Join(dir, a.TokenFile)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(s.PluginSpec, &top); err != nil {
+		return err
+	}
+	var accounts []map[string]json.RawMessage
+	if err := json.Unmarshal(top[jsonKey(top, "accounts")], &accounts); err != nil {
+		return err
+	}
+	for i, a := range accounts {
+		if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
+			delete(a, jsonKey(a, "token_file"))
+			a["token_file"], _ = json.Marshal(tf)
+		}
+	}
+	var err error
+	if top[jsonKey(top, "accounts")], err = json.Marshal(accounts); err != nil {
+		return err
+	}
+	s.PluginSpec, err = json.Marshal(top)
+	return err
+}
+
+// jsonKey returns the key of m that encoding/json decodes into the field
+// name: name itself, or a key that differs only in case.
+func jsonKey[V any](m map[string]V, name string) string {
+	if _, ok := m[name]; ok {
+		return name
+	}
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return name
 }
 
 // ParseSpec parses the text of a spec file named name, as the CloudQuery CLI
@@ -113,6 +175,11 @@ func ReadSpecFile(path string) (*SourceSpec, error) {
 func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, error) {
 	text := bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	docs := bytes.Split(text, []byte("\n---\n"))
+	firstLines := make([]int, len(docs)) // line of the file each document starts on
+	firstLines[0] = 1
+	for i := 1; i < len(docs); i++ {
+		firstLines[i] = firstLines[i-1] + bytes.Count(docs[i-1], []byte("\n")) + 2
+	}
 	var sources []*SourceSpec
 	for i, doc := range docs {
 		where := fmt.Sprintf("%s, document %d", name, i+1)
@@ -121,7 +188,7 @@ func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, e
 		}
 		kind, body, err := readDocument(doc, env, now)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", where, locate(err, doc, firstLines[i]))
 		}
 		switch kind {
 		case "":
@@ -132,7 +199,7 @@ func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, e
 		case "source":
 			src, err := parseSource(body)
 			if err != nil {
-				return nil, fmt.Errorf("%s (kind: source): %w", where, err)
+				return nil, fmt.Errorf("%s (kind: source): %w", where, locate(err, doc, firstLines[i]))
 			}
 			src.File, src.Document = name, i+1
 			sources = append(sources, src)
@@ -151,9 +218,135 @@ func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, e
 		where = fmt.Sprintf("%s (source %q)", name, src.Name)
 	}
 	if err := checkSource(src); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, fmt.Errorf("%s: %w", where, locate(err, docs[src.Document-1], firstLines[src.Document-1]))
 	}
 	return src, nil
+}
+
+// keyError is a problem with a key of a spec file's document: unknown, or
+// of the wrong type. Its message gets the key's line once located.
+type keyError struct {
+	path []any // keys (and list indexes) from the document's root to the key
+	msg  string
+	line int
+}
+
+func (e *keyError) Error() string {
+	if e.line > 0 {
+		return fmt.Sprintf("line %d: %s", e.line, e.msg)
+	}
+	return e.msg
+}
+
+// pluginSpecError is what spec.Parse found wrong with the source's `spec:`,
+// the plugin's own spec, with the line of each problem.
+type pluginSpecError struct {
+	err   *spec.Error
+	lines []int // per problem; 0 where unknown
+}
+
+func (e *pluginSpecError) Error() string {
+	lines := make([]string, len(e.err.Problems))
+	for i, p := range e.err.Problems {
+		p.Path = strings.TrimSuffix("spec."+p.Path, ".")
+		lines[i] = p.String()
+		if e.lines[i] > 0 {
+			lines[i] = fmt.Sprintf("line %d: %s", e.lines[i], lines[i])
+		}
+	}
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%d problems in the plugin's spec (`spec:`):\n  %s", len(lines), strings.Join(lines, "\n  "))
+}
+
+func (e *pluginSpecError) Unwrap() error { return e.err }
+
+// locate finds the lines of the keys err is about in doc, a document of the
+// spec file that starts on line first. The document before substitution is
+// searched: ${...} references are values, so keys are where they were.
+func locate(err error, doc []byte, first int) error {
+	var root yamlv3.Node
+	if yamlv3.Unmarshal(doc, &root) != nil || len(root.Content) == 0 {
+		return err
+	}
+	line := func(path []any) int {
+		if l := lineOf(root.Content[0], path); l > 0 {
+			return first + l - 1
+		}
+		return 0
+	}
+	var ke *keyError
+	if errors.As(err, &ke) {
+		ke.line = line(ke.path)
+		return err
+	}
+	var se *spec.Error
+	if errors.As(err, &se) {
+		pe := &pluginSpecError{err: se, lines: make([]int, len(se.Problems))}
+		for i, p := range se.Problems {
+			path := append([]any{"spec", "spec"}, splitPath(p.Path)...)
+			if p.Key != "" {
+				path = append(path, p.Key)
+			}
+			pe.lines[i] = line(path)
+		}
+		return pe
+	}
+	return err
+}
+
+// lineOf returns the line of the key or list element at path under n, 0 if
+// there is none.
+func lineOf(n *yamlv3.Node, path []any) int {
+	line := 0
+	for _, step := range path {
+		if n.Kind == yamlv3.AliasNode {
+			n = n.Alias
+		}
+		switch step := step.(type) {
+		case string:
+			if n.Kind != yamlv3.MappingNode {
+				return 0
+			}
+			i := 0
+			for i+1 < len(n.Content) && n.Content[i].Value != step {
+				i += 2
+			}
+			if i+1 >= len(n.Content) {
+				return 0
+			}
+			line, n = n.Content[i].Line, n.Content[i+1]
+		case int:
+			if n.Kind != yamlv3.SequenceNode || step >= len(n.Content) {
+				return 0
+			}
+			n = n.Content[step]
+			line = n.Line
+		}
+	}
+	return line
+}
+
+// splitPath splits a spec.Problem path such as accounts[1].user_id into
+// keys and list indexes.
+func splitPath(path string) []any {
+	var out []any
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			out = append(out, name)
+		}
+		for rest != "" {
+			var idx string
+			idx, rest, _ = strings.Cut(rest, "]")
+			if i, err := strconv.Atoi(idx); err == nil {
+				out = append(out, i)
+			}
+			rest = strings.TrimPrefix(rest, "[")
+		}
+	}
+	return out
 }
 
 // readDocument expands one document and returns its kind and its `spec`
@@ -187,7 +380,9 @@ func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
 		Spec json.RawMessage `json:"spec"`
 	}
 	if err := strictDecode(j, &top); err != nil {
-		return "", nil, fmt.Errorf("%s (a document has only `kind` and `spec`)", describeDecodeError(err, "", []string{"kind", "spec"}))
+		ke := decodeError(err, nil, []string{"kind", "spec"})
+		ke.msg += " (a document has only `kind` and `spec`)"
+		return "", nil, ke
 	}
 	if top.Kind == "" {
 		return "", j, nil
@@ -317,8 +512,13 @@ func strictDecode(j []byte, out any) error {
 	return dec.Decode(out)
 }
 
-// describeDecodeError names the field of a JSON decoding error.
-func describeDecodeError(err error, prefix string, accepted []string) string {
+// decodeError names the field of a JSON decoding error; path leads from the
+// document's root to the object decoded.
+func decodeError(err error, path []any, accepted []string) *keyError {
+	prefix := ""
+	for _, p := range path[min(1, len(path)):] { // the source's fields are named from its `spec:`
+		prefix += fmt.Sprint(p) + "."
+	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
 		want := typeErr.Type.String()
@@ -332,17 +532,24 @@ func describeDecodeError(err error, prefix string, accepted []string) string {
 		case "struct", "map", "ptr":
 			want = "an object"
 		}
-		return fmt.Sprintf("field %q must be %s, not a %s", prefix+typeErr.Field, want, typeErr.Value)
+		field := strings.TrimPrefix(typeErr.Field, strings.TrimSuffix(prefix, "."))
+		return &keyError{path: append(path, strings.TrimPrefix(field, ".")),
+			msg: fmt.Sprintf("field %q must be %s, not a %s", prefix+strings.TrimPrefix(field, "."), want, typeErr.Value)}
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		f = strings.Trim(f, `"`)
-		if why, ok := deprecatedFields[f]; ok && prefix == "" && len(accepted) > 2 {
-			return fmt.Sprintf("field %q is no longer supported: %s", f, why)
+		ke := &keyError{path: append(path, f)}
+		if why, ok := deprecatedFields[f]; ok && len(path) == 1 {
+			ke.msg = fmt.Sprintf("field %q is no longer supported: %s", f, why)
+		} else if s := spec.Suggest(f, accepted); s != "" {
+			ke.msg = fmt.Sprintf("unknown field %q%s", prefix+f, s)
+		} else {
+			ke.msg = fmt.Sprintf("unknown field %q; accepted: %s", prefix+f, strings.Join(accepted, ", "))
 		}
-		return fmt.Sprintf("unknown field %q; accepted: %s", prefix+f, strings.Join(accepted, ", "))
+		return ke
 	}
-	return msg
+	return &keyError{msg: msg}
 }
 
 func parseSource(body []byte) (*SourceSpec, error) {
@@ -363,11 +570,11 @@ func parseSource(body []byte) (*SourceSpec, error) {
 			if json.Unmarshal(body, &probe) == nil && len(probe.BackendOptions) > 0 {
 				var bo backendOptions
 				if berr := strictDecode(probe.BackendOptions, &bo); berr != nil {
-					return nil, errors.New(describeDecodeError(berr, "backend_options.", []string{"table_name", "connection"}))
+					return nil, decodeError(berr, []any{"spec", "backend_options"}, []string{"table_name", "connection"})
 				}
 			}
 		}
-		return nil, errors.New(describeDecodeError(err, "", sourceFieldNames))
+		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
 	}
 	s := &SourceSpec{
 		Name:                f.Name,
@@ -467,7 +674,7 @@ func checkSource(s *SourceSpec) error {
 	}
 	p, err := spec.Parse(s.PluginSpec)
 	if err != nil {
-		return fmt.Errorf("field \"spec\" (the plugin's spec): %w", err)
+		return err
 	}
 	s.Plugin = p
 	return nil

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/spec"
 )
 
 var specNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -111,15 +113,17 @@ func TestParseSpec_Errors(t *testing.T) {
 		want       []string // all must appear in the error
 	}{
 		{"unknown outer field", replace("  registry: local\n", "  registry: local\n  tabels: [\"*\"]\n"),
-			[]string{"spec.yml (kind: source)", `unknown field "tabels"`, "accepted: name, path"}},
+			[]string{"spec.yml (kind: source): line 6: ", `unknown field "tabels" (did you mean "tables"?)`}},
+		{"unknown outer field, nothing close", replace("  registry: local\n", "  registry: local\n  colour: blue\n"),
+			[]string{"spec.yml (kind: source): line 6: ", `unknown field "colour"`, "accepted: name, path"}},
 		{"deprecated outer field", replace("  registry: local\n", "  registry: local\n  concurrency: 10\n"),
 			[]string{`"concurrency" is no longer supported`, "spec.concurrency"}},
 		{"unknown backend_options field", replace("  registry: local\n", "  registry: local\n  backend_options:\n    table: x\n"),
 			[]string{`unknown field "backend_options.table"`}},
 		{"unknown top-level field", "kind: source\nspecs: {}\n", []string{`unknown field "specs"`, "kind", "spec"}},
 		{"unknown plugin field", replace("    base_url:", "    base_urll: http://x\n    base_url:"),
-			[]string{`field "spec" (the plugin's spec)`, "base_urll"}},
-		{"missing plugin spec", strings.Split(minimalSpec, "  spec:\n")[0], []string{`field "spec"`, "accounts"}},
+			[]string{`spec.yml (source "x"): line 10: spec: unknown field "base_urll" (did you mean "base_url"?)`}},
+		{"missing plugin spec", strings.Split(minimalSpec, "  spec:\n")[0], []string{`spec.yml (source "x"): spec: the plugin spec is empty`, "accounts"}},
 		{"missing name", replace("  name: x\n", ""), []string{`field "name" is required`}},
 		{"missing path", replace("  path: ./cq-source-x\n", ""), []string{`field "path" is required`}},
 		{"missing tables", replace("  tables: [\"x_bookmarks\"]\n", ""), []string{`field "tables" is required`}},
@@ -152,6 +156,47 @@ func TestParseSpec_Errors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Problems in the plugin's own spec (the source's `spec:`) name the file,
+// the line and the field, in every section of the spec, and a misspelt
+// field gets the name it was probably meant to be.
+func TestParseSpec_PluginSpecErrorsSayWhere(t *testing.T) {
+	head := "kind: source\nspec:\n  name: x\n  path: ./cq-source-x\n  registry: local\n  tables: [\"*\"]\n  destinations: [file]\n  spec:\n"
+	for _, tc := range []struct{ name, plugin, want string }{
+		{"top level", "    acounts: []\n",
+			`spec.yml (source "x"): line 9: spec: unknown field "acounts" (did you mean "accounts"?)`},
+		{"account", "    accounts:\n      - access_token: a\n      - user_id: \"2\"\n        acess_token: b\n",
+			`spec.yml (source "x"): line 12: spec.accounts[1]: unknown field "acess_token" (did you mean "access_token"?)`},
+		{"oauth", "    oauth:\n      client_secrt: s\n    accounts: [{access_token: a}]\n",
+			`spec.yml (source "x"): line 10: spec.oauth: unknown field "client_secrt" (did you mean "client_secret"?)`},
+		{"fields", "    fields:\n      expansion: [author_id]\n    accounts: [{access_token: a}]\n",
+			`spec.yml (source "x"): line 10: spec.fields: unknown field "expansion" (did you mean "expansions"?)`},
+		{"planner", "    planner:\n      max_biled_posts: 100\n    accounts: [{access_token: a}]\n",
+			`spec.yml (source "x"): line 10: spec.planner: unknown field "max_biled_posts" (did you mean "max_billed_posts"?)`},
+		{"type in a list element", "    accounts:\n      - access_token: a\n        user_id: 1001\n",
+			`spec.yml (source "x"): line 11: spec.accounts[0].user_id: must be a string, not the number 1001`},
+		{"validation", "    base_url: api.x.com\n    accounts: [{access_token: a}]\n",
+			`spec.yml (source "x"): line 9: spec.base_url: must be an absolute http(s) URL, got "api.x.com"`},
+		{"several", "    planner:\n      max_page_size: big\n    accounts:\n      - acess_token: a\n",
+			"spec.yml (source \"x\"): 2 problems in the plugin's spec (`spec:`):\n" +
+				"  line 12: spec.accounts[0]: unknown field \"acess_token\" (did you mean \"access_token\"?)\n" +
+				"  line 10: spec.planner.max_page_size: must be a whole number, not a string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(head+tc.plugin), "spec.yml", envOf(nil), specNow)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error\n  %v\nwant\n  %s", err, tc.want)
+			}
+		})
+	}
+	// In a later document, the line is the file's.
+	dest := "kind: destination\nspec:\n  name: file\n"
+	_, err := ParseSpec([]byte(dest+"---\n"+head+"    accounts: [{acess_token: a}]\n"), "multi.yml", envOf(nil), specNow)
+	want := `multi.yml, document 2 (source "x"): line 13: spec.accounts[0]: unknown field "acess_token" (did you mean "access_token"?)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error\n  %v\nwant\n  %s", err, want)
 	}
 }
 
@@ -218,5 +263,43 @@ func TestSelectTables(t *testing.T) {
 	}
 	if got := names([]string{"*"}, []string{"*"}, true); !strings.Contains(got, "leave no table") {
 		t.Errorf("everything skipped: %s", got)
+	}
+}
+
+// A relative token_file is relative to the spec file's directory, in the
+// parsed spec and in the JSON the plugin is started with; an absolute one
+// is left alone.
+func TestReadSpecFile_RelativeTokenFilesAreRelativeToTheSpecFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "conf")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(minimalSpec, `      - user_id: "1001"
+        access_token: "tok-1001"
+`, `      - token_file: tokens/alice.json
+      - Token_File: ./bob.json
+      - token_file: /etc/x/carol.json
+`, 1)
+	path := filepath.Join(dir, "x.yml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	s, err := ReadSpecFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "tokens/alice.json"), filepath.Join(dir, "bob.json"), "/etc/x/carol.json"}
+	started, err := spec.Parse(s.PluginSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if s.Plugin.Accounts[i].TokenFile != w || started.Accounts[i].TokenFile != w {
+			t.Errorf("accounts[%d].token_file: parsed %q, plugin started with %q, want %q", i, s.Plugin.Accounts[i].TokenFile, started.Accounts[i].TokenFile, w)
+		}
+	}
+	if started.BaseURL != "http://127.0.0.1:9999" {
+		t.Errorf("the rest of the spec changed: %+v", started)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
@@ -33,17 +34,23 @@ type AccountSum struct {
 	Account string `json:"account"` // accounts[i]
 	UserID  string `json:"user_id"`
 	OK      bool   `json:"ok"`
-	Error   string `json:"error,omitempty"`
+	// Error is what went wrong, each problem once, joined by "; " (see
+	// plugin.AccountFailure).
+	Error string `json:"error,omitempty"`
 	Totals
 	Operations []OperationSum `json:"operations"`
+
+	problems []string
+	name     string // accounts[i] (user ID)
 }
 
 // Totals add up operations (or accounts).
 type Totals struct {
 	// NewPosts are the posts the walks found new (bookmarks and folder
 	// entries); BookmarksWritten the x_bookmarks rows written, and
-	// AlreadyArchived those dropped because an earlier run wrote them (a
-	// post bookmarked again after it was removed).
+	// AlreadyArchived those dropped because an earlier run wrote them: a
+	// post bookmarked again after it was removed, or read again after a
+	// walk that did not finish.
 	NewPosts         int     `json:"new_posts"`
 	BookmarksWritten int     `json:"bookmarks_written"`
 	AlreadyArchived  int     `json:"already_archived"`
@@ -82,9 +89,15 @@ func (r *Result) Summary() *Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, sess := range r.sessions {
-		a := AccountSum{Account: fmt.Sprintf("accounts[%d]", sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{}}
-		if err := sessionErr(sess); err != nil {
-			a.OK, a.Error = false, err.Error()
+		a := AccountSum{Account: fmt.Sprintf("accounts[%d]", sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
+			name: accountName(sess)}
+		if r.plugin != nil {
+			a.problems = xplugin.AccountFailure(r.plugin, sess)
+		} else if err := sessionErr(sess); err != nil {
+			a.problems = strings.Split(err.Error(), "\n")
+		}
+		if a.problems != nil {
+			a.OK, a.Error = false, strings.Join(a.problems, "; ")
 			s.OK = false
 		}
 		a.BookmarksWritten = r.rows[sess.UserID]
@@ -146,8 +159,12 @@ func (s *Summary) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\test. USD\trequests\twalks\t")
 	for _, a := range s.Accounts {
+		user := a.UserID
+		if user == "" {
+			user = "-"
+		}
 		if len(a.Operations) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0.000\t0\t\t\n", a.Account, a.UserID)
+			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0.000\t0\t\t\n", a.Account, user)
 		}
 		for _, o := range a.Operations {
 			walks := o.WalkOutcomes
@@ -157,7 +174,7 @@ func (s *Summary) WriteText(w io.Writer) {
 				}
 				walks += "FAILED"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.3f\t%d\t%s\t\n", a.Account, a.UserID, o.Operation,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.3f\t%d\t%s\t\n", a.Account, user, o.Operation,
 				o.NewPosts, o.PostsBilled, o.EstimatedUSD, o.Requests, walks)
 		}
 	}
@@ -166,12 +183,12 @@ func (s *Summary) WriteText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "x_bookmarks rows written: %d", t.BookmarksWritten)
 	if t.AlreadyArchived > 0 {
-		fmt.Fprintf(w, " (%d re-bookmarked posts were already archived and skipped)", t.AlreadyArchived)
+		fmt.Fprintf(w, " (%d posts read were already in the archive and not written again)", t.AlreadyArchived)
 	}
 	fmt.Fprintln(w)
 	for _, a := range s.Accounts {
 		if !a.OK {
-			fmt.Fprintf(w, "FAILED %s (user %s): %s\n", a.Account, a.UserID, oneLine(a.Error, 400))
+			fmt.Fprintln(w, a.Failure())
 		}
 	}
 	if s.Recovered != nil {
@@ -188,4 +205,32 @@ func (s *Summary) WriteText(w io.Writer) {
 	for _, f := range s.Files {
 		fmt.Fprintf(w, "wrote %s (%d rows)\n", f.Path, f.Rows)
 	}
+}
+
+// Failure tells what went wrong for the account, naming it: on one line for
+// one problem, a line per problem after the name for several.
+func (a AccountSum) Failure() string {
+	name := a.name
+	if name == "" {
+		name = a.Account
+	}
+	problems := a.problems
+	if problems == nil {
+		problems = strings.Split(a.Error, "; ")
+	}
+	if len(problems) == 1 {
+		return "FAILED " + name + ": " + problems[0]
+	}
+	return "FAILED " + name + ":\n  - " + strings.Join(problems, "\n  - ")
+}
+
+// Failed returns the accounts that failed.
+func (s *Summary) Failed() []AccountSum {
+	var out []AccountSum
+	for _, a := range s.Accounts {
+		if !a.OK {
+			out = append(out, a)
+		}
+	}
+	return out
 }

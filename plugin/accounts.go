@@ -89,7 +89,7 @@ func connect(ctx context.Context, s *spec.Spec, a spec.Account, o Options, meter
 		file := auth.TokenFile{Path: a.TokenFile}
 		stored, err := file.Load()
 		if err != nil {
-			return nil, "", err
+			return nil, "", relativeTokenFileError(a.TokenFile, err)
 		}
 		userID = stored.UserID
 		cfg := auth.Config{

@@ -123,11 +123,12 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := stateClient.Flush(ctx); err != nil {
 		return fmt.Errorf("flushing state to the backend: %w", err)
 	}
+	// One line per account that failed, after the scheduler's line per
+	// table: what went wrong, once, and what to do about it.
 	for _, s := range set.Sessions {
-		if err := s.Report().Err(); err != nil {
-			c.logger.Error().Err(err).Str("account", s.ID()).Msg("account did not sync completely; its state was not advanced where walks failed")
-		} else if s.Err != nil {
-			c.logger.Error().Err(s.Err).Str("account", s.ID()).Msg("account could not be prepared")
+		if problems := AccountFailure(c.spec, s); problems != nil {
+			c.logger.Error().Str("account", s.ID()).Strs("problems", problems).
+				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}
 	if usage != nil {

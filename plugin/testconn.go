@@ -34,11 +34,14 @@ func testConnection(o Options) plugin.ConnectionTester {
 				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err))
 			}
 			me, _, err := api.Me(ctx)
+			if cause, ok := noAnswer(err); ok {
+				return plugin.NewTestConnError(codeUnreachable, fmt.Errorf("accounts[%d]: GET /2/users/me to %s got no answer from the X API (%s): check base_url", i, s.BaseURL, cause))
+			}
 			switch {
 			case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden), errors.Is(err, auth.ErrLoginRequired):
-				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err))
+				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err)))
 			case err != nil:
-				return plugin.NewTestConnError(codeUnreachable, fmt.Errorf("accounts[%d]: %w", i, err))
+				return plugin.NewTestConnError(codeUnreachable, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err)))
 			}
 			for _, want := range []string{a.UserID, fileUserID} {
 				if want != "" && want != me.ID {

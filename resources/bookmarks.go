@@ -99,6 +99,12 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Err: err})
 		return err
 	}
+	guard, err := startCapGuard(ctx, s, key, s.Walk, prev)
+	if err != nil {
+		err = walkError(s, "bookmarks", err)
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: notStarted(s, err), Err: err})
+		return err
+	}
 	var bookmarkedAfter *time.Time
 	if prev != nil && !prev.SyncedAt.IsZero() {
 		t := prev.SyncedAt
@@ -150,11 +156,15 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	}
 	result, err := w.Run(ctx, prev)
 	if err != nil {
-		err = walkError(s, "bookmarks", result, err)
+		err = walkError(s, "bookmarks", guard.done(ctx, s.Walk, prev, result, err))
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
 		return err
 	}
-	if err := s.SaveMemory(ctx, key, result.Memory); err != nil {
+	err = s.SaveMemory(ctx, key, result.Memory)
+	if err == nil {
+		err = guard.done(ctx, s.Walk, prev, result, nil)
+	}
+	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
 		return err
@@ -215,11 +225,12 @@ func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, book
 	return rows
 }
 
-// walkError says which walk failed, how far it got, and that nothing advanced.
-func walkError(s *account.Session, list string, result *walk.Result, err error) error {
-	if result == nil {
-		return fmt.Errorf("%s: %s walk: %w", s.ID(), list, err)
+// walkError says which walk of which account failed. It gives no counts:
+// the usage table (and the exporter's summary) has them, from the meter.
+// A walk stopped by the billed-post cap says so, and what the next needs.
+func walkError(s *account.Session, list string, err error) error {
+	if capErr := (*walk.CapError)(nil); errors.As(err, &capErr) {
+		return fmt.Errorf("%s: %s walk %w", s.ID(), list, err)
 	}
-	return fmt.Errorf("%s: %s walk %s after %d requests and %d billed posts (state not advanced): %w",
-		s.ID(), list, result.Outcome, result.Requests, result.Billed, err)
+	return fmt.Errorf("%s: %s walk failed (state not advanced): %w", s.ID(), list, err)
 }

@@ -56,6 +56,13 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	}
 	settings := s.Walk
 	settings.RequestBudget = s.FolderWalkBudget()
+	guard, err := startCapGuard(ctx, s, key, settings, prev)
+	if err != nil {
+		err = walkError(s, list, err)
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Result: notStarted(s, err), Err: err})
+		emitMembers(s, f, prev, res)
+		return err
+	}
 	w := &walk.Walker[client.FolderPost]{
 		Settings: settings,
 		Clock:    s.Clock,
@@ -77,8 +84,9 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 			members = result.Memory
 		}
 	}
+	walkErr = guard.done(ctx, settings, prev, result, walkErr)
 	if walkErr != nil {
-		walkErr = walkError(s, list, result, walkErr)
+		walkErr = walkError(s, list, walkErr)
 	}
 	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Result: result, Err: walkErr})
 	emitMembers(s, f, members, res)

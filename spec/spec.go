@@ -7,7 +7,6 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -65,9 +64,10 @@ type OAuth struct {
 type Account struct {
 	// X user id (decimal). Optional: taken from the token file, else resolved with GET /2/users/me.
 	UserID string `json:"user_id,omitempty" jsonschema:"pattern=^[0-9]{1\\,19}$"`
-	// A user-context OAuth 2.0 access token. It expires after two hours; prefer `token_file` for scheduled syncs.
+	// A user-context OAuth 2.0 access token. It expires two hours after it is issued and cannot be refreshed; use `token_file` for scheduled syncs.
 	AccessToken string `json:"access_token,omitempty"`
 	// Path of a token file written by `cq-source-x login`. Its tokens are refreshed (and rotated) automatically.
+	// A relative path is relative to the spec file's directory with `cq-source-x export`, and to the plugin's working directory in a CloudQuery sync (where `cloudquery sync` runs, for `registry: local`), which is not told where the spec file is: give an absolute path when syncs run from elsewhere (cron).
 	TokenFile string `json:"token_file,omitempty"`
 	// Client ID for refreshing this account's token, if different from `oauth.client_id`.
 	ClientID string `json:"client_id,omitempty"`
@@ -100,6 +100,8 @@ type Planner struct {
 	// Requests all folder walks of one account may spend together before pages grow (of the 50 a user has per 15 minutes).
 	FolderRequestBudget int `json:"folder_request_budget,omitempty" jsonschema:"minimum=1,default=40"`
 	// Most posts one walk may be billed for; 0 means no cap. A walk that reaches it stops and its state does not advance.
+	// Each sync reads a list from the top again, so after a walk stopped by the cap the next syncs do not start (and bill nothing) until the cap is above what that walk billed.
+	// A first sync reads every bookmark: raise the cap for it once (or set 0), then set it back.
 	MaxBilledPosts int `json:"max_billed_posts,omitempty" jsonschema:"minimum=0,default=0"`
 	// Held posts that must follow the first held post, in their remembered order, before a walk stops. Guards against re-bookmarked posts hiding new ones.
 	Confirmations int `json:"confirmations,omitempty" jsonschema:"minimum=1,maximum=10,default=1"`
@@ -136,34 +138,33 @@ var forbiddenTweetFields = []string{"non_public_metrics", "organic_metrics", "pr
 var JSONSchema string
 
 // Parse decodes a plugin spec, applies defaults and validates it. Unknown
-// fields are errors, so a misspelt option is not silently ignored.
+// fields are errors, so a misspelt option is not silently ignored. The error
+// is an *Error listing every problem with the path of its field.
 func Parse(data []byte) (*Spec, error) {
-	var s Spec
 	if len(bytes.TrimSpace(data)) == 0 || bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
-		return nil, errors.New("the plugin spec is empty: it needs at least `accounts`")
+		return nil, &Error{Problems: []Problem{{Msg: "the plugin spec is empty: it needs at least `accounts`"}}}
 	}
+	var raw any
 	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, &Error{Problems: []Problem{{Msg: "not valid JSON: " + err.Error()}}}
+	}
+	if ps := checkShape(raw); len(ps) > 0 {
+		return nil, ps.err()
+	}
+	var s Spec
+	dec = json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("invalid plugin spec: %s", describeJSONError(err))
+		// checkShape found nothing: not expected, but never ignored.
+		return nil, &Error{Problems: []Problem{{Msg: err.Error()}}}
 	}
 	s.SetDefaults()
 	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid plugin spec: %w", err)
+		return nil, err
 	}
 	return &s, nil
-}
-
-func describeJSONError(err error) string {
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("field %q must be %s, got a JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
-	}
-	msg := err.Error()
-	if strings.HasPrefix(msg, "json: unknown field ") {
-		return "unknown field " + strings.TrimPrefix(msg, "json: unknown field ")
-	}
-	return msg
 }
 
 // SetDefaults fills in what was left out.
@@ -208,12 +209,10 @@ func (s *Spec) SetDefaults() {
 
 var userIDPattern = regexp.MustCompile(`^[0-9]{1,19}$`)
 
-// Validate reports every problem, each naming its field.
+// Validate reports every problem, each naming its field, as an *Error.
 func (s *Spec) Validate() error {
-	var errs []error
-	add := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
+	var ps problems
+	add := ps.add
 	if err := checkURL(s.BaseURL); err != nil {
 		add("base_url", "%v", err)
 	}
@@ -268,7 +267,7 @@ func (s *Spec) Validate() error {
 	if s.Concurrency < 1 {
 		add("concurrency", "must be at least 1, got %d", s.Concurrency)
 	}
-	return errors.Join(errs...)
+	return ps.err()
 }
 
 func checkURL(raw string) error {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"errors"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"os"
 	"strings"
@@ -37,7 +38,7 @@ func TestBadSpecsGetErrorsNamingTheField(t *testing.T) {
 		{"not json", `{`, "invalid plugin spec"},
 		{"unknown field", `{"acounts":[]}`, `unknown field "acounts"`},
 		{"unknown nested field", `{"accounts":[{"acess_token":"x"}]}`, `unknown field "acess_token"`},
-		{"wrong type", `{"accounts":[{"access_token":"x"}],"planner":{"max_page_size":"big"}}`, `"planner.max_page_size" must be int`},
+		{"wrong type", `{"accounts":[{"access_token":"x"}],"planner":{"max_page_size":"big"}}`, `planner.max_page_size: must be a whole number, not a string`},
 		{"no accounts", `{"accounts":[]}`, "accounts: at least one account is required"},
 		{"no token", `{"accounts":[{"user_id":"1"}]}`, "accounts[0]: set either access_token or token_file"},
 		{"both tokens", `{"accounts":[{"access_token":"a","token_file":"f"}]}`, "accounts[0]: set access_token or token_file, not both"},
@@ -59,6 +60,38 @@ func TestBadSpecsGetErrorsNamingTheField(t *testing.T) {
 			_, err := Parse([]byte(tc.spec))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Every problem names the field it is in, down to the list element, and a
+// misspelt field gets the name it was probably meant to be.
+func TestSpecErrorsSayWhere(t *testing.T) {
+	for _, tc := range []struct{ name, spec, want string }{
+		{"top level", `{"acounts":[{"access_token":"a"}]}`, `invalid plugin spec: unknown field "acounts" (did you mean "accounts"?)`},
+		{"account", `{"accounts":[{"access_token":"a"},{"acess_token":"b"}]}`, `invalid plugin spec: accounts[1]: unknown field "acess_token" (did you mean "access_token"?)`},
+		{"oauth", `{"oauth":{"clientid":"c"},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: oauth: unknown field "clientid" (did you mean "client_id"?)`},
+		{"fields", `{"fields":{"tweet_field":["lang"]},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: fields: unknown field "tweet_field" (did you mean "tweet_fields"?)`},
+		{"planner", `{"planner":{"max_biled_posts":100},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner: unknown field "max_biled_posts" (did you mean "max_billed_posts"?)`},
+		{"another section", `{"max_billed_posts":100,"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: unknown field "max_billed_posts" (did you mean "planner.max_billed_posts"? it belongs in another section)`},
+		{"nothing close", `{"planner":{"speed":1},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner: unknown field "speed"; this section has max_page_size, request_budget, folder_request_budget, max_billed_posts, confirmations`},
+		{"list element type", `{"accounts":[{"access_token":"a"},{"user_id":1002,"access_token":"b"}]}`, `invalid plugin spec: accounts[1].user_id: must be a string, not the number 1002`},
+		{"list type", `{"fields":{"tweet_fields":"lang"},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: fields.tweet_fields: must be a list of strings, e.g. [a, b], not a string`},
+		{"section type", `{"planner":[1],"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner: must be a map of settings, not a list`},
+		{"whole number", `{"planner":{"max_billed_posts":1.5},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner.max_billed_posts: must be a whole number, not the number 1.5`},
+		{"duration", `{"rate_limit_wait_cap":"soon","accounts":[{"access_token":"a"}]}`, `invalid plugin spec: rate_limit_wait_cap: must be a duration such as "16m" or "1h30m", not a string`},
+		{"not a map", `["accounts"]`, `invalid plugin spec: must be a map of settings, not a list`},
+		{"several", `{"acounts":[],"planner":{"max_page_size":true}}`, "invalid plugin spec: 2 problems:\n  unknown field \"acounts\" (did you mean \"accounts\"?)\n  planner.max_page_size: must be a whole number, not true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.spec))
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error\n  %v\nwant\n  %s", err, tc.want)
+			}
+			var specErr *Error
+			if !errors.As(err, &specErr) {
+				t.Fatalf("%T is not a *spec.Error", err)
 			}
 		})
 	}

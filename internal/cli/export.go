@@ -117,7 +117,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := f.report(sum); err != nil {
 		return err
 	}
-	return accountsError(res)
+	return f.accountsError(sum)
 }
 
 func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
@@ -144,21 +144,30 @@ func (f exportFlags) report(sum *export.Summary) error {
 }
 
 // accountsError names the accounts that failed; the run committed the
-// others.
-func accountsError(res *export.Result) error {
-	failed := res.Failed()
+// others. The summary printed above says what went wrong, so the error only
+// points at it; with --quiet it says it.
+func (f exportFlags) accountsError(sum *export.Summary) error {
+	failed := sum.Failed()
 	if len(failed) == 0 {
 		return nil
-	}
-	msgs := make([]string, len(failed))
-	for i, e := range failed {
-		msgs[i] = strings.ReplaceAll(e.Error(), "\n", "; ")
 	}
 	what := "1 account failed"
 	if len(failed) > 1 {
 		what = strconv.Itoa(len(failed)) + " accounts failed"
 	}
-	return fmt.Errorf("%s (the files of this run were written; the failed walks did not advance and the next run retries them):\n  %s", what, strings.Join(msgs, "\n  "))
+	const after = "the files of this run were written; the failed walks did not advance"
+	if !f.quiet {
+		names := make([]string, len(failed))
+		for i, a := range failed {
+			names[i] = a.Account
+		}
+		return fmt.Errorf("%s (%s: see FAILED above); %s", what, strings.Join(names, ", "), after)
+	}
+	lines := make([]string, len(failed))
+	for i, a := range failed {
+		lines[i] = strings.ReplaceAll(strings.TrimPrefix(a.Failure(), "FAILED "), "\n", "\n  ")
+	}
+	return fmt.Errorf("%s; %s:\n  %s", what, after, strings.Join(lines, "\n  "))
 }
 
 // exportSandbox runs the demo: export, change the lists, export again.
@@ -199,7 +208,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	}
 
 	say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
-	res1, sum1, err := run()
+	_, sum1, err := run()
 	if err != nil {
 		return err
 	}
@@ -238,10 +247,10 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 			return err
 		}
 	}
-	if err := accountsError(res1); err != nil {
+	if err := f.accountsError(sum1); err != nil {
 		return err
 	}
-	return accountsError(res2)
+	return f.accountsError(sum2)
 }
 
 type sandboxComparison struct {

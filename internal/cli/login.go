@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/auth"
@@ -96,7 +97,13 @@ func Login(ctx context.Context, o LoginOptions) error {
 	if stored.RefreshToken == "" {
 		refresh = "WITHOUT a refresh token (offline.access was not granted): it expires in two hours"
 	}
-	fmt.Fprintf(o.Out, "Logged in as @%s (user id %s). Token saved to %s (mode 0600), %s.\n\nUse it in a spec:\n\n  accounts:\n    - token_file: %q\n", me.Username, me.ID, o.TokenFile, refresh, o.TokenFile)
+	// The spec gets the absolute path: a relative one means the spec file's
+	// directory to `export` but the working directory to a CloudQuery sync.
+	specPath := o.TokenFile
+	if abs, err := filepath.Abs(specPath); err == nil {
+		specPath = abs
+	}
+	fmt.Fprintf(o.Out, "Logged in as @%s (user id %s). Token saved to %s (mode 0600), %s.\n\nUse it in a spec:\n\n  accounts:\n    - token_file: %q\n", me.Username, me.ID, o.TokenFile, refresh, specPath)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -139,5 +140,28 @@ func TestLoginCommandNeedsAClientID(t *testing.T) {
 	t.Setenv("X_CLIENT_ID", "")
 	if code := Run(context.Background(), []string{"login", "--token-file", filepath.Join(t.TempDir(), "t.json")}, strings.NewReader(""), io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "--client-id is required") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// The spec snippet the login prints names the token file by its absolute
+// path: a relative one would mean the spec file's directory to `export` and
+// the working directory to a CloudQuery sync.
+func TestLoginPrintsTheTokenFilesAbsolutePath(t *testing.T) {
+	sim := xsim.New(xsim.Options{})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	const redirect = "http://127.0.0.1:8085/callback"
+	sim.RegisterClient("readme-app", "", redirect)
+	sim.SetAuthorizingUser("readme-app", "1001")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, out := loginHeadless(t, sim, redirect, "alice.json")
+	if code != 0 {
+		t.Fatalf("login exited %d: %s", code, out)
+	}
+	if want := "- token_file: " + strconv.Quote(filepath.Join(dir, "alice.json")); !strings.Contains(out, want) {
+		t.Fatalf("output lacks %q:\n%s", want, out)
 	}
 }

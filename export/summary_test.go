@@ -1,0 +1,38 @@
+package export
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// The summary says what its counts are (rows dropped as already written are
+// not all re-bookmarks: a walk that did not finish is read again too), and
+// names an account whose user id is unknown without an empty user.
+func TestSummaryTextSaysWhatItCounts(t *testing.T) {
+	s := &Summary{
+		Accounts: []AccountSum{
+			{Account: "accounts[0]", UserID: "1001", OK: true, Totals: Totals{BookmarksWritten: 5, AlreadyArchived: 3},
+				Operations: []OperationSum{{Operation: "list_bookmarks", Requests: 1, PostsBilled: 8, NewPosts: 8, WalkOutcomes: "reached_end"}}},
+			{Account: "accounts[1]", OK: false, Error: "the API refused accounts[1].access_token (401 Unauthorized)"},
+		},
+		Totals: Totals{BookmarksWritten: 5, AlreadyArchived: 3},
+	}
+	var b bytes.Buffer
+	s.WriteText(&b)
+	text := b.String()
+	for _, want := range []string{
+		"x_bookmarks rows written: 5 (3 posts read were already in the archive and not written again)\n",
+		"FAILED accounts[1]: the API refused accounts[1].access_token (401 Unauthorized)\n",
+		"accounts[1]     -",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("summary lacks %q:\n%s", want, text)
+		}
+	}
+	for _, bad := range []string{"re-bookmarked", "(user )"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("summary has %q:\n%s", bad, text)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package plugin
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/spec"
+)
+
+// AccountFailure tells what went wrong for one account in a sync, for a
+// person to read once: each distinct problem on a line of its own, without
+// the account's name (the caller gives it), and with what to do where the
+// plugin knows. When no request of the account got an answer it says to
+// check base_url, in one line, rather than repeat the same refused
+// connection for every list. It returns nil for an account that synced.
+func AccountFailure(s *spec.Spec, sess *account.Session) []string {
+	var errs []error
+	if sess.Err != nil {
+		errs = []error{sess.Err}
+	} else {
+		for _, w := range sess.Report().Walks() {
+			if w.Err != nil {
+				errs = append(errs, w.Err)
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	if line, ok := unreachable(s, sess, errs); ok {
+		return []string{line}
+	}
+	var lines []string
+	seen := map[string]bool{}
+	for _, err := range errs {
+		line := strings.TrimPrefix(describe(s, sess.Index, err), sess.ID()+": ")
+		if !seen[line] {
+			seen[line] = true
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// describe is err as a person should read it: a query string in a URL is
+// dropped (it repeats the spec's fields), and a token the API refused is
+// told the same way whichever request it was (it is the account's problem,
+// not the list's), for a raw access_token with why it cannot be refreshed
+// and what to use instead.
+func describe(s *spec.Spec, index int, err error) string {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && (errors.Is(apiErr, client.ErrUnauthorized) || errors.Is(apiErr, client.ErrForbidden)) {
+		status := strings.TrimPrefix(apiErr.Error(), "x api: "+string(apiErr.Operation)+": ")
+		if index < len(s.Accounts) && s.Accounts[index].AccessToken != "" && errors.Is(apiErr, client.ErrUnauthorized) {
+			return fmt.Sprintf("the API refused accounts[%d].access_token (%d %s). "+
+				"It has expired (X access tokens live two hours) or was revoked, and a raw access_token cannot be refreshed: "+
+				"run `cq-source-x login` and set accounts[%d].token_file instead of access_token (a token file is refreshed automatically)",
+				index, apiErr.Status, http.StatusText(apiErr.Status), index)
+		}
+		if errors.Is(apiErr, client.ErrUnauthorized) {
+			return "the API refused the account's token: " + status
+		}
+		return "the API refused the account's requests: " + status
+	}
+	return urlQuery.ReplaceAllString(err.Error(), `$1"`)
+}
+
+// urlQuery matches the query string of a quoted URL in an error message
+// (net/http quotes the URL of a request that failed).
+var urlQuery = regexp.MustCompile(`("https?://[^"?\s]*)\?[^"\s]*"`)
+
+// unreachable reports whether no request of the account got an answer from
+// base_url, every one refused, unreachable, not TLS, or answered 404 (a
+// base_url with a wrong path), and says so.
+func unreachable(s *spec.Spec, sess *account.Session, errs []error) (string, bool) {
+	requests, ok := 0, 0
+	if sess.Meter != nil {
+		for _, u := range sess.Meter.Snapshot() {
+			requests += u.Requests
+			ok += u.OK
+		}
+	}
+	if requests == 0 || ok > 0 {
+		return "", false
+	}
+	cause := ""
+	for _, err := range errs {
+		c, isNet := noAnswer(err)
+		if !isNet {
+			return "", false
+		}
+		cause = c
+	}
+	return fmt.Sprintf("none of %d requests to %s got an answer from the X API (%s): check base_url", requests, s.BaseURL, cause), true
+}
+
+// noAnswer returns the cause of a request that got no answer from the API
+// server: a connection refused or timed out, a host not found, a server
+// that does not speak TLS or whose certificate is not valid, or a 404.
+func noAnswer(err error) (string, bool) {
+	var (
+		dnsErr  *net.DNSError
+		opErr   *net.OpError
+		certErr *tls.CertificateVerificationError
+		hostErr x509.HostnameError
+		caErr   x509.UnknownAuthorityError
+		recErr  tls.RecordHeaderError
+		apiErr  *client.APIError
+	)
+	switch {
+	case errors.As(err, &dnsErr):
+		return dnsErr.Error(), true
+	case errors.As(err, &certErr):
+		return certErr.Error(), true
+	case errors.As(err, &hostErr):
+		return hostErr.Error(), true
+	case errors.As(err, &caErr):
+		return caErr.Error(), true
+	case errors.As(err, &recErr):
+		return "the server does not speak TLS: " + recErr.Error(), true
+	case errors.As(err, &opErr):
+		return opErr.Error(), true
+	case errors.As(err, &apiErr) && errors.Is(apiErr, client.ErrNotFound):
+		return "404 Not Found", true
+	}
+	return "", false
+}
+
+// relativeTokenFileError says where the plugin looked for a token file that
+// is not there, given as a relative path: in its working directory. The
+// CloudQuery CLI starts a local plugin in the directory `cloudquery sync`
+// runs in, and passes it the spec, not the spec file's path (the exporter,
+// which has the file, makes such paths relative to it before).
+func relativeTokenFileError(path string, err error) error {
+	if filepath.IsAbs(path) {
+		return err
+	}
+	if _, serr := os.Stat(path); !errors.Is(serr, fs.ErrNotExist) {
+		return err
+	}
+	wd, werr := os.Getwd()
+	if werr != nil {
+		return err
+	}
+	return fmt.Errorf("no token file at %s: token_file %q is relative, so it is looked for in the working directory (%s), "+
+		"where `cloudquery sync` runs; the plugin is not told where the spec file is. Write the absolute path, "+
+		"or run cloudquery from the directory that holds the file (%w)", filepath.Join(wd, path), path, wd, err)
+}

@@ -1,0 +1,71 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// capGuard keeps a list's walks from billing posts they cannot get past: it
+// records a walk stopped by planner.max_billed_posts (how far it got, in a
+// state key of its own beside the list's memory), and refuses, before any
+// request, the next walk if its cap would stop it at the same place.
+type capGuard struct {
+	s    *account.Session
+	key  string // the record's state key
+	last *walk.CapStop
+}
+
+// capKey is the state key of the cap record of the list whose memory is
+// under listKey.
+func capKey(listKey string) string { return listKey + "/capped" }
+
+// startCapGuard reads the cap record of the list whose memory is under
+// listKey, and returns a *walk.CapError (matching walk.ErrBudget) when a walk
+// from prev with settings would stop where the last capped one did.
+func startCapGuard(ctx context.Context, s *account.Session, listKey string, settings walk.Settings, prev *walk.Memory) (*capGuard, error) {
+	g := &capGuard{s: s, key: capKey(listKey)}
+	value, err := s.State.GetKey(ctx, g.key)
+	if err != nil {
+		return nil, fmt.Errorf("reading state %q: %w", g.key, err)
+	}
+	if g.last, err = walk.UnmarshalCapStop(value); err != nil {
+		return nil, fmt.Errorf("state %q: %w", g.key, err)
+	}
+	return g, walk.CheckCap(settings, prev, g.last)
+}
+
+// notStarted is the result to report for a walk that could not start with
+// err: for one the cap refused, a walk stopped by it that billed nothing.
+func notStarted(s *account.Session, err error) *walk.Result {
+	if !errors.Is(err, walk.ErrBudget) {
+		return nil
+	}
+	return &walk.Result{Outcome: walk.StoppedByBudget, StartedAt: s.Clock.Now()}
+}
+
+// done records how the walk from prev ended: a walk stopped by the cap is
+// recorded and its error says what the next sync needs; a clean walk
+// removes the record. It returns the walk's error, or the record's.
+func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
+	switch {
+	case err == nil && g.last != nil:
+		if serr := g.s.State.SetKey(ctx, g.key, ""); serr != nil {
+			return fmt.Errorf("writing state %q: %w", g.key, serr)
+		}
+	case errors.Is(err, walk.ErrBudget) && res != nil && res.Outcome == walk.StoppedByBudget:
+		stop := walk.NewCapStop(settings, prev, res)
+		value, merr := stop.Marshal()
+		if merr != nil {
+			return merr
+		}
+		if serr := g.s.State.SetKey(ctx, g.key, value); serr != nil {
+			return errors.Join(err, fmt.Errorf("writing state %q: %w", g.key, serr))
+		}
+		return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
+	}
+	return err
+}

@@ -1,0 +1,104 @@
+package walk
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// CapStop records a walk that stopped at the billed-post cap
+// (Settings.MaxBilledPosts) and how far it got. Its memory did not advance,
+// and the next walk of the list starts from the top again (pagination tokens
+// are never kept), so to get past where this one stopped it must be allowed
+// to bill more than Billed: CheckCap refuses to start one that is not,
+// rather than have every sync bill the same posts and stop at the same place.
+type CapStop struct {
+	// At is when the capped walk started.
+	At time.Time `json:"at"`
+	// Cap is the walk's MaxBilledPosts, Billed the posts it was billed for
+	// and New the posts it found that were not held.
+	Cap    int `json:"cap"`
+	Billed int `json:"billed"`
+	New    int `json:"new"`
+	// From is the SyncedAt of the memory the walk started from: the record
+	// holds while the list's memory is that one. Zero for a first walk.
+	From time.Time `json:"from"`
+}
+
+// NewCapStop records res, a walk from prev stopped at the cap of s.
+func NewCapStop(s Settings, prev *Memory, res *Result) *CapStop {
+	c := &CapStop{At: res.StartedAt, Cap: s.MaxBilledPosts, Billed: res.Billed, New: res.New}
+	if prev != nil {
+		c.From = prev.SyncedAt
+	}
+	return c
+}
+
+// First reports whether the capped walk was a first walk (nothing held).
+func (c *CapStop) First() bool { return c.From.IsZero() }
+
+// Marshal encodes c for the state backend.
+func (c *CapStop) Marshal() (string, error) {
+	b, err := json.Marshal(c)
+	return string(b), err
+}
+
+// UnmarshalCapStop decodes a state value; "" is no record (nil, nil).
+func UnmarshalCapStop(value string) (*CapStop, error) {
+	if value == "" {
+		return nil, nil
+	}
+	var c CapStop
+	if err := json.Unmarshal([]byte(value), &c); err != nil {
+		return nil, fmt.Errorf("billed-post cap record is not valid JSON: %w", err)
+	}
+	return &c, nil
+}
+
+// CheckCap reports, before any request, whether a walk from prev with
+// settings s would stop where last, the list's last capped walk, stopped:
+// it returns a *CapError (matching ErrBudget) when last still describes the
+// list (its memory is the one last started from) and s caps the walk at no
+// more than last billed. It returns nil otherwise, and for no record.
+func CheckCap(s Settings, prev *Memory, last *CapStop) error {
+	if last == nil || s.MaxBilledPosts == 0 || s.MaxBilledPosts > last.Billed {
+		return nil
+	}
+	var from time.Time
+	if prev != nil {
+		from = prev.SyncedAt
+	}
+	if !from.Equal(last.From) {
+		return nil // a clean walk has run since: the record is stale
+	}
+	return &CapError{Stop: *last, Cap: s.MaxBilledPosts, NotStarted: true}
+}
+
+// CapError is a walk that stopped at the billed-post cap, or did not start
+// because it could not get past where the last one stopped (NotStarted).
+// It matches ErrBudget.
+type CapError struct {
+	// Stop is the capped walk: this one, or for NotStarted the last one.
+	Stop CapStop
+	// Cap is this walk's MaxBilledPosts.
+	Cap        int
+	NotStarted bool
+}
+
+func (e *CapError) Unwrap() error { return ErrBudget }
+
+func (e *CapError) Error() string {
+	s := e.Stop
+	reach, below := "the end of the list", "the posts below them"
+	if !s.First() {
+		reach, below = "the posts already archived", "the new posts below them and any saved since"
+	}
+	fix := fmt.Sprintf("raise planner.max_billed_posts once, to 0 (no cap) or above %d plus %s (the API does not say how many), then set it back", s.Billed, below)
+	if e.NotStarted {
+		return fmt.Sprintf("not started, nothing billed: the last sync (%s) stopped at the billed-post cap (planner.max_billed_posts: %d) "+
+			"after %d billed posts, before reaching %s, and syncs read from the top, so with the cap at %d this one would stop there too. To get past, %s",
+			s.At.UTC().Format("2006-01-02 15:04 MST"), s.Cap, s.Billed, reach, e.Cap, fix)
+	}
+	return fmt.Sprintf("stopped at the billed-post cap (planner.max_billed_posts: %d) after %d billed posts, before reaching %s; state not advanced. "+
+		"Syncs read from the top, so the next ones will not start until you %s", s.Cap, s.Billed, reach, fix)
+}

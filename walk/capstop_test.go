@@ -1,0 +1,81 @@
+package walk
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A walk stopped by the cap bills its posts and does not advance; the next
+// walk starts from the top again, so with the same cap it would bill the same
+// posts and stop at the same place. CheckCap refuses it before any request,
+// and lets through a walk whose cap is raised above what the last one billed.
+func TestAWalkThatCannotGetPastTheLastCappedOneDoesNotStart(t *testing.T) {
+	l := newList(1000)
+	capped := Settings{MaxBilledPosts: 100}
+	w := &Walker[string]{Fetch: l.fetch, ID: func(s string) string { return s }, Settings: capped}
+	res, err := w.Run(context.Background(), nil)
+	if !errors.Is(err, ErrBudget) || res.Billed != 100 {
+		t.Fatalf("first walk: %v, billed %d", err, res.Billed)
+	}
+	stop := NewCapStop(capped, nil, res)
+	if !stop.First() || stop.Billed != 100 || stop.Cap != 100 || stop.New != 100 {
+		t.Fatalf("record %+v", stop)
+	}
+	value, err := stop.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := UnmarshalCapStop(value)
+	if err != nil || !last.At.Equal(stop.At) || last.Billed != 100 || last.Cap != 100 || last.New != 100 || !last.First() {
+		t.Fatalf("record round trip: %+v, %v", last, err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		cap     int
+		refused bool
+	}{
+		{"same cap", 100, true},
+		{"lower cap", 50, true},
+		{"raised above what it billed", 101, false},
+		{"no cap", 0, false},
+	} {
+		err := CheckCap(Settings{MaxBilledPosts: tc.cap}, nil, last)
+		var capErr *CapError
+		if refused := errors.As(err, &capErr); refused != tc.refused || (refused && !errors.Is(err, ErrBudget)) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+	// A clean walk since (the memory is another) makes the record stale.
+	if err := CheckCap(capped, &Memory{Held: &IDList{}, SyncedAt: time.Now()}, last); err != nil {
+		t.Errorf("stale record refused a walk: %v", err)
+	}
+	if err := CheckCap(capped, nil, nil); err != nil {
+		t.Errorf("no record: %v", err)
+	}
+}
+
+// The same holds for an incremental walk that found more new posts than the
+// cap lets it read: the record is tied to the memory it started from.
+func TestAnIncrementalWalkStoppedByTheCapIsRecordedAgainstItsMemory(t *testing.T) {
+	prev := &Memory{Held: &IDList{}, SyncedAt: time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)}
+	prev.Held.Append("1")
+	res := &Result{Outcome: StoppedByBudget, Billed: 120, New: 120, StartedAt: prev.SyncedAt.Add(24 * time.Hour)}
+	stop := NewCapStop(Settings{MaxBilledPosts: 120}, prev, res)
+	if stop.First() || !stop.From.Equal(prev.SyncedAt) {
+		t.Fatalf("record %+v", stop)
+	}
+	err := CheckCap(Settings{MaxBilledPosts: 120}, prev, stop)
+	if err == nil {
+		t.Fatal("a walk that would stop at the same place was not refused")
+	}
+	for _, want := range []string{"not started, nothing billed", "planner.max_billed_posts: 120", "after 120 billed posts",
+		"before reaching the posts already archived", "raise planner.max_billed_posts once, to 0 (no cap) or above 120"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}

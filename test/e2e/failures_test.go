@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"maps"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
@@ -229,4 +231,30 @@ func longestFaultRun(f xsim.Faults, n int) int {
 		longest = max(longest, run)
 	}
 	return longest
+}
+
+// retry_budget and max_attempts reach the client: with no budget, a request
+// that always meets a 5xx gets max_attempts attempts (what max_attempts
+// meant before there was a budget); by default it retries for 5 minutes.
+func TestRetryBudgetAndMaxAttemptsFromTheSpec(t *testing.T) {
+	for _, tc := range []struct {
+		spec     map[string]any
+		attempts func(n int) bool
+		spent    time.Duration
+	}{
+		{map[string]any{"retry_budget": "0", "max_attempts": 2}, func(n int) bool { return n == 2 }, 0},
+		{map[string]any{}, func(n int) bool { return n > 4 }, 5 * time.Minute},
+	} {
+		h := newHarness(t, 10)
+		maps.Copy(h.spec, tc.spec)
+		h.sim.SetFaults(xsim.Faults{Seed: 1, ServerErrorRate: 1, Operations: []string{xsim.OpListBookmarks}})
+		before := h.clk.Now().Add(24 * time.Hour) // the sync's start
+		r := h.sync()
+		if !tc.attempts(r.requests) || r.outcome() != "failed" {
+			t.Errorf("spec %v: %d requests, outcome %s", tc.spec, r.requests, r.outcome())
+		}
+		if spent := h.clk.Now().Sub(before); spent < tc.spent || spent > tc.spent+time.Minute {
+			t.Errorf("spec %v: the sync took %s, want about %s", tc.spec, spent, tc.spent)
+		}
+	}
 }

@@ -70,7 +70,7 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 				return a.resp, nil
 			}
 		}
-		if ctx.Err() != nil {
+		if hr == nil && ctx.Err() != nil {
 			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
 		}
 		if !c.transient(err) {
@@ -191,16 +191,18 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	var wait time.Duration
 	if !rate.Reset.IsZero() {
 		wait = rate.Reset.Add(c.margin).Sub(now)
-	} else if ra, ok := retryAfter(hr.Header, now); ok {
-		wait = ra + c.margin
 	}
 	if wait <= c.margin {
 		// No reset, or one that looks past although the server refused
-		// (our clock is ahead of X's): back off, longer each time, rather
-		// than send again at once. (A reset far ahead is taken as it is: it
-		// may be a daily cap, and one past the wait cap is reported, not
-		// waited for.)
-		wait = c.rateLimitBackoff(a.rateLimitWaits + 1)
+		// (our clock is ahead of X's): wait what a Retry-After asks, or
+		// back off, longer each time, rather than send again at once. (A
+		// reset far ahead is taken as it is: it may be a daily cap, and one
+		// past the wait cap is reported, not waited for.)
+		if ra, ok := retryAfter(hr.Header, now); ok && ra > 0 {
+			wait = ra + c.margin
+		} else {
+			wait = c.rateLimitBackoff(a.rateLimitWaits + 1)
+		}
 		c.budgets.block(a.key, now.Add(wait))
 	}
 	log := c.log.With().Str("operation", string(a.op)).Str("user_id", a.user).Stringer("wait", wait).Logger()

@@ -76,11 +76,6 @@ type Fields struct {
 	PlaceFields []string // place.fields
 }
 
-// Empty reports whether no field selection or expansion is set.
-func (f Fields) Empty() bool {
-	return len(f.TweetFields)+len(f.Expansions)+len(f.UserFields)+len(f.MediaFields)+len(f.PollFields)+len(f.PlaceFields) == 0
-}
-
 // Meta is a page's paging information.
 type Meta struct {
 	ResultCount   int    `json:"result_count"`

@@ -114,7 +114,7 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 		decode: func(b []byte) (int, error) {
 			var err error
 			if page, err = decodeFolderPostsPage(b); err != nil {
-				return 0, err
+				return len(page.Data), err // a refused page's posts were billed too
 			}
 			return billed(page.Meta.ResultCount, len(page.Data)), nil
 		},

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -64,14 +64,11 @@ func WithLockTimeout(d time.Duration) SourceOption {
 	}
 }
 
-// WithLogger receives warnings (an early refresh that failed while the current token is still
-// valid, a refresh marker that could not be written). Messages hold no secrets. Default: none.
-func WithLogger(l *slog.Logger) SourceOption {
-	return func(s *FileTokenSource) {
-		if l != nil {
-			s.log = l
-		}
-	}
+// WithLogger sets the logger for refreshes: each refresh, a token another process refreshed, an
+// early refresh that failed while the current token is still valid, a 401 answered with a new
+// token. Lines name the token file, never a token or secret. Default: none.
+func WithLogger(l zerolog.Logger) SourceOption {
+	return func(s *FileTokenSource) { s.log = l }
 }
 
 // withAfterTokenResponse (tests) runs after the token endpoint answered a refresh and before the
@@ -95,7 +92,7 @@ type FileTokenSource struct {
 	lockTimeout    time.Duration
 	requestTimeout time.Duration
 	httpClient     *http.Client
-	log            *slog.Logger
+	log            zerolog.Logger
 
 	afterTokenResponse func() error
 
@@ -130,7 +127,7 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 		lockTimeout:    DefaultLockTimeout,
 		requestTimeout: DefaultRequestTimeout,
 		httpClient:     defaultHTTPClient(),
-		log:            slog.New(slog.DiscardHandler),
+		log:            zerolog.Nop(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -194,8 +191,8 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 		// be saved: the refresh token on disk is spent, and the caller must hear of it now, not
 		// when the process has ended and the new one with it.
 		s.retryAfter = now.Add(earlyRetryBackoff)
-		s.log.Warn("auth: early token refresh failed; using the current access token until it expires",
-			slog.Time("expiry", s.cur.Expiry), slog.String("error", err.Error()))
+		s.log.Warn().Str("token_file", s.file.Path).Time("expiry", s.cur.Expiry).Str("error", err.Error()).
+			Msg("auth: early token refresh failed; using the current access token until it expires")
 		return s.cur.OAuth2(), nil
 	}
 	return nil, err
@@ -259,6 +256,9 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	now := s.clock.Now()
 	if s.fresh(disk, now) {
 		// Another process (or an earlier call) refreshed already, or the user logged in again.
+		if disk.AccessToken != s.cur.AccessToken {
+			s.log.Info().Str("token_file", s.file.Path).Time("expiry", disk.Expiry).Msg("auth: using the access token another process refreshed")
+		}
 		s.cur = disk
 		return disk, nil
 	}
@@ -334,6 +334,7 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	}
 	s.file.removeIntent()
 	s.cur = next
+	s.log.Info().Str("token_file", s.file.Path).Time("expiry", next.Expiry).Msg("auth: access token refreshed")
 	return next, nil
 }
 

@@ -41,6 +41,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 
+	t.src.log.Info().Str("token_file", t.src.file.Path).Msg("auth: the API answered 401; refreshing the access token and sending the request again")
 	t.src.Invalidate(tok.AccessToken)
 	tok2, err := t.src.TokenContext(ctx)
 	if err != nil {

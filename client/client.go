@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/rs/zerolog"
 )
 
 // DefaultBaseURL is the X API's address.
@@ -28,22 +29,32 @@ const (
 	DefaultResetMargin = time.Second
 )
 
-// RetryPolicy says what is retried and how long to back off. Zero fields take
-// the defaults of DefaultRetryPolicy.
+// RetryPolicy says what is retried and for how long. Zero fields take the
+// defaults of DefaultRetryPolicy.
+//
+// Transient faults (a 5xx, a dropped connection, a 2xx body cut short or not
+// JSON) are retried while the call's Budget lasts, and in any case for its
+// first MaxAttempts attempts: a walk that gave up on one request would have
+// to be read, and billed, again from its start.
 type RetryPolicy struct {
-	// MaxAttempts bounds the requests sent for one call when they fail with
-	// a 5xx, a connection error or an unreadable 200 body (1 = no retries).
-	// Default 4.
+	// Budget is how long one call may keep retrying transient faults,
+	// counted from its first attempt, without the time spent waiting for
+	// rate-limit windows. Default 5m; negative: none, MaxAttempts alone
+	// bounds the attempts.
+	Budget time.Duration
+	// MaxAttempts is how many attempts a call gets at transient faults even
+	// when its Budget is spent (1 = none past it). Default 4.
 	MaxAttempts int
 	// BaseDelay and MaxDelay shape the backoff: before retry n the client
 	// sleeps a uniformly random time in [0, min(MaxDelay, BaseDelay×2^(n-1))]
-	// ("full jitter"). Defaults 500ms and 30s.
+	// ("full jitter"), or what a Retry-After header asks. Defaults 500ms
+	// and 30s.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
 	// cut short or was not JSON. The page was billed, and a retry is billed
 	// again, but the caller usually needs the page, so by default it retries
-	// (and the meter records the loss in PostsUnread). A body read whole and
+	// (and the meter records the page in PostsUnread). A body read whole and
 	// valid JSON but of the wrong shape is never retried: it would come back
 	// the same.
 	NoRetryUnreadable bool
@@ -56,9 +67,13 @@ type RetryPolicy struct {
 	RateLimitBaseDelay time.Duration
 }
 
+// DefaultRetryBudget is how long a call retries transient faults by default.
+const DefaultRetryBudget = 5 * time.Minute
+
 // DefaultRetryPolicy returns the default policy.
 func DefaultRetryPolicy() RetryPolicy {
 	return RetryPolicy{
+		Budget:             DefaultRetryBudget,
 		MaxAttempts:        4,
 		BaseDelay:          500 * time.Millisecond,
 		MaxDelay:           30 * time.Second,
@@ -69,6 +84,9 @@ func DefaultRetryPolicy() RetryPolicy {
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	d := DefaultRetryPolicy()
+	if p.Budget == 0 {
+		p.Budget = d.Budget
+	}
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = d.MaxAttempts
 	}
@@ -103,7 +121,7 @@ type Client struct {
 	meter      *Meter
 	userAgent  string
 	maxBody    int64
-	logf       func(format string, args ...any)
+	log        zerolog.Logger
 	waitHook   func(userID string, op Operation, d time.Duration)
 	tokenCheck TokenCheck
 
@@ -252,14 +270,12 @@ func WithMaxResponseBytes(n int64) Option {
 	}
 }
 
-// WithLogger receives one line per retry, rate-limit wait and refusal (the
-// client never logs tokens). Default: no logging.
-func WithLogger(logf func(format string, args ...any)) Option {
+// WithLogger sets the logger for retries, rate-limit waits and requests
+// the budget refused (default: none). Lines name the operation and the user
+// id, never a token.
+func WithLogger(l zerolog.Logger) Option {
 	return func(c *Client) error {
-		if logf == nil {
-			logf = func(string, ...any) {}
-		}
-		c.logf = logf
+		c.log = l
 		return nil
 	}
 }
@@ -323,7 +339,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		margin:    DefaultResetMargin,
 		userAgent: DefaultUserAgent,
 		maxBody:   DefaultMaxResponseBytes,
-		logf:      func(string, ...any) {},
+		log:       zerolog.Nop(),
 	}
 	for _, o := range opts {
 		if o == nil {

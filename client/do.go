@@ -3,12 +3,15 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,230 +25,366 @@ type call struct {
 	query    url.Values
 	body     []byte // JSON request body, or nil
 	pageSize int    // max_results asked for (0 = API default), for PostsUnread
-	// decode decodes a 2xx body and returns the posts it bills.
+	// decode decodes a 2xx body and returns the posts it holds, also when it
+	// refuses the body for its shape (X billed them all the same).
 	decode func(body []byte) (posts int, err error)
 }
 
-// do sends a call with the client's budget, retry and rate-limit rules.
+// attempts is what one call has been through so far.
+type attempts struct {
+	*call
+	resp  *Response
+	key   budgetKey
+	url   string
+	start time.Time // first send, for the retry budget
+	// paused is the time spent waiting for rate-limit windows, which does
+	// not count against the retry budget.
+	paused         time.Duration
+	faults         int // transient faults so far
+	rateLimitWaits int // 429s waited out
+	waitedForReset bool
+}
+
+// do sends a call in named steps: acquire a request from the budget, send
+// it, wait out a 429, check the response (decoding and metering a 2xx), and
+// after a transient fault back off and send again while the retry budget
+// lasts.
 func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	resp := &Response{Operation: cl.op}
-	key := budgetKey{cl.user, cl.op}
+	a := c.newAttempts(cl)
+	for {
+		if err := c.acquire(ctx, a); err != nil {
+			return a.resp, err
+		}
+		hr, body, err := c.send(ctx, a)
+		if hr != nil && hr.StatusCode == http.StatusTooManyRequests {
+			if err := c.waitRateLimit(ctx, a, hr, body); err != nil {
+				return a.resp, err
+			}
+			continue
+		}
+		if hr != nil {
+			if err = c.checkResponse(a, hr, body, err); err == nil {
+				return a.resp, nil
+			}
+		}
+		if hr == nil && ctx.Err() != nil {
+			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
+		}
+		if !c.transient(err) {
+			return a.resp, c.finalError(a, err)
+		}
+		again, berr := c.backoff(ctx, a, hr, err)
+		if berr != nil {
+			return a.resp, berr
+		}
+		if !again {
+			return a.resp, c.finalError(a, err)
+		}
+	}
+}
+
+func (c *Client) newAttempts(cl *call) *attempts {
 	target := c.baseURL + cl.path
 	if len(cl.query) > 0 {
 		target += "?" + cl.query.Encode()
 	}
-	failures := 0           // retryable failures so far (5xx, connection, unreadable body)
-	limited := 0            // 429s waited out
-	waitedForReset := false // any rate-limit wait in this call
-	meter := func(f func(u *Usage)) { c.meter.add(cl.user, cl.op, f) }
-
-	// retry backs off before the next attempt, or reports that none is left.
-	retry := func(why string) (bool, error) {
-		if failures+1 >= c.retry.MaxAttempts {
-			return false, nil
-		}
-		failures++
-		d := c.jitter(failures)
-		c.logf("x api: %s: %s; retry %d of %d in %s", cl.op, why, failures, c.retry.MaxAttempts-1, d)
-		if err := c.clock.Sleep(ctx, d); err != nil {
-			return false, c.ctxError(cl.op, ctx, err)
-		}
-		resp.Waited += d
-		meter(func(u *Usage) { u.Retries++; u.Backoff += d })
-		return true, nil
-	}
-
-	for {
-		if err := c.acquire(ctx, cl.op, key, resp, &waitedForReset); err != nil {
-			return resp, err
-		}
-		var body io.Reader
-		if cl.body != nil {
-			body = bytes.NewReader(cl.body)
-		}
-		req, err := http.NewRequestWithContext(ctx, cl.method, target, body)
-		if err != nil {
-			c.budgets.settle(key, Rate{}, false, false, c.clock.Now())
-			return resp, fmt.Errorf("%s%s: building request: %w", errPrefix, cl.op, err)
-		}
-		req.Header.Set("Accept", "application/json")
-		req.Header.Set("User-Agent", c.userAgent)
-		if cl.body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-
-		resp.Attempts++
-		meter(func(u *Usage) { u.Requests++ })
-		hr, err := c.http.Do(req)
-		now := c.clock.Now()
-		if err != nil {
-			c.budgets.settle(key, Rate{}, false, false, now)
-			meter(func(u *Usage) { u.Errors++ })
-			if ctx.Err() != nil {
-				return resp, c.ctxError(cl.op, ctx, ctx.Err())
-			}
-			if retryableTransport(err) {
-				ok, rerr := retry("connection error: " + oneLine(err.Error(), 200))
-				if rerr != nil {
-					return resp, rerr
-				}
-				if ok {
-					continue
-				}
-			}
-			return resp, fmt.Errorf("%s%s: request failed after %d attempt(s): %w", errPrefix, cl.op, resp.Attempts, err)
-		}
-		// The transport may have put the Authorization header on the request
-		// it returns; hand back the request as built here instead.
-		hr.Request = req
-		raw, readErr := c.readBody(hr)
-		rate, rateOK := parseRate(hr.Header)
-		resp.Response = hr
-		resp.Rate = rate
-		status := hr.StatusCode
-		c.budgets.settle(key, rate, rateOK, status == http.StatusTooManyRequests, now)
-
-		switch {
-		case errors.Is(readErr, ErrResponseTooLarge):
-			meter(func(u *Usage) {
-				u.Errors++
-				if status/100 == 2 && cl.op.returnsPosts() {
-					u.PostsUnread += pageSizeOrDefault(cl.pageSize)
-				}
-			})
-			return resp, &MalformedResponseError{Operation: cl.op, Status: status, Response: hr,
-				Reason: fmt.Sprintf("body larger than the %d-byte cap", c.maxBody), Err: ErrResponseTooLarge}
-
-		case status == http.StatusTooManyRequests:
-			meter(func(u *Usage) { u.RateLimited++ })
-			// x-rate-limit-reset is the server's clock; ours may be off.
-			var wait time.Duration
-			if !rate.Reset.IsZero() {
-				wait = rate.Reset.Add(c.margin).Sub(now)
-			}
-			if wait <= c.margin {
-				// No reset, or one that looks past although the server
-				// refused (our clock is ahead of X's): back off, longer
-				// each time, rather than send again at once. (A reset far
-				// ahead is taken as it is: it may be a daily cap, and one
-				// past the wait cap is reported, not waited for.)
-				wait = c.rateLimitBackoff(limited + 1)
-				c.budgets.block(key, now.Add(wait))
-			}
-			if limited >= c.retry.MaxRateLimitWaits || wait > c.waitCap || c.waitCap <= 0 {
-				c.logf("x api: %s: 429 Too Many Requests; giving up (reset in %s, cap %s)", cl.op, wait, c.waitCap)
-				return resp, newRateLimitError(cl.op, hr, raw, rate, wait, waitedForReset)
-			}
-			limited++
-			c.logf("x api: %s: 429 Too Many Requests; waiting %s for the window to reset", cl.op, wait)
-			c.waitStarts(cl.user, cl.op, wait)
-			if err := c.clock.Sleep(ctx, wait); err != nil {
-				return resp, c.ctxError(cl.op, ctx, err)
-			}
-			waitedForReset = true
-			resp.Waited += wait
-			meter(func(u *Usage) { u.RateLimitWaits++; u.Waited += wait })
-			continue
-
-		case status/100 == 2:
-			var derr error
-			var reason string
-			posts := 0
-			if readErr != nil {
-				derr, reason = readErr, "body was cut short"
-			} else if posts, derr = cl.decode(raw); isSyntaxError(derr) {
-				reason = "body was not valid JSON"
-			} else {
-				reason = "body was valid JSON but not what this operation returns"
-			}
-			if derr == nil {
-				resp.PostsReturned = posts
-				meter(func(u *Usage) { u.OK++; u.PostsReturned += posts })
-				return resp, nil
-			}
-			meter(func(u *Usage) {
-				u.Errors++
-				if cl.op.returnsPosts() {
-					u.PostsUnread += pageSizeOrDefault(cl.pageSize)
-				}
-			})
-			merr := &MalformedResponseError{Operation: cl.op, Status: status, Response: hr, Reason: reason, Err: derr}
-			// Bodies cut short or not JSON (a connection dropped mid-body)
-			// are asked for again. One read whole and valid JSON, but of the
-			// wrong shape, would come back the same: asking again would only
-			// bill it again.
-			unreadable := readErr != nil || isSyntaxError(derr)
-			if unreadable && !c.retry.NoRetryUnreadable {
-				ok, rerr := retry(reason)
-				if rerr != nil {
-					return resp, rerr
-				}
-				if ok {
-					continue
-				}
-			}
-			return resp, merr
-
-		default:
-			meter(func(u *Usage) { u.Errors++ })
-			apiErr := newAPIError(cl.op, hr, raw)
-			if status/100 == 3 {
-				apiErr.Hint = "the API answered with a redirect, which the client does not follow; check the base URL"
-			}
-			if status >= 500 {
-				ok, rerr := retry(fmt.Sprintf("%d %s", status, http.StatusText(status)))
-				if rerr != nil {
-					return resp, rerr
-				}
-				if ok {
-					continue
-				}
-			}
-			// Other statuses (400, 401, 402, 403, 404, ...) are never retried.
-			return resp, apiErr
-		}
-	}
+	return &attempts{call: cl, resp: &Response{Operation: cl.op}, key: budgetKey{cl.user, cl.op}, url: target}
 }
+
+// record adds to the meter row of the call's user and operation.
+func (c *Client) record(a *attempts, f func(u *Usage)) { c.meter.add(a.user, a.op, f) }
 
 // acquire reserves a request in the (user, operation) window, waiting for the
 // reset when the window is used up and the wait is within the cap.
-func (c *Client) acquire(ctx context.Context, op Operation, key budgetKey, resp *Response, waited *bool) error {
+func (c *Client) acquire(ctx context.Context, a *attempts) error {
 	for {
-		ok, wait, rate := c.budgets.reserve(key, c.clock.Now())
+		ok, wait, rate := c.budgets.reserve(a.key, c.clock.Now())
 		if ok {
 			return nil
 		}
+		log := c.log.With().Str("operation", string(a.op)).Str("user_id", a.user).
+			Int("limit", rate.Limit).Stringer("wait", wait).Logger()
 		if wait > c.waitCap {
-			c.meter.add(key.user, op, func(u *Usage) { u.Refused++ })
-			c.logf("x api: %s: request budget used up (%d per window); reset in %s is past the %s cap, not sending", op, rate.Limit, wait, c.waitCap)
-			return &RateLimitError{Rate: rate, Operation: op, Budget: true, Wait: wait, Waited: *waited}
+			c.record(a, func(u *Usage) { u.Refused++ })
+			log.Warn().Stringer("wait_cap", c.waitCap).Msg("x api: request budget of the window used up, and its reset is past the wait cap: not sending")
+			return &RateLimitError{Rate: rate, Operation: a.op, Budget: true, Wait: wait, Waited: a.waitedForReset}
 		}
-		c.logf("x api: %s: request budget used up (%d per window); waiting %s for the reset", op, rate.Limit, wait)
-		c.waitStarts(key.user, op, wait)
-		if err := c.clock.Sleep(ctx, wait); err != nil {
-			return c.ctxError(op, ctx, err)
+		log.Info().Msg("x api: request budget of the window used up; waiting for the reset")
+		if err := c.waitForWindow(ctx, a, wait); err != nil {
+			return err
 		}
-		*waited = true
-		resp.Waited += wait
-		c.meter.add(key.user, op, func(u *Usage) { u.RateLimitWaits++; u.Waited += wait })
 	}
 }
 
-// waitStarts tells the wait hook, if any, that a rate-limit wait begins.
-func (c *Client) waitStarts(user string, op Operation, d time.Duration) {
+// waitForWindow sleeps until a rate-limit window resets.
+func (c *Client) waitForWindow(ctx context.Context, a *attempts, wait time.Duration) error {
 	if c.waitHook != nil {
-		c.waitHook(user, op, d)
+		c.waitHook(a.user, a.op, wait)
+	}
+	if err := c.clock.Sleep(ctx, wait); err != nil {
+		return c.ctxError(a.op, ctx, err)
+	}
+	a.waitedForReset = true
+	a.paused += wait
+	a.resp.Waited += wait
+	c.record(a, func(u *Usage) { u.RateLimitWaits++; u.Waited += wait })
+	return nil
+}
+
+// send sends one attempt and reads its body. A round trip that got no
+// response returns a nil response and a *transportError; a body that could
+// not be read whole returns what was read and the read error.
+func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte, error) {
+	if a.start.IsZero() {
+		a.start = c.clock.Now()
+	}
+	var reqBody io.Reader
+	if a.body != nil {
+		reqBody = bytes.NewReader(a.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, a.method, a.url, reqBody)
+	if err != nil {
+		c.budgets.settle(a.key, Rate{}, false, false, c.clock.Now())
+		return nil, nil, fmt.Errorf("%s%s: building request: %w", errPrefix, a.op, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if a.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	a.resp.Attempts++
+	c.record(a, func(u *Usage) { u.Requests++ })
+	hr, err := c.http.Do(req)
+	now := c.clock.Now()
+	if err != nil {
+		c.budgets.settle(a.key, Rate{}, false, false, now)
+		c.record(a, func(u *Usage) { u.Errors++ })
+		return nil, nil, &transportError{err}
+	}
+	// The transport may have put the Authorization header on the request
+	// it returns; hand back the request as built here instead.
+	hr.Request = req
+	body, readErr := c.readBody(hr)
+	rate, rateOK := parseRate(hr.Header)
+	a.resp.Response, a.resp.Rate = hr, rate
+	c.budgets.settle(a.key, rate, rateOK, hr.StatusCode == http.StatusTooManyRequests, now)
+	return hr, body, readErr
+}
+
+// transportError is a round trip that got no response.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// waitRateLimit waits out a 429 until the window resets, or returns a
+// *RateLimitError when the wait is past the cap or the call has already
+// waited out MaxRateLimitWaits 429s.
+func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Response, body []byte) error {
+	c.record(a, func(u *Usage) { u.RateLimited++ })
+	now := c.clock.Now()
+	rate := a.resp.Rate
+	// x-rate-limit-reset is the server's clock; ours may be off.
+	var wait time.Duration
+	if !rate.Reset.IsZero() {
+		wait = rate.Reset.Add(c.margin).Sub(now)
+	}
+	if wait <= c.margin {
+		// No reset, or one that looks past although the server refused
+		// (our clock is ahead of X's): wait what a Retry-After asks, or
+		// back off, longer each time, rather than send again at once. (A
+		// reset far ahead is taken as it is: it may be a daily cap, and one
+		// past the wait cap is reported, not waited for.)
+		if ra, ok := retryAfter(hr.Header, now); ok && ra > 0 {
+			wait = ra + c.margin
+		} else {
+			wait = c.rateLimitBackoff(a.rateLimitWaits + 1)
+		}
+		c.budgets.block(a.key, now.Add(wait))
+	}
+	log := c.log.With().Str("operation", string(a.op)).Str("user_id", a.user).Stringer("wait", wait).Logger()
+	if a.rateLimitWaits >= c.retry.MaxRateLimitWaits || wait > c.waitCap || c.waitCap <= 0 {
+		log.Warn().Stringer("wait_cap", c.waitCap).Int("waits", a.rateLimitWaits).Msg("x api: 429 Too Many Requests; giving up")
+		return newRateLimitError(a.op, hr, body, rate, wait, a.waitedForReset)
+	}
+	a.rateLimitWaits++
+	log.Warn().Msg("x api: 429 Too Many Requests; waiting for the window to reset")
+	return c.waitForWindow(ctx, a, wait)
+}
+
+// checkResponse turns a response other than a 429 into the call's result:
+// nil when a 2xx body decoded, else an *APIError for an error status, or a
+// *MalformedResponseError or *ErrorsOnlyError for a 2xx.
+func (c *Client) checkResponse(a *attempts, hr *http.Response, body []byte, readErr error) error {
+	status := hr.StatusCode
+	switch {
+	case errors.Is(readErr, ErrResponseTooLarge):
+		c.record(a, func(u *Usage) { u.Errors++ })
+		c.recordUnread(a, status)
+		return &MalformedResponseError{Operation: a.op, Status: status, Response: hr,
+			Reason: fmt.Sprintf("body larger than the %d-byte cap", c.maxBody), Err: ErrResponseTooLarge}
+	case status/100 == 2:
+		return c.decode(a, hr, body, readErr)
+	}
+	c.record(a, func(u *Usage) { u.Errors++ })
+	apiErr := newAPIError(a.op, hr, body)
+	if status/100 == 3 {
+		apiErr.Hint = "the API answered with a redirect, which the client does not follow; check the base URL"
+	}
+	return apiErr
+}
+
+// decode decodes a 2xx body and meters the posts it billed.
+func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr error) error {
+	malformed := func(reason string, err error, unreadable bool) error {
+		return &MalformedResponseError{Operation: a.op, Status: hr.StatusCode, Response: hr, Reason: reason, Err: err, unreadable: unreadable}
+	}
+	if readErr != nil {
+		c.record(a, func(u *Usage) { u.Errors++ })
+		c.recordUnread(a, hr.StatusCode)
+		return malformed("body was cut short", readErr, true)
+	}
+	posts, err := a.decode(body)
+	var eo *ErrorsOnlyError
+	switch {
+	case err == nil:
+		a.resp.PostsReturned = posts
+		c.record(a, func(u *Usage) { u.OK++; u.PostsReturned += posts })
+		return nil
+	case errors.As(err, &eo):
+		eo.Operation, eo.Status, eo.Response = a.op, hr.StatusCode, hr
+		c.record(a, func(u *Usage) { u.Errors++ })
+		return eo
+	case isSyntaxError(err):
+		c.record(a, func(u *Usage) { u.Errors++ })
+		c.recordUnread(a, hr.StatusCode)
+		reason := "body was not valid JSON"
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			reason += fmt.Sprintf(" (at offset %d)", se.Offset)
+		}
+		return malformed(reason, err, true)
+	}
+	// Read whole, but not what the operation returns: the posts in it were
+	// billed, and would be again if it were asked for again.
+	a.resp.PostsReturned = posts
+	c.record(a, func(u *Usage) { u.Errors++; u.PostsReturned += posts })
+	return malformed("body was valid JSON but not what this operation returns", err, false)
+}
+
+// recordUnread meters a 2xx post page whose body could not be read: X billed
+// its posts, at most the page size asked for, but how many is not known.
+func (c *Client) recordUnread(a *attempts, status int) {
+	if status/100 == 2 && a.op.returnsPosts() {
+		c.record(a, func(u *Usage) { u.PostsUnread += pageSizeOrDefault(a.pageSize) })
 	}
 }
+
+// transient reports whether err is a fault another attempt may not meet: a
+// dropped connection, a 5xx, a 2xx body cut short or not JSON.
+func (c *Client) transient(err error) bool {
+	var te *transportError
+	var apiErr *APIError
+	var me *MalformedResponseError
+	switch {
+	case errors.As(err, &te):
+		return retryableTransport(te.err)
+	case errors.As(err, &apiErr):
+		return apiErr.Status >= 500
+	case errors.As(err, &me):
+		return me.unreadable && !c.retry.NoRetryUnreadable
+	}
+	return false
+}
+
+// backoff sleeps before the next attempt at a call that met a transient
+// fault, and reports whether there is one: while the call's retry budget
+// lasts (rate-limit waits do not count), and in any case for its first
+// MaxAttempts attempts. A Retry-After is honoured; one past the budget ends
+// the call at once.
+func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
+	a.faults++
+	now := c.clock.Now()
+	left := c.retry.Budget - (now.Sub(a.start) - a.paused)
+	floor := a.resp.Attempts < c.retry.MaxAttempts
+	if !floor && left <= 0 {
+		return false, nil
+	}
+	d := c.jitter(a.faults)
+	var ra time.Duration
+	var hasRA bool
+	if hr != nil {
+		ra, hasRA = retryAfter(hr.Header, now)
+	}
+	switch {
+	case hasRA && ra > max(left, c.retry.MaxDelay):
+		return false, nil
+	case hasRA:
+		d = ra
+	case !floor:
+		d = min(d, left)
+	}
+	c.log.Info().Str("operation", string(a.op)).Str("user_id", a.user).Int("attempt", a.resp.Attempts).
+		Str("fault", oneLine(fault.Error(), 200)).Stringer("backoff", d).Stringer("retry_budget_left", max(left, 0)).
+		Msg("x api: transient fault; retrying")
+	if err := c.clock.Sleep(ctx, d); err != nil {
+		return false, c.ctxError(a.op, ctx, err)
+	}
+	a.resp.Waited += d
+	c.record(a, func(u *Usage) { u.Retries++; u.Backoff += d })
+	return true, nil
+}
+
+// finalError is the error the caller gets. One that ends a call after
+// transient faults says how many attempts it had and for how long.
+func (c *Client) finalError(a *attempts, err error) error {
+	tried := (c.clock.Now().Sub(a.start) - a.paused).Round(time.Millisecond)
+	var te *transportError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Errorf("%s%s: request failed after %d attempt(s) in %s: %w", errPrefix, a.op, a.resp.Attempts, tried, te.err)
+	case a.resp.Attempts > 1 && c.transient(err):
+		return &retriesError{err: err, attempts: a.resp.Attempts, tried: tried}
+	}
+	return err
+}
+
+// retriesError is a transient fault that outlasted the call's retries.
+type retriesError struct {
+	err      error
+	attempts int
+	tried    time.Duration
+}
+
+func (e *retriesError) Error() string {
+	return fmt.Sprintf("%s (after %d attempts in %s)", e.err, e.attempts, e.tried)
+}
+
+func (e *retriesError) Unwrap() error { return e.err }
 
 func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil {
 		err = cause
 	}
 	return fmt.Errorf("%s%s: %w", errPrefix, op, err)
+}
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }
 
 // readBody reads and closes the body, at most maxBody bytes.

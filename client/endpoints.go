@@ -54,16 +54,12 @@ func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOpti
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks", query: q, pageSize: opts.MaxResults,
 		decode: func(b []byte) (int, error) {
-			if opts.OnMeta != nil {
-				if m, ok := tailMeta(b); ok {
-					opts.OnMeta(m)
-				}
-			}
 			var err error
-			if page, err = decodePostPage(b, pageSizeOrDefault(opts.MaxResults)); err != nil {
-				return 0, err
+			var posts int
+			if page, posts, err = decodePostPage(b); err != nil {
+				return posts, err
 			}
-			return billed(page.Meta.ResultCount, len(page.Data)), nil
+			return billed(page.Meta.ResultCount, posts), nil
 		},
 	})
 	if err != nil {
@@ -118,7 +114,7 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 		decode: func(b []byte) (int, error) {
 			var err error
 			if page, err = decodeFolderPostsPage(b); err != nil {
-				return 0, err
+				return len(page.Data), err // a refused page's posts were billed too
 			}
 			return billed(page.Meta.ResultCount, len(page.Data)), nil
 		},

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +15,8 @@ import (
 )
 
 // Sentinel errors. Match them with errors.Is; the concrete errors (*APIError,
-// *RateLimitError, *InputError, *MalformedResponseError) carry the details.
+// *RateLimitError, *InputError, *MalformedResponseError, *ErrorsOnlyError)
+// carry the details.
 var (
 	// ErrInvalidRequest: the server answered 400.
 	ErrInvalidRequest = errors.New("invalid request")
@@ -57,18 +60,48 @@ const (
 
 const errPrefix = "x api: "
 
-// LegacyError is one element of the legacy error body
-// {"errors":[{"code":88,"message":"Rate limit exceeded"}]}.
-type LegacyError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+// ErrorItem is one element of the "errors" array of an error body: the part
+// that says what was wrong. X sends the legacy {"code":88,"message":"..."},
+// and, on a 400, {"parameters":{"expansions":["x"]},"message":"The
+// `expansions` query parameter value [x] is not one of [...]"}; some
+// endpoints put a problem-details object (title, detail, type) there.
+type ErrorItem struct {
+	Code    int
+	Message string
+	// Parameters are the query parameters refused and their values.
+	Parameters map[string][]string
+	Title      string
+	Detail     string
+	Type       string
 }
 
-// APIError is an error status (other than 429) from the API. Both body shapes
-// are parsed: problem details {"title","detail","type","status"} and the
-// legacy {"errors":[{"code","message"}]}. Match it with errors.Is against the
-// sentinels (ErrUnauthorized, ErrForbidden, ErrAppOnlyToken, ...); matching
-// uses the status code and the title, never the host inside Type.
+// String is the item on one line: "expansions=[author_id]: The ...".
+func (it ErrorItem) String() string {
+	var parts []string
+	if len(it.Parameters) > 0 {
+		names := slices.Sorted(maps.Keys(it.Parameters))
+		ps := make([]string, len(names))
+		for i, n := range names {
+			ps[i] = oneLine(n, 40) + "=[" + oneLine(strings.Join(it.Parameters[n], ","), 100) + "]"
+		}
+		parts = append(parts, strings.Join(ps, " "))
+	}
+	if it.Code != 0 {
+		parts = append(parts, "code "+strconv.Itoa(it.Code))
+	}
+	for _, s := range []string{it.Title, it.Message, it.Detail} {
+		if s = oneLine(s, 200); s != "" && !slices.Contains(parts, s) {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, ": ")
+}
+
+// APIError is an error status (other than 429) from the API. The problem
+// details {"title","detail","type","status"} and each element of "errors"
+// are kept. Match it with errors.Is against the sentinels (ErrUnauthorized,
+// ErrForbidden, ErrAppOnlyToken, ...); matching uses the status code and the
+// title, never the host inside Type.
 type APIError struct {
 	// Response is the HTTP response; its body has been read and closed.
 	Response  *http.Response
@@ -81,7 +114,8 @@ type APIError struct {
 	Type string
 	// Reason is the problem's "reason" member when present (e.g. client-not-enrolled).
 	Reason string
-	Legacy []LegacyError
+	// Errors are the elements of the body's "errors" array.
+	Errors []ErrorItem
 	// Hint says what to do about it, when the client knows.
 	Hint string
 }
@@ -108,31 +142,50 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// message is "title: detail" (either may be missing) or the legacy messages.
+// message is "title: detail" (either may be missing), then what each
+// element of "errors" says.
 func (e *APIError) message() string {
 	title, detail := oneLine(e.Title, 120), oneLine(e.Detail, 300)
 	var parts []string
 	if title != "" && !strings.EqualFold(title, http.StatusText(e.Status)) {
 		parts = append(parts, title)
 	}
-	if detail != "" && !strings.EqualFold(detail, title) && !strings.EqualFold(detail, http.StatusText(e.Status)) {
+	if detail != "" && !strings.EqualFold(detail, title) && !strings.EqualFold(detail, http.StatusText(e.Status)) && !e.saidByAnItem(e.Detail) {
 		parts = append(parts, detail)
-	}
-	for i, l := range e.Legacy {
-		if i == 3 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(e.Legacy)-3))
-			break
-		}
-		if l.Code != 0 {
-			parts = append(parts, fmt.Sprintf("code %d: %s", l.Code, oneLine(l.Message, 200)))
-		} else {
-			parts = append(parts, oneLine(l.Message, 200))
-		}
 	}
 	if e.Reason != "" && title == "" && detail == "" {
 		parts = append(parts, "reason "+oneLine(e.Reason, 60))
 	}
+	if items := itemsLine(e.Errors); items != "" {
+		parts = append(parts, items)
+	}
 	return strings.Join(parts, ": ")
+}
+
+// saidByAnItem reports whether an element of "errors" says s (some servers
+// repeat the first one's message as the detail).
+func (e *APIError) saidByAnItem(s string) bool {
+	for _, it := range e.Errors {
+		if it.Message == s || it.Detail == s {
+			return true
+		}
+	}
+	return false
+}
+
+// itemsLine is what the first three items say, one after the other.
+func itemsLine(items []ErrorItem) string {
+	var out []string
+	for i, it := range items {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("and %d more", len(items)-3))
+			break
+		}
+		if s := it.String(); s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Is matches the sentinels by status and title.
@@ -268,6 +321,9 @@ type MalformedResponseError struct {
 	// Reason says what was wrong, e.g. "body was not valid JSON".
 	Reason string
 	Err    error
+	// unreadable: cut short or not JSON (a dropped connection), so worth
+	// asking for again; a body of the wrong shape would come back the same.
+	unreadable bool
 }
 
 func (e *MalformedResponseError) Error() string {
@@ -283,7 +339,51 @@ func (e *MalformedResponseError) Unwrap() error { return e.Err }
 // Is matches ErrMalformedResponse (and ErrResponseTooLarge through Unwrap).
 func (e *MalformedResponseError) Is(target error) bool { return target == ErrMalformedResponse }
 
-// problemBody is the union of the two error body shapes.
+// ErrorsOnlyError is a 2xx response whose body holds only "errors": no
+// "data" and no "meta". X's OpenAPI allows it, and X answers so, for one, a
+// request for an unknown user id. Nothing was billed; it is not retried (the
+// answer would be the same). errors.Is(err, ErrNotFound) holds when an error
+// says a resource was not found.
+type ErrorsOnlyError struct {
+	Operation Operation
+	Status    int
+	// Response is the HTTP response; its body has been read and closed.
+	Response *http.Response
+	Errors   []PartialError
+}
+
+func (e *ErrorsOnlyError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s%s: %d response with errors and no data", errPrefix, e.Operation, e.Status)
+	for i, pe := range e.Errors {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more", len(e.Errors)-3)
+			break
+		}
+		sep := ": "
+		if i > 0 {
+			sep = "; "
+		}
+		b.WriteString(sep)
+		b.WriteString(pe.String())
+	}
+	return b.String()
+}
+
+// Is matches ErrNotFound when an error says a resource was not found.
+func (e *ErrorsOnlyError) Is(target error) bool {
+	if target != ErrNotFound {
+		return false
+	}
+	for _, pe := range e.Errors {
+		if titleIs(pe.Title, "Not Found Error") || strings.HasSuffix(pe.Type, "/problems/resource-not-found") {
+			return true
+		}
+	}
+	return false
+}
+
+// problemBody is the union of the error body shapes.
 type problemBody struct {
 	Title  string          `json:"title"`
 	Detail string          `json:"detail"`
@@ -291,40 +391,60 @@ type problemBody struct {
 	Status json.RawMessage `json:"status"`
 	Reason string          `json:"reason"`
 	Errors []struct {
-		Code    json.RawMessage `json:"code"`
-		Message string          `json:"message"`
-		Title   string          `json:"title"`
-		Detail  string          `json:"detail"`
-		Type    string          `json:"type"`
+		Code       json.RawMessage            `json:"code"`
+		Message    string                     `json:"message"`
+		Parameters map[string]json.RawMessage `json:"parameters"`
+		Title      string                     `json:"title"`
+		Detail     string                     `json:"detail"`
+		Type       string                     `json:"type"`
 	} `json:"errors"`
 }
 
-// parseProblem reads either error body shape. It never fails: a body that is
+// parseProblem reads the error body shapes. It never fails: a body that is
 // not JSON yields an empty problem (the status still classifies the error).
-func parseProblem(body []byte) (title, detail, typ, reason string, legacy []LegacyError) {
+func parseProblem(body []byte) (title, detail, typ, reason string, items []ErrorItem) {
 	var p problemBody
 	if len(body) == 0 || json.Unmarshal(body, &p) != nil {
 		return "", "", "", "", nil
 	}
 	title, detail, typ, reason = p.Title, p.Detail, p.Type, p.Reason
 	for _, e := range p.Errors {
-		if e.Message != "" || len(e.Code) > 0 {
-			code, _ := strconv.Atoi(strings.Trim(string(e.Code), `"`))
-			legacy = append(legacy, LegacyError{Code: code, Message: e.Message})
+		if title == "" && detail == "" && e.Message == "" && len(e.Parameters) == 0 && len(e.Code) == 0 {
+			// A problem-details object inside "errors" (seen on some
+			// endpoints) stands for the whole body.
+			title, detail, typ = e.Title, e.Detail, e.Type
 			continue
 		}
-		// A problem-details object inside "errors" (seen on some endpoints):
-		// use the first as the title/detail when the top level has none.
-		if title == "" && detail == "" {
-			title, detail, typ = e.Title, e.Detail, e.Type
+		code, _ := strconv.Atoi(strings.Trim(string(e.Code), `"`))
+		it := ErrorItem{Code: code, Message: e.Message, Title: e.Title, Detail: e.Detail, Type: e.Type}
+		for name, raw := range e.Parameters {
+			if it.Parameters == nil {
+				it.Parameters = map[string][]string{}
+			}
+			it.Parameters[name] = parameterValues(raw)
 		}
+		items = append(items, it)
 	}
 	return
 }
 
+// parameterValues reads a refused parameter's values: a list of strings as
+// X sends it, a single string, or else the JSON text.
+func parameterValues(raw json.RawMessage) []string {
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return list
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		return []string{one}
+	}
+	return []string{string(raw)}
+}
+
 func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 	e := &APIError{Response: resp, Operation: op, Status: resp.StatusCode}
-	e.Title, e.Detail, e.Type, e.Reason, e.Legacy = parseProblem(body)
+	e.Title, e.Detail, e.Type, e.Reason, e.Errors = parseProblem(body)
 	switch {
 	case e.Is(ErrAppOnlyToken):
 		e.Hint = HintAppOnlyToken
@@ -339,7 +459,7 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 }
 
 func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate, wait time.Duration, waited bool) *RateLimitError {
-	title, detail, _, _, legacy := parseProblem(body)
+	title, detail, _, _, items := parseProblem(body)
 	var parts []string
 	if title != "" {
 		parts = append(parts, title)
@@ -347,12 +467,8 @@ func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate
 	if detail != "" && detail != title {
 		parts = append(parts, detail)
 	}
-	for _, l := range legacy {
-		if l.Code != 0 {
-			parts = append(parts, fmt.Sprintf("code %d: %s", l.Code, l.Message))
-		} else {
-			parts = append(parts, l.Message)
-		}
+	if s := itemsLine(items); s != "" {
+		parts = append(parts, s)
 	}
 	return &RateLimitError{
 		Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait,

@@ -86,7 +86,7 @@ func TestAPIError_LegacyBodyShape(t *testing.T) {
 	c, _ := newTestClient(t, ts, nil)
 	_, _, err := c.ListFolders(context.Background(), testUser, PageOptions{})
 	var apiErr *APIError
-	if !errors.As(err, &apiErr) || len(apiErr.Legacy) != 1 || apiErr.Legacy[0] != (LegacyError{89, "Invalid or expired token."}) {
+	if !errors.As(err, &apiErr) || len(apiErr.Errors) != 1 || apiErr.Errors[0].Code != 89 || apiErr.Errors[0].Message != "Invalid or expired token." {
 		t.Fatalf("err %v (%+v)", err, apiErr)
 	}
 	if !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "list_folders: 401 Unauthorized: code 89: Invalid or expired token.") {
@@ -110,7 +110,7 @@ func TestAPIError_MatchesOnTitleNeverOnTypeHost(t *testing.T) {
 
 func TestMalformedJSON_ErrorNamesOperationAndSaysNotJSON(t *testing.T) {
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, `{"data":[{"id":"1"},]}`) })
-	c, _ := newTestClient(t, ts, nil, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
+	c, _ := newTestClient(t, ts, nil, WithRetryPolicy(RetryPolicy{Budget: -1, MaxAttempts: 1}))
 	_, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
 	var me *MalformedResponseError
 	if !errors.As(err, &me) || !errors.Is(err, ErrMalformedResponse) || me.Status != 200 {
@@ -163,5 +163,78 @@ func TestResponseSizeLimit_CapsBodyAndIsNotRetried(t *testing.T) {
 	c, _ := newTestClient(t, ts, nil)
 	if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 13.3: a 400 shows what each element of "errors" says — the refused
+// parameters and values, the message, the detail — not only the generic
+// "One or more parameters to your request was invalid."
+func TestAPIError_400ShowsWhatEachErrorSays(t *testing.T) {
+	body := `{"errors":[` +
+		`{"parameters":{"expansions":["author_id"]},"message":"The ` + "`expansions`" + ` query parameter value [author_id] is not one of [attachments.media_keys]"},` +
+		`{"parameters":{"id":["12x"]},"detail":"The ` + "`id`" + ` path parameter value [12x] is not valid"}],` +
+		`"title":"Invalid Request","detail":"One or more parameters to your request was invalid.","type":"https://api.x.com/2/problems/invalid-request"}`
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 400, body) })
+	c, _ := newTestClient(t, ts, nil)
+	_, _, err := c.GetFolder(context.Background(), testUser, "77", PageOptions{})
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || !errors.Is(err, ErrInvalidRequest) || len(apiErr.Errors) != 2 {
+		t.Fatalf("err %v (%+v)", err, apiErr)
+	}
+	if got := apiErr.Errors[0].Parameters["expansions"]; len(got) != 1 || got[0] != "author_id" {
+		t.Errorf("parameters %v", apiErr.Errors[0].Parameters)
+	}
+	for _, want := range []string{
+		"get_folder: 400 Bad Request: Invalid Request: One or more parameters",
+		"expansions=[author_id]: The `expansions` query parameter value [author_id] is not one of",
+		"id=[12x]: The `id` path parameter value [12x] is not valid",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q lacks %q", err, want)
+		}
+	}
+}
+
+// Issue 13.3: a 200 that carries only "errors" (X's OpenAPI makes data and
+// meta optional; X answers an unknown user id so) reports the server's
+// title and detail as an *ErrorsOnlyError, for every operation. It is not
+// retried, bills nothing, and is not an empty page (a folder list read as
+// empty would drop every folder).
+func TestA200WithOnlyErrorsReportsTheirTitleAndDetail(t *testing.T) {
+	const body = `{"errors":[{"value":"123","detail":"Could not find user with id: [123].","title":"Not Found Error","resource_type":"user","parameter":"id","resource_id":"123","type":"https://api.twitter.com/2/problems/resource-not-found"}]}`
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
+	c, _ := newTestClient(t, ts, nil)
+	ctx := context.Background()
+	calls := map[Operation]func() (*Response, error){
+		OpListBookmarks: func() (*Response, error) { _, r, err := c.ListBookmarks(ctx, "123", ListOptions{}); return r, err },
+		OpListFolders:   func() (*Response, error) { _, r, err := c.ListFolders(ctx, "123", PageOptions{}); return r, err },
+		OpGetFolder:     func() (*Response, error) { _, r, err := c.GetFolder(ctx, "123", "9", PageOptions{}); return r, err },
+		OpUsersMe:       func() (*Response, error) { _, r, err := c.Me(ctx); return r, err },
+		OpAddBookmark:   func() (*Response, error) { _, r, err := c.AddBookmark(ctx, "123", "5"); return r, err },
+	}
+	for op, call := range calls {
+		resp, err := call()
+		var eo *ErrorsOnlyError
+		if !errors.As(err, &eo) || eo.Operation != op || eo.Status != 200 || eo.Response == nil || len(eo.Errors) != 1 {
+			t.Errorf("%s: err %T %v", op, err, err)
+			continue
+		}
+		want := string(op) + ": 200 response with errors and no data: Not Found Error: Could not find user with id: [123]."
+		if !strings.Contains(err.Error(), want) || !errors.Is(err, ErrNotFound) || errors.Is(err, ErrMalformedResponse) {
+			t.Errorf("%s: message %q, want %q", op, err, want)
+		}
+		if resp.Attempts != 1 {
+			t.Errorf("%s: %d attempts", op, resp.Attempts)
+		}
+	}
+	if u := c.Meter().Usage("123", OpListBookmarks); u.Errors != 1 || u.PostsReturned != 0 || u.PostsUnread != 0 || u.USD != 0 {
+		t.Errorf("usage %+v", u)
+	}
+	// Beside data or meta, errors are partial errors of a good page.
+	ts.SetHandler(func(w http.ResponseWriter, r *http.Request, n int) {
+		writeJSON(w, 200, `{"errors":[{"title":"Not Found Error"}],"meta":{"result_count":0}}`)
+	})
+	if p, _, err := c.ListBookmarks(ctx, "123", ListOptions{}); err != nil || len(p.Errors) != 1 {
+		t.Errorf("errors beside meta: %v", err)
 	}
 }

@@ -9,7 +9,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
+
+// lineWriter hands each log line to a function.
+type lineWriter func(line string)
+
+func (w lineWriter) Write(p []byte) (int, error) {
+	w(string(p))
+	return len(p), nil
+}
 
 func TestToken_NeverInErrorsLogsOrStrings(t *testing.T) {
 	const token = "SECRET-ACCESS-TOKEN-7f3a9c21e4b84d0f9a6e5c3b2a1d0e9f"
@@ -64,11 +74,11 @@ func TestToken_NeverInErrorsLogsOrStrings(t *testing.T) {
 	hc := StaticToken(token)
 	hc.Transport.(*bearerTransport).base = &http.Transport{DisableKeepAlives: true}
 	c, clk0 := newTestClient(t, ts, hc, WithMaxResponseBytes(32<<10), WithLimits(map[Operation]int{OpListFolders: 1}),
-		WithLogger(func(format string, args ...any) {
+		WithLogger(zerolog.New(lineWriter(func(line string) {
 			logMu.Lock()
-			logs = append(logs, fmt.Sprintf(format, args...))
+			logs = append(logs, line)
 			logMu.Unlock()
-		}))
+		}))))
 	clk = clk0
 	ctx := context.Background()
 	canceled, cancel := context.WithCancel(ctx)

@@ -21,12 +21,14 @@ type Usage struct {
 	Requests int
 	// OK is the number of 2xx responses decoded successfully.
 	OK int
-	// PostsReturned is the sum of meta.result_count over 200 post pages
-	// (list_bookmarks, get_folder): the posts billed.
+	// PostsReturned is the posts billed: meta.result_count summed over 200
+	// post pages (list_bookmarks, get_folder), and the posts in pages read
+	// whole but refused for their shape (X billed them all the same).
 	PostsReturned int
-	// PostsUnread is an upper bound on posts billed in 200 post pages whose
-	// body could not be read or decoded (cut short, malformed): the page size
-	// asked for (10 when omitted). Those pages are retried and billed again.
+	// PostsUnread is what X may have billed on top, in 200 post pages whose
+	// body could not be read (cut short, not JSON, over the size cap): how
+	// many posts they held is not known, so each counts the page size asked
+	// for (10 when omitted), an upper bound. Not priced in USD.
 	PostsUnread int
 	// RateLimited is the number of 429 responses received.
 	RateLimited int
@@ -43,7 +45,7 @@ type Usage struct {
 	Errors int
 	// Refused counts calls the client's budget refused without sending.
 	Refused int
-	// USD is the estimated cost: (PostsReturned + PostsUnread) × the meter's rate.
+	// USD is the estimated cost: PostsReturned × the meter's rate.
 	USD float64
 }
 
@@ -93,7 +95,7 @@ func (m *Meter) Usage(userID string, op Operation) Usage {
 }
 
 func (m *Meter) priced(u Usage) Usage {
-	u.USD = float64(u.PostsReturned+u.PostsUnread) * m.rate
+	u.USD = float64(u.PostsReturned) * m.rate
 	return u
 }
 

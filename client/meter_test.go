@@ -129,3 +129,40 @@ func TestMeter_IsSafeForConcurrentUseAcrossClients(t *testing.T) {
 		t.Errorf("usage %+v", u)
 	}
 }
+
+// Issue 13.3: estimated USD is the posts billed times the rate. A refused
+// page with no posts costs nothing (it was priced as a full page before),
+// and a page that could not be read is counted in PostsUnread, an upper
+// bound, but not priced as billed.
+func TestMeter_USDIsPostsBilledTimesTheRate(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch r.URL.Query().Get("pagination_token") {
+		case "SHAPE":
+			writeJSON(w, 200, `{"data":[]}`) // no meta: refused, no posts
+		case "CUT":
+			if n%2 == 1 {
+				writeJSON(w, 200, `{"data":[{"id":"1","te`)
+				return
+			}
+			writeJSON(w, 200, pageBody(100, 3, ""))
+		default:
+			writeJSON(w, 200, pageBody(100, 7, ""))
+		}
+	})
+	c, _ := newTestClient(t, ts, nil)
+	ctx := context.Background()
+	page := func(token string) ListOptions {
+		return ListOptions{PageOptions: PageOptions{MaxResults: 90, PaginationToken: token}}
+	}
+	_, _, _ = c.ListBookmarks(ctx, testUser, page(""))
+	if _, _, err := c.ListBookmarks(ctx, testUser, page("SHAPE")); err == nil {
+		t.Fatal("a page without meta was taken")
+	}
+	if _, _, err := c.ListBookmarks(ctx, testUser, page("CUT")); err != nil {
+		t.Fatal(err)
+	}
+	u := c.Meter().Usage(testUser, OpListBookmarks)
+	if u.PostsReturned != 10 || u.PostsUnread != 90 || math.Abs(u.USD-10*DefaultUSDPerPost) > 1e-12 {
+		t.Errorf("usage %+v; want 10 posts billed, 90 unread, USD 10 × rate", u)
+	}
+}

@@ -128,6 +128,26 @@ func Test429_WithoutResetHeaderBacksOffExponentially(t *testing.T) {
 	}
 }
 
+// A 429 without a reset header but with a Retry-After waits what it asks
+// (plus the margin), not the blind backoff.
+func Test429_WithoutResetHeaderHonoursRetryAfter(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "3")
+			writeJSON(w, 429, bodyTooMany)
+			return
+		}
+		writeJSON(w, 200, pageBody(5, 1, ""))
+	})
+	c, clk := newTestClient(t, ts, nil)
+	if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := clk.Sleeps(); len(s) != 1 || s[0] != 3*time.Second+DefaultResetMargin {
+		t.Errorf("sleeps %v, want 3s and the margin", s)
+	}
+}
+
 func TestBudget_NeverSendsThe181stRequestInAWindow(t *testing.T) {
 	// A server that sends no rate-limit headers, so only the client's own
 	// budget (DefaultLimits) stands between it and a 429.

@@ -208,23 +208,3 @@ func TestRedirect_IsNotFollowed(t *testing.T) {
 		t.Error("the redirect was followed (and would have carried the token)")
 	}
 }
-
-// OnMeta hands the caller the page's meta once the body is in, before the
-// posts are decoded; the page returned carries the same meta.
-func TestListBookmarks_OnMetaGivesTheMetaFirst(t *testing.T) {
-	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, pageBody(0, 3, "NEXT1"))
-	})
-	c, _ := newTestClient(t, ts, nil)
-	var metas []Meta
-	page, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{
-		PageOptions: PageOptions{MaxResults: 3},
-		OnMeta:      func(m Meta) { metas = append(metas, m) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(metas) != 1 || metas[0] != page.Meta || page.Meta.NextToken != "NEXT1" || page.Meta.ResultCount != 3 {
-		t.Fatalf("OnMeta got %+v; page meta %+v", metas, page.Meta)
-	}
-}

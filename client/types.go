@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,14 +63,6 @@ type PageOptions struct {
 type ListOptions struct {
 	PageOptions
 	Fields Fields
-	// OnMeta, when set, is called with the page's meta as soon as the body
-	// has been read, before its posts are decoded, when the meta can be told
-	// from the end of the body (where X puts it) without decoding the rest.
-	// It lets a caller that will read the next page anyway ask for it while
-	// this one is decoded. It is only a hint: it may not be called, or be
-	// called again when the client retries the request, and the page
-	// ListBookmarks returns is what counts.
-	OnMeta func(Meta)
 }
 
 // Fields are the field-selection and expansion parameters, passed through as
@@ -81,11 +74,6 @@ type Fields struct {
 	MediaFields []string // media.fields
 	PollFields  []string // poll.fields
 	PlaceFields []string // place.fields
-}
-
-// Empty reports whether no field selection or expansion is set.
-func (f Fields) Empty() bool {
-	return len(f.TweetFields)+len(f.Expansions)+len(f.UserFields)+len(f.MediaFields)+len(f.PollFields)+len(f.PlaceFields) == 0
 }
 
 // Meta is a page's paging information.
@@ -129,10 +117,7 @@ type Post struct {
 	// MediaKeys is attachments.media_keys: the keys of the post's media in
 	// Includes.Media (see Includes.MediaByKey).
 	MediaKeys []string `json:"-"`
-	// Raw is the post object exactly as returned. Raw, the raw fields and
-	// the strings above share the page's body buffer (no copy is made): do
-	// not modify them, and copy them (strings.Clone) if a few are kept long
-	// after their page, which they would keep in memory.
+	// Raw is the post object exactly as returned.
 	Raw json.RawMessage `json:"-"`
 }
 
@@ -182,6 +167,24 @@ type PartialError struct {
 	Parameter    string          `json:"parameter"`
 	Value        string          `json:"value"`
 	Raw          json.RawMessage `json:"-"`
+}
+
+// String is the error on one line: its title and detail, or what it names.
+func (e PartialError) String() string {
+	var parts []string
+	for _, s := range []string{e.Title, e.Detail} {
+		if s = oneLine(s, 200); s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if e.Detail == "" {
+		if e.Parameter != "" {
+			parts = append(parts, oneLine(e.Parameter, 40)+"="+oneLine(e.Value, 60))
+		} else if e.ResourceID != "" {
+			parts = append(parts, oneLine(e.ResourceType+" "+e.ResourceID, 60))
+		}
+	}
+	return strings.Join(parts, ": ")
 }
 
 // UnmarshalJSON reads the fields leniently: one that is not a string (a

@@ -37,7 +37,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Sync:         info,
 			State:        st,
 		}
-		api, userID, err := connect(ctx, s, a, o, meter)
+		api, userID, err := connect(ctx, s, i, o, meter, logger)
 		switch {
 		case err != nil:
 			sess.Err = err
@@ -78,11 +78,14 @@ func resolveUserID(sess *account.Session, set *account.Set) func(context.Context
 	}
 }
 
-// connect builds the account's API client and returns the user id its token
-// file names, if any.
-func connect(ctx context.Context, s *spec.Spec, a spec.Account, o Options, meter *client.Meter) (*client.Client, string, error) {
+// connect builds the API client of s.Accounts[i] and returns the user id its
+// token file names, if any. The client and the token source log to logger,
+// under the account's name.
+func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.Meter, logger zerolog.Logger) (*client.Client, string, error) {
+	a := s.Accounts[i]
 	var httpClient *http.Client
 	var userID string
+	log := accountLogger(logger, i, a.UserID)
 	if a.AccessToken != "" {
 		httpClient = client.StaticTokenWithTransport(a.AccessToken, o.Transport)
 	} else {
@@ -92,6 +95,7 @@ func connect(ctx context.Context, s *spec.Spec, a spec.Account, o Options, meter
 			return nil, "", relativeTokenFileError(a.TokenFile, err)
 		}
 		userID = stored.UserID
+		log = accountLogger(logger, i, firstNonEmpty(a.UserID, userID))
 		cfg := auth.Config{
 			ClientID:     firstNonEmpty(a.ClientID, s.OAuth.ClientID, stored.ClientID),
 			ClientSecret: firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret),
@@ -102,6 +106,7 @@ func connect(ctx context.Context, s *spec.Spec, a spec.Account, o Options, meter
 		}
 		src, err := auth.NewFileTokenSource(ctx, cfg, file,
 			auth.WithClock(o.Clock),
+			auth.WithLogger(log),
 			auth.WithHTTPClient(&http.Client{Transport: o.Transport, Timeout: tokenRequestTimeout}))
 		if err != nil {
 			return nil, "", err
@@ -113,7 +118,8 @@ func connect(ctx context.Context, s *spec.Spec, a spec.Account, o Options, meter
 		client.WithClock(o.Clock),
 		client.WithMeter(meter),
 		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
-		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}),
+		client.WithRetryPolicy(retryPolicy(s)),
+		client.WithLogger(log),
 		client.WithUserAgent("cq-source-x/" + Version),
 		// Tokens come from the server and are sent back untouched. The document
 		// calls them base32hex, but real X tokens use the whole alphabet
@@ -122,6 +128,21 @@ func connect(ctx context.Context, s *spec.Spec, a spec.Account, o Options, meter
 	}
 	api, err := client.New(httpClient, append(opts, o.ClientOptions...)...)
 	return api, userID, err
+}
+
+// accountLogger logs under the name the account's session will have.
+func accountLogger(logger zerolog.Logger, i int, userID string) zerolog.Logger {
+	return logger.With().Str("account", (&account.Session{Index: i, UserID: userID}).ID()).Logger()
+}
+
+// retryPolicy is the spec's retry budget and attempts (a budget of 0 is
+// none, which the client spells as a negative one).
+func retryPolicy(s *spec.Spec) client.RetryPolicy {
+	budget := s.RetryBudget.Duration()
+	if budget == 0 {
+		budget = -1
+	}
+	return client.RetryPolicy{Budget: budget, MaxAttempts: s.MaxAttempts}
 }
 
 func fields(f spec.Fields) client.Fields {

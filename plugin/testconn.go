@@ -23,13 +23,13 @@ const (
 // it belongs to the configured user. It reads no bookmarks, so it bills no
 // post.
 func testConnection(o Options) plugin.ConnectionTester {
-	return func(ctx context.Context, _ zerolog.Logger, specBytes []byte) error {
+	return func(ctx context.Context, logger zerolog.Logger, specBytes []byte) error {
 		s, err := spec.Parse(specBytes)
 		if err != nil {
 			return plugin.NewTestConnError(codeInvalidSpec, err)
 		}
 		for i, a := range s.Accounts {
-			api, fileUserID, err := connect(ctx, s, a, o, client.NewMeter(*s.PostReadUSD))
+			api, fileUserID, err := connect(ctx, s, i, o, client.NewMeter(*s.PostReadUSD), logger)
 			if err != nil {
 				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err))
 			}

@@ -30,6 +30,7 @@ type Usage struct {
 	Requests       int
 	OKResponses    int
 	PostsBilled    int
+	PostsUnread    int
 	EstimatedUSD   float64
 	RateLimited    int
 	RateLimitWaits int
@@ -68,12 +69,13 @@ var usageColumns = []column[*Usage]{
 	stringColumn("account", "Place of the account in the spec, as accounts[i].", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
 	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
-	int64Column("posts_billed", "Posts returned by the API, which X bills (meta.result_count summed).", func(u *Usage) int64 { return int64(u.PostsBilled) }),
+	int64Column("posts_billed", "Posts returned by the API, which X bills: meta.result_count summed, and the posts of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsBilled) }),
+	int64Column("posts_unread", "At most this many more posts may have been billed, in pages whose body could not be read (cut short, not JSON): each counts the page size asked for. Not in `posts_billed` nor `estimated_usd`.", func(u *Usage) int64 { return int64(u.PostsUnread) }),
 	float64Column("estimated_usd", "posts_billed times `post_read_usd`.", func(u *Usage) float64 { return u.EstimatedUSD }),
 	int64Column("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
 	int64Column("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
 	float64Column("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
-	int64Column("errors", "Failed responses (after retries).", func(u *Usage) int64 { return int64(u.Errors) }),
+	int64Column("errors", "Failed requests other than 429s, each attempt counted: error statuses, dropped connections, bodies that could not be read or used.", func(u *Usage) int64 { return int64(u.Errors) }),
 	int64Column("walks", "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) int64 { return int64(u.Walks) }),
 	optStringColumn("walk_outcomes", "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) string { return u.WalkOutcomes }),
 	int64Column("new_posts", "Posts found that were not held before.", func(u *Usage) int64 { return int64(u.NewPosts) }),
@@ -127,7 +129,7 @@ func UsageRows(s *account.Session) []*Usage {
 		u.Requests += m.Requests
 		u.OKResponses += m.OK
 		u.PostsBilled += m.PostsReturned
-		u.EstimatedUSD += m.USD
+		u.PostsUnread += m.PostsUnread
 		u.RateLimited += m.RateLimited
 		u.RateLimitWaits += m.RateLimitWaits
 		u.WaitedSeconds += m.Waited.Seconds()
@@ -154,6 +156,7 @@ func UsageRows(s *account.Session) []*Usage {
 	}
 	rows := make([]*Usage, 0, len(byOp))
 	for op, u := range byOp {
+		u.EstimatedUSD = float64(u.PostsBilled) * s.Meter.USDPerPost()
 		u.WalkOutcomes = formatOutcomes(outcomes[op], u.Walks)
 		u.Failure = strings.Join(failures[op], "; ")
 		rows = append(rows, u)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -121,7 +120,6 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		}
 	}
 
-	fields := fieldSelection{fields: s.Fields}
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
@@ -129,23 +127,14 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		// Fetch runs while the previous page is emitted, and on a first sync
 		// while the previous page is decoded (see walk.Walker), so a page's
 		// rows carry what they need from it (includes) themselves.
-		Fetch: func(ctx context.Context, maxResults int, token string, peek func(walk.Peek)) (walk.Page[*bookmark], error) {
+		Fetch: func(ctx context.Context, maxResults int, token string, _ func(walk.Peek)) (walk.Page[*bookmark], error) {
 			opts := client.ListOptions{
 				PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
-				Fields:      fields.get(),
-				OnMeta:      func(m client.Meta) { peek(walk.Peek{Next: m.NextToken, Count: m.ResultCount}) },
+				Fields:      s.Fields,
 			}
 			p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
-			if errors.Is(err, client.ErrInvalidRequest) && !opts.Fields.Empty() {
-				// The document leaves field selection "not shown": an API that
-				// refuses it still serves the posts. A refused request is not
-				// billed, so asking again without it costs nothing.
-				s.Logger.Warn().Err(err).Msg("the API refused the field selection; reading posts with the fields it returns by default")
-				opts.Fields = fields.drop()
-				p, _, err = s.API.ListBookmarks(ctx, s.UserID, opts)
-			}
 			if err != nil {
-				return walk.Page[*bookmark]{}, err
+				return walk.Page[*bookmark]{}, fieldsRefused(err)
 			}
 			for _, pe := range p.Errors {
 				s.Logger.Warn().Str("title", pe.Title).Str("detail", pe.Detail).Str("resource_id", pe.ResourceID).Msg("partial error in a bookmarks page; the posts beside it are kept")
@@ -174,24 +163,30 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	return nil
 }
 
-// fieldSelection is the walk's field selection, which it drops for good if
-// the API refuses it; requests may be in flight together.
-type fieldSelection struct {
-	mu     sync.Mutex
-	fields client.Fields
+// fieldsRefused says what to do when the API refuses the field selection.
+// Posts are never read again once stored, so a post read with fewer fields
+// than the spec asks for would stay that way: the walk fails instead, with
+// the refused parameter and value the API named, and nothing is stored.
+func fieldsRefused(err error) error {
+	var apiErr *client.APIError
+	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
+		return err
+	}
+	for _, it := range apiErr.Errors {
+		for param := range it.Parameters {
+			if field, ok := specField[param]; ok {
+				return fmt.Errorf("the API refused the field selection in the spec's %s (sent as %s); fix or remove the value it names: %w", field, param, err)
+			}
+		}
+	}
+	return err
 }
 
-func (f *fieldSelection) get() client.Fields {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.fields
-}
-
-func (f *fieldSelection) drop() client.Fields {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fields = client.Fields{}
-	return f.fields
+// specField names the spec field behind each field-selection parameter.
+var specField = map[string]string{
+	"tweet.fields": "fields.tweet_fields", "post.fields": "fields.tweet_fields", "expansions": "fields.expansions",
+	"user.fields": "fields.user_fields", "media.fields": "fields.media_fields",
+	"poll.fields": "fields.poll_fields", "place.fields": "fields.place_fields",
 }
 
 // bookmarkRows are the rows of a page's posts, with their expanded author

@@ -40,7 +40,11 @@ type Spec struct {
 	// Waiting is free; restarting a walk re-bills every post already read.
 	RateLimitWaitCap *configtype.Duration `json:"rate_limit_wait_cap,omitempty" jsonschema:"default=16m"`
 
-	// Attempts per request for server errors and dropped connections (capped exponential backoff with jitter).
+	// How long one request keeps retrying server errors, dropped connections and cut-short bodies (capped exponential backoff with full jitter; a `Retry-After` is honoured) before its walk fails.
+	// Rate-limit waits do not count. A walk that fails bills the posts it read again at the next sync. `0` turns the budget off.
+	RetryBudget *configtype.Duration `json:"retry_budget,omitempty" jsonschema:"default=5m"`
+
+	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent. With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
 	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
 
 	// Estimated price of one post read in USD, for the usage table. X charges 0.005 per post read; reading your own bookmarks with your own app may be billed at the lower owned-read rate.
@@ -112,6 +116,7 @@ const (
 	DefaultBaseURL             = "https://api.x.com"
 	DefaultTokenURL            = "https://api.x.com/2/oauth2/token"
 	DefaultRateLimitWaitCap    = 16 * time.Minute
+	DefaultRetryBudget         = 5 * time.Minute
 	DefaultMaxAttempts         = 4
 	DefaultPostReadUSD         = 0.005
 	DefaultConcurrency         = 100
@@ -195,6 +200,10 @@ func (s *Spec) SetDefaults() {
 		d := configtype.NewDuration(DefaultRateLimitWaitCap)
 		s.RateLimitWaitCap = &d
 	}
+	if s.RetryBudget == nil {
+		d := configtype.NewDuration(DefaultRetryBudget)
+		s.RetryBudget = &d
+	}
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts
 	}
@@ -257,6 +266,9 @@ func (s *Spec) Validate() error {
 	}
 	if d := s.RateLimitWaitCap.Duration(); d < 0 {
 		add("rate_limit_wait_cap", "must not be negative, got %s", d)
+	}
+	if d := s.RetryBudget.Duration(); d < 0 {
+		add("retry_budget", "must not be negative, got %s", d)
 	}
 	if s.MaxAttempts < 1 || s.MaxAttempts > 10 {
 		add("max_attempts", "must be between 1 and 10, got %d", s.MaxAttempts)

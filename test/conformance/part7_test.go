@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -305,13 +306,51 @@ func Test5xxIsRetriedWithBackoffAndNotBilled(t *testing.T) {
 		t.Errorf("backoff %v, clock moved %v", m.Backoff, e.clk.Now().Sub(t0))
 	}
 
-	// Always failing: four attempts, then ErrServer.
+	// Always failing: ErrServer once the retry budget is spent.
 	e.sim.SetFaults(xsim.Faults{ServerErrorRate: 1, Operations: []string{xsim.OpListBookmarks}})
+	start := e.clk.Now()
 	_, resp, err := c.ListBookmarks(context.Background(), alice, client.ListOptions{})
-	if !errors.Is(err, client.ErrServer) || resp.Attempts != client.DefaultRetryPolicy().MaxAttempts {
-		t.Errorf("err = %v after %d attempts; want ErrServer after %d", err, resp.Attempts, client.DefaultRetryPolicy().MaxAttempts)
+	if !errors.Is(err, client.ErrServer) || e.clk.Now().Sub(start) != client.DefaultRetryBudget {
+		t.Errorf("err = %v after %d attempts in %s; want ErrServer after the retry budget, %s", err, resp.Attempts, e.clk.Now().Sub(start), client.DefaultRetryBudget)
 	}
 	if resp.StatusCode < 500 || resp.StatusCode == http.StatusOK {
 		t.Errorf("final status %d", resp.StatusCode)
 	}
+}
+
+// Issue 13.4: with 15% of requests failing — server errors, dropped
+// connections, bodies cut short — no call gives up while its retry budget
+// lasts, so walk after walk completes with every post, even through a run
+// of faults longer than the four attempts a request used to get.
+func TestTransientFaultsAt15PercentNeverFailAWalk(t *testing.T) {
+	faults := xsim.Faults{ServerErrorRate: 0.06, ConnResetRate: 0.05, TruncateRate: 0.04, Operations: []string{xsim.OpListBookmarks}}
+	for faults.Seed = 1; longestFaultRun(faults, 150) < 5; faults.Seed++ {
+	}
+	e := newEnv(t, xsim.Options{Faults: faults})
+	want := e.sim.SeedBookmarks(alice, 1200)
+	c := e.client(e.sim.IssueToken(alice))
+	for walk := range 10 {
+		got, _ := walkAll(t, c, alice, 90)
+		if !slices.Equal(got, want) {
+			t.Fatalf("walk %d: %d posts, want %d", walk, len(got), len(want))
+		}
+	}
+	if m := c.Meter().Usage(alice, client.OpListBookmarks); m.Retries < 5 || m.OK != 10*14 {
+		t.Errorf("%d retries, %d pages read; want at least 5 and 140", m.Retries, m.OK)
+	}
+}
+
+// longestFaultRun is the longest run of consecutive faulty requests among
+// the first n.
+func longestFaultRun(f xsim.Faults, n int) int {
+	run, longest := 0, 0
+	for i := 1; i <= n; i++ {
+		if f.Decide(i).Kind == xsim.FaultNone {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	return longest
 }

@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"maps"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
@@ -141,14 +145,116 @@ func TestFailedFolderWalkKeepsThePreviousMembership(t *testing.T) {
 	}
 }
 
-// An API that refuses field selection (the document leaves it "not shown")
-// still gets its posts read: the walk asks again without fields, unbilled.
-func TestRefusedFieldSelectionFallsBackToDefaultFields(t *testing.T) {
+// Issue 13.2: posts are never read again, so a post stored with fewer
+// fields than the spec asks for would stay bare. An API that refuses the
+// field selection fails the walk with an error naming the refused parameter
+// and value; nothing is billed or stored, and the state is unchanged. Once
+// the spec is fixed, the posts are read with every field.
+func TestRefusedFieldSelectionFailsTheWalkNamingTheValue(t *testing.T) {
 	h := newHarness(t, 25)
 	h.spec["fields"] = map[string]any{"tweet_fields": []string{"created_at", "no_such_field"}}
 	r := h.sync()
+	if len(r.newRows) != 0 || r.billed != 0 || r.outcome() != "failed" {
+		t.Fatalf("sync with a refused field: %v", r)
+	}
+	failure := r.usage["list_bookmarks"]["failure"]
+	for _, want := range []string{"fields.tweet_fields", "tweet.fields=[no_such_field]", "The `tweet.fields` query parameter value [no_such_field] is not one of", "state not advanced"} {
+		if !strings.Contains(failure, want) {
+			t.Errorf("failure %q does not say %q", failure, want)
+		}
+	}
+	if _, ok := h.store.Committed()["x_bookmarks/"+user]; ok {
+		t.Fatal("the failed walk stored state")
+	}
+	h.spec["fields"] = map[string]any{"tweet_fields": []string{"created_at", "lang"}}
+	r = h.sync()
 	h.mustLoseNothing()
 	if len(r.newRows) != 25 || r.billed != 25 || r.outcome() != "reached_end" {
-		t.Fatalf("sync with a refused field: %v", r)
+		t.Fatalf("sync with the fixed spec: %v", r)
+	}
+}
+
+// Issue 13.4: with 15% of requests failing (server errors, dropped
+// connections, cut bodies) on every operation, no walk fails: every sync
+// archives every bookmark and folder, even through a run of faults longer
+// than the four attempts a request used to get.
+func TestTransientFaultsAt15PercentNeverFailAWalk(t *testing.T) {
+	h := newHarness(t, 1500)
+	h.sim.CreateFolder(user, "77", "reading")
+	for _, id := range h.sim.Bookmarks(user)[:40] {
+		h.sim.AddToFolder(user, "77", id)
+	}
+	faults := xsim.Faults{ServerErrorRate: 0.06, ConnResetRate: 0.05, TruncateRate: 0.04}
+	for faults.Seed = 1; longestFaultRun(faults, 60) < 5; faults.Seed++ {
+	}
+	h.sim.SetFaults(faults)
+	tables := []string{"x_bookmarks", "x_bookmark_folders", "x_api_usage"}
+	for round := range 6 {
+		if round > 0 {
+			h.bookmarkNew(20 * round)
+			h.sim.AddToFolder(user, "77", h.sim.Bookmarks(user)[0])
+		}
+		r := h.sync(tables...)
+		h.mustLoseNothing()
+		for op, u := range r.usage {
+			if strings.Contains(u["walk_outcomes"], "failed") || u["failure"] != "" {
+				t.Fatalf("round %d: %s: %v", round, op, u)
+			}
+		}
+		if len(r.errors) > 0 {
+			t.Fatalf("round %d: errors %v", round, r.errors)
+		}
+		if got := len(r.folders); got != 40+round {
+			t.Fatalf("round %d: folder has %d posts, want %d", round, got, 40+round)
+		}
+		// Issue 13.3: the estimate prices the posts billed, not the pages
+		// that could not be read (their posts are counted apart).
+		u := r.usage["list_bookmarks"]
+		billed, _ := strconv.Atoi(u["posts_billed"])
+		usd, _ := strconv.ParseFloat(u["estimated_usd"], 64)
+		if math.Abs(usd-float64(billed)*0.005) > 1e-9 || u["posts_unread"] == "" {
+			t.Fatalf("round %d: usage %v", round, u)
+		}
+	}
+}
+
+// longestFaultRun is the longest run of consecutive faulty requests among
+// the first n.
+func longestFaultRun(f xsim.Faults, n int) int {
+	run, longest := 0, 0
+	for i := 1; i <= n; i++ {
+		if f.Decide(i).Kind == xsim.FaultNone {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	return longest
+}
+
+// retry_budget and max_attempts reach the client: with no budget, a request
+// that always meets a 5xx gets max_attempts attempts (what max_attempts
+// meant before there was a budget); by default it retries for 5 minutes.
+func TestRetryBudgetAndMaxAttemptsFromTheSpec(t *testing.T) {
+	for _, tc := range []struct {
+		spec     map[string]any
+		attempts func(n int) bool
+		spent    time.Duration
+	}{
+		{map[string]any{"retry_budget": "0", "max_attempts": 2}, func(n int) bool { return n == 2 }, 0},
+		{map[string]any{}, func(n int) bool { return n > 4 }, 5 * time.Minute},
+	} {
+		h := newHarness(t, 10)
+		maps.Copy(h.spec, tc.spec)
+		h.sim.SetFaults(xsim.Faults{Seed: 1, ServerErrorRate: 1, Operations: []string{xsim.OpListBookmarks}})
+		before := h.clk.Now().Add(24 * time.Hour) // the sync's start
+		r := h.sync()
+		if !tc.attempts(r.requests) || r.outcome() != "failed" {
+			t.Errorf("spec %v: %d requests, outcome %s", tc.spec, r.requests, r.outcome())
+		}
+		if spent := h.clk.Now().Sub(before); spent < tc.spent || spent > tc.spent+time.Minute {
+			t.Errorf("spec %v: the sync took %s, want about %s", tc.spec, spent, tc.spent)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/walk"
+	"github.com/rs/zerolog"
 )
 
 const user = "1001"
@@ -30,7 +31,8 @@ type harness struct {
 	sim     *xsim.Server
 	store   *memstate.Store
 	spec    map[string]any
-	emitted map[string]int // post id → times emitted, for user
+	emitted map[string]int  // post id → times emitted, for user
+	logger  *zerolog.Logger // the plugin's logger, when set
 }
 
 func newHarness(t *testing.T, bookmarks int) *harness {
@@ -79,6 +81,9 @@ func (h *harness) sync(tables ...string) syncResult {
 		h.t.Fatal(err)
 	}
 	p := plugin.New(plugin.WithClock(h.clk), plugin.WithState(h.store))
+	if h.logger != nil {
+		p.SetLogger(*h.logger)
+	}
 	ctx := context.Background()
 	if err := p.Init(ctx, specJSON, sdkplugin.NewClientOptions{}); err != nil {
 		h.t.Fatal(err)

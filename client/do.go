@@ -303,14 +303,15 @@ func (c *Client) transient(err error) bool {
 // backoff sleeps before the next attempt at a call that met a transient
 // fault, and reports whether there is one: while the call's retry budget
 // lasts (rate-limit waits do not count), and in any case for its first
-// MaxAttempts attempts. A Retry-After is honoured; one past the budget ends
-// the call at once.
+// MaxAttempts attempts — only those for a server never reached (see
+// unreached). A Retry-After is honoured; one past the budget ends the call
+// at once.
 func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
 	a.faults++
 	now := c.clock.Now()
 	left := c.retry.Budget - (now.Sub(a.start) - a.paused)
 	floor := a.resp.Attempts < c.retry.MaxAttempts
-	if !floor && left <= 0 {
+	if !floor && (left <= 0 || unreached(fault)) {
 		return false, nil
 	}
 	d := c.jitter(a.faults)
@@ -447,6 +448,17 @@ func pageSizeOrDefault(n int) int {
 		return 10
 	}
 	return n
+}
+
+// unreached reports whether a fault happened before any server was reached:
+// the address did not resolve or nothing accepted the connection. That is a
+// wrong base_url or no network far more often than a server in trouble, so
+// it gets MaxAttempts tries, not the retry budget, and the user hears of it
+// in seconds.
+func unreached(err error) bool {
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	return errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial")
 }
 
 // retryableTransport reports whether a failed round trip is worth another

@@ -271,6 +271,31 @@ func TestRetry_ConnectionErrorsGiveUpWithAClearError(t *testing.T) {
 	}
 }
 
+// A server that was never reached (nothing listens at the address, or the
+// name does not resolve) is a wrong base_url or no network far more often
+// than a server in trouble: the call gets MaxAttempts tries, not the budget.
+func TestRetry_AnUnreachedServerGetsMaxAttemptsNotTheBudget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	clk := newRecClock()
+	c, err := New(noKeepAlive(), WithBaseURL("http://"+addr), WithClock(clk), WithRandom(1),
+		WithRetryPolicy(RetryPolicy{Budget: 5 * time.Minute, MaxAttempts: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if err == nil || resp.Attempts != 3 || len(clk.Sleeps()) != 2 {
+		t.Fatalf("%d attempts, sleeps %v, err %v; want 3 attempts", resp.Attempts, clk.Sleeps(), err)
+	}
+	if !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("message %q", err)
+	}
+}
+
 func TestRetry_TruncatedBodyIsRetriedAndMeteredAsUnread(t *testing.T) {
 	full := pageBody(1880000000000000100, 5, "")
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -28,6 +29,10 @@ func testConnection(o Options) plugin.ConnectionTester {
 		if err != nil {
 			return plugin.NewTestConnError(codeInvalidSpec, err)
 		}
+		// A connection test answers now: it does not wait out a fault the
+		// way a sync's retry budget does, only max_attempts.
+		noBudget := configtype.NewDuration(0)
+		s.RetryBudget = &noBudget
 		for i, a := range s.Accounts {
 			api, fileUserID, err := connect(ctx, s, i, o, client.NewMeter(*s.PostReadUSD), logger)
 			if err != nil {

@@ -44,7 +44,7 @@ type Spec struct {
 	// Rate-limit waits do not count. A walk that fails bills the posts it read again at the next sync. `0` turns the budget off.
 	RetryBudget *configtype.Duration `json:"retry_budget,omitempty" jsonschema:"default=5m"`
 
-	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent. With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
+	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent, and all it gets when no server was reached (a wrong `base_url`, no network). With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
 	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
 
 	// Estimated price of one post read in USD, for the usage table. X charges 0.005 per post read; reading your own bookmarks with your own app may be billed at the lower owned-read rate.

@@ -132,14 +132,10 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(b *bookmark) string { return b.post.ID },
-		// Fetch runs while the previous page is emitted, and on a first sync
-		// while the previous page is decoded (see walk.Walker), so a page's
-		// rows carry what they need from it (includes) themselves.
-		Fetch: func(ctx context.Context, maxResults int, token string, peek func(walk.Peek)) (walk.Page[*bookmark], error) {
+		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[*bookmark], error) {
 			opts := client.ListOptions{
 				PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
 				Fields:      fields.get(),
-				OnMeta:      func(m client.Meta) { peek(walk.Peek{Next: m.NextToken, Count: m.ResultCount}) },
 			}
 			p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
 			if errors.Is(err, client.ErrInvalidRequest) && !opts.Fields.Empty() {

@@ -19,7 +19,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
-	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // plannerStrategy runs the real plugin in-process: every user is an account
@@ -116,7 +115,6 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 		if sess.Err != nil {
 			o.Err = sess.Err
 		}
-		conf := sess.Walk.WithDefaults().Confirmations
 		for _, w := range sess.Report().Walks() {
 			if w.Operation != client.OpListBookmarks {
 				continue
@@ -128,11 +126,8 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 				o.WalkBilled = r.Billed
 				o.PageSizes = r.PageSizes
 				o.Outcome = string(r.Outcome)
-				switch r.Outcome {
-				case walk.MetHeld:
-					o.Needed = r.Found + 1 + conf
-				case walk.ReachedEnd:
-					o.Needed = r.Billed - r.Duplicates
+				if r.Outcome.Clean() {
+					o.Needed = r.Needed
 				}
 			}
 		}

@@ -108,12 +108,14 @@ type Result struct {
 
 // EventCounts sums the script's events.
 type EventCounts struct {
-	InitialPosts  int `json:"initial_posts"`
-	New           int `json:"new_bookmarks"`
-	Unbookmarks   int `json:"unbookmarks"`
-	NewestRemoved int `json:"unbookmarks_of_newest"`
-	Rebookmarks   int `json:"rebookmarks"`
-	Skipped       int `json:"skipped"`
+	InitialPosts   int `json:"initial_posts"`
+	New            int `json:"new_bookmarks"`
+	Unbookmarks    int `json:"unbookmarks"`
+	NewestRemoved  int `json:"unbookmarks_of_newest"`
+	Rebookmarks    int `json:"rebookmarks"`
+	Bursts         int `json:"rebookmark_bursts"`
+	ResavedRemoved int `json:"resaved_removed"`
+	Skipped        int `json:"skipped"`
 }
 
 // Totals sum a set of syncs. Ratios are of sums: Billed/Bound and
@@ -188,8 +190,8 @@ type SyncStat struct {
 	// how concurrent walks share the virtual clock.
 	Windows int
 	// Needed is what the walk itself had to read before it could stop
-	// (planner: posts above the tail head + 1 + confirmations, or the whole
-	// list); -1 when unknown.
+	// (planner: walk.Result.Needed, the posts up to the one that completed
+	// the stop rule's run, or the whole list); -1 when unknown.
 	Needed    int
 	PageSizes []int
 	Outcome   string
@@ -273,6 +275,8 @@ func (s *Script) counts() EventCounts {
 			c.Unbookmarks += ur.Unbookmarked
 			c.NewestRemoved += ur.NewestRemoved
 			c.Rebookmarks += ur.Rebookmarked
+			c.Bursts += ur.Bursts
+			c.ResavedRemoved += ur.ResavedRemoved
 			c.Skipped += ur.Skipped
 		}
 	}
@@ -463,7 +467,7 @@ func applyRound(sim *xsim.Server, users []string, round []UserRound) error {
 		for _, ev := range ur.Events {
 			var err error
 			switch ev.Kind {
-			case NewBookmark, Rebookmark:
+			case NewBookmark, Rebookmark, ResaveRemoved:
 				err = sim.Bookmark(users[u], ev.PostID)
 			case Unbookmark:
 				err = sim.Unbookmark(users[u], ev.PostID)

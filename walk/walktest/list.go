@@ -37,6 +37,8 @@ type List struct {
 	// included; skipped the posts a page boundary passed over; savedDuring
 	// the posts saved while the walk ran.
 	served, skipped, savedDuring []string
+	// removedAbove counts the removals above the read position.
+	removedAbove int
 }
 
 // NewList returns a list of n posts with ids first, first+1, ... (newest
@@ -86,6 +88,7 @@ func (l *List) Remove(id string) bool {
 	l.ids = slices.Delete(l.ids, i, i+1)
 	if l.walking && i < l.boundary {
 		l.boundary--
+		l.removedAbove++
 	}
 	return true
 }
@@ -94,7 +97,7 @@ func (l *List) Remove(id string) bool {
 // boundaries skip, what is saved while it runs.
 func (l *List) BeginWalk() {
 	l.walking, l.boundary = true, 0
-	l.served, l.skipped, l.savedDuring = nil, nil, nil
+	l.served, l.skipped, l.savedDuring, l.removedAbove = nil, nil, nil, 0
 }
 
 // EndWalk stops recording. Served, Skipped and SavedDuring keep the walk's
@@ -109,6 +112,10 @@ func (l *List) Served() []string { return l.served }
 // each was below the read position when a removal above it pulled it up
 // past the next page's start.
 func (l *List) Skipped() []string { return l.skipped }
+
+// RemovedAbove is the number of removals, while the last walk ran, of posts
+// above its read position: each pulls the list up one place.
+func (l *List) RemovedAbove() int { return l.removedAbove }
 
 // SavedDuring returns the posts saved while the last walk ran.
 func (l *List) SavedDuring() []string { return l.savedDuring }

@@ -26,15 +26,22 @@ type Tally struct {
 	// anything new was below it.
 	HiddenByResaves, FooledSyncs, StoppedOnResaves int
 	// Skipped: posts a page boundary passed over because a post above the
-	// walk's position was removed between two requests.
-	Skipped int
+	// walk's position was removed between two requests (and that were new:
+	// a held post passed over is not lost); RemovedAbove counts those
+	// removals.
+	Skipped, RemovedAbove int
 	// SavedDuring: posts saved while a walk ran, above its position, which
 	// that walk could not see (the next sync must find them: they are not
 	// lost).
 	SavedDuring int
 	// Unexplained: posts lacking for no documented reason. Any is a bug.
 	Unexplained int
-	// MemoryChecked counts the syncs whose memory invariants were checked.
+	// LossSyncs counts the syncs after which some post was newly lost;
+	// LostAtEnd the posts the archive still lacks after a scenario's last
+	// sync (but those saved during it).
+	LossSyncs, LostAtEnd int
+	// MemoryChecked counts the syncs whose memory was checked against the
+	// list in full (while it must be exact; see checkMemory).
 	MemoryChecked int
 	// Violations describe the first unexplained losses and broken
 	// invariants.
@@ -55,8 +62,11 @@ func (t *Tally) Add(o *Tally) {
 	t.FooledSyncs += o.FooledSyncs
 	t.StoppedOnResaves += o.StoppedOnResaves
 	t.Skipped += o.Skipped
+	t.RemovedAbove += o.RemovedAbove
 	t.SavedDuring += o.SavedDuring
 	t.Unexplained += o.Unexplained
+	t.LossSyncs += o.LossSyncs
+	t.LostAtEnd += o.LostAtEnd
 	t.MemoryChecked += o.MemoryChecked
 	t.Violations = append(t.Violations, o.Violations[:min(len(o.Violations), max(0, 10-len(t.Violations)))]...)
 }
@@ -110,6 +120,7 @@ func (sc Scenario) Run(ctx context.Context, sync Sync) *Tally {
 		mem = res.Memory
 		prevStart = start
 	}
+	t.LostAtEnd = len(o.hidden)
 	return t
 }
 
@@ -166,7 +177,8 @@ func (o *oracle) check(t *Tally, where string, prev *walk.Memory, res *walk.Resu
 		o.exact = false
 	}
 	skipped, savedDuring := set(l.Skipped()), set(l.SavedDuring())
-	fooled := false
+	t.RemovedAbove += l.RemovedAbove()
+	fooled, lost := false, t.Lost()
 	for i, id := range list {
 		switch {
 		case o.archive[id] || o.hidden[id]:
@@ -193,6 +205,9 @@ func (o *oracle) check(t *Tally, where string, prev *walk.Memory, res *walk.Resu
 	}
 	if fooled {
 		t.FooledSyncs++
+	}
+	if t.Lost() > lost {
+		t.LossSyncs++
 	}
 	if len(during) > 0 || len(l.Skipped()) > 0 {
 		o.exact = false
@@ -288,7 +303,6 @@ func (o *oracle) accepted(run, read []string, pos map[string]int) bool {
 // posts that are gone, as many as it says it proved gone.
 func (o *oracle) checkMemory(t *Tally, where string, prev *walk.Memory, res *walk.Result, list []string) {
 	held := res.Memory.Held.IDs()
-	t.MemoryChecked++
 	in := set(held)
 	if len(in) != len(held) {
 		t.violate("%s: the memory holds a post twice", where)
@@ -302,6 +316,7 @@ func (o *oracle) checkMemory(t *Tally, where string, prev *walk.Memory, res *wal
 	if !o.exact {
 		return
 	}
+	t.MemoryChecked++
 	inList := set(list)
 	var listOrder, heldOrder []string
 	for _, id := range list {

@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
+	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -77,12 +79,17 @@ var initialSizes = []struct {
 // Sync walks l once from prev (nil: a first sync), passing new posts to emit.
 type Sync func(ctx context.Context, l *List, prev *walk.Memory, emit func([]string)) (*walk.Result, error)
 
-// Walker is the Sync of walk.Walker with the given confirmations.
+// Walker is the Sync of walk.Walker with the given confirmations, on a
+// virtual clock that moves a day before each sync (so that the planner's
+// page sizes do not depend on the machine).
 func Walker(confirmations int) Sync {
+	clk := clock.NewVirtual(Start)
 	return func(ctx context.Context, l *List, prev *walk.Memory, emit func([]string)) (*walk.Result, error) {
+		clk.Advance(24 * time.Hour)
 		w := &walk.Walker[string]{
 			Fetch:    l.Fetch,
 			ID:       func(s string) string { return s },
+			Clock:    clk,
 			Settings: walk.Settings{Confirmations: confirmations},
 			Emit: func(_ context.Context, items []string) error {
 				emit(items)
@@ -92,6 +99,9 @@ func Walker(confirmations int) Sync {
 		return w.Run(ctx, prev)
 	}
 }
+
+// Start is the virtual time before a scenario's first sync.
+var Start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Scenario is one seeded run of a kind: a first sync, then Rounds rounds of
 // changes, each followed by a sync.

@@ -22,7 +22,7 @@ import (
 )
 
 // plannerStrategy runs the real plugin in-process: every user is an account
-// of one spec at default planner settings, one plugin sync per round, table
+// of one spec at default planner settings (but Config.Confirmations), one plugin sync per round, table
 // x_bookmarks only, state in an in-memory backend (internal/memstate).
 type plannerStrategy struct {
 	env      *env
@@ -45,6 +45,9 @@ func (s *plannerStrategy) Start(ctx context.Context, e *env) error {
 		accounts[u] = map[string]any{"user_id": id, "access_token": e.tokens[u]}
 	}
 	spec := map[string]any{"base_url": e.sim.URL(), "accounts": accounts}
+	if e.confirmations != 0 {
+		spec["planner"] = map[string]any{"confirmations": e.confirmations}
+	}
 	if w := time.Duration(e.script.Workload.RateLimit.Window); w+time.Minute > 16*time.Minute {
 		// Not a planner setting: the default wait cap (16m) fits 15-minute
 		// windows only; a longer window needs a longer wait.

@@ -92,6 +92,9 @@ type Config struct {
 	Start time.Time
 	// Workers is how many users a baseline walks at once (default 8).
 	Workers int
+	// Confirmations, when not 0, is the planner strategy's
+	// planner.confirmations (else the default).
+	Confirmations int
 }
 
 // Result is a benchmark run.
@@ -210,6 +213,8 @@ type env struct {
 	transport *http.Transport
 	workers   int
 	logger    *zerolog.Logger
+	// confirmations is the planner's setting; 0 = the default.
+	confirmations int
 }
 
 // userSync is what a strategy reports of one user's sync. Billed, Requests,
@@ -309,7 +314,7 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 	defer transport.CloseIdleConnections()
 
 	users := script.UserIDs
-	e := &env{script: script, sim: sim, clk: clk, transport: transport, workers: cfg.Workers}
+	e := &env{script: script, sim: sim, clk: clk, transport: transport, workers: cfg.Workers, confirmations: cfg.Confirmations}
 	if e.workers <= 0 {
 		e.workers = 8
 	}

@@ -4,7 +4,7 @@
 // fewest any client could be billed for, and the posts archived with the
 // posts bookmarked.
 //
-//	go run ./test/cmd/costbench [-workload test/costbench/workloads/reference.json,test/costbench/workloads/churn.json] [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-cpuprofile cpu.prof]
+//	go run ./test/cmd/costbench [-workload test/costbench/workloads/reference.json,test/costbench/workloads/churn.json] [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-confirmations N] [-cpuprofile cpu.prof]
 //
 // By default it runs both workloads of the repository, one after the other:
 // reference.json (daily syncs of 200 accounts) and churn.json (120 accounts
@@ -17,7 +17,8 @@
 //     clock, an in-memory state backend whose SetKey is staged until Flush, and
 //     the sessions hook), every user an account of one spec with an
 //     access_token from the simulator, table x_bookmarks only, default planner
-//     settings. One plugin sync per round.
+//     settings (but planner.confirmations with -confirmations). One plugin
+//     sync per round.
 //   - fixed10, fixed100, growth: what other tools do (the document's rule 6):
 //     walk from the top with pages of 10 (the API default), of 100, or the
 //     document's growth schedule (twelve pages of 5, then 10, 20, 40, 80, 100,
@@ -149,6 +150,7 @@ func run() error {
 	verbose := flag.Bool("v", false, "print a line per strategy and round, failed walks, and the plugin's warnings, to stderr")
 	workers := flag.Int("workers", 8, "users a baseline strategy walks at once")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	confirmations := flag.Int("confirmations", 0, "the planner strategy's planner.confirmations (0: the default)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -186,7 +188,7 @@ func run() error {
 	defer stop()
 	var results []*costbench.Result
 	for i, w := range workloads {
-		cfg := costbench.Config{Workload: w, Habits: habits, Strategies: strategies, Workers: *workers}
+		cfg := costbench.Config{Workload: w, Habits: habits, Strategies: strategies, Workers: *workers, Confirmations: *confirmations}
 		if *verbose {
 			cfg.Log = os.Stderr
 			cfg.PluginLog = os.Stderr

@@ -101,7 +101,7 @@ type Planner struct {
 	FolderRequestBudget int `json:"folder_request_budget,omitempty" jsonschema:"minimum=1,default=40"`
 	// Most posts one walk may be billed for; 0 means no cap. A walk that reaches it stops and its state does not advance.
 	MaxBilledPosts int `json:"max_billed_posts,omitempty" jsonschema:"minimum=0,default=0"`
-	// Held posts that must follow the first held post, in their remembered order, before a walk stops. Guards against re-bookmarked posts hiding new ones.
+	// Held posts that must follow the first held post, next to it in the remembered order, before a walk stops (docs/walk.md). Each one more guards against one more of the newest bookmarks saved again in its old order hiding new ones, at one post per sync.
 	Confirmations int `json:"confirmations,omitempty" jsonschema:"minimum=1,maximum=10,default=1"`
 }
 

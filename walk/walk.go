@@ -148,7 +148,7 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	wk := newWalk(settings, prev, clk.Now(), w.ID)
+	wk := newProgress(settings, prev, clk.Now(), w.ID)
 	token := ""
 	for {
 		size, err := wk.pageSize()
@@ -178,8 +178,8 @@ func (w *Walker[T]) emit(ctx context.Context, items []T) error {
 	return w.Emit(ctx, items)
 }
 
-// walk is one Run's progress from page to page.
-type walk[T any] struct {
+// progress is one Run's state from page to page.
+type progress[T any] struct {
 	id      func(T) string
 	res     *Result
 	prev    *Memory
@@ -189,8 +189,8 @@ type walk[T any] struct {
 	empty int
 }
 
-func newWalk[T any](s Settings, prev *Memory, now time.Time, id func(T) string) *walk[T] {
-	return &walk[T]{
+func newProgress[T any](s Settings, prev *Memory, now time.Time, id func(T) string) *progress[T] {
+	return &progress[T]{
 		id:      id,
 		res:     &Result{StartedAt: now},
 		prev:    prev,
@@ -201,7 +201,7 @@ func newWalk[T any](s Settings, prev *Memory, now time.Time, id func(T) string) 
 
 // pageSize is the size of the next request, or ErrBudget when the
 // billed-post cap leaves none.
-func (wk *walk[T]) pageSize() (int, error) {
+func (wk *progress[T]) pageSize() (int, error) {
 	size := wk.planner.Next(wk.stop.read, wk.res.Requests, wk.res.Billed, wk.stop.minNeeded())
 	if size == 0 {
 		return 0, fmt.Errorf("after %d billed posts: %w", wk.res.Billed, ErrBudget)
@@ -211,7 +211,7 @@ func (wk *walk[T]) pageSize() (int, error) {
 
 // account counts a page and passes its posts to the stop rule; it returns
 // the items that are new, in list order.
-func (wk *walk[T]) account(page Page[T], size int) []T {
+func (wk *progress[T]) account(page Page[T], size int) []T {
 	wk.res.Requests++
 	wk.res.PageSizes = append(wk.res.PageSizes, size)
 	wk.res.Billed += len(page.Items)
@@ -229,7 +229,7 @@ func (wk *walk[T]) account(page Page[T], size int) []T {
 }
 
 // decide says how the walk ends after this page, or "" to read on.
-func (wk *walk[T]) decide(page Page[T]) (Outcome, error) {
+func (wk *progress[T]) decide(page Page[T]) (Outcome, error) {
 	switch {
 	case wk.stop.confirmed():
 		return MetHeld, nil
@@ -246,7 +246,7 @@ func (wk *walk[T]) decide(page Page[T]) (Outcome, error) {
 }
 
 // end finishes the walk: a clean one gets its memory.
-func (wk *walk[T]) end(o Outcome, err error) (*Result, error) {
+func (wk *progress[T]) end(o Outcome, err error) (*Result, error) {
 	wk.res.Outcome = o
 	if !o.Clean() {
 		return wk.res, err

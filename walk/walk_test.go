@@ -720,3 +720,31 @@ func reversed(s []string) []string {
 	slices.Reverse(out)
 	return out
 }
+
+// The run's skipped posts are counted with a Fenwick tree of the positions
+// read above it; it answers as counting them one by one does.
+func TestHeldPostsReadAboveTheRunAreCountedByPosition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 1000
+	var f fenwick
+	var added []int
+	for range 300 {
+		p := rng.IntN(n)
+		f.add(p, n)
+		added = append(added, p)
+		q := rng.IntN(n + 10)
+		want := 0
+		for _, a := range added {
+			if a <= q {
+				want++
+			}
+		}
+		if got := f.sum(q); got != want {
+			t.Fatalf("sum(%d) = %d, want %d", q, got, want)
+		}
+	}
+	var empty fenwick
+	if empty.sum(5) != 0 {
+		t.Fatal("an empty tree counts something")
+	}
+}

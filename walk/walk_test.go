@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -559,6 +560,47 @@ func TestFailedWalkDoesNotAdvance(t *testing.T) {
 	mustClean(t, res, MetHeld)
 	if m := a.missing(l); len(m) > 0 {
 		t.Fatalf("lost %v", m)
+	}
+}
+
+// A walk asks for one page at a time, and not while a page is being
+// emitted: it never asks for a page it might not need, and a slow
+// destination does not make pages pile up.
+func TestAWalkAsksForOnePageAtATime(t *testing.T) {
+	l := newList(90 * 5)
+	var busy, overlaps atomic.Int32
+	enter := func() {
+		if busy.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+	}
+	w := &Walker[string]{
+		Fetch: func(ctx context.Context, size int, token string) (Page[string], error) {
+			enter()
+			defer busy.Add(-1)
+			time.Sleep(time.Millisecond)
+			return l.fetch(ctx, size, token)
+		},
+		ID: func(s string) string { return s },
+		Emit: func(context.Context, []string) error {
+			enter()
+			defer busy.Add(-1)
+			time.Sleep(time.Millisecond)
+			return nil
+		},
+	}
+	first, err := w.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		l.bookmark(strconv.Itoa(7_000_000 + i))
+	}
+	if _, err := w.Run(context.Background(), first.Memory); err != nil {
+		t.Fatal(err)
+	}
+	if n := overlaps.Load(); n > 0 {
+		t.Fatalf("%d requests or emits started while another was under way", n)
 	}
 }
 

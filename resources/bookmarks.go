@@ -124,10 +124,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(b *bookmark) string { return b.post.ID },
-		// Fetch runs while the previous page is emitted, and on a first sync
-		// while the previous page is decoded (see walk.Walker), so a page's
-		// rows carry what they need from it (includes) themselves.
-		Fetch: func(ctx context.Context, maxResults int, token string, _ func(walk.Peek)) (walk.Page[*bookmark], error) {
+		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[*bookmark], error) {
 			opts := client.ListOptions{
 				PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
 				Fields:      s.Fields,

@@ -67,7 +67,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 		Settings: settings,
 		Clock:    s.Clock,
 		ID:       func(p client.FolderPost) string { return p.ID },
-		Fetch: func(ctx context.Context, maxResults int, token string, _ func(walk.Peek)) (walk.Page[client.FolderPost], error) {
+		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.FolderPost], error) {
 			page, _, err := s.API.GetFolder(ctx, s.UserID, f.ID, client.PageOptions{MaxResults: maxResults, PaginationToken: token})
 			if err != nil {
 				return walk.Page[client.FolderPost]{}, err

@@ -107,7 +107,7 @@ type Planner struct {
 	// Each sync reads a list from the top again, so after a walk stopped by the cap the next syncs do not start (and bill nothing) until the cap is above what that walk billed.
 	// A first sync reads every bookmark: raise the cap for it once (or set 0), then set it back.
 	MaxBilledPosts int `json:"max_billed_posts,omitempty" jsonschema:"minimum=0,default=0"`
-	// Held posts that must follow the first held post, in their remembered order, before a walk stops. Guards against re-bookmarked posts hiding new ones.
+	// Held posts that must follow the first held post, next to it in the remembered order, before a walk stops (docs/walk.md). Each one more guards against one more of the newest bookmarks saved again in its old order hiding new ones, at one post per sync.
 	Confirmations int `json:"confirmations,omitempty" jsonschema:"minimum=1,maximum=10,default=1"`
 }
 

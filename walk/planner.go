@@ -27,11 +27,13 @@ type Settings struct {
 	// MaxBilledPosts caps the posts one walk may be billed for; 0 = no cap.
 	// A walk that reaches the cap stops cleanly and does not advance.
 	MaxBilledPosts int
-	// Confirmations is how many held posts, in their remembered order, must
-	// follow the first held post before the walk believes it has reached the
-	// posts it already holds. 1 (default) guards against a re-bookmarked post
-	// sitting above new ones; more guards against a user re-bookmarking several
-	// held posts in their old order above new ones, at one post per sync each.
+	// Confirmations is how many held posts must follow the first held post,
+	// next to it in the remembered order, before the walk believes it has
+	// reached the posts it already holds (see Walker). Any number keeps posts
+	// saved again above new ones from being taken for the tail, except the
+	// newest Confirmations+1 held posts saved again in their old order: each
+	// one more closes that for one more post, at one post per sync. The
+	// default is 1: see docs/walk.md for the rates and the cost.
 	Confirmations int
 }
 

@@ -14,7 +14,8 @@ const (
 // full pages is ample, and keeps memory flat on million-post first syncs.
 const recentWindow = 2 * APIMaxPage
 
-// stopState follows a walk post by post and applies the stop rule.
+// stopState follows a walk post by post and applies the stop rule (see
+// Walker and docs/walk.md).
 type stopState struct {
 	prev    *IDList
 	pos     *Positions // nil when nothing is held
@@ -28,14 +29,25 @@ type stopState struct {
 	// least are always checked, with no deletion per read.
 	recent, older map[string]struct{}
 
-	// The trailing run: the last runLen posts read are held, in strictly
-	// increasing remembered position, the last at runLastPos.
-	runStart, runLen, runLastPos int
+	// run holds the remembered positions of the trailing run: the last
+	// posts read, all held, in strictly increasing remembered position. Its
+	// first post was read after runStart others.
+	run      []int
+	runStart int
+	// streak is how many of the run's last posts are at consecutive
+	// remembered positions; block is set once confirm+1 of them were.
+	streak int
+	block  bool
+	// confirmedAt is the number of posts read when the run met the rule (0
+	// while it has not). A run that has met it stays confirmed while it goes
+	// on: later posts in increasing order are what the tail would show.
+	confirmedAt int
 
-	// aboveHeld are the remembered positions of held posts read before the
-	// current run began (re-bookmarked posts, once the run is confirmed).
-	aboveHeld []int
-	runHeld   []int // remembered positions of the run's posts
+	// above holds the remembered positions of held posts read before the
+	// run (moved above the tail, if the run is its head), and aboveUpTo
+	// counts them by position.
+	above     []int
+	aboveUpTo fenwick
 
 	removed int
 }
@@ -72,41 +84,80 @@ func (s *stopState) add(id string) seenKind {
 		s.endRun()
 		return seenNew
 	}
-	if s.runLen > 0 && p > s.runLastPos {
-		s.runLen++
-		s.runHeld = append(s.runHeld, p)
+	if n := len(s.run); n > 0 && p > s.run[n-1] {
+		if p == s.run[n-1]+1 {
+			s.streak++
+		} else {
+			s.streak = 1
+		}
+		s.run = append(s.run, p)
 	} else {
 		s.endRun()
-		s.runStart, s.runLen = s.read-1, 1
-		s.runHeld = append(s.runHeld[:0], p)
+		s.runStart, s.run, s.streak = s.read-1, append(s.run, p), 1
 	}
-	s.runLastPos = p
+	if s.streak >= 1+s.confirm {
+		s.block = true
+	}
+	if s.confirmedAt == 0 && s.block && len(s.run) >= 1+s.confirm+s.skipped() {
+		s.confirmedAt = s.read
+	}
 	return seenHeld
 }
 
 // endRun moves the current run's held posts above: they were not the tail.
 func (s *stopState) endRun() {
-	s.aboveHeld = append(s.aboveHeld, s.runHeld...)
-	s.runHeld = s.runHeld[:0]
-	s.runLen = 0
+	for _, p := range s.run {
+		s.aboveUpTo.add(p, s.prev.Len())
+	}
+	s.above = append(s.above, s.run...)
+	s.run = s.run[:0]
+	s.streak, s.block, s.confirmedAt = 0, false, 0
 }
 
-// confirmed reports whether the posts read end with a confirmed tail head.
-func (s *stopState) confirmed() bool {
-	return s.pos != nil && s.runLen >= 1+s.confirm
+// skipped is the number of remembered posts at or above the run's last one
+// that the walk has not read. If the run is the head of the tail, each of
+// them was removed since the last sync.
+func (s *stopState) skipped() int {
+	last := s.run[len(s.run)-1]
+	return max(last+1-len(s.run)-s.aboveUpTo.sum(last), 0)
 }
 
-// minNeeded is the fewest posts the walk can still need before it may stop.
+// confirmed reports whether the posts read end with the head of the tail,
+// as far as order can tell: a run of held posts in increasing remembered
+// position which, at some post, held confirm+1 posts at consecutive
+// positions and was at least confirm+1 posts longer than the remembered
+// posts it skipped.
+func (s *stopState) confirmed() bool { return s.confirmedAt > 0 }
+
+// minNeeded is the fewest posts the walk can still need before it may stop:
+// what the run needs if it goes on as well as it can, or, if the next post
+// starts a run afresh at the newest remembered post not read, 1+confirm.
 func (s *stopState) minNeeded() int {
 	if s.pos == nil {
 		return 1
 	}
-	return 1 + s.confirm - s.runLen
+	if len(s.run) == 0 {
+		return 1 + s.confirm
+	}
+	need := 1 + s.confirm + s.skipped() - len(s.run)
+	if !s.block {
+		need = max(need, 1+s.confirm-s.streak)
+	}
+	return max(min(need, 1+s.confirm), 1)
+}
+
+// needed is the number of posts the stop rule needed: those read up to the
+// one that completed the run, or all of them when the walk reached the end.
+func (s *stopState) needed(o Outcome) int {
+	if o == MetHeld {
+		return s.confirmedAt
+	}
+	return s.read
 }
 
 // found is the number of distinct posts above the head of the tail.
 func (s *stopState) found(o Outcome) int {
-	if s.runLen > 0 && (o == MetHeld || o == ReachedEnd) {
+	if len(s.run) > 0 && (o == MetHeld || o == ReachedEnd) {
 		return s.runStart
 	}
 	return s.read
@@ -114,9 +165,9 @@ func (s *stopState) found(o Outcome) int {
 
 func (s *stopState) rebookmarked(o Outcome) int {
 	if o == MetHeld || o == ReachedEnd {
-		return len(s.aboveHeld)
+		return len(s.above)
 	}
-	return len(s.aboveHeld) + len(s.runHeld)
+	return len(s.above) + len(s.run)
 }
 
 // memory builds the list to remember after a clean walk.
@@ -124,30 +175,50 @@ func (s *stopState) memory(o Outcome) *Memory {
 	if o != MetHeld || s.pos == nil {
 		// The walk read the whole list: what it read is the list.
 		if s.prev != nil {
-			heldRead := len(s.aboveHeld) + len(s.runHeld)
-			s.removed = s.prev.Len() - heldRead
+			s.removed = s.prev.Len() - len(s.above) - len(s.run)
 		}
 		return &Memory{Held: s.order}
 	}
 	// Everything read, then the remembered tail after the run, without the
-	// posts that moved above it.
-	moved := make(map[int]struct{}, len(s.aboveHeld))
-	passed := 0 // moved posts remembered at or above the run's last post
-	for _, p := range s.aboveHeld {
+	// posts that moved above it. Every remembered post at or above the
+	// run's last one was read (in the run or above it) or is gone.
+	last := s.run[len(s.run)-1]
+	s.removed = s.skipped()
+	moved := make(map[int]struct{}, len(s.above))
+	for _, p := range s.above {
 		moved[p] = struct{}{}
-		if p <= s.runLastPos {
-			passed++
-		}
 	}
-	// Every remembered post at or above the run's last one was read (in the
-	// run or above it) or is gone.
-	s.removed = s.runLastPos + 1 - s.runLen - passed
-
 	held := s.order
-	for i := s.runLastPos + 1; i < s.prev.Len(); i++ {
+	for i := last + 1; i < s.prev.Len(); i++ {
 		if _, ok := moved[i]; !ok {
 			held.appendFrom(s.prev, i)
 		}
 	}
 	return &Memory{Held: held}
+}
+
+// fenwick counts positions and answers "how many at or before p" in
+// O(log n), so that the rule stays cheap when a walk reads many held posts
+// out of order (a user who re-saved thousands). Its tree, one int32 per
+// remembered post, is allocated when the first position is added: most
+// walks read no held post above the tail and never need it.
+type fenwick []int32
+
+// add counts position p of a list of n.
+func (f *fenwick) add(p, n int) {
+	if *f == nil {
+		*f = make(fenwick, n+1)
+	}
+	for i := p + 1; i < len(*f); i += i & -i {
+		(*f)[i]++
+	}
+}
+
+// sum is the number of positions added at or before p.
+func (f fenwick) sum(p int) int {
+	n := 0
+	for i := min(p+1, len(f)-1); i > 0; i -= i & -i {
+		n += int(f[i])
+	}
+	return n
 }

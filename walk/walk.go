@@ -1,29 +1,32 @@
 // Package walk reads newest-first lists — a user's bookmarks, or one bookmark
 // folder — incrementally: it walks from the top, emits what is new, and stops
-// as soon as it has provably reached the posts it already holds.
+// as soon as it has reached, as far as order can tell, the posts it already
+// holds.
 //
 // # The stop rule
 //
 // Between two syncs the user bookmarks new posts (they go to the top),
-// removes bookmarks (the rest shifts up) and re-bookmarks held posts (they
-// move to the top). So the list now is: the posts bookmarked since the last
-// sync, in bookmark order, above the tail — the held posts that were left
-// alone, in exactly the order the last walk remembered (document Part 3).
+// removes bookmarks (the rest shifts up) and saves held posts again (they
+// move to the top). So the list now is: the posts saved since the last sync,
+// newest first, above the tail — the held posts left alone, in exactly the
+// order the last walk remembered (document Part 3).
 //
 // The document's rule — stop at the first held post — loses posts when that
-// post is a re-bookmark sitting above new ones. Only the relative order of
-// held posts tells the two apart: the tail is in remembered order and holds
-// nothing new. So the walk stops when the posts it has read end with a run of
-// held posts in strictly increasing remembered position, of length 1 +
-// Settings.Confirmations; the run's first post is the head of the tail. A
-// held post followed by a new post, or by a held post remembered above it,
-// was a re-bookmark and the walk goes on.
+// post was saved again above new ones. Only order tells the two apart, so
+// the walk stops when the posts it has read end with a run of held posts in
+// strictly increasing remembered position that
 //
-// This costs one post more than the document's rule (k + 2 instead of k + 1
-// for k posts above the tail), and it loses nothing unless the user
-// re-bookmarks Confirmations+1 held posts in their old relative order, all
-// above posts bookmarked since the last sync. Raising Confirmations narrows
-// that further at one post per sync each.
+//   - holds Settings.Confirmations+1 posts at consecutive remembered
+//     positions, read one after the other, and
+//   - is at least Confirmations+1 posts longer than the number of
+//     remembered posts, up to its last one, that the walk has not read.
+//
+// If the run is the head of the tail, the posts it skipped were removed. If
+// it is not, new posts lie below it, and every post of the run was saved
+// again, oldest first: a run that passes both tests is then a block of
+// consecutive remembered posts, saved again bottom-up, and at least as long
+// as the tail explanation needs removals. docs/walk.md has the proof, the
+// sequences that can still hide a post, and how often they do.
 //
 // # The list moving during a walk
 //
@@ -38,19 +41,17 @@
 // # What is remembered
 //
 // Memory.Held, the list as last seen (newest first), is updated after a clean
-// walk to: the posts read above the tail, in list order, then the remembered
-// tail from its head, without the posts that moved above it and without
-// remembered posts the walk proved gone (those it should have passed but did
-// not see). Posts removed further down are not seen and stay; they cost
-// nothing, since the walk never reaches them.
+// walk to: the posts read, in list order, then the remembered tail after the
+// run's last post, without the posts that moved above it. Remembered posts
+// up to the run's last one that the walk did not read are dropped: if the
+// run is the tail, they are gone. Posts removed further down are not seen
+// and stay; they cost nothing, since the walk never reaches them.
 package walk
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -89,37 +90,17 @@ type Page[T any] struct {
 	Next string
 }
 
-// Peek is what a page tells of the next one before its items are decoded:
-// its next_token and its item count (meta.result_count).
-type Peek struct {
-	Next  string
-	Count int
-}
-
 // FetchFunc reads one page of at most maxResults items; token "" is the top.
-// When it can tell the page's Peek before decoding the items, it may pass it
-// to peek (a hint: at most the first call is used, and the page returned is
-// what counts).
-type FetchFunc[T any] func(ctx context.Context, maxResults int, token string, peek func(Peek)) (Page[T], error)
+type FetchFunc[T any] func(ctx context.Context, maxResults int, token string) (Page[T], error)
 
 // Walker walks one list.
 type Walker[T any] struct {
 	Fetch FetchFunc[T]
 	// ID returns an item's post id.
 	ID func(T) string
-	// Emit receives the new items of each page, in list order, from a
-	// goroutine of its own (one call at a time), so that emitting a page
-	// overlaps reading the next: once a page has been read and the walk
-	// knows it must read on, the next page is requested at once. Every Emit
-	// has returned when Run returns. An error ends the walk as Failed; the
-	// next pages may then already have been read.
-	//
-	// A walk that holds nothing (a first sync) reads the whole list whatever
-	// the posts are, so it asks for the next page as soon as a Peek gives the
-	// token, while the current page is still being decoded: then two Fetch
-	// calls overlap. The pages read are the same; if the decoded page
-	// disagrees with its Peek (a retried request got another answer), the
-	// early request is discarded (read, billed, counted) and made again.
+	// Emit receives the new items of each page, in list order, before the
+	// next page is requested. An error ends the walk as Failed, and no
+	// further page is requested.
 	Emit     func(ctx context.Context, items []T) error
 	Settings Settings
 	Clock    clock.Clock
@@ -145,6 +126,10 @@ type Result struct {
 	// Found is the number of distinct posts above the head of the tail (or all
 	// posts read, when the walk reached the end).
 	Found int
+	// Needed is the number of distinct posts the stop rule needed: up to the
+	// one that confirmed the tail (all posts read, when the walk reached the
+	// end). Billed - Duplicates - Needed is what the page sizes over-read.
+	Needed int
 	// Memory is what to store for the next walk; set only when Outcome.Clean().
 	Memory *Memory
 	// StartedAt is when the walk started.
@@ -155,162 +140,125 @@ type Result struct {
 // the result, and an error when the walk did not end cleanly; even then the
 // result tells what was read and billed.
 func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
-	clk := w.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
 	settings := w.Settings.WithDefaults()
 	if err := settings.Validate(); err != nil {
 		return nil, err
 	}
-	res := &Result{StartedAt: clk.Now()}
-	planner := NewPlanner(settings, prev, res.StartedAt)
-	st := newStopState(prev, settings.Confirmations)
-
-	emptyPages := 0
-	size := planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
-	if size == 0 {
-		res.Outcome = StoppedByBudget
-		return res, fmt.Errorf("after %d billed posts: %w", res.Billed, ErrBudget)
+	clk := w.Clock
+	if clk == nil {
+		clk = clock.Real{}
 	}
-	// A first walk reads the whole list whatever the posts are: each request
-	// starts the next one from its Peek, in its own goroutine, before its page
-	// is decoded (the Planner is read-only, so it may plan from there). The
-	// walk checks each such request against the decoded page before using it.
-	//
-	// At most maxAhead such requests are outstanding (started, and not yet
-	// taken by the walk): if emitting falls behind, the next request waits,
-	// and pages do not pile up.
-	em := w.emitter(ctx)
-	defer em.finish()
-	var ahead func(r *request[T], pk Peek) *request[T]
-	if planner.First() {
-		slots := make(chan struct{}, maxAhead)
-		ahead = func(r *request[T], pk Peek) *request[T] {
-			if pk.Next == "" || pk.Count <= 0 || em.failure() != nil {
-				return nil
-			}
-			billed := r.billedBefore + pk.Count
-			size := planner.Next(billed, r.requestsBefore+1, billed, 1)
-			if size == 0 {
-				return nil
-			}
-			// Wait for a place: the walk frees one as it comes to each page,
-			// unless it stops, and then it cancels this request (first:
-			// see discard) — a place and the cancel can come together.
-			select {
-			case slots <- struct{}{}:
-				if r.ctx.Err() != nil || em.failure() != nil {
-					<-slots
-					return nil
-				}
-			case <-r.ctx.Done():
-				return nil
-			}
-			next := w.request(ctx, size, pk.Next, billed, r.requestsBefore+1, ahead)
-			next.slots = slots
-			return next
-		}
-	}
-	cur := w.request(ctx, size, "", 0, 0, ahead)
+	wk := newProgress(settings, prev, clk.Now(), w.ID)
+	token := ""
 	for {
-		cur.release() // the walk is ready for this page
-		f := <-cur.done
-		early := cur.early
-		if f.err != nil {
-			w.discard(early, res)
-			res.Outcome = Failed
-			return res, f.err
+		size, err := wk.pageSize()
+		if err != nil {
+			return wk.end(StoppedByBudget, err)
 		}
-		page := f.page
-		res.Requests++
-		res.PageSizes = append(res.PageSizes, cur.size)
-		res.Billed += len(page.Items)
-
-		fresh := page.Items[:0:0]
-		for _, item := range page.Items {
-			switch st.add(w.ID(item)) {
-			case seenNew:
-				fresh = append(fresh, item)
-			case seenDuplicate:
-				res.Duplicates++
-			}
+		page, err := w.Fetch(ctx, size, token)
+		if err != nil {
+			return wk.end(Failed, err)
 		}
-
-		// Once Emit has failed the walk has failed: it asks for no more
-		// pages, each of which would be billed for nothing.
-		if err := em.failure(); err != nil {
-			w.discard(early, res)
-			res.Outcome = Failed
-			return res, err
+		fresh := wk.account(page, size)
+		if err := w.emit(ctx, fresh); err != nil {
+			return wk.end(Failed, err)
 		}
-
-		// Decide whether to read on, and if so ask for the next page now.
-		var next *request[T]
-		var stopErr error
-		switch {
-		case st.confirmed():
-			res.Outcome = MetHeld
-		case page.Next == "":
-			res.Outcome = ReachedEnd
-		case len(page.Items) == 0 && emptyPages >= maxEmptyPages:
-			res.Outcome = Failed
-			stopErr = fmt.Errorf("the API returned %d empty pages in a row, each with a next_token", emptyPages+1)
-		default:
-			if len(page.Items) == 0 {
-				emptyPages++
-			} else {
-				emptyPages = 0
-			}
-			size := planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
-			if early != nil && (early.token != page.Next || early.size != size) {
-				// Not the request the walk asks for. Its page, if the API
-				// answered, was billed all the same: count it before
-				// sizing the request that replaces it.
-				w.discard(early, res)
-				early = nil
-				size = planner.Next(st.read, res.Requests, res.Billed, st.minNeeded())
-			}
-			switch {
-			case size == 0:
-				res.Outcome = StoppedByBudget
-				stopErr = fmt.Errorf("after %d billed posts: %w", res.Billed, ErrBudget)
-			case early != nil: // the request the walk asks for, already on its way
-				next, early = early, nil
-			default:
-				next = w.request(ctx, size, page.Next, res.Billed, res.Requests, ahead)
-			}
+		outcome, err := wk.decide(page)
+		if outcome != "" {
+			return wk.end(outcome, err)
 		}
-		w.discard(early, res)
-
-		if len(fresh) > 0 {
-			if err := em.send(fresh); err != nil {
-				w.discard(next, res)
-				res.Outcome = Failed
-				return res, err
-			}
-		}
-		res.New += len(fresh)
-		if stopErr != nil {
-			return res, stopErr
-		}
-		if next == nil {
-			break
-		}
-		cur = next
+		token = page.Next
 	}
-	if err := em.finish(); err != nil {
-		res.Outcome = Failed
-		return res, err
-	}
+}
 
-	mem := st.memory(res.Outcome)
-	res.Found, res.Rebookmarked, res.Removed = st.found(res.Outcome), st.rebookmarked(res.Outcome), st.removed
+func (w *Walker[T]) emit(ctx context.Context, items []T) error {
+	if len(items) == 0 || w.Emit == nil {
+		return nil
+	}
+	return w.Emit(ctx, items)
+}
+
+// progress is one Run's state from page to page.
+type progress[T any] struct {
+	id      func(T) string
+	res     *Result
+	prev    *Memory
+	planner *Planner
+	stop    *stopState
+	// empty counts the pages in a row that had no items and a next_token.
+	empty int
+}
+
+func newProgress[T any](s Settings, prev *Memory, now time.Time, id func(T) string) *progress[T] {
+	return &progress[T]{
+		id:      id,
+		res:     &Result{StartedAt: now},
+		prev:    prev,
+		planner: NewPlanner(s, prev, now),
+		stop:    newStopState(prev, s.Confirmations),
+	}
+}
+
+// pageSize is the size of the next request, or ErrBudget when the
+// billed-post cap leaves none.
+func (wk *progress[T]) pageSize() (int, error) {
+	size := wk.planner.Next(wk.stop.read, wk.res.Requests, wk.res.Billed, wk.stop.minNeeded())
+	if size == 0 {
+		return 0, fmt.Errorf("after %d billed posts: %w", wk.res.Billed, ErrBudget)
+	}
+	return size, nil
+}
+
+// account counts a page and passes its posts to the stop rule; it returns
+// the items that are new, in list order.
+func (wk *progress[T]) account(page Page[T], size int) []T {
+	wk.res.Requests++
+	wk.res.PageSizes = append(wk.res.PageSizes, size)
+	wk.res.Billed += len(page.Items)
+	fresh := page.Items[:0:0]
+	for _, item := range page.Items {
+		switch wk.stop.add(wk.id(item)) {
+		case seenNew:
+			fresh = append(fresh, item)
+		case seenDuplicate:
+			wk.res.Duplicates++
+		}
+	}
+	wk.res.New += len(fresh)
+	return fresh
+}
+
+// decide says how the walk ends after this page, or "" to read on.
+func (wk *progress[T]) decide(page Page[T]) (Outcome, error) {
+	switch {
+	case wk.stop.confirmed():
+		return MetHeld, nil
+	case page.Next == "":
+		return ReachedEnd, nil
+	case len(page.Items) > 0:
+		wk.empty = 0
+	case wk.empty >= maxEmptyPages:
+		return Failed, fmt.Errorf("the API returned %d empty pages in a row, each with a next_token", wk.empty+1)
+	default:
+		wk.empty++
+	}
+	return "", nil
+}
+
+// end finishes the walk: a clean one gets its memory.
+func (wk *progress[T]) end(o Outcome, err error) (*Result, error) {
+	wk.res.Outcome = o
+	if !o.Clean() {
+		return wk.res, err
+	}
+	st, res := wk.stop, wk.res
+	mem := st.memory(o)
+	res.Found, res.Needed, res.Rebookmarked, res.Removed = st.found(o), st.needed(o), st.rebookmarked(o), st.removed
 	mem.SyncedAt = res.StartedAt
 	var interval time.Duration
-	if prev != nil && !prev.SyncedAt.IsZero() {
-		interval = res.StartedAt.Sub(prev.SyncedAt)
-		mem.History = append(mem.History, prev.History...)
+	if wk.prev != nil && !wk.prev.SyncedAt.IsZero() {
+		interval = res.StartedAt.Sub(wk.prev.SyncedAt)
+		mem.History = append(mem.History, wk.prev.History...)
 	}
 	mem.History = append(mem.History, SyncRecord{At: res.StartedAt, Interval: interval, Found: res.Found, Billed: res.Billed})
 	if len(mem.History) > historyLength {
@@ -318,145 +266,4 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 	}
 	res.Memory = mem
 	return res, nil
-}
-
-// emitter calls Emit in a goroutine of its own, page after page, so that
-// the walk goes on reading while a page is being emitted.
-type emitter[T any] struct {
-	q      chan []T
-	failed chan struct{} // closed when Emit has failed; err is then set
-	done   chan struct{} // closed when the goroutine has ended
-	err    error
-	once   sync.Once
-}
-
-func (w *Walker[T]) emitter(ctx context.Context) *emitter[T] {
-	e := &emitter[T]{q: make(chan []T, 1), failed: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(e.done)
-		for items := range e.q {
-			if e.err != nil || w.Emit == nil {
-				continue
-			}
-			if err := w.Emit(ctx, items); err != nil {
-				e.err = err
-				close(e.failed)
-			}
-		}
-	}()
-	return e
-}
-
-// send queues items; it fails once an earlier Emit has failed.
-func (e *emitter[T]) send(items []T) error {
-	if err := e.failure(); err != nil {
-		return err // not queued: select would choose at random
-	}
-	select {
-	case e.q <- items:
-		return nil
-	case <-e.failed:
-		return e.err
-	}
-}
-
-// failure is the error of an Emit that has failed, nil while none has.
-func (e *emitter[T]) failure() error {
-	select {
-	case <-e.failed:
-		return e.err
-	default:
-		return nil
-	}
-}
-
-// finish waits for every queued page to be emitted and returns the first
-// Emit error.
-func (e *emitter[T]) finish() error {
-	e.once.Do(func() { close(e.q) })
-	<-e.done
-	return e.err
-}
-
-// request is one Fetch call in flight.
-type request[T any] struct {
-	size  int
-	token string
-	// billedBefore and requestsBefore are the walk's counts before this
-	// request, as the walk will have them if earlier pages matched their Peeks.
-	billedBefore, requestsBefore int
-	ctx                          context.Context
-	cancel                       context.CancelFunc
-	// early is the request this one started from its Peek; set before done
-	// delivers.
-	early *request[T]
-	done  chan fetched[T]
-	// slots, for a request started from a Peek, holds its place among the
-	// requests outstanding ahead of the walk, until the walk waits for its
-	// page (so a request the walk waits for never waits for a place).
-	slots chan struct{}
-}
-
-// maxAhead is how many requests a first walk may have started from Peeks
-// and not yet taken.
-const maxAhead = 2
-
-// release gives back the request's place among those started ahead.
-func (r *request[T]) release() {
-	if r.slots != nil {
-		<-r.slots
-		r.slots = nil
-	}
-}
-
-type fetched[T any] struct {
-	page Page[T]
-	err  error
-}
-
-// request starts a Fetch of size items from token. ahead, when set, may
-// start the next request from the first Peek.
-func (w *Walker[T]) request(ctx context.Context, size int, token string, billedBefore, requestsBefore int, ahead func(*request[T], Peek) *request[T]) *request[T] {
-	ctx, cancel := context.WithCancel(ctx)
-	r := &request[T]{size: size, token: token, billedBefore: billedBefore, requestsBefore: requestsBefore, ctx: ctx, cancel: cancel, done: make(chan fetched[T], 1)}
-	go func() {
-		defer cancel()
-		peeked := false
-		page, err := w.Fetch(ctx, size, token, func(p Peek) {
-			if ahead != nil && !peeked {
-				if r.early = ahead(r, p); r.early != nil {
-					// Let the new request go out before this goroutine
-					// decodes its page: it would otherwise wait in this
-					// P's run queue for the whole decode (about 0.2 ms a
-					// page, a third of the API's own time per page).
-					runtime.Gosched()
-				}
-			}
-			peeked = true
-		})
-		r.done <- fetched[T]{page, err}
-	}()
-	return r
-}
-
-// discard ends a request whose page the walk will not use. If the API
-// answered, the page was read and billed: it counts in the result.
-func (w *Walker[T]) discard(r *request[T], res *Result) {
-	if r == nil {
-		return
-	}
-	r.cancel()
-	f := <-r.done
-	// Cancel what r started before giving back r's place: the request it
-	// started may be waiting for a place to start one more.
-	if r.early != nil {
-		r.early.cancel()
-	}
-	r.release()
-	if f.err == nil {
-		res.Requests++
-		res.PageSizes = append(res.PageSizes, r.size)
-		res.Billed += len(f.page.Items)
-	}
-	w.discard(r.early, res)
 }

@@ -2,7 +2,6 @@ package costbench
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -37,7 +36,7 @@ const tinyWorkload = `{
     "unbookmark_newest_share": 0.5,
     "rebookmark_held_probability": 0.5
   },
-  "event_order": "interleaved in random order within a round"
+  "event_order": "new bookmarks, unbookmarks and re-bookmarks of held posts are interleaved in random order within a round"
 }`
 
 func TestPlannerOnTinyWorkload(t *testing.T) {
@@ -85,8 +84,8 @@ func TestPlannerOnTinyWorkload(t *testing.T) {
 	if g := res.Find(StrategyGrowth); g.Incremental.Bound != p.Incremental.Bound || g.First.Bound != p.First.Bound {
 		t.Errorf("strategies saw different lists: bounds %d/%d and %d/%d", p.First.Bound, p.Incremental.Bound, g.First.Bound, g.Incremental.Bound)
 	}
-	if !strings.HasPrefix(p.MachineLine(), "planner incremental_billed=") {
-		t.Errorf("machine line %q", p.MachineLine())
+	if !strings.HasPrefix(res.MachineLine(p), "planner workload=tiny habits=per-round incremental_billed=") {
+		t.Errorf("machine line %q", res.MachineLine(p))
 	}
 }
 
@@ -260,10 +259,125 @@ func TestParseWorkload(t *testing.T) {
 	if _, err := ParseWorkload([]byte(bad)); err == nil || !strings.Contains(err.Error(), "sum") {
 		t.Errorf("shares not summing to 1: err = %v", err)
 	}
-	const ref = "workloads/reference.json"
-	if _, err := os.Stat(ref); err == nil {
-		if _, err := LoadWorkload(ref); err != nil {
-			t.Errorf("the reference workload: %v", err)
+	for _, f := range []string{"workloads/reference.json", "workloads/churn.json"} {
+		if _, err := LoadWorkload(f); err != nil {
+			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// tinyChurn is tinyWorkload with churn.json's events, frequent enough that
+// removed posts are saved again and held posts re-saved in bursts, above new
+// posts, many times.
+var tinyChurn = strings.NewReplacer(
+	`"name": "tiny"`, `"name": "tiny-churn"`,
+	`"rebookmark_held_probability": 0.5`, `"rebookmark_held_probability": 0.3,
+    "rebookmark_burst": {"probability": 0.5, "min": 2, "max": 3, "order": "random"},
+    "resave_removed_share_of_new": 0.3`,
+	`"unbookmark_count": {"min": 1, "max": 3}`, `"unbookmark_count": {"min": 2, "max": 6}`,
+	`"rounds": 6`, `"rounds": 10`,
+	`"event_order": "new bookmarks, unbookmarks and re-bookmarks of held posts are interleaved in random order within a round"`,
+	`"event_order": "`+churnOrder+`"`,
+).Replace(tinyWorkload)
+
+const churnOrder = "new bookmarks, unbookmarks and re-bookmarks of held posts are interleaved in random order within a round; " +
+	"a share of each round's new bookmarks (resave_removed_share_of_new) are posts this account removed in an earlier round, saved again; " +
+	"a re-bookmark burst re-saves 2-3 held posts one after the other, in random order; " +
+	"unbookmarks other than the newest pick a held post uniformly at random anywhere in the list"
+
+// The churn workload's events happen as its file says: removed posts are
+// saved again (only posts removed in an earlier round), and bursts re-save
+// 2-3 distinct held posts one right after the other.
+func TestChurnWorkloadSavesRemovedPostsAgainAndReSavesHeldPostsInBursts(t *testing.T) {
+	w, err := LoadWorkload("workloads/churn.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewScript(w, PerUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.counts()
+	if c.ResavedRemoved == 0 || c.Bursts == 0 {
+		t.Fatalf("no removed post saved again or no burst: %+v", c)
+	}
+	for u := range s.UserIDs {
+		removedIn := map[string]int{}
+		for r, round := range s.Rounds {
+			ur := round[u]
+			for _, e := range ur.Events {
+				switch e.Kind {
+				case Unbookmark:
+					removedIn[e.PostID] = r
+				case ResaveRemoved:
+					at, ok := removedIn[e.PostID]
+					if !ok || at >= r {
+						t.Fatalf("user %d round %d: %s saved again, but not removed in an earlier round", u, r+1, e.PostID)
+					}
+					delete(removedIn, e.PostID)
+				}
+			}
+			if ur.Bursts > 0 && !hasBurst(ur.Events) {
+				t.Fatalf("user %d round %d: a burst, but no two re-bookmarks in a row: %v", u, r+1, ur.Events)
+			}
+		}
+	}
+	t.Logf("%+v", c)
+}
+
+func hasBurst(events []Event) bool {
+	for i := 1; i < len(events); i++ {
+		if events[i].Kind == Rebookmark && events[i-1].Kind == Rebookmark && events[i].PostID != events[i-1].PostID {
+			return true
+		}
+	}
+	return false
+}
+
+// Removed posts saved again and bursts of re-saved held posts, above new
+// posts, make the planner lose nothing (issue: the stop rule took re-saved
+// posts for the tail).
+func TestPlannerLosesNothingOnAChurnWorkload(t *testing.T) {
+	w, err := ParseWorkload([]byte(tinyChurn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Workload: w, Habits: PerRound, Strategies: []string{StrategyPlanner}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Events; c.ResavedRemoved == 0 || c.Bursts == 0 {
+		t.Fatalf("the tiny churn workload saves no removed post again or makes no burst: %+v", c)
+	}
+	p := res.Find(StrategyPlanner)
+	if p.Lost != 0 || p.FailedWalks != 0 {
+		var sb strings.Builder
+		res.WriteTable(&sb, w)
+		t.Fatalf("planner lost %d posts (%d at the end), %d failed walks\n%s", p.Lost, p.LostAtEnd, p.FailedWalks, sb.String())
+	}
+}
+
+// A workload says how events happen; a field, an order or an event_order
+// the benchmark does not implement is refused, never ignored.
+func TestWorkloadFieldsAndReadingsNotImplementedAreRefused(t *testing.T) {
+	for name, c := range map[string]struct{ from, to, want string }{
+		"unknown event field": {`"unbookmark_newest_share": 0.5`, `"unbookmark_newest_share": 0.5, "resave_held_share": 0.1`, "resave_held_share"},
+		"unknown burst order": {`"order": "random"`, `"order": "oldest-first"`, "oldest-first"},
+		"unknown event_order": {churnOrder, "everything at once", "event_order"},
+		"burst of none":       {`"min": 2, "max": 3, "order"`, `"min": 0, "max": 3, "order"`, "rebookmark_burst"},
+		"share above 1":       {`"resave_removed_share_of_new": 0.3`, `"resave_removed_share_of_new": 3`, "resave_removed_share_of_new"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bad := strings.Replace(tinyChurn, c.from, c.to, 1)
+			if bad == tinyChurn {
+				t.Fatalf("%q not found in the workload", c.from)
+			}
+			if _, err := ParseWorkload([]byte(bad)); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one naming %q", err, c.want)
+			}
+		})
+	}
+	if _, err := ParseWorkload([]byte(tinyChurn)); err != nil {
+		t.Fatal(err)
 	}
 }

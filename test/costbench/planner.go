@@ -19,11 +19,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
-	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // plannerStrategy runs the real plugin in-process: every user is an account
-// of one spec at default planner settings, one plugin sync per round, table
+// of one spec at default planner settings (but Config.Confirmations), one plugin sync per round, table
 // x_bookmarks only, state in an in-memory backend (internal/memstate).
 type plannerStrategy struct {
 	env      *env
@@ -46,6 +45,9 @@ func (s *plannerStrategy) Start(ctx context.Context, e *env) error {
 		accounts[u] = map[string]any{"user_id": id, "access_token": e.tokens[u]}
 	}
 	spec := map[string]any{"base_url": e.sim.URL(), "accounts": accounts}
+	if e.confirmations != 0 {
+		spec["planner"] = map[string]any{"confirmations": e.confirmations}
+	}
 	if w := time.Duration(e.script.Workload.RateLimit.Window); w+time.Minute > 16*time.Minute {
 		// Not a planner setting: the default wait cap (16m) fits 15-minute
 		// windows only; a longer window needs a longer wait.
@@ -116,7 +118,6 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 		if sess.Err != nil {
 			o.Err = sess.Err
 		}
-		conf := sess.Walk.WithDefaults().Confirmations
 		for _, w := range sess.Report().Walks() {
 			if w.Operation != client.OpListBookmarks {
 				continue
@@ -128,11 +129,8 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 				o.WalkBilled = r.Billed
 				o.PageSizes = r.PageSizes
 				o.Outcome = string(r.Outcome)
-				switch r.Outcome {
-				case walk.MetHeld:
-					o.Needed = r.Found + 1 + conf
-				case walk.ReachedEnd:
-					o.Needed = r.Billed - r.Duplicates
+				if r.Outcome.Clean() {
+					o.Needed = r.Needed
 				}
 			}
 		}

@@ -21,12 +21,12 @@ func (r *Result) Find(name string) *StrategyResult {
 	return nil
 }
 
-// MachineLine is the planner's machine-readable summary: incremental billed
-// posts and bound, their ratio, and requests, 429s and lost posts over the
-// whole run (first and incremental syncs).
-func (s *StrategyResult) MachineLine() string {
-	return fmt.Sprintf("%s incremental_billed=%d incremental_bound=%d ratio=%.4f requests=%d rate_limited=%d lost=%d",
-		s.Name, s.Incremental.Billed, s.Incremental.Bound, s.Incremental.Ratio,
+// MachineLine is a strategy's machine-readable summary: the workload and
+// habits, incremental billed posts and bound, their ratio, and requests,
+// 429s and lost posts over the whole run (first and incremental syncs).
+func (r *Result) MachineLine(s *StrategyResult) string {
+	return fmt.Sprintf("%s workload=%s habits=%s incremental_billed=%d incremental_bound=%d ratio=%.4f requests=%d rate_limited=%d lost=%d",
+		s.Name, r.Workload, r.Habits, s.Incremental.Billed, s.Incremental.Bound, s.Incremental.Ratio,
 		s.First.Requests+s.Incremental.Requests, s.First.RateLimited+s.Incremental.RateLimited, s.Lost)
 }
 
@@ -37,8 +37,8 @@ func (r *Result) WriteTable(out io.Writer, w *Workload) {
 	fmt.Fprintf(out, "cost benchmark: workload %q (seed %d): %d users, %d rounds every %s, habits %s\n",
 		r.Workload, r.Seed, r.Users, r.Rounds, time.Duration(w.RoundInterval), r.Habits)
 	e := r.Events
-	fmt.Fprintf(out, "events: %d posts in the initial lists; %d new bookmarks, %d unbookmarks (%d of the newest post), %d re-bookmarks of held posts, %d skipped (nothing to act on)\n",
-		e.InitialPosts, e.New, e.Unbookmarks, e.NewestRemoved, e.Rebookmarks, e.Skipped)
+	fmt.Fprintf(out, "events: %d posts in the initial lists; %d new bookmarks, %d unbookmarks (%d of the newest post), %d re-bookmarks of held posts (%d bursts), %d removed posts saved again, %d skipped (nothing to act on)\n",
+		e.InitialPosts, e.New, e.Unbookmarks, e.NewestRemoved, e.Rebookmarks, e.Bursts, e.ResavedRemoved, e.Skipped)
 	fmt.Fprintf(out, "bound: first sync = list length; afterwards = 1 + position of the first post bookmarked before the previous sync and still bookmarked (list length if none); c.bound = min(bound+1, list length), the order-confirming bound\n")
 	for _, s := range r.Strategies {
 		fmt.Fprintf(out, "  %-9s %s\n", s.Name, StrategyAbout[s.Name])
@@ -133,7 +133,7 @@ func (r *Result) writeBreakdown(out io.Writer, w *Workload, p *StrategyResult) {
 		}
 	}
 	fmt.Fprintf(out, "\nplanner, incremental syncs: where the posts above the bounds go\n")
-	fmt.Fprintf(out, "(needed = what the walk itself had to read to stop: posts above the tail head + 1 + confirmations, or the whole list;\n overread = billed - needed, the page-size overshoot; stop rule = needed - c.bound)\n")
+	fmt.Fprintf(out, "(needed = what the walk itself had to read to stop: the posts up to the one that completed the stop rule's run, or the whole list;\n overread = billed - needed, the page-size overshoot; stop rule = needed - c.bound)\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "syncs of\tsyncs\tmulti-page\tbound\tc.bound\tneeded\tbilled\toverread\tstop rule\tbilled-c.bound\tratio\tc.ratio\trequests\t")
 	row := func(g *group) {
@@ -165,19 +165,21 @@ func (r *Result) writeBreakdown(out io.Writer, w *Workload, p *StrategyResult) {
 	}
 }
 
-// WriteCSV writes one row per sync of every strategy.
-func (r *Result) WriteCSV(out io.Writer) error {
+// WriteCSV writes one row per sync of every strategy of every result.
+func WriteCSV(out io.Writer, results []*Result) error {
 	cw := csv.NewWriter(out)
-	_ = cw.Write([]string{"strategy", "round", "user", "new_bucket", "list_len", "bound", "confirming_bound", "needed", "billed", "requests", "rate_limited", "waits", "windows", "emitted", "outcome", "page_sizes"})
-	for _, s := range r.Strategies {
-		for _, x := range s.Syncs {
-			sizes := make([]string, len(x.PageSizes))
-			for i, n := range x.PageSizes {
-				sizes[i] = strconv.Itoa(n)
+	_ = cw.Write([]string{"workload", "habits", "strategy", "round", "user", "new_bucket", "list_len", "bound", "confirming_bound", "needed", "billed", "requests", "rate_limited", "waits", "windows", "emitted", "outcome", "page_sizes"})
+	for _, r := range results {
+		for _, s := range r.Strategies {
+			for _, x := range s.Syncs {
+				sizes := make([]string, len(x.PageSizes))
+				for i, n := range x.PageSizes {
+					sizes[i] = strconv.Itoa(n)
+				}
+				_ = cw.Write([]string{r.Workload, string(r.Habits), s.Name, strconv.Itoa(x.Round), UserID(x.User), strconv.Itoa(x.Bucket), strconv.Itoa(x.Len),
+					strconv.Itoa(x.Bound), strconv.Itoa(x.CBound), strconv.Itoa(x.Needed), strconv.Itoa(x.Billed), strconv.Itoa(x.Requests),
+					strconv.Itoa(x.RateLimited), strconv.Itoa(x.Waits), strconv.Itoa(x.Windows), strconv.Itoa(x.Emitted), x.Outcome, strings.Join(sizes, " ")})
 			}
-			_ = cw.Write([]string{s.Name, strconv.Itoa(x.Round), UserID(x.User), strconv.Itoa(x.Bucket), strconv.Itoa(x.Len),
-				strconv.Itoa(x.Bound), strconv.Itoa(x.CBound), strconv.Itoa(x.Needed), strconv.Itoa(x.Billed), strconv.Itoa(x.Requests),
-				strconv.Itoa(x.RateLimited), strconv.Itoa(x.Waits), strconv.Itoa(x.Windows), strconv.Itoa(x.Emitted), x.Outcome, strings.Join(sizes, " ")})
 		}
 	}
 	cw.Flush()

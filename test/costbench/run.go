@@ -92,6 +92,9 @@ type Config struct {
 	Start time.Time
 	// Workers is how many users a baseline walks at once (default 8).
 	Workers int
+	// Confirmations, when not 0, is the planner strategy's
+	// planner.confirmations (else the default).
+	Confirmations int
 }
 
 // Result is a benchmark run.
@@ -108,12 +111,14 @@ type Result struct {
 
 // EventCounts sums the script's events.
 type EventCounts struct {
-	InitialPosts  int `json:"initial_posts"`
-	New           int `json:"new_bookmarks"`
-	Unbookmarks   int `json:"unbookmarks"`
-	NewestRemoved int `json:"unbookmarks_of_newest"`
-	Rebookmarks   int `json:"rebookmarks"`
-	Skipped       int `json:"skipped"`
+	InitialPosts   int `json:"initial_posts"`
+	New            int `json:"new_bookmarks"`
+	Unbookmarks    int `json:"unbookmarks"`
+	NewestRemoved  int `json:"unbookmarks_of_newest"`
+	Rebookmarks    int `json:"rebookmarks"`
+	Bursts         int `json:"rebookmark_bursts"`
+	ResavedRemoved int `json:"resaved_removed"`
+	Skipped        int `json:"skipped"`
 }
 
 // Totals sum a set of syncs. Ratios are of sums: Billed/Bound and
@@ -188,8 +193,8 @@ type SyncStat struct {
 	// how concurrent walks share the virtual clock.
 	Windows int
 	// Needed is what the walk itself had to read before it could stop
-	// (planner: posts above the tail head + 1 + confirmations, or the whole
-	// list); -1 when unknown.
+	// (planner: walk.Result.Needed, the posts up to the one that completed
+	// the stop rule's run, or the whole list); -1 when unknown.
 	Needed    int
 	PageSizes []int
 	Outcome   string
@@ -208,6 +213,8 @@ type env struct {
 	transport *http.Transport
 	workers   int
 	logger    *zerolog.Logger
+	// confirmations is the planner's setting; 0 = the default.
+	confirmations int
 }
 
 // userSync is what a strategy reports of one user's sync. Billed, Requests,
@@ -273,6 +280,8 @@ func (s *Script) counts() EventCounts {
 			c.Unbookmarks += ur.Unbookmarked
 			c.NewestRemoved += ur.NewestRemoved
 			c.Rebookmarks += ur.Rebookmarked
+			c.Bursts += ur.Bursts
+			c.ResavedRemoved += ur.ResavedRemoved
 			c.Skipped += ur.Skipped
 		}
 	}
@@ -305,7 +314,7 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 	defer transport.CloseIdleConnections()
 
 	users := script.UserIDs
-	e := &env{script: script, sim: sim, clk: clk, transport: transport, workers: cfg.Workers}
+	e := &env{script: script, sim: sim, clk: clk, transport: transport, workers: cfg.Workers, confirmations: cfg.Confirmations}
 	if e.workers <= 0 {
 		e.workers = 8
 	}
@@ -463,7 +472,7 @@ func applyRound(sim *xsim.Server, users []string, round []UserRound) error {
 		for _, ev := range ur.Events {
 			var err error
 			switch ev.Kind {
-			case NewBookmark, Rebookmark:
+			case NewBookmark, Rebookmark, ResaveRemoved:
 				err = sim.Bookmark(users[u], ev.PostID)
 			case Unbookmark:
 				err = sim.Unbookmark(users[u], ev.PostID)

@@ -41,6 +41,12 @@ const (
 	Unbookmark
 	// Rebookmark bookmarks a held post again: it moves to the top.
 	Rebookmark
+	// ResaveRemoved bookmarks again a post the user removed in an earlier
+	// round.
+	ResaveRemoved
+	// burst stands for a rebookmark_burst while a round's events are
+	// shuffled; it becomes Rebookmark events.
+	burst
 )
 
 // Event is one action of a user, resolved to a post.
@@ -56,10 +62,14 @@ type UserRound struct {
 	// Events in the order they happen.
 	Events []Event
 	// Counts of the events that happened, and of those skipped because the
-	// list was empty or held nothing.
+	// list was empty or held nothing. Rebookmarked includes the posts
+	// re-saved in bursts.
 	New, Unbookmarked, Rebookmarked, Skipped int
 	// NewestRemoved counts removals that took the newest post.
 	NewestRemoved int
+	// ResavedRemoved counts posts removed in an earlier round and saved
+	// again (not counted in New); Bursts the rebookmark bursts.
+	ResavedRemoved, Bursts int
 }
 
 // Expect is what the script's own model of a list says at a sync: the list
@@ -131,6 +141,8 @@ func NewScript(w *Workload, habits Habits) (*Script, error) {
 		}
 	}
 	s.Expect = append(s.Expect, expectAll(lists, 0))
+	removed := make([][]removal, w.Users)
+	order := eventOrders[w.EventOrder]
 
 	ev := w.PerRoundEvents
 	for r := 1; r <= w.Rounds; r++ {
@@ -154,53 +166,74 @@ func NewScript(w *Workload, habits Habits) (*Script, error) {
 			if rng.Float64() < ev.RebookmarkHeldProbability {
 				kinds = append(kinds, Rebookmark)
 			}
+			if b := ev.RebookmarkBurst; b != nil && rng.Float64() < b.Probability {
+				kinds = append(kinds, burst)
+			}
 			rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 
 			l := lists[u]
 			for _, k := range kinds {
 				switch k {
 				case NewBookmark:
+					if ev.ResaveRemovedShareOfNew > 0 && rng.Float64() < ev.ResaveRemovedShareOfNew {
+						if id, ok := resaveRemoved(rng, &removed[u], r); ok {
+							l = append(l, modelEntry{id: id, epoch: r})
+							ur.Events = append(ur.Events, Event{ResaveRemoved, id})
+							ur.ResavedRemoved++
+							continue
+						}
+					}
 					id := ids.NewPostID()
 					l = append(l, modelEntry{id: id, epoch: r})
 					ur.Events = append(ur.Events, Event{NewBookmark, id})
 					ur.New++
 				case Unbookmark:
-					if len(l) == 0 {
+					i := len(l) - 1 // the newest
+					if len(l) > 0 && rng.Float64() < ev.UnbookmarkNewestShare {
+						ur.NewestRemoved++
+					} else if order.removeHeldOnly {
+						i = nthHeld(l, r, rng)
+					} else if len(l) > 0 {
+						i = rng.IntN(len(l))
+					}
+					if i < 0 {
 						ur.Skipped++
 						continue
 					}
-					i := len(l) - 1 // the newest
-					if rng.Float64() < ev.UnbookmarkNewestShare {
-						ur.NewestRemoved++
-					} else {
-						i = rng.IntN(len(l))
-					}
 					ur.Events = append(ur.Events, Event{Unbookmark, l[i].id})
+					removed[u] = append(removed[u], removal{id: l[i].id, round: r})
 					l = slices.Delete(l, i, i+1)
 					ur.Unbookmarked++
 				case Rebookmark:
-					held := 0
-					for _, e := range l {
-						if e.epoch < r {
-							held++
-						}
-					}
-					if held == 0 {
+					i := nthHeld(l, r, rng)
+					if i < 0 {
 						ur.Skipped++
 						continue
 					}
-					nth := rng.IntN(held)
-					for i, e := range l {
+					l = rebookmark(l, i, r)
+					ur.Events = append(ur.Events, Event{Rebookmark, l[len(l)-1].id})
+					ur.Rebookmarked++
+				case burst:
+					// Distinct held posts, chosen uniformly, re-saved one
+					// after the other in a random order.
+					var held []string
+					for _, e := range l {
 						if e.epoch < r {
-							if nth == 0 {
-								l = append(slices.Delete(l, i, i+1), modelEntry{id: e.id, epoch: r})
-								ur.Events = append(ur.Events, Event{Rebookmark, e.id})
-								break
-							}
-							nth--
+							held = append(held, e.id)
 						}
 					}
-					ur.Rebookmarked++
+					n := min(uniform(rng, ev.RebookmarkBurst.Min, ev.RebookmarkBurst.Max), len(held))
+					if n == 0 {
+						ur.Skipped++
+						continue
+					}
+					rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+					for _, id := range held[:n] {
+						l = rebookmark(l, slices.IndexFunc(l, func(e modelEntry) bool { return e.id == id }), r)
+						ur.Events = append(ur.Events, Event{Rebookmark, id})
+						ur.Rebookmarked++
+					}
+					ur.Bursts++
 				}
 			}
 			lists[u] = l
@@ -209,6 +242,67 @@ func NewScript(w *Workload, habits Habits) (*Script, error) {
 		s.Expect = append(s.Expect, expectAll(lists, r))
 	}
 	return s, nil
+}
+
+// removal is a post a user removed, and the round it was removed in.
+type removal struct {
+	id    string
+	round int
+}
+
+// resaveRemoved picks, uniformly, a post removed before round r and not
+// saved again since, and takes it out of the pool.
+func resaveRemoved(rng *rand.Rand, pool *[]removal, r int) (string, bool) {
+	n := 0
+	for _, x := range *pool {
+		if x.round < r {
+			n++
+		}
+	}
+	if n == 0 {
+		return "", false
+	}
+	nth := rng.IntN(n)
+	for i, x := range *pool {
+		if x.round < r {
+			if nth == 0 {
+				*pool = slices.Delete(*pool, i, i+1)
+				return x.id, true
+			}
+			nth--
+		}
+	}
+	panic("unreachable")
+}
+
+// nthHeld picks, uniformly, a post of l (oldest first) bookmarked before
+// round r; -1 if there is none.
+func nthHeld(l []modelEntry, r int, rng *rand.Rand) int {
+	held := 0
+	for _, e := range l {
+		if e.epoch < r {
+			held++
+		}
+	}
+	if held == 0 {
+		return -1
+	}
+	nth := rng.IntN(held)
+	for i, e := range l {
+		if e.epoch < r {
+			if nth == 0 {
+				return i
+			}
+			nth--
+		}
+	}
+	return -1
+}
+
+// rebookmark moves l[i] to the top, bookmarked in round r.
+func rebookmark(l []modelEntry, i, r int) []modelEntry {
+	e := l[i]
+	return append(slices.Delete(l, i, i+1), modelEntry{id: e.id, epoch: r})
 }
 
 // expectAll gives the model's list length and bound of every user at sync r.

@@ -26,9 +26,27 @@ type Workload struct {
 	// NewBookmarksPerRound: how many posts a user bookmarks between two syncs.
 	NewBookmarksPerRound []Bucket `json:"new_bookmarks_per_round"`
 	PerRoundEvents       Events   `json:"per_round_events"`
-	// EventOrder describes how a round's events are ordered; the only
-	// reading implemented is the reference file's: interleaved at random.
+	// EventOrder says, in words, how a round's events happen. Only the
+	// texts in eventOrders are implemented; any other is refused.
 	EventOrder string `json:"event_order"`
+}
+
+// eventOrder is how the benchmark reads one event_order text.
+type eventOrder struct {
+	// removeHeldOnly: a removal that does not take the newest post takes a
+	// held post (bookmarked before the previous sync), not any post.
+	removeHeldOnly bool
+}
+
+// eventOrders are the event_order texts of the workload files in
+// test/costbench/workloads, and how each is read. A text not listed is
+// refused: it says something about the events that no code here does.
+var eventOrders = map[string]eventOrder{
+	"new bookmarks, unbookmarks and re-bookmarks of held posts are interleaved in random order within a round": {},
+	"new bookmarks, unbookmarks and re-bookmarks of held posts are interleaved in random order within a round; " +
+		"a share of each round's new bookmarks (resave_removed_share_of_new) are posts this account removed in an earlier round, saved again; " +
+		"a re-bookmark burst re-saves 2-3 held posts one after the other, in random order; " +
+		"unbookmarks other than the newest pick a held post uniformly at random anywhere in the list": {removeHeldOnly: true},
 }
 
 // RateLimit is the per-user limit of the list operation.
@@ -62,6 +80,24 @@ type Events struct {
 	// RebookmarkHeldProbability: chance that a user re-bookmarks one held
 	// post (bookmarked before the previous sync) in a round.
 	RebookmarkHeldProbability float64 `json:"rebookmark_held_probability"`
+	// RebookmarkBurst, when set: a user re-saves several held posts one
+	// after the other.
+	RebookmarkBurst *Burst `json:"rebookmark_burst,omitempty"`
+	// ResaveRemovedShareOfNew: chance that a new bookmark is a post the user
+	// removed in an earlier round, saved again (when there is one).
+	ResaveRemovedShareOfNew float64 `json:"resave_removed_share_of_new"`
+}
+
+// Burst is a run of re-saves of held posts, one after the other.
+type Burst struct {
+	// Probability that a user makes a burst in a round.
+	Probability float64 `json:"probability"`
+	// Min and Max bound the number of posts re-saved (uniform).
+	Min int `json:"min"`
+	Max int `json:"max"`
+	// Order of the re-saves: "random" (a random permutation of the posts
+	// chosen) is the only one implemented.
+	Order string `json:"order"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("24h").
@@ -143,7 +179,15 @@ func (w *Workload) Validate() error {
 	prob("unbookmark_probability", e.UnbookmarkProbability)
 	prob("unbookmark_newest_share", e.UnbookmarkNewestShare)
 	prob("rebookmark_held_probability", e.RebookmarkHeldProbability)
+	prob("resave_removed_share_of_new", e.ResaveRemovedShareOfNew)
 	check(e.UnbookmarkCount.Min >= 0 && e.UnbookmarkCount.Min <= e.UnbookmarkCount.Max,
 		"per_round_events.unbookmark_count: need 0 <= min <= max, got %d..%d", e.UnbookmarkCount.Min, e.UnbookmarkCount.Max)
+	if b := e.RebookmarkBurst; b != nil {
+		prob("rebookmark_burst.probability", b.Probability)
+		check(b.Min >= 1 && b.Min <= b.Max, "per_round_events.rebookmark_burst: need 1 <= min <= max, got %d..%d", b.Min, b.Max)
+		check(b.Order == "random", "per_round_events.rebookmark_burst.order must be \"random\" (the only order implemented), got %q", b.Order)
+	}
+	_, known := eventOrders[w.EventOrder]
+	check(known, "event_order %q is not a reading this benchmark implements (known: the texts of reference.json and churn.json)", w.EventOrder)
 	return errors.Join(errs...)
 }

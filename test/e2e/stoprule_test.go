@@ -32,7 +32,8 @@ func TestNothingNewBillsTwoPosts(t *testing.T) {
 	}
 }
 
-// Case (a): the newest held post was un-bookmarked.
+// Case (a): the newest held post was un-bookmarked. The run of held posts
+// begins one place down, and the post it skips costs one post more.
 func TestStopRuleNewestHeldPostUnbookmarked(t *testing.T) {
 	h := newHarness(t, 80)
 	h.sync()
@@ -43,8 +44,8 @@ func TestStopRuleNewestHeldPostUnbookmarked(t *testing.T) {
 	added := h.bookmarkNew(3)
 	r := h.sync()
 	h.mustLoseNothing()
-	if len(r.newRows) != 3 || r.billed != 5 {
-		t.Fatalf("want 3 new posts for 5 billed (k=3, +2): %v", r)
+	if len(r.newRows) != 3 || r.billed != 6 {
+		t.Fatalf("want 3 new posts for 6 billed (k=3, +2, +1 for the removed post): %v", r)
 	}
 	if slices.Contains(h.memory().Held.IDs(), newest) {
 		t.Fatal("state still holds the removed post")
@@ -88,6 +89,8 @@ func TestStopRuleRebookmarkedHeldPostAboveNewPosts(t *testing.T) {
 }
 
 // Case (c): several held posts were removed, at the top and deeper down.
+// Each removal among the first posts of the tail costs one post more; the
+// deeper ones are never seen and cost nothing.
 func TestStopRuleSeveralHeldPostsRemoved(t *testing.T) {
 	h := newHarness(t, 200)
 	h.sync()
@@ -100,8 +103,8 @@ func TestStopRuleSeveralHeldPostsRemoved(t *testing.T) {
 	h.bookmarkNew(2)
 	r := h.sync()
 	h.mustLoseNothing()
-	if len(r.newRows) != 2 || r.billed != 4 {
-		t.Fatalf("want 2 new posts for 4 billed: %v", r)
+	if len(r.newRows) != 2 || r.billed != 9 {
+		t.Fatalf("want 2 new posts for 9 billed (k=2, +2, +5 for the removals at 0, 1, 2, 4 and 7): %v", r)
 	}
 	// Every held post removed, and new ones added: the walk reads to the end.
 	for _, id := range h.sim.Bookmarks(user) {
@@ -112,6 +115,55 @@ func TestStopRuleSeveralHeldPostsRemoved(t *testing.T) {
 	h.mustLoseNothing()
 	if r.outcome() != "reached_end" || len(r.newRows) != 3 || !slices.Equal(h.memory().Held.IDs(), reversed(added)) {
 		t.Fatalf("after removing every held post: %v, state %v", r, h.memory().Held.IDs())
+	}
+}
+
+// Case (f): posts removed deep in the list, where no walk went, are still
+// remembered; saved again one after the other above new posts, they are
+// held posts in increasing remembered order, and not the tail.
+func TestStopRuleRemovedPostsSavedAgainAboveNewPosts(t *testing.T) {
+	h := newHarness(t, 400)
+	h.sync()
+	list := h.sim.Bookmarks(user)
+	removed := []string{list[200], list[201], list[300]} // a thread of two, and one more
+	for _, id := range removed {
+		if err := h.sim.Unbookmark(user, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.bookmarkNew(1)
+	h.sync()
+	for _, order := range [][]string{{removed[2], removed[0]}, {removed[1], removed[0]}} {
+		h.bookmarkNew(30)
+		for _, id := range order { // the older first: they keep their old order
+			if err := h.sim.Bookmark(user, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := h.sync()
+		h.mustLoseNothing()
+		if len(r.newRows) != 30 {
+			t.Fatalf("want the 30 new posts: %v", r)
+		}
+	}
+}
+
+// Case (g): held posts saved again in a burst above new posts, in any
+// order, are not the tail.
+func TestStopRuleHeldPostsSavedAgainInABurstAboveNewPosts(t *testing.T) {
+	h := newHarness(t, 300)
+	h.sync()
+	list := h.sim.Bookmarks(user)
+	h.bookmarkNew(12)
+	for _, id := range []string{list[140], list[90], list[91], list[20]} {
+		if err := h.sim.Bookmark(user, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := h.sync()
+	h.mustLoseNothing()
+	if len(r.newRows) != 12 {
+		t.Fatalf("want the 12 new posts: %v", r)
 	}
 }
 

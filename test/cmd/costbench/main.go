@@ -1,9 +1,15 @@
-// Command costbench measures what syncing bookmarks costs: it replays a
-// workload file through the real planner, walk and state code against the X
+// Command costbench measures what syncing bookmarks costs: it replays
+// workload files through the real planner, walk and state code against the X
 // API simulator, on a virtual clock, and compares the posts billed with the
-// fewest any client could be billed for.
+// fewest any client could be billed for, and the posts archived with the
+// posts bookmarked.
 //
-//	go run ./test/cmd/costbench -workload test/costbench/workloads/reference.json [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-cpuprofile cpu.prof]
+//	go run ./test/cmd/costbench [-workload test/costbench/workloads/reference.json,test/costbench/workloads/churn.json] [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-confirmations N] [-cpuprofile cpu.prof]
+//
+// By default it runs both workloads of the repository, one after the other:
+// reference.json (daily syncs of 200 accounts) and churn.json (120 accounts
+// that also remove old bookmarks, save some of them again, and re-save held
+// posts in bursts).
 //
 // # Strategies
 //
@@ -11,7 +17,8 @@
 //     clock, an in-memory state backend whose SetKey is staged until Flush, and
 //     the sessions hook), every user an account of one spec with an
 //     access_token from the simulator, table x_bookmarks only, default planner
-//     settings. One plugin sync per round.
+//     settings (but planner.confirmations with -confirmations). One plugin
+//     sync per round.
 //   - fixed10, fixed100, growth: what other tools do (the document's rule 6):
 //     walk from the top with pages of 10 (the API default), of 100, or the
 //     document's growth schedule (twelve pages of 5, then 10, 20, 40, 80, 100,
@@ -49,10 +56,20 @@
 //     remove unbookmark_count (uniform) posts, each the newest post with
 //     unbookmark_newest_share, else a uniformly random one; with
 //     rebookmark_held_probability, re-bookmark one held post (one bookmarked
-//     before the previous sync and still bookmarked), chosen uniformly. A round's
-//     events (each new bookmark is one event) are shuffled together: interleaved
-//     in random order, as event_order says. Removals from an empty list and
-//     re-bookmarks with nothing held are skipped (and counted).
+//     before the previous sync and still bookmarked), chosen uniformly; with
+//     rebookmark_burst.probability, re-save a burst of [min, max] distinct
+//     held posts, chosen uniformly, one after the other in a random order
+//     (the only order implemented). Each new bookmark is, with
+//     resave_removed_share_of_new, a post the user removed in an earlier round
+//     (chosen uniformly among those not saved again since) saved again, or a
+//     new post when there is none. A round's events (each new bookmark is
+//     one event, a burst one event) are shuffled together: interleaved in
+//     random order. Removals from an empty list and re-bookmarks with nothing
+//     held are skipped (and counted).
+//   - event_order is prose, and it is read: only the texts of reference.json
+//     and churn.json are accepted, any other is refused. The churn text says
+//     that a removal other than the newest takes a held post, not any post,
+//     and so it does there; reference.json's removals take any post.
 //   - Everything is drawn from one PCG generator seeded with the file's seed,
 //     in a fixed order: the run is deterministic.
 //   - Rounds: round 0 is the first sync, after seeding. Then for each of the
@@ -84,7 +101,9 @@
 // post_id) for the planner, the posts a baseline wrote for the others. Lost:
 // distinct (user, post) pairs that were in the user's list at a sync and had
 // not been emitted by the end of it; "lost at end" counts those still missing
-// after the last sync. Duplicates: rows emitted again for a (user, post).
+// after the last sync. Duplicates: rows emitted again for a (user, post);
+// a post removed where a walk saw it is forgotten, so when it is saved again
+// it is emitted again (the destination's primary key keeps one row).
 //
 // # Output
 //
@@ -93,12 +112,13 @@
 // (lost, duplicates, rows); for the planner, where its posts above the bounds
 // go (by new-bookmark bucket, by bound size, first incremental sync or later,
 // split into page-size overread and stop-rule cost) and its largest excesses.
-// The last line is machine-readable; requests, rate_limited and lost there
-// cover the whole run (first and incremental syncs):
+// The last lines, one per workload, are machine-readable; requests,
+// rate_limited and lost there cover the whole run (first and incremental
+// syncs):
 //
-//	planner incremental_billed=N incremental_bound=M ratio=R requests=Q rate_limited=Z lost=L
+//	planner workload=W habits=H incremental_billed=N incremental_bound=M ratio=R requests=Q rate_limited=Z lost=L
 //
-// It is printed only when the planner is among the strategies.
+// They are printed only when the planner is among the strategies.
 package main
 
 import (
@@ -109,6 +129,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/cq-source-x/cq-source-x/test/costbench"
 )
@@ -121,22 +142,27 @@ func main() {
 }
 
 func run() error {
-	workloadPath := flag.String("workload", "test/costbench/workloads/reference.json", "workload file")
+	workloadsFlag := flag.String("workload", "test/costbench/workloads/reference.json,test/costbench/workloads/churn.json", "comma-separated workload files, each run in turn")
 	habitsFlag := flag.String("habits", string(costbench.PerUser), "how new_bookmarks_per_round shares are read: per-user or per-round")
 	strategiesFlag := flag.String("strategies", "all", "comma-separated subset of planner,fixed10,fixed100,growth")
-	jsonPath := flag.String("json", "", "also write the results as JSON to this file")
-	csvPath := flag.String("csv", "", "also write one row per sync (strategy, round, user, bound, billed, page sizes, ...) to this CSV file")
+	jsonPath := flag.String("json", "", "also write the results (an array, one per workload) as JSON to this file")
+	csvPath := flag.String("csv", "", "also write one row per sync (workload, strategy, round, user, bound, billed, page sizes, ...) to this CSV file")
 	verbose := flag.Bool("v", false, "print a line per strategy and round, failed walks, and the plugin's warnings, to stderr")
 	workers := flag.Int("workers", 8, "users a baseline strategy walks at once")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
+	confirmations := flag.Int("confirmations", 0, "the planner strategy's planner.confirmations (0: the default)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 
-	w, err := costbench.LoadWorkload(*workloadPath)
-	if err != nil {
-		return err
+	var workloads []*costbench.Workload
+	for _, path := range strings.Split(*workloadsFlag, ",") {
+		w, err := costbench.LoadWorkload(strings.TrimSpace(path))
+		if err != nil {
+			return err
+		}
+		workloads = append(workloads, w)
 	}
 	habits, err := costbench.ParseHabits(*habitsFlag)
 	if err != nil {
@@ -160,19 +186,26 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cfg := costbench.Config{Workload: w, Habits: habits, Strategies: strategies, Workers: *workers}
-	if *verbose {
-		cfg.Log = os.Stderr
-		cfg.PluginLog = os.Stderr
+	var results []*costbench.Result
+	for i, w := range workloads {
+		cfg := costbench.Config{Workload: w, Habits: habits, Strategies: strategies, Workers: *workers, Confirmations: *confirmations}
+		if *verbose {
+			cfg.Log = os.Stderr
+			cfg.PluginLog = os.Stderr
+		}
+		res, err := costbench.Run(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("workload %s: %w", w.Name, err)
+		}
+		if i > 0 {
+			fmt.Println()
+		}
+		res.WriteTable(os.Stdout, w)
+		fmt.Printf("\nrun time %s\n", res.Elapsed.Round(1e7))
+		results = append(results, res)
 	}
-	res, err := costbench.Run(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	res.WriteTable(os.Stdout, w)
-	fmt.Printf("\nrun time %s\n", res.Elapsed.Round(1e7))
 	if *jsonPath != "" {
-		b, err := json.MarshalIndent(res, "", "  ")
+		b, err := json.MarshalIndent(results, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -181,20 +214,27 @@ func run() error {
 		}
 	}
 	if *csvPath != "" {
-		f, err := os.Create(*csvPath)
-		if err != nil {
-			return err
-		}
-		if err := res.WriteCSV(f); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
+		if err := writeCSV(*csvPath, results); err != nil {
 			return err
 		}
 	}
-	if p := res.Find(costbench.StrategyPlanner); p != nil {
-		fmt.Println(p.MachineLine())
+	fmt.Println()
+	for _, res := range results {
+		if p := res.Find(costbench.StrategyPlanner); p != nil {
+			fmt.Println(res.MachineLine(p))
+		}
 	}
 	return nil
+}
+
+func writeCSV(path string, results []*costbench.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := costbench.WriteCSV(f, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

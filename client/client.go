@@ -106,6 +106,7 @@ type Client struct {
 	logf       func(format string, args ...any)
 	waitHook   func(userID string, op Operation, d time.Duration)
 	tokenCheck TokenCheck
+	storage    *http.Client // compliance job upload and download URLs (WithStorageClient)
 
 	rngMu sync.Mutex
 	rng   *rand.Rand

@@ -127,6 +127,8 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 		}
 	}
 
+	emit, saveArchived := recordArchived(s, emit) // the posts the compliance checks cover
+
 	fields := fieldSelection{fields: s.Fields}
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
@@ -167,6 +169,7 @@ func fetchBookmarks(ctx context.Context, s *account.Session, table *schema.Table
 		err = ferr
 		result.Outcome = walk.Failed
 	}
+	err = saveArchived(ctx, err)
 	if err != nil {
 		err = walkError(s, "bookmarks", result, err)
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})

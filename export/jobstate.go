@@ -44,8 +44,8 @@ func isJobKey(key string) bool { return strings.HasPrefix(key, resources.Complia
 // were). Only runs that check compliance need it.
 func (s *runState) freeze() error { return s.r.state.encodeBulk() }
 
-// Flush commits the staged keys in memory and writes the job keys that
-// changed to disk.
+// Flush commits the staged keys in memory and writes the job keys to disk
+// when a job was created or uploaded.
 func (s *runState) Flush(ctx context.Context) error {
 	if err := s.Store.Flush(ctx); err != nil {
 		return err
@@ -58,7 +58,13 @@ func (s *runState) Flush(ctx context.Context) error {
 			jobs[k] = v
 		}
 	}
-	if maps.Equal(jobs, s.onDisk) {
+	// A job that ended is cleared with the run's commit, with what it
+	// reported: a run killed before then reads its results again.
+	started := false
+	for k, v := range jobs {
+		started = started || (v != "" && v != s.onDisk[k])
+	}
+	if !started {
 		return nil
 	}
 	old := s.r.state

@@ -263,7 +263,8 @@ func (c *Compliance) finishJob(ctx context.Context, key string, rec *jobRecord, 
 		if err := saveJob(ctx, c.State, key, nil, true); err != nil {
 			return false, err
 		}
-		return false, fmt.Errorf("compliance job %s "+format+"; its %d posts are checked by a new job at the next sync", append(append([]any{rec.ID}, args...), len(rec.IDs))...)
+		return false, &jobError{client.OpGetComplianceJob,
+			fmt.Errorf("compliance job %s "+format+"; its %d posts are checked by a new job at the next sync", append(append([]any{rec.ID}, args...), len(rec.IDs))...)}
 	}
 	for n := 0; ; n++ {
 		job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
@@ -358,6 +359,15 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 		return context.Cause(ctx)
 	}
 }
+
+// jobError is what the API said of a job, found by op.
+type jobError struct {
+	op  client.Operation
+	err error
+}
+
+func (e *jobError) Error() string { return e.err.Error() }
+func (e *jobError) Unwrap() error { return e.err }
 
 // explain says which credential a refusal is about.
 func explain(err error) error {

@@ -45,10 +45,13 @@ func (c *Compliance) UsageRows() []*Usage {
 	base := Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: "compliance"}
 	failure := c.Failure()
 	failedOp := client.OpCreateComplianceJob
+	var je *jobError
 	var ae *client.APIError
 	var re *client.RateLimitError
 	var me *client.MalformedResponseError
 	switch {
+	case errors.As(failure, &je):
+		failedOp = je.op
 	case errors.As(failure, &ae):
 		failedOp = ae.Operation
 	case errors.As(failure, &re):

@@ -88,8 +88,11 @@ func (s *Sandbox) URL() string { return s.Sim.URL() }
 
 // Spec returns a CloudQuery spec file for the sandbox: the source (the
 // binary at pluginPath, registry local) and a file destination, so the same
-// file works with `cq-source-x export --spec` and `cloudquery sync`.
-func (s *Sandbox) Spec(pluginPath string) string {
+// file works with `cq-source-x export --spec` and `cloudquery sync`. The
+// compliance section is commented out unless checkCompliance: it needs a
+// state backend, which the exporter has and this spec gives `cloudquery
+// sync` none.
+func (s *Sandbox) Spec(pluginPath string, checkCompliance bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# A CloudQuery spec for the cq-source-x sandbox: a simulated X API at %s
 # (no credentials, no cost; the tokens below only work there).
@@ -111,10 +114,19 @@ spec:
 		fmt.Fprintf(&b, "      - user_id: %q # %s: bookmarks %d, folders %d\n        access_token: %q\n",
 			a.UserID, a.Username, a.Bookmarks, a.Folders, a.Token)
 	}
-	fmt.Fprintf(&b, `    compliance: # free checks for deleted posts (x_post_compliance)
-      bearer_token: %q # the app's app-only bearer token
-      every: 0s # at every sync, for the demo (the default is weekly: 168h)
+	section := fmt.Sprintf(`compliance: # free checks for deleted posts (x_post_compliance); needs a state backend
+  bearer_token: %q # the app's app-only bearer token
+  every: 0s # at every sync, for the demo (the default is weekly: 168h)
 `, s.AppToken)
+	prefix := "    "
+	if !checkCompliance {
+		prefix = "    # "
+	}
+	for _, line := range strings.SplitAfter(section, "\n") {
+		if line != "" {
+			b.WriteString(prefix + line)
+		}
+	}
 	b.WriteString(`---
 kind: destination
 spec:

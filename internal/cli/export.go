@@ -176,7 +176,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	if err != nil {
 		exe = "./cq-source-x"
 	}
-	src, err := export.ParseSpec([]byte(sb.Spec(exe)), "sandbox spec", os.LookupEnv, time.Now())
+	src, err := export.ParseSpec([]byte(sb.Spec(exe, true)), "sandbox spec", os.LookupEnv, time.Now())
 	if err != nil {
 		return fmt.Errorf("the sandbox spec: %w", err)
 	}

@@ -124,6 +124,7 @@ type Client struct {
 	log        zerolog.Logger
 	waitHook   func(userID string, op Operation, d time.Duration)
 	tokenCheck TokenCheck
+	storage    *http.Client // compliance job upload and download URLs (WithStorageClient)
 
 	rngMu sync.Mutex
 	rng   *rand.Rand

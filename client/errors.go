@@ -30,6 +30,10 @@ var (
 	// ErrAppOnlyToken: a 403 "Unsupported Authentication", the answer to an
 	// app-only (application context) token on a user-context endpoint.
 	ErrAppOnlyToken = errors.New("app-only token where a user-context token is required")
+	// ErrUserContextToken: a 403 "Unsupported Authentication" from an
+	// app-only operation (the compliance jobs): a user's token where the
+	// app's bearer token is required.
+	ErrUserContextToken = errors.New("user-context token where an app-only bearer token is required")
 	// ErrClientNotEnrolled: a 403 "Client Forbidden" (reason
 	// client-not-enrolled): the developer app is not attached to a project.
 	ErrClientNotEnrolled = errors.New("developer app not enrolled in a project")
@@ -56,6 +60,9 @@ const (
 	HintClientNotEnrolled = "the developer app is not attached to a project; attach it to a project in the X developer portal (developer.x.com) and retry"
 	HintUnauthorized      = "the access token is expired, revoked or invalid; run `cq-source-x login` again if refreshing does not help"
 	HintCreditsDepleted   = "the developer account is out of credits; add credits in the X developer portal (requests are refused until then)"
+	// Hints of the app-only operations (compliance jobs).
+	HintUserContextToken = "compliance jobs need the app's app-only bearer token, not a user's token: copy the Bearer Token from the X developer portal (developer.x.com), your app's Keys and tokens page"
+	HintAppUnauthorized  = "the app-only bearer token is invalid, or was regenerated: copy the Bearer Token again from the X developer portal (developer.x.com), your app's Keys and tokens page"
 )
 
 const errPrefix = "x api: "
@@ -200,7 +207,9 @@ func (e *APIError) Is(target error) bool {
 	case ErrForbidden:
 		return e.Status == http.StatusForbidden
 	case ErrAppOnlyToken:
-		return e.Status == http.StatusForbidden && titleIs(e.Title, "Unsupported Authentication")
+		return e.Status == http.StatusForbidden && titleIs(e.Title, "Unsupported Authentication") && !e.Operation.appOnly()
+	case ErrUserContextToken:
+		return e.Status == http.StatusForbidden && titleIs(e.Title, "Unsupported Authentication") && e.Operation.appOnly()
 	case ErrClientNotEnrolled:
 		return e.Status == http.StatusForbidden &&
 			(titleIs(e.Title, "Client Forbidden") || titleIs(e.Reason, "client-not-enrolled"))
@@ -448,6 +457,10 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 	switch {
 	case e.Is(ErrAppOnlyToken):
 		e.Hint = HintAppOnlyToken
+	case e.Is(ErrUserContextToken):
+		e.Hint = HintUserContextToken
+	case e.Is(ErrUnauthorized) && op.appOnly():
+		e.Hint = HintAppUnauthorized
 	case e.Is(ErrClientNotEnrolled):
 		e.Hint = HintClientNotEnrolled
 	case e.Is(ErrCreditsDepleted):

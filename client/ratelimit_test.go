@@ -285,7 +285,8 @@ func TestBudget_IsPerUserAndPerOperation(t *testing.T) {
 }
 
 func TestDefaultLimits_AreTheDocumentsPerUserLimits(t *testing.T) {
-	want := map[Operation]int{OpListBookmarks: 180, OpListFolders: 50, OpGetFolder: 50, OpAddBookmark: 50, OpRemoveBookmark: 50, OpUsersMe: 75}
+	want := map[Operation]int{OpListBookmarks: 180, OpListFolders: 50, OpGetFolder: 50, OpAddBookmark: 50, OpRemoveBookmark: 50, OpUsersMe: 75,
+		OpCreateComplianceJob: 150, OpGetComplianceJob: 150, OpListComplianceJobs: 150} // the compliance ones per app
 	got := DefaultLimits()
 	if len(got) != len(want) {
 		t.Fatalf("%v", got)

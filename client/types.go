@@ -23,7 +23,8 @@ const (
 
 // Operations lists every operation, in a fixed order.
 func Operations() []Operation {
-	return []Operation{OpListBookmarks, OpListFolders, OpGetFolder, OpAddBookmark, OpRemoveBookmark, OpUsersMe}
+	return []Operation{OpListBookmarks, OpListFolders, OpGetFolder, OpAddBookmark, OpRemoveBookmark, OpUsersMe,
+		OpCreateComplianceJob, OpGetComplianceJob, OpListComplianceJobs, OpUploadComplianceIDs, OpDownloadComplianceResults}
 }
 
 // returnsPosts reports whether the operation's pages are post resources that
@@ -37,7 +38,9 @@ const DefaultWindow = 15 * time.Minute
 
 // DefaultLimits returns the per-user request limits per window from the
 // interface document, Part 8, plus users_me (75 per 15 minutes on the real
-// API). The map is a fresh copy the caller may change.
+// API) and the compliance job operations (150 per 15 minutes per app; their
+// budget is kept under the user ID ""). The map is a fresh copy the caller
+// may change.
 func DefaultLimits() map[Operation]int {
 	return map[Operation]int{
 		OpListBookmarks:  180,
@@ -46,6 +49,10 @@ func DefaultLimits() map[Operation]int {
 		OpAddBookmark:    50,
 		OpRemoveBookmark: 50,
 		OpUsersMe:        75,
+
+		OpCreateComplianceJob: complianceLimit,
+		OpGetComplianceJob:    complianceLimit,
+		OpListComplianceJobs:  complianceLimit,
 	}
 }
 

@@ -207,10 +207,16 @@ func (r *run) sync(ctx context.Context) error {
 	if o.Quiet {
 		logger = logger.Level(zerolog.ErrorLevel)
 	}
-	r.stateC = memstate.NewWith(r.state.Keys)
+	st := newRunState(r)
+	if o.Spec.Plugin != nil && o.Spec.Plugin.Compliance != nil {
+		if err := st.freeze(); err != nil {
+			return err
+		}
+	}
+	r.stateC = st.Store
 	opts := []xplugin.Option{
 		xplugin.WithClock(o.Clock),
-		xplugin.WithState(r.stateC),
+		xplugin.WithState(st),
 		xplugin.WithSessionsHook(func(s *account.Set) {
 			r.sess = s
 			r.prog.attach(s)

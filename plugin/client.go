@@ -53,9 +53,11 @@ func (*Client) Close(context.Context) error { return nil }
 
 // Sync syncs the selected tables of every account.
 //
-// It runs the scheduler twice: first the data tables (sharded, each account
-// multiplexed), then x_api_usage, whose rows count what the first pass did.
-// Walk state is flushed between the two; only clean walks have set any key.
+// It runs the scheduler up to three times: first the data tables (sharded,
+// each account multiplexed), then x_post_compliance, whose jobs check the
+// posts archived so far, this sync's included, then x_api_usage, whose rows
+// count what the others did. State is flushed after each of the first two;
+// only clean walks have set their keys.
 func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- message.SyncMessage) error {
 	if c.spec == nil {
 		return errors.New("the plugin was initialised without a spec (no-connection mode); it cannot sync")
@@ -97,11 +99,14 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	}
 
 	var data schema.Tables
-	var usage *schema.Table
+	var compliance, usage *schema.Table
 	for _, t := range tables {
-		if t.Name == resources.APIUsageTable {
+		switch t.Name {
+		case resources.APIUsageTable:
 			usage = t
-		} else {
+		case resources.PostComplianceTable:
+			compliance = t
+		default:
 			data = append(data, t)
 		}
 	}
@@ -131,8 +136,17 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}
+	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard)
+	if compliance != nil {
+		if err := sched.Sync(ctx, comp, schema.Tables{compliance}, res, syncOpts...); err != nil {
+			return err
+		}
+		if err := stateClient.Flush(ctx); err != nil {
+			return fmt.Errorf("flushing state to the backend: %w", err)
+		}
+	}
 	if usage != nil {
-		if err := sched.Sync(ctx, set, schema.Tables{usage}, res, syncOpts...); err != nil {
+		if err := sched.Sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage}, res, syncOpts...); err != nil {
 			return err
 		}
 	}

@@ -52,7 +52,7 @@ func APIUsage() *schema.Table {
 			"(`met_held`: reached the posts already held; `reached_end`: read to the end of the list; `stopped_by_budget`: hit `planner.max_billed_posts`; `failed`). " +
 			"A failed account shows here with its error, even though the SDK does not fail the sync.",
 		Resolver:  fetchAPIUsage,
-		Multiplex: account.Multiplex,
+		Multiplex: usageMultiplex,
 		// A history, one sync's rows after another: incremental, so that
 		// write_mode overwrite-delete-stale keeps the earlier syncs' rows.
 		IsIncremental: true,
@@ -63,8 +63,8 @@ func APIUsage() *schema.Table {
 // usageColumns are the columns of x_api_usage.
 var usageColumns = []column[*Usage]{
 	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) string { return u.SyncID })),
-	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved).", func(u *Usage) string { return u.UserID })),
-	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, or setup for an account that could not be prepared.", func(u *Usage) string { return u.Operation })),
+	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
+	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, or compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks.", func(u *Usage) string { return u.Operation })),
 	incrementalKey(timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt })),
 	stringColumn("account", "Place of the account in the spec, as accounts[i].", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
@@ -83,7 +83,13 @@ var usageColumns = []column[*Usage]{
 }
 
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
-	rows := UsageRows(meta.(*account.Session))
+	var rows []*Usage
+	switch m := meta.(type) {
+	case *Compliance:
+		rows = m.UsageRows()
+	default:
+		rows = UsageRows(m.(*account.Session))
+	}
 	if len(rows) > 0 {
 		res <- rows
 	}

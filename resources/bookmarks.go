@@ -120,6 +120,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		}
 	}
 
+	emit, saveArchived := recordArchived(s, emit) // the posts the compliance checks cover
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
@@ -141,6 +142,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		Emit: emit,
 	}
 	result, err := w.Run(ctx, prev)
+	err = saveArchived(ctx, err)
 	if err != nil {
 		err = walkError(s, "bookmarks", guard.done(ctx, s.Walk, prev, result, err))
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})

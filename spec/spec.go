@@ -52,6 +52,10 @@ type Spec struct {
 
 	// Maximum number of tables and accounts synced at once (the scheduler's concurrency).
 	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=100"`
+
+	// Checks of the archived posts with X's free batch compliance job (table x_post_compliance): posts since deleted, or whose authors were suspended or made protected.
+	// Off when absent. Needs the X app's app-only bearer token.
+	Compliance *Compliance `json:"compliance,omitempty"`
 }
 
 // OAuth holds the X app used to refresh tokens.
@@ -214,6 +218,9 @@ func (s *Spec) SetDefaults() {
 	if s.Concurrency == 0 {
 		s.Concurrency = DefaultConcurrency
 	}
+	if s.Compliance != nil {
+		s.Compliance.setDefaults()
+	}
 }
 
 var userIDPattern = regexp.MustCompile(`^[0-9]{1,19}$`)
@@ -279,6 +286,7 @@ func (s *Spec) Validate() error {
 	if s.Concurrency < 1 {
 		add("concurrency", "must be at least 1, got %d", s.Concurrency)
 	}
+	s.validateCompliance(add)
 	return ps.err()
 }
 

@@ -6,6 +6,7 @@ package sandbox
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -22,7 +23,14 @@ type Account struct {
 type Sandbox struct {
 	Sim      *xsim.Server
 	Accounts []Account
+	// AppToken is the app-only bearer token of the demo app, for the
+	// compliance checks.
+	AppToken string
 }
+
+// ComplianceDelay is how long the sandbox's compliance jobs run: X's take
+// minutes, the demo's a second.
+const ComplianceDelay = time.Second
 
 // Options configure Start.
 type Options struct {
@@ -36,11 +44,11 @@ type Options struct {
 // alice with a few thousand bookmarks and three folders, bob with none,
 // carol with a few and one folder.
 func Start(o Options) (*Sandbox, error) {
-	sim := xsim.New(xsim.Options{Addr: o.Addr, Clock: o.Clock})
+	sim := xsim.New(xsim.Options{Addr: o.Addr, Clock: o.Clock, Compliance: xsim.ComplianceOptions{Delay: ComplianceDelay}})
 	if err := sim.Start(); err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
 	}
-	s := &Sandbox{Sim: sim}
+	s := &Sandbox{Sim: sim, AppToken: sim.IssueAppOnlyToken()}
 	seed := func(id, username string, bookmarks int, folders map[string]int) {
 		sim.AddUser(id, username)
 		ids := sim.SeedBookmarks(id, bookmarks) // newest first
@@ -80,8 +88,11 @@ func (s *Sandbox) URL() string { return s.Sim.URL() }
 
 // Spec returns a CloudQuery spec file for the sandbox: the source (the
 // binary at pluginPath, registry local) and a file destination, so the same
-// file works with `cq-source-x export --spec` and `cloudquery sync`.
-func (s *Sandbox) Spec(pluginPath string) string {
+// file works with `cq-source-x export --spec` and `cloudquery sync`. The
+// compliance section is commented out unless checkCompliance: it needs a
+// state backend, which the exporter has and this spec gives `cloudquery
+// sync` none.
+func (s *Sandbox) Spec(pluginPath string, checkCompliance bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# A CloudQuery spec for the cq-source-x sandbox: a simulated X API at %s
 # (no credentials, no cost; the tokens below only work there).
@@ -102,6 +113,19 @@ spec:
 	for _, a := range s.Accounts {
 		fmt.Fprintf(&b, "      - user_id: %q # %s: bookmarks %d, folders %d\n        access_token: %q\n",
 			a.UserID, a.Username, a.Bookmarks, a.Folders, a.Token)
+	}
+	section := fmt.Sprintf(`compliance: # free checks for deleted posts (x_post_compliance); needs a state backend
+  bearer_token: %q # the app's app-only bearer token
+  every: 0s # at every sync, for the demo (the default is weekly: 168h)
+`, s.AppToken)
+	prefix := "    "
+	if !checkCompliance {
+		prefix = "    # "
+	}
+	for _, line := range strings.SplitAfter(section, "\n") {
+		if line != "" {
+			b.WriteString(prefix + line)
+		}
 	}
 	b.WriteString(`---
 kind: destination
@@ -127,7 +151,9 @@ type Changes struct {
 	Rebookmarked, Removed int
 	// FolderAdds are posts added to folders (new folders included).
 	FolderAdds int
-	Lines      []string
+	// Deleted is the archived post its author deleted.
+	Deleted string
+	Lines   []string
 }
 
 // Mutate changes the demo lists as a user would between two syncs: new
@@ -139,7 +165,10 @@ func (s *Sandbox) Mutate() Changes {
 	note := func(f string, a ...any) { c.Lines = append(c.Lines, fmt.Sprintf(f, a...)) }
 
 	alice := sim.Bookmarks("1001")
-	newest, old := alice[0], alice[len(alice)*5/6]
+	newest, old, gone := alice[0], alice[len(alice)*5/6], alice[len(alice)/3]
+	_ = sim.DeletePost(gone)
+	c.Deleted = gone
+	note("the author of alice's bookmark %s deleted the post (it leaves her list; only the compliance job says so)", gone)
 	_ = sim.Unbookmark("1001", newest)
 	c.Removed++
 	note("alice removed her newest bookmark %s", newest)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -184,7 +185,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	if err != nil {
 		exe = "./cq-source-x"
 	}
-	src, err := export.ParseSpec([]byte(sb.Spec(exe)), "sandbox spec", os.LookupEnv, time.Now())
+	src, err := export.ParseSpec([]byte(sb.Spec(exe, true)), "sandbox spec", os.LookupEnv, time.Now())
 	if err != nil {
 		return fmt.Errorf("the sandbox spec: %w", err)
 	}
@@ -238,12 +239,24 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 		"plus alice's re-bookmarked post) and %d folder reads for %d folder additions: %d posts, where reading everything "+
 		"again would bill %d (run 1 billed %d).\n",
 		cmp.BookmarkReads, cmp.NewBookmarks, cmp.FolderReads, cmp.FolderAdditions, cmp.BilledPosts, cmp.FullReadPosts, cmp.FirstRunBilled)
+	findings, err := sandbox.ReadFindings(res2.Out)
+	if err != nil {
+		return err
+	}
+	found := slices.ContainsFunc(findings, func(fd sandbox.Finding) bool { return fd.PostID == changes.Deleted && fd.Reason == "deleted" })
+	if !found {
+		return fmt.Errorf("export --sandbox: the compliance job did not report the deleted post %s (x_post_compliance: %v)", changes.Deleted, findings)
+	}
+	say("\nThe free compliance job checked every archived post and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
+		"its x_bookmarks row stays, as archived.\n", changes.Deleted)
 	say("\nThe files are in %s. For example, with DuckDB:\n  duckdb -c \"SELECT user_id, post_id, created_at, text FROM '%s/x_bookmarks/*.parquet' ORDER BY first_seen_at DESC LIMIT 5\"\n",
+		res2.Out, res2.Out)
+	say("  duckdb -c \"SELECT b.user_id, b.post_id, c.reason, c.redacted_at, b.text FROM '%s/x_bookmarks/*.parquet' b JOIN '%s/x_post_compliance/*.parquet' c USING (user_id, post_id)\"\n",
 		res2.Out, res2.Out)
 	if f.json {
 		enc := json.NewEncoder(f.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"run1": sum1, "changes": changes.Lines, "run2": sum2, "comparison": cmp}); err != nil {
+		if err := enc.Encode(map[string]any{"run1": sum1, "changes": changes.Lines, "run2": sum2, "comparison": cmp, "compliance": findings}); err != nil {
 			return err
 		}
 	}

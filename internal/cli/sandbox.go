@@ -46,7 +46,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return errors.New("sandbox: cannot find this program's path for the spec's `path`")
 	}
-	fmt.Fprint(stdout, sb.Spec(exe))
+	fmt.Fprint(stdout, sb.Spec(exe, false))
 	if f, ok := stdout.(*os.File); ok {
 		f.Sync()
 	}

@@ -47,9 +47,14 @@
 //     truncated body, latency), a pure function of (seed, request number).
 //   - A hook called before each request, which may change the list while a
 //     client walks it.
+//   - Batch compliance jobs (compliance.go): create, upload to a signed URL
+//     on a storage host of its own (15 minutes), completion after a delay on
+//     the server's clock, failed and expired jobs, results with every reason
+//     for posts marked deleted, suspended, protected, bounced or
+//     geo-scrubbed, app-only tokens only, one job per type and app.
 //
-// What it deliberately does not model: posts being deleted or withheld (the
-// compliance job), the once-per-UTC-day de-duplication of billed resources,
+// What it deliberately does not model: posts being withheld in some
+// countries, the once-per-UTC-day de-duplication of billed resources,
 // the cheaper "owned reads" rate, billing of expanded includes, any cap on
 // how deep a walk can go (the old 800-bookmark cap) or the reported early end
 // of walks at max_results=100, since_id (there is none), other endpoints

@@ -47,6 +47,8 @@ type Options struct {
 	// RevokeAccessOnRefresh makes a refresh also revoke the access token
 	// issued with the spent refresh token (by default it stays valid until it expires).
 	RevokeAccessOnRefresh bool
+	// Compliance configures the batch compliance jobs (compliance.go).
+	Compliance ComplianceOptions
 }
 
 // RequestInfo describes a request to an API or OAuth operation, given to the
@@ -92,6 +94,8 @@ type Server struct {
 	posts  sync.Map // post id -> *Post
 	nPosts atomic.Int64
 	names  sync.Map // user id -> userInfo
+
+	comp *complianceState // under mu
 }
 
 // New returns a server that is not yet listening (see Start, or use Handler).
@@ -109,6 +113,7 @@ func New(opts Options) *Server {
 		usage:   map[string]map[string]*OpUsage{},
 		seqs:    map[[2]string]int{},
 		credits: -1,
+		comp:    newComplianceState(opts.Compliance),
 	}
 	if s.clk == nil {
 		s.clk = clock.Real{}
@@ -135,6 +140,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /2/oauth2/authorize", s.handleAuthorize)
 	mux.HandleFunc("POST /2/oauth2/token", s.handleToken)
 	mux.HandleFunc("POST /2/oauth2/revoke", s.handleRevoke)
+	s.complianceRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 404, problem("Not Found Error", "No route for "+r.Method+" "+r.URL.Path+".", "https://api.x.com/2/problems/resource-not-found", 404))
 	})
@@ -151,6 +157,10 @@ func (s *Server) Start() error {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		return err
+	}
+	if err := s.startStorage(); err != nil {
+		ln.Close()
 		return err
 	}
 	s.hs = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
@@ -176,6 +186,7 @@ func (s *Server) Close() {
 	if s.hs != nil {
 		_ = s.hs.Close()
 	}
+	s.closeStorage()
 }
 
 // Handler is the server's HTTP handler (for use with httptest or your own listener).

@@ -1,0 +1,414 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Batch compliance jobs (X API v2, /2/compliance/jobs): a job takes a file
+// of post ids, uploaded to the job's upload URL, and reports those that were
+// deleted, or whose authors were suspended or made protected, in a file at
+// its download URL. The three API operations need the app's app-only
+// bearer token (OAuth 2.0 application-only), not a user's token, and share
+// 150 requests per 15 minutes per app; their budget and meter rows are kept
+// under the user ID "". Nothing is billed. The upload and download URLs
+// point at X's storage, not at the API: they are signed, and the client
+// sends them no Authorization header (see WithStorageClient).
+
+// Operations of the compliance jobs.
+const (
+	OpCreateComplianceJob       Operation = "compliance_create_job" // POST /2/compliance/jobs
+	OpGetComplianceJob          Operation = "compliance_get_job"    // GET /2/compliance/jobs/:id
+	OpListComplianceJobs        Operation = "compliance_list_jobs"  // GET /2/compliance/jobs
+	OpUploadComplianceIDs       Operation = "compliance_upload"     // PUT the job's upload_url
+	OpDownloadComplianceResults Operation = "compliance_download"   // GET the job's download_url
+)
+
+// complianceLimit is the per-app limit of each compliance API operation.
+const complianceLimit = 150
+
+// appOnly reports whether the operation needs an app-only bearer token.
+func (op Operation) appOnly() bool {
+	return op == OpCreateComplianceJob || op == OpGetComplianceJob || op == OpListComplianceJobs
+}
+
+// Compliance job types and statuses.
+const (
+	ComplianceTweets = "tweets"
+	ComplianceUsers  = "users"
+
+	JobCreated    = "created"     // waiting for its ids (upload within 15 minutes)
+	JobInProgress = "in_progress" // ids uploaded, being checked
+	JobComplete   = "complete"    // results at the download URL (for a week)
+	JobFailed     = "failed"
+	JobExpired    = "expired" // not uploaded in time, or its results are gone
+)
+
+// MaxComplianceJobName is the longest job name the API accepts.
+const MaxComplianceJobName = 64
+
+// ComplianceJob is a batch compliance job. Its URLs are signed: whoever has
+// them can upload to or read the job, so keep them out of logs.
+type ComplianceJob struct {
+	ID                string    `json:"id"`
+	Type              string    `json:"type"`
+	Name              string    `json:"name,omitempty"`
+	Status            string    `json:"status"`
+	Resumable         bool      `json:"resumable,omitempty"`
+	CreatedAt         time.Time `json:"created_at"`
+	UploadURL         string    `json:"upload_url"`
+	UploadExpiresAt   time.Time `json:"upload_expires_at"`
+	DownloadURL       string    `json:"download_url"`
+	DownloadExpiresAt time.Time `json:"download_expires_at"`
+}
+
+// Active reports whether the job still holds the app's one job of its
+// type: created or in progress.
+func (j *ComplianceJob) Active() bool { return j.Status == JobCreated || j.Status == JobInProgress }
+
+// CreateComplianceJobOptions are the body of POST /2/compliance/jobs.
+type CreateComplianceJobOptions struct {
+	// Type is ComplianceTweets or ComplianceUsers.
+	Type string
+	// Name labels the job (at most 64 characters); optional.
+	Name string
+	// Resumable asks for an upload URL that takes resumable uploads.
+	Resumable bool
+}
+
+// ComplianceResult is one line of a job's results: a post (or user) that X
+// asks stored copies of to be changed. Posts not in the results are as they
+// were.
+type ComplianceResult struct {
+	ID string `json:"id"`
+	// Action is "delete" for every reason X documents.
+	Action string `json:"action"`
+	// Reason is deleted, suspended, protected, bounced or scrub_geo (posts);
+	// deleted, suspended, protected or deactivated (users).
+	Reason     string     `json:"reason"`
+	CreatedAt  *time.Time `json:"created_at,omitempty"`
+	RedactedAt *time.Time `json:"redacted_at,omitempty"`
+}
+
+// NotFoundError is a job the API does not know (any more): a 200 that
+// carries only errors, as X's lookups answer, or a 404.
+type NotFoundError struct {
+	Operation Operation
+	ID        string
+	Detail    string
+}
+
+func (e *NotFoundError) Error() string {
+	s := fmt.Sprintf("%s%s: job %s not found", errPrefix, e.Operation, e.ID)
+	if e.Detail != "" {
+		s += ": " + oneLine(e.Detail, 200)
+	}
+	return s
+}
+
+// Is matches ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// WithStorageClient sets the HTTP client for the compliance jobs' upload and
+// download URLs. It must not add the app's Authorization header: the URLs
+// are signed, on X's storage, not the API. Default: a client on
+// http.DefaultTransport. The client never follows its redirects.
+func WithStorageClient(hc *http.Client) Option {
+	return func(c *Client) error {
+		if hc == nil {
+			return errors.New("client: nil storage client")
+		}
+		c.storage = hc
+		return nil
+	}
+}
+
+// CreateComplianceJob creates a job: POST /2/compliance/jobs. Upload its ids
+// with UploadComplianceIDs before job.UploadExpiresAt. X runs one job of a
+// type per app at a time.
+func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJobOptions) (*ComplianceJob, *Response, error) {
+	const op = OpCreateComplianceJob
+	if err := validJobType(op, opts.Type); err != nil {
+		return nil, nil, err
+	}
+	if len(opts.Name) > MaxComplianceJobName {
+		return nil, nil, newInputError(op, "name", opts.Name, fmt.Sprintf("must be at most %d characters", MaxComplianceJobName))
+	}
+	body, err := json.Marshal(struct {
+		Type      string `json:"type"`
+		Name      string `json:"name,omitempty"`
+		Resumable bool   `json:"resumable,omitempty"`
+	}{opts.Type, opts.Name, opts.Resumable})
+	if err != nil {
+		return nil, nil, err
+	}
+	var job *ComplianceJob
+	resp, err := c.do(ctx, &call{
+		op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body,
+		decode: func(b []byte) (int, error) {
+			var err error
+			job, err = decodeJob(b)
+			return 0, err
+		},
+	})
+	if err != nil {
+		return nil, resp, err
+	}
+	return job, resp, nil
+}
+
+// GetComplianceJob reads a job: GET /2/compliance/jobs/:id. A job the API
+// does not know is a *NotFoundError (errors.Is(err, ErrNotFound)).
+func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJob, *Response, error) {
+	const op = OpGetComplianceJob
+	if err := validID(op, "job id", id); err != nil {
+		return nil, nil, err
+	}
+	var job *ComplianceJob
+	resp, err := c.do(ctx, &call{
+		op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id,
+		decode: func(b []byte) (int, error) {
+			if detail, missing := onlyErrors(b); missing {
+				return 0, &NotFoundError{Operation: op, ID: id, Detail: detail}
+			}
+			var err error
+			job, err = decodeJob(b)
+			return 0, err
+		},
+	})
+	var nf *NotFoundError
+	var ae *APIError
+	switch {
+	case errors.As(err, &nf):
+		return nil, resp, nf
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+		return nil, resp, &NotFoundError{Operation: op, ID: id, Detail: ae.message()}
+	case err != nil:
+		return nil, resp, err
+	}
+	return job, resp, nil
+}
+
+// ListComplianceJobs lists the app's jobs of a type, optionally of one
+// status: GET /2/compliance/jobs?type=...&status=....
+func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string) ([]ComplianceJob, *Response, error) {
+	const op = OpListComplianceJobs
+	if err := validJobType(op, jobType); err != nil {
+		return nil, nil, err
+	}
+	q := url.Values{"type": {jobType}}
+	if status != "" {
+		switch status {
+		case JobCreated, JobInProgress, JobComplete, JobFailed, JobExpired:
+		default:
+			return nil, nil, newInputError(op, "status", status, "must be created, in_progress, complete, failed or expired")
+		}
+		q.Set("status", status)
+	}
+	var jobs []ComplianceJob
+	resp, err := c.do(ctx, &call{
+		op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q,
+		decode: func(b []byte) (int, error) {
+			var w struct {
+				Data []ComplianceJob `json:"data"`
+			}
+			if err := decodeSmall(b, &w, func() error { return nil }); err != nil {
+				return 0, err
+			}
+			for i, j := range w.Data {
+				if j.ID == "" {
+					return 0, shapef("data[%d] has no id", i)
+				}
+			}
+			jobs = w.Data
+			return 0, nil
+		},
+	})
+	if err != nil {
+		return nil, resp, err
+	}
+	return jobs, resp, nil
+}
+
+// UploadComplianceIDs uploads a job's ids, one per line, to its upload URL
+// (PUT, Content-Type: text/plain), without the app's token. Uploading again
+// before the URL expires replaces the file.
+func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, ids []string) (*Response, error) {
+	const op = OpUploadComplianceIDs
+	if job == nil {
+		return nil, newInputError(op, "job", "", "is nil")
+	}
+	var body bytes.Buffer
+	body.Grow(len(ids) * 20)
+	for _, id := range ids {
+		if err := validID(op, "post id", id); err != nil {
+			return nil, err
+		}
+		body.WriteString(id)
+		body.WriteByte('\n')
+	}
+	resp, err := c.storageCall(ctx, op, "upload_url", job.UploadURL, http.MethodPut, body.Bytes(),
+		func([]byte) (int, error) { return 0, nil })
+	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
+}
+
+// DownloadComplianceResults reads a complete job's results from its
+// download URL, without the app's token: one JSON object per line, for the
+// ids X reports only.
+func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob) ([]ComplianceResult, *Response, error) {
+	const op = OpDownloadComplianceResults
+	if job == nil {
+		return nil, nil, newInputError(op, "job", "", "is nil")
+	}
+	var results []ComplianceResult
+	resp, err := c.storageCall(ctx, op, "download_url", job.DownloadURL, http.MethodGet, nil,
+		func(b []byte) (int, error) {
+			var err error
+			results, err = decodeComplianceResults(b)
+			return 0, err
+		})
+	if err != nil {
+		return nil, resp, storageHint(err, "the download URL serves the results of a complete job for a week after it was created")
+	}
+	return results, resp, nil
+}
+
+// storageCall sends a request to one of a job's storage URLs through the
+// client's retry, rate-limit and metering rules, but on the storage client
+// (no Authorization header) and to that URL, not the API's base URL.
+func (c *Client) storageCall(ctx context.Context, op Operation, param, rawURL, method string, body []byte, decode func([]byte) (int, error)) (*Response, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		// The value is a signed URL: InputError leaves long values out.
+		return nil, newInputError(op, param, rawURL, "must be the absolute http(s) URL the API gave for the job")
+	}
+	hc := c.storage
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	hc = &http.Client{Transport: plainText{hc.Transport}, Jar: hc.Jar, Timeout: hc.Timeout}
+	sc, err := New(hc,
+		WithBaseURL(u.Scheme+"://"+u.Host),
+		WithClock(c.clock), WithMeter(c.meter), WithRetryPolicy(c.retry),
+		WithRateLimitWaitCap(c.waitCap), WithResetMargin(c.margin), WithUserAgent(c.userAgent),
+		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook))
+	if err != nil {
+		return nil, err
+	}
+	// The signed query is sent back exactly as given, not re-encoded.
+	path := u.EscapedPath()
+	if u.RawQuery != "" {
+		path += "?" + u.RawQuery
+	}
+	return sc.do(ctx, &call{op: op, method: method, path: path, body: body, decode: decode})
+}
+
+// plainText sends request bodies as text/plain: an upload is a text file
+// of ids, one per line.
+type plainText struct{ base http.RoundTripper }
+
+func (t plainText) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if req.Body == nil || req.Header.Get("Content-Type") == "text/plain" {
+		return base.RoundTrip(req)
+	}
+	r2 := req.Clone(req.Context())
+	r2.Header.Set("Content-Type", "text/plain")
+	resp, err := base.RoundTrip(r2)
+	if resp != nil {
+		resp.Request = req
+	}
+	return resp, err
+}
+
+// storageHint adds what the URLs' lifetimes are to a storage refusal.
+func storageHint(err error, hint string) error {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Hint == "" && ae.Status >= 400 && ae.Status < 500 {
+		ae.Hint = hint
+	}
+	return err
+}
+
+func validJobType(op Operation, t string) error {
+	if t != ComplianceTweets && t != ComplianceUsers {
+		return newInputError(op, "type", t, `must be "tweets" or "users"`)
+	}
+	return nil
+}
+
+func decodeJob(body []byte) (*ComplianceJob, error) {
+	var w struct {
+		Data *ComplianceJob `json:"data"`
+	}
+	if err := decodeSmall(body, &w, func() error { return nil }); err != nil {
+		return nil, err
+	}
+	if w.Data == nil || w.Data.ID == "" {
+		return nil, shapeError("no data.id in the body")
+	}
+	if w.Data.Status == "" {
+		return nil, shapeError("no data.status in the body")
+	}
+	return w.Data, nil
+}
+
+// onlyErrors reports whether a 200 body has errors and no data: X's answer
+// to a lookup of something that does not exist. detail is the first error's.
+func onlyErrors(body []byte) (detail string, ok bool) {
+	var w struct {
+		Data   json.RawMessage `json:"data"`
+		Errors []struct {
+			Title  string `json:"title"`
+			Detail string `json:"detail"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &w) != nil || len(w.Data) > 0 || len(w.Errors) == 0 {
+		return "", false
+	}
+	e := w.Errors[0]
+	if e.Detail == "" {
+		return e.Title, true
+	}
+	return e.Detail, true
+}
+
+// decodeComplianceResults reads newline-delimited JSON results. Blank lines
+// are skipped; a line that is not a result with an id is an error naming it.
+func decodeComplianceResults(body []byte) ([]ComplianceResult, error) {
+	var out []ComplianceResult
+	for n := 1; len(body) > 0; n++ {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		var r ComplianceResult
+		if err := json.Unmarshal(line, &r); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, fmt.Errorf("results line %d: %w", n, err)
+			}
+			return nil, shapef("results line %d: %v", n, err)
+		}
+		if r.ID == "" {
+			return nil, shapef("results line %d has no id", n)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

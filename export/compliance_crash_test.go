@@ -1,0 +1,88 @@
+package export_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/export/sandbox"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
+)
+
+// A compliance job is recorded in DIR/.state as soon as it is created, and
+// again once its ids are uploaded, ahead of the run's commit: it describes
+// no data of the files. An exporter killed (SIGKILL) right after either
+// step leaves the job running on X; the next run resumes it (uploading its
+// ids if the kill came first) instead of creating another, which X would
+// refuse while it runs, and writes what it reports. The state never runs
+// ahead of the files meanwhile.
+func TestKillMidComplianceJobResumesTheJob(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	sim := xsim.New(xsim.Options{DisableRateLimits: true, Compliance: xsim.ComplianceOptions{Delay: 300 * time.Millisecond}})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 30, folders: 1}}
+	tokens := seed(sim, users)
+	spec := filepath.Join(t.TempDir(), "spec.yml")
+	text := specYAML(sim.URL(), users, tokens, `["*"]`) +
+		fmt.Sprintf("    compliance:\n      bearer_token: %q\n      every: 0s\n", sim.IssueAppOnlyToken())
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	probe := runChild(t, spec, filepath.Join(t.TempDir(), "probe"), 0, 0)
+	if probe.killed || probe.code != 0 {
+		t.Fatalf("clean run: %s", probe.output)
+	}
+	var saved []int // the steps at which the job was saved: created, uploaded
+	for i, s := range probe.steps {
+		if s == "compliance job saved" {
+			saved = append(saved, i+1)
+		}
+	}
+	if len(saved) != 2 {
+		t.Fatalf("the job was saved at steps %v of %v, want after its creation and after its upload", saved, probe.steps)
+	}
+
+	for i, at := range []string{"after the job was created", "after its ids were uploaded"} {
+		dir := filepath.Join(t.TempDir(), "out")
+		deleted := sim.Bookmarks("1001")[10+i]
+		if err := sim.SetPostCompliance(deleted, "deleted"); err != nil {
+			t.Fatal(err)
+		}
+		before := len(sim.ComplianceJobs())
+		if c := runChild(t, spec, dir, saved[i], 0); !c.killed {
+			t.Fatalf("%s: not killed: %s", at, c.output)
+		}
+		checkNotAhead(t, dir, users)
+		jobs := sim.ComplianceJobs()[before:]
+		if len(jobs) != 1 || jobs[0].Uploads != i {
+			t.Fatalf("%s: jobs %+v", at, jobs)
+		}
+		if again := runChild(t, spec, dir, 0, 0); again.killed || again.code != 0 {
+			t.Fatalf("%s: re-run: %s", at, again.output)
+		}
+		jobs = sim.ComplianceJobs()[before:]
+		if len(jobs) != 1 || jobs[0].Uploads != 1 || jobs[0].Status != "complete" || len(jobs[0].IDs) != 30 {
+			t.Fatalf("%s: the re-run created another job or did not finish this one: %+v", at, jobs)
+		}
+		findings, err := sandbox.ReadFindings(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range findings {
+			found = found || (f.PostID == deleted && f.Reason == "deleted" && f.JobID == jobs[0].ID && f.UserID == "1001")
+		}
+		if !found {
+			t.Errorf("%s: x_post_compliance %+v lacks post %s of job %s", at, findings, deleted, jobs[0].ID)
+		}
+		checkArchive(t, dir, sim, users)
+	}
+}

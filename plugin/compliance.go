@@ -1,0 +1,50 @@
+package plugin
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/rs/zerolog"
+)
+
+// prepareCompliance builds the client of x_post_compliance for the
+// accounts of this sync (of its shard), without touching the network. Its
+// API is nil when the spec has no compliance section.
+func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard) *resources.Compliance {
+	c := &resources.Compliance{
+		Set: set, State: st, Clock: o.Clock, Sync: info,
+		Logger: logger.With().Str("table", resources.PostComplianceTable).Logger(),
+	}
+	if shard != nil {
+		c.Scope = fmt.Sprintf("shard-%d-of-%d", shard.Num, shard.Total)
+	}
+	cs := s.Compliance
+	if cs == nil {
+		return c
+	}
+	c.Every, c.Wait, c.MaxIDsPerJob = cs.Every.Duration(), cs.Wait.Duration(), cs.MaxIDsPerJob
+	c.Meter = client.NewMeter(*s.PostReadUSD)
+	token, err := cs.ReadBearerToken()
+	if err != nil {
+		c.Err = err
+		return c
+	}
+	// The app-only token goes to the API only; the jobs' upload and
+	// download URLs are signed storage URLs and get no token.
+	c.API, c.Err = client.New(client.StaticTokenWithTransport(token, o.Transport),
+		client.WithBaseURL(s.BaseURL),
+		client.WithStorageClient(&http.Client{Transport: o.Transport}),
+		client.WithClock(o.Clock),
+		client.WithMeter(c.Meter),
+		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
+		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}),
+		client.WithUserAgent("cq-source-x/"+Version),
+	)
+	return c
+}

@@ -1,0 +1,77 @@
+package resources
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The archived ids and the checks survive a round trip through the state
+// backend's text, and a damaged value is refused rather than misread.
+func TestComplianceStateRoundTrip(t *testing.T) {
+	ids := newPostIDs([]uint64{1880000000000000002, 5, 1880000000000000001, 5, 1})
+	if !slices.Equal(ids, postIDs{1, 5, 1880000000000000001, 1880000000000000002}) {
+		t.Fatalf("set %v", ids)
+	}
+	text, err := ids.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := unmarshalPostIDs(text, "ids")
+	if err != nil || !slices.Equal(back, ids) {
+		t.Fatalf("round trip %v %v", back, err)
+	}
+	damaged := []byte(text)
+	damaged[len(damaged)/2] ^= 1
+	if _, err := unmarshalPostIDs(string(damaged), "ids"); err == nil {
+		t.Error("a damaged id set was read")
+	}
+
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	a := &accountChecks{roundStart: start, lastRound: start.Add(-168 * time.Hour)}
+	a.setAll([]check{{id: 5, at: start.UnixMilli(), reason: reasonDeleted}, {id: 9, at: 1, reason: reasonOther}})
+	a.setAll([]check{{id: 7, at: 2}, {id: 9, at: 3, reason: reasonCode("scrub_geo")}})
+	value, err := a.marshalChecks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b accountChecks
+	if err := b.unmarshalChecks(value, "checks"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b.checks, a.checks) || len(b.checks) != 3 || !b.roundStart.Equal(start) || !b.lastRound.Equal(a.lastRound) {
+		t.Fatalf("checks %+v, want %+v", b, a)
+	}
+	if err := b.unmarshalChecks(strings.Replace(value, `"count":3`, `"count":4`, 1), "checks"); err == nil {
+		t.Error("checks whose count does not match were read")
+	}
+}
+
+// Which posts a round checks: not checked since it started, never one
+// reported deleted; none outside a round.
+func TestDuePosts(t *testing.T) {
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	a := &accountChecks{archived: postIDs{1, 2, 3, 4}}
+	a.setAll([]check{
+		{id: 1, at: start.Add(-time.Hour).UnixMilli()},                                   // clean, before the round
+		{id: 2, at: start.Add(-time.Hour).UnixMilli(), reason: reasonDeleted},            // deleted: never again
+		{id: 3, at: start.Add(time.Minute).UnixMilli(), reason: reasonCode("protected")}, // checked in this round
+	})
+	if a.hasDue() {
+		t.Error("posts are due outside a round")
+	}
+	a.roundStart = start
+	var due []uint64
+	for _, id := range a.archived {
+		if a.due(id) {
+			due = append(due, id)
+		}
+	}
+	if !slices.Equal(due, []uint64{1, 4}) {
+		t.Errorf("due %v, want 1 (checked before the round) and 4 (never)", due)
+	}
+	if got := dueBatch([]*accountChecks{a, {archived: postIDs{0, 4, 8}, roundStart: start}}, 3); !slices.Equal(got, postIDs{0, 1, 4}) {
+		t.Errorf("batch %v, want the 3 smallest due ids, each once", got)
+	}
+}

@@ -1,0 +1,135 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/configtype"
+)
+
+// Compliance configures the checks of the archive with X's free batch
+// compliance job (docs/compliance.md).
+type Compliance struct {
+	// The X app's app-only bearer token: in the developer portal (developer.x.com), your app's "Keys and tokens" page, "Bearer Token".
+	// A user's token (an account's `access_token`, or a token file from `cq-source-x login`) does not work for compliance jobs.
+	BearerToken string `json:"bearer_token,omitempty"`
+	// Path of a file that holds the app-only bearer token alone, instead of `bearer_token`.
+	BearerTokenFile string `json:"bearer_token_file,omitempty"`
+	// How often the archive is checked: a sync starts a check of every archived post when the last check started at least this long ago.
+	// `0s` checks at every sync. Checks are free; posts X reported deleted are not checked again.
+	Every *configtype.Duration `json:"every,omitempty" jsonschema:"default=168h"`
+	// Longest a sync waits for a compliance job to finish. A job still running then is picked up by the next sync.
+	Wait *configtype.Duration `json:"wait,omitempty" jsonschema:"default=10m"`
+	// Most post ids one job is given. More are split into several jobs, run one after the other (X runs one job of a type at a time per app).
+	MaxIDsPerJob int `json:"max_ids_per_job,omitempty" jsonschema:"minimum=1,default=100000"`
+}
+
+// Defaults of the compliance section.
+const (
+	DefaultComplianceEvery = 7 * 24 * time.Hour
+	DefaultComplianceWait  = 10 * time.Minute
+	// DefaultMaxIDsPerJob: X publishes no limit on a job's size (2026); a
+	// personal archive fits in one job, and more jobs cost nothing but time.
+	DefaultMaxIDsPerJob = 100_000
+)
+
+// HintAppOnlyBearerToken says where the right token comes from.
+const HintAppOnlyBearerToken = "compliance jobs need the app's app-only bearer token: in the X developer portal (developer.x.com), open your app's \"Keys and tokens\" page and copy its Bearer Token"
+
+func (c *Compliance) setDefaults() {
+	if c.Every == nil {
+		d := configtype.NewDuration(DefaultComplianceEvery)
+		c.Every = &d
+	}
+	if c.Wait == nil {
+		d := configtype.NewDuration(DefaultComplianceWait)
+		c.Wait = &d
+	}
+	if c.MaxIDsPerJob == 0 {
+		c.MaxIDsPerJob = DefaultMaxIDsPerJob
+	}
+}
+
+// validateCompliance reports the compliance section's problems, each naming
+// its field. The token file is read when a sync starts (ReadBearerToken).
+func (s *Spec) validateCompliance(addProblem func(field, format string, args ...any)) {
+	c := s.Compliance
+	if c == nil {
+		return
+	}
+	add := func(field, format string, args ...any) { addProblem("compliance."+field, format, args...) }
+	switch {
+	case c.BearerToken == "" && c.BearerTokenFile == "":
+		add("bearer_token", "set bearer_token or bearer_token_file (%s)", HintAppOnlyBearerToken)
+	case c.BearerToken != "" && c.BearerTokenFile != "":
+		add("bearer_token", "set bearer_token or bearer_token_file, not both")
+	}
+	if strings.ContainsAny(c.BearerToken, " \t\r\n") {
+		add("bearer_token", "contains whitespace; paste the token alone, without \"Bearer \"")
+	}
+	for i, a := range s.Accounts {
+		if c.BearerToken != "" && c.BearerToken == a.AccessToken {
+			add("bearer_token", "is accounts[%d].access_token, a user's token; %s", i, HintAppOnlyBearerToken)
+		}
+		if c.BearerTokenFile != "" && c.BearerTokenFile == a.TokenFile {
+			add("bearer_token_file", "is accounts[%d].token_file, a user's token file; %s", i, HintAppOnlyBearerToken)
+		}
+	}
+	if d := c.Every.Duration(); d < 0 {
+		add("every", "must not be negative, got %s", d)
+	}
+	if d := c.Wait.Duration(); d < 0 {
+		add("wait", "must not be negative, got %s", d)
+	}
+	if c.MaxIDsPerJob < 1 {
+		add("max_ids_per_job", "must be at least 1, got %d", c.MaxIDsPerJob)
+	}
+}
+
+// ReadBearerToken returns the bearer token, from bearer_token_file when
+// that is set. A file written by `cq-source-x login` (a user's token, as
+// JSON) is refused with a message that says which token is needed.
+func (c *Compliance) ReadBearerToken() (string, error) {
+	if c.BearerTokenFile == "" {
+		return c.BearerToken, nil
+	}
+	b, err := os.ReadFile(c.BearerTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("compliance.bearer_token_file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	var tokenFile map[string]json.RawMessage
+	switch {
+	case token == "":
+		return "", fmt.Errorf("compliance.bearer_token_file %s is empty; %s", c.BearerTokenFile, HintAppOnlyBearerToken)
+	case json.Unmarshal([]byte(token), &tokenFile) == nil:
+		return "", fmt.Errorf("compliance.bearer_token_file %s holds JSON (a user's token file, from `cq-source-x login`?), not a bearer token alone; %s",
+			c.BearerTokenFile, HintAppOnlyBearerToken)
+	case strings.ContainsAny(token, " \t\r\n"):
+		return "", fmt.Errorf("compliance.bearer_token_file %s holds more than one word; it must hold the token alone, without \"Bearer \"", c.BearerTokenFile)
+	}
+	return token, nil
+}
+
+// String describes the section without its token.
+func (c Compliance) String() string {
+	every, wait := "", ""
+	if c.Every != nil {
+		every = c.Every.Duration().String()
+	}
+	if c.Wait != nil {
+		wait = c.Wait.Duration().String()
+	}
+	token := ""
+	if c.BearerToken != "" {
+		token = "REDACTED"
+	}
+	return fmt.Sprintf("{bearer_token: %s, bearer_token_file: %q, every: %s, wait: %s, max_ids_per_job: %d}",
+		token, c.BearerTokenFile, every, wait, c.MaxIDsPerJob)
+}
+
+// GoString keeps the token out of %#v.
+func (c Compliance) GoString() string { return "spec.Compliance" + c.String() }

@@ -45,7 +45,7 @@ type Options struct {
 	// ClientOptions are appended to the options of every account's API
 	// client, after the plugin's own (the exporter adds a wait hook).
 	ClientOptions []client.Option
-	// BuildTargets, when set, replace the SDK's default targets of the
+	// BuildTargets, when not nil, replace the SDK's default targets of the
 	// package command.
 	BuildTargets []plugin.BuildTarget
 }
@@ -93,7 +93,7 @@ func New(opts ...Option) *plugin.Plugin {
 		plugin.WithJSONSchema(spec.JSONSchema),
 		plugin.WithConnectionTester(testConnection(o)),
 	}
-	if len(o.BuildTargets) > 0 {
+	if o.BuildTargets != nil {
 		sdkOpts = append(sdkOpts, plugin.WithBuildTargets(o.BuildTargets))
 	}
 	return plugin.NewPlugin(Name, Version, newClientFunc(o), sdkOpts...)

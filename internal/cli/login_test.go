@@ -120,7 +120,7 @@ func TestLoginDoesNotOverwriteAnotherUsersTokenFile(t *testing.T) {
 	}
 	sim.SetAuthorizingUser("readme-app", "1002")
 	code, out := loginHeadless(t, sim, redirect, tokenFile)
-	if code == 0 || !strings.Contains(out, "holds the token of another user (id 1001") || !strings.Contains(out, "--replace") {
+	if code != ExitError || !strings.Contains(out, "holds the token of another user (id 1001") || !strings.Contains(out, "--replace") {
 		t.Fatalf("second user's login exited %d: %s", code, out)
 	}
 	if now, err := (auth.TokenFile{Path: tokenFile}).Load(); err != nil || now.RefreshToken != first.RefreshToken {
@@ -138,7 +138,7 @@ func TestLoginDoesNotOverwriteAnotherUsersTokenFile(t *testing.T) {
 func TestLoginCommandNeedsAClientID(t *testing.T) {
 	var stderr strings.Builder
 	t.Setenv("X_CLIENT_ID", "")
-	if code := Run(context.Background(), []string{"login", "--token-file", filepath.Join(t.TempDir(), "t.json")}, strings.NewReader(""), io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "--client-id is required") {
+	if code := Run(context.Background(), []string{"login", "--token-file", filepath.Join(t.TempDir(), "t.json")}, strings.NewReader(""), io.Discard, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "--client-id is required") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }

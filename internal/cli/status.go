@@ -233,7 +233,7 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 	st := AccountStatus{Account: t.label, UserID: t.account.UserID}
 	if t.account.AccessToken != "" {
 		st.Refresh, st.RefreshNote = "impossible", "a raw access_token lasts two hours and cannot be refreshed: use token_file for scheduled syncs"
-		rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(t.account.AccessToken, o.Transport))
+		_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(t.account.AccessToken, o.Transport))
 		return st
 	}
 	st.TokenFile = t.account.TokenFile
@@ -245,17 +245,14 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 		return st
 	}
 	st.describeToken(stored)
-	if st.UserID == "" {
-		st.UserID = stored.UserID
-	}
+	st.UserID = firstNonEmpty(st.UserID, stored.UserID)
 	cfg := t.cfg
 	cfg.ClientID = firstNonEmpty(cfg.ClientID, stored.ClientID)
 	st.ClientID = cfg.ClientID
-	if !slices.Contains(st.Scopes, auth.ScopeBookmarkWrite) && len(st.Scopes) > 0 {
+	if len(st.Scopes) > 0 && !slices.Contains(st.Scopes, auth.ScopeBookmarkWrite) {
 		st.Notes = append(st.Notes, "no "+auth.ScopeBookmarkWrite+" scope: adding and removing bookmarks need `"+Name+" login --scopes "+auth.ScopeBookmarkWrite+"`")
 	}
-	now := time.Now()
-	live := stored.Expiry.IsZero() || now.Before(stored.Expiry.Add(-10*time.Second))
+	live := stored.Expiry.IsZero() || time.Now().Before(stored.Expiry.Add(-10*time.Second))
 	switch {
 	case stored.RefreshToken == "":
 		st.Refresh, st.RefreshNote = "impossible", "the file holds no refresh token (offline.access was not granted)"
@@ -263,47 +260,50 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 			st.Problems = append(st.Problems, "the access token has expired and cannot be refreshed: run `"+Name+" login` again")
 			return st
 		}
-		rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(stored.AccessToken, o.Transport))
-		return st
 	case o.NoRefresh:
-		st.Refresh = "not_tried"
+		st.Refresh, st.RefreshNote = "not_tried", "--no-refresh"
 		if !live {
-			st.RefreshNote = "--no-refresh, and the access token has expired: the user was not checked (a sync would refresh it)"
+			st.RefreshNote += ", and the access token has expired: the user was not checked (a sync would refresh it)"
 			return st
 		}
-		st.RefreshNote = "--no-refresh"
-		rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(stored.AccessToken, o.Transport))
+	default:
+		rep.checkRefresh(ctx, &st, t, cfg, file, stored, o.Transport)
 		return st
 	}
-	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithHTTPClient(&http.Client{Transport: o.Transport, Timeout: 30 * time.Second}))
+	_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(stored.AccessToken, o.Transport))
+	return st
+}
+
+// checkRefresh asks who the user is through the token file's token source,
+// which refreshes an expired token; unless that refreshed it, it refreshes
+// then. Either way the rotated pair is saved under the file's lock.
+func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken, transport http.RoundTripper) {
+	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}))
 	if err != nil {
 		st.Refresh = "failed"
 		st.Problems = append(st.Problems, err.Error())
-		return st
+		return
 	}
-	// GET /2/users/me refreshes the token if it has expired (or is refused);
-	// otherwise the refresh is asked for after it.
-	err = rep.whoAmI(ctx, &st, t, &http.Client{Transport: auth.NewTransport(src, o.Transport)})
+	err = rep.whoAmI(ctx, st, t, &http.Client{Transport: auth.NewTransport(src, transport)})
 	var te *auth.TokenEndpointError
 	switch cur := src.Stored(); {
 	case cur.RefreshToken != stored.RefreshToken:
 		rep.TokenRefreshes++
 		st.refreshed(cur, "refreshed when the expired access token was used")
-		return st
+		return
 	case errors.As(err, &te):
 		rep.TokenRefreshes++
 		st.Refresh = "failed"
-		return st
+		return
 	}
 	rep.TokenRefreshes++
 	cur, err := src.Refresh(ctx)
 	if err != nil {
 		st.Refresh = "failed"
 		st.Problems = append(st.Problems, "refresh: "+err.Error())
-		return st
+		return
 	}
 	st.refreshed(cur, "refreshed now")
-	return st
 }
 
 // whoAmI asks GET /2/users/me with hc who the token belongs to.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,6 +147,19 @@ func TestTheBinaryServesAsTheCloudQueryCLIStartsIt(t *testing.T) {
 	first, _, _ := strings.Cut(stdout.String(), "\n")
 	if err := json.Unmarshal([]byte(first), &line); err != nil || line["module"] != "x-source" {
 		t.Errorf("the log is not JSON lines of the plugin: %v\n%s", err, stdout.String())
+	}
+}
+
+// A serve that cannot listen says so once, under the program's name.
+func TestTheBinaryTellsAServeFailureOnce(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	code, _, stderr := run(t, "serve", "--address", taken.Addr().String(), "--no-sentry")
+	if code != 1 || !strings.HasPrefix(stderr, "Error: failed to listen") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
 

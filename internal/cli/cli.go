@@ -105,8 +105,7 @@ Try it without credentials or cost:  ` + Name + ` export --sandbox --out ./demo
 // finish prints err (once) and returns the exit code.
 func (a *app) finish(cmd *cobra.Command, err error) int {
 	code := exitCode(err, a.started)
-	var ee *exitError
-	if err == nil || (errors.As(err, &ee) && ee.printed) {
+	if err == nil {
 		return code
 	}
 	fmt.Fprintln(a.stderr, "Error:", strings.TrimRight(err.Error(), "\n"))

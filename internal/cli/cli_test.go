@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -248,9 +249,28 @@ func TestServeRefusesBadFlagValuesAsTheSDKDoes(t *testing.T) {
 			t.Errorf("%v: exit %d, %s", c.args, code, stderr)
 		}
 	}
+	t.Setenv("CQ_TELEMETRY_LEVEL", "loud") // the SDK would end the process
+	if code, _, stderr := runCLI(t, "serve"); code != ExitUsage || !strings.Contains(stderr, `CQ_TELEMETRY_LEVEL is "loud", not one of none, errors, stats, all`) {
+		t.Errorf("exit %d, %s", code, stderr)
+	}
+	t.Setenv("CQ_TELEMETRY_LEVEL", "")
 	t.Setenv("CQ_SENTRY_ENABLED", "true")
 	if code, _, stderr := runCLI(t, "serve", "--no-sentry"); code != ExitUsage || !strings.Contains(stderr, "CQ_SENTRY_ENABLED and --no-sentry cannot be used together") {
 		t.Errorf("exit %d, %s", code, stderr)
+	}
+}
+
+// A failure of the SDK's serve (the address is taken) is told once, as
+// every error, without the SDK's usage under the name "x".
+func TestServeFailureIsToldOnceUnderTheProgramsName(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	code, stdout, stderr := runCLI(t, "serve", "--address", taken.Addr().String(), "--no-sentry")
+	if code != ExitError || stdout != "" || !strings.HasPrefix(stderr, "Error: failed to listen") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 

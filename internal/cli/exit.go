@@ -34,9 +34,6 @@ const exitCodesHelp = `Exit codes:
 type exitError struct {
 	code int
 	err  error
-	// printed: the message was already written (by the SDK's own command
-	// line, which the plugin commands hand over to).
-	printed bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -107,6 +109,9 @@ func (a *app) infoCommand() *cobra.Command {
 	}
 }
 
+// telemetryLevels are the values of CQ_TELEMETRY_LEVEL the SDK takes.
+var telemetryLevels = []string{"none", "errors", "stats", "all"}
+
 // hubDocs are the pages the CloudQuery hub shows for a plugin, from docs/.
 var hubDocs = []string{"overview.md", "configuration.md"}
 
@@ -181,14 +186,71 @@ func (a *app) pack(cmd *cobra.Command, version, dir string, targets []plugin.Bui
 	return a.packaged(dist)
 }
 
-// runSDK runs the SDK's command line for p with cmd's name and args. The
-// SDK prints its own errors.
+// runSDK runs the SDK's command line for p with cmd's name and args.
 func (a *app) runSDK(cmd *cobra.Command, p *plugin.Plugin, args []string) error {
-	err := serve.Plugin(p, serve.WithArgs(append([]string{cmd.Name()}, args...)...)).Serve(cmd.Context())
-	if err != nil {
-		return &exitError{code: ExitError, err: err, printed: true}
+	// The SDK's command line ends the process (os.Exit) when this is wrong.
+	if v := os.Getenv("CQ_TELEMETRY_LEVEL"); v != "" && !slices.Contains(telemetryLevels, v) {
+		return usageErrorf("CQ_TELEMETRY_LEVEL is %q, not one of %s", v, strings.Join(telemetryLevels, ", "))
 	}
-	return nil
+	return withoutSDKFailureText(a.stderr, func() error {
+		return serve.Plugin(p, serve.WithArgs(append([]string{cmd.Name()}, args...)...)).Serve(cmd.Context())
+	})
+}
+
+// withoutSDKFailureText runs the SDK's command line (run) with os.Stderr
+// replaced by a pipe whose output goes on to w as it comes, but for the text
+// the SDK's own cobra prints when the command fails: "Error: …" and the
+// SDK's usage, which calls the program "x". From a write that starts with
+// "Error: " on, the output is held, and dropped when it is run's error;
+// Run prints that error once, as every command's. The SDK's logs go to
+// stdout, untouched.
+func withoutSDKFailureText(w io.Writer, run func() error) error {
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return run()
+	}
+	saved := os.Stderr
+	os.Stderr = pw
+	held := make(chan []byte, 1)
+	go func() {
+		var hold bytes.Buffer
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.Read(buf)
+			chunk := buf[:n]
+			if hold.Len() == 0 {
+				i := failureTextStart(chunk)
+				_, _ = w.Write(chunk[:i])
+				chunk = chunk[i:]
+			}
+			hold.Write(chunk)
+			if err != nil {
+				held <- hold.Bytes()
+				return
+			}
+		}
+	}()
+	runErr := run()
+	os.Stderr = saved
+	pw.Close()
+	rest := <-held
+	r.Close()
+	if runErr == nil || !bytes.HasPrefix(rest, []byte("Error: "+runErr.Error())) {
+		_, _ = w.Write(rest)
+	}
+	return runErr
+}
+
+// failureTextStart is where "Error: " starts a line in b, or len(b).
+func failureTextStart(b []byte) int {
+	const prefix = "Error: "
+	if bytes.HasPrefix(b, []byte(prefix)) {
+		return 0
+	}
+	if i := bytes.Index(b, []byte("\n"+prefix)); i >= 0 {
+		return i + 1
+	}
+	return len(b)
 }
 
 // sdkFlags are the flags set on the command line, as arguments for the SDK's

@@ -205,7 +205,7 @@ or once for all new shells:
   ` + Name + ` completion bash > /etc/bash_completion.d/` + Name + `
 Commands, flags, and files for --spec and --token-file are completed.`
 
-// noArgs is cobra.NoArgs with the command's usage hint.
+// noArgs refuses positional arguments, as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageErrorf("%s: unexpected argument %q", cmd.Name(), args[0])

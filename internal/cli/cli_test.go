@@ -95,6 +95,18 @@ func TestEveryCommandHasDoubleDashFlags(t *testing.T) {
 	}
 }
 
+// A client secret given in the environment is not shown in any help (a
+// flag's default is).
+func TestHelpDoesNotShowTheClientSecret(t *testing.T) {
+	t.Setenv("X_CLIENT_SECRET", "s3cret-from-env")
+	t.Setenv("X_CLIENT_ID", "id-from-env")
+	for _, cmd := range []string{"login", "logout", "status"} {
+		if _, help, _ := runCLI(t, cmd, "--help"); strings.Contains(help, "s3cret-from-env") {
+			t.Errorf("%s --help shows the secret:\n%s", cmd, help)
+		}
+	}
+}
+
 // `completion SHELL` writes the shell's script, and the shell's requests
 // complete commands and flags.
 func TestCompletion(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -166,11 +165,15 @@ func (a *app) loginCommand() *cobra.Command {
 			"  " + Name + " login --client-id YOUR_CLIENT_ID --token-file alice.json --headless --scopes bookmark.write",
 		GroupID: groupAccounts,
 		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return Login(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fromEnv(&o.ClientID, "X_CLIENT_ID")
+			fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")
+			return Login(cmd.Context(), o)
+		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.ClientID, "client-id", os.Getenv("X_CLIENT_ID"), "OAuth 2.0 Client ID of your X app (env X_CLIENT_ID)")
-	fs.StringVar(&o.ClientSecret, "client-secret", os.Getenv("X_CLIENT_SECRET"), "client secret, for confidential apps (Web App, bot) only (env X_CLIENT_SECRET)")
+	fs.StringVar(&o.ClientID, "client-id", "", "OAuth 2.0 Client ID of your X app (env X_CLIENT_ID)")
+	fs.StringVar(&o.ClientSecret, "client-secret", "", "client secret, for confidential apps (Web App, bot) only (env X_CLIENT_SECRET)")
 	fs.StringVar(&o.RedirectURL, "redirect-url", auth.DefaultRedirectURL, "callback URL registered for the app; must be http://127.0.0.1:PORT/path or http://localhost:PORT/path")
 	fs.StringVar(&o.TokenFile, "token-file", "x-token.json", "where to write the token")
 	fs.StringSliceVar(&o.Scopes, "scopes", nil, "more scopes to ask for, e.g. bookmark.write (comma-separated or repeated)")

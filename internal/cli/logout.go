@@ -124,6 +124,15 @@ func describeUser(t *auth.StoredToken) string {
 	}
 }
 
+// fromEnv sets *flag, when the flag was not given, from the environment
+// variable name. (A flag's default is shown in --help, and a secret must
+// not be.)
+func fromEnv(flag *string, name string) {
+	if *flag == "" {
+		*flag = os.Getenv(name)
+	}
+}
+
 func firstNonEmpty(values ...string) string {
 	for _, v := range values {
 		if v != "" {
@@ -147,12 +156,15 @@ until you remove the app's access in X's settings).`,
 		Example: "  " + Name + " logout --token-file alice.json",
 		GroupID: groupAccounts,
 		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return Logout(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")
+			return Logout(cmd.Context(), o)
+		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.TokenFile, "token-file", "x-token.json", "the token file to log out of")
 	fs.StringVar(&o.ClientID, "client-id", "", "OAuth 2.0 Client ID of the app (default: the one the token file records)")
-	fs.StringVar(&o.ClientSecret, "client-secret", os.Getenv("X_CLIENT_SECRET"), "client secret, for confidential apps (Web App, bot) only (env X_CLIENT_SECRET)")
+	fs.StringVar(&o.ClientSecret, "client-secret", "", "client secret, for confidential apps (Web App, bot) only (env X_CLIENT_SECRET)")
 	fs.StringVar(&o.RevokeURL, "revoke-url", auth.DefaultRevokeURL, "revocation endpoint")
 	fs.BoolVar(&o.NoRevoke, "no-revoke", false, "remove the file without revoking its tokens")
 	_ = cmd.MarkFlagFilename("token-file", "json")

@@ -43,7 +43,8 @@ path at the address:
 		GroupID: groupPlugin,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if sentry, _ := strconv.ParseBool(os.Getenv("CQ_SENTRY_ENABLED")); sentry && cmd.Flags().Changed("no-sentry") {
+			sentry, _ := strconv.ParseBool(os.Getenv("CQ_SENTRY_ENABLED"))
+			if noSentry, _ := cmd.Flags().GetBool("no-sentry"); sentry && noSentry {
 				return usageError(errors.New("CQ_SENTRY_ENABLED and --no-sentry cannot be used together"))
 			}
 			return a.runSDK(cmd, xplugin.New(), sdkFlags(cmd.Flags()))

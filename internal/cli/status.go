@@ -109,7 +109,12 @@ func (a *app) statusCommand() *cobra.Command {
 			"  " + Name + " status --token-file alice.json --no-refresh",
 		GroupID: groupArchive,
 		Args:    noArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return a.status(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Spec == "" {
+				fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")
+			}
+			return a.status(cmd.Context(), o)
+		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Spec, "spec", "", "CloudQuery spec file: its accounts, base_url and oauth")
@@ -118,7 +123,7 @@ func (a *app) statusCommand() *cobra.Command {
 	fs.StringVar(&o.APIURL, "api-url", spec.DefaultBaseURL, "X API base URL, with --token-file")
 	fs.StringVar(&o.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint, with --token-file")
 	fs.StringVar(&o.ClientID, "client-id", "", "the app's Client ID, with --token-file (default: the one each file records)")
-	fs.StringVar(&o.ClientSecret, "client-secret", os.Getenv("X_CLIENT_SECRET"), "client secret of a confidential app, with --token-file (env X_CLIENT_SECRET)")
+	fs.StringVar(&o.ClientSecret, "client-secret", "", "client secret of a confidential app, with --token-file (env X_CLIENT_SECRET)")
 	fs.BoolVar(&o.NoRefresh, "no-refresh", false, "do not refresh the tokens (only try the access token)")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
 	for _, f := range []string{"api-url", "token-url", "client-id", "client-secret", "token-file"} {

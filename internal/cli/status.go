@@ -44,11 +44,14 @@ type StatusReport struct {
 	Accounts []AccountStatus `json:"accounts"`
 	// Out is the exporter's directory the last syncs come from, if given.
 	Out string `json:"out,omitempty"`
-	// Requests status sent: GET /2/users/me (one per account whose token
-	// could be tried) and token refreshes. No post is read.
-	UsersMeRequests int `json:"users_me_requests"`
-	TokenRefreshes  int `json:"token_refreshes"`
-	PostsBilled     int `json:"posts_billed"`
+	// What status sent, as its API client metered it: requests to the API
+	// (GET /2/users/me, one per account whose token could be tried, and
+	// retries), the posts those returned (none), and token refreshes.
+	APIRequests    int `json:"api_requests"`
+	PostsBilled    int `json:"posts_billed"`
+	TokenRefreshes int `json:"token_refreshes"`
+
+	meter *client.Meter
 }
 
 // AccountStatus is one account's status.
@@ -156,7 +159,11 @@ func (a *app) status(ctx context.Context, o StatusOptions) error {
 		}
 	}
 	if failed > 0 {
-		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %d accounts have a problem (see PROBLEM above)", failed, len(rep.Accounts)))
+		where := "PROBLEM above"
+		if o.JSON {
+			where = `"problems" in the report`
+		}
+		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %d accounts have a problem (see %s)", failed, len(rep.Accounts), where))
 	}
 	return nil
 }
@@ -180,7 +187,7 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	if o.Transport == nil {
 		o.Transport = http.DefaultTransport
 	}
-	rep := &StatusReport{Out: o.Out}
+	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0)}
 	var archive *archiveInfo
 	if o.Out != "" {
 		if archive, err = readArchive(ctx, o.Out); err != nil {
@@ -200,6 +207,8 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 		archive.fill(&st)
 		rep.Accounts = append(rep.Accounts, st)
 	}
+	total := rep.meter.Total()
+	rep.APIRequests, rep.PostsBilled = total.Requests, total.PostsReturned+total.PostsUnread
 	return rep, nil
 }
 
@@ -317,12 +326,12 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 		client.WithBaseURL(t.baseURL),
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
 		client.WithRateLimitWaitCap(0),
+		client.WithMeter(rep.meter),
 		client.WithUserAgent(Name+"/"+xplugin.Version))
 	if err != nil {
 		st.Problems = append(st.Problems, err.Error())
 		return err
 	}
-	rep.UsersMeRequests++
 	me, _, err := api.Me(ctx)
 	if err != nil {
 		st.Problems = append(st.Problems, "GET /2/users/me: "+err.Error())
@@ -395,8 +404,8 @@ func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
 		}
 		st.writeText(w, rep.Out, now)
 	}
-	fmt.Fprintf(w, "\nstatus sent %d GET /2/users/me (X bills no post for it) and %d token refreshes; it read no post.\n",
-		rep.UsersMeRequests, rep.TokenRefreshes)
+	fmt.Fprintf(w, "\nstatus sent %d requests to the API (GET /2/users/me, which X bills no post for), which returned %d posts, and %d token refreshes.\n",
+		rep.APIRequests, rep.PostsBilled, rep.TokenRefreshes)
 	if rep.Out == "" {
 		fmt.Fprint(w, "The last sync and the posts held are in an exporter's directory (--out DIR); a CloudQuery sync keeps them\n"+
 			"in the destination's x_api_usage table and its state backend, e.g.:\n"+

@@ -71,7 +71,7 @@ func TestStatusShowsEachAccountAndReadsNoPost(t *testing.T) {
 		"accounts[1]: @user_1002 (User 1002), user id 1002\n",
 		"refresh:       impossible: a raw access_token",
 		"5 new bookmarks",
-		"status sent 2 GET /2/users/me (X bills no post for it) and 1 token refreshes; it read no post.",
+		"status sent 2 requests to the API (GET /2/users/me, which X bills no post for), which returned 0 posts, and 1 token refreshes.",
 	)
 	if e.listRequests() != before {
 		t.Errorf("status sent %d post-reading requests", e.listRequests()-before)
@@ -112,7 +112,7 @@ func TestStatusNoRefreshChangesNothing(t *testing.T) {
 
 	expired := newStatusEnv(t, time.Now().Add(-time.Minute))
 	_, stdout, _ = runCLI(t, "status", "--token-file", expired.alice, "--api-url", expired.sim.URL(), "--token-url", expired.sim.TokenURL(), "--no-refresh")
-	mustContain(t, stdout, "the access token has expired: the user was not checked", "status sent 0 GET /2/users/me")
+	mustContain(t, stdout, "the access token has expired: the user was not checked", "status sent 0 requests to the API")
 }
 
 // An access token that has expired is refreshed by the first request, and
@@ -162,7 +162,7 @@ func TestStatusJSON(t *testing.T) {
 	}
 	a := rep.Accounts[0]
 	if len(rep.Accounts) != 2 || a.UserID != "1001" || a.Username != "user_1001" || a.Refresh != "not_tried" || a.AccessTokenExpiry == nil ||
-		strings.Join(a.Scopes, " ") != strings.Join(readScopes, " ") || rep.UsersMeRequests != 2 || rep.PostsBilled != 0 {
+		strings.Join(a.Scopes, " ") != strings.Join(readScopes, " ") || rep.APIRequests != 2 || rep.PostsBilled != 0 {
 		t.Errorf("%+v", rep)
 	}
 	if rep.Accounts[1].Refresh != "impossible" || rep.Accounts[1].Scopes != nil {

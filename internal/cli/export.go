@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,7 +91,7 @@ func (a *app) exportCommand() *cobra.Command {
 	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
 	_ = cmd.MarkFlagDirname("out")
 	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return []string{"snappy", "zstd", "gzip", "lz4_raw", "none"}, cobra.ShellCompDirectiveNoFileComp
+		return slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }
@@ -149,8 +151,9 @@ func (f exportFlags) report(sum *export.Summary) error {
 }
 
 // accountsError names the accounts that failed, with the exit code for
-// some or all of them; the run committed the others. The summary printed above says what went wrong, so the error only
-// points at it; with --quiet it says it.
+// some or all of them; the run committed the others. The summary printed
+// above says what went wrong, so the error only points at it; with --quiet
+// it says it.
 func (f exportFlags) accountsError(sum *export.Summary) error {
 	failed := sum.Failed()
 	if len(failed) == 0 {

@@ -35,9 +35,10 @@
 //	  "updated_at": "2026-01-02T13:04:05Z"       // when this pair was obtained
 //	}
 //
-// Next to it live FILE.lock (the lock file, empty, never removed) and, only while a refresh is in
-// flight or after one was interrupted, FILE.refreshing (time, process id, host and an 8-byte
-// SHA-256 prefix of the refresh token being spent; no secret). Temporary files are named
+// Next to it live FILE.lock (the lock file, empty, removed only by the logout command, with the
+// token file) and, only while a refresh is in flight or after one was interrupted,
+// FILE.refreshing (time, process id, host and an 8-byte SHA-256 prefix of the refresh token being
+// spent; no secret). Temporary files are named
 // .FILE.tmp-* and are removed on failure.
 //
 // # Refreshing

@@ -276,8 +276,9 @@ const lockRetryDelay = 20 * time.Millisecond
 
 // Lock takes the cross-process exclusive lock on Path+".lock" (flock(2) on Unix, LockFileEx on
 // Windows), waiting until ctx is done. The lock is per open file, so two locks in the same
-// process exclude each other too. The lock file is never removed (removing it would let two
-// processes lock different files).
+// process exclude each other too. The lock file is not removed while the token file exists
+// (removing it would let two processes lock different files); the logout command removes it
+// after the token file.
 func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")

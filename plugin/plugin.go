@@ -21,7 +21,9 @@ const (
 	Team = "cq-source-x"
 )
 
-// Version is set at build time with -ldflags "-X .../plugin.Version=v1.2.3".
+// Version is set at build time with -ldflags "-X .../plugin.Version=v1.2.3"
+// (the SDK's package command does); otherwise it is resolved from the build
+// information Go records in the binary (see BuildInfo).
 var Version = "development"
 
 // Options change how the plugin reaches the world; tests and the sandbox
@@ -43,6 +45,9 @@ type Options struct {
 	// ClientOptions are appended to the options of every account's API
 	// client, after the plugin's own (the exporter adds a wait hook).
 	ClientOptions []client.Option
+	// BuildTargets, when not nil, replace the SDK's default targets of the
+	// package command.
+	BuildTargets []plugin.BuildTarget
 }
 
 // Option sets an Option.
@@ -71,16 +76,25 @@ func WithClientOptions(opts ...client.Option) Option {
 	return func(o *Options) { o.ClientOptions = append(o.ClientOptions, opts...) }
 }
 
+// WithBuildTargets sets the OS/architecture pairs the package command builds.
+func WithBuildTargets(targets []plugin.BuildTarget) Option {
+	return func(o *Options) { o.BuildTargets = targets }
+}
+
 // New returns the plugin.
 func New(opts ...Option) *plugin.Plugin {
 	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return plugin.NewPlugin(Name, Version, newClientFunc(o),
+	sdkOpts := []plugin.Option{
 		plugin.WithKind(Kind),
 		plugin.WithTeam(Team),
 		plugin.WithJSONSchema(spec.JSONSchema),
 		plugin.WithConnectionTester(testConnection(o)),
-	)
+	}
+	if o.BuildTargets != nil {
+		sdkOpts = append(sdkOpts, plugin.WithBuildTargets(o.BuildTargets))
+	}
+	return plugin.NewPlugin(Name, Version, newClientFunc(o), sdkOpts...)
 }

@@ -1,65 +1,214 @@
-// Package cli is the command line of cq-source-x: the program's own commands
-// (login, export, sandbox) beside the CloudQuery SDK's (serve, doc, package,
-// info), which run the plugin.
+// Package cli is the command line of cq-source-x: one command tree (cobra,
+// as the CloudQuery SDK's) with the program's own commands (export, status,
+// sandbox, login, logout, version) beside the SDK's plugin commands (serve,
+// doc, package, info), which the CloudQuery CLI runs.
 package cli
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 
-	"github.com/cloudquery/plugin-sdk/v4/serve"
-	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-const usage = `cq-source-x archives X bookmarks and bookmark folders, incrementally and at the lowest cost.
+// Name is the program's name in every message and help text.
+const Name = "cq-source-x"
 
-Usage: cq-source-x <command> [flags]
+// Command groups of the root's help. Commands added later join one.
+const (
+	groupArchive  = "archive"
+	groupAccounts = "accounts"
+	groupPlugin   = "plugin"
+)
 
-Standalone:
-  login      log in to X (OAuth 2.0 with PKCE) and write a token file
-  export     sync a spec's accounts into Parquet files: export --spec FILE --out DIR
-  sandbox    run the built-in X API simulator and print a spec for it
-
-CloudQuery plugin (run by the CloudQuery CLI):
-  serve      serve the plugin over gRPC
-  doc        write table documentation (JSON)
-  package    package the plugin for the CloudQuery hub
-  info       print plugin information
-
-Run 'cq-source-x <command> --help' for a command's flags.
-`
-
-// Run runs the command in args (without the program name) and returns the
-// process exit code.
+// Run runs the command line args (without the program name) and returns the
+// process exit code (see exit.go).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
-		if len(args) == 0 {
-			return 2
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	return a.finish(cmd, err)
+}
+
+// app is one run of the command line: its streams, and whether a command's
+// own code started (an error before that is the command line's).
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	started        bool
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   Name,
+		Short: "Archive X bookmarks incrementally, as a CloudQuery source plugin or a standalone Parquet exporter",
+		Long: Name + ` keeps a complete, incremental archive of X (Twitter) bookmarks and bookmark
+folders, and reads (and so pays for) as few posts as possible doing it. It is a
+CloudQuery source plugin and, with the same spec file, a standalone exporter to
+Parquet.
+
+Try it without credentials or cost:  ` + Name + ` export --sandbox --out ./demo
+
+` + exitCodesHelp,
+		Version:       versionText(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Cobra checks required and exclusive flags after this hook: check
+		// them here, so that everything before a command's code runs is the
+		// command line's to fail.
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageError(err)
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageError(err)
+			}
+			a.started = true
+			return nil
+		},
+	}
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetVersionTemplate("{{.Version}}")
+	root.SetFlagErrorFunc(flagError)
+	root.AddGroup(
+		&cobra.Group{ID: groupArchive, Title: "Archive:"},
+		&cobra.Group{ID: groupAccounts, Title: "X accounts:"},
+		&cobra.Group{ID: groupPlugin, Title: "CloudQuery plugin (run by the CloudQuery CLI and for the hub):"},
+	)
+	root.AddCommand(
+		a.exportCommand(), a.statusCommand(), a.sandboxCommand(),
+		a.loginCommand(), a.logoutCommand(),
+		a.serveCommand(), a.docCommand(), a.packageCommand(), a.infoCommand(),
+		a.versionCommand(),
+	)
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Run, c.RunE = nil, helpRun
+		case "completion":
+			c.Long += completionHelp
 		}
-		return 0
 	}
-	var err error
-	switch args[0] {
-	case "login":
-		err = runLogin(ctx, args[1:], stdin, stdout, stderr)
-	case "export":
-		err = runExport(ctx, args[1:], stdout, stderr)
-	case "sandbox":
-		err = runSandbox(ctx, args[1:], stdout, stderr)
-	default:
-		err = serve.Plugin(xplugin.New(), serve.WithArgs(args...)).Serve(ctx)
+	strictGroups(root)
+	return root
+}
+
+// finish prints err (once) and returns the exit code.
+func (a *app) finish(cmd *cobra.Command, err error) int {
+	code := exitCode(err, a.started)
+	if err == nil {
+		return code
 	}
+	fmt.Fprintln(a.stderr, "Error:", strings.TrimRight(err.Error(), "\n"))
+	if code == ExitUsage && cmd != nil {
+		if cmd.Name() == "help" {
+			cmd = cmd.Root()
+		}
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// helpRun is `help [command]`: the command's help, or, for a command that
+// does not exist, an error with suggestions (cobra's own prints the root's
+// usage and succeeds).
+func helpRun(c *cobra.Command, args []string) error {
+	cmd, rest, err := c.Root().Find(args)
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	default:
-		fmt.Fprintln(stderr, "Error:", err)
-		return 1
+	case err != nil:
+		return usageError(err)
+	case len(rest) > 0 && cmd.HasAvailableSubCommands():
+		return usageError(unknownSubcommand(cmd, rest[0]))
 	}
+	cmd.InitDefaultHelpFlag()
+	cmd.InitDefaultVersionFlag()
+	return cmd.Help()
+}
+
+// strictGroups makes every command below the root that only groups others
+// (`completion`, and later `bookmarks`) refuse an unknown subcommand with
+// suggestions, as the root does, rather than print its help and succeed.
+func strictGroups(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		if c.HasSubCommands() && !c.Runnable() {
+			c.SuggestionsMinimumDistance = 2
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(c *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return c.Help()
+				}
+				return usageError(unknownSubcommand(c, args[0]))
+			}
+		}
+		strictGroups(c)
+	}
+}
+
+func unknownSubcommand(cmd *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return errors.New(msg)
+}
+
+// flagError marks flag errors as usage errors and suggests the flag meant.
+func flagError(cmd *cobra.Command, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		var near []string
+		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden && (strings.HasPrefix(f.Name, name) || editDistance(f.Name, name) <= 2) {
+				near = append(near, "--"+f.Name)
+			}
+		})
+		if len(near) > 0 {
+			err = fmt.Errorf("%w\n\nDid you mean this?\n\t%s", err, strings.Join(near, "\n\t"))
+		}
+	}
+	return usageError(err)
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+const completionHelp = `
+For example, in bash:
+  source <(` + Name + ` completion bash)
+or once for all new shells:
+  ` + Name + ` completion bash > /etc/bash_completion.d/` + Name + `
+Commands, flags, and files for --spec and --token-file are completed.`
+
+// noArgs refuses positional arguments, as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s: unexpected argument %q", cmd.Name(), args[0])
+	}
+	return nil
 }

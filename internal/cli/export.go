@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -20,13 +20,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
 	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
 )
 
-const exportUsage = `Usage:
-  cq-source-x export --spec FILE --out DIR [--compression CODEC] [--json] [--quiet]
-  cq-source-x export --sandbox --out DIR [--compression CODEC] [--json] [--quiet]
-
-Sync the accounts of a CloudQuery source spec into Parquet files, with no
+const exportLong = `Sync the accounts of a CloudQuery source spec into Parquet files, with no
 other software: the plugin runs in-process (same tables, walks and state as a
 CloudQuery sync) and each run adds one file per table under DIR/<table>/,
 named so that name order is time order. The incremental state lives in
@@ -46,8 +43,7 @@ codecs mix freely in one directory.
 no cost. It exports, changes the demo bookmarks, exports again and shows that
 the second run billed only what was new. DIR keeps the files.
 
-Flags:
-`
+` + exitCodesHelp
 
 // exportMemoryLimit is the heap size the exporter asks the Go runtime to
 // stay under. Its live data is small (a few pages, the Parquet row group
@@ -72,35 +68,45 @@ type exportFlags struct {
 	stdout, stderr io.Writer
 }
 
-func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := exportFlags{stdout: stdout, stderr: stderr}
+func (a *app) exportCommand() *cobra.Command {
+	f := exportFlags{stdout: a.stdout, stderr: a.stderr}
+	cmd := &cobra.Command{
+		Use:   "export --spec FILE --out DIR",
+		Short: "Sync a spec's accounts into Parquet files",
+		Long:  exportLong,
+		Example: "  " + Name + " export --spec x.yml --out ./archive\n" +
+			"  " + Name + " export --spec x.yml --out ./archive --compression zstd --quiet\n" +
+			"  " + Name + " export --sandbox --out ./demo",
+		GroupID: groupArchive,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context()) },
+	}
+	fs := cmd.Flags()
 	fs.StringVar(&f.spec, "spec", "", "CloudQuery spec file with the plugin's source spec")
 	fs.StringVar(&f.out, "out", "", "output directory: Parquet files per table, and the incremental state")
 	fs.StringVar(&f.compression, "compression", pqfile.DefaultCodec, "Parquet compression: snappy, zstd, gzip, lz4_raw or none")
 	fs.BoolVar(&f.json, "json", false, "print the summary as JSON on stdout")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only errors")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the demo against the built-in simulator (no --spec)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, exportUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
+	_ = cmd.MarkFlagDirname("out")
+	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func (f exportFlags) run(ctx context.Context) error {
 	switch {
-	case fs.NArg() > 0:
-		return fmt.Errorf("export: unexpected argument %q", fs.Arg(0))
 	case f.out == "":
-		return errors.New("export: --out DIR is required")
+		return usageError(errors.New("export: --out DIR is required"))
 	case f.sandbox && f.spec != "":
-		return errors.New("export: --sandbox brings its own spec; drop --spec")
+		return usageError(errors.New("export: --sandbox brings its own spec; drop --spec"))
 	case !f.sandbox && f.spec == "":
-		return errors.New("export: --spec FILE is required (or --sandbox for the demo)")
+		return usageError(errors.New("export: --spec FILE is required (or --sandbox for the demo)"))
 	}
 	if _, err := pqfile.ParseCodec(f.compression); err != nil {
-		return fmt.Errorf("export: --compression: %w", err)
+		return usageErrorf("export: --compression: %w", err)
 	}
 	limitMemory()
 	if f.sandbox {
@@ -108,7 +114,7 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	src, err := export.ReadSpecFile(f.spec)
 	if err != nil {
-		return err
+		return usageError(err)
 	}
 	res, err := export.Run(ctx, f.options(src, f.out))
 	if err != nil {
@@ -144,9 +150,10 @@ func (f exportFlags) report(sum *export.Summary) error {
 	return nil
 }
 
-// accountsError names the accounts that failed; the run committed the
-// others. The summary printed above says what went wrong, so the error only
-// points at it; with --quiet it says it.
+// accountsError names the accounts that failed, with the exit code for
+// some or all of them; the run committed the others. The summary printed
+// above says what went wrong, so the error only points at it; with --quiet
+// it says it.
 func (f exportFlags) accountsError(sum *export.Summary) error {
 	failed := sum.Failed()
 	if len(failed) == 0 {
@@ -162,19 +169,19 @@ func (f exportFlags) accountsError(sum *export.Summary) error {
 		for i, a := range failed {
 			names[i] = a.Account
 		}
-		return fmt.Errorf("%s (%s: see FAILED above); %s", what, strings.Join(names, ", "), after)
+		return accountsError(len(failed), len(sum.Accounts), fmt.Errorf("%s (%s: see FAILED above); %s", what, strings.Join(names, ", "), after))
 	}
 	lines := make([]string, len(failed))
 	for i, a := range failed {
 		lines[i] = strings.ReplaceAll(strings.TrimPrefix(a.Failure(), "FAILED "), "\n", "\n  ")
 	}
-	return fmt.Errorf("%s; %s:\n  %s", what, after, strings.Join(lines, "\n  "))
+	return accountsError(len(failed), len(sum.Accounts), fmt.Errorf("%s; %s:\n  %s", what, after, strings.Join(lines, "\n  ")))
 }
 
 // exportSandbox runs the demo: export, change the lists, export again.
 func exportSandbox(ctx context.Context, f exportFlags) error {
 	if _, err := os.Stat(filepath.Join(f.out, ".state")); err == nil {
-		return fmt.Errorf("export --sandbox: %s already holds an export; the demo needs a new directory", f.out)
+		return usageErrorf("export --sandbox: %s already holds an export; the demo needs a new directory", f.out)
 	}
 	sb, err := sandbox.Start(sandbox.Options{})
 	if err != nil {

@@ -50,7 +50,7 @@ func keysOf(m map[string]any) string {
 }
 
 // TestExport_JSONAndFailedAccount: an account whose token the API rejects
-// makes the exit code non-zero and is named; the other account is exported;
+// makes the exit code ExitSomeAccountsFailed (3) and is named; the other account is exported;
 // --json prints the summary in its documented shape.
 func TestExport_JSONAndFailedAccount(t *testing.T) {
 	sim := xsim.New(xsim.Options{})
@@ -64,8 +64,8 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 	out := t.TempDir()
 
 	code, stdout, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--json")
-	if code == 0 {
-		t.Fatalf("exit 0 with a failed account; stderr:\n%s", stderr)
+	if code != ExitSomeAccountsFailed {
+		t.Fatalf("exit %d with one of two accounts failed, want %d; stderr:\n%s", code, ExitSomeAccountsFailed, stderr)
 	}
 	if !strings.Contains(stderr, "1 account failed") || !strings.Contains(stderr, "accounts[1] (user 1002)") || !strings.Contains(stderr, "401 Unauthorized") {
 		t.Errorf("stderr does not name the failed account:\n%s", stderr)
@@ -119,7 +119,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 
 	// --quiet prints nothing but the errors.
 	code, stdout, stderr = runCLI(t, "export", "--spec", spec, "--out", out, "--quiet")
-	if code == 0 || stdout != "" || strings.Contains(stderr, "est. USD") || strings.Contains(stderr, " ERR ") || !strings.Contains(stderr, "accounts[1] (user 1002)") {
+	if code != ExitSomeAccountsFailed || stdout != "" || strings.Contains(stderr, "est. USD") || strings.Contains(stderr, " ERR ") || !strings.Contains(stderr, "accounts[1] (user 1002)") {
 		t.Errorf("--quiet: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
@@ -136,14 +136,14 @@ func TestExport_UsageErrors(t *testing.T) {
 		{[]string{"export", "--sandbox", "--out", t.TempDir(), "--compression", "brotli"}, `--compression: unknown compression "brotli" (one of: gzip, lz4_raw, none, snappy, zstd)`},
 	} {
 		code, _, stderr := runCLI(t, c.args...)
-		if code == 0 || !strings.Contains(stderr, c.want) {
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
 		}
 	}
-	code, _, stderr := runCLI(t, "export", "--help")
-	for _, flag := range []string{"-spec", "-out", "-compression", "-json", "-quiet", "-sandbox", "docs/export.md"} {
-		if !strings.Contains(stderr, flag) {
-			t.Errorf("--help lacks %s:\n%s", flag, stderr)
+	code, stdout, _ := runCLI(t, "export", "--help")
+	for _, flag := range []string{"--spec", "--out", "--compression", "--json", "--quiet", "--sandbox", "docs/export.md", "Exit codes:"} {
+		if !strings.Contains(stdout, flag) {
+			t.Errorf("--help lacks %s:\n%s", flag, stdout)
 		}
 	}
 	if code != 0 {
@@ -185,7 +185,7 @@ func TestExport_SandboxDemo(t *testing.T) {
 		t.Errorf("x_bookmarks files: %v", files)
 	}
 	// The directory is taken: a second demo there is refused.
-	if code, _, stderr := runCLI(t, "export", "--sandbox", "--out", out); code == 0 || !strings.Contains(stderr, "already holds an export") {
+	if code, _, stderr := runCLI(t, "export", "--sandbox", "--out", out); code != ExitUsage || !strings.Contains(stderr, "already holds an export") {
 		t.Errorf("second demo in the same directory: exit %d, %s", code, stderr)
 	}
 }

@@ -3,17 +3,20 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/spf13/cobra"
 )
 
 // LoginOptions are the settings of `cq-source-x login`; tests fill them in
@@ -24,24 +27,31 @@ type LoginOptions struct {
 	AuthURL, TokenURL      string
 	APIURL                 string
 	TokenFile              string
-	Write                  bool
-	Headless               bool
-	Replace                bool // overwrite a token file that holds another user's token
-	In                     io.Reader
-	Out                    io.Writer
-	OpenBrowser            func(string) error
-	HTTPClient             *http.Client
-	Now                    func() time.Time
+	// Scopes are asked for beside the read scopes and offline.access
+	// (auth.ReadScopes); Write adds bookmark.write.
+	Scopes      []string
+	Write       bool
+	Headless    bool
+	Replace     bool // overwrite a token file that holds another user's token
+	In          io.Reader
+	Out         io.Writer
+	OpenBrowser func(string) error
+	HTTPClient  *http.Client
+	Now         func() time.Time
 }
 
 // Login runs the OAuth 2.0 PKCE login, resolves the user with GET
 // /2/users/me and writes the token file (mode 0600, atomically).
 func Login(ctx context.Context, o LoginOptions) error {
 	if o.ClientID == "" {
-		return errors.New("login: --client-id is required (the OAuth 2.0 Client ID of your X app; or set X_CLIENT_ID)")
+		return usageError(errors.New("login: --client-id is required (the OAuth 2.0 Client ID of your X app; or set X_CLIENT_ID)"))
 	}
 	if o.TokenFile == "" {
-		return errors.New("login: --token-file is required")
+		return usageError(errors.New("login: --token-file is required"))
+	}
+	scopes, err := loginScopes(o.Scopes, o.Write)
+	if err != nil {
+		return usageError(err)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -52,7 +62,7 @@ func Login(ctx context.Context, o LoginOptions) error {
 		AuthURL:      o.AuthURL,
 		TokenURL:     o.TokenURL,
 		RedirectURL:  o.RedirectURL,
-		Scopes:       auth.Scopes(o.Write),
+		Scopes:       scopes,
 	}
 	tok, err := auth.Login(ctx, cfg, auth.LoginOptions{
 		Headless:    o.Headless,
@@ -114,29 +124,69 @@ func atName(username string) string {
 	return ", @" + username
 }
 
-func runLogin(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("login", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := LoginOptions{In: stdin, Out: stderr}
-	fs.StringVar(&o.ClientID, "client-id", os.Getenv("X_CLIENT_ID"), "OAuth 2.0 Client ID of your X app (env X_CLIENT_ID)")
-	fs.StringVar(&o.ClientSecret, "client-secret", os.Getenv("X_CLIENT_SECRET"), "client secret, for confidential apps (Web App, bot) only (env X_CLIENT_SECRET)")
+// loginScopes are the read scopes and offline.access, plus extra (given
+// as names, or as comma- or space-separated lists) and bookmark.write with
+// write.
+func loginScopes(extra []string, write bool) ([]string, error) {
+	scopes := auth.Scopes(write)
+	for _, e := range extra {
+		for _, s := range strings.FieldsFunc(e, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }) {
+			if !validScope.MatchString(s) {
+				return nil, fmt.Errorf("login: --scopes: %q is not a scope name such as %s", s, auth.ScopeBookmarkWrite)
+			}
+			if !slices.Contains(scopes, s) {
+				scopes = append(scopes, s)
+			}
+		}
+	}
+	return scopes, nil
+}
+
+var validScope = regexp.MustCompile(`^[a-z]+(\.[a-z]+)+$`)
+
+const loginLong = `Log in to X with OAuth 2.0 (authorization code with PKCE) and write a token
+file for the spec's accounts[].token_file. The login opens the authorize page
+in a browser and receives the redirect on --redirect-url, which must be
+registered as a callback URL of your X app; --headless opens nothing and asks
+you to paste the address the browser was sent to. Syncs refresh the file by
+themselves (X rotates refresh tokens on every refresh). One token file per
+account. See docs/auth.md.
+
+It asks for tweet.read users.read bookmark.read offline.access; --scopes asks
+for more, e.g. --scopes bookmark.write (adding and removing bookmarks).`
+
+func (a *app) loginCommand() *cobra.Command {
+	o := LoginOptions{In: a.stdin, Out: a.stderr}
+	cmd := &cobra.Command{
+		Use:   "login --client-id ID [--token-file FILE]",
+		Short: "Log in to X and write a token file",
+		Long:  loginLong,
+		Example: "  " + Name + " login --client-id YOUR_CLIENT_ID --token-file alice.json\n" +
+			"  " + Name + " login --client-id YOUR_CLIENT_ID --token-file alice.json --headless --scopes bookmark.write",
+		GroupID: groupAccounts,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fromEnv(&o.ClientID, "X_CLIENT_ID")
+			fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")
+			return Login(cmd.Context(), o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.ClientID, "client-id", "", "OAuth 2.0 Client ID of your X app (env X_CLIENT_ID)")
+	fs.StringVar(&o.ClientSecret, "client-secret", "", "client secret, for confidential apps (Web App, bot) only (env X_CLIENT_SECRET)")
 	fs.StringVar(&o.RedirectURL, "redirect-url", auth.DefaultRedirectURL, "callback URL registered for the app; must be http://127.0.0.1:PORT/path or http://localhost:PORT/path")
 	fs.StringVar(&o.TokenFile, "token-file", "x-token.json", "where to write the token")
-	fs.BoolVar(&o.Write, "write", false, "also ask for bookmark.write (add and remove bookmarks)")
+	fs.StringSliceVar(&o.Scopes, "scopes", nil, "more scopes to ask for, e.g. bookmark.write (comma-separated or repeated)")
+	fs.BoolVar(&o.Write, "write", false, "ask for bookmark.write as well")
+	_ = fs.MarkDeprecated("write", "use --scopes bookmark.write")
 	fs.BoolVar(&o.Headless, "headless", false, "do not listen for the redirect: paste the address the browser was sent to")
 	fs.BoolVar(&o.Replace, "replace", false, "overwrite --token-file even if it holds another user's token")
 	fs.StringVar(&o.AuthURL, "auth-url", auth.DefaultAuthURL, "authorization endpoint")
 	fs.StringVar(&o.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint")
 	fs.StringVar(&o.APIURL, "api-url", spec.DefaultBaseURL, "X API base URL, for GET /2/users/me")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: cq-source-x login --client-id ID [flags]\n\nLog in to X with OAuth 2.0 (authorization code with PKCE) and write a token file for the spec's token_file.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("login: unexpected argument %q", fs.Arg(0))
-	}
-	return Login(ctx, o)
+	_ = cmd.MarkFlagFilename("token-file", "json")
+	_ = cmd.RegisterFlagCompletionFunc("scopes", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []string{auth.ScopeBookmarkWrite}, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
 }

@@ -3,8 +3,11 @@ package cli
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,10 +20,22 @@ import (
 )
 
 // loginHeadless runs the login command headless against the simulator's
-// OAuth endpoints: it reads the authorize URL the command prints, approves
-// it as the user's browser would, and pastes the redirect back. It returns
-// the exit code and what the command printed.
+// OAuth endpoints (with the README's client and redirect URL, and extra
+// flags), approving as the simulator's authorizing user.
 func loginHeadless(t *testing.T, sim *xsim.Server, redirect, tokenFile string, extra ...string) (int, string) {
+	t.Helper()
+	args := append([]string{"login",
+		"--client-id", "readme-app", "--token-file", tokenFile, "--headless",
+		"--redirect-url", redirect, "--auth-url", sim.AuthorizeURL(), "--token-url", sim.TokenURL(), "--api-url", sim.URL(),
+	}, extra...)
+	return runHeadlessLogin(t, args, func(u string) (string, error) { return browse(u, "") })
+}
+
+// runHeadlessLogin runs a login command with --headless: it reads the
+// authorize URL the command prints, has browser approve it, and pastes
+// the address the browser was sent to. It returns the exit code and what
+// the command printed.
+func runHeadlessLogin(t *testing.T, args []string, browser func(authorizeURL string) (string, error)) (int, string) {
 	t.Helper()
 	stdinR, stdinW := io.Pipe()
 	stderrR, stderrW := io.Pipe()
@@ -43,14 +58,10 @@ func loginHeadless(t *testing.T, sim *xsim.Server, redirect, tokenFile string, e
 			if u == "" {
 				continue
 			}
-			c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-			resp, err := c.Get(u)
-			if err != nil {
-				browserDone <- err
-				return
+			loc, err := browser(u)
+			if err == nil {
+				_, err = io.WriteString(stdinW, loc+"\n")
 			}
-			resp.Body.Close()
-			_, err = io.WriteString(stdinW, resp.Header.Get("Location")+"\n")
 			for line := range lines {
 				printed.WriteString(line + "\n")
 			}
@@ -59,16 +70,41 @@ func loginHeadless(t *testing.T, sim *xsim.Server, redirect, tokenFile string, e
 		}
 		browserDone <- io.ErrUnexpectedEOF
 	}()
-	args := append([]string{"login",
-		"--client-id", "readme-app", "--token-file", tokenFile, "--headless",
-		"--redirect-url", redirect, "--auth-url", sim.AuthorizeURL(), "--token-url", sim.TokenURL(), "--api-url", sim.URL(),
-	}, extra...)
 	code := Run(context.Background(), args, stdinR, io.Discard, stderrW)
 	stderrW.Close()
 	if err := <-browserDone; err != nil {
-		t.Fatal(err)
+		t.Fatalf("browser: %v; the login printed:\n%s", err, printed.String())
 	}
 	return code, printed.String()
+}
+
+// browse opens an authorize URL as a browser would and returns where it
+// is redirected; on a consent page it picks the account userID.
+func browse(authorizeURL, userID string) (string, error) {
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(authorizeURL)
+	if err != nil {
+		return "", err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK { // the consent page: submit its form
+		form := url.Values{}
+		for _, m := range regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`).FindAllStringSubmatch(string(body), -1) {
+			form.Set(html.UnescapeString(m[1]), html.UnescapeString(m[2]))
+		}
+		form.Set("user_id", userID)
+		u, _ := url.Parse(authorizeURL)
+		u.RawQuery = ""
+		if resp, err = c.PostForm(u.String(), form); err != nil {
+			return "", err
+		}
+		resp.Body.Close()
+	}
+	if resp.StatusCode != http.StatusFound {
+		return "", fmt.Errorf("the authorize page answered %d: %s", resp.StatusCode, body)
+	}
+	return resp.Header.Get("Location"), nil
 }
 
 // The README's login command, with its flags, against the simulator.
@@ -120,7 +156,7 @@ func TestLoginDoesNotOverwriteAnotherUsersTokenFile(t *testing.T) {
 	}
 	sim.SetAuthorizingUser("readme-app", "1002")
 	code, out := loginHeadless(t, sim, redirect, tokenFile)
-	if code == 0 || !strings.Contains(out, "holds the token of another user (id 1001") || !strings.Contains(out, "--replace") {
+	if code != ExitError || !strings.Contains(out, "holds the token of another user (id 1001") || !strings.Contains(out, "--replace") {
 		t.Fatalf("second user's login exited %d: %s", code, out)
 	}
 	if now, err := (auth.TokenFile{Path: tokenFile}).Load(); err != nil || now.RefreshToken != first.RefreshToken {
@@ -138,7 +174,7 @@ func TestLoginDoesNotOverwriteAnotherUsersTokenFile(t *testing.T) {
 func TestLoginCommandNeedsAClientID(t *testing.T) {
 	var stderr strings.Builder
 	t.Setenv("X_CLIENT_ID", "")
-	if code := Run(context.Background(), []string{"login", "--token-file", filepath.Join(t.TempDir(), "t.json")}, strings.NewReader(""), io.Discard, &stderr); code == 0 || !strings.Contains(stderr.String(), "--client-id is required") {
+	if code := Run(context.Background(), []string{"login", "--token-file", filepath.Join(t.TempDir(), "t.json")}, strings.NewReader(""), io.Discard, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "--client-id is required") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }
@@ -163,5 +199,32 @@ func TestLoginPrintsTheTokenFilesAbsolutePath(t *testing.T) {
 	}
 	if want := "- token_file: " + strconv.Quote(filepath.Join(dir, "alice.json")); !strings.Contains(out, want) {
 		t.Fatalf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// --scopes asks for more than the read scopes and offline.access, and the
+// token file records what X granted; --write is --scopes bookmark.write.
+func TestLoginScopesAsksForMoreScopes(t *testing.T) {
+	sim := startSim(t)
+	const redirect = "http://127.0.0.1:8085/callback"
+	sim.RegisterClient("readme-app", "", redirect)
+	sim.SetAuthorizingUser("readme-app", "1001")
+	for _, extra := range [][]string{{"--scopes", "bookmark.write"}, {"--write"}} {
+		tokenFile := filepath.Join(t.TempDir(), "alice.json")
+		code, out := loginHeadless(t, sim, redirect, tokenFile, extra...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", extra, code, out)
+		}
+		if !strings.Contains(out, "scope=tweet.read+users.read+bookmark.read+offline.access+bookmark.write") {
+			t.Errorf("%v: the authorize URL does not ask for bookmark.write:\n%s", extra, out)
+		}
+		stored, err := auth.TokenFile{Path: tokenFile}.Load()
+		if err != nil || stored.Scope != "tweet.read users.read bookmark.read offline.access bookmark.write" {
+			t.Errorf("%v: token file scope %q, %v", extra, stored.Scope, err)
+		}
+	}
+	code, _, stderr := runCLI(t, "login", "--client-id", "app", "--scopes", "bookmark.write,no such scope")
+	if code != ExitUsage || !strings.Contains(stderr, `--scopes: "no" is not a scope name such as bookmark.write`) {
+		t.Errorf("a bad scope: exit %d, %s", code, stderr)
 	}
 }

@@ -52,14 +52,14 @@ func TestExport_CappedFirstSyncIsNotBilledAgain(t *testing.T) {
 	billed := func() int { return sim.Usage("1001")[xsim.OpListBookmarks].PostsReturned }
 
 	code, _, stderr := runCLI(t, "export", "--spec", capped, "--out", out)
-	if code == 0 || billed() != 100 {
+	if code != ExitAllAccountsFailed || billed() != 100 {
 		t.Fatalf("first run: exit %d, billed %d:\n%s", code, billed(), stderr)
 	}
 	mustContain(t, stderr, "FAILED accounts[0] (user 1001): bookmarks walk stopped at the billed-post cap (planner.max_billed_posts: 100) after 100 billed posts, before reaching the end of the list",
 		"raise planner.max_billed_posts once", "x_bookmarks rows written: 100\n")
 
 	code, _, stderr = runCLI(t, "export", "--spec", capped, "--out", out)
-	if code == 0 || billed() != 100 {
+	if code != ExitAllAccountsFailed || billed() != 100 {
 		t.Fatalf("second run: exit %d, billed %d more:\n%s", code, billed()-100, stderr)
 	}
 	mustContain(t, stderr, "FAILED accounts[0] (user 1001): bookmarks walk not started, nothing billed: the last sync",
@@ -122,8 +122,8 @@ func TestExport_AFailureIsPrintedOnce(t *testing.T) {
 			args = append(args, "--quiet")
 		}
 		code, _, stderr := runCLI(t, args...)
-		if code == 0 {
-			t.Fatalf("exit 0:\n%s", stderr)
+		if code != ExitSomeAccountsFailed {
+			t.Fatalf("exit %d, want %d:\n%s", code, ExitSomeAccountsFailed, stderr)
 		}
 		if n := strings.Count(stderr, "the API refused accounts[1].access_token"); n != 1 {
 			t.Errorf("quiet=%v: the failure is printed %d times:\n%s", quiet, n, stderr)
@@ -151,8 +151,8 @@ func TestExport_AnExpiredAccessTokenSaysItCannotBeRefreshed(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	spec := specFile(t, t.TempDir(), sim.URL(), "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", token))
 	code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", t.TempDir())
-	if code == 0 {
-		t.Fatalf("exit 0:\n%s", stderr)
+	if code != ExitAllAccountsFailed {
+		t.Fatalf("exit %d, want %d:\n%s", code, ExitAllAccountsFailed, stderr)
 	}
 	mustContain(t, stderr, "FAILED accounts[0] (user 1001): the API refused accounts[0].access_token (401 Unauthorized)",
 		"a raw access_token cannot be refreshed", "run `cq-source-x login` and set accounts[0].token_file instead of access_token")
@@ -166,8 +166,8 @@ func TestExport_AnExpiredAccessTokenSaysItCannotBeRefreshed(t *testing.T) {
 func TestExport_AWrongBaseURLSaysCheckBaseURL(t *testing.T) {
 	spec := specFile(t, t.TempDir(), "http://127.0.0.1:1", "accounts:", "  - {user_id: \"1001\", access_token: tok}")
 	code, stdout, stderr := runCLI(t, "export", "--spec", spec, "--out", t.TempDir(), "--json")
-	if code == 0 {
-		t.Fatalf("exit 0:\n%s", stderr)
+	if code != ExitAllAccountsFailed {
+		t.Fatalf("exit %d, want %d:\n%s", code, ExitAllAccountsFailed, stderr)
 	}
 	var sum export.Summary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {

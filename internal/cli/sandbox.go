@@ -3,41 +3,51 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
+	"github.com/spf13/cobra"
 )
 
-const sandboxUsage = `Usage: cq-source-x sandbox [--addr 127.0.0.1:PORT]
+// SandboxClientID is the demo X app the sandbox registers, for rehearsing
+// `login`: a public client (no secret) whose callback is the login's
+// default redirect URL.
+const SandboxClientID = "cq-source-x-sandbox"
 
-Run the built-in X API simulator on loopback with three demo accounts
+const sandboxLong = `Run the built-in X API simulator on loopback with three demo accounts
 (alice: 3000 bookmarks and folders; bob: none; carol: 25 and a folder) and
 print a spec for it on stdout. The spec works with
-  cq-source-x export --spec FILE --out DIR
-and with 'cloudquery sync FILE' (registry: local, this binary). The
-simulator keeps serving until Ctrl-C. No credentials, no cost.
+  ` + Name + ` export --spec FILE --out DIR
+and with 'cloudquery sync FILE' (registry: local, this binary). No
+credentials, no cost.
 
-Flags:
-`
+The sandbox also registers a demo X app, so that a login can be rehearsed:
+it prints the login command line, whose browser page lets you pick the demo
+account that approves the app, and the spec lines, status and logout
+commands for the token file the login writes. The simulator keeps serving
+until Ctrl-C.`
 
-func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sandbox", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := fs.String("addr", "", "address to listen on, e.g. 127.0.0.1:8099 (default: a free port on 127.0.0.1)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sandboxUsage)
-		fs.PrintDefaults()
+func (a *app) sandboxCommand() *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:     "sandbox [--addr 127.0.0.1:PORT]",
+		Short:   "Run the built-in X API simulator, and print a spec and a login for it",
+		Long:    sandboxLong,
+		GroupID: groupArchive,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runSandbox(cmd.Context(), addr)
+		},
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("sandbox: unexpected argument %q", fs.Arg(0))
-	}
-	sb, err := sandbox.Start(sandbox.Options{Addr: *addr})
+	cmd.Flags().StringVar(&addr, "addr", "", "address to listen on, e.g. 127.0.0.1:8099 (default: a free port on 127.0.0.1)")
+	return cmd
+}
+
+func (a *app) runSandbox(ctx context.Context, addr string) error {
+	sb, err := sandbox.Start(sandbox.Options{Addr: addr})
 	if err != nil {
 		return err
 	}
@@ -46,11 +56,42 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return errors.New("sandbox: cannot find this program's path for the spec's `path`")
 	}
-	fmt.Fprint(stdout, sb.Spec(exe, false))
-	if f, ok := stdout.(*os.File); ok {
+	sb.Sim.RegisterClient(SandboxClientID, "", auth.DefaultRedirectURL)
+	sb.Sim.ShowConsentPage(SandboxClientID)
+	fmt.Fprint(a.stdout, sb.Spec(exe, false))
+	if f, ok := a.stdout.(*os.File); ok {
 		f.Sync()
 	}
-	fmt.Fprintf(stderr, "\nSimulator listening on %s; the spec above is ready to use (save it to a file).\nPress Ctrl-C to stop.\n", sb.URL())
+	fmt.Fprintf(a.stderr, "\nSimulator listening on %s; the spec above is ready to use (save it to a file).\n", sb.URL())
+	writeRehearsal(a.stderr, sb.URL())
+	fmt.Fprintln(a.stderr, "\nPress Ctrl-C to stop.")
 	<-ctx.Done()
 	return nil
+}
+
+// writeRehearsal tells how to rehearse a login against the sandbox at url.
+func writeRehearsal(w io.Writer, url string) {
+	authURL, tokenURL, revokeURL := url+"/2/oauth2/authorize", url+"/2/oauth2/token", url+"/2/oauth2/revoke"
+	fmt.Fprintf(w, `
+To rehearse a login, the sandbox registered a demo X app: client id %q
+(a public client, callback %s). In another terminal:
+
+  %s login --client-id %s --token-file alice.json \
+      --auth-url %s --token-url %s --api-url %s
+
+The browser shows the sandbox's consent page: pick alice, bob or carol (add
+--headless to paste the address instead). Then use the token file in the spec
+above, in place of an account's user_id and access_token, with the sandbox's
+token endpoint for refreshing it:
+
+    oauth:
+      token_url: %q
+    accounts:
+      - token_file: "alice.json"   # the path the login prints
+
+and try:
+
+  %s status --token-file alice.json --api-url %s --token-url %s
+  %s logout --token-file alice.json --revoke-url %s
+`, SandboxClientID, auth.DefaultRedirectURL, Name, SandboxClientID, authURL, tokenURL, url, tokenURL, Name, url, tokenURL, Name, revokeURL)
 }

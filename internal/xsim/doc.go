@@ -58,9 +58,10 @@
 // the cheaper "owned reads" rate, billing of expanded includes, any cap on
 // how deep a walk can go (the old 800-bookmark cap) or the reported early end
 // of walks at max_results=100, since_id (there is none), other endpoints
-// (GET /2/tweets, timelines, ...), HTTP/2, and real user consent pages: the
-// authorize endpoint approves (or denies) at once as the user set with
-// SetAuthorizingUser.
+// (GET /2/tweets, timelines, ...), and HTTP/2. The authorize endpoint
+// approves (or denies) at once as the user set with SetAuthorizingUser, or,
+// for a client given ShowConsentPage, shows a page on which a person picks
+// the demo account that approves (the sandbox's rehearsal of a login).
 //
 // Conventions worth knowing:
 //

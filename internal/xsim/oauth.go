@@ -4,6 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
+	"html"
+	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -36,6 +40,7 @@ type client struct {
 	redirects   []string
 	authUser    string
 	authUserSet bool
+	consent     bool // the authorize endpoint shows a consent page (ShowConsentPage)
 }
 
 type authCode struct {
@@ -186,7 +191,24 @@ func oauthError(code, desc string) map[string]string {
 }
 
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	s.authorize(w, r, r.URL.Query(), nil)
+}
+
+// handleConsent receives the consent page's form: the authorize request's
+// parameters and the user's choice (user_id, or deny).
+func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	choice := r.PostForm.Get("user_id")
+	if r.PostForm.Get("deny") != "" {
+		choice = ""
+	}
+	s.authorize(w, r, r.PostForm, &choice)
+}
+
+// authorize checks an authorize request and redirects back with a code or an
+// error. choice is nil for the request itself (GET), and the user the
+// consent page's form names ("" for Cancel) when it is answered.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, q url.Values, choice *string) {
 	s.callHook(OpAuthorize, "", r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -242,16 +264,87 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !c.authUserSet || c.authUser == "" {
+	approver := c.authUser
+	switch {
+	case c.consent && choice == nil:
+		s.writeConsentPageLocked(w, c, q, scopes)
+		return
+	case c.consent:
+		approver = *choice
+		if u := s.users[approver]; approver != "" && u == nil {
+			writeJSONValue(w, 400, oauthError("invalid_request", "Value passed for the user_id was invalid."))
+			return
+		}
+	case choice != nil: // a form answered for a client that shows no consent page
+		writeJSONValue(w, 400, oauthError("invalid_request", "This client has no consent page."))
+		return
+	case !c.authUserSet:
+		approver = ""
+	}
+	if approver == "" {
 		fail("access_denied", "The user denied the request.")
 		return
 	}
 	code := randomToken(32)
 	s.codes[code] = &authCode{
-		client: c.id, user: c.authUser, redirect: redirect, challenge: q.Get("code_challenge"),
+		client: c.id, user: approver, redirect: redirect, challenge: q.Get("code_challenge"),
 		scopes: scopes, expires: s.clk.Now().Add(CodeTTL),
 	}
 	back(url.Values{"code": {code}})
+}
+
+// ShowConsentPage makes the authorize endpoint of clientID answer as X's
+// does, with a page on which the user approves the app, as one of the users
+// added with AddUser (or any user when none was added), or cancels: for a
+// person rehearsing a login in a browser (the sandbox). The page's form posts
+// to the authorize endpoint, which then redirects as it does for
+// SetAuthorizingUser.
+func (s *Server) ShowConsentPage(clientID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clients[clientID]
+	if c == nil {
+		c = &client{id: clientID}
+		s.clients[clientID] = c
+	}
+	c.consent = true
+}
+
+// writeConsentPageLocked writes the consent page: the request's parameters as
+// hidden fields, a button per user, and Cancel. s.mu held.
+func (s *Server) writeConsentPageLocked(w http.ResponseWriter, c *client, q url.Values, scopes []string) {
+	var ids []string
+	for id, u := range s.users {
+		if u.explicit {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		for id := range s.users {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	esc := html.EscapeString
+	fmt.Fprintf(&b, "<!doctype html><html><head><meta charset=\"utf-8\"><title>Authorize %s</title></head><body>\n", esc(c.id))
+	fmt.Fprintf(&b, "<h1>%s wants to access your account</h1>\n<p>Scopes: %s</p>\n", esc(c.id), esc(strings.Join(scopes, " ")))
+	fmt.Fprintf(&b, "<p>This is the X API simulator: choose the demo account that approves the app.</p>\n<form method=\"post\" action=\"/2/oauth2/authorize\">\n")
+	keys := slices.Sorted(maps.Keys(q))
+	for _, k := range keys {
+		if k == "user_id" || k == "deny" {
+			continue
+		}
+		fmt.Fprintf(&b, "<input type=\"hidden\" name=\"%s\" value=\"%s\">\n", esc(k), esc(q.Get(k)))
+	}
+	for _, id := range ids {
+		fmt.Fprintf(&b, "<button type=\"submit\" name=\"user_id\" value=\"%s\">Authorize app as @%s</button>\n", esc(id), esc(s.users[id].info.username))
+	}
+	b.WriteString("<button type=\"submit\" name=\"deny\" value=\"1\">Cancel</button>\n</form></body></html>\n")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, b.String())
 }
 
 // ---- token and revoke ------------------------------------------------------------------

@@ -335,3 +335,46 @@ func TestClientCredentialsGiveAnAppOnlyToken(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 }
+
+// With ShowConsentPage the authorize endpoint answers with a page naming the
+// demo users; its form, posted back, approves as the chosen user (the code
+// is that user's) or, with Cancel, redirects with access_denied.
+func TestConsentPageApprovesAsTheChosenUser(t *testing.T) {
+	s := oauthSim(t, vclock())
+	s.AddUser("2", "bob")
+	s.RegisterClient("demo", "", redirectURI)
+	s.ShowConsentPage("demo")
+	page := doReq(t, "GET", s.AuthorizeURL()+"?"+authParams("demo").Encode(), "", nil, nil)
+	if page.status != 200 || !strings.Contains(string(page.body), "Authorize app as @alice") || !strings.Contains(string(page.body), "Authorize app as @bob") {
+		t.Fatalf("consent page: %d %s", page.status, page.body)
+	}
+	answer := func(choice url.Values) url.Values {
+		form := authParams("demo")
+		for k, v := range choice {
+			form[k] = v
+		}
+		r := postForm(t, s.AuthorizeURL(), form, "", "")
+		loc, err := url.Parse(r.hdr.Get("Location"))
+		if r.status != 302 || err != nil || !strings.HasPrefix(loc.String(), redirectURI+"?") {
+			t.Fatalf("answer %v: %d %s", choice, r.status, r.body)
+		}
+		return loc.Query()
+	}
+	q := answer(url.Values{"user_id": {"2"}})
+	if q.Get("state") != "st4te" || q.Get("code") == "" {
+		t.Fatalf("redirect %v", q)
+	}
+	tr := decodeToken(t, exchange(t, s, "demo", "", q.Get("code"), verifier))
+	r := get(t, s, "/2/users/me", tr.AccessToken)
+	jsonEqual(t, r.body, `{"data":{"id":"2","name":"bob","username":"bob"}}`)
+
+	if q := answer(url.Values{"deny": {"1"}}); q.Get("error") != "access_denied" || q.Get("code") != "" {
+		t.Errorf("cancel: %v", q)
+	}
+	// A client without a consent page takes no answers.
+	form := authParams("pub")
+	form.Set("user_id", "2")
+	if r := postForm(t, s.AuthorizeURL(), form, "", ""); r.status != 400 {
+		t.Errorf("a form for a client without a consent page: %d", r.status)
+	}
+}

@@ -138,6 +138,7 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET /2/users/{id}/bookmarks/folders", s.api(OpListFolders))
 	mux.HandleFunc("GET /2/users/{id}/bookmarks/folders/{folder_id}", s.api(OpGetFolder))
 	mux.HandleFunc("GET /2/oauth2/authorize", s.handleAuthorize)
+	mux.HandleFunc("POST /2/oauth2/authorize", s.handleConsent)
 	mux.HandleFunc("POST /2/oauth2/token", s.handleToken)
 	mux.HandleFunc("POST /2/oauth2/revoke", s.handleRevoke)
 	s.complianceRoutes(mux)

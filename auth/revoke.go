@@ -1,0 +1,76 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// DefaultRevokeURL is X's token revocation endpoint (RFC 7009).
+const DefaultRevokeURL = "https://api.x.com/2/oauth2/revoke"
+
+// Token type hints for Revoke.
+const (
+	HintAccessToken  = "access_token"
+	HintRefreshToken = "refresh_token"
+)
+
+// Revoke asks X to revoke token at endpoint ("" means DefaultRevokeURL),
+// authenticating the client as at the token endpoint (a public client sends
+// client_id in the form body, a confidential one HTTP Basic). X answers 200
+// for a token it does not know (RFC 7009), so revoking twice is no error.
+// Failures are *TokenEndpointError with Op "revoke"; like every error of
+// this package, they never contain the token or the client secret. hc nil
+// means a client with a 30-second timeout.
+func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *http.Client) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if endpoint == "" {
+		endpoint = DefaultRevokeURL
+	}
+	if err := checkEndpoint("RevokeURL", endpoint); err != nil {
+		return err
+	}
+	if hc == nil {
+		hc = defaultHTTPClient()
+	}
+	secrets := []string{token, cfg.ClientSecret}
+	form := url.Values{"token": {token}, "token_type_hint": {hint}}
+	if !cfg.Confidential() {
+		form.Set("client_id", cfg.ClientID)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return fmt.Errorf("auth: revoke: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if cfg.Confidential() {
+		req.SetBasicAuth(url.QueryEscape(cfg.ClientID), url.QueryEscape(cfg.ClientSecret))
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return &TokenEndpointError{Op: "revoke", Transient: true, err: sanitizedError(err, secrets)}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	var oe struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	_ = json.Unmarshal(body, &oe)
+	return &TokenEndpointError{
+		Op:          "revoke",
+		StatusCode:  resp.StatusCode,
+		Code:        sanitize(oe.Error, 64, secrets),
+		Description: sanitize(oe.Description, 200, secrets),
+		Transient:   resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
+	}
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit codes. They are documented in the root command's help and in
+// docs/cli.md; scripts and cron jobs branch on them.
+const (
+	// ExitOK: the command did all it was asked.
+	ExitOK = 0
+	// ExitError: the command failed (the network, the disk, the output
+	// directory, a refused login).
+	ExitError = 1
+	// ExitUsage: the command line or the configuration (spec file, token
+	// file path, flags) is wrong; nothing was done.
+	ExitUsage = 2
+	// ExitSomeAccountsFailed: some accounts failed, the others were done
+	// (their files written, their walks advanced).
+	ExitSomeAccountsFailed = 3
+	// ExitAllAccountsFailed: every account failed.
+	ExitAllAccountsFailed = 4
+)
+
+const exitCodesHelp = `Exit codes:
+  0  done
+  1  failed (network, disk, output directory, login refused)
+  2  usage or configuration error (command line, spec file): nothing was done
+  3  some accounts failed; the others were done
+  4  every account failed`
+
+// exitError is an error with the exit code it ends the process with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError marks err as a mistake in the command line or configuration.
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: ExitUsage, err: err}
+}
+
+func usageErrorf(format string, a ...any) error { return usageError(fmt.Errorf(format, a...)) }
+
+// accountsError is err (which says which accounts failed) with the exit
+// code for failed of total accounts.
+func accountsError(failed, total int, err error) error {
+	code := ExitSomeAccountsFailed
+	if failed >= total {
+		code = ExitAllAccountsFailed
+	}
+	return &exitError{code: code, err: err}
+}
+
+// exitCode is the code err ends the process with; started tells whether
+// the command's own code ran (errors before it are the command line's).
+func exitCode(err error, started bool) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case !started:
+		return ExitUsage
+	default:
+		return ExitError
+	}
+}

@@ -1,0 +1,502 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/spf13/cobra"
+)
+
+// StatusOptions are the settings of `cq-source-x status`.
+type StatusOptions struct {
+	// Spec is a spec file, whose accounts, base_url and oauth are used; or
+	// TokenFiles, with APIURL, TokenURL and the app's ClientID (default:
+	// the one each file records) and ClientSecret.
+	Spec                   string
+	TokenFiles             []string
+	APIURL, TokenURL       string
+	ClientID, ClientSecret string
+	// Out is an exporter's output directory, for the last sync and the
+	// posts held.
+	Out       string
+	NoRefresh bool
+	JSON      bool
+	Stdout    io.Writer
+	// Transport for API and token requests; nil is http.DefaultTransport.
+	Transport http.RoundTripper
+}
+
+// StatusReport is what status found (and prints with --json).
+type StatusReport struct {
+	Accounts []AccountStatus `json:"accounts"`
+	// Out is the exporter's directory the last syncs come from, if given.
+	Out string `json:"out,omitempty"`
+	// What status sent, as its API client metered it: requests to the API
+	// (GET /2/users/me, one per account whose token could be tried, and
+	// retries), the posts those returned (none), and token refreshes.
+	APIRequests    int `json:"api_requests"`
+	PostsBilled    int `json:"posts_billed"`
+	TokenRefreshes int `json:"token_refreshes"`
+
+	meter *client.Meter
+}
+
+// AccountStatus is one account's status.
+type AccountStatus struct {
+	Account   string `json:"account"`
+	TokenFile string `json:"token_file,omitempty"`
+	UserID    string `json:"user_id,omitempty"`
+	Username  string `json:"username,omitempty"`
+	Name      string `json:"name,omitempty"`
+	ClientID  string `json:"client_id,omitempty"`
+	// Scopes as granted; absent for a raw access_token (X does not say).
+	Scopes []string `json:"scopes,omitempty"`
+	// AccessTokenExpiry is absent when unknown.
+	AccessTokenExpiry *time.Time `json:"access_token_expiry,omitempty"`
+	// Refresh is "works", "failed", "not_tried" (--no-refresh) or
+	// "impossible" (a raw access_token, or no refresh token); RefreshNote
+	// says more.
+	Refresh     string `json:"refresh"`
+	RefreshNote string `json:"refresh_note,omitempty"`
+	// LastSync is the rows of x_api_usage of the account's latest sync in
+	// the exporter's directory, one per operation.
+	LastSync []usageRow `json:"last_sync,omitempty"`
+	// HeldPosts are the posts the bookmarks walk remembers as in the list;
+	// ArchivedPosts those written to x_bookmarks.
+	HeldPosts     *int     `json:"held_posts,omitempty"`
+	ArchivedPosts *int     `json:"archived_posts,omitempty"`
+	Problems      []string `json:"problems,omitempty"`
+	Notes         []string `json:"notes,omitempty"`
+}
+
+const statusLong = `Show, per account, who the token belongs to, its scopes and expiry, whether a
+refresh works, and, with --out, the exporter's last sync of it (what it found
+and cost) and the posts it holds. Give a spec file (--spec) or token files
+(--token-file).
+
+What it costs: one GET /2/users/me per account (X bills no post for it) and,
+for each token file, one refresh at the token endpoint. No post is read.
+Refreshing is the only way to know that a refresh works: X rotates the
+refresh token, and the new pair is saved atomically under the token file's
+lock, as a sync saves it. --no-refresh tries nothing but the access token
+(and nothing at all when it has expired).
+
+A CloudQuery sync keeps its last sync in the destination's x_api_usage table
+and the posts it holds in its state backend, neither of which status reads:
+query x_api_usage for them. --out reads the exporter's directory.
+
+` + exitCodesHelp + `
+(an account "fails" when its token does not work, cannot be refreshed, or its
+token file cannot be read)`
+
+func (a *app) statusCommand() *cobra.Command {
+	o := StatusOptions{Stdout: a.stdout}
+	cmd := &cobra.Command{
+		Use:   "status (--spec FILE | --token-file FILE...) [--out DIR]",
+		Short: "Show each account's token, user, last sync and held posts, reading no post",
+		Long:  statusLong,
+		Example: "  " + Name + " status --spec x.yml --out ./archive\n" +
+			"  " + Name + " status --token-file alice.json --no-refresh",
+		GroupID: groupArchive,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Spec == "" {
+				fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")
+			}
+			return a.status(cmd.Context(), o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Spec, "spec", "", "CloudQuery spec file: its accounts, base_url and oauth")
+	fs.StringSliceVar(&o.TokenFiles, "token-file", nil, "token file(s) written by login (comma-separated or repeated)")
+	fs.StringVar(&o.Out, "out", "", "an exporter's output directory: the last sync and the posts held")
+	fs.StringVar(&o.APIURL, "api-url", spec.DefaultBaseURL, "X API base URL, with --token-file")
+	fs.StringVar(&o.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint, with --token-file")
+	fs.StringVar(&o.ClientID, "client-id", "", "the app's Client ID, with --token-file (default: the one each file records)")
+	fs.StringVar(&o.ClientSecret, "client-secret", "", "client secret of a confidential app, with --token-file (env X_CLIENT_SECRET)")
+	fs.BoolVar(&o.NoRefresh, "no-refresh", false, "do not refresh the tokens (only try the access token)")
+	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	for _, f := range []string{"api-url", "token-url", "client-id", "client-secret", "token-file"} {
+		cmd.MarkFlagsMutuallyExclusive("spec", f)
+	}
+	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
+	_ = cmd.MarkFlagFilename("token-file", "json")
+	_ = cmd.MarkFlagDirname("out")
+	return cmd
+}
+
+func (a *app) status(ctx context.Context, o StatusOptions) error {
+	rep, err := Status(ctx, o)
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		rep.WriteText(o.Stdout, time.Now())
+	}
+	failed := 0
+	for _, s := range rep.Accounts {
+		if len(s.Problems) > 0 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		where := "PROBLEM above"
+		if o.JSON {
+			where = `"problems" in the report`
+		}
+		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %d accounts have a problem (see %s)", failed, len(rep.Accounts), where))
+	}
+	return nil
+}
+
+// statusTarget is one account to look at, and how to reach X for it.
+type statusTarget struct {
+	label   string
+	account spec.Account
+	baseURL string
+	cfg     auth.Config // the app and token endpoint, for a token file
+}
+
+// Status looks at every account of o. Its error is about the command line
+// or the files (exit code 2 for the spec, 1 for the archive); an account's
+// trouble is in its Problems.
+func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
+	targets, err := statusTargets(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Transport == nil {
+		o.Transport = http.DefaultTransport
+	}
+	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0)}
+	var archive *archiveInfo
+	if o.Out != "" {
+		if archive, err = readArchive(ctx, o.Out); err != nil {
+			return nil, err
+		}
+	}
+	users := map[string]string{} // user id → the account that has it
+	for _, t := range targets {
+		st := rep.check(ctx, t, o)
+		if st.UserID != "" {
+			if first, ok := users[st.UserID]; ok {
+				st.Problems = append(st.Problems, fmt.Sprintf("user %s is also %s: each user may appear once (a sync fails the repeat)", st.UserID, first))
+			} else {
+				users[st.UserID] = st.Account
+			}
+		}
+		archive.fill(&st)
+		rep.Accounts = append(rep.Accounts, st)
+	}
+	total := rep.meter.Total()
+	rep.APIRequests, rep.PostsBilled = total.Requests, total.PostsReturned+total.PostsUnread
+	return rep, nil
+}
+
+func statusTargets(o StatusOptions) ([]statusTarget, error) {
+	switch {
+	case o.Spec == "" && len(o.TokenFiles) == 0:
+		return nil, usageError(errors.New("status: give --spec FILE or --token-file FILE"))
+	case o.Spec != "":
+		src, err := export.ReadSpecFile(o.Spec)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		s := src.Plugin
+		var ts []statusTarget
+		for i, acct := range s.Accounts {
+			ts = append(ts, statusTarget{
+				label: fmt.Sprintf("accounts[%d]", i), account: acct, baseURL: s.BaseURL,
+				cfg: auth.Config{ClientID: firstNonEmpty(acct.ClientID, s.OAuth.ClientID), ClientSecret: firstNonEmpty(acct.ClientSecret, s.OAuth.ClientSecret), TokenURL: s.OAuth.TokenURL},
+			})
+		}
+		return ts, nil
+	default:
+		var ts []statusTarget
+		for _, f := range o.TokenFiles {
+			ts = append(ts, statusTarget{
+				label: f, account: spec.Account{TokenFile: f}, baseURL: o.APIURL,
+				cfg: auth.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL},
+			})
+		}
+		return ts, nil
+	}
+}
+
+// check looks at one account: its token, the user behind it, a refresh.
+func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOptions) AccountStatus {
+	st := AccountStatus{Account: t.label, UserID: t.account.UserID}
+	if t.account.AccessToken != "" {
+		st.Refresh, st.RefreshNote = "impossible", "a raw access_token lasts two hours and cannot be refreshed: use token_file for scheduled syncs"
+		_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(t.account.AccessToken, o.Transport))
+		return st
+	}
+	st.TokenFile = t.account.TokenFile
+	file := auth.TokenFile{Path: t.account.TokenFile}
+	stored, err := file.Load()
+	if err != nil {
+		st.Refresh = "failed"
+		st.Problems = append(st.Problems, err.Error())
+		return st
+	}
+	st.describeToken(stored)
+	st.UserID = firstNonEmpty(st.UserID, stored.UserID)
+	cfg := t.cfg
+	cfg.ClientID = firstNonEmpty(cfg.ClientID, stored.ClientID)
+	st.ClientID = cfg.ClientID
+	if len(st.Scopes) > 0 && !slices.Contains(st.Scopes, auth.ScopeBookmarkWrite) {
+		st.Notes = append(st.Notes, "no "+auth.ScopeBookmarkWrite+" scope: adding and removing bookmarks need `"+Name+" login --scopes "+auth.ScopeBookmarkWrite+"`")
+	}
+	live := stored.Expiry.IsZero() || time.Now().Before(stored.Expiry.Add(-10*time.Second))
+	switch {
+	case stored.RefreshToken == "":
+		st.Refresh, st.RefreshNote = "impossible", "the file holds no refresh token (offline.access was not granted)"
+		if !live {
+			st.Problems = append(st.Problems, "the access token has expired and cannot be refreshed: run `"+Name+" login` again")
+			return st
+		}
+	case o.NoRefresh:
+		st.Refresh, st.RefreshNote = "not_tried", "--no-refresh"
+		if !live {
+			st.RefreshNote += ", and the access token has expired: the user was not checked (a sync would refresh it)"
+			return st
+		}
+	default:
+		rep.checkRefresh(ctx, &st, t, cfg, file, stored, o.Transport)
+		return st
+	}
+	_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(stored.AccessToken, o.Transport))
+	return st
+}
+
+// checkRefresh asks who the user is through the token file's token source,
+// which refreshes an expired token; unless that refreshed it, it refreshes
+// then. Either way the rotated pair is saved under the file's lock.
+func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken, transport http.RoundTripper) {
+	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}))
+	if err != nil {
+		st.Refresh = "failed"
+		st.Problems = append(st.Problems, err.Error())
+		return
+	}
+	err = rep.whoAmI(ctx, st, t, &http.Client{Transport: auth.NewTransport(src, transport)})
+	var te *auth.TokenEndpointError
+	switch cur := src.Stored(); {
+	case cur.RefreshToken != stored.RefreshToken:
+		rep.TokenRefreshes++
+		st.refreshed(cur, "refreshed when the expired access token was used")
+		return
+	case errors.As(err, &te):
+		rep.TokenRefreshes++
+		st.Refresh = "failed"
+		return
+	}
+	rep.TokenRefreshes++
+	cur, err := src.Refresh(ctx)
+	if err != nil {
+		st.Refresh = "failed"
+		st.Problems = append(st.Problems, "refresh: "+err.Error())
+		return
+	}
+	st.refreshed(cur, "refreshed now")
+}
+
+// whoAmI asks GET /2/users/me with hc who the token belongs to.
+func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t statusTarget, hc *http.Client) error {
+	api, err := client.New(hc,
+		client.WithBaseURL(t.baseURL),
+		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
+		client.WithRateLimitWaitCap(0),
+		client.WithMeter(rep.meter),
+		client.WithUserAgent(Name+"/"+xplugin.Version))
+	if err != nil {
+		st.Problems = append(st.Problems, err.Error())
+		return err
+	}
+	me, _, err := api.Me(ctx)
+	if err != nil {
+		st.Problems = append(st.Problems, "GET /2/users/me: "+err.Error())
+		return err
+	}
+	if st.UserID != "" && st.UserID != me.ID {
+		st.Problems = append(st.Problems, fmt.Sprintf("the token belongs to user %s (@%s), not to user %s as the spec or the token file says", me.ID, me.Username, st.UserID))
+	}
+	st.UserID, st.Username, st.Name = me.ID, me.Username, me.Name
+	return nil
+}
+
+func (st *AccountStatus) describeToken(t *auth.StoredToken) {
+	st.Scopes = strings.Fields(t.Scope)
+	if !t.Expiry.IsZero() {
+		e := t.Expiry.UTC()
+		st.AccessTokenExpiry = &e
+	}
+}
+
+// refreshed records a refresh that worked: the pair now in the file.
+func (st *AccountStatus) refreshed(t auth.StoredToken, how string) {
+	st.Refresh = "works"
+	st.RefreshNote = how + "; the new pair is saved in the token file"
+	st.describeToken(&t)
+}
+
+// archiveInfo is what an exporter's directory says of its accounts.
+type archiveInfo struct {
+	state *export.StateInfo
+	syncs map[string][]usageRow
+}
+
+func readArchive(ctx context.Context, out string) (*archiveInfo, error) {
+	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
+		return nil, usageErrorf("status: --out %s is not a directory an export wrote", out)
+	}
+	st, err := export.ReadState(out)
+	if err != nil {
+		return nil, fmt.Errorf("status: reading the state of %s: %w", out, err)
+	}
+	syncs, err := lastSyncs(ctx, out)
+	if err != nil {
+		return nil, fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
+	}
+	return &archiveInfo{state: st, syncs: syncs}, nil
+}
+
+// fill adds the archive's last sync and held posts of st's user.
+func (a *archiveInfo) fill(st *AccountStatus) {
+	if a == nil || st.UserID == "" {
+		return
+	}
+	st.LastSync = a.syncs[st.UserID]
+	if held, ok := a.state.HeldBookmarks[st.UserID]; ok {
+		n := len(held)
+		st.HeldPosts = &n
+	}
+	if written, ok := a.state.Written[st.UserID]; ok {
+		n := len(written)
+		st.ArchivedPosts = &n
+	}
+}
+
+// WriteText prints the report for a person.
+func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
+	for i, st := range rep.Accounts {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		st.writeText(w, rep.Out, now)
+	}
+	fmt.Fprintf(w, "\nstatus sent %d requests to the API (GET /2/users/me, which X bills no post for), which returned %d posts, and %d token refreshes.\n",
+		rep.APIRequests, rep.PostsBilled, rep.TokenRefreshes)
+	if rep.Out == "" {
+		fmt.Fprint(w, "The last sync and the posts held are in an exporter's directory (--out DIR); a CloudQuery sync keeps them\n"+
+			"in the destination's x_api_usage table and its state backend, e.g.:\n"+
+			"  SELECT * FROM x_api_usage WHERE user_id = '...' ORDER BY sync_started_at DESC LIMIT 4\n")
+	}
+}
+
+func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time) {
+	head := st.Account + ":"
+	switch {
+	case st.Username != "":
+		head += fmt.Sprintf(" @%s (%s), user id %s", st.Username, st.Name, st.UserID)
+	case st.UserID != "":
+		head += " user id " + st.UserID
+	}
+	fmt.Fprintln(w, head)
+	line := func(label, format string, a ...any) {
+		fmt.Fprintf(w, "  %-14s %s\n", label+":", fmt.Sprintf(format, a...))
+	}
+	if st.TokenFile != "" {
+		line("token file", "%s (client id %s)", st.TokenFile, orUnknown(st.ClientID))
+		if len(st.Scopes) > 0 {
+			line("scopes", "%s", strings.Join(st.Scopes, " "))
+		}
+	} else {
+		line("token", "a raw access_token from the spec; its scopes and expiry are unknown")
+	}
+	if e := st.AccessTokenExpiry; e != nil {
+		if now.Before(*e) {
+			line("access token", "valid until %s (%s from now)", e.Format("2006-01-02 15:04:05 MST"), e.Sub(now).Round(time.Minute))
+		} else {
+			line("access token", "expired at %s", e.Format("2006-01-02 15:04:05 MST"))
+		}
+	}
+	refresh := strings.ReplaceAll(st.Refresh, "_", " ")
+	if st.RefreshNote != "" {
+		refresh += ": " + st.RefreshNote
+	}
+	line("refresh", "%s", refresh)
+	if out != "" {
+		st.writeArchive(line, out)
+	}
+	for _, p := range st.Problems {
+		fmt.Fprintf(w, "  PROBLEM: %s\n", p)
+	}
+	for _, n := range st.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}
+
+func (st *AccountStatus) writeArchive(line func(label, format string, a ...any), out string) {
+	if len(st.LastSync) == 0 {
+		line("last sync", "none in %s", out)
+	} else {
+		var billed, requests int64
+		var usd float64
+		var walks, failures []string
+		found := map[string]int64{}
+		for _, r := range st.LastSync {
+			billed, requests, usd = billed+r.PostsBilled, requests+r.Requests, usd+r.EstimatedUSD
+			found[r.Operation] += r.NewPosts
+			if r.WalkOutcomes != "" {
+				walks = append(walks, r.Operation+" "+r.WalkOutcomes)
+			}
+			if r.Failure != "" {
+				failures = append(failures, r.Operation+": "+r.Failure)
+			}
+		}
+		r0 := st.LastSync[0]
+		line("last sync", "%s (sync %s): %d new bookmarks, %d new folder posts; %d posts billed (est. USD %.4f), %d requests",
+			r0.StartedAt.Format("2006-01-02 15:04:05 MST"), r0.SyncID, found[string(client.OpListBookmarks)], found[string(client.OpGetFolder)], billed, usd, requests)
+		if len(walks) > 0 {
+			line("walks", "%s", strings.Join(walks, "; "))
+		}
+		for _, f := range failures {
+			line("failed", "%s", f)
+		}
+	}
+	held, archived := "no bookmarks walk yet", "none"
+	if st.HeldPosts != nil {
+		held = fmt.Sprintf("%d in the bookmarks walk's memory", *st.HeldPosts)
+	}
+	if st.ArchivedPosts != nil {
+		archived = fmt.Sprint(*st.ArchivedPosts)
+	}
+	line("held posts", "%s; %s in x_bookmarks", held, archived)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) versionCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit and build date",
+		Long: `Print the version, commit and build date of this binary: from the release
+build's -ldflags, otherwise from what Go recorded when it was built (the module
+version of 'go install …@vX', the commit of a build in a checkout). The same
+version is in 'info', in the User-Agent of every API request and in the
+metadata of every Parquet file the exporter writes.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					xplugin.Build
+					Plugin string `json:"plugin"`
+				}{xplugin.BuildInfo(), packageAndVersion()})
+			}
+			_, err := io.WriteString(a.stdout, versionText())
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return cmd
+}
+
+// versionText is what `version` and --version print.
+func versionText() string {
+	b := xplugin.BuildInfo()
+	commit, date := "unknown (built without version control information)", "unknown"
+	if b.Commit != "" {
+		commit = b.Commit
+		if b.Modified {
+			commit += " (with uncommitted changes)"
+		}
+	}
+	if b.Date != "" {
+		date = b.Date
+	}
+	return fmt.Sprintf("%s version %s\ncommit:  %s\nbuilt:   %s\ngo:      %s %s\nplugin:  %s\n",
+		Name, b.Version, commit, date, b.GoVersion, b.Platform, packageAndVersion())
+}
+
+// packageAndVersion is the plugin as the CloudQuery CLI and hub name it.
+func packageAndVersion() string {
+	return fmt.Sprintf("%s/%s/%s@%s", xplugin.Team, xplugin.Kind, xplugin.Name, xplugin.Version)
+}

@@ -1,0 +1,72 @@
+package plugin
+
+import (
+	"runtime"
+	"runtime/debug"
+)
+
+// Commit and BuildDate are set with -ldflags "-X .../plugin.Commit=... -X
+// .../plugin.BuildDate=..." by a release build, as Version is.
+var (
+	Commit    = ""
+	BuildDate = ""
+)
+
+// Build is what this binary knows of how it was built.
+type Build struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	Date      string `json:"date,omitempty"`
+	Modified  bool   `json:"modified,omitempty"` // built from a checkout with uncommitted changes
+	GoVersion string `json:"go_version"`
+	Platform  string `json:"platform"`
+}
+
+// BuildInfo is the build of this binary: Version, Commit and BuildDate when
+// -ldflags set them, otherwise what the Go toolchain recorded in it.
+func BuildInfo() Build { return build }
+
+var build = func() Build {
+	info, _ := debug.ReadBuildInfo()
+	return resolveBuild(Version, Commit, BuildDate, info)
+}()
+
+// Version becomes the resolved version before any caller reads it: the
+// SDK's info and gRPC answers, the User-Agent, and the exporter's Parquet
+// metadata all say the same thing as `cq-source-x version`.
+func init() { Version = build.Version }
+
+// resolveBuild: the -ldflags values win (the SDK's package command sets
+// Version that way); otherwise the module version (`go install …@v1.2.3`,
+// or the version Go stamps on a build in a checkout) and the checkout's
+// vcs.* settings; otherwise "development".
+func resolveBuild(version, commit, date string, info *debug.BuildInfo) Build {
+	b := Build{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if info == nil {
+		return b
+	}
+	if b.Version == "development" || b.Version == "" {
+		b.Version = "development"
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			b.Version = v
+		}
+	}
+	if info.GoVersion != "" {
+		b.GoVersion = info.GoVersion
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if b.Commit == "" {
+				b.Commit = s.Value
+			}
+		case "vcs.time":
+			if b.Date == "" {
+				b.Date = s.Value
+			}
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		}
+	}
+	return b
+}

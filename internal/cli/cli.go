@@ -21,6 +21,7 @@ Usage: cq-source-x <command> [flags]
 Standalone:
   login      log in to X (OAuth 2.0 with PKCE) and write a token file
   export     sync a spec's accounts into Parquet files: export --spec FILE --out DIR
+  repair     rebuild an export's damaged or lost state from its files: repair --out DIR
   sandbox    run the built-in X API simulator and print a spec for it
 
 CloudQuery plugin (run by the CloudQuery CLI):
@@ -48,6 +49,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runLogin(ctx, args[1:], stdin, stdout, stderr)
 	case "export":
 		err = runExport(ctx, args[1:], stdout, stderr)
+	case "repair":
+		err = runRepair(ctx, args[1:], stdout, stderr)
 	case "sandbox":
 		err = runSandbox(ctx, args[1:], stdout, stderr)
 	default:

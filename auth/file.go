@@ -141,6 +141,11 @@ func (f TokenFile) Load() (*StoredToken, error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
 	}
+	// Only a regular file is opened: opening a FIFO blocks until someone
+	// writes to it (and a signal does not end the wait).
+	if fi, err := os.Stat(f.Path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("auth: token file %s is not a regular file", f.Path)
+	}
 	fh, err := os.Open(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("auth: token file %s does not exist: %w", f.Path, ErrLoginRequired)

@@ -131,6 +131,7 @@ func (f TokenFile) rename(oldpath, newpath string) error {
 // Load reads the token file.
 //
 //   - A missing file is an error wrapping ErrLoginRequired.
+//   - A file that is not a regular file (a FIFO, a device) is refused before it is opened.
 //   - On Unix, a file that group or others may read or write is refused (like ssh refuses a
 //     private key with loose permissions): run `chmod 600 FILE`. The file holds a long-lived
 //     credential, and Save always writes 0600, so loose permissions mean someone copied or

@@ -33,6 +33,8 @@ type RepairOptions struct {
 type RepairReport struct {
 	Out    string
 	DryRun bool
+	// Empty says that Out holds neither a state nor an exported file.
+	Empty bool
 	// StateProblem is what made the state unusable; "" when it was sound.
 	StateProblem string
 	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
@@ -81,13 +83,19 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not an output directory: %v", out, err)
 	}
+	rep := &RepairReport{Out: out, DryRun: o.DryRun}
+	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
+		rep.Empty = true
+		return rep, err // nothing exported there: nothing to repair, not even a lock to take
+	}
 	lock := flock.New(filepath.Join(out, lockFile))
-	if locked, err := lock.TryLock(); err != nil || !locked {
-		return nil, fmt.Errorf("another export is running in %s (it holds %s); wait for it to finish (%v)", out, filepath.Join(out, lockFile), err)
+	if locked, err := lock.TryLock(); err != nil {
+		return nil, fmt.Errorf("locking %s: %w", out, err)
+	} else if !locked {
+		return nil, fmt.Errorf("an export is running in %s (it holds %s); repair it when it has finished", out, filepath.Join(out, lockFile))
 	}
 	defer lock.Unlock()
 
-	rep := &RepairReport{Out: out, DryRun: o.DryRun}
 	old, err := loadState(out)
 	var stateErr *StateError
 	switch {
@@ -113,7 +121,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	}
 	noStep := func(string) {}
 	if err := saveState(out, next, noStep, "repair"); err != nil {
-		return nil, fmt.Errorf("writing the repaired state: %w", explain(err, false))
+		return nil, fmt.Errorf("writing the repaired state: %w", err)
 	}
 	if _, rep.Recovered, err = recoverDir(out, noStep); err != nil {
 		return rep, fmt.Errorf("the state is repaired, but recovering %s failed: %w", out, err)
@@ -413,6 +421,9 @@ func runAfter(text []byte, field string) *runRecord {
 // and what the next export costs because of it.
 func (rep *RepairReport) WriteText(w io.Writer) {
 	switch {
+	case rep.Empty:
+		fmt.Fprintf(w, "%s holds no export. Nothing to repair.\n", rep.Out)
+		return
 	case rep.StateProblem != "":
 		fmt.Fprintf(w, "state: %s\n", rep.StateProblem)
 	default:

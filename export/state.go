@@ -233,8 +233,10 @@ func decodeState(b []byte) (*diskState, error) {
 	switch {
 	case s.Format > stateFormat:
 		return nil, &newerStateError{s.Format}
+	case s.Format == 0:
+		return nil, errors.New("it holds no state (\"format\" is missing)")
 	case s.Format != stateFormat:
-		return nil, fmt.Errorf("it has no format %d (\"format\" is %d)", stateFormat, s.Format)
+		return nil, fmt.Errorf("\"format\" is %d", s.Format)
 	case s.Keys == nil:
 		return nil, errors.New("its walk memories (\"keys\") are missing")
 	case s.Written == nil:

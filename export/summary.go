@@ -43,7 +43,8 @@ type Totals struct {
 	// NewPosts are the posts the walks found new (bookmarks and folder
 	// entries); BookmarksWritten the x_bookmarks rows written, and
 	// AlreadyArchived those dropped because an earlier run wrote them (a
-	// post bookmarked again after it was removed).
+	// post bookmarked again after it was removed, or a list read in full
+	// again after a repair).
 	NewPosts         int     `json:"new_posts"`
 	BookmarksWritten int     `json:"bookmarks_written"`
 	AlreadyArchived  int     `json:"already_archived"`
@@ -166,7 +167,7 @@ func (s *Summary) WriteText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "x_bookmarks rows written: %d", t.BookmarksWritten)
 	if t.AlreadyArchived > 0 {
-		fmt.Fprintf(w, " (%d re-bookmarked posts were already archived and skipped)", t.AlreadyArchived)
+		fmt.Fprintf(w, " (%d posts found again were already archived and skipped)", t.AlreadyArchived)
 	}
 	fmt.Fprintln(w)
 	for _, a := range s.Accounts {

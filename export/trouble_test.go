@@ -118,7 +118,6 @@ func (a *archive) refusesToRun(want string) {
 func TestAStateFileThatHoldsNoStateIsDamaged(t *testing.T) {
 	a := newArchive(t)
 	a.mustRun()
-	good := a.readState()
 	for _, text := range []string{`null`, `{"format":1}`, `{}`, `{"format":1,"keys":{}}`, `{"format":1,"written":{}}`} {
 		a.writeState([]byte(text))
 		a.refusesToRun("is damaged")
@@ -129,7 +128,6 @@ func TestAStateFileThatHoldsNoStateIsDamaged(t *testing.T) {
 		t.Errorf("after the repair: %d rows written, %d already archived; want 0 and 340", s.Totals.BookmarksWritten, s.Totals.AlreadyArchived)
 	}
 	checkArchive(t, a.dir, a.sim, a.users)
-	_ = good
 }
 
 // A state file deleted beside the files it described is a lost state: the
@@ -215,6 +213,34 @@ func TestADamagedWalkMemoryIsDroppedByTheRepair(t *testing.T) {
 		t.Errorf("after the repair %d rows were written again", s.Totals.BookmarksWritten)
 	}
 	if billed := a.sim.TotalPostsBilled(); billed < 300 || billed > 300+10 {
+		t.Errorf("after the repair %d posts were billed; want 1001's 300 once and little more", billed)
+	}
+	checkArchive(t, a.dir, a.sim, a.users)
+}
+
+// A state file that no longer parses as JSON loses only the memory the
+// damage is in: the repair finds every other one by its own name.
+func TestADamagedStateLosesOnlyTheMemoryTheDamageIsIn(t *testing.T) {
+	a := newArchive(t)
+	a.mustRun()
+	state := a.readState()
+	at := bytes.Index(state, []byte(`"x_bookmarks/1001":"`))
+	if at < 0 {
+		t.Fatal("no x_bookmarks/1001 in the state")
+	}
+	state[at+80] = '"' // inside its held list: the JSON ends there
+	a.writeState(state)
+	a.refusesToRun("is damaged: invalid character")
+
+	rep := a.repair()
+	if len(rep.Dropped) != 1 || rep.Dropped[0].Key != "x_bookmarks/1001" || rep.KeptMemories != 4 {
+		t.Errorf("repair dropped %+v, kept %d; want x_bookmarks/1001 alone dropped", rep.Dropped, rep.KeptMemories)
+	}
+	a.sim.ResetUsage()
+	if s := a.mustRun(); s.Totals.BookmarksWritten != 0 {
+		t.Errorf("after the repair %d rows were written again", s.Totals.BookmarksWritten)
+	}
+	if billed := a.sim.TotalPostsBilled(); billed > 300+10 {
 		t.Errorf("after the repair %d posts were billed; want 1001's 300 once and little more", billed)
 	}
 	checkArchive(t, a.dir, a.sim, a.users)
@@ -402,5 +428,18 @@ func TestRepairRefusesANewerStateAndAnUnreadableFile(t *testing.T) {
 	}
 	if _, err := os.Stat(a.statePath()); err == nil {
 		t.Error("a failed repair wrote a state")
+	}
+}
+
+// A directory that holds no export is left as it is: no lock file, no
+// state.
+func TestRepairLeavesADirectoryWithoutAnExportAlone(t *testing.T) {
+	dir := t.TempDir()
+	rep, err := export.Repair(dir, export.RepairOptions{})
+	if err != nil || !rep.Empty || rep.Changed {
+		t.Fatalf("repair of an empty directory: %+v, %v", rep, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the repair left %v", entries)
 	}
 }

@@ -193,7 +193,7 @@ func distrust(key, value string, written map[string]*idSet) string {
 		}
 	}
 	if missing > 0 {
-		return fmt.Sprintf("it holds %d of its %d posts in no file", missing, mem.Held.Len())
+		return fmt.Sprintf("%d of the %d posts it holds are in no file", missing, mem.Held.Len())
 	}
 	return ""
 }
@@ -245,11 +245,15 @@ func readWritten(out string, pending *runRecord) (map[string]*idSet, int, error)
 // readBookmarkKeys adds the (user_id, post_id) of an x_bookmarks file to
 // written.
 func readBookmarkKeys(path string, written map[string]*idSet) error {
-	pr, err := file.OpenParquetFile(path, false)
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer pr.Close()
+	defer f.Close() // file.OpenParquetFile leaks it when the file is not Parquet
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		return err
+	}
 	sc := pr.MetaData().Schema
 	cols := []int{sc.ColumnIndexByName("user_id"), sc.ColumnIndexByName("post_id")}
 	if cols[0] < 0 || cols[1] < 0 {

@@ -338,7 +338,7 @@ func TestAStagedFileRemovedAfterTheCommitIsRepaired(t *testing.T) {
 	if len(rep.LostFiles) != 1 || !strings.Contains(rep.LostFiles[0], "x_bookmarks") {
 		t.Errorf("lost files %v", rep.LostFiles)
 	}
-	if len(rep.Dropped) != 1 || rep.Dropped[0].Key != "x_bookmarks/1001" || !strings.Contains(rep.Dropped[0].Reason, "6 of its 306 posts in no file") {
+	if len(rep.Dropped) != 1 || rep.Dropped[0].Key != "x_bookmarks/1001" || !strings.Contains(rep.Dropped[0].Reason, "6 of the 306 posts it holds are in no file") {
 		t.Errorf("dropped %+v; want x_bookmarks/1001 alone, for the 6 posts of the lost file", rep.Dropped)
 	}
 	if rep.Recovered == nil || rep.Recovered.PublishedRun == "" {
@@ -441,5 +441,29 @@ func TestRepairLeavesADirectoryWithoutAnExportAlone(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the repair left %v", entries)
+	}
+}
+
+// Parquet files deleted by hand are still counted as written by the state;
+// the repair counts what the files hold, and drops the memories that hold
+// the lost posts: the next run fetches again those still bookmarked.
+func TestFilesDeletedByHandAreFetchedAgainAfterTheRepair(t *testing.T) {
+	a := newArchive(t)
+	a.mustRun()
+	added := a.sim.SeedBookmarks("1002", 5)
+	a.mustRun()
+	files := parquetFiles(t, a.dir, "x_bookmarks")
+	if err := os.Remove(files[len(files)-1]); err != nil {
+		t.Fatal(err)
+	}
+	rep := a.repair()
+	if !rep.Changed || rep.Posts != 340 || len(rep.Dropped) != 1 || rep.Dropped[0].Key != "x_bookmarks/1002" {
+		t.Errorf("repair: %+v", rep)
+	}
+	if s := a.mustRun(); s.Totals.BookmarksWritten != 5 {
+		t.Errorf("after the repair %d rows written; want the 5 of the deleted file", s.Totals.BookmarksWritten)
+	}
+	if keys := checkArchive(t, a.dir, a.sim, a.users); keys[[2]string{"1002", added[0]}] != 1 {
+		t.Errorf("post %s of the deleted file is not archived", added[0])
 	}
 }

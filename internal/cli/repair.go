@@ -50,7 +50,12 @@ func runRepair(_ context.Context, args []string, stdout, stderr io.Writer) error
 	case *out == "":
 		return errors.New("repair: --out DIR is required")
 	}
-	rep, err := export.Repair(*out, export.RepairOptions{DryRun: *dryRun})
+	return repair(*out, *dryRun, stdout)
+}
+
+// repair repairs the output directory out and prints what it did.
+func repair(out string, dryRun bool, stdout io.Writer) error {
+	rep, err := export.Repair(out, export.RepairOptions{DryRun: dryRun})
 	if rep != nil {
 		rep.WriteText(stdout)
 	}

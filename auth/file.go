@@ -131,6 +131,7 @@ func (f TokenFile) rename(oldpath, newpath string) error {
 // Load reads the token file.
 //
 //   - A missing file is an error wrapping ErrLoginRequired.
+//   - A file that is not a regular file (a FIFO, a device) is refused before it is opened.
 //   - On Unix, a file that group or others may read or write is refused (like ssh refuses a
 //     private key with loose permissions): run `chmod 600 FILE`. The file holds a long-lived
 //     credential, and Save always writes 0600, so loose permissions mean someone copied or
@@ -140,6 +141,11 @@ func (f TokenFile) rename(oldpath, newpath string) error {
 func (f TokenFile) Load() (*StoredToken, error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
+	}
+	// Only a regular file is opened: opening a FIFO blocks until someone
+	// writes to it (and a signal does not end the wait).
+	if fi, err := os.Stat(f.Path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("auth: token file %s is not a regular file", f.Path)
 	}
 	fh, err := os.Open(f.Path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -120,14 +120,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin}
 	st, rec, err := recoverDir(out, o.Step)
 	if err != nil {
-		return nil, fmt.Errorf("recovering %s: %w", out, err)
+		return nil, fmt.Errorf("recovering %s: %w", out, explain(err, true))
 	}
 	res.Recovered = rec
 
 	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}}
 	if err := r.sync(ctx); err != nil {
 		r.abort()
-		return res, err
+		return res, explain(err, false)
 	}
 	if err := r.commitAndPublish(); err != nil {
 		return res, err
@@ -454,7 +454,7 @@ func (r *run) commitAndPublish() error {
 		tw := r.writers[name]
 		if err := tw.w.Close(); err != nil {
 			abort()
-			return fmt.Errorf("writing %s: %w", tw.path, err)
+			return explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
 		}
 		if tw.w.Rows() == 0 && tw.table.IsIncremental {
 			// Nothing new: an incremental table gets no empty file.
@@ -470,7 +470,7 @@ func (r *run) commitAndPublish() error {
 	}
 	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
 		abort()
-		return err
+		return explain(err, false)
 	}
 	r.o.Step("staging synced")
 	r.rec.Files = files
@@ -483,12 +483,15 @@ func (r *run) commitAndPublish() error {
 	next.Pending = &r.rec
 	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
 		r.abort()
-		return fmt.Errorf("committing the run: %w", err)
+		return explain(fmt.Errorf("committing the run: %w", err), false)
 	}
 	r.o.Step("committed")
 
 	// 3. Publish.
 	if err := publish(r.out, next, r.o.Step); err != nil {
+		if err := explain(err, true); errors.As(err, new(*DiskFullError)) {
+			return err
+		}
 		return fmt.Errorf("publishing the run (committed: the next run finishes publishing it): %w", err)
 	}
 	for _, f := range files {
@@ -527,7 +530,9 @@ func publish(out string, s *diskState, step func(string)) error {
 		case ferr == nil:
 			// Published before a crash.
 		default:
-			return fmt.Errorf("run %s: file %s is neither staged (%s) nor published; was the directory changed by hand?", run.ID, final, staged)
+			return fmt.Errorf("run %s is committed, but its file %s is neither staged (%s) nor published: was the directory changed by hand? "+
+				"Run `%s`: it publishes the rest of the run, and the next export fetches again the posts the missing file held",
+				run.ID, final, staged, RepairCommand(out))
 		}
 	}
 	names := make([]string, 0, len(dirs))

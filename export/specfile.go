@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -456,7 +457,7 @@ func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref strin
 
 func expandFiles(doc []byte) ([]byte, error) {
 	return expandRefs(doc, fileRef, "file", func(path string) ([]byte, error) {
-		content, err := os.ReadFile(path)
+		content, err := readFileRef(path)
 		if err != nil {
 			return nil, err
 		}
@@ -467,6 +468,37 @@ func expandFiles(doc []byte) ([]byte, error) {
 		}
 		return content, nil
 	})
+}
+
+// maxFileRef bounds what a ${file:PATH} reads, as token files are bounded:
+// a secret or a snippet of spec is far smaller.
+const maxFileRef = 1 << 20
+
+// readFileRef reads the file of a ${file:PATH}, which must be a regular
+// file: a device (/dev/zero) is read without end, and opening a FIFO blocks
+// until someone writes to it.
+func readFileRef(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() { // replaced since
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	content, err := io.ReadAll(io.LimitReader(f, maxFileRef+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(content) > maxFileRef {
+		return nil, fmt.Errorf("%s is larger than 1 MiB", path)
+	}
+	return content, nil
 }
 
 func expandTimes(doc []byte, now time.Time) ([]byte, error) {

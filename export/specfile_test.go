@@ -303,3 +303,16 @@ func TestReadSpecFile_RelativeTokenFilesAreRelativeToTheSpecFile(t *testing.T) {
 		t.Errorf("the rest of the spec changed: %+v", started)
 	}
 }
+
+// A ${file:PATH} reads at most 1 MiB, as a token file does: more is an
+// error naming the reference, not a spec of any size held in memory.
+func TestParseSpec_AFileReferenceReadsAtMostOneMiB(t *testing.T) {
+	big := filepath.Join(t.TempDir(), "big")
+	if err := os.WriteFile(big, make([]byte, 1<<20+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(minimalSpec, `"tok-1001"`, `"${file:`+big+`}"`, 1)
+	if _, err := ParseSpec([]byte(text), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${file:"+big+"}: "+big+" is larger than 1 MiB") {
+		t.Errorf("a file of 1 MiB + 1 byte: %v", err)
+	}
+}

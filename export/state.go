@@ -12,7 +12,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // Layout of an output directory.
@@ -152,36 +155,175 @@ func newDiskState() *diskState {
 	return &diskState{Format: stateFormat, Keys: map[string]string{}, Written: map[string]*idSet{}}
 }
 
-// loadState reads DIR/.state/state.json; a missing file is an empty state
-// (a new directory).
+// loadState reads DIR/.state/state.json. A missing file is an empty state
+// only in a directory that holds no exported file: beside files, it is a
+// lost state, and an empty one would have the next run bill every post
+// again and write each row a second time.
 func loadState(out string) (*diskState, error) {
 	path := filepath.Join(out, stateDir, stateFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
+		if file, err := anyExportedFile(out); err != nil {
+			return nil, err
+		} else if file != "" {
+			return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is missing, but the directory holds exported files (%s)", path, file)}
+		}
 		return newDiskState(), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := newDiskState()
+	s, err := decodeState(b)
+	if err != nil {
+		var newer *newerStateError
+		if errors.As(err, &newer) {
+			return nil, fmt.Errorf("%s has format %d; this version reads format %d: use the cq-source-x that wrote it, or a newer one", path, newer.format, stateFormat)
+		}
+		return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is damaged: %v", path, err)}
+	}
+	return s, nil
+}
+
+// StateError is a state that cannot be used as it is: damaged, or lost
+// beside the files it described. `cq-source-x repair` rebuilds it.
+type StateError struct {
+	Dir     string // the output directory
+	Problem string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("%s. Nothing was fetched or written. Run `%s` to rebuild the state from the files: "+
+		"it keeps what is intact, and no row is ever written twice (docs/export.md, \"When something goes wrong\")",
+		e.Problem, RepairCommand(e.Dir))
+}
+
+// RepairCommand is the command that repairs the output directory dir.
+func RepairCommand(dir string) string {
+	return "cq-source-x repair --out " + shellQuote(dir)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+type newerStateError struct{ format int }
+
+func (e *newerStateError) Error() string {
+	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
+}
+
+// decodeState decodes and checks the text of a state file. Every state this
+// program writes has a format, keys (possibly empty), written-id sets
+// (possibly empty) and runs whose ids and files name paths inside the
+// output directory; anything else is damaged. Every walk memory is decoded
+// too, so that a damaged one stops the export before anything is billed,
+// rather than failing its account at every run.
+func decodeState(b []byte) (*diskState, error) {
+	s := &diskState{}
 	if err := json.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("%s is damaged: %w", path, err)
+		return nil, err
 	}
-	if s.Format != stateFormat {
-		return nil, fmt.Errorf("%s has format %d; this version reads format %d", path, s.Format, stateFormat)
-	}
-	if s.Keys == nil {
-		s.Keys = map[string]string{}
-	}
-	if s.Written == nil {
-		s.Written = map[string]*idSet{}
+	switch {
+	case s.Format > stateFormat:
+		return nil, &newerStateError{s.Format}
+	case s.Format == 0:
+		return nil, errors.New("it holds no state (\"format\" is missing)")
+	case s.Format != stateFormat:
+		return nil, fmt.Errorf("\"format\" is %d", s.Format)
+	case s.Keys == nil:
+		return nil, errors.New("its walk memories (\"keys\") are missing")
+	case s.Written == nil:
+		return nil, errors.New("its written-id sets (\"written\") are missing")
 	}
 	for uid, set := range s.Written {
 		if set == nil {
-			return nil, fmt.Errorf("%s is damaged: the written-id set of user %s is null", path, uid)
+			return nil, fmt.Errorf("the written-id set of user %s is null", uid)
+		}
+	}
+	for _, run := range []*runRecord{s.Pending, s.LastRun} {
+		if err := run.check(); err != nil {
+			return nil, err
+		}
+	}
+	for key, value := range s.Keys {
+		if err := checkKey(key, value); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// check refuses a run record that is not one this program writes: its id
+// and file names become paths (a staging directory removed, files renamed),
+// which must stay inside the output directory.
+func (r *runRecord) check() error {
+	if r == nil {
+		return nil
+	}
+	if !isRunID(r.ID) {
+		return fmt.Errorf("run id %q is not a run id", r.ID)
+	}
+	for _, f := range r.Files {
+		if !knownTables[f.Table] || f.Name != r.Time.UTC().Format(fileTimeLayout)+"-"+r.ID+".parquet" {
+			return fmt.Errorf("run %s: file %q of table %q is not a file of that run", r.ID, f.Name, f.Table)
+		}
+	}
+	return nil
+}
+
+// isRunID reports whether id is a run id: 8 lowercase hex digits (newRunID).
+func isRunID(id string) bool {
+	if len(id) != 8 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkKey decodes one state key of the plugin's, as the plugin will read
+// it. Keys of other forms are left to the plugin.
+func checkKey(key, value string) error {
+	if _, err := resources.CheckState(key, value); err != nil {
+		return fmt.Errorf("the state key %s is damaged: %w", key, err)
+	}
+	return nil
+}
+
+// knownTables are the tables whose files an output directory holds.
+var knownTables = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range resources.Tables().FlattenTables() {
+		m[t.Name] = true
+	}
+	return m
+}()
+
+// anyExportedFile returns the path of a Parquet file of a table in out, or
+// "" if there is none.
+func anyExportedFile(out string) (string, error) {
+	tables := make([]string, 0, len(knownTables))
+	for t := range knownTables {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, t := range tables {
+		files, err := filepath.Glob(filepath.Join(out, t, "*.parquet"))
+		if err != nil {
+			return "", err
+		}
+		if len(files) > 0 {
+			return files[0], nil
+		}
+	}
+	return "", nil
 }
 
 // saveState replaces DIR/.state/state.json atomically. step marks the crash
@@ -212,6 +354,7 @@ func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(st
 		err = f.Sync()
 	}
 	if err := errors.Join(err, f.Close()); err != nil {
+		os.Remove(tmp) // on a full disk, the space it holds is what the next run needs
 		return err
 	}
 	step("temporary file synced")

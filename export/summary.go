@@ -49,8 +49,8 @@ type Totals struct {
 	// NewPosts are the posts the walks found new (bookmarks and folder
 	// entries); BookmarksWritten the x_bookmarks rows written, and
 	// AlreadyArchived those dropped because an earlier run wrote them: a
-	// post bookmarked again after it was removed, or read again after a
-	// walk that did not finish.
+	// post bookmarked again after it was removed, read again after a walk
+	// that did not finish, or in a list read in full again after a repair.
 	NewPosts         int     `json:"new_posts"`
 	BookmarksWritten int     `json:"bookmarks_written"`
 	AlreadyArchived  int     `json:"already_archived"`

@@ -370,6 +370,11 @@ func loadJob(ctx context.Context, st state.Client, key string) (*jobRecord, erro
 	if err != nil || value == "" {
 		return nil, err
 	}
+	return decodeJob(key, value)
+}
+
+// decodeJob decodes the job record stored under key.
+func decodeJob(key, value string) (*jobRecord, error) {
 	var j jobRecordJSON
 	if err := json.Unmarshal([]byte(value), &j); err != nil {
 		return nil, fmt.Errorf("state %q is not valid JSON: %w", key, err)

@@ -48,6 +48,10 @@ type Writer struct {
 	fw   *pqarrow.FileWriter
 	rows int64
 	done bool
+	// err is the first write that failed: the file is incomplete, and
+	// pqarrow's state is not used again (after an error midway through a
+	// row group, its writers no longer agree on the column to write next).
+	err error
 }
 
 // Create creates path, which must not exist, for the rows of table.
@@ -111,6 +115,9 @@ func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, e
 // sends them), to the row group being written; a full row group is written
 // out and the next begun.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if w.err != nil {
+		return w.err
+	}
 	if rec.NumRows() == 0 {
 		return nil
 	}
@@ -120,6 +127,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	}
 	defer out.Release()
 	if err := w.fw.WriteBuffered(out); err != nil {
+		w.err = err
 		return err
 	}
 	w.rows += rec.NumRows()
@@ -130,13 +138,16 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 func (w *Writer) Rows() int64 { return w.rows }
 
 // Close writes the last row group and the footer, syncs the file to disk
-// and closes it. After an error the file is incomplete: its caller removes
-// it.
+// and closes it. After an error (of Close, or of a Write before) the file is
+// incomplete: its caller removes it.
 func (w *Writer) Close() error {
 	if w.done {
-		return nil
+		return w.err
 	}
 	w.done = true
+	if w.err != nil {
+		return errors.Join(w.err, w.f.Close())
+	}
 	err := w.fw.Close()
 	if err == nil {
 		err = w.buf.Flush()
@@ -144,5 +155,6 @@ func (w *Writer) Close() error {
 	if err == nil {
 		err = w.f.Sync()
 	}
-	return errors.Join(err, w.f.Close())
+	w.err = errors.Join(err, w.f.Close())
+	return w.err
 }

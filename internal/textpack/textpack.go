@@ -59,7 +59,7 @@ func Unpack(text []byte, what string) ([]byte, error) {
 		zr.Multistream(false)
 		raw, err := io.ReadAll(zr) // checks the CRC-32 and length at the end
 		if err != nil {
-			return nil, fmt.Errorf("%s: damaged (gzip: %w)", what, err)
+			return nil, fmt.Errorf("%s: damaged (%w)", what, err)
 		}
 		return raw, nil
 	}

@@ -1,0 +1,487 @@
+package export
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/walk"
+	"github.com/gofrs/flock"
+)
+
+// RepairOptions configure Repair.
+type RepairOptions struct {
+	// DryRun reports what Repair would do, and changes nothing.
+	DryRun bool
+}
+
+// RepairReport is what Repair found and did.
+type RepairReport struct {
+	Out    string
+	DryRun bool
+	// Empty says that Out holds neither a state nor an exported file.
+	Empty bool
+	// StateProblem is what made the state unusable; "" when it was sound.
+	StateProblem string
+	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
+	// (user_id, post_id) of Accounts accounts.
+	BookmarkFiles, Posts, Accounts int
+	// KeptMemories walk memories were kept; Dropped were not (nor other
+	// state keys found damaged).
+	KeptMemories int
+	Dropped      []DroppedMemory
+	// RebuiltArchived accounts had their archived post ids (what the
+	// compliance checks cover) rewritten from the files.
+	RebuiltArchived int
+	// LostFiles are files of the committed run that were neither staged nor
+	// published: the run is published without them.
+	LostFiles []string
+	// Changed says that the state was (with DryRun: would be) rewritten.
+	Changed bool
+	// Publish is the committed run whose publishing is finished (or would be).
+	Publish string
+	// Recovered is what finishing the directory's recovery did (not DryRun).
+	Recovered *Recovery
+}
+
+// DroppedMemory is a walk memory Repair did not keep: the next export reads
+// its list in full once.
+type DroppedMemory struct {
+	Key, Reason string
+}
+
+// Repair checks an output directory and rewrites its state from what can
+// be trusted, under the directory's lock:
+//
+//   - the written-id sets are rebuilt from the x_bookmarks files (the
+//     published ones and those of a committed run still staged), so no row
+//     is ever written twice;
+//   - each walk memory is kept if it is intact and every post it holds is
+//     in a file. Any other is dropped, never guessed: the files record
+//     neither a list's current order nor which posts left it since, and a
+//     memory that vouches for posts no file holds would stop the walk above
+//     them. The next export reads a dropped memory's list in full once;
+//   - a committed run's files that are neither staged nor published are
+//     dropped from it, and the run is published without them.
+//
+// A sound directory is left as it is.
+func Repair(dir string, o RepairOptions) (*RepairReport, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not an output directory: %v", out, err)
+	}
+	rep := &RepairReport{Out: out, DryRun: o.DryRun}
+	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
+		rep.Empty = true
+		return rep, err // nothing exported there: nothing to repair, not even a lock to take
+	}
+	lock := flock.New(filepath.Join(out, lockFile))
+	if locked, err := lock.TryLock(); err != nil {
+		return nil, fmt.Errorf("locking %s: %w", out, err)
+	} else if !locked {
+		return nil, fmt.Errorf("an export is running in %s (it holds %s); repair it when it has finished", out, filepath.Join(out, lockFile))
+	}
+	defer lock.Unlock()
+
+	old, err := loadState(out)
+	var stateErr *StateError
+	switch {
+	case errors.As(err, &stateErr):
+		rep.StateProblem = stateErr.Problem
+	case err != nil:
+		return nil, err
+	}
+	keys, pending, lastRun, err := trustedParts(out, old)
+	if err != nil {
+		return nil, err
+	}
+	next, err := rep.rebuild(out, keys, pending, lastRun)
+	if err != nil {
+		return nil, err
+	}
+	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || rep.RebuiltArchived > 0 ||
+		!sameWritten(old.Written, next.Written)
+	if next.Pending != nil {
+		rep.Publish = next.Pending.ID
+	}
+	if !rep.Changed || o.DryRun {
+		return rep, nil
+	}
+	noStep := func(string) {}
+	if err := saveState(out, next, noStep, "repair"); err != nil {
+		return nil, fmt.Errorf("writing the repaired state: %w", err)
+	}
+	if _, rep.Recovered, err = recoverDir(out, noStep); err != nil {
+		return rep, fmt.Errorf("the state is repaired, but recovering %s failed: %w", out, err)
+	}
+	return rep, nil
+}
+
+// trustedParts are the walk memories and runs of the state: all of them if
+// it loaded, else what can be salvaged from its text.
+func trustedParts(out string, s *diskState) (map[string]string, *runRecord, *runRecord, error) {
+	if s != nil {
+		return s.Keys, s.Pending, s.LastRun, nil
+	}
+	text, err := os.ReadFile(filepath.Join(out, stateDir, stateFile))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, nil, nil, err
+	}
+	keys, pending, lastRun := salvage(text)
+	return keys, pending, lastRun, nil
+}
+
+// rebuild builds the repaired state from the files and the trusted parts.
+func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *runRecord) (*diskState, error) {
+	next := newDiskState()
+	if pending != nil {
+		pending = rep.dropLostFiles(out, pending)
+	}
+	written, files, err := readWritten(out, pending)
+	if err != nil {
+		return nil, err
+	}
+	next.Written, next.Pending, next.LastRun = written, pending, lastRun
+	if lastRun == nil {
+		next.LastRun = newestRun(out, pending)
+	}
+	rep.BookmarkFiles, rep.Accounts = files, len(written)
+	for _, set := range written {
+		rep.Posts += set.Len()
+	}
+	for key, value := range keys {
+		if reason := distrust(key, value, written); reason != "" {
+			rep.Dropped = append(rep.Dropped, DroppedMemory{Key: key, Reason: reason})
+			continue
+		}
+		next.Keys[key] = value
+		if strings.HasPrefix(key, "x_bookmark") {
+			rep.KeptMemories++
+		}
+	}
+	sort.Slice(rep.Dropped, func(i, j int) bool { return rep.Dropped[i].Key < rep.Dropped[j].Key })
+	return next, rep.rebuildArchived(next, written)
+}
+
+// rebuildArchived sets each account's archived post ids to those its files
+// hold: exactly the posts an export has archived. A damaged record is
+// replaced, a sound one that says the same is left as it is.
+func (rep *RepairReport) rebuildArchived(next *diskState, written map[string]*idSet) error {
+	for uid, set := range written {
+		ids := set.IDs()
+		key, value, err := resources.ArchivedState(uid, ids)
+		if err != nil {
+			return err
+		}
+		if old, ok := next.Keys[key]; ok {
+			held, err1 := resources.ArchivedIDs(old)
+			want, err2 := resources.ArchivedIDs(value)
+			if err1 == nil && err2 == nil && slices.Equal(held, want) {
+				continue
+			}
+		}
+		next.Keys[key] = value
+		rep.RebuiltArchived++
+	}
+	return nil
+}
+
+// distrust says why a walk memory cannot be kept, or "" if it can.
+func distrust(key, value string, written map[string]*idSet) string {
+	if err := checkKey(key, value); err != nil {
+		return "damaged (" + strings.TrimPrefix(err.Error(), "the state key "+key+" is damaged: ") + ")"
+	}
+	uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
+	if !ok {
+		return ""
+	}
+	mem, _ := walk.UnmarshalMemory(value) // checked above
+	if mem == nil || mem.Held == nil {
+		return ""
+	}
+	set, missing := written[uid], 0
+	for i := range mem.Held.Len() {
+		if set == nil || !set.Has(mem.Held.At(i)) {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return fmt.Sprintf("%d of the %d posts it holds are in no file", missing, mem.Held.Len())
+	}
+	return ""
+}
+
+// dropLostFiles returns the committed run without its files that are
+// neither staged nor published, and records them.
+func (rep *RepairReport) dropLostFiles(out string, run *runRecord) *runRecord {
+	kept := *run
+	kept.Files = nil
+	for _, f := range run.Files {
+		if exists(run.stagedPath(out, f)) || exists(finalPath(out, f)) {
+			kept.Files = append(kept.Files, f)
+			continue
+		}
+		rep.LostFiles = append(rep.LostFiles, finalPath(out, f))
+	}
+	return &kept
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// readWritten reads the (user_id, post_id) of every x_bookmarks file: those
+// published, and those of the committed run still staged.
+func readWritten(out string, pending *runRecord) (map[string]*idSet, int, error) {
+	paths, err := filepath.Glob(filepath.Join(out, resources.BookmarksTable, "*.parquet"))
+	if err != nil {
+		return nil, 0, err
+	}
+	if pending != nil {
+		for _, f := range pending.Files {
+			if staged := pending.stagedPath(out, f); f.Table == resources.BookmarksTable && exists(staged) && !exists(finalPath(out, f)) {
+				paths = append(paths, staged)
+			}
+		}
+	}
+	written := map[string]*idSet{}
+	for _, path := range paths {
+		if err := readBookmarkKeys(path, written); err != nil {
+			return nil, 0, fmt.Errorf("%s cannot be read (%v). Move it out of %s and repair again: "+
+				"the next export then fetches again the posts it held that are still bookmarked", path, err, out)
+		}
+	}
+	return written, len(paths), nil
+}
+
+// readBookmarkKeys adds the (user_id, post_id) of an x_bookmarks file to
+// written.
+func readBookmarkKeys(path string, written map[string]*idSet) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close() // file.OpenParquetFile leaks it when the file is not Parquet
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		return err
+	}
+	sc := pr.MetaData().Schema
+	cols := []int{sc.ColumnIndexByName("user_id"), sc.ColumnIndexByName("post_id")}
+	if cols[0] < 0 || cols[1] < 0 {
+		return errors.New("it has no user_id or post_id column")
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 14}, memory.DefaultAllocator)
+	if err != nil {
+		return err
+	}
+	rr, err := fr.GetRecordReader(context.Background(), cols, nil)
+	if err != nil {
+		return err
+	}
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		users, uok := rec.Column(rec.Schema().FieldIndices("user_id")[0]).(*array.String)
+		posts, pok := rec.Column(rec.Schema().FieldIndices("post_id")[0]).(*array.String)
+		if !uok || !pok {
+			return errors.New("user_id or post_id is not a string column")
+		}
+		for i := range int(rec.NumRows()) {
+			uid := users.Value(i)
+			set := written[uid]
+			if set == nil {
+				set = &idSet{}
+				written[strings.Clone(uid)] = set
+			}
+			set.Add(posts.Value(i))
+		}
+	}
+	return rr.Err()
+}
+
+// newestRun is the run of the newest published file (other than pending's),
+// named by the files' names: when the run is later than any file, the next
+// run's files sort after them.
+func newestRun(out string, pending *runRecord) *runRecord {
+	var newest *runRecord
+	for table := range knownTables {
+		names, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+		for _, path := range names {
+			name := filepath.Base(path)
+			stamp, id, ok := strings.Cut(strings.TrimSuffix(name, ".parquet"), "-")
+			t, err := time.Parse(fileTimeLayout, stamp)
+			if !ok || err != nil || !isRunID(id) || (pending != nil && id == pending.ID) {
+				continue
+			}
+			if newest == nil || t.After(newest.Time) {
+				newest = &runRecord{ID: id, Time: t}
+			}
+		}
+	}
+	return newest
+}
+
+// sameWritten reports whether two sets of written ids are equal.
+func sameWritten(a, b map[string]*idSet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for uid, set := range a {
+		other := b[uid]
+		if other == nil || set.Len() != other.Len() {
+			return false
+		}
+		for _, id := range set.IDs() {
+			if !other.Has(id) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// salvage finds in the text of a damaged state file every walk memory and
+// run record that reads whole, wherever the damage is: each key is looked
+// for by its own name, so a damaged one loses only itself. (Every memory is
+// then checked by Repair; nothing here is trusted because it was found.)
+func salvage(text []byte) (keys map[string]string, pending, lastRun *runRecord) {
+	keys = map[string]string{}
+	conflicting := map[string]bool{}
+	for i := 0; ; i++ {
+		at := bytes.Index(text[i:], []byte(`"x_`))
+		if at < 0 {
+			break
+		}
+		i += at
+		key, end, ok := jsonString(text, i)
+		if !ok || !resources.IsStateKey(key) || end >= len(text) || text[end] != ':' {
+			continue
+		}
+		value, _, ok := jsonString(text, end+1)
+		if !ok {
+			continue
+		}
+		if old, seen := keys[key]; seen && old != value {
+			conflicting[key] = true
+		}
+		keys[key] = value
+	}
+	for key := range conflicting {
+		delete(keys, key)
+	}
+	return keys, runAfter(text, `,"pending":`), runAfter(text, `,"last_run":`)
+}
+
+// jsonString reads the JSON string that starts at text[at] and returns it
+// and the index after it.
+func jsonString(text []byte, at int) (string, int, bool) {
+	if at >= len(text) || text[at] != '"' {
+		return "", 0, false
+	}
+	for i := at + 1; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++
+		case '"':
+			var s string
+			if json.Unmarshal(text[at:i+1], &s) != nil {
+				return "", 0, false
+			}
+			return s, i + 1, true
+		}
+	}
+	return "", 0, false
+}
+
+// runAfter decodes the run record that follows the last occurrence of
+// field in text, if it reads whole and is a run record.
+func runAfter(text []byte, field string) *runRecord {
+	at := bytes.LastIndex(text, []byte(field))
+	if at < 0 {
+		return nil
+	}
+	var run runRecord
+	if json.NewDecoder(bytes.NewReader(text[at+len(field):])).Decode(&run) != nil || run.check() != nil {
+		return nil
+	}
+	return &run
+}
+
+// WriteText prints the report: what was wrong, what was kept and dropped,
+// and what the next export costs because of it.
+func (rep *RepairReport) WriteText(w io.Writer) {
+	switch {
+	case rep.Empty:
+		fmt.Fprintf(w, "%s holds no export. Nothing to repair.\n", rep.Out)
+		return
+	case rep.StateProblem != "":
+		fmt.Fprintf(w, "state: %s\n", rep.StateProblem)
+	default:
+		fmt.Fprintln(w, "state: readable")
+	}
+	fmt.Fprintf(w, "files: %d x_bookmarks file(s) hold %d post(s) of %d account(s)\n", rep.BookmarkFiles, rep.Posts, rep.Accounts)
+	for _, f := range rep.LostFiles {
+		fmt.Fprintf(w, "lost: %s, a file of the committed run %s, is neither staged nor published; the run is published without it\n", f, rep.Publish)
+	}
+	fmt.Fprintf(w, "walk memories: %d kept, %d dropped\n", rep.KeptMemories, len(rep.Dropped))
+	for _, d := range rep.Dropped {
+		fmt.Fprintf(w, "  dropped %s: %s\n", d.Key, d.Reason)
+	}
+	if rep.RebuiltArchived > 0 {
+		fmt.Fprintf(w, "archived post ids (what the compliance checks cover): rebuilt from the files for %d account(s)\n", rep.RebuiltArchived)
+	}
+	switch {
+	case !rep.Changed:
+		fmt.Fprintln(w, "Nothing to repair.")
+		return
+	case rep.DryRun:
+		fmt.Fprintf(w, "Dry run: nothing was changed. Run `%s` to write the repaired state.\n", RepairCommand(rep.Out))
+	default:
+		fmt.Fprintln(w, "The repaired state is written.")
+		if rep.Recovered != nil && rep.Recovered.PublishedRun != "" {
+			fmt.Fprintf(w, "Run %s is published.\n", rep.Recovered.PublishedRun)
+		}
+	}
+	rep.writeCost(w)
+}
+
+// writeCost says what the next export costs after the repair.
+func (rep *RepairReport) writeCost(w io.Writer) {
+	var lists []string
+	for _, d := range rep.Dropped {
+		lists = append(lists, d.Key)
+	}
+	switch {
+	case rep.KeptMemories == 0 && rep.Posts > 0:
+		fmt.Fprintln(w, "\nNo walk memory was kept: the next export reads every list of every account in full once, and bills every post in them again.")
+	case len(lists) > 0:
+		fmt.Fprintf(w, "\nThe next export reads these lists in full once, and bills every post in them again: %s.\n", strings.Join(lists, ", "))
+	default:
+		fmt.Fprintln(w, "\nEvery walk memory was kept: the next export is as incremental as ever.")
+		return
+	}
+	fmt.Fprintln(w, "It writes only the posts that no file holds: no row is written twice.")
+	if len(rep.LostFiles) > 0 {
+		fmt.Fprintln(w, "Posts of the lost file that are no longer bookmarked cannot be fetched again.")
+	}
+}

@@ -1,0 +1,141 @@
+package export
+
+import (
+	"bytes"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/textpack"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// fuzzStates are states as runs write them, for the fuzzers' seeds.
+func fuzzStates(tb testing.TB) [][]byte {
+	written := &idSet{}
+	for _, id := range []string{"1800000000000000000", "1800000000000000007", "odd-id"} {
+		written.Add(id)
+	}
+	mem, err := (&walk.Memory{Held: walk.NewIDList("1800000000000000007", "1800000000000000000"), SyncedAt: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}).Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	run := &runRecord{ID: "0a1b2c3d", Time: time.Date(2026, 11, 22, 10, 15, 0, 123e6, time.UTC)}
+	run.Files = []fileRecord{{Table: "x_bookmarks", Name: run.Time.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 3}}
+	var out [][]byte
+	for _, s := range []*diskState{
+		newDiskState(),
+		{Format: stateFormat, LastRun: run, Written: map[string]*idSet{"1001": written}, Keys: map[string]string{
+			"x_bookmarks/1001": mem, "x_bookmark_folder_posts/1001/77": mem, "x_bookmark_folders/1001": `[{"id":"77","name":"f"}]`}},
+		{Format: stateFormat, Pending: run, Written: map[string]*idSet{}, Keys: map[string]string{}},
+	} {
+		var b bytes.Buffer
+		if err := s.writeTo(&b); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, b.Bytes())
+	}
+	return append(out, []byte(`null`), []byte(`{"format":1}`))
+}
+
+// FuzzDecodeState: no state file makes the loader or the repair's salvage
+// panic; a state that loads names only paths inside the output directory,
+// and writes back to the same state; what the salvage finds passes the
+// checks the loader makes.
+func FuzzDecodeState(f *testing.F) {
+	for _, b := range fuzzStates(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		keys, pending, lastRun := salvage(text)
+		for key := range keys {
+			if !resources.IsStateKey(key) {
+				t.Fatalf("salvaged the key %q", key)
+			}
+		}
+		for _, run := range []*runRecord{pending, lastRun} {
+			if run.check() != nil {
+				t.Fatalf("salvaged a run that fails its check: %+v", run)
+			}
+		}
+		s, err := decodeState(text)
+		if err != nil {
+			return
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		for _, run := range []*runRecord{s.Pending, s.LastRun} {
+			if run == nil {
+				continue
+			}
+			for _, f := range run.Files {
+				for _, p := range []string{run.stagedPath(out, f), finalPath(out, f), filepath.Join(out, stagingDir, run.ID)} {
+					if rel, err := filepath.Rel(out, p); err != nil || strings.HasPrefix(rel, "..") || rel == "." {
+						t.Fatalf("run %+v names %s, outside %s", run, p, out)
+					}
+				}
+			}
+		}
+		var b bytes.Buffer
+		if err := s.writeTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		back, err := decodeState(b.Bytes())
+		if err != nil {
+			t.Fatalf("a loaded state, written, does not load: %v\n%s", err, b.Bytes())
+		}
+		if !reflect.DeepEqual(back.Keys, s.Keys) || !reflect.DeepEqual(back.Pending, s.Pending) || !reflect.DeepEqual(back.LastRun, s.LastRun) || !sameWritten(back.Written, s.Written) {
+			t.Fatalf("a loaded state reads back differently")
+		}
+	})
+}
+
+// FuzzIDSetDecode decodes written-id sets from any bytes, packed as the
+// state packs them (so that the fuzzer reaches the decoder past gzip's
+// CRC). A set that decodes holds sorted, unique, canonical ids and encodes
+// back to the same set.
+func FuzzIDSetDecode(f *testing.F) {
+	for _, ids := range [][]string{nil, {"1800000000000000000", "5", "18446744073709551615"}, {"007", "x", ""}} {
+		s := &idSet{}
+		for _, id := range ids {
+			s.Add(id)
+		}
+		text, err := s.MarshalText()
+		if err != nil {
+			f.Fatal(err)
+		}
+		raw, err := textpack.Unpack(text, "seed")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		text, err := textpack.Pack(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s idSet
+		if err := s.UnmarshalText(text); err != nil {
+			return
+		}
+		ids := s.IDs()
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] || !s.Has(id) || s.AddNew(id) {
+				t.Fatalf("id %q: repeated, or not held", id)
+			}
+			seen[id] = true
+		}
+		again, err := s.MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back idSet
+		if err := back.UnmarshalText(again); err != nil || !reflect.DeepEqual(back.IDs(), ids) {
+			t.Fatalf("a decoded set reads back as %v (%v); want %v", back.IDs(), err, ids)
+		}
+	})
+}

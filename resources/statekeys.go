@@ -1,0 +1,95 @@
+package resources
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// CheckState decodes value as the resolvers will read the state key key, so
+// that a damaged value is found before a sync relies on it. known is false
+// for a key of a form this plugin does not write. An empty value is a key
+// cleared (or never set).
+func CheckState(key, value string) (known bool, err error) {
+	decode := stateDecoder(key)
+	switch {
+	case decode == nil:
+		return false, nil
+	case value == "":
+		return true, nil
+	}
+	return true, decode(value)
+}
+
+// IsStateKey reports whether the plugin writes state keys of key's form.
+func IsStateKey(key string) bool { return stateDecoder(key) != nil }
+
+// stateDecoder returns the decoder of the values of key, nil for a key of a
+// form this plugin does not write. These are the keys:
+//
+//	x_bookmarks/<user>                              walk memory
+//	x_bookmark_folder_posts/<user>/<folder>         walk memory
+//	<either of the above>/capped                    a walk stopped by the billed-post cap
+//	x_bookmark_folders/<user>                       the folder list
+//	x_post_compliance/archived/<user>               ids of the posts archived
+//	x_post_compliance/checks/<user>                 the compliance checks of those posts
+//	x_post_compliance/job[/<scope>]                 a compliance job in progress
+func stateDecoder(key string) func(value string) error {
+	table, rest, _ := strings.Cut(key, "/")
+	parts := strings.Split(rest, "/")
+	capped := len(parts) > 1 && parts[len(parts)-1] == "capped"
+	if capped {
+		parts = parts[:len(parts)-1]
+	}
+	what := "state " + strconv.Quote(key)
+	switch {
+	case (table == BookmarksTable && len(parts) == 1 || table == FolderPostsTable && len(parts) == 2) && allIDs(parts):
+		if capped {
+			return func(v string) error { _, err := walk.UnmarshalCapStop(v); return err }
+		}
+		return func(v string) error { _, err := walk.UnmarshalMemory(v); return err }
+	case table == FoldersTable && len(parts) == 1 && !capped && allIDs(parts):
+		return func(v string) error { var f []client.Folder; return json.Unmarshal([]byte(v), &f) }
+	case table != PostComplianceTable || capped:
+		return nil
+	case parts[0] == "job" && (len(parts) == 1 || len(parts) == 2 && parts[1] != ""):
+		return func(v string) error { _, err := decodeJob(key, v); return err }
+	case parts[0] == "archived" && len(parts) == 2 && allIDs(parts[1:]):
+		return func(v string) error { _, err := unmarshalPostIDs(v, what); return err }
+	case parts[0] == "checks" && len(parts) == 2 && allIDs(parts[1:]):
+		return func(v string) error { return (&accountChecks{}).unmarshalChecks(v, what) }
+	}
+	return nil
+}
+
+// ArchivedState is the state key and value that record ids as the posts
+// archived for userID (in x_bookmarks), for an archive whose files say which
+// those are.
+func ArchivedState(userID string, ids []string) (key, value string, err error) {
+	nums := make([]uint64, 0, len(ids))
+	for _, id := range ids {
+		if n, ok := parsePostID(id); ok {
+			nums = append(nums, n)
+		}
+	}
+	value, err = newPostIDs(nums).marshal()
+	return archivedKey(userID), value, err
+}
+
+// ArchivedIDs decodes the value of an archived-ids key.
+func ArchivedIDs(value string) ([]string, error) {
+	ids, err := unmarshalPostIDs(value, "archived post ids")
+	return ids.strings(), err
+}
+
+func allIDs(parts []string) bool {
+	for _, p := range parts {
+		if _, ok := parsePostID(p); !ok || len(p) > 19 {
+			return false
+		}
+	}
+	return true
+}

@@ -297,7 +297,8 @@ func (c *Client) storageCall(ctx context.Context, op Operation, param, rawURL, m
 		WithBaseURL(u.Scheme+"://"+u.Host),
 		WithClock(c.clock), WithMeter(c.meter), WithRetryPolicy(c.retry),
 		WithRateLimitWaitCap(c.waitCap), WithResetMargin(c.margin), WithUserAgent(c.userAgent),
-		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook))
+		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook),
+		WithTimeouts(c.timeouts), WithRedactor(c.redactor))
 	if err != nil {
 		return nil, err
 	}

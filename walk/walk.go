@@ -155,11 +155,17 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 		if err != nil {
 			return wk.end(StoppedByBudget, err)
 		}
+		if err := wk.loop.send(token, wk.res.Requests+1, wk.res.Billed); err != nil {
+			return wk.end(Failed, err)
+		}
 		page, err := w.Fetch(ctx, size, token)
 		if err != nil {
 			return wk.end(Failed, err)
 		}
-		fresh := wk.account(page, size)
+		fresh, err := wk.account(page, size)
+		if err != nil {
+			return wk.end(Failed, err)
+		}
 		if err := w.emit(ctx, fresh); err != nil {
 			return wk.end(Failed, err)
 		}
@@ -185,6 +191,7 @@ type progress[T any] struct {
 	prev    *Memory
 	planner *Planner
 	stop    *stopState
+	loop    *loopCheck
 	// empty counts the pages in a row that had no items and a next_token.
 	empty int
 }
@@ -196,6 +203,7 @@ func newProgress[T any](s Settings, prev *Memory, now time.Time, id func(T) stri
 		prev:    prev,
 		planner: NewPlanner(s, prev, now),
 		stop:    newStopState(prev, s.Confirmations),
+		loop:    newLoopCheck(),
 	}
 }
 
@@ -210,11 +218,15 @@ func (wk *progress[T]) pageSize() (int, error) {
 }
 
 // account counts a page and passes its posts to the stop rule; it returns
-// the items that are new, in list order.
-func (wk *progress[T]) account(page Page[T], size int) []T {
+// the items that are new, in list order, or an ErrLoop when the page leads
+// the walk back to posts it has read.
+func (wk *progress[T]) account(page Page[T], size int) ([]T, error) {
 	wk.res.Requests++
 	wk.res.PageSizes = append(wk.res.PageSizes, size)
 	wk.res.Billed += len(page.Items)
+	if err := wk.loop.read(len(page.Items), func(i int) string { return wk.id(page.Items[i]) }, wk.res.Requests, wk.res.Billed); err != nil {
+		return nil, err
+	}
 	fresh := page.Items[:0:0]
 	for _, item := range page.Items {
 		switch wk.stop.add(wk.id(item)) {
@@ -225,7 +237,7 @@ func (wk *progress[T]) account(page Page[T], size int) []T {
 		}
 	}
 	wk.res.New += len(fresh)
-	return fresh
+	return fresh, nil
 }
 
 // decide says how the walk ends after this page, or "" to read on.

@@ -48,7 +48,7 @@ func TestATokenSentTwiceStopsTheWalk(t *testing.T) {
 			return Page[string]{}, errors.New("the walk did not stop: 50 requests to a server that loops")
 		}
 		page, err := l.fetch(ctx, 90, strconv.Itoa(90*(n-1))) // the next page, whatever was asked for
-		page.Next = "T"                                      // and always the same token
+		page.Next = "T"                                       // and always the same token
 		return page, err
 	}
 	res, err := loopWalk(t, next, nil)

@@ -90,8 +90,8 @@ func validToken(op Operation, t string, check TokenCheck) error {
 	return nil
 }
 
-// validField checks a field-selection or expansion name: letters, digits,
-// '_' and '.', e.g. "created_at" or "attachments.media_keys".
+// validFields checks the field-selection and expansion names: letters,
+// digits, '_' and '.', e.g. "created_at" or "attachments.media_keys".
 func validFields(op Operation, f Fields) error {
 	lists := []struct {
 		param string
@@ -102,15 +102,17 @@ func validFields(op Operation, f Fields) error {
 	}
 	for _, l := range lists {
 		for _, name := range l.v {
-			if err := validField(name); err != "" {
-				return newInputError(op, l.param+" element", name, err)
+			if problem := FieldNameProblem(name); problem != "" {
+				return newInputError(op, l.param+" element", name, problem)
 			}
 		}
 	}
 	return nil
 }
 
-func validField(name string) string {
+// FieldNameProblem says what is wrong with a field-selection or expansion
+// name, or returns "" for a good one.
+func FieldNameProblem(name string) string {
 	if name == "" {
 		return "is empty"
 	}

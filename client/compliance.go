@@ -357,6 +357,9 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	if w.Data == nil || w.Data.ID == "" {
 		return nil, shapeError("no data.id in the body")
 	}
+	if !ValidID(w.Data.ID) {
+		return nil, shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
+	}
 	if w.Data.Status == "" {
 		return nil, shapeError("no data.status in the body")
 	}
@@ -408,6 +411,9 @@ func decodeComplianceResults(body []byte) ([]ComplianceResult, error) {
 		}
 		if r.ID == "" {
 			return nil, shapef("results line %d has no id", n)
+		}
+		if !ValidID(r.ID) {
+			return nil, shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
 		}
 		out = append(out, r)
 	}

@@ -24,7 +24,12 @@ import (
 // plugin knows. When no request of the account got an answer it says to
 // check base_url, in one line, rather than repeat the same refused
 // connection for every list. It returns nil for an account that synced.
+// The lines hold no credential of the sync (sess.Redact).
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
+	return sess.Redact.Strings(accountFailure(s, sess))
+}
+
+func accountFailure(s *spec.Spec, sess *account.Session) []string {
 	var errs []error
 	if sess.Err != nil {
 		errs = []error{sess.Err}

@@ -16,8 +16,9 @@ import (
 	"sync"
 )
 
-// Mask replaces a credential.
-const Mask = "[REDACTED]"
+// Mask replaces a credential (as package auth masks the secrets of its own
+// messages).
+const Mask = "[redacted]"
 
 // MinLength is the shortest value redacted. Real credentials are tens of
 // characters; masking every occurrence of a short value ("t", a test token)

@@ -29,21 +29,27 @@ import (
 // an empty list. Past 50 bookmark requests it answers 500, so that a
 // sync that does not stop by itself fails rather than hang the test.
 type hostileAPI struct {
-	page     func(n int, token string, size int) (status int, body string)
+	page func(n int, token string, size int) (status int, body string)
+	// folders, when set, serves the folder list (request n from 1).
+	folders  func(n int) string
 	mu       sync.Mutex
 	requests int
 }
 
 func (h *hostileAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	if !strings.HasSuffix(r.URL.Path, "/bookmarks") {
-		_, _ = w.Write([]byte(`{"meta":{"result_count":0}}`))
-		return
-	}
 	h.mu.Lock()
 	h.requests++
 	n := h.requests
 	h.mu.Unlock()
+	if strings.HasSuffix(r.URL.Path, "/folders") && h.folders != nil && n <= 50 {
+		_, _ = w.Write([]byte(h.folders(n)))
+		return
+	}
+	if !strings.HasSuffix(r.URL.Path, "/bookmarks") {
+		_, _ = w.Write([]byte(`{"meta":{"result_count":0}}`))
+		return
+	}
 	if n > 50 {
 		w.WriteHeader(500)
 		return
@@ -249,5 +255,39 @@ func TestSyncEndsWhenTheAPINeverAnswers(t *testing.T) {
 	if len(errs) != 1 || !strings.Contains(errs[0], "x api: list_bookmarks: request failed after 1 attempt(s)") ||
 		!strings.Contains(errs[0], "no response within 1s of sending the request (header timeout)") {
 		t.Errorf("sync errors %q", errs)
+	}
+}
+
+// The folder list is read whole at every sync: a server whose next_token
+// leads back to folders already listed would keep it reading (and waiting
+// for the window) for ever.
+func TestSyncStopsAFolderListThatGoesRoundInCircles(t *testing.T) {
+	h := &hostileAPI{folders: func(n int) string {
+		return fmt.Sprintf(`{"data":[{"id":"77","name":"reading"}],"meta":{"result_count":1,"next_token":"F%d"}}`, n)
+	}}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	specJSON, _ := json.Marshal(map[string]any{"base_url": ts.URL, "max_attempts": 1,
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": "token-of-user-1001"}}})
+	p := New(WithState(memstate.New()), WithClock(clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))))
+	ctx := context.Background()
+	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmark_folders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for _, m := range msgs {
+		if e, ok := m.(*message.SyncError); ok {
+			errs = append(errs, e.Error)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], "listing bookmark folders: the API led the folder list round in circles: page 2 holds only folders already listed") {
+		t.Errorf("sync errors %q", errs)
+	}
+	if n := h.Requests(); n != 2 {
+		t.Errorf("%d requests, want 2", n)
 	}
 }

@@ -115,6 +115,7 @@ func unreachable(s *spec.Spec, sess *account.Session, errs []error) (string, boo
 // that does not speak TLS or whose certificate is not valid, or a 404.
 func noAnswer(err error) (string, bool) {
 	var (
+		timeout *client.TimeoutError
 		dnsErr  *net.DNSError
 		opErr   *net.OpError
 		certErr *tls.CertificateVerificationError
@@ -124,6 +125,8 @@ func noAnswer(err error) (string, bool) {
 		apiErr  *client.APIError
 	)
 	switch {
+	case errors.As(err, &timeout) && timeout.Phase == client.PhaseConnect:
+		return timeout.Error(), true
 	case errors.As(err, &dnsErr):
 		return dnsErr.Error(), true
 	case errors.As(err, &certErr):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,8 +16,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/cq-source-x/cq-source-x/spec"
 )
 
 // A broken or hostile API (issue 15): each test serves one misbehaviour to
@@ -289,5 +293,34 @@ func TestSyncStopsAFolderListThatGoesRoundInCircles(t *testing.T) {
 	}
 	if n := h.Requests(); n != 2 {
 		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+// A base_url that accepts no connection (a firewall dropping packets) is
+// told as one that nothing answers, after connect_timeout, not after the
+// operating system gives up.
+func TestAnAPIThatAcceptsNoConnectionIsToldToCheckBaseURL(t *testing.T) {
+	blackhole := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	specJSON, _ := json.Marshal(map[string]any{"base_url": "https://api.x.com", "max_attempts": 2,
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": "token-of-user-1001"}}})
+	var set *account.Set
+	p := New(WithState(memstate.New()), WithTransport(blackhole), WithSessionsHook(func(s *account.Set) { set = s }),
+		WithClock(clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))),
+		WithClientOptions(client.WithTimeouts(client.Timeouts{Connect: 50 * time.Millisecond})))
+	ctx := context.Background()
+	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := spec.Parse(specJSON)
+	got := AccountFailure(s, set.Sessions[0])
+	want := "none of 2 requests to https://api.x.com got an answer from the X API (no connection to the server within 50ms (connect timeout)): check base_url"
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("%q, want %q", got, want)
 	}
 }

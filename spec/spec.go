@@ -59,7 +59,7 @@ type Spec struct {
 	RequestTimeout *configtype.Duration `json:"request_timeout,omitempty" jsonschema:"default=2m"`
 
 	// Estimated price of one post read in USD, for the usage table. X charges 0.005 per post read; reading your own bookmarks with your own app may be billed at the lower owned-read rate.
-	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,default=0.005"`
+	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.005"`
 
 	// Maximum number of tables and accounts synced at once (the scheduler's concurrency).
 	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=100"`

@@ -38,6 +38,11 @@
 // skipped. If that post was new, this walk does not see it. See
 // docs/walk.md for what follows and what the next sync does about it.
 //
+// A walk never sends the same token twice, and takes pages of nothing but
+// posts it has read for the list moving down only while they hold a few
+// posts together: a server that leads it back to pages already read is
+// stopped there (loopCheck), rather than billed for them without end.
+//
 // # What is remembered
 //
 // Memory.Held, the list as last seen (newest first), is updated after a clean

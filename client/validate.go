@@ -27,10 +27,9 @@ const (
 )
 
 // ValidID reports whether s has the form of an X id (a post, user, folder
-// or job id): 1 to 19 decimal digits, without a leading zero. Ids are
-// snowflakes below 2^63, so no other string is one; ids from a response
-// that are not are refused with the page (they would be written to the
-// archive and its state as they are).
+// or job id): 1 to 19 decimal digits, without a leading zero (ids are
+// snowflakes, below 2^63). Ids in a response that are not are refused with
+// the page: they would be written to the archive and its state as they are.
 func ValidID(s string) bool {
 	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
 		return false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -81,9 +82,9 @@ type postPageBody struct {
 // the body holds, also when it is refused for its shape: X billed them.
 //
 // Every id in the page must be an X id, and no post may be in it twice;
-// each post and expanded object is kept as valid UTF-8 (see validUTF8).
+// each post and expanded object is kept as valid Unicode (see validText).
 func decodePostPage(body []byte) (page *PostPage, posts int, err error) {
-	body = validUTF8(body)
+	body = validText(body)
 	var w postPageBody
 	err = unmarshalObject(body, &w)
 	posts = len(w.Data)
@@ -308,13 +309,19 @@ func shown(v string) string {
 	return strconv.Quote(v)
 }
 
+// validText returns body with what is not Unicode made U+FFFD, as
+// encoding/json decodes it: bytes that are not UTF-8 (validUTF8) and
+// escaped halves of a surrogate pair that have no other half
+// (loneSurrogates). The raw objects kept from a page (a post's "post"
+// column, its entities, the expanded author) then say what the decoded
+// fields say, and every reader of the archive can read them: DuckDB
+// refuses a Parquet file whose strings are not UTF-8, and its JSON
+// functions a lone surrogate. A valid body is returned as it is.
+func validText(body []byte) []byte { return loneSurrogates(validUTF8(body)) }
+
 // validUTF8 returns b with every byte that is not part of valid UTF-8
 // replaced by U+FFFD, one per byte, as encoding/json decodes such bytes in
-// a string: the raw objects kept from a page (a post's "post" column, its
-// entities, the expanded author) then say what the decoded fields say, and
-// every reader of the archive can read them (DuckDB refuses a Parquet file
-// whose strings are not UTF-8). Outside strings such bytes are not JSON
-// either way. A valid body is returned as it is.
+// a string. Outside strings such bytes are not JSON either way.
 func validUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
@@ -330,6 +337,65 @@ func validUTF8(b []byte) []byte {
 		b = b[size:]
 	}
 	return out
+}
+
+// loneSurrogates returns b with every \u escape of half a surrogate pair
+// that is not part of a pair replaced by \ufffd (as long). In valid JSON
+// a backslash is always inside a string and starts an escape, so the
+// escapes are found by reading them in turn; b is copied only when one is
+// replaced.
+func loneSurrogates(b []byte) []byte {
+	out := b
+	for i := 0; i < len(b)-1; i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // a two-character escape
+			continue
+		}
+		r, ok := escapedRune(b, i)
+		switch {
+		case !ok:
+			i++
+			continue
+		case utf16.IsSurrogate(r) && r < 0xdc00:
+			if low, ok := escapedRune(b, i+6); ok && low >= 0xdc00 && low <= 0xdfff {
+				i += 11 // a pair
+				continue
+			}
+		case !utf16.IsSurrogate(r):
+			i += 5
+			continue
+		}
+		if &out[0] == &b[0] {
+			out = bytes.Clone(b)
+		}
+		copy(out[i:], `\ufffd`)
+		i += 5
+	}
+	return out
+}
+
+// escapedRune reads the \uXXXX escape at b[i:].
+func escapedRune(b []byte, i int) (rune, bool) {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i+2 : i+6] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 func decodeUser(body []byte) (*User, error) {

@@ -16,9 +16,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
-// invalidUTF8 puts bytes that are not UTF-8 into the strings of every
-// bookmarks and folders page the simulator sends: a post's text, entities
-// and note, a folder's name.
+// invalidUTF8 puts bytes that are not UTF-8, and an escaped lone
+// surrogate, into the strings of every bookmarks and folders page the
+// simulator sends: a post's text, entities and note, a folder's name.
 type invalidUTF8 struct{ base http.RoundTripper }
 
 func (t invalidUTF8) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -32,7 +32,7 @@ func (t invalidUTF8) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	for _, field := range []string{`"text":"`, `"name":"`, `"tag":"`, `"username":"`, `"url":"`} {
-		body = bytes.ReplaceAll(body, []byte(field), []byte(field+"\xff\xfe\xc3 "))
+		body = bytes.ReplaceAll(body, []byte(field), []byte(field+"\xff\xfe\xc3 "+`\ud800 `))
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
@@ -42,9 +42,10 @@ func (t invalidUTF8) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // Invalid UTF-8 in a post was written raw into the post JSON column (text
 // was cleaned), and DuckDB then refused every query that read it ("Invalid
-// string encoding found in Parquet file"). Every string column holds valid
-// UTF-8, U+FFFD where the bytes were not: DuckDB reads every column of
-// every table.
+// string encoding found in Parquet file"); a lone surrogate, every query
+// that read it as JSON. Every string column holds valid UTF-8 and valid
+// JSON Unicode, U+FFFD where the server sent neither: DuckDB reads every
+// column of every table, and the post's JSON.
 func TestDuckDBReadsEveryTableWhenTheAPISendsInvalidUTF8(t *testing.T) {
 	if os.Getenv("CQX_DUCKDB_DIR") == "" {
 		t.Skip("DuckDB for Node.js not installed (CQX_DUCKDB_DIR unset; .ci/run sets it)")

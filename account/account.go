@@ -16,6 +16,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/rs/zerolog"
 )
@@ -42,6 +43,9 @@ type Session struct {
 	Logger       zerolog.Logger
 	Sync         Sync
 	State        state.Client
+	// Redact masks the credentials of the sync in text made from its errors
+	// (nil: none).
+	Redact *redact.Redactor
 	// Err is set when the account could not be prepared (bad token file,
 	// unknown user): its resolvers fail with it, the others go on.
 	Err error

@@ -118,6 +118,9 @@ func checkEndpoint(field, raw string) error {
 	if err != nil || !u.IsAbs() || u.Host == "" {
 		return fmt.Errorf("auth: %s %q is not an absolute URL", field, raw)
 	}
+	if u.User != nil {
+		return fmt.Errorf("auth: %s %s must not carry a user name or password", field, u.Redacted())
+	}
 	switch u.Scheme {
 	case "https":
 		return nil

@@ -498,6 +498,8 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{Config{ClientID: "id", Scopes: []string{"tweet.read", "bookmark.read"}}, "offline.access"},
 		{Config{ClientID: "id", Scopes: []string{"tweet.read users.read", "offline.access"}}, "Scopes"},
 		{Config{ClientID: "id", ClientSecret: " hunter2-secret "}, "ClientSecret"},
+		{Config{ClientID: "id", TokenURL: "https://me:hunter2@api.x.com/2/oauth2/token"}, "TokenURL https://me:xxxxx@api.x.com/2/oauth2/token must not carry a user name or password"},
+		{Config{ClientID: "id", AuthURL: "http://x.com/i/oauth2/authorize"}, "AuthURL \"http://x.com/i/oauth2/authorize\" must use https"},
 	} {
 		err := tc.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

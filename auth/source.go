@@ -13,6 +13,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 )
 
 // Defaults of the FileTokenSource.
@@ -71,6 +72,15 @@ func WithLogger(l zerolog.Logger) SourceOption {
 	return func(s *FileTokenSource) { s.log = l }
 }
 
+// WithRedactor makes the source add to r every credential it holds: the
+// client secret (as it is, and as the Basic header carries it), and each
+// access and refresh token it reads from the file or receives from the
+// token endpoint, as soon as it has it. Text the program prints or stores
+// is masked with r (a server may echo any of them).
+func WithRedactor(r *redact.Redactor) SourceOption {
+	return func(s *FileTokenSource) { s.redactor = r }
+}
+
 // withAfterTokenResponse (tests) runs after the token endpoint answered a refresh and before the
 // new pair is saved; an error aborts there, as a crash would.
 func withAfterTokenResponse(fn func() error) SourceOption {
@@ -93,6 +103,7 @@ type FileTokenSource struct {
 	requestTimeout time.Duration
 	httpClient     *http.Client
 	log            zerolog.Logger
+	redactor       *redact.Redactor
 
 	afterTokenResponse func() error
 
@@ -135,15 +146,24 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 	if s.margin < 0 || s.margin > time.Hour {
 		return nil, fmt.Errorf("auth: refresh margin %v is out of range (0 to 1h; access tokens live 2h)", s.margin)
 	}
+	s.redactor.AddBasic(cfg.ClientID, cfg.ClientSecret)
 	st, err := file.Load()
 	if err != nil {
 		return nil, err
 	}
+	s.remember(st)
 	if err := s.checkClient(st); err != nil {
 		return nil, err
 	}
 	s.cur = st
 	return s, nil
+}
+
+// remember adds the tokens of st to the redactor.
+func (s *FileTokenSource) remember(st *StoredToken) {
+	if st != nil {
+		s.redactor.Add(st.AccessToken, st.RefreshToken)
+	}
 }
 
 func defaultHTTPClient() *http.Client { return &http.Client{Timeout: 30 * time.Second} }
@@ -191,7 +211,7 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 		// be saved: the refresh token on disk is spent, and the caller must hear of it now, not
 		// when the process has ended and the new one with it.
 		s.retryAfter = now.Add(earlyRetryBackoff)
-		s.log.Warn().Str("token_file", s.file.Path).Time("expiry", s.cur.Expiry).Str("error", err.Error()).
+		s.log.Warn().Str("token_file", s.file.Path).Time("expiry", s.cur.Expiry).Str("error", s.redactor.String(err.Error())).
 			Msg("auth: early token refresh failed; using the current access token until it expires")
 		return s.cur.OAuth2(), nil
 	}
@@ -236,6 +256,7 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	if err != nil {
 		return nil, err
 	}
+	s.remember(disk)
 	if err := s.checkClient(disk); err != nil {
 		return nil, err
 	}
@@ -321,6 +342,7 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	}
 
 	next := NewStoredToken(tok, s.cfg.ClientID, start)
+	s.remember(next)
 	if next.RefreshToken == "" {
 		next.RefreshToken = disk.RefreshToken // not rotated this time: keep the old one
 	}

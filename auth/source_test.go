@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 )
 
 // env is one fake X, one token file holding a freshly issued pair, and a virtual clock.
@@ -563,5 +565,31 @@ func TestAnEarlyRefreshThatCannotBeSavedIsReported(t *testing.T) {
 	}
 	if disk := e.load(); e.refreshes() != 1 || disk.AccessToken != tok.AccessToken || disk.RefreshToken == e.orig.RefreshToken {
 		t.Fatalf("%d refreshes; the kept pair was not saved", e.refreshes())
+	}
+}
+
+// A source given a Redactor adds every credential it holds as soon as it
+// has it: the client secret (and its Basic header), the pair it read, and
+// the pair a refresh gave it, so that a server echoing any of them later
+// gets it masked.
+func TestTheRedactorLearnsEveryTokenTheSourceHolds(t *testing.T) {
+	e := newEnv(t, "app-client-secret-123")
+	r := redact.New()
+	s := e.source(WithRedactor(r))
+	basic := base64.StdEncoding.EncodeToString([]byte("app:app-client-secret-123"))
+	for _, secret := range []string{e.orig.AccessToken, e.orig.RefreshToken, "app-client-secret-123", basic} {
+		if got := r.String("x " + secret); got != "x "+redact.Mask {
+			t.Errorf("not masked before any refresh: %q", got)
+		}
+	}
+	e.clk.Advance(2 * time.Hour)
+	tok, err := s.Token()
+	if err != nil || tok.AccessToken == e.orig.AccessToken {
+		t.Fatalf("no refresh: %v", err)
+	}
+	for _, secret := range []string{tok.AccessToken, e.load().RefreshToken} {
+		if got := r.String("x " + secret); got != "x "+redact.Mask {
+			t.Errorf("the refreshed pair is not masked: %q", got)
+		}
 	}
 }

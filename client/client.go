@@ -1,16 +1,20 @@
 package client
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/rs/zerolog"
 )
 
@@ -28,6 +32,35 @@ const (
 	// client sends again, for clock skew and the reset's one-second resolution.
 	DefaultResetMargin = time.Second
 )
+
+// Timeouts bound each attempt at a request, so that a server that accepts
+// a connection and never answers, or sends its answer a byte at a time,
+// cannot hold a sync. An attempt past one is a transient fault
+// (*TimeoutError): retried within the retry budget, or, for Connect (no
+// server was reached), for MaxAttempts attempts.
+type Timeouts struct {
+	// Connect bounds getting a connection: the dial and the TLS handshake.
+	Connect time.Duration
+	// Headers bounds the wait for the response's status line and headers,
+	// from the moment the request (and its body) was sent.
+	Headers time.Duration
+	// Request bounds the whole attempt: connecting, sending, the headers
+	// and reading the whole body.
+	Request time.Duration
+}
+
+// Default timeouts. X answers a page of 100 posts in a second or two; a
+// compliance job's upload of 100,000 ids is 2 MB.
+const (
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultHeaderTimeout  = 30 * time.Second
+	DefaultRequestTimeout = 2 * time.Minute
+)
+
+// DefaultTimeouts returns the default timeouts.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{Connect: DefaultConnectTimeout, Headers: DefaultHeaderTimeout, Request: DefaultRequestTimeout}
+}
 
 // RetryPolicy says what is retried and for how long. Zero fields take the
 // defaults of DefaultRetryPolicy.
@@ -125,6 +158,8 @@ type Client struct {
 	waitHook   func(userID string, op Operation, d time.Duration)
 	tokenCheck TokenCheck
 	storage    *http.Client // compliance job upload and download URLs (WithStorageClient)
+	timeouts   Timeouts
+	redactor   *redact.Redactor
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -135,8 +170,10 @@ type Client struct {
 // Option configures a Client.
 type Option func(*Client) error
 
-// WithBaseURL sets the API address: an absolute http or https URL without
-// query, fragment or user info; a path prefix is kept.
+// WithBaseURL sets the API address: an absolute https URL without query,
+// fragment, user info or white space; a path prefix is kept. Plain http is
+// accepted only for a loopback host (a simulator, a test server): anywhere
+// else it would send the bearer token in clear.
 func WithBaseURL(base string) Option {
 	return func(c *Client) error {
 		u, err := url.Parse(base)
@@ -153,15 +190,52 @@ func WithBaseURL(base string) Option {
 		shown := oneLine(u.String(), 100)
 		switch {
 		case u.Scheme != "http" && u.Scheme != "https":
-			return fmt.Errorf("client: base URL %q: scheme must be http or https", shown)
+			return fmt.Errorf("client: base URL %q: scheme must be https", shown)
 		case u.Host == "":
 			return fmt.Errorf("client: base URL %q: no host", shown)
+		case u.Scheme == "http" && !LoopbackHost(u.Hostname()):
+			return fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
+		case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+			return fmt.Errorf("client: base URL %q holds white space", shown)
 		case u.RawQuery != "" || u.ForceQuery:
 			return fmt.Errorf("client: base URL %q: must not have a query", shown)
 		case u.Fragment != "":
 			return fmt.Errorf("client: base URL %q: must not have a fragment", shown)
 		}
 		c.baseURL = strings.TrimRight(u.String(), "/")
+		return nil
+	}
+}
+
+// LoopbackHost reports whether host (without port) is "localhost" or a
+// loopback IP address: the only hosts plain http may carry a credential to.
+func LoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// WithTimeouts sets the timeouts of each attempt at a request; zero fields
+// keep their defaults (DefaultTimeouts).
+func WithTimeouts(t Timeouts) Option {
+	return func(c *Client) error {
+		if t.Connect < 0 || t.Headers < 0 || t.Request < 0 {
+			return fmt.Errorf("client: negative timeout in %+v", t)
+		}
+		d := DefaultTimeouts()
+		c.timeouts = Timeouts{Connect: cmp.Or(t.Connect, d.Connect), Headers: cmp.Or(t.Headers, d.Headers), Request: cmp.Or(t.Request, d.Request)}
+		return nil
+	}
+}
+
+// WithRedactor masks the credentials r holds in the lines the client logs
+// (a fault's text may repeat what a server sent). The errors it returns
+// are masked where they become text (see package internal/redact).
+func WithRedactor(r *redact.Redactor) Option {
+	return func(c *Client) error {
+		c.redactor = r
 		return nil
 	}
 }
@@ -341,6 +415,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		userAgent: DefaultUserAgent,
 		maxBody:   DefaultMaxResponseBytes,
 		log:       zerolog.Nop(),
+		timeouts:  DefaultTimeouts(),
 	}
 	for _, o := range opts {
 		if o == nil {

@@ -297,7 +297,8 @@ func (c *Client) storageCall(ctx context.Context, op Operation, param, rawURL, m
 		WithBaseURL(u.Scheme+"://"+u.Host),
 		WithClock(c.clock), WithMeter(c.meter), WithRetryPolicy(c.retry),
 		WithRateLimitWaitCap(c.waitCap), WithResetMargin(c.margin), WithUserAgent(c.userAgent),
-		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook))
+		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook),
+		WithTimeouts(c.timeouts), WithRedactor(c.redactor))
 	if err != nil {
 		return nil, err
 	}
@@ -356,6 +357,9 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	if w.Data == nil || w.Data.ID == "" {
 		return nil, shapeError("no data.id in the body")
 	}
+	if !ValidID(w.Data.ID) {
+		return nil, shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
+	}
 	if w.Data.Status == "" {
 		return nil, shapeError("no data.status in the body")
 	}
@@ -407,6 +411,9 @@ func decodeComplianceResults(body []byte) ([]ComplianceResult, error) {
 		}
 		if r.ID == "" {
 			return nil, shapef("results line %d has no id", n)
+		}
+		if !ValidID(r.ID) {
+			return nil, shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
 		}
 		out = append(out, r)
 	}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Bodies are decoded with encoding/json: a full page takes a few
@@ -77,7 +80,11 @@ type postPageBody struct {
 
 // decodePostPage decodes a list_bookmarks page. posts is the number of posts
 // the body holds, also when it is refused for its shape: X billed them.
+//
+// Every id in the page must be an X id, and no post may be in it twice;
+// each post and expanded object is kept as valid Unicode (see validText).
 func decodePostPage(body []byte) (page *PostPage, posts int, err error) {
+	body = validText(body)
 	var w postPageBody
 	err = unmarshalObject(body, &w)
 	posts = len(w.Data)
@@ -100,6 +107,12 @@ func decodePostPage(body []byte) (page *PostPage, posts int, err error) {
 			return nil, posts, fmt.Errorf("data[%d]: %w", i, err)
 		}
 	}
+	if err := checkIDs(len(page.Data), func(i int) string { return page.Data[i].ID }); err != nil {
+		return nil, posts, err
+	}
+	if err := checkIncluded(&page.Includes); err != nil {
+		return nil, posts, err
+	}
 	if page.Errors, err = partialErrors(w.Errors); err != nil {
 		return nil, posts, err
 	}
@@ -121,6 +134,9 @@ func decodePost(raw json.RawMessage, p *Post) error {
 	*p = w.Post
 	if p.ID == "" {
 		return shapeError("no id")
+	}
+	if err := checkPostIDs(p); err != nil {
+		return err
 	}
 	if w.CreatedAt != nil {
 		// RFC 3339 with or without fractional seconds.
@@ -199,24 +215,187 @@ func decodeSmall(body []byte, v any, check func() error) error {
 func decodeFolderPage(body []byte) (*FolderPage, error) {
 	var p FolderPage
 	return &p, decodeSmall(body, &p, func() error {
-		return folderIDs(len(p.Data), func(i int) string { return p.Data[i].ID })
+		return checkIDs(len(p.Data), func(i int) string { return p.Data[i].ID })
 	})
 }
 
 func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 	var p FolderPostsPage
 	return &p, decodeSmall(body, &p, func() error {
-		return folderIDs(len(p.Data), func(i int) string { return p.Data[i].ID })
+		return checkIDs(len(p.Data), func(i int) string { return p.Data[i].ID })
 	})
 }
 
-func folderIDs(n int, id func(i int) string) error {
+// checkIDs checks the ids of the n items of a page's data: each an X id,
+// and none twice. A list that shifts between two requests repeats an item
+// across pages, never within one: a page that repeats an item of its own
+// is broken, and taken for a shift it would make the walk keep a state
+// that does not hold the list.
+func checkIDs(n int, id func(i int) string) error {
+	seen := make(map[string]int, n)
 	for i := range n {
-		if id(i) == "" {
+		v := id(i)
+		switch j, dup := seen[v]; {
+		case v == "":
 			return shapef("data[%d] has no id", i)
+		case !ValidID(v):
+			return shapef("data[%d].id %s is not an X id (%s)", i, shown(v), idRule)
+		case dup:
+			return shapef("data[%d].id %s repeats data[%d]: a page holds each item once", i, v, j)
+		}
+		seen[v] = i
+	}
+	return nil
+}
+
+// checkPostIDs checks the ids a post carries: its own and, when present,
+// those that are columns of the archive.
+func checkPostIDs(p *Post) error {
+	if !ValidID(p.ID) {
+		return shapef("id %s is not an X id (%s)", shown(p.ID), idRule)
+	}
+	for _, f := range [...]struct{ name, id string }{
+		{"author_id", p.AuthorID}, {"conversation_id", p.ConversationID}, {"in_reply_to_user_id", p.InReplyToUserID},
+	} {
+		if f.id != "" && !ValidID(f.id) {
+			return shapef("%s %s is not an X id (%s)", f.name, shown(f.id), idRule)
+		}
+	}
+	for i, id := range p.EditHistoryTweetIDs {
+		if !ValidID(id) {
+			return shapef("edit_history_tweet_ids[%d] %s is not an X id (%s)", i, shown(id), idRule)
 		}
 	}
 	return nil
+}
+
+// checkIncluded checks the ids of the expanded users and posts: the author
+// and referenced posts of the page's posts are found by them. (An object
+// without an id cannot be found, and is left alone.)
+func checkIncluded(in *Includes) error {
+	for _, l := range [...]struct {
+		name string
+		objs []json.RawMessage
+	}{{"users", in.Users}, {"tweets", in.Tweets}} {
+		for i, raw := range l.objs {
+			var w struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if err := json.Unmarshal(raw, &w); err != nil {
+				return shapef("includes.%s[%d]: %v", l.name, i, err)
+			}
+			if w.ID == nil || bytes.Equal(w.ID, []byte("null")) {
+				continue
+			}
+			var id string
+			if json.Unmarshal(w.ID, &id) != nil {
+				return shapef("includes.%s[%d].id is not a string", l.name, i)
+			}
+			if !ValidID(id) {
+				return shapef("includes.%s[%d].id %s is not an X id (%s)", l.name, i, shown(id), idRule)
+			}
+		}
+	}
+	return nil
+}
+
+// shown is a value from a response as an error may show it: quoted when
+// short, else only its length (a long value may be anything a server
+// echoes, a credential included).
+func shown(v string) string {
+	if len(v) > maxQuoted {
+		return fmt.Sprintf("(%d characters, not shown)", len(v))
+	}
+	return strconv.Quote(v)
+}
+
+// validText returns body with what is not Unicode made U+FFFD, as
+// encoding/json decodes it: bytes that are not UTF-8 (validUTF8) and
+// escaped halves of a surrogate pair that have no other half
+// (loneSurrogates). The raw objects kept from a page (a post's "post"
+// column, its entities, the expanded author) then say what the decoded
+// fields say, and every reader of the archive can read them: DuckDB
+// refuses a Parquet file whose strings are not UTF-8, and its JSON
+// functions a lone surrogate. A valid body is returned as it is.
+func validText(body []byte) []byte { return loneSurrogates(validUTF8(body)) }
+
+// validUTF8 returns b with every byte that is not part of valid UTF-8
+// replaced by U+FFFD, one per byte, as encoding/json decodes such bytes in
+// a string. Outside strings such bytes are not JSON either way.
+func validUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+64)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
+}
+
+// loneSurrogates returns b with every \u escape of half a surrogate pair
+// that is not part of a pair replaced by \ufffd (as long). In valid JSON
+// a backslash is always inside a string and starts an escape, so the
+// escapes are found by reading them in turn; b is copied only when one is
+// replaced.
+func loneSurrogates(b []byte) []byte {
+	out := b
+	for i := 0; i < len(b)-1; i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // a two-character escape
+			continue
+		}
+		r, ok := escapedRune(b, i)
+		switch {
+		case !ok:
+			i++
+			continue
+		case utf16.IsSurrogate(r) && r < 0xdc00:
+			if low, ok := escapedRune(b, i+6); ok && low >= 0xdc00 && low <= 0xdfff {
+				i += 11 // a pair
+				continue
+			}
+		case !utf16.IsSurrogate(r):
+			i += 5
+			continue
+		}
+		if &out[0] == &b[0] {
+			out = bytes.Clone(b)
+		}
+		copy(out[i:], `\ufffd`)
+		i += 5
+	}
+	return out
+}
+
+// escapedRune reads the \uXXXX escape at b[i:].
+func escapedRune(b []byte, i int) (rune, bool) {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i+2 : i+6] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 func decodeUser(body []byte) (*User, error) {
@@ -224,8 +403,11 @@ func decodeUser(body []byte) (*User, error) {
 		Data *User `json:"data"`
 	}
 	err := decodeSmall(body, &w, func() error {
-		if w.Data == nil || w.Data.ID == "" {
+		switch {
+		case w.Data == nil || w.Data.ID == "":
 			return shapeError("no data.id in the body")
+		case !ValidID(w.Data.ID):
+			return shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
 		}
 		return nil
 	})

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // decodePage is decodePostPage without the count of posts.
@@ -178,10 +180,15 @@ func checkPosts(t *testing.T, body []byte, p *PostPage) {
 
 // FuzzDecodePostPage checks that the decoder never panics, tells a body that
 // is not JSON from one of the wrong shape as json.Valid does, and keeps
-// every post of a page it accepts verbatim. (It was the oracle when
-// encoding/json replaced a hand-written scanner: docs/design/decoder.md.)
+// every post of a page it accepts verbatim (once invalid UTF-8 is replaced).
+// A page it accepts holds valid UTF-8 only, X ids only, and no post twice.
+// (It was the oracle when encoding/json replaced a hand-written scanner:
+// docs/design/decoder.md.)
 func FuzzDecodePostPage(f *testing.F) {
 	for _, b := range differentialBodies {
+		f.Add([]byte(b))
+	}
+	for _, b := range hostileBodies {
 		f.Add([]byte(b))
 	}
 	f.Add(realisticPage(2, "X"))
@@ -191,9 +198,166 @@ func FuzzDecodePostPage(f *testing.F) {
 			t.Fatalf("decoder error %v, but json.Valid = %v", err, json.Valid(body))
 		}
 		if err == nil {
-			checkPosts(t, body, p)
+			checkPosts(t, validText(body), p)
+			checkAccepted(t, p)
 		}
 	})
+}
+
+// checkAccepted checks what a page the decoder accepts guarantees.
+func checkAccepted(t *testing.T, p *PostPage) {
+	t.Helper()
+	seen := map[string]bool{}
+	for i, post := range p.Data {
+		if !ValidID(post.ID) || seen[post.ID] {
+			t.Fatalf("post %d: id %q accepted (seen before: %v)", i, post.ID, seen[post.ID])
+		}
+		seen[post.ID] = true
+		for _, id := range append([]string{post.AuthorID, post.ConversationID, post.InReplyToUserID}, post.EditHistoryTweetIDs...) {
+			if id != "" && !ValidID(id) {
+				t.Fatalf("post %d: id %q accepted", i, id)
+			}
+		}
+		if !utf8.Valid(post.Raw) || !utf8.ValidString(post.Text) || !bytes.Equal(loneSurrogates(post.Raw), post.Raw) {
+			t.Fatalf("post %d is not valid Unicode: %q", i, post.Raw)
+		}
+	}
+	for _, objs := range [][]json.RawMessage{p.Includes.Users, p.Includes.Tweets, p.Includes.Media, p.Includes.Polls, p.Includes.Places} {
+		for _, raw := range objs {
+			if !utf8.Valid(raw) {
+				t.Fatalf("an expanded object is not valid UTF-8: %q", raw)
+			}
+		}
+	}
+	for _, objs := range [][]json.RawMessage{p.Includes.Users, p.Includes.Tweets} {
+		for _, raw := range objs {
+			if id, ok := topLevelString(raw, "id"); ok && !ValidID(id) {
+				t.Fatalf("an expanded object's id %q accepted", id)
+			}
+		}
+	}
+}
+
+// hostileBodies are pages a broken or hostile server sent (issue 15):
+// each is refused, or accepted only with its strings made valid UTF-8.
+var hostileBodies = []string{
+	`{"data":[{"id":"1","text":"a"},{"id":"2","text":"b"},{"id":"1","text":"a again"}],"meta":{"result_count":3}}`,
+	`{"data":[{"id":"abc","text":"a"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"-1","text":"a"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"../../etc/passwd","text":"a"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"` + strings.Repeat("9", 200) + `","text":"a"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"007","text":"a"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"1","author_id":"../x","text":"a"}],"meta":{"result_count":1}}`,
+	`{"data":[{"id":"1","text":"a"}],"includes":{"users":[{"id":"1 OR 1=1","name":"n"}]},"meta":{"result_count":1}}`,
+	"{\"data\":[{\"id\":\"1\",\"text\":\"bad \xff\xfe utf-8\",\"entities\":{\"x\":\"\xc3\"}}],\"includes\":{\"users\":[{\"id\":\"9\",\"name\":\"\xed\xa0\x80\"}]},\"meta\":{\"result_count\":1}}",
+	`{"data":[{"id":"1","text":"lone \ud800 and \uDC00, paired \ud83d\ude00, high then high \ud83d\ud83d\ude00, not an escape \\ud800"}],"meta":{"result_count":1}}`,
+}
+
+// A page that holds a post twice is broken (a list that shifts repeats a
+// post across two pages, never within one): taken for a shift, it made
+// the walk keep a state that misses posts, which later syncs never read.
+func TestAPageThatRepeatsAPostIsRefused(t *testing.T) {
+	_, err := decodePage([]byte(hostileBodies[0]))
+	if err == nil || !strings.Contains(err.Error(), `data[2].id 1 repeats data[0]`) {
+		t.Fatalf("error %v", err)
+	}
+	for _, body := range []string{
+		`{"data":[{"id":"5"},{"id":"5"}]}`,
+		`{"data":[{"id":"5","name":"a"},{"id":"5","name":"b"}]}`,
+	} {
+		if _, err := decodeFolderPostsPage([]byte(body)); err == nil || !strings.Contains(err.Error(), "repeats data[0]") {
+			t.Errorf("folder posts %s: %v", body, err)
+		}
+		if _, err := decodeFolderPage([]byte(body)); err == nil || !strings.Contains(err.Error(), "repeats data[0]") {
+			t.Errorf("folders %s: %v", body, err)
+		}
+	}
+}
+
+// Post ids are checked as user and folder ids are: 1 to 19 decimal digits,
+// no leading zero. So are the ids a post carries, the ids of the users and
+// posts a page expands, and those of folder pages.
+func TestIDsInAPageAreChecked(t *testing.T) {
+	for i, want := range map[int]string{
+		1: `data[0]: id "abc" is not an X id`,
+		2: `data[0]: id "-1" is not an X id`,
+		3: `data[0]: id "../../etc/passwd" is not an X id`,
+		4: `data[0]: id (200 characters, not shown) is not an X id`,
+		5: `data[0]: id "007" is not an X id`,
+		6: `data[0]: author_id "../x" is not an X id`,
+		7: `includes.users[0].id "1 OR 1=1" is not an X id`,
+	} {
+		if _, err := decodePage([]byte(hostileBodies[i])); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", hostileBodies[i], err, want)
+		}
+	}
+	for _, id := range []string{"0", "01", "abc", "12345678901234567890", "1.5", "1e5", " 1", "+1"} {
+		folderPosts := `{"data":[{"id":"` + id + `"}]}`
+		folders := `{"data":[{"id":"` + id + `","name":"n"}]}`
+		if _, err := decodeFolderPostsPage([]byte(folderPosts)); err == nil || !strings.Contains(err.Error(), "is not an X id") {
+			t.Errorf("folder posts %s: %v", folderPosts, err)
+		}
+		if _, err := decodeFolderPage([]byte(folders)); err == nil || !strings.Contains(err.Error(), "is not an X id") {
+			t.Errorf("folders %s: %v", folders, err)
+		}
+		if _, err := decodeUser([]byte(`{"data":{"id":"` + id + `","name":"n","username":"u"}}`)); err == nil {
+			t.Errorf("users/me %s accepted", id)
+		}
+	}
+	for _, id := range []string{"1", "9", "1234567890123456789", "1880000000000000000"} {
+		if !ValidID(id) {
+			t.Errorf("%s refused", id)
+		}
+	}
+}
+
+// Invalid UTF-8 in a post becomes the replacement character in every copy
+// of it the page keeps, as in its decoded text: the "post" column and the
+// other raw columns were written with the bytes as sent, and DuckDB then
+// refused to read the table.
+func TestInvalidUTF8BecomesTheReplacementCharacter(t *testing.T) {
+	p, err := decodePage([]byte(hostileBodies[8]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := p.Data[0]
+	if post.Text != "bad \uFFFD\uFFFD utf-8" {
+		t.Errorf("text %q", post.Text)
+	}
+	var raw struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(post.Raw, &raw); err != nil || raw.Text != post.Text || !utf8.Valid(post.Raw) {
+		t.Errorf("raw post %q says %q (%v), text %q", post.Raw, raw.Text, err, post.Text)
+	}
+	if string(post.Entities) != "{\"x\":\"\uFFFD\"}" || string(p.Includes.Users[0]) != "{\"id\":\"9\",\"name\":\"\uFFFD\uFFFD\uFFFD\"}" {
+		t.Errorf("entities %q, includes %q", post.Entities, p.Includes.Users[0])
+	}
+	valid := []byte(`{"data":[{"id":"1","text":"ok \u00e9 é \ud83d\ude00 \\ud800"}],"meta":{"result_count":1}}`)
+	if got := validText(valid); &got[0] != &valid[0] {
+		t.Error("a valid body was copied")
+	}
+}
+
+// So does an escaped half of a surrogate pair without its other half:
+// encoding/json decodes it as U+FFFD, and DuckDB's JSON functions refused
+// the raw post ("no low surrogate in string").
+func TestALoneSurrogateBecomesTheReplacementCharacter(t *testing.T) {
+	p, err := decodePage([]byte(hostileBodies[9]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := p.Data[0]
+	want := `"lone \ufffd and \ufffd, paired \ud83d\ude00, high then high \ufffd\ud83d\ude00, not an escape \\ud800"`
+	if !bytes.Contains(post.Raw, []byte(want)) {
+		t.Errorf("raw %s, want it to hold %s", post.Raw, want)
+	}
+	var raw struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(post.Raw, &raw); err != nil || raw.Text != post.Text {
+		t.Errorf("raw says %q, text %q (%v)", raw.Text, post.Text, err)
+	}
 }
 
 func TestDecodeFolderAndUserBodies(t *testing.T) {

@@ -145,7 +145,9 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	if a.body != nil {
 		reqBody = bytes.NewReader(a.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, a.method, a.url, reqBody)
+	deadlines := startAttempt(ctx, c.timeouts)
+	defer deadlines.stop()
+	req, err := http.NewRequestWithContext(deadlines.ctx, a.method, a.url, reqBody)
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, c.clock.Now())
 		return nil, nil, fmt.Errorf("%s%s: building request: %w", errPrefix, a.op, err)
@@ -158,16 +160,18 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	a.resp.Attempts++
 	c.record(a, func(u *Usage) { u.Requests++ })
 	hr, err := c.http.Do(req)
+	deadlines.gotResponse()
 	now := c.clock.Now()
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, now)
 		c.record(a, func(u *Usage) { u.Errors++ })
-		return nil, nil, &transportError{err}
+		return nil, nil, &transportError{deadlines.timedOut(err)}
 	}
 	// The transport may have put the Authorization header on the request
 	// it returns; hand back the request as built here instead.
 	hr.Request = req
 	body, readErr := c.readBody(hr)
+	readErr = deadlines.timedOut(readErr)
 	rate, rateOK := parseRate(hr.Header)
 	a.resp.Response, a.resp.Rate = hr, rate
 	c.budgets.settle(a.key, rate, rateOK, hr.StatusCode == http.StatusTooManyRequests, now)
@@ -329,7 +333,7 @@ func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fa
 		d = min(d, left)
 	}
 	c.log.Info().Str("operation", string(a.op)).Str("user_id", a.user).Int("attempt", a.resp.Attempts).
-		Str("fault", oneLine(fault.Error(), 200)).Stringer("backoff", d).Stringer("retry_budget_left", max(left, 0)).
+		Str("fault", oneLine(c.redactor.String(fault.Error()), 200)).Stringer("backoff", d).Stringer("retry_budget_left", max(left, 0)).
 		Msg("x api: transient fault; retrying")
 	if err := c.clock.Sleep(ctx, d); err != nil {
 		return false, c.ctxError(a.op, ctx, err)
@@ -451,14 +455,17 @@ func pageSizeOrDefault(n int) int {
 }
 
 // unreached reports whether a fault happened before any server was reached:
-// the address did not resolve or nothing accepted the connection. That is a
-// wrong base_url or no network far more often than a server in trouble, so
-// it gets MaxAttempts tries, not the retry budget, and the user hears of it
-// in seconds.
+// the address did not resolve, nothing accepted the connection, or no
+// connection came within the connect timeout. That is a wrong base_url or
+// no network far more often than a server in trouble, so it gets
+// MaxAttempts tries, not the retry budget, and the user hears of it in
+// seconds.
 func unreached(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
-	return errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial")
+	var te *TimeoutError
+	return errors.As(err, &dnsErr) || (errors.As(err, &opErr) && opErr.Op == "dial") ||
+		(errors.As(err, &te) && te.Phase == PhaseConnect)
 }
 
 // retryableTransport reports whether a failed round trip is worth another

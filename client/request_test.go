@@ -180,6 +180,27 @@ func TestWithBaseURL_KeepsPathPrefixAndRejectsBadURLs(t *testing.T) {
 	}
 }
 
+// The base URL carries the bearer token: plain http only to a loopback
+// host (a simulator, a test server), never across a network.
+func TestWithBaseURL_RequiresHTTPSExceptOnLoopback(t *testing.T) {
+	for _, ok := range []string{"https://api.x.com", "https://api.x.com:8443/prefix", "http://127.0.0.1:8080", "http://127.9.9.9", "http://localhost:1", "http://LOCALHOST", "http://[::1]:80"} {
+		if _, err := New(nil, WithBaseURL(ok)); err != nil {
+			t.Errorf("WithBaseURL(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"http://api.x.com", "http://10.0.0.1:8080", "http://192.168.1.10", "http://localhost.example.com", "http://[::ffff:10.0.0.1]"} {
+		_, err := New(nil, WithBaseURL(bad))
+		if err == nil || !strings.Contains(err.Error(), "must use https") {
+			t.Errorf("WithBaseURL(%q): %v", bad, err)
+		}
+	}
+	for _, bad := range []string{"https://api.x.com/a b", "https://api.x.com/a\tb", "https://api.x.com/\u00a0"} {
+		if _, err := New(nil, WithBaseURL(bad)); err == nil {
+			t.Errorf("WithBaseURL(%q) accepted", bad)
+		}
+	}
+}
+
 func TestOptions_RejectInvalidValues(t *testing.T) {
 	for name, o := range map[string]Option{
 		"nil clock": WithClock(nil), "negative cap": WithRateLimitWaitCap(-1), "negative limit": WithLimits(map[Operation]int{OpListBookmarks: -1}),

@@ -26,14 +26,28 @@ const (
 	TokenOpaque
 )
 
-func validID(op Operation, param, v string) error {
-	if n := len(v); n == 0 || n > 19 {
-		return newInputError(op, param, v, "must be a decimal string of 1 to 19 digits")
+// ValidID reports whether s has the form of an X id (a post, user, folder
+// or job id): 1 to 19 decimal digits, without a leading zero (ids are
+// snowflakes, below 2^63). Ids in a response that are not are refused with
+// the page: they would be written to the archive and its state as they are.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
+		return false
 	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < '0' || v[i] > '9' {
-			return newInputError(op, param, v, "must be a decimal string of 1 to 19 digits")
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
+	}
+	return true
+}
+
+// idRule is what ValidID checks, for messages.
+const idRule = "must be a decimal string of 1 to 19 digits without a leading zero"
+
+func validID(op Operation, param, v string) error {
+	if !ValidID(v) {
+		return newInputError(op, param, v, idRule)
 	}
 	return nil
 }
@@ -75,8 +89,8 @@ func validToken(op Operation, t string, check TokenCheck) error {
 	return nil
 }
 
-// validField checks a field-selection or expansion name: letters, digits,
-// '_' and '.', e.g. "created_at" or "attachments.media_keys".
+// validFields checks the field-selection and expansion names: letters,
+// digits, '_' and '.', e.g. "created_at" or "attachments.media_keys".
 func validFields(op Operation, f Fields) error {
 	lists := []struct {
 		param string
@@ -87,15 +101,17 @@ func validFields(op Operation, f Fields) error {
 	}
 	for _, l := range lists {
 		for _, name := range l.v {
-			if err := validField(name); err != "" {
-				return newInputError(op, l.param+" element", name, err)
+			if problem := FieldNameProblem(name); problem != "" {
+				return newInputError(op, l.param+" element", name, problem)
 			}
 		}
 	}
 	return nil
 }
 
-func validField(name string) string {
+// FieldNameProblem says what is wrong with a field-selection or expansion
+// name, or returns "" for a good one.
+func FieldNameProblem(name string) string {
 	if name == "" {
 		return "is empty"
 	}

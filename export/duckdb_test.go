@@ -100,6 +100,7 @@ var duckDBTypes = map[string][][2]string{
 		{"requests", "BIGINT"},
 		{"ok_responses", "BIGINT"},
 		{"posts_billed", "BIGINT"},
+		{"posts_unread", "BIGINT"},
 		{"estimated_usd", "DOUBLE"},
 		{"rate_limited", "BIGINT"},
 		{"rate_limit_waits", "BIGINT"},

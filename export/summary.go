@@ -94,7 +94,7 @@ func (r *Result) Summary() *Summary {
 		if r.plugin != nil {
 			a.problems = xplugin.AccountFailure(r.plugin, sess)
 		} else if err := sessionErr(sess); err != nil {
-			a.problems = strings.Split(err.Error(), "\n")
+			a.problems = sess.Redact.Strings(strings.Split(err.Error(), "\n"))
 		}
 		if a.problems != nil {
 			a.OK, a.Error = false, strings.Join(a.problems, "; ")

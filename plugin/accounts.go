@@ -11,6 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
@@ -22,7 +23,7 @@ const tokenRequestTimeout = 30 * time.Second
 // touching the network: token files are read here, and a user id that is in
 // neither the spec nor the token file is resolved (GET /2/users/me) by the
 // session's first resolver, so accounts in other shards cost nothing.
-func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync) *account.Set {
+func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *redact.Redactor) *account.Set {
 	set := &account.Set{}
 	for i, a := range s.Accounts {
 		meter := client.NewMeter(*s.PostReadUSD)
@@ -36,8 +37,9 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Clock:        o.Clock,
 			Sync:         info,
 			State:        st,
+			Redact:       r,
 		}
-		api, userID, err := connect(ctx, s, i, o, meter, logger)
+		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
 		switch {
 		case err != nil:
 			sess.Err = err
@@ -80,8 +82,9 @@ func resolveUserID(sess *account.Session, set *account.Set) func(context.Context
 
 // connect builds the API client of s.Accounts[i] and returns the user id its
 // token file names, if any. The client and the token source log to logger,
-// under the account's name.
-func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.Meter, logger zerolog.Logger) (*client.Client, string, error) {
+// under the account's name; the token source adds the credentials it holds
+// to r.
+func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.Meter, logger zerolog.Logger, r *redact.Redactor) (*client.Client, string, error) {
 	a := s.Accounts[i]
 	var httpClient *http.Client
 	var userID string
@@ -107,6 +110,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.
 		src, err := auth.NewFileTokenSource(ctx, cfg, file,
 			auth.WithClock(o.Clock),
 			auth.WithLogger(log),
+			auth.WithRedactor(r),
 			auth.WithHTTPClient(&http.Client{Transport: o.Transport, Timeout: tokenRequestTimeout}))
 		if err != nil {
 			return nil, "", err
@@ -119,7 +123,9 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.
 		client.WithMeter(meter),
 		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
 		client.WithRetryPolicy(retryPolicy(s)),
+		client.WithTimeouts(s.Timeouts()),
 		client.WithLogger(log),
+		client.WithRedactor(r),
 		client.WithUserAgent("cq-source-x/" + Version),
 		// Tokens come from the server and are sent back untouched. The document
 		// calls them base32hex, but real X tokens use the whole alphabet
@@ -128,6 +134,23 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.
 	}
 	api, err := client.New(httpClient, append(opts, o.ClientOptions...)...)
 	return api, userID, err
+}
+
+// credentials returns a Redactor holding the credentials the spec gives:
+// access tokens, client secrets (also as a Basic header carries them) and
+// the compliance bearer token. Token sources add the tokens of token files
+// as they read and refresh them, and prepareCompliance a bearer token file's.
+func credentials(s *spec.Spec) *redact.Redactor {
+	r := redact.New()
+	if s.Compliance != nil {
+		r.Add(s.Compliance.BearerToken)
+	}
+	r.AddBasic(s.OAuth.ClientID, s.OAuth.ClientSecret)
+	for _, a := range s.Accounts {
+		r.Add(a.AccessToken)
+		r.AddBasic(firstNonEmpty(a.ClientID, s.OAuth.ClientID), firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret))
+	}
+	return r
 }
 
 // accountLogger logs under the name the account's session will have.

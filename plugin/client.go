@@ -11,6 +11,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/google/uuid"
@@ -22,6 +23,7 @@ type Client struct {
 	plugin.UnimplementedDestination
 	logger       zerolog.Logger
 	spec         *spec.Spec // nil when created without a connection (doc, package)
+	redact       *redact.Redactor
 	tables       schema.Tables
 	options      Options
 	invocationID string
@@ -38,7 +40,7 @@ func newClientFunc(o Options) plugin.NewClientFunc {
 		if err != nil {
 			return nil, err
 		}
-		c.spec = s
+		c.spec, c.redact = s, credentials(s)
 		return c, nil
 	}
 }
@@ -83,7 +85,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if syncInfo.ID == "" {
 		syncInfo.ID = uuid.NewString()
 	}
-	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo)
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo, c.redact)
 	if sh := opts.Shard; sh != nil && (sh.Total < 1 || sh.Num < 1 || sh.Num > sh.Total) {
 		return fmt.Errorf("shard %d/%d: want N/T with 1 <= N <= T", sh.Num, sh.Total)
 	}
@@ -136,7 +138,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}
-	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard)
+	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
 	if compliance != nil {
 		if err := sched.Sync(ctx, comp, schema.Tables{compliance}, res, syncOpts...); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
@@ -16,9 +17,9 @@ import (
 // prepareCompliance builds the client of x_post_compliance for the
 // accounts of this sync (of its shard), without touching the network. Its
 // API is nil when the spec has no compliance section.
-func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard) *resources.Compliance {
+func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard, r *redact.Redactor) *resources.Compliance {
 	c := &resources.Compliance{
-		Set: set, State: st, Clock: o.Clock, Sync: info,
+		Set: set, State: st, Clock: o.Clock, Sync: info, Redact: r,
 		Logger: logger.With().Str("table", resources.PostComplianceTable).Logger(),
 	}
 	if shard != nil {
@@ -35,6 +36,7 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		c.Err = err
 		return c
 	}
+	r.Add(token)
 	// The app-only token goes to the API only; the jobs' upload and
 	// download URLs are signed storage URLs and get no token.
 	c.API, c.Err = client.New(client.StaticTokenWithTransport(token, o.Transport),
@@ -44,6 +46,8 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		client.WithMeter(c.Meter),
 		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}),
+		client.WithTimeouts(s.Timeouts()),
+		client.WithRedactor(r),
 		client.WithUserAgent("cq-source-x/"+Version),
 	)
 	return c

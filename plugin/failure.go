@@ -24,7 +24,12 @@ import (
 // plugin knows. When no request of the account got an answer it says to
 // check base_url, in one line, rather than repeat the same refused
 // connection for every list. It returns nil for an account that synced.
+// The lines hold no credential of the sync (sess.Redact).
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
+	return sess.Redact.Strings(accountFailure(s, sess))
+}
+
+func accountFailure(s *spec.Spec, sess *account.Session) []string {
 	var errs []error
 	if sess.Err != nil {
 		errs = []error{sess.Err}
@@ -110,6 +115,7 @@ func unreachable(s *spec.Spec, sess *account.Session, errs []error) (string, boo
 // that does not speak TLS or whose certificate is not valid, or a 404.
 func noAnswer(err error) (string, bool) {
 	var (
+		timeout *client.TimeoutError
 		dnsErr  *net.DNSError
 		opErr   *net.OpError
 		certErr *tls.CertificateVerificationError
@@ -119,6 +125,8 @@ func noAnswer(err error) (string, bool) {
 		apiErr  *client.APIError
 	)
 	switch {
+	case errors.As(err, &timeout) && timeout.Phase == client.PhaseConnect:
+		return timeout.Error(), true
 	case errors.As(err, &dnsErr):
 		return dnsErr.Error(), true
 	case errors.As(err, &certErr):

@@ -9,6 +9,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
@@ -33,27 +34,43 @@ func testConnection(o Options) plugin.ConnectionTester {
 		// way a sync's retry budget does, only max_attempts.
 		noBudget := configtype.NewDuration(0)
 		s.RetryBudget = &noBudget
-		for i, a := range s.Accounts {
-			api, fileUserID, err := connect(ctx, s, i, o, client.NewMeter(*s.PostReadUSD), logger)
-			if err != nil {
-				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err))
-			}
-			me, _, err := api.Me(ctx)
-			if cause, ok := noAnswer(err); ok {
-				return plugin.NewTestConnError(codeUnreachable, fmt.Errorf("accounts[%d]: GET /2/users/me to %s got no answer from the X API (%s): check base_url", i, s.BaseURL, cause))
-			}
-			switch {
-			case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden), errors.Is(err, auth.ErrLoginRequired):
-				return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err)))
-			case err != nil:
-				return plugin.NewTestConnError(codeUnreachable, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err)))
-			}
-			for _, want := range []string{a.UserID, fileUserID} {
-				if want != "" && want != me.ID {
-					return plugin.NewTestConnError(codeUnauthorized, fmt.Errorf("accounts[%d]: the token belongs to user %s (@%s), not %s", i, me.ID, me.Username, want))
-				}
+		r := credentials(s)
+		for i := range s.Accounts {
+			if err := testAccount(ctx, s, i, o, logger, r); err != nil {
+				return plugin.NewTestConnError(err.code, r.Error(err.err))
 			}
 		}
 		return nil
 	}
+}
+
+// connError is why the connection test failed, with its code.
+type connError struct {
+	code string
+	err  error
+}
+
+// testAccount tests s.Accounts[i].
+func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zerolog.Logger, r *redact.Redactor) *connError {
+	a := s.Accounts[i]
+	api, fileUserID, err := connect(ctx, s, i, o, client.NewMeter(*s.PostReadUSD), logger, r)
+	if err != nil {
+		return &connError{codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err)}
+	}
+	me, _, err := api.Me(ctx)
+	if cause, ok := noAnswer(err); ok {
+		return &connError{codeUnreachable, fmt.Errorf("accounts[%d]: GET /2/users/me to %s got no answer from the X API (%s): check base_url", i, s.BaseURL, cause)}
+	}
+	switch {
+	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden), errors.Is(err, auth.ErrLoginRequired):
+		return &connError{codeUnauthorized, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err))}
+	case err != nil:
+		return &connError{codeUnreachable, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err))}
+	}
+	for _, want := range []string{a.UserID, fileUserID} {
+		if want != "" && want != me.ID {
+			return &connError{codeUnauthorized, fmt.Errorf("accounts[%d]: the token belongs to user %s (@%s), not %s", i, me.ID, me.Username, want)}
+		}
+	}
+	return nil
 }

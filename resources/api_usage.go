@@ -108,7 +108,7 @@ func UsageRows(s *account.Session) []*Usage {
 	if s.Err != nil {
 		u := base
 		u.Operation = OpSetup
-		u.Failure = s.Err.Error()
+		u.Failure = s.Redact.String(s.Err.Error())
 		if s.Meter != nil {
 			for _, m := range s.Meter.Snapshot() {
 				u.Requests += m.Requests
@@ -164,7 +164,7 @@ func UsageRows(s *account.Session) []*Usage {
 	for op, u := range byOp {
 		u.EstimatedUSD = float64(u.PostsBilled) * s.Meter.USDPerPost()
 		u.WalkOutcomes = formatOutcomes(outcomes[op], u.Walks)
-		u.Failure = strings.Join(failures[op], "; ")
+		u.Failure = s.Redact.String(strings.Join(failures[op], "; "))
 		rows = append(rows, u)
 	}
 	sort.Slice(rows, func(i, j int) bool {

@@ -135,7 +135,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 				return walk.Page[*bookmark]{}, fieldsRefused(err)
 			}
 			for _, pe := range p.Errors {
-				s.Logger.Warn().Str("title", pe.Title).Str("detail", pe.Detail).Str("resource_id", pe.ResourceID).Msg("partial error in a bookmarks page; the posts beside it are kept")
+				s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
 			}
 			return walk.Page[*bookmark]{Items: bookmarkRows(s.UserID, p, firstSeenAt, bookmarkedAfter), Next: p.Meta.NextToken}, nil
 		},

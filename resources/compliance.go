@@ -10,6 +10,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/rs/zerolog"
 )
 
@@ -78,6 +79,8 @@ type Compliance struct {
 	// Err is set when the section could not be prepared (an unreadable
 	// token file): the table fails with it.
 	Err error
+	// Redact masks the credentials of the sync in text made from errors.
+	Redact *redact.Redactor
 
 	mu      sync.Mutex
 	failure error
@@ -99,7 +102,7 @@ func fetchPostCompliance(ctx context.Context, meta schema.ClientMeta, _ *schema.
 		c.mu.Lock()
 		c.failure = err
 		c.mu.Unlock()
-		c.Logger.Error().Err(err).Msg("compliance check did not finish")
+		c.Logger.Error().Err(c.Redact.Error(err)).Msg("compliance check did not finish")
 	}
 	return err
 }

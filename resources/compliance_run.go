@@ -98,7 +98,7 @@ func (c *Compliance) loadAccounts(ctx context.Context) ([]*accountChecks, error)
 		if s.UserID == "" {
 			// Resolved by the data tables' first resolver, or here.
 			if err := s.Check(ctx); err != nil || s.UserID == "" {
-				c.Logger.Warn().Err(err).Str("account", s.ID()).Msg("account not checked: its user id is not known")
+				c.Logger.Warn().Err(c.Redact.Error(err)).Str("account", s.ID()).Msg("account not checked: its user id is not known")
 				continue
 			}
 		}

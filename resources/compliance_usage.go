@@ -75,7 +75,7 @@ func (c *Compliance) UsageRows() []*Usage {
 			rows = append(rows, &u)
 			i = len(rows) - 1
 		}
-		rows[i].Failure = failure.Error()
+		rows[i].Failure = c.Redact.String(failure.Error())
 	}
 	slices.SortFunc(rows, func(a, b *Usage) int { return opOrder(a.Operation) - opOrder(b.Operation) })
 	return rows

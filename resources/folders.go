@@ -72,7 +72,7 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 			listErr = errors.Join(listErr, err)
 		}
 		folders = remembered
-		s.Logger.Error().Err(listErr).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
+		s.Logger.Error().Err(s.Redact.Error(listErr)).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
 	}
 	s.SetFolderCount(len(folders))
 	emitFolders(s, folders, res)
@@ -96,19 +96,35 @@ func emitFolders(s *account.Session, folders []client.Folder, res chan<- any) {
 	}
 }
 
+// listFolders reads the whole folder list. A next_token already sent, or a
+// page of folders already listed, would lead it round in circles, reading
+// (and waiting for the window) for ever: it fails instead.
 func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {
 	var out []client.Folder
+	listed := map[string]bool{}
+	sent := map[string]bool{}
 	token := ""
-	for {
+	for n := 1; ; n++ {
 		page, _, err := s.API.ListFolders(ctx, s.UserID, client.PageOptions{MaxResults: foldersPageSize, PaginationToken: token})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Data...)
+		fresh := 0
+		for _, f := range page.Data {
+			if !listed[f.ID] {
+				listed[f.ID] = true
+				out = append(out, f)
+				fresh++
+			}
+		}
 		if page.Meta.NextToken == "" || len(page.Data) == 0 {
 			return out, nil
 		}
+		if fresh == 0 || sent[page.Meta.NextToken] {
+			return nil, fmt.Errorf("the API led the folder list round in circles: page %d holds only folders already listed, or its next_token was sent before; stopped rather than read it again without end", n)
+		}
 		token = page.Meta.NextToken
+		sent[token] = true
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
+	"github.com/cq-source-x/cq-source-x/account"
 )
 
 // Tables returns the plugin's tables, with the SDK's _cq_id and
@@ -19,6 +20,7 @@ func Tables() schema.Tables {
 	for _, t := range tables {
 		schema.AddCqIDs(t)
 	}
+	maskErrors(tables)
 	for _, t := range tables.FlattenTables() {
 		for i := range t.Columns {
 			if t.Columns[i].Resolver == nil {
@@ -34,4 +36,30 @@ func Tables() schema.Tables {
 
 func resolvedByScheduler(context.Context, schema.ClientMeta, *schema.Resource, schema.Column) error {
 	return nil
+}
+
+// maskErrors masks the errors of the resolvers of tables and their
+// relations (FlattenTables returns copies).
+func maskErrors(tables schema.Tables) {
+	for _, t := range tables {
+		t.Resolver = masked(t.Resolver)
+		maskErrors(t.Relations)
+	}
+}
+
+// masked returns resolve with its error masked by the sync's Redactor. The
+// SDK logs what a resolver returns and sends it as a sync error: a server
+// may have put a credential of the sync in it. (The resolvers' own log
+// lines, x_api_usage.failure and plugin.AccountFailure mask theirs.)
+func masked(resolve schema.TableResolver) schema.TableResolver {
+	return func(ctx context.Context, meta schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+		err := resolve(ctx, meta, parent, res)
+		switch m := meta.(type) {
+		case *account.Session:
+			return m.Redact.Error(err)
+		case *Compliance:
+			return m.Redact.Error(err)
+		}
+		return err
+	}
 }

@@ -67,9 +67,8 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 	case c.BearerToken != "" && c.BearerTokenFile != "":
 		add("bearer_token", "set bearer_token or bearer_token_file, not both")
 	}
-	if strings.ContainsAny(c.BearerToken, " \t\r\n") {
-		add("bearer_token", "contains whitespace; paste the token alone, without \"Bearer \"")
-	}
+	checkCredential(add, "bearer_token", c.BearerToken)
+	checkPath(add, "bearer_token_file", c.BearerTokenFile)
 	for i, a := range s.Accounts {
 		if c.BearerToken != "" && c.BearerToken == a.AccessToken {
 			add("bearer_token", "is accounts[%d].access_token, a user's token; %s", i, HintAppOnlyBearerToken)
@@ -81,9 +80,7 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 	if d := c.Every.Duration(); d < 0 {
 		add("every", "must not be negative, got %s", d)
 	}
-	if d := c.Wait.Duration(); d < 0 {
-		add("wait", "must not be negative, got %s", d)
-	}
+	checkDuration(add, "wait", c.Wait.Duration(), 0, MaxWait)
 	if c.MaxIDsPerJob < 1 {
 		add("max_ids_per_job", "must be at least 1, got %d", c.MaxIDsPerJob)
 	}

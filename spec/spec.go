@@ -13,8 +13,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/cloudquery/plugin-sdk/v4/configtype"
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -47,8 +49,17 @@ type Spec struct {
 	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent, and all it gets when no server was reached (a wrong `base_url`, no network). With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
 	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
 
+	// Longest wait for a connection to the API (the dial and the TLS handshake). A request that gets none is a server never reached: it gets `max_attempts` tries.
+	ConnectTimeout *configtype.Duration `json:"connect_timeout,omitempty" jsonschema:"default=10s"`
+
+	// Longest wait for the API's answer (its status and headers) once a request is sent. A request past it is retried within `retry_budget`.
+	HeaderTimeout *configtype.Duration `json:"header_timeout,omitempty" jsonschema:"default=30s"`
+
+	// Longest one request may take in all, reading the whole answer included, so that a server sending its answer a byte at a time cannot hold a sync. A request past it is retried within `retry_budget`.
+	RequestTimeout *configtype.Duration `json:"request_timeout,omitempty" jsonschema:"default=2m"`
+
 	// Estimated price of one post read in USD, for the usage table. X charges 0.005 per post read; reading your own bookmarks with your own app may be billed at the lower owned-read rate.
-	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,default=0.005"`
+	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.005"`
 
 	// Maximum number of tables and accounts synced at once (the scheduler's concurrency).
 	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=100"`
@@ -71,7 +82,7 @@ type OAuth struct {
 // Account is one X user.
 type Account struct {
 	// X user id (decimal). Optional: taken from the token file, else resolved with GET /2/users/me.
-	UserID string `json:"user_id,omitempty" jsonschema:"pattern=^[0-9]{1\\,19}$"`
+	UserID string `json:"user_id,omitempty" jsonschema:"pattern=^[1-9][0-9]{0\\,18}$"`
 	// A user-context OAuth 2.0 access token. It expires two hours after it is issued and cannot be refreshed; use `token_file` for scheduled syncs.
 	AccessToken string `json:"access_token,omitempty"`
 	// Path of a token file written by `cq-source-x login`. Its tokens are refreshed (and rotated) automatically.
@@ -108,9 +119,10 @@ type Planner struct {
 	// Requests all folder walks of one account may spend together before pages grow (of the 50 a user has per 15 minutes).
 	FolderRequestBudget int `json:"folder_request_budget,omitempty" jsonschema:"minimum=1,default=40"`
 	// Most posts one walk may be billed for; 0 means no cap. A walk that reaches it stops and its state does not advance.
+	// The default is far above any list the API has served (it served the newest 800 bookmarks, and one user has walked 1,120): it bounds what a broken server that keeps sending new posts can bill.
 	// Each sync reads a list from the top again, so after a walk stopped by the cap the next syncs do not start (and bill nothing) until the cap is above what that walk billed.
-	// A first sync reads every bookmark: raise the cap for it once (or set 0), then set it back.
-	MaxBilledPosts int `json:"max_billed_posts,omitempty" jsonschema:"minimum=0,default=0"`
+	// A first sync reads every bookmark: for a list larger than the cap, raise it for that sync once (or set 0), then set it back.
+	MaxBilledPosts *int `json:"max_billed_posts,omitempty" jsonschema:"minimum=0,default=100000"`
 	// Held posts that must follow the first held post, next to it in the remembered order, before a walk stops (docs/walk.md). Each one more guards against one more of the newest bookmarks saved again in its old order hiding new ones, at one post per sync.
 	Confirmations int `json:"confirmations,omitempty" jsonschema:"minimum=1,maximum=10,default=1"`
 }
@@ -125,6 +137,23 @@ const (
 	DefaultPostReadUSD         = 0.005
 	DefaultConcurrency         = 100
 	DefaultFolderRequestBudget = 40
+	DefaultConnectTimeout      = client.DefaultConnectTimeout
+	DefaultHeaderTimeout       = client.DefaultHeaderTimeout
+	DefaultRequestTimeout      = client.DefaultRequestTimeout
+)
+
+// Bounds of the values the spec check accepts: beyond them a value is a
+// mistake that would show only once a sync runs (a wait of days, a price
+// that overflows the usage table to +Inf).
+const (
+	// MaxWait bounds rate_limit_wait_cap, retry_budget and compliance.wait:
+	// a sync that waits longer than a day for one thing is stuck.
+	MaxWait = 24 * time.Hour
+	// MinTimeout and MaxTimeout bound the three timeouts.
+	MinTimeout = time.Second
+	MaxTimeout = time.Hour
+	// MaxPostReadUSD bounds post_read_usd: X charges 0.005 a post.
+	MaxPostReadUSD = 1.0
 )
 
 // DefaultTweetFields are requested when fields.tweet_fields is not set:
@@ -211,6 +240,19 @@ func (s *Spec) SetDefaults() {
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts
 	}
+	for _, d := range []struct {
+		v   **configtype.Duration
+		def time.Duration
+	}{{&s.ConnectTimeout, DefaultConnectTimeout}, {&s.HeaderTimeout, DefaultHeaderTimeout}, {&s.RequestTimeout, DefaultRequestTimeout}} {
+		if *d.v == nil {
+			v := configtype.NewDuration(d.def)
+			*d.v = &v
+		}
+	}
+	if s.Planner.MaxBilledPosts == nil {
+		n := walk.DefaultMaxBilledPosts
+		s.Planner.MaxBilledPosts = &n
+	}
 	if s.PostReadUSD == nil {
 		usd := DefaultPostReadUSD
 		s.PostReadUSD = &usd
@@ -223,18 +265,18 @@ func (s *Spec) SetDefaults() {
 	}
 }
 
-var userIDPattern = regexp.MustCompile(`^[0-9]{1,19}$`)
+var userIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,18}$`)
 
 // Validate reports every problem, each naming its field, as an *Error.
+// Everything a sync would refuse is refused here, before any file is
+// written or request sent.
 func (s *Spec) Validate() error {
 	var ps problems
 	add := ps.add
-	if err := checkURL(s.BaseURL); err != nil {
-		add("base_url", "%v", err)
-	}
-	if err := checkURL(s.OAuth.TokenURL); err != nil {
-		add("oauth.token_url", "%v", err)
-	}
+	checkURL(add, "base_url", s.BaseURL)
+	checkURL(add, "oauth.token_url", s.OAuth.TokenURL)
+	checkCredential(add, "oauth.client_id", s.OAuth.ClientID)
+	checkCredential(add, "oauth.client_secret", s.OAuth.ClientSecret)
 	if len(s.Accounts) == 0 {
 		add("accounts", "at least one account is required")
 	}
@@ -249,39 +291,38 @@ func (s *Spec) Validate() error {
 		}
 		if a.UserID != "" {
 			if !userIDPattern.MatchString(a.UserID) {
-				add(field+".user_id", "must be a decimal X user id of 1 to 19 digits, got %q", a.UserID)
+				add(field+".user_id", "must be a decimal X user id of 1 to 19 digits without a leading zero, got %q", a.UserID)
 			} else if j, dup := seen[a.UserID]; dup {
 				add(field+".user_id", "user %s is already accounts[%d]; each account may appear once", a.UserID, j)
 			} else {
 				seen[a.UserID] = i
 			}
 		}
-		if strings.ContainsAny(a.AccessToken, " \t\r\n") {
-			add(field+".access_token", "contains whitespace; paste the token alone, without \"Bearer \"")
-		}
+		checkCredential(add, field+".access_token", a.AccessToken)
+		checkCredential(add, field+".client_id", a.ClientID)
+		checkCredential(add, field+".client_secret", a.ClientSecret)
+		checkPath(add, field+".token_file", a.TokenFile)
 	}
-	for _, f := range s.Fields.TweetFields {
-		if slices.Contains(forbiddenTweetFields, f) {
-			add("fields.tweet_fields", "%q is only readable for your own posts and fails on bookmarked posts of others", f)
-		}
-	}
+	s.validateFields(add)
 	if err := s.WalkSettings().Validate(); err != nil {
 		add("planner", "%v", err)
 	}
 	if s.Planner.FolderRequestBudget < 1 {
 		add("planner.folder_request_budget", "must be at least 1, got %d", s.Planner.FolderRequestBudget)
 	}
-	if d := s.RateLimitWaitCap.Duration(); d < 0 {
-		add("rate_limit_wait_cap", "must not be negative, got %s", d)
-	}
-	if d := s.RetryBudget.Duration(); d < 0 {
-		add("retry_budget", "must not be negative, got %s", d)
-	}
+	checkDuration(add, "rate_limit_wait_cap", s.RateLimitWaitCap.Duration(), 0, MaxWait)
+	checkDuration(add, "retry_budget", s.RetryBudget.Duration(), 0, MaxWait)
+	checkDuration(add, "connect_timeout", s.ConnectTimeout.Duration(), MinTimeout, MaxTimeout)
+	checkDuration(add, "header_timeout", s.HeaderTimeout.Duration(), MinTimeout, MaxTimeout)
+	checkDuration(add, "request_timeout", s.RequestTimeout.Duration(), MinTimeout, MaxTimeout)
 	if s.MaxAttempts < 1 || s.MaxAttempts > 10 {
 		add("max_attempts", "must be between 1 and 10, got %d", s.MaxAttempts)
 	}
-	if *s.PostReadUSD < 0 {
-		add("post_read_usd", "must not be negative, got %v", *s.PostReadUSD)
+	switch usd := *s.PostReadUSD; {
+	case usd < 0:
+		add("post_read_usd", "must not be negative, got %v", usd)
+	case usd > MaxPostReadUSD:
+		add("post_read_usd", "must be at most %v (USD a post; X charges %v), got %v", MaxPostReadUSD, DefaultPostReadUSD, usd)
 	}
 	if s.Concurrency < 1 {
 		add("concurrency", "must be at least 1, got %d", s.Concurrency)
@@ -290,23 +331,99 @@ func (s *Spec) Validate() error {
 	return ps.err()
 }
 
-func checkURL(raw string) error {
+// checkURL checks a URL that requests carry a credential to: absolute,
+// https (plain http only to a loopback host), no user info, query,
+// fragment or white space. A URL with user info is not repeated.
+func checkURL(add func(field, format string, args ...any), field, raw string) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("must be an absolute http(s) URL, got %q", raw)
+	if err == nil && u.User != nil {
+		add(field, "must not carry a user name or password (%s): the API's credentials are the account's tokens", u.Redacted())
+		return
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("must not have a query or fragment, got %q", raw)
+	switch {
+	case strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		add(field, "must not hold white space or control characters, got %q", raw)
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		add(field, "must be an absolute http(s) URL, got %q", raw)
+	case u.Scheme == "http" && !client.LoopbackHost(u.Hostname()):
+		add(field, "must use https, got %q: plain http would send the token in clear (it is allowed only for a loopback host, such as the simulator's 127.0.0.1)", raw)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		add(field, "must not have a query or fragment, got %q", raw)
 	}
-	return nil
+}
+
+// checkCredential checks a token, client id or secret, which go into HTTP
+// headers and forms as they are. The value is never repeated.
+func checkCredential(add func(field, format string, args ...any), field, v string) {
+	for i, r := range v {
+		switch {
+		case unicode.IsSpace(r):
+			add(field, "contains whitespace (character %d); paste the value alone, without \"Bearer \" or quotes", i+1)
+			return
+		case r < 0x21 || r > 0x7e:
+			add(field, "contains a character that is not printable ASCII (character %d); credentials are printable ASCII: paste the value alone", i+1)
+			return
+		}
+	}
+}
+
+// checkPath checks a file path: the system refuses control characters.
+func checkPath(add func(field, format string, args ...any), field, v string) {
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		add(field, "contains a control character, got %q", v)
+	}
+}
+
+// checkDuration checks that d is within [least, most].
+func checkDuration(add func(field, format string, args ...any), field string, d, least, most time.Duration) {
+	switch {
+	case d < 0:
+		add(field, "must not be negative, got %s", d)
+	case d < least:
+		add(field, "must be at least %s, got %s", least, d)
+	case d > most:
+		add(field, "must be at most %s, got %s", most, d)
+	}
+}
+
+// validateFields checks the field selection: names the API takes, each in
+// an element of its own.
+func (s *Spec) validateFields(add func(field, format string, args ...any)) {
+	f := s.Fields
+	for _, l := range []struct {
+		field string
+		names []string
+	}{
+		{"fields.tweet_fields", f.TweetFields}, {"fields.expansions", f.Expansions}, {"fields.user_fields", f.UserFields},
+		{"fields.media_fields", f.MediaFields}, {"fields.poll_fields", f.PollFields}, {"fields.place_fields", f.PlaceFields},
+	} {
+		for i, name := range l.names {
+			if problem := client.FieldNameProblem(name); problem != "" {
+				add(fmt.Sprintf("%s[%d]", l.field, i), "%q %s", name, problem)
+			}
+		}
+	}
+	for _, name := range f.TweetFields {
+		if slices.Contains(forbiddenTweetFields, name) {
+			add("fields.tweet_fields", "%q is only readable for your own posts and fails on bookmarked posts of others", name)
+		}
+	}
 }
 
 // WalkSettings are the planner settings for bookmark walks.
 func (s *Spec) WalkSettings() walk.Settings {
-	return walk.Settings{
-		MaxPageSize:    s.Planner.MaxPageSize,
-		RequestBudget:  s.Planner.RequestBudget,
-		MaxBilledPosts: s.Planner.MaxBilledPosts,
-		Confirmations:  s.Planner.Confirmations,
+	ws := walk.Settings{
+		MaxPageSize:   s.Planner.MaxPageSize,
+		RequestBudget: s.Planner.RequestBudget,
+		Confirmations: s.Planner.Confirmations,
 	}
+	if s.Planner.MaxBilledPosts != nil {
+		ws.MaxBilledPosts = *s.Planner.MaxBilledPosts
+	}
+	return ws
+}
+
+// Timeouts are the timeouts of every request.
+func (s *Spec) Timeouts() client.Timeouts {
+	return client.Timeouts{Connect: s.ConnectTimeout.Duration(), Headers: s.HeaderTimeout.Duration(), Request: s.RequestTimeout.Duration()}
 }

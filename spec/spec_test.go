@@ -42,7 +42,7 @@ func TestBadSpecsGetErrorsNamingTheField(t *testing.T) {
 		{"no accounts", `{"accounts":[]}`, "accounts: at least one account is required"},
 		{"no token", `{"accounts":[{"user_id":"1"}]}`, "accounts[0]: set either access_token or token_file"},
 		{"both tokens", `{"accounts":[{"access_token":"a","token_file":"f"}]}`, "accounts[0]: set access_token or token_file, not both"},
-		{"bad user id", `{"accounts":[{"user_id":"12ab","access_token":"a"}]}`, `accounts[0].user_id: must be a decimal X user id of 1 to 19 digits, got "12ab"`},
+		{"bad user id", `{"accounts":[{"user_id":"12ab","access_token":"a"}]}`, `accounts[0].user_id: must be a decimal X user id of 1 to 19 digits without a leading zero, got "12ab"`},
 		{"too long user id", `{"accounts":[{"user_id":"12345678901234567890","access_token":"a"}]}`, `accounts[0].user_id`},
 		{"duplicate user", `{"accounts":[{"user_id":"1","access_token":"a"},{"user_id":"1","access_token":"b"}]}`, "accounts[1].user_id: user 1 is already accounts[0]"},
 		{"bearer prefix", `{"accounts":[{"access_token":"Bearer abc"}]}`, "accounts[0].access_token: contains whitespace"},
@@ -160,5 +160,100 @@ func TestANullSectionIsItsDefaults(t *testing.T) {
 	}
 	if s.Planner.MaxPageSize != walk.DefaultMaxPageSize || s.OAuth.TokenURL != DefaultTokenURL || len(s.Fields.TweetFields) == 0 {
 		t.Fatalf("defaults not set: %+v", s)
+	}
+}
+
+// A value that a sync would refuse, or that would go wrong once it runs,
+// is refused by the spec check, naming its field, before any file is
+// written or request sent. Credentials in a bad value are not repeated.
+func TestValuesThatWouldFailInASyncAreRefusedUpFront(t *testing.T) {
+	const secret = "s3cretValue"
+	for _, tc := range []struct{ name, spec, want string }{
+		{"user info in base_url", `{"base_url":"https://me:` + secret + `@api.x.com","accounts":[{"access_token":"a"}]}`,
+			"base_url: must not carry a user name or password (https://me:xxxxx@api.x.com)"},
+		{"user info in token_url", `{"oauth":{"token_url":"https://me:` + secret + `@api.x.com/2/oauth2/token"},"accounts":[{"access_token":"a"}]}`,
+			"oauth.token_url: must not carry a user name or password"},
+		{"space in base_url", `{"base_url":"https://api.x.com/a b","accounts":[{"access_token":"a"}]}`,
+			`base_url: must not hold white space or control characters, got "https://api.x.com/a b"`},
+		{"space in token_url", `{"oauth":{"token_url":"https://api.x.com/oauth 2"},"accounts":[{"access_token":"a"}]}`,
+			"oauth.token_url: must not hold white space"},
+		{"control character in an access token", `{"accounts":[{"access_token":"abc\u0001` + secret + `"}]}`,
+			"accounts[0].access_token: contains a character that is not printable ASCII (character 4)"},
+		{"tab in an access token", `{"accounts":[{"access_token":"` + secret + `\t"}]}`, "accounts[0].access_token: contains whitespace"},
+		{"non-ASCII in a client secret", `{"oauth":{"client_secret":"` + secret + `é"},"accounts":[{"access_token":"a"}]}`,
+			"oauth.client_secret: contains a character that is not printable ASCII"},
+		{"newline in an account's client secret", `{"accounts":[{"token_file":"t.json","client_secret":"` + secret + `\n"}]}`,
+			"accounts[0].client_secret: contains whitespace"},
+		{"control character in a client id", `{"oauth":{"client_id":"id\u007f"},"accounts":[{"access_token":"a"}]}`,
+			"oauth.client_id: contains a character that is not printable ASCII"},
+		{"control character in a token file path", `{"accounts":[{"token_file":"t\u0000.json"}]}`, "accounts[0].token_file: contains a control character"},
+		{"price that overflows", `{"post_read_usd":1e308,"accounts":[{"access_token":"a"}]}`, "post_read_usd: must be at most 1 (USD a post; X charges 0.005), got 1e+308"},
+		{"wait cap of weeks", `{"rate_limit_wait_cap":"1000h","accounts":[{"access_token":"a"}]}`, "rate_limit_wait_cap: must be at most 24h0m0s, got 1000h0m0s"},
+		{"retry budget of days", `{"retry_budget":"48h","accounts":[{"access_token":"a"}]}`, "retry_budget: must be at most 24h0m0s"},
+		{"no connect timeout", `{"connect_timeout":"0s","accounts":[{"access_token":"a"}]}`, "connect_timeout: must be at least 1s, got 0s"},
+		{"negative header timeout", `{"header_timeout":"-1s","accounts":[{"access_token":"a"}]}`, "header_timeout: must not be negative"},
+		{"request timeout of hours", `{"request_timeout":"2h","accounts":[{"access_token":"a"}]}`, "request_timeout: must be at most 1h0m0s"},
+		{"field name with a space", `{"fields":{"tweet_fields":["created_at","created at"]},"accounts":[{"access_token":"a"}]}`,
+			`fields.tweet_fields[1]: "created at" must be a field name`},
+		{"two expansions in one element", `{"fields":{"expansions":["author_id,attachments.media_keys"]},"accounts":[{"access_token":"a"}]}`,
+			`fields.expansions[0]: "author_id,attachments.media_keys" must be a field name`},
+		{"empty field name", `{"fields":{"user_fields":[""]},"accounts":[{"access_token":"a"}]}`, `fields.user_fields[0]: "" is empty`},
+		{"user id with a leading zero", `{"accounts":[{"user_id":"01001","access_token":"a"}]}`, "accounts[0].user_id: must be a decimal X user id of 1 to 19 digits without a leading zero"},
+		{"compliance wait of days", `{"compliance":{"bearer_token":"b","wait":"100h"},"accounts":[{"access_token":"a"}]}`, "compliance.wait: must be at most 24h0m0s"},
+		{"control character in the bearer token", `{"compliance":{"bearer_token":"b\u0002` + secret + `"},"accounts":[{"access_token":"a"}]}`,
+			"compliance.bearer_token: contains a character that is not printable ASCII"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.spec))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error repeats the credential: %v", err)
+			}
+		})
+	}
+}
+
+// Every URL that carries a credential (base_url, which the compliance
+// jobs use too, and oauth.token_url) is https, but for a loopback host.
+func TestURLsThatCarryCredentialsAreHTTPS(t *testing.T) {
+	for _, field := range []string{"base_url", "token_url"} {
+		spec := func(u string) string {
+			if field == "token_url" {
+				return `{"oauth":{"token_url":"` + u + `"},"accounts":[{"access_token":"a"}]}`
+			}
+			return `{"base_url":"` + u + `","accounts":[{"access_token":"a"}]}`
+		}
+		for _, u := range []string{"http://api.x.com", "http://192.168.1.5:8080", "http://[fe80::1]:8080"} {
+			_, err := Parse([]byte(spec(u)))
+			if err == nil || !strings.Contains(err.Error(), "must use https, got \""+u+"\": plain http would send the token in clear") {
+				t.Errorf("%s %s: %v", field, u, err)
+			}
+		}
+		for _, u := range []string{"https://api.x.com", "http://127.0.0.1:8080", "http://localhost:9", "http://[::1]:80"} {
+			if _, err := Parse([]byte(spec(u))); err != nil {
+				t.Errorf("%s %s: %v", field, u, err)
+			}
+		}
+	}
+}
+
+// max_billed_posts has a default far above any list the API serves; 0 is
+// still no cap. The timeouts have defaults.
+func TestTheBilledPostCapAndTheTimeoutsHaveDefaults(t *testing.T) {
+	s, err := Parse([]byte(`{"accounts":[{"access_token":"a"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.WalkSettings().MaxBilledPosts; got != 100_000 {
+		t.Errorf("default cap %d", got)
+	}
+	if got := s.Timeouts(); got.Connect != 10*time.Second || got.Headers != 30*time.Second || got.Request != 2*time.Minute {
+		t.Errorf("timeouts %+v", got)
+	}
+	s, err = Parse([]byte(`{"planner":{"max_billed_posts":0},"connect_timeout":"5s","accounts":[{"access_token":"a"}]}`))
+	if err != nil || s.WalkSettings().MaxBilledPosts != 0 || s.Timeouts().Connect != 5*time.Second {
+		t.Errorf("0 (no cap): %v %+v", err, s.WalkSettings())
 	}
 }

@@ -3,6 +3,7 @@ package walk
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -95,10 +96,19 @@ func (e *CapError) Error() string {
 	}
 	fix := fmt.Sprintf("raise planner.max_billed_posts once, to 0 (no cap) or above %d plus %s (the API does not say how many), then set it back", s.Billed, below)
 	if e.NotStarted {
-		return fmt.Sprintf("not started, nothing billed: the last sync (%s) stopped at the billed-post cap (planner.max_billed_posts: %d) "+
+		return fmt.Sprintf("not started, nothing billed: the last sync (%s) stopped at the billed-post cap (planner.max_billed_posts: %s) "+
 			"after %d billed posts, before reaching %s, and syncs read from the top, so with the cap at %d this one would stop there too. To get past, %s",
-			s.At.UTC().Format("2006-01-02 15:04 MST"), s.Cap, s.Billed, reach, e.Cap, fix)
+			s.At.UTC().Format("2006-01-02 15:04 MST"), capSetting(s.Cap), s.Billed, reach, e.Cap, fix)
 	}
-	return fmt.Sprintf("stopped at the billed-post cap (planner.max_billed_posts: %d) after %d billed posts, before reaching %s; state not advanced. "+
-		"Syncs read from the top, so the next ones will not start until you %s", s.Cap, s.Billed, reach, fix)
+	return fmt.Sprintf("stopped at the billed-post cap (planner.max_billed_posts: %s) after %d billed posts, before reaching %s; state not advanced. "+
+		"Syncs read from the top, so the next ones will not start until you %s", capSetting(s.Cap), s.Billed, reach, fix)
+}
+
+// capSetting shows a cap, saying when it is the default: a user who never
+// set it must learn that there is one.
+func capSetting(n int) string {
+	if n == DefaultMaxBilledPosts {
+		return fmt.Sprintf("%d, the default", n)
+	}
+	return strconv.Itoa(n)
 }

@@ -79,3 +79,18 @@ func TestAnIncrementalWalkStoppedByTheCapIsRecordedAgainstItsMemory(t *testing.T
 		}
 	}
 }
+
+// A user who never set the cap learns that there is one, and that it is
+// the default, when a walk reaches it.
+func TestTheDefaultCapSaysItIsTheDefault(t *testing.T) {
+	stop := CapStop{Cap: DefaultMaxBilledPosts, Billed: DefaultMaxBilledPosts, New: DefaultMaxBilledPosts}
+	for _, e := range []*CapError{{Stop: stop, Cap: DefaultMaxBilledPosts}, {Stop: stop, Cap: DefaultMaxBilledPosts, NotStarted: true}} {
+		if msg := e.Error(); !strings.Contains(msg, "(planner.max_billed_posts: 100000, the default)") ||
+			!strings.Contains(msg, "raise planner.max_billed_posts once, to 0 (no cap) or above 100000") {
+			t.Errorf("%q", msg)
+		}
+	}
+	if msg := (&CapError{Stop: CapStop{Cap: 200, Billed: 200}, Cap: 200}).Error(); strings.Contains(msg, "default") {
+		t.Errorf("%q", msg)
+	}
+}

@@ -25,7 +25,8 @@ type Settings struct {
 	// has per 15 minutes, leaving headroom for the user's other apps.
 	RequestBudget int
 	// MaxBilledPosts caps the posts one walk may be billed for; 0 = no cap.
-	// A walk that reaches the cap stops cleanly and does not advance.
+	// A walk that reaches the cap stops cleanly and does not advance. (The
+	// spec's default is DefaultMaxBilledPosts.)
 	MaxBilledPosts int
 	// Confirmations is how many held posts must follow the first held post,
 	// next to it in the remembered order, before the walk believes it has
@@ -43,6 +44,19 @@ const (
 	DefaultRequestBudget = 150
 	DefaultConfirmations = 1
 )
+
+// DefaultMaxBilledPosts is the spec's default billed-post cap of one walk:
+// a bound on what a server that never stops sending new posts can bill,
+// set where no honest walk reaches. The API has served at most the newest
+// 800 bookmarks (X's documentation until 2026) and one user has walked
+// 1,120 since; a first sync reads the whole list once, incremental walks
+// read what was saved since the last. 100,000 is about ninety times the
+// longest walk seen (an hour and a half of paging at 180 requests of 90
+// posts per 15 minutes). Reaching it costs USD 500 at the post-read price
+// (100 at the owned-read price), where X's own cap is 3 million post
+// reads a month. An account past it is not stuck: its first walk stops
+// there and says to raise the cap once (see CapError).
+const DefaultMaxBilledPosts = 100_000
 
 // WithDefaults fills zero fields.
 func (s Settings) WithDefaults() Settings {

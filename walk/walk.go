@@ -38,6 +38,11 @@
 // skipped. If that post was new, this walk does not see it. See
 // docs/walk.md for what follows and what the next sync does about it.
 //
+// A walk never sends the same token twice, and takes pages of nothing but
+// posts it has read for the list moving down only while they hold a few
+// posts together: a server that leads it back to pages already read is
+// stopped there (loopCheck), rather than billed for them without end.
+//
 // # What is remembered
 //
 // Memory.Held, the list as last seen (newest first), is updated after a clean
@@ -155,11 +160,17 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 		if err != nil {
 			return wk.end(StoppedByBudget, err)
 		}
+		if err := wk.loop.send(token, wk.res.Requests+1, wk.res.Billed); err != nil {
+			return wk.end(Failed, err)
+		}
 		page, err := w.Fetch(ctx, size, token)
 		if err != nil {
 			return wk.end(Failed, err)
 		}
-		fresh := wk.account(page, size)
+		fresh, err := wk.account(page, size)
+		if err != nil {
+			return wk.end(Failed, err)
+		}
 		if err := w.emit(ctx, fresh); err != nil {
 			return wk.end(Failed, err)
 		}
@@ -185,6 +196,7 @@ type progress[T any] struct {
 	prev    *Memory
 	planner *Planner
 	stop    *stopState
+	loop    *loopCheck
 	// empty counts the pages in a row that had no items and a next_token.
 	empty int
 }
@@ -196,6 +208,7 @@ func newProgress[T any](s Settings, prev *Memory, now time.Time, id func(T) stri
 		prev:    prev,
 		planner: NewPlanner(s, prev, now),
 		stop:    newStopState(prev, s.Confirmations),
+		loop:    newLoopCheck(),
 	}
 }
 
@@ -210,11 +223,15 @@ func (wk *progress[T]) pageSize() (int, error) {
 }
 
 // account counts a page and passes its posts to the stop rule; it returns
-// the items that are new, in list order.
-func (wk *progress[T]) account(page Page[T], size int) []T {
+// the items that are new, in list order, or an ErrLoop when the page leads
+// the walk back to posts it has read.
+func (wk *progress[T]) account(page Page[T], size int) ([]T, error) {
 	wk.res.Requests++
 	wk.res.PageSizes = append(wk.res.PageSizes, size)
 	wk.res.Billed += len(page.Items)
+	if err := wk.loop.read(len(page.Items), func(i int) string { return wk.id(page.Items[i]) }, wk.res.Requests, wk.res.Billed); err != nil {
+		return nil, err
+	}
 	fresh := page.Items[:0:0]
 	for _, item := range page.Items {
 		switch wk.stop.add(wk.id(item)) {
@@ -225,7 +242,7 @@ func (wk *progress[T]) account(page Page[T], size int) []T {
 		}
 	}
 	wk.res.New += len(fresh)
-	return fresh
+	return fresh, nil
 }
 
 // decide says how the walk ends after this page, or "" to read on.

@@ -1,0 +1,125 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptrace"
+	"sync"
+	"time"
+)
+
+// Phases of an attempt that a timeout bounds (TimeoutError.Phase).
+const (
+	PhaseConnect = "connect"
+	PhaseHeaders = "headers"
+	PhaseRequest = "request"
+)
+
+// TimeoutError is an attempt that ran past one of the client's Timeouts.
+// It is a transient fault: a net.Error whose Timeout is true.
+type TimeoutError struct {
+	// Phase is PhaseConnect, PhaseHeaders or PhaseRequest.
+	Phase string
+	// After is the timeout that ran out.
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	switch e.Phase {
+	case PhaseConnect:
+		return fmt.Sprintf("no connection to the server within %s (connect timeout)", e.After)
+	case PhaseHeaders:
+		return fmt.Sprintf("no response within %s of sending the request (header timeout)", e.After)
+	}
+	return fmt.Sprintf("the response was not received whole within %s (request timeout)", e.After)
+}
+
+// Timeout reports true: a TimeoutError is a net.Error that timed out.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// Temporary reports true (net.Error).
+func (e *TimeoutError) Temporary() bool { return true }
+
+// attemptDeadlines bounds one attempt by the client's Timeouts: its context
+// is cancelled, with a *TimeoutError as the cause, when the whole attempt,
+// getting a connection, or waiting for the headers takes too long. The
+// timers are the wall clock's: they bound real I/O, which a virtual clock
+// does not see.
+type attemptDeadlines struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	t      Timeouts
+
+	mu                      sync.Mutex
+	whole, connect, headers *time.Timer
+	answered                bool
+}
+
+func startAttempt(parent context.Context, t Timeouts) *attemptDeadlines {
+	ctx, cancel := context.WithCancelCause(parent)
+	d := &attemptDeadlines{cancel: cancel, t: t}
+	d.whole = time.AfterFunc(t.Request, d.expire(PhaseRequest, t.Request))
+	d.ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			stopTimer(d.connect)
+			d.connect = time.AfterFunc(t.Connect, d.expire(PhaseConnect, t.Connect))
+		},
+		GotConn: func(httptrace.GotConnInfo) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			stopTimer(d.connect)
+		},
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if !d.answered {
+				stopTimer(d.headers)
+				d.headers = time.AfterFunc(t.Headers, d.expire(PhaseHeaders, t.Headers))
+			}
+		},
+	})
+	return d
+}
+
+func (d *attemptDeadlines) expire(phase string, after time.Duration) func() {
+	return func() { d.cancel(&TimeoutError{Phase: phase, After: after}) }
+}
+
+// gotResponse ends the wait for the headers (the round trip returned).
+func (d *attemptDeadlines) gotResponse() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.answered = true
+	stopTimer(d.connect)
+	stopTimer(d.headers)
+}
+
+// stop ends the attempt: its body has been read and closed.
+func (d *attemptDeadlines) stop() {
+	d.gotResponse()
+	d.whole.Stop()
+	d.cancel(nil)
+}
+
+// timedOut returns err, or the *TimeoutError that cancelled the attempt
+// when one did: the round trip or the body read then fails with a bare
+// "context canceled" that does not say why.
+func (d *attemptDeadlines) timedOut(err error) error {
+	if err == nil {
+		return nil
+	}
+	var te *TimeoutError
+	if errors.As(context.Cause(d.ctx), &te) {
+		return te
+	}
+	return err
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}

@@ -1,0 +1,149 @@
+// Package redact keeps credentials out of the text the program prints and
+// stores. A server may echo what it was sent — the bearer token, the Basic
+// client_id:secret of a token request, a refresh token — in an error title
+// or detail, and that text ends in log lines, in x_api_usage.failure and in
+// the exporter's summary. A Redactor holds every credential the process
+// holds, learns the ones it receives while it runs (a refreshed token), and
+// is applied where errors become text.
+package redact
+
+import (
+	"cmp"
+	"encoding/base64"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Mask replaces a credential (as package auth masks the secrets of its own
+// messages).
+const Mask = "[redacted]"
+
+// MinLength is the shortest value redacted. Real credentials are tens of
+// characters; masking every occurrence of a short value ("t", a test token)
+// would mangle the messages it appears in and protect nothing.
+const MinLength = 8
+
+// Redactor replaces the credentials it was given in any text. The zero
+// value holds none; a nil *Redactor leaves text as it is. Safe for
+// concurrent use.
+type Redactor struct {
+	mu       sync.RWMutex
+	secrets  map[string]struct{}
+	replacer *strings.Replacer // nil until the first secret
+}
+
+// New returns a Redactor holding secrets.
+func New(secrets ...string) *Redactor {
+	r := &Redactor{}
+	r.Add(secrets...)
+	return r
+}
+
+// Add adds credentials, as they are and as they look in a URL query or
+// form body. Values shorter than MinLength are ignored.
+func (r *Redactor) Add(secrets ...string) {
+	var forms []string
+	for _, s := range secrets {
+		forms = append(forms, s, url.QueryEscape(s))
+	}
+	r.add(forms)
+}
+
+// AddBasic adds the credentials of HTTP Basic authentication with clientID
+// and secret: the secret, and the header's base64 value as clients encode it
+// (golang.org/x/oauth2 form-escapes both parts first, RFC 6749 2.3.1).
+func (r *Redactor) AddBasic(clientID, secret string) {
+	if secret == "" {
+		return
+	}
+	r.Add(secret)
+	r.add([]string{
+		base64.StdEncoding.EncodeToString([]byte(clientID + ":" + secret)),
+		base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(clientID) + ":" + url.QueryEscape(secret))),
+	})
+}
+
+func (r *Redactor) add(values []string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := false
+	for _, v := range values {
+		if len(v) < MinLength {
+			continue
+		}
+		if _, ok := r.secrets[v]; ok {
+			continue
+		}
+		if r.secrets == nil {
+			r.secrets = map[string]struct{}{}
+		}
+		r.secrets[v] = struct{}{}
+		changed = true
+	}
+	if !changed {
+		return
+	}
+	// Longest first: a secret inside another (a client secret inside the
+	// decoded Basic value) must not leave the rest of the longer one behind.
+	all := make([]string, 0, len(r.secrets))
+	for s := range r.secrets {
+		all = append(all, s)
+	}
+	slices.SortFunc(all, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	pairs := make([]string, 0, 2*len(all))
+	for _, s := range all {
+		pairs = append(pairs, s, Mask)
+	}
+	r.replacer = strings.NewReplacer(pairs...)
+}
+
+// String returns s with every credential replaced by Mask.
+func (r *Redactor) String(s string) string {
+	if r == nil {
+		return s
+	}
+	r.mu.RLock()
+	rep := r.replacer
+	r.mu.RUnlock()
+	if rep == nil {
+		return s
+	}
+	return rep.Replace(s)
+}
+
+// Strings redacts each element of ss in place and returns it.
+func (r *Redactor) Strings(ss []string) []string {
+	for i, s := range ss {
+		ss[i] = r.String(s)
+	}
+	return ss
+}
+
+// Error returns err with its text redacted: Error() gives err's message
+// without credentials, and errors.Is and errors.As still see err. Code that
+// takes a wrapped error out with errors.As and prints it must redact that
+// text itself. nil stays nil.
+func (r *Redactor) Error(err error) error {
+	if err == nil || r == nil {
+		return err
+	}
+	if re, ok := err.(*redactedError); ok && re.r == r {
+		return err
+	}
+	return &redactedError{r: r, err: err}
+}
+
+type redactedError struct {
+	r   *Redactor
+	err error
+}
+
+// Error is redacted when it is asked for, so that a credential learnt after
+// the error was made (a token refreshed meanwhile) is masked too.
+func (e *redactedError) Error() string { return e.r.String(e.err.Error()) }
+func (e *redactedError) Unwrap() error { return e.err }

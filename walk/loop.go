@@ -1,0 +1,146 @@
+package walk
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// ErrLoop is returned (wrapped) when the API leads a walk back to posts it
+// has already read: a next_token that leads to a page already read would
+// have the walk bill the same posts again and again, without end.
+var ErrLoop = errors.New("the API led the walk back to posts it had already read")
+
+// loopCheck stops a walk the API leads in a circle, before it bills the
+// same posts again.
+//
+// A walk never sends the same token twice: tokens encode a position, which
+// only moves down the list. A page of nothing but posts this walk has
+// already read is what the list shifting down between two requests shows
+// when the user saved at least as many posts as the page holds in between
+// (docs/walk.md, the list moving during a walk): with the pages of one or
+// two posts the planner asks for, one or two saves do it, and a few pages
+// in a row may. So pages of repeats in a row are taken for the list moving
+// while they hold maxShift posts or fewer together; more would take that
+// many saves in the moments between requests. A server that sends a page
+// of 90 posts again is stopped at that page.
+//
+// It remembers every post the walk has read, so that a page that leads
+// back to the top of a long walk is seen too, in 12 bytes or so an X id.
+type loopCheck struct {
+	sent     map[string]int // token → the page it was sent for
+	nums     numSet
+	strs     map[string]struct{}
+	repeated int // posts in the pages in a row of nothing but posts read before
+	from     int // the first of those pages
+}
+
+// maxShift is the most posts the pages of repeats in a row may hold.
+const maxShift = 20
+
+func newLoopCheck() *loopCheck {
+	return &loopCheck{sent: map[string]int{}, strs: map[string]struct{}{}}
+}
+
+// send records that token is sent for page page (1-based), or fails when it
+// was sent before. billed is what the walk has been billed so far.
+func (l *loopCheck) send(token string, page, billed int) error {
+	if token == "" {
+		return nil
+	}
+	if earlier, ok := l.sent[token]; ok {
+		return fmt.Errorf("%w: the next_token of page %d is the one that asked for page %d; stopped after %d billed posts, before billing the same pages again without end%s",
+			ErrLoop, page-1, earlier, billed, loopHint)
+	}
+	l.sent[token] = page
+	return nil
+}
+
+// read records the ids of the n posts of page page (1-based), or fails
+// when the page and those before it in a row hold nothing but posts read
+// before, more than maxShift of them.
+func (l *loopCheck) read(n int, id func(i int) string, page, billed int) error {
+	seen := 0
+	for i := range n {
+		if !l.add(id(i)) {
+			seen++
+		}
+	}
+	if n == 0 || seen < n {
+		l.repeated = 0
+		return nil
+	}
+	if l.repeated == 0 {
+		l.from = page
+	}
+	if l.repeated += n; l.repeated <= maxShift {
+		return nil
+	}
+	pages := fmt.Sprintf("page %d", page)
+	if l.from < page {
+		pages = fmt.Sprintf("pages %d to %d", l.from, page)
+	}
+	return fmt.Errorf("%w: %s held nothing but posts read earlier in this walk (%d of them, more than the list could have moved down between requests); stopped after %d billed posts, before billing the same pages again without end%s",
+		ErrLoop, pages, l.repeated, billed, loopHint)
+}
+
+const loopHint = " (the server at base_url does not page as the X API does; the next sync starts again from the top)"
+
+// add records id and reports whether it is new to the walk.
+func (l *loopCheck) add(id string) bool {
+	if n, ok := canonicalNumber(id); ok {
+		return l.nums.add(n)
+	}
+	if _, seen := l.strs[id]; seen {
+		return false
+	}
+	l.strs[id] = struct{}{}
+	return true
+}
+
+// numSet is a set of numbers in about 8 bytes each where a map takes
+// nearer 40 (a first sync of a million posts): a sorted slice, and the
+// latest additions in a map, merged into the slice whenever it holds an
+// eighth as many.
+type numSet struct {
+	sorted []uint64
+	latest map[uint64]struct{}
+}
+
+// add adds n and reports whether it was not in the set.
+func (s *numSet) add(n uint64) bool {
+	if _, ok := s.latest[n]; ok {
+		return false
+	}
+	if _, ok := slices.BinarySearch(s.sorted, n); ok {
+		return false
+	}
+	if s.latest == nil {
+		s.latest = map[uint64]struct{}{}
+	}
+	s.latest[n] = struct{}{}
+	if len(s.latest) >= max(1024, len(s.sorted)/8) {
+		s.merge()
+	}
+	return true
+}
+
+// merge moves the latest additions into the sorted slice, merging from its
+// end so that the slice needs no second copy.
+func (s *numSet) merge() {
+	add := slices.Sorted(maps.Keys(s.latest))
+	clear(s.latest)
+	n := len(s.sorted)
+	s.sorted = slices.Grow(s.sorted, len(add))[:n+len(add)]
+	i, j := n-1, len(add)-1
+	for k := len(s.sorted) - 1; j >= 0; k-- {
+		if i >= 0 && s.sorted[i] > add[j] {
+			s.sorted[k] = s.sorted[i]
+			i--
+		} else {
+			s.sorted[k] = add[j]
+			j--
+		}
+	}
+}

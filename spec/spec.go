@@ -30,7 +30,11 @@ type Spec struct {
 	// They are synced in this order, and `cloudquery sync --shard N/T` splits this list.
 	Accounts []Account `json:"accounts" jsonschema:"required,minItems=1"`
 
-	// Which post fields and expansions to request.
+	// What is archived with each bookmarked post, kind by kind: authors, media, referenced posts, long text, articles.
+	// The kinds that cost nothing extra are on by default.
+	Content Content `json:"content,omitempty"`
+
+	// Post fields and expansions to request on top of what `content` asks for (a parameter of a content kind turns that kind on).
 	Fields Fields `json:"fields,omitempty"`
 
 	// How walks choose page sizes, and their budgets.
@@ -47,8 +51,18 @@ type Spec struct {
 	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent, and all it gets when no server was reached (a wrong `base_url`, no network). With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
 	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
 
-	// Estimated price of one post read in USD, for the usage table. X charges 0.005 per post read; reading your own bookmarks with your own app may be billed at the lower owned-read rate.
-	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,default=0.005"`
+	// Price of one post read in USD, for the usage table's estimates (X's published rate).
+	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.005"`
+
+	// Price of one post of an "owned read" in USD: the owner of the developer app reading their own bookmarks with it (see `app_owner_user_id` and `accounts[].owned_reads`).
+	OwnedReadUSD *float64 `json:"owned_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.001"`
+
+	// Price of one user read in USD: each expanded author (`content.authors`), and GET /2/users/me.
+	UserReadUSD *float64 `json:"user_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.01"`
+
+	// X user id of the owner of the developer app (the account that created it in the developer portal).
+	// The bookmark reads of that user's account are owned reads, priced at `owned_read_usd`. Applies to accounts without a `client_id` of their own.
+	AppOwnerUserID string `json:"app_owner_user_id,omitempty" jsonschema:"pattern=^[0-9]{1\\,19}$"`
 
 	// Maximum number of tables and accounts synced at once (the scheduler's concurrency).
 	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=100"`
@@ -81,13 +95,16 @@ type Account struct {
 	ClientID string `json:"client_id,omitempty"`
 	// Client secret for this account's app, if different from `oauth.client_secret`.
 	ClientSecret string `json:"client_secret,omitempty"`
+	// Whether this account's user owns the developer app its token was issued by, so that its bookmark reads are owned reads (priced at `owned_read_usd`).
+	// Default: whether its user id is `app_owner_user_id`.
+	OwnedReads *bool `json:"owned_reads,omitempty"`
 }
 
 // Fields selects what the API returns with each post.
 type Fields struct {
-	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back.
+	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back; `content` adds `note_tweet`, `article` and what its kinds need.
 	TweetFields []string `json:"tweet_fields,omitempty"`
-	// Expansions (`expansions`), e.g. `author_id` or `attachments.media_keys`. Expanded objects land in the `author` and `media` columns. Off by default: X may bill expanded objects as reads too.
+	// Expansions (`expansions`). Those of a content kind (`author_id`, `attachments.media_keys`, `referenced_tweets.id`, ...) turn it on; X bills expanded users and posts.
 	Expansions []string `json:"expansions,omitempty"`
 	// User fields of expanded authors (`user.fields`).
 	UserFields []string `json:"user_fields,omitempty"`
@@ -122,16 +139,16 @@ const (
 	DefaultRateLimitWaitCap    = 16 * time.Minute
 	DefaultRetryBudget         = 5 * time.Minute
 	DefaultMaxAttempts         = 4
-	DefaultPostReadUSD         = 0.005
 	DefaultConcurrency         = 100
 	DefaultFolderRequestBudget = 40
 )
 
 // DefaultTweetFields are requested when fields.tweet_fields is not set:
-// everything public about a post that does not need extra billing.
+// everything public about a post that does not need extra billing. The
+// content kinds add their own (note_tweet, article).
 var DefaultTweetFields = []string{
 	"created_at", "author_id", "conversation_id", "lang", "public_metrics", "entities",
-	"referenced_tweets", "attachments", "possibly_sensitive", "in_reply_to_user_id", "note_tweet",
+	"referenced_tweets", "attachments", "possibly_sensitive", "in_reply_to_user_id",
 	"edit_history_tweet_ids",
 }
 
@@ -211,10 +228,7 @@ func (s *Spec) SetDefaults() {
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts
 	}
-	if s.PostReadUSD == nil {
-		usd := DefaultPostReadUSD
-		s.PostReadUSD = &usd
-	}
+	s.setPricingDefaults()
 	if s.Concurrency == 0 {
 		s.Concurrency = DefaultConcurrency
 	}
@@ -280,13 +294,12 @@ func (s *Spec) Validate() error {
 	if s.MaxAttempts < 1 || s.MaxAttempts > 10 {
 		add("max_attempts", "must be between 1 and 10, got %d", s.MaxAttempts)
 	}
-	if *s.PostReadUSD < 0 {
-		add("post_read_usd", "must not be negative, got %v", *s.PostReadUSD)
-	}
 	if s.Concurrency < 1 {
 		add("concurrency", "must be at least 1, got %d", s.Concurrency)
 	}
 	s.validateCompliance(add)
+	s.validateContent(add)
+	s.validatePricing(add)
 	return ps.err()
 }
 

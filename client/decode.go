@@ -307,10 +307,7 @@ func decodeArticle(p *Post) {
 		k, _ := topLevelString(raw, "media_key")
 		return k
 	}
-	p.ArticleTitle, p.ArticleText = str(a.Title), str(a.PlainText)
-	if k := key(a.CoverMedia); k != "" {
-		p.ArticleMediaKeys = append(p.ArticleMediaKeys, k)
-	}
+	p.ArticleTitle, p.ArticleText, p.ArticleCover = str(a.Title), str(a.PlainText), key(a.CoverMedia)
 	for _, raw := range a.MediaEntities {
 		if k := key(raw); k != "" && !slices.Contains(p.ArticleMediaKeys, k) {
 			p.ArticleMediaKeys = append(p.ArticleMediaKeys, k)

@@ -269,8 +269,8 @@ func TestDecodePostPage_Content(t *testing.T) {
 	if post.NoteText != "the whole long text" || post.ArticleTitle != "On archives" || post.ArticleText != "Body of the article." {
 		t.Errorf("note %q, article %q %q", post.NoteText, post.ArticleTitle, post.ArticleText)
 	}
-	if !reflect.DeepEqual(post.ArticleMediaKeys, []string{"3_9", "3_8", "3_7"}) {
-		t.Errorf("article media keys %v", post.ArticleMediaKeys)
+	if post.ArticleCover != "3_9" || !reflect.DeepEqual(post.ArticleMediaKeys, []string{"3_9", "3_8", "3_7"}) {
+		t.Errorf("article cover %q, media keys %v", post.ArticleCover, post.ArticleMediaKeys)
 	}
 	if !reflect.DeepEqual(post.References, []Reference{{"quoted", "11"}, {"replied_to", "12"}}) {
 		t.Errorf("references %v", post.References)

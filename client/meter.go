@@ -127,6 +127,9 @@ type Meter struct {
 	m     map[budgetKey]*Usage
 	owned map[string]bool
 	days  map[string]*ledger // by user id
+
+	restoreMu sync.Mutex
+	restored  map[string]bool // users whose ledger RestoreBilledOnce loaded
 }
 
 // NewMeter returns a meter that prices posts at usdPerPost (a rate that is
@@ -143,7 +146,7 @@ func NewMeter(usdPerPost float64) *Meter {
 // NewMeterWithRates returns a meter that prices at r (a rate that is not a
 // finite number ≥ 0 is X's).
 func NewMeterWithRates(r Rates) *Meter {
-	return &Meter{rates: r.withDefaults(), m: map[budgetKey]*Usage{}, owned: map[string]bool{}, days: map[string]*ledger{}}
+	return &Meter{rates: r.withDefaults(), m: map[budgetKey]*Usage{}, owned: map[string]bool{}, days: map[string]*ledger{}, restored: map[string]bool{}}
 }
 
 // USDPerPost is the meter's post rate.
@@ -311,6 +314,25 @@ func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
 	}
 	l.add(kindPost, day, posts)
 	l.add(kindUser, day, users)
+}
+
+// RestoreBilledOnce calls load the first time it is called for userID and
+// restores what it returns (RestoreBilled). Calls for the same user wait for
+// the first to finish, so no request is billed before the ledger is back.
+// A load that fails is tried again by the next call.
+func (m *Meter) RestoreBilledOnce(userID string, load func() (day string, posts, users []string, err error)) error {
+	m.restoreMu.Lock()
+	defer m.restoreMu.Unlock()
+	if m.restored[userID] {
+		return nil
+	}
+	day, posts, users, err := load()
+	if err != nil {
+		return err
+	}
+	m.RestoreBilled(userID, day, posts, users)
+	m.restored[userID] = true
+	return nil
 }
 
 // utcDay is t's UTC date, YYYY-MM-DD: the window X de-duplicates in.

@@ -137,8 +137,10 @@ type Post struct {
 	// an X Article's title and whole body ("" when absent).
 	ArticleTitle string `json:"-"`
 	ArticleText  string `json:"-"`
-	// ArticleMediaKeys are article.cover_media, then article.media_entities:
-	// the keys of the article's media in the page's includes.
+	// ArticleCover and ArticleMediaKeys are article.cover_media and
+	// article.media_entities: the keys of the article's cover and of the
+	// media in its body, in the page's includes.
+	ArticleCover     string   `json:"-"`
 	ArticleMediaKeys []string `json:"-"`
 	// Raw is the post object exactly as returned.
 	Raw json.RawMessage `json:"-"`

@@ -169,3 +169,42 @@ func (k Kinds) String() string {
 	}
 	return fmt.Sprintf("[%s]", strings.Join(on, " "))
 }
+
+// fieldsParams names the fields-section field of each request parameter.
+var fieldsParams = map[string]string{
+	"tweet.fields": "fields.tweet_fields", "post.fields": "fields.tweet_fields", "expansions": "fields.expansions",
+	"user.fields": "fields.user_fields", "media.fields": "fields.media_fields",
+	"poll.fields": "fields.poll_fields", "place.fields": "fields.place_fields",
+}
+
+// SourcesOf names the spec fields that can put value in the request
+// parameter param (tweet.fields, expansions, user.fields, media.fields,
+// ...): the content kinds that ask for it, and the fields section. Nil for
+// a parameter that is not a field selection.
+func SourcesOf(param, value string) []string {
+	field, ok := fieldsParams[param]
+	if !ok {
+		return nil
+	}
+	var out []string
+	kind := func(name string) { out = union(out, "content."+name) }
+	for _, ck := range contentKinds {
+		switch param {
+		case "tweet.fields", "post.fields":
+			if slices.Contains(ck.tweet, value) && len(ck.expand) == 0 {
+				kind(ck.name)
+			}
+		case "expansions":
+			if slices.Contains(ck.expand, value) || slices.Contains(ck.implied, value) {
+				kind(ck.name)
+			}
+		}
+	}
+	if param == "user.fields" && slices.Contains(AuthorUserFields, value) {
+		kind("authors")
+	}
+	if param == "media.fields" && slices.Contains(MediaFields, value) {
+		kind("media")
+	}
+	return append(out, field)
+}

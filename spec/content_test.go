@@ -131,3 +131,20 @@ func TestOwnedReadsFromTheAccountOrTheAppOwner(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// A value the API refuses is traced to the spec fields that ask for it.
+func TestSourcesOfARequestValue(t *testing.T) {
+	for _, tc := range []struct{ param, value, want string }{
+		{"expansions", "article.cover_media", "content.media content.articles fields.expansions"},
+		{"expansions", "author_id", "content.authors fields.expansions"},
+		{"tweet.fields", "note_tweet", "content.long_text fields.tweet_fields"},
+		{"tweet.fields", "lang", "fields.tweet_fields"},
+		{"user.fields", "verified_type", "content.authors fields.user_fields"},
+		{"media.fields", "variants", "content.media fields.media_fields"},
+		{"max_results", "1000", ""},
+	} {
+		if got := strings.Join(SourcesOf(tc.param, tc.value), " "); got != tc.want {
+			t.Errorf("%s=%s: %q, want %q", tc.param, tc.value, got, tc.want)
+		}
+	}
+}

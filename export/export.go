@@ -149,8 +149,8 @@ type run struct {
 	// fresh holds, per account, the posts first written by this run: a
 	// bookmark in written but not in fresh was written by an earlier run.
 	fresh map[string]*idSet
-	sess    *account.Set
-	prog    *progress
+	sess  *account.Set
+	prog  *progress
 	// stateC is the plugin's state backend during the run: it starts from
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.

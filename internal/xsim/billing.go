@@ -20,10 +20,12 @@ const (
 	DefaultUserReadUSD  = 0.010
 )
 
-// billed is what one 200 returned, by billed type.
+// billed is what one 200 returned, by billed type; included of the posts
+// are expanded ones.
 type billed struct {
 	posts, users []string
 	media        int
+	included     int
 }
 
 // dayLedger is the resources one app was billed for on one UTC day.
@@ -73,6 +75,7 @@ func (s *Server) bill(userID, app, op string, now time.Time, b billed) {
 		postRate = s.rates.owned
 	}
 	u.PostsReturned += len(b.posts)
+	u.IncludedPosts += b.included
 	u.PostsBilled += posts
 	u.UsersReturned += len(b.users)
 	u.UsersBilled += users
@@ -115,4 +118,20 @@ func addUniq(list []string, id string) []string {
 		return list
 	}
 	return append(list, id)
+}
+
+// BilledToday returns the posts the app clientID was billed for on the
+// current UTC day of the server's clock.
+func (s *Server) BilledToday(clientID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.billedToday[clientID]
+	if l == nil || l.day != s.clk.Now().UTC().Format(time.DateOnly) {
+		return nil
+	}
+	out := make([]string, 0, len(l.posts))
+	for id := range l.posts {
+		out = append(out, id)
+	}
+	return out
 }

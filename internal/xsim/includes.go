@@ -115,7 +115,7 @@ func (p *includesPlan) billed(ids []string) billed {
 	b := billed{posts: ids}
 	if p != nil {
 		b.posts = append(append(make([]string, 0, len(ids)+len(p.tweets)), ids...), p.tweets...)
-		b.users, b.media = p.users, len(p.media)
+		b.users, b.media, b.included = p.users, len(p.media), len(p.tweets)
 	}
 	return b
 }

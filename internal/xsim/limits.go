@@ -129,8 +129,8 @@ type OpUsage struct {
 	Requests int // every request that reached the operation
 	OK       int // 200 responses (including truncated ones)
 	// PostsReturned is the posts 200s held: data, and expanded posts in
-	// includes.tweets (X bills both).
-	PostsReturned int
+	// includes.tweets (X bills both); IncludedPosts those of includes.
+	PostsReturned, IncludedPosts int
 	// PostsBilled is PostsReturned less the posts the same app was already
 	// billed for on the same UTC day (of the server's clock).
 	PostsBilled int

@@ -209,3 +209,48 @@ func TestREADMEBookmarksAuthorsMediaQuery(t *testing.T) {
 		t.Errorf("the long post's video: %v", video)
 	}
 }
+
+// docs/cost.md's query of a month's bill, run by DuckDB over usage files
+// of two runs: one row per month and account, the sum of the runs.
+func TestCostDocMonthlyBillQuery(t *testing.T) {
+	if os.Getenv("CQX_DUCKDB_DIR") == "" {
+		t.Skip("DuckDB for Node.js not installed (CQX_DUCKDB_DIR unset; .ci/run sets it)")
+	}
+	doc, err := os.ReadFile("../docs/cost.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var query string
+	for _, m := range regexp.MustCompile("(?s)```sql\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		if strings.Contains(m[1], "x_api_usage") {
+			query = m[1]
+		}
+	}
+	if query == "" {
+		t.Fatal("docs/cost.md has no query of x_api_usage")
+	}
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 40}}
+	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+"    content: {authors: true}\n"), "spec.yml", os.LookupEnv, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for range 2 {
+		clk.Advance(24 * time.Hour)
+		sim.SeedBookmarks("1001", 3)
+		if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Clock: clk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := duckdb(t, strings.ReplaceAll(query, "'out/", "'"+dir+"/"))
+	u := sim.Usage("1001")[xsim.OpListBookmarks]
+	if len(rows) != 1 || rows[0]["user_id"] != "1001" || asInt(t, rows[0]["posts"]) != u.PostsBilled || asInt(t, rows[0]["users"]) != u.UsersBilled {
+		t.Fatalf("rows %v; the simulator billed %d posts and %d users", rows, u.PostsBilled, u.UsersBilled)
+	}
+}

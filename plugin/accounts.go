@@ -24,14 +24,14 @@ const tokenRequestTimeout = 30 * time.Second
 // session's first resolver, so accounts in other shards cost nothing.
 func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync) *account.Set {
 	set := &account.Set{}
-	fields := fields(s.RequestFields())
+	request := fields(s.RequestFields())
 	for i, a := range s.Accounts {
 		meter := client.NewMeterWithRates(client.Rates{Post: *s.PostReadUSD, OwnedPost: *s.OwnedReadUSD, User: *s.UserReadUSD})
 		sess := &account.Session{
 			Index:        i,
 			UserID:       a.UserID,
 			Meter:        meter,
-			Fields:       fields,
+			Fields:       request,
 			Walk:         s.WalkSettings(),
 			FolderBudget: s.Planner.FolderRequestBudget,
 			Clock:        o.Clock,

@@ -113,16 +113,20 @@ func (pc *pageContent) author(post *client.Post, expansion string) (*expandedUse
 	return nil, missingError(post.ID, "author", post.AuthorID, expansion)
 }
 
-// mediaOf is the media of post: its attachments (asked for with
-// expansion), then, when articleMedia, its article's. An article's media
-// keys are read from an object X does not document, so a key missing from
-// the includes is recorded rather than refused.
+// mediaOf is the media of post: its attachments when expansion (which asks
+// for them) is not "", then its article's when articleMedia. An article's
+// media keys are read from an object X does not document, so a key missing
+// from the includes is recorded rather than refused.
 func (pc *pageContent) mediaOf(post *client.Post, expansion string, articleMedia bool) ([]mediaItem, error) {
 	var items []mediaItem
 	seen := func(k string) bool {
 		return slices.ContainsFunc(items, func(m mediaItem) bool { return m.key == k })
 	}
-	for _, k := range post.MediaKeys {
+	var attached []string
+	if expansion != "" {
+		attached = post.MediaKeys
+	}
+	for _, k := range attached {
 		if seen(k) {
 			continue
 		}
@@ -194,7 +198,11 @@ func (pc *pageContent) fill(b *bookmark) error {
 		}
 	}
 	if pc.asked.media || pc.asked.articleMedia {
-		if b.media, err = pc.mediaOf(b.post, "attachments.media_keys", pc.asked.articleMedia); err != nil {
+		expansion := ""
+		if pc.asked.media {
+			expansion = "attachments.media_keys"
+		}
+		if b.media, err = pc.mediaOf(b.post, expansion, pc.asked.articleMedia); err != nil {
 			return err
 		}
 	}

@@ -299,3 +299,22 @@ func TestMeter_BillsWhatTheBodyHoldsNotItsResultCount(t *testing.T) {
 		}
 	}
 }
+
+// A folder page is billed for the ids it holds too, and a result_count
+// that disagrees is reported; a folder page without one is not a mismatch.
+func TestMeter_FolderPagesBillTheirIDsNotTheirResultCount(t *testing.T) {
+	for body, mismatches := range map[string]int{
+		`{"data":[{"id":"5"},{"id":"6"}],"meta":{"result_count":-5}}`: 1,
+		`{"data":[{"id":"5"},{"id":"6"}],"meta":{"result_count":2}}`:  0,
+		`{"data":[{"id":"5"},{"id":"6"}],"meta":{}}`:                  0,
+	} {
+		ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
+		c, _ := newTestClient(t, ts, nil)
+		if _, _, err := c.GetFolder(context.Background(), testUser, "9", PageOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if u := c.Meter().Usage(testUser, OpGetFolder); u.PostsReturned != 2 || u.PostsBilled != 2 || u.CountMismatches != mismatches {
+			t.Errorf("%s: usage %+v", body, u)
+		}
+	}
+}

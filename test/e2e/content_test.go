@@ -176,7 +176,7 @@ func TestGRPCSyncEachContentKindOffLeavesItsPartOut(t *testing.T) {
 		content[tc.kind] = false
 		s := syncContent(t, content)
 		param, value, _ := strings.Cut(tc.param, "=")
-		if got := strings.Split(s.query.Get(param), ","); contains(got, value) {
+		if got := strings.Split(s.query.Get(param), ","); slices.Contains(got, value) {
 			t.Errorf("%s off: the request still asks for %s (%s=%s)", tc.kind, value, param, s.query.Get(param))
 		}
 		if table, column, ok := strings.Cut(tc.table, "."); ok {
@@ -193,8 +193,6 @@ func TestGRPCSyncEachContentKindOffLeavesItsPartOut(t *testing.T) {
 		}
 	}
 }
-
-func contains(list []string, v string) bool { return slices.Contains(list, v) }
 
 // An expansion the API refuses fails the walk with an error naming the
 // refused value and the spec's content kinds that ask for it: no post is

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf16"
@@ -70,7 +71,7 @@ func unmarshalObject(body []byte, v any) error {
 // its own, so that an error names it and Raw keeps it verbatim.
 type postPageBody struct {
 	Data     []json.RawMessage `json:"data"`
-	Includes Includes          `json:"includes"`
+	Includes rawIncludes       `json:"includes"`
 	Errors   []json.RawMessage `json:"errors"`
 	Meta     *struct {
 		Meta
@@ -78,48 +79,158 @@ type postPageBody struct {
 	} `json:"meta"`
 }
 
-// decodePostPage decodes a list_bookmarks page. posts is the number of posts
-// the body holds, also when it is refused for its shape: X billed them.
+// rawIncludes are a page's includes; X's later OpenAPI revision calls the
+// expanded posts "posts", which are taken as "tweets".
+type rawIncludes struct {
+	Includes
+	Posts []json.RawMessage `json:"posts,omitempty"`
+}
+
+// decodePostPage decodes a list_bookmarks page. res is what the body holds,
+// by billed type, also when it is refused for its shape: X billed it.
 //
 // Every id in the page must be an X id, and no post may be in it twice;
 // each post and expanded object is kept as valid Unicode (see validText).
-func decodePostPage(body []byte) (page *PostPage, posts int, err error) {
+func decodePostPage(body []byte) (page *PostPage, res Resources, err error) {
 	body = validText(body)
 	var w postPageBody
-	err = unmarshalObject(body, &w)
-	posts = len(w.Data)
-	if err != nil {
-		return nil, posts, err
+	if err = unmarshalObject(body, &w); err != nil {
+		return nil, w.resources(), err
 	}
-	if posts == 0 && w.Meta == nil && len(w.Errors) > 0 {
-		return nil, 0, errorsOnly(w.Errors)
+	if len(w.Data) == 0 && w.Meta == nil && len(w.Errors) > 0 {
+		return nil, Resources{}, errorsOnly(w.Errors)
 	}
 	if w.Meta == nil || w.Meta.ResultCount == nil {
-		return nil, posts, errNoMeta
+		return nil, w.resources(), errNoMeta
 	}
-	page = &PostPage{Includes: w.Includes, Meta: w.Meta.Meta}
+	w.Includes.Tweets = append(w.Includes.Tweets, w.Includes.Posts...)
+	page = &PostPage{Includes: w.Includes.Includes, Meta: w.Meta.Meta}
 	page.Meta.ResultCount = *w.Meta.ResultCount
-	if posts > 0 {
-		page.Data = make([]Post, posts)
+	if len(w.Data) > 0 {
+		page.Data = make([]Post, len(w.Data))
 	}
 	for i, raw := range w.Data {
 		if err := decodePost(raw, &page.Data[i]); err != nil {
-			return nil, posts, fmt.Errorf("data[%d]: %w", i, err)
+			return nil, w.resources(), fmt.Errorf("data[%d]: %w", i, err)
 		}
 	}
 	if err := checkIDs(len(page.Data), func(i int) string { return page.Data[i].ID }); err != nil {
-		return nil, posts, err
+		return nil, w.resources(), err
 	}
 	if err := checkIncluded(&page.Includes); err != nil {
-		return nil, posts, err
+		return nil, w.resources(), err
+	}
+	if page.Expanded, err = decodeExpanded(&page.Includes); err != nil {
+		return nil, w.resources(), err
 	}
 	if page.Errors, err = partialErrors(w.Errors); err != nil {
-		return nil, posts, err
+		return nil, w.resources(), err
 	}
-	return page, posts, nil
+	res = page.resources()
+	res.checkCount(page.Meta.ResultCount, len(page.Data))
+	return page, res, nil
 }
 
-// decodePost decodes one element of "data".
+// resources are what a page holds, by billed type.
+func (p *PostPage) resources() Resources {
+	res := Resources{Posts: make([]string, 0, len(p.Data)+len(p.Includes.Tweets)), Media: len(p.Includes.Media)}
+	for i := range p.Data {
+		res.Posts = append(res.Posts, p.Data[i].ID)
+	}
+	for _, raw := range p.Includes.Tweets {
+		id, _ := topLevelString(raw, "id") // decodeExpanded checked it
+		res.Posts = append(res.Posts, id)
+	}
+	for _, raw := range p.Includes.Users {
+		id, _ := topLevelString(raw, "id")
+		res.Users = append(res.Users, id)
+	}
+	return res
+}
+
+// resources are what a body refused for its shape holds: the ids that can
+// be read, and a count of the posts whose ids cannot.
+func (w *postPageBody) resources() Resources {
+	res := Resources{Media: len(w.Includes.Media)}
+	for _, objs := range [][]json.RawMessage{w.Data, w.Includes.Tweets, w.Includes.Posts} {
+		for _, raw := range objs {
+			if id, ok := topLevelString(raw, "id"); ok && id != "" {
+				res.Posts = append(res.Posts, id)
+			} else {
+				res.UnknownPosts++
+			}
+		}
+	}
+	for _, raw := range w.Includes.Users {
+		if id, ok := topLevelString(raw, "id"); ok && id != "" {
+			res.Users = append(res.Users, id)
+		}
+	}
+	return res
+}
+
+// checkCount notes a meta.result_count that disagrees with the posts a page
+// holds. What is billed is what the body holds, whatever its count says.
+func (r *Resources) checkCount(resultCount, posts int) {
+	if resultCount != posts {
+		r.mismatch = fmt.Sprintf("meta.result_count is %d but the page holds %d posts; billed: %d", resultCount, posts, posts)
+	}
+}
+
+// decodeExpanded decodes and indexes the includes the resources use: users,
+// media and posts. Each must carry its id.
+func decodeExpanded(in *Includes) (Expanded, error) {
+	var e Expanded
+	if len(in.Users) > 0 {
+		e.Users = make(map[string]*User, len(in.Users))
+		for i, raw := range in.Users {
+			u, err := decodeUserObject(raw)
+			if err == nil && u.ID == "" {
+				err = shapeError("no id")
+			}
+			if err != nil {
+				return e, fmt.Errorf("includes.users[%d]: %w", i, err)
+			}
+			if _, dup := e.Users[u.ID]; !dup {
+				e.Users[u.ID] = u
+			}
+		}
+	}
+	if len(in.Media) > 0 {
+		e.Media = make(map[string]*Media, len(in.Media))
+		for i, raw := range in.Media {
+			m := &Media{}
+			if len(raw) == 0 || raw[0] != '{' {
+				return e, shapef("includes.media[%d]: not an object", i)
+			}
+			if err := json.Unmarshal(raw, m); err != nil {
+				return e, shapef("includes.media[%d]: %v", i, err)
+			}
+			if m.MediaKey == "" {
+				return e, shapef("includes.media[%d]: no media_key", i)
+			}
+			m.Raw = raw
+			if _, dup := e.Media[m.MediaKey]; !dup {
+				e.Media[m.MediaKey] = m
+			}
+		}
+	}
+	if len(in.Tweets) > 0 {
+		e.Posts = make(map[string]*Post, len(in.Tweets))
+		for i, raw := range in.Tweets {
+			p := &Post{}
+			if err := decodePost(raw, p); err != nil {
+				return e, fmt.Errorf("includes.tweets[%d]: %w", i, err)
+			}
+			if _, dup := e.Posts[p.ID]; !dup {
+				e.Posts[p.ID] = p
+			}
+		}
+	}
+	return e, nil
+}
+
+// decodePost decodes one element of "data" (or of includes.tweets).
 func decodePost(raw json.RawMessage, p *Post) error {
 	if len(raw) == 0 || raw[0] != '{' {
 		return shapeError("not an object")
@@ -138,12 +249,7 @@ func decodePost(raw json.RawMessage, p *Post) error {
 	if err := checkPostIDs(p); err != nil {
 		return err
 	}
-	if w.CreatedAt != nil {
-		// RFC 3339 with or without fractional seconds.
-		if t, err := time.Parse(time.RFC3339, *w.CreatedAt); err == nil {
-			p.CreatedAt = &t
-		}
-	}
+	p.CreatedAt = parseTime(w.CreatedAt)
 	if len(p.Attachments) > 0 && p.Attachments[0] == '{' {
 		var a struct {
 			MediaKeys []string `json:"media_keys"`
@@ -153,8 +259,95 @@ func decodePost(raw json.RawMessage, p *Post) error {
 		}
 		p.MediaKeys = a.MediaKeys
 	}
+	if len(p.ReferencedTweets) > 0 && p.ReferencedTweets[0] == '[' {
+		if err := json.Unmarshal(p.ReferencedTweets, &p.References); err != nil {
+			return shapeError("referenced_tweets: " + err.Error())
+		}
+		for i, r := range p.References {
+			if r.ID == "" {
+				return shapef("referenced_tweets[%d]: no id", i)
+			}
+		}
+	}
+	if len(p.NoteTweet) > 0 && p.NoteTweet[0] == '{' {
+		var n struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(p.NoteTweet, &n); err != nil {
+			return shapeError("note_tweet: " + err.Error())
+		}
+		p.NoteText = n.Text
+	}
+	if len(p.Article) > 0 && p.Article[0] == '{' {
+		decodeArticle(p)
+	}
 	p.Raw = raw
 	return nil
+}
+
+// parseTime reads an RFC 3339 time, with or without fractional seconds; nil
+// when absent or unreadable (the object's Raw keeps it).
+func parseTime(s *string) *time.Time {
+	if s == nil {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, *s)
+	if err != nil {
+		return nil
+	}
+	return &t
+}
+
+// decodeArticle reads an X Article's title, body and media keys. The
+// article object is not in X's published schema: members of other shapes
+// are left in Raw, not refused.
+func decodeArticle(p *Post) {
+	var a struct {
+		Title         json.RawMessage   `json:"title"`
+		PlainText     json.RawMessage   `json:"plain_text"`
+		CoverMedia    json.RawMessage   `json:"cover_media"`
+		MediaEntities []json.RawMessage `json:"media_entities"`
+	}
+	if json.Unmarshal(p.Article, &a) != nil {
+		return
+	}
+	str := func(raw json.RawMessage) string {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	}
+	key := func(raw json.RawMessage) string {
+		if k := str(raw); k != "" {
+			return k
+		}
+		k, _ := topLevelString(raw, "media_key")
+		return k
+	}
+	p.ArticleTitle, p.ArticleText, p.ArticleCover = str(a.Title), str(a.PlainText), key(a.CoverMedia)
+	for _, raw := range a.MediaEntities {
+		if k := key(raw); k != "" && !slices.Contains(p.ArticleMediaKeys, k) {
+			p.ArticleMediaKeys = append(p.ArticleMediaKeys, k)
+		}
+	}
+}
+
+// decodeUserObject decodes a user object; a created_at that does not parse
+// is kept in Raw only.
+func decodeUserObject(raw json.RawMessage) (*User, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, shapeError("not an object")
+	}
+	var w struct {
+		User
+		CreatedAt *string `json:"created_at"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, shapeError(err.Error())
+	}
+	u := w.User
+	u.CreatedAt = parseTime(w.CreatedAt)
+	u.Raw = raw
+	return &u, nil
 }
 
 // partialErrors decodes the "errors" of a 200, each kept raw too.
@@ -220,10 +413,39 @@ func decodeFolderPage(body []byte) (*FolderPage, error) {
 }
 
 func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
-	var p FolderPostsPage
-	return &p, decodeSmall(body, &p, func() error {
-		return checkIDs(len(p.Data), func(i int) string { return p.Data[i].ID })
+	var w struct {
+		FolderPostsPage
+		Meta struct {
+			Meta
+			ResultCount *int `json:"result_count"`
+		} `json:"meta"`
+	}
+	err := decodeSmall(body, &w, func() error {
+		return checkIDs(len(w.Data), func(i int) string { return w.Data[i].ID })
 	})
+	p := &w.FolderPostsPage
+	p.Meta = w.Meta.Meta
+	if w.Meta.ResultCount != nil {
+		p.Meta.ResultCount = *w.Meta.ResultCount
+		p.counted = true
+	}
+	return p, err
+}
+
+// resources are the posts a folder page holds (its ids): each is billed.
+func (p *FolderPostsPage) resources() Resources {
+	var res Resources
+	for _, d := range p.Data {
+		if d.ID != "" {
+			res.Posts = append(res.Posts, d.ID)
+		} else {
+			res.UnknownPosts++
+		}
+	}
+	if p.counted {
+		res.checkCount(p.Meta.ResultCount, len(p.Data))
+	}
+	return res
 }
 
 // checkIDs checks the ids of the n items of a page's data: each an X id,
@@ -400,18 +622,26 @@ func escapedRune(b []byte, i int) (rune, bool) {
 
 func decodeUser(body []byte) (*User, error) {
 	var w struct {
-		Data *User `json:"data"`
+		Data json.RawMessage `json:"data"`
 	}
+	var u *User
 	err := decodeSmall(body, &w, func() error {
-		switch {
-		case w.Data == nil || w.Data.ID == "":
+		if len(w.Data) == 0 || string(w.Data) == "null" {
 			return shapeError("no data.id in the body")
-		case !ValidID(w.Data.ID):
-			return shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
+		}
+		var err error
+		if u, err = decodeUserObject(w.Data); err != nil {
+			return shapef("data: %v", err)
+		}
+		switch {
+		case u.ID == "":
+			return shapeError("no data.id in the body")
+		case !ValidID(u.ID):
+			return shapef("data.id %s is not an X id (%s)", shown(u.ID), idRule)
 		}
 		return nil
 	})
-	return w.Data, err
+	return u, err
 }
 
 func decodeBookmarked(body []byte) (bool, error) {

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -370,7 +371,7 @@ func TestDecodeFolderAndUserBodies(t *testing.T) {
 		t.Errorf("folder posts: %+v %v", pp, err)
 	}
 	u, err := decodeUser([]byte(`{"data":{"id":"2244994945","name":"X Developers","username":"XDevelopers"}}`))
-	if err != nil || *u != (User{ID: "2244994945", Name: "X Developers", Username: "XDevelopers"}) {
+	if err != nil || u.ID != "2244994945" || u.Name != "X Developers" || u.Username != "XDevelopers" {
 		t.Errorf("user: %+v %v", u, err)
 	}
 	if _, err := decodeUser([]byte(`{"errors":[{"title":"x"}]}`)); err == nil {
@@ -409,6 +410,66 @@ func TestFolderPagesNeedNoResultCount(t *testing.T) {
 		}
 		if p, err := decodeFolderPage([]byte(`{"data":[{"id":"7","name":"n"}]}`)); err != nil || len(p.Data) != 1 {
 			t.Errorf("folders: %v", err)
+		}
+	}
+}
+
+// The content of a bookmark is decoded: a long post's note_tweet text, an X
+// Article's title, body and media keys, the referenced posts, and the
+// expanded users, media (with variants) and posts, indexed.
+func TestDecodePostPage_Content(t *testing.T) {
+	body := `{"data":[{"id":"10","text":"long…","author_id":"7","note_tweet":{"text":"the whole long text","entities":{}},
+		"referenced_tweets":[{"type":"quoted","id":"11"},{"type":"replied_to","id":"12"}],"attachments":{"media_keys":["7_1"]},
+		"article":{"title":"On archives","plain_text":"Body of the article.","cover_media":"3_9","media_entities":["3_9","3_8",{"media_key":"3_7"}]}}],
+		"includes":{"users":[{"id":"7","name":"A","username":"a","created_at":"2010-01-01T00:00:00.000Z","protected":false,"public_metrics":{"followers_count":5}}],
+		"media":[{"media_key":"7_1","type":"video","duration_ms":1500,"width":640,"height":480,"preview_image_url":"https://p/1.jpg",
+			"variants":[{"bit_rate":2176000,"content_type":"video/mp4","url":"https://v/1.mp4"},{"content_type":"application/x-mpegURL","url":"https://v/1.m3u8"}]}],
+		"posts":[{"id":"11","text":"quoted","author_id":"8"}]},"meta":{"result_count":1}}`
+	p, err := decodePage([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := p.Data[0]
+	if post.NoteText != "the whole long text" || post.ArticleTitle != "On archives" || post.ArticleText != "Body of the article." {
+		t.Errorf("note %q, article %q %q", post.NoteText, post.ArticleTitle, post.ArticleText)
+	}
+	if post.ArticleCover != "3_9" || !reflect.DeepEqual(post.ArticleMediaKeys, []string{"3_9", "3_8", "3_7"}) {
+		t.Errorf("article cover %q, media keys %v", post.ArticleCover, post.ArticleMediaKeys)
+	}
+	if !reflect.DeepEqual(post.References, []Reference{{"quoted", "11"}, {"replied_to", "12"}}) {
+		t.Errorf("references %v", post.References)
+	}
+	u := p.Expanded.Users["7"]
+	if u == nil || u.Username != "a" || u.CreatedAt == nil || u.Protected == nil || *u.Protected || string(u.PublicMetrics) != `{"followers_count":5}` || !json.Valid(u.Raw) {
+		t.Errorf("user %+v", u)
+	}
+	m := p.Expanded.Media["7_1"]
+	if m == nil || m.Type != "video" || *m.DurationMS != 1500 || *m.Width != 640 || len(m.Variants) != 2 || *m.Variants[0].BitRate != 2176000 || m.Variants[1].BitRate != nil {
+		t.Errorf("media %+v", m)
+	}
+	if q := p.Expanded.Posts["11"]; q == nil || q.Text != "quoted" || q.AuthorID != "8" || !json.Valid(q.Raw) {
+		t.Errorf("includes.posts (a later name of includes.tweets) %+v", q)
+	}
+}
+
+// An expanded object without its id, or of the wrong shape, refuses the
+// page as a data post would be: it was asked for and cannot be stored.
+func TestDecodePostPage_RefusesExpandedObjectsOfTheWrongShape(t *testing.T) {
+	for _, includes := range []string{
+		`{"users":[{"name":"no id"}]}`,
+		`{"users":["7"]}`,
+		`{"media":[{"type":"photo"}]}`,
+		`{"media":[{"media_key":"3_1","width":"wide"}]}`,
+		`{"tweets":[{"text":"no id"}]}`,
+	} {
+		body := `{"data":[{"id":"10"}],"includes":` + includes + `,"meta":{"result_count":1}}`
+		_, res, err := decodePostPage([]byte(body))
+		var se shapeError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: err %v, want a shape error", includes, err)
+		}
+		if len(res.Posts) < 1 {
+			t.Errorf("%s: a refused page's posts were not counted: %+v", includes, res)
 		}
 	}
 }

@@ -25,9 +25,9 @@ type call struct {
 	query    url.Values
 	body     []byte // JSON request body, or nil
 	pageSize int    // max_results asked for (0 = API default), for PostsUnread
-	// decode decodes a 2xx body and returns the posts it holds, also when it
-	// refuses the body for its shape (X billed them all the same).
-	decode func(body []byte) (posts int, err error)
+	// decode decodes a 2xx body and returns the billed resources it holds,
+	// also when it refuses the body for its shape (X billed them all the same).
+	decode func(body []byte) (Resources, error)
 }
 
 // attempts is what one call has been through so far.
@@ -251,12 +251,11 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		c.recordUnread(a, hr.StatusCode)
 		return malformed("body was cut short", readErr, true)
 	}
-	posts, err := a.decode(body)
+	res, err := a.decode(body)
 	var eo *ErrorsOnlyError
 	switch {
 	case err == nil:
-		a.resp.PostsReturned = posts
-		c.record(a, func(u *Usage) { u.OK++; u.PostsReturned += posts })
+		c.bill(a, res, true)
 		return nil
 	case errors.As(err, &eo):
 		eo.Operation, eo.Status, eo.Response = a.op, hr.StatusCode, hr
@@ -274,9 +273,20 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 	}
 	// Read whole, but not what the operation returns: the posts in it were
 	// billed, and would be again if it were asked for again.
-	a.resp.PostsReturned = posts
-	c.record(a, func(u *Usage) { u.Errors++; u.PostsReturned += posts })
+	c.record(a, func(u *Usage) { u.Errors++ })
+	c.bill(a, res, false)
 	return malformed("body was valid JSON but not what this operation returns", err, false)
+}
+
+// bill meters the resources of a 2xx body (ok: it was decoded) and reports a
+// meta.result_count that disagrees with the posts the body held.
+func (c *Client) bill(a *attempts, res Resources, ok bool) {
+	a.resp.PostsReturned = len(res.Posts) + res.UnknownPosts
+	c.meter.bill(a.user, a.op, c.clock.Now(), res, ok)
+	if res.mismatch != "" {
+		c.record(a, func(u *Usage) { u.CountMismatches++ })
+		c.log.Warn().Str("operation", string(a.op)).Str("user_id", a.user).Msg("x api: " + res.mismatch)
+	}
 }
 
 // recordUnread meters a 2xx post page whose body could not be read: X billed

@@ -15,10 +15,12 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 	var u *User
 	resp, err := c.do(ctx, &call{
 		op: OpUsersMe, method: http.MethodGet, path: "/2/users/me",
-		decode: func(b []byte) (int, error) {
+		decode: func(b []byte) (Resources, error) {
 			var err error
-			u, err = decodeUser(b)
-			return 0, err
+			if u, err = decodeUser(b); err != nil {
+				return Resources{}, err
+			}
+			return Resources{Users: []string{u.ID}}, nil
 		},
 	})
 	if err != nil {
@@ -53,13 +55,11 @@ func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOpti
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks", query: q, pageSize: opts.MaxResults,
-		decode: func(b []byte) (int, error) {
+		decode: func(b []byte) (Resources, error) {
 			var err error
-			var posts int
-			if page, posts, err = decodePostPage(b); err != nil {
-				return posts, err
-			}
-			return billed(page.Meta.ResultCount, posts), nil
+			var res Resources
+			page, res, err = decodePostPage(b)
+			return res, err
 		},
 	})
 	if err != nil {
@@ -82,10 +82,10 @@ func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOption
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (int, error) {
+		decode: func(b []byte) (Resources, error) {
 			var err error
 			page, err = decodeFolderPage(b)
-			return 0, err
+			return Resources{}, err
 		},
 	})
 	if err != nil {
@@ -111,12 +111,10 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders/" + folderID, query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (int, error) {
+		decode: func(b []byte) (Resources, error) {
 			var err error
-			if page, err = decodeFolderPostsPage(b); err != nil {
-				return len(page.Data), err // a refused page's posts were billed too
-			}
-			return billed(page.Meta.ResultCount, len(page.Data)), nil
+			page, err = decodeFolderPostsPage(b)
+			return page.resources(), err // a refused page's posts were billed too
 		},
 	})
 	if err != nil {
@@ -141,10 +139,10 @@ func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, 
 		op: op, user: userID, method: http.MethodPost,
 		path: "/2/users/" + userID + "/bookmarks",
 		body: []byte(`{"tweet_id":"` + postID + `"}`),
-		decode: func(b []byte) (int, error) {
+		decode: func(b []byte) (Resources, error) {
 			var err error
 			bookmarked, err = decodeBookmarked(b)
-			return 0, err
+			return Resources{}, err
 		},
 	})
 	if err != nil {
@@ -167,10 +165,10 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodDelete,
 		path: "/2/users/" + userID + "/bookmarks/" + postID,
-		decode: func(b []byte) (int, error) {
+		decode: func(b []byte) (Resources, error) {
 			var err error
 			bookmarked, err = decodeBookmarked(b)
-			return 0, err
+			return Resources{}, err
 		},
 	})
 	if err != nil {
@@ -194,13 +192,4 @@ func addList(q url.Values, key string, v []string) {
 	if len(v) > 0 {
 		q.Set(key, strings.Join(v, ","))
 	}
-}
-
-// billed is the number of posts a page bills: meta.result_count, or the
-// number of posts when a server leaves result_count out.
-func billed(resultCount, n int) int {
-	if resultCount == 0 {
-		return n
-	}
-	return resultCount
 }

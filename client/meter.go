@@ -8,12 +8,63 @@ import (
 	"time"
 )
 
-// DefaultUSDPerPost is the post-read rate of the interface document (Part 8):
-// about half a cent per post returned. Owned reads (a user reading their own
-// bookmarks with their own app) are billed at USD 0.001 on the real API.
-const DefaultUSDPerPost = 0.005
+// X's published pay-per-use rates (2026), in USD per resource.
+const (
+	// DefaultUSDPerPost is a post read.
+	DefaultUSDPerPost = 0.005
+	// DefaultUSDPerOwnedPost is an "owned read": the owner of the developer
+	// app reading their own bookmarks with it (GET /2/users/:id/bookmarks
+	// with :id the authenticated user, who owns the app).
+	DefaultUSDPerOwnedPost = 0.001
+	// DefaultUSDPerUser is a user read (an expanded author, or GET /2/users/me).
+	DefaultUSDPerUser = 0.010
+)
 
-// Usage is what a Meter recorded for one (user, operation), or a total.
+// Rates are the USD rates a Meter prices billed resources at.
+type Rates struct {
+	Post      float64 // a post read
+	OwnedPost float64 // a post of an owned read (list_bookmarks of the app's owner)
+	User      float64 // a user read
+}
+
+// DefaultRates are X's published rates.
+func DefaultRates() Rates {
+	return Rates{Post: DefaultUSDPerPost, OwnedPost: DefaultUSDPerOwnedPost, User: DefaultUSDPerUser}
+}
+
+// withDefaults replaces a rate that is not a finite number ≥ 0 by X's.
+func (r Rates) withDefaults() Rates {
+	d := DefaultRates()
+	fix := func(v *float64, def float64) {
+		if !(*v >= 0) || math.IsInf(*v, 0) {
+			*v = def
+		}
+	}
+	fix(&r.Post, d.Post)
+	fix(&r.OwnedPost, d.OwnedPost)
+	fix(&r.User, d.User)
+	return r
+}
+
+// Resources are what one 2xx body held, by billed type: the ids of the posts
+// (its data, and expanded posts in includes) and of the expanded users, and
+// the number of media objects (X does not bill media). X bills each resource
+// once per UTC day, so the meter needs the ids, not only the counts.
+type Resources struct {
+	Posts []string
+	Users []string
+	// UnknownPosts counts posts billed whose ids could not be read (a page
+	// refused for its shape): billed, never de-duplicated.
+	UnknownPosts int
+	Media        int
+	// mismatch says how the page's meta.result_count disagreed with what it
+	// held ("" when it did not).
+	mismatch string
+}
+
+// Usage is what a Meter recorded for one (user, operation), or a total. Its
+// billed counts and USD are estimates: X publishes rates, not bills per
+// request, and calls its de-duplication a soft guarantee.
 type Usage struct {
 	UserID    string
 	Operation Operation
@@ -21,15 +72,28 @@ type Usage struct {
 	Requests int
 	// OK is the number of 2xx responses decoded successfully.
 	OK int
-	// PostsReturned is the posts billed: meta.result_count summed over 200
-	// post pages (list_bookmarks, get_folder), and the posts in pages read
-	// whole but refused for their shape (X billed them all the same).
+	// PostsReturned is the posts 2xx bodies held (and X bills): the posts
+	// of their data and the expanded posts in their includes, also of pages
+	// read whole but refused for their shape.
 	PostsReturned int
+	// PostsBilled is PostsReturned less the posts this meter already saw
+	// billed for the same user on the same UTC day (X bills a resource once
+	// per UTC day).
+	PostsBilled int
+	// UsersReturned and UsersBilled are the same for users: expanded
+	// authors, and the user of GET /2/users/me.
+	UsersReturned int
+	UsersBilled   int
+	// MediaReturned is the media objects expanded (not billed by X).
+	MediaReturned int
 	// PostsUnread is what X may have billed on top, in 200 post pages whose
 	// body could not be read (cut short, not JSON, over the size cap): how
 	// many posts they held is not known, so each counts the page size asked
 	// for (10 when omitted), an upper bound. Not priced in USD.
 	PostsUnread int
+	// CountMismatches counts pages whose meta.result_count disagreed with
+	// the posts they held (the posts held are what is billed).
+	CountMismatches int
 	// RateLimited is the number of 429 responses received.
 	RateLimited int
 	// RateLimitWaits and Waited are the waits for a window to reset (after a
@@ -45,29 +109,59 @@ type Usage struct {
 	Errors int
 	// Refused counts calls the client's budget refused without sending.
 	Refused int
-	// USD is the estimated cost: PostsReturned × the meter's rate.
-	USD float64
+	// OwnedReads says the posts were priced at the owned-read rate.
+	OwnedReads bool
+	// PostsUSD, UsersUSD and USD are the estimated cost: the billed posts
+	// and users times their rates, and their sum.
+	PostsUSD float64
+	UsersUSD float64
+	USD      float64
 }
 
-// Meter records usage per (user, operation). Safe for concurrent use; one
-// Meter may be shared by several clients (WithMeter).
+// Meter records usage per (user, operation), and which resources it saw
+// billed per user on the current UTC day. Safe for concurrent use; one Meter
+// may be shared by several clients (WithMeter).
 type Meter struct {
-	rate float64
-	mu   sync.Mutex
-	m    map[budgetKey]*Usage
+	rates Rates
+	mu    sync.Mutex
+	m     map[budgetKey]*Usage
+	owned map[string]bool
+	days  map[string]*ledger // by user id
+
+	restoreMu sync.Mutex
+	restored  map[string]bool // users whose ledger RestoreBilledOnce loaded
 }
 
-// NewMeter returns a meter that estimates cost at usdPerPost per post
-// returned; a rate ≤ 0 (or NaN) selects DefaultUSDPerPost.
+// NewMeter returns a meter that prices posts at usdPerPost (a rate that is
+// not a finite number > 0 selects DefaultUSDPerPost) and the other resource
+// types at X's published rates.
 func NewMeter(usdPerPost float64) *Meter {
-	if !(usdPerPost > 0) || math.IsInf(usdPerPost, 0) {
-		usdPerPost = DefaultUSDPerPost
+	r := DefaultRates()
+	if usdPerPost > 0 {
+		r.Post = usdPerPost
 	}
-	return &Meter{rate: usdPerPost, m: map[budgetKey]*Usage{}}
+	return NewMeterWithRates(r)
 }
 
-// USDPerPost is the meter's rate.
-func (m *Meter) USDPerPost() float64 { return m.rate }
+// NewMeterWithRates returns a meter that prices at r (a rate that is not a
+// finite number ≥ 0 is X's).
+func NewMeterWithRates(r Rates) *Meter {
+	return &Meter{rates: r.withDefaults(), m: map[budgetKey]*Usage{}, owned: map[string]bool{}, days: map[string]*ledger{}, restored: map[string]bool{}}
+}
+
+// USDPerPost is the meter's post rate.
+func (m *Meter) USDPerPost() float64 { return m.rates.Post }
+
+// Rates are the meter's rates.
+func (m *Meter) Rates() Rates { return m.rates }
+
+// SetOwnedReads says that userID owns the developer app its token was issued
+// by: its list_bookmarks posts are priced at the owned-read rate.
+func (m *Meter) SetOwnedReads(userID string, owned bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.owned[userID] = owned
+}
 
 func (m *Meter) add(user string, op Operation, f func(u *Usage)) {
 	if m == nil {
@@ -75,13 +169,43 @@ func (m *Meter) add(user string, op Operation, f func(u *Usage)) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	f(m.row(user, op))
+}
+
+func (m *Meter) row(user string, op Operation) *Usage {
 	k := budgetKey{user, op}
 	u := m.m[k]
 	if u == nil {
 		u = &Usage{UserID: user, Operation: op}
 		m.m[k] = u
 	}
-	f(u)
+	return u
+}
+
+// bill records the resources of one 2xx body, at now: each is billed unless
+// the user's ledger already holds it for now's UTC day.
+func (m *Meter) bill(user string, op Operation, now time.Time, res Resources, ok bool) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.row(user, op)
+	if ok {
+		u.OK++
+	}
+	day := utcDay(now)
+	l := m.days[user]
+	if l == nil {
+		l = newLedger(day)
+		m.days[user] = l
+	}
+	l.turn(day)
+	u.PostsReturned += len(res.Posts) + res.UnknownPosts
+	u.PostsBilled += l.add(kindPost, day, res.Posts) + res.UnknownPosts
+	u.UsersReturned += len(res.Users)
+	u.UsersBilled += l.add(kindUser, day, res.Users)
+	u.MediaReturned += res.Media
 }
 
 // Usage returns one (user, operation) row (zero when nothing was recorded).
@@ -94,8 +218,16 @@ func (m *Meter) Usage(userID string, op Operation) Usage {
 	return Usage{UserID: userID, Operation: op}
 }
 
+// priced fills in the USD of a row. m.mu held.
 func (m *Meter) priced(u Usage) Usage {
-	u.USD = float64(u.PostsReturned) * m.rate
+	postRate := m.rates.Post
+	u.OwnedReads = u.Operation == OpListBookmarks && m.owned[u.UserID]
+	if u.OwnedReads {
+		postRate = m.rates.OwnedPost
+	}
+	u.PostsUSD = float64(u.PostsBilled) * postRate
+	u.UsersUSD = float64(u.UsersBilled) * m.rates.User
+	u.USD = u.PostsUSD + u.UsersUSD
 	return u
 }
 
@@ -120,17 +252,145 @@ func (m *Meter) Snapshot() []Usage {
 func (m *Meter) Total() Usage {
 	var t Usage
 	for _, u := range m.Snapshot() {
-		t.Requests += u.Requests
-		t.OK += u.OK
-		t.PostsReturned += u.PostsReturned
-		t.PostsUnread += u.PostsUnread
-		t.RateLimited += u.RateLimited
-		t.RateLimitWaits += u.RateLimitWaits
-		t.Waited += u.Waited
-		t.Retries += u.Retries
-		t.Backoff += u.Backoff
-		t.Errors += u.Errors
-		t.Refused += u.Refused
+		t.Add(u)
 	}
-	return m.priced(t)
+	return t
+}
+
+// Add adds the counts and USD of o to u (not its user, operation or
+// OwnedReads).
+func (u *Usage) Add(o Usage) {
+	u.Requests += o.Requests
+	u.OK += o.OK
+	u.PostsReturned += o.PostsReturned
+	u.PostsBilled += o.PostsBilled
+	u.UsersReturned += o.UsersReturned
+	u.UsersBilled += o.UsersBilled
+	u.MediaReturned += o.MediaReturned
+	u.PostsUnread += o.PostsUnread
+	u.CountMismatches += o.CountMismatches
+	u.RateLimited += o.RateLimited
+	u.RateLimitWaits += o.RateLimitWaits
+	u.Waited += o.Waited
+	u.Retries += o.Retries
+	u.Backoff += o.Backoff
+	u.Errors += o.Errors
+	u.Refused += o.Refused
+	u.PostsUSD += o.PostsUSD
+	u.UsersUSD += o.UsersUSD
+	u.USD += o.USD
+}
+
+// BilledToday is what the meter holds as billed for userID on its current
+// UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and the ids of
+// the posts and users, for a later meter of the same user to continue from
+// (RestoreBilled).
+func (m *Meter) BilledToday(userID string) (day string, posts, users []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.days[userID]
+	if l == nil {
+		return "", nil, nil
+	}
+	return l.day, l.ids(kindPost), l.ids(kindUser)
+}
+
+// RestoreBilled adds to userID's ledger what an earlier meter saw billed on
+// day: resources read again on that UTC day are not billed again. A day
+// older than the one the ledger is on is ignored; a newer one replaces it.
+func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
+	if day == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.days[userID]
+	if l == nil {
+		l = newLedger(day)
+		m.days[userID] = l
+	}
+	if !l.turn(day) {
+		return
+	}
+	l.add(kindPost, day, posts)
+	l.add(kindUser, day, users)
+}
+
+// RestoreBilledOnce calls load the first time it is called for userID and
+// restores what it returns (RestoreBilled). Calls for the same user wait for
+// the first to finish, so no request is billed before the ledger is back.
+// A load that fails is tried again by the next call.
+func (m *Meter) RestoreBilledOnce(userID string, load func() (day string, posts, users []string, err error)) error {
+	m.restoreMu.Lock()
+	defer m.restoreMu.Unlock()
+	if m.restored[userID] {
+		return nil
+	}
+	day, posts, users, err := load()
+	if err != nil {
+		return err
+	}
+	m.RestoreBilled(userID, day, posts, users)
+	m.restored[userID] = true
+	return nil
+}
+
+// utcDay is t's UTC date, YYYY-MM-DD: the window X de-duplicates in.
+func utcDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+type resourceKind uint8
+
+const (
+	kindPost resourceKind = iota
+	kindUser
+)
+
+// ledger is the resources of one user billed on one UTC day.
+type ledger struct {
+	day  string
+	seen [2]map[string]struct{}
+}
+
+func newLedger(day string) *ledger {
+	return &ledger{day: day, seen: [2]map[string]struct{}{{}, {}}}
+}
+
+// turn moves the ledger to day when day is not older, forgetting an older
+// day, and reports whether the ledger is now on day.
+func (l *ledger) turn(day string) bool {
+	switch {
+	case day == l.day:
+		return true
+	case day > l.day:
+		*l = *newLedger(day)
+		return true
+	}
+	return false
+}
+
+// add records ids of kind billed on day and returns how many were new.
+// Billing on a day older than the ledger's (a clock turned back) counts
+// every id and records none.
+func (l *ledger) add(kind resourceKind, day string, ids []string) int {
+	if day != l.day {
+		return len(ids)
+	}
+	n := 0
+	seen := l.seen[kind]
+	for _, id := range ids {
+		if _, ok := seen[id]; !ok {
+			seen[id] = struct{}{}
+			n++
+		}
+	}
+	return n
+}
+
+func (l *ledger) ids(kind resourceKind) []string {
+	out := make([]string, 0, len(l.seen[kind]))
+	for id := range l.seen[kind] {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
 }

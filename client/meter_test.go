@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func TestMeter_CountsRequestsPostsWaitsAndCostPerUserAndOperation(t *testing.T) {
@@ -72,8 +74,9 @@ func TestMeter_CountsRequestsPostsWaitsAndCostPerUserAndOperation(t *testing.T) 
 	}
 	lb := m.Usage("2", OpListBookmarks)
 	backoff := clk.Sleeps()[0]
-	want := Usage{UserID: "2", Operation: OpListBookmarks, Requests: 6, OK: 3, PostsReturned: 15, RateLimited: 1,
-		RateLimitWaits: 1, Waited: lb.Waited, Retries: 1, Backoff: backoff, Errors: 2, USD: lb.USD}
+	// The three pages hold the same 5 posts: billed once in the UTC day.
+	want := Usage{UserID: "2", Operation: OpListBookmarks, Requests: 6, OK: 3, PostsReturned: 15, PostsBilled: 5, RateLimited: 1,
+		RateLimitWaits: 1, Waited: lb.Waited, Retries: 1, Backoff: backoff, Errors: 2, PostsUSD: lb.PostsUSD, USD: lb.USD}
 	// The reset header is in whole seconds, so the wait is the minute, the
 	// margin and what was left of the second.
 	if lb.Waited < time.Minute+DefaultResetMargin || lb.Waited >= time.Minute+DefaultResetMargin+time.Second {
@@ -82,17 +85,21 @@ func TestMeter_CountsRequestsPostsWaitsAndCostPerUserAndOperation(t *testing.T) 
 	if lb != want {
 		t.Errorf("list_bookmarks usage\n got %+v\nwant %+v", lb, want)
 	}
-	if math.Abs(lb.USD-15*0.001) > 1e-12 {
+	if math.Abs(lb.USD-5*0.001) > 1e-12 {
 		t.Errorf("USD %v", lb.USD)
 	}
-	if gf := m.Usage("2", OpGetFolder); gf.PostsReturned != 2 || gf.Requests != 1 || gf.OK != 1 {
+	if gf := m.Usage("2", OpGetFolder); gf.PostsReturned != 2 || gf.PostsBilled != 2 || gf.Requests != 1 || gf.OK != 1 {
 		t.Errorf("get_folder usage %+v", gf)
+	}
+	if me := m.Usage("", OpUsersMe); me.UsersReturned != 1 || me.UsersBilled != 1 || me.USD != DefaultUSDPerUser {
+		t.Errorf("users_me bills its user: %+v", me)
 	}
 	if lf := m.Usage("2", OpListFolders); lf.PostsReturned != 0 || lf.USD != 0 {
 		t.Errorf("list_folders bills no posts: %+v", lf)
 	}
 	tot := m.Total()
-	if tot.Requests != 10 || tot.OK != 7 || tot.PostsReturned != 17 || tot.Errors != 2 || math.Abs(tot.USD-17*0.001) > 1e-12 || tot.UserID != "" {
+	if tot.Requests != 10 || tot.OK != 7 || tot.PostsReturned != 17 || tot.PostsBilled != 7 || tot.Errors != 2 ||
+		math.Abs(tot.USD-(7*0.001+DefaultUSDPerUser)) > 1e-12 || tot.UserID != "" {
 		t.Errorf("total %+v", tot)
 	}
 }
@@ -125,7 +132,7 @@ func TestMeter_IsSafeForConcurrentUseAcrossClients(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if u := m.Usage(testUser, OpListBookmarks); u.Requests != 100 || u.PostsReturned != 200 || math.Abs(u.USD-1.0) > 1e-9 {
+	if u := m.Usage(testUser, OpListBookmarks); u.Requests != 100 || u.PostsReturned != 200 || u.PostsBilled != 2 || math.Abs(u.USD-2*DefaultUSDPerPost) > 1e-9 {
 		t.Errorf("usage %+v", u)
 	}
 }
@@ -144,7 +151,7 @@ func TestMeter_USDIsPostsBilledTimesTheRate(t *testing.T) {
 				writeJSON(w, 200, `{"data":[{"id":"1","te`)
 				return
 			}
-			writeJSON(w, 200, pageBody(100, 3, ""))
+			writeJSON(w, 200, pageBody(200, 3, ""))
 		default:
 			writeJSON(w, 200, pageBody(100, 7, ""))
 		}
@@ -162,7 +169,152 @@ func TestMeter_USDIsPostsBilledTimesTheRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := c.Meter().Usage(testUser, OpListBookmarks)
-	if u.PostsReturned != 10 || u.PostsUnread != 90 || math.Abs(u.USD-10*DefaultUSDPerPost) > 1e-12 {
+	if u.PostsReturned != 10 || u.PostsBilled != 10 || u.PostsUnread != 90 || math.Abs(u.USD-10*DefaultUSDPerPost) > 1e-12 {
 		t.Errorf("usage %+v; want 10 posts billed, 90 unread, USD 10 × rate", u)
+	}
+}
+
+// X bills a resource once per UTC day: the same posts read again that day
+// are not billed again, and are again after midnight UTC.
+func TestMeter_BillsAResourceOncePerUTCDay(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, pageBody(100, 3, "")) })
+	c, clk := newTestClient(t, ts, nil)
+	clk.Set(time.Date(2026, 1, 15, 23, 0, 0, 0, time.UTC))
+	read := func() Usage {
+		t.Helper()
+		if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return c.Meter().Usage(testUser, OpListBookmarks)
+	}
+	read()
+	clk.Advance(59 * time.Minute)
+	if u := read(); u.PostsReturned != 6 || u.PostsBilled != 3 {
+		t.Fatalf("same UTC day: %d returned, %d billed; want 6, 3", u.PostsReturned, u.PostsBilled)
+	}
+	clk.Advance(2 * time.Minute) // 00:01 the next day
+	if u := read(); u.PostsReturned != 9 || u.PostsBilled != 6 {
+		t.Fatalf("next UTC day: %d returned, %d billed; want 9, 6", u.PostsReturned, u.PostsBilled)
+	}
+	day, posts, _ := c.Meter().BilledToday(testUser)
+	if day != "2026-01-16" || len(posts) != 3 {
+		t.Errorf("ledger %s %v", day, posts)
+	}
+}
+
+// Expanded objects of billed types are billed (X's own simulator bills
+// them; X does not say): referenced posts at the post rate, authors at the
+// user rate. Media are not a billed type.
+func TestMeter_BillsExpandedPostsAndUsersAtTheirRates(t *testing.T) {
+	body := `{"data":[{"id":"10","author_id":"7","referenced_tweets":[{"type":"quoted","id":"11"}],"attachments":{"media_keys":["3_1"]}},{"id":"12","author_id":"7"}],
+		"includes":{"users":[{"id":"7","name":"A","username":"a"},{"id":"8","name":"B","username":"b"}],"media":[{"media_key":"3_1","type":"photo"}],
+		"tweets":[{"id":"11","author_id":"8","text":"quoted"}]},"meta":{"result_count":2}}`
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
+	m := NewMeterWithRates(Rates{Post: 0.005, OwnedPost: 0.001, User: 0.01})
+	c, _ := newTestClient(t, ts, nil, WithMeter(m))
+	page, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.PostsReturned != 3 || page.Expanded.Posts["11"] == nil || page.Expanded.Users["8"].Username != "b" || page.Expanded.Media["3_1"].Type != "photo" {
+		t.Fatalf("PostsReturned %d, expanded %+v", resp.PostsReturned, page.Expanded)
+	}
+	u := m.Usage(testUser, OpListBookmarks)
+	if u.PostsReturned != 3 || u.PostsBilled != 3 || u.UsersReturned != 2 || u.UsersBilled != 2 || u.MediaReturned != 1 {
+		t.Fatalf("usage %+v", u)
+	}
+	if math.Abs(u.PostsUSD-0.015) > 1e-12 || math.Abs(u.UsersUSD-0.02) > 1e-12 || math.Abs(u.USD-0.035) > 1e-12 {
+		t.Errorf("USD %v + %v = %v; want 0.015 + 0.02", u.PostsUSD, u.UsersUSD, u.USD)
+	}
+}
+
+// Owned reads: the app owner's own bookmarks are priced at the owned-read
+// rate; a folder read is not an owned-read endpoint.
+func TestMeter_OwnedReadsPriceTheOwnersBookmarkPostsOnly(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if strings.Contains(r.URL.Path, "/folders/") {
+			writeJSON(w, 200, `{"data":[{"id":"50"},{"id":"51"}],"meta":{"result_count":2}}`)
+			return
+		}
+		writeJSON(w, 200, pageBody(100, 4, ""))
+	})
+	m := NewMeterWithRates(DefaultRates())
+	m.SetOwnedReads(testUser, true)
+	c, _ := newTestClient(t, ts, nil, WithMeter(m))
+	if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.GetFolder(context.Background(), testUser, "9", PageOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := m.Usage(testUser, OpListBookmarks); !u.OwnedReads || math.Abs(u.USD-4*DefaultUSDPerOwnedPost) > 1e-12 {
+		t.Errorf("list_bookmarks %+v; want 4 posts at the owned rate", u)
+	}
+	if u := m.Usage(testUser, OpGetFolder); u.OwnedReads || math.Abs(u.USD-2*DefaultUSDPerPost) > 1e-12 {
+		t.Errorf("get_folder %+v; want 2 posts at the post rate", u)
+	}
+}
+
+// A later meter of the same user continues the day an earlier one recorded
+// (a second sync the same day); a ledger of an earlier day is ignored.
+func TestMeter_RestoreBilledContinuesTheSameUTCDay(t *testing.T) {
+	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, pageBody(100, 3, "")) })
+	c, clk := newTestClient(t, ts, nil)
+	c.Meter().RestoreBilled(testUser, utcDay(clk.Now()), []string{"100", "99", "5"}, []string{"7"})
+	if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := c.Meter().Usage(testUser, OpListBookmarks); u.PostsReturned != 3 || u.PostsBilled != 1 {
+		t.Errorf("restored today: %+v; want 1 of 3 billed", u)
+	}
+	c2, clk2 := newTestClient(t, ts, nil)
+	c2.Meter().RestoreBilled(testUser, utcDay(clk2.Now().AddDate(0, 0, -1)), []string{"100", "99", "98"}, nil)
+	if _, _, err := c2.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if u := c2.Meter().Usage(testUser, OpListBookmarks); u.PostsBilled != 3 {
+		t.Errorf("restored yesterday: %+v; want all 3 billed", u)
+	}
+}
+
+// Issue 15: what is billed is what the body holds, never meta.result_count
+// (-5 gave negative posts and USD, a huge count 9.2e18 posts); a count that
+// disagrees is reported.
+func TestMeter_BillsWhatTheBodyHoldsNotItsResultCount(t *testing.T) {
+	for _, count := range []string{"-5", "9223372036854775807", "0", "100"} {
+		body := `{"data":[{"id":"1"},{"id":"2"}],"meta":{"result_count":` + count + `}}`
+		ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
+		var logs strings.Builder
+		c, _ := newTestClient(t, ts, nil, WithLogger(zerolog.New(&logs)))
+		_, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+		if err != nil {
+			t.Fatalf("result_count %s: %v", count, err)
+		}
+		u := c.Meter().Usage(testUser, OpListBookmarks)
+		if resp.PostsReturned != 2 || u.PostsReturned != 2 || u.PostsBilled != 2 || u.CountMismatches != 1 || math.Abs(u.USD-2*DefaultUSDPerPost) > 1e-12 {
+			t.Errorf("result_count %s: usage %+v", count, u)
+		}
+		if !strings.Contains(logs.String(), "meta.result_count is "+count+" but the page holds 2 posts") {
+			t.Errorf("result_count %s: no warning: %s", count, logs.String())
+		}
+	}
+}
+
+// A folder page is billed for the ids it holds too, and a result_count
+// that disagrees is reported; a folder page without one is not a mismatch.
+func TestMeter_FolderPagesBillTheirIDsNotTheirResultCount(t *testing.T) {
+	for body, mismatches := range map[string]int{
+		`{"data":[{"id":"5"},{"id":"6"}],"meta":{"result_count":-5}}`: 1,
+		`{"data":[{"id":"5"},{"id":"6"}],"meta":{"result_count":2}}`:  0,
+		`{"data":[{"id":"5"},{"id":"6"}],"meta":{}}`:                  0,
+	} {
+		ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
+		c, _ := newTestClient(t, ts, nil)
+		if _, _, err := c.GetFolder(context.Background(), testUser, "9", PageOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if u := c.Meter().Usage(testUser, OpGetFolder); u.PostsReturned != 2 || u.PostsBilled != 2 || u.CountMismatches != mismatches {
+			t.Errorf("%s: usage %+v", body, u)
+		}
 	}
 }

@@ -149,7 +149,7 @@ func TestMe_ResolvesTheTokensUser(t *testing.T) {
 	})
 	c, _ := newTestClient(t, ts, nil)
 	u, resp, err := c.Me(context.Background())
-	if err != nil || *u != (User{ID: "2244994945", Name: "X Developers", Username: "XDevelopers"}) || resp.Operation != OpUsersMe {
+	if err != nil || u.ID != "2244994945" || u.Name != "X Developers" || u.Username != "XDevelopers" || resp.Operation != OpUsersMe {
 		t.Fatalf("Me = %+v, %v", u, err)
 	}
 	if p := ts.Requests()[0].Path; p != "/2/users/me" {

@@ -100,6 +100,8 @@ type PostPage struct {
 	Includes Includes       `json:"includes"`
 	Errors   []PartialError `json:"errors"`
 	Meta     Meta           `json:"meta"`
+	// Expanded is Includes decoded.
+	Expanded Expanded `json:"-"`
 }
 
 // Post is a post resource. The commonly used fields are decoded; Raw is the
@@ -121,11 +123,34 @@ type Post struct {
 	ReferencedTweets json.RawMessage `json:"referenced_tweets,omitempty"`
 	Attachments      json.RawMessage `json:"attachments,omitempty"`
 	NoteTweet        json.RawMessage `json:"note_tweet,omitempty"`
+	Article          json.RawMessage `json:"article,omitempty"`
 	// MediaKeys is attachments.media_keys: the keys of the post's media in
-	// Includes.Media (see Includes.MediaByKey).
+	// the page's includes.
 	MediaKeys []string `json:"-"`
+	// References is referenced_tweets: the posts this one quotes, replies
+	// to or reposts.
+	References []Reference `json:"-"`
+	// NoteText is note_tweet.text: the whole text of a post longer than 280
+	// characters, whose Text is then cut short ("" when absent).
+	NoteText string `json:"-"`
+	// ArticleTitle and ArticleText are article.title and article.plain_text:
+	// an X Article's title and whole body ("" when absent).
+	ArticleTitle string `json:"-"`
+	ArticleText  string `json:"-"`
+	// ArticleCover and ArticleMediaKeys are article.cover_media and
+	// article.media_entities: the keys of the article's cover and of the
+	// media in its body, in the page's includes.
+	ArticleCover     string   `json:"-"`
+	ArticleMediaKeys []string `json:"-"`
 	// Raw is the post object exactly as returned.
 	Raw json.RawMessage `json:"-"`
+}
+
+// Reference is one element of a post's referenced_tweets.
+type Reference struct {
+	// Type is "quoted", "replied_to" or "retweeted".
+	Type string `json:"type"`
+	ID   string `json:"id"`
 }
 
 // Includes holds the expanded objects of a page, kept raw.
@@ -160,6 +185,39 @@ func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
 		}
 	}
 	return m
+}
+
+// Expanded is a page's includes decoded and indexed: the expanded users by
+// id, media by media key and posts (referenced posts) by id. The first of
+// two objects with one id is kept.
+type Expanded struct {
+	Users map[string]*User
+	Media map[string]*Media
+	Posts map[string]*Post
+}
+
+// Media is an expanded media object (includes.media).
+type Media struct {
+	MediaKey string `json:"media_key"`
+	// Type is "photo", "video" or "animated_gif".
+	Type            string          `json:"type"`
+	URL             string          `json:"url,omitempty"` // photos
+	PreviewImageURL string          `json:"preview_image_url,omitempty"`
+	AltText         string          `json:"alt_text,omitempty"`
+	Width           *int64          `json:"width,omitempty"`
+	Height          *int64          `json:"height,omitempty"`
+	DurationMS      *int64          `json:"duration_ms,omitempty"`
+	Variants        []Variant       `json:"variants,omitempty"` // videos and GIFs
+	PublicMetrics   json.RawMessage `json:"public_metrics,omitempty"`
+	// Raw is the media object exactly as returned.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Variant is one playback variant of a video or GIF.
+type Variant struct {
+	BitRate     *int64 `json:"bit_rate,omitempty"`
+	ContentType string `json:"content_type,omitempty"`
+	URL         string `json:"url,omitempty"`
 }
 
 // PartialError is an element of the "errors" array of a 200 response: a
@@ -235,6 +293,8 @@ type Folder struct {
 type FolderPostsPage struct {
 	Data []FolderPost `json:"data"`
 	Meta Meta         `json:"meta"`
+
+	counted bool // the page carried meta.result_count
 }
 
 // FolderPost is a post in a folder; only its id is returned.
@@ -242,11 +302,24 @@ type FolderPost struct {
 	ID string `json:"id"`
 }
 
-// User is the user behind a token (GET /2/users/me).
+// User is a user: the one behind a token (GET /2/users/me), or an
+// expanded author (includes.users), with the fields asked for in
+// user.fields.
 type User struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Username string `json:"username"`
+	ID              string          `json:"id"`
+	Name            string          `json:"name"`
+	Username        string          `json:"username"`
+	CreatedAt       *time.Time      `json:"created_at,omitempty"`
+	Description     string          `json:"description,omitempty"`
+	Location        string          `json:"location,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	ProfileImageURL string          `json:"profile_image_url,omitempty"`
+	Protected       *bool           `json:"protected,omitempty"`
+	Verified        *bool           `json:"verified,omitempty"`
+	VerifiedType    string          `json:"verified_type,omitempty"`
+	PublicMetrics   json.RawMessage `json:"public_metrics,omitempty"`
+	// Raw is the user object exactly as returned.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Response is the HTTP response of a call (body already read and closed) plus
@@ -260,8 +333,9 @@ type Response struct {
 	// Rate is read from the final response's x-rate-limit-* headers (zero
 	// when they are absent).
 	Rate Rate
-	// PostsReturned is meta.result_count of a post-returning page
-	// (list_bookmarks, get_folder): the number of posts billed.
+	// PostsReturned is the number of posts a post-returning page
+	// (list_bookmarks, get_folder) held, its expanded posts included: the
+	// posts X billed, before its same-day de-duplication.
 	PostsReturned int
 	// Attempts is the number of HTTP requests sent for this call, retries included.
 	Attempts int

@@ -41,7 +41,8 @@ func duckdb(t *testing.T, sql string) []map[string]any {
 // duckDBTypes are the columns DuckDB 1.5 reads from each table's files, in
 // order, with their types, as the exporter wrote them when each column was
 // declared a second time for its own Parquet page writer (recorded before
-// that path was removed): every table keeps them.
+// that path was removed): every table keeps them. The content tables and
+// columns came later.
 var duckDBTypes = map[string][][2]string{
 	"x_bookmarks": {
 		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
@@ -63,11 +64,86 @@ var duckDBTypes = map[string][][2]string{
 		{"referenced_tweets", "VARCHAR"},
 		{"attachments", "VARCHAR"},
 		{"note_tweet", "VARCHAR"},
+		{"full_text", "VARCHAR"},
+		{"article_title", "VARCHAR"},
+		{"article_text", "VARCHAR"},
+		{"article", "VARCHAR"},
 		{"author", "VARCHAR"},
 		{"media", "VARCHAR"},
 		{"post", "VARCHAR"},
 		{"first_seen_at", "TIMESTAMP WITH TIME ZONE"},
 		{"bookmarked_after", "TIMESTAMP WITH TIME ZONE"},
+	},
+	"x_bookmark_authors": {
+		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
+		{"_cq_source_name", "VARCHAR"},
+		{"_cq_id", "VARCHAR"},
+		{"_cq_parent_id", "VARCHAR"},
+		{"user_id", "VARCHAR"},
+		{"post_id", "VARCHAR"},
+		{"author_id", "VARCHAR"},
+		{"username", "VARCHAR"},
+		{"name", "VARCHAR"},
+		{"description", "VARCHAR"},
+		{"location", "VARCHAR"},
+		{"url", "VARCHAR"},
+		{"profile_image_url", "VARCHAR"},
+		{"protected", "BOOLEAN"},
+		{"verified", "BOOLEAN"},
+		{"verified_type", "VARCHAR"},
+		{"created_at", "TIMESTAMP WITH TIME ZONE"},
+		{"public_metrics", "VARCHAR"},
+		{"user", "VARCHAR"},
+		{"error", "VARCHAR"},
+		{"seen_at", "TIMESTAMP WITH TIME ZONE"},
+	},
+	"x_bookmark_media": {
+		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
+		{"_cq_source_name", "VARCHAR"},
+		{"_cq_id", "VARCHAR"},
+		{"_cq_parent_id", "VARCHAR"},
+		{"user_id", "VARCHAR"},
+		{"post_id", "VARCHAR"},
+		{"media_key", "VARCHAR"},
+		{"position", "BIGINT"},
+		{"role", "VARCHAR"},
+		{"type", "VARCHAR"},
+		{"url", "VARCHAR"},
+		{"preview_image_url", "VARCHAR"},
+		{"download_url", "VARCHAR"},
+		{"alt_text", "VARCHAR"},
+		{"width", "BIGINT"},
+		{"height", "BIGINT"},
+		{"duration_ms", "BIGINT"},
+		{"variants", "VARCHAR"},
+		{"media", "VARCHAR"},
+		{"error", "VARCHAR"},
+		{"seen_at", "TIMESTAMP WITH TIME ZONE"},
+	},
+	"x_bookmark_referenced_posts": {
+		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
+		{"_cq_source_name", "VARCHAR"},
+		{"_cq_id", "VARCHAR"},
+		{"_cq_parent_id", "VARCHAR"},
+		{"user_id", "VARCHAR"},
+		{"post_id", "VARCHAR"},
+		{"referenced_post_id", "VARCHAR"},
+		{"type", "VARCHAR"},
+		{"text", "VARCHAR"},
+		{"full_text", "VARCHAR"},
+		{"created_at", "TIMESTAMP WITH TIME ZONE"},
+		{"author_id", "VARCHAR"},
+		{"author_username", "VARCHAR"},
+		{"conversation_id", "VARCHAR"},
+		{"lang", "VARCHAR"},
+		{"article_title", "VARCHAR"},
+		{"article_text", "VARCHAR"},
+		{"public_metrics", "VARCHAR"},
+		{"author", "VARCHAR"},
+		{"media", "VARCHAR"},
+		{"post", "VARCHAR"},
+		{"error", "VARCHAR"},
+		{"seen_at", "TIMESTAMP WITH TIME ZONE"},
 	},
 	"x_bookmark_folders": {
 		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
@@ -99,8 +175,15 @@ var duckDBTypes = map[string][][2]string{
 		{"account", "VARCHAR"},
 		{"requests", "BIGINT"},
 		{"ok_responses", "BIGINT"},
+		{"posts_returned", "BIGINT"},
 		{"posts_billed", "BIGINT"},
 		{"posts_unread", "BIGINT"},
+		{"users_returned", "BIGINT"},
+		{"users_billed", "BIGINT"},
+		{"media_returned", "BIGINT"},
+		{"owned_reads", "BOOLEAN"},
+		{"posts_usd", "DOUBLE"},
+		{"users_usd", "DOUBLE"},
 		{"estimated_usd", "DOUBLE"},
 		{"rate_limited", "BIGINT"},
 		{"rate_limit_waits", "BIGINT"},
@@ -128,7 +211,7 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 300, folders: 1}, {id: "1002", bookmarks: 7}}
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,8 +146,11 @@ type run struct {
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
 	written map[string]*idSet
-	sess    *account.Set
-	prog    *progress
+	// fresh holds, per account, the posts first written by this run: a
+	// bookmark in written but not in fresh was written by an earlier run.
+	fresh map[string]*idSet
+	sess  *account.Set
+	prog  *progress
 	// stateC is the plugin's state backend during the run: it starts from
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
@@ -159,9 +162,12 @@ type tableWriter struct {
 	table *schema.Table
 	w     *pqfile.Writer
 	path  string
-	// for x_bookmarks: the columns of the key, by which rows already
-	// written are dropped; -1 for the other tables
+	// for x_bookmarks and its child tables: the columns of the bookmark's
+	// key, by which rows already written are dropped; -1 for the other tables
 	userCol, postCol int
+	// child is a child table of x_bookmarks (its content: authors, media,
+	// referenced posts): its rows are dropped with their bookmark's.
+	child bool
 }
 
 func newRunID() string {
@@ -196,7 +202,7 @@ func (r *run) sync(ctx context.Context) error {
 	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
 		return err
 	}
-	r.written = map[string]*idSet{}
+	r.written, r.fresh = map[string]*idSet{}, map[string]*idSet{}
 	for uid, set := range r.state.Written {
 		r.written[uid] = set
 	}
@@ -343,12 +349,13 @@ func (r *run) openTable(t *schema.Table) error {
 		return err
 	}
 	tw := &tableWriter{table: t, w: w, path: path, userCol: -1, postCol: -1}
-	if t.Name == resources.BookmarksTable {
+	tw.child = isBookmarkContent(t.Name)
+	if t.Name == resources.BookmarksTable || tw.child {
 		tw.userCol = t.Columns.Index("user_id")
 		tw.postCol = t.Columns.Index("post_id")
 		if tw.userCol < 0 || tw.postCol < 0 {
 			w.Close()
-			return errors.New("x_bookmarks has no user_id or post_id column")
+			return fmt.Errorf("%s has no user_id or post_id column", t.Name)
 		}
 	}
 	r.writers[t.Name] = tw
@@ -356,9 +363,17 @@ func (r *run) openTable(t *schema.Table) error {
 	return nil
 }
 
+// isBookmarkContent reports whether a table is a child of x_bookmarks.
+func isBookmarkContent(name string) bool {
+	t := resources.Tables().FlattenTables().Get(name)
+	return t != nil && t.Parent != nil && t.Parent.Name == resources.BookmarksTable
+}
+
 // write writes a record of the sync. Of x_bookmarks, the rows already
-// written (by an earlier run, or earlier in this one) are dropped: the
-// rest are written as runs of consecutive rows.
+// written (by an earlier run, or earlier in this one) are dropped; of its
+// child tables, the rows of bookmarks an earlier run wrote (a walk that
+// failed after it emitted them reads them again). The rest are written as
+// runs of consecutive rows.
 func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 	if tw.userCol < 0 {
 		return r.writeRows(tw, rec)
@@ -376,7 +391,7 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 			if u := users.Value(i); u != uid {
 				uid = strings.Clone(u) // u shares the record's buffer
 			}
-			if r.firstWrite(uid, posts.Value(i)) {
+			if r.keep(tw, uid, posts.Value(i)) {
 				continue
 			}
 		}
@@ -405,9 +420,33 @@ func (r *run) firstWrite(uid, postID string) bool {
 		r.res.skipped(uid)
 		return false
 	}
+	fresh := r.fresh[uid]
+	if fresh == nil {
+		fresh = &idSet{}
+		r.fresh[uid] = fresh
+	}
+	fresh.Add(postID)
 	r.res.wroteBookmark(uid)
 	r.prog.addRows(uid, 1)
 	return true
+}
+
+// keep reports whether a row of the account's bookmark of postID is
+// written: a bookmark the first time, content unless an earlier run wrote
+// its bookmark.
+func (r *run) keep(tw *tableWriter, uid, postID string) bool {
+	if tw.child {
+		return !r.writtenBefore(uid, postID)
+	}
+	return r.firstWrite(uid, postID)
+}
+
+// writtenBefore reports whether an earlier run wrote the account's
+// bookmark of postID. (Content rows may come before or after their
+// bookmark's row: records of different tables are not ordered.)
+func (r *run) writtenBefore(uid, postID string) bool {
+	set := r.written[uid]
+	return set != nil && set.Has(postID) && (r.fresh[uid] == nil || !r.fresh[uid].Has(postID))
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {

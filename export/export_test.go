@@ -56,7 +56,7 @@ func TestExportRoundTrip(t *testing.T) {
 
 	// Run 1: everything.
 	s1 := run()
-	if s1.Totals.BookmarksWritten != 520 || len(s1.Files) != 4 || !s1.OK {
+	if s1.Totals.BookmarksWritten != 520 || len(s1.Files) != 5 || !s1.OK { // x_bookmark_media too
 		t.Fatalf("run 1: %+v", s1)
 	}
 	checkArchive(t, dir, sim, users)

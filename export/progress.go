@@ -126,7 +126,7 @@ func (p *progress) lines() []string {
 		var billed, requests int
 		if s.Meter != nil {
 			for _, u := range s.Meter.Snapshot() {
-				billed += u.PostsReturned
+				billed += u.PostsBilled
 				requests += u.Requests
 			}
 		}

@@ -64,6 +64,7 @@ type OperationSum struct {
 	Operation      string  `json:"operation"`
 	Requests       int     `json:"requests"`
 	OKResponses    int     `json:"ok_responses"`
+	PostsReturned  int     `json:"posts_returned"`
 	PostsBilled    int     `json:"posts_billed"`
 	EstimatedUSD   float64 `json:"estimated_usd"`
 	NewPosts       int     `json:"new_posts"`
@@ -105,7 +106,7 @@ func (r *Result) Summary() *Summary {
 		for _, u := range resources.UsageRows(sess) {
 			a.Operations = append(a.Operations, OperationSum{
 				Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
-				PostsBilled: u.PostsBilled, EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
+				PostsReturned: u.PostsReturned, PostsBilled: u.PostsBilled, EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
 				Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
 				RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
 				Failure: u.Failure,
@@ -133,13 +134,13 @@ func (t *Totals) add(o Totals) {
 	t.Requests += o.Requests
 }
 
-// BilledFor returns the posts billed by one operation, summed over accounts.
-func (s *Summary) BilledFor(op client.Operation) int {
+// ReadFor returns the posts one operation read, summed over accounts.
+func (s *Summary) ReadFor(op client.Operation) int {
 	n := 0
 	for _, a := range s.Accounts {
 		for _, o := range a.Operations {
 			if o.Operation == string(op) {
-				n += o.PostsBilled
+				n += o.PostsReturned
 			}
 		}
 	}

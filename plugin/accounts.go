@@ -25,13 +25,14 @@ const tokenRequestTimeout = 30 * time.Second
 // session's first resolver, so accounts in other shards cost nothing.
 func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *redact.Redactor) *account.Set {
 	set := &account.Set{}
+	request := fields(s.RequestFields())
 	for i, a := range s.Accounts {
-		meter := client.NewMeter(*s.PostReadUSD)
+		meter := client.NewMeterWithRates(client.Rates{Post: *s.PostReadUSD, OwnedPost: *s.OwnedReadUSD, User: *s.UserReadUSD})
 		sess := &account.Session{
 			Index:        i,
 			UserID:       a.UserID,
 			Meter:        meter,
-			Fields:       fields(s.Fields),
+			Fields:       request,
 			Walk:         s.WalkSettings(),
 			FolderBudget: s.Planner.FolderRequestBudget,
 			Clock:        o.Clock,
@@ -54,9 +55,11 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 				sess.UserID = userID
 			}
 			if sess.UserID == "" {
-				sess.Setup = resolveUserID(sess, set)
+				sess.Setup = resolveUserID(s, sess, set)
 			} else if err := set.Claim(sess, sess.UserID); err != nil {
 				sess.Err, sess.API, sess.UserID = err, nil, ""
+			} else {
+				meter.SetOwnedReads(sess.UserID, s.OwnedReads(i, sess.UserID))
 			}
 		}
 		sess.Logger = logger.With().Str("account", sess.ID()).Logger()
@@ -66,7 +69,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 }
 
 // resolveUserID asks the API whose token this is, once.
-func resolveUserID(sess *account.Session, set *account.Set) func(context.Context) error {
+func resolveUserID(s *spec.Spec, sess *account.Session, set *account.Set) func(context.Context) error {
 	return func(ctx context.Context) error {
 		me, _, err := sess.API.Me(ctx)
 		if err != nil {
@@ -76,6 +79,7 @@ func resolveUserID(sess *account.Session, set *account.Set) func(context.Context
 			return err
 		}
 		sess.UserID = me.ID
+		sess.Meter.SetOwnedReads(me.ID, s.OwnedReads(sess.Index, me.ID))
 		return nil
 	}
 }

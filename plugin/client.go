@@ -127,6 +127,11 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 			return err
 		}
 	}
+	for _, s := range set.Sessions {
+		if err := resources.SaveBilled(ctx, s, c.options.Clock.Now()); err != nil {
+			s.Logger.Warn().Err(err).Msg("the resources billed today were not saved; the next sync today may overestimate its cost")
+		}
+	}
 	if err := stateClient.Flush(ctx); err != nil {
 		return fmt.Errorf("flushing state to the backend: %w", err)
 	}

@@ -29,8 +29,15 @@ type Usage struct {
 	Operation      string
 	Requests       int
 	OKResponses    int
+	PostsReturned  int
 	PostsBilled    int
 	PostsUnread    int
+	UsersReturned  int
+	UsersBilled    int
+	MediaReturned  int
+	OwnedReads     bool
+	PostsUSD       float64
+	UsersUSD       float64
 	EstimatedUSD   float64
 	RateLimited    int
 	RateLimitWaits int
@@ -48,7 +55,7 @@ func APIUsage() *schema.Table {
 	return &schema.Table{
 		Name:  APIUsageTable,
 		Title: "X API Usage",
-		Description: "What each sync cost, per account and operation: requests, posts billed, estimated USD, rate-limit waits and how each walk ended " +
+		Description: "What each sync cost, per account and operation: requests; posts, users and media returned; posts and users billed after X's same-UTC-day de-duplication, and their estimated USD at the spec's rates; rate-limit waits and how each walk ended " +
 			"(`met_held`: reached the posts already held; `reached_end`: read to the end of the list; `stopped_by_budget`: hit `planner.max_billed_posts`; `failed`). " +
 			"A failed account shows here with its error, even though the SDK does not fail the sync.",
 		Resolver:  fetchAPIUsage,
@@ -69,9 +76,16 @@ var usageColumns = []column[*Usage]{
 	stringColumn("account", "Place of the account in the spec, as accounts[i].", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
 	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
-	int64Column("posts_billed", "Posts returned by the API, which X bills: meta.result_count summed, and the posts of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsBilled) }),
+	int64Column("posts_returned", "Posts the API returned: those the pages held (bookmarked posts, folder entries) and the referenced posts expanded with them, also of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsReturned) }),
+	int64Column("posts_billed", "Of posts_returned, those X bills: each post once per UTC day per account, so a post this account already read that day (an earlier sync included) is not counted again. An estimate: X calls its de-duplication a soft guarantee, and de-duplicates per developer account, so accounts of one app that read the same posts pay less.", func(u *Usage) int64 { return int64(u.PostsBilled) }),
 	int64Column("posts_unread", "At most this many more posts may have been billed, in pages whose body could not be read (cut short, not JSON): each counts the page size asked for. Not in `posts_billed` nor `estimated_usd`.", func(u *Usage) int64 { return int64(u.PostsUnread) }),
-	float64Column("estimated_usd", "posts_billed times `post_read_usd`.", func(u *Usage) float64 { return u.EstimatedUSD }),
+	int64Column("users_returned", "Users the API returned: expanded authors (`content.authors`), and the user of users_me.", func(u *Usage) int64 { return int64(u.UsersReturned) }),
+	int64Column("users_billed", "Of users_returned, those billed: each user once per UTC day per account (an estimate, as posts_billed).", func(u *Usage) int64 { return int64(u.UsersBilled) }),
+	int64Column("media_returned", "Media objects the API returned (`content.media`); X bills none.", func(u *Usage) int64 { return int64(u.MediaReturned) }),
+	boolColumn("owned_reads", "Whether the posts were priced as owned reads (`owned_read_usd`): the app owner's own bookmarks (`app_owner_user_id`, `accounts[].owned_reads`).", func(u *Usage) bool { return u.OwnedReads }),
+	float64Column("posts_usd", "posts_billed times `post_read_usd`, or `owned_read_usd` for owned reads.", func(u *Usage) float64 { return u.PostsUSD }),
+	float64Column("users_usd", "users_billed times `user_read_usd`.", func(u *Usage) float64 { return u.UsersUSD }),
+	float64Column("estimated_usd", "posts_usd plus users_usd: the estimated cost.", func(u *Usage) float64 { return u.EstimatedUSD }),
 	int64Column("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
 	int64Column("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
 	float64Column("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
@@ -113,6 +127,10 @@ func UsageRows(s *account.Session) []*Usage {
 			for _, m := range s.Meter.Snapshot() {
 				u.Requests += m.Requests
 				u.Errors += m.Errors
+				u.UsersReturned += m.UsersReturned
+				u.UsersBilled += m.UsersBilled
+				u.UsersUSD += m.UsersUSD
+				u.EstimatedUSD += m.USD
 			}
 		}
 		return []*Usage{&u}
@@ -134,8 +152,16 @@ func UsageRows(s *account.Session) []*Usage {
 		u := get(string(m.Operation))
 		u.Requests += m.Requests
 		u.OKResponses += m.OK
-		u.PostsBilled += m.PostsReturned
+		u.PostsReturned += m.PostsReturned
+		u.PostsBilled += m.PostsBilled
 		u.PostsUnread += m.PostsUnread
+		u.UsersReturned += m.UsersReturned
+		u.UsersBilled += m.UsersBilled
+		u.MediaReturned += m.MediaReturned
+		u.OwnedReads = u.OwnedReads || m.OwnedReads
+		u.PostsUSD += m.PostsUSD
+		u.UsersUSD += m.UsersUSD
+		u.EstimatedUSD += m.USD
 		u.RateLimited += m.RateLimited
 		u.RateLimitWaits += m.RateLimitWaits
 		u.WaitedSeconds += m.Waited.Seconds()
@@ -162,7 +188,6 @@ func UsageRows(s *account.Session) []*Usage {
 	}
 	rows := make([]*Usage, 0, len(byOp))
 	for op, u := range byOp {
-		u.EstimatedUSD = float64(u.PostsBilled) * s.Meter.USDPerPost()
 		u.WalkOutcomes = formatOutcomes(outcomes[op], u.Walks)
 		u.Failure = s.Redact.String(strings.Join(failures[op], "; "))
 		rows = append(rows, u)

@@ -5,23 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // BookmarksTable is the name of the bookmarks table.
 const BookmarksTable = "x_bookmarks"
 
-// bookmark is one row of x_bookmarks.
+// bookmark is one row of x_bookmarks, with the expanded objects of its
+// post, which its child tables hold.
 type bookmark struct {
 	userID          string
 	post            *client.Post
-	author          json.RawMessage // from includes.users, when author_id is expanded
-	media           []json.RawMessage
+	author          *expandedUser // when authors are asked for
+	media           []mediaItem   // when media are asked for
+	refs            []reference   // when referenced posts are asked for
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
 }
@@ -40,6 +46,7 @@ func Bookmarks() *schema.Table {
 		IsIncremental: true,
 		Columns:       columnList(bookmarkColumns),
 		Resolver:      fetchBookmarks,
+		Relations:     schema.Tables{BookmarkAuthors(), BookmarkMedia(), ReferencedPosts()},
 	}
 }
 
@@ -59,15 +66,38 @@ var bookmarkColumns = []column[*bookmark]{
 	jsonColumn("entities", "Hashtags, mentions, URLs and cashtags in the text.", func(b *bookmark) []byte { return b.post.Entities }),
 	jsonColumn("referenced_tweets", "Posts this one quotes, replies to or reposts.", func(b *bookmark) []byte { return b.post.ReferencedTweets }),
 	jsonColumn("attachments", "Media keys and poll ids attached to the post.", func(b *bookmark) []byte { return b.post.Attachments }),
-	jsonColumn("note_tweet", "The full text and entities of a long post.", func(b *bookmark) []byte { return b.post.NoteTweet }),
-	jsonColumn("author", "The author's user object, when `fields.expansions` includes `author_id`.", func(b *bookmark) []byte { return b.author }),
-	jsonColumn("media", "The attached media objects, when `fields.expansions` includes `attachments.media_keys`.", func(b *bookmark) []byte { return mediaJSON(b.media) }),
+	jsonColumn("note_tweet", "The full text and entities of a long post (`content.long_text`).", func(b *bookmark) []byte { return b.post.NoteTweet }),
+	stringColumn("full_text", "The whole text of the post: `note_tweet.text` for a post longer than 280 characters (`content.long_text`), else `text`.", func(b *bookmark) string { return fullText(b.post) }),
+	optStringColumn("article_title", "Title of the X Article the post carries (`content.articles`).", func(b *bookmark) string { return b.post.ArticleTitle }),
+	optStringColumn("article_text", "The whole body of the X Article, as plain text (`content.articles`).", func(b *bookmark) string { return b.post.ArticleText }),
+	jsonColumn("article", "The X Article object as the API returned it: title, plain_text, cover_media, media_entities, ... (`content.articles`).", func(b *bookmark) []byte { return b.post.Article }),
+	jsonColumn("author", "The author's user object (`content.authors`; also in x_bookmark_authors).", func(b *bookmark) []byte { return b.authorJSON() }),
+	jsonColumn("media", "The attached media objects (`content.media`; also in x_bookmark_media).", func(b *bookmark) []byte { return b.mediaJSON() }),
 	jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
 	incrementalKey(timeColumn("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
 	optTimeColumn("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
 }
 
-func mediaJSON(objs []json.RawMessage) []byte {
+func (b *bookmark) authorJSON() []byte {
+	if b.author == nil || b.author.user == nil {
+		return nil
+	}
+	return b.author.user.Raw
+}
+
+// mediaJSON is the JSON array of the post's attached media objects.
+func (b *bookmark) mediaJSON() []byte {
+	var objs []json.RawMessage
+	for _, m := range b.media {
+		if m.role == "attachment" && m.media != nil {
+			objs = append(objs, m.media.Raw)
+		}
+	}
+	return jsonArray(objs)
+}
+
+// jsonArray joins JSON values into an array; nil for none.
+func jsonArray(objs []json.RawMessage) []byte {
 	if len(objs) == 0 {
 		return nil
 	}
@@ -91,6 +121,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	if err := s.Check(ctx); err != nil {
 		return err
 	}
+	restoreBilled(ctx, s)
 	key := account.BookmarksKey(s.UserID)
 	prev, err := s.LoadMemory(ctx, key)
 	if err != nil {
@@ -135,9 +166,15 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 				return walk.Page[*bookmark]{}, fieldsRefused(err)
 			}
 			for _, pe := range p.Errors {
-				s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
+				if partialErrorKind(&pe) == "" {
+					s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
+				}
 			}
-			return walk.Page[*bookmark]{Items: bookmarkRows(s.UserID, p, firstSeenAt, bookmarkedAfter), Next: p.Meta.NextToken}, nil
+			rows, err := bookmarkRows(s.UserID, p, askedBy(s.Fields), firstSeenAt, bookmarkedAfter)
+			if err != nil {
+				return walk.Page[*bookmark]{}, err
+			}
+			return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
 		},
 		Emit: emit,
 	}
@@ -163,60 +200,51 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 }
 
 // fieldsRefused says what to do when the API refuses the field selection.
-// Posts are never read again once stored, so a post read with fewer fields
-// than the spec asks for would stay that way: the walk fails instead, with
-// the refused parameter and value the API named, and nothing is stored.
+// Posts are never read again once stored, so a post read with less than
+// the spec asks for would stay that way: the walk fails instead, naming the
+// refused parameter and value and the spec fields that ask for it, and
+// nothing is stored.
 func fieldsRefused(err error) error {
 	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
 		return err
 	}
 	for _, it := range apiErr.Errors {
-		for param := range it.Parameters {
-			if field, ok := specField[param]; ok {
-				return fmt.Errorf("the API refused the field selection in the spec's %s (sent as %s); fix or remove the value it names: %w", field, param, err)
+		for _, param := range slices.Sorted(maps.Keys(it.Parameters)) {
+			values := it.Parameters[param]
+			var sources []string
+			for _, v := range values {
+				for _, src := range spec.SourcesOf(param, v) {
+					if !slices.Contains(sources, src) {
+						sources = append(sources, src)
+					}
+				}
+			}
+			if len(sources) > 0 {
+				return fmt.Errorf("the API refused %s=[%s], which the spec asks for with %s; turn that off or fix the value: %w",
+					param, strings.Join(values, ","), strings.Join(sources, " or "), err)
 			}
 		}
 	}
 	return err
 }
 
-// specField names the spec field behind each field-selection parameter.
-var specField = map[string]string{
-	"tweet.fields": "fields.tweet_fields", "post.fields": "fields.tweet_fields", "expansions": "fields.expansions",
-	"user.fields": "fields.user_fields", "media.fields": "fields.media_fields",
-	"poll.fields": "fields.poll_fields", "place.fields": "fields.place_fields",
-}
-
-// bookmarkRows are the rows of a page's posts, with their expanded author
-// and media.
-func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, bookmarkedAfter *time.Time) []*bookmark {
-	var users, media map[string]json.RawMessage
-	if len(p.Includes.Users) > 0 {
-		users = p.Includes.UsersByID()
-	}
-	if len(p.Includes.Media) > 0 {
-		media = p.Includes.MediaByKey()
-	}
+// bookmarkRows are the rows of a page's posts, with the expanded objects
+// asked for. A post whose asked-for object the page lacks, with no partial
+// error saying why, fails the page: it is not stored without it.
+func bookmarkRows(userID string, p *client.PostPage, a asked, firstSeenAt time.Time, bookmarkedAfter *time.Time) ([]*bookmark, error) {
+	pc := newPageContent(p, a)
 	rows := make([]*bookmark, len(p.Data))
 	backing := make([]bookmark, len(p.Data))
 	for i := range p.Data {
-		post := &p.Data[i]
 		row := &backing[i]
-		*row = bookmark{userID: userID, post: post, firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter}
-		if users != nil {
-			row.author = users[post.AuthorID]
-		}
-		if media != nil {
-			for _, k := range post.MediaKeys {
-				if m, ok := media[k]; ok {
-					row.media = append(row.media, m)
-				}
-			}
+		*row = bookmark{userID: userID, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter}
+		if err := pc.fill(row); err != nil {
+			return nil, err
 		}
 		rows[i] = row
 	}
-	return rows
+	return rows, nil
 }
 
 // walkError says which walk of which account failed. It gives no counts:

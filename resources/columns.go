@@ -56,6 +56,11 @@ func optTimeColumn[T any](name, description string, get func(T) *time.Time) colu
 	return typedColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get)
 }
 
+// boolColumn: a boolean.
+func boolColumn[T any](name, description string, get func(T) bool) column[T] {
+	return typedColumn(name, description, arrow.FixedWidthTypes.Boolean, get)
+}
+
 // optBoolColumn: a boolean; nil is null.
 func optBoolColumn[T any](name, description string, get func(T) *bool) column[T] {
 	return typedColumn(name, description, arrow.FixedWidthTypes.Boolean, get)
@@ -63,6 +68,11 @@ func optBoolColumn[T any](name, description string, get func(T) *bool) column[T]
 
 // int64Column: an integer.
 func int64Column[T any](name, description string, get func(T) int64) column[T] {
+	return typedColumn(name, description, arrow.PrimitiveTypes.Int64, get)
+}
+
+// optInt64Column: an integer; nil is null.
+func optInt64Column[T any](name, description string, get func(T) *int64) column[T] {
 	return typedColumn(name, description, arrow.PrimitiveTypes.Int64, get)
 }
 

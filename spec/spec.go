@@ -32,7 +32,11 @@ type Spec struct {
 	// They are synced in this order, and `cloudquery sync --shard N/T` splits this list.
 	Accounts []Account `json:"accounts" jsonschema:"required,minItems=1"`
 
-	// Which post fields and expansions to request.
+	// What is archived with each bookmarked post, kind by kind: authors, media, referenced posts, long text, articles.
+	// The kinds that cost nothing extra are on by default.
+	Content Content `json:"content,omitempty"`
+
+	// Post fields and expansions to request on top of what `content` asks for (a parameter of a content kind turns that kind on).
 	Fields Fields `json:"fields,omitempty"`
 
 	// How walks choose page sizes, and their budgets.
@@ -58,8 +62,18 @@ type Spec struct {
 	// Longest one request may take in all, reading the whole answer included, so that a server sending its answer a byte at a time cannot hold a sync. A request past it is retried within `retry_budget`.
 	RequestTimeout *configtype.Duration `json:"request_timeout,omitempty" jsonschema:"default=2m"`
 
-	// Estimated price of one post read in USD, for the usage table. X charges 0.005 per post read; reading your own bookmarks with your own app may be billed at the lower owned-read rate.
+	// Price of one post read in USD, for the usage table's estimates (X's published rate).
 	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.005"`
+
+	// Price of one post of an "owned read" in USD: the owner of the developer app reading their own bookmarks with it (see `app_owner_user_id` and `accounts[].owned_reads`).
+	OwnedReadUSD *float64 `json:"owned_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.001"`
+
+	// Price of one user read in USD: each expanded author (`content.authors`), and GET /2/users/me.
+	UserReadUSD *float64 `json:"user_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.01"`
+
+	// X user id of the owner of the developer app (the account that created it in the developer portal).
+	// The bookmark reads of that user's account are owned reads, priced at `owned_read_usd`. Applies to accounts without a `client_id` of their own.
+	AppOwnerUserID string `json:"app_owner_user_id,omitempty" jsonschema:"pattern=^[0-9]{1\\,19}$"`
 
 	// Maximum number of tables and accounts synced at once (the scheduler's concurrency).
 	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=100"`
@@ -92,13 +106,16 @@ type Account struct {
 	ClientID string `json:"client_id,omitempty"`
 	// Client secret for this account's app, if different from `oauth.client_secret`.
 	ClientSecret string `json:"client_secret,omitempty"`
+	// Whether this account's user owns the developer app its token was issued by, so that its bookmark reads are owned reads (priced at `owned_read_usd`).
+	// Default: whether its user id is `app_owner_user_id`.
+	OwnedReads *bool `json:"owned_reads,omitempty"`
 }
 
 // Fields selects what the API returns with each post.
 type Fields struct {
-	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back.
+	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back; `content` adds `note_tweet`, `article` and what its kinds need.
 	TweetFields []string `json:"tweet_fields,omitempty"`
-	// Expansions (`expansions`), e.g. `author_id` or `attachments.media_keys`. Expanded objects land in the `author` and `media` columns. Off by default: X may bill expanded objects as reads too.
+	// Expansions (`expansions`). Those of a content kind (`author_id`, `attachments.media_keys`, `referenced_tweets.id`, ...) turn it on; X bills expanded users and posts.
 	Expansions []string `json:"expansions,omitempty"`
 	// User fields of expanded authors (`user.fields`).
 	UserFields []string `json:"user_fields,omitempty"`
@@ -134,7 +151,6 @@ const (
 	DefaultRateLimitWaitCap    = 16 * time.Minute
 	DefaultRetryBudget         = 5 * time.Minute
 	DefaultMaxAttempts         = 4
-	DefaultPostReadUSD         = 0.005
 	DefaultConcurrency         = 100
 	DefaultFolderRequestBudget = 40
 	DefaultConnectTimeout      = client.DefaultConnectTimeout
@@ -152,15 +168,14 @@ const (
 	// MinTimeout and MaxTimeout bound the three timeouts.
 	MinTimeout = time.Second
 	MaxTimeout = time.Hour
-	// MaxPostReadUSD bounds post_read_usd: X charges 0.005 a post.
-	MaxPostReadUSD = 1.0
 )
 
 // DefaultTweetFields are requested when fields.tweet_fields is not set:
-// everything public about a post that does not need extra billing.
+// everything public about a post that does not need extra billing. The
+// content kinds add their own (note_tweet, article).
 var DefaultTweetFields = []string{
 	"created_at", "author_id", "conversation_id", "lang", "public_metrics", "entities",
-	"referenced_tweets", "attachments", "possibly_sensitive", "in_reply_to_user_id", "note_tweet",
+	"referenced_tweets", "attachments", "possibly_sensitive", "in_reply_to_user_id",
 	"edit_history_tweet_ids",
 }
 
@@ -253,10 +268,7 @@ func (s *Spec) SetDefaults() {
 		n := walk.DefaultMaxBilledPosts
 		s.Planner.MaxBilledPosts = &n
 	}
-	if s.PostReadUSD == nil {
-		usd := DefaultPostReadUSD
-		s.PostReadUSD = &usd
-	}
+	s.setPricingDefaults()
 	if s.Concurrency == 0 {
 		s.Concurrency = DefaultConcurrency
 	}
@@ -318,16 +330,12 @@ func (s *Spec) Validate() error {
 	if s.MaxAttempts < 1 || s.MaxAttempts > 10 {
 		add("max_attempts", "must be between 1 and 10, got %d", s.MaxAttempts)
 	}
-	switch usd := *s.PostReadUSD; {
-	case usd < 0:
-		add("post_read_usd", "must not be negative, got %v", usd)
-	case usd > MaxPostReadUSD:
-		add("post_read_usd", "must be at most %v (USD a post; X charges %v), got %v", MaxPostReadUSD, DefaultPostReadUSD, usd)
-	}
 	if s.Concurrency < 1 {
 		add("concurrency", "must be at least 1, got %d", s.Concurrency)
 	}
 	s.validateCompliance(add)
+	s.validateContent(add)
+	s.validatePricing(add)
 	return ps.err()
 }
 

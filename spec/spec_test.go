@@ -54,7 +54,9 @@ func TestBadSpecsGetErrorsNamingTheField(t *testing.T) {
 		{"private metrics", `{"fields":{"tweet_fields":["non_public_metrics"]},"accounts":[{"access_token":"a"}]}`, `fields.tweet_fields: "non_public_metrics"`},
 		{"bad duration", `{"rate_limit_wait_cap":"soon","accounts":[{"access_token":"a"}]}`, "invalid plugin spec"},
 		{"attempts", `{"max_attempts":11,"accounts":[{"access_token":"a"}]}`, "max_attempts: must be between 1 and 10, got 11"},
-		{"usd", `{"post_read_usd":-1,"accounts":[{"access_token":"a"}]}`, "post_read_usd: must not be negative"},
+		{"usd", `{"post_read_usd":-1,"accounts":[{"access_token":"a"}]}`, "post_read_usd: must be a price in USD between 0 and 1"},
+		{"huge usd", `{"user_read_usd":1e308,"accounts":[{"access_token":"a"}]}`, "user_read_usd: must be a price in USD between 0 and 1"},
+		{"owner id", `{"app_owner_user_id":"me","accounts":[{"access_token":"a"}]}`, `app_owner_user_id: must be a decimal X user id`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.spec))
@@ -187,7 +189,7 @@ func TestValuesThatWouldFailInASyncAreRefusedUpFront(t *testing.T) {
 		{"control character in a client id", `{"oauth":{"client_id":"id\u007f"},"accounts":[{"access_token":"a"}]}`,
 			"oauth.client_id: contains a character that is not printable ASCII"},
 		{"control character in a token file path", `{"accounts":[{"token_file":"t\u0000.json"}]}`, "accounts[0].token_file: contains a control character"},
-		{"price that overflows", `{"post_read_usd":1e308,"accounts":[{"access_token":"a"}]}`, "post_read_usd: must be at most 1 (USD a post; X charges 0.005), got 1e+308"},
+		{"price that overflows", `{"post_read_usd":1e308,"accounts":[{"access_token":"a"}]}`, "post_read_usd: must be a price in USD between 0 and 1 per resource, got 1e+308"},
 		{"wait cap of weeks", `{"rate_limit_wait_cap":"1000h","accounts":[{"access_token":"a"}]}`, "rate_limit_wait_cap: must be at most 24h0m0s, got 1000h0m0s"},
 		{"retry budget of days", `{"retry_budget":"48h","accounts":[{"access_token":"a"}]}`, "retry_budget: must be at most 24h0m0s"},
 		{"no connect timeout", `{"connect_timeout":"0s","accounts":[{"access_token":"a"}]}`, "connect_timeout: must be at least 1s, got 0s"},

@@ -77,6 +77,7 @@ func Start(o Options) (*Sandbox, error) {
 	seed("1001", "alice", 3000, map[string]int{"reading": 40, "recipes": 12, "later": 0})
 	seed("1002", "bob", 0, nil)
 	seed("1003", "carol", 25, map[string]int{"inbox": 5})
+	sim.SetAppOwner("", "1001") // alice made the demo's app: her reads are owned reads
 	return s, nil
 }
 
@@ -108,6 +109,9 @@ spec:
   destinations: ["file"]
   spec:
     base_url: %q
+    content: # what is archived with each post, besides media, long text and articles (on by default)
+      authors: true # x_bookmark_authors (X bills each author as a user read; the sandbox bills nothing)
+    app_owner_user_id: "1001" # alice made the app: her bookmark reads are owned reads
     accounts:
 `, s.URL(), pluginPath, s.URL())
 	for _, a := range s.Accounts {

@@ -234,17 +234,17 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	}
 	cmp := sandboxComparison{
 		BilledPosts:      sum2.Totals.PostsBilled,
-		BookmarkReads:    sum2.BilledFor(client.OpListBookmarks),
+		BookmarkReads:    sum2.ReadFor(client.OpListBookmarks),
 		NewBookmarks:     changes.NewBookmarks,
-		FolderReads:      sum2.BilledFor(client.OpGetFolder),
+		FolderReads:      sum2.ReadFor(client.OpGetFolder),
 		FolderAdditions:  changes.FolderAdds,
 		FullReadPosts:    sb.FullReadPosts(),
 		FirstRunBilled:   sum1.Totals.PostsBilled,
 		BookmarksWritten: sum2.Totals.BookmarksWritten,
 	}
-	say("\nRun 2 billed %d bookmark reads for %d new bookmarks (each walk also reads where it stops and one confirmation, "+
-		"plus alice's re-bookmarked post) and %d folder reads for %d folder additions: %d posts, where reading everything "+
-		"again would bill %d (run 1 billed %d).\n",
+	say("\nRun 2 read %d bookmarked posts for %d new bookmarks (each walk also reads where it stops and one confirmation, "+
+		"plus alice's re-bookmarked post) and %d folder entries for %d folder additions; X bills %d posts for them "+
+		"(a post read again on the same UTC day is billed once), where reading everything again would bill %d (run 1 billed %d).\n",
 		cmp.BookmarkReads, cmp.NewBookmarks, cmp.FolderReads, cmp.FolderAdditions, cmp.BilledPosts, cmp.FullReadPosts, cmp.FirstRunBilled)
 	findings, err := sandbox.ReadFindings(res2.Out)
 	if err != nil {

@@ -96,7 +96,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 		t.Errorf("account 1: %v", a1)
 	}
 	op := a0["operations"].([]any)[0].(map[string]any)
-	if got, want := keysOf(op), "errors,estimated_usd,new_posts,ok_responses,operation,posts_billed,rate_limit_wait_seconds,rate_limit_waits,rate_limited,requests,walk_outcomes,walks"; got != want {
+	if got, want := keysOf(op), "errors,estimated_usd,new_posts,ok_responses,operation,posts_billed,posts_returned,rate_limit_wait_seconds,rate_limit_waits,rate_limited,requests,walk_outcomes,walks"; got != want {
 		t.Errorf("operation keys %s, want %s", got, want)
 	}
 	if op["operation"] != "list_bookmarks" || op["walk_outcomes"] != "reached_end" {
@@ -107,7 +107,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 		t.Errorf("totals keys %s, want %s", got, want)
 	}
 	files := sum["files"].([]any)
-	if len(files) != 4 {
+	if len(files) != 5 { // x_bookmark_media too
 		t.Errorf("files %v", files)
 	}
 	for _, f := range files {
@@ -173,9 +173,9 @@ func TestExport_SandboxDemo(t *testing.T) {
 	}
 	// Each changed list costs its new posts plus a few confirming reads.
 	if c.BookmarkReads < c.NewBookmarks || c.BookmarkReads > c.NewBookmarks+8 || c.BilledPosts > 60 || c.FullReadPosts < 3000 {
-		t.Errorf("run 2 billed %d bookmark reads for %d new bookmarks, %d in all (full read %d)", c.BookmarkReads, c.NewBookmarks, c.BilledPosts, c.FullReadPosts)
+		t.Errorf("run 2 read %d bookmarked posts for %d new bookmarks, billed %d in all (full read %d)", c.BookmarkReads, c.NewBookmarks, c.BilledPosts, c.FullReadPosts)
 	}
-	for _, want := range []string{"Run 2 billed", "reading everything again would bill", "duckdb", "alice bookmarked an old post again"} {
+	for _, want := range []string{"Run 2 read", "reading everything again would bill", "duckdb", "alice bookmarked an old post again"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

@@ -24,8 +24,17 @@ type Post struct {
 	PublicMetrics       PublicMetrics
 	ReferencedTweets    []ReferencedTweet
 	MediaKeys           []string
-	NoteText            string // note_tweet.text (long posts); "" = none
+	NoteText            string   // note_tweet.text (long posts); "" = none
+	Article             *Article // an X Article; nil = none
 	EditHistoryTweetIDs []string
+}
+
+// Article is a post's X Article: its title, whole body, and media (keys of
+// media objects, photos "3_..." by convention).
+type Article struct {
+	Title, PlainText string
+	CoverMedia       string   // "" = none
+	MediaEntities    []string // media in the body
 }
 
 // PublicMetrics is a post's public_metrics object.
@@ -144,6 +153,7 @@ type view struct {
 	media     [][]byte
 	note      []byte
 	hasNote   bool
+	article   articleView
 	edits     []string // nil = [id]
 	ents      []entity
 	tmp       []byte
@@ -152,6 +162,34 @@ type view struct {
 type refView struct {
 	typ string
 	id  []byte
+}
+
+// articleView is a post's article, ready for encoding.
+type articleView struct {
+	ok          bool
+	title, text []byte
+	cover       []byte // media key; empty = none
+	entities    [][]byte
+}
+
+func (a *articleView) reset() {
+	a.ok = false
+	a.title, a.text, a.cover = a.title[:0], a.text[:0], a.cover[:0]
+	a.entities = a.entities[:0]
+}
+
+// mediaKeys calls f with the article's media keys: its cover, then the
+// media in its body.
+func (a *articleView) mediaKeys(f func(key []byte)) {
+	if !a.ok {
+		return
+	}
+	if len(a.cover) > 0 {
+		f(a.cover)
+	}
+	for _, k := range a.entities {
+		f(k)
+	}
 }
 
 func (v *view) reset(id string) {
@@ -168,6 +206,7 @@ func (v *view) reset(id string) {
 	v.media = v.media[:0]
 	v.note = v.note[:0]
 	v.hasNote = false
+	v.article.reset()
 	v.edits = nil
 }
 
@@ -207,6 +246,7 @@ func (v *view) generate(id string) {
 	rAuthor, rKind, rLang, rWords := r.next(), r.next(), r.next(), r.next()
 	rTag, rURL, rMedia, rMetric := r.next(), r.next(), r.next(), r.next()
 	rParent, rNote, rSens, rImpr := r.next(), r.next(), r.next(), r.next()
+	rArticle := r.next()
 
 	v.author = strconv.AppendUint(v.author, authorFor(rAuthor), 10)
 	v.lang = langs[rLang%uint64(len(langs))]
@@ -276,6 +316,9 @@ func (v *view) generate(id string) {
 		k := v.addMedia()
 		*k = strconv.AppendUint(append(*k, "16_"...), mid, 10)
 	}
+	if rArticle%50 == 0 { // an X Article: its post's text is a link to it
+		v.generateArticle(rArticle>>8, mid)
+	}
 	v.sensitive = rSens%40 == 0
 	like := int(rMetric%1000) * int(1+(rMetric>>10)%40)
 	v.metrics = PublicMetrics{
@@ -285,6 +328,40 @@ func (v *view) generate(id string) {
 		QuoteCount:      like / 50,
 		BookmarkCount:   1 + like/30,
 		ImpressionCount: like*40 + int(rImpr%5000),
+	}
+}
+
+// generateArticle gives v an article: a title, a body of several hundred
+// words and a cover photo, and a second photo in half the bodies.
+func (v *view) generateArticle(x uint64, mid uint64) {
+	a := &v.article
+	a.ok = true
+	w := x
+	word := func() string {
+		w = w*6364136223846793005 + 1442695040888963407
+		return words[(w>>33)%uint64(len(words))]
+	}
+	for i := range 3 + int(x%5) {
+		if i > 0 {
+			a.title = append(a.title, ' ')
+		}
+		a.title = append(a.title, word()...)
+	}
+	for i := range 200 + int(x%400) {
+		switch {
+		case i == 0:
+		case i%40 == 0:
+			a.text = append(a.text, ".\n\n"...)
+		default:
+			a.text = append(a.text, ' ')
+		}
+		a.text = append(a.text, word()...)
+	}
+	a.text = append(a.text, '.')
+	a.cover = strconv.AppendUint(append(a.cover, "3_"...), mid+7, 10)
+	if x%2 == 0 {
+		k := strconv.AppendUint([]byte("3_"), mid+8, 10)
+		a.entities = append(a.entities, k)
 	}
 }
 
@@ -319,6 +396,15 @@ func (v *view) fromPost(p *Post) {
 		v.hasNote = true
 		v.note = append(v.note, p.NoteText...)
 	}
+	if a := p.Article; a != nil {
+		v.article.ok = true
+		v.article.title = append(v.article.title, a.Title...)
+		v.article.text = append(v.article.text, a.PlainText...)
+		v.article.cover = append(v.article.cover, a.CoverMedia...)
+		for _, k := range a.MediaEntities {
+			v.article.entities = append(v.article.entities, []byte(k))
+		}
+	}
 	v.edits = p.EditHistoryTweetIDs
 }
 
@@ -343,6 +429,12 @@ func (v *view) toPost() Post {
 	}
 	if v.hasNote {
 		p.NoteText = string(v.note)
+	}
+	if a := &v.article; a.ok {
+		p.Article = &Article{Title: string(a.title), PlainText: string(a.text), CoverMedia: string(a.cover)}
+		for _, k := range a.entities {
+			p.Article.MediaEntities = append(p.Article.MediaEntities, string(k))
+		}
 	}
 	if v.edits != nil {
 		p.EditHistoryTweetIDs = append([]string(nil), v.edits...)
@@ -439,6 +531,9 @@ func appendPost(b []byte, v *view, fs *fieldSpec) []byte {
 	if tf == 0 {
 		return append(b, '}')
 	}
+	if tf&tfArticle != 0 && v.article.ok {
+		b = appendArticle(b, &v.article)
+	}
 	if tf&tfAttachments != 0 && len(v.media) > 0 {
 		b = append(b, `,"attachments":{"media_keys":[`...)
 		for i, m := range v.media {
@@ -515,6 +610,28 @@ func appendPost(b []byte, v *view, fs *fieldSpec) []byte {
 	}
 	if tf&tfReplySettings != 0 {
 		b = append(b, `,"reply_settings":"everyone"`...)
+	}
+	return append(b, '}')
+}
+
+// appendArticle encodes a post's article as X does: title, plain_text (the
+// whole body), cover_media and media_entities (media keys).
+func appendArticle(b []byte, a *articleView) []byte {
+	b = append(b, `,"article":{"title":`...)
+	b = appendStr(b, a.title)
+	b = appendKeyStr(b, "plain_text", a.text)
+	if len(a.cover) > 0 {
+		b = appendKeyStr(b, "cover_media", a.cover)
+	}
+	if len(a.entities) > 0 {
+		b = append(b, `,"media_entities":[`...)
+		for i, k := range a.entities {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendStr(b, k)
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}')
 }

@@ -18,16 +18,23 @@
 //     start at the top. A token is only valid for the list it came from
 //     (operation, user, folder); a garbage or foreign token is a 400.
 //   - Post content, generated deterministically and lazily from the post id
-//     (text, created_at from the snowflake, author, lang, metrics, entities,
-//     replies, quotes, media, long-post note_tweet), unless registered with
-//     PutPost. Field selection (tweet.fields, user.fields, media.fields,
-//     expansions author_id, attachments.media_keys, in_reply_to_user_id,
-//     referenced_tweets.id[.author_id|.attachments.media_keys]) is honoured;
+//     (text, created_at from the snowflake, author with a profile, lang,
+//     metrics, entities, replies, quotes, photos, videos and GIFs with
+//     variants, long-post note_tweet, X Articles with a title, a long body
+//     and photos), unless registered with PutPost. Field selection
+//     (tweet.fields, user.fields, media.fields, expansions author_id,
+//     attachments.media_keys, in_reply_to_user_id,
+//     referenced_tweets.id[.author_id|.attachments.media_keys],
+//     article.cover_media, article.media_entities) is honoured;
 //     unknown field names, unknown query parameters and out-of-range values
 //     are 400 problem details. Requesting non_public_metrics, organic_metrics
 //     or promoted_metrics gives a 200 with the data and one "Field
 //     Authorization Error" per post and field in "errors" (the posts are
-//     never the requesting user's own).
+//     never the requesting user's own). A referenced post that was deleted
+//     or whose author is protected or suspended (SetPostCompliance,
+//     DeletePost; and one generated reference in 20) is a partial error in
+//     "errors" ("Not Found Error" or "Authorization Error", parameter
+//     referenced_tweets.id), not in includes.
 //   - Folders: list (id, name; creation order) and read (post ids only,
 //     newest-added first, paginated like the list, each id billed).
 //     Folders are independent of the main list.
@@ -40,9 +47,15 @@
 //     operations) in fixed windows, with x-rate-limit-* headers on every
 //     response of the API operations, and 429 bodies in the current or the
 //     legacy shape.
-//   - Billing: every post returned in a 200 is billed (truncated responses
-//     too); failed requests are not. A credit balance in posts gives 402
-//     CreditsDepleted when a post-reading request would exceed it.
+//   - Billing (billing.go): every resource a 200 returns is billed at its
+//     type's rate (truncated responses too; failed requests are not): the
+//     posts of data and includes.tweets, the users of includes.users and
+//     users/me; media are not billed. Each resource once per UTC day of the
+//     server's clock per app (the token's client; X de-duplicates per
+//     developer account). The bookmarks of an app's owner (SetAppOwner),
+//     read with the app, are owned reads. A credit balance in posts (of
+//     data) gives 402 CreditsDepleted when a post-reading request would
+//     exceed it.
 //   - Deterministic fault injection (5xx, injected 429, connection reset,
 //     truncated body, latency), a pure function of (seed, request number).
 //   - A hook called before each request, which may change the list while a
@@ -54,8 +67,7 @@
 //     geo-scrubbed, app-only tokens only, one job per type and app.
 //
 // What it deliberately does not model: posts being withheld in some
-// countries, the once-per-UTC-day de-duplication of billed resources,
-// the cheaper "owned reads" rate, billing of expanded includes, any cap on
+// countries, any cap on
 // how deep a walk can go (the old 800-bookmark cap) or the reported early end
 // of walks at max_results=100, since_id (there is none), other endpoints
 // (GET /2/tweets, timelines, ...), and HTTP/2. The authorize endpoint

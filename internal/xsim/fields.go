@@ -30,10 +30,11 @@ const (
 	tfNonPublicMetrics
 	tfOrganicMetrics
 	tfPromotedMetrics
+	tfArticle
 )
 
 var tweetFields = map[string]uint32{
-	"article": 0, "attachments": tfAttachments, "author_id": tfAuthorID, "card_uri": 0,
+	"article": tfArticle, "attachments": tfAttachments, "author_id": tfAuthorID, "card_uri": 0,
 	"community_id": 0, "context_annotations": 0, "conversation_id": tfConversationID,
 	"created_at": tfCreatedAt, "display_text_range": tfDisplayTextRange, "edit_controls": tfEditControls,
 	"edit_history_tweet_ids": 0, "entities": tfEntities, "geo": 0, "id": 0,
@@ -101,10 +102,12 @@ const (
 	exReferencedAuthors
 	exInReplyToUser
 	exRefMediaKeys
+	exArticleCover
+	exArticleEntities
 )
 
 var expansionNames = map[string]uint32{
-	"article.cover_media": 0, "article.media_entities": 0,
+	"article.cover_media": exArticleCover, "article.media_entities": exArticleEntities,
 	"attachments.media_keys": exMediaKeys, "attachments.media_source_tweet": 0,
 	"attachments.poll_ids": 0, "author_id": exAuthorID, "edit_history_tweet_ids": 0,
 	"entities.mentions.username": 0, "entities.note.mentions.username": 0, "geo.place_id": 0,

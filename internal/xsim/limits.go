@@ -126,17 +126,31 @@ func (s *Server) ResetRateLimits() {
 
 // OpUsage is the meter of one user and one operation.
 type OpUsage struct {
-	Requests        int         // every request that reached the operation
-	OK              int         // 200 responses (including truncated ones)
-	PostsReturned   int         // sum of meta.result_count of 200s: posts billed
-	FoldersReturned int         // folder entries returned by list_folders (not billed)
-	RateLimited     int         // 429s, real and injected
-	ByStatus        map[int]int // every response by status; 0 = connection reset
-	USD             float64     // PostsReturned x PostReadUSD
+	Requests int // every request that reached the operation
+	OK       int // 200 responses (including truncated ones)
+	// PostsReturned is the posts 200s held: data, and expanded posts in
+	// includes.tweets (X bills both); IncludedPosts those of includes.
+	PostsReturned, IncludedPosts int
+	// PostsBilled is PostsReturned less the posts the same app was already
+	// billed for on the same UTC day (of the server's clock).
+	PostsBilled int
+	// UsersReturned and UsersBilled are the same for users (expanded
+	// authors, and users/me).
+	UsersReturned, UsersBilled int
+	MediaReturned              int         // expanded media objects (not billed)
+	FoldersReturned            int         // folder entries returned by list_folders (not billed)
+	RateLimited                int         // 429s, real and injected
+	ByStatus                   map[int]int // every response by status; 0 = connection reset
+	// OwnedReads says the posts were owned reads: list_bookmarks of the
+	// owner of the token's app (SetAppOwner).
+	OwnedReads bool
+	// USD is what was billed: PostsBilled at PostReadUSD (OwnedReadUSD for
+	// owned reads) plus UsersBilled at UserReadUSD.
+	USD float64
 }
 
-// record meters one response. s.mu held.
-func (s *Server) record(userID, op string, status, posts, folders int) {
+// usageRow returns the meter of (userID, op). s.mu held.
+func (s *Server) usageRow(userID, op string) *OpUsage {
 	m := s.usage[userID]
 	if m == nil {
 		m = map[string]*OpUsage{}
@@ -147,15 +161,19 @@ func (s *Server) record(userID, op string, status, posts, folders int) {
 		u = &OpUsage{ByStatus: map[int]int{}}
 		m[op] = u
 	}
+	return u
+}
+
+// record meters one response; posts are the posts of its data, which spend
+// credits. The resources of a 200 are billed with bill. s.mu held.
+func (s *Server) record(userID, op string, status, posts, folders int) {
+	u := s.usageRow(userID, op)
 	u.Requests++
 	u.ByStatus[status]++
 	switch status {
 	case 200:
 		u.OK++
-		u.PostsReturned += posts
 		u.FoldersReturned += folders
-		u.USD += float64(posts) * s.postUSD
-		s.totalBilled += posts
 		if s.credits >= 0 {
 			s.credits = max(0, s.credits-posts)
 		}
@@ -177,8 +195,8 @@ func (s *Server) Usage(userID string) map[string]OpUsage {
 	return out
 }
 
-// TotalPostsBilled is the number of posts billed across all users since the
-// last ResetUsage.
+// TotalPostsBilled is the number of posts returned across all users since
+// the last ResetUsage (before the same-day de-duplication).
 func (s *Server) TotalPostsBilled() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,6 +208,7 @@ func (s *Server) ResetUsage() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.usage)
+	clear(s.billedToday)
 	s.totalBilled = 0
 }
 

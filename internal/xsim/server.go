@@ -43,6 +43,8 @@ type Options struct {
 	LegacyRateLimitBody bool           // 429 body {"errors":[{"code":88,"message":"Rate limit exceeded"}]}
 	Faults              Faults
 	PostReadUSD         float64 // 0 = 0.005
+	OwnedReadUSD        float64 // 0 = 0.001
+	UserReadUSD         float64 // 0 = 0.010
 	Addr                string  // "" = 127.0.0.1:0
 	// RevokeAccessOnRefresh makes a refresh also revoke the access token
 	// issued with the spent refresh token (by default it stays valid until it expires).
@@ -67,7 +69,7 @@ type Server struct {
 	opts    Options
 	clk     clock.Clock
 	window  time.Duration
-	postUSD float64
+	rates   rates
 	handler http.Handler
 	pageKey uint64
 
@@ -83,6 +85,8 @@ type Server struct {
 	usage       map[string]map[string]*OpUsage
 	seqs        map[[2]string]int
 	totalBilled int
+	billedToday map[string]*dayLedger // by app (client id)
+	appOwners   map[string]string     // app (client id) -> owner user id
 	credits     int
 	faults      Faults
 	faultN      int
@@ -104,7 +108,7 @@ func New(opts Options) *Server {
 		opts:    opts,
 		clk:     opts.Clock,
 		window:  opts.Window,
-		postUSD: opts.PostReadUSD,
+		rates:   newRates(opts),
 		users:   map[string]*user{},
 		clients: map[string]*client{},
 		tokens:  map[string]*tokenRec{},
@@ -113,16 +117,16 @@ func New(opts Options) *Server {
 		usage:   map[string]map[string]*OpUsage{},
 		seqs:    map[[2]string]int{},
 		credits: -1,
-		comp:    newComplianceState(opts.Compliance),
+
+		billedToday: map[string]*dayLedger{},
+		appOwners:   map[string]string{},
+		comp:        newComplianceState(opts.Compliance),
 	}
 	if s.clk == nil {
 		s.clk = clock.Real{}
 	}
 	if s.window <= 0 {
 		s.window = 15 * time.Minute
-	}
-	if s.postUSD == 0 {
-		s.postUSD = 0.005
 	}
 	s.faults = opts.Faults
 	s.faults.Operations = slices.Clone(opts.Faults.Operations)
@@ -230,6 +234,7 @@ type pageOut struct {
 	folders    []Folder
 	next, prev string
 	fs         fieldSpec
+	includes   *includesPlan
 }
 
 type result struct {
@@ -571,9 +576,9 @@ func (s *Server) decide(op, pathUser, userKey, bearer string, req *apiReq, fault
 	res := &result{status: 200}
 	t := s.tokens[bearer]
 	valid := t != nil && t.kind != kindRefresh && t.live(now)
-	meterUser := userKey
+	meterUser, app := userKey, ""
 	if valid && t.kind == kindAccess {
-		meterUser = t.user
+		meterUser, app = t.user, t.client
 	}
 	fail := func(status int, body []byte) *result {
 		res.status = status
@@ -641,6 +646,7 @@ func (s *Server) decide(op, pathUser, userKey, bearer string, req *apiReq, fault
 		b = appendUser(b, u.id, &u.info, req.fs.uf)
 		res.body = append(b, '}')
 		s.record(meterUser, op, 200, 0, 0)
+		s.bill(meterUser, app, op, now, billed{users: []string{u.id}})
 	case OpListBookmarks:
 		n := len(u.list)
 		off := min(req.off, n)
@@ -658,8 +664,10 @@ func (s *Server) decide(op, pathUser, userKey, bearer string, req *apiReq, fault
 		if off > 0 {
 			p.prev = s.pageToken(scope, max(0, off-req.max))
 		}
+		p.includes = s.planIncludes(p.ids, &req.fs, now)
 		res.page = p
 		s.record(meterUser, op, 200, cnt, 0)
+		s.bill(meterUser, app, op, now, p.includes.billed(p.ids))
 	case OpGetFolder:
 		f := u.folder(req.folderID)
 		if f == nil {
@@ -684,6 +692,7 @@ func (s *Server) decide(op, pathUser, userKey, bearer string, req *apiReq, fault
 		}
 		res.page = p
 		s.record(meterUser, op, 200, cnt, 0)
+		s.bill(meterUser, app, op, now, billed{posts: p.ids})
 	case OpListFolders:
 		n := len(u.folders)
 		off := min(req.off, n)
@@ -727,13 +736,6 @@ func appendMeta(b []byte, count int, next, prev string) []byte {
 	return append(b, '}')
 }
 
-func addUniq(list []string, id string) []string {
-	if slices.Contains(list, id) {
-		return list
-	}
-	return append(list, id)
-}
-
 func (s *Server) encodePage(b []byte, p *pageOut) []byte {
 	b = append(b, '{')
 	switch p.kind {
@@ -772,7 +774,6 @@ func (s *Server) encodePage(b []byte, p *pageOut) []byte {
 	v := viewPool.Get().(*view)
 	defer viewPool.Put(v)
 	fs := &p.fs
-	var users, media, tweets []string
 	if len(p.ids) > 0 {
 		b = append(b, `"data":[`...)
 		for i, id := range p.ids {
@@ -781,108 +782,50 @@ func (s *Server) encodePage(b []byte, p *pageOut) []byte {
 			}
 			s.fillView(v, id)
 			b = appendPost(b, v, fs)
-			if fs.ex == 0 {
-				continue
-			}
-			if fs.ex&exAuthorID != 0 && len(v.author) > 0 {
-				users = addUniq(users, string(v.author))
-			}
-			if fs.ex&exInReplyToUser != 0 && len(v.replyTo) > 0 {
-				users = addUniq(users, string(v.replyTo))
-			}
-			if fs.ex&exMediaKeys != 0 {
-				for _, m := range v.media {
-					media = addUniq(media, string(m))
-				}
-			}
-			if fs.ex&exReferencedTweets != 0 {
-				for _, r := range v.refs {
-					tweets = addUniq(tweets, string(r.id))
-				}
-			}
 		}
 		b = append(b, "],"...)
 	}
-	if len(tweets) > 0 && fs.ex&(exReferencedAuthors|exRefMediaKeys) != 0 {
-		for _, id := range tweets {
-			s.fillView(v, id)
-			if fs.ex&exReferencedAuthors != 0 && len(v.author) > 0 {
-				users = addUniq(users, string(v.author))
-			}
-			if fs.ex&exRefMediaKeys != 0 {
-				for _, m := range v.media {
-					media = addUniq(media, string(m))
-				}
-			}
-		}
+	b = s.appendIncludes(b, p.includes, v, fs)
+	var unavailable []refError
+	if p.includes != nil {
+		unavailable = p.includes.unavailable
 	}
-	if len(users)+len(media)+len(tweets) > 0 {
-		b = append(b, `"includes":{`...)
-		sep := false
-		if len(users) > 0 {
-			b = append(b, `"users":[`...)
-			for i, id := range users {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendUser(b, id, s.userName(id), fs.uf)
-			}
-			b = append(b, ']')
-			sep = true
-		}
-		if len(media) > 0 {
-			if sep {
-				b = append(b, ',')
-			}
-			b = append(b, `"media":[`...)
-			for i, k := range media {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendMedia(b, k, fs.mf)
-			}
-			b = append(b, ']')
-			sep = true
-		}
-		if len(tweets) > 0 {
-			if sep {
-				b = append(b, ',')
-			}
-			b = append(b, `"tweets":[`...)
-			for i, id := range tweets {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				s.fillView(v, id)
-				b = appendPost(b, v, fs)
-			}
-			b = append(b, ']')
-		}
-		b = append(b, "},"...)
-	}
-	if len(fs.private) > 0 && len(p.ids) > 0 {
+	if len(unavailable) > 0 || (len(fs.private) > 0 && len(p.ids) > 0) {
 		b = append(b, `"errors":[`...)
-		n := 0
-		for _, id := range p.ids {
-			for _, f := range fs.private {
-				if n > 0 {
-					b = append(b, ',')
-				}
-				n++
-				b = append(b, `{"value":`...)
-				b = appendStr(b, id)
-				b = appendKeyStr(b, "detail", "Sorry, you are not authorized to access '"+f+"' on the Tweet with ids "+id+".")
-				b = append(b, `,"title":"Field Authorization Error","resource_type":"tweet"`...)
-				b = appendKeyStr(b, "field", f)
-				b = append(b, `,"parameter":"tweet.fields"`...)
-				b = appendKeyStr(b, "resource_id", id)
-				b = append(b, `,"section":"data","type":"https://api.x.com/2/problems/not-authorized-for-field"}`...)
+		for i, e := range unavailable {
+			if i > 0 {
+				b = append(b, ',')
 			}
+			b = appendRefError(b, e)
 		}
+		b = s.appendPrivateErrors(b, p, len(unavailable))
 		b = append(b, "],"...)
 	}
 	b = appendMeta(b, len(p.ids), p.next, p.prev)
 	return append(b, '}')
+}
+
+// appendPrivateErrors adds a "Field Authorization Error" per post and
+// private metric field asked for; n is the errors already in the array.
+func (s *Server) appendPrivateErrors(b []byte, p *pageOut, n int) []byte {
+	fs := &p.fs
+	for _, id := range p.ids {
+		for _, f := range fs.private {
+			if n > 0 {
+				b = append(b, ',')
+			}
+			n++
+			b = append(b, `{"value":`...)
+			b = appendStr(b, id)
+			b = appendKeyStr(b, "detail", "Sorry, you are not authorized to access '"+f+"' on the Tweet with ids "+id+".")
+			b = append(b, `,"title":"Field Authorization Error","resource_type":"tweet"`...)
+			b = appendKeyStr(b, "field", f)
+			b = append(b, `,"parameter":"tweet.fields"`...)
+			b = appendKeyStr(b, "resource_id", id)
+			b = append(b, `,"section":"data","type":"https://api.x.com/2/problems/not-authorized-for-field"}`...)
+		}
+	}
+	return b
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -77,6 +77,8 @@ func (s *baselineStrategy) Sync(ctx context.Context, _ int) ([]userSync, error) 
 				o.WalkBilled, o.Needed = s.walk(ctx, u, o)
 				after := s.meters[u].Usage(users[u], client.OpListBookmarks)
 				o.Billed = after.PostsReturned - before.PostsReturned
+				o.PostsBilled = after.PostsBilled - before.PostsBilled
+				o.UsersBilled = after.UsersBilled - before.UsersBilled
 				o.Requests = after.Requests - before.Requests
 				o.RateLimited = after.RateLimited - before.RateLimited
 				o.Waits = after.RateLimitWaits - before.RateLimitWaits

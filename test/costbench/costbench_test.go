@@ -381,3 +381,62 @@ func TestWorkloadFieldsAndReadingsNotImplementedAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The USD table prices each content section from the simulator's bill,
+// which the plugin's meter matches sync by sync (Run fails otherwise):
+// authors and referenced posts cost more, media nothing, owned reads less.
+func TestUSDPerContentKindOnTinyWorkload(t *testing.T) {
+	w, err := ParseWorkload([]byte(tinyWorkload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := ContentConfigs()
+	pick := map[string]ContentConfig{}
+	for _, c := range configs {
+		pick[c.Name] = c
+	}
+	rows, err := RunUSD(context.Background(), Config{Workload: w, Habits: PerRound},
+		[]ContentConfig{pick["every kind off"], pick["media only"], pick["every kind on"]}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	WriteUSDTable(&sb, w, PerRound, rows)
+	t.Log("\n" + sb.String())
+	off, media, on := rows[0].Incremental, rows[1].Incremental, rows[2].Incremental
+	offOwned, offNot := off.USDPerThousand(0.005, 0.01)
+	mediaOwned, _ := media.USDPerThousand(0.005, 0.01)
+	onOwned, _ := on.USDPerThousand(0.005, 0.01)
+	if off.UsersBilled != 0 || on.UsersBilled == 0 || on.PostsBilled <= off.PostsBilled || media.Media == 0 {
+		t.Errorf("billed: off %+v, on %+v, media %+v", off, on, media)
+	}
+	if offOwned >= offNot || mediaOwned != offOwned || onOwned <= offOwned || off.New != on.New {
+		t.Errorf("USD per 1,000: off %.3f (not owned %.3f), media %.3f, on %.3f", offOwned, offNot, mediaOwned, onOwned)
+	}
+}
+
+// Synced twice a day, every other sync runs on the UTC day of the one
+// before: X bills it only what the first did not read, and the report
+// says how much a planner that knew it could save at most.
+func TestTwiceADaySyncsAreDeduplicated(t *testing.T) {
+	w, err := ParseWorkload([]byte(tinyWorkload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err = w.WithRoundInterval(12 * time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), Config{Workload: w, Habits: PerRound, Strategies: []string{StrategyPlanner}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Find(StrategyPlanner).Incremental
+	if p.SameDay == 0 || p.PostsBilled >= p.Billed || p.SameDayFloor > p.SameDayBilled {
+		t.Errorf("same-day syncs %d: read %d, billed %d; same day billed %d, floor %d", p.SameDay, p.Billed, p.PostsBilled, p.SameDayBilled, p.SameDayFloor)
+	}
+	var sb strings.Builder
+	res.WriteTable(&sb, w)
+	if !strings.Contains(sb.String(), "using the de-duplication could save at most") {
+		t.Errorf("report:\n%s", sb.String())
+	}
+}

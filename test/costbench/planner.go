@@ -43,8 +43,14 @@ func (s *plannerStrategy) Start(ctx context.Context, e *env) error {
 	for u, id := range e.script.UserIDs {
 		s.index[id] = u
 		accounts[u] = map[string]any{"user_id": id, "access_token": e.tokens[u]}
+		if e.owned {
+			accounts[u]["owned_reads"] = true
+		}
 	}
 	spec := map[string]any{"base_url": e.sim.URL(), "accounts": accounts}
+	if e.content != nil {
+		spec["content"] = e.content
+	}
 	if e.confirmations != 0 {
 		spec["planner"] = map[string]any{"confirmations": e.confirmations}
 	}
@@ -114,6 +120,7 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 		o := &outs[u]
 		mu := sess.Meter.Usage(sess.UserID, client.OpListBookmarks)
 		o.Billed, o.Requests, o.RateLimited, o.Waits = mu.PostsReturned, mu.Requests, mu.RateLimited, mu.RateLimitWaits
+		o.PostsBilled, o.UsersBilled = mu.PostsBilled, mu.UsersBilled
 		o.WalkBilled, o.Needed = -1, -1
 		if sess.Err != nil {
 			o.Err = sess.Err

@@ -47,19 +47,26 @@ func (r *Result) WriteTable(out io.Writer, w *Workload) {
 	totals := func(title string, get func(*StrategyResult) Totals) {
 		fmt.Fprintf(out, "\n%s\n", title)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "strategy\tsyncs\tbilled\tbound\tratio\tc.bound\tc.ratio\trequests\t429s\twaits\tUSD\t")
+		fmt.Fprintln(tw, "strategy\tsyncs\tbilled\tbound\tratio\tc.bound\tc.ratio\trequests\t429s\twaits\tX bills\tusers\tUSD\t")
 		for _, s := range r.Strategies {
 			t := get(s)
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%d\t%.3f\t%d\t%d\t%d\t%.2f\t\n",
-				s.Name, t.Syncs, t.Billed, t.Bound, t.Ratio, t.CBound, t.CRatio, t.Requests, t.RateLimited, t.Windows, float64(t.Billed)*0.005)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.3f\t%d\t%.3f\t%d\t%d\t%d\t%d\t%d\t%.2f\t\n",
+				s.Name, t.Syncs, t.Billed, t.Bound, t.Ratio, t.CBound, t.CRatio, t.Requests, t.RateLimited, t.Windows, t.PostsBilled, t.UsersBilled, t.USD)
 		}
 		tw.Flush()
 	}
 	totals("first syncs (round 0)", func(s *StrategyResult) Totals { return s.First })
 	totals(fmt.Sprintf("incremental syncs (rounds 1-%d)", r.Rounds), func(s *StrategyResult) Totals { return s.Incremental })
 
-	fmt.Fprintf(out, "\n(waits: rate-limit windows the syncs' requests span beyond the first, sum of ceil(requests / %d) - 1: the %s waits of an account syncing alone)\n",
+	fmt.Fprintf(out, "\n(billed: posts of the lists read, each billed as the document has it; X bills: posts, expanded ones included, after X's same-UTC-day de-duplication; users: expanded authors billed; USD: the simulator's bill at X's rates)\n")
+	fmt.Fprintf(out, "(waits: rate-limit windows the syncs' requests span beyond the first, sum of ceil(requests / %d) - 1: the %s waits of an account syncing alone)\n",
 		w.RateLimit.ListRequestsPerWindow, time.Duration(w.RateLimit.Window))
+	for _, s := range r.Strategies {
+		if t := s.Incremental; t.SameDay > 0 {
+			fmt.Fprintf(out, "%s: %d syncs ran on the UTC day of the user's previous sync and X billed them %d posts; the fewest any planner could be billed for, reading what each walk needed and knowing what X had billed earlier that day, is %d: using the de-duplication could save at most %d posts (%.2f%% of the incremental posts billed)\n",
+				s.Name, t.SameDay, t.SameDayBilled, t.SameDayFloor, t.SameDayBilled-t.SameDayFloor, 100*ratio(t.SameDayBilled-t.SameDayFloor, t.PostsBilled))
+		}
+	}
 	fmt.Fprintf(out, "\narchive (lost: current bookmarks not emitted by the end of a sync, distinct (user, post), over the run)\n")
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tlost\tlost at end\tduplicates\trows emitted\tfailed walks\trun time\t")

@@ -95,6 +95,13 @@ type Config struct {
 	// Confirmations, when not 0, is the planner strategy's
 	// planner.confirmations (else the default).
 	Confirmations int
+	// Content, when set, is the planner strategy's content section (kind
+	// → on); nil leaves the spec's defaults.
+	Content map[string]bool
+	// OwnedReads makes every user the owner of the app their token belongs
+	// to (each user has an app of their own): X prices their bookmark reads
+	// as owned reads, and the planner's spec says so (accounts[].owned_reads).
+	OwnedReads bool
 }
 
 // Result is a benchmark run.
@@ -124,21 +131,48 @@ type EventCounts struct {
 // Totals sum a set of syncs. Ratios are of sums: Billed/Bound and
 // Billed/CBound.
 type Totals struct {
-	Syncs       int     `json:"syncs"`
+	Syncs int `json:"syncs"`
+	// Billed is the posts the syncs read (every post returned; what the
+	// bounds are about), PostsBilled those X bills after its same-UTC-day
+	// de-duplication, UsersBilled the expanded users it bills, USD what it
+	// charges (the simulator's bill), New the posts archived.
 	Billed      int     `json:"billed"`
-	Bound       int     `json:"bound"`
-	CBound      int     `json:"confirming_bound"`
-	Requests    int     `json:"requests"`
-	RateLimited int     `json:"rate_limited"`
-	Waits       int     `json:"rate_limit_waits"`
-	Windows     int     `json:"rate_limit_windows"`
-	Ratio       float64 `json:"ratio"`
-	CRatio      float64 `json:"confirming_ratio"`
+	PostsBilled int     `json:"posts_billed"`
+	UsersBilled int     `json:"users_billed"`
+	Media       int     `json:"media_returned"`
+	USD         float64 `json:"usd"`
+	New         int     `json:"new_posts"`
+	// SameDay counts the syncs that ran on the UTC day of the user's
+	// previous sync; SameDayBilled the posts they were billed for, and
+	// SameDayFloor the fewest any planner could be billed for, knowing what
+	// X already billed that day: the posts among the first Needed not billed
+	// earlier that day.
+	SameDay       int     `json:"same_day_syncs"`
+	SameDayBilled int     `json:"same_day_posts_billed"`
+	SameDayFloor  int     `json:"same_day_floor"`
+	Bound         int     `json:"bound"`
+	CBound        int     `json:"confirming_bound"`
+	Requests      int     `json:"requests"`
+	RateLimited   int     `json:"rate_limited"`
+	Waits         int     `json:"rate_limit_waits"`
+	Windows       int     `json:"rate_limit_windows"`
+	Ratio         float64 `json:"ratio"`
+	CRatio        float64 `json:"confirming_ratio"`
 }
 
 func (t *Totals) add(s *SyncStat) {
 	t.Syncs++
 	t.Billed += s.Billed
+	t.PostsBilled += s.PostsBilled
+	t.UsersBilled += s.UsersBilled
+	t.Media += s.Media
+	t.USD += s.USD
+	t.New += s.Emitted
+	if s.SameDay {
+		t.SameDay++
+		t.SameDayBilled += s.PostsBilled
+		t.SameDayFloor += s.Floor
+	}
 	t.Bound += s.Bound
 	t.CBound += s.CBound
 	t.Requests += s.Requests
@@ -185,6 +219,18 @@ type SyncStat struct {
 	User, Round                   int
 	Len, Bound, CBound            int
 	Billed, Requests, RateLimited int
+	// Billed is the list's posts read; Included the referenced posts
+	// expanded with them. PostsBilled (of both), UsersBilled, Media and USD
+	// are the simulator's bill: after its same-UTC-day de-duplication, at
+	// its rates.
+	Included                        int
+	PostsBilled, UsersBilled, Media int
+	USD                             float64
+	// SameDay: the sync ran on the UTC day of the user's previous one.
+	// Floor is then the posts among the first Needed of the list that X had
+	// not billed earlier that day (-1 when Needed is unknown).
+	SameDay bool
+	Floor   int
 	// Waits is the rate-limit waits the strategy's meter recorded.
 	Waits int
 	// Windows is how many rate-limit windows the sync's requests span
@@ -215,14 +261,21 @@ type env struct {
 	logger    *zerolog.Logger
 	// confirmations is the planner's setting; 0 = the default.
 	confirmations int
+	content       map[string]bool
+	owned         bool
 }
+
+// appOf is the app (OAuth client) of user id's token: each user has an app
+// of their own, as a person archiving their own bookmarks has.
+func appOf(id string) string { return "app-" + id }
 
 // userSync is what a strategy reports of one user's sync. Billed, Requests,
 // RateLimited and Waits are the strategy's own meter; the simulator's must
 // agree.
 type userSync struct {
 	Emitted                       []string
-	Billed, Requests, RateLimited int
+	Billed, Requests, RateLimited int // Billed: every post returned, expanded ones included
+	PostsBilled, UsersBilled      int
 	Waits                         int
 	WalkBilled                    int // billed as the walk counted it (-1 = unknown)
 	Needed                        int
@@ -314,7 +367,8 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 	defer transport.CloseIdleConnections()
 
 	users := script.UserIDs
-	e := &env{script: script, sim: sim, clk: clk, transport: transport, workers: cfg.Workers, confirmations: cfg.Confirmations}
+	e := &env{script: script, sim: sim, clk: clk, transport: transport, workers: cfg.Workers, confirmations: cfg.Confirmations,
+		content: cfg.Content, owned: cfg.OwnedReads}
 	if e.workers <= 0 {
 		e.workers = 8
 	}
@@ -323,7 +377,10 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 		e.logger = &l
 	}
 	for u, id := range users {
-		e.tokens = append(e.tokens, sim.IssueToken(id))
+		e.tokens = append(e.tokens, sim.IssueAppToken(appOf(id), id))
+		if cfg.OwnedReads {
+			sim.SetAppOwner(appOf(id), id)
+		}
 		got := sim.SeedBookmarks(id, len(script.Initial[u]))
 		if !slices.Equal(got, script.Initial[u]) {
 			return nil, fmt.Errorf("the simulator seeded user %s with other ids than the script's; the runs would not be comparable", id)
@@ -347,6 +404,7 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 	}
 	prevUsage := make([]xsim.OpUsage, len(users))
 	var prevStart time.Time
+	billedToday := make([]map[string]struct{}, len(users))
 	var mismatches []string
 	for r := 0; r <= w.Rounds; r++ {
 		planned := t0.Add(time.Duration(r) * interval)
@@ -381,6 +439,13 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 					r, id, len(lists[u]), b, want.Len, want.Bound)
 			}
 			bounds[u] = b
+			billedToday[u] = nil
+			if r > 0 && utcDay(syncStart) == utcDay(prevStart) {
+				billedToday[u] = map[string]struct{}{}
+				for _, p := range sim.BilledToday(appOf(id)) {
+					billedToday[u][p] = struct{}{}
+				}
+			}
 		}
 
 		outs, err := st.Sync(ctx, r)
@@ -397,12 +462,20 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 			prevUsage[u] = now
 			s := SyncStat{
 				User: u, Round: r, Len: len(lists[u]), Bound: bounds[u], CBound: ConfirmingBound(bounds[u], len(lists[u])),
-				Billed:      now.PostsReturned - was.PostsReturned,
+				Billed:      (now.PostsReturned - now.IncludedPosts) - (was.PostsReturned - was.IncludedPosts),
+				Included:    now.IncludedPosts - was.IncludedPosts,
+				PostsBilled: now.PostsBilled - was.PostsBilled,
+				UsersBilled: now.UsersBilled - was.UsersBilled,
+				Media:       now.MediaReturned - was.MediaReturned,
+				USD:         now.USD - was.USD,
 				Requests:    now.Requests - was.Requests,
 				RateLimited: now.RateLimited - was.RateLimited,
 				Waits:       o.Waits, Needed: o.Needed, PageSizes: o.PageSizes, Outcome: o.Outcome, Emitted: len(o.Emitted),
 			}
 			s.Bucket = -1
+			if today := billedToday[u]; today != nil {
+				s.SameDay, s.Floor = true, floorToday(lists[u], o.Needed, today)
+			}
 			if lim := w.RateLimit.ListRequestsPerWindow; s.Requests > lim {
 				s.Windows = (s.Requests+lim-1)/lim - 1
 			}
@@ -411,9 +484,10 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 			} else {
 				s.Bucket = script.Rounds[r-1][u].Bucket
 			}
-			if o.Billed != s.Billed || o.Requests != s.Requests || o.RateLimited != s.RateLimited || (o.WalkBilled >= 0 && o.WalkBilled != s.Billed) {
-				mismatches = append(mismatches, fmt.Sprintf("round %d user %s: simulator billed %d, requests %d, 429s %d; strategy's meter %d, %d, %d; walk %d",
-					r, id, s.Billed, s.Requests, s.RateLimited, o.Billed, o.Requests, o.RateLimited, o.WalkBilled))
+			if o.Billed != s.Billed+s.Included || o.Requests != s.Requests || o.RateLimited != s.RateLimited || (o.WalkBilled >= 0 && o.WalkBilled != s.Billed) ||
+				o.PostsBilled != s.PostsBilled || o.UsersBilled != s.UsersBilled {
+				mismatches = append(mismatches, fmt.Sprintf("round %d user %s: simulator read %d posts, billed %d posts and %d users, requests %d, 429s %d; strategy's meter %d, %d, %d, %d, %d; walk %d",
+					r, id, s.Billed, s.PostsBilled, s.UsersBilled, s.Requests, s.RateLimited, o.Billed, o.PostsBilled, o.UsersBilled, o.Requests, o.RateLimited, o.WalkBilled))
 			}
 			if o.Err != nil {
 				sr.FailedWalks++
@@ -462,6 +536,25 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 		return sr, fmt.Errorf("%d syncs where the simulator's meter and the strategy's disagree, e.g. %s", len(mismatches), mismatches[0])
 	}
 	return sr, nil
+}
+
+// utcDay is t's UTC date: the window X de-duplicates billing in.
+func utcDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// floorToday is what a sync that had to read the first needed posts of list
+// is billed at the least, X billing each post once per UTC day: those of
+// them not in today (billed earlier that day). -1 when needed is unknown.
+func floorToday(list []string, needed int, today map[string]struct{}) int {
+	if needed < 0 {
+		return -1
+	}
+	n := 0
+	for _, p := range list[:min(needed, len(list))] {
+		if _, ok := today[p]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // applyRound makes the round's events happen on the simulator, user by user,

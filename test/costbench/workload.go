@@ -191,3 +191,17 @@ func (w *Workload) Validate() error {
 	check(known, "event_order %q is not a reading this benchmark implements (known: the texts of reference.json and churn.json)", w.EventOrder)
 	return errors.Join(errs...)
 }
+
+// WithRoundInterval is the workload synced every d instead: as many more
+// rounds as it takes to cover the same time, each with the events of one
+// round of the file (so more syncs of a day find as much each as one did).
+func (w *Workload) WithRoundInterval(d time.Duration) (*Workload, error) {
+	orig := time.Duration(w.RoundInterval)
+	if d <= 0 || orig%d != 0 {
+		return nil, fmt.Errorf("round interval %s must divide the workload's %s", d, orig)
+	}
+	c := *w
+	c.Rounds = w.Rounds * int(orig/d)
+	c.RoundInterval = Duration(d)
+	return &c, nil
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -157,6 +158,11 @@ func TestGRPCIncrementalSyncWithStateBackend(t *testing.T) {
 	_ = sim.Bookmark(user, list[200])
 	sim.AddToFolder(user, "900", added[3])
 	billedBefore := sim.Usage(user)[xsim.OpListBookmarks].PostsReturned
+	simBilled := func() int {
+		u := sim.Usage(user)
+		return u[xsim.OpListBookmarks].PostsBilled + u[xsim.OpGetFolder].PostsBilled
+	}
+	simBilledBefore := simBilled()
 
 	c, stop = servePlugin(t, dir, clk)
 	second := grpcSync(t, c, specJSON, backendConn)
@@ -176,13 +182,21 @@ func TestGRPCIncrementalSyncWithStateBackend(t *testing.T) {
 	// confirming run skips, in pages that never over-read.
 	billed := sim.Usage(user)[xsim.OpListBookmarks].PostsReturned - billedBefore
 	var usage map[string]string
+	usageBilled := 0
 	for _, r := range second["x_api_usage"] {
 		if r["operation"] == "list_bookmarks" {
 			usage = r
 		}
+		n, _ := strconv.Atoi(r["posts_billed"])
+		usageBilled += n
 	}
-	if billed != 11 || usage["posts_billed"] != "11" || usage["walk_outcomes"] != "met_held" || usage["new_posts"] != "7" {
-		t.Fatalf("billed %d, usage row %v; want 11 billed, met_held, 7 new", billed, usage)
+	if billed != 11 || usage["posts_returned"] != "11" || usage["walk_outcomes"] != "met_held" || usage["new_posts"] != "7" {
+		t.Fatalf("billed %d, usage row %v; want 11 returned, met_held, 7 new", billed, usage)
+	}
+	// X bills the post read by both walks once (a new post in the folder):
+	// the usage rows bill what the simulator bills.
+	if got := simBilled() - simBilledBefore; usageBilled != got {
+		t.Fatalf("usage rows bill %d posts, the simulator %d", usageBilled, got)
 	}
 	if n := len(second["x_bookmark_folder_posts"]); n != 13 {
 		t.Fatalf("folder membership has %d posts, want 13", n)

@@ -4,7 +4,7 @@
 // fewest any client could be billed for, and the posts archived with the
 // posts bookmarked.
 //
-//	go run ./test/cmd/costbench [-workload test/costbench/workloads/reference.json,test/costbench/workloads/churn.json] [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-confirmations N] [-cpuprofile cpu.prof]
+//	go run ./test/cmd/costbench [-workload test/costbench/workloads/reference.json,test/costbench/workloads/churn.json] [-habits per-user|per-round] [-strategies planner,fixed10,fixed100,growth] [-json out.json] [-csv syncs.csv] [-v] [-workers 8] [-confirmations N] [-content authors,media,...] [-owned-reads] [-round-interval 12h] [-usd] [-cpuprofile cpu.prof]
 //
 // By default it runs both workloads of the repository, one after the other:
 // reference.json (daily syncs of 200 accounts) and churn.json (120 accounts
@@ -40,6 +40,30 @@
 // counts are in the -json and -csv output; they are lower, because walks run
 // concurrently on one virtual clock and a window one walk waits out passes
 // for the others too.)
+//
+// # What it costs in USD
+//
+// The simulator bills as X does (internal/xsim, billing.go): every post and
+// expanded user at its rate, media free, each resource once per UTC day of
+// the virtual clock per app; each user has an app of their own. The tables'
+// "X bills", "users" and "USD" columns are its bill, cross-checked against
+// the plugin's meter (x_api_usage) sync by sync. -content sets the planner's
+// content section (the kinds listed on, the others off; default: the spec's
+// defaults), -owned-reads makes every user their app's owner.
+//
+// -usd runs the planner once per content section — every kind off, each
+// kind alone on, the defaults, every kind on — with owned reads, and prints
+// USD per 1,000 bookmarks archived, as owned reads and as ordinary reads
+// (the same posts at the post rate), for the first syncs and the
+// incremental ones. It runs the first workload only (reference.json unless
+// -workload says otherwise).
+//
+// -round-interval d syncs every d instead of the file's interval, with as
+// many more rounds as cover the same time, each with one round's events of
+// the file. With 12h on reference.json, every other sync runs on the UTC day
+// of the one before, and the report says what X billed those syncs and the
+// fewest any planner could be billed for knowing what X had already billed
+// that day.
 //
 // # Reading the workload file
 //
@@ -151,6 +175,10 @@ func run() error {
 	workers := flag.Int("workers", 8, "users a baseline strategy walks at once")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file")
 	confirmations := flag.Int("confirmations", 0, "the planner strategy's planner.confirmations (0: the default)")
+	contentFlag := flag.String("content", "", "comma-separated content kinds the planner archives (the others off); empty: the spec's defaults; \"none\": every kind off")
+	owned := flag.Bool("owned-reads", false, "every user owns the app of their token: their bookmark reads are owned reads")
+	interval := flag.Duration("round-interval", 0, "sync every this long instead of the workload's round interval (0: the file's)")
+	usd := flag.Bool("usd", false, "print USD per 1,000 bookmarks archived with each content kind on and off (planner only, first workload)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -162,7 +190,16 @@ func run() error {
 		if err != nil {
 			return err
 		}
+		if *interval > 0 {
+			if w, err = w.WithRoundInterval(*interval); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
 		workloads = append(workloads, w)
+	}
+	content, err := parseContent(*contentFlag)
+	if err != nil {
+		return err
 	}
 	habits, err := costbench.ParseHabits(*habitsFlag)
 	if err != nil {
@@ -186,9 +223,20 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *usd {
+		w := workloads[0]
+		cfg := costbench.Config{Workload: w, Habits: habits, Workers: *workers, Confirmations: *confirmations}
+		rows, err := costbench.RunUSD(ctx, cfg, costbench.ContentConfigs(), os.Stderr)
+		if err != nil {
+			return err
+		}
+		costbench.WriteUSDTable(os.Stdout, w, habits, rows)
+		return writeJSON(*jsonPath, rows)
+	}
 	var results []*costbench.Result
 	for i, w := range workloads {
-		cfg := costbench.Config{Workload: w, Habits: habits, Strategies: strategies, Workers: *workers, Confirmations: *confirmations}
+		cfg := costbench.Config{Workload: w, Habits: habits, Strategies: strategies, Workers: *workers, Confirmations: *confirmations,
+			Content: content, OwnedReads: *owned}
 		if *verbose {
 			cfg.Log = os.Stderr
 			cfg.PluginLog = os.Stderr
@@ -204,14 +252,8 @@ func run() error {
 		fmt.Printf("\nrun time %s\n", res.Elapsed.Round(1e7))
 		results = append(results, res)
 	}
-	if *jsonPath != "" {
-		b, err := json.MarshalIndent(results, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(*jsonPath, append(b, '\n'), 0o644); err != nil {
-			return err
-		}
+	if err := writeJSON(*jsonPath, results); err != nil {
+		return err
 	}
 	if *csvPath != "" {
 		if err := writeCSV(*csvPath, results); err != nil {
@@ -225,6 +267,39 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// parseContent reads -content: nil for the spec's defaults.
+func parseContent(s string) (map[string]bool, error) {
+	if s == "" {
+		return nil, nil
+	}
+	m := map[string]bool{}
+	for _, k := range costbench.ContentKinds {
+		m[k] = false
+	}
+	if s == "none" {
+		return m, nil
+	}
+	for _, k := range strings.Split(s, ",") {
+		k = strings.TrimSpace(k)
+		if _, ok := m[k]; !ok {
+			return nil, fmt.Errorf("-content: unknown kind %q (known: %s)", k, strings.Join(costbench.ContentKinds, ", "))
+		}
+		m[k] = true
+	}
+	return m, nil
+}
+
+func writeJSON(path string, v any) error {
+	if path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func writeCSV(path string, results []*costbench.Result) error {

@@ -1,0 +1,69 @@
+package resources
+
+import (
+	"context"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/client"
+)
+
+// BookmarkAuthorsTable is the name of the authors table.
+const BookmarkAuthorsTable = "x_bookmark_authors"
+
+// bookmarkAuthor is one row of x_bookmark_authors.
+type bookmarkAuthor struct {
+	b *bookmark
+	*expandedUser
+}
+
+func (a *bookmarkAuthor) profile() *client.User {
+	if a.user == nil {
+		return &client.User{}
+	}
+	return a.user
+}
+
+// BookmarkAuthors is x_bookmark_authors, a child of x_bookmarks: the author
+// of each bookmarked post, as the API expanded it with the post.
+func BookmarkAuthors() *schema.Table {
+	return &schema.Table{
+		Name:  BookmarkAuthorsTable,
+		Title: "X Bookmark Authors",
+		Description: "The author of each bookmarked post, with `content.authors` (off by default: X bills each expanded user as a user read). " +
+			"One row per row of x_bookmarks (same key: join on `user_id, post_id`), written once with it: the profile as it was when the sync found the bookmark (`seen_at`), never updated. " +
+			"An author X did not return (suspended, say) has a row with the partial error X gave in `error`.",
+		Resolver: fetchBookmarkAuthors,
+		Columns:  columnList(authorColumns),
+		// Rows are written once, with their bookmark: incremental as it is.
+		IsIncremental: true,
+	}
+}
+
+var authorColumns = []column[*bookmarkAuthor]{
+	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(a *bookmarkAuthor) string { return a.b.userID })),
+	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(a *bookmarkAuthor) string { return a.b.post.ID })),
+	stringColumn("author_id", "User id of the post's author.", func(a *bookmarkAuthor) string { return a.id }),
+	optStringColumn("username", "The author's handle, without @.", func(a *bookmarkAuthor) string { return a.profile().Username }),
+	optStringColumn("name", "The author's display name.", func(a *bookmarkAuthor) string { return a.profile().Name }),
+	optStringColumn("description", "The author's profile text (bio).", func(a *bookmarkAuthor) string { return a.profile().Description }),
+	optStringColumn("location", "The location the author gives in their profile.", func(a *bookmarkAuthor) string { return a.profile().Location }),
+	optStringColumn("url", "The URL in the author's profile.", func(a *bookmarkAuthor) string { return a.profile().URL }),
+	optStringColumn("profile_image_url", "URL of the author's profile picture.", func(a *bookmarkAuthor) string { return a.profile().ProfileImageURL }),
+	optBoolColumn("protected", "Whether the author's posts are protected.", func(a *bookmarkAuthor) *bool { return a.profile().Protected }),
+	optBoolColumn("verified", "Whether the author is verified.", func(a *bookmarkAuthor) *bool { return a.profile().Verified }),
+	optStringColumn("verified_type", "Kind of verification: blue, business, government or none.", func(a *bookmarkAuthor) string { return a.profile().VerifiedType }),
+	optTimeColumn("created_at", "When the author's account was created.", func(a *bookmarkAuthor) *time.Time { return a.profile().CreatedAt }),
+	jsonColumn("public_metrics", "Followers, following, posts, listed and likes counts when seen.", func(a *bookmarkAuthor) []byte { return a.profile().PublicMetrics }),
+	jsonColumn("user", "The user object exactly as the API returned it.", func(a *bookmarkAuthor) []byte { return a.profile().Raw }),
+	optStringColumn("error", "Why X returned no profile (its partial error: title and detail); null when it did.", func(a *bookmarkAuthor) string { return errorText(a.err) }),
+	incrementalKey(timeColumn("seen_at", "When the profile was seen: the start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(a *bookmarkAuthor) time.Time { return a.b.firstSeenAt })),
+}
+
+func fetchBookmarkAuthors(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+	b := parent.Item.(*bookmark)
+	if b.author != nil {
+		res <- &bookmarkAuthor{b: b, expandedUser: b.author}
+	}
+	return nil
+}

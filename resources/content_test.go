@@ -1,0 +1,124 @@
+package resources
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/rs/zerolog"
+)
+
+var allContent = client.Fields{Expansions: []string{"author_id", "attachments.media_keys", "referenced_tweets.id",
+	"referenced_tweets.id.author_id", "referenced_tweets.id.attachments.media_keys", "article.cover_media", "article.media_entities"}}
+
+func page(posts []client.Post, ex client.Expanded, errs ...client.PartialError) *client.PostPage {
+	return &client.PostPage{Data: posts, Expanded: ex, Errors: errs}
+}
+
+// A post whose asked-for author, media or referenced post the page lacks,
+// with no partial error saying why, is not stored without it: the page
+// fails, naming the post, the object and the expansion.
+func TestAPostWithoutTheContentAskedForIsNotStored(t *testing.T) {
+	withAll := client.Expanded{
+		Users: map[string]*client.User{"7": {ID: "7"}},
+		Media: map[string]*client.Media{"3_1": {MediaKey: "3_1"}},
+		Posts: map[string]*client.Post{"11": {ID: "11", AuthorID: "7"}},
+	}
+	for _, tc := range []struct {
+		post client.Post
+		want string
+	}{
+		{client.Post{ID: "10", AuthorID: "8"}, "post 10 without its author 8, which expansions=author_id asks for"},
+		{client.Post{ID: "10", AuthorID: "7", MediaKeys: []string{"3_2"}}, "post 10 without its media 3_2, which expansions=attachments.media_keys"},
+		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "12"}}}, "post 10 without its referenced post 12"},
+		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "11"}}, MediaKeys: []string{"3_1"}}, ""},
+	} {
+		_, err := bookmarkRows("1", page([]client.Post{tc.post}, withAll), askedBy(allContent), time.Now(), nil)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("post %+v: error %v, want %q", tc.post, err, tc.want)
+		}
+	}
+	// Without the expansion, nothing is expected.
+	if _, err := bookmarkRows("1", page([]client.Post{{ID: "10", AuthorID: "8", MediaKeys: []string{"3_2"}}}, client.Expanded{}), askedBy(client.Fields{}), time.Now(), nil); err != nil {
+		t.Errorf("nothing asked: %v", err)
+	}
+}
+
+// A referenced post X did not return (deleted, protected or suspended
+// author) is a partial error: recorded in its row, not a failure; so is an
+// author X gives an error for.
+func TestPartialErrorsOfContentAreRecordedNotFailures(t *testing.T) {
+	post := client.Post{ID: "10", AuthorID: "8", References: []client.Reference{{Type: "quoted", ID: "11"}, {Type: "replied_to", ID: "12"}}}
+	errs := []client.PartialError{
+		{Title: "Not Found Error", Detail: "Could not find tweet with referenced_tweets.id: [11].", ResourceType: "tweet", Parameter: "referenced_tweets.id", ResourceID: "11"},
+		{Title: "Authorization Error", Detail: "Sorry, you are not authorized to see the Tweet with referenced_tweets.id: [12].", ResourceType: "tweet", Parameter: "referenced_tweets.id", ResourceID: "12"},
+		{Title: "Forbidden", Detail: "User has been suspended: [8].", ResourceType: "user", Parameter: "author_id", Value: "8"},
+	}
+	rows, err := bookmarkRows("1", page([]client.Post{post}, client.Expanded{}, errs...), askedBy(allContent), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rows[0]
+	if len(b.refs) != 2 || b.refs[0].post != nil || !strings.HasPrefix(errorText(b.refs[0].err), "Not Found Error: Could not find tweet") ||
+		!strings.HasPrefix(errorText(b.refs[1].err), "Authorization Error") {
+		t.Errorf("references %+v", b.refs)
+	}
+	if b.author == nil || b.author.user != nil || !strings.Contains(errorText(b.author.err), "suspended") {
+		t.Errorf("author %+v", b.author)
+	}
+}
+
+// The media table's download_url is a photo's url or the best mp4.
+func TestDownloadURLIsThePhotoOrTheBestMP4(t *testing.T) {
+	br := func(n int64) *int64 { return &n }
+	video := &client.Media{Type: "video", Variants: []client.Variant{
+		{BitRate: br(832000), ContentType: "video/mp4", URL: "low.mp4"},
+		{ContentType: "application/x-mpegURL", URL: "list.m3u8"},
+		{BitRate: br(2176000), ContentType: "video/mp4", URL: "high.mp4"},
+	}}
+	if got := downloadURL(video); got != "high.mp4" {
+		t.Errorf("video: %q", got)
+	}
+	if got := downloadURL(&client.Media{Type: "photo", URL: "p.jpg"}); got != "p.jpg" {
+		t.Errorf("photo: %q", got)
+	}
+}
+
+// The resources billed on a UTC day survive from one sync to the next of
+// the same day (state backend), and are dropped the next day.
+func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
+	ctx := context.Background()
+	st := memstate.New()
+	day1 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	sess := func() *account.Session {
+		return &account.Session{UserID: "1", Meter: client.NewMeter(0), State: st, Logger: zerolog.Nop()}
+	}
+	s1 := sess()
+	s1.Meter.RestoreBilled("1", "2026-05-01", []string{"100", "101"}, []string{"7"})
+	if err := SaveBilled(ctx, s1, day1); err != nil {
+		t.Fatal(err)
+	}
+	s2 := sess()
+	restoreBilled(ctx, s2)
+	if day, posts, users := s2.Meter.BilledToday("1"); day != "2026-05-01" || len(posts) != 2 || len(users) != 1 {
+		t.Fatalf("restored %s %v %v", day, posts, users)
+	}
+	// The next day the ledger of the day before is cleared.
+	if err := SaveBilled(ctx, s2, day1.AddDate(0, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := st.GetKey(ctx, billedKey("1")); v != "" {
+		t.Errorf("a ledger of an earlier day was kept: %.60s", v)
+	}
+	// A damaged value is dropped, not a failure.
+	_ = st.SetKey(ctx, billedKey("1"), `{"version":1,"day":"2026-05-01","posts":"!!"}`)
+	s3 := sess()
+	restoreBilled(ctx, s3)
+	if day, _, _ := s3.Meter.BilledToday("1"); day != "" {
+		t.Errorf("damaged ledger restored as %s", day)
+	}
+}

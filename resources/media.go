@@ -1,0 +1,101 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/client"
+)
+
+// BookmarkMediaTable is the name of the media table.
+const BookmarkMediaTable = "x_bookmark_media"
+
+// bookmarkMedia is one row of x_bookmark_media.
+type bookmarkMedia struct {
+	b        *bookmark
+	position int
+	mediaItem
+}
+
+func (m *bookmarkMedia) obj() *client.Media {
+	if m.media == nil {
+		return &client.Media{}
+	}
+	return m.media
+}
+
+// BookmarkMedia is x_bookmark_media, a child of x_bookmarks: the photos,
+// videos and GIFs of each bookmarked post and of its X Article.
+func BookmarkMedia() *schema.Table {
+	return &schema.Table{
+		Name:  BookmarkMediaTable,
+		Title: "X Bookmark Media",
+		Description: "The photos, videos and GIFs attached to each bookmarked post, and those of its X Article, with `content.media` (on by default: X bills no media). " +
+			"Rows of a bookmark share its key (join on `user_id, post_id`), written once with it. Videos and GIFs list their variants; `download_url` is the photo, or the video variant of the highest bit rate. " +
+			"The media of referenced posts are in x_bookmark_referenced_posts.media.",
+		Resolver: fetchBookmarkMedia,
+		Columns:  columnList(mediaColumns),
+		// Rows are written once, with their bookmark: incremental as it is.
+		IsIncremental: true,
+	}
+}
+
+var mediaColumns = []column[*bookmarkMedia]{
+	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(m *bookmarkMedia) string { return m.b.userID })),
+	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(m *bookmarkMedia) string { return m.b.post.ID })),
+	primaryKey(stringColumn("media_key", "The media object's key.", func(m *bookmarkMedia) string { return m.key })),
+	int64Column("position", "Place of the media in the post, from 0: attachments in order, then the article's cover and body media.", func(m *bookmarkMedia) int64 { return int64(m.position) }),
+	stringColumn("role", "Where the media sits: `attachment` (attached to the post), `article_cover` or `article_media` (of its X Article).", func(m *bookmarkMedia) string { return m.role }),
+	optStringColumn("type", "photo, video or animated_gif.", func(m *bookmarkMedia) string { return m.obj().Type }),
+	optStringColumn("url", "URL of a photo.", func(m *bookmarkMedia) string { return m.obj().URL }),
+	optStringColumn("preview_image_url", "URL of a video's or GIF's still image.", func(m *bookmarkMedia) string { return m.obj().PreviewImageURL }),
+	optStringColumn("download_url", "The file to download: a photo's url, or the video/mp4 variant of the highest bit rate.", func(m *bookmarkMedia) string { return downloadURL(m.obj()) }),
+	optStringColumn("alt_text", "The media's description for screen readers.", func(m *bookmarkMedia) string { return m.obj().AltText }),
+	optInt64Column("width", "Width in pixels.", func(m *bookmarkMedia) *int64 { return m.obj().Width }),
+	optInt64Column("height", "Height in pixels.", func(m *bookmarkMedia) *int64 { return m.obj().Height }),
+	optInt64Column("duration_ms", "Length of a video in milliseconds.", func(m *bookmarkMedia) *int64 { return m.obj().DurationMS }),
+	jsonColumn("variants", "The playback variants of a video or GIF: bit_rate, content_type, url.", func(m *bookmarkMedia) []byte { return variantsJSON(m.obj().Variants) }),
+	jsonColumn("media", "The media object exactly as the API returned it.", func(m *bookmarkMedia) []byte { return m.obj().Raw }),
+	optStringColumn("error", "Why the media object is missing (a partial error of the API, or the response lacking it); null when it is there.", func(m *bookmarkMedia) string { return errorText(m.err) }),
+	incrementalKey(timeColumn("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(m *bookmarkMedia) time.Time { return m.b.firstSeenAt })),
+}
+
+func fetchBookmarkMedia(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+	b := parent.Item.(*bookmark)
+	if len(b.media) == 0 {
+		return nil
+	}
+	rows := make([]*bookmarkMedia, len(b.media))
+	for i, m := range b.media {
+		rows[i] = &bookmarkMedia{b: b, position: i, mediaItem: m}
+	}
+	res <- rows
+	return nil
+}
+
+// downloadURL is a photo's url, or the mp4 variant of the highest bit rate.
+func downloadURL(m *client.Media) string {
+	if m.URL != "" {
+		return m.URL
+	}
+	best, rate := "", int64(-1)
+	for _, v := range m.Variants {
+		if v.ContentType == "video/mp4" && v.URL != "" && v.BitRate != nil && *v.BitRate > rate {
+			best, rate = v.URL, *v.BitRate
+		}
+	}
+	return best
+}
+
+func variantsJSON(vs []client.Variant) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(vs)
+	if err != nil {
+		return nil
+	}
+	return b
+}

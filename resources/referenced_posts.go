@@ -1,0 +1,117 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/client"
+)
+
+// ReferencedPostsTable is the name of the referenced posts table.
+const ReferencedPostsTable = "x_bookmark_referenced_posts"
+
+// referencedPost is one row of x_bookmark_referenced_posts.
+type referencedPost struct {
+	b *bookmark
+	reference
+}
+
+func (r *referencedPost) p() *client.Post {
+	if r.post == nil {
+		return &client.Post{}
+	}
+	return r.post
+}
+
+// ReferencedPosts is x_bookmark_referenced_posts, a child of x_bookmarks:
+// the posts each bookmarked post quotes, replies to or reposts.
+func ReferencedPosts() *schema.Table {
+	return &schema.Table{
+		Name:  ReferencedPostsTable,
+		Title: "X Bookmark Referenced Posts",
+		Description: "The posts each bookmarked post quotes, replies to or reposts, with `content.referenced_posts` (off by default: X bills each as a post read), " +
+			"with their own author (`content.authors`) and media (`content.media`) when those are on. " +
+			"Rows of a bookmark share its key (join on `user_id, post_id`), written once with it; post content is immutable. " +
+			"A post X did not return (deleted, or by a protected or suspended author) has a row with X's partial error in `error`.",
+		Resolver: fetchReferencedPosts,
+		Columns:  columnList(referencedColumns),
+		// Rows are written once, with their bookmark: incremental as it is.
+		IsIncremental: true,
+	}
+}
+
+var referencedColumns = []column[*referencedPost]{
+	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(r *referencedPost) string { return r.b.userID })),
+	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *referencedPost) string { return r.b.post.ID })),
+	primaryKey(stringColumn("referenced_post_id", "The post it references.", func(r *referencedPost) string { return r.id })),
+	stringColumn("type", "How the bookmarked post references it: quoted, replied_to or retweeted.", func(r *referencedPost) string { return r.typ }),
+	optStringColumn("text", "Text of the referenced post.", func(r *referencedPost) string { return r.p().Text }),
+	optStringColumn("full_text", "Its whole text: note_tweet's for a long post (`content.long_text`), else text.", func(r *referencedPost) string { return fullText(r.p()) }),
+	optTimeColumn("created_at", "When the referenced post was created.", func(r *referencedPost) *time.Time { return r.p().CreatedAt }),
+	optStringColumn("author_id", "User id of its author.", func(r *referencedPost) string { return r.p().AuthorID }),
+	optStringColumn("author_username", "Its author's handle, with `content.authors`.", func(r *referencedPost) string { return r.authorUser().Username }),
+	optStringColumn("conversation_id", "Id of the post that started its conversation.", func(r *referencedPost) string { return r.p().ConversationID }),
+	optStringColumn("lang", "Its language, as detected by X.", func(r *referencedPost) string { return r.p().Lang }),
+	optStringColumn("article_title", "Title of its X Article (`content.articles`).", func(r *referencedPost) string { return r.p().ArticleTitle }),
+	optStringColumn("article_text", "Body of its X Article (`content.articles`).", func(r *referencedPost) string { return r.p().ArticleText }),
+	jsonColumn("public_metrics", "Its likes, reposts, replies, quotes, bookmarks and impressions when seen.", func(r *referencedPost) []byte { return r.p().PublicMetrics }),
+	jsonColumn("author", "Its author's user object, with `content.authors`.", func(r *referencedPost) []byte { return r.authorUser().Raw }),
+	jsonColumn("media", "Its attached media objects, with `content.media`.", func(r *referencedPost) []byte { return r.mediaJSON() }),
+	jsonColumn("post", "The referenced post exactly as the API returned it.", func(r *referencedPost) []byte { return r.p().Raw }),
+	optStringColumn("error", "Why X did not return the post or part of it (its partial error: a deleted post, a protected or suspended author); null when it did.", func(r *referencedPost) string { return r.errorText() }),
+	incrementalKey(timeColumn("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(r *referencedPost) time.Time { return r.b.firstSeenAt })),
+}
+
+func (r *referencedPost) authorUser() *client.User {
+	if r.author == nil || r.author.user == nil {
+		return &client.User{}
+	}
+	return r.author.user
+}
+
+func (r *referencedPost) mediaJSON() []byte {
+	var objs []json.RawMessage
+	for _, m := range r.media {
+		if m.media != nil {
+			objs = append(objs, m.media.Raw)
+		}
+	}
+	return jsonArray(objs)
+}
+
+// errorText is the post's partial error, else its author's or a media's.
+func (r *referencedPost) errorText() string {
+	if r.err != nil {
+		return errorText(r.err)
+	}
+	if r.author != nil && r.author.err != nil {
+		return "author: " + errorText(r.author.err)
+	}
+	for _, m := range r.media {
+		if m.err != nil {
+			return "media " + m.key + ": " + errorText(m.err)
+		}
+	}
+	return ""
+}
+
+func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+	b := parent.Item.(*bookmark)
+	if len(b.refs) == 0 {
+		return nil
+	}
+	rows := make([]*referencedPost, 0, len(b.refs))
+	for _, r := range b.refs {
+		dup := false
+		for _, prev := range rows {
+			dup = dup || prev.id == r.id
+		}
+		if !dup { // one row per referenced post, whatever the API repeats
+			rows = append(rows, &referencedPost{b: b, reference: r})
+		}
+	}
+	res <- rows
+	return nil
+}

@@ -1,0 +1,210 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Content selects what is archived with each bookmarked post, kind by kind.
+// Each kind is a part of the bookmarks request (tweet.fields, expansions,
+// user.fields, media.fields); the `fields` section may ask for more, and a
+// kind it asks for is on. Kinds that cost nothing extra are on by default.
+type Content struct {
+	// Authors of the bookmarked posts (table x_bookmark_authors), with their public profiles (expansion `author_id`, `user.fields`), and the authors of referenced posts when `referenced_posts` is on.
+	// Costs extra: X bills each expanded user as a user read (USD 0.010, once per UTC day per user).
+	Authors *bool `json:"authors,omitempty" jsonschema:"default=false"`
+	// Photos, videos and GIFs of the bookmarked posts (table x_bookmark_media): type, URLs, video variants, alt text, size, duration (expansion `attachments.media_keys`, `media.fields`), and those of referenced posts and articles when they are on.
+	// Free: X bills no media objects.
+	Media *bool `json:"media,omitempty" jsonschema:"default=true"`
+	// The posts each bookmarked post quotes, replies to or reposts (table x_bookmark_referenced_posts; expansion `referenced_tweets.id`).
+	// Costs extra: X bills each referenced post as a post read (once per UTC day).
+	ReferencedPosts *bool `json:"referenced_posts,omitempty" jsonschema:"default=false"`
+	// The whole text of posts longer than 280 characters (`note_tweet`; x_bookmarks.full_text). Free: a field of the post.
+	LongText *bool `json:"long_text,omitempty" jsonschema:"default=true"`
+	// X Articles: title and whole body (`article`; x_bookmarks.article_title and article_text). Free: a field of the post.
+	Articles *bool `json:"articles,omitempty" jsonschema:"default=true"`
+}
+
+// Kinds are the content kinds in effect: the `content` section's, with the
+// defaults and what `fields` asks for.
+type Kinds struct {
+	Authors, Media, ReferencedPosts, LongText, Articles bool
+}
+
+// contentKind is one kind: its spec field, its default, and the request
+// parameters that archive it.
+type contentKind struct {
+	name   string // content.<name>
+	def    bool
+	get    func(*Content) *bool
+	set    func(*Kinds) *bool
+	tweet  []string // tweet.fields
+	expand []string // expansions
+	// implied are fields-section values that archive this kind, besides
+	// tweet and expand: asking for one turns the kind on.
+	implied []string
+}
+
+var contentKinds = []contentKind{
+	{name: "authors", def: false, get: func(c *Content) *bool { return c.Authors }, set: func(k *Kinds) *bool { return &k.Authors },
+		tweet: []string{"author_id"}, expand: []string{"author_id"}, implied: []string{"referenced_tweets.id.author_id"}},
+	{name: "media", def: true, get: func(c *Content) *bool { return c.Media }, set: func(k *Kinds) *bool { return &k.Media },
+		tweet: []string{"attachments"}, expand: []string{"attachments.media_keys"},
+		implied: []string{"referenced_tweets.id.attachments.media_keys", "article.cover_media", "article.media_entities"}},
+	{name: "referenced_posts", def: false, get: func(c *Content) *bool { return c.ReferencedPosts }, set: func(k *Kinds) *bool { return &k.ReferencedPosts },
+		tweet: []string{"referenced_tweets"}, expand: []string{"referenced_tweets.id"},
+		implied: []string{"referenced_tweets.id.author_id", "referenced_tweets.id.attachments.media_keys"}},
+	{name: "long_text", def: true, get: func(c *Content) *bool { return c.LongText }, set: func(k *Kinds) *bool { return &k.LongText },
+		tweet: []string{"note_tweet"}},
+	{name: "articles", def: true, get: func(c *Content) *bool { return c.Articles }, set: func(k *Kinds) *bool { return &k.Articles },
+		tweet: []string{"article"}, implied: []string{"article.cover_media", "article.media_entities"}},
+}
+
+// AuthorUserFields are the user.fields asked for with authors: every public
+// profile field this archive has a column for.
+var AuthorUserFields = []string{"created_at", "description", "location", "profile_image_url", "protected", "public_metrics", "url", "verified", "verified_type"}
+
+// MediaFields are the media.fields asked for with media.
+var MediaFields = []string{"alt_text", "duration_ms", "height", "preview_image_url", "public_metrics", "url", "variants", "width"}
+
+// Kinds are the content kinds in effect.
+func (s *Spec) Kinds() Kinds {
+	var k Kinds
+	for _, ck := range contentKinds {
+		on := ck.def
+		if v := ck.get(&s.Content); v != nil {
+			on = *v
+		} else if len(s.askedFor(ck)) > 0 {
+			on = true
+		}
+		*ck.set(&k) = on
+	}
+	return k
+}
+
+// askedFor lists what the fields section asks for that archives kind ck:
+// its expansions (and those that imply it), and its post fields other than
+// the ones fields.tweet_fields holds by default.
+func (s *Spec) askedFor(ck contentKind) []string {
+	var out []string
+	for _, e := range s.Fields.Expansions {
+		if slices.Contains(ck.expand, e) || slices.Contains(ck.implied, e) {
+			out = append(out, "fields.expansions "+e)
+		}
+	}
+	for _, f := range s.Fields.TweetFields {
+		if slices.Contains(ck.tweet, f) && len(ck.expand) == 0 {
+			out = append(out, "fields.tweet_fields "+f)
+		}
+	}
+	return out
+}
+
+// validateContent reports a kind turned off in `content` that the `fields`
+// section asks for: which one wins would be a guess.
+func (s *Spec) validateContent(add func(field, format string, args ...any)) {
+	for _, ck := range contentKinds {
+		if v := ck.get(&s.Content); v != nil && !*v {
+			if asked := s.askedFor(ck); len(asked) > 0 {
+				add("content."+ck.name, "is false, but %s asks for it; remove one of the two", strings.Join(asked, " and "))
+			}
+		}
+	}
+}
+
+// RequestFields are the field selection of the bookmarks request: the
+// `fields` section with what each content kind in effect needs added.
+func (s *Spec) RequestFields() Fields {
+	f := Fields{
+		TweetFields: slices.Clone(s.Fields.TweetFields),
+		Expansions:  slices.Clone(s.Fields.Expansions),
+		UserFields:  slices.Clone(s.Fields.UserFields),
+		MediaFields: slices.Clone(s.Fields.MediaFields),
+		PollFields:  slices.Clone(s.Fields.PollFields),
+		PlaceFields: slices.Clone(s.Fields.PlaceFields),
+	}
+	k := s.Kinds()
+	for _, ck := range contentKinds {
+		if *ck.set(&k) {
+			f.TweetFields = union(f.TweetFields, ck.tweet...)
+			f.Expansions = union(f.Expansions, ck.expand...)
+		}
+	}
+	if k.Authors {
+		f.UserFields = union(f.UserFields, AuthorUserFields...)
+	}
+	if k.Media {
+		f.MediaFields = union(f.MediaFields, MediaFields...)
+	}
+	if k.ReferencedPosts && k.Authors {
+		f.Expansions = union(f.Expansions, "referenced_tweets.id.author_id")
+	}
+	if k.ReferencedPosts && k.Media {
+		f.Expansions = union(f.Expansions, "referenced_tweets.id.attachments.media_keys")
+	}
+	if k.Articles && k.Media {
+		f.Expansions = union(f.Expansions, "article.cover_media", "article.media_entities")
+	}
+	return f
+}
+
+// union appends to list the values it does not hold yet.
+func union(list []string, values ...string) []string {
+	for _, v := range values {
+		if !slices.Contains(list, v) {
+			list = append(list, v)
+		}
+	}
+	return list
+}
+
+// String names the kinds that are on, for logs.
+func (k Kinds) String() string {
+	var on []string
+	for _, ck := range contentKinds {
+		if *ck.set(&k) {
+			on = append(on, ck.name)
+		}
+	}
+	return fmt.Sprintf("[%s]", strings.Join(on, " "))
+}
+
+// fieldsParams names the fields-section field of each request parameter.
+var fieldsParams = map[string]string{
+	"tweet.fields": "fields.tweet_fields", "post.fields": "fields.tweet_fields", "expansions": "fields.expansions",
+	"user.fields": "fields.user_fields", "media.fields": "fields.media_fields",
+	"poll.fields": "fields.poll_fields", "place.fields": "fields.place_fields",
+}
+
+// SourcesOf names the spec fields that can put value in the request
+// parameter param (tweet.fields, expansions, user.fields, media.fields,
+// ...): the content kinds that ask for it, and the fields section. Nil for
+// a parameter that is not a field selection.
+func SourcesOf(param, value string) []string {
+	field, ok := fieldsParams[param]
+	if !ok {
+		return nil
+	}
+	var out []string
+	kind := func(name string) { out = union(out, "content."+name) }
+	for _, ck := range contentKinds {
+		switch param {
+		case "tweet.fields", "post.fields":
+			if slices.Contains(ck.tweet, value) && len(ck.expand) == 0 {
+				kind(ck.name)
+			}
+		case "expansions":
+			if slices.Contains(ck.expand, value) || slices.Contains(ck.implied, value) {
+				kind(ck.name)
+			}
+		}
+	}
+	if param == "user.fields" && slices.Contains(AuthorUserFields, value) {
+		kind("authors")
+	}
+	if param == "media.fields" && slices.Contains(MediaFields, value) {
+		kind("media")
+	}
+	return append(out, field)
+}

@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/message"
+	sdkplugin "github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/plugin"
+)
+
+// contentSync is one gRPC sync of the content examples with the given
+// content section: the rows of each table and the query of the first
+// bookmarks request.
+type contentSync struct {
+	ex    xsim.ContentExamples
+	sim   *xsim.Server
+	rows  map[string][]map[string]string
+	query url.Values
+}
+
+func syncContent(t *testing.T, content map[string]any) contentSync {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cqx") // unix socket paths must be short
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	ex := sim.SeedContentExamples(user)
+	var mu sync.Mutex
+	var query url.Values
+	sim.OnRequest(func(ri xsim.RequestInfo) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ri.Operation == xsim.OpListBookmarks && query == nil {
+			query = ri.Query
+		}
+	})
+	clk.Advance(time.Hour)
+	_, backendConn := startStateBackend(t, dir)
+	specJSON, _ := json.Marshal(map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{{"user_id": user, "access_token": sim.IssueToken(user)}},
+		"content":  content,
+	})
+	c, stop := servePlugin(t, dir, clk)
+	rows := grpcSync(t, c, specJSON, backendConn)
+	stop()
+	return contentSync{ex: ex, sim: sim, rows: rows, query: query}
+}
+
+// byPost indexes a table's rows by post_id (and a second key column).
+func byPost(rows []map[string]string, second string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, r := range rows {
+		k := r["post_id"]
+		if second != "" {
+			k += "/" + r[second]
+		}
+		out[k] = r
+	}
+	return out
+}
+
+var allKinds = map[string]any{"authors": true, "media": true, "referenced_posts": true, "long_text": true, "articles": true}
+
+// Every content kind through the plugin over gRPC, as the CloudQuery CLI
+// runs it: authors with their profiles, photos and a video with variants,
+// the long text, the article, the quoted post with its own author and
+// photo, and the deleted and protected referenced posts recorded with X's
+// partial errors. x_api_usage bills the expanded users and posts as the
+// simulator does.
+func TestGRPCSyncArchivesEveryContentKind(t *testing.T) {
+	s := syncContent(t, allKinds)
+	ex := s.ex
+	bookmarks := byPost(s.rows["x_bookmarks"], "")
+	if len(bookmarks) != 4 {
+		t.Fatalf("x_bookmarks %v", s.rows["x_bookmarks"])
+	}
+	long := bookmarks[ex.LongPost]
+	if long["full_text"] != ex.LongText || !strings.HasSuffix(long["text"], "…") || long["note_tweet"] == "" {
+		t.Errorf("long post: full_text %q, text %q", long["full_text"], long["text"])
+	}
+	if a := bookmarks[ex.ArticlePost]; a["article_title"] != ex.ArticleTitle || a["article_text"] != ex.ArticleText || a["full_text"] != a["text"] {
+		t.Errorf("article post %v", a)
+	}
+
+	authors := byPost(s.rows["x_bookmark_authors"], "")
+	if len(authors) != 4 || authors[ex.LongPost]["username"] != "ada" || authors[ex.ArticlePost]["username"] != "bo" ||
+		authors[ex.LongPost]["author_id"] != ex.Authors[0] || authors[ex.LongPost]["seen_at"] == "" || authors[ex.LongPost]["created_at"] == "" ||
+		!strings.Contains(authors[ex.LongPost]["public_metrics"], "followers_count") || authors[ex.LongPost]["error"] != "" {
+		t.Errorf("x_bookmark_authors %v", s.rows["x_bookmark_authors"])
+	}
+
+	media := byPost(s.rows["x_bookmark_media"], "media_key")
+	photo, video := media[ex.LongPost+"/3_4101"], media[ex.LongPost+"/7_4102"]
+	if len(media) != 4 || photo["type"] != "photo" || photo["download_url"] != photo["url"] || photo["position"] != "0" || photo["role"] != "attachment" ||
+		video["type"] != "video" || !strings.HasSuffix(video["download_url"], ".mp4") || !strings.Contains(video["variants"], "bit_rate") ||
+		video["duration_ms"] == "" || video["preview_image_url"] == "" || video["width"] == "" {
+		t.Errorf("x_bookmark_media %v", s.rows["x_bookmark_media"])
+	}
+	if c, b := media[ex.ArticlePost+"/3_4103"], media[ex.ArticlePost+"/3_4104"]; c["role"] != "article_cover" || b["role"] != "article_media" || c["url"] == "" {
+		t.Errorf("article media %v %v", c, b)
+	}
+
+	refs := byPost(s.rows["x_bookmark_referenced_posts"], "referenced_post_id")
+	quoted := refs[ex.LongPost+"/"+ex.Quoted]
+	if len(refs) != 3 || quoted["type"] != "quoted" || quoted["text"] == "" || quoted["author_username"] != "bo" ||
+		!strings.Contains(quoted["media"], "3_4001") || quoted["error"] != "" {
+		t.Errorf("quoted post %v", quoted)
+	}
+	if d := refs[ex.ReplyToDeleted+"/"+ex.Deleted]; d["type"] != "replied_to" || !strings.HasPrefix(d["error"], "Not Found Error") || d["text"] != "" {
+		t.Errorf("deleted referenced post %v", d)
+	}
+	if p := refs[ex.QuoteOfProtected+"/"+ex.Protected]; !strings.HasPrefix(p["error"], "Authorization Error") {
+		t.Errorf("protected referenced post %v", p)
+	}
+
+	// Billed: 4 bookmarks and the quoted post (the other two came back as
+	// errors), the 2 authors once each; media free.
+	var usage map[string]string
+	for _, r := range s.rows["x_api_usage"] {
+		if r["operation"] == "list_bookmarks" {
+			usage = r
+		}
+	}
+	su := s.sim.Usage(user)[xsim.OpListBookmarks]
+	usd, _ := strconv.ParseFloat(usage["estimated_usd"], 64)
+	if usage["posts_returned"] != "5" || usage["posts_billed"] != "5" || usage["users_billed"] != "2" || usage["media_returned"] != "5" ||
+		math.Abs(usd-(5*0.005+2*0.01)) > 1e-9 || su.PostsBilled != 5 || su.UsersBilled != 2 || math.Abs(su.USD-usd) > 1e-9 {
+		t.Errorf("usage %v; simulator %+v", usage, su)
+	}
+}
+
+// Each kind turned off leaves its part out of the request and its rows out
+// of the archive; the others are unchanged.
+func TestGRPCSyncEachContentKindOffLeavesItsPartOut(t *testing.T) {
+	for _, tc := range []struct {
+		kind     string
+		param    string // the request parameter value it adds
+		table    string // the table that stays empty, or x_bookmarks.<column> that stays null
+		otherRow string // a table the other kinds still fill
+	}{
+		{"authors", "expansions=author_id", "x_bookmark_authors", "x_bookmark_media"},
+		{"media", "expansions=attachments.media_keys", "x_bookmark_media", "x_bookmark_authors"},
+		{"referenced_posts", "expansions=referenced_tweets.id", "x_bookmark_referenced_posts", "x_bookmark_media"},
+		{"long_text", "tweet.fields=note_tweet", "x_bookmarks.note_tweet", "x_bookmark_media"},
+		{"articles", "tweet.fields=article", "x_bookmarks.article_title", "x_bookmark_media"},
+	} {
+		content := map[string]any{}
+		for k, v := range allKinds {
+			content[k] = v
+		}
+		content[tc.kind] = false
+		s := syncContent(t, content)
+		param, value, _ := strings.Cut(tc.param, "=")
+		if got := strings.Split(s.query.Get(param), ","); slices.Contains(got, value) {
+			t.Errorf("%s off: the request still asks for %s (%s=%s)", tc.kind, value, param, s.query.Get(param))
+		}
+		if table, column, ok := strings.Cut(tc.table, "."); ok {
+			for _, r := range s.rows[table] {
+				if r[column] != "" {
+					t.Errorf("%s off: %s holds %.40q", tc.kind, tc.table, r[column])
+				}
+			}
+		} else if n := len(s.rows[tc.table]); n != 0 {
+			t.Errorf("%s off: %s has %d rows", tc.kind, tc.table, n)
+		}
+		if len(s.rows[tc.otherRow]) == 0 || len(s.rows["x_bookmarks"]) != 4 {
+			t.Errorf("%s off: %s has no rows, x_bookmarks %d", tc.kind, tc.otherRow, len(s.rows["x_bookmarks"]))
+		}
+	}
+}
+
+// An expansion the API refuses fails the walk with an error naming the
+// refused value and the spec's content kinds that ask for it: no post is
+// archived without what the spec asks for, nothing is billed or stored.
+// Once the kind is off, the posts are read.
+func TestRefusedContentExpansionFailsTheWalkNamingTheKind(t *testing.T) {
+	h := newHarness(t, 30)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Query().Get("expansions"), "article.cover_media") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"errors":[{"parameters":{"expansions":["article.cover_media"]},"message":"The `+"`expansions`"+` query parameter value [article.cover_media] is not one of [author_id,attachments.media_keys]"}],"title":"Invalid Request","detail":"One or more parameters to your request was invalid.","type":"https://api.x.com/2/problems/invalid-request"}`)
+			return
+		}
+		h.sim.Handler().ServeHTTP(w, r)
+	}))
+	defer refusing.Close()
+	h.spec["base_url"] = refusing.URL
+	r := h.sync()
+	failure := r.usage["list_bookmarks"]["failure"]
+	for _, want := range []string{"expansions=[article.cover_media]", "content.media or content.articles or fields.expansions", "state not advanced"} {
+		if !strings.Contains(failure, want) {
+			t.Errorf("failure %q does not say %q", failure, want)
+		}
+	}
+	if len(r.newRows) != 0 || r.billed != 0 || r.outcome() != "failed" {
+		t.Fatalf("sync with a refused expansion: %v", r)
+	}
+	h.spec["content"] = map[string]any{"articles": false}
+	if r := h.sync(); len(r.newRows) != 30 || r.outcome() != "reached_end" {
+		t.Fatalf("with articles off: %v", r)
+	}
+}
+
+// A bookmark read again (its walk failed after emitting it) is emitted
+// again with its content rows under the same keys: a destination that
+// upserts on the primary key holds each once.
+func TestContentRowsOfABookmarkReadAgainKeepTheirKeys(t *testing.T) {
+	h := newHarness(t, 0)
+	h.sim.SeedContentExamples(user)
+	h.spec["content"] = allKinds
+	keys := func() map[string]int {
+		p := plugin.New(plugin.WithClock(h.clk), plugin.WithState(h.store))
+		specJSON, _ := json.Marshal(h.spec)
+		if err := p.Init(context.Background(), specJSON, sdkplugin.NewClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := p.SyncAll(context.Background(), sdkplugin.SyncOptions{Tables: []string{"x_bookmarks"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int{}
+		for _, m := range msgs {
+			if ins, ok := m.(*message.SyncInsert); ok {
+				table := ins.GetTable()
+				for _, r := range rows(ins.Record) {
+					k := table.Name
+					for _, c := range table.PrimaryKeys() {
+						k += "/" + r[c]
+					}
+					out[k]++
+				}
+			}
+		}
+		return out
+	}
+	first := keys()
+	h.store = memstate.New() // the state is lost: every bookmark is read again
+	second := keys()
+	if len(first) != 4+4+4+3 || !maps.Equal(first, second) {
+		t.Fatalf("first sync's keys %v, second's %v", first, second)
+	}
+}

@@ -1,7 +1,9 @@
 package readme
 
 import (
+	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,4 +35,83 @@ func TestHubPagesSpecsAreValid(t *testing.T) {
 			t.Errorf("%s shows no spec file", page)
 		}
 	}
+}
+
+// docs/configuration.md has a row for every field of the plugin's spec
+// (spec/schema.json), and none for a field the spec does not have.
+func TestConfigurationPageListsEveryField(t *testing.T) {
+	var schema struct {
+		Defs map[string]struct {
+			Properties map[string]schemaProperty `json:"properties"`
+		} `json:"$defs"`
+	}
+	b, err := os.ReadFile("../../spec/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	var walk func(def, prefix string)
+	walk = func(def, prefix string) {
+		for name, p := range schema.Defs[def].Properties {
+			for _, alt := range p.OneOf { // optional sections: the type, or null
+				if alt.Ref != "" || alt.Items != nil && alt.Items.Ref != "" {
+					p = alt
+				}
+			}
+			ref, path := p.Ref, prefix+name
+			if p.Items != nil && p.Items.Ref != "" { // a list of objects: accounts[]
+				ref, path = p.Items.Ref, path+"[]"
+			}
+			if sub := strings.TrimPrefix(ref, "#/$defs/"); sub != "" && sub != "Duration" {
+				walk(sub, path+".")
+				continue
+			}
+			want[path] = true
+		}
+	}
+	walk("Spec", "")
+
+	page, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, line := range strings.Split(string(page), "\n") {
+		first, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " |")
+		if !ok || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		// A row may name several fields of one section: `fields.expansions`, `user_fields`.
+		section := ""
+		for _, m := range regexp.MustCompile("`([^`]+)`").FindAllStringSubmatch(first, -1) {
+			name := m[1]
+			if i := strings.LastIndex(name, "."); i >= 0 {
+				section = name[:i+1]
+			} else {
+				name = section + name
+			}
+			documented[name] = true
+		}
+	}
+	for f := range want {
+		if !documented[f] {
+			t.Errorf("docs/configuration.md has no row for %s", f)
+		}
+	}
+	for f := range documented {
+		if !want[f] {
+			t.Errorf("docs/configuration.md documents %s, which the spec does not have", f)
+		}
+	}
+}
+
+type schemaProperty struct {
+	Ref   string `json:"$ref"`
+	Items *struct {
+		Ref string `json:"$ref"`
+	} `json:"items"`
+	OneOf []schemaProperty `json:"oneOf"`
 }

@@ -68,6 +68,7 @@ var duckDBTypes = map[string][][2]string{
 		{"post", "VARCHAR"},
 		{"first_seen_at", "TIMESTAMP WITH TIME ZONE"},
 		{"bookmarked_after", "TIMESTAMP WITH TIME ZONE"},
+		{"found_position", "BIGINT"},
 	},
 	"x_bookmark_folders": {
 		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
@@ -100,6 +101,7 @@ var duckDBTypes = map[string][][2]string{
 		{"requests", "BIGINT"},
 		{"ok_responses", "BIGINT"},
 		{"posts_billed", "BIGINT"},
+		{"posts_unread", "BIGINT"},
 		{"estimated_usd", "DOUBLE"},
 		{"rate_limited", "BIGINT"},
 		{"rate_limit_waits", "BIGINT"},

@@ -24,6 +24,7 @@ type bookmark struct {
 	media           []json.RawMessage
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
+	foundPosition   int64
 }
 
 // Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
@@ -65,6 +66,7 @@ var bookmarkColumns = []column[*bookmark]{
 	jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
 	incrementalKey(timeColumn("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
 	optTimeColumn("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
+	int64Column("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
 }
 
 func mediaJSON(objs []json.RawMessage) []byte {
@@ -110,6 +112,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		bookmarkedAfter = &t
 	}
 	firstSeenAt := s.Clock.Now()
+	read := 0 // posts of the walk's earlier pages: the place in the list of the next one
 
 	emit := func(ctx context.Context, rows []*bookmark) error {
 		select {
@@ -137,7 +140,9 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 			for _, pe := range p.Errors {
 				s.Logger.Warn().Str("title", pe.Title).Str("detail", pe.Detail).Str("resource_id", pe.ResourceID).Msg("partial error in a bookmarks page; the posts beside it are kept")
 			}
-			return walk.Page[*bookmark]{Items: bookmarkRows(s.UserID, p, firstSeenAt, bookmarkedAfter), Next: p.Meta.NextToken}, nil
+			rows := bookmarkRows(s.UserID, p, firstSeenAt, bookmarkedAfter, read)
+			read += len(rows)
+			return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
 		},
 		Emit: emit,
 	}
@@ -189,8 +194,8 @@ var specField = map[string]string{
 }
 
 // bookmarkRows are the rows of a page's posts, with their expanded author
-// and media.
-func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, bookmarkedAfter *time.Time) []*bookmark {
+// and media; the page's first post is at place offset in the list.
+func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, bookmarkedAfter *time.Time, offset int) []*bookmark {
 	var users, media map[string]json.RawMessage
 	if len(p.Includes.Users) > 0 {
 		users = p.Includes.UsersByID()
@@ -203,7 +208,7 @@ func bookmarkRows(userID string, p *client.PostPage, firstSeenAt time.Time, book
 	for i := range p.Data {
 		post := &p.Data[i]
 		row := &backing[i]
-		*row = bookmark{userID: userID, post: post, firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter}
+		*row = bookmark{userID: userID, post: post, firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
 		if users != nil {
 			row.author = users[post.AuthorID]
 		}

@@ -31,7 +31,7 @@ type exporter struct {
 
 func newExporter(t *testing.T, users []demoUser) *exporter {
 	t.Helper()
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	clk := clock.NewVirtual(time.Date(2026, 8, 1, 9, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk})
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)

@@ -591,6 +591,9 @@ func recoverDir(out string, step func(string)) (*diskState, *Recovery, error) {
 	}
 	rec := &Recovery{}
 	os.Remove(filepath.Join(out, stateDir, stateFile+".tmp"))
+	if err := cleanGenerations(out, step); err != nil {
+		return nil, nil, fmt.Errorf("removing what an unfinished compaction left: %w", err)
+	}
 	if s.Pending != nil {
 		rec.PublishedRun = s.Pending.ID
 		if err := publish(out, s, step); err != nil {

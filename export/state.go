@@ -306,6 +306,16 @@ var knownTables = func() map[string]bool {
 	return m
 }()
 
+// TableNames are the tables an output directory can hold, in name order.
+func TableNames() []string {
+	names := make([]string, 0, len(knownTables))
+	for t := range knownTables {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // hasFiles reports whether DIR/<table> holds a Parquet file.
 func hasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))

@@ -67,6 +67,8 @@ type opAccount struct {
 	plan    []string // posts to change, in order
 	resumed *export.Journal
 	skipped []string // what was left out, and why
+	// examples are posts left out for what their rows lack.
+	examples []string
 	// archived counts, for add, the posts the account's archive holds.
 	archived int
 	source   string // add: the account the posts come from
@@ -321,15 +323,15 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 			counts["not in the archive"]++
 		case !o.ArchivedBefore.IsZero() && !r.FirstSeenAt.Before(o.ArchivedBefore):
 			// not selected
+		case changes.Latest[a.userID][id] == resources.ChangeRemoved:
+			counts["removed already by "+Name+" bookmarks remove"]++
+		case !inList:
+			counts["no longer in the list, as the last export saw it"]++
 		case r.Missing != "":
 			counts["in the archive without all their fields"]++
 			if len(incomplete) < 3 {
 				incomplete = append(incomplete, id+": "+r.Missing)
 			}
-		case changes.Latest[a.userID][id] == resources.ChangeRemoved:
-			counts["removed already by "+Name+" bookmarks remove"]++
-		case !inList:
-			counts["no longer in the list, as the last export saw it"]++
 		default:
 			a.plan = append(a.plan, id)
 		}
@@ -338,9 +340,7 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 	for _, why := range slices.Sorted(maps.Keys(counts)) {
 		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
 	}
-	for _, s := range incomplete {
-		a.skipped = append(a.skipped, "  e.g. "+s)
-	}
+	a.examples = incomplete
 	return nil
 }
 
@@ -488,6 +488,9 @@ func (o BookmarksOptions) writePlan(accounts []*opAccount, postUSD *float64) {
 			for _, s := range a.skipped {
 				fmt.Fprintf(o.Stdout, "  skipped: %s\n", s)
 			}
+			for _, s := range a.examples {
+				fmt.Fprintf(o.Stdout, "    e.g. %s\n", s)
+			}
 		}
 		if a.lacksScope() {
 			fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, Name, auth.ScopeBookmarkWrite, a.tokenFile)
@@ -532,7 +535,19 @@ func duration(n, limit int) string {
 	}
 	windows := (n + limit - 1) / limit
 	d := time.Duration(windows-1) * client.DefaultWindow
-	return fmt.Sprintf("%d requests take about %s (%d windows of 15 minutes; accounts run side by side)", n, strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "0m"), windows)
+	return fmt.Sprintf("%d requests take about %s (%d windows of 15 minutes; accounts run side by side)", n, hoursMinutes(d), windows)
+}
+
+// hoursMinutes is d as 4h45m, 5h or 30m.
+func hoursMinutes(d time.Duration) string {
+	h, m := int(d.Hours()), int(d.Minutes())%60
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%02dm", h, m)
 }
 
 // syncWriter is a writer several goroutines share.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -115,7 +114,7 @@ func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *
 		if n%10 == 0 || k == len(rest)-1 {
 			left := ""
 			if eta := (o.Clock.Now().Sub(start) / time.Duration(k+1) * time.Duration(len(rest)-k-1)).Round(time.Minute); eta > 0 {
-				left = fmt.Sprintf(" (about %s left)", strings.TrimSuffix(eta.String(), "0s"))
+				left = fmt.Sprintf(" (about %s left)", hoursMinutes(eta))
 			}
 			say("%s: %s %d of %d%s", a.label, done, n, total, left)
 		}
@@ -188,6 +187,6 @@ func (o BookmarksOptions) waitHook(a *opAccount) func(string, client.Operation, 
 		limit := client.DefaultLimits()[op]
 		_, _, noun := o.verb()
 		fmt.Fprintf(o.Stderr, "%s: waiting %s for the next rate-limit window (X allows %d %s per 15 minutes per user)\n",
-			a.label, strings.TrimSuffix(d.Round(time.Second).String(), "0s"), limit, noun)
+			a.label, d.Round(time.Second), limit, noun)
 	}
 }

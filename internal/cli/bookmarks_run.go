@@ -85,6 +85,7 @@ func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *
 			return err
 		}
 		bookmarked, err := o.send(ctx, a, post)
+		o.Step("answer received") // and not yet in the journal: the kill tests stop here too
 		if err != nil {
 			if reason, perPost := refusedPost(err); perPost {
 				if err := j.Refused(post, reason); err != nil {

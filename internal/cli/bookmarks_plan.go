@@ -119,7 +119,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.plan(accounts, info); err != nil {
+	if err := o.plan(accounts, info, export.NewCompleteness(src.Plugin.Fields)); err != nil {
 		return err
 	}
 	o.writePlan(accounts, src.Plugin.PostReadUSD)
@@ -211,7 +211,7 @@ func (a *opAccount) lacksScope() bool {
 }
 
 // plan fills each account's plan, or finds its pending operation.
-func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo) error {
+func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, complete export.Completeness) error {
 	var listed []string
 	if o.IDsFile != "" {
 		ids, err := readIDs(o.IDsFile, o.Stdin)
@@ -249,7 +249,7 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo) er
 			continue
 		}
 		if o.Kind == export.OpRemove {
-			err = o.planRemoval(a, held, listed, info, changes)
+			err = o.planRemoval(a, held, listed, info, changes, complete)
 		} else {
 			err = o.planAddition(a, held, listed, from, fromUser)
 		}
@@ -262,7 +262,7 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo) er
 
 // planRemoval selects the account's archived bookmarks to remove, oldest
 // first.
-func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *export.StateInfo, changes *export.Changes) error {
+func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *export.StateInfo, changes *export.Changes, complete export.Completeness) error {
 	var selected map[string]bool // by --ids and --folder; nil: every archived post
 	restrict := func(ids []string) {
 		next := map[string]bool{}
@@ -285,11 +285,7 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 		}
 		restrict(posts)
 	}
-	src, err := export.ReadSpecFile(o.Spec)
-	if err != nil {
-		return usageError(err)
-	}
-	rows, err := export.ReadBookmarks(o.Out, export.NewCompleteness(src.Plugin.Fields), func(uid, pid string) bool {
+	rows, err := export.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
 		return uid == a.userID && (selected == nil || selected[pid])
 	})
 	if err != nil {

@@ -48,10 +48,17 @@ type child struct {
 // killAt-th step (0 = not), or from outside after killAfter (0 = not).
 func runChild(t *testing.T, spec, dir string, killAt int, killAfter time.Duration) child {
 	t.Helper()
+	return runCommand(t, []string{"export", "--spec", spec, "--out", dir, "--quiet"}, killAt, killAfter)
+}
+
+// runCommand runs `cq-source-x args...` in a child process, killed at the
+// killAt-th step (0 = not), or from outside after killAfter (0 = not).
+func runCommand(t *testing.T, args []string, killAt int, killAfter time.Duration) child {
+	t.Helper()
 	trace := filepath.Join(t.TempDir(), "trace")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
-		envChild+"="+strings.Join([]string{"export", "--spec", spec, "--out", dir, "--quiet"}, "\n"),
+		envChild+"="+strings.Join(args, "\n"),
 		"CQ_SOURCE_X_EXPORT_TRACE="+trace,
 		"CQ_SOURCE_X_EXPORT_KILL_AT="+strconv.Itoa(killAt))
 	var out bytes.Buffer

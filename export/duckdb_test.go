@@ -73,6 +73,7 @@ var duckDBTypes = map[string][][2]string{
 		{"post", "VARCHAR"},
 		{"first_seen_at", "TIMESTAMP WITH TIME ZONE"},
 		{"bookmarked_after", "TIMESTAMP WITH TIME ZONE"},
+		{"found_position", "BIGINT"},
 	},
 	"x_bookmark_authors": {
 		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},

@@ -487,7 +487,19 @@ func (r *run) commitAndPublish() error {
 		r.abort()
 	}
 
-	// 1. Stage: close (footer, fsync) every file.
+	// 1. Stage: close (footer, fsync) every file. A table gets a file of
+	// no rows only when it has no file yet: it tells readers globbing
+	// DIR/<table>/*.parquet the table's columns. The archive's own table of
+	// bookmark changes, which no sync writes, gets its own beside
+	// x_bookmarks.
+	for _, t := range resources.ArchiveTables() {
+		if r.writers[resources.BookmarksTable] != nil && !hasFiles(r.out, t.Name) {
+			if err := r.openTable(t); err != nil {
+				abort()
+				return err
+			}
+		}
+	}
 	var files []fileRecord
 	for _, name := range r.order {
 		tw := r.writers[name]
@@ -495,8 +507,7 @@ func (r *run) commitAndPublish() error {
 			abort()
 			return explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
 		}
-		if tw.w.Rows() == 0 && tw.table.IsIncremental {
-			// Nothing new: an incremental table gets no empty file.
+		if tw.w.Rows() == 0 && hasFiles(r.out, name) {
 			if err := os.Remove(tw.path); err != nil {
 				abort()
 				return err
@@ -619,6 +630,9 @@ func recoverDir(out string, step func(string)) (*diskState, *Recovery, error) {
 	}
 	rec := &Recovery{}
 	os.Remove(filepath.Join(out, stateDir, stateFile+".tmp"))
+	if err := cleanGenerations(out, step); err != nil {
+		return nil, nil, fmt.Errorf("removing what an unfinished compaction left: %w", err)
+	}
 	if s.Pending != nil {
 		rec.PublishedRun = s.Pending.ID
 		if err := publish(out, s, step); err != nil {

@@ -15,8 +15,11 @@ type StateInfo struct {
 	// committed files.
 	Written map[string][]string
 	// HeldBookmarks lists, per user id, the posts the bookmarks walk
-	// remembers (its memory's held list).
+	// remembers (its memory's held list), newest first.
 	HeldBookmarks map[string][]string
+	// HeldFolders lists, per user id and folder id, the posts each
+	// folder's walk remembers, newest first.
+	HeldFolders map[string]map[string][]string
 	// Pending lists the files of a committed run that is not marked
 	// published yet: each is at its staged path or its final one.
 	Pending []PendingFile
@@ -40,11 +43,26 @@ func ReadState(dir string) (*StateInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &StateInfo{Written: map[string][]string{}, HeldBookmarks: map[string][]string{}}
+	info := &StateInfo{Written: map[string][]string{}, HeldBookmarks: map[string][]string{}, HeldFolders: map[string]map[string][]string{}}
 	for uid, set := range s.Written {
 		info.Written[uid] = set.IDs()
 	}
 	for key, value := range s.Keys {
+		if rest, ok := strings.CutPrefix(key, strings.TrimSuffix(account.FolderKey("", ""), "/")); ok {
+			if uid, folder, ok := strings.Cut(rest, "/"); ok && folder != "" && !strings.Contains(folder, "/") {
+				mem, err := walk.UnmarshalMemory(value)
+				if err != nil {
+					return nil, err
+				}
+				if mem != nil && mem.Held != nil {
+					if info.HeldFolders[uid] == nil {
+						info.HeldFolders[uid] = map[string][]string{}
+					}
+					info.HeldFolders[uid][folder] = mem.Held.IDs()
+				}
+			}
+			continue
+		}
 		uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
 		if !ok || strings.Contains(uid, "/") {
 			continue

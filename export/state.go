@@ -300,11 +300,27 @@ func checkKey(key, value string) error {
 // knownTables are the tables whose files an output directory holds.
 var knownTables = func() map[string]bool {
 	m := map[string]bool{}
-	for _, t := range resources.Tables().FlattenTables() {
+	for _, t := range append(resources.Tables().FlattenTables(), resources.ArchiveTables()...) {
 		m[t.Name] = true
 	}
 	return m
 }()
+
+// TableNames are the tables an output directory can hold, in name order.
+func TableNames() []string {
+	names := make([]string, 0, len(knownTables))
+	for t := range knownTables {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// hasFiles reports whether DIR/<table> holds a Parquet file.
+func hasFiles(out, table string) bool {
+	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+	return len(files) > 0
+}
 
 // anyExportedFile returns the path of a Parquet file of a table in out, or
 // "" if there is none.

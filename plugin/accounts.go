@@ -11,6 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
@@ -155,6 +156,17 @@ func credentials(s *spec.Spec) *redact.Redactor {
 		r.AddBasic(firstNonEmpty(a.ClientID, s.OAuth.ClientID), firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret))
 	}
 	return r
+}
+
+// AccountClient is the API client of s.Accounts[i] as a sync builds it
+// (its token file refreshed and saved under the file's lock), and the user
+// id the token file names, if any. The archive's bookmark commands use it.
+func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *client.Meter, logger zerolog.Logger, opts ...Option) (*client.Client, string, error) {
+	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return connect(ctx, s, i, o, meter, logger, credentials(s))
 }
 
 // accountLogger logs under the name the account's session will have.

@@ -30,6 +30,7 @@ type bookmark struct {
 	refs            []reference   // when referenced posts are asked for
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
+	foundPosition   int64
 }
 
 // Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
@@ -76,6 +77,7 @@ var bookmarkColumns = []column[*bookmark]{
 	jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
 	incrementalKey(timeColumn("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
 	optTimeColumn("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
+	int64Column("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
 }
 
 func (b *bookmark) authorJSON() []byte {
@@ -141,6 +143,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		bookmarkedAfter = &t
 	}
 	firstSeenAt := s.Clock.Now()
+	read := 0 // posts of the walk's earlier pages: the place in the list of the next one
 
 	emit := func(ctx context.Context, rows []*bookmark) error {
 		select {
@@ -170,10 +173,11 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 					s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
 				}
 			}
-			rows, err := bookmarkRows(s.UserID, p, askedBy(s.Fields), firstSeenAt, bookmarkedAfter)
+			rows, err := bookmarkRows(s.UserID, p, askedBy(s.Fields), firstSeenAt, bookmarkedAfter, read)
 			if err != nil {
 				return walk.Page[*bookmark]{}, err
 			}
+			read += len(rows)
 			return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
 		},
 		Emit: emit,
@@ -230,15 +234,16 @@ func fieldsRefused(err error) error {
 }
 
 // bookmarkRows are the rows of a page's posts, with the expanded objects
-// asked for. A post whose asked-for object the page lacks, with no partial
-// error saying why, fails the page: it is not stored without it.
-func bookmarkRows(userID string, p *client.PostPage, a asked, firstSeenAt time.Time, bookmarkedAfter *time.Time) ([]*bookmark, error) {
+// asked for; the page's first post is at place offset in the list. A post
+// whose asked-for object the page lacks, with no partial error saying why,
+// fails the page: it is not stored without it.
+func bookmarkRows(userID string, p *client.PostPage, a asked, firstSeenAt time.Time, bookmarkedAfter *time.Time, offset int) ([]*bookmark, error) {
 	pc := newPageContent(p, a)
 	rows := make([]*bookmark, len(p.Data))
 	backing := make([]bookmark, len(p.Data))
 	for i := range p.Data {
 		row := &backing[i]
-		*row = bookmark{userID: userID, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter}
+		*row = bookmark{userID: userID, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
 		if err := pc.fill(row); err != nil {
 			return nil, err
 		}

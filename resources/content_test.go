@@ -37,13 +37,13 @@ func TestAPostWithoutTheContentAskedForIsNotStored(t *testing.T) {
 		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "12"}}}, "post 10 without its referenced post 12"},
 		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "11"}}, MediaKeys: []string{"3_1"}}, ""},
 	} {
-		_, err := bookmarkRows("1", page([]client.Post{tc.post}, withAll), askedBy(allContent), time.Now(), nil)
+		_, err := bookmarkRows("1", page([]client.Post{tc.post}, withAll), askedBy(allContent), time.Now(), nil, 0)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("post %+v: error %v, want %q", tc.post, err, tc.want)
 		}
 	}
 	// Without the expansion, nothing is expected.
-	if _, err := bookmarkRows("1", page([]client.Post{{ID: "10", AuthorID: "8", MediaKeys: []string{"3_2"}}}, client.Expanded{}), askedBy(client.Fields{}), time.Now(), nil); err != nil {
+	if _, err := bookmarkRows("1", page([]client.Post{{ID: "10", AuthorID: "8", MediaKeys: []string{"3_2"}}}, client.Expanded{}), askedBy(client.Fields{}), time.Now(), nil, 0); err != nil {
 		t.Errorf("nothing asked: %v", err)
 	}
 }
@@ -58,7 +58,7 @@ func TestPartialErrorsOfContentAreRecordedNotFailures(t *testing.T) {
 		{Title: "Authorization Error", Detail: "Sorry, you are not authorized to see the Tweet with referenced_tweets.id: [12].", ResourceType: "tweet", Parameter: "referenced_tweets.id", ResourceID: "12"},
 		{Title: "Forbidden", Detail: "User has been suspended: [8].", ResourceType: "user", Parameter: "author_id", Value: "8"},
 	}
-	rows, err := bookmarkRows("1", page([]client.Post{post}, client.Expanded{}, errs...), askedBy(allContent), time.Now(), nil)
+	rows, err := bookmarkRows("1", page([]client.Post{post}, client.Expanded{}, errs...), askedBy(allContent), time.Now(), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,6 +81,29 @@ func Create(path string, table *schema.Table, o Options) (*Writer, error) {
 	return w, nil
 }
 
+// CreateWritten creates path, which must not exist, for records already in
+// the form this package writes them (read back from its files, as
+// compaction does): sc is their schema, stored in the file as it is.
+// Options' SyncTime, SourceName and Metadata are not used.
+func CreateWritten(path string, sc *arrow.Schema, o Options) (*Writer, error) {
+	props, err := writerProperties(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	w.fw, err = pqarrow.NewFileWriter(sc, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	return w, nil
+}
+
 // writerProperties are the Parquet properties of every file.
 func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, error) {
 	codec, err := ParseCodec(o.Codec)
@@ -121,11 +144,14 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}
-	out, err := w.conv.convert(rec)
-	if err != nil {
-		return err
+	out := rec
+	if w.conv != nil {
+		var err error
+		if out, err = w.conv.convert(rec); err != nil {
+			return err
+		}
+		defer out.Release()
 	}
-	defer out.Release()
 	if err := w.fw.WriteBuffered(out); err != nil {
 		w.err = err
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/serve"
 	"github.com/cq-source-x/cq-source-x/internal/tabledoc"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/mod/semver"
@@ -70,8 +71,8 @@ func (a *app) docCommand() *cobra.Command {
 		Short: "Write the tables' documentation (Markdown or JSON)",
 		Long: `Write the documentation of the plugin's tables into DIRECTORY (created if
 needed): with --format markdown (the default), a page per table with every
-column and an index, README.md (the pages of docs/tables/); with --format json,
-the SDK's __tables.json.`,
+column and an index, README.md (the pages of docs/tables/, with the exporter's
+own table x_bookmark_changes); with --format json, the SDK's __tables.json.`,
 		GroupID: groupPlugin,
 		Args:    exactArgs("DIRECTORY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -86,7 +87,7 @@ the SDK's __tables.json.`,
 			if format.Value == "json" {
 				return docs.NewGenerator(p.Name(), tables).GenerateJSON(args[0], docs.FormatJSON)
 			}
-			return tabledoc.Write(args[0], tables)
+			return tabledoc.Write(args[0], append(tables, resources.ArchiveTables()...))
 		},
 	}
 	cmd.Flags().Var(format, "format", "output format. one of: json,markdown")

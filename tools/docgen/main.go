@@ -21,4 +21,8 @@ func main() {
 	}
 }
 
-func generate(dir string) error { return tabledoc.Write(dir, resources.Tables()) }
+// generate writes the pages of the plugin's tables and of the tables only the
+// exporter's archive has.
+func generate(dir string) error {
+	return tabledoc.Write(dir, append(resources.Tables(), resources.ArchiveTables()...))
+}

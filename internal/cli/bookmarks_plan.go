@@ -1,0 +1,566 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/rs/zerolog"
+)
+
+// BookmarksOptions are the settings of `bookmarks remove` and `bookmarks add`.
+type BookmarksOptions struct {
+	// Kind is export.OpRemove or export.OpAdd.
+	Kind      string
+	Spec, Out string
+	// Users limits the accounts to these user ids.
+	Users []string
+	// The selection of remove (a post must match each one given).
+	ArchivedBefore time.Time
+	Folder         string
+	// IDsFile lists posts, one a line ("-": Stdin): remove's selection, or
+	// what add saves.
+	IDsFile string
+	// From and FromUser are the archive, and its account, add saves from.
+	From, FromUser string
+	// Yes does it; otherwise a dry run.
+	Yes bool
+	// Command is what x_bookmark_changes records of the command.
+	Command string
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Clock and Transport reach X (tests); nil: the wall clock and
+	// http.DefaultTransport.
+	Clock     clock.Clock
+	Transport http.RoundTripper
+	// Step marks the crash-safety steps (the kill tests).
+	Step func(string)
+}
+
+// opAccount is one account of a bookmark operation.
+type opAccount struct {
+	label     string // accounts[i] (user ID)
+	userID    string
+	tokenFile string
+	scopes    []string // as the token file records them; nil when unknown
+	api       *client.Client
+	problem   string // the account cannot take part
+
+	plan    []string // posts to change, in order
+	resumed *export.Journal
+	skipped []string // what was left out, and why
+	// examples are posts left out for what their rows lack.
+	examples []string
+	// archived counts, for add, the posts the account's archive holds.
+	archived int
+	source   string // add: the account the posts come from
+}
+
+func (o BookmarksOptions) verb() (doing, done, noun string) {
+	if o.Kind == export.OpRemove {
+		return "remove", "removed", "removals"
+	}
+	return "add", "added", "additions"
+}
+
+// op is the client's operation of the kind.
+func (o BookmarksOptions) op() client.Operation {
+	if o.Kind == export.OpRemove {
+		return client.OpRemoveBookmark
+	}
+	return client.OpAddBookmark
+}
+
+// Bookmarks runs `bookmarks remove` or `bookmarks add`.
+func Bookmarks(ctx context.Context, o BookmarksOptions) error {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Transport == nil {
+		o.Transport = http.DefaultTransport
+	}
+	if o.Step == nil {
+		o.Step = func(string) {}
+	}
+	// Accounts run at once: one writer at a time.
+	var mu sync.Mutex
+	o.Stdout, o.Stderr = &syncWriter{mu: &mu, w: o.Stdout}, &syncWriter{mu: &mu, w: o.Stderr}
+	cmd := "bookmarks " + o.Kind
+	src, err := export.ReadSpecFile(o.Spec)
+	if err != nil {
+		return usageError(err)
+	}
+	info, err := export.ReadState(o.Out)
+	if err != nil {
+		return fmt.Errorf("%s: reading the archive %s: %w", cmd, o.Out, err)
+	}
+	if info.LastRun == "" {
+		return usageErrorf("%s: %s holds no export: run `%s export --spec %s --out %s` first", cmd, o.Out, Name, o.Spec, o.Out)
+	}
+	accounts, err := o.accounts(ctx, src)
+	if err != nil {
+		return err
+	}
+	if err := o.plan(accounts, info, export.NewCompleteness(src.Plugin.Fields)); err != nil {
+		return err
+	}
+	o.writePlan(accounts, src.Plugin.PostReadUSD)
+	var ready []*opAccount
+	problems := 0
+	for _, a := range accounts {
+		switch {
+		case a.problem != "":
+			problems++
+		case len(a.plan) > 0 || a.resumed != nil:
+			ready = append(ready, a)
+		}
+	}
+	doing, done, noun := o.verb()
+	if !o.Yes {
+		fmt.Fprintf(o.Stdout, "\nDry run: nothing was %s. Run the same command with --yes to %s them.\n", done, doing)
+		if problems > 0 {
+			return accountsError(problems, len(accounts), fmt.Errorf("%s: %d of %d accounts cannot take part (see PROBLEM above)", cmd, problems, len(accounts)))
+		}
+		return nil
+	}
+	for _, a := range accounts {
+		if a.problem == "" && a.lacksScope() {
+			return usageErrorf("%s: %s: the token has no %s scope (it has: %s), which %s need: run `%s login --scopes %s --token-file %s`; nothing was done",
+				cmd, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, Name, auth.ScopeBookmarkWrite, a.tokenFile)
+		}
+	}
+	failed := o.run(ctx, src.Name, ready)
+	if n := failed + problems; n > 0 {
+		return accountsError(n, len(accounts), fmt.Errorf("%s: %d of %d accounts did not finish (see above); run the same command again to resume", cmd, n, len(accounts)))
+	}
+	return nil
+}
+
+// accounts are the spec's accounts (those of o.Users), each with its API
+// client and user id.
+func (o BookmarksOptions) accounts(ctx context.Context, src *export.SourceSpec) ([]*opAccount, error) {
+	s := src.Plugin
+	meter := client.NewMeter(*s.PostReadUSD)
+	var out []*opAccount
+	for i, acct := range s.Accounts {
+		a := &opAccount{label: fmt.Sprintf("accounts[%d]", i), userID: acct.UserID, tokenFile: acct.TokenFile}
+		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(),
+			xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
+			xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
+		if err != nil {
+			a.problem = err.Error()
+			out = append(out, a)
+			continue
+		}
+		a.api = api
+		a.userID = firstNonEmpty(a.userID, fileUser)
+		if acct.TokenFile != "" {
+			if stored, err := (auth.TokenFile{Path: acct.TokenFile}).Load(); err == nil {
+				a.scopes = strings.Fields(stored.Scope)
+			}
+		}
+		if a.userID == "" {
+			me, _, err := api.Me(ctx)
+			if err != nil {
+				a.problem = "resolving the user id with GET /2/users/me (set accounts[i].user_id to skip this): " + err.Error()
+				out = append(out, a)
+				continue
+			}
+			a.userID = me.ID
+		}
+		a.label += " (user " + a.userID + ")"
+		out = append(out, a)
+	}
+	if len(o.Users) > 0 {
+		var kept []*opAccount
+		for _, u := range o.Users {
+			i := slices.IndexFunc(out, func(a *opAccount) bool { return a.userID == u })
+			if i < 0 {
+				return nil, usageErrorf("bookmarks %s: --user %s: no account of the spec is user %s", o.Kind, u, u)
+			}
+			kept = append(kept, out[i])
+		}
+		out = kept
+	}
+	if o.Kind == export.OpAdd && len(out) != 1 {
+		return nil, usageErrorf("bookmarks add: the spec has %d accounts: name the one to add to with --user ID", len(out))
+	}
+	return out, nil
+}
+
+func (a *opAccount) lacksScope() bool {
+	return len(a.scopes) > 0 && !slices.Contains(a.scopes, auth.ScopeBookmarkWrite)
+}
+
+// plan fills each account's plan, or finds its pending operation.
+func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, complete export.Completeness) error {
+	var listed []string
+	if o.IDsFile != "" {
+		ids, err := readIDs(o.IDsFile, o.Stdin)
+		if err != nil {
+			return usageErrorf("bookmarks %s: --ids: %w", o.Kind, err)
+		}
+		listed = ids
+	}
+	changes, err := export.ReadChanges(o.Out)
+	if err != nil {
+		return err
+	}
+	var from []export.ArchivedPost
+	var fromUser string
+	if o.From != "" {
+		if from, fromUser, err = o.sourcePosts(); err != nil {
+			return err
+		}
+	}
+	for _, a := range accounts {
+		if a.problem != "" {
+			continue
+		}
+		j, err := export.OpenJournal(o.Out, o.Kind, a.userID, o.Step)
+		if err != nil {
+			return err
+		}
+		if j != nil {
+			a.resumed = j
+			continue
+		}
+		held, ok := info.HeldBookmarks[a.userID]
+		if !ok {
+			a.problem = fmt.Sprintf("the archive has no bookmarks walk of user %s: run `%s export` first", a.userID, Name)
+			continue
+		}
+		if o.Kind == export.OpRemove {
+			err = o.planRemoval(a, held, listed, info, changes, complete)
+		} else {
+			err = o.planAddition(a, held, listed, from, fromUser)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planRemoval selects the account's archived bookmarks to remove, oldest
+// first.
+func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *export.StateInfo, changes *export.Changes, complete export.Completeness) error {
+	var selected map[string]bool // by --ids and --folder; nil: every archived post
+	restrict := func(ids []string) {
+		next := map[string]bool{}
+		for _, id := range ids {
+			if selected == nil || selected[id] {
+				next[id] = true
+			}
+		}
+		selected = next
+	}
+	if o.IDsFile != "" {
+		restrict(listed)
+	}
+	if o.Folder != "" {
+		posts, ok := info.HeldFolders[a.userID][o.Folder]
+		if !ok {
+			folders := slices.Sorted(maps.Keys(info.HeldFolders[a.userID]))
+			a.problem = fmt.Sprintf("the archive has no folder %s of user %s (its folders: %s)", o.Folder, a.userID, orNone(strings.Join(folders, ", ")))
+			return nil
+		}
+		restrict(posts)
+	}
+	rows, err := export.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
+		return uid == a.userID && (selected == nil || selected[pid])
+	})
+	if err != nil {
+		return err
+	}
+	byPost := map[string]export.ArchivedPost{}
+	for _, r := range rows {
+		byPost[r.PostID] = r
+	}
+	universe := make([]string, 0, len(rows))
+	if selected == nil {
+		for _, r := range rows {
+			universe = append(universe, r.PostID)
+		}
+	} else {
+		for id := range selected {
+			universe = append(universe, id)
+		}
+	}
+	position := map[string]int{}
+	for i, id := range held {
+		position[id] = i
+	}
+	counts := map[string]int{}
+	var incomplete []string
+	for _, id := range universe {
+		r, archived := byPost[id]
+		_, inList := position[id]
+		switch {
+		case !archived:
+			counts["not in the archive"]++
+		case !o.ArchivedBefore.IsZero() && !r.FirstSeenAt.Before(o.ArchivedBefore):
+			// not selected
+		case changes.Latest[a.userID][id] == resources.ChangeRemoved:
+			counts["removed already by "+Name+" bookmarks remove"]++
+		case !inList:
+			counts["no longer in the list, as the last export saw it"]++
+		case r.Missing != "":
+			counts["in the archive without all their fields"]++
+			if len(incomplete) < 3 {
+				incomplete = append(incomplete, id+": "+r.Missing)
+			}
+		default:
+			a.plan = append(a.plan, id)
+		}
+	}
+	sort.Slice(a.plan, func(i, j int) bool { return position[a.plan[i]] > position[a.plan[j]] })
+	for _, why := range slices.Sorted(maps.Keys(counts)) {
+		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
+	}
+	a.examples = incomplete
+	return nil
+}
+
+// sourcePosts are the posts of --from, oldest first, and their account.
+func (o BookmarksOptions) sourcePosts() ([]export.ArchivedPost, string, error) {
+	rows, err := export.ReadBookmarks(o.From, export.Completeness{}, func(uid, _ string) bool { return o.FromUser == "" || uid == o.FromUser })
+	if err != nil {
+		return nil, "", fmt.Errorf("bookmarks add: reading --from %s: %w", o.From, err)
+	}
+	users := map[string]bool{}
+	for _, r := range rows {
+		users[r.UserID] = true
+	}
+	switch {
+	case len(users) == 0 && o.FromUser != "":
+		return nil, "", usageErrorf("bookmarks add: --from %s holds no bookmark of user %s", o.From, o.FromUser)
+	case len(users) == 0:
+		return nil, "", usageErrorf("bookmarks add: --from %s holds no bookmark", o.From)
+	case len(users) > 1:
+		return nil, "", usageErrorf("bookmarks add: --from %s holds the bookmarks of users %s: pick one with --from-user ID", o.From, strings.Join(slices.Sorted(maps.Keys(users)), ", "))
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if !a.FirstSeenAt.Equal(b.FirstSeenAt) {
+			return a.FirstSeenAt.Before(b.FirstSeenAt)
+		}
+		return a.FoundPosition > b.FoundPosition
+	})
+	return rows, rows[0].UserID, nil
+}
+
+// planAddition lists the posts to add to the account, oldest first.
+func (o BookmarksOptions) planAddition(a *opAccount, held, listed []string, from []export.ArchivedPost, fromUser string) error {
+	var posts []string
+	if o.From != "" {
+		for _, r := range from {
+			posts = append(posts, r.PostID)
+		}
+		if fromUser == a.userID && filepath.Clean(o.From) == filepath.Clean(o.Out) {
+			return usageErrorf("bookmarks add: --from %s is the account's own archive", o.From)
+		}
+		a.source = fromUser
+	} else {
+		posts = slices.Clone(listed)
+		slices.Reverse(posts)
+	}
+	inList := map[string]bool{}
+	for _, id := range held {
+		inList[id] = true
+	}
+	seen := map[string]bool{}
+	alreadyHeld := 0
+	for _, id := range posts {
+		switch {
+		case seen[id]:
+		case inList[id]:
+			alreadyHeld++
+		default:
+			a.plan = append(a.plan, id)
+		}
+		seen[id] = true
+	}
+	if alreadyHeld > 0 {
+		a.skipped = append(a.skipped, fmt.Sprintf("%d bookmarked already, as the last export saw the list", alreadyHeld))
+	}
+	planned := map[string]bool{}
+	for _, id := range a.plan {
+		planned[id] = true
+	}
+	rows, err := export.ReadBookmarks(o.Out, export.Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
+	if err != nil {
+		return err
+	}
+	a.archived = len(rows)
+	return nil
+}
+
+// readIDs reads post ids, one a line; blank lines and # comments are
+// skipped.
+func readIDs(path string, stdin io.Reader) ([]string, error) {
+	r := stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	var ids []string
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.Trim(line, "0123456789") != "" || len(line) > 19 {
+			return nil, fmt.Errorf("%s, line %d: %q is not a post id", path, n, line)
+		}
+		ids = append(ids, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, errors.New(path + " lists no post id")
+	}
+	return ids, nil
+}
+
+// writePlan prints what the operation will do, and what it costs.
+func (o BookmarksOptions) writePlan(accounts []*opAccount, postUSD *float64) {
+	doing, _, noun := o.verb()
+	total := 0
+	longest := 0
+	for _, a := range accounts {
+		n := len(a.plan)
+		switch {
+		case a.problem != "":
+			fmt.Fprintf(o.Stdout, "%s:\n  PROBLEM: %s\n", a.label, a.problem)
+			continue
+		case a.resumed != nil:
+			j := a.resumed
+			n = len(j.Remaining())
+			fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
+				j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, doing)
+			if j.Sent != "" {
+				fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
+			}
+			if o.selects() {
+				fmt.Fprintln(o.Stdout, "  (this command's selection is not used: the pending run is finished first)")
+			}
+		default:
+			what := fmt.Sprintf("%d bookmarks to %s, oldest first", n, doing)
+			if o.Kind == export.OpAdd {
+				what = fmt.Sprintf("%d posts to add, oldest first", n)
+				if a.source != "" {
+					what += ", from the archive of user " + a.source
+				}
+			}
+			if n == 0 {
+				what = "nothing to " + doing
+			}
+			fmt.Fprintf(o.Stdout, "%s: %s\n", a.label, what)
+			for _, s := range a.skipped {
+				fmt.Fprintf(o.Stdout, "  skipped: %s\n", s)
+			}
+			for _, s := range a.examples {
+				fmt.Fprintf(o.Stdout, "    e.g. %s\n", s)
+			}
+		}
+		if a.lacksScope() {
+			fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, Name, auth.ScopeBookmarkWrite, a.tokenFile)
+		}
+		total += n
+		longest = max(longest, n)
+	}
+	if total == 0 {
+		return
+	}
+	limit := client.DefaultLimits()[o.op()]
+	fmt.Fprintf(o.Stdout, "\nCost: %d requests, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
+		total, limit, noun, duration(longest, limit))
+	if o.Kind == export.OpRemove {
+		fmt.Fprintln(o.Stdout, "The archive keeps every row; each removal is recorded in x_bookmark_changes, and the walk memory forgets the posts removed, so the next export bills what it would have without them.")
+		return
+	}
+	usd := 0.005
+	if postUSD != nil {
+		usd = *postUSD
+	}
+	archived := 0
+	for _, a := range accounts {
+		archived += a.archived
+	}
+	fmt.Fprintf(o.Stdout, "The next export reads each added post as a new bookmark: about %d posts billed (USD %.2f).", total+2*len(accounts), float64(total+2*len(accounts))*usd)
+	if archived > 0 {
+		fmt.Fprintf(o.Stdout, " %d of them are in x_bookmarks already, and are not written again.", archived)
+	}
+	fmt.Fprintln(o.Stdout, " Each addition is recorded in x_bookmark_changes.")
+}
+
+// selects says whether the command was given a selection.
+func (o BookmarksOptions) selects() bool {
+	return !o.ArchivedBefore.IsZero() || o.Folder != "" || o.IDsFile != "" || o.From != ""
+}
+
+// duration says how long n requests take at limit per window.
+func duration(n, limit int) string {
+	if n <= limit {
+		return fmt.Sprintf("%d requests fit in one window", n)
+	}
+	windows := (n + limit - 1) / limit
+	d := time.Duration(windows-1) * client.DefaultWindow
+	return fmt.Sprintf("%d requests take about %s (%d windows of 15 minutes; accounts run side by side)", n, hoursMinutes(d), windows)
+}
+
+// hoursMinutes is d as 4h45m, 5h or 30m.
+func hoursMinutes(d time.Duration) string {
+	h, m := int(d.Hours()), int(d.Minutes())%60
+	switch {
+	case h == 0:
+		return fmt.Sprintf("%dm", m)
+	case m == 0:
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%02dm", h, m)
+}
+
+// syncWriter is a writer several goroutines share.
+type syncWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/google/uuid"
+)
+
+// run does the accounts' operations at once (each user has a window of
+// its own), and returns how many did not finish.
+func (o BookmarksOptions) run(ctx context.Context, sourceName string, accounts []*opAccount) int {
+	id := uuid.NewString()[:8]
+	say := func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) }
+	var wg sync.WaitGroup
+	errs := make([]error, len(accounts))
+	for i, a := range accounts {
+		j := a.resumed
+		if j == nil {
+			var err error
+			j, err = export.CreateJournal(o.Out, export.OpPlan{ID: id, Kind: o.Kind, UserID: a.userID, Created: o.Clock.Now().UTC(),
+				Command: o.Command, Posts: a.plan, SourceUserID: a.source}, o.Step)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = o.runAccount(ctx, sourceName, a, j, say)
+		}()
+	}
+	wg.Wait()
+	failed := 0
+	for i, err := range errs {
+		if err != nil {
+			failed++
+			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", accounts[i].label, err)
+		}
+	}
+	return failed
+}
+
+// commitEvery is how many changes are recorded in the archive at a time:
+// one window's worth, so a long run's changes reach the archive as it goes.
+const commitEvery = 50
+
+// runAccount does one account's operation, from its journal.
+func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *opAccount, j *export.Journal, say func(string, ...any)) error {
+	_, done, noun := o.verb()
+	commitOpts := export.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step}
+	recorded := len(j.Done)
+	commit := func(ctx context.Context) error {
+		if len(j.Done) == recorded && len(j.Remaining()) > 0 {
+			return nil
+		}
+		if _, err := export.CommitChanges(ctx, o.Out, []*export.Journal{j}, commitOpts); err != nil {
+			return fmt.Errorf("recording the %s in %s: %w", noun, o.Out, err)
+		}
+		recorded = len(j.Done)
+		return nil
+	}
+	defer j.Close()
+	rest := j.Remaining()
+	total := len(j.Plan.Posts)
+	start := o.Clock.Now()
+	for k, post := range rest {
+		if err := ctx.Err(); err != nil {
+			return o.stopped(a, j, commit, fmt.Errorf("interrupted (%w)", context.Cause(ctx)))
+		}
+		if r := a.api.Budget(a.userID, o.op()); r.Limit > 0 && r.Remaining == 0 {
+			// The window is used up: record what is done before waiting.
+			if err := commit(ctx); err != nil {
+				return err
+			}
+		}
+		if err := j.Sending(post); err != nil {
+			return err
+		}
+		bookmarked, err := o.send(ctx, a, post)
+		o.Step("answer received") // and not yet in the journal: the kill tests stop here too
+		if err != nil {
+			if reason, perPost := refusedPost(err); perPost {
+				if err := j.Refused(post, reason); err != nil {
+					return err
+				}
+				say("%s: X refused post %s: %s", a.label, post, reason)
+				continue
+			}
+			return o.stopped(a, j, commit, o.explain(a, err))
+		}
+		if want := o.Kind == export.OpAdd; bookmarked != want {
+			if err := j.Refused(post, fmt.Sprintf("X answered bookmarked:%t", bookmarked)); err != nil {
+				return err
+			}
+			say("%s: X answered bookmarked:%t for post %s", a.label, bookmarked, post)
+			continue
+		}
+		if err := j.Answered(post, bookmarked, o.Clock.Now()); err != nil {
+			return err
+		}
+		n := total - len(rest) + k + 1
+		if n%commitEvery == 0 {
+			if err := commit(ctx); err != nil {
+				return err
+			}
+		}
+		if n%10 == 0 || k == len(rest)-1 {
+			left := ""
+			if eta := (o.Clock.Now().Sub(start) / time.Duration(k+1) * time.Duration(len(rest)-k-1)).Round(time.Minute); eta > 0 {
+				left = fmt.Sprintf(" (about %s left)", hoursMinutes(eta))
+			}
+			say("%s: %s %d of %d%s", a.label, done, n, total, left)
+		}
+	}
+	if err := commit(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", a.label, done, len(j.Done), total)
+	if len(j.Failed) > 0 {
+		msg += fmt.Sprintf("; X refused %d (listed above)", len(j.Failed))
+	}
+	fmt.Fprintln(o.Stdout, msg)
+	return nil
+}
+
+// send sends the request for one post and returns X's data.bookmarked.
+func (o BookmarksOptions) send(ctx context.Context, a *opAccount, post string) (bool, error) {
+	if o.Kind == export.OpRemove {
+		b, _, err := a.api.RemoveBookmark(ctx, a.userID, post)
+		return b, err
+	}
+	b, _, err := a.api.AddBookmark(ctx, a.userID, post)
+	return b, err
+}
+
+// stopped records what is done and returns err, saying how to go on.
+func (o BookmarksOptions) stopped(a *opAccount, j *export.Journal, commit func(context.Context) error, err error) error {
+	if cerr := commit(context.Background()); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	_, done, _ := o.verb()
+	return fmt.Errorf("%w; %d of %d %s and recorded: run the same command again to resume", err, len(j.Done), len(j.Plan.Posts), done)
+}
+
+// refusedPost tells an answer about the post itself (it does not exist,
+// cannot be bookmarked), which the run records and goes past, from one
+// that stops it (the token, the rate limit, the server, the network).
+func refusedPost(err error) (string, bool) {
+	var apiErr *client.APIError
+	var errorsOnly *client.ErrorsOnlyError
+	switch {
+	case errors.As(err, &errorsOnly):
+		return errorsOnly.Error(), true
+	case errors.As(err, &apiErr) && (apiErr.Status == 400 || apiErr.Status == 404):
+		return apiErr.Error(), true
+	}
+	return "", false
+}
+
+// explain adds what to do to an error that stopped an account.
+func (o BookmarksOptions) explain(a *opAccount, err error) error {
+	var apiErr *client.APIError
+	if errors.As(err, &apiErr) && apiErr.Status == 403 && !errors.Is(err, client.ErrAppOnlyToken) && !errors.Is(err, client.ErrClientNotEnrolled) {
+		login := Name + " login --scopes " + auth.ScopeBookmarkWrite
+		if a.tokenFile != "" {
+			login += " --token-file " + a.tokenFile
+		}
+		_, _, noun := o.verb()
+		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, noun, auth.ScopeBookmarkWrite, login)
+	}
+	return err
+}
+
+// waitHook tells the user when a run waits for a rate-limit window.
+func (o BookmarksOptions) waitHook(a *opAccount) func(string, client.Operation, time.Duration) {
+	return func(_ string, op client.Operation, d time.Duration) {
+		if op != o.op() {
+			return
+		}
+		limit := client.DefaultLimits()[op]
+		_, _, noun := o.verb()
+		fmt.Fprintf(o.Stderr, "%s: waiting %s for the next rate-limit window (X allows %d %s per 15 minutes per user)\n",
+			a.label, d.Round(time.Second), limit, noun)
+	}
+}

@@ -144,7 +144,7 @@ type run struct {
 	rec     runRecord
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
-	written map[string]*idSet
+	written *writtenIDs
 	sess    *account.Set
 	prog    *progress
 	// stateC is the plugin's state backend during the run: it starts from
@@ -195,10 +195,7 @@ func (r *run) sync(ctx context.Context) error {
 	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
 		return err
 	}
-	r.written = map[string]*idSet{}
-	for uid, set := range r.state.Written {
-		r.written[uid] = set
-	}
+	r.written = newWrittenIDs(r.state.Written)
 
 	r.prog = newProgress(o.Progress, o.Terminal, o.Quiet, o.Clock, o.ProgressInterval)
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
@@ -388,12 +385,7 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // firstWrite records that the post of the account is written, and reports
 // whether it was not already.
 func (r *run) firstWrite(uid, postID string) bool {
-	set := r.written[uid]
-	if set == nil {
-		set = &idSet{}
-		r.written[uid] = set
-	}
-	if !set.AddNew(postID) {
+	if !r.written.AddNew(uid, postID) {
 		r.res.skipped(uid)
 		return false
 	}
@@ -421,23 +413,11 @@ func (r *run) abort() {
 }
 
 func (r *run) commitAndPublish() error {
-	// The next state's walk memories and written ids are final now that
-	// the sync has ended. They are most of the state: encode them while the
-	// files are closed.
 	next := &diskState{
 		Format:  stateFormat,
-		Keys:    map[string]string{},
-		Written: r.written,
+		Keys:    r.stateC.Committed(),
+		Written: r.written.byUser,
 		LastRun: r.state.LastRun,
-	}
-	for k, v := range r.stateC.Committed() {
-		next.Keys[k] = v
-	}
-	encoded := make(chan error, 1)
-	go func() { encoded <- next.encodeBulk() }()
-	abort := func() {
-		<-encoded // it reads r.written, which abort leaves alone, but finish first
-		r.abort()
 	}
 
 	// 1. Stage: close (footer, fsync) every file.
@@ -445,13 +425,13 @@ func (r *run) commitAndPublish() error {
 	for _, name := range r.order {
 		tw := r.writers[name]
 		if err := tw.w.Close(); err != nil {
-			abort()
+			r.abort()
 			return fmt.Errorf("writing %s: %w", tw.path, err)
 		}
 		if tw.w.Rows() == 0 && tw.table.IsIncremental {
 			// Nothing new: an incremental table gets no empty file.
 			if err := os.Remove(tw.path); err != nil {
-				abort()
+				r.abort()
 				return err
 			}
 			continue
@@ -461,17 +441,13 @@ func (r *run) commitAndPublish() error {
 		r.o.Step("staged " + name)
 	}
 	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
-		abort()
+		r.abort()
 		return err
 	}
 	r.o.Step("staging synced")
 	r.rec.Files = files
 
 	// 2. Commit: the new state and the pending run, atomically.
-	if err := <-encoded; err != nil {
-		r.abort()
-		return fmt.Errorf("committing the run: %w", err)
-	}
 	next.Pending = &r.rec
 	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
 		r.abort()

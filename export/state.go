@@ -2,16 +2,16 @@ package export
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -40,69 +40,22 @@ type diskState struct {
 	Pending *runRecord `json:"pending,omitempty"`
 	// LastRun is the last run published.
 	LastRun *runRecord `json:"last_run,omitempty"`
-
-	// bulk is Keys and Written encoded, once: they are most of the file (a
-	// few bytes per post held and written) and the same in a run's two
-	// saves, commit and published mark.
-	bulk *stateBulk
 }
 
-// stateBulk is the JSON of a state's Keys and Written.
-type stateBulk struct {
-	keys, written []byte
-}
-
-// encodeBulk encodes Keys and Written, unless done already. Neither may
-// change afterwards. It can run while the run's files are still being
-// closed: nothing it reads is written then.
-func (s *diskState) encodeBulk() error {
-	if s.bulk != nil {
-		return nil
-	}
-	keys, err := json.Marshal(s.Keys)
-	if err != nil {
-		return err
-	}
-	// As json.Marshal(s.Written), without copying each set's text (base64:
-	// nothing to escape) once more: {"<user id>":"<text>",...}, sorted.
-	uids := make([]string, 0, len(s.Written))
-	for uid := range s.Written {
-		uids = append(uids, uid)
-	}
-	sort.Strings(uids)
-	var written bytes.Buffer
-	written.WriteByte('{')
-	for i, uid := range uids {
-		if i > 0 {
-			written.WriteByte(',')
-		}
-		key, err := json.Marshal(uid)
-		if err != nil {
-			return err
-		}
-		text, err := s.Written[uid].MarshalText()
-		if err != nil {
-			return err
-		}
-		written.Grow(len(key) + len(text) + 3)
-		written.Write(key)
-		written.WriteString(`:"`)
-		written.Write(text)
-		written.WriteByte('"')
-	}
-	written.WriteByte('}')
-	s.bulk = &stateBulk{keys: keys, written: written.Bytes()}
-	return nil
-}
-
-// writeTo writes json.Marshal(s) to w, from the bulk encoded once
-// (TestStateEncodingIsJSONMarshal holds it to that).
+// writeTo writes json.Marshal(s) to w (TestStateEncodingIsJSONMarshal holds
+// it to that), one key and one set at a time: the walk memories and the
+// written ids are most of the state, a few bytes per post held, and an
+// export of many accounts would otherwise hold them twice more in memory
+// (the encoded JSON, and the buffer it grew in) while it saves them.
 func (s *diskState) writeTo(w io.Writer) error {
-	if err := s.encodeBulk(); err != nil {
-		return err
-	}
-	head := fmt.Appendf(nil, `{"format":%d,"keys":`, s.Format)
-	var tail []byte
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
+	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
+	ew.WriteString(`,"written":`)
+	writeObject(ew, s.Written, func(set *idSet) ([]byte, error) {
+		text, err := set.MarshalText() // base64: nothing to escape
+		return append(append([]byte{'"'}, text...), '"'), err
+	})
 	for _, f := range []struct {
 		name string
 		run  *runRecord
@@ -114,17 +67,59 @@ func (s *diskState) writeTo(w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		tail = fmt.Appendf(tail, `,%q:`, f.name)
-		tail = append(tail, run...)
+		fmt.Fprintf(ew, `,%q:`, f.name)
+		ew.Write(run)
 	}
-	tail = append(tail, '}')
-	for _, part := range [][]byte{head, s.bulk.keys, []byte(`,"written":`), s.bulk.written, tail} {
-		if _, err := w.Write(part); err != nil {
-			return err
-		}
-	}
-	return nil
+	ew.WriteString("}")
+	return ew.err
 }
+
+// writeObject writes m as json.Marshal does (keys sorted, null when nil),
+// each value encoded by value.
+func writeObject[V any](ew *errWriter, m map[string]V, value func(V) ([]byte, error)) {
+	if m == nil {
+		ew.WriteString("null")
+		return
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	ew.WriteString("{")
+	for i, k := range keys {
+		if i > 0 {
+			ew.WriteString(",")
+		}
+		key, err := json.Marshal(k)
+		ew.fail(err)
+		v, err := value(m[k])
+		ew.fail(err)
+		ew.Write(key)
+		ew.WriteString(":")
+		ew.Write(v)
+	}
+	ew.WriteString("}")
+}
+
+// errWriter keeps the first error of a sequence of writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.fail(err)
+	return n, err
+}
+
+func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
 // runRecord is one run and the files it writes: DIR/.staging/<ID>/<name>
 // until published, DIR/<table>/<name> after.

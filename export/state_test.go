@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// The state file is written from its bulk encoded once (Keys and Written
-// are most of it); the bytes must be exactly json.Marshal's, so a state
-// reads back as it always did.
+// The state file is written key by key (Keys and Written are most of it,
+// and are never encoded whole in memory); the bytes must be exactly
+// json.Marshal's, so a state reads back as it always did.
 func TestStateEncodingIsJSONMarshal(t *testing.T) {
 	written := &idSet{}
 	for i := range 1000 {
@@ -29,6 +29,7 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 			Written: map[string]*idSet{"1001": written}},
 		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*idSet{"1001": written, "1002": {}, "<&>": written}},
 		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{}},
+		"nil maps":  {Format: stateFormat},
 	} {
 		want, err := json.Marshal(s)
 		if err != nil {
@@ -42,7 +43,7 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s:\nencode       %s\njson.Marshal %s", name, got, want)
 		}
-		// The second save of a run reuses the bulk with another run record.
+		// The second save of a run, with another run record.
 		s.Pending, s.LastRun = nil, run
 		want, _ = json.Marshal(s)
 		buf.Reset()

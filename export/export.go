@@ -204,6 +204,9 @@ func (r *run) sync(ctx context.Context) error {
 		logger = logger.Level(zerolog.ErrorLevel)
 	}
 	r.stateC = memstate.NewWith(r.state.Keys)
+	// The store holds them now; the walks replace them as they save, and
+	// the ones they replace are not kept (a few bytes a post held).
+	r.state.Keys = nil
 	opts := []xplugin.Option{
 		xplugin.WithClock(o.Clock),
 		xplugin.WithState(r.stateC),

@@ -151,15 +151,16 @@ func newDiskState() *diskState {
 // (a new directory).
 func loadState(out string) (*diskState, error) {
 	path := filepath.Join(out, stateDir, stateFile)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return newDiskState(), nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	s := newDiskState()
-	if err := json.Unmarshal(b, s); err != nil {
+	defer f.Close()
+	s := &diskState{}
+	if err := s.readFrom(f); err != nil {
 		return nil, fmt.Errorf("%s is damaged: %w", path, err)
 	}
 	if s.Format != stateFormat {
@@ -171,12 +172,81 @@ func loadState(out string) (*diskState, error) {
 	if s.Written == nil {
 		s.Written = map[string]*idSet{}
 	}
-	for uid, set := range s.Written {
-		if set == nil {
-			return nil, fmt.Errorf("%s is damaged: the written-id set of user %s is null", path, uid)
+	return s, nil
+}
+
+// readFrom decodes the JSON writeTo writes, one key and one set at a time,
+// so that the file is not held in memory beside what it decodes to (at
+// 10,000 accounts, hundreds of megabytes each).
+func (s *diskState) readFrom(r io.Reader) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	err := decodeObject(dec, func(field string) error {
+		switch field {
+		case "format":
+			return dec.Decode(&s.Format)
+		case "keys":
+			return decodeObject(dec, func(key string) error {
+				var v string
+				err := dec.Decode(&v)
+				if s.Keys == nil {
+					s.Keys = map[string]string{}
+				}
+				s.Keys[key] = v
+				return err
+			})
+		case "written":
+			return decodeObject(dec, func(uid string) error {
+				var set *idSet
+				if err := dec.Decode(&set); err != nil {
+					return err
+				}
+				if set == nil {
+					return fmt.Errorf("the written-id set of user %s is null", uid)
+				}
+				if s.Written == nil {
+					s.Written = map[string]*idSet{}
+				}
+				s.Written[uid] = set
+				return nil
+			})
+		case "pending":
+			return dec.Decode(&s.Pending)
+		case "last_run":
+			return dec.Decode(&s.LastRun)
+		}
+		var unknown json.RawMessage
+		return dec.Decode(&unknown)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the state's JSON object")
+	}
+	return nil
+}
+
+// decodeObject reads a JSON object (or null) from dec, calling field for
+// each key with the value next in dec.
+func decodeObject(dec *json.Decoder, field func(key string) error) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil { // null
+		return err
+	}
+	if tok != json.Delim('{') {
+		return fmt.Errorf("%v where an object was expected", tok)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if err := field(tok.(string)); err != nil {
+			return err
 		}
 	}
-	return s, nil
+	_, err = dec.Token() // '}'
+	return err
 }
 
 // saveState replaces DIR/.state/state.json atomically. step marks the crash

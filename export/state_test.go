@@ -69,3 +69,54 @@ func TestStateRefusesANullWrittenSet(t *testing.T) {
 		t.Fatalf("got %v, want the null set named", err)
 	}
 }
+
+// The state is read back key by key as it was written: every key, set and
+// run record, whatever their order in the file; fields it does not know
+// are skipped, and anything after the object is damage.
+func TestStateReadsBackWhatItWrote(t *testing.T) {
+	written := &idSet{}
+	for i := range 5000 {
+		written.Add(strconv.Itoa(1_700_000_000_000_000_000 + i*7919))
+	}
+	written.Add("not-a-number")
+	run := &runRecord{ID: "0a1b2c3d", Time: time.Date(2026, 11, 22, 5, 0, 0, 123, time.UTC),
+		Files: []fileRecord{{Table: "x_bookmarks", Name: "a.parquet", Rows: 5001}}}
+	s := &diskState{Format: stateFormat, Pending: run, LastRun: run,
+		Keys:    map[string]string{"x_bookmarks/1001": `{"held":"<&>\"q\""}`, "k": ""},
+		Written: map[string]*idSet{"1001": written, "1002": {}}}
+	var buf bytes.Buffer
+	if err := s.writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	save := func(content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, stateDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, stateDir, stateFile), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save(buf.String())
+	back, err := loadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if want, _ := json.Marshal(s); !bytes.Equal(again, want) {
+		t.Fatalf("read back:\n%s\nwant\n%s", again, want)
+	}
+	save(`{"future":{"a":[1,{"b":null}]},"keys":null,"format":` + strconv.Itoa(stateFormat) + `}`)
+	if back, err := loadState(dir); err != nil || len(back.Keys) != 0 || len(back.Written) != 0 {
+		t.Fatalf("unknown field and null keys: %v", err)
+	}
+	save(buf.String() + `{}`)
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("data after the object: %v", err)
+	}
+	save(buf.String()[:buf.Len()/2])
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("cut in half: %v", err)
+	}
+}

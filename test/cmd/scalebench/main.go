@@ -147,6 +147,7 @@ func run(o options, w io.Writer) error {
 		}
 	}
 	writeTable(w, results)
+	writeGrowth(w, results)
 	for _, sh := range shards {
 		sh.write(w)
 	}
@@ -395,8 +396,8 @@ func (sh *shardResult) write(w io.Writer) {
 }
 
 func writeTable(w io.Writer, results []syncResult) {
-	fmt.Fprintln(w, "| scenario | sync | posts held | rows written | requests | wall | rows/s | CPU | sim CPU | peak RSS | RSS/account | billed/account (max) | state/account |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| scenario | sync | posts held | rows written | requests | wall | rows/s | CPU | sim CPU | peak RSS | billed/account (max) | state/account |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {
 		rate := "–"
 		if r.Rows > 0 {
@@ -406,10 +407,33 @@ func writeTable(w io.Writer, results []syncResult) {
 		if r.Holding > 0 {
 			perAccount = fmt.Sprintf("%.2f (%s)", float64(r.Billed)/float64(r.Holding), thousands(r.MaxBilled))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.Sync, thousands(r.HeldPosts), thousands(r.Rows), thousands(r.Requests), seconds(r.Wall), rate, seconds(r.CPU),
-			seconds(r.SimCPU), megabytes(r.RSS), kilobytes(r.RSS/int64(r.Accounts)), perAccount, kilobytes(r.StateBytes/int64(r.Accounts)))
+			seconds(r.SimCPU), megabytes(r.RSS), perAccount, kilobytes(r.StateBytes/int64(r.Accounts)))
 	}
+}
+
+// writeGrowth shows, between scenarios of more than one account, how much
+// peak RSS each further account and post took: flat per account means the
+// same figure however many accounts there are.
+func writeGrowth(w io.Writer, results []syncResult) {
+	for _, sync := range []string{"first", "incremental"} {
+		var prev *syncResult
+		for i := range results {
+			r := &results[i]
+			if r.Sync != sync || r.Accounts < 2 {
+				continue
+			}
+			if prev != nil && r.Accounts > prev.Accounts && r.HeldPosts > prev.HeldPosts {
+				extra := r.RSS - prev.RSS
+				fmt.Fprintf(w, "\n%s sync, %s → %s accounts: peak RSS %+.0f MiB, %.1f KiB per further account (%.0f bytes per further post held)",
+					sync, thousands(prev.Accounts), thousands(r.Accounts), float64(extra)/(1<<20),
+					float64(extra)/float64(r.Accounts-prev.Accounts)/(1<<10), float64(extra)/float64(r.HeldPosts-prev.HeldPosts))
+			}
+			prev = r
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }

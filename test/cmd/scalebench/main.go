@@ -69,6 +69,8 @@ func main() {
 	flag.IntVar(&o.shards, "shards", 4, "sync each shard i/n of scenarios of more than one account (0: skip)")
 	flag.StringVar(&o.spread, "shard-spread", "2,8,16", "comma-separated shard counts n whose accounts and held posts per shard are shown (no posts read)")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "the spec's concurrency (0: the plugin's default)")
+	flag.BoolVar(&o.export, "export", true, "run the exporter's first and incremental syncs (false: shards only)")
+	flag.BoolVar(&o.largestFirst, "largest-first", false, "list the accounts in the spec largest list first")
 	flag.StringVar(&o.bin, "bin", "", "cq-source-x binary to measure (default: this program as `cq-source-x export`)")
 	flag.StringVar(&o.heapProfiles, "heapprofile", "", "directory for the children's heap profiles near their peak (not with -bin)")
 	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "directory for the children's CPU profiles (not with -bin)")
@@ -86,6 +88,8 @@ type options struct {
 	scenarios, workload string
 	shards, concurrency int
 	spread              string
+	export              bool
+	largestFirst        bool
 	bin                 string
 	heapProfiles        string
 	cpuProfiles         string
@@ -120,6 +124,10 @@ func run(o options, w io.Writer) error {
 		sc, err := parseScenario(strings.TrimSpace(s), wl)
 		if err != nil {
 			return err
+		}
+		if o.largestFirst {
+			slices.SortFunc(sc.Sizes, func(a, b int) int { return b - a })
+			sc.Name += ", largest first"
 		}
 		scenarios = append(scenarios, sc)
 	}
@@ -179,6 +187,9 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 	out := filepath.Join(dir, "out")
 	var results []syncResult
 	for _, name := range []string{"first", "incremental"} {
+		if !b.o.export {
+			break
+		}
 		fmt.Fprintf(os.Stderr, "scalebench: %s: %s sync\n", sc.Name, name)
 		r, err := b.export(sc, name, sim, specFile, out)
 		if err != nil {
@@ -396,6 +407,9 @@ func (sh *shardResult) write(w io.Writer) {
 }
 
 func writeTable(w io.Writer, results []syncResult) {
+	if len(results) == 0 {
+		return
+	}
 	fmt.Fprintln(w, "| scenario | sync | posts held | rows written | requests | wall | rows/s | CPU | sim CPU | peak RSS | billed/account (max) | state/account |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range results {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -81,4 +83,29 @@ func TestParseScenario(t *testing.T) {
 	if _, err := parseScenario("5", nil); err == nil {
 		t.Error("a drawn scenario without a workload accepted")
 	}
+}
+
+// A child's peak RSS is its own. (Its rusage would report at least this
+// process's: Go starts children with vfork, and exec records the parent's
+// high-water mark as the child's.)
+func TestPeakRSSIsTheChilds(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc: the rusage figure is an upper bound")
+	}
+	ballast := make([]byte, 256<<20)
+	for i := range ballast {
+		ballast[i] = 1 // resident
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := runProcess(self, []string{childExport, "--help"}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RSS == 0 || p.RSS > 128<<20 {
+		t.Errorf("the child's peak RSS is %d MiB; this process holds 256 MiB", p.RSS>>20)
+	}
+	runtime.KeepAlive(ballast)
 }

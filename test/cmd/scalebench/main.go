@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -383,7 +384,7 @@ func spread(rows []shardRow, value func(shardRow) int) float64 {
 		if hi == 0 {
 			return 0
 		}
-		return float64(hi) // unbounded; shown as a large spread
+		return math.Inf(1) // an empty shard
 	}
 	return float64(hi)/float64(lo) - 1
 }

@@ -29,7 +29,7 @@ const referenceWorkload = "../../costbench/workloads/reference.json"
 // outcome.
 func TestTinyScenarios(t *testing.T) {
 	var out bytes.Buffer
-	err := run(options{scenarios: "2x150,7", workload: referenceWorkload, shards: 2, spread: "3"}, &out)
+	err := run(options{scenarios: "2x150,7", workload: referenceWorkload, export: true, shards: 2, spread: "3"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

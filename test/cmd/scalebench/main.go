@@ -2,7 +2,8 @@
 // accounts, on the built-in simulator over loopback.
 //
 //	go run ./test/cmd/scalebench
-//	go run ./test/cmd/scalebench -scenarios 1x1000000,1000,10000 -shards 4 -workload test/costbench/workloads/reference.json
+//	go run ./test/cmd/scalebench -scenarios 1x1000000,1000,10000 -shards 4 -shard-spread 2,8,16 -workload test/costbench/workloads/reference.json
+//	go run ./test/cmd/scalebench -scenarios 10000 -export=false -shards 0 -shard-spread 2,4,8,16 -largest-first
 //
 // A scenario is "ACCOUNTSxPOSTS" (every account holds POSTS bookmarks) or
 // "ACCOUNTS" (list sizes drawn from the workload file's initial_bookmarks,
@@ -29,10 +30,15 @@
 // The exporter child is this program re-run as `cq-source-x export`
 // (internal/cli, as main.go runs it), or the binary given with -bin.
 // The table gives wall time, x_bookmarks rows written per second of wall
-// time, CPU time (user + system), peak RSS (getrusage) of the exporter
-// process, the posts the simulator billed (per account that holds any, and
+// time, CPU time (user + system), peak RSS of the exporter process (its
+// VmHWM), the posts the simulator billed (per account that holds any, and
 // the most for one account) and the size of DIR/.state/state.json per
-// account. The simulator's CPU is in this process, on the same cores.
+// account; then how much peak RSS each further account took from one
+// scenario to the next. The simulator's CPU is in this process, on the same
+// cores. -largest-first lists the accounts in the spec largest list first
+// (shards are every n-th account of the spec); -latency adds a delay to
+// every request of the incremental syncs, as X's round trip would (the
+// first syncs, a request per 90 posts, would take hours).
 //
 // A run fails when a sync loses a post (rows written ≠ posts held), writes
 // one twice, or an account fails. With -heapprofile DIR each child writes
@@ -72,6 +78,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 0, "the spec's concurrency (0: the plugin's default)")
 	flag.BoolVar(&o.export, "export", true, "run the exporter's first and incremental syncs (false: shards only)")
 	flag.BoolVar(&o.largestFirst, "largest-first", false, "list the accounts in the spec largest list first")
+	flag.DurationVar(&o.latency, "latency", 0, "delay the simulator adds to every request of the incremental syncs, as X's round trip would")
 	flag.StringVar(&o.bin, "bin", "", "cq-source-x binary to measure (default: this program as `cq-source-x export`)")
 	flag.StringVar(&o.heapProfiles, "heapprofile", "", "directory for the children's heap profiles near their peak (not with -bin)")
 	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "directory for the children's CPU profiles (not with -bin)")
@@ -91,6 +98,7 @@ type options struct {
 	spread              string
 	export              bool
 	largestFirst        bool
+	latency             time.Duration
 	bin                 string
 	heapProfiles        string
 	cpuProfiles         string
@@ -192,19 +200,24 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 			break
 		}
 		fmt.Fprintf(os.Stderr, "scalebench: %s: %s sync\n", sc.Name, name)
+		if name == "incremental" && b.o.latency > 0 {
+			sim.SetFaults(xsim.Faults{Latency: b.o.latency})
+			name = fmt.Sprintf("incremental, %s a request", b.o.latency)
+		}
 		r, err := b.export(sc, name, sim, specFile, out)
 		if err != nil {
 			return results, nil, fmt.Errorf("%s sync: %w", name, err)
 		}
-		want := sc.posts()
-		if name != "first" {
-			want = 0
+		want := 0
+		if name == "first" {
+			want = sc.posts()
 		}
 		if r.Rows != want {
 			return results, nil, fmt.Errorf("%s sync wrote %d x_bookmarks rows, want %d", name, r.Rows, want)
 		}
 		results = append(results, *r)
 	}
+	sim.SetFaults(xsim.Faults{})
 	if len(sc.Sizes) < 2 {
 		return results, nil, nil
 	}
@@ -436,7 +449,7 @@ func writeGrowth(w io.Writer, results []syncResult) {
 		var prev *syncResult
 		for i := range results {
 			r := &results[i]
-			if r.Sync != sync || r.Accounts < 2 {
+			if !strings.HasPrefix(r.Sync, sync) || r.Accounts < 2 {
 				continue
 			}
 			if prev != nil && r.Accounts > prev.Accounts && r.HeldPosts > prev.HeldPosts {

@@ -110,14 +110,13 @@ type syncResult struct {
 	Scenario, Sync string
 	Accounts       int
 	process
-	Rows        int // x_bookmarks rows written
-	Requests    int
-	Billed      int // posts billed, from the simulator's meter
-	Holding     int // accounts with a non-empty list
-	MaxBilled   int // most posts billed for one account
-	StateBytes  int64
-	HeldPosts   int
-	ShardDetail *shardResult
+	Rows       int // x_bookmarks rows written
+	Requests   int
+	Billed     int // posts billed, from the simulator's meter
+	Holding    int // accounts with a non-empty list
+	MaxBilled  int // most posts billed for one account
+	StateBytes int64
+	HeldPosts  int
 }
 
 func run(o options, w io.Writer) error {
@@ -127,6 +126,10 @@ func run(o options, w io.Writer) error {
 		if wl, err = costbench.LoadWorkload(o.workload); err != nil {
 			return err
 		}
+	}
+	spreads, err := parseCounts(o.spread)
+	if err != nil {
+		return fmt.Errorf("-shard-spread: %w", err)
 	}
 	var scenarios []scenario
 	for _, s := range strings.Split(o.scenarios, ",") {
@@ -149,7 +152,7 @@ func run(o options, w io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	b := &bench{o: o, self: self, work: work, log: io.Discard}
+	b := &bench{o: o, spreads: spreads, self: self, work: work, log: io.Discard}
 	if o.verbose {
 		b.log = os.Stderr
 	}
@@ -173,8 +176,25 @@ func run(o options, w io.Writer) error {
 
 type bench struct {
 	o          options
+	spreads    []int // the shard counts of -shard-spread
 	self, work string
 	log        io.Writer
+}
+
+// parseCounts reads a comma-separated list of shard counts.
+func parseCounts(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a shard count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // scenario runs one scenario's syncs.
@@ -193,31 +213,12 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 	if err := writeSpec(specFile, sim.URL(), tokens, b.o.concurrency); err != nil {
 		return nil, nil, err
 	}
-	out := filepath.Join(dir, "out")
 	var results []syncResult
-	for _, name := range []string{"first", "incremental"} {
-		if !b.o.export {
-			break
+	if b.o.export {
+		if results, err = b.exports(sc, sim, specFile, filepath.Join(dir, "out")); err != nil {
+			return results, nil, err
 		}
-		fmt.Fprintf(os.Stderr, "scalebench: %s: %s sync\n", sc.Name, name)
-		if name == "incremental" && b.o.latency > 0 {
-			sim.SetFaults(xsim.Faults{Latency: b.o.latency})
-			name = fmt.Sprintf("incremental, %s a request", b.o.latency)
-		}
-		r, err := b.export(sc, name, sim, specFile, out)
-		if err != nil {
-			return results, nil, fmt.Errorf("%s sync: %w", name, err)
-		}
-		want := 0
-		if name == "first" {
-			want = sc.posts()
-		}
-		if r.Rows != want {
-			return results, nil, fmt.Errorf("%s sync wrote %d x_bookmarks rows, want %d", name, r.Rows, want)
-		}
-		results = append(results, *r)
 	}
-	sim.SetFaults(xsim.Faults{})
 	if len(sc.Sizes) < 2 {
 		return results, nil, nil
 	}
@@ -229,14 +230,7 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 		}
 		shards = append(shards, sh)
 	}
-	for _, f := range strings.Split(b.o.spread, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return results, shards, fmt.Errorf("-shard-spread: %q is not a shard count", f)
-		}
+	for _, n := range b.spreads {
 		sh, err := b.shards(sc, specFile, n, false)
 		if err != nil {
 			return results, shards, err
@@ -244,6 +238,32 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 		shards = append(shards, sh)
 	}
 	return results, shards, nil
+}
+
+// exports runs the first and the incremental export of a scenario.
+func (b *bench) exports(sc scenario, sim *xsim.Server, specFile, out string) ([]syncResult, error) {
+	var results []syncResult
+	for _, name := range []string{"first", "incremental"} {
+		fmt.Fprintf(os.Stderr, "scalebench: %s: %s sync\n", sc.Name, name)
+		want := sc.posts()
+		if name == "incremental" {
+			want = 0
+			if b.o.latency > 0 {
+				sim.SetFaults(xsim.Faults{Latency: b.o.latency})
+				defer sim.SetFaults(xsim.Faults{})
+				name = fmt.Sprintf("incremental, %s a request", b.o.latency)
+			}
+		}
+		r, err := b.export(sc, name, sim, specFile, out)
+		if err != nil {
+			return results, fmt.Errorf("%s sync: %w", name, err)
+		}
+		if r.Rows != want {
+			return results, fmt.Errorf("%s sync wrote %d x_bookmarks rows, want %d", name, r.Rows, want)
+		}
+		results = append(results, *r)
+	}
+	return results, nil
 }
 
 // export runs one export and reads what it did from its summary and from
@@ -292,7 +312,7 @@ func (b *bench) export(sc scenario, name string, sim *xsim.Server, specFile, out
 
 // profileEnv asks a child for the profiles of -heapprofile and -cpuprofile.
 func (b *bench) profileEnv(sc scenario, name string) []string {
-	slug := strings.NewReplacer(" ", "", ",", "", "×", "x").Replace(sc.Name) + "-" + name
+	slug := strings.NewReplacer(" ", "", ",", "", "×", "x").Replace(sc.Name + "-" + name)
 	var env []string
 	if b.o.heapProfiles != "" {
 		env = append(env, envHeapProf+"="+filepath.Join(b.o.heapProfiles, slug+".heap.pprof"))

@@ -180,8 +180,15 @@ type Report struct {
 	folders int
 }
 
-// AddWalk records a walk.
+// AddWalk records a walk. The walk's memory is not kept: the state holds
+// it, and a report lives as long as the sync, so every list's posts would
+// stay in memory until the last account ends.
 func (r *Report) AddWalk(w WalkReport) {
+	if w.Result != nil && w.Result.Memory != nil {
+		res := *w.Result
+		res.Memory = nil
+		w.Result = &res
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.walks = append(r.walks, w)

@@ -145,7 +145,7 @@ type run struct {
 	rec     runRecord
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
-	written map[string]*idSet
+	written *writtenIDs
 	// fresh holds, per account, the posts first written by this run: a
 	// bookmark in written but not in fresh was written by an earlier run.
 	fresh map[string]*idSet
@@ -202,10 +202,7 @@ func (r *run) sync(ctx context.Context) error {
 	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
 		return err
 	}
-	r.written, r.fresh = map[string]*idSet{}, map[string]*idSet{}
-	for uid, set := range r.state.Written {
-		r.written[uid] = set
-	}
+	r.written, r.fresh = newWrittenIDs(r.state.Written), map[string]*idSet{}
 
 	r.prog = newProgress(o.Progress, o.Terminal, o.Quiet, o.Clock, o.ProgressInterval)
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
@@ -215,11 +212,12 @@ func (r *run) sync(ctx context.Context) error {
 	}
 	st := newRunState(r)
 	if o.Spec.Plugin != nil && o.Spec.Plugin.Compliance != nil {
-		if err := st.freeze(); err != nil {
-			return err
-		}
+		st.freeze()
 	}
 	r.stateC = st.Store
+	// The store holds them now; the walks replace them as they save, and
+	// the ones they replace are not kept (a few bytes a post held).
+	r.state.Keys = nil
 	opts := []xplugin.Option{
 		xplugin.WithClock(o.Clock),
 		xplugin.WithState(st),
@@ -411,12 +409,7 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // firstWrite records that the post of the account is written, and reports
 // whether it was not already.
 func (r *run) firstWrite(uid, postID string) bool {
-	set := r.written[uid]
-	if set == nil {
-		set = &idSet{}
-		r.written[uid] = set
-	}
-	if !set.AddNew(postID) {
+	if !r.written.AddNew(uid, postID) {
 		r.res.skipped(uid)
 		return false
 	}
@@ -445,7 +438,7 @@ func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 // bookmark of postID. (Content rows may come before or after their
 // bookmark's row: records of different tables are not ordered.)
 func (r *run) writtenBefore(uid, postID string) bool {
-	set := r.written[uid]
+	set := r.written.byUser[uid]
 	return set != nil && set.Has(postID) && (r.fresh[uid] == nil || !r.fresh[uid].Has(postID))
 }
 
@@ -468,23 +461,11 @@ func (r *run) abort() {
 }
 
 func (r *run) commitAndPublish() error {
-	// The next state's walk memories and written ids are final now that
-	// the sync has ended. They are most of the state: encode them while the
-	// files are closed.
 	next := &diskState{
 		Format:  stateFormat,
-		Keys:    map[string]string{},
-		Written: r.written,
+		Keys:    r.stateC.Committed(),
+		Written: r.written.byUser,
 		LastRun: r.state.LastRun,
-	}
-	for k, v := range r.stateC.Committed() {
-		next.Keys[k] = v
-	}
-	encoded := make(chan error, 1)
-	go func() { encoded <- next.encodeBulk() }()
-	abort := func() {
-		<-encoded // it reads r.written, which abort leaves alone, but finish first
-		r.abort()
 	}
 
 	// 1. Stage: close (footer, fsync) every file. A table gets a file of
@@ -495,7 +476,7 @@ func (r *run) commitAndPublish() error {
 	for _, t := range resources.ArchiveTables() {
 		if r.writers[resources.BookmarksTable] != nil && !hasFiles(r.out, t.Name) {
 			if err := r.openTable(t); err != nil {
-				abort()
+				r.abort()
 				return err
 			}
 		}
@@ -504,12 +485,12 @@ func (r *run) commitAndPublish() error {
 	for _, name := range r.order {
 		tw := r.writers[name]
 		if err := tw.w.Close(); err != nil {
-			abort()
+			r.abort()
 			return explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
 		}
 		if tw.w.Rows() == 0 && hasFiles(r.out, name) {
 			if err := os.Remove(tw.path); err != nil {
-				abort()
+				r.abort()
 				return err
 			}
 			continue
@@ -519,17 +500,13 @@ func (r *run) commitAndPublish() error {
 		r.o.Step("staged " + name)
 	}
 	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
-		abort()
+		r.abort()
 		return explain(err, false)
 	}
 	r.o.Step("staging synced")
 	r.rec.Files = files
 
 	// 2. Commit: the new state and the pending run, atomically.
-	if err := <-encoded; err != nil {
-		r.abort()
-		return fmt.Errorf("committing the run: %w", err)
-	}
 	next.Pending = &r.rec
 	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
 		r.abort()

@@ -65,10 +65,54 @@ func (s *idSet) Has(id string) bool {
 	return added
 }
 
-// compactAt is how many added ids a set holds in its map before merging
-// them into the sorted list: a map costs about 40 bytes an id, the list 8,
-// which keeps a million-post export's memory flat.
+// compactAt is how many added ids wait in maps before they are merged
+// into the sorted lists: a map costs 20 to 40 bytes an id, the list 8. A
+// set merges its own at compactAt (a million-post export stays flat), and
+// writtenIDs merges every set's when that many wait across all accounts.
 const compactAt = 1 << 16
+
+// writtenIDs are the written-id sets of every account during a run. An
+// export of many accounts adds a few hundred ids to each set, none of
+// which would reach compactAt alone; so that the ids waiting in maps stay
+// bounded whatever the number of accounts, every set that has some merges
+// them once compactAt wait in all.
+type writtenIDs struct {
+	byUser  map[string]*idSet
+	dirty   []*idSet // sets with ids waiting (a set may appear twice)
+	waiting int      // ids added since the last merge
+}
+
+func newWrittenIDs(held map[string]*idSet) *writtenIDs {
+	w := &writtenIDs{byUser: make(map[string]*idSet, len(held))}
+	for uid, set := range held {
+		w.byUser[uid] = set
+	}
+	return w
+}
+
+// AddNew adds the post id to the account's set and reports whether it was
+// not in it yet.
+func (w *writtenIDs) AddNew(uid, id string) bool {
+	set := w.byUser[uid]
+	if set == nil {
+		set = &idSet{}
+		w.byUser[uid] = set
+	}
+	if !set.AddNew(id) {
+		return false
+	}
+	if len(set.addNums)+len(set.addStrs) == 1 {
+		w.dirty = append(w.dirty, set)
+	}
+	if w.waiting++; w.waiting >= compactAt {
+		for _, s := range w.dirty {
+			s.compact()
+		}
+		clear(w.dirty)
+		w.dirty, w.waiting = w.dirty[:0], 0
+	}
+	return true
+}
 
 // AddNew adds id and reports whether it was not in the set yet.
 func (s *idSet) AddNew(id string) bool {
@@ -98,9 +142,9 @@ func (s *idSet) AddNew(id string) bool {
 
 func (s *idSet) addNum(n uint64) {
 	if s.addNums == nil {
-		// Sized for a full round up front: a growing map moves its entries
-		// at every doubling (BenchmarkIDSetAddNew: 170 ns an id, 148 sized).
-		s.addNums = make(map[uint64]struct{}, compactAt)
+		// Not sized up front: a map sized for compactAt ids takes about
+		// 2 MB, and every account of an export has a set.
+		s.addNums = map[uint64]struct{}{}
 	}
 	s.addNums[n] = struct{}{}
 	if s.filter != nil {
@@ -124,11 +168,11 @@ const filterAfter = 4096
 // search (the Parquet split-block filter, 32 bytes a block).
 const filterFalsePositives = 0.01
 
-// buildFilter makes the filter for twice the numbers held (at least
-// compactAt), holding every one of them.
+// buildFilter makes the filter for twice the numbers held, holding every
+// one of them.
 func (s *idSet) buildFilter() {
 	held := len(s.nums) + len(s.addNums)
-	size := uint64(max(2*held, compactAt))
+	size := uint64(max(2*held, 2*filterAfter))
 	bf := metadata.NewBloomFilterFromNDVAndFPP(uint32(min(size, math.MaxUint32)), filterFalsePositives, 1<<30, memory.DefaultAllocator)
 	for _, n := range s.nums {
 		bf.InsertHash(hashID(n))
@@ -191,6 +235,13 @@ func (s *idSet) compact() {
 		s.strs = slices.Compact(s.strs)
 		s.addStrs = nil
 	}
+}
+
+// snapshot is the set as it is now: ids added to s later are not in it.
+// (compact replaces nums, never changes it in place, so it is shared.)
+func (s *idSet) snapshot() *idSet {
+	s.compact()
+	return &idSet{nums: s.nums, strs: slices.Clone(s.strs)}
 }
 
 // mergeSorted merges two sorted lists of unique numbers into one.

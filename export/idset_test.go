@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -238,5 +239,50 @@ func TestIDSetRefusesIDsOutOfOrder(t *testing.T) {
 		if err := s.UnmarshalText(text); err == nil || err.Error() != "written-id set: damaged" {
 			t.Errorf("%s: got %v, want the set refused as damaged", name, err)
 		}
+	}
+}
+
+// An export of many accounts adds a few hundred ids to each account's set.
+// They cost about what the sorted lists cost (8 bytes an id), not a map
+// each: the ids waiting in maps are bounded across all accounts.
+func TestWrittenIDsOfManyAccountsCostAboutEightBytesAnID(t *testing.T) {
+	const accounts, perAccount = 1000, 500
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	w := newWrittenIDs(nil)
+	for a := range accounts {
+		uid := strconv.Itoa(1_000_000 + a)
+		for i := range perAccount {
+			if !w.AddNew(uid, strconv.Itoa(1_700_000_000_000_000_000+a*perAccount+i)) {
+				t.Fatal("a new id reported as written")
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perID := float64(after.HeapAlloc-before.HeapAlloc) / (accounts * perAccount)
+	if perID > 16 {
+		t.Errorf("%.1f bytes an id held", perID)
+	}
+	if w.AddNew("1000007", strconv.Itoa(1_700_000_000_000_000_000+7*perAccount+3)) || w.byUser["1000007"].Len() != perAccount {
+		t.Error("an id written before was not found after the sets merged")
+	}
+	runtime.KeepAlive(w)
+}
+
+// A set's filter is sized for the ids it holds, not for a full round of
+// additions: a few thousand accounts of a few thousand posts each get one.
+func TestIDSetFilterIsSizedForItsIDs(t *testing.T) {
+	var s idSet
+	for i := range filterAfter {
+		s.AddNew(strconv.Itoa(1_700_000_000_000_000_000 + i))
+	}
+	f, ok := s.filter.(interface{ Size() int64 })
+	if !ok {
+		t.Fatal("no filter after filterAfter new ids")
+	}
+	if f.Size() > 16<<10 {
+		t.Errorf("the filter of %d ids takes %d bytes", filterAfter, f.Size())
 	}
 }

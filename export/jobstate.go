@@ -2,7 +2,6 @@ package export
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
 	"strings"
@@ -22,6 +21,8 @@ import (
 type runState struct {
 	*memstate.Store
 	r *run
+	// committed is the state as the last commit left it (see freeze).
+	committed *diskState
 
 	mu     sync.Mutex
 	onDisk map[string]string // the job keys as DIR/.state holds them
@@ -39,10 +40,18 @@ func newRunState(r *run) *runState {
 
 func isJobKey(key string) bool { return strings.HasPrefix(key, resources.ComplianceJobKeyPrefix) }
 
-// freeze encodes the committed state as it is on disk, before the run
-// changes the written-id sets it shares (saveJobs writes them back as they
-// were). Only runs that check compliance need it.
-func (s *runState) freeze() error { return s.r.state.encodeBulk() }
+// freeze keeps the committed state as it is now: its keys, and its
+// written-id sets as snapshots, before the run adds to the sets it shares
+// (a job's save writes back the committed state, not the run's). Only runs
+// that check compliance need it.
+func (s *runState) freeze() {
+	old := s.r.state
+	written := make(map[string]*idSet, len(old.Written))
+	for uid, set := range old.Written {
+		written[uid] = set.snapshot()
+	}
+	s.committed = &diskState{Format: stateFormat, Keys: maps.Clone(old.Keys), Written: written, LastRun: old.LastRun}
+}
 
 // Flush commits the staged keys in memory and writes the job keys to disk
 // when a job was created or uploaded.
@@ -67,20 +76,14 @@ func (s *runState) Flush(ctx context.Context) error {
 	if !started {
 		return nil
 	}
-	old := s.r.state
-	keys := maps.Clone(old.Keys)
+	if s.committed == nil {
+		return errors.New("export: a compliance job cannot be saved: the committed state was not kept at the start of the run")
+	}
+	keys := maps.Clone(s.committed.Keys)
 	maps.Copy(keys, jobs)
-	encoded, err := json.Marshal(keys)
-	if err != nil {
-		return err
-	}
-	if old.bulk == nil {
-		// Encoding the written-id sets now would record this run's ids.
-		return errors.New("export: a compliance job cannot be saved: the committed state was not frozen at the start of the run")
-	}
-	next := &diskState{Format: stateFormat, Keys: keys, LastRun: old.LastRun,
-		bulk: &stateBulk{keys: encoded, written: old.bulk.written}}
-	if err := saveState(s.r.out, next, s.r.o.Step, "compliance job"); err != nil {
+	next := *s.committed
+	next.Keys = keys
+	if err := saveState(s.r.out, &next, s.r.o.Step, "compliance job"); err != nil {
 		return err
 	}
 	s.onDisk = jobs

@@ -2,15 +2,16 @@ package export
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -43,69 +44,22 @@ type diskState struct {
 	Pending *runRecord `json:"pending,omitempty"`
 	// LastRun is the last run published.
 	LastRun *runRecord `json:"last_run,omitempty"`
-
-	// bulk is Keys and Written encoded, once: they are most of the file (a
-	// few bytes per post held and written) and the same in a run's two
-	// saves, commit and published mark.
-	bulk *stateBulk
 }
 
-// stateBulk is the JSON of a state's Keys and Written.
-type stateBulk struct {
-	keys, written []byte
-}
-
-// encodeBulk encodes Keys and Written, unless done already. Neither may
-// change afterwards. It can run while the run's files are still being
-// closed: nothing it reads is written then.
-func (s *diskState) encodeBulk() error {
-	if s.bulk != nil {
-		return nil
-	}
-	keys, err := json.Marshal(s.Keys)
-	if err != nil {
-		return err
-	}
-	// As json.Marshal(s.Written), without copying each set's text (base64:
-	// nothing to escape) once more: {"<user id>":"<text>",...}, sorted.
-	uids := make([]string, 0, len(s.Written))
-	for uid := range s.Written {
-		uids = append(uids, uid)
-	}
-	sort.Strings(uids)
-	var written bytes.Buffer
-	written.WriteByte('{')
-	for i, uid := range uids {
-		if i > 0 {
-			written.WriteByte(',')
-		}
-		key, err := json.Marshal(uid)
-		if err != nil {
-			return err
-		}
-		text, err := s.Written[uid].MarshalText()
-		if err != nil {
-			return err
-		}
-		written.Grow(len(key) + len(text) + 3)
-		written.Write(key)
-		written.WriteString(`:"`)
-		written.Write(text)
-		written.WriteByte('"')
-	}
-	written.WriteByte('}')
-	s.bulk = &stateBulk{keys: keys, written: written.Bytes()}
-	return nil
-}
-
-// writeTo writes json.Marshal(s) to w, from the bulk encoded once
-// (TestStateEncodingIsJSONMarshal holds it to that).
+// writeTo writes json.Marshal(s) to w (TestStateEncodingIsJSONMarshal holds
+// it to that), one key and one set at a time: the walk memories and the
+// written ids are most of the state, a few bytes per post held, and an
+// export of many accounts would otherwise hold them twice more in memory
+// (the encoded JSON, and the buffer it grew in) while it saves them.
 func (s *diskState) writeTo(w io.Writer) error {
-	if err := s.encodeBulk(); err != nil {
-		return err
-	}
-	head := fmt.Appendf(nil, `{"format":%d,"keys":`, s.Format)
-	var tail []byte
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
+	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
+	ew.WriteString(`,"written":`)
+	writeObject(ew, s.Written, func(set *idSet) ([]byte, error) {
+		text, err := set.MarshalText() // base64: nothing to escape
+		return append(append([]byte{'"'}, text...), '"'), err
+	})
 	for _, f := range []struct {
 		name string
 		run  *runRecord
@@ -117,17 +71,59 @@ func (s *diskState) writeTo(w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		tail = fmt.Appendf(tail, `,%q:`, f.name)
-		tail = append(tail, run...)
+		fmt.Fprintf(ew, `,%q:`, f.name)
+		ew.Write(run)
 	}
-	tail = append(tail, '}')
-	for _, part := range [][]byte{head, s.bulk.keys, []byte(`,"written":`), s.bulk.written, tail} {
-		if _, err := w.Write(part); err != nil {
-			return err
-		}
-	}
-	return nil
+	ew.WriteString("}")
+	return ew.err
 }
+
+// writeObject writes m as json.Marshal does (keys sorted, null when nil),
+// each value encoded by value.
+func writeObject[V any](ew *errWriter, m map[string]V, value func(V) ([]byte, error)) {
+	if m == nil {
+		ew.WriteString("null")
+		return
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	ew.WriteString("{")
+	for i, k := range keys {
+		if i > 0 {
+			ew.WriteString(",")
+		}
+		key, err := json.Marshal(k)
+		ew.fail(err)
+		v, err := value(m[k])
+		ew.fail(err)
+		ew.Write(key)
+		ew.WriteString(":")
+		ew.Write(v)
+	}
+	ew.WriteString("}")
+}
+
+// errWriter keeps the first error of a sequence of writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.fail(err)
+	return n, err
+}
+
+func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
 // runRecord is one run and the files it writes: DIR/.staging/<ID>/<name>
 // until published, DIR/<table>/<name> after.
@@ -161,7 +157,7 @@ func newDiskState() *diskState {
 // again and write each row a second time.
 func loadState(out string) (*diskState, error) {
 	path := filepath.Join(out, stateDir, stateFile)
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if file, err := anyExportedFile(out); err != nil {
 			return nil, err
@@ -173,7 +169,8 @@ func loadState(out string) (*diskState, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := decodeState(b)
+	defer f.Close()
+	s, err := decodeState(f)
 	if err != nil {
 		var newer *newerStateError
 		if errors.As(err, &newer) {
@@ -216,15 +213,15 @@ func (e *newerStateError) Error() string {
 	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
 }
 
-// decodeState decodes and checks the text of a state file. Every state this
+// decodeState decodes and checks a state file. Every state this
 // program writes has a format, keys (possibly empty), written-id sets
 // (possibly empty) and runs whose ids and files name paths inside the
 // output directory; anything else is damaged. Every walk memory is decoded
 // too, so that a damaged one stops the export before anything is billed,
 // rather than failing its account at every run.
-func decodeState(b []byte) (*diskState, error) {
+func decodeState(r io.Reader) (*diskState, error) {
 	s := &diskState{}
-	if err := json.Unmarshal(b, s); err != nil {
+	if err := s.readFrom(r); err != nil {
 		return nil, err
 	}
 	switch {
@@ -239,11 +236,6 @@ func decodeState(b []byte) (*diskState, error) {
 	case s.Written == nil:
 		return nil, errors.New("its written-id sets (\"written\") are missing")
 	}
-	for uid, set := range s.Written {
-		if set == nil {
-			return nil, fmt.Errorf("the written-id set of user %s is null", uid)
-		}
-	}
 	for _, run := range []*runRecord{s.Pending, s.LastRun} {
 		if err := run.check(); err != nil {
 			return nil, err
@@ -255,6 +247,77 @@ func decodeState(b []byte) (*diskState, error) {
 		}
 	}
 	return s, nil
+}
+
+// readFrom decodes the JSON writeTo writes, one key and one set at a time,
+// so that the file is not held in memory beside what it decodes to (at
+// 10,000 accounts, hundreds of megabytes each).
+func (s *diskState) readFrom(r io.Reader) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	err := decodeObject(dec, func(field string) error {
+		switch field {
+		case "format":
+			return dec.Decode(&s.Format)
+		case "keys":
+			s.Keys = map[string]string{}
+			return decodeObject(dec, func(key string) error {
+				var v string
+				err := dec.Decode(&v)
+				s.Keys[key] = v
+				return err
+			})
+		case "written":
+			s.Written = map[string]*idSet{}
+			return decodeObject(dec, func(uid string) error {
+				var set *idSet
+				if err := dec.Decode(&set); err != nil {
+					return err
+				}
+				if set == nil {
+					return fmt.Errorf("the written-id set of user %s is null", uid)
+				}
+				s.Written[uid] = set
+				return nil
+			})
+		case "pending":
+			return dec.Decode(&s.Pending)
+		case "last_run":
+			return dec.Decode(&s.LastRun)
+		}
+		var unknown json.RawMessage
+		return dec.Decode(&unknown)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the state's JSON object")
+	}
+	return nil
+}
+
+// decodeObject reads a JSON object from dec, calling field for each key with
+// the value next in dec. A state this program writes has no null where an
+// object belongs.
+func decodeObject(dec *json.Decoder, field func(key string) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != json.Delim('{') {
+		return fmt.Errorf("%v where an object was expected", tok)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if err := field(tok.(string)); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // '}'
+	return err
 }
 
 // check refuses a run record that is not one this program writes: its id

@@ -61,7 +61,7 @@ func FuzzDecodeState(f *testing.F) {
 				t.Fatalf("salvaged a run that fails its check: %+v", run)
 			}
 		}
-		s, err := decodeState(text)
+		s, err := decodeState(bytes.NewReader(text))
 		if err != nil {
 			return
 		}
@@ -82,7 +82,7 @@ func FuzzDecodeState(f *testing.F) {
 		if err := s.writeTo(&b); err != nil {
 			t.Fatal(err)
 		}
-		back, err := decodeState(b.Bytes())
+		back, err := decodeState(bytes.NewReader(b.Bytes()))
 		if err != nil {
 			t.Fatalf("a loaded state, written, does not load: %v\n%s", err, b.Bytes())
 		}

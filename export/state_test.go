@@ -11,9 +11,9 @@ import (
 	"time"
 )
 
-// The state file is written from its bulk encoded once (Keys and Written
-// are most of it); the bytes must be exactly json.Marshal's, so a state
-// reads back as it always did.
+// The state file is written key by key (Keys and Written are most of it,
+// and are never encoded whole in memory); the bytes must be exactly
+// json.Marshal's, so a state reads back as it always did.
 func TestStateEncodingIsJSONMarshal(t *testing.T) {
 	written := &idSet{}
 	for i := range 1000 {
@@ -29,6 +29,7 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 			Written: map[string]*idSet{"1001": written}},
 		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*idSet{"1001": written, "1002": {}, "<&>": written}},
 		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{}},
+		"nil maps":  {Format: stateFormat},
 	} {
 		want, err := json.Marshal(s)
 		if err != nil {
@@ -42,7 +43,7 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s:\nencode       %s\njson.Marshal %s", name, got, want)
 		}
-		// The second save of a run reuses the bulk with another run record.
+		// The second save of a run, with another run record.
 		s.Pending, s.LastRun = nil, run
 		want, _ = json.Marshal(s)
 		buf.Reset()
@@ -66,5 +67,61 @@ func TestStateRefusesANullWrittenSet(t *testing.T) {
 	_, err := loadState(dir)
 	if err == nil || !strings.Contains(err.Error(), "is damaged: the written-id set of user 1001 is null") {
 		t.Fatalf("got %v, want the null set named", err)
+	}
+}
+
+// The state is read back key by key as it was written: every key, set and
+// run record, whatever their order in the file; fields it does not know
+// are skipped, and anything after the object is damage.
+func TestStateReadsBackWhatItWrote(t *testing.T) {
+	written := &idSet{}
+	for i := range 5000 {
+		written.Add(strconv.Itoa(1_700_000_000_000_000_000 + i*7919))
+	}
+	written.Add("not-a-number")
+	at := time.Date(2026, 11, 22, 5, 0, 0, 123e6, time.UTC)
+	run := &runRecord{ID: "0a1b2c3d", Time: at,
+		Files: []fileRecord{{Table: "x_bookmarks", Name: at.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 5001}}}
+	s := &diskState{Format: stateFormat, Pending: run, LastRun: run,
+		Keys:    map[string]string{"another/1001": `{"held":"<&>\"q\""}`, "k": ""},
+		Written: map[string]*idSet{"1001": written, "1002": {}}}
+	var buf bytes.Buffer
+	if err := s.writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	save := func(content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, stateDir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, stateDir, stateFile), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save(buf.String())
+	back, err := loadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := json.Marshal(back)
+	if want, _ := json.Marshal(s); !bytes.Equal(again, want) {
+		t.Fatalf("read back:\n%s\nwant\n%s", again, want)
+	}
+	save(`{"future":{"a":[1,{"b":null}]},"keys":{},"written":{},"format":` + strconv.Itoa(stateFormat) + `}`)
+	if back, err := loadState(dir); err != nil || len(back.Keys) != 0 || len(back.Written) != 0 {
+		t.Fatalf("an unknown field: %v", err)
+	}
+	save(`{"keys":null,"written":{},"format":` + strconv.Itoa(stateFormat) + `}`)
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("null keys: %v", err)
+	}
+	save(buf.String() + `{}`)
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("data after the object: %v", err)
+	}
+	save(buf.String()[:buf.Len()/2])
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "is damaged") {
+		t.Fatalf("cut in half: %v", err)
 	}
 }

@@ -101,14 +101,14 @@ func (a *archive) repair() *export.RepairReport {
 // and written nothing.
 func (a *archive) refusesToRun(want string) {
 	a.t.Helper()
-	billed := a.sim.TotalPostsBilled()
+	billed := a.sim.TotalPostsReturned()
 	files := len(parquetFiles(a.t, a.dir, "x_bookmarks"))
 	_, err := a.run(nil)
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "cq-source-x repair --out "+a.dir) {
 		a.t.Fatalf("export: %v\nwant an error saying %q and naming the repair command", err, want)
 	}
-	if a.sim.TotalPostsBilled() != billed || len(parquetFiles(a.t, a.dir, "x_bookmarks")) != files {
-		a.t.Fatalf("a refused export billed %d posts and wrote files", a.sim.TotalPostsBilled()-billed)
+	if a.sim.TotalPostsReturned() != billed || len(parquetFiles(a.t, a.dir, "x_bookmarks")) != files {
+		a.t.Fatalf("a refused export billed %d posts and wrote files", a.sim.TotalPostsReturned()-billed)
 	}
 }
 
@@ -151,7 +151,7 @@ func TestADeletedStateBesideFilesIsRebuiltFromThem(t *testing.T) {
 	if s.Totals.BookmarksWritten != 3 || s.Totals.AlreadyArchived != 340 {
 		t.Errorf("after the repair: %d rows written, %d already archived; want the 3 new and 340", s.Totals.BookmarksWritten, s.Totals.AlreadyArchived)
 	}
-	if billed := a.sim.TotalPostsBilled(); billed < 343 {
+	if billed := a.sim.TotalPostsReturned(); billed < 343 {
 		t.Errorf("after the repair the lists were not read in full: %d posts billed", billed)
 	}
 	keys := checkArchive(t, a.dir, a.sim, a.users)
@@ -161,7 +161,7 @@ func TestADeletedStateBesideFilesIsRebuiltFromThem(t *testing.T) {
 	// The walks remember again: the run after is incremental.
 	a.sim.ResetUsage()
 	a.mustRun()
-	if billed := a.sim.TotalPostsBilled(); billed > 10 {
+	if billed := a.sim.TotalPostsReturned(); billed > 10 {
 		t.Errorf("the second run after the repair billed %d posts", billed)
 	}
 }
@@ -212,7 +212,7 @@ func TestADamagedWalkMemoryIsDroppedByTheRepair(t *testing.T) {
 	if s.Totals.BookmarksWritten != 0 {
 		t.Errorf("after the repair %d rows were written again", s.Totals.BookmarksWritten)
 	}
-	if billed := a.sim.TotalPostsBilled(); billed < 300 || billed > 300+10 {
+	if billed := a.sim.TotalPostsReturned(); billed < 300 || billed > 300+10 {
 		t.Errorf("after the repair %d posts were billed; want 1001's 300 once and little more", billed)
 	}
 	checkArchive(t, a.dir, a.sim, a.users)
@@ -240,7 +240,7 @@ func TestADamagedStateLosesOnlyTheMemoryTheDamageIsIn(t *testing.T) {
 	if s := a.mustRun(); s.Totals.BookmarksWritten != 0 {
 		t.Errorf("after the repair %d rows were written again", s.Totals.BookmarksWritten)
 	}
-	if billed := a.sim.TotalPostsBilled(); billed > 300+10 {
+	if billed := a.sim.TotalPostsReturned(); billed > 300+10 {
 		t.Errorf("after the repair %d posts were billed; want 1001's 300 once and little more", billed)
 	}
 	checkArchive(t, a.dir, a.sim, a.users)

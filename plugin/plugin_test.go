@@ -97,7 +97,7 @@ func TestTheSameUserListedTwiceIsSyncedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sim.TotalPostsBilled(); got != 100 {
+	if got := sim.TotalPostsReturned(); got != 100 {
 		t.Errorf("one user with 100 bookmarks billed %d posts", got)
 	}
 	if n := rowsOf(msgs, "x_bookmarks"); n != 100 {

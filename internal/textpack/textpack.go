@@ -21,6 +21,16 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
+)
+
+// gzip writers and readers are reused: a writer holds a DEFLATE compressor
+// whose hash tables (several hundred kilobytes) are allocated whatever the
+// level, a reader a 32 KiB window, and a sync packs and unpacks a value
+// per list of every account.
+var (
+	writers sync.Pool // *gzip.Writer at gzip.NoCompression
+	readers sync.Pool // *gzip.Reader
 )
 
 // Pack wraps raw in a gzip member and encodes it as base64 text.
@@ -28,9 +38,14 @@ func Pack(raw []byte) ([]byte, error) {
 	var packed bytes.Buffer
 	// Stored blocks take 5 bytes of header per 64 KiB; gzip adds 18.
 	packed.Grow(len(raw) + len(raw)/(64<<10)*5 + 64)
-	zw, err := gzip.NewWriterLevel(&packed, gzip.NoCompression)
-	if err != nil {
-		return nil, err
+	zw, _ := writers.Get().(*gzip.Writer)
+	if zw == nil {
+		var err error
+		if zw, err = gzip.NewWriterLevel(&packed, gzip.NoCompression); err != nil {
+			return nil, err
+		}
+	} else {
+		zw.Reset(&packed)
 	}
 	if _, err := zw.Write(raw); err != nil {
 		return nil, err
@@ -38,6 +53,7 @@ func Pack(raw []byte) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
+	writers.Put(zw)
 	out := make([]byte, base64.StdEncoding.EncodedLen(packed.Len()))
 	base64.StdEncoding.Encode(out, packed.Bytes())
 	return out, nil
@@ -52,22 +68,37 @@ func Unpack(text []byte, what string) ([]byte, error) {
 	}
 	packed = packed[:n]
 	if len(packed) > 0 && packed[0] == 0x1f {
-		zr, err := gzip.NewReader(bytes.NewReader(packed))
-		if err != nil {
-			return nil, fmt.Errorf("%s: not gzip data: %w", what, err)
-		}
-		zr.Multistream(false)
-		raw, err := io.ReadAll(zr) // checks the CRC-32 and length at the end
-		if err != nil {
-			return nil, fmt.Errorf("%s: damaged (%w)", what, err)
-		}
-		return raw, nil
+		return gunzip(packed, what)
 	}
 	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(packed)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: not DEFLATE data: %w", what, err)
 	}
 	return raw, nil
+}
+
+// gunzip reads the one gzip member in packed.
+func gunzip(packed []byte, what string) ([]byte, error) {
+	zr, _ := readers.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(packed))
+	} else {
+		err = zr.Reset(bytes.NewReader(packed))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: not gzip data: %w", what, err)
+	}
+	zr.Multistream(false)
+	// Pack writes stored blocks: the data is no longer than its member
+	// (ReadFrom wants MinRead bytes free to read the end).
+	var raw bytes.Buffer
+	raw.Grow(len(packed) + bytes.MinRead)
+	if _, err := raw.ReadFrom(zr); err != nil { // checks the CRC-32 and length at the end
+		return nil, fmt.Errorf("%s: damaged (%w)", what, err) // err says "gzip: ..."
+	}
+	readers.Put(zr)
+	return raw.Bytes(), nil
 }
 
 // AppendStrings appends each string length-prefixed (a uvarint, then the

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"encoding/base64"
 	"math/rand"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -98,5 +99,32 @@ func TestUnpackRefusesDamagedData(t *testing.T) {
 				t.Fatalf("byte %d: error %q does not name the value", i, err)
 			}
 		}
+	}
+}
+
+// Packing and unpacking the small value of one list allocates about the
+// value, not a DEFLATE compressor (hundreds of kilobytes) or decompressor
+// per call: a sync packs one per list of every account.
+func TestPackAndUnpackAllocateAboutTheirData(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops pooled values at random")
+	}
+	raw := make([]byte, 1000)
+	rand.New(rand.NewSource(1)).Read(raw)
+	const calls = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range calls {
+		text, err := Pack(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Unpack(text, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perCall := (after.TotalAlloc - before.TotalAlloc) / calls; perCall > 32<<10 {
+		t.Fatalf("a Pack and an Unpack of %d bytes allocate %d bytes", len(raw), perCall)
 	}
 }

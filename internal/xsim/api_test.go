@@ -17,7 +17,7 @@ func TestFoldersListIDsAndNames(t *testing.T) {
 	}
 	jsonEqual(t, r.body, `{"data":[{"id":"1146654567674912769","name":"Reading"},{"id":"1146654567674912770","name":"Recipes"}],"meta":{"result_count":2}}`)
 	u := s.Usage("1")[OpListFolders]
-	if u.FoldersReturned != 2 || u.PostsReturned != 0 || s.TotalPostsBilled() != 0 {
+	if u.FoldersReturned != 2 || u.PostsReturned != 0 || s.TotalPostsReturned() != 0 {
 		t.Fatalf("%+v", u)
 	}
 	// Paginated too.
@@ -266,8 +266,8 @@ func TestCreditsDepletedIs402(t *testing.T) {
 	listPage(t, s, "1", tok, q("max_results", "5", "pagination_token", p2.Meta.NextToken))
 	r = get(t, s, "/2/users/1/bookmarks?max_results=1", tok)
 	jsonEqual(t, r.body, creditsWant)
-	if s.TotalPostsBilled() != 25 {
-		t.Fatalf("billed %d", s.TotalPostsBilled())
+	if s.TotalPostsReturned() != 25 {
+		t.Fatalf("billed %d", s.TotalPostsReturned())
 	}
 	u := s.Usage("1")[OpListBookmarks]
 	if u.ByStatus[402] != 2 || u.PostsReturned != 25 {

@@ -195,9 +195,9 @@ func (s *Server) Usage(userID string) map[string]OpUsage {
 	return out
 }
 
-// TotalPostsBilled is the number of posts returned across all users since
+// TotalPostsReturned is the number of posts returned across all users since
 // the last ResetUsage (before the same-day de-duplication).
-func (s *Server) TotalPostsBilled() int {
+func (s *Server) TotalPostsReturned() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.totalBilled

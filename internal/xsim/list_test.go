@@ -257,14 +257,14 @@ func TestResultCountEqualsPostsBilled(t *testing.T) {
 		sum += *p.Meta.ResultCount
 	}
 	u := s.Usage("1")[OpListBookmarks]
-	if sum != 47 || u.PostsReturned != 47 || u.Requests != 3 || u.OK != 3 || s.TotalPostsBilled() != 47 {
-		t.Fatalf("sum %d usage %+v total %d", sum, u, s.TotalPostsBilled())
+	if sum != 47 || u.PostsReturned != 47 || u.Requests != 3 || u.OK != 3 || s.TotalPostsReturned() != 47 {
+		t.Fatalf("sum %d usage %+v total %d", sum, u, s.TotalPostsReturned())
 	}
 	if u.USD < 0.2349 || u.USD > 0.2351 {
 		t.Fatalf("USD %v, want 47 x 0.005", u.USD)
 	}
 	s.ResetUsage()
-	if s.TotalPostsBilled() != 0 || len(s.Usage("1")) != 0 {
+	if s.TotalPostsReturned() != 0 || len(s.Usage("1")) != 0 {
 		t.Fatal("ResetUsage did not reset")
 	}
 }

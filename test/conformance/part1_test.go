@@ -38,7 +38,7 @@ func TestListIsReadableOnlyWithATokenIssuedForThatUser(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.Status != 403 || !errors.Is(err, client.ErrForbidden) {
 		t.Fatalf("bob reading alice's list: err = %v, want 403 Forbidden", err)
 	}
-	if n := e.sim.TotalPostsBilled(); n != 0 {
+	if n := e.sim.TotalPostsReturned(); n != 0 {
 		t.Errorf("%d posts billed for a refused read", n)
 	}
 	if p, _ := page(t, e.client(e.sim.IssueToken(alice)), alice, 0, ""); len(p.Data) != 10 {
@@ -137,7 +137,7 @@ func TestRequestsAreNotBilled(t *testing.T) {
 	if u.Requests != 22 || u.PostsReturned != 0 || u.USD != 0 {
 		t.Errorf("simulator: %d requests billed %d posts (USD %v); want 22 requests, nothing billed", u.Requests, u.PostsReturned, u.USD)
 	}
-	if n := e.sim.TotalPostsBilled(); n != 0 {
+	if n := e.sim.TotalPostsReturned(); n != 0 {
 		t.Errorf("total billed = %d, want 0", n)
 	}
 	if m := c.Meter().Total(); m.PostsReturned != 0 || m.USD != 0 {

@@ -53,7 +53,7 @@ func TestEveryOperationActsOnThePathUserWithTheirOwnToken(t *testing.T) {
 	if got := e.sim.Bookmarks(alice); !slices.Equal(got, posts) {
 		t.Errorf("bob's refused calls changed alice's list: %v", got)
 	}
-	if n := e.sim.TotalPostsBilled(); n != 0 {
+	if n := e.sim.TotalPostsReturned(); n != 0 {
 		t.Errorf("refused calls billed %d posts", n)
 	}
 	for _, op := range ops {
@@ -413,7 +413,7 @@ func TestListFoldersReturnsIDAndNamePaginated(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("folders = %v, want %v", got, want)
 	}
-	if n := e.sim.TotalPostsBilled(); n != 0 {
+	if n := e.sim.TotalPostsReturned(); n != 0 {
 		t.Errorf("listing folders billed %d posts", n)
 	}
 }

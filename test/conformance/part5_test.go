@@ -72,7 +72,7 @@ func TestAppOnlyTokenIsRefusedWithClearHint(t *testing.T) {
 		if got := e.sim.Bookmarks(alice); !slices.Equal(got, posts) {
 			t.Errorf("list changed: %v", got)
 		}
-		if n := e.sim.TotalPostsBilled(); n != 0 {
+		if n := e.sim.TotalPostsReturned(); n != 0 {
 			t.Errorf("%d posts billed", n)
 		}
 	}

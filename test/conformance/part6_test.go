@@ -65,7 +65,7 @@ func TestComplianceJobReportsDeletedPostsAtNoCharge(t *testing.T) {
 	if len(got) != 2 || got[posts[7]] != "deleted" || got[posts[3]] != "suspended" {
 		t.Errorf("results %v, want %s deleted and %s suspended", got, posts[7], posts[3])
 	}
-	if n := e.sim.TotalPostsBilled(); n != 0 {
+	if n := e.sim.TotalPostsReturned(); n != 0 {
 		t.Errorf("%d posts billed", n)
 	}
 	for _, r := range storage.all() {

@@ -141,7 +141,7 @@ func TestComplianceFindsADeletedBookmark(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = e.sim.SetPostCompliance(suspended, "suspended")
-	billed := e.sim.TotalPostsBilled()
+	billed := e.sim.TotalPostsReturned()
 
 	e.clk.Advance(24 * time.Hour)
 	second := e.sync()
@@ -160,7 +160,7 @@ func TestComplianceFindsADeletedBookmark(t *testing.T) {
 	if second.bookmarks != 0 {
 		t.Errorf("%d x_bookmarks rows emitted again", second.bookmarks)
 	}
-	if n := e.sim.TotalPostsBilled() - billed; n != 2 {
+	if n := e.sim.TotalPostsReturned() - billed; n != 2 {
 		t.Errorf("the second sync billed %d posts; the walk bills 2 and the check none", n)
 	}
 	for _, op := range []string{"compliance_list_jobs", "compliance_create_job", "compliance_get_job", "compliance_upload", "compliance_download"} {

@@ -1,0 +1,5 @@
+//go:build race
+
+package textpack
+
+const raceEnabled = true

@@ -117,9 +117,6 @@ func decodePostPage(body []byte) (page *PostPage, res Resources, err error) {
 	if err := checkIDs(len(page.Data), func(i int) string { return page.Data[i].ID }); err != nil {
 		return nil, w.resources(), err
 	}
-	if err := checkIncluded(&page.Includes); err != nil {
-		return nil, w.resources(), err
-	}
 	if page.Expanded, err = decodeExpanded(&page.Includes); err != nil {
 		return nil, w.resources(), err
 	}
@@ -185,8 +182,12 @@ func decodeExpanded(in *Includes) (Expanded, error) {
 		e.Users = make(map[string]*User, len(in.Users))
 		for i, raw := range in.Users {
 			u, err := decodeUserObject(raw)
-			if err == nil && u.ID == "" {
+			switch {
+			case err != nil:
+			case u.ID == "":
 				err = shapeError("no id")
+			case !ValidID(u.ID):
+				err = shapef("id %s is not an X id (%s)", shown(u.ID), idRule)
 			}
 			if err != nil {
 				return e, fmt.Errorf("includes.users[%d]: %w", i, err)
@@ -486,36 +487,6 @@ func checkPostIDs(p *Post) error {
 	for i, id := range p.EditHistoryTweetIDs {
 		if !ValidID(id) {
 			return shapef("edit_history_tweet_ids[%d] %s is not an X id (%s)", i, shown(id), idRule)
-		}
-	}
-	return nil
-}
-
-// checkIncluded checks the ids of the expanded users and posts: the author
-// and referenced posts of the page's posts are found by them. (An object
-// without an id cannot be found, and is left alone.)
-func checkIncluded(in *Includes) error {
-	for _, l := range [...]struct {
-		name string
-		objs []json.RawMessage
-	}{{"users", in.Users}, {"tweets", in.Tweets}} {
-		for i, raw := range l.objs {
-			var w struct {
-				ID json.RawMessage `json:"id"`
-			}
-			if err := json.Unmarshal(raw, &w); err != nil {
-				return shapef("includes.%s[%d]: %v", l.name, i, err)
-			}
-			if w.ID == nil || bytes.Equal(w.ID, []byte("null")) {
-				continue
-			}
-			var id string
-			if json.Unmarshal(w.ID, &id) != nil {
-				return shapef("includes.%s[%d].id is not a string", l.name, i)
-			}
-			if !ValidID(id) {
-				return shapef("includes.%s[%d].id %s is not an X id (%s)", l.name, i, shown(id), idRule)
-			}
 		}
 	}
 	return nil

@@ -286,7 +286,7 @@ func TestIDsInAPageAreChecked(t *testing.T) {
 		4: `data[0]: id (200 characters, not shown) is not an X id`,
 		5: `data[0]: id "007" is not an X id`,
 		6: `data[0]: author_id "../x" is not an X id`,
-		7: `includes.users[0].id "1 OR 1=1" is not an X id`,
+		7: `includes.users[0]: id "1 OR 1=1" is not an X id`,
 	} {
 		if _, err := decodePage([]byte(hostileBodies[i])); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", hostileBodies[i], err, want)

@@ -87,8 +87,9 @@ refresh works, and, with --out, the exporter's last sync of it (what it found
 and cost) and the posts it holds. Give a spec file (--spec) or token files
 (--token-file).
 
-What it costs: one GET /2/users/me per account (X bills no post for it) and,
-for each token file, one refresh at the token endpoint. No post is read.
+What it costs: one GET /2/users/me per account (X bills it as a user read,
+USD 0.010, once per UTC day) and, for each token file, one refresh at the
+token endpoint. No post is read.
 Refreshing is the only way to know that a refresh works: X rotates the
 refresh token, and the new pair is saved atomically under the token file's
 lock, as a sync saves it. --no-refresh tries nothing but the access token
@@ -404,7 +405,7 @@ func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
 		}
 		st.writeText(w, rep.Out, now)
 	}
-	fmt.Fprintf(w, "\nstatus sent %d requests to the API (GET /2/users/me, which X bills no post for), which returned %d posts, and %d token refreshes.\n",
+	fmt.Fprintf(w, "\nstatus sent %d requests to the API (GET /2/users/me: a user read each, no post), which returned %d posts, and %d token refreshes.\n",
 		rep.APIRequests, rep.PostsBilled, rep.TokenRefreshes)
 	if rep.Out == "" {
 		fmt.Fprint(w, "The last sync and the posts held are in an exporter's directory (--out DIR); a CloudQuery sync keeps them\n"+

@@ -71,7 +71,7 @@ func TestStatusShowsEachAccountAndReadsNoPost(t *testing.T) {
 		"accounts[1]: @user_1002 (User 1002), user id 1002\n",
 		"refresh:       impossible: a raw access_token",
 		"5 new bookmarks",
-		"status sent 2 requests to the API (GET /2/users/me, which X bills no post for), which returned 0 posts, and 1 token refreshes.",
+		"status sent 2 requests to the API (GET /2/users/me: a user read each, no post), which returned 0 posts, and 1 token refreshes.",
 	)
 	if e.listRequests() != before {
 		t.Errorf("status sent %d post-reading requests", e.listRequests()-before)

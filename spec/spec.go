@@ -75,8 +75,8 @@ type Spec struct {
 	// The bookmark reads of that user's account are owned reads, priced at `owned_read_usd`. Applies to accounts without a `client_id` of their own.
 	AppOwnerUserID string `json:"app_owner_user_id,omitempty" jsonschema:"pattern=^[0-9]{1\\,19}$"`
 
-	// Maximum number of tables and accounts synced at once (the scheduler's concurrency).
-	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=100"`
+	// A best-effort bound on the work done at once, as in CloudQuery's other source plugins. The SDK's scheduler syncs `concurrency` ÷ 100 (account, table) pairs at once for values above 100, and about 10 for values up to 100: each account waits for X's round trips, so more at once finish a sync of many accounts sooner; lower it to use less memory.
+	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=10000"`
 
 	// Checks of the archived posts with X's free batch compliance job (table x_post_compliance): posts since deleted, or whose authors were suspended or made protected.
 	// Off when absent. Needs the X app's app-only bearer token.
@@ -151,7 +151,7 @@ const (
 	DefaultRateLimitWaitCap    = 16 * time.Minute
 	DefaultRetryBudget         = 5 * time.Minute
 	DefaultMaxAttempts         = 4
-	DefaultConcurrency         = 100
+	DefaultConcurrency         = 10000
 	DefaultFolderRequestBudget = 40
 	DefaultConnectTimeout      = client.DefaultConnectTimeout
 	DefaultHeaderTimeout       = client.DefaultHeaderTimeout

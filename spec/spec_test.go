@@ -23,7 +23,7 @@ func TestDefaultsAreAppliedInCode(t *testing.T) {
 	if s.Planner.MaxPageSize != 90 || s.Planner.RequestBudget != 150 || s.Planner.Confirmations != 1 || s.Planner.FolderRequestBudget != 40 {
 		t.Errorf("planner defaults %+v", s.Planner)
 	}
-	if s.RateLimitWaitCap.Duration() != 16*time.Minute || s.MaxAttempts != 4 || *s.PostReadUSD != 0.005 || s.Concurrency != 100 {
+	if s.RateLimitWaitCap.Duration() != 16*time.Minute || s.MaxAttempts != 4 || *s.PostReadUSD != 0.005 || s.Concurrency != 10000 {
 		t.Errorf("defaults: cap %s attempts %d usd %v concurrency %d", s.RateLimitWaitCap.Duration(), s.MaxAttempts, *s.PostReadUSD, s.Concurrency)
 	}
 	if len(s.Fields.TweetFields) == 0 || len(s.Fields.Expansions) != 0 {

@@ -244,14 +244,51 @@ func (s *FileTokenSource) fresh(t *StoredToken, now time.Time) bool {
 // refreshLocked runs with s.mu held. Under the file lock it re-reads the file, uses a token
 // someone else refreshed, or refreshes, saves and only then returns the new token.
 func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, error) {
-	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
-	unlock, err := s.file.Lock(lctx)
-	cancel()
+	unlock, err := s.lockFile(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("auth: waiting for the token file lock (another cq-source-x process may be refreshing): %w", err)
+		return nil, err
 	}
 	defer func() { _ = unlock() }()
 
+	disk, err := s.reload()
+	if err != nil {
+		return nil, err
+	}
+	if disk, err = s.saveUnsaved(disk); err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	if s.fresh(disk, now) {
+		return s.useRefreshedElsewhere(disk), nil
+	}
+	s.cur = disk
+	fp, err := s.refreshable(disk)
+	if err != nil {
+		return nil, err
+	}
+	hint, err := s.recordIntent(fp, now)
+	if err != nil {
+		return nil, err
+	}
+	tok, start, err := s.sendRefresh(ctx, disk, fp, hint)
+	if err != nil {
+		return nil, err
+	}
+	return s.saveRefreshed(tok, start, disk)
+}
+
+// lockFile takes the token file lock, waiting at most the lock timeout.
+func (s *FileTokenSource) lockFile(ctx context.Context) (unlock func() error, err error) {
+	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
+	defer cancel()
+	if unlock, err = s.file.Lock(lctx); err != nil {
+		return nil, fmt.Errorf("auth: waiting for the token file lock (another cq-source-x process may be refreshing): %w", err)
+	}
+	return unlock, nil
+}
+
+// reload reads the token file again, as another process may have changed it.
+func (s *FileTokenSource) reload() (*StoredToken, error) {
 	disk, err := s.file.Load()
 	if err != nil {
 		return nil, err
@@ -260,59 +297,77 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	if err := s.checkClient(disk); err != nil {
 		return nil, err
 	}
+	return disk, nil
+}
 
-	// A refreshed pair that could not be saved earlier: save it now if the file still holds the
-	// pair it replaces; if the file changed (a new login), the unsaved pair is obsolete.
-	if s.unsaved != nil {
-		if disk.RefreshToken == s.unsavedFrom {
-			if err := s.file.Save(s.unsaved); err != nil {
-				return nil, fmt.Errorf("auth: saving the refreshed token (retry) failed: %w; if this process ends before it succeeds, run `cq-source-x login` again", err)
-			}
-			s.file.removeIntent()
-			disk = s.unsaved
-		}
-		s.unsaved, s.unsavedFrom = nil, ""
-	}
-
-	now := s.clock.Now()
-	if s.fresh(disk, now) {
-		// Another process (or an earlier call) refreshed already, or the user logged in again.
-		if disk.AccessToken != s.cur.AccessToken {
-			s.log.Info().Str("token_file", s.file.Path).Time("expiry", disk.Expiry).Msg("auth: using the access token another process refreshed")
-		}
-		s.cur = disk
+// saveUnsaved deals with a refreshed pair that could not be saved earlier: it is saved now if
+// the file still holds the pair it replaces; if the file changed (a new login), the unsaved
+// pair is obsolete. It returns the pair the file now holds.
+func (s *FileTokenSource) saveUnsaved(disk *StoredToken) (*StoredToken, error) {
+	if s.unsaved == nil {
 		return disk, nil
 	}
+	if disk.RefreshToken == s.unsavedFrom {
+		if err := s.file.Save(s.unsaved); err != nil {
+			return nil, fmt.Errorf("auth: saving the refreshed token (retry) failed: %w; if this process ends before it succeeds, run `cq-source-x login` again", err)
+		}
+		s.file.removeIntent()
+		disk = s.unsaved
+	}
+	s.unsaved, s.unsavedFrom = nil, ""
+	return disk, nil
+}
+
+// useRefreshedElsewhere takes the fresh token the file holds: another process (or an earlier
+// call) refreshed already, or the user logged in again.
+func (s *FileTokenSource) useRefreshedElsewhere(disk *StoredToken) *StoredToken {
+	if disk.AccessToken != s.cur.AccessToken {
+		s.log.Info().Str("token_file", s.file.Path).Time("expiry", disk.Expiry).Msg("auth: using the access token another process refreshed")
+	}
 	s.cur = disk
+	return disk
+}
+
+// refreshable returns the fingerprint of disk's refresh token, or why it cannot be sent: there
+// is none, or X has rejected it already.
+func (s *FileTokenSource) refreshable(disk *StoredToken) (string, error) {
 	if disk.RefreshToken == "" {
-		return nil, fmt.Errorf("auth: the access token in %s has expired and the file holds no refresh token (was %q granted?): %w",
+		return "", fmt.Errorf("auth: the access token in %s has expired and the file holds no refresh token (was %q granted?): %w",
 			s.file.Path, ScopeOfflineAccess, ErrLoginRequired)
 	}
 	fp := fingerprint(disk.RefreshToken)
 	if fp == s.dead {
-		return nil, s.deadErr
+		return "", s.deadErr
 	}
+	return fp, nil
+}
 
-	// Record the intent (no secret in it) so that an interrupted refresh can be diagnosed.
-	hint := ""
+// recordIntent records the intent to refresh the token with fingerprint fp (no secret in it) so
+// that an interrupted refresh can be diagnosed. When an earlier refresh of that token left its
+// marker, the marker is kept and the returned hint says what it means.
+func (s *FileTokenSource) recordIntent(fp string, now time.Time) (hint string, err error) {
 	if in := s.file.readIntent(); in != nil && in.Fingerprint == fp {
-		hint = fmt.Sprintf("an earlier refresh of this token (started %s by process %d on %q) was interrupted before its result was saved, so X has probably rotated it already",
-			fmtTime(in.StartedAt), in.PID, in.Host)
-	} else {
-		host, _ := os.Hostname()
-		if err := s.file.writeIntent(&refreshIntent{StartedAt: now.UTC(), Fingerprint: fp, PID: os.Getpid(), Host: host}); err != nil {
-			// X rotates the refresh token it is sent: a directory that cannot take this small
-			// marker (disk full, quota) would most likely not take the new pair either, and the
-			// only valid refresh token would be lost. Do not send it.
-			return nil, fmt.Errorf("auth: not refreshing the token in %s: its directory cannot be written (%w), so the rotated refresh token X returns could not be saved", s.file.Path, err)
-		}
+		return fmt.Sprintf("an earlier refresh of this token (started %s by process %d on %q) was interrupted before its result was saved, so X has probably rotated it already",
+			fmtTime(in.StartedAt), in.PID, in.Host), nil
 	}
+	host, _ := os.Hostname()
+	if err := s.file.writeIntent(&refreshIntent{StartedAt: now.UTC(), Fingerprint: fp, PID: os.Getpid(), Host: host}); err != nil {
+		// X rotates the refresh token it is sent: a directory that cannot take this small
+		// marker (disk full, quota) would most likely not take the new pair either, and the
+		// only valid refresh token would be lost. Do not send it.
+		return "", fmt.Errorf("auth: not refreshing the token in %s: its directory cannot be written (%w), so the rotated refresh token X returns could not be saved", s.file.Path, err)
+	}
+	return "", nil
+}
 
+// sendRefresh sends disk's refresh token to the token endpoint, unless ctx has ended before
+// anything was sent, and returns X's answer and when the request started.
+func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp, hint string) (*oauth2.Token, time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		if hint == "" {
 			s.file.removeIntent() // nothing was sent: no refresh is in flight
 		}
-		return nil, fmt.Errorf("auth: refresh not started: %w", err)
+		return nil, time.Time{}, fmt.Errorf("auth: refresh not started: %w", err)
 	}
 	// From here on the refresh token may be spent at X: do not let the caller's cancellation
 	// abandon the answer.
@@ -322,25 +377,36 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	start := s.clock.Now()
 	tok, err := s.oc.TokenSource(rctx, &oauth2.Token{RefreshToken: disk.RefreshToken}).Token()
 	if err != nil {
-		te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.cfg.ClientSecret)
-		if te.LoginRequired {
-			te.Hint = hint
-			s.dead, s.deadErr = fp, te
-		}
-		if !te.Transient && hint == "" {
-			// X answered this refresh (and refused it): it was not interrupted, so the marker
-			// this attempt wrote must not make a later run blame an interrupted refresh. A marker
-			// left by an earlier, really interrupted refresh (hint != "") is kept.
-			s.file.removeIntent()
-		}
-		return nil, te
+		return nil, start, s.refreshFailed(err, disk, fp, hint)
 	}
 	if s.afterTokenResponse != nil {
 		if err := s.afterTokenResponse(); err != nil {
-			return nil, err
+			return nil, start, err
 		}
 	}
+	return tok, start, nil
+}
 
+// refreshFailed is the error of a refresh request that failed. A refresh token X rejected is
+// remembered, so that it is never sent again.
+func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint string) error {
+	te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.cfg.ClientSecret)
+	if te.LoginRequired {
+		te.Hint = hint
+		s.dead, s.deadErr = fp, te
+	}
+	if !te.Transient && hint == "" {
+		// X answered this refresh (and refused it): it was not interrupted, so the marker
+		// this attempt wrote must not make a later run blame an interrupted refresh. A marker
+		// left by an earlier, really interrupted refresh (hint != "") is kept.
+		s.file.removeIntent()
+	}
+	return te
+}
+
+// saveRefreshed saves the pair X returned, completed from the one it replaces, before it is
+// used. A pair that cannot be saved is kept in memory and saving it is retried on next use.
+func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk *StoredToken) (*StoredToken, error) {
 	next := NewStoredToken(tok, s.cfg.ClientID, start)
 	s.remember(next)
 	if next.RefreshToken == "" {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -590,6 +593,106 @@ func TestTheRedactorLearnsEveryTokenTheSourceHolds(t *testing.T) {
 	for _, secret := range []string{tok.AccessToken, e.load().RefreshToken} {
 		if got := r.String("x " + secret); got != "x "+redact.Mask {
 			t.Errorf("the refreshed pair is not masked: %q", got)
+		}
+	}
+}
+
+// failingRename makes Saves of the token file fail ("disk full") while *fail is true.
+func failingRename(mu *sync.Mutex, fail *bool) *fileHooks {
+	return &fileHooks{rename: func(o, n string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if *fail && filepath.Base(n) == "token.json" {
+			return errors.New("disk full")
+		}
+		return os.Rename(o, n)
+	}}
+}
+
+// A refreshed pair kept in memory because its Save failed is obsolete once
+// the file holds another pair (the user logged in again): the new login's
+// pair is used, and the kept pair is never written over it.
+func TestAnUnsavedPairIsDroppedAfterANewLogin(t *testing.T) {
+	e := newEnv(t, "")
+	var mu sync.Mutex
+	fail := true
+	e.file.hooks = failingRename(&mu, &fail)
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	if _, err := s.Token(); err == nil || !strings.Contains(err.Error(), "could not save it") {
+		t.Fatalf("err = %v, want the unsaved refresh reported", err)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	login := e.fx.issue("app")
+	if err := e.file.Save(login); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.Token()
+	if err != nil || tok.AccessToken != login.AccessToken {
+		t.Fatalf("Token = %v, want the new login's access token", err)
+	}
+	if disk := e.load(); e.refreshes() != 1 || disk.AccessToken != login.AccessToken || disk.RefreshToken != login.RefreshToken {
+		t.Errorf("%d refreshes; the file no longer holds the new login's pair", e.refreshes())
+	}
+}
+
+// Saving a kept pair again can fail again: that is reported as the retry's
+// failure, and the pair is still kept, never refreshed a second time.
+func TestAFailedRetryToSaveTheKeptPairIsReported(t *testing.T) {
+	e := newEnv(t, "")
+	var mu sync.Mutex
+	fail := true
+	e.file.hooks = failingRename(&mu, &fail)
+	s := e.source()
+	e.clk.Advance(2 * time.Hour)
+	if _, err := s.Token(); err == nil || !strings.Contains(err.Error(), "could not save it") {
+		t.Fatalf("err = %v, want the unsaved refresh reported", err)
+	}
+	if _, err := s.Token(); err == nil || !strings.Contains(err.Error(), "saving the refreshed token (retry) failed") || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err = %v, want the failed retry reported", err)
+	}
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	tok, err := s.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if disk := e.load(); e.refreshes() != 1 || disk.AccessToken != tok.AccessToken {
+		t.Errorf("%d refreshes; the kept pair was not saved", e.refreshes())
+	}
+}
+
+// Each refresh is logged, and so is a token another process refreshed; the
+// lines name the token file, never a token.
+func TestRefreshesAreLoggedWithoutTokens(t *testing.T) {
+	e := newEnv(t, "")
+	var buf bytes.Buffer
+	log := zerolog.New(&buf)
+	a, b := e.source(WithLogger(log)), e.source(WithLogger(log))
+	e.clk.Advance(2 * time.Hour)
+	tok, err := a.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Token(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	want := []string{"auth: access token refreshed", "auth: using the access token another process refreshed"}
+	if len(lines) != len(want) {
+		t.Fatalf("log lines:\n%s", buf.String())
+	}
+	for i, line := range lines {
+		if !strings.Contains(line, want[i]) || !strings.Contains(line, e.file.Path) {
+			t.Errorf("line %d = %s, want %q naming the token file", i, line, want[i])
+		}
+		for _, secret := range []string{e.orig.AccessToken, e.orig.RefreshToken, tok.AccessToken, e.load().RefreshToken} {
+			if strings.Contains(line, secret) {
+				t.Errorf("line %d holds a token: %s", i, line)
+			}
 		}
 	}
 }

@@ -68,40 +68,81 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err != nil {
 		return err
 	}
-	stateClient := c.options.State
-	if stateClient == nil {
-		connected, err := state.NewConnectedClient(ctx, opts.BackendOptions)
-		if err != nil {
-			return fmt.Errorf("connecting to the state backend: %w", err)
-		}
-		defer connected.Close()
-		stateClient = connected
-		if opts.BackendOptions == nil {
-			c.logger.Warn().Msg("no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again")
-		}
+	stateClient, closeState, err := c.connectState(ctx, opts.BackendOptions)
+	if err != nil {
+		return err
 	}
+	defer closeState()
 
-	syncInfo := account.Sync{ID: c.invocationID, StartedAt: c.options.Clock.Now().UTC()}
-	if syncInfo.ID == "" {
-		syncInfo.ID = uuid.NewString()
-	}
-	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo, c.redact)
-	if sh := opts.Shard; sh != nil && (sh.Total < 1 || sh.Num < 1 || sh.Num > sh.Total) {
-		return fmt.Errorf("shard %d/%d: want N/T with 1 <= N <= T", sh.Num, sh.Total)
-	}
-	if opts.Shard != nil {
-		// The plugin shards accounts itself. The scheduler's shards split
-		// (table, account) pairs table by table, which would give one
-		// account's bookmarks to one machine and its folders to another:
-		// both would use, and may refresh, the same rotating token.
-		set.Sessions = shardOf(set.Sessions, int(opts.Shard.Num), int(opts.Shard.Total))
+	syncInfo := c.syncInfo()
+	set, err := c.accountsOfShard(ctx, stateClient, syncInfo, opts.Shard)
+	if err != nil {
+		return err
 	}
 	if c.options.OnSessions != nil {
 		c.options.OnSessions(set)
 	}
 
-	var data schema.Tables
-	var compliance, usage *schema.Table
+	data, compliance, usage := splitTables(tables)
+	run := c.newTableSync(opts, res)
+	if err := c.syncDataTables(ctx, run, stateClient, set, data); err != nil {
+		return err
+	}
+	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
+	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
+		return err
+	}
+	if usage == nil {
+		return nil
+	}
+	return run.sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage})
+}
+
+// connectState returns the state client of the sync and what closes it: the
+// one the options give, or a connection to the backend of backend_options.
+func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOptions) (state.Client, func(), error) {
+	if c.options.State != nil {
+		return c.options.State, func() {}, nil
+	}
+	connected, err := state.NewConnectedClient(ctx, backend)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to the state backend: %w", err)
+	}
+	if backend == nil {
+		c.logger.Warn().Msg("no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again")
+	}
+	return connected, func() { _ = connected.Close() }, nil
+}
+
+// syncInfo names this sync: by the CloudQuery invocation id, or a new one.
+func (c *Client) syncInfo() account.Sync {
+	info := account.Sync{ID: c.invocationID, StartedAt: c.options.Clock.Now().UTC()}
+	if info.ID == "" {
+		info.ID = uuid.NewString()
+	}
+	return info
+}
+
+// accountsOfShard prepares the spec's accounts and keeps those of the shard,
+// when the sync is one.
+func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info account.Sync, sh *plugin.Shard) (*account.Set, error) {
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.redact)
+	if sh != nil && (sh.Total < 1 || sh.Num < 1 || sh.Num > sh.Total) {
+		return nil, fmt.Errorf("shard %d/%d: want N/T with 1 <= N <= T", sh.Num, sh.Total)
+	}
+	if sh != nil {
+		// The plugin shards accounts itself. The scheduler's shards split
+		// (table, account) pairs table by table, which would give one
+		// account's bookmarks to one machine and its folders to another:
+		// both would use, and may refresh, the same rotating token.
+		set.Sessions = shardOf(set.Sessions, int(sh.Num), int(sh.Total))
+	}
+	return set, nil
+}
+
+// splitTables sets apart the two tables that run after the data tables:
+// x_post_compliance and x_api_usage.
+func splitTables(tables schema.Tables) (data schema.Tables, compliance, usage *schema.Table) {
 	for _, t := range tables {
 		switch t.Name {
 		case resources.APIUsageTable:
@@ -112,6 +153,17 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 			data = append(data, t)
 		}
 	}
+	return data, compliance, usage
+}
+
+// tableSync runs the scheduler with the sync's options, sending to res.
+type tableSync struct {
+	sched *scheduler.Scheduler
+	opts  []scheduler.SyncOption
+	res   chan<- message.SyncMessage
+}
+
+func (c *Client) newTableSync(opts plugin.SyncOptions, res chan<- message.SyncMessage) tableSync {
 	schedOpts := []scheduler.Option{
 		scheduler.WithLogger(c.logger),
 		scheduler.WithConcurrency(c.spec.Concurrency),
@@ -120,10 +172,22 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if c.options.RecordRows > 0 {
 		schedOpts = append(schedOpts, scheduler.WithBatchOptions(scheduler.WithBatchMaxRows(c.options.RecordRows)))
 	}
-	sched := scheduler.NewScheduler(schedOpts...)
-	syncOpts := []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)}
+	return tableSync{
+		sched: scheduler.NewScheduler(schedOpts...),
+		opts:  []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)},
+		res:   res,
+	}
+}
+
+func (t tableSync) sync(ctx context.Context, clients schema.ClientMeta, tables schema.Tables) error {
+	return t.sched.Sync(ctx, clients, tables, t.res, t.opts...)
+}
+
+// syncDataTables syncs the data tables of every account, saves what each
+// was billed today and flushes the state its clean walks set.
+func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Client, set *account.Set, data schema.Tables) error {
 	if len(data) > 0 {
-		if err := sched.Sync(ctx, set, data, res, syncOpts...); err != nil {
+		if err := run.sync(ctx, set, data); err != nil {
 			return err
 		}
 	}
@@ -132,30 +196,39 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 			s.Logger.Warn().Err(err).Msg("the resources billed today were not saved; the next sync today may overestimate its cost")
 		}
 	}
-	if err := stateClient.Flush(ctx); err != nil {
-		return fmt.Errorf("flushing state to the backend: %w", err)
+	if err := flushState(ctx, st); err != nil {
+		return err
 	}
-	// One line per account that failed, after the scheduler's line per
-	// table: what went wrong, once, and what to do about it.
+	c.logAccountFailures(set)
+	return nil
+}
+
+// logAccountFailures logs one line per account that failed, after the
+// scheduler's line per table: what went wrong, once, and what to do about it.
+func (c *Client) logAccountFailures(set *account.Set) {
 	for _, s := range set.Sessions {
 		if problems := AccountFailure(c.spec, s); problems != nil {
 			c.logger.Error().Str("account", s.ID()).Strs("problems", problems).
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}
-	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
-	if compliance != nil {
-		if err := sched.Sync(ctx, comp, schema.Tables{compliance}, res, syncOpts...); err != nil {
-			return err
-		}
-		if err := stateClient.Flush(ctx); err != nil {
-			return fmt.Errorf("flushing state to the backend: %w", err)
-		}
+}
+
+// syncCompliance runs x_post_compliance, when it is selected, whose jobs
+// check the posts archived so far, and flushes the state it set.
+func syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *resources.Compliance, table *schema.Table) error {
+	if table == nil {
+		return nil
 	}
-	if usage != nil {
-		if err := sched.Sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage}, res, syncOpts...); err != nil {
-			return err
-		}
+	if err := run.sync(ctx, comp, schema.Tables{table}); err != nil {
+		return err
+	}
+	return flushState(ctx, st)
+}
+
+func flushState(ctx context.Context, st state.Client) error {
+	if err := st.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing state to the backend: %w", err)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/rs/zerolog"
 )
@@ -305,6 +308,93 @@ func TestRecordRowsSetsTheSizeOfRecords(t *testing.T) {
 		}
 		if !slices.Equal(sizes, c.want) {
 			t.Errorf("records of %v rows, want %v", sizes, c.want)
+		}
+	}
+}
+
+// oneAccountSpec is the spec of one account of sim with a few bookmarks.
+func oneAccountSpec(t *testing.T, sim *xsim.Server) []byte {
+	t.Helper()
+	sim.SeedBookmarks("1001", 3)
+	specJSON, err := json.Marshal(map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specJSON
+}
+
+// `--shard N/T` wants 1 <= N <= T: anything else fails the sync, naming the
+// shard, before any row is synced.
+func TestAnInvalidShardIsRefused(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	specJSON := oneAccountSpec(t, sim)
+	for _, sh := range []plugin.Shard{{Num: 0, Total: 2}, {Num: 3, Total: 2}, {Num: 1, Total: 0}} {
+		p := New(WithState(memstate.New()))
+		ctx := context.Background()
+		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"*"}, Shard: &sh})
+		want := fmt.Sprintf("shard %d/%d: want N/T with 1 <= N <= T", sh.Num, sh.Total)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("shard %d/%d: err = %v, want %q", sh.Num, sh.Total, err, want)
+		}
+		if n := rowsOf(msgs, "x_bookmarks"); n != 0 {
+			t.Errorf("shard %d/%d: %d rows synced", sh.Num, sh.Total, n)
+		}
+	}
+}
+
+// A plugin initialised without a connection (`doc`, `package`) has no spec
+// and cannot sync: it says so instead of failing on a nil spec.
+func TestASyncWithoutASpecIsRefused(t *testing.T) {
+	p := New()
+	ctx := context.Background()
+	if err := p.Init(ctx, []byte("null"), plugin.NewClientOptions{NoConnection: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"*"}}); err == nil || !strings.Contains(err.Error(), "without a spec") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// Without backend_options no incremental state is kept: the sync works, and
+// warns that every sync bills every bookmark again.
+func TestASyncWithoutAStateBackendWarnsThatItBillsEverythingAgain(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	specJSON := oneAccountSpec(t, sim)
+	for _, c := range []struct {
+		name string
+		opts []Option
+		warn bool
+	}{
+		{"no backend", nil, true},
+		{"a state client", []Option{WithState(memstate.New())}, false},
+	} {
+		var log bytes.Buffer
+		p := New(c.opts...)
+		p.SetLogger(zerolog.New(&log))
+		ctx := context.Background()
+		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}})
+		if err != nil || rowsOf(msgs, "x_bookmarks") != 3 {
+			t.Fatalf("%s: %d rows, err %v", c.name, rowsOf(msgs, "x_bookmarks"), err)
+		}
+		if got := strings.Contains(log.String(), "no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again"); got != c.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", c.name, got, c.warn, log.String())
 		}
 	}
 }

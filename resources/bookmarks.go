@@ -124,28 +124,60 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		return err
 	}
 	restoreBilled(ctx, s)
-	key := account.BookmarksKey(s.UserID)
-	prev, err := s.LoadMemory(ctx, key)
+	bw, err := startBookmarksWalk(ctx, s)
 	if err != nil {
-		err = fmt.Errorf("%s: %w", s.ID(), err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Err: err})
 		return err
 	}
-	guard, err := startCapGuard(ctx, s, key, s.Walk, prev)
-	if err != nil {
-		err = walkError(s, "bookmarks", err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: notStarted(s, err), Err: err})
-		return err
+	emit, saveArchived := recordArchived(s, emitTo(res)) // the posts the compliance checks cover
+	w := &walk.Walker[*bookmark]{
+		Settings: s.Walk,
+		Clock:    s.Clock,
+		ID:       func(b *bookmark) string { return b.post.ID },
+		Fetch:    bw.fetchPage,
+		Emit:     emit,
 	}
-	var bookmarkedAfter *time.Time
-	if prev != nil && !prev.SyncedAt.IsZero() {
-		t := prev.SyncedAt
-		bookmarkedAfter = &t
-	}
-	firstSeenAt := s.Clock.Now()
-	read := 0 // posts of the walk's earlier pages: the place in the list of the next one
+	result, err := w.Run(ctx, bw.prev)
+	return bw.finish(ctx, result, saveArchived(ctx, err))
+}
 
-	emit := func(ctx context.Context, rows []*bookmark) error {
+// bookmarksWalk is one walk of an account's bookmarks list.
+type bookmarksWalk struct {
+	s               *account.Session
+	key             string       // the state key of the list's memory
+	prev            *walk.Memory // what the last clean walk left; nil before the first
+	guard           *capGuard
+	firstSeenAt     time.Time
+	bookmarkedAfter *time.Time
+	read            int // posts of the walk's earlier pages: the place in the list of the next one
+}
+
+// startBookmarksWalk reads what the account's last walks left: the list's
+// memory, and the cap record that refuses a walk that would stop where the
+// last capped one did. A walk that cannot start is reported.
+func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
+	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID)}
+	var err error
+	if bw.prev, err = s.LoadMemory(ctx, bw.key); err != nil {
+		err = fmt.Errorf("%s: %w", s.ID(), err)
+		bw.report(nil, err)
+		return nil, err
+	}
+	if bw.guard, err = startCapGuard(ctx, s, bw.key, s.Walk, bw.prev); err != nil {
+		err = walkError(s, "bookmarks", err)
+		bw.report(notStarted(s, err), err)
+		return nil, err
+	}
+	if bw.prev != nil && !bw.prev.SyncedAt.IsZero() {
+		t := bw.prev.SyncedAt
+		bw.bookmarkedAfter = &t
+	}
+	bw.firstSeenAt = s.Clock.Now()
+	return bw, nil
+}
+
+// emitTo sends rows to res, unless ctx ends first.
+func emitTo(res chan<- any) func(context.Context, []*bookmark) error {
+	return func(ctx context.Context, rows []*bookmark) error {
 		select {
 		case res <- rows:
 			return nil
@@ -153,54 +185,59 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 			return context.Cause(ctx)
 		}
 	}
+}
 
-	emit, saveArchived := recordArchived(s, emit) // the posts the compliance checks cover
-	w := &walk.Walker[*bookmark]{
-		Settings: s.Walk,
-		Clock:    s.Clock,
-		ID:       func(b *bookmark) string { return b.post.ID },
-		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[*bookmark], error) {
-			opts := client.ListOptions{
-				PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
-				Fields:      s.Fields,
-			}
-			p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
-			if err != nil {
-				return walk.Page[*bookmark]{}, fieldsRefused(err)
-			}
-			for _, pe := range p.Errors {
-				if partialErrorKind(&pe) == "" {
-					s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
-				}
-			}
-			rows, err := bookmarkRows(s.UserID, p, askedBy(s.Fields), firstSeenAt, bookmarkedAfter, read)
-			if err != nil {
-				return walk.Page[*bookmark]{}, err
-			}
-			read += len(rows)
-			return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
-		},
-		Emit: emit,
+// fetchPage reads one page of the list and makes its rows.
+func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token string) (walk.Page[*bookmark], error) {
+	s := bw.s
+	opts := client.ListOptions{
+		PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
+		Fields:      s.Fields,
 	}
-	result, err := w.Run(ctx, prev)
-	err = saveArchived(ctx, err)
+	p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
 	if err != nil {
-		err = walkError(s, "bookmarks", guard.done(ctx, s.Walk, prev, result, err))
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
+		return walk.Page[*bookmark]{}, fieldsRefused(err)
+	}
+	for _, pe := range p.Errors {
+		if partialErrorKind(&pe) == "" {
+			s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
+		}
+	}
+	rows, err := bookmarkRows(s.UserID, p, askedBy(s.Fields), bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
+	if err != nil {
+		return walk.Page[*bookmark]{}, err
+	}
+	bw.read += len(rows)
+	return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
+}
+
+// finish ends the walk that gave result and err: a clean walk saves its
+// memory and clears its cap record, a walk stopped by the cap records it.
+// It reports the walk and returns its error.
+func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err error) error {
+	s := bw.s
+	if err != nil {
+		err = walkError(s, "bookmarks", bw.guard.done(ctx, s.Walk, bw.prev, result, err))
+		bw.report(result, err)
 		return err
 	}
-	err = s.SaveMemory(ctx, key, result.Memory)
+	err = s.SaveMemory(ctx, bw.key, result.Memory)
 	if err == nil {
-		err = guard.done(ctx, s.Walk, prev, result, nil)
+		err = bw.guard.done(ctx, s.Walk, bw.prev, result, nil)
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
+		bw.report(result, err)
 		return err
 	}
-	s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result})
+	bw.report(result, nil)
 	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
 	return nil
+}
+
+// report adds the walk to the account's report.
+func (bw *bookmarksWalk) report(result *walk.Result, err error) {
+	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
 }
 
 // fieldsRefused says what to do when the API refuses the field selection.

@@ -11,6 +11,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -120,36 +121,63 @@ func UsageRows(s *account.Session) []*Usage {
 		base.UserID = label
 	}
 	if s.Err != nil {
-		u := base
-		u.Operation = OpSetup
-		u.Failure = s.Redact.String(s.Err.Error())
-		if s.Meter != nil {
-			for _, m := range s.Meter.Snapshot() {
-				u.Requests += m.Requests
-				u.Errors += m.Errors
-				u.UsersReturned += m.UsersReturned
-				u.UsersBilled += m.UsersBilled
-				u.UsersUSD += m.UsersUSD
-				u.EstimatedUSD += m.USD
-			}
-		}
-		return []*Usage{&u}
+		return []*Usage{setupRow(s, base)}
 	}
-	byOp := map[string]*Usage{}
-	get := func(op string) *Usage {
-		if u, ok := byOp[op]; ok {
-			return u
+	ops := newOpRows(base)
+	ops.addMetered(s)
+	ops.addWalks(s.Report().Walks())
+	return ops.rows(s.Redact)
+}
+
+// setupRow is the one row of an account that could not be prepared: its
+// error, and the requests and users its meter counted.
+func setupRow(s *account.Session, base Usage) *Usage {
+	u := base
+	u.Operation = OpSetup
+	u.Failure = s.Redact.String(s.Err.Error())
+	if s.Meter != nil {
+		for _, m := range s.Meter.Snapshot() {
+			u.Requests += m.Requests
+			u.Errors += m.Errors
+			u.UsersReturned += m.UsersReturned
+			u.UsersBilled += m.UsersBilled
+			u.UsersUSD += m.UsersUSD
+			u.EstimatedUSD += m.USD
 		}
-		u := base
-		u.Operation = op
-		byOp[op] = &u
-		return &u
 	}
+	return &u
+}
+
+// opRows are the usage rows of one account, one per operation used.
+type opRows struct {
+	base     Usage
+	byOp     map[string]*Usage
+	outcomes map[string]map[walk.Outcome]int
+	failures map[string][]string
+}
+
+func newOpRows(base Usage) *opRows {
+	return &opRows{base: base, byOp: map[string]*Usage{}, outcomes: map[string]map[walk.Outcome]int{}, failures: map[string][]string{}}
+}
+
+// get returns the row of op, made from base the first time.
+func (r *opRows) get(op string) *Usage {
+	if u, ok := r.byOp[op]; ok {
+		return u
+	}
+	u := r.base
+	u.Operation = op
+	r.byOp[op] = &u
+	return &u
+}
+
+// addMetered adds what the session's meter counted for the account.
+func (r *opRows) addMetered(s *account.Session) {
 	for _, m := range s.Meter.Snapshot() {
 		if m.UserID != s.UserID && m.UserID != "" {
 			continue
 		}
-		u := get(string(m.Operation))
+		u := r.get(string(m.Operation))
 		u.Requests += m.Requests
 		u.OKResponses += m.OK
 		u.PostsReturned += m.PostsReturned
@@ -167,29 +195,37 @@ func UsageRows(s *account.Session) []*Usage {
 		u.WaitedSeconds += m.Waited.Seconds()
 		u.Errors += m.Errors
 	}
-	outcomes := map[string]map[walk.Outcome]int{}
-	failures := map[string][]string{}
-	for _, w := range s.Report().Walks() {
+}
+
+// addWalks counts the account's walks per operation: how many, how each
+// ended, the posts they found and their errors.
+func (r *opRows) addWalks(walks []account.WalkReport) {
+	for _, w := range walks {
 		op := string(w.Operation)
-		u := get(op)
+		u := r.get(op)
 		u.Walks++
-		if outcomes[op] == nil {
-			outcomes[op] = map[walk.Outcome]int{}
+		if r.outcomes[op] == nil {
+			r.outcomes[op] = map[walk.Outcome]int{}
 		}
 		outcome := walk.Failed
 		if w.Result != nil {
 			u.NewPosts += w.Result.New
 			outcome = w.Result.Outcome
 		}
-		outcomes[op][outcome]++
+		r.outcomes[op][outcome]++
 		if w.Err != nil {
-			failures[op] = append(failures[op], w.Err.Error())
+			r.failures[op] = append(r.failures[op], w.Err.Error())
 		}
 	}
-	rows := make([]*Usage, 0, len(byOp))
-	for op, u := range byOp {
-		u.WalkOutcomes = formatOutcomes(outcomes[op], u.Walks)
-		u.Failure = s.Redact.String(strings.Join(failures[op], "; "))
+}
+
+// rows returns the rows, with their walks' outcomes and errors (masked with
+// redactor), in the order of client.Operations.
+func (r *opRows) rows(redactor *redact.Redactor) []*Usage {
+	rows := make([]*Usage, 0, len(r.byOp))
+	for op, u := range r.byOp {
+		u.WalkOutcomes = formatOutcomes(r.outcomes[op], u.Walks)
+		u.Failure = redactor.String(strings.Join(r.failures[op], "; "))
 		rows = append(rows, u)
 	}
 	sort.Slice(rows, func(i, j int) bool {

@@ -2,7 +2,6 @@ package export
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/gofrs/flock"
@@ -184,9 +180,9 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		if month == now.Format("2006-01") && !currentMonth {
 			continue
 		}
-		sc, rows, err := readSchema(path)
+		sc, rows, err := pqfile.ReadSchema(path)
 		if err != nil {
-			return nil, fmt.Errorf("%s cannot be read (%v): move it out of %s and compact again", path, err, out)
+			return nil, fmt.Errorf("%s: move it out of %s and compact again", cannotRead(err), out)
 		}
 		key := month + "\n" + columnsKey(sc)
 		g := byKey[key]
@@ -205,29 +201,6 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		}
 	}
 	return p, nil
-}
-
-// readSchema reads a Parquet file's Arrow schema and row count.
-func readSchema(path string) (*arrow.Schema, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer pr.Close()
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, 0, err
-	}
-	sc, err := fr.Schema()
-	if err != nil {
-		return nil, 0, err
-	}
-	return sc, pr.NumRows(), nil
 }
 
 // columnsKey names a schema's columns and their types.
@@ -321,14 +294,18 @@ func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
 	for _, f := range g.files {
 		if err := copyRows(filepath.Join(out, table, f), sc, w); err != nil {
 			w.Close()
-			return fmt.Errorf("merging %s: %w", filepath.Join(out, table, f), err)
+			return fmt.Errorf("merging: %w", err)
 		}
 	}
 	if err := w.Close(); err != nil {
 		return err
 	}
-	if _, rows, err := readSchema(path); err != nil || rows != g.rows {
-		return fmt.Errorf("the merged file %s holds %d rows, its %d files %d (%v)", path, rows, len(g.files), g.rows, err)
+	_, rows, err := pqfile.ReadSchema(path)
+	if err != nil {
+		return fmt.Errorf("checking the merged file: %w", err)
+	}
+	if rows != g.rows {
+		return fmt.Errorf("the merged file %s holds %d rows, its %d files %d", path, rows, len(g.files), g.rows)
 	}
 	return nil
 }
@@ -336,41 +313,14 @@ func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
 // copyRows writes every row of the file at path to w, as records of sc
 // (the same columns; descriptions may differ between versions).
 func copyRows(path string, sc *arrow.Schema, w *pqfile.Writer) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
-	if err != nil {
-		return err
-	}
-	rr, err := fr.GetRecordReader(context.Background(), nil, nil)
-	if err != nil {
-		return err
-	}
-	defer rr.Release()
-	for rr.Next() {
-		rec := rr.RecordBatch()
+	return pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
 		if rec.NumCols() != int64(sc.NumFields()) {
 			return fmt.Errorf("%d columns, the merged file %d", rec.NumCols(), sc.NumFields())
 		}
 		out := array.NewRecordBatch(sc, rec.Columns(), rec.NumRows())
-		err := w.Write(out)
-		out.Release()
-		if err != nil {
-			return err
-		}
-	}
-	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
+		defer out.Release()
+		return w.Write(out)
+	})
 }
 
 // WriteText prints the report.

@@ -13,9 +13,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -106,7 +103,7 @@ func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) 
 	var out []ArchivedPost
 	for _, path := range paths {
 		if err := readBookmarkRows(path, c, keep, &out); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, err
 		}
 	}
 	return out, nil
@@ -141,34 +138,10 @@ func readBookmarkRows(path string, c Completeness, keep func(userID, postID stri
 }
 
 // readColumns calls row for each row of the Parquet file at path, with the
-// named columns it has (a column the file lacks is absent from cols).
+// named columns it has (a column the file lacks is absent from cols). Its
+// errors name the file.
 func readColumns(path string, names []string, row func(cols map[string]arrow.Array, i int) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		return err
-	}
-	var idx []int
-	for _, n := range names {
-		if i := pr.MetaData().Schema.ColumnIndexByName(n); i >= 0 {
-			idx = append(idx, i)
-		}
-	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 14}, memory.DefaultAllocator)
-	if err != nil {
-		return err
-	}
-	rr, err := fr.GetRecordReader(context.Background(), idx, nil)
-	if err != nil {
-		return err
-	}
-	defer rr.Release()
-	for rr.Next() {
-		rec := rr.RecordBatch()
+	return pqfile.ReadRecords(context.Background(), path, names, func(rec arrow.RecordBatch) error {
 		cols := map[string]arrow.Array{}
 		for i, f := range rec.Schema().Fields() {
 			cols[f.Name] = rec.Column(i)
@@ -178,8 +151,8 @@ func readColumns(path string, names []string, row func(cols map[string]arrow.Arr
 				return err
 			}
 		}
-	}
-	return rr.Err()
+		return nil
+	})
 }
 
 // Changes are the archive's x_bookmark_changes, by user and post.
@@ -224,7 +197,7 @@ func ReadChanges(dir string) (*Changes, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, err
 		}
 	}
 	return ch, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,11 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/gofrs/flock"
@@ -266,8 +266,8 @@ func readWritten(out string, pending *runRecord) (map[string]*idSet, int, error)
 	written := map[string]*idSet{}
 	for _, path := range paths {
 		if err := readBookmarkKeys(path, written); err != nil {
-			return nil, 0, fmt.Errorf("%s cannot be read (%v). Move it out of %s and repair again: "+
-				"the next export then fetches again the posts it held that are still bookmarked", path, err, out)
+			return nil, 0, fmt.Errorf("%s. Move it out of %s and repair again: "+
+				"the next export then fetches again the posts it held that are still bookmarked", cannotRead(err), out)
 		}
 	}
 	return written, len(paths), nil
@@ -276,33 +276,13 @@ func readWritten(out string, pending *runRecord) (map[string]*idSet, int, error)
 // readBookmarkKeys adds the (user_id, post_id) of an x_bookmarks file to
 // written.
 func readBookmarkKeys(path string, written map[string]*idSet) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close() // file.OpenParquetFile leaks it when the file is not Parquet
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		return err
-	}
-	sc := pr.MetaData().Schema
-	cols := []int{sc.ColumnIndexByName("user_id"), sc.ColumnIndexByName("post_id")}
-	if cols[0] < 0 || cols[1] < 0 {
-		return errors.New("it has no user_id or post_id column")
-	}
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 14}, memory.DefaultAllocator)
-	if err != nil {
-		return err
-	}
-	rr, err := fr.GetRecordReader(context.Background(), cols, nil)
-	if err != nil {
-		return err
-	}
-	defer rr.Release()
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		users, uok := rec.Column(rec.Schema().FieldIndices("user_id")[0]).(*array.String)
-		posts, pok := rec.Column(rec.Schema().FieldIndices("post_id")[0]).(*array.String)
+	return pqfile.ReadRecords(context.Background(), path, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
+		ui, pi := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices("post_id")
+		if len(ui) == 0 || len(pi) == 0 {
+			return errors.New("it has no user_id or post_id column")
+		}
+		users, uok := rec.Column(ui[0]).(*array.String)
+		posts, pok := rec.Column(pi[0]).(*array.String)
 		if !uok || !pok {
 			return errors.New("user_id or post_id is not a string column")
 		}
@@ -315,8 +295,18 @@ func readBookmarkKeys(path string, written map[string]*idSet) error {
 			}
 			set.Add(posts.Value(i))
 		}
+		return nil
+	})
+}
+
+// cannotRead words an error of pqfile's, which names the file, as "FILE
+// cannot be read (WHY)".
+func cannotRead(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s cannot be read (%v)", pe.Path, pe.Err)
 	}
-	return rr.Err()
+	return err.Error()
 }
 
 // newestRun is the run of the newest published file (other than pending's),

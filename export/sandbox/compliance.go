@@ -3,14 +3,10 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 )
 
 // Finding is a row of x_post_compliance, for the demo to show.
@@ -27,36 +23,14 @@ func ReadFindings(dir string) ([]Finding, error) {
 	var out []Finding
 	for _, path := range files {
 		if err := readFindings(path, &out); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
 func readFindings(path string, out *[]Finding) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
-	if err != nil {
-		return err
-	}
-	table, err := fr.ReadTable(context.Background())
-	if err != nil {
-		return err
-	}
-	defer table.Release()
-	tr := array.NewTableReader(table, 1024)
-	defer tr.Release()
-	for tr.Next() {
-		rec := tr.RecordBatch()
+	return pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
 		col := func(name string) arrow.Array {
 			if idx := rec.Schema().FieldIndices(name); len(idx) == 1 {
 				return rec.Column(idx[0])
@@ -70,6 +44,6 @@ func readFindings(path string, out *[]Finding) error {
 		for i := range int(rec.NumRows()) {
 			*out = append(*out, Finding{UserID: users.ValueStr(i), PostID: posts.ValueStr(i), Reason: reasons.ValueStr(i), JobID: jobs.ValueStr(i)})
 		}
-	}
-	return tr.Err()
+		return nil
+	})
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,9 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
@@ -51,7 +48,7 @@ func lastSyncs(ctx context.Context, out string) (map[string][]usageRow, error) {
 			}
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, err
 		}
 	}
 	for _, rows := range latest {
@@ -61,31 +58,9 @@ func lastSyncs(ctx context.Context, out string) (map[string][]usageRow, error) {
 }
 
 func readUsageFile(ctx context.Context, path string, row func(user string, r usageRow)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	pr, err := file.NewParquetReader(f)
-	if err != nil {
-		return err
-	}
-	defer pr.Close()
-	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
-	if err != nil {
-		return err
-	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
-	if err != nil {
-		return err
-	}
-	defer rr.Release()
-	for rr.Next() {
-		if err := readUsageRecord(rr.RecordBatch(), row); err != nil {
-			return err
-		}
-	}
-	return rr.Err()
+	return pqfile.ReadRecords(ctx, path, nil, func(rec arrow.RecordBatch) error {
+		return readUsageRecord(rec, row)
+	})
 }
 
 func readUsageRecord(rec arrow.RecordBatch, row func(user string, r usageRow)) error {

@@ -16,9 +16,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
@@ -303,34 +300,14 @@ func readKeys(pattern string) (map[[2]string]int, error) {
 	}
 	keys := map[[2]string]int{}
 	for _, path := range paths {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		err = func() error {
-			defer f.Close()
-			pr, err := file.NewParquetReader(f)
-			if err != nil {
-				return err
-			}
-			fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
-			if err != nil {
-				return err
-			}
-			tbl, err := fr.ReadTable(context.Background())
-			if err != nil {
-				return err
-			}
-			defer tbl.Release()
-			users := tbl.Column(tbl.Schema().FieldIndices("user_id")[0]).Data().Chunks()
-			posts := tbl.Column(tbl.Schema().FieldIndices("post_id")[0]).Data().Chunks()
-			for c := range users {
-				for i := range users[c].Len() {
-					keys[[2]string{users[c].ValueStr(i), posts[c].ValueStr(i)}]++
-				}
+		err := pqfile.ReadRecords(context.Background(), path, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
+			users := rec.Column(rec.Schema().FieldIndices("user_id")[0])
+			posts := rec.Column(rec.Schema().FieldIndices("post_id")[0])
+			for i := range int(rec.NumRows()) {
+				keys[[2]string{users.ValueStr(i), posts.ValueStr(i)}]++
 			}
 			return nil
-		}()
+		})
 		if err != nil {
 			return nil, err
 		}

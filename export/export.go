@@ -460,6 +460,8 @@ func (r *run) abort() {
 	}
 }
 
+// commitAndPublish ends a run whose sync succeeded: stage, commit, publish,
+// in that order (see the package documentation).
 func (r *run) commitAndPublish() error {
 	next := &diskState{
 		Format:  stateFormat,
@@ -467,54 +469,78 @@ func (r *run) commitAndPublish() error {
 		Written: r.written.byUser,
 		LastRun: r.state.LastRun,
 	}
+	files, err := r.stage()
+	if err != nil {
+		r.abort()
+		return err
+	}
+	r.rec.Files = files
+	if err := r.commit(next); err != nil {
+		r.abort()
+		return err
+	}
+	return r.publishCommitted(next, files)
+}
 
-	// 1. Stage: close (footer, fsync) every file. A table gets a file of
-	// no rows only when it has no file yet: it tells readers globbing
-	// DIR/<table>/*.parquet the table's columns. The archive's own table of
-	// bookmark changes, which no sync writes, gets its own beside
-	// x_bookmarks.
+// stage closes (footer, fsync) every file and syncs the staging directory:
+// step 1. A table gets a file of no rows only when it has no file yet: it
+// tells readers globbing DIR/<table>/*.parquet the table's columns. The
+// archive's own table of bookmark changes, which no sync writes, gets its
+// own beside x_bookmarks. On an error the caller aborts the run.
+func (r *run) stage() ([]fileRecord, error) {
 	for _, t := range resources.ArchiveTables() {
 		if r.writers[resources.BookmarksTable] != nil && !hasFiles(r.out, t.Name) {
 			if err := r.openTable(t); err != nil {
-				r.abort()
-				return err
+				return nil, err
 			}
 		}
 	}
 	var files []fileRecord
 	for _, name := range r.order {
-		tw := r.writers[name]
-		if err := tw.w.Close(); err != nil {
-			r.abort()
-			return explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
+		f, keep, err := r.closeStaged(name)
+		if err != nil {
+			return nil, err
 		}
-		if tw.w.Rows() == 0 && hasFiles(r.out, name) {
-			if err := os.Remove(tw.path); err != nil {
-				r.abort()
-				return err
-			}
-			continue
+		if keep {
+			files = append(files, f)
+			r.o.Step("staged " + name)
 		}
-		f := fileRecord{Table: name, Name: r.rec.Time.Format(fileTimeLayout) + "-" + r.rec.ID + ".parquet", Rows: tw.w.Rows()}
-		files = append(files, f)
-		r.o.Step("staged " + name)
 	}
 	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
-		r.abort()
-		return explain(err, false)
+		return nil, explain(err, false)
 	}
 	r.o.Step("staging synced")
-	r.rec.Files = files
+	return files, nil
+}
 
-	// 2. Commit: the new state and the pending run, atomically.
+// closeStaged closes a table's staged file, and removes it when it has no
+// rows and the table has a file already (keep is then false).
+func (r *run) closeStaged(name string) (f fileRecord, keep bool, err error) {
+	tw := r.writers[name]
+	if err := tw.w.Close(); err != nil {
+		return f, false, explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
+	}
+	if tw.w.Rows() == 0 && hasFiles(r.out, name) {
+		return f, false, os.Remove(tw.path)
+	}
+	f = fileRecord{Table: name, Name: r.rec.Time.Format(fileTimeLayout) + "-" + r.rec.ID + ".parquet", Rows: tw.w.Rows()}
+	return f, true, nil
+}
+
+// commit replaces the state with next, the run pending in it, atomically:
+// step 2. On an error the caller aborts the run.
+func (r *run) commit(next *diskState) error {
 	next.Pending = &r.rec
 	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
-		r.abort()
 		return explain(fmt.Errorf("committing the run: %w", err), false)
 	}
 	r.o.Step("committed")
+	return nil
+}
 
-	// 3. Publish.
+// publishCommitted moves the committed run's files into place (step 3)
+// and adds them to the result. The run is committed: nothing is aborted.
+func (r *run) publishCommitted(next *diskState, files []fileRecord) error {
 	if err := publish(r.out, next, r.o.Step); err != nil {
 		if err := explain(err, true); errors.As(err, new(*DiskFullError)) {
 			return err

@@ -187,9 +187,34 @@ const recordRows = 4096
 // fileTimeLayout names files so that name order is time order.
 const fileTimeLayout = "20060102T150405.000Z"
 
+// sync runs the plugin's sync, writing its records to the staged files.
 func (r *run) sync(ctx context.Context) error {
-	o := r.o
-	now := o.Clock.Now().UTC().Truncate(time.Millisecond)
+	if err := r.begin(); err != nil {
+		return err
+	}
+	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
+	syncCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	p, err := r.startPlugin(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.Close(context.Background())
+
+	r.prog.start()
+	defer r.prog.stop()
+	if err := r.runSync(ctx, syncCtx, cancel, p); err != nil {
+		return err
+	}
+	if r.sess != nil {
+		r.res.sessions = r.sess.Sessions
+	}
+	return nil
+}
+
+// begin names the run and creates its staging directory.
+func (r *run) begin() error {
+	now := r.o.Clock.Now().UTC().Truncate(time.Millisecond)
 	if r.state.LastRun != nil && !now.After(r.state.LastRun.Time) {
 		now = r.state.LastRun.Time.Add(time.Millisecond) // keep name order = time order
 	}
@@ -203,23 +228,44 @@ func (r *run) sync(ctx context.Context) error {
 		return err
 	}
 	r.written, r.fresh = newWrittenIDs(r.state.Written), map[string]*idSet{}
+	return nil
+}
 
-	r.prog = newProgress(o.Progress, o.Terminal, o.Quiet, o.Clock, o.ProgressInterval)
-	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
-		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
-	if o.Quiet {
-		logger = logger.Level(zerolog.ErrorLevel)
-	}
+// startPlugin creates and initializes the plugin, with the run's state
+// backend, progress and logger.
+func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	st := newRunState(r)
-	if o.Spec.Plugin != nil && o.Spec.Plugin.Compliance != nil {
+	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
 		st.freeze()
 	}
 	r.stateC = st.Store
 	// The store holds them now; the walks replace them as they save, and
 	// the ones they replace are not kept (a few bytes a post held).
 	r.state.Keys = nil
+	p := xplugin.New(r.pluginOptions(st)...)
+	p.SetLogger(r.logger())
+	if err := p.Init(ctx, r.o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
+		return nil, fmt.Errorf("starting the plugin: %w", err)
+	}
+	return p, nil
+}
+
+// logger is the plugin's logger: warnings (errors with Quiet) go to the
+// progress output.
+func (r *run) logger() zerolog.Logger {
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
+		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
+	if r.o.Quiet {
+		logger = logger.Level(zerolog.ErrorLevel)
+	}
+	return logger
+}
+
+// pluginOptions connect the plugin to the run: its state backend, the
+// progress, the clock and the transport.
+func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	opts := []xplugin.Option{
-		xplugin.WithClock(o.Clock),
+		xplugin.WithClock(r.o.Clock),
 		xplugin.WithState(st),
 		xplugin.WithSessionsHook(func(s *account.Set) {
 			r.sess = s
@@ -228,20 +274,16 @@ func (r *run) sync(ctx context.Context) error {
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
 		xplugin.WithRecordRows(recordRows),
 	}
-	if o.Transport != nil {
-		opts = append(opts, xplugin.WithTransport(o.Transport))
+	if r.o.Transport != nil {
+		opts = append(opts, xplugin.WithTransport(r.o.Transport))
 	}
-	syncCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	p := xplugin.New(opts...)
-	p.SetLogger(logger)
-	if err := p.Init(ctx, o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
-		return fmt.Errorf("starting the plugin: %w", err)
-	}
-	defer p.Close(context.Background())
+	return opts
+}
 
-	r.prog.start()
-	defer r.prog.stop()
+// runSync runs the plugin's sync on syncCtx and writes what it sends; a
+// write that fails cancels the sync.
+func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFunc, p *plugin.Plugin) error {
+	o := r.o
 	ch := make(chan message.SyncMessage, 8)
 	errc := make(chan error, 1)
 	go func() {
@@ -269,9 +311,6 @@ func (r *run) sync(ctx context.Context) error {
 		return fmt.Errorf("export interrupted (%w); nothing was committed: the next run fetches these posts again", context.Cause(ctx))
 	case syncErr != nil:
 		return fmt.Errorf("sync failed: %w", syncErr)
-	}
-	if r.sess != nil {
-		r.res.sessions = r.sess.Sessions
 	}
 	return nil
 }

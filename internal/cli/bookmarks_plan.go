@@ -263,7 +263,33 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, co
 // planRemoval selects the account's archived bookmarks to remove, oldest
 // first.
 func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *export.StateInfo, changes *export.Changes, complete export.Completeness) error {
-	var selected map[string]bool // by --ids and --folder; nil: every archived post
+	selected, ok := o.removalSelection(a, listed, info)
+	if !ok {
+		return nil
+	}
+	rows, err := export.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
+		return uid == a.userID && (selected == nil || selected[pid])
+	})
+	if err != nil {
+		return err
+	}
+	position := map[string]int{}
+	for i, id := range held {
+		position[id] = i
+	}
+	counts, incomplete := o.selectRemovals(a, removalCandidates(rows, selected), rows, position, changes)
+	sort.Slice(a.plan, func(i, j int) bool { return position[a.plan[i]] > position[a.plan[j]] })
+	for _, why := range slices.Sorted(maps.Keys(counts)) {
+		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
+	}
+	a.examples = incomplete
+	return nil
+}
+
+// removalSelection is the posts --ids and --folder select (nil: every
+// archived post). A folder the archive does not hold is the account's
+// problem (ok is then false).
+func (o BookmarksOptions) removalSelection(a *opAccount, listed []string, info *export.StateInfo) (selected map[string]bool, ok bool) {
 	restrict := func(ids []string) {
 		next := map[string]bool{}
 		for _, id := range ids {
@@ -277,41 +303,42 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 		restrict(listed)
 	}
 	if o.Folder != "" {
-		posts, ok := info.HeldFolders[a.userID][o.Folder]
-		if !ok {
+		posts, found := info.HeldFolders[a.userID][o.Folder]
+		if !found {
 			folders := slices.Sorted(maps.Keys(info.HeldFolders[a.userID]))
 			a.problem = fmt.Sprintf("the archive has no folder %s of user %s (its folders: %s)", o.Folder, a.userID, orNone(strings.Join(folders, ", ")))
-			return nil
+			return nil, false
 		}
 		restrict(posts)
 	}
-	rows, err := export.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
-		return uid == a.userID && (selected == nil || selected[pid])
-	})
-	if err != nil {
-		return err
+	return selected, true
+}
+
+// removalCandidates are the posts selected, or every archived one.
+func removalCandidates(rows []export.ArchivedPost, selected map[string]bool) []string {
+	ids := make([]string, 0, len(rows))
+	if selected == nil {
+		for _, r := range rows {
+			ids = append(ids, r.PostID)
+		}
+	} else {
+		for id := range selected {
+			ids = append(ids, id)
+		}
 	}
+	return ids
+}
+
+// selectRemovals adds to the account's plan the candidates it may remove,
+// and counts the others by why they are skipped, with a few examples of
+// posts archived without all their fields.
+func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows []export.ArchivedPost, position map[string]int, changes *export.Changes) (counts map[string]int, incomplete []string) {
 	byPost := map[string]export.ArchivedPost{}
 	for _, r := range rows {
 		byPost[r.PostID] = r
 	}
-	universe := make([]string, 0, len(rows))
-	if selected == nil {
-		for _, r := range rows {
-			universe = append(universe, r.PostID)
-		}
-	} else {
-		for id := range selected {
-			universe = append(universe, id)
-		}
-	}
-	position := map[string]int{}
-	for i, id := range held {
-		position[id] = i
-	}
-	counts := map[string]int{}
-	var incomplete []string
-	for _, id := range universe {
+	counts = map[string]int{}
+	for _, id := range candidates {
 		r, archived := byPost[id]
 		_, inList := position[id]
 		switch {
@@ -332,12 +359,7 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 			a.plan = append(a.plan, id)
 		}
 	}
-	sort.Slice(a.plan, func(i, j int) bool { return position[a.plan[i]] > position[a.plan[j]] })
-	for _, why := range slices.Sorted(maps.Keys(counts)) {
-		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
-	}
-	a.examples = incomplete
-	return nil
+	return counts, incomplete
 }
 
 // sourcePosts are the posts of --from, oldest first, and their account.

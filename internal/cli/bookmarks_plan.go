@@ -471,54 +471,82 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 
 // writePlan prints what the operation will do, and what it costs.
 func (o BookmarksOptions) writePlan(accounts []*opAccount, postUSD *float64) {
-	doing, _, noun := o.verb()
 	total := 0
 	longest := 0
 	for _, a := range accounts {
-		n := len(a.plan)
-		switch {
-		case a.problem != "":
-			fmt.Fprintf(o.Stdout, "%s:\n  PROBLEM: %s\n", a.label, a.problem)
-			continue
-		case a.resumed != nil:
-			j := a.resumed
-			n = len(j.Remaining())
-			fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
-				j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, doing)
-			if j.Sent != "" {
-				fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
-			}
-			if o.selects() {
-				fmt.Fprintln(o.Stdout, "  (this command's selection is not used: the pending run is finished first)")
-			}
-		default:
-			what := fmt.Sprintf("%d bookmarks to %s, oldest first", n, doing)
-			if o.Kind == export.OpAdd {
-				what = fmt.Sprintf("%d posts to add, oldest first", n)
-				if a.source != "" {
-					what += ", from the archive of user " + a.source
-				}
-			}
-			if n == 0 {
-				what = "nothing to " + doing
-			}
-			fmt.Fprintf(o.Stdout, "%s: %s\n", a.label, what)
-			for _, s := range a.skipped {
-				fmt.Fprintf(o.Stdout, "  skipped: %s\n", s)
-			}
-			for _, s := range a.examples {
-				fmt.Fprintf(o.Stdout, "    e.g. %s\n", s)
-			}
-		}
-		if a.lacksScope() {
-			fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, Name, auth.ScopeBookmarkWrite, a.tokenFile)
-		}
+		n := o.writeAccountPlan(a)
 		total += n
 		longest = max(longest, n)
 	}
 	if total == 0 {
 		return
 	}
+	o.writeCost(accounts, total, longest, postUSD)
+}
+
+// writeAccountPlan prints what the operation will do for the account, or
+// why it cannot, and returns how many requests it sends.
+func (o BookmarksOptions) writeAccountPlan(a *opAccount) int {
+	n := len(a.plan)
+	switch {
+	case a.problem != "":
+		fmt.Fprintf(o.Stdout, "%s:\n  PROBLEM: %s\n", a.label, a.problem)
+		return 0
+	case a.resumed != nil:
+		n = o.writeResumedPlan(a)
+	default:
+		o.writeNewPlan(a)
+	}
+	if a.lacksScope() {
+		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, Name, auth.ScopeBookmarkWrite, a.tokenFile)
+	}
+	return n
+}
+
+// writeResumedPlan prints how far the account's pending run got, and
+// returns how many posts it has left.
+func (o BookmarksOptions) writeResumedPlan(a *opAccount) int {
+	doing, _, _ := o.verb()
+	j := a.resumed
+	n := len(j.Remaining())
+	fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
+		j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, doing)
+	if j.Sent != "" {
+		fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
+	}
+	if o.selects() {
+		fmt.Fprintln(o.Stdout, "  (this command's selection is not used: the pending run is finished first)")
+	}
+	return n
+}
+
+// writeNewPlan prints the account's plan and what it skipped.
+func (o BookmarksOptions) writeNewPlan(a *opAccount) {
+	doing, _, _ := o.verb()
+	n := len(a.plan)
+	what := fmt.Sprintf("%d bookmarks to %s, oldest first", n, doing)
+	if o.Kind == export.OpAdd {
+		what = fmt.Sprintf("%d posts to add, oldest first", n)
+		if a.source != "" {
+			what += ", from the archive of user " + a.source
+		}
+	}
+	if n == 0 {
+		what = "nothing to " + doing
+	}
+	fmt.Fprintf(o.Stdout, "%s: %s\n", a.label, what)
+	for _, s := range a.skipped {
+		fmt.Fprintf(o.Stdout, "  skipped: %s\n", s)
+	}
+	for _, s := range a.examples {
+		fmt.Fprintf(o.Stdout, "    e.g. %s\n", s)
+	}
+}
+
+// writeCost prints what total requests cost: the time the longest
+// account's take, and for additions the posts the next export bills.
+func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, postUSD *float64) {
+	_, _, noun := o.verb()
 	limit := client.DefaultLimits()[o.op()]
 	fmt.Fprintf(o.Stdout, "\nCost: %d requests, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
 		total, limit, noun, duration(longest, limit))

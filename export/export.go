@@ -187,9 +187,34 @@ const recordRows = 4096
 // fileTimeLayout names files so that name order is time order.
 const fileTimeLayout = "20060102T150405.000Z"
 
+// sync runs the plugin's sync, writing its records to the staged files.
 func (r *run) sync(ctx context.Context) error {
-	o := r.o
-	now := o.Clock.Now().UTC().Truncate(time.Millisecond)
+	if err := r.begin(); err != nil {
+		return err
+	}
+	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
+	syncCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	p, err := r.startPlugin(ctx)
+	if err != nil {
+		return err
+	}
+	defer p.Close(context.Background())
+
+	r.prog.start()
+	defer r.prog.stop()
+	if err := r.runSync(ctx, syncCtx, cancel, p); err != nil {
+		return err
+	}
+	if r.sess != nil {
+		r.res.sessions = r.sess.Sessions
+	}
+	return nil
+}
+
+// begin names the run and creates its staging directory.
+func (r *run) begin() error {
+	now := r.o.Clock.Now().UTC().Truncate(time.Millisecond)
 	if r.state.LastRun != nil && !now.After(r.state.LastRun.Time) {
 		now = r.state.LastRun.Time.Add(time.Millisecond) // keep name order = time order
 	}
@@ -203,23 +228,44 @@ func (r *run) sync(ctx context.Context) error {
 		return err
 	}
 	r.written, r.fresh = newWrittenIDs(r.state.Written), map[string]*idSet{}
+	return nil
+}
 
-	r.prog = newProgress(o.Progress, o.Terminal, o.Quiet, o.Clock, o.ProgressInterval)
-	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
-		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
-	if o.Quiet {
-		logger = logger.Level(zerolog.ErrorLevel)
-	}
+// startPlugin creates and initializes the plugin, with the run's state
+// backend, progress and logger.
+func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	st := newRunState(r)
-	if o.Spec.Plugin != nil && o.Spec.Plugin.Compliance != nil {
+	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
 		st.freeze()
 	}
 	r.stateC = st.Store
 	// The store holds them now; the walks replace them as they save, and
 	// the ones they replace are not kept (a few bytes a post held).
 	r.state.Keys = nil
+	p := xplugin.New(r.pluginOptions(st)...)
+	p.SetLogger(r.logger())
+	if err := p.Init(ctx, r.o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
+		return nil, fmt.Errorf("starting the plugin: %w", err)
+	}
+	return p, nil
+}
+
+// logger is the plugin's logger: warnings (errors with Quiet) go to the
+// progress output.
+func (r *run) logger() zerolog.Logger {
+	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
+		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
+	if r.o.Quiet {
+		logger = logger.Level(zerolog.ErrorLevel)
+	}
+	return logger
+}
+
+// pluginOptions connect the plugin to the run: its state backend, the
+// progress, the clock and the transport.
+func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	opts := []xplugin.Option{
-		xplugin.WithClock(o.Clock),
+		xplugin.WithClock(r.o.Clock),
 		xplugin.WithState(st),
 		xplugin.WithSessionsHook(func(s *account.Set) {
 			r.sess = s
@@ -228,20 +274,16 @@ func (r *run) sync(ctx context.Context) error {
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
 		xplugin.WithRecordRows(recordRows),
 	}
-	if o.Transport != nil {
-		opts = append(opts, xplugin.WithTransport(o.Transport))
+	if r.o.Transport != nil {
+		opts = append(opts, xplugin.WithTransport(r.o.Transport))
 	}
-	syncCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	p := xplugin.New(opts...)
-	p.SetLogger(logger)
-	if err := p.Init(ctx, o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
-		return fmt.Errorf("starting the plugin: %w", err)
-	}
-	defer p.Close(context.Background())
+	return opts
+}
 
-	r.prog.start()
-	defer r.prog.stop()
+// runSync runs the plugin's sync on syncCtx and writes what it sends; a
+// write that fails cancels the sync.
+func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFunc, p *plugin.Plugin) error {
+	o := r.o
 	ch := make(chan message.SyncMessage, 8)
 	errc := make(chan error, 1)
 	go func() {
@@ -269,9 +311,6 @@ func (r *run) sync(ctx context.Context) error {
 		return fmt.Errorf("export interrupted (%w); nothing was committed: the next run fetches these posts again", context.Cause(ctx))
 	case syncErr != nil:
 		return fmt.Errorf("sync failed: %w", syncErr)
-	}
-	if r.sess != nil {
-		r.res.sessions = r.sess.Sessions
 	}
 	return nil
 }
@@ -460,6 +499,8 @@ func (r *run) abort() {
 	}
 }
 
+// commitAndPublish ends a run whose sync succeeded: stage, commit, publish,
+// in that order (see the package documentation).
 func (r *run) commitAndPublish() error {
 	next := &diskState{
 		Format:  stateFormat,
@@ -467,54 +508,78 @@ func (r *run) commitAndPublish() error {
 		Written: r.written.byUser,
 		LastRun: r.state.LastRun,
 	}
+	files, err := r.stage()
+	if err != nil {
+		r.abort()
+		return err
+	}
+	r.rec.Files = files
+	if err := r.commit(next); err != nil {
+		r.abort()
+		return err
+	}
+	return r.publishCommitted(next, files)
+}
 
-	// 1. Stage: close (footer, fsync) every file. A table gets a file of
-	// no rows only when it has no file yet: it tells readers globbing
-	// DIR/<table>/*.parquet the table's columns. The archive's own table of
-	// bookmark changes, which no sync writes, gets its own beside
-	// x_bookmarks.
+// stage closes (footer, fsync) every file and syncs the staging directory:
+// step 1. A table gets a file of no rows only when it has no file yet: it
+// tells readers globbing DIR/<table>/*.parquet the table's columns. The
+// archive's own table of bookmark changes, which no sync writes, gets its
+// own beside x_bookmarks. On an error the caller aborts the run.
+func (r *run) stage() ([]fileRecord, error) {
 	for _, t := range resources.ArchiveTables() {
 		if r.writers[resources.BookmarksTable] != nil && !hasFiles(r.out, t.Name) {
 			if err := r.openTable(t); err != nil {
-				r.abort()
-				return err
+				return nil, err
 			}
 		}
 	}
 	var files []fileRecord
 	for _, name := range r.order {
-		tw := r.writers[name]
-		if err := tw.w.Close(); err != nil {
-			r.abort()
-			return explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
+		f, keep, err := r.closeStaged(name)
+		if err != nil {
+			return nil, err
 		}
-		if tw.w.Rows() == 0 && hasFiles(r.out, name) {
-			if err := os.Remove(tw.path); err != nil {
-				r.abort()
-				return err
-			}
-			continue
+		if keep {
+			files = append(files, f)
+			r.o.Step("staged " + name)
 		}
-		f := fileRecord{Table: name, Name: r.rec.Time.Format(fileTimeLayout) + "-" + r.rec.ID + ".parquet", Rows: tw.w.Rows()}
-		files = append(files, f)
-		r.o.Step("staged " + name)
 	}
 	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
-		r.abort()
-		return explain(err, false)
+		return nil, explain(err, false)
 	}
 	r.o.Step("staging synced")
-	r.rec.Files = files
+	return files, nil
+}
 
-	// 2. Commit: the new state and the pending run, atomically.
+// closeStaged closes a table's staged file, and removes it when it has no
+// rows and the table has a file already (keep is then false).
+func (r *run) closeStaged(name string) (f fileRecord, keep bool, err error) {
+	tw := r.writers[name]
+	if err := tw.w.Close(); err != nil {
+		return f, false, explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
+	}
+	if tw.w.Rows() == 0 && hasFiles(r.out, name) {
+		return f, false, os.Remove(tw.path)
+	}
+	f = fileRecord{Table: name, Name: r.rec.Time.Format(fileTimeLayout) + "-" + r.rec.ID + ".parquet", Rows: tw.w.Rows()}
+	return f, true, nil
+}
+
+// commit replaces the state with next, the run pending in it, atomically:
+// step 2. On an error the caller aborts the run.
+func (r *run) commit(next *diskState) error {
 	next.Pending = &r.rec
 	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
-		r.abort()
 		return explain(fmt.Errorf("committing the run: %w", err), false)
 	}
 	r.o.Step("committed")
+	return nil
+}
 
-	// 3. Publish.
+// publishCommitted moves the committed run's files into place (step 3)
+// and adds them to the result. The run is committed: nothing is aborted.
+func (r *run) publishCommitted(next *diskState, files []fileRecord) error {
 	if err := publish(r.out, next, r.o.Step); err != nil {
 		if err := explain(err, true); errors.As(err, new(*DiskFullError)) {
 			return err

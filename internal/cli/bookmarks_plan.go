@@ -263,7 +263,33 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, co
 // planRemoval selects the account's archived bookmarks to remove, oldest
 // first.
 func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *export.StateInfo, changes *export.Changes, complete export.Completeness) error {
-	var selected map[string]bool // by --ids and --folder; nil: every archived post
+	selected, ok := o.removalSelection(a, listed, info)
+	if !ok {
+		return nil
+	}
+	rows, err := export.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
+		return uid == a.userID && (selected == nil || selected[pid])
+	})
+	if err != nil {
+		return err
+	}
+	position := map[string]int{}
+	for i, id := range held {
+		position[id] = i
+	}
+	counts, incomplete := o.selectRemovals(a, removalCandidates(rows, selected), rows, position, changes)
+	sort.Slice(a.plan, func(i, j int) bool { return position[a.plan[i]] > position[a.plan[j]] })
+	for _, why := range slices.Sorted(maps.Keys(counts)) {
+		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
+	}
+	a.examples = incomplete
+	return nil
+}
+
+// removalSelection is the posts --ids and --folder select (nil: every
+// archived post). A folder the archive does not hold is the account's
+// problem (ok is then false).
+func (o BookmarksOptions) removalSelection(a *opAccount, listed []string, info *export.StateInfo) (selected map[string]bool, ok bool) {
 	restrict := func(ids []string) {
 		next := map[string]bool{}
 		for _, id := range ids {
@@ -277,41 +303,42 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 		restrict(listed)
 	}
 	if o.Folder != "" {
-		posts, ok := info.HeldFolders[a.userID][o.Folder]
-		if !ok {
+		posts, found := info.HeldFolders[a.userID][o.Folder]
+		if !found {
 			folders := slices.Sorted(maps.Keys(info.HeldFolders[a.userID]))
 			a.problem = fmt.Sprintf("the archive has no folder %s of user %s (its folders: %s)", o.Folder, a.userID, orNone(strings.Join(folders, ", ")))
-			return nil
+			return nil, false
 		}
 		restrict(posts)
 	}
-	rows, err := export.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
-		return uid == a.userID && (selected == nil || selected[pid])
-	})
-	if err != nil {
-		return err
+	return selected, true
+}
+
+// removalCandidates are the posts selected, or every archived one.
+func removalCandidates(rows []export.ArchivedPost, selected map[string]bool) []string {
+	ids := make([]string, 0, len(rows))
+	if selected == nil {
+		for _, r := range rows {
+			ids = append(ids, r.PostID)
+		}
+	} else {
+		for id := range selected {
+			ids = append(ids, id)
+		}
 	}
+	return ids
+}
+
+// selectRemovals adds to the account's plan the candidates it may remove,
+// and counts the others by why they are skipped, with a few examples of
+// posts archived without all their fields.
+func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows []export.ArchivedPost, position map[string]int, changes *export.Changes) (counts map[string]int, incomplete []string) {
 	byPost := map[string]export.ArchivedPost{}
 	for _, r := range rows {
 		byPost[r.PostID] = r
 	}
-	universe := make([]string, 0, len(rows))
-	if selected == nil {
-		for _, r := range rows {
-			universe = append(universe, r.PostID)
-		}
-	} else {
-		for id := range selected {
-			universe = append(universe, id)
-		}
-	}
-	position := map[string]int{}
-	for i, id := range held {
-		position[id] = i
-	}
-	counts := map[string]int{}
-	var incomplete []string
-	for _, id := range universe {
+	counts = map[string]int{}
+	for _, id := range candidates {
 		r, archived := byPost[id]
 		_, inList := position[id]
 		switch {
@@ -332,12 +359,7 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 			a.plan = append(a.plan, id)
 		}
 	}
-	sort.Slice(a.plan, func(i, j int) bool { return position[a.plan[i]] > position[a.plan[j]] })
-	for _, why := range slices.Sorted(maps.Keys(counts)) {
-		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
-	}
-	a.examples = incomplete
-	return nil
+	return counts, incomplete
 }
 
 // sourcePosts are the posts of --from, oldest first, and their account.
@@ -449,54 +471,82 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 
 // writePlan prints what the operation will do, and what it costs.
 func (o BookmarksOptions) writePlan(accounts []*opAccount, postUSD *float64) {
-	doing, _, noun := o.verb()
 	total := 0
 	longest := 0
 	for _, a := range accounts {
-		n := len(a.plan)
-		switch {
-		case a.problem != "":
-			fmt.Fprintf(o.Stdout, "%s:\n  PROBLEM: %s\n", a.label, a.problem)
-			continue
-		case a.resumed != nil:
-			j := a.resumed
-			n = len(j.Remaining())
-			fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
-				j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, doing)
-			if j.Sent != "" {
-				fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
-			}
-			if o.selects() {
-				fmt.Fprintln(o.Stdout, "  (this command's selection is not used: the pending run is finished first)")
-			}
-		default:
-			what := fmt.Sprintf("%d bookmarks to %s, oldest first", n, doing)
-			if o.Kind == export.OpAdd {
-				what = fmt.Sprintf("%d posts to add, oldest first", n)
-				if a.source != "" {
-					what += ", from the archive of user " + a.source
-				}
-			}
-			if n == 0 {
-				what = "nothing to " + doing
-			}
-			fmt.Fprintf(o.Stdout, "%s: %s\n", a.label, what)
-			for _, s := range a.skipped {
-				fmt.Fprintf(o.Stdout, "  skipped: %s\n", s)
-			}
-			for _, s := range a.examples {
-				fmt.Fprintf(o.Stdout, "    e.g. %s\n", s)
-			}
-		}
-		if a.lacksScope() {
-			fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, Name, auth.ScopeBookmarkWrite, a.tokenFile)
-		}
+		n := o.writeAccountPlan(a)
 		total += n
 		longest = max(longest, n)
 	}
 	if total == 0 {
 		return
 	}
+	o.writeCost(accounts, total, longest, postUSD)
+}
+
+// writeAccountPlan prints what the operation will do for the account, or
+// why it cannot, and returns how many requests it sends.
+func (o BookmarksOptions) writeAccountPlan(a *opAccount) int {
+	n := len(a.plan)
+	switch {
+	case a.problem != "":
+		fmt.Fprintf(o.Stdout, "%s:\n  PROBLEM: %s\n", a.label, a.problem)
+		return 0
+	case a.resumed != nil:
+		n = o.writeResumedPlan(a)
+	default:
+		o.writeNewPlan(a)
+	}
+	if a.lacksScope() {
+		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, Name, auth.ScopeBookmarkWrite, a.tokenFile)
+	}
+	return n
+}
+
+// writeResumedPlan prints how far the account's pending run got, and
+// returns how many posts it has left.
+func (o BookmarksOptions) writeResumedPlan(a *opAccount) int {
+	doing, _, _ := o.verb()
+	j := a.resumed
+	n := len(j.Remaining())
+	fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
+		j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, doing)
+	if j.Sent != "" {
+		fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
+	}
+	if o.selects() {
+		fmt.Fprintln(o.Stdout, "  (this command's selection is not used: the pending run is finished first)")
+	}
+	return n
+}
+
+// writeNewPlan prints the account's plan and what it skipped.
+func (o BookmarksOptions) writeNewPlan(a *opAccount) {
+	doing, _, _ := o.verb()
+	n := len(a.plan)
+	what := fmt.Sprintf("%d bookmarks to %s, oldest first", n, doing)
+	if o.Kind == export.OpAdd {
+		what = fmt.Sprintf("%d posts to add, oldest first", n)
+		if a.source != "" {
+			what += ", from the archive of user " + a.source
+		}
+	}
+	if n == 0 {
+		what = "nothing to " + doing
+	}
+	fmt.Fprintf(o.Stdout, "%s: %s\n", a.label, what)
+	for _, s := range a.skipped {
+		fmt.Fprintf(o.Stdout, "  skipped: %s\n", s)
+	}
+	for _, s := range a.examples {
+		fmt.Fprintf(o.Stdout, "    e.g. %s\n", s)
+	}
+}
+
+// writeCost prints what total requests cost: the time the longest
+// account's take, and for additions the posts the next export bills.
+func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, postUSD *float64) {
+	_, _, noun := o.verb()
 	limit := client.DefaultLimits()[o.op()]
 	fmt.Fprintf(o.Stdout, "\nCost: %d requests, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
 		total, limit, noun, duration(longest, limit))

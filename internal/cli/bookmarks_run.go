@@ -54,81 +54,131 @@ const commitEvery = 50
 
 // runAccount does one account's operation, from its journal.
 func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *opAccount, j *export.Journal, say func(string, ...any)) error {
-	_, done, noun := o.verb()
-	commitOpts := export.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step}
-	recorded := len(j.Done)
-	commit := func(ctx context.Context) error {
-		if len(j.Done) == recorded && len(j.Remaining()) > 0 {
-			return nil
-		}
-		if _, err := export.CommitChanges(ctx, o.Out, []*export.Journal{j}, commitOpts); err != nil {
-			return fmt.Errorf("recording the %s in %s: %w", noun, o.Out, err)
-		}
-		recorded = len(j.Done)
-		return nil
-	}
+	r := &accountRun{o: o, a: a, j: j, say: say, recorded: len(j.Done),
+		commitOpts: export.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step}}
 	defer j.Close()
 	rest := j.Remaining()
-	total := len(j.Plan.Posts)
 	start := o.Clock.Now()
 	for k, post := range rest {
 		if err := ctx.Err(); err != nil {
-			return o.stopped(a, j, commit, fmt.Errorf("interrupted (%w)", context.Cause(ctx)))
+			return o.stopped(a, j, r.commit, fmt.Errorf("interrupted (%w)", context.Cause(ctx)))
 		}
-		if r := a.api.Budget(a.userID, o.op()); r.Limit > 0 && r.Remaining == 0 {
-			// The window is used up: record what is done before waiting.
-			if err := commit(ctx); err != nil {
-				return err
-			}
-		}
-		if err := j.Sending(post); err != nil {
+		if err := r.commitBeforeWaiting(ctx); err != nil {
 			return err
 		}
-		bookmarked, err := o.send(ctx, a, post)
-		o.Step("answer received") // and not yet in the journal: the kill tests stop here too
+		confirmed, err := r.sendPost(ctx, post)
 		if err != nil {
-			if reason, perPost := refusedPost(err); perPost {
-				if err := j.Refused(post, reason); err != nil {
-					return err
-				}
-				say("%s: X refused post %s: %s", a.label, post, reason)
-				continue
-			}
-			return o.stopped(a, j, commit, o.explain(a, err))
+			return err
 		}
-		if want := o.Kind == export.OpAdd; bookmarked != want {
-			if err := j.Refused(post, fmt.Sprintf("X answered bookmarked:%t", bookmarked)); err != nil {
-				return err
-			}
-			say("%s: X answered bookmarked:%t for post %s", a.label, bookmarked, post)
+		if !confirmed {
 			continue
 		}
-		if err := j.Answered(post, bookmarked, o.Clock.Now()); err != nil {
+		if err := r.progressed(ctx, len(rest), k, start); err != nil {
 			return err
 		}
-		n := total - len(rest) + k + 1
-		if n%commitEvery == 0 {
-			if err := commit(ctx); err != nil {
-				return err
-			}
-		}
-		if n%10 == 0 || k == len(rest)-1 {
-			left := ""
-			if eta := (o.Clock.Now().Sub(start) / time.Duration(k+1) * time.Duration(len(rest)-k-1)).Round(time.Minute); eta > 0 {
-				left = fmt.Sprintf(" (about %s left)", hoursMinutes(eta))
-			}
-			say("%s: %s %d of %d%s", a.label, done, n, total, left)
-		}
 	}
-	if err := commit(context.WithoutCancel(ctx)); err != nil {
+	if err := r.commit(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", a.label, done, len(j.Done), total)
+	r.finished()
+	return nil
+}
+
+// accountRun is one account's operation under way.
+type accountRun struct {
+	o          BookmarksOptions
+	a          *opAccount
+	j          *export.Journal
+	say        func(string, ...any)
+	commitOpts export.CommitOptions
+	recorded   int // of j.Done, recorded in the archive
+}
+
+// commit records in the archive what the journal has and the archive does
+// not (all of it once the journal has nothing left to do).
+func (r *accountRun) commit(ctx context.Context) error {
+	if len(r.j.Done) == r.recorded && len(r.j.Remaining()) > 0 {
+		return nil
+	}
+	if _, err := export.CommitChanges(ctx, r.o.Out, []*export.Journal{r.j}, r.commitOpts); err != nil {
+		_, _, noun := r.o.verb()
+		return fmt.Errorf("recording the %s in %s: %w", noun, r.o.Out, err)
+	}
+	r.recorded = len(r.j.Done)
+	return nil
+}
+
+// commitBeforeWaiting records what is done when the next request would
+// wait for the next rate-limit window.
+func (r *accountRun) commitBeforeWaiting(ctx context.Context) error {
+	if b := r.a.api.Budget(r.a.userID, r.o.op()); b.Limit > 0 && b.Remaining == 0 {
+		// The window is used up: record what is done before waiting.
+		return r.commit(ctx)
+	}
+	return nil
+}
+
+// sendPost sends the request for post, journaled before and after, and
+// reports whether X confirmed it did what was asked; a post X refused is
+// journaled and said, and the run goes on (false, nil).
+func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
+	o, a, j := r.o, r.a, r.j
+	if err := j.Sending(post); err != nil {
+		return false, err
+	}
+	bookmarked, err := o.send(ctx, a, post)
+	o.Step("answer received") // and not yet in the journal: the kill tests stop here too
+	if err != nil {
+		if reason, perPost := refusedPost(err); perPost {
+			if err := j.Refused(post, reason); err != nil {
+				return false, err
+			}
+			r.say("%s: X refused post %s: %s", a.label, post, reason)
+			return false, nil
+		}
+		return false, o.stopped(a, j, r.commit, o.explain(a, err))
+	}
+	if want := o.Kind == export.OpAdd; bookmarked != want {
+		if err := j.Refused(post, fmt.Sprintf("X answered bookmarked:%t", bookmarked)); err != nil {
+			return false, err
+		}
+		r.say("%s: X answered bookmarked:%t for post %s", a.label, bookmarked, post)
+		return false, nil
+	}
+	return true, r.j.Answered(post, bookmarked, o.Clock.Now())
+}
+
+// progressed follows the k-th of the rest posts, which X confirmed: the
+// archive gets the changes every commitEvery, the user a progress line
+// every 10 and at the last.
+func (r *accountRun) progressed(ctx context.Context, rest, k int, start time.Time) error {
+	total := len(r.j.Plan.Posts)
+	n := total - rest + k + 1
+	if n%commitEvery == 0 {
+		if err := r.commit(ctx); err != nil {
+			return err
+		}
+	}
+	if n%10 == 0 || k == rest-1 {
+		left := ""
+		if eta := (r.o.Clock.Now().Sub(start) / time.Duration(k+1) * time.Duration(rest-k-1)).Round(time.Minute); eta > 0 {
+			left = fmt.Sprintf(" (about %s left)", hoursMinutes(eta))
+		}
+		_, done, _ := r.o.verb()
+		r.say("%s: %s %d of %d%s", r.a.label, done, n, total, left)
+	}
+	return nil
+}
+
+// finished says what the run did.
+func (r *accountRun) finished() {
+	_, done, _ := r.o.verb()
+	j := r.j
+	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", r.a.label, done, len(j.Done), len(j.Plan.Posts))
 	if len(j.Failed) > 0 {
 		msg += fmt.Sprintf("; X refused %d (listed above)", len(j.Failed))
 	}
-	fmt.Fprintln(o.Stdout, msg)
-	return nil
+	fmt.Fprintln(r.o.Stdout, msg)
 }
 
 // send sends the request for one post and returns X's data.bookmarked.

@@ -185,56 +185,98 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	if _, err := os.Stat(filepath.Join(f.out, ".state")); err == nil {
 		return usageErrorf("export --sandbox: %s already holds an export; the demo needs a new directory", f.out)
 	}
-	sb, err := sandbox.Start(sandbox.Options{})
+	sb, src, err := startSandbox()
 	if err != nil {
 		return err
 	}
 	defer sb.Close()
+	d := sandboxDemo{ctx: ctx, f: f, src: src}
+	d.say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
+
+	d.say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
+	_, sum1, err := d.run()
+	if err != nil {
+		return err
+	}
+
+	changes := sb.Mutate()
+	d.say("\n== Meanwhile, the users change their bookmarks ==\n")
+	for _, l := range changes.Lines {
+		d.say("  - %s\n", l)
+	}
+
+	d.say("\n== Run 2: only what changed ==\n")
+	res2, sum2, err := d.run()
+	if err != nil {
+		return err
+	}
+	cmp := compareRuns(sb, changes, sum1, sum2)
+	d.sayComparison(cmp)
+	findings, err := d.checkCompliance(res2.Out, changes.Deleted)
+	if err != nil {
+		return err
+	}
+	d.sayHowToQuery(res2.Out)
+	if f.json {
+		if err := writeIndentedJSON(f.stdout, map[string]any{"run1": sum1, "changes": changes.Lines, "run2": sum2, "comparison": cmp, "compliance": findings}); err != nil {
+			return err
+		}
+	}
+	if err := f.accountsError(sum1); err != nil {
+		return err
+	}
+	return f.accountsError(sum2)
+}
+
+// startSandbox starts the simulator and parses the spec it gives.
+func startSandbox() (*sandbox.Sandbox, *export.SourceSpec, error) {
+	sb, err := sandbox.Start(sandbox.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		exe = "./cq-source-x"
 	}
 	src, err := export.ParseSpec([]byte(sb.Spec(exe, true)), "sandbox spec", os.LookupEnv, time.Now())
 	if err != nil {
-		return fmt.Errorf("the sandbox spec: %w", err)
+		sb.Close()
+		return nil, nil, fmt.Errorf("the sandbox spec: %w", err)
 	}
-	say := func(format string, a ...any) {
-		if !f.quiet {
-			fmt.Fprintf(f.stderr, format, a...)
-		}
-	}
-	say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
+	return sb, src, nil
+}
 
-	run := func() (*export.Result, *export.Summary, error) {
-		res, err := export.Run(ctx, f.options(src, f.out))
-		if err != nil {
-			return nil, nil, err
-		}
-		sum := res.Summary()
-		if !f.quiet {
-			sum.WriteText(f.stderr)
-		}
-		return res, sum, nil
-	}
+// sandboxDemo is the demo's runs and what it says between them.
+type sandboxDemo struct {
+	ctx context.Context
+	f   exportFlags
+	src *export.SourceSpec
+}
 
-	say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
-	_, sum1, err := run()
+// say prints a line of the demo, unless --quiet.
+func (d sandboxDemo) say(format string, a ...any) {
+	if !d.f.quiet {
+		fmt.Fprintf(d.f.stderr, format, a...)
+	}
+}
+
+// run exports once and prints the summary, unless --quiet.
+func (d sandboxDemo) run() (*export.Result, *export.Summary, error) {
+	res, err := export.Run(d.ctx, d.f.options(d.src, d.f.out))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
+	sum := res.Summary()
+	if !d.f.quiet {
+		sum.WriteText(d.f.stderr)
+	}
+	return res, sum, nil
+}
 
-	changes := sb.Mutate()
-	say("\n== Meanwhile, the users change their bookmarks ==\n")
-	for _, l := range changes.Lines {
-		say("  - %s\n", l)
-	}
-
-	say("\n== Run 2: only what changed ==\n")
-	res2, sum2, err := run()
-	if err != nil {
-		return err
-	}
-	cmp := sandboxComparison{
+// compareRuns is what the second run read and billed, beside the changes
+// and what reading everything again would bill.
+func compareRuns(sb *sandbox.Sandbox, changes sandbox.Changes, sum1, sum2 *export.Summary) sandboxComparison {
+	return sandboxComparison{
 		BilledPosts:      sum2.Totals.PostsBilled,
 		BookmarkReads:    sum2.ReadFor(client.OpListBookmarks),
 		NewBookmarks:     changes.NewBookmarks,
@@ -244,35 +286,45 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 		FirstRunBilled:   sum1.Totals.PostsBilled,
 		BookmarksWritten: sum2.Totals.BookmarksWritten,
 	}
-	say("\nRun 2 read %d bookmarked posts for %d new bookmarks (each walk also reads where it stops and one confirmation, "+
+}
+
+// sayComparison says what the second run read and billed.
+func (d sandboxDemo) sayComparison(cmp sandboxComparison) {
+	d.say("\nRun 2 read %d bookmarked posts for %d new bookmarks (each walk also reads where it stops and one confirmation, "+
 		"plus alice's re-bookmarked post) and %d folder entries for %d folder additions; X bills %d posts for them "+
 		"(a post read again on the same UTC day is billed once), where reading everything again would bill %d (run 1 billed %d).\n",
 		cmp.BookmarkReads, cmp.NewBookmarks, cmp.FolderReads, cmp.FolderAdditions, cmp.BilledPosts, cmp.FullReadPosts, cmp.FirstRunBilled)
-	findings, err := sandbox.ReadFindings(res2.Out)
+}
+
+// checkCompliance reads the compliance findings of the archive in out,
+// which must report the deleted post, and says so.
+func (d sandboxDemo) checkCompliance(out, deleted string) ([]sandbox.Finding, error) {
+	findings, err := sandbox.ReadFindings(out)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	found := slices.ContainsFunc(findings, func(fd sandbox.Finding) bool { return fd.PostID == changes.Deleted && fd.Reason == "deleted" })
+	found := slices.ContainsFunc(findings, func(fd sandbox.Finding) bool { return fd.PostID == deleted && fd.Reason == "deleted" })
 	if !found {
-		return fmt.Errorf("export --sandbox: the compliance job did not report the deleted post %s (x_post_compliance: %v)", changes.Deleted, findings)
+		return nil, fmt.Errorf("export --sandbox: the compliance job did not report the deleted post %s (x_post_compliance: %v)", deleted, findings)
 	}
-	say("\nThe free compliance job checked every archived post and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
-		"its x_bookmarks row stays, as archived.\n", changes.Deleted)
-	say("\nThe files are in %s. For example, with DuckDB:\n  duckdb -c \"SELECT user_id, post_id, created_at, text FROM '%s/x_bookmarks/*.parquet' ORDER BY first_seen_at DESC LIMIT 5\"\n",
-		res2.Out, res2.Out)
-	say("  duckdb -c \"SELECT b.user_id, b.post_id, c.reason, c.redacted_at, b.text FROM '%s/x_bookmarks/*.parquet' b JOIN '%s/x_post_compliance/*.parquet' c USING (user_id, post_id)\"\n",
-		res2.Out, res2.Out)
-	if f.json {
-		enc := json.NewEncoder(f.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"run1": sum1, "changes": changes.Lines, "run2": sum2, "comparison": cmp, "compliance": findings}); err != nil {
-			return err
-		}
-	}
-	if err := f.accountsError(sum1); err != nil {
-		return err
-	}
-	return f.accountsError(sum2)
+	d.say("\nThe free compliance job checked every archived post and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
+		"its x_bookmarks row stays, as archived.\n", deleted)
+	return findings, nil
+}
+
+// sayHowToQuery says where the files are and how to query them.
+func (d sandboxDemo) sayHowToQuery(out string) {
+	d.say("\nThe files are in %s. For example, with DuckDB:\n  duckdb -c \"SELECT user_id, post_id, created_at, text FROM '%s/x_bookmarks/*.parquet' ORDER BY first_seen_at DESC LIMIT 5\"\n",
+		out, out)
+	d.say("  duckdb -c \"SELECT b.user_id, b.post_id, c.reason, c.redacted_at, b.text FROM '%s/x_bookmarks/*.parquet' b JOIN '%s/x_post_compliance/*.parquet' c USING (user_id, post_id)\"\n",
+		out, out)
+}
+
+// writeIndentedJSON writes v as JSON indented by two spaces.
+func writeIndentedJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 type sandboxComparison struct {

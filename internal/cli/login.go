@@ -43,26 +43,12 @@ type LoginOptions struct {
 // Login runs the OAuth 2.0 PKCE login, resolves the user with GET
 // /2/users/me and writes the token file (mode 0600, atomically).
 func Login(ctx context.Context, o LoginOptions) error {
-	if o.ClientID == "" {
-		return usageError(errors.New("login: --client-id is required (the OAuth 2.0 Client ID of your X app; or set X_CLIENT_ID)"))
-	}
-	if o.TokenFile == "" {
-		return usageError(errors.New("login: --token-file is required"))
-	}
-	scopes, err := loginScopes(o.Scopes, o.Write)
+	cfg, err := o.authConfig()
 	if err != nil {
-		return usageError(err)
+		return err
 	}
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	cfg := auth.Config{
-		ClientID:     o.ClientID,
-		ClientSecret: o.ClientSecret,
-		AuthURL:      o.AuthURL,
-		TokenURL:     o.TokenURL,
-		RedirectURL:  o.RedirectURL,
-		Scopes:       scopes,
 	}
 	tok, err := auth.Login(ctx, cfg, auth.LoginOptions{
 		Headless:    o.Headless,
@@ -74,17 +60,9 @@ func Login(ctx context.Context, o LoginOptions) error {
 	if err != nil {
 		return fmt.Errorf("login: %w", err)
 	}
-	transport := http.DefaultTransport
-	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
-		transport = o.HTTPClient.Transport
-	}
-	api, err := client.New(client.StaticTokenWithTransport(tok.AccessToken, transport), client.WithBaseURL(o.APIURL))
+	me, err := o.me(ctx, tok.AccessToken)
 	if err != nil {
-		return fmt.Errorf("login: %w", err)
-	}
-	me, _, err := api.Me(ctx)
-	if err != nil {
-		return fmt.Errorf("login: the token works for OAuth but GET /2/users/me failed: %w", err)
+		return err
 	}
 	stored := auth.NewStoredToken(tok, o.ClientID, o.Now())
 	stored.UserID, stored.Username = me.ID, me.Username
@@ -94,15 +72,70 @@ func Login(ctx context.Context, o LoginOptions) error {
 		return fmt.Errorf("login: %w", err)
 	}
 	defer unlock()
+	if err := o.mayOverwrite(file, me); err != nil {
+		return err
+	}
+	if err := file.Save(stored); err != nil {
+		return fmt.Errorf("login: %w", err)
+	}
+	o.sayLoggedIn(me, stored)
+	return nil
+}
+
+// authConfig is the OAuth client the options describe; a missing flag or
+// a bad scope is a usage error.
+func (o LoginOptions) authConfig() (auth.Config, error) {
+	if o.ClientID == "" {
+		return auth.Config{}, usageError(errors.New("login: --client-id is required (the OAuth 2.0 Client ID of your X app; or set X_CLIENT_ID)"))
+	}
+	if o.TokenFile == "" {
+		return auth.Config{}, usageError(errors.New("login: --token-file is required"))
+	}
+	scopes, err := loginScopes(o.Scopes, o.Write)
+	if err != nil {
+		return auth.Config{}, usageError(err)
+	}
+	return auth.Config{
+		ClientID:     o.ClientID,
+		ClientSecret: o.ClientSecret,
+		AuthURL:      o.AuthURL,
+		TokenURL:     o.TokenURL,
+		RedirectURL:  o.RedirectURL,
+		Scopes:       scopes,
+	}, nil
+}
+
+// me is the user the access token is for, from GET /2/users/me.
+func (o LoginOptions) me(ctx context.Context, accessToken string) (*client.User, error) {
+	transport := http.DefaultTransport
+	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
+		transport = o.HTTPClient.Transport
+	}
+	api, err := client.New(client.StaticTokenWithTransport(accessToken, transport), client.WithBaseURL(o.APIURL))
+	if err != nil {
+		return nil, fmt.Errorf("login: %w", err)
+	}
+	me, _, err := api.Me(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("login: the token works for OAuth but GET /2/users/me failed: %w", err)
+	}
+	return me, nil
+}
+
+// mayOverwrite refuses to overwrite a token file that holds another
+// user's token, unless Replace.
+func (o LoginOptions) mayOverwrite(file auth.TokenFile, me *client.User) error {
 	if old, err := file.Load(); err == nil && old.UserID != "" && old.UserID != me.ID && !o.Replace {
 		// The file is another account's, and its refresh token may be the only one that account
 		// has: a second login with the default --token-file must not destroy it.
 		return fmt.Errorf("login: %s holds the token of another user (id %s%s); logging in as @%s (id %s) would overwrite it, and that account would need to log in again: choose another --token-file, or pass --replace (the token just granted was not saved)",
 			o.TokenFile, old.UserID, atName(old.Username), me.Username, me.ID)
 	}
-	if err := file.Save(stored); err != nil {
-		return fmt.Errorf("login: %w", err)
-	}
+	return nil
+}
+
+// sayLoggedIn says who logged in, where the token is, and how to use it.
+func (o LoginOptions) sayLoggedIn(me *client.User, stored *auth.StoredToken) {
 	refresh := "with a refresh token: scheduled syncs renew it by themselves"
 	if stored.RefreshToken == "" {
 		refresh = "WITHOUT a refresh token (offline.access was not granted): it expires in two hours"
@@ -114,7 +147,6 @@ func Login(ctx context.Context, o LoginOptions) error {
 		specPath = abs
 	}
 	fmt.Fprintf(o.Out, "Logged in as @%s (user id %s). Token saved to %s (mode 0600), %s.\n\nUse it in a spec:\n\n  accounts:\n    - token_file: %q\n", me.Username, me.ID, o.TokenFile, refresh, specPath)
-	return nil
 }
 
 func atName(username string) string {

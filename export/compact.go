@@ -69,9 +69,10 @@ type MergedFiles struct {
 //
 // The protocol is an export's: stage (the table's new set of files in a
 // new generation directory, written and fsynced), commit (DIR/<table>
-// switched to it by one atomic rename), publish (the old set removed). A
-// crash before the switch leaves the old set, after it the new one; the
-// next export, compaction or repair removes what is left of the other.
+// switched to it by one atomic rename), publish (the old set retired, and
+// the set retired by the compaction before removed). A crash before the
+// switch leaves the old set, after it the new one; the next export,
+// compaction or repair removes what is left of the other.
 func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -263,13 +264,10 @@ func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *Ta
 	}
 	o.Step("compact committed " + p.table)
 	tc.Generation = filepath.Join(tablesDir, p.table, gen)
-	if err := os.RemoveAll(old); err != nil {
-		return fmt.Errorf("the table is compacted; removing its old files (%s) failed, and the next export or compaction does: %w", old, err)
+	if err := retire(out, p.table, old); err != nil {
+		return fmt.Errorf("the table is compacted; retiring its old files (%s) failed, and the next export or compaction does: %w", old, err)
 	}
-	if err := syncDir(filepath.Dir(old)); err != nil {
-		return err
-	}
-	o.Step("compact cleaned " + p.table)
+	o.Step("compact retired " + p.table)
 	return nil
 }
 

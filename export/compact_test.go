@@ -153,9 +153,8 @@ func TestCompactMergesEachMonthsFilesAndKeepsEveryRow(t *testing.T) {
 	if got := strings.Join(months("x_bookmarks"), ","); got != "202609,202610,202611" {
 		t.Errorf("x_bookmarks files by month: %s", got)
 	}
-	entries, _ := os.ReadDir(filepath.Join(e.dir, ".tables", "x_bookmarks"))
-	if len(entries) != 1 {
-		t.Errorf("%d generations of x_bookmarks left, want the current one", len(entries))
+	if gens := generations(e.dir, "x_bookmarks"); len(gens) != 1 {
+		t.Errorf("generations %v of x_bookmarks left beside the retired set, want the current one", gens)
 	}
 
 	if os.Getenv("CQX_DUCKDB_DIR") != "" {
@@ -165,6 +164,18 @@ func TestCompactMergesEachMonthsFilesAndKeepsEveryRow(t *testing.T) {
 			t.Errorf("DuckDB reads %v rows of the compacted x_bookmarks, want %d once each", got, want)
 		}
 	}
+}
+
+// generations lists the generations of table, the retired set aside.
+func generations(dir, table string) []string {
+	entries, _ := os.ReadDir(filepath.Join(dir, ".tables", table))
+	var gens []string
+	for _, e := range entries {
+		if e.Name() != "retired" {
+			gens = append(gens, e.Name())
+		}
+	}
+	return gens
 }
 
 func equalReports(a, b *export.CompactReport) bool {
@@ -288,6 +299,57 @@ func TestReadersDuringCompactionSeeEveryRowOnce(t *testing.T) {
 	t.Logf("%d whole reads, %d that found a listed file gone", reads.Load(), gone.Load())
 	if reads.Load() == 0 {
 		t.Error("no reader read the table")
+	}
+}
+
+// A reader that opened DIR/<table> before a compaction's switch lists it
+// after the switch: it still lists the whole old set. The set a compaction
+// replaces stays, retired, until the next compaction, so that a listing
+// running across the switch is never cut short (an empty listing is an
+// empty table to DuckDB, with no error). A later export keeps it too.
+func TestAListingStartedBeforeTheSwitchListsTheWholeOldSet(t *testing.T) {
+	e := newExporter(t, []demoUser{{id: "1001", bookmarks: 50}})
+	e.exportAt(day(9, 1), day(9, 2))
+	compact := func() {
+		t.Helper()
+		if _, err := export.Compact(e.dir, export.CompactOptions{CurrentMonth: true, Now: func() time.Time { return day(9, 20) }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, what := range []string{"the plain directory", "a generation"} {
+		old := parquetFiles(t, e.dir, "x_bookmarks")
+		d, err := os.Open(filepath.Join(e.dir, "x_bookmarks"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compact()
+		e.exportAt(day(9, 3+i))
+		names, err := d.Readdirnames(-1)
+		d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		for _, n := range names {
+			if strings.HasSuffix(n, ".parquet") {
+				listed = append(listed, n)
+			}
+		}
+		slices.Sort(listed)
+		var want []string
+		for _, f := range old {
+			want = append(want, filepath.Base(f))
+		}
+		if !slices.Equal(listed, want) {
+			t.Errorf("%s listed across the switch: %v, want the old set %v", what, listed, want)
+		}
+	}
+	// The second compaction removed the set the first retired.
+	if gens := generations(e.dir, "x_bookmarks"); len(gens) != 1 {
+		t.Errorf("generations %v beside the retired set, want the current one", gens)
+	}
+	if _, err := os.Lstat(filepath.Join(e.dir, ".x_bookmarks.swap")); err == nil {
+		t.Error("the plain directory the first compaction replaced is left")
 	}
 }
 

@@ -21,9 +21,19 @@ import (
 // lists DIR/<table>/ through one lookup of the link, so it lists the old
 // set or the new one, never a mix. Exports write through the link, into
 // the current generation.
+//
+// The set a switch replaces is not removed at once: it is retired, kept as
+// DIR/.tables/<table>/retired until the next compaction of the table. A
+// reader that opened DIR/<table> before the switch may still be reading
+// its entries; removing them would cut its listing short, and a listing
+// cut short is a table missing rows, with no error.
 
 // tablesDir holds the generations of every compacted table.
 const tablesDir = ".tables"
+
+// retiredName is the name of a table's retired set in tablesDir; no
+// generation has it (theirs are a time and a run id).
+const retiredName = "retired"
 
 // swapPath is where the link to a new generation is made before it
 // replaces DIR/<table>, and where the plain directory it replaced lands.
@@ -61,7 +71,7 @@ func generationDir(out, table, gen string) string {
 }
 
 // switchGeneration makes DIR/<table> the generation gen, atomically, and
-// returns what to remove once that is durable: the previous generation, or
+// returns what to retire once that is durable: the previous generation, or
 // the plain directory it replaced.
 func switchGeneration(out, table, gen string) (old string, err error) {
 	path, link := filepath.Join(out, table), swapPath(out, table)
@@ -101,8 +111,15 @@ func cleanGenerations(out string, step func(string)) error {
 	cleaned := false
 	for _, table := range tables {
 		tableCleaned := false
-		if _, err := os.Lstat(swapPath(out, table)); err == nil {
-			if err := os.RemoveAll(swapPath(out, table)); err != nil {
+		if fi, err := os.Lstat(swapPath(out, table)); err == nil {
+			// A directory there is the one a switch replaced: retire it.
+			// A link never replaced anything.
+			if fi.IsDir() {
+				err = retire(out, table, swapPath(out, table))
+			} else {
+				err = os.Remove(swapPath(out, table))
+			}
+			if err != nil {
 				return err
 			}
 			cleaned = true
@@ -118,7 +135,7 @@ func cleanGenerations(out string, step func(string)) error {
 			return err
 		}
 		for _, e := range entries {
-			if e.Name() != current {
+			if e.Name() != current && e.Name() != retiredName {
 				if err := os.RemoveAll(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
 					return err
 				}
@@ -139,4 +156,22 @@ func cleanGenerations(out string, step func(string)) error {
 	}
 	step("removed what a compaction left")
 	return nil
+}
+
+// retire makes old, the set of files DIR/<table> linked to before a switch,
+// the table's retired set, in place of the one retired before it: a
+// compaction ago, long enough for any listing of it to have ended.
+func retire(out, table, old string) error {
+	parent := filepath.Join(out, tablesDir, table)
+	retired := filepath.Join(parent, retiredName)
+	if err := os.RemoveAll(retired); err != nil {
+		return err
+	}
+	if err := os.Rename(old, retired); err != nil {
+		return err
+	}
+	if err := syncDir(parent); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(old))
 }

@@ -27,7 +27,9 @@ compaction builds the table's new set of files in DIR/.tables/<table>/ and
 makes DIR/<table> a link to it in one atomic rename. A reader that lists the
 directory sees the old files or the new ones, never both and never neither;
 one that listed the old files and opens one after the switch gets "no such
-file", and its query can be run again. A compaction killed at any point
+file", and its query can be run again. The replaced files are kept in
+DIR/.tables/<table>/retired until the next compaction, so that a listing
+running across the switch ends whole. A compaction killed at any point
 leaves the old files or the new ones, and the next export or compaction
 removes the rest. It takes the export's lock; it needs Linux or macOS.
 See docs/export.md.`

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/idset"
 )
 
 // X's published pay-per-use rates (2026), in USD per resource.
@@ -348,11 +350,11 @@ const (
 // ledger is the resources of one user billed on one UTC day.
 type ledger struct {
 	day  string
-	seen [2]map[string]struct{}
+	seen [2]idset.Set
 }
 
 func newLedger(day string) *ledger {
-	return &ledger{day: day, seen: [2]map[string]struct{}{{}, {}}}
+	return &ledger{day: day}
 }
 
 // turn moves the ledger to day when day is not older, forgetting an older
@@ -376,21 +378,12 @@ func (l *ledger) add(kind resourceKind, day string, ids []string) int {
 		return len(ids)
 	}
 	n := 0
-	seen := l.seen[kind]
 	for _, id := range ids {
-		if _, ok := seen[id]; !ok {
-			seen[id] = struct{}{}
+		if l.seen[kind].Add(id) {
 			n++
 		}
 	}
 	return n
 }
 
-func (l *ledger) ids(kind resourceKind) []string {
-	out := make([]string, 0, len(l.seen[kind]))
-	for id := range l.seen[kind] {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
+func (l *ledger) ids(kind resourceKind) []string { return l.seen[kind].Sorted() }

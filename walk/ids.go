@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
 	"strconv"
 	"strings"
+
+	"github.com/cq-source-x/cq-source-x/internal/idset"
+	"github.com/cq-source-x/cq-source-x/internal/textpack"
 )
 
 // IDList is an ordered list of post ids, newest first. Every X id is a decimal
@@ -51,7 +53,7 @@ func (l *IDList) At(i int) string {
 // Append adds id at the end.
 func (l *IDList) Append(id string) {
 	if l.strs == nil {
-		if n, ok := canonicalNumber(id); ok {
+		if n, ok := idset.Number(id); ok {
 			l.nums = append(l.nums, n)
 			return
 		}
@@ -85,21 +87,6 @@ func (l *IDList) toStrings() {
 		l.strs[i] = strconv.FormatUint(n, 10)
 	}
 	l.nums = nil
-}
-
-// canonicalNumber parses a decimal id without sign or leading zeros, so that
-// formatting the number gives back exactly the same string.
-func canonicalNumber(id string) (uint64, bool) {
-	if id == "" || len(id) > 20 || (id[0] == '0' && len(id) > 1) {
-		return 0, false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < '0' || id[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(id, 10, 64)
-	return n, err == nil
 }
 
 // Positions maps each id of a list to its index (the first, should an id
@@ -136,7 +123,7 @@ func (p *Positions) Of(id string) (int, bool) {
 		i, ok := p.strs[id]
 		return i, ok
 	}
-	n, ok := canonicalNumber(id)
+	n, ok := idset.Number(id)
 	if !ok {
 		return 0, false
 	}

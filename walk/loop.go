@@ -3,8 +3,8 @@ package walk
 import (
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
+
+	"github.com/cq-source-x/cq-source-x/internal/idset"
 )
 
 // ErrLoop is returned (wrapped) when the API leads a walk back to posts it
@@ -30,8 +30,7 @@ var ErrLoop = errors.New("the API led the walk back to posts it had already read
 // back to the top of a long walk is seen too, in 12 bytes or so an X id.
 type loopCheck struct {
 	sent     map[string]int // token → the page it was sent for
-	nums     numSet
-	strs     map[string]struct{}
+	posts    idset.Set
 	repeated int // posts in the pages in a row of nothing but posts read before
 	from     int // the first of those pages
 }
@@ -40,7 +39,7 @@ type loopCheck struct {
 const maxShift = 20
 
 func newLoopCheck() *loopCheck {
-	return &loopCheck{sent: map[string]int{}, strs: map[string]struct{}{}}
+	return &loopCheck{sent: map[string]int{}}
 }
 
 // send records that token is sent for page page (1-based), or fails when it
@@ -88,59 +87,4 @@ func (l *loopCheck) read(n int, id func(i int) string, page, billed int) error {
 const loopHint = " (the server at base_url does not page as the X API does; the next sync starts again from the top)"
 
 // add records id and reports whether it is new to the walk.
-func (l *loopCheck) add(id string) bool {
-	if n, ok := canonicalNumber(id); ok {
-		return l.nums.add(n)
-	}
-	if _, seen := l.strs[id]; seen {
-		return false
-	}
-	l.strs[id] = struct{}{}
-	return true
-}
-
-// numSet is a set of numbers in about 8 bytes each where a map takes
-// nearer 40 (a first sync of a million posts): a sorted slice, and the
-// latest additions in a map, merged into the slice whenever it holds an
-// eighth as many.
-type numSet struct {
-	sorted []uint64
-	latest map[uint64]struct{}
-}
-
-// add adds n and reports whether it was not in the set.
-func (s *numSet) add(n uint64) bool {
-	if _, ok := s.latest[n]; ok {
-		return false
-	}
-	if _, ok := slices.BinarySearch(s.sorted, n); ok {
-		return false
-	}
-	if s.latest == nil {
-		s.latest = map[uint64]struct{}{}
-	}
-	s.latest[n] = struct{}{}
-	if len(s.latest) >= max(1024, len(s.sorted)/8) {
-		s.merge()
-	}
-	return true
-}
-
-// merge moves the latest additions into the sorted slice, merging from its
-// end so that the slice needs no second copy.
-func (s *numSet) merge() {
-	add := slices.Sorted(maps.Keys(s.latest))
-	clear(s.latest)
-	n := len(s.sorted)
-	s.sorted = slices.Grow(s.sorted, len(add))[:n+len(add)]
-	i, j := n-1, len(add)-1
-	for k := len(s.sorted) - 1; j >= 0; k-- {
-		if i >= 0 && s.sorted[i] > add[j] {
-			s.sorted[k] = s.sorted[i]
-			i--
-		} else {
-			s.sorted[k] = add[j]
-			j--
-		}
-	}
-}
+func (l *loopCheck) add(id string) bool { return l.posts.Add(id) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -134,20 +133,3 @@ func TestSavesBetweenRequestsRepeatingWholePagesAreNotALoop(t *testing.T) {
 	}
 }
 
-// The set of posts read holds every number added, and only those, across
-// its merges.
-func TestNumSetIsASet(t *testing.T) {
-	var s numSet
-	want := map[uint64]bool{}
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 50_000 {
-		n := rng.Uint64N(40_000)
-		if got := s.add(n); got == want[n] {
-			t.Fatalf("add(%d) = %v, but it was in the set: %v", n, got, want[n])
-		}
-		want[n] = true
-	}
-	if !slices.IsSorted(s.sorted) || len(s.sorted)+len(s.latest) != len(want) {
-		t.Fatalf("%d sorted + %d latest, want %d", len(s.sorted), len(s.latest), len(want))
-	}
-}

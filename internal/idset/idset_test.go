@@ -1,0 +1,42 @@
+package idset
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// The set holds every id added, and only those, across its merges.
+func TestASetHoldsEachIDOnce(t *testing.T) {
+	var s Set
+	want := map[string]bool{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 50_000 {
+		id := strconv.FormatUint(rng.Uint64N(40_000), 10)
+		if got := s.Add(id); got == want[id] {
+			t.Fatalf("Add(%s) = %v, but it was in the set: %v", id, got, want[id])
+		}
+		want[id] = true
+	}
+	if !slices.IsSorted(s.sorted) || s.Len() != len(want) {
+		t.Fatalf("%d sorted + %d latest, want %d", len(s.sorted), len(s.latest), len(want))
+	}
+}
+
+// Only an id whose number prints back as the id is kept as a number: "7",
+// "007", "+7", "abc" and a number past uint64 are five ids, each once.
+func TestIDsThatAreNotPlainNumbersAreKeptAsTheyCame(t *testing.T) {
+	var s Set
+	ids := []string{"7", "007", "+7", "abc", "18446744073709551616", "7", "abc", "007"}
+	added := 0
+	for _, id := range ids {
+		if s.Add(id) {
+			added++
+		}
+	}
+	want := []string{"+7", "007", "18446744073709551616", "7", "abc"}
+	if got := s.Sorted(); added != 5 || !slices.Equal(got, want) {
+		t.Errorf("%d added, ids %q; want 5, %q", added, got, want)
+	}
+}

@@ -85,6 +85,8 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 
 	data, compliance, usage := splitTables(tables)
 	run := c.newTableSync(opts, res)
+	data, off := withoutContentOff(data, c.spec.Kinds())
+	run.announce(off)
 	if err := c.syncDataTables(ctx, run, stateClient, set, data); err != nil {
 		return err
 	}
@@ -158,9 +160,10 @@ func splitTables(tables schema.Tables) (data schema.Tables, compliance, usage *s
 
 // tableSync runs the scheduler with the sync's options, sending to res.
 type tableSync struct {
-	sched *scheduler.Scheduler
-	opts  []scheduler.SyncOption
-	res   chan<- message.SyncMessage
+	sched             *scheduler.Scheduler
+	opts              []scheduler.SyncOption
+	res               chan<- message.SyncMessage
+	deterministicCQID bool
 }
 
 func (c *Client) newTableSync(opts plugin.SyncOptions, res chan<- message.SyncMessage) tableSync {
@@ -176,6 +179,50 @@ func (c *Client) newTableSync(opts plugin.SyncOptions, res chan<- message.SyncMe
 		sched: scheduler.NewScheduler(schedOpts...),
 		opts:  []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)},
 		res:   res,
+
+		deterministicCQID: opts.DeterministicCQID,
+	}
+}
+
+// withoutContentOff takes out of the bookmarks table the child tables of
+// content kinds that are off: they would hold no row, and the scheduler
+// resolves every child table once per bookmark. It returns the tables to
+// sync and the ones taken out.
+func withoutContentOff(data schema.Tables, k spec.Kinds) (kept, off schema.Tables) {
+	isOff := map[string]bool{
+		resources.BookmarkAuthorsTable: !k.Authors,
+		resources.BookmarkMediaTable:   !k.Media,
+		resources.ReferencedPostsTable: !k.ReferencedPosts,
+	}
+	for _, t := range data {
+		if t.Name != resources.BookmarksTable {
+			kept = append(kept, t)
+			continue
+		}
+		bookmarks := *t
+		bookmarks.Relations = nil
+		for _, child := range t.Relations {
+			if isOff[child.Name] {
+				off = append(off, child)
+			} else {
+				bookmarks.Relations = append(bookmarks.Relations, child)
+			}
+		}
+		kept = append(kept, &bookmarks)
+	}
+	return kept, off
+}
+
+// announce sends the migrate messages of tables the sync selected but does
+// not resolve, as the scheduler sends them for the tables it does: the
+// destination has them, empty.
+func (t tableSync) announce(tables schema.Tables) {
+	for _, table := range tables {
+		m := &message.SyncMigrateTable{Table: table.Copy(table.Parent)}
+		if t.deterministicCQID {
+			schema.CqIDAsPK(m.Table)
+		}
+		t.res <- m
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
 
@@ -396,5 +398,63 @@ func TestASyncWithoutAStateBackendWarnsThatItBillsEverythingAgain(t *testing.T) 
 		if got := strings.Contains(log.String(), "no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again"); got != c.warn {
 			t.Errorf("%s: warned %v, want %v:\n%s", c.name, got, c.warn, log.String())
 		}
+	}
+}
+
+// A content table whose kind is off is announced to the destination (it
+// has the table, empty) but not resolved: the scheduler would resolve it
+// once per bookmark for no row. The plugin's tables are not changed.
+func TestContentTablesThatAreOffAreAnnouncedNotResolved(t *testing.T) {
+	sim := xsim.New(xsim.Options{})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	p := New()
+	ctx := context.Background()
+	if err := p.Init(ctx, oneAccountSpec(t, sim), plugin.NewClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	migrated := map[string]string{}
+	for _, m := range msgs {
+		if mt, ok := m.(*message.SyncMigrateTable); ok {
+			parent := ""
+			if mt.Table.Parent != nil {
+				parent = mt.Table.Parent.Name
+			}
+			migrated[mt.Table.Name] = parent
+		}
+	}
+	for _, name := range []string{"x_bookmark_authors", "x_bookmark_referenced_posts", "x_bookmark_media"} {
+		if parent, ok := migrated[name]; !ok || parent != "x_bookmarks" {
+			t.Errorf("%s announced %v with parent %q, want x_bookmarks", name, ok, parent)
+		}
+		if n := rowsOf(msgs, name); n != 0 && name != "x_bookmark_media" {
+			t.Errorf("%s has %d rows with its content off", name, n)
+		}
+	}
+
+	tables := resources.Tables()
+	kept, off := withoutContentOff(tables, (&spec.Spec{}).Kinds())
+	var offNames, childNames []string
+	for _, t := range off {
+		offNames = append(offNames, t.Name)
+	}
+	for _, t := range kept {
+		if t.Name == "x_bookmarks" {
+			for _, c := range t.Relations {
+				childNames = append(childNames, c.Name)
+			}
+		}
+	}
+	if !slices.Equal(offNames, []string{"x_bookmark_authors", "x_bookmark_referenced_posts"}) || !slices.Equal(childNames, []string{"x_bookmark_media"}) {
+		t.Errorf("taken out %v, resolved children %v", offNames, childNames)
+	}
+	if got := len(tables.Get("x_bookmarks").Relations); got != 3 {
+		t.Errorf("the plugin's x_bookmarks has %d child tables after it, want its 3", got)
 	}
 }

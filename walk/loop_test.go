@@ -132,4 +132,3 @@ func TestSavesBetweenRequestsRepeatingWholePagesAreNotALoop(t *testing.T) {
 		}
 	}
 }
-

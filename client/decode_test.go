@@ -388,7 +388,7 @@ func TestDecodeFolderAndUserBodies(t *testing.T) {
 }
 
 // BenchmarkDecodePostPage decodes a realistic 90-post page (the walks'
-// page size; about 170 KB, with includes and a partial error).
+// page size; about 130 KB, with includes and a partial error).
 func BenchmarkDecodePostPage(b *testing.B) {
 	body := realisticPage(90, "7140dibdnow9c7btw4")
 	b.ReportAllocs()

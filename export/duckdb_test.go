@@ -42,7 +42,7 @@ func duckdb(t *testing.T, sql string) []map[string]any {
 // order, with their types, as the exporter wrote them when each column was
 // declared a second time for its own Parquet page writer (recorded before
 // that path was removed): every table keeps them. The content tables and
-// columns came later.
+// columns, x_bookmark_changes and x_post_compliance came later.
 var duckDBTypes = map[string][][2]string{
 	"x_bookmarks": {
 		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
@@ -195,6 +195,32 @@ var duckDBTypes = map[string][][2]string{
 		{"new_posts", "BIGINT"},
 		{"failure", "VARCHAR"},
 	},
+	"x_bookmark_changes": {
+		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
+		{"_cq_source_name", "VARCHAR"},
+		{"operation_id", "VARCHAR"},
+		{"user_id", "VARCHAR"},
+		{"post_id", "VARCHAR"},
+		{"change", "VARCHAR"},
+		{"changed_at", "TIMESTAMP WITH TIME ZONE"},
+		{"bookmarked", "BOOLEAN"},
+		{"command", "VARCHAR"},
+		{"source_user_id", "VARCHAR"},
+	},
+	"x_post_compliance": {
+		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
+		{"_cq_source_name", "VARCHAR"},
+		{"_cq_id", "VARCHAR"},
+		{"_cq_parent_id", "VARCHAR"},
+		{"user_id", "VARCHAR"},
+		{"post_id", "VARCHAR"},
+		{"job_id", "VARCHAR"},
+		{"action", "VARCHAR"},
+		{"reason", "VARCHAR"},
+		{"created_at", "TIMESTAMP WITH TIME ZONE"},
+		{"redacted_at", "TIMESTAMP WITH TIME ZONE"},
+		{"checked_at", "TIMESTAMP WITH TIME ZONE"},
+	},
 }
 
 // DuckDB reads DIR/<table>/*.parquet directly, with every column's type as
@@ -222,6 +248,11 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 		sim.Bookmark("1001", sim.NewPostID())
 		if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Clock: clk}); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, table := range export.TableNames() {
+		if _, ok := duckDBTypes[table]; !ok {
+			t.Errorf("%s: no column types to check it against", table)
 		}
 	}
 	for table, want := range duckDBTypes {

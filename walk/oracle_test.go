@@ -16,7 +16,7 @@ import (
 // oracle recognises from the changes it made; and the memory keeps the
 // invariants the stop rule relies on.
 func TestTheArchiveHoldsTheListButForTheDocumentedCases(t *testing.T) {
-	const seeds, rounds = 50, 10
+	const seeds, rounds = 100, 10
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kind\tconfirmations\tsyncs\thidden by re-saves\tin syncs\tstopped on re-saves\tskipped at a page boundary\tsaved during a walk\tunexplained\tmemory checked in full\t")

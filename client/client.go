@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -36,8 +37,9 @@ const (
 // Timeouts bound each attempt at a request, so that a server that accepts
 // a connection and never answers, or sends its answer a byte at a time,
 // cannot hold a sync. An attempt past one is a transient fault
-// (*TimeoutError): retried within the retry budget, or, for Connect (no
-// server was reached), for MaxAttempts attempts.
+// (*TimeoutError), retried within the retry budget; past Connect (no
+// server was reached) only for MaxAttempts attempts while the base URL has
+// never answered (see RetryPolicy).
 type Timeouts struct {
 	// Connect bounds getting a connection: the dial and the TLS handshake.
 	Connect time.Duration
@@ -69,6 +71,14 @@ func DefaultTimeouts() Timeouts {
 // JSON) are retried while the call's Budget lasts, and in any case for its
 // first MaxAttempts attempts: a walk that gave up on one request would have
 // to be read, and billed, again from its start.
+//
+// A fault that reached no server (the name did not resolve, the connection
+// was refused or did not come within the connect timeout) gets only
+// MaxAttempts attempts while the client has never had an answer from its
+// base URL: that is a wrong base URL or no network, which the user should
+// hear of in seconds. Once any response has come, whatever its status, such
+// a fault is a blip (a network drop, a load balancer refusing connections
+// during a deploy) and is retried within the Budget like any other.
 type RetryPolicy struct {
 	// Budget is how long one call may keep retrying transient faults,
 	// counted from its first attempt, without the time spent waiting for
@@ -76,7 +86,8 @@ type RetryPolicy struct {
 	// bounds the attempts.
 	Budget time.Duration
 	// MaxAttempts is how many attempts a call gets at transient faults even
-	// when its Budget is spent (1 = none past it). Default 4.
+	// when its Budget is spent (1 = none past it), and all it gets at a fault
+	// that reached no server before the base URL has ever answered. Default 4.
 	MaxAttempts int
 	// BaseDelay and MaxDelay shape the backoff: before retry n the client
 	// sleeps a uniformly random time in [0, min(MaxDelay, BaseDelay×2^(n-1))]
@@ -165,6 +176,11 @@ type Client struct {
 	rng   *rand.Rand
 
 	budgets *budgets
+
+	// answered is set once any HTTP response has come from the base URL,
+	// whatever its status: from then on a fault that reached no server is
+	// a blip in a server known to be there (see neverAnswered).
+	answered atomic.Bool
 }
 
 // Option configures a Client.

@@ -281,7 +281,11 @@ func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJ
 
 // storageCall sends a request to one of a job's storage URLs through the
 // client's retry, rate-limit and metering rules, but on the storage client
-// (no Authorization header) and to that URL, not the API's base URL.
+// (no Authorization header) and to that URL, not the API's base URL. Each
+// call sends through a client of its own, so whether a server was ever
+// reached is judged for the storage host alone: an answer from the API
+// says nothing of it, and a storage host nothing answers is given up on
+// after MaxAttempts, as a wrong base URL is.
 func (c *Client) storageCall(ctx context.Context, op Operation, param, rawURL, method string, body []byte, decode func([]byte) (Resources, error)) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 const jobJSON = `{"data":{"id":"1425543269983784962","type":"tweets","name":"n","status":"created","resumable":false,` +
@@ -211,5 +212,51 @@ func TestComplianceBadResultsAndInputs(t *testing.T) {
 	}
 	if n := storage.Count(); n != 2 {
 		t.Errorf("%d storage requests, want the 2 downloads", n)
+	}
+}
+
+// Whether a server was ever reached is judged for the storage host alone:
+// an answer from the API does not give a storage host that refuses every
+// connection the retry budget (it is given up on after MaxAttempts, as a
+// wrong base URL is), and a storage host that has answered is retried
+// through refused connections within the budget.
+func TestComplianceStorageIsJudgedReachedForItsOwnHost(t *testing.T) {
+	var storage *outageServer
+	storage = newOutageServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			storage.Stop() // answers this one, then refuses connections
+			writeJSON(w, 503, bodyServer)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	job := strings.NewReplacer("UP", storage.URL+"/up", "DOWN", storage.URL+"/down").Replace(jobJSON)
+	api := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, job) })
+	clk := &hookClock{recClock: newRecClock()}
+	c, _ := newTestClient(t, api, StaticTokenWithTransport("app", api.Client().Transport),
+		WithStorageClient(noKeepAlive()), WithClock(clk), WithRetryPolicy(RetryPolicy{Budget: 5 * time.Minute, MaxAttempts: 3}))
+	ctx := context.Background()
+
+	storage.Stop()
+	j, _, err := c.GetComplianceJob(ctx, "1425543269983784962")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.UploadComplianceIDs(ctx, j, []string{"1"})
+	if err == nil || resp.Attempts != 3 || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("a storage host never reached, after the API answered: %d attempts, err %v; want 3 and refused", resp.Attempts, err)
+	}
+
+	storage.Start()
+	const refused = 5 // more than MaxAttempts
+	restart := len(clk.Sleeps()) + 1 + refused
+	clk.before = func(n int) {
+		if n == restart {
+			storage.Start()
+		}
+	}
+	resp, err = c.UploadComplianceIDs(ctx, j, []string{"1"})
+	if err != nil || resp.Attempts != 1+refused+1 || storage.Count() != 2 {
+		t.Errorf("a storage host that answered: %d attempts, %d answered, err %v; want %d and 2", resp.Attempts, storage.Count(), err, 1+refused+1)
 	}
 }

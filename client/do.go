@@ -167,6 +167,7 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 		c.record(a, func(u *Usage) { u.Errors++ })
 		return nil, nil, &transportError{deadlines.timedOut(err)}
 	}
+	c.answered.Store(true)
 	// The transport may have put the Authorization header on the request
 	// it returns; hand back the request as built here instead.
 	hr.Request = req
@@ -318,14 +319,14 @@ func (c *Client) transient(err error) bool {
 // fault, and reports whether there is one: while the call's retry budget
 // lasts (rate-limit waits do not count), and in any case for its first
 // MaxAttempts attempts — only those for a server never reached (see
-// unreached). A Retry-After is honoured; one past the budget ends the call
-// at once.
+// neverAnswered). A Retry-After is honoured; one past the budget ends the
+// call at once.
 func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
 	a.faults++
 	now := c.clock.Now()
 	left := c.retry.Budget - (now.Sub(a.start) - a.paused)
 	floor := a.resp.Attempts < c.retry.MaxAttempts
-	if !floor && (left <= 0 || unreached(fault)) {
+	if !floor && (left <= 0 || c.neverAnswered(fault)) {
 		return false, nil
 	}
 	d := c.jitter(a.faults)
@@ -464,12 +465,21 @@ func pageSizeOrDefault(n int) int {
 	return n
 }
 
+// neverAnswered reports whether a fault reached no server (see unreached)
+// and no response has ever come from the base URL. That is a wrong base_url
+// or no network far more often than a server in trouble, so it gets
+// MaxAttempts tries, not the retry budget, and the user hears of it in
+// seconds. Once the server has answered, the same fault is a blip in the
+// middle of a walk (a network drop, a load balancer refusing connections
+// during a deploy): giving up on it would throw away the walk's billed
+// progress, so it is retried within the budget.
+func (c *Client) neverAnswered(fault error) bool {
+	return unreached(fault) && !c.answered.Load()
+}
+
 // unreached reports whether a fault happened before any server was reached:
 // the address did not resolve, nothing accepted the connection, or no
-// connection came within the connect timeout. That is a wrong base_url or
-// no network far more often than a server in trouble, so it gets
-// MaxAttempts tries, not the retry budget, and the user hears of it in
-// seconds.
+// connection came within the connect timeout.
 func unreached(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError

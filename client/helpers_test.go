@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -240,4 +241,84 @@ func realisticPage(n int, next string) []byte {
 		panic(err)
 	}
 	return out.Bytes()
+}
+
+// outageServer is an HTTP server at a fixed loopback address that can stop
+// accepting connections, so that a dial is refused as it is when nothing
+// listens, and accept them again.
+type outageServer struct {
+	t    testing.TB
+	URL  string
+	addr string
+	srv  *http.Server
+	mu   sync.Mutex
+	ln   net.Listener
+	n    int
+}
+
+func newOutageServer(t testing.TB, h func(w http.ResponseWriter, r *http.Request, n int)) *outageServer {
+	s := &outageServer{t: t}
+	s.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.n++
+		n := s.n
+		s.mu.Unlock()
+		h(w, r, n)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = ln.Addr().String()
+	s.URL = "http://" + s.addr
+	s.serve(ln)
+	t.Cleanup(func() { _ = s.srv.Close() })
+	return s
+}
+
+func (s *outageServer) serve(ln net.Listener) {
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	go func() { _ = s.srv.Serve(ln) }()
+}
+
+// Stop closes the listener: connections are refused from now on.
+func (s *outageServer) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.ln.Close(); err != nil {
+		s.t.Errorf("closing the listener: %v", err)
+	}
+}
+
+// Start listens again at the same address.
+func (s *outageServer) Start() {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		s.t.Errorf("listening again at %s: %v", s.addr, err)
+		return
+	}
+	s.serve(ln)
+}
+
+// Count is how many requests the server has answered.
+func (s *outageServer) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// hookClock is a recording virtual clock that calls before(n) ahead of its
+// n-th sleep (1-based), when before is set.
+type hookClock struct {
+	*recClock
+	before func(n int)
+}
+
+func (h *hookClock) Sleep(ctx context.Context, d time.Duration) error {
+	if h.before != nil {
+		h.before(len(h.Sleeps()) + 1)
+	}
+	return h.recClock.Sleep(ctx, d)
 }

@@ -296,6 +296,38 @@ func TestRetry_AnUnreachedServerGetsMaxAttemptsNotTheBudget(t *testing.T) {
 	}
 }
 
+// Issue 13.4: once the server has answered, a refused connection is a blip
+// in the middle of a walk (a network drop, a load balancer refusing
+// connections during a deploy), not a wrong base_url: it is retried within
+// the retry budget like any other transient fault, past MaxAttempts, rather
+// than fail the walk and throw away what it billed.
+func TestRetry_ConnectionRefusedAfterTheServerAnsweredIsRetriedWithinTheBudget(t *testing.T) {
+	srv := newOutageServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, pageBody(100, 2, "")) })
+	clk := &hookClock{recClock: newRecClock()}
+	c, err := New(noKeepAlive(), WithBaseURL(srv.URL), WithClock(clk), WithRandom(1),
+		WithRetryPolicy(RetryPolicy{Budget: 5 * time.Minute, MaxAttempts: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
+		t.Fatalf("first page: %v", err)
+	}
+	srv.Stop()
+	const refused = 7 // more than twice MaxAttempts
+	clk.before = func(n int) {
+		if n == refused {
+			srv.Start()
+		}
+	}
+	page, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
+	if err != nil || len(page.Data) != 2 {
+		t.Fatalf("after %d attempts (sleeps %v): err %v", resp.Attempts, clk.Sleeps(), err)
+	}
+	if resp.Attempts != refused+1 || srv.Count() != 2 {
+		t.Errorf("%d attempts, %d requests answered; want %d and 2", resp.Attempts, srv.Count(), refused+1)
+	}
+}
+
 func TestRetry_TruncatedBodyIsRetriedAndMeteredAsUnread(t *testing.T) {
 	full := pageBody(1880000000000000100, 5, "")
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {

@@ -46,14 +46,14 @@ type Spec struct {
 	// Waiting is free; restarting a walk re-bills every post already read.
 	RateLimitWaitCap *configtype.Duration `json:"rate_limit_wait_cap,omitempty" jsonschema:"default=16m"`
 
-	// How long one request keeps retrying server errors, dropped connections and cut-short bodies (capped exponential backoff with full jitter; a `Retry-After` is honoured) before its walk fails.
+	// How long one request keeps retrying server errors, dropped connections and cut-short bodies (capped exponential backoff with full jitter; a `Retry-After` is honoured) before its walk fails; once the API has answered, refused connections and names that do not resolve too.
 	// Rate-limit waits do not count. A walk that fails bills the posts it read again at the next sync. `0` turns the budget off.
 	RetryBudget *configtype.Duration `json:"retry_budget,omitempty" jsonschema:"default=5m"`
 
-	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent, and all it gets when no server was reached (a wrong `base_url`, no network). With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
+	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent, and all it gets when no server was reached while the API has never answered (a wrong `base_url`, no network). With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
 	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
 
-	// Longest wait for a connection to the API (the dial and the TLS handshake). A request that gets none is a server never reached: it gets `max_attempts` tries.
+	// Longest wait for a connection to the API (the dial and the TLS handshake). A request that gets none is a server never reached: it gets `max_attempts` tries while the API has never answered, and is retried within `retry_budget` after.
 	ConnectTimeout *configtype.Duration `json:"connect_timeout,omitempty" jsonschema:"default=10s"`
 
 	// Longest wait for the API's answer (its status and headers) once a request is sent. A request past it is retried within `retry_budget`.

@@ -383,8 +383,9 @@ func TestWorkloadFieldsAndReadingsNotImplementedAreRefused(t *testing.T) {
 }
 
 // The USD table prices each content section from the simulator's bill,
-// which the plugin's meter matches sync by sync (Run fails otherwise):
-// authors and referenced posts cost more, media nothing, owned reads less.
+// which the plugin's meter matches sync by sync, in posts, users and USD
+// at the owned-read rate (Run fails otherwise): authors and referenced
+// posts cost more, media nothing, owned reads less.
 func TestUSDPerContentKindOnTinyWorkload(t *testing.T) {
 	w, err := ParseWorkload([]byte(tinyWorkload))
 	if err != nil {

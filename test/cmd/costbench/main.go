@@ -47,7 +47,8 @@
 // expanded user at its rate, media free, each resource once per UTC day of
 // the virtual clock per app; each user has an app of their own. The tables'
 // "X bills", "users" and "USD" columns are its bill, cross-checked against
-// the plugin's meter (x_api_usage) sync by sync. -content sets the planner's
+// the plugin's meter (x_api_usage) sync by sync: posts, users and USD, so
+// that owned reads the plugin prices wrongly fail the run. -content sets the planner's
 // content section (the kinds listed on, the others off; default: the spec's
 // defaults), -owned-reads makes every user their app's owner.
 //

@@ -416,6 +416,35 @@ func TestUSDPerContentKindOnTinyWorkload(t *testing.T) {
 	}
 }
 
+// Synced twice a day, a workload has the same events as synced daily: each
+// day's, in their order, spread over its two syncs, so that only how often
+// the lists are synced differs.
+func TestTwiceADaySpreadsEachDaysEventsOverItsTwoSyncs(t *testing.T) {
+	daily, err := ParseWorkload([]byte(tinyChurn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := daily.WithRoundInterval(12 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []Habits{PerUser, PerRound} {
+		d, _ := NewScript(daily, h)
+		s, _ := NewScript(twice, h)
+		if len(s.Rounds) != 2*len(d.Rounds) || len(s.Expect) != len(s.Rounds)+1 || s.counts() != d.counts() {
+			t.Fatalf("%s: %d syncs for %d days, events %+v for %+v", h, len(s.Rounds), len(d.Rounds), s.counts(), d.counts())
+		}
+		for r, day := range d.Rounds {
+			for u, ur := range day {
+				spread := append(slices.Clone(s.Rounds[2*r][u].Events), s.Rounds[2*r+1][u].Events...)
+				if !slices.Equal(spread, ur.Events) {
+					t.Fatalf("%s: user %d day %d: the two syncs' events %v, the day's %v", h, u, r+1, spread, ur.Events)
+				}
+			}
+		}
+	}
+}
+
 // Synced twice a day, every other sync runs on the UTC day of the one
 // before: X bills it only what the first did not read, and the report
 // says how much a planner that knew it could save at most.

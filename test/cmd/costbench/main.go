@@ -59,12 +59,14 @@
 // incremental ones. It runs the first workload only (reference.json unless
 // -workload says otherwise).
 //
-// -round-interval d syncs every d instead of the file's interval, with as
-// many more rounds as cover the same time, each with one round's events of
-// the file. With 12h on reference.json, every other sync runs on the UTC day
-// of the one before, and the report says what X billed those syncs and the
-// fewest any planner could be billed for knowing what X had already billed
-// that day.
+// -round-interval d syncs every d instead of the file's interval: the same
+// events, each round's spread in their order over the syncs of its
+// interval (with 12h, the first half of a day's events before the noon
+// sync, the rest before the midnight one), so only how often the lists are
+// synced differs. With 12h on reference.json, every other sync runs on the
+// UTC day of the one before, and the report says what X billed those syncs
+// and the fewest any planner could be billed for knowing what X had already
+// billed that day.
 //
 // # Reading the workload file
 //

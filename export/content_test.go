@@ -13,6 +13,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
 
@@ -93,6 +94,59 @@ func TestExportWritesEveryContentKind(t *testing.T) {
 	}
 	if r := get("x_bookmark_referenced_posts", ex.ReplyToDeleted, "referenced_post_id", ex.Deleted); !strings.HasPrefix(r["error"], "Not Found Error") {
 		t.Errorf("deleted %v", r)
+	}
+}
+
+// A reply that quotes the post it answers is written with a row of each
+// reference type, each with the referenced post's author and media, and no
+// two rows of x_bookmark_referenced_posts share a primary key.
+func TestExportWritesARowPerReferenceTypeUnderDistinctKeys(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	ex := sim.SeedContentExamples("1001")
+	const reply = "3201"
+	sim.PutPost(xsim.Post{ID: reply, Text: "@bo this, again", AuthorID: ex.Authors[0], InReplyToUserID: ex.Authors[1], ConversationID: ex.Quoted,
+		ReferencedTweets: []xsim.ReferencedTweet{{Type: "replied_to", ID: ex.Quoted}, {Type: "quoted", ID: ex.Quoted}}})
+	if err := sim.Bookmark("1001", reply); err != nil {
+		t.Fatal(err)
+	}
+	users := []demoUser{{id: "1001"}}
+	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	clk.Advance(time.Hour)
+	if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Clock: clk}); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{}
+	types := map[string]bool{}
+	for _, r := range tableRows(t, dir, resources.ReferencedPostsTable) {
+		var key []string
+		for _, pk := range resources.ReferencedPosts().PrimaryKeys() {
+			key = append(key, r[pk])
+		}
+		keys[strings.Join(key, "/")]++
+		if r["post_id"] != reply {
+			continue
+		}
+		types[r["type"]] = true
+		if r["referenced_post_id"] != ex.Quoted || r["author_username"] != "bo" || !strings.Contains(r["media"], "3_4001") {
+			t.Errorf("reference of the reply %v", r)
+		}
+	}
+	if len(types) != 2 || !types["replied_to"] || !types["quoted"] {
+		t.Errorf("the reply's references have types %v, want replied_to and quoted", types)
+	}
+	for k, n := range keys {
+		if n != 1 {
+			t.Errorf("key %s written %d times", k, n)
+		}
 	}
 }
 

@@ -2,10 +2,12 @@ package resources
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
@@ -120,5 +122,50 @@ func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
 	restoreBilled(ctx, s3)
 	if day, _, _ := s3.Meter.BilledToday("1"); day != "" {
 		t.Errorf("damaged ledger restored as %s", day)
+	}
+}
+
+// A reply that quotes the post it answers references that post twice, with
+// two types: it has a row of each, under keys of their own, each with the
+// referenced post's author and media; a reference the API repeats is one
+// row.
+func TestAPostReferencingOnePostTwiceHasARowPerType(t *testing.T) {
+	post := client.Post{ID: "10", AuthorID: "8", References: []client.Reference{{Type: "replied_to", ID: "11"}, {Type: "quoted", ID: "11"}, {Type: "quoted", ID: "11"}}}
+	ex := client.Expanded{
+		Users: map[string]*client.User{"7": {ID: "7", Username: "ada"}, "8": {ID: "8", Username: "bo"}},
+		Media: map[string]*client.Media{"3_1": {MediaKey: "3_1", Raw: []byte(`{"media_key":"3_1"}`)}},
+		Posts: map[string]*client.Post{"11": {ID: "11", AuthorID: "7", MediaKeys: []string{"3_1"}}},
+	}
+	bookmarks, err := bookmarkRows("1", page([]client.Post{post}, ex), askedBy(allContent), time.Now(), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := schema.NewResourceData(Bookmarks(), nil, bookmarks[0])
+	table := ReferencedPosts()
+	res := make(chan any, 1)
+	if err := fetchReferencedPosts(context.Background(), nil, parent, res); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	var types []string
+	for _, item := range (<-res).([]*referencedPost) {
+		r := schema.NewResourceData(table, parent, item)
+		for _, c := range table.Columns {
+			if err := c.Resolver(context.Background(), nil, r, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var key []string
+		for _, pk := range table.PrimaryKeys() {
+			key = append(key, r.Get(pk).String())
+		}
+		keys[strings.Join(key, "/")] = true
+		types = append(types, r.Get("type").String())
+		if r.Get("author_username").String() != "ada" || !strings.Contains(r.Get("media").String(), "3_1") {
+			t.Errorf("row %v: author %s, media %s", key, r.Get("author_username"), r.Get("media"))
+		}
+	}
+	if !slices.Equal(types, []string{"replied_to", "quoted"}) || len(keys) != 2 {
+		t.Errorf("types %v, keys %v: want a row of each type, under two keys", types, keys)
 	}
 }

@@ -33,6 +33,7 @@ func ReferencedPosts() *schema.Table {
 		Title: "X Bookmark Referenced Posts",
 		Description: "The posts each bookmarked post quotes, replies to or reposts, with `content.referenced_posts` (off by default: X bills each as a post read), " +
 			"with their own author (`content.authors`) and media (`content.media`) when those are on. " +
+			"One row per referenced post and `type`: a post that both replies to and quotes a post has a row of each. " +
 			"Rows of a bookmark share its key (join on `user_id, post_id`), written once with it; post content is immutable. " +
 			"A post X did not return (deleted, or by a protected or suspended author) has a row with X's partial error in `error`.",
 		Resolver: fetchReferencedPosts,
@@ -46,7 +47,9 @@ var referencedColumns = []column[*referencedPost]{
 	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(r *referencedPost) string { return r.b.userID })),
 	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *referencedPost) string { return r.b.post.ID })),
 	primaryKey(stringColumn("referenced_post_id", "The post it references.", func(r *referencedPost) string { return r.id })),
-	stringColumn("type", "How the bookmarked post references it: quoted, replied_to or retweeted.", func(r *referencedPost) string { return r.typ }),
+	// A post can reference one post twice (a reply that quotes the post it
+	// answers): the type keeps both.
+	primaryKey(stringColumn("type", "How the bookmarked post references it: quoted, replied_to or retweeted.", func(r *referencedPost) string { return r.typ })),
 	optStringColumn("text", "Text of the referenced post.", func(r *referencedPost) string { return r.p().Text }),
 	optStringColumn("full_text", "Its whole text: note_tweet's for a long post (`content.long_text`), else text.", func(r *referencedPost) string { return fullText(r.p()) }),
 	optTimeColumn("created_at", "When the referenced post was created.", func(r *referencedPost) *time.Time { return r.p().CreatedAt }),
@@ -106,9 +109,9 @@ func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema
 	for _, r := range b.refs {
 		dup := false
 		for _, prev := range rows {
-			dup = dup || prev.id == r.id
+			dup = dup || prev.id == r.id && prev.typ == r.typ
 		}
-		if !dup { // one row per referenced post, whatever the API repeats
+		if !dup { // one row per key, whatever the API repeats
 			rows = append(rows, &referencedPost{b: b, reference: r})
 		}
 	}

@@ -45,6 +45,7 @@ func (s *baselineStrategy) Start(_ context.Context, e *env) error {
 	w := e.script.Workload
 	for u := range e.script.UserIDs {
 		meter := client.NewMeter(0)
+		meter.SetOwnedReads(e.script.UserIDs[u], e.owned)
 		api, err := client.New(client.StaticTokenWithTransport(e.tokens[u], e.transport),
 			client.WithBaseURL(e.sim.URL()),
 			client.WithClock(e.clk),
@@ -79,6 +80,7 @@ func (s *baselineStrategy) Sync(ctx context.Context, _ int) ([]userSync, error) 
 				o.Billed = after.PostsReturned - before.PostsReturned
 				o.PostsBilled = after.PostsBilled - before.PostsBilled
 				o.UsersBilled = after.UsersBilled - before.UsersBilled
+				o.USD = after.USD - before.USD
 				o.Requests = after.Requests - before.Requests
 				o.RateLimited = after.RateLimited - before.RateLimited
 				o.Waits = after.RateLimitWaits - before.RateLimitWaits

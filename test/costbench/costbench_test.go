@@ -383,8 +383,9 @@ func TestWorkloadFieldsAndReadingsNotImplementedAreRefused(t *testing.T) {
 }
 
 // The USD table prices each content section from the simulator's bill,
-// which the plugin's meter matches sync by sync (Run fails otherwise):
-// authors and referenced posts cost more, media nothing, owned reads less.
+// which the plugin's meter matches sync by sync, in posts, users and USD
+// at the owned-read rate (Run fails otherwise): authors and referenced
+// posts cost more, media nothing, owned reads less.
 func TestUSDPerContentKindOnTinyWorkload(t *testing.T) {
 	w, err := ParseWorkload([]byte(tinyWorkload))
 	if err != nil {
@@ -412,6 +413,35 @@ func TestUSDPerContentKindOnTinyWorkload(t *testing.T) {
 	}
 	if offOwned >= offNot || mediaOwned != offOwned || onOwned <= offOwned || off.New != on.New {
 		t.Errorf("USD per 1,000: off %.3f (not owned %.3f), media %.3f, on %.3f", offOwned, offNot, mediaOwned, onOwned)
+	}
+}
+
+// Synced twice a day, a workload has the same events as synced daily: each
+// day's, in their order, spread over its two syncs, so that only how often
+// the lists are synced differs.
+func TestTwiceADaySpreadsEachDaysEventsOverItsTwoSyncs(t *testing.T) {
+	daily, err := ParseWorkload([]byte(tinyChurn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := daily.WithRoundInterval(12 * time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []Habits{PerUser, PerRound} {
+		d, _ := NewScript(daily, h)
+		s, _ := NewScript(twice, h)
+		if len(s.Rounds) != 2*len(d.Rounds) || len(s.Expect) != len(s.Rounds)+1 || s.counts() != d.counts() {
+			t.Fatalf("%s: %d syncs for %d days, events %+v for %+v", h, len(s.Rounds), len(d.Rounds), s.counts(), d.counts())
+		}
+		for r, day := range d.Rounds {
+			for u, ur := range day {
+				spread := append(slices.Clone(s.Rounds[2*r][u].Events), s.Rounds[2*r+1][u].Events...)
+				if !slices.Equal(spread, ur.Events) {
+					t.Fatalf("%s: user %d day %d: the two syncs' events %v, the day's %v", h, u, r+1, spread, ur.Events)
+				}
+			}
+		}
 	}
 }
 

@@ -120,7 +120,7 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 		o := &outs[u]
 		mu := sess.Meter.Usage(sess.UserID, client.OpListBookmarks)
 		o.Billed, o.Requests, o.RateLimited, o.Waits = mu.PostsReturned, mu.Requests, mu.RateLimited, mu.RateLimitWaits
-		o.PostsBilled, o.UsersBilled = mu.PostsBilled, mu.UsersBilled
+		o.PostsBilled, o.UsersBilled, o.USD = mu.PostsBilled, mu.UsersBilled, mu.USD
 		o.WalkBilled, o.Needed = -1, -1
 		if sess.Err != nil {
 			o.Err = sess.Err

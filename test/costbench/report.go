@@ -36,6 +36,9 @@ func (r *Result) MachineLine(s *StrategyResult) string {
 func (r *Result) WriteTable(out io.Writer, w *Workload) {
 	fmt.Fprintf(out, "cost benchmark: workload %q (seed %d): %d users, %d rounds every %s, habits %s\n",
 		r.Workload, r.Seed, r.Users, r.Rounds, time.Duration(w.RoundInterval), r.Habits)
+	if k := w.SyncsPerRound(); k > 1 {
+		fmt.Fprintf(out, "the file's events, each of its rounds spread in order over %d syncs\n", k)
+	}
 	e := r.Events
 	fmt.Fprintf(out, "events: %d posts in the initial lists; %d new bookmarks, %d unbookmarks (%d of the newest post), %d re-bookmarks of held posts (%d bursts), %d removed posts saved again, %d skipped (nothing to act on)\n",
 		e.InitialPosts, e.New, e.Unbookmarks, e.NewestRemoved, e.Rebookmarks, e.Bursts, e.ResavedRemoved, e.Skipped)

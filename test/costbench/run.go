@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -270,12 +271,13 @@ type env struct {
 func appOf(id string) string { return "app-" + id }
 
 // userSync is what a strategy reports of one user's sync. Billed, Requests,
-// RateLimited and Waits are the strategy's own meter; the simulator's must
-// agree.
+// RateLimited, PostsBilled, UsersBilled, USD and Waits are the strategy's
+// own meter; the simulator's must agree.
 type userSync struct {
 	Emitted                       []string
 	Billed, Requests, RateLimited int // Billed: every post returned, expanded ones included
 	PostsBilled, UsersBilled      int
+	USD                           float64 // the meter's estimate, at its rates (owned reads priced as such)
 	Waits                         int
 	WalkBilled                    int // billed as the walk counted it (-1 = unknown)
 	Needed                        int
@@ -485,9 +487,9 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 				s.Bucket = script.Rounds[r-1][u].Bucket
 			}
 			if o.Billed != s.Billed+s.Included || o.Requests != s.Requests || o.RateLimited != s.RateLimited || (o.WalkBilled >= 0 && o.WalkBilled != s.Billed) ||
-				o.PostsBilled != s.PostsBilled || o.UsersBilled != s.UsersBilled {
-				mismatches = append(mismatches, fmt.Sprintf("round %d user %s: simulator read %d posts, billed %d posts and %d users, requests %d, 429s %d; strategy's meter %d, %d, %d, %d, %d; walk %d",
-					r, id, s.Billed, s.PostsBilled, s.UsersBilled, s.Requests, s.RateLimited, o.Billed, o.PostsBilled, o.UsersBilled, o.Requests, o.RateLimited, o.WalkBilled))
+				o.PostsBilled != s.PostsBilled || o.UsersBilled != s.UsersBilled || !sameUSD(o.USD, s.USD) {
+				mismatches = append(mismatches, fmt.Sprintf("round %d user %s: simulator read %d posts, billed %d posts and %d users for USD %.4f (owned reads %v), requests %d, 429s %d; strategy's meter %d, %d, %d, USD %.4f, %d, %d; walk %d",
+					r, id, s.Billed, s.PostsBilled, s.UsersBilled, s.USD, now.OwnedReads, s.Requests, s.RateLimited, o.Billed, o.PostsBilled, o.UsersBilled, o.USD, o.Requests, o.RateLimited, o.WalkBilled))
 			}
 			if o.Err != nil {
 				sr.FailedWalks++
@@ -537,6 +539,9 @@ func runStrategy(ctx context.Context, cfg Config, script *Script, st strategy) (
 	}
 	return sr, nil
 }
+
+// sameUSD says two estimates of one sync agree, but for float rounding.
+func sameUSD(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // utcDay is t's UTC date: the window X de-duplicates billing in.
 func utcDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }

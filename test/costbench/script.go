@@ -90,6 +90,8 @@ type Script struct {
 	Initial       [][]string
 	InitialBucket []int
 	// Rounds[r-1][u] is user u's activity before sync r (r = 1..Rounds).
+	// When the workload spreads each round of its file over several syncs
+	// (WithRoundInterval), each holds its part of the round's events.
 	Rounds [][]UserRound
 	// Expect[r][u] is user u's list at sync r (r = 0..Rounds).
 	Expect [][]Expect
@@ -98,9 +100,9 @@ type Script struct {
 // modelEntry is one bookmark of the script's model of a list.
 type modelEntry struct {
 	id string
-	// epoch is the round in which the post was last bookmarked (0: before the
-	// first sync). At sync r, a post with epoch < r was bookmarked before sync
-	// r-1 started.
+	// epoch is the sync before which the post was last bookmarked (0: before
+	// the first sync). At sync r, a post with epoch < r was bookmarked before
+	// sync r-1 started.
 	epoch int
 }
 
@@ -142,18 +144,24 @@ func NewScript(w *Workload, habits Habits) (*Script, error) {
 	}
 	s.Expect = append(s.Expect, expectAll(lists, 0))
 	removed := make([][]removal, w.Users)
-	order := eventOrders[w.EventOrder]
-
 	ev := w.PerRoundEvents
-	for r := 1; r <= w.Rounds; r++ {
-		round := make([]UserRound, w.Users)
+	d := &drawer{rng: rng, ids: ids, ev: ev, order: eventOrders[w.EventOrder]}
+	// Each round of the file is drawn whole, then spread over its syncs in
+	// order: the events do not depend on how often the lists are synced.
+	k := w.SyncsPerRound()
+	for r := 1; r <= w.Rounds/k; r++ {
+		first := (r-1)*k + 1 // the round's first sync; posts bookmarked before it are held
+		parts := make([][]UserRound, k)
+		expect := make([][]Expect, k)
+		for i := range k {
+			parts[i], expect[i] = make([]UserRound, w.Users), make([]Expect, w.Users)
+		}
 		for u := range w.Users {
-			ur := &round[u]
-			ur.Bucket = habit[u]
+			bucket := habit[u]
 			if habits == PerRound {
-				ur.Bucket = pick(rng, w.NewBookmarksPerRound)
+				bucket = pick(rng, w.NewBookmarksPerRound)
 			}
-			b := w.NewBookmarksPerRound[ur.Bucket]
+			b := w.NewBookmarksPerRound[bucket]
 			var kinds []EventKind
 			for range uniform(rng, b.Min, b.Max) {
 				kinds = append(kinds, NewBookmark)
@@ -172,76 +180,103 @@ func NewScript(w *Workload, habits Habits) (*Script, error) {
 			rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
 
 			l := lists[u]
-			for _, k := range kinds {
-				switch k {
-				case NewBookmark:
-					if ev.ResaveRemovedShareOfNew > 0 && rng.Float64() < ev.ResaveRemovedShareOfNew {
-						if id, ok := resaveRemoved(rng, &removed[u], r); ok {
-							l = append(l, modelEntry{id: id, epoch: r})
-							ur.Events = append(ur.Events, Event{ResaveRemoved, id})
-							ur.ResavedRemoved++
-							continue
-						}
-					}
-					id := ids.NewPostID()
-					l = append(l, modelEntry{id: id, epoch: r})
-					ur.Events = append(ur.Events, Event{NewBookmark, id})
-					ur.New++
-				case Unbookmark:
-					i := len(l) - 1 // the newest
-					if len(l) > 0 && rng.Float64() < ev.UnbookmarkNewestShare {
-						ur.NewestRemoved++
-					} else if order.removeHeldOnly {
-						i = nthHeld(l, r, rng)
-					} else if len(l) > 0 {
-						i = rng.IntN(len(l))
-					}
-					if i < 0 {
-						ur.Skipped++
-						continue
-					}
-					ur.Events = append(ur.Events, Event{Unbookmark, l[i].id})
-					removed[u] = append(removed[u], removal{id: l[i].id, round: r})
-					l = slices.Delete(l, i, i+1)
-					ur.Unbookmarked++
-				case Rebookmark:
-					i := nthHeld(l, r, rng)
-					if i < 0 {
-						ur.Skipped++
-						continue
-					}
-					l = rebookmark(l, i, r)
-					ur.Events = append(ur.Events, Event{Rebookmark, l[len(l)-1].id})
-					ur.Rebookmarked++
-				case burst:
-					// Distinct held posts, chosen uniformly, re-saved one
-					// after the other in a random order.
-					var held []string
-					for _, e := range l {
-						if e.epoch < r {
-							held = append(held, e.id)
-						}
-					}
-					n := min(uniform(rng, ev.RebookmarkBurst.Min, ev.RebookmarkBurst.Max), len(held))
-					if n == 0 {
-						ur.Skipped++
-						continue
-					}
-					rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
-					for _, id := range held[:n] {
-						l = rebookmark(l, slices.IndexFunc(l, func(e modelEntry) bool { return e.id == id }), r)
-						ur.Events = append(ur.Events, Event{Rebookmark, id})
-						ur.Rebookmarked++
-					}
-					ur.Bursts++
-				}
+			for i := range k {
+				ur := &parts[i][u]
+				ur.Bucket = bucket
+				sync := first + i
+				l = d.draw(ur, l, kinds[i*len(kinds)/k:(i+1)*len(kinds)/k], &removed[u], moment{round: r, firstSync: first, sync: sync})
+				expect[i][u] = expectOne(l, sync)
 			}
 			lists[u] = l
 		}
-		s.Rounds = append(s.Rounds, round)
-		s.Expect = append(s.Expect, expectAll(lists, r))
+		s.Rounds = append(s.Rounds, parts...)
+		s.Expect = append(s.Expect, expect...)
 	}
 	return s, nil
+}
+
+// drawer makes the events of a script happen to its model of the lists.
+type drawer struct {
+	rng   *rand.Rand
+	ids   *xsim.Server // gives new post ids
+	ev    Events
+	order eventOrder
+}
+
+// moment is when events happen: in which round of the file, before which
+// sync, and the round's first sync (posts bookmarked before it are held).
+type moment struct{ round, firstSync, sync int }
+
+// draw makes the events of kinds happen, in order, to a user's list l
+// (oldest first) at m, records them in ur and returns the list after them.
+// removed is the user's removals, for posts saved again.
+func (d *drawer) draw(ur *UserRound, l []modelEntry, kinds []EventKind, removed *[]removal, m moment) []modelEntry {
+	rng, ev := d.rng, d.ev
+	for _, k := range kinds {
+		switch k {
+		case NewBookmark:
+			if ev.ResaveRemovedShareOfNew > 0 && rng.Float64() < ev.ResaveRemovedShareOfNew {
+				if id, ok := resaveRemoved(rng, removed, m.round); ok {
+					l = append(l, modelEntry{id: id, epoch: m.sync})
+					ur.Events = append(ur.Events, Event{ResaveRemoved, id})
+					ur.ResavedRemoved++
+					continue
+				}
+			}
+			id := d.ids.NewPostID()
+			l = append(l, modelEntry{id: id, epoch: m.sync})
+			ur.Events = append(ur.Events, Event{NewBookmark, id})
+			ur.New++
+		case Unbookmark:
+			i := len(l) - 1 // the newest
+			if len(l) > 0 && rng.Float64() < ev.UnbookmarkNewestShare {
+				ur.NewestRemoved++
+			} else if d.order.removeHeldOnly {
+				i = nthHeld(l, m.firstSync, rng)
+			} else if len(l) > 0 {
+				i = rng.IntN(len(l))
+			}
+			if i < 0 {
+				ur.Skipped++
+				continue
+			}
+			ur.Events = append(ur.Events, Event{Unbookmark, l[i].id})
+			*removed = append(*removed, removal{id: l[i].id, round: m.round})
+			l = slices.Delete(l, i, i+1)
+			ur.Unbookmarked++
+		case Rebookmark:
+			i := nthHeld(l, m.firstSync, rng)
+			if i < 0 {
+				ur.Skipped++
+				continue
+			}
+			l = rebookmark(l, i, m.sync)
+			ur.Events = append(ur.Events, Event{Rebookmark, l[len(l)-1].id})
+			ur.Rebookmarked++
+		case burst:
+			// Distinct held posts, chosen uniformly, re-saved one
+			// after the other in a random order.
+			var held []string
+			for _, e := range l {
+				if e.epoch < m.firstSync {
+					held = append(held, e.id)
+				}
+			}
+			n := min(uniform(rng, ev.RebookmarkBurst.Min, ev.RebookmarkBurst.Max), len(held))
+			if n == 0 {
+				ur.Skipped++
+				continue
+			}
+			rng.Shuffle(len(held), func(i, j int) { held[i], held[j] = held[j], held[i] })
+			for _, id := range held[:n] {
+				l = rebookmark(l, slices.IndexFunc(l, func(e modelEntry) bool { return e.id == id }), m.sync)
+				ur.Events = append(ur.Events, Event{Rebookmark, id})
+				ur.Rebookmarked++
+			}
+			ur.Bursts++
+		}
+	}
+	return l
 }
 
 // removal is a post a user removed, and the round it was removed in.
@@ -276,7 +311,7 @@ func resaveRemoved(rng *rand.Rand, pool *[]removal, r int) (string, bool) {
 }
 
 // nthHeld picks, uniformly, a post of l (oldest first) bookmarked before
-// round r; -1 if there is none.
+// sync r; -1 if there is none.
 func nthHeld(l []modelEntry, r int, rng *rand.Rand) int {
 	held := 0
 	for _, e := range l {
@@ -299,7 +334,7 @@ func nthHeld(l []modelEntry, r int, rng *rand.Rand) int {
 	return -1
 }
 
-// rebookmark moves l[i] to the top, bookmarked in round r.
+// rebookmark moves l[i] to the top, bookmarked before sync r.
 func rebookmark(l []modelEntry, i, r int) []modelEntry {
 	e := l[i]
 	return append(slices.Delete(l, i, i+1), modelEntry{id: e.id, epoch: r})
@@ -309,18 +344,24 @@ func rebookmark(l []modelEntry, i, r int) []modelEntry {
 func expectAll(lists [][]modelEntry, r int) []Expect {
 	out := make([]Expect, len(lists))
 	for u, l := range lists {
-		out[u] = Expect{Len: len(l), Bound: len(l)}
-		if r == 0 {
-			continue
-		}
-		for i := len(l) - 1; i >= 0; i-- {
-			if l[i].epoch < r {
-				out[u].Bound = len(l) - i
-				break
-			}
-		}
+		out[u] = expectOne(l, r)
 	}
 	return out
+}
+
+// expectOne gives the length and bound of list l (oldest first) at sync r.
+func expectOne(l []modelEntry, r int) Expect {
+	e := Expect{Len: len(l), Bound: len(l)}
+	if r == 0 {
+		return e
+	}
+	for i := len(l) - 1; i >= 0; i-- {
+		if l[i].epoch < r {
+			e.Bound = len(l) - i
+			break
+		}
+	}
+	return e
 }
 
 // pick draws a bucket index by share.

@@ -29,7 +29,14 @@ type Workload struct {
 	// EventOrder says, in words, how a round's events happen. Only the
 	// texts in eventOrders are implemented; any other is refused.
 	EventOrder string `json:"event_order"`
+
+	// syncsPerRound is how many syncs each round of the file is spread
+	// over (WithRoundInterval); 0 means one.
+	syncsPerRound int
 }
+
+// SyncsPerRound is how many syncs each round of the file is spread over.
+func (w *Workload) SyncsPerRound() int { return max(1, w.syncsPerRound) }
 
 // eventOrder is how the benchmark reads one event_order text.
 type eventOrder struct {
@@ -192,16 +199,20 @@ func (w *Workload) Validate() error {
 	return errors.Join(errs...)
 }
 
-// WithRoundInterval is the workload synced every d instead: as many more
-// rounds as it takes to cover the same time, each with the events of one
-// round of the file (so more syncs of a day find as much each as one did).
+// WithRoundInterval is the same workload synced every d instead: the same
+// events, each round's spread in their order over the syncs of its interval
+// (the first half of a day's events before the noon sync, the rest before
+// the next midnight one, for 12h), so that only how often it syncs differs.
+// Rounds counts the syncs.
 func (w *Workload) WithRoundInterval(d time.Duration) (*Workload, error) {
 	orig := time.Duration(w.RoundInterval)
 	if d <= 0 || orig%d != 0 {
 		return nil, fmt.Errorf("round interval %s must divide the workload's %s", d, orig)
 	}
+	k := int(orig / d)
 	c := *w
-	c.Rounds = w.Rounds * int(orig/d)
+	c.Rounds = w.Rounds * k
 	c.RoundInterval = Duration(d)
+	c.syncsPerRound = w.SyncsPerRound() * k
 	return &c, nil
 }

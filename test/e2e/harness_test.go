@@ -59,8 +59,9 @@ type syncResult struct {
 	billed   int // posts the simulator billed for the bookmark list
 	requests int
 	newRows  []string
-	usage    map[string]map[string]string // operation → column → value
-	folders  []string                     // folder_id/post_id rows of x_bookmark_folder_posts
+	usage    map[string]map[string]string            // operation → column → value (of any account)
+	usageOf  map[string]map[string]map[string]string // user_id → operation → column → value
+	folders  []string                                // folder_id/post_id rows of x_bookmark_folder_posts
 	errors   []string
 }
 
@@ -94,7 +95,8 @@ func (h *harness) sync(tables ...string) syncResult {
 		h.t.Fatal(err)
 	}
 	billedAfter, requestsAfter := h.billed()
-	res := syncResult{billed: billedAfter - billedBefore, requests: requestsAfter - requestsBefore, usage: map[string]map[string]string{}}
+	res := syncResult{billed: billedAfter - billedBefore, requests: requestsAfter - requestsBefore, usage: map[string]map[string]string{},
+		usageOf: map[string]map[string]map[string]string{}}
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *message.SyncInsert:
@@ -115,6 +117,10 @@ func (h *harness) sync(tables ...string) syncResult {
 			case "x_api_usage":
 				for _, row := range rows(m.Record) {
 					res.usage[row["operation"]] = row
+					if res.usageOf[row["user_id"]] == nil {
+						res.usageOf[row["user_id"]] = map[string]map[string]string{}
+					}
+					res.usageOf[row["user_id"]][row["operation"]] = row
 				}
 			}
 		case *message.SyncError:

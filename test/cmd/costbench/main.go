@@ -47,7 +47,8 @@
 // expanded user at its rate, media free, each resource once per UTC day of
 // the virtual clock per app; each user has an app of their own. The tables'
 // "X bills", "users" and "USD" columns are its bill, cross-checked against
-// the plugin's meter (x_api_usage) sync by sync. -content sets the planner's
+// the plugin's meter (x_api_usage) sync by sync: posts, users and USD, so
+// that owned reads the plugin prices wrongly fail the run. -content sets the planner's
 // content section (the kinds listed on, the others off; default: the spec's
 // defaults), -owned-reads makes every user their app's owner.
 //
@@ -58,12 +59,14 @@
 // incremental ones. It runs the first workload only (reference.json unless
 // -workload says otherwise).
 //
-// -round-interval d syncs every d instead of the file's interval, with as
-// many more rounds as cover the same time, each with one round's events of
-// the file. With 12h on reference.json, every other sync runs on the UTC day
-// of the one before, and the report says what X billed those syncs and the
-// fewest any planner could be billed for knowing what X had already billed
-// that day.
+// -round-interval d syncs every d instead of the file's interval: the same
+// events, each round's spread in their order over the syncs of its
+// interval (with 12h, the first half of a day's events before the noon
+// sync, the rest before the midnight one), so only how often the lists are
+// synced differs. With 12h on reference.json, every other sync runs on the
+// UTC day of the one before, and the report says what X billed those syncs
+// and the fewest any planner could be billed for knowing what X had already
+// billed that day.
 //
 // # Reading the workload file
 //

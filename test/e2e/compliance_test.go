@@ -276,6 +276,42 @@ func TestEveryArchivedPostOfEveryAccountOnceInJobsOfTheSizeLimit(t *testing.T) {
 	}
 }
 
+// Posts two accounts archived are sent to X once, also when every id of
+// both accounts fits one job: no id twice in a job, every archived id in
+// exactly one job.
+func TestPostsSharedByAccountsAreSentOnceInOneJob(t *testing.T) {
+	e := newCenv(t, xsim.ComplianceOptions{}, map[string]int{alice1: 6, bob2: 4})
+	e.setCompliance("max_ids_per_job", 100)
+	for _, id := range e.sim.Bookmarks(alice1)[:3] {
+		_ = e.sim.Bookmark(bob2, id)
+	}
+	archived := map[string]int{}
+	for _, id := range append(e.sim.Bookmarks(alice1), e.sim.Bookmarks(bob2)...) {
+		archived[id] = 0
+	}
+	if s := e.sync(); len(s.errors) > 0 {
+		t.Fatal(s.errors)
+	}
+	for _, j := range e.jobs() {
+		inJob := map[string]bool{}
+		for _, id := range j.IDs {
+			if inJob[id] {
+				t.Errorf("job %s has post %s twice", j.ID, id)
+			}
+			inJob[id] = true
+			archived[id]++
+		}
+	}
+	for id, n := range archived {
+		if n != 1 {
+			t.Errorf("post %s is in %d jobs, want 1", id, n)
+		}
+	}
+	if len(archived) != 10 {
+		t.Errorf("%d distinct archived posts, want 10", len(archived))
+	}
+}
+
 const (
 	alice1 = "1001"
 	bob2   = "1002"

@@ -233,6 +233,31 @@ func TestDeletedPostsAreNotCheckedAgain(t *testing.T) {
 	}
 }
 
+// A post whose author deactivated their account is reported `deactivated`
+// and, unlike a deleted one, checked again every round (the account can be
+// reactivated): unchanged, it adds no row; reactivated, it gets a
+// visible-again row.
+func TestPostsOfADeactivatedAuthorAreCheckedAgain(t *testing.T) {
+	e := newCenv(t, xsim.ComplianceOptions{}, map[string]int{alice1: 4})
+	post := e.sim.Bookmarks(alice1)[1]
+	if err := e.sim.SetPostCompliance(post, "deactivated"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.sync().reasons(); len(got) != 1 || got[alice1+"/"+post] != "deactivated" {
+		t.Fatalf("first check %v", got)
+	}
+	e.clk.Advance(24 * time.Hour)
+	if s := e.sync(); len(s.compliance) != 0 || !slices.Contains(e.jobs()[1].IDs, post) {
+		t.Fatalf("second check: rows %v, job ids %v: want the post checked again, no row", s.compliance, e.jobs()[1].IDs)
+	}
+	_ = e.sim.SetPostCompliance(post, "") // reactivated
+	e.clk.Advance(24 * time.Hour)
+	third := e.sync()
+	if len(third.compliance) != 1 || third.compliance[0]["post_id"] != post || third.compliance[0]["reason"] != "" {
+		t.Fatalf("third check %v, want one visible-again row for %s", third.compliance, post)
+	}
+}
+
 // Every archived post is checked, also after its bookmark was removed (the
 // walk's held list no longer has it), and every account's: each id once
 // across accounts, in jobs of at most max_ids_per_job ids run one after the

@@ -60,6 +60,7 @@ type Totals struct {
 	BookmarksWritten int     `json:"bookmarks_written"`
 	AlreadyArchived  int     `json:"already_archived"`
 	PostsBilled      int     `json:"posts_billed"`
+	UsersBilled      int     `json:"users_billed"`
 	EstimatedUSD     float64 `json:"estimated_usd"`
 	Requests         int     `json:"requests"`
 }
@@ -85,6 +86,7 @@ type OperationSum struct {
 	OKResponses    int     `json:"ok_responses"`
 	PostsReturned  int     `json:"posts_returned"`
 	PostsBilled    int     `json:"posts_billed"`
+	UsersBilled    int     `json:"users_billed"`
 	EstimatedUSD   float64 `json:"estimated_usd"`
 	NewPosts       int     `json:"new_posts"`
 	Walks          int     `json:"walks"`
@@ -126,6 +128,7 @@ func (r *Result) Summary() *Summary {
 			a.Operations = append(a.Operations, operationSum(u))
 			a.NewPosts += u.NewPosts
 			a.PostsBilled += u.PostsBilled
+			a.UsersBilled += u.UsersBilled
 			a.EstimatedUSD += u.EstimatedUSD
 			a.Requests += u.Requests
 		}
@@ -147,7 +150,8 @@ func (r *Result) Summary() *Summary {
 func operationSum(u *resources.Usage) OperationSum {
 	return OperationSum{
 		Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
-		PostsReturned: u.PostsReturned, PostsBilled: u.PostsBilled, EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
+		PostsReturned: u.PostsReturned, PostsBilled: u.PostsBilled, UsersBilled: u.UsersBilled,
+		EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
 		Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
 		RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
 		Failure: u.Failure,
@@ -173,6 +177,7 @@ func (t *Totals) add(o Totals) {
 	t.BookmarksWritten += o.BookmarksWritten
 	t.AlreadyArchived += o.AlreadyArchived
 	t.PostsBilled += o.PostsBilled
+	t.UsersBilled += o.UsersBilled
 	t.EstimatedUSD += o.EstimatedUSD
 	t.Requests += o.Requests
 }
@@ -199,16 +204,17 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 
 // WriteText prints the summary table: one line per account and operation,
 // then the compliance check's operations, the totals and the files written.
+// The USD is what the posts and users billed cost at the spec's rates.
 func (s *Summary) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\test. USD\trequests\twalks\t")
+	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\tbilled users\test. USD\trequests\twalks\t")
 	for _, a := range s.Accounts {
 		user := a.UserID
 		if user == "" {
 			user = "-"
 		}
 		if len(a.Operations) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0.000\t0\t\t\n", a.Account, user)
+			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0\t0.000\t0\t\t\n", a.Account, user)
 		}
 		writeOperations(tw, a.Account, user, a.Operations)
 	}
@@ -216,7 +222,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		writeOperations(tw, c.Account, c.UserID, c.Operations)
 	}
 	t := s.Totals
-	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%.3f\t%d\t\t\n", t.NewPosts, t.PostsBilled, t.EstimatedUSD, t.Requests)
+	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%.3f\t%d\t\t\n", t.NewPosts, t.PostsBilled, t.UsersBilled, t.EstimatedUSD, t.Requests)
 	tw.Flush()
 	fmt.Fprintf(w, "x_bookmarks rows written: %d", t.BookmarksWritten)
 	if t.AlreadyArchived > 0 {
@@ -258,8 +264,8 @@ func writeOperations(tw io.Writer, account, user string, ops []OperationSum) {
 			}
 			walks += "FAILED"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.3f\t%d\t%s\t\n", account, user, o.Operation,
-			o.NewPosts, o.PostsBilled, o.EstimatedUSD, o.Requests, walks)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%d\t%s\t\n", account, user, o.Operation,
+			o.NewPosts, o.PostsBilled, o.UsersBilled, o.EstimatedUSD, o.Requests, walks)
 	}
 }
 

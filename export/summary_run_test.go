@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -64,7 +65,7 @@ func TestSummaryShowsTheComplianceRequests(t *testing.T) {
 		if ops[op] == 0 {
 			t.Errorf("no requests of %s in %v", op, ops)
 		}
-		if !regexp.MustCompile(`(?m)^ *compliance +app +` + op + ` +0 +0 +0\.000 +` + fmt.Sprint(ops[op]) + ` *$`).MatchString(text) {
+		if !regexp.MustCompile(`(?m)^ *compliance +app +` + op + ` +0 +0 +0 +0\.000 +` + fmt.Sprint(ops[op]) + ` *$`).MatchString(text) {
 			t.Errorf("no line for %s:\n%s", op, text)
 		}
 	}
@@ -96,5 +97,33 @@ func TestAFailedComplianceCheckFailsTheSummaryAndKeepsTheBookmarks(t *testing.T)
 	st, err := export.ReadState(dir)
 	if err != nil || len(st.Written["1001"]) != 12 {
 		t.Fatalf("committed state %v, %v", st, err)
+	}
+}
+
+// With content.authors on, the summary shows the users billed beside the
+// posts, per operation and in total, so that its estimated USD adds up
+// from what it shows at the spec's rates.
+func TestSummaryUSDAddsUpFromThePostsAndUsersBilled(t *testing.T) {
+	clk, sim := startVirtualSim(t)
+	rates := "    post_read_usd: 0.005\n    user_read_usd: 0.010\n    content: {authors: true}\n"
+	sum, text := summaryRun(t, clk, sim, []demoUser{{id: "1001", bookmarks: 30}}, t.TempDir(), rates)
+	tot := sum.Totals
+	if tot.UsersBilled == 0 || tot.PostsBilled == 0 {
+		t.Fatalf("totals %+v: want posts and users billed", tot)
+	}
+	if want := float64(tot.PostsBilled)*0.005 + float64(tot.UsersBilled)*0.010; math.Abs(tot.EstimatedUSD-want) > 1e-9 {
+		t.Errorf("estimated USD %.4f, want %d posts and %d users billed: %.4f", tot.EstimatedUSD, tot.PostsBilled, tot.UsersBilled, want)
+	}
+	op := sum.Accounts[0].Operations[0]
+	if op.Operation != "list_bookmarks" || op.UsersBilled != tot.UsersBilled {
+		t.Errorf("operation %+v, want the users billed of list_bookmarks", op)
+	}
+	for _, re := range []string{
+		`(?m)^ *account +user +operation +new posts +billed posts +billed users +est\. USD +requests +walks *$`,
+		fmt.Sprintf(`(?m)^ *total +%d +%d +%d +%.3f +%d *$`, tot.NewPosts, tot.PostsBilled, tot.UsersBilled, tot.EstimatedUSD, tot.Requests),
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("summary lacks %s:\n%s", re, text)
+		}
 	}
 }

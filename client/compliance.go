@@ -89,8 +89,8 @@ type ComplianceResult struct {
 	ID string `json:"id"`
 	// Action is "delete" for every reason X documents.
 	Action string `json:"action"`
-	// Reason is deleted, suspended, protected, bounced or scrub_geo (posts);
-	// deleted, suspended, protected or deactivated (users).
+	// Reason is deleted, suspended, deactivated, protected, bounced or
+	// scrub_geo (posts); deleted, suspended, protected or deactivated (users).
 	Reason     string     `json:"reason"`
 	CreatedAt  *time.Time `json:"created_at,omitempty"`
 	RedactedAt *time.Time `json:"redacted_at,omitempty"`

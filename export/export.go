@@ -150,6 +150,7 @@ type run struct {
 	// bookmark in written but not in fresh was written by an earlier run.
 	fresh map[string]*idSet
 	sess  *account.Set
+	comp  *resources.Compliance // the sync's compliance check, if it ran one
 	prog  *progress
 	// stateC is the plugin's state backend during the run: it starts from
 	// the committed keys, and what the plugin flushes is committed with the
@@ -209,6 +210,7 @@ func (r *run) sync(ctx context.Context) error {
 	if r.sess != nil {
 		r.res.sessions = r.sess.Sessions
 	}
+	r.res.compliance = r.comp
 	return nil
 }
 
@@ -271,6 +273,7 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 			r.sess = s
 			r.prog.attach(s)
 		}),
+		xplugin.WithComplianceHook(func(c *resources.Compliance) { r.comp = c }),
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
 		xplugin.WithRecordRows(recordRows),
 	}
@@ -315,14 +318,15 @@ func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFu
 	return nil
 }
 
-// dropRepeats drops the log messages that only repeat an account failure
-// the summary and the exit status already report.
+// dropRepeats drops the log messages that only repeat a failure (of an
+// account, of the compliance check) the summary and the exit status
+// already report.
 type dropRepeats struct{}
 
 func (dropRepeats) Run(e *zerolog.Event, _ zerolog.Level, msg string) {
 	switch msg {
 	case "table resolver finished with error", "account did not sync completely; its state was not advanced where walks failed",
-		"listing folders failed; emitting the folders of the last successful sync":
+		"listing folders failed; emitting the folders of the last successful sync", "compliance check did not finish":
 		e.Discard()
 	}
 }
@@ -718,11 +722,12 @@ type Result struct {
 	// that failed); the accounts' reports say the same per account.
 	SyncErrors []string
 
-	plugin   *spec.Spec // the plugin's spec, for the summary's messages
-	mu       sync.Mutex
-	rows     map[string]int // x_bookmarks rows written, by user id
-	skip     map[string]int // x_bookmarks rows dropped as already written
-	sessions []*account.Session
+	plugin     *spec.Spec // the plugin's spec, for the summary's messages
+	mu         sync.Mutex
+	rows       map[string]int // x_bookmarks rows written, by user id
+	skip       map[string]int // x_bookmarks rows dropped as already written
+	sessions   []*account.Session
+	compliance *resources.Compliance // nil when the run checked nothing
 }
 
 // FileResult is one file the run published.

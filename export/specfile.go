@@ -95,9 +95,10 @@ var (
 type Env func(string) (string, bool)
 
 // ReadSpecFile reads and checks a CloudQuery spec file and returns its
-// source document for this plugin, with each relative accounts[].token_file
-// made relative to the spec file's directory: the exporter is run from cron
-// and scripts, from any directory, and the file names its token files.
+// source document for this plugin, with each relative path of a token file
+// (accounts[].token_file, compliance.bearer_token_file) made relative to
+// the spec file's directory: the exporter is run from cron and scripts,
+// from any directory, and the file names its token files.
 func ReadSpecFile(path string) (*SourceSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -117,39 +118,67 @@ func ReadSpecFile(path string) (*SourceSpec, error) {
 	return src, nil
 }
 
-// resolveTokenFiles joins dir to every relative token_file, in Plugin and
+// resolveTokenFiles joins dir to every relative path of a token file (each
+// accounts[].token_file, and compliance.bearer_token_file), in Plugin and
 // in PluginSpec (what the plugin is started with).
 func (s *SourceSpec) resolveTokenFiles(dir string) error {
-	changed := false
+	tokenFiles := make([]string, len(s.Plugin.Accounts)) // per account: the path resolved, "" when unchanged
+	bearerFile := ""
 	for i, a := range s.Plugin.Accounts {
-		if a.TokenFile != "" && !filepath.IsAbs(a.TokenFile) {
-			s.Plugin.Accounts[i].TokenFile = filepath.Join(dir, a.TokenFile)
-			changed = true
+		if isRelative(a.TokenFile) {
+			tokenFiles[i] = filepath.Join(dir, a.TokenFile)
+			s.Plugin.Accounts[i].TokenFile = tokenFiles[i]
 		}
 	}
-	if !changed {
+	if c := s.Plugin.Compliance; c != nil && isRelative(c.BearerTokenFile) {
+		bearerFile = filepath.Join(dir, c.BearerTokenFile)
+		c.BearerTokenFile = bearerFile
+	}
+	if bearerFile == "" && !slices.ContainsFunc(tokenFiles, func(p string) bool { return p != "" }) {
 		return nil
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(s.PluginSpec, &top); err != nil {
 		return err
 	}
-	var accounts []map[string]json.RawMessage
-	if err := json.Unmarshal(top[jsonKey(top, "accounts")], &accounts); err != nil {
-		return err
-	}
-	for i, a := range accounts {
-		if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
-			delete(a, jsonKey(a, "token_file"))
-			a["token_file"], _ = json.Marshal(tf)
+	err := editJSON(top, "accounts", func(accounts []map[string]json.RawMessage) {
+		for i, a := range accounts {
+			if tokenFiles[i] != "" {
+				setJSONString(a, "token_file", tokenFiles[i])
+			}
 		}
+	})
+	if err == nil && bearerFile != "" {
+		err = editJSON(top, "compliance", func(c map[string]json.RawMessage) { setJSONString(c, "bearer_token_file", bearerFile) })
 	}
-	var err error
-	if top[jsonKey(top, "accounts")], err = json.Marshal(accounts); err != nil {
+	if err != nil {
 		return err
 	}
 	s.PluginSpec, err = json.Marshal(top)
 	return err
+}
+
+// isRelative reports whether path is set and relative.
+func isRelative(path string) bool { return path != "" && !filepath.IsAbs(path) }
+
+// editJSON decodes the value of obj's key name (an object or a list of
+// them) into a V, lets edit change it in place and encodes it back.
+func editJSON[V any](obj map[string]json.RawMessage, name string, edit func(V)) error {
+	key := jsonKey(obj, name)
+	var v V
+	if err := json.Unmarshal(obj[key], &v); err != nil {
+		return err
+	}
+	edit(v)
+	raw, err := json.Marshal(v)
+	obj[key] = raw
+	return err
+}
+
+// setJSONString sets obj's field name (however its key is cased) to value.
+func setJSONString(obj map[string]json.RawMessage, name, value string) {
+	delete(obj, jsonKey(obj, name))
+	obj[name], _ = json.Marshal(value)
 }
 
 // jsonKey returns the key of m that encoding/json decodes into the field

@@ -305,6 +305,42 @@ func TestReadSpecFile_RelativeTokenFilesAreRelativeToTheSpecFile(t *testing.T) {
 	}
 }
 
+// A relative compliance.bearer_token_file is relative to the spec file too,
+// in the spec parsed and in the one the plugin is started with, whatever
+// the case of its keys; an absolute one is kept.
+func TestReadSpecFile_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "conf")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"./bearer.txt":            filepath.Join(dir, "bearer.txt"),
+		"secrets/bearer.txt":      filepath.Join(dir, "secrets/bearer.txt"),
+		"/etc/x/bearer-token.txt": "/etc/x/bearer-token.txt",
+	} {
+		text := minimalSpec + "    Compliance:\n      Bearer_Token_File: " + file + "\n"
+		path := filepath.Join(dir, "x.yml")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Chdir(t.TempDir())
+		s, err := ReadSpecFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		started, err := spec.Parse(s.PluginSpec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Plugin.Compliance.BearerTokenFile != want || started.Compliance.BearerTokenFile != want {
+			t.Errorf("%s: parsed %q, plugin started with %q, want %q", file, s.Plugin.Compliance.BearerTokenFile, started.Compliance.BearerTokenFile, want)
+		}
+		if started.Accounts[0].AccessToken != "tok-1001" || started.Compliance.Every.Duration() != spec.DefaultComplianceEvery {
+			t.Errorf("%s: the rest of the spec changed: %+v", file, started)
+		}
+	}
+}
+
 // A ${file:PATH} reads at most 1 MiB, as a token file does: more is an
 // error naming the reference, not a spec of any size held in memory.
 func TestParseSpec_AFileReferenceReadsAtMostOneMiB(t *testing.T) {

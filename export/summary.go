@@ -13,8 +13,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
-// Summary is what `export --json` prints: the run, its files, and per
-// account and operation what was fetched, billed and how each walk ended.
+// Summary is what `export --json` prints: the run, its files, per account
+// and operation what was fetched, billed and how each walk ended, and the
+// compliance check's requests and failure.
 type Summary struct {
 	RunID      string       `json:"run_id"`
 	RunTime    time.Time    `json:"run_time"`
@@ -25,8 +26,12 @@ type Summary struct {
 	Recovered  *Recovery    `json:"recovered,omitempty"`
 	Files      []FileResult `json:"files"`
 	Accounts   []AccountSum `json:"accounts"`
-	Totals     Totals       `json:"totals"`
-	SyncErrors []string     `json:"sync_errors,omitempty"`
+	// Compliance is the run's check of the archive; nil when it ran none
+	// (no compliance section, or x_post_compliance not selected).
+	Compliance *ComplianceSum `json:"compliance,omitempty"`
+	// Totals add up the accounts, and the compliance check's requests.
+	Totals     Totals   `json:"totals"`
+	SyncErrors []string `json:"sync_errors,omitempty"`
 }
 
 // AccountSum is one account.
@@ -55,8 +60,23 @@ type Totals struct {
 	BookmarksWritten int     `json:"bookmarks_written"`
 	AlreadyArchived  int     `json:"already_archived"`
 	PostsBilled      int     `json:"posts_billed"`
+	UsersBilled      int     `json:"users_billed"`
 	EstimatedUSD     float64 `json:"estimated_usd"`
 	Requests         int     `json:"requests"`
+}
+
+// ComplianceSum is the compliance check (docs/compliance.md): the app's
+// requests, as its rows of x_api_usage, and what went wrong. Nothing is
+// billed.
+type ComplianceSum struct {
+	Account string `json:"account"` // "compliance", as in x_api_usage
+	UserID  string `json:"user_id"` // "app"
+	OK      bool   `json:"ok"`
+	// Error is why the check did not finish; its posts are checked at the
+	// next run.
+	Error      string         `json:"error,omitempty"`
+	Requests   int            `json:"requests"`
+	Operations []OperationSum `json:"operations"`
 }
 
 // OperationSum is one row of x_api_usage.
@@ -66,6 +86,7 @@ type OperationSum struct {
 	OKResponses    int     `json:"ok_responses"`
 	PostsReturned  int     `json:"posts_returned"`
 	PostsBilled    int     `json:"posts_billed"`
+	UsersBilled    int     `json:"users_billed"`
 	EstimatedUSD   float64 `json:"estimated_usd"`
 	NewPosts       int     `json:"new_posts"`
 	Walks          int     `json:"walks"`
@@ -104,15 +125,10 @@ func (r *Result) Summary() *Summary {
 		a.BookmarksWritten = r.rows[sess.UserID]
 		a.AlreadyArchived = r.skip[sess.UserID]
 		for _, u := range resources.UsageRows(sess) {
-			a.Operations = append(a.Operations, OperationSum{
-				Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
-				PostsReturned: u.PostsReturned, PostsBilled: u.PostsBilled, EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
-				Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
-				RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
-				Failure: u.Failure,
-			})
+			a.Operations = append(a.Operations, operationSum(u))
 			a.NewPosts += u.NewPosts
 			a.PostsBilled += u.PostsBilled
+			a.UsersBilled += u.UsersBilled
 			a.EstimatedUSD += u.EstimatedUSD
 			a.Requests += u.Requests
 		}
@@ -122,7 +138,38 @@ func (r *Result) Summary() *Summary {
 	if s.Accounts == nil {
 		s.Accounts = []AccountSum{}
 	}
+	if r.compliance != nil {
+		s.Compliance = complianceSum(r.compliance)
+		s.OK = s.OK && s.Compliance.OK
+		s.Totals.Requests += s.Compliance.Requests
+	}
 	return s
+}
+
+// operationSum is one row of x_api_usage in the summary.
+func operationSum(u *resources.Usage) OperationSum {
+	return OperationSum{
+		Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
+		PostsReturned: u.PostsReturned, PostsBilled: u.PostsBilled, UsersBilled: u.UsersBilled,
+		EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
+		Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
+		RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
+		Failure: u.Failure,
+	}
+}
+
+// complianceSum is the compliance check's part of the summary: the same
+// rows as its x_api_usage rows.
+func complianceSum(c *resources.Compliance) *ComplianceSum {
+	cs := &ComplianceSum{Account: resources.ComplianceUsageAccount, UserID: resources.ComplianceUsageUser, OK: true, Operations: []OperationSum{}}
+	for _, u := range c.UsageRows() {
+		cs.Operations = append(cs.Operations, operationSum(u))
+		cs.Requests += u.Requests
+	}
+	if err := c.Failure(); err != nil {
+		cs.OK, cs.Error = false, c.Redact.String(err.Error())
+	}
+	return cs
 }
 
 func (t *Totals) add(o Totals) {
@@ -130,6 +177,7 @@ func (t *Totals) add(o Totals) {
 	t.BookmarksWritten += o.BookmarksWritten
 	t.AlreadyArchived += o.AlreadyArchived
 	t.PostsBilled += o.PostsBilled
+	t.UsersBilled += o.UsersBilled
 	t.EstimatedUSD += o.EstimatedUSD
 	t.Requests += o.Requests
 }
@@ -155,32 +203,26 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 }
 
 // WriteText prints the summary table: one line per account and operation,
-// then the totals and the files written.
+// then the compliance check's operations, the totals and the files written.
+// The USD is what the posts and users billed cost at the spec's rates.
 func (s *Summary) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\test. USD\trequests\twalks\t")
+	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\tbilled users\test. USD\trequests\twalks\t")
 	for _, a := range s.Accounts {
 		user := a.UserID
 		if user == "" {
 			user = "-"
 		}
 		if len(a.Operations) == 0 {
-			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0.000\t0\t\t\n", a.Account, user)
+			fmt.Fprintf(tw, "%s\t%s\t-\t0\t0\t0\t0.000\t0\t\t\n", a.Account, user)
 		}
-		for _, o := range a.Operations {
-			walks := o.WalkOutcomes
-			if o.Failure != "" {
-				if walks != "" {
-					walks += "; "
-				}
-				walks += "FAILED"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.3f\t%d\t%s\t\n", a.Account, user, o.Operation,
-				o.NewPosts, o.PostsBilled, o.EstimatedUSD, o.Requests, walks)
-		}
+		writeOperations(tw, a.Account, user, a.Operations)
+	}
+	if c := s.Compliance; c != nil {
+		writeOperations(tw, c.Account, c.UserID, c.Operations)
 	}
 	t := s.Totals
-	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%.3f\t%d\t\t\n", t.NewPosts, t.PostsBilled, t.EstimatedUSD, t.Requests)
+	fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%.3f\t%d\t\t\n", t.NewPosts, t.PostsBilled, t.UsersBilled, t.EstimatedUSD, t.Requests)
 	tw.Flush()
 	fmt.Fprintf(w, "x_bookmarks rows written: %d", t.BookmarksWritten)
 	if t.AlreadyArchived > 0 {
@@ -191,6 +233,9 @@ func (s *Summary) WriteText(w io.Writer) {
 		if !a.OK {
 			fmt.Fprintln(w, a.Failure())
 		}
+	}
+	if c := s.Compliance; c != nil && !c.OK {
+		fmt.Fprintln(w, c.Failure())
 	}
 	if s.Recovered != nil {
 		if s.Recovered.PublishedRun != "" {
@@ -206,6 +251,27 @@ func (s *Summary) WriteText(w io.Writer) {
 	for _, f := range s.Files {
 		fmt.Fprintf(w, "wrote %s (%d rows)\n", f.Path, f.Rows)
 	}
+}
+
+// writeOperations writes a line per operation of an account (or of the
+// compliance check).
+func writeOperations(tw io.Writer, account, user string, ops []OperationSum) {
+	for _, o := range ops {
+		walks := o.WalkOutcomes
+		if o.Failure != "" {
+			if walks != "" {
+				walks += "; "
+			}
+			walks += "FAILED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%d\t%s\t\n", account, user, o.Operation,
+			o.NewPosts, o.PostsBilled, o.UsersBilled, o.EstimatedUSD, o.Requests, walks)
+	}
+}
+
+// Failure tells what went wrong with the compliance check.
+func (c *ComplianceSum) Failure() string {
+	return "FAILED compliance check: " + c.Error
 }
 
 // Failure tells what went wrong for the account, naming it: on one line for

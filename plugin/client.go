@@ -91,6 +91,9 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		return err
 	}
 	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
+	if compliance != nil && c.spec.Compliance != nil && c.options.OnCompliance != nil {
+		c.options.OnCompliance(comp)
+	}
 	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
@@ -40,6 +41,11 @@ type Options struct {
 	// they are prepared, before any request; the exporter reads their meters
 	// for progress and their reports for its summary.
 	OnSessions func(*account.Set)
+	// OnCompliance, when set, is called with the compliance check of each
+	// sync that runs one (the spec has the section and the sync selects
+	// x_post_compliance), before it starts; the exporter reads its requests
+	// and its failure for its summary.
+	OnCompliance func(*resources.Compliance)
 	// RecordRows: see WithRecordRows.
 	RecordRows int
 	// ClientOptions are appended to the options of every account's API
@@ -65,6 +71,12 @@ func WithState(st state.Client) Option { return func(o *Options) { o.State = st 
 
 // WithSessionsHook registers a function called with each sync's accounts.
 func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
+
+// WithComplianceHook registers a function called with each sync's
+// compliance check.
+func WithComplianceHook(f func(*resources.Compliance)) Option {
+	return func(o *Options) { o.OnCompliance = f }
+}
 
 // WithRecordRows makes the scheduler send records of up to n rows, rather
 // than the SDK's default of 50: the standalone exporter writes records to

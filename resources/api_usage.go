@@ -74,7 +74,7 @@ var usageColumns = []column[*Usage]{
 	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
 	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, or compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks.", func(u *Usage) string { return u.Operation })),
 	incrementalKey(timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt })),
-	stringColumn("account", "Place of the account in the spec, as accounts[i].", func(u *Usage) string { return u.Account }),
+	stringColumn("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
 	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
 	int64Column("posts_returned", "Posts the API returned: those the pages held (bookmarked posts, folder entries) and the referenced posts expanded with them, also of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsReturned) }),

@@ -32,7 +32,7 @@ func PostCompliance() *schema.Table {
 	return &schema.Table{
 		Name:  PostComplianceTable,
 		Title: "X Post Compliance",
-		Description: "What X's batch compliance job (free) reports about archived posts: deleted, their author suspended or made protected, bounced, or their location removed (`scrub_geo`). " +
+		Description: "What X's batch compliance job (free) reports about archived posts: deleted, their author suspended, deactivated or made protected, bounced, or their location removed (`scrub_geo`). " +
 			"Tombstones: rows of `x_bookmarks` are never changed or deleted; join on (user_id, post_id). " +
 			"One row per account, post and change: a post is reported again only when what X says of it changes, and a post reported before that comes back clean gets a row with a null `action`. " +
 			"Every archived post (also after its bookmark was removed) is checked once per `compliance.every`; posts reported deleted are not checked again. Needs the `compliance` section of the spec.",
@@ -49,7 +49,7 @@ var complianceColumns = []column[*complianceRow]{
 	primaryKey(stringColumn("post_id", "Post id.", func(r *complianceRow) string { return r.postID })),
 	primaryKey(stringColumn("job_id", "Id of the compliance job that reported the change.", func(r *complianceRow) string { return r.jobID })),
 	optStringColumn("action", "What X asks of stored copies of the post: `delete` (for every reason). Null when a post reported before is visible again.", func(r *complianceRow) string { return r.action }),
-	optStringColumn("reason", "Why: `deleted` (by its author), `suspended` (its author's account), `protected` (its author made their posts private), `bounced`, or `scrub_geo` (its location was removed; the post stays). Null when the post is visible again.", func(r *complianceRow) string { return r.reason }),
+	optStringColumn("reason", "Why: `deleted` (by its author), `suspended` (its author's account), `deactivated` (its author deactivated their account, which they may reactivate), `protected` (its author made their posts private), `bounced`, or `scrub_geo` (its location was removed; the post stays). Null when the post is visible again.", func(r *complianceRow) string { return r.reason }),
 	optTimeColumn("created_at", "When the post was created, as the job reports it.", func(r *complianceRow) *time.Time { return r.createdAt }),
 	optTimeColumn("redacted_at", "When X redacted the post, as the job reports it.", func(r *complianceRow) *time.Time { return r.redactedAt }),
 	incrementalKey(timeColumn("checked_at", "When the job's results were read: the post's status as of then.", func(r *complianceRow) time.Time { return r.checkedAt })),

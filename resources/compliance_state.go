@@ -152,10 +152,12 @@ func unmarshalPostIDs(text, what string) (postIDs, error) {
 	return out, nil
 }
 
-// Reasons X reports a post for, by code. A reason not listed (X may add
-// some) is kept as reasonOther: checked again every round, like the others
-// but "deleted".
-var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo"}
+// Reasons X reports a post for, by code (a code is kept in the state
+// backend: new reasons go at the end). A reason not listed (X may add some)
+// is kept as reasonOther: checked again every round, like the others but
+// "deleted" (an author's account can be reinstated, reactivated or made
+// public again; a deleted post stays deleted).
+var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated"}
 
 const (
 	reasonClean   uint8 = 0

@@ -1,10 +1,15 @@
 package resources
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/rs/zerolog"
 )
 
 // The archived ids and the checks survive a round trip through the state
@@ -73,5 +78,29 @@ func TestDuePosts(t *testing.T) {
 	}
 	if got := dueBatch([]*accountChecks{a, {archived: postIDs{0, 4, 8}, roundStart: start}}, 3); !slices.Equal(got, postIDs{0, 1, 4}) {
 		t.Errorf("batch %v, want the 3 smallest due ids, each once", got)
+	}
+}
+
+// What X says of a post changing is a row, also from `deactivated` to a
+// reason this version does not know (X may add some): deactivated is a
+// reason of its own, not one of those. The same report again is no row.
+func TestAChangeFromDeactivatedToAnUnknownReasonIsARow(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	c := &Compliance{Clock: clk, Logger: zerolog.Nop()}
+	a := &accountChecks{userID: "1001", archived: postIDs{7}}
+	rec := &jobRecord{ID: "job-1", IDs: postIDs{7}}
+	for i, step := range []struct {
+		reason string
+		row    bool
+	}{{"deactivated", true}, {"deactivated", false}, {"withheld_everywhere", true}} {
+		res := make(chan any, 1)
+		results := []client.ComplianceResult{{ID: "7", Action: "delete", Reason: step.reason}}
+		if err := c.apply(context.Background(), rec, results, []*accountChecks{a}, res); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Hour)
+		if row := len(res) == 1; row != step.row {
+			t.Errorf("report %d (%s): a row: %v, want %v", i+1, step.reason, row, step.row)
+		}
 	}
 }

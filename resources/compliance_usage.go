@@ -30,9 +30,13 @@ func usageMultiplex(meta schema.ClientMeta) []schema.ClientMeta {
 	return out
 }
 
-// ComplianceUsageUser is the user_id of the compliance requests' usage rows:
-// they are the app's, not an account's.
-const ComplianceUsageUser = "app"
+// ComplianceUsageUser and ComplianceUsageAccount are the user_id and the
+// account of the compliance requests' usage rows: they are the app's, not
+// an account's.
+const (
+	ComplianceUsageUser    = "app"
+	ComplianceUsageAccount = "compliance"
+)
 
 // UsageRows are the compliance requests of the sync, one row per operation
 // (nothing is billed), with the check's failure on the row of the
@@ -42,7 +46,7 @@ func (c *Compliance) UsageRows() []*Usage {
 	if c.Scope != "" {
 		user += "/" + c.Scope
 	}
-	base := Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: "compliance"}
+	base := Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: ComplianceUsageAccount}
 	failure := c.Failure()
 	failedOp := client.OpCreateComplianceJob
 	var je *jobError

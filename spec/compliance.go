@@ -17,6 +17,7 @@ type Compliance struct {
 	// A user's token (an account's `access_token`, or a token file from `cq-source-x login`) does not work for compliance jobs.
 	BearerToken string `json:"bearer_token,omitempty"`
 	// Path of a file that holds the app-only bearer token alone, instead of `bearer_token`.
+	// A relative path is relative to the spec file's directory with `cq-source-x export`, and to the plugin's working directory in a CloudQuery sync, as `accounts[].token_file`.
 	BearerTokenFile string `json:"bearer_token_file,omitempty"`
 	// How often the archive is checked: a sync starts a check of every archived post when the last check started at least this long ago.
 	// `0s` checks at every sync. Checks are free; posts X reported deleted are not checked again.

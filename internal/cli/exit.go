@@ -17,7 +17,8 @@ const (
 	// file path, flags) is wrong; nothing was done.
 	ExitUsage = 2
 	// ExitSomeAccountsFailed: some accounts failed, the others were done
-	// (their files written, their walks advanced).
+	// (their files written, their walks advanced); or, with export, the
+	// compliance check failed while the accounts were done.
 	ExitSomeAccountsFailed = 3
 	// ExitAllAccountsFailed: every account failed.
 	ExitAllAccountsFailed = 4
@@ -27,7 +28,7 @@ const exitCodesHelp = `Exit codes:
   0  done
   1  failed (network, disk, output directory, login refused)
   2  usage or configuration error (command line, spec file): nothing was done
-  3  some accounts failed; the others were done
+  3  some accounts failed (or export's compliance check); the rest was done
   4  every account failed`
 
 // exitError is an error with the exit code it ends the process with.

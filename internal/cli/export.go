@@ -126,7 +126,7 @@ func (f exportFlags) run(ctx context.Context) error {
 	if err := f.report(sum); err != nil {
 		return err
 	}
-	return f.accountsError(sum)
+	return f.failuresError(sum)
 }
 
 func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
@@ -152,32 +152,64 @@ func (f exportFlags) report(sum *export.Summary) error {
 	return nil
 }
 
-// accountsError names the accounts that failed, with the exit code for
-// some or all of them; the run committed the others. The summary printed
-// above says what went wrong, so the error only points at it; with --quiet
-// it says it.
-func (f exportFlags) accountsError(sum *export.Summary) error {
-	failed := sum.Failed()
-	if len(failed) == 0 {
+// failuresError names what failed — accounts, the compliance check — with
+// the exit code for some or all of the accounts; the run committed the
+// rest. A compliance check that failed while every account was done is a
+// part of the run that failed too: ExitSomeAccountsFailed. The summary
+// printed above says what went wrong, so the error only points at it; with
+// --quiet it says it.
+func (f exportFlags) failuresError(sum *export.Summary) error {
+	rf := failuresOf(sum)
+	if len(rf.what) == 0 {
 		return nil
 	}
-	what := "1 account failed"
-	if len(failed) > 1 {
-		what = strconv.Itoa(len(failed)) + " accounts failed"
+	what := strings.Join(rf.what, " and ")
+	tail := "the files of this run were written; " + strings.Join(rf.after, "; ")
+	see := "see FAILED above"
+	if len(rf.accounts) > 0 {
+		see = strings.Join(rf.accounts, ", ") + ": " + see
 	}
-	const after = "the files of this run were written; the failed walks did not advance"
-	if !f.quiet {
-		names := make([]string, len(failed))
-		for i, a := range failed {
-			names[i] = a.Account
+	err := fmt.Errorf("%s (%s); %s", what, see, tail)
+	if f.quiet {
+		lines := make([]string, len(rf.lines))
+		for i, l := range rf.lines {
+			lines[i] = strings.ReplaceAll(strings.TrimPrefix(l, "FAILED "), "\n", "\n  ")
 		}
-		return accountsError(len(failed), len(sum.Accounts), fmt.Errorf("%s (%s: see FAILED above); %s", what, strings.Join(names, ", "), after))
+		err = fmt.Errorf("%s; %s:\n  %s", what, tail, strings.Join(lines, "\n  "))
 	}
-	lines := make([]string, len(failed))
-	for i, a := range failed {
-		lines[i] = strings.ReplaceAll(strings.TrimPrefix(a.Failure(), "FAILED "), "\n", "\n  ")
+	if len(rf.accounts) == 0 {
+		return &exitError{code: ExitSomeAccountsFailed, err: err}
 	}
-	return accountsError(len(failed), len(sum.Accounts), fmt.Errorf("%s; %s:\n  %s", what, after, strings.Join(lines, "\n  ")))
+	return accountsError(len(rf.accounts), len(sum.Accounts), err)
+}
+
+// runFailures is what failed in a run, in the words of its final error.
+type runFailures struct {
+	what     []string // "2 accounts failed", "the compliance check failed"
+	accounts []string // the accounts that failed, as accounts[i]
+	lines    []string // the summary's FAILED lines
+	after    []string // what their failing means for the next run
+}
+
+func failuresOf(sum *export.Summary) runFailures {
+	var rf runFailures
+	if failed := sum.Failed(); len(failed) > 0 {
+		rf.what = append(rf.what, "1 account failed")
+		if len(failed) > 1 {
+			rf.what[0] = strconv.Itoa(len(failed)) + " accounts failed"
+		}
+		for _, a := range failed {
+			rf.accounts = append(rf.accounts, a.Account)
+			rf.lines = append(rf.lines, a.Failure())
+		}
+		rf.after = append(rf.after, "the failed walks did not advance")
+	}
+	if c := sum.Compliance; c != nil && !c.OK {
+		rf.what = append(rf.what, "the compliance check failed")
+		rf.lines = append(rf.lines, c.Failure())
+		rf.after = append(rf.after, "the compliance check is retried at the next run")
+	}
+	return rf
 }
 
 // exportSandbox runs the demo: export, change the lists, export again.
@@ -222,10 +254,10 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 			return err
 		}
 	}
-	if err := f.accountsError(sum1); err != nil {
+	if err := f.failuresError(sum1); err != nil {
 		return err
 	}
-	return f.accountsError(sum2)
+	return f.failuresError(sum2)
 }
 
 // startSandbox starts the simulator and parses the spec it gives.

@@ -30,7 +30,13 @@ func specFile(t *testing.T, dir, baseURL string, plugin ...string) string {
 
 func startSim(t *testing.T) *xsim.Server {
 	t.Helper()
-	sim := xsim.New(xsim.Options{})
+	return startSimWith(t, xsim.Options{})
+}
+
+// startSimWith starts a simulator with the options on the wall clock.
+func startSimWith(t *testing.T, o xsim.Options) *xsim.Server {
+	t.Helper()
+	sim := xsim.New(o)
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -191,5 +197,93 @@ func mustContain(t *testing.T, got string, want ...string) {
 		if !strings.Contains(got, w) {
 			t.Errorf("output lacks %q:\n%s", w, got)
 		}
+	}
+}
+
+// A relative compliance.bearer_token_file is relative to the spec file, not
+// to the directory the export runs in (cron runs it elsewhere).
+func TestExport_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.T) {
+	sim := startSimWith(t, instantJobs)
+	sim.SeedBookmarks("1001", 12)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bearer.txt"), []byte(sim.IssueAppOnlyToken()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec := specFile(t, dir, sim.URL(), "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")),
+		"compliance: {bearer_token_file: ./bearer.txt}")
+	t.Chdir(t.TempDir())
+	code, stdout, stderr := runCLI(t, "export", "--spec", spec, "--out", "out", "--quiet", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	var sum export.Summary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Compliance == nil || !sum.Compliance.OK {
+		t.Fatalf("summary %+v (%v)", sum.Compliance, err)
+	}
+	if jobs := sim.ComplianceJobs(); len(jobs) != 1 || jobs[0].Status != "complete" {
+		t.Fatalf("jobs %+v, want one complete", jobs)
+	}
+}
+
+// instantJobs are compliance jobs that end as soon as their ids are
+// uploaded, on the wall clock the CLI's export runs on.
+var instantJobs = xsim.Options{Compliance: xsim.ComplianceOptions{Delay: time.Nanosecond}}
+
+// A compliance check that fails is told as a failed account is: a FAILED
+// line under the summary (once), its error with --quiet, ok false in
+// --json, and exit 3, the rest of the run being done: its bookmarks are
+// committed.
+func TestExport_AFailedComplianceCheckIsToldAndTheBookmarksAreKept(t *testing.T) {
+	for _, tc := range []struct {
+		name, compliance, want string
+		failJob                bool
+	}{
+		{name: "no bearer token file", compliance: "bearer_token_file: ./missing.txt",
+			want: "compliance.bearer_token_file: open "},
+		{name: "a user's token", compliance: "bearer_token: %s",
+			want: "the compliance bearer token was refused"},
+		{name: "a failed job", compliance: "bearer_token: %s", failJob: true,
+			want: "failed (X gives no reason); its 12 posts are checked by a new job at the next sync"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim := startSimWith(t, instantJobs)
+			sim.SeedBookmarks("1001", 12)
+			token := sim.IssueAppOnlyToken()
+			if tc.name == "a user's token" {
+				token = sim.IssueToken("1002")
+			}
+			if tc.failJob {
+				sim.FailComplianceJobs(2)
+			}
+			compliance := "compliance: {" + strings.Replace(tc.compliance, "%s", token, 1) + "}"
+			spec := specFile(t, t.TempDir(), sim.URL(), "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")), compliance)
+			out := t.TempDir()
+
+			code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out)
+			if code != ExitSomeAccountsFailed {
+				t.Fatalf("exit %d, want %d:\n%s", code, ExitSomeAccountsFailed, stderr)
+			}
+			mustContain(t, stderr, "\nFAILED compliance check: ", tc.want,
+				"Error: the compliance check failed (see FAILED above); the files of this run were written; the compliance check is retried at the next run\n")
+			if n := strings.Count(stderr, tc.want); n != 1 {
+				t.Errorf("the failure is told %d times:\n%s", n, stderr)
+			}
+			if st, err := export.ReadState(out); err != nil || len(st.Written["1001"]) != 12 {
+				t.Fatalf("the bookmarks were not committed: %v, %v", st, err)
+			}
+
+			code, stdout, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet", "--json")
+			if code != ExitSomeAccountsFailed {
+				t.Fatalf("--quiet: exit %d, want %d:\n%s", code, ExitSomeAccountsFailed, stderr)
+			}
+			mustContain(t, stderr, "Error: the compliance check failed; the files of this run were written; the compliance check is retried at the next run:\n  compliance check: ", tc.want)
+			var sum export.Summary
+			if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+				t.Fatal(err)
+			}
+			if sum.OK || sum.Compliance == nil || sum.Compliance.OK || !strings.Contains(sum.Compliance.Error, tc.want) || !sum.Accounts[0].OK {
+				t.Errorf("--json: ok %v, compliance %+v, account %+v", sum.OK, sum.Compliance, sum.Accounts[0])
+			}
+		})
 	}
 }

@@ -60,7 +60,7 @@ const (
 )
 
 // ComplianceReasons are the reasons a post can be reported for.
-var ComplianceReasons = []string{"deleted", "suspended", "protected", "bounced", "scrub_geo"}
+var ComplianceReasons = []string{"deleted", "suspended", "deactivated", "protected", "bounced", "scrub_geo"}
 
 // ComplianceOptions configure the compliance jobs.
 type ComplianceOptions struct {
@@ -152,8 +152,9 @@ func (c *complianceState) reasonAt(id string, t time.Time) (postStatus, bool) {
 }
 
 // SetPostCompliance records, at the clock's now, that a post was deleted
-// ("deleted"), its author suspended ("suspended") or made protected
-// ("protected"), or that it "bounced" or had its location removed
+// ("deleted"), its author suspended ("suspended"), deactivated
+// ("deactivated") or made protected ("protected"), or that it "bounced" or
+// had its location removed
 // ("scrub_geo"): jobs that complete from then on report it. reason "" makes
 // the post visible again. The bookmark lists are not changed (see DeletePost).
 func (s *Server) SetPostCompliance(postID, reason string) error {

@@ -2,6 +2,7 @@ package xsim
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -94,7 +95,10 @@ func TestComplianceResultsCarryEveryReason(t *testing.T) {
 	clk := vclock()
 	s := newSim(t, Options{Clock: clk, Compliance: ComplianceOptions{Delay: time.Minute}})
 	app := s.IssueAppOnlyToken()
-	ids := []string{"1600000000000000001", "1600000000000000002", "1600000000000000003", "1600000000000000004", "1600000000000000005"}
+	var ids []string // one per reason
+	for i := range ComplianceReasons {
+		ids = append(ids, fmt.Sprintf("16000000000000001%02d", i))
+	}
 	for i, reason := range ComplianceReasons {
 		if err := s.SetPostCompliance(ids[i], reason); err != nil {
 			t.Fatal(err)

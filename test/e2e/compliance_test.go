@@ -233,6 +233,31 @@ func TestDeletedPostsAreNotCheckedAgain(t *testing.T) {
 	}
 }
 
+// A post whose author deactivated their account is reported `deactivated`
+// and, unlike a deleted one, checked again every round (the account can be
+// reactivated): unchanged, it adds no row; reactivated, it gets a
+// visible-again row.
+func TestPostsOfADeactivatedAuthorAreCheckedAgain(t *testing.T) {
+	e := newCenv(t, xsim.ComplianceOptions{}, map[string]int{alice1: 4})
+	post := e.sim.Bookmarks(alice1)[1]
+	if err := e.sim.SetPostCompliance(post, "deactivated"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.sync().reasons(); len(got) != 1 || got[alice1+"/"+post] != "deactivated" {
+		t.Fatalf("first check %v", got)
+	}
+	e.clk.Advance(24 * time.Hour)
+	if s := e.sync(); len(s.compliance) != 0 || !slices.Contains(e.jobs()[1].IDs, post) {
+		t.Fatalf("second check: rows %v, job ids %v: want the post checked again, no row", s.compliance, e.jobs()[1].IDs)
+	}
+	_ = e.sim.SetPostCompliance(post, "") // reactivated
+	e.clk.Advance(24 * time.Hour)
+	third := e.sync()
+	if len(third.compliance) != 1 || third.compliance[0]["post_id"] != post || third.compliance[0]["reason"] != "" {
+		t.Fatalf("third check %v, want one visible-again row for %s", third.compliance, post)
+	}
+}
+
 // Every archived post is checked, also after its bookmark was removed (the
 // walk's held list no longer has it), and every account's: each id once
 // across accounts, in jobs of at most max_ids_per_job ids run one after the
@@ -273,6 +298,42 @@ func TestEveryArchivedPostOfEveryAccountOnceInJobsOfTheSizeLimit(t *testing.T) {
 	want := map[string]string{alice1 + "/" + removed: "bounced", alice1 + "/" + shared: "suspended", bob2 + "/" + shared: "suspended"}
 	if got := s.reasons(); !maps.Equal(got, want) {
 		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+// Posts two accounts archived are sent to X once, also when every id of
+// both accounts fits one job: no id twice in a job, every archived id in
+// exactly one job.
+func TestPostsSharedByAccountsAreSentOnceInOneJob(t *testing.T) {
+	e := newCenv(t, xsim.ComplianceOptions{}, map[string]int{alice1: 6, bob2: 4})
+	e.setCompliance("max_ids_per_job", 100)
+	for _, id := range e.sim.Bookmarks(alice1)[:3] {
+		_ = e.sim.Bookmark(bob2, id)
+	}
+	archived := map[string]int{}
+	for _, id := range append(e.sim.Bookmarks(alice1), e.sim.Bookmarks(bob2)...) {
+		archived[id] = 0
+	}
+	if s := e.sync(); len(s.errors) > 0 {
+		t.Fatal(s.errors)
+	}
+	for _, j := range e.jobs() {
+		inJob := map[string]bool{}
+		for _, id := range j.IDs {
+			if inJob[id] {
+				t.Errorf("job %s has post %s twice", j.ID, id)
+			}
+			inJob[id] = true
+			archived[id]++
+		}
+	}
+	for id, n := range archived {
+		if n != 1 {
+			t.Errorf("post %s is in %d jobs, want 1", id, n)
+		}
+	}
+	if len(archived) != 10 {
+		t.Errorf("%d distinct archived posts, want 10", len(archived))
 	}
 }
 

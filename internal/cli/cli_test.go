@@ -314,19 +314,8 @@ func TestPackageRefusesBadArguments(t *testing.T) {
 func TestPackageWritesWhatTheHubTakes(t *testing.T) {
 	var stdout strings.Builder
 	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: io.Discard}
-	root := a.rootCommand()
-	cmd, _, err := root.Find([]string{"package"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dist := t.TempDir()
-	cmd.SetContext(context.Background())
-	for k, v := range map[string]string{"message": "Test release", "dist-dir": dist} {
-		if err := cmd.Flags().Set(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.pack(cmd, "v1.2.3", "../..", []plugin.BuildTarget{}); err != nil {
+	if err := a.pack(packageCommandFor(t, a, dist), "v1.2.3", "../..", []plugin.BuildTarget{}); err != nil {
 		t.Fatal(err)
 	}
 	var pkg serve.PackageJSON

@@ -247,8 +247,8 @@ func TestPluginCommandsKeepTheSDKsFlags(t *testing.T) {
 	}{
 		{[]string{"serve", "extra"}, `serve: unexpected argument "extra"`},
 		{[]string{"info", "extra"}, `info: unexpected argument "extra"`},
-		{[]string{"doc"}, "doc takes DIRECTORY"},
-		{[]string{"package", "-m", "x", "v1.0.0"}, "package takes VERSION PLUGIN_DIRECTORY"},
+		{[]string{"doc"}, "doc takes DIRECTORY (1 argument), got 0"},
+		{[]string{"package", "-m", "x", "v1.0.0"}, "package takes VERSION PLUGIN_DIRECTORY (2 arguments), got 1"},
 	} {
 		if code, _, stderr := runCLI(t, c.args...); code != ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %s", c.args, code, stderr)

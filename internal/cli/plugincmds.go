@@ -366,7 +366,7 @@ func (e *enum) Set(v string) error {
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
-			return usageErrorf("%s takes %s (%d arguments), got %d", cmd.Name(), strings.Join(names, " "), len(names), len(args))
+			return usageErrorf("%s takes %s (%s), got %d", cmd.Name(), strings.Join(names, " "), plural(len(names), "argument", "arguments"), len(args))
 		}
 		return nil
 	}

@@ -328,7 +328,7 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
 		client.WithRateLimitWaitCap(0),
 		client.WithMeter(rep.meter),
-		client.WithUserAgent(Name+"/"+xplugin.Version))
+		client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		st.Problems = append(st.Problems, err.Error())
 		return err

@@ -64,6 +64,7 @@ type RequestInfo struct {
 	Method    string
 	Path      string
 	PostID    string // the post a bookmark is added (its JSON body's tweet_id) or removed for
+	UserAgent string
 }
 
 // Server is the simulator. All methods are safe for concurrent use.
@@ -216,7 +217,7 @@ func (s *Server) callHook(op, userID string, r *http.Request) {
 	h := s.hook
 	s.mu.Unlock()
 	if h != nil {
-		h(RequestInfo{Operation: op, UserID: userID, Seq: seq, Query: r.URL.Query(), Method: r.Method, Path: r.URL.Path, PostID: postOf(op, r)})
+		h(RequestInfo{Operation: op, UserID: userID, Seq: seq, Query: r.URL.Query(), Method: r.Method, Path: r.URL.Path, PostID: postOf(op, r), UserAgent: r.UserAgent()})
 	}
 }
 

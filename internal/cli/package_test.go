@@ -99,11 +99,12 @@ func TestPackageRemovesTheStampWhenTheBuildFails(t *testing.T) {
 // target's tags).
 func TestPackageBuildsWithTheEnvironmentsGOFLAGS(t *testing.T) {
 	for goflags, want := range map[string]string{
-		"":                        "-tags=grpcnotrace,cqx_release_stamp",
-		"-mod=mod":                "-mod=mod -tags=grpcnotrace,cqx_release_stamp",
-		"-tags=netgo,osusergo -x": "-x -tags=netgo,osusergo,grpcnotrace,cqx_release_stamp",
-		"--tags=grpcnotrace -a":   "-a -tags=grpcnotrace,cqx_release_stamp",
-		"-tags= -trimpath":        "-trimpath -tags=grpcnotrace,cqx_release_stamp",
+		"":                               "-tags=grpcnotrace,cqx_release_stamp",
+		"-mod=mod":                       "-mod=mod -tags=grpcnotrace,cqx_release_stamp",
+		"-tags=netgo,osusergo -x":        "-x -tags=netgo,osusergo,grpcnotrace,cqx_release_stamp",
+		"--tags=grpcnotrace -a":          "-a -tags=grpcnotrace,cqx_release_stamp",
+		"-tags= -trimpath":               "-trimpath -tags=grpcnotrace,cqx_release_stamp",
+		`'-ldflags=-s -w' "-tags=netgo"`: `'-ldflags=-s -w' -tags=netgo,grpcnotrace,cqx_release_stamp`,
 	} {
 		got := stampedTargets(plugin.DefaultBuildTargets[:1], goflags)[0].Env
 		if len(got) != 1 || got[0] != "GOFLAGS="+want {

@@ -74,12 +74,12 @@ func stampedTargets(targets []plugin.BuildTarget, goflags string) []plugin.Build
 	return out
 }
 
-// withTags is goflags (GOFLAGS: -flag=value, space-separated) with tags
-// added to its -tags.
+// withTags is goflags (GOFLAGS: -flag=value, space-separated, quoted when
+// a value has spaces, which -tags' cannot) with tags added to its -tags.
 func withTags(goflags string, tags []string) string {
 	var flags, all []string
 	for _, f := range strings.Fields(goflags) {
-		name, value, _ := strings.Cut(f, "=")
+		name, value, _ := strings.Cut(strings.Trim(f, `"'`), "=")
 		if name != "-tags" && name != "--tags" {
 			flags = append(flags, f)
 			continue

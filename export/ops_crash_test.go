@@ -11,6 +11,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // TestKill9BookmarksRemove kills `cq-source-x bookmarks remove --yes` at
@@ -23,11 +24,24 @@ import (
 // kill the state describes only what is on disk; after the resumed run
 // each removal is in x_bookmark_changes exactly once, the walk memory
 // forgets the removed posts, and the next export archives every bookmark.
-func TestKill9BookmarksRemove(t *testing.T) {
+func TestKill9BookmarksRemove(t *testing.T) { testKill9Bookmarks(t, export.OpRemove) }
+
+// TestKill9BookmarksAdd is TestKill9BookmarksRemove for `bookmarks add
+// --yes`, of posts the account no longer holds: the resumed run adds what
+// is left, never a post twice but the one in flight (X answers
+// bookmarked:true again), each addition is in x_bookmark_changes exactly
+// once, and the next export archives every bookmark, the added ones too.
+func TestKill9BookmarksAdd(t *testing.T) { testKill9Bookmarks(t, export.OpAdd) }
+
+func testKill9Bookmarks(t *testing.T, kind string) {
 	if testing.Short() {
 		t.Skip("spawns about a hundred processes")
 	}
-	// Each kill sends up to 8 removals: more than X's 50 per 15 minutes
+	op, change := xsim.OpRemoveBookmark, resources.ChangeRemoved
+	if kind == export.OpAdd {
+		op, change = xsim.OpAddBookmark, resources.ChangeAdded
+	}
+	// Each kill sends up to 8 requests: more than X's 50 per 15 minutes
 	// in all (the windows are TestBookmarksRemoveWaitsOutTheWindows').
 	sim := xsim.New(xsim.Options{DisableRateLimits: true})
 	if err := sim.Start(); err != nil {
@@ -40,23 +54,29 @@ func TestKill9BookmarksRemove(t *testing.T) {
 	if err := os.WriteFile(spec, []byte(specYAML(sim.URL(), users, tokens, `["*"]`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	all := sim.Bookmarks("1001")
+	posts := []string{all[0], all[1], all[2], all[10], all[20], all[30], all[39]}
+	if kind == export.OpAdd {
+		for _, id := range posts { // removed in X's app before the export
+			sim.Unbookmark("1001", id)
+		}
+	}
+	list := slices.Clone(sim.Bookmarks("1001"))
 	base := t.TempDir()
 	template := filepath.Join(base, "template")
 	if c := runChild(t, spec, template, 0, 0); c.killed || c.code != 0 {
 		t.Fatal(c.output)
 	}
-	list := slices.Clone(sim.Bookmarks("1001"))
-	remove := []string{list[0], list[1], list[2], list[10], list[20], list[30], list[39]}
 	idsFile := filepath.Join(base, "ids.txt")
-	if err := os.WriteFile(idsFile, []byte(strings.Join(remove, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(idsFile, []byte(strings.Join(posts, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	deletes := map[string]int{}
+	requests := map[string]int{}
 	sim.OnRequest(func(r xsim.RequestInfo) {
-		if r.Operation == xsim.OpRemoveBookmark {
+		if r.Operation == op {
 			mu.Lock()
-			deletes[r.Path[strings.LastIndexByte(r.Path, '/')+1:]]++
+			requests[r.PostID]++
 			mu.Unlock()
 		}
 	})
@@ -69,29 +89,30 @@ func TestKill9BookmarksRemove(t *testing.T) {
 			sim.Bookmark("1001", list[i])
 		}
 		mu.Lock()
-		clear(deletes)
+		clear(requests)
 		mu.Unlock()
 	}
-	removeCmd := func(dir string) []string {
-		return []string{"bookmarks", "remove", "--spec", spec, "--out", dir, "--ids", idsFile, "--yes"}
+	command := func(dir string) []string {
+		return []string{"bookmarks", kind, "--spec", spec, "--out", dir, "--ids", idsFile, "--yes"}
 	}
 	sent := func() (total, most int) {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, n := range deletes {
+		for _, n := range requests {
 			total, most = total+n, max(most, n)
 		}
 		return
 	}
+	done := func(id string) bool { return slices.Contains(sim.Bookmarks("1001"), id) == (kind == export.OpAdd) }
 
 	probe := filepath.Join(base, "probe")
 	copyDir(t, template, probe)
-	clean := runCommand(t, removeCmd(probe), 0, 0)
+	clean := runCommand(t, command(probe), 0, 0)
 	if clean.killed || clean.code != 0 {
 		t.Fatalf("clean run: %s", clean.output)
 	}
-	if total, _ := sent(); total != len(remove) {
-		t.Fatalf("a clean run sent %d DELETEs for %d posts", total, len(remove))
+	if total, _ := sent(); total != len(posts) {
+		t.Fatalf("a clean run sent %d requests for %d posts", total, len(posts))
 	}
 	steps := len(clean.steps)
 	kinds := map[string]bool{}
@@ -100,7 +121,7 @@ func TestKill9BookmarksRemove(t *testing.T) {
 			reset()
 			dir := filepath.Join(base, fmt.Sprint(k))
 			copyDir(t, template, dir)
-			c := runCommand(t, removeCmd(dir), k, 0)
+			c := runCommand(t, command(dir), k, 0)
 			if !c.killed {
 				t.Fatalf("not killed at step %d of %d: %s", k, steps, c.output)
 			}
@@ -111,38 +132,40 @@ func TestKill9BookmarksRemove(t *testing.T) {
 				t.Fatalf("killed at %q: a post was sent twice by one run", at)
 			}
 			checkChangesOnce(t, dir)
-			again := runCommand(t, removeCmd(dir), 0, 0)
+			again := runCommand(t, command(dir), 0, 0)
 			if again.killed || again.code != 0 {
 				t.Fatalf("resumed after a kill at %q: %s", at, again.output)
 			}
 			total, most := sent()
-			if most > 2 || total > len(remove)+1 {
-				t.Errorf("killed at %q: %d DELETEs for %d posts (%v)", at, total, len(remove), deletes)
+			if most > 2 || total > len(posts)+1 {
+				t.Errorf("killed at %q: %d requests for %d posts (%v)", at, total, len(posts), requests)
 			}
-			if at != "answer received" && total != len(remove) {
-				t.Errorf("killed at %q, where no request was in flight: %d DELETEs for %d posts", at, total, len(remove))
+			if at != "answer received" && total != len(posts) {
+				t.Errorf("killed at %q, where no request was in flight: %d requests for %d posts", at, total, len(posts))
 			}
-			for _, id := range remove {
-				if slices.Contains(sim.Bookmarks("1001"), id) {
-					t.Errorf("%s is still bookmarked", id)
+			for _, id := range posts {
+				if !done(id) {
+					t.Errorf("%s: the %s was not done", id, kind)
 				}
 			}
 			changes := checkChangesOnce(t, dir)
-			for _, id := range remove {
-				if changes.Latest["1001"][id] != "removed" {
-					t.Errorf("the removal of %s is not recorded", id)
+			for _, id := range posts {
+				if changes.Latest["1001"][id] != change {
+					t.Errorf("%s: the change recorded is %q, want %q", id, changes.Latest["1001"][id], change)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(dir, ".ops", "remove", "1001.plan")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, ".ops", kind, "1001.plan")); err == nil {
 				t.Error("the journal of the finished run is left")
 			}
-			info, err := export.ReadState(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, id := range remove {
-				if slices.Contains(info.HeldBookmarks["1001"], id) {
-					t.Errorf("the walk memory still holds %s", id)
+			if kind == export.OpRemove {
+				info, err := export.ReadState(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, id := range posts {
+					if slices.Contains(info.HeldBookmarks["1001"], id) {
+						t.Errorf("the walk memory still holds %s", id)
+					}
 				}
 			}
 			if c := runChild(t, spec, dir, 0, 0); c.killed || c.code != 0 {

@@ -136,7 +136,7 @@ func (p *progress) lines() []string {
 		if s.UserID != "" {
 			name += " (user " + s.UserID + ")"
 		}
-		line := fmt.Sprintf("%s: %d bookmarks written, %d posts billed, %d requests", name, p.rows[s.UserID], billed, requests)
+		line := fmt.Sprintf("%s: %s written, %s billed, %s", name, plural(p.rows[s.UserID], "bookmark", "bookmarks"), plural(billed, "post", "posts"), plural(requests, "request", "requests"))
 		if w, ok := p.waits[s.UserID]; ok && w.until.After(now) {
 			line += fmt.Sprintf(", waiting %s for the %s rate-limit window", w.until.Sub(now).Round(time.Second), w.op)
 		}

@@ -41,13 +41,14 @@ func TestProgress_LinesAndCountdown(t *testing.T) {
 		{Index: 1, UserID: "1002", Meter: client.NewMeter(0)},
 	}})
 	p.addRows("1001", 42)
+	p.addRows("1002", 1)
 	p.waitStarted("1002", client.OpListBookmarks, 14*time.Minute+3*time.Second)
 	clk.Advance(time.Minute)
 	p.mu.Lock()
 	lines := p.lines()
 	p.mu.Unlock()
 	if len(lines) != 2 || lines[0] != "accounts[0] (user 1001): 42 bookmarks written, 0 posts billed, 0 requests" ||
-		lines[1] != "accounts[1] (user 1002): 0 bookmarks written, 0 posts billed, 0 requests, waiting 13m3s for the list_bookmarks rate-limit window" {
+		lines[1] != "accounts[1] (user 1002): 1 bookmark written, 0 posts billed, 0 requests, waiting 13m3s for the list_bookmarks rate-limit window" {
 		t.Errorf("lines %q", lines)
 	}
 	clk.Advance(14 * time.Minute)

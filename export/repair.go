@@ -224,7 +224,7 @@ func distrust(key, value string, written map[string]*idSet) string {
 		}
 	}
 	if missing > 0 {
-		return fmt.Sprintf("%d of the %d posts it holds are in no file", missing, mem.Held.Len())
+		return fmt.Sprintf("%d of the %s it holds %s in no file", missing, plural(mem.Held.Len(), "post", "posts"), pick(missing, "is", "are"))
 	}
 	return ""
 }

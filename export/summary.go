@@ -226,7 +226,7 @@ func (s *Summary) WriteText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "x_bookmarks rows written: %d", t.BookmarksWritten)
 	if t.AlreadyArchived > 0 {
-		fmt.Fprintf(w, " (%d posts read were already in the archive and not written again)", t.AlreadyArchived)
+		fmt.Fprintf(w, " (%s already in the archive and not written again)", plural(t.AlreadyArchived, "post read was", "posts read were"))
 	}
 	fmt.Fprintln(w)
 	for _, a := range s.Accounts {
@@ -249,7 +249,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "no files written")
 	}
 	for _, f := range s.Files {
-		fmt.Fprintf(w, "wrote %s (%d rows)\n", f.Path, f.Rows)
+		fmt.Fprintf(w, "wrote %s (%s)\n", f.Path, plural(f.Rows, "row", "rows"))
 	}
 }
 

@@ -17,6 +17,7 @@ func TestSummaryTextSaysWhatItCounts(t *testing.T) {
 			{Account: "accounts[1]", OK: false, Error: "the API refused accounts[1].access_token (401 Unauthorized)"},
 		},
 		Totals: Totals{BookmarksWritten: 5, AlreadyArchived: 3},
+		Files:  []FileResult{{Table: "x_api_usage", Path: "out/x_api_usage/a.parquet", Rows: 1}},
 	}
 	var b bytes.Buffer
 	s.WriteText(&b)
@@ -25,6 +26,7 @@ func TestSummaryTextSaysWhatItCounts(t *testing.T) {
 		"x_bookmarks rows written: 5 (3 posts read were already in the archive and not written again)\n",
 		"FAILED accounts[1]: the API refused accounts[1].access_token (401 Unauthorized)\n",
 		"accounts[1]     -",
+		"wrote out/x_api_usage/a.parquet (1 row)\n",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("summary lacks %q:\n%s", want, text)
@@ -34,5 +36,14 @@ func TestSummaryTextSaysWhatItCounts(t *testing.T) {
 		if strings.Contains(text, bad) {
 			t.Errorf("summary has %q:\n%s", bad, text)
 		}
+	}
+}
+
+// One post read already archived is said in the singular.
+func TestSummaryTextSaysOnePostInTheSingular(t *testing.T) {
+	var b bytes.Buffer
+	(&Summary{Totals: Totals{BookmarksWritten: 0, AlreadyArchived: 1}}).WriteText(&b)
+	if want := "x_bookmarks rows written: 0 (1 post read was already in the archive and not written again)\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }

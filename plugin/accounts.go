@@ -131,7 +131,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.
 		client.WithTimeouts(s.Timeouts()),
 		client.WithLogger(log),
 		client.WithRedactor(r),
-		client.WithUserAgent("cq-source-x/" + Version),
+		client.WithUserAgent(UserAgent()),
 		// Tokens come from the server and are sent back untouched. The document
 		// calls them base32hex, but real X tokens use the whole alphabet
 		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.

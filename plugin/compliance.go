@@ -48,7 +48,7 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}),
 		client.WithTimeouts(s.Timeouts()),
 		client.WithRedactor(r),
-		client.WithUserAgent("cq-source-x/"+Version),
+		client.WithUserAgent(UserAgent()),
 	)
 	return c
 }

@@ -27,6 +27,10 @@ const (
 // information Go records in the binary (see BuildInfo).
 var Version = "development"
 
+// UserAgent is the User-Agent of every request to the X API: the program
+// and its version.
+func UserAgent() string { return "cq-source-x/" + Version }
+
 // Options change how the plugin reaches the world; tests and the sandbox
 // use them, a CloudQuery sync uses the defaults.
 type Options struct {

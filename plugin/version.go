@@ -12,6 +12,26 @@ var (
 	BuildDate = ""
 )
 
+// stamp is the commit and date a release build was given.
+type stamp struct {
+	commit, date string
+	modified     bool // the checkout had uncommitted changes
+}
+
+// given is what the build was given: Commit and BuildDate when -ldflags
+// set them, otherwise releaseStamp, the stamp of `cq-source-x package`.
+// The SDK's package command builds with -ldflags of its own, which set
+// Version only, so package writes release_stamp.go, with the build tag
+// cqx_release_stamp, which sets releaseStamp; without the tag it is empty
+// (unstamped.go). It is a package-level variable, not an init function,
+// so that it is set before build is computed.
+func given() stamp {
+	if Commit != "" || BuildDate != "" {
+		return stamp{commit: Commit, date: BuildDate}
+	}
+	return releaseStamp
+}
+
 // Build is what this binary knows of how it was built.
 type Build struct {
 	Version   string `json:"version"`
@@ -23,12 +43,13 @@ type Build struct {
 }
 
 // BuildInfo is the build of this binary: Version, Commit and BuildDate when
-// -ldflags set them, otherwise what the Go toolchain recorded in it.
+// -ldflags set them (or the package command's stamp), otherwise what the Go
+// toolchain recorded in it.
 func BuildInfo() Build { return build }
 
 var build = func() Build {
 	info, _ := debug.ReadBuildInfo()
-	return resolveBuild(Version, Commit, BuildDate, info)
+	return resolveBuild(Version, given(), info)
 }()
 
 // Version becomes the resolved version before any caller reads it: the
@@ -36,12 +57,12 @@ var build = func() Build {
 // metadata all say the same thing as `cq-source-x version`.
 func init() { Version = build.Version }
 
-// resolveBuild: the -ldflags values win (the SDK's package command sets
-// Version that way); otherwise the module version (`go install …@v1.2.3`,
-// or the version Go stamps on a build in a checkout) and the checkout's
-// vcs.* settings; otherwise "development".
-func resolveBuild(version, commit, date string, info *debug.BuildInfo) Build {
-	b := Build{Version: version, Commit: commit, Date: date, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+// resolveBuild: the -ldflags version and the given commit and date win
+// (the SDK's package command sets Version that way); otherwise the module
+// version (`go install …@v1.2.3`, or the version Go stamps on a build in a
+// checkout) and the checkout's vcs.* settings; otherwise "development".
+func resolveBuild(version string, given stamp, info *debug.BuildInfo) Build {
+	b := Build{Version: version, Commit: given.commit, Date: given.date, Modified: given.modified, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if info == nil {
 		return b
 	}
@@ -65,7 +86,7 @@ func resolveBuild(version, commit, date string, info *debug.BuildInfo) Build {
 				b.Date = s.Value
 			}
 		case "vcs.modified":
-			b.Modified = s.Value == "true"
+			b.Modified = b.Modified || s.Value == "true"
 		}
 	}
 	return b

@@ -48,7 +48,7 @@ func TestVersionResolution(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := resolveBuild(c.version, c.commit, c.date, c.info)
+			got := resolveBuild(c.version, stamp{commit: c.commit, date: c.date}, c.info)
 			got.Platform = ""
 			if got != c.want {
 				t.Errorf("got  %+v\nwant %+v", got, c.want)

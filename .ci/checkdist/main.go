@@ -5,7 +5,7 @@
 // package.json names the plugin, the version and each target's zip with its
 // checksum; tables.json lists the plugin's tables; the spec's JSON schema and
 // the hub's two pages are there; and the zip built for this machine holds a
-// binary that runs and says VERSION.
+// binary that runs and says VERSION and its build date.
 package main
 
 import (
@@ -74,6 +74,9 @@ func check(dist, version string) error {
 			out, err := exec.Command(bin, "version").CombinedOutput()
 			if err != nil || !strings.HasPrefix(string(out), "cq-source-x version "+version+"\n") {
 				return fmt.Errorf("%s version: %v: %s", t.Path, err, out)
+			}
+			if strings.Contains(string(out), "\nbuilt:   unknown") {
+				return fmt.Errorf("%s version: no build date: %s", t.Path, out)
 			}
 			ran = true
 		}

@@ -137,7 +137,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	if !o.Yes {
 		fmt.Fprintf(o.Stdout, "\nDry run: nothing was %s. Run the same command with --yes to %s them.\n", done, doing)
 		if problems > 0 {
-			return accountsError(problems, len(accounts), fmt.Errorf("%s: %d of %d accounts cannot take part (see PROBLEM above)", cmd, problems, len(accounts)))
+			return accountsError(problems, len(accounts), fmt.Errorf("%s: %d of %s cannot take part (see PROBLEM above)", cmd, problems, plural(len(accounts), "account", "accounts")))
 		}
 		return nil
 	}
@@ -149,7 +149,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	}
 	failed := o.run(ctx, src.Name, ready)
 	if n := failed + problems; n > 0 {
-		return accountsError(n, len(accounts), fmt.Errorf("%s: %d of %d accounts did not finish (see above); run the same command again to resume", cmd, n, len(accounts)))
+		return accountsError(n, len(accounts), fmt.Errorf("%s: %d of %s did not finish (see above); run the same command again to resume", cmd, n, plural(len(accounts), "account", "accounts")))
 	}
 	return nil
 }
@@ -524,9 +524,9 @@ func (o BookmarksOptions) writeResumedPlan(a *opAccount) int {
 func (o BookmarksOptions) writeNewPlan(a *opAccount) {
 	doing, _, _ := o.verb()
 	n := len(a.plan)
-	what := fmt.Sprintf("%d bookmarks to %s, oldest first", n, doing)
+	what := fmt.Sprintf("%s to %s, oldest first", plural(n, "bookmark", "bookmarks"), doing)
 	if o.Kind == export.OpAdd {
-		what = fmt.Sprintf("%d posts to add, oldest first", n)
+		what = plural(n, "post", "posts") + " to add, oldest first"
 		if a.source != "" {
 			what += ", from the archive of user " + a.source
 		}
@@ -548,8 +548,8 @@ func (o BookmarksOptions) writeNewPlan(a *opAccount) {
 func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, postUSD *float64) {
 	_, _, noun := o.verb()
 	limit := client.DefaultLimits()[o.op()]
-	fmt.Fprintf(o.Stdout, "\nCost: %d requests, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
-		total, limit, noun, duration(longest, limit))
+	fmt.Fprintf(o.Stdout, "\nCost: %s, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
+		plural(total, "request", "requests"), limit, noun, duration(longest, limit))
 	if o.Kind == export.OpRemove {
 		fmt.Fprintln(o.Stdout, "The archive keeps every row; each removal is recorded in x_bookmark_changes, and the walk memory forgets the posts removed, so the next export bills what it would have without them.")
 		return
@@ -564,7 +564,7 @@ func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, p
 	}
 	fmt.Fprintf(o.Stdout, "The next export reads each added post as a new bookmark: about %d posts billed (USD %.2f).", total+2*len(accounts), float64(total+2*len(accounts))*usd)
 	if archived > 0 {
-		fmt.Fprintf(o.Stdout, " %d of them are in x_bookmarks already, and are not written again.", archived)
+		fmt.Fprintf(o.Stdout, " %d of them %s in x_bookmarks already, and %s not written again.", archived, pick(archived, "is", "are"), pick(archived, "is", "are"))
 	}
 	fmt.Fprintln(o.Stdout, " Each addition is recorded in x_bookmark_changes.")
 }
@@ -577,7 +577,7 @@ func (o BookmarksOptions) selects() bool {
 // duration says how long n requests take at limit per window.
 func duration(n, limit int) string {
 	if n <= limit {
-		return fmt.Sprintf("%d requests fit in one window", n)
+		return fmt.Sprintf("%s in one window", plural(n, "request fits", "requests fit"))
 	}
 	windows := (n + limit - 1) / limit
 	d := time.Duration(windows-1) * client.DefaultWindow

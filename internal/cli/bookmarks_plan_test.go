@@ -45,7 +45,7 @@ func TestBookmarksPlanSaysWhatEachAccountWillDo(t *testing.T) {
 	want = "accounts[0] (user 2001): 2 posts to add, oldest first, from the archive of user 1001\n" +
 		"  skipped: 3 bookmarked already, as the last export saw the list\n" +
 		"\nCost: 2 requests, which X does not bill, and no post read. X allows 50 additions per 15 minutes per user: 2 requests fit in one window.\n" +
-		"The next export reads each added post as a new bookmark: about 4 posts billed (USD 0.02). 1 of them are in x_bookmarks already, and are not written again. Each addition is recorded in x_bookmark_changes.\n"
+		"The next export reads each added post as a new bookmark: about 4 posts billed (USD 0.02). 1 of them is in x_bookmarks already, and is not written again. Each addition is recorded in x_bookmark_changes.\n"
 	if got := out.String(); got != want {
 		t.Errorf("add plan:\n%s\nwant:\n%s", got, want)
 	}
@@ -55,6 +55,19 @@ func TestBookmarksPlanSaysWhatEachAccountWillDo(t *testing.T) {
 	if got, want := out.String(), "accounts[0] (user 2001): nothing to add\n"; got != want {
 		t.Errorf("nothing to add:\n%s\nwant:\n%s", got, want)
 	}
+}
+
+// A plan of one post says it in the singular: one post, one request.
+func TestBookmarksPlanOfOnePostSaysItInTheSingular(t *testing.T) {
+	var out strings.Builder
+	one := []*opAccount{{label: "accounts[0] (user 2001)", plan: []string{"7"}, archived: 1}}
+	BookmarksOptions{Kind: export.OpAdd, Stdout: &out}.writePlan(one, nil)
+	mustContain(t, out.String(), "accounts[0] (user 2001): 1 post to add, oldest first\n",
+		"Cost: 1 request, which X does not bill", "1 request fits in one window.",
+		"1 of them is in x_bookmarks already, and is not written again.")
+	out.Reset()
+	BookmarksOptions{Kind: export.OpRemove, Stdout: &out}.writePlan(one, nil)
+	mustContain(t, out.String(), "accounts[0] (user 2001): 1 bookmark to remove, oldest first\n")
 }
 
 // --folder names a folder the archive holds for the account; another is

@@ -69,29 +69,36 @@ func TestHelpCommandShowsTheCommandsHelp(t *testing.T) {
 	mustContain(t, stderr, "Did you mean this?\n\texport", "Run 'cq-source-x --help' for usage.")
 }
 
-// Every command's flags are --long (and -x shorthands), in one tree; the
-// root's help lists the commands and the exit codes.
+// Every command's flags are --long (and -x shorthands), subcommands' too,
+// in one tree; each command's help lists its subcommands, and the root's
+// the exit codes.
 func TestEveryCommandHasDoubleDashFlags(t *testing.T) {
 	_, root, _ := runCLI(t, "--help")
 	mustContain(t, root, exitCodesHelp)
 	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
-	var names []string
-	for _, c := range a.rootCommand().Commands() {
-		names = append(names, c.Name())
-		if !strings.Contains(root, "\n  "+c.Name()+" ") {
-			t.Errorf("the root's help does not list %s", c.Name())
-		}
-		_, help, _ := runCLI(t, c.Name(), "--help")
-		if single := regexp.MustCompile(`(?m)^\s+-[a-z][a-z-]+`).FindString(help); single != "" {
-			t.Errorf("%s --help shows a single-dash flag %q:\n%s", c.Name(), single, help)
-		}
-		if !strings.Contains(help, "cq-source-x "+c.Name()) {
-			t.Errorf("%s --help does not say cq-source-x %s:\n%s", c.Name(), c.Name(), help)
+	var paths []string
+	var check func(parent *cobra.Command, parentHelp string)
+	check = func(parent *cobra.Command, parentHelp string) {
+		for _, c := range parent.Commands() {
+			path := c.CommandPath() // cq-source-x bookmarks remove
+			paths = append(paths, strings.TrimPrefix(path, Name+" "))
+			if !strings.Contains(parentHelp, "\n  "+c.Name()+" ") {
+				t.Errorf("%s --help does not list %s", parent.CommandPath(), c.Name())
+			}
+			_, help, _ := runCLI(t, append(strings.Fields(path)[1:], "--help")...)
+			if single := regexp.MustCompile(`(?m)^\s+-[a-z][a-z-]+`).FindString(help); single != "" {
+				t.Errorf("%s --help shows a single-dash flag %q:\n%s", path, single, help)
+			}
+			if !strings.Contains(help, path) {
+				t.Errorf("%s --help does not say %s:\n%s", path, path, help)
+			}
+			check(c, help)
 		}
 	}
-	for _, want := range []string{"export", "status", "sandbox", "login", "logout", "serve", "doc", "package", "info", "version", "completion", "help"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("no command %s in %v", want, names)
+	check(a.rootCommand(), root)
+	for _, want := range []string{"export", "status", "sandbox", "login", "logout", "serve", "doc", "package", "info", "version", "completion", "help", "bookmarks remove", "bookmarks add"} {
+		if !slices.Contains(paths, want) {
+			t.Errorf("no command %s in %v", want, paths)
 		}
 	}
 }
@@ -240,8 +247,8 @@ func TestPluginCommandsKeepTheSDKsFlags(t *testing.T) {
 	}{
 		{[]string{"serve", "extra"}, `serve: unexpected argument "extra"`},
 		{[]string{"info", "extra"}, `info: unexpected argument "extra"`},
-		{[]string{"doc"}, "doc takes DIRECTORY"},
-		{[]string{"package", "-m", "x", "v1.0.0"}, "package takes VERSION PLUGIN_DIRECTORY"},
+		{[]string{"doc"}, "doc takes DIRECTORY (1 argument), got 0"},
+		{[]string{"package", "-m", "x", "v1.0.0"}, "package takes VERSION PLUGIN_DIRECTORY (2 arguments), got 1"},
 	} {
 		if code, _, stderr := runCLI(t, c.args...); code != ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %s", c.args, code, stderr)
@@ -314,19 +321,8 @@ func TestPackageRefusesBadArguments(t *testing.T) {
 func TestPackageWritesWhatTheHubTakes(t *testing.T) {
 	var stdout strings.Builder
 	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: io.Discard}
-	root := a.rootCommand()
-	cmd, _, err := root.Find([]string{"package"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dist := t.TempDir()
-	cmd.SetContext(context.Background())
-	for k, v := range map[string]string{"message": "Test release", "dist-dir": dist} {
-		if err := cmd.Flags().Set(k, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.pack(cmd, "v1.2.3", "../..", []plugin.BuildTarget{}); err != nil {
+	if err := a.pack(packageCommandFor(t, a, dist), "v1.2.3", "../..", []plugin.BuildTarget{}); err != nil {
 		t.Fatal(err)
 	}
 	var pkg serve.PackageJSON

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/spf13/cobra"
 )
@@ -111,7 +112,7 @@ func (o LoginOptions) me(ctx context.Context, accessToken string) (*client.User,
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		transport = o.HTTPClient.Transport
 	}
-	api, err := client.New(client.StaticTokenWithTransport(accessToken, transport), client.WithBaseURL(o.APIURL))
+	api, err := client.New(client.StaticTokenWithTransport(accessToken, transport), client.WithBaseURL(o.APIURL), client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		return nil, fmt.Errorf("login: %w", err)
 	}

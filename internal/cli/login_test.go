@@ -6,17 +6,21 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 )
 
 // loginHeadless runs the login command headless against the simulator's
@@ -131,6 +135,54 @@ func TestLoginCommandWritesATokenFile(t *testing.T) {
 	}
 	if stored.UserID != "1001" || stored.ClientID != "readme-app" || stored.RefreshToken == "" || !strings.Contains(stored.Scope, "bookmark.read") {
 		t.Fatalf("token file: %v", stored)
+	}
+}
+
+// Every request to the X API, login's GET /2/users/me as export's and
+// status's, says the program and its version in its User-Agent (as
+// docs/cli.md says); OAuth's requests are not the API's.
+func TestEveryAPIRequestCarriesTheVersionInItsUserAgent(t *testing.T) {
+	sim := startSim(t)
+	sim.SeedBookmarks("1001", 3)
+	const redirect = "http://127.0.0.1:8085/callback"
+	sim.RegisterClient("readme-app", "", redirect)
+	sim.SetAuthorizingUser("readme-app", "1001")
+	var mu sync.Mutex
+	agents := map[string]map[string]bool{} // operation: User-Agents
+	sim.OnRequest(func(r xsim.RequestInfo) {
+		if strings.HasPrefix(r.Operation, "oauth_") {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if agents[r.Operation] == nil {
+			agents[r.Operation] = map[string]bool{}
+		}
+		agents[r.Operation][r.UserAgent] = true
+	})
+	dir := t.TempDir()
+	if code, out := loginHeadless(t, sim, redirect, filepath.Join(dir, "alice.json")); code != 0 {
+		t.Fatalf("login exited %d: %s", code, out)
+	}
+	spec := specFile(t, dir, sim.URL(), fmt.Sprintf("oauth: {token_url: %q}", sim.TokenURL()), "accounts:", "  - token_file: alice.json")
+	out := filepath.Join(dir, "archive")
+	for _, args := range [][]string{{"export", "--spec", spec, "--out", out, "--quiet"}, {"status", "--spec", spec, "--out", out}} {
+		if code, stdout, stderr := runCLI(t, args...); code != ExitOK {
+			t.Fatalf("%s: exit %d: %s%s", args[0], code, stdout, stderr)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range []string{xsim.OpUsersMe, xsim.OpListBookmarks} {
+		if agents[op] == nil {
+			t.Errorf("no %s request", op)
+		}
+	}
+	want := "cq-source-x/" + xplugin.Version
+	for op, uas := range agents {
+		if len(uas) != 1 || !uas[want] {
+			t.Errorf("%s requests said User-Agent %v, want %q", op, slices.Collect(maps.Keys(uas)), want)
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/docs"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
@@ -126,7 +127,8 @@ func (a *app) packageCommand() *cobra.Command {
 into PLUGIN_DIRECTORY/dist (or --dist-dir) package.json, tables.json,
 spec_json_schema.json, docs/ (the hub's pages: docs/overview.md and
 docs/configuration.md, or every .md file of --docs-dir) and one zip archive
-per OS and architecture, each holding a binary built with VERSION.
+per OS and architecture, each holding a binary built with VERSION, the commit
+of PLUGIN_DIRECTORY's git checkout and the build time ('version' prints them).
 
   ` + Name + ` package -m "First release" v1.0.0 .
   ` + Name + ` package -m @CHANGELOG-v1.0.0.md --target linux_amd64 v1.0.0 .
@@ -159,7 +161,7 @@ Then publish it (after 'cloudquery login'):
 }
 
 // pack runs the SDK's package command for version, the plugin's source
-// in dir and targets.
+// in dir and targets, each binary stamped with its commit and build date.
 func (a *app) pack(cmd *cobra.Command, version, dir string, targets []plugin.BuildTarget) error {
 	if !semver.IsValid(version) || semver.Canonical(version) != strings.SplitN(version, "+", 2)[0] {
 		return usageErrorf("package: VERSION %q is not a semantic version such as v1.2.0 (the hub takes nothing else)", version)
@@ -178,7 +180,13 @@ func (a *app) pack(cmd *cobra.Command, version, dir string, targets []plugin.Bui
 		defer os.RemoveAll(staged)
 		flags = append(flags, "--docs-dir="+staged)
 	}
-	if err := a.runSDK(cmd, xplugin.New(xplugin.WithBuildTargets(targets)), append(flags, "--", version, dir)); err != nil {
+	removeStamp, err := writeReleaseStamp(dir, time.Now())
+	if err != nil {
+		return err
+	}
+	defer removeStamp()
+	p := xplugin.New(xplugin.WithBuildTargets(stampedTargets(targets, os.Getenv("GOFLAGS"))))
+	if err := a.runSDK(cmd, p, append(flags, "--", version, dir)); err != nil {
 		return err
 	}
 	dist := filepath.Join(dir, "dist")
@@ -358,7 +366,7 @@ func (e *enum) Set(v string) error {
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
-			return usageErrorf("%s takes %s (%d arguments), got %d", cmd.Name(), strings.Join(names, " "), len(names), len(args))
+			return usageErrorf("%s takes %s (%s), got %d", cmd.Name(), strings.Join(names, " "), plural(len(names), "argument", "arguments"), len(args))
 		}
 		return nil
 	}

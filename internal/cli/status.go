@@ -164,7 +164,7 @@ func (a *app) status(ctx context.Context, o StatusOptions) error {
 		if o.JSON {
 			where = `"problems" in the report`
 		}
-		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %d accounts have a problem (see %s)", failed, len(rep.Accounts), where))
+		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %s %s a problem (see %s)", failed, plural(len(rep.Accounts), "account", "accounts"), pick(failed, "has", "have"), where))
 	}
 	return nil
 }
@@ -328,7 +328,7 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
 		client.WithRateLimitWaitCap(0),
 		client.WithMeter(rep.meter),
-		client.WithUserAgent(Name+"/"+xplugin.Version))
+		client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		st.Problems = append(st.Problems, err.Error())
 		return err
@@ -405,8 +405,8 @@ func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
 		}
 		st.writeText(w, rep.Out, now)
 	}
-	fmt.Fprintf(w, "\nstatus sent %d requests to the API (GET /2/users/me: a user read each, no post), which returned %d posts, and %d token refreshes.\n",
-		rep.APIRequests, rep.PostsBilled, rep.TokenRefreshes)
+	fmt.Fprintf(w, "\nstatus sent %s to the API (GET /2/users/me: a user read each, no post), which returned %s, and %s.\n",
+		plural(rep.APIRequests, "request", "requests"), plural(rep.PostsBilled, "post", "posts"), plural(rep.TokenRefreshes, "token refresh", "token refreshes"))
 	if rep.Out == "" {
 		fmt.Fprint(w, "The last sync and the posts held are in an exporter's directory (--out DIR); a CloudQuery sync keeps them\n"+
 			"in the destination's x_api_usage table and its state backend, e.g.:\n"+
@@ -476,8 +476,9 @@ func (st *AccountStatus) writeArchive(line func(label, format string, a ...any),
 			}
 		}
 		r0 := st.LastSync[0]
-		line("last sync", "%s (sync %s): %d new bookmarks, %d new folder posts; %d posts billed (est. USD %.4f), %d requests",
-			r0.StartedAt.Format("2006-01-02 15:04:05 MST"), r0.SyncID, found[string(client.OpListBookmarks)], found[string(client.OpGetFolder)], billed, usd, requests)
+		line("last sync", "%s (sync %s): %s, %s; %s billed (est. USD %.4f), %s",
+			r0.StartedAt.Format("2006-01-02 15:04:05 MST"), r0.SyncID, plural(found[string(client.OpListBookmarks)], "new bookmark", "new bookmarks"),
+			plural(found[string(client.OpGetFolder)], "new folder post", "new folder posts"), plural(billed, "post", "posts"), usd, plural(requests, "request", "requests"))
 		if len(walks) > 0 {
 			line("walks", "%s", strings.Join(walks, "; "))
 		}

@@ -71,7 +71,7 @@ func TestStatusShowsEachAccountAndReadsNoPost(t *testing.T) {
 		"accounts[1]: @user_1002 (User 1002), user id 1002\n",
 		"refresh:       impossible: a raw access_token",
 		"5 new bookmarks",
-		"status sent 2 requests to the API (GET /2/users/me: a user read each, no post), which returned 0 posts, and 1 token refreshes.",
+		"status sent 2 requests to the API (GET /2/users/me: a user read each, no post), which returned 0 posts, and 1 token refresh.",
 	)
 	if e.listRequests() != before {
 		t.Errorf("status sent %d post-reading requests", e.listRequests()-before)
@@ -139,7 +139,7 @@ func TestStatusExitCodeCountsAccountsWithProblems(t *testing.T) {
 		t.Fatalf("exit %d, want %d:\n%s%s", code, ExitSomeAccountsFailed, stdout, stderr)
 	}
 	mustContain(t, stdout, "refresh:       failed", "PROBLEM: refresh: auth: token endpoint refresh failed: HTTP 400", "run `cq-source-x login` again")
-	mustContain(t, stderr, "Error: status: 1 of 2 accounts have a problem (see PROBLEM above)")
+	mustContain(t, stderr, "Error: status: 1 of 2 accounts has a problem (see PROBLEM above)")
 
 	code, stdout, _ = runCLI(t, "status", "--token-file", e.alice+","+filepath.Join(t.TempDir(), "missing.json"),
 		"--api-url", e.sim.URL(), "--token-url", e.sim.TokenURL())

@@ -14,9 +14,10 @@ func (a *app) versionCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit and build date",
-		Long: `Print the version, commit and build date of this binary: from the release
-build's -ldflags, otherwise from what Go recorded when it was built (the module
-version of 'go install …@vX', the commit of a build in a checkout). The same
+		Long: `Print the version, commit and build date of this binary: those the release
+build gave it (` + Name + ` package, or -ldflags), otherwise what Go recorded when
+it was built (the module version of 'go install …@vX', the commit of a build in
+a checkout). The same
 version is in 'info', in the User-Agent of every API request and in the
 metadata of every Parquet file the exporter writes.`,
 		Args: noArgs,

@@ -1,6 +1,7 @@
 package xsim
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,6 +314,23 @@ func TestOnRequestHookSeesOperationUserAndSeqAndMayMutate(t *testing.T) {
 	if s.Bookmarks("1")[0] != added {
 		t.Fatal("hook's bookmark missing")
 	}
+}
+
+// The hook sees the post a bookmark is added or removed for, and the add
+// is served as without the hook.
+func TestOnRequestHookSeesThePostOfAnAddOrARemove(t *testing.T) {
+	s, tok := newSimUser(t, Options{Clock: vclock()})
+	ids := s.SeedBookmarks("1", 2)
+	var posts []string
+	s.OnRequest(func(ri RequestInfo) { posts = append(posts, ri.Operation+" "+ri.PostID) })
+	if r := postJSON(t, s, "/2/users/1/bookmarks", tok, `{"tweet_id":"1460323737035677698"}`); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	doReq(t, "DELETE", s.URL()+"/2/users/1/bookmarks/"+ids[1], tok, nil, nil)
+	if want := []string{OpAddBookmark + " 1460323737035677698", OpRemoveBookmark + " " + ids[1]}; !slices.Equal(posts, want) {
+		t.Errorf("the hook saw %q, want %q", posts, want)
+	}
+	equalIDs(t, s.Bookmarks("1"), []string{"1460323737035677698", ids[0]})
 }
 
 func TestMeterCountsRequestsOKAndStatuses(t *testing.T) {

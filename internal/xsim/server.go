@@ -1,6 +1,7 @@
 package xsim
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
@@ -62,6 +63,8 @@ type RequestInfo struct {
 	Query     url.Values
 	Method    string
 	Path      string
+	PostID    string // the post a bookmark is added (its JSON body's tweet_id) or removed for
+	UserAgent string
 }
 
 // Server is the simulator. All methods are safe for concurrent use.
@@ -214,8 +217,26 @@ func (s *Server) callHook(op, userID string, r *http.Request) {
 	h := s.hook
 	s.mu.Unlock()
 	if h != nil {
-		h(RequestInfo{Operation: op, UserID: userID, Seq: seq, Query: r.URL.Query(), Method: r.Method, Path: r.URL.Path})
+		h(RequestInfo{Operation: op, UserID: userID, Seq: seq, Query: r.URL.Query(), Method: r.Method, Path: r.URL.Path, PostID: postOf(op, r), UserAgent: r.UserAgent()})
 	}
+}
+
+// postOf is the post of a request to add or remove a bookmark, read
+// without taking the body from the handler.
+func postOf(op string, r *http.Request) string {
+	switch op {
+	case OpRemoveBookmark:
+		return r.PathValue("tweet_id")
+	case OpAddBookmark:
+		raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		var body struct {
+			TweetID string `json:"tweet_id"`
+		}
+		_ = json.Unmarshal(raw, &body)
+		return body.TweetID
+	}
+	return ""
 }
 
 // ---- responses ------------------------------------------------------------------

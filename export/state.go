@@ -368,7 +368,7 @@ func decodeObject(dec *json.Decoder, field func(key string) error) error {
 		return err
 	}
 	if tok != json.Delim('{') {
-		return fmt.Errorf("%v where an object was expected", tok)
+		return fmt.Errorf("%s where an object was expected", jsonKind(tok))
 	}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -381,6 +381,25 @@ func decodeObject(dec *json.Decoder, field func(key string) error) error {
 	}
 	_, err = dec.Token() // '}'
 	return err
+}
+
+// jsonKind names what a JSON token is, for a person (a string's text may
+// be long, and nil prints as <nil>).
+func jsonKind(tok json.Token) string {
+	switch v := tok.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprint(v)
+	case string:
+		return "a string"
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return fmt.Sprintf("%q", string(v))
+	}
+	return "a number"
 }
 
 // check refuses a run record that is not one this program writes: its id

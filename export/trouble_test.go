@@ -118,9 +118,16 @@ func (a *archive) refusesToRun(want string) {
 func TestAStateFileThatHoldsNoStateIsDamaged(t *testing.T) {
 	a := newArchive(t)
 	a.mustRun()
-	for _, text := range []string{`null`, `{"format":1}`, `{}`, `{"format":1,"keys":{}}`, `{"format":1,"written":{}}`} {
+	for text, why := range map[string]string{
+		`null`:                                 "is damaged: null where an object was expected",
+		`{"format":1}`:                         "is damaged: its walk memories (\"keys\") are missing",
+		`{}`:                                   "is damaged: it holds no state (\"format\" is missing)",
+		`{"format":1,"keys":{}}`:               "is damaged: its written-id sets (\"written\") are missing",
+		`{"format":1,"written":{}}`:            "is damaged: its walk memories (\"keys\") are missing",
+		`{"format":1,"keys":"x","written":{}}`: "is damaged: a string where an object was expected",
+	} {
 		a.writeState([]byte(text))
-		a.refusesToRun("is damaged")
+		a.refusesToRun(why)
 	}
 	a.repair()
 	s := a.mustRun()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/internal/smallfile"
 	"github.com/gofrs/flock"
 	"golang.org/x/oauth2"
 )
@@ -144,34 +144,26 @@ func (f TokenFile) Load() (*StoredToken, error) {
 	}
 	// Only a regular file is opened: opening a FIFO blocks until someone
 	// writes to it (and a signal does not end the wait).
-	if fi, err := os.Stat(f.Path); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("auth: token file %s is not a regular file", f.Path)
-	}
-	fh, err := os.Open(f.Path)
-	if errors.Is(err, fs.ErrNotExist) {
+	fh, fi, err := smallfile.Open(f.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("auth: token file %s does not exist: %w", f.Path, ErrLoginRequired)
-	}
-	if err != nil {
+	case errors.Is(err, smallfile.ErrNotRegular):
+		return nil, fmt.Errorf("auth: token file %w", err)
+	case err != nil:
 		return nil, fmt.Errorf("auth: open token file: %w", err)
 	}
 	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("auth: token file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("auth: token file %s is not a regular file", f.Path)
-	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("auth: token file %s has mode %#o, so other users may read or change it; refusing to use it: run `chmod 600 %s` (or `cq-source-x login` again)",
 			f.Path, fi.Mode().Perm(), f.Path)
 	}
-	data, err := io.ReadAll(io.LimitReader(fh, maxTokenFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("auth: read token file %s: %w", f.Path, err)
-	}
-	if len(data) > maxTokenFileSize {
+	data, err := smallfile.ReadAll(fh, maxTokenFileSize)
+	switch {
+	case errors.Is(err, smallfile.ErrTooLarge):
 		return nil, fmt.Errorf("auth: token file %s is larger than %d bytes; it is not a token file", f.Path, maxTokenFileSize)
+	case err != nil:
+		return nil, fmt.Errorf("auth: read token file %s: %w", f.Path, err)
 	}
 	var t StoredToken
 	if err := json.Unmarshal(data, &t); err != nil {

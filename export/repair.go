@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -160,8 +159,10 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 		return nil, err
 	}
 	next.Written, next.Pending, next.LastRun = written, pending, lastRun
-	if lastRun == nil {
-		next.LastRun = newestRun(out, pending)
+	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
+		// A state that lost its last run, or is older than the files: the
+		// next run's files must sort after theirs (see knowsFiles).
+		next.LastRun = newest
 	}
 	rep.BookmarkFiles, rep.Accounts = files, len(written)
 	for _, set := range written {
@@ -313,22 +314,15 @@ func cannotRead(err error) string {
 // named by the files' names: when the run is later than any file, the next
 // run's files sort after them.
 func newestRun(out string, pending *runRecord) *runRecord {
-	var newest *runRecord
-	for table := range knownTables {
-		names, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-		for _, path := range names {
-			name := filepath.Base(path)
-			stamp, id, ok := strings.Cut(strings.TrimSuffix(name, ".parquet"), "-")
-			t, err := time.Parse(fileTimeLayout, stamp)
-			if !ok || err != nil || !isRunID(id) || (pending != nil && id == pending.ID) {
-				continue
-			}
-			if newest == nil || t.After(newest.Time) {
-				newest = &runRecord{ID: id, Time: t}
-			}
-		}
+	skip := ""
+	if pending != nil {
+		skip = pending.ID
 	}
-	return newest
+	newest, err := newestExportedFile(out, skip)
+	if err != nil || newest.path == "" {
+		return nil
+	}
+	return &newest.run
 }
 
 // sameWritten reports whether two sets of written ids are equal.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/internal/smallfile"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/ghodss/yaml"
@@ -100,7 +100,7 @@ type Env func(string) (string, bool)
 // the spec file's directory: the exporter is run from cron and scripts,
 // from any directory, and the file names its token files.
 func ReadSpecFile(path string) (*SourceSpec, error) {
-	data, err := os.ReadFile(path)
+	data, err := smallfile.Read(path, maxSpecFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the spec file: %w", err)
 	}
@@ -486,7 +486,7 @@ func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref strin
 
 func expandFiles(doc []byte) ([]byte, error) {
 	return expandRefs(doc, fileRef, "file", func(path string) ([]byte, error) {
-		content, err := readFileRef(path)
+		content, err := smallfile.Read(path, maxFileRef)
 		if err != nil {
 			return nil, err
 		}
@@ -503,32 +503,9 @@ func expandFiles(doc []byte) ([]byte, error) {
 // a secret or a snippet of spec is far smaller.
 const maxFileRef = 1 << 20
 
-// readFileRef reads the file of a ${file:PATH}, which must be a regular
-// file: a device (/dev/zero) is read without end, and opening a FIFO blocks
-// until someone writes to it.
-func readFileRef(path string) ([]byte, error) {
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() { // replaced since
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	content, err := io.ReadAll(io.LimitReader(f, maxFileRef+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(content) > maxFileRef {
-		return nil, fmt.Errorf("%s is larger than 1 MiB", path)
-	}
-	return content, nil
-}
+// maxSpecFile bounds the spec file: a spec is a few kilobytes, and a file
+// of more is a mistake (a data file, a device) that must not be read whole.
+const maxSpecFile = 1 << 20
 
 func expandTimes(doc []byte, now time.Time) ([]byte, error) {
 	return expandRefs(doc, timeRef, "time", func(ref string) ([]byte, error) {

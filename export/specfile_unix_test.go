@@ -3,6 +3,7 @@
 package export
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,6 +33,30 @@ func TestParseSpec_AFileReferenceReadsOnlyARegularFile(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("${file:%s} still reading after 10s", path)
+		}
+	}
+}
+
+// The spec file is read only if it is a regular file of at most 1 MiB:
+// `--spec /dev/zero` ran out of memory, and `--spec FIFO` waited forever.
+func TestReadSpecFile_ReadsOnlyARegularFileOfAtMost1MiB(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	large := filepath.Join(dir, "large.yml")
+	if err := os.WriteFile(large, []byte(minimalSpec+strings.Repeat("#", 1<<20)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		fifo:        fifo + " is not a regular file",
+		"/dev/zero": "/dev/zero is not a regular file",
+		large:       large + " is larger than 1 MiB",
+	} {
+		_, err := ReadSpecFile(path)
+		if err == nil || err.Error() != "reading the spec file: "+want {
+			t.Errorf("%s: %v, want %q", path, err, want)
 		}
 	}
 }

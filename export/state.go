@@ -154,7 +154,8 @@ func newDiskState() *diskState {
 // loadState reads DIR/.state/state.json. A missing file is an empty state
 // only in a directory that holds no exported file: beside files, it is a
 // lost state, and an empty one would have the next run bill every post
-// again and write each row a second time.
+// again and write each row a second time. So is a state that does not know
+// the files beside it (see knowsFiles).
 func loadState(out string) (*diskState, error) {
 	path := filepath.Join(out, stateDir, stateFile)
 	f, err := os.Open(path)
@@ -178,7 +179,69 @@ func loadState(out string) (*diskState, error) {
 		}
 		return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is damaged: %v", path, err)}
 	}
+	if err := s.knowsFiles(out, path); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// knowsFiles checks that the state s (read from path) is the state of the
+// files in out. Every run that writes a file records itself in the state
+// as it commits (Pending, then LastRun), and a run's files are named after
+// its time, which is later than any run before it. So no file may be
+// named after a time later than the last run the state records: a state
+// that records no run beside files (an empty one), or one older than the
+// files (restored from a backup, copied from another directory), would
+// have the next run write again rows the files hold. Only the names are
+// read, never the files.
+func (s *diskState) knowsFiles(out, path string) error {
+	var known time.Time // the latest run the state records
+	for _, run := range []*runRecord{s.LastRun, s.Pending} {
+		if run != nil && run.Time.After(known) {
+			known = run.Time
+		}
+	}
+	newest, err := newestExportedFile(out, "")
+	switch {
+	case err != nil:
+		return err
+	case newest.path == "":
+		return nil
+	case known.IsZero():
+		return &StateError{Dir: out, Problem: fmt.Sprintf("%s records no export, but the directory holds exported files (%s): it is not this directory's state", path, newest.path)}
+	case newest.run.Time.After(known):
+		return &StateError{Dir: out, Problem: fmt.Sprintf("%s is older than the files beside it: %s was written after the last export it records (%s), so it is not this directory's state (restored from a backup, or copied from elsewhere?)",
+			path, newest.path, known.Format("2006-01-02 15:04:05.000 MST"))}
+	}
+	return nil
+}
+
+// exportedFile is a Parquet file of a table, and the run its name names
+// (its id and time).
+type exportedFile struct {
+	path string
+	run  runRecord
+}
+
+// newestExportedFile is the file of out named after the latest time (path
+// "" when there is none), passing over the files of the run skip. Files not
+// named as an export names them are passed over too.
+func newestExportedFile(out, skip string) (exportedFile, error) {
+	var newest exportedFile
+	for _, table := range TableNames() {
+		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+		if err != nil {
+			return newest, err
+		}
+		for _, p := range paths {
+			stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
+			t, err := time.Parse(fileTimeLayout, stamp)
+			if ok && err == nil && isRunID(id) && id != skip && (newest.path == "" || t.After(newest.run.Time)) {
+				newest = exportedFile{path: p, run: runRecord{ID: id, Time: t}}
+			}
+		}
+	}
+	return newest, nil
 }
 
 // StateError is a state that cannot be used as it is: damaged, or lost
@@ -305,7 +368,7 @@ func decodeObject(dec *json.Decoder, field func(key string) error) error {
 		return err
 	}
 	if tok != json.Delim('{') {
-		return fmt.Errorf("%v where an object was expected", tok)
+		return fmt.Errorf("%s where an object was expected", jsonKind(tok))
 	}
 	for dec.More() {
 		tok, err := dec.Token()
@@ -318,6 +381,25 @@ func decodeObject(dec *json.Decoder, field func(key string) error) error {
 	}
 	_, err = dec.Token() // '}'
 	return err
+}
+
+// jsonKind names what a JSON token is, for a person (a string's text may
+// be long, and nil prints as <nil>).
+func jsonKind(tok json.Token) string {
+	switch v := tok.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprint(v)
+	case string:
+		return "a string"
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return fmt.Sprintf("%q", string(v))
+	}
+	return "a number"
 }
 
 // check refuses a run record that is not one this program writes: its id

@@ -118,9 +118,16 @@ func (a *archive) refusesToRun(want string) {
 func TestAStateFileThatHoldsNoStateIsDamaged(t *testing.T) {
 	a := newArchive(t)
 	a.mustRun()
-	for _, text := range []string{`null`, `{"format":1}`, `{}`, `{"format":1,"keys":{}}`, `{"format":1,"written":{}}`} {
+	for text, why := range map[string]string{
+		`null`:                                 "is damaged: null where an object was expected",
+		`{"format":1}`:                         "is damaged: its walk memories (\"keys\") are missing",
+		`{}`:                                   "is damaged: it holds no state (\"format\" is missing)",
+		`{"format":1,"keys":{}}`:               "is damaged: its written-id sets (\"written\") are missing",
+		`{"format":1,"written":{}}`:            "is damaged: its walk memories (\"keys\") are missing",
+		`{"format":1,"keys":"x","written":{}}`: "is damaged: a string where an object was expected",
+	} {
 		a.writeState([]byte(text))
-		a.refusesToRun("is damaged")
+		a.refusesToRun(why)
 	}
 	a.repair()
 	s := a.mustRun()
@@ -164,6 +171,32 @@ func TestADeletedStateBesideFilesIsRebuiltFromThem(t *testing.T) {
 	if billed := a.sim.TotalPostsReturned(); billed > 10 {
 		t.Errorf("the second run after the repair billed %d posts", billed)
 	}
+}
+
+// A state that does not know the files beside it is not their state: an
+// empty one, which records no export, or one older than the files (a
+// backup restored). The export refuses to start, as for a lost state; the
+// repair rebuilds it from the files, and no row is written twice.
+func TestAStateThatDoesNotKnowTheFilesBesideItIsRefused(t *testing.T) {
+	a := newArchive(t)
+	a.mustRun()
+	backup := a.readState()
+	a.writeState([]byte(`{"format":1,"keys":{},"written":{}}`))
+	a.refusesToRun("records no export, but the directory holds exported files")
+	a.writeState(backup)
+
+	a.sim.SeedBookmarks("1001", 3)
+	a.mustRun()
+	a.writeState(backup)
+	a.refusesToRun("is older than the files beside it")
+	a.repair()
+	s := a.mustRun()
+	if s.Totals.BookmarksWritten != 0 || s.Totals.AlreadyArchived < 3 {
+		t.Errorf("after the repair: %d rows written, %d already archived; want none written, the 3 newer than the backup among the archived",
+			s.Totals.BookmarksWritten, s.Totals.AlreadyArchived)
+	}
+	checkArchive(t, a.dir, a.sim, a.users)
+	a.mustRun() // the repaired state knows the files of the runs after it
 }
 
 // flipHeldBit damages the held list of the walk memory key in the state
@@ -256,7 +289,7 @@ func TestAnyFlippedBitOfTheStateIsRepaired(t *testing.T) {
 	a.mustRun()
 	good := a.readState()
 	files := map[string]bool{}
-	for _, f := range parquetFiles(t, a.dir, "x_bookmarks") {
+	for _, f := range everyFile(t, a.dir) {
 		files[f] = true
 	}
 	rng := rand.New(rand.NewPCG(15, 15))
@@ -278,13 +311,23 @@ func TestAnyFlippedBitOfTheStateIsRepaired(t *testing.T) {
 		}
 		checkArchive(t, a.dir, a.sim, a.users)
 		// Back to the state before, for the next flip: the run's new files go.
-		for _, f := range parquetFiles(t, a.dir, "x_bookmarks") {
+		for _, f := range everyFile(t, a.dir) {
 			if !files[f] {
 				os.Remove(f)
 			}
 		}
 		a.writeState(good)
 	}
+}
+
+// everyFile is the Parquet files of every table of dir.
+func everyFile(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	for _, table := range export.TableNames() {
+		files = append(files, parquetFiles(t, dir, table)...)
+	}
+	return files
 }
 
 // crashAt returns a step hook that stops the run at the named step, as a

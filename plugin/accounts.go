@@ -141,11 +141,11 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.
 	return api, userID, err
 }
 
-// credentials returns a Redactor holding the credentials the spec gives:
+// Credentials returns a Redactor holding the credentials the spec gives:
 // access tokens, client secrets (also as a Basic header carries them) and
 // the compliance bearer token. Token sources add the tokens of token files
 // as they read and refresh them, and prepareCompliance a bearer token file's.
-func credentials(s *spec.Spec) *redact.Redactor {
+func Credentials(s *spec.Spec) *redact.Redactor {
 	r := redact.New()
 	if s.Compliance != nil {
 		r.Add(s.Compliance.BearerToken)
@@ -161,12 +161,14 @@ func credentials(s *spec.Spec) *redact.Redactor {
 // AccountClient is the API client of s.Accounts[i] as a sync builds it
 // (its token file refreshed and saved under the file's lock), and the user
 // id the token file names, if any. The archive's bookmark commands use it.
-func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *client.Meter, logger zerolog.Logger, opts ...Option) (*client.Client, string, error) {
+// The token file's tokens are added to r (from Credentials(s)) as they are
+// read and refreshed, so that the caller can mask them in what it prints.
+func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *client.Meter, logger zerolog.Logger, r *redact.Redactor, opts ...Option) (*client.Client, string, error) {
 	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return connect(ctx, s, i, o, meter, logger, credentials(s))
+	return connect(ctx, s, i, o, meter, logger, r)
 }
 
 // accountLogger logs under the name the account's session will have.

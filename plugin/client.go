@@ -40,7 +40,7 @@ func newClientFunc(o Options) plugin.NewClientFunc {
 		if err != nil {
 			return nil, err
 		}
-		c.spec, c.redact = s, credentials(s)
+		c.spec, c.redact = s, Credentials(s)
 		return c, nil
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
@@ -293,6 +294,72 @@ func TestSyncStopsAFolderListThatGoesRoundInCircles(t *testing.T) {
 	}
 	if n := h.Requests(); n != 2 {
 		t.Errorf("%d requests, want 2", n)
+	}
+}
+
+// A server that sends one new folder per page, each with a fresh
+// next_token, is never caught going round in circles, and folder requests
+// bill no post: the folder list stops at its page bound and fails, emitting
+// the folders of the last sync, and its memory stays as it was.
+func TestSyncStopsAFolderListThatNeverEnds(t *testing.T) {
+	var mu sync.Mutex
+	requests := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if !strings.HasSuffix(r.URL.Path, "/folders") { // a folder's posts: none
+			_, _ = w.Write([]byte(`{"meta":{"result_count":0}}`))
+			return
+		}
+		mu.Lock()
+		requests++
+		n := requests
+		mu.Unlock()
+		if n > 10*resources.MaxFolderPages { // a listing that does not stop fails the test rather than hang it
+			w.WriteHeader(500)
+			return
+		}
+		fmt.Fprintf(w, `{"data":[{"id":"%d","name":"folder %d"}],"meta":{"result_count":1,"next_token":"F%d"}}`, 1000+n, n, n)
+	}))
+	t.Cleanup(ts.Close)
+	remembered := `[{"id":"77","name":"reading"}]`
+	store := memstate.NewWith(map[string]string{account.FoldersKey("1001"): remembered})
+	specJSON, _ := json.Marshal(map[string]any{"base_url": ts.URL, "max_attempts": 1,
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": "token-of-user-1001"}}})
+	p := New(WithState(store), WithClock(clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))))
+	ctx := context.Background()
+	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmark_folders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs, folders []string
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *message.SyncError:
+			errs = append(errs, m.Error)
+		case *message.SyncInsert:
+			ids := m.Record.Column(m.Record.Schema().FieldIndices("folder_id")[0]).(*array.String)
+			for i := range ids.Len() {
+				folders = append(folders, ids.Value(i))
+			}
+		}
+	}
+	want := fmt.Sprintf("listing bookmark folders: the API sent a folder list that did not end within %d pages (%d folders listed)", resources.MaxFolderPages, resources.MaxFolderPages)
+	if len(errs) != 1 || !strings.Contains(errs[0], want) {
+		t.Errorf("sync errors %q, want one saying %q", errs, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if requests != resources.MaxFolderPages {
+		t.Errorf("%d requests for the folder list, want %d", requests, resources.MaxFolderPages)
+	}
+	if strings.Join(folders, ",") != "77" {
+		t.Errorf("emitted folders %v, want those of the last sync", folders)
+	}
+	if got := store.Committed()[account.FoldersKey("1001")]; got != remembered {
+		t.Errorf("the folder memory changed: %.80s", got)
 	}
 }
 

@@ -34,7 +34,7 @@ func testConnection(o Options) plugin.ConnectionTester {
 		// way a sync's retry budget does, only max_attempts.
 		noBudget := configtype.NewDuration(0)
 		s.RetryBudget = &noBudget
-		r := credentials(s)
+		r := Credentials(s)
 		for i := range s.Accounts {
 			if err := testAccount(ctx, s, i, o, logger, r); err != nil {
 				return plugin.NewTestConnError(err.code, r.Error(err.err))

@@ -96,15 +96,26 @@ func emitFolders(s *account.Session, folders []client.Folder, res chan<- any) {
 	}
 }
 
+// MaxFolderPages bounds the folder list: pages of foldersPageSize folders,
+// far more than anyone makes by hand (X states no limit), and read within
+// two rate-limit windows. Folder requests bill no post, so the billed-post
+// cap does not stop a server that sends a new folder on every page.
+const MaxFolderPages = 100
+
 // listFolders reads the whole folder list. A next_token already sent, or a
 // page of folders already listed, would lead it round in circles, reading
-// (and waiting for the window) for ever: it fails instead.
+// (and waiting for the window) for ever: it fails instead, as it does when
+// the list runs past MaxFolderPages.
 func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {
 	var out []client.Folder
 	listed := map[string]bool{}
 	sent := map[string]bool{}
 	token := ""
 	for n := 1; ; n++ {
+		if n > MaxFolderPages {
+			return nil, fmt.Errorf("the API sent a folder list that did not end within %d pages (%d folders listed): stopped rather than read it without end",
+				MaxFolderPages, len(out))
+		}
 		page, _, err := s.API.ListFolders(ctx, s.UserID, client.PageOptions{MaxResults: foldersPageSize, PaginationToken: token})
 		if err != nil {
 			return nil, err

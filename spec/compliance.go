@@ -3,11 +3,11 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/configtype"
+	"github.com/cq-source-x/cq-source-x/internal/smallfile"
 )
 
 // Compliance configures the checks of the archive with X's free batch
@@ -87,14 +87,20 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 	}
 }
 
+// maxBearerTokenFile bounds bearer_token_file, as token files are bounded:
+// a token is a few hundred bytes.
+const maxBearerTokenFile = 1 << 20
+
 // ReadBearerToken returns the bearer token, from bearer_token_file when
 // that is set. A file written by `cq-source-x login` (a user's token, as
-// JSON) is refused with a message that says which token is needed.
+// JSON) is refused with a message that says which token is needed; so is
+// a file that is not a regular file (a FIFO would block the sync, a device
+// such as /dev/zero never ends) or holds more than a token.
 func (c *Compliance) ReadBearerToken() (string, error) {
 	if c.BearerTokenFile == "" {
 		return c.BearerToken, nil
 	}
-	b, err := os.ReadFile(c.BearerTokenFile)
+	b, err := smallfile.Read(c.BearerTokenFile, maxBearerTokenFile)
 	if err != nil {
 		return "", fmt.Errorf("compliance.bearer_token_file: %w", err)
 	}
@@ -108,6 +114,8 @@ func (c *Compliance) ReadBearerToken() (string, error) {
 			c.BearerTokenFile, HintAppOnlyBearerToken)
 	case strings.ContainsAny(token, " \t\r\n"):
 		return "", fmt.Errorf("compliance.bearer_token_file %s holds more than one word; it must hold the token alone, without \"Bearer \"", c.BearerTokenFile)
+	case credentialProblem(token) != "":
+		return "", fmt.Errorf("compliance.bearer_token_file %s: the token %s", c.BearerTokenFile, credentialProblem(token))
 	}
 	return token, nil
 }

@@ -44,7 +44,7 @@ func TestBadComplianceSectionsNameTheField(t *testing.T) {
 	}
 }
 
-// bearer_token_file holds the token alone; a token file from `login` (a
+// bearer_token_file holds the token alone, in printable ASCII; a token file from `login` (a
 // user's token, as JSON) is refused with a message saying which token is
 // needed and where it is.
 func TestBearerTokenFile(t *testing.T) {
@@ -61,9 +61,11 @@ func TestBearerTokenFile(t *testing.T) {
 		t.Errorf("good file: %q %v", tok, err)
 	}
 	for name, content := range map[string]string{
-		"login": `{"access_token":"u","refresh_token":"r","client_id":"c","user_id":"1"}`,
-		"empty": "\n",
-		"words": "Bearer AAAA",
+		"login":   `{"access_token":"u","refresh_token":"r","client_id":"c","user_id":"1"}`,
+		"empty":   "\n",
+		"words":   "Bearer AAAA",
+		"control": "AAAAAAAA\x1b[2JAAAA",
+		"delete":  "AAAAAAAA\x7fAAAA",
 	} {
 		c := &Compliance{BearerTokenFile: write(name, content)}
 		_, err := c.ReadBearerToken()
@@ -72,6 +74,9 @@ func TestBearerTokenFile(t *testing.T) {
 		}
 		if name == "login" && !strings.Contains(err.Error(), "Keys and tokens") {
 			t.Errorf("login file: %v", err)
+		}
+		if (name == "control" || name == "delete") && (err == nil || !strings.Contains(err.Error(), "the token contains a character that is not printable ASCII (character 9)")) {
+			t.Errorf("%s: %v", name, err)
 		}
 	}
 	if _, err := (&Compliance{BearerTokenFile: filepath.Join(dir, "missing")}).ReadBearerToken(); err == nil {

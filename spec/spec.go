@@ -363,16 +363,23 @@ func checkURL(add func(field, format string, args ...any), field, raw string) {
 // checkCredential checks a token, client id or secret, which go into HTTP
 // headers and forms as they are. The value is never repeated.
 func checkCredential(add func(field, format string, args ...any), field, v string) {
+	if problem := credentialProblem(v); problem != "" {
+		add(field, "%s", problem)
+	}
+}
+
+// credentialProblem says what is wrong with the characters of credential
+// v, or "" when nothing is.
+func credentialProblem(v string) string {
 	for i, r := range v {
 		switch {
 		case unicode.IsSpace(r):
-			add(field, "contains whitespace (character %d); paste the value alone, without \"Bearer \" or quotes", i+1)
-			return
+			return fmt.Sprintf("contains whitespace (character %d); paste the value alone, without \"Bearer \" or quotes", i+1)
 		case r < 0x21 || r > 0x7e:
-			add(field, "contains a character that is not printable ASCII (character %d); credentials are printable ASCII: paste the value alone", i+1)
-			return
+			return fmt.Sprintf("contains a character that is not printable ASCII (character %d); credentials are printable ASCII: paste the value alone", i+1)
 		}
 	}
+	return ""
 }
 
 // checkPath checks a file path: the system refuses control characters.

@@ -43,14 +43,14 @@ func newLoopCheck() *loopCheck {
 }
 
 // send records that token is sent for page page (1-based), or fails when it
-// was sent before. billed is what the walk has been billed so far.
-func (l *loopCheck) send(token string, page, billed int) error {
+// was sent before. returned is the posts the walk has been sent so far.
+func (l *loopCheck) send(token string, page, returned int) error {
 	if token == "" {
 		return nil
 	}
 	if earlier, ok := l.sent[token]; ok {
-		return fmt.Errorf("%w: the next_token of page %d is the one that asked for page %d; stopped after %d billed posts, before billing the same pages again without end%s",
-			ErrLoop, page-1, earlier, billed, loopHint)
+		return fmt.Errorf("%w: the next_token of page %d is the one that asked for page %d; stopped after %s, before reading the same pages again without end%s",
+			ErrLoop, page-1, earlier, l.postsRead(returned), loopHint)
 	}
 	l.sent[token] = page
 	return nil
@@ -59,7 +59,7 @@ func (l *loopCheck) send(token string, page, billed int) error {
 // read records the ids of the n posts of page page (1-based), or fails
 // when the page and those before it in a row hold nothing but posts read
 // before, more than maxShift of them.
-func (l *loopCheck) read(n int, id func(i int) string, page, billed int) error {
+func (l *loopCheck) read(n int, id func(i int) string, page, returned int) error {
 	seen := 0
 	for i := range n {
 		if !l.add(id(i)) {
@@ -80,8 +80,15 @@ func (l *loopCheck) read(n int, id func(i int) string, page, billed int) error {
 	if l.from < page {
 		pages = fmt.Sprintf("pages %d to %d", l.from, page)
 	}
-	return fmt.Errorf("%w: %s held nothing but posts read earlier in this walk (%d of them, more than the list could have moved down between requests); stopped after %d billed posts, before billing the same pages again without end%s",
-		ErrLoop, pages, l.repeated, billed, loopHint)
+	return fmt.Errorf("%w: %s held nothing but posts read earlier in this walk (%d of them, more than the list could have moved down between requests); stopped after %s, before reading the same pages again without end%s",
+		ErrLoop, pages, l.repeated, l.postsRead(returned), loopHint)
+}
+
+// postsRead says how many posts the walk was sent, and how many distinct:
+// X bills a post once per UTC day, so the walk was billed for the distinct
+// ones at most (x_api_usage has the figure), not for every post read.
+func (l *loopCheck) postsRead(returned int) string {
+	return fmt.Sprintf("%d posts read (%d distinct)", returned, l.posts.Len())
 }
 
 const loopHint = " (the server at base_url does not page as the X API does; the next sync starts again from the top)"

@@ -58,7 +58,7 @@ func TestATokenSentTwiceStopsTheWalk(t *testing.T) {
 	if res.Requests != 2 || res.Billed != 180 {
 		t.Errorf("%d requests, %d billed; want the walk to stop before sending the token again", res.Requests, res.Billed)
 	}
-	want := "the API led the walk back to posts it had already read: the next_token of page 2 is the one that asked for page 2; stopped after 180 billed posts"
+	want := "the API led the walk back to posts it had already read: the next_token of page 2 is the one that asked for page 2; stopped after 180 posts read (180 distinct)"
 	if !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("message %q, want %q", err, want)
 	}
@@ -73,7 +73,7 @@ func TestAPageOfPostsAlreadyReadStopsTheWalk(t *testing.T) {
 		if !errors.Is(err, ErrLoop) || res.Outcome != Failed || res.Memory != nil || res.Requests != 2 || res.Billed != 180 {
 			t.Fatalf("%v, %+v", err, res)
 		}
-		if !strings.Contains(err.Error(), "page 2 held nothing but posts read earlier in this walk (90 of them") {
+		if !strings.Contains(err.Error(), "page 2 held nothing but posts read earlier in this walk (90 of them, more than the list could have moved down between requests); stopped after 180 posts read (90 distinct)") {
 			t.Errorf("message %q", err)
 		}
 	}

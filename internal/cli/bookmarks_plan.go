@@ -20,6 +20,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/rs/zerolog"
@@ -53,6 +54,11 @@ type BookmarksOptions struct {
 	Transport http.RoundTripper
 	// Step marks the crash-safety steps (the kill tests).
 	Step func(string)
+
+	// redact masks the credentials of the spec and of its token files in
+	// what a server answered, before it is printed or journaled: a server
+	// may echo the token it was sent.
+	redact *redact.Redactor
 }
 
 // opAccount is one account of a bookmark operation.
@@ -108,6 +114,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
+	o.redact = xplugin.Credentials(src.Plugin)
 	info, err := export.ReadState(o.Out)
 	if err != nil {
 		return fmt.Errorf("%s: reading the archive %s: %w", cmd, o.Out, err)
@@ -162,11 +169,11 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *export.SourceSpec) 
 	var out []*opAccount
 	for i, acct := range s.Accounts {
 		a := &opAccount{label: fmt.Sprintf("accounts[%d]", i), userID: acct.UserID, tokenFile: acct.TokenFile}
-		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(),
+		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(), o.redact,
 			xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
 			xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
 		if err != nil {
-			a.problem = err.Error()
+			a.problem = o.redact.String(err.Error())
 			out = append(out, a)
 			continue
 		}
@@ -180,7 +187,7 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *export.SourceSpec) 
 		if a.userID == "" {
 			me, _, err := api.Me(ctx)
 			if err != nil {
-				a.problem = "resolving the user id with GET /2/users/me (set accounts[i].user_id to skip this): " + err.Error()
+				a.problem = "resolving the user id with GET /2/users/me (set accounts[i].user_id to skip this): " + o.redact.String(err.Error())
 				out = append(out, a)
 				continue
 			}

@@ -42,7 +42,7 @@ func (o BookmarksOptions) run(ctx context.Context, sourceName string, accounts [
 	for i, err := range errs {
 		if err != nil {
 			failed++
-			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", accounts[i].label, err)
+			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", accounts[i].label, o.redact.Error(err))
 		}
 	}
 	return failed
@@ -130,6 +130,7 @@ func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
 	o.Step("answer received") // and not yet in the journal: the kill tests stop here too
 	if err != nil {
 		if reason, perPost := refusedPost(err); perPost {
+			reason = o.redact.String(reason)
 			if err := j.Refused(post, reason); err != nil {
 				return false, err
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/spf13/cobra"
@@ -51,6 +52,11 @@ func Login(ctx context.Context, o LoginOptions) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	// The token endpoint and the API may echo what they were sent (the
+	// Basic header of a confidential app, the token): the errors say none
+	// of the credentials the login holds.
+	credentials := redact.New()
+	credentials.AddBasic(o.ClientID, o.ClientSecret)
 	tok, err := auth.Login(ctx, cfg, auth.LoginOptions{
 		Headless:    o.Headless,
 		In:          o.In,
@@ -59,11 +65,12 @@ func Login(ctx context.Context, o LoginOptions) error {
 		HTTPClient:  o.HTTPClient,
 	})
 	if err != nil {
-		return fmt.Errorf("login: %w", err)
+		return credentials.Error(fmt.Errorf("login: %w", err))
 	}
-	me, err := o.me(ctx, tok.AccessToken)
+	credentials.Add(tok.AccessToken, tok.RefreshToken)
+	me, err := o.me(ctx, tok.AccessToken, credentials)
 	if err != nil {
-		return err
+		return credentials.Error(err)
 	}
 	stored := auth.NewStoredToken(tok, o.ClientID, o.Now())
 	stored.UserID, stored.Username = me.ID, me.Username
@@ -107,12 +114,13 @@ func (o LoginOptions) authConfig() (auth.Config, error) {
 }
 
 // me is the user the access token is for, from GET /2/users/me.
-func (o LoginOptions) me(ctx context.Context, accessToken string) (*client.User, error) {
+func (o LoginOptions) me(ctx context.Context, accessToken string, credentials *redact.Redactor) (*client.User, error) {
 	transport := http.DefaultTransport
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		transport = o.HTTPClient.Transport
 	}
-	api, err := client.New(client.StaticTokenWithTransport(accessToken, transport), client.WithBaseURL(o.APIURL), client.WithUserAgent(xplugin.UserAgent()))
+	api, err := client.New(client.StaticTokenWithTransport(accessToken, transport), client.WithBaseURL(o.APIURL),
+		client.WithRedactor(credentials), client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		return nil, fmt.Errorf("login: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/spf13/cobra"
 )
 
@@ -66,6 +67,10 @@ func Logout(ctx context.Context, o LogoutOptions) error {
 		if cfg.ClientID == "" {
 			return usageErrorf("logout: %s records no client id: give the app's --client-id", o.TokenFile)
 		}
+		// The endpoint may echo what it was sent (the Basic header of a
+		// confidential app too): the error says none of it.
+		credentials := redact.New(stored.RefreshToken, stored.AccessToken)
+		credentials.AddBasic(cfg.ClientID, cfg.ClientSecret)
 		for _, t := range []struct{ token, hint string }{
 			{stored.RefreshToken, auth.HintRefreshToken},
 			{stored.AccessToken, auth.HintAccessToken},
@@ -75,7 +80,7 @@ func Logout(ctx context.Context, o LogoutOptions) error {
 			}
 			if err := auth.Revoke(ctx, cfg, o.RevokeURL, t.token, t.hint, o.HTTPClient); err != nil {
 				return fmt.Errorf("logout: revoking the %s: %w; %s was not removed: run the logout again (or remove the app's access at %s and use --no-revoke)",
-					t.hint, err, o.TokenFile, connectedApps)
+					t.hint, credentials.Error(err), o.TokenFile, connectedApps)
 			}
 		}
 	}

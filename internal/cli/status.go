@@ -15,6 +15,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/spf13/cobra"
@@ -52,6 +53,9 @@ type StatusReport struct {
 	TokenRefreshes int `json:"token_refreshes"`
 
 	meter *client.Meter
+	// credentials are those status holds, masked in what it reports: a
+	// server may echo the token it was sent in an error.
+	credentials *redact.Redactor
 }
 
 // AccountStatus is one account's status.
@@ -181,14 +185,14 @@ type statusTarget struct {
 // or the files (exit code 2 for the spec, 1 for the archive); an account's
 // trouble is in its Problems.
 func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
-	targets, err := statusTargets(o)
+	targets, credentials, err := statusTargets(o)
 	if err != nil {
 		return nil, err
 	}
 	if o.Transport == nil {
 		o.Transport = http.DefaultTransport
 	}
-	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0)}
+	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0), credentials: credentials}
 	var archive *archiveInfo
 	if o.Out != "" {
 		if archive, err = readArchive(ctx, o.Out); err != nil {
@@ -198,6 +202,7 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	users := map[string]string{} // user id → the account that has it
 	for _, t := range targets {
 		st := rep.check(ctx, t, o)
+		st.maskCredentials(rep.credentials)
 		if st.UserID != "" {
 			if first, ok := users[st.UserID]; ok {
 				st.Problems = append(st.Problems, fmt.Sprintf("user %s is also %s: each user may appear once (a sync fails the repeat)", st.UserID, first))
@@ -213,14 +218,16 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	return rep, nil
 }
 
-func statusTargets(o StatusOptions) ([]statusTarget, error) {
+// statusTargets are the accounts o names, and the credentials they give
+// (token files add theirs as they are read).
+func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
 	switch {
 	case o.Spec == "" && len(o.TokenFiles) == 0:
-		return nil, usageError(errors.New("status: give --spec FILE or --token-file FILE"))
+		return nil, nil, usageError(errors.New("status: give --spec FILE or --token-file FILE"))
 	case o.Spec != "":
 		src, err := export.ReadSpecFile(o.Spec)
 		if err != nil {
-			return nil, usageError(err)
+			return nil, nil, usageError(err)
 		}
 		s := src.Plugin
 		var ts []statusTarget
@@ -230,7 +237,7 @@ func statusTargets(o StatusOptions) ([]statusTarget, error) {
 				cfg: auth.Config{ClientID: firstNonEmpty(acct.ClientID, s.OAuth.ClientID), ClientSecret: firstNonEmpty(acct.ClientSecret, s.OAuth.ClientSecret), TokenURL: s.OAuth.TokenURL},
 			})
 		}
-		return ts, nil
+		return ts, xplugin.Credentials(s), nil
 	default:
 		var ts []statusTarget
 		for _, f := range o.TokenFiles {
@@ -239,7 +246,9 @@ func statusTargets(o StatusOptions) ([]statusTarget, error) {
 				cfg: auth.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL},
 			})
 		}
-		return ts, nil
+		credentials := redact.New()
+		credentials.AddBasic(o.ClientID, o.ClientSecret)
+		return ts, credentials, nil
 	}
 }
 
@@ -259,6 +268,7 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 		st.Problems = append(st.Problems, err.Error())
 		return st
 	}
+	rep.credentials.Add(stored.AccessToken, stored.RefreshToken)
 	st.describeToken(stored)
 	st.UserID = firstNonEmpty(st.UserID, stored.UserID)
 	cfg := t.cfg
@@ -293,7 +303,8 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 // which refreshes an expired token; unless that refreshed it, it refreshes
 // then. Either way the rotated pair is saved under the file's lock.
 func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken, transport http.RoundTripper) {
-	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}))
+	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithRedactor(rep.credentials),
+		auth.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}))
 	if err != nil {
 		st.Refresh = "failed"
 		st.Problems = append(st.Problems, err.Error())
@@ -328,6 +339,7 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
 		client.WithRateLimitWaitCap(0),
 		client.WithMeter(rep.meter),
+		client.WithRedactor(rep.credentials),
 		client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		st.Problems = append(st.Problems, err.Error())
@@ -343,6 +355,13 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 	}
 	st.UserID, st.Username, st.Name = me.ID, me.Username, me.Name
 	return nil
+}
+
+// maskCredentials masks the credentials r holds in what st reports of what
+// servers answered.
+func (st *AccountStatus) maskCredentials(r *redact.Redactor) {
+	r.Strings(st.Problems)
+	st.RefreshNote = r.String(st.RefreshNote)
 }
 
 func (st *AccountStatus) describeToken(t *auth.StoredToken) {

@@ -11,6 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
 
 // progress shows, per account, the bookmarks written, the posts billed, the
@@ -136,7 +137,7 @@ func (p *progress) lines() []string {
 		if s.UserID != "" {
 			name += " (user " + s.UserID + ")"
 		}
-		line := fmt.Sprintf("%s: %s written, %s billed, %s", name, plural(p.rows[s.UserID], "bookmark", "bookmarks"), plural(billed, "post", "posts"), plural(requests, "request", "requests"))
+		line := fmt.Sprintf("%s: %s written, %s billed, %s", name, plural.Count(p.rows[s.UserID], "bookmark", "bookmarks"), plural.Count(billed, "post", "posts"), plural.Count(requests, "request", "requests"))
 		if w, ok := p.waits[s.UserID]; ok && w.until.After(now) {
 			line += fmt.Sprintf(", waiting %s for the %s rate-limit window", w.until.Sub(now).Round(time.Second), w.op)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/gofrs/flock"
@@ -225,7 +226,7 @@ func distrust(key, value string, written map[string]*idSet) string {
 		}
 	}
 	if missing > 0 {
-		return fmt.Sprintf("%d of the %s it holds %s in no file", missing, plural(mem.Held.Len(), "post", "posts"), pick(missing, "is", "are"))
+		return fmt.Sprintf("%d of the %s it holds %s in no file", missing, plural.Count(mem.Held.Len(), "post", "posts"), plural.Pick(missing, "is", "are"))
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -226,7 +227,7 @@ func (s *Summary) WriteText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "x_bookmarks rows written: %d", t.BookmarksWritten)
 	if t.AlreadyArchived > 0 {
-		fmt.Fprintf(w, " (%s already in the archive and not written again)", plural(t.AlreadyArchived, "post read was", "posts read were"))
+		fmt.Fprintf(w, " (%s already in the archive and not written again)", plural.Count(t.AlreadyArchived, "post read was", "posts read were"))
 	}
 	fmt.Fprintln(w)
 	for _, a := range s.Accounts {
@@ -249,7 +250,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "no files written")
 	}
 	for _, f := range s.Files {
-		fmt.Fprintf(w, "wrote %s (%s)\n", f.Path, plural(f.Rows, "row", "rows"))
+		fmt.Fprintf(w, "wrote %s (%s)\n", f.Path, plural.Count(f.Rows, "row", "rows"))
 	}
 }
 

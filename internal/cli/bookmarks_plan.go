@@ -20,6 +20,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -144,7 +145,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	if !o.Yes {
 		fmt.Fprintf(o.Stdout, "\nDry run: nothing was %s. Run the same command with --yes to %s them.\n", done, doing)
 		if problems > 0 {
-			return accountsError(problems, len(accounts), fmt.Errorf("%s: %d of %s cannot take part (see PROBLEM above)", cmd, problems, plural(len(accounts), "account", "accounts")))
+			return accountsError(problems, len(accounts), fmt.Errorf("%s: %d of %s cannot take part (see PROBLEM above)", cmd, problems, plural.Count(len(accounts), "account", "accounts")))
 		}
 		return nil
 	}
@@ -156,7 +157,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	}
 	failed := o.run(ctx, src.Name, ready)
 	if n := failed + problems; n > 0 {
-		return accountsError(n, len(accounts), fmt.Errorf("%s: %d of %s did not finish (see above); run the same command again to resume", cmd, n, plural(len(accounts), "account", "accounts")))
+		return accountsError(n, len(accounts), fmt.Errorf("%s: %d of %s did not finish (see above); run the same command again to resume", cmd, n, plural.Count(len(accounts), "account", "accounts")))
 	}
 	return nil
 }
@@ -531,9 +532,9 @@ func (o BookmarksOptions) writeResumedPlan(a *opAccount) int {
 func (o BookmarksOptions) writeNewPlan(a *opAccount) {
 	doing, _, _ := o.verb()
 	n := len(a.plan)
-	what := fmt.Sprintf("%s to %s, oldest first", plural(n, "bookmark", "bookmarks"), doing)
+	what := fmt.Sprintf("%s to %s, oldest first", plural.Count(n, "bookmark", "bookmarks"), doing)
 	if o.Kind == export.OpAdd {
-		what = plural(n, "post", "posts") + " to add, oldest first"
+		what = plural.Count(n, "post", "posts") + " to add, oldest first"
 		if a.source != "" {
 			what += ", from the archive of user " + a.source
 		}
@@ -556,7 +557,7 @@ func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, p
 	_, _, noun := o.verb()
 	limit := client.DefaultLimits()[o.op()]
 	fmt.Fprintf(o.Stdout, "\nCost: %s, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
-		plural(total, "request", "requests"), limit, noun, duration(longest, limit))
+		plural.Count(total, "request", "requests"), limit, noun, duration(longest, limit))
 	if o.Kind == export.OpRemove {
 		fmt.Fprintln(o.Stdout, "The archive keeps every row; each removal is recorded in x_bookmark_changes, and the walk memory forgets the posts removed, so the next export bills what it would have without them.")
 		return
@@ -571,7 +572,7 @@ func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, p
 	}
 	fmt.Fprintf(o.Stdout, "The next export reads each added post as a new bookmark: about %d posts billed (USD %.2f).", total+2*len(accounts), float64(total+2*len(accounts))*usd)
 	if archived > 0 {
-		fmt.Fprintf(o.Stdout, " %d of them %s in x_bookmarks already, and %s not written again.", archived, pick(archived, "is", "are"), pick(archived, "is", "are"))
+		fmt.Fprintf(o.Stdout, " %d of them %s in x_bookmarks already, and %s not written again.", archived, plural.Pick(archived, "is", "are"), plural.Pick(archived, "is", "are"))
 	}
 	fmt.Fprintln(o.Stdout, " Each addition is recorded in x_bookmark_changes.")
 }
@@ -584,7 +585,7 @@ func (o BookmarksOptions) selects() bool {
 // duration says how long n requests take at limit per window.
 func duration(n, limit int) string {
 	if n <= limit {
-		return fmt.Sprintf("%s in one window", plural(n, "request fits", "requests fit"))
+		return fmt.Sprintf("%s in one window", plural.Count(n, "request fits", "requests fit"))
 	}
 	windows := (n + limit - 1) / limit
 	d := time.Duration(windows-1) * client.DefaultWindow

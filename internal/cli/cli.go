@@ -212,17 +212,3 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
-
-// plural is n and the noun for it: plural(1, "request", "requests") is
-// "1 request", plural(2, …) "2 requests".
-func plural[N ~int | ~int64](n N, one, many string) string {
-	return fmt.Sprintf("%d %s", n, pick(n, one, many))
-}
-
-// pick is one when n is 1, otherwise many.
-func pick[N ~int | ~int64](n N, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}

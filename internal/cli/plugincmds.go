@@ -17,6 +17,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/docs"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/serve"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/tabledoc"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -366,7 +367,7 @@ func (e *enum) Set(v string) error {
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != len(names) {
-			return usageErrorf("%s takes %s (%s), got %d", cmd.Name(), strings.Join(names, " "), plural(len(names), "argument", "arguments"), len(args))
+			return usageErrorf("%s takes %s (%s), got %d", cmd.Name(), strings.Join(names, " "), plural.Count(len(names), "argument", "arguments"), len(args))
 		}
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -168,7 +169,7 @@ func (a *app) status(ctx context.Context, o StatusOptions) error {
 		if o.JSON {
 			where = `"problems" in the report`
 		}
-		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %s %s a problem (see %s)", failed, plural(len(rep.Accounts), "account", "accounts"), pick(failed, "has", "have"), where))
+		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %s %s a problem (see %s)", failed, plural.Count(len(rep.Accounts), "account", "accounts"), plural.Pick(failed, "has", "have"), where))
 	}
 	return nil
 }
@@ -425,7 +426,7 @@ func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
 		st.writeText(w, rep.Out, now)
 	}
 	fmt.Fprintf(w, "\nstatus sent %s to the API (GET /2/users/me: a user read each, no post), which returned %s, and %s.\n",
-		plural(rep.APIRequests, "request", "requests"), plural(rep.PostsBilled, "post", "posts"), plural(rep.TokenRefreshes, "token refresh", "token refreshes"))
+		plural.Count(rep.APIRequests, "request", "requests"), plural.Count(rep.PostsBilled, "post", "posts"), plural.Count(rep.TokenRefreshes, "token refresh", "token refreshes"))
 	if rep.Out == "" {
 		fmt.Fprint(w, "The last sync and the posts held are in an exporter's directory (--out DIR); a CloudQuery sync keeps them\n"+
 			"in the destination's x_api_usage table and its state backend, e.g.:\n"+
@@ -496,8 +497,8 @@ func (st *AccountStatus) writeArchive(line func(label, format string, a ...any),
 		}
 		r0 := st.LastSync[0]
 		line("last sync", "%s (sync %s): %s, %s; %s billed (est. USD %.4f), %s",
-			r0.StartedAt.Format("2006-01-02 15:04:05 MST"), r0.SyncID, plural(found[string(client.OpListBookmarks)], "new bookmark", "new bookmarks"),
-			plural(found[string(client.OpGetFolder)], "new folder post", "new folder posts"), plural(billed, "post", "posts"), usd, plural(requests, "request", "requests"))
+			r0.StartedAt.Format("2006-01-02 15:04:05 MST"), r0.SyncID, plural.Count(found[string(client.OpListBookmarks)], "new bookmark", "new bookmarks"),
+			plural.Count(found[string(client.OpGetFolder)], "new folder post", "new folder posts"), plural.Count(billed, "post", "posts"), usd, plural.Count(requests, "request", "requests"))
 		if len(walks) > 0 {
 			line("walks", "%s", strings.Join(walks, "; "))
 		}

@@ -48,6 +48,25 @@ func (s *Set) Add(id string) bool {
 	return true
 }
 
+// Has reports whether id is in the set.
+func (s *Set) Has(id string) bool {
+	n, ok := Number(id)
+	if !ok {
+		_, had := s.other[id]
+		return had
+	}
+	if _, had := s.latest[n]; had {
+		return true
+	}
+	_, had := slices.BinarySearch(s.sorted, n)
+	return had
+}
+
+// Clone returns a copy of the set.
+func (s *Set) Clone() *Set {
+	return &Set{sorted: slices.Clone(s.sorted), latest: maps.Clone(s.latest), other: maps.Clone(s.other)}
+}
+
 // Len is the number of ids in the set.
 func (s *Set) Len() int { return len(s.sorted) + len(s.latest) + len(s.other) }
 
@@ -68,10 +87,13 @@ func (s *Set) Sorted() []string {
 }
 
 // merge moves the latest additions into the sorted slice, merging from its
-// end so that the slice needs no second copy.
+// end so that the slice needs no second copy. The map goes with them: a set
+// that grows no more (a walk's posts, a day's ledger, kept until the sync
+// ends) keeps its ids in 8 bytes each, not in a map sized for the last
+// additions.
 func (s *Set) merge() {
 	add := slices.Sorted(maps.Keys(s.latest))
-	clear(s.latest)
+	s.latest = nil
 	n := len(s.sorted)
 	s.sorted = slices.Grow(s.sorted, len(add))[:n+len(add)]
 	i, j := n-1, len(add)-1

@@ -145,13 +145,12 @@ type run struct {
 	rec     runRecord
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
+	// written holds, per account, the posts of the x_bookmarks rows
+	// written: by earlier runs (HasEarlier), and by this one.
 	written *writtenIDs
-	// fresh holds, per account, the posts first written by this run: a
-	// bookmark in written but not in fresh was written by an earlier run.
-	fresh map[string]*idSet
-	sess  *account.Set
-	comp  *resources.Compliance // the sync's compliance check, if it ran one
-	prog  *progress
+	sess    *account.Set
+	comp    *resources.Compliance // the sync's compliance check, if it ran one
+	prog    *progress
 	// stateC is the plugin's state backend during the run: it starts from
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
@@ -229,7 +228,7 @@ func (r *run) begin() error {
 	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
 		return err
 	}
-	r.written, r.fresh = newWrittenIDs(r.state.Written), map[string]*idSet{}
+	r.written = newWrittenIDs(r.state.Written)
 	return nil
 }
 
@@ -456,12 +455,6 @@ func (r *run) firstWrite(uid, postID string) bool {
 		r.res.skipped(uid)
 		return false
 	}
-	fresh := r.fresh[uid]
-	if fresh == nil {
-		fresh = &idSet{}
-		r.fresh[uid] = fresh
-	}
-	fresh.Add(postID)
 	r.res.wroteBookmark(uid)
 	r.prog.addRows(uid, 1)
 	return true
@@ -482,7 +475,7 @@ func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 // bookmark's row: records of different tables are not ordered.)
 func (r *run) writtenBefore(uid, postID string) bool {
 	set := r.written.byUser[uid]
-	return set != nil && set.Has(postID) && (r.fresh[uid] == nil || !r.fresh[uid].Has(postID))
+	return set != nil && set.HasEarlier(postID)
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {

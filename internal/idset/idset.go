@@ -11,8 +11,9 @@ import (
 
 // Set is a set of ids. Ids that are decimal numbers (as X's are) are kept
 // as numbers: a sorted slice, and the latest additions in a map merged
-// into it whenever it holds an eighth as many. Any other id a server sent
-// is kept as it came. The zero Set is empty and ready.
+// into it whenever it holds an eighth as many (and at least minMerge). Any
+// other id a server sent is kept as it came. The zero Set is empty and
+// ready.
 type Set struct {
 	sorted []uint64
 	latest map[uint64]struct{}
@@ -42,7 +43,7 @@ func (s *Set) Add(id string) bool {
 		s.latest = map[uint64]struct{}{}
 	}
 	s.latest[n] = struct{}{}
-	if len(s.latest) >= max(1024, len(s.sorted)/8) {
+	if len(s.latest) >= max(minMerge, len(s.sorted)/8) {
 		s.merge()
 	}
 	return true
@@ -85,6 +86,11 @@ func (s *Set) Sorted() []string {
 	slices.Sort(out)
 	return out
 }
+
+// minMerge is the fewest latest additions a set merges: a map takes two or
+// three times the bytes of the slice an id, and most sets hold a few
+// hundred ids (an account's posts read and billed).
+const minMerge = 64
 
 // merge moves the latest additions into the sorted slice, merging from its
 // end so that the slice needs no second copy. The map goes with them: a set

@@ -2,6 +2,7 @@ package idset
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -46,10 +47,10 @@ func TestIDsThatAreNotPlainNumbersAreKeptAsTheyCame(t *testing.T) {
 // account is kept until the sync ends).
 func TestAMergedSetKeepsNoMap(t *testing.T) {
 	var s Set
-	for i := range 1024 {
+	for i := range minMerge {
 		s.Add(strconv.Itoa(1_000_000 + i))
 	}
-	if s.latest != nil || len(s.sorted) != 1024 {
+	if s.latest != nil || len(s.sorted) != minMerge {
 		t.Errorf("after a merge: %d sorted, latest map %v", len(s.sorted), s.latest != nil)
 	}
 }
@@ -77,4 +78,25 @@ func TestHasAndClone(t *testing.T) {
 	if !c.Has("1") || c.Len() != s.Len()+1 {
 		t.Errorf("clone: has 1 %v, %d ids for %d", c.Has("1"), c.Len(), s.Len())
 	}
+}
+
+// Sets of a few hundred ids, as most accounts' ledgers of the day are, keep
+// them in about 8 bytes each, not in a map.
+func TestSmallSetsCostAboutEightBytesAnID(t *testing.T) {
+	const sets, perSet = 1000, 300
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	all := make([]Set, sets)
+	for i := range all {
+		for j := range perSet {
+			all[i].Add(strconv.Itoa(1_700_000_000_000_000_000 + i*perSet + j))
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if perID := float64(after.HeapAlloc-before.HeapAlloc) / (sets * perSet); perID > 12 {
+		t.Errorf("%.1f bytes an id held", perID)
+	}
+	runtime.KeepAlive(all)
 }

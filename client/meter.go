@@ -297,6 +297,18 @@ func (m *Meter) BilledToday(userID string) (day string, posts, users *idset.Set)
 	return l.day, l.seen[kindPost].Clone(), l.seen[kindUser].Clone()
 }
 
+// ForgetBilled drops userID's ledger of the day, once it is saved and
+// nothing more of the user's is billed: it holds every post read that day,
+// the most a meter holds.
+func (m *Meter) ForgetBilled(userID string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.days, userID)
+}
+
 // RestoreBilled adds to userID's ledger what an earlier meter saw billed on
 // day: resources read again on that UTC day are not billed again. A day
 // older than the one the ledger is on is ignored; a newer one replaces it.

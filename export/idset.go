@@ -241,6 +241,16 @@ func (s *idSet) hasNum(n uint64) bool {
 	return added
 }
 
+// sortedNumbers returns the numbers of the set, sorted, without settling it.
+func (s *idSet) sortedNumbers() []uint64 {
+	latest := make([]uint64, 0, len(s.addNums))
+	for n := range s.addNums {
+		latest = append(latest, n)
+	}
+	slices.Sort(latest)
+	return mergeSorted(mergeSorted(s.nums, s.added), latest)
+}
+
 // numbers is how many numbers the set holds.
 func (s *idSet) numbers() int { return len(s.nums) + len(s.added) + len(s.addNums) }
 

@@ -169,3 +169,36 @@ func TestAPostReferencingOnePostTwiceHasARowPerType(t *testing.T) {
 		t.Errorf("types %v, keys %v: want a row of each type, under two keys", types, keys)
 	}
 }
+
+// A bookmark is resolved with the child tables it has rows of only: the
+// scheduler would start a resolver of each child table for every row, and
+// most bookmarks have no media, author or reference to give them.
+func TestABookmarkIsResolvedWithTheChildTablesItHasRowsOf(t *testing.T) {
+	table := Bookmarks()
+	if table.PostResourceResolver == nil {
+		t.Fatal("x_bookmarks resolves every child table of every row")
+	}
+	for _, tc := range []struct {
+		b    *bookmark
+		want []string
+	}{
+		{&bookmark{post: &client.Post{ID: "1"}}, nil},
+		{&bookmark{post: &client.Post{ID: "2"}, media: []mediaItem{{key: "3_1"}}}, []string{BookmarkMediaTable}},
+		{&bookmark{post: &client.Post{ID: "3"}, author: &expandedUser{id: "7"}, refs: []reference{{id: "4"}}}, []string{BookmarkAuthorsTable, ReferencedPostsTable}},
+	} {
+		r := schema.NewResourceData(table, nil, tc.b)
+		if err := table.PostResourceResolver(context.Background(), nil, r); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, child := range r.Table.Relations {
+			got = append(got, child.Name)
+		}
+		if !slices.Equal(got, tc.want) || r.Table.Name != BookmarksTable || len(r.Table.Columns) != len(table.Columns) {
+			t.Errorf("post %s: child tables %v, want %v", tc.b.post.ID, got, tc.want)
+		}
+	}
+	if len(table.Relations) != 3 {
+		t.Errorf("the table itself lost child tables: %d left", len(table.Relations))
+	}
+}

@@ -11,6 +11,7 @@ require (
 	github.com/cloudquery/plugin-pb-go v1.27.15
 	github.com/cloudquery/plugin-sdk/v4 v4.96.1
 	github.com/ghodss/yaml v1.0.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/gofrs/flock v0.12.1
 	github.com/google/uuid v1.6.0
 	github.com/mattn/go-isatty v0.0.20

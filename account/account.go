@@ -53,6 +53,12 @@ type Session struct {
 	// its resolvers runs (resolving the user id needs a request, which an
 	// account in another shard should not make).
 	Setup func(ctx context.Context) error
+	// Archived, when set, reads the posts written to x_bookmarks for the
+	// account (X ids as numbers, sorted) from the destination, which keeps
+	// that record itself (the exporter's written ids): the compliance checks
+	// read them from it, and the plugin keeps no record of its own in the
+	// state backend.
+	Archived func(ctx context.Context, userID string) ([]uint64, error)
 
 	name      string
 	setupOnce sync.Once

@@ -406,9 +406,8 @@ func decodeComplianceResults(body []byte) ([]ComplianceResult, error) {
 			continue
 		}
 		var r ComplianceResult
-		if err := json.Unmarshal(line, &r); err != nil {
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
+		if err := unmarshalObject(line, &r); err != nil {
+			if isSyntaxError(err) {
 				return nil, fmt.Errorf("results line %d: %w", n, err)
 			}
 			return nil, shapef("results line %d: %v", n, err)

@@ -5,15 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Bodies are decoded with encoding/json: a full page takes a few
-// milliseconds, where X takes hundreds to send it (docs/design/decoder.md).
+// Bodies are decoded with encoding/json/v2 (github.com/go-json-experiment/json,
+// which the standard library's encoding/json/v2 is): one pass over a page,
+// which keeps each post as the bytes it was read from (docs/design/decoder.md).
 //
 // What the decoders guarantee: a body that is not JSON is told apart from
 // valid JSON of the wrong shape (the first may be a cut connection and is
@@ -41,25 +46,27 @@ var (
 	errNoMeta = shapeError("no meta.result_count (every page has one)")
 )
 
+// duplicateNames lets an object name a member twice, the later winning, as
+// encoding/json and json.Valid do (RFC 8259 only says names SHOULD be
+// unique): such a body is JSON, of a shape that is judged as any other.
+var duplicateNames = jsontext.AllowDuplicateNames(true)
+
 // isSyntaxError reports whether err says the body was not valid JSON.
 func isSyntaxError(err error) bool {
-	var se *json.SyntaxError
+	var se *jsontext.SyntacticError
 	return errors.As(err, &se) || errors.Is(err, errEmptyBody)
 }
 
 // unmarshalObject decodes body, which must be one JSON object, into v. A body
-// that is not JSON gives a *json.SyntaxError (encoding/json checks the whole
-// body before it decodes any of it); valid JSON of another shape a shapeError.
-func unmarshalObject(body []byte, v any) error {
+// that is not JSON gives a *jsontext.SyntacticError; valid JSON of another
+// shape a shapeError.
+func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
 		return errEmptyBody
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		if isSyntaxError(err) {
-			return err
-		}
-		return shapeError(err.Error())
+	if err := jsonv2.Unmarshal(body, v, append(opts, duplicateNames)...); err != nil {
+		return classify(body, err)
 	}
 	if trimmed[0] != '{' {
 		return errNotObject
@@ -67,23 +74,166 @@ func unmarshalObject(body []byte, v any) error {
 	return nil
 }
 
-// postPageBody is a bookmarks page as it is decoded: each post is decoded on
-// its own, so that an error names it and Raw keeps it verbatim.
-type postPageBody struct {
-	Data     []json.RawMessage `json:"data"`
-	Includes rawIncludes       `json:"includes"`
-	Errors   []json.RawMessage `json:"errors"`
-	Meta     *struct {
-		Meta
-		ResultCount *int `json:"result_count"`
-	} `json:"meta"`
+// classify tells why body could not be decoded: the decoder stops at the
+// first value of the wrong shape, before it has seen whether the rest of
+// the body is JSON, and a body that is not is a syntax error whatever its
+// start was.
+func classify(body []byte, err error) error {
+	if isSyntaxError(err) {
+		return err
+	}
+	var whole jsontext.Value
+	if serr := jsonv2.Unmarshal(body, &whole, duplicateNames); serr != nil {
+		return serr
+	}
+	return shapeError(shapeText(err))
 }
 
-// rawIncludes are a page's includes; X's later OpenAPI revision calls the
-// expanded posts "posts", which are taken as "tweets".
-type rawIncludes struct {
-	Includes
-	Posts []json.RawMessage `json:"posts,omitempty"`
+// shapeText says where a value had the wrong shape in the terms of JSON,
+// not of the Go types it was decoded into: "a string at /data/0/id, where
+// a number belongs".
+func shapeText(err error) string {
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) || se.GoType == nil || se.JSONKind == jsontext.KindInvalid {
+		return err.Error()
+	}
+	where := "the top level"
+	if se.JSONPointer != "" {
+		where = string(se.JSONPointer)
+	}
+	text := fmt.Sprintf("%s at %s, where %s belongs", jsonKinds[se.JSONKind], where, kindOf(se.GoType))
+	if se.Err != nil && !errors.Is(se.Err, strconv.ErrSyntax) {
+		text += " (" + se.Err.Error() + ")" // a number out of range
+	}
+	return text
+}
+
+var jsonKinds = map[jsontext.Kind]string{
+	jsontext.KindNull: "null", jsontext.KindFalse: "false", jsontext.KindTrue: "true", jsontext.KindString: "a string",
+	jsontext.KindNumber: "a number", jsontext.KindBeginObject: "an object", jsontext.KindBeginArray: "an array",
+}
+
+// kindOf is the JSON value a Go type is decoded from.
+func kindOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another value"
+}
+
+// rawValue is a JSON value as the bytes of the body it was read from.
+type rawValue []byte
+
+// withRaw is an object decoded, and the bytes of the body it was read from.
+type withRaw[T any] struct {
+	v   T
+	raw []byte
+}
+
+// bodyOptions are the options that decode body: rawValue and withRaw are
+// kept as slices of it, so a page is read once and each of its objects
+// kept as it came. (A slice's capacity ends with it: appending to one
+// copies, and never writes over the rest of the body.)
+func bodyOptions(body []byte) jsonv2.Options {
+	span := func(start, end int64) []byte {
+		b := body[start:end:end]
+		return bytes.TrimLeft(b, " \t\r\n,:") // the separator read before the value
+	}
+	return jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *rawValue) error {
+			start := dec.InputOffset()
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+			*v = span(start, dec.InputOffset())
+			return nil
+		}),
+		keepRaw[postFields](span),
+		keepRaw[userFields](span),
+		keepRaw[mediaFields](span),
+	))
+}
+
+// keepRaw decodes a withRaw[T].
+func keepRaw[T any](span func(start, end int64) []byte) *jsonv2.Unmarshalers {
+	return jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, w *withRaw[T]) error {
+		start := dec.InputOffset()
+		if err := jsonv2.UnmarshalDecode(dec, &w.v); err != nil {
+			return err
+		}
+		w.raw = span(start, dec.InputOffset())
+		return nil
+	})
+}
+
+// postPageBody is a bookmarks page as it is decoded.
+type postPageBody struct {
+	Data     []withRaw[postFields] `json:"data"`
+	Includes struct {
+		Users  []withRaw[userFields]  `json:"users"`
+		Media  []withRaw[mediaFields] `json:"media"`
+		Tweets []withRaw[postFields]  `json:"tweets"`
+		// X's later OpenAPI revision calls the expanded posts "posts",
+		// which are taken as "tweets".
+		Posts  []withRaw[postFields] `json:"posts"`
+		Polls  []rawValue            `json:"polls"`
+		Places []rawValue            `json:"places"`
+	} `json:"includes"`
+	Errors []rawValue `json:"errors"`
+	Meta   *pageMeta  `json:"meta"`
+}
+
+// pageMeta is a page's meta, which must count its posts.
+type pageMeta struct {
+	Meta
+	ResultCount *int `json:"result_count"`
+}
+
+// postFields are the members of a post object that are decoded.
+type postFields struct {
+	ID                  string   `json:"id"`
+	Text                string   `json:"text"`
+	CreatedAt           *string  `json:"created_at"` // a time that does not parse is kept in Raw only
+	AuthorID            string   `json:"author_id"`
+	ConversationID      string   `json:"conversation_id"`
+	Lang                string   `json:"lang"`
+	InReplyToUserID     string   `json:"in_reply_to_user_id"`
+	PossiblySensitive   *bool    `json:"possibly_sensitive"`
+	EditHistoryTweetIDs []string `json:"edit_history_tweet_ids"`
+	PublicMetrics       rawValue `json:"public_metrics"`
+	Entities            rawValue `json:"entities"`
+	ReferencedTweets    rawValue `json:"referenced_tweets"`
+	Attachments         rawValue `json:"attachments"`
+	NoteTweet           rawValue `json:"note_tweet"`
+	Article             rawValue `json:"article"`
+}
+
+// userFields are the members of a user object that are decoded.
+type userFields struct {
+	User
+	CreatedAt     *string  `json:"created_at"` // a time that does not parse is kept in Raw only
+	PublicMetrics rawValue `json:"public_metrics"`
+}
+
+// mediaFields are the members of a media object that are decoded.
+type mediaFields struct {
+	Media
+	PublicMetrics rawValue `json:"public_metrics"`
 }
 
 // decodePostPage decodes a list_bookmarks page. res is what the body holds,
@@ -93,39 +243,66 @@ type rawIncludes struct {
 // each post and expanded object is kept as valid Unicode (see validText).
 func decodePostPage(body []byte) (page *PostPage, res Resources, err error) {
 	body = validText(body)
+	opts := bodyOptions(body)
 	var w postPageBody
-	if err = unmarshalObject(body, &w); err != nil {
-		return nil, w.resources(), err
+	if err = unmarshalObject(body, &w, opts); err != nil {
+		return nil, refusedResources(body, opts), err
 	}
 	if len(w.Data) == 0 && w.Meta == nil && len(w.Errors) > 0 {
 		return nil, Resources{}, errorsOnly(w.Errors)
 	}
+	refused := func(err error) (*PostPage, Resources, error) { return nil, refusedResources(body, opts), err }
 	if w.Meta == nil || w.Meta.ResultCount == nil {
-		return nil, w.resources(), errNoMeta
+		return refused(errNoMeta)
 	}
-	w.Includes.Tweets = append(w.Includes.Tweets, w.Includes.Posts...)
-	page = &PostPage{Includes: w.Includes.Includes, Meta: w.Meta.Meta}
+	page = &PostPage{Meta: w.Meta.Meta}
 	page.Meta.ResultCount = *w.Meta.ResultCount
 	if len(w.Data) > 0 {
 		page.Data = make([]Post, len(w.Data))
 	}
-	for i, raw := range w.Data {
-		if err := decodePost(raw, &page.Data[i]); err != nil {
-			return nil, w.resources(), fmt.Errorf("data[%d]: %w", i, err)
+	for i := range w.Data {
+		if err := makePost(&w.Data[i], &page.Data[i]); err != nil {
+			return refused(fmt.Errorf("data[%d]: %w", i, err))
 		}
 	}
 	if err := checkIDs(len(page.Data), func(i int) string { return page.Data[i].ID }); err != nil {
-		return nil, w.resources(), err
+		return refused(err)
 	}
-	if page.Expanded, err = decodeExpanded(&page.Includes); err != nil {
-		return nil, w.resources(), err
+	in := &w.Includes
+	in.Tweets = append(in.Tweets, in.Posts...)
+	page.Includes = Includes{Users: raws(in.Users), Media: raws(in.Media), Tweets: raws(in.Tweets), Polls: rawMessages(in.Polls), Places: rawMessages(in.Places)}
+	if page.Expanded, err = decodeExpanded(in.Users, in.Media, in.Tweets); err != nil {
+		return refused(err)
 	}
 	if page.Errors, err = partialErrors(w.Errors); err != nil {
-		return nil, w.resources(), err
+		return refused(err)
 	}
 	res = page.resources()
 	res.checkCount(page.Meta.ResultCount, len(page.Data))
 	return page, res, nil
+}
+
+// raws are the objects as they came.
+func raws[T any](objs []withRaw[T]) []json.RawMessage {
+	if len(objs) == 0 {
+		return nil
+	}
+	out := make([]json.RawMessage, len(objs))
+	for i := range objs {
+		out[i] = objs[i].raw
+	}
+	return out
+}
+
+func rawMessages(vs []rawValue) []json.RawMessage {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]json.RawMessage, len(vs))
+	for i, v := range vs {
+		out[i] = json.RawMessage(v)
+	}
+	return out
 }
 
 // resources are what a page holds, by billed type.
@@ -134,22 +311,30 @@ func (p *PostPage) resources() Resources {
 	for i := range p.Data {
 		res.Posts = append(res.Posts, p.Data[i].ID)
 	}
-	for _, raw := range p.Includes.Tweets {
-		id, _ := topLevelString(raw, "id") // decodeExpanded checked it
-		res.Posts = append(res.Posts, id)
-	}
-	for _, raw := range p.Includes.Users {
-		id, _ := topLevelString(raw, "id")
-		res.Users = append(res.Users, id)
-	}
+	res.Posts = append(res.Posts, p.Expanded.postIDs...)
+	res.Users = p.Expanded.userIDs
 	return res
 }
 
-// resources are what a body refused for its shape holds: the ids that can
-// be read, and a count of the posts whose ids cannot.
-func (w *postPageBody) resources() Resources {
+// rawPageBody is a page read no further than its objects.
+type rawPageBody struct {
+	Data     []rawValue `json:"data"`
+	Includes struct {
+		Users  []rawValue `json:"users"`
+		Media  []rawValue `json:"media"`
+		Tweets []rawValue `json:"tweets"`
+		Posts  []rawValue `json:"posts"`
+	} `json:"includes"`
+}
+
+// refusedResources are what a body refused for its shape holds: the ids
+// that can be read, and a count of the posts whose ids cannot. A body that
+// is not JSON holds none that can be told.
+func refusedResources(body []byte, opts jsonv2.Options) Resources {
+	var w rawPageBody
+	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
 	res := Resources{Media: len(w.Includes.Media)}
-	for _, objs := range [][]json.RawMessage{w.Data, w.Includes.Tweets, w.Includes.Posts} {
+	for _, objs := range [][]rawValue{w.Data, w.Includes.Tweets, w.Includes.Posts} {
 		for _, raw := range objs {
 			if id, ok := topLevelString(raw, "id"); ok && id != "" {
 				res.Posts = append(res.Posts, id)
@@ -174,14 +359,14 @@ func (r *Resources) checkCount(resultCount, posts int) {
 	}
 }
 
-// decodeExpanded decodes and indexes the includes the resources use: users,
-// media and posts. Each must carry its id.
-func decodeExpanded(in *Includes) (Expanded, error) {
+// decodeExpanded checks and indexes the includes the resources use: users,
+// media and posts. Each must be an object and carry its id.
+func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], posts []withRaw[postFields]) (Expanded, error) {
 	var e Expanded
-	if len(in.Users) > 0 {
-		e.Users = make(map[string]*User, len(in.Users))
-		for i, raw := range in.Users {
-			u, err := decodeUserObject(raw)
+	if len(users) > 0 {
+		e.Users = make(map[string]*User, len(users))
+		for i := range users {
+			u, err := makeUser(&users[i])
 			switch {
 			case err != nil:
 			case u.ID == "":
@@ -192,37 +377,37 @@ func decodeExpanded(in *Includes) (Expanded, error) {
 			if err != nil {
 				return e, fmt.Errorf("includes.users[%d]: %w", i, err)
 			}
+			e.userIDs = append(e.userIDs, u.ID)
 			if _, dup := e.Users[u.ID]; !dup {
 				e.Users[u.ID] = u
 			}
 		}
 	}
-	if len(in.Media) > 0 {
-		e.Media = make(map[string]*Media, len(in.Media))
-		for i, raw := range in.Media {
-			m := &Media{}
-			if len(raw) == 0 || raw[0] != '{' {
+	if len(media) > 0 {
+		e.Media = make(map[string]*Media, len(media))
+		for i := range media {
+			w := &media[i]
+			if !isObject(w.raw) {
 				return e, shapef("includes.media[%d]: not an object", i)
 			}
-			if err := json.Unmarshal(raw, m); err != nil {
-				return e, shapef("includes.media[%d]: %v", i, err)
-			}
-			if m.MediaKey == "" {
+			if w.v.MediaKey == "" {
 				return e, shapef("includes.media[%d]: no media_key", i)
 			}
-			m.Raw = raw
+			m := w.v.Media
+			m.PublicMetrics, m.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
 			if _, dup := e.Media[m.MediaKey]; !dup {
-				e.Media[m.MediaKey] = m
+				e.Media[m.MediaKey] = &m
 			}
 		}
 	}
-	if len(in.Tweets) > 0 {
-		e.Posts = make(map[string]*Post, len(in.Tweets))
-		for i, raw := range in.Tweets {
+	if len(posts) > 0 {
+		e.Posts = make(map[string]*Post, len(posts))
+		for i := range posts {
 			p := &Post{}
-			if err := decodePost(raw, p); err != nil {
+			if err := makePost(&posts[i], p); err != nil {
 				return e, fmt.Errorf("includes.tweets[%d]: %w", i, err)
 			}
+			e.postIDs = append(e.postIDs, p.ID)
 			if _, dup := e.Posts[p.ID]; !dup {
 				e.Posts[p.ID] = p
 			}
@@ -231,38 +416,47 @@ func decodeExpanded(in *Includes) (Expanded, error) {
 	return e, nil
 }
 
-// decodePost decodes one element of "data" (or of includes.tweets).
+func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// decodePost decodes one post object on its own (as an element of "data"
+// or of includes.tweets is decoded).
 func decodePost(raw json.RawMessage, p *Post) error {
-	if len(raw) == 0 || raw[0] != '{' {
+	var w withRaw[postFields]
+	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
+		return err
+	}
+	return makePost(&w, p)
+}
+
+// makePost checks a post object as it was decoded and makes it a Post.
+func makePost(w *withRaw[postFields], p *Post) error {
+	if !isObject(w.raw) {
 		return shapeError("not an object")
 	}
-	var w struct {
-		Post
-		CreatedAt *string `json:"created_at"` // a time that does not parse is kept in Raw only
-	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return shapeError(err.Error())
-	}
-	*p = w.Post
+	f := &w.v
+	*p = Post{ID: f.ID, Text: f.Text, AuthorID: f.AuthorID, ConversationID: f.ConversationID, Lang: f.Lang,
+		InReplyToUserID: f.InReplyToUserID, PossiblySensitive: f.PossiblySensitive, EditHistoryTweetIDs: f.EditHistoryTweetIDs,
+		PublicMetrics: json.RawMessage(f.PublicMetrics), Entities: json.RawMessage(f.Entities), ReferencedTweets: json.RawMessage(f.ReferencedTweets),
+		Attachments: json.RawMessage(f.Attachments), NoteTweet: json.RawMessage(f.NoteTweet), Article: json.RawMessage(f.Article)}
 	if p.ID == "" {
 		return shapeError("no id")
 	}
 	if err := checkPostIDs(p); err != nil {
 		return err
 	}
-	p.CreatedAt = parseTime(w.CreatedAt)
-	if len(p.Attachments) > 0 && p.Attachments[0] == '{' {
+	p.CreatedAt = parseTime(f.CreatedAt)
+	if isObject(p.Attachments) {
 		var a struct {
 			MediaKeys []string `json:"media_keys"`
 		}
-		if err := json.Unmarshal(p.Attachments, &a); err != nil {
-			return shapeError("attachments: " + err.Error())
+		if err := jsonv2.Unmarshal(p.Attachments, &a, duplicateNames); err != nil {
+			return shapeError("attachments: " + shapeText(err))
 		}
 		p.MediaKeys = a.MediaKeys
 	}
 	if len(p.ReferencedTweets) > 0 && p.ReferencedTweets[0] == '[' {
-		if err := json.Unmarshal(p.ReferencedTweets, &p.References); err != nil {
-			return shapeError("referenced_tweets: " + err.Error())
+		if err := jsonv2.Unmarshal(p.ReferencedTweets, &p.References, duplicateNames); err != nil {
+			return shapeError("referenced_tweets: " + shapeText(err))
 		}
 		for i, r := range p.References {
 			if r.ID == "" {
@@ -270,19 +464,19 @@ func decodePost(raw json.RawMessage, p *Post) error {
 			}
 		}
 	}
-	if len(p.NoteTweet) > 0 && p.NoteTweet[0] == '{' {
+	if isObject(p.NoteTweet) {
 		var n struct {
 			Text string `json:"text"`
 		}
-		if err := json.Unmarshal(p.NoteTweet, &n); err != nil {
-			return shapeError("note_tweet: " + err.Error())
+		if err := jsonv2.Unmarshal(p.NoteTweet, &n, duplicateNames); err != nil {
+			return shapeError("note_tweet: " + shapeText(err))
 		}
 		p.NoteText = n.Text
 	}
-	if len(p.Article) > 0 && p.Article[0] == '{' {
+	if isObject(p.Article) {
 		decodeArticle(p)
 	}
-	p.Raw = raw
+	p.Raw = w.raw
 	return nil
 }
 
@@ -304,20 +498,20 @@ func parseTime(s *string) *time.Time {
 // are left in Raw, not refused.
 func decodeArticle(p *Post) {
 	var a struct {
-		Title         json.RawMessage   `json:"title"`
-		PlainText     json.RawMessage   `json:"plain_text"`
-		CoverMedia    json.RawMessage   `json:"cover_media"`
-		MediaEntities []json.RawMessage `json:"media_entities"`
+		Title         rawValue   `json:"title"`
+		PlainText     rawValue   `json:"plain_text"`
+		CoverMedia    rawValue   `json:"cover_media"`
+		MediaEntities []rawValue `json:"media_entities"`
 	}
-	if json.Unmarshal(p.Article, &a) != nil {
+	if jsonv2.Unmarshal(p.Article, &a, bodyOptions(p.Article), duplicateNames) != nil {
 		return
 	}
-	str := func(raw json.RawMessage) string {
+	str := func(raw rawValue) string {
 		var s string
-		_ = json.Unmarshal(raw, &s)
+		_ = jsonv2.Unmarshal(raw, &s)
 		return s
 	}
-	key := func(raw json.RawMessage) string {
+	key := func(raw rawValue) string {
 		if k := str(raw); k != "" {
 			return k
 		}
@@ -332,41 +526,44 @@ func decodeArticle(p *Post) {
 	}
 }
 
-// decodeUserObject decodes a user object; a created_at that does not parse
-// is kept in Raw only.
+// decodeUserObject decodes a user object on its own (as an element of
+// includes.users is decoded).
 func decodeUserObject(raw json.RawMessage) (*User, error) {
-	if len(raw) == 0 || raw[0] != '{' {
+	var w withRaw[userFields]
+	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
+		return nil, err
+	}
+	return makeUser(&w)
+}
+
+// makeUser checks a user object as it was decoded and makes it a User; a
+// created_at that does not parse is kept in Raw only.
+func makeUser(w *withRaw[userFields]) (*User, error) {
+	if !isObject(w.raw) {
 		return nil, shapeError("not an object")
 	}
-	var w struct {
-		User
-		CreatedAt *string `json:"created_at"`
-	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, shapeError(err.Error())
-	}
-	u := w.User
-	u.CreatedAt = parseTime(w.CreatedAt)
-	u.Raw = raw
+	u := w.v.User
+	u.CreatedAt = parseTime(w.v.CreatedAt)
+	u.PublicMetrics, u.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
 	return &u, nil
 }
 
 // partialErrors decodes the "errors" of a 200, each kept raw too.
-func partialErrors(raws []json.RawMessage) ([]PartialError, error) {
+func partialErrors(raws []rawValue) ([]PartialError, error) {
 	var out []PartialError
 	for i, raw := range raws {
 		var pe PartialError
-		if err := json.Unmarshal(raw, &pe); err != nil {
-			return nil, shapef("errors[%d]: %v", i, err)
+		if err := jsonv2.Unmarshal(raw, &pe, duplicateNames); err != nil {
+			return nil, shapef("errors[%d]: %s", i, shapeText(err))
 		}
-		pe.Raw = raw
+		pe.Raw = json.RawMessage(raw)
 		out = append(out, pe)
 	}
 	return out, nil
 }
 
 // errorsOnly is the error of a body that holds only "errors".
-func errorsOnly(raws []json.RawMessage) error {
+func errorsOnly(raws []rawValue) error {
 	errs, err := partialErrors(raws)
 	if err != nil {
 		return err
@@ -378,11 +575,11 @@ func errorsOnly(raws []json.RawMessage) error {
 // neither "data" nor "meta" (or a null "data").
 func checkErrorsOnly(body []byte) error {
 	var w struct {
-		Data   json.RawMessage   `json:"data"`
-		Meta   json.RawMessage   `json:"meta"`
-		Errors []json.RawMessage `json:"errors"`
+		Data   rawValue   `json:"data"`
+		Meta   rawValue   `json:"meta"`
+		Errors []rawValue `json:"errors"`
 	}
-	if json.Unmarshal(body, &w) != nil || len(w.Errors) == 0 || w.Meta != nil ||
+	if jsonv2.Unmarshal(body, &w, bodyOptions(body), duplicateNames) != nil || len(w.Errors) == 0 || w.Meta != nil ||
 		(w.Data != nil && !bytes.Equal(w.Data, []byte("null"))) {
 		return nil
 	}
@@ -393,7 +590,7 @@ func checkErrorsOnly(body []byte) error {
 // whether it held what the operation returns. A body with only "errors" is
 // reported as such, whatever check would say.
 func decodeSmall(body []byte, v any, check func() error) error {
-	err := unmarshalObject(body, v)
+	err := unmarshalObject(body, v, bodyOptions(body))
 	if isSyntaxError(err) {
 		return err
 	}
@@ -540,10 +737,11 @@ func validUTF8(b []byte) []byte {
 func loneSurrogates(b []byte) []byte {
 	out := b
 	for i := 0; i < len(b)-1; i++ {
-		if b[i] != '\\' {
-			continue
+		next := bytes.IndexByte(b[i:len(b)-1], '\\')
+		if next < 0 {
+			break
 		}
-		if b[i+1] != 'u' {
+		if i += next; b[i+1] != 'u' {
 			i++ // a two-character escape
 			continue
 		}
@@ -593,7 +791,7 @@ func escapedRune(b []byte, i int) (rune, bool) {
 
 func decodeUser(body []byte) (*User, error) {
 	var w struct {
-		Data json.RawMessage `json:"data"`
+		Data rawValue `json:"data"`
 	}
 	var u *User
 	err := decodeSmall(body, &w, func() error {
@@ -601,7 +799,7 @@ func decodeUser(body []byte) (*User, error) {
 			return shapeError("no data.id in the body")
 		}
 		var err error
-		if u, err = decodeUserObject(w.Data); err != nil {
+		if u, err = decodeUserObject(json.RawMessage(w.Data)); err != nil {
 			return shapef("data: %v", err)
 		}
 		switch {
@@ -632,12 +830,12 @@ func decodeBookmarked(body []byte) (bool, error) {
 
 // topLevelString returns the string member key of the JSON object raw.
 func topLevelString(raw []byte, key string) (string, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	var m map[string]jsontext.Value
+	if jsonv2.Unmarshal(raw, &m, duplicateNames) != nil {
 		return "", false
 	}
 	var v string
-	if json.Unmarshal(m[key], &v) != nil {
+	if jsonv2.Unmarshal(m[key], &v) != nil {
 		return "", false
 	}
 	return v, true

@@ -133,6 +133,41 @@ func TestDecodePostPage_RejectsWrongShapes(t *testing.T) {
 	}
 }
 
+// A body is not JSON wherever it stops being JSON: one that first has a
+// value of the wrong shape and further on is cut short or broken is a
+// syntax error (asked for again), not a shape error.
+func TestABodyThatIsNotJSONAfterAWrongShapeIsASyntaxError(t *testing.T) {
+	for _, body := range []string{
+		`{"data":[{"id":1}],"meta":{"result_count":1`,
+		`{"data":{"id":"1"},"meta":[1,}`,
+		`{"meta":{"result_count":"one"}} trailing`,
+		`00`,
+	} {
+		if _, err := decodePage([]byte(body)); !isSyntaxError(err) {
+			t.Errorf("%s: %v, want a syntax error", body, err)
+		}
+	}
+}
+
+// A page of the wrong shape is refused saying where, in the terms of
+// JSON: what the body holds there and what belongs, not the decoder's
+// Go types.
+func TestAWrongShapeIsToldInTheTermsOfJSON(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"data":[{"id":1}],"meta":{"result_count":1}}`:        "a number at /data/0/id, where a string belongs",
+		`{"data":{"id":"1"},"meta":{"result_count":1}}`:        "an object at /data, where an array belongs",
+		`{"meta":{"result_count":"1"}}`:                        "a string at /meta/result_count, where an integer belongs",
+		`[{"data":[]}]`:                                        "an array at the top level, where an object belongs",
+		`{"includes":{"media":[7]},"meta":{"result_count":0}}`: "a number at /includes/media/0, where an object belongs",
+	} {
+		_, err := decodePage([]byte(body))
+		var se shapeError
+		if !errors.As(err, &se) || err.Error() != want {
+			t.Errorf("%s: %v, want the shape error %q", body, err, want)
+		}
+	}
+}
+
 // differentialBodies are pages with the awkward corners of JSON: escapes,
 // nulls, white space, duplicate and unknown keys, nested values.
 var differentialBodies = []string{

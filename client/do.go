@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // call is one API call: what to send and how to decode a 2xx body.
@@ -266,9 +267,9 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		c.record(a, func(u *Usage) { u.Errors++ })
 		c.recordUnread(a, hr.StatusCode)
 		reason := "body was not valid JSON"
-		var se *json.SyntaxError
+		var se *jsontext.SyntacticError
 		if errors.As(err, &se) {
-			reason += fmt.Sprintf(" (at offset %d)", se.Offset)
+			reason += fmt.Sprintf(" (at offset %d)", se.ByteOffset)
 		}
 		return malformed(reason, err, true)
 	}

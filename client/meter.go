@@ -284,17 +284,29 @@ func (u *Usage) Add(o Usage) {
 }
 
 // BilledToday is what the meter holds as billed for userID on its current
-// UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and the ids of
+// UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and a copy of
 // the posts and users, for a later meter of the same user to continue from
 // (RestoreBilled).
-func (m *Meter) BilledToday(userID string) (day string, posts, users []string) {
+func (m *Meter) BilledToday(userID string) (day string, posts, users *idset.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.days[userID]
 	if l == nil {
-		return "", nil, nil
+		return "", &idset.Set{}, &idset.Set{}
 	}
-	return l.day, l.ids(kindPost), l.ids(kindUser)
+	return l.day, l.seen[kindPost].Clone(), l.seen[kindUser].Clone()
+}
+
+// ForgetBilled drops userID's ledger of the day, once it is saved and
+// nothing more of the user's is billed: it holds every post read that day,
+// the most a meter holds.
+func (m *Meter) ForgetBilled(userID string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.days, userID)
 }
 
 // RestoreBilled adds to userID's ledger what an earlier meter saw billed on
@@ -385,5 +397,3 @@ func (l *ledger) add(kind resourceKind, day string, ids []string) int {
 	}
 	return n
 }
-
-func (l *ledger) ids(kind resourceKind) []string { return l.seen[kind].Sorted() }

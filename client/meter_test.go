@@ -197,8 +197,8 @@ func TestMeter_BillsAResourceOncePerUTCDay(t *testing.T) {
 		t.Fatalf("next UTC day: %d returned, %d billed; want 9, 6", u.PostsReturned, u.PostsBilled)
 	}
 	day, posts, _ := c.Meter().BilledToday(testUser)
-	if day != "2026-01-16" || len(posts) != 3 {
-		t.Errorf("ledger %s %v", day, posts)
+	if day != "2026-01-16" || posts.Len() != 3 {
+		t.Errorf("ledger %s %v", day, posts.Sorted())
 	}
 }
 

@@ -194,6 +194,10 @@ type Expanded struct {
 	Users map[string]*User
 	Media map[string]*Media
 	Posts map[string]*Post
+
+	// the ids of every expanded user and post, repeats included: each is
+	// billed (once a UTC day).
+	userIDs, postIDs []string
 }
 
 // Media is an expanded media object (includes.media).

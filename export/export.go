@@ -145,13 +145,14 @@ type run struct {
 	rec     runRecord
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
+	// written holds, per account, the posts of the x_bookmarks rows
+	// written: by earlier runs (HasEarlier), and by this one.
 	written *writtenIDs
-	// fresh holds, per account, the posts first written by this run: a
-	// bookmark in written but not in fresh was written by an earlier run.
-	fresh map[string]*idSet
-	sess  *account.Set
-	comp  *resources.Compliance // the sync's compliance check, if it ran one
-	prog  *progress
+	sess    *account.Set
+	comp    *resources.Compliance // the sync's compliance check, if it ran one
+	prog    *progress
+	// messages is the channel the sync sends its messages to.
+	messages chan message.SyncMessage
 	// stateC is the plugin's state backend during the run: it starts from
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
@@ -229,7 +230,7 @@ func (r *run) begin() error {
 	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
 		return err
 	}
-	r.written, r.fresh = newWrittenIDs(r.state.Written), map[string]*idSet{}
+	r.written = newWrittenIDs(r.state.Written)
 	return nil
 }
 
@@ -274,6 +275,7 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 			r.prog.attach(s)
 		}),
 		xplugin.WithComplianceHook(func(c *resources.Compliance) { r.comp = c }),
+		xplugin.WithArchive(r.archived),
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
 		xplugin.WithRecordRows(recordRows),
 	}
@@ -288,6 +290,7 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFunc, p *plugin.Plugin) error {
 	o := r.o
 	ch := make(chan message.SyncMessage, 8)
+	r.messages = ch
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
@@ -300,6 +303,10 @@ func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFu
 	}()
 	var handleErr error
 	for m := range ch {
+		if c, ok := m.(caughtUp); ok {
+			close(c)
+			continue
+		}
 		if handleErr == nil { // after a failure, drain until the sync stops
 			if handleErr = r.handle(m); handleErr != nil {
 				cancel(handleErr)
@@ -317,6 +324,46 @@ func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFu
 	}
 	return nil
 }
+
+// archived is the posts of the x_bookmarks rows written for userID, by
+// earlier runs and by this one: the archive's own record of its posts,
+// which the compliance checks read (the plugin keeps none in the state).
+// The checks run once the data tables are synced; the rows those sent are
+// written first.
+func (r *run) archived(ctx context.Context, userID string) ([]uint64, error) {
+	if err := r.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	set := r.written.byUser[userID]
+	if set == nil {
+		return nil, nil
+	}
+	return set.sortedNumbers(), nil
+}
+
+// catchUp returns once every message the sync sent before the call is
+// handled: it sends one of its own through the same channel, which keeps
+// order, and waits for the run to reach it.
+func (r *run) catchUp(ctx context.Context) error {
+	c := make(caughtUp)
+	select {
+	case r.messages <- c:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	select {
+	case <-c:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// caughtUp is catchUp's message: the run closes it when it reaches it.
+type caughtUp chan struct{}
+
+func (caughtUp) GetTable() *schema.Table { return nil }
+func (caughtUp) IsSyncMessage() bool     { return true }
 
 // dropRepeats drops the log messages that only repeat a failure (of an
 // account, of the compliance check) the summary and the exit status
@@ -456,12 +503,6 @@ func (r *run) firstWrite(uid, postID string) bool {
 		r.res.skipped(uid)
 		return false
 	}
-	fresh := r.fresh[uid]
-	if fresh == nil {
-		fresh = &idSet{}
-		r.fresh[uid] = fresh
-	}
-	fresh.Add(postID)
 	r.res.wroteBookmark(uid)
 	r.prog.addRows(uid, 1)
 	return true
@@ -482,7 +523,7 @@ func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 // bookmark's row: records of different tables are not ordered.)
 func (r *run) writtenBefore(uid, postID string) bool {
 	set := r.written.byUser[uid]
-	return set != nil && set.Has(postID) && (r.fresh[uid] == nil || !r.fresh[uid].Has(postID))
+	return set != nil && set.HasEarlier(postID)
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {

@@ -23,10 +23,18 @@ import (
 // goes to a sorted string list instead, so nothing depends on the id format.
 // Encoded, the sorted numbers are delta-varints, DEFLATE-compressed and
 // base64'd: a few bytes per id.
+//
+// The ids a run adds are kept apart from those it began with until the set
+// is settled (encoded, listed or counted, once the run is over), so that
+// the set also tells the bookmarks an earlier run wrote (HasEarlier)
+// without a second set of the run's.
 type idSet struct {
-	nums []uint64 // sorted, unique
+	nums []uint64 // sorted, unique: the ids the set began with (or was settled with)
 	strs []string // sorted, unique; ids that are not canonical decimals
-	// added since the last compact
+	// added since: sorted and unique, merged from addNums at each compact
+	// and into nums when the set is settled
+	added []uint64
+	// added since the last compact (addStrs until the set is settled)
 	addNums map[uint64]struct{}
 	addStrs map[string]struct{}
 	// filter holds every number in nums and addNums once a set has been
@@ -49,20 +57,32 @@ func parseID(id string) (uint64, bool) {
 	return n, true
 }
 
-// Has reports whether id is in the set (as of the last compact, or added).
+// Has reports whether id is in the set.
 func (s *idSet) Has(id string) bool {
+	if s.HasEarlier(id) {
+		return true
+	}
 	if n, ok := parseID(id); ok {
-		if _, found := slices.BinarySearch(s.nums, n); found {
+		if _, found := slices.BinarySearch(s.added, n); found {
 			return true
 		}
 		_, added := s.addNums[n]
 		return added
 	}
-	if _, found := slices.BinarySearch(s.strs, id); found {
-		return true
-	}
 	_, added := s.addStrs[id]
 	return added
+}
+
+// HasEarlier reports whether id was in the set before the ids added since
+// it was loaded (or last settled): for the written ids of a run, whether an
+// earlier run wrote the bookmark.
+func (s *idSet) HasEarlier(id string) bool {
+	if n, ok := parseID(id); ok {
+		_, found := slices.BinarySearch(s.nums, n)
+		return found
+	}
+	_, found := slices.BinarySearch(s.strs, id)
+	return found
 }
 
 // compactAt is how many added ids wait in maps before they are merged
@@ -101,7 +121,7 @@ func (w *writtenIDs) AddNew(uid, id string) bool {
 	if !set.AddNew(id) {
 		return false
 	}
-	if len(set.addNums)+len(set.addStrs) == 1 {
+	if len(set.addNums) == 1 {
 		w.dirty = append(w.dirty, set)
 	}
 	if w.waiting++; w.waiting >= compactAt {
@@ -123,10 +143,7 @@ func (s *idSet) AddNew(id string) bool {
 			}
 		}
 		if s.filter == nil || s.filter.CheckHash(hashID(n)) {
-			if _, found := slices.BinarySearch(s.nums, n); found {
-				return false
-			}
-			if _, added := s.addNums[n]; added {
+			if s.hasNum(n) {
 				return false
 			}
 		}
@@ -148,7 +165,7 @@ func (s *idSet) addNum(n uint64) {
 	}
 	s.addNums[n] = struct{}{}
 	if s.filter != nil {
-		if uint64(len(s.nums)+len(s.addNums)) > s.inFilter {
+		if uint64(s.numbers()) > s.inFilter {
 			s.buildFilter() // sized for twice as many
 		} else {
 			s.filter.InsertHash(hashID(n))
@@ -171,10 +188,12 @@ const filterFalsePositives = 0.01
 // buildFilter makes the filter for twice the numbers held, holding every
 // one of them.
 func (s *idSet) buildFilter() {
-	held := len(s.nums) + len(s.addNums)
-	size := uint64(max(2*held, 2*filterAfter))
+	size := uint64(max(2*s.numbers(), 2*filterAfter))
 	bf := metadata.NewBloomFilterFromNDVAndFPP(uint32(min(size, math.MaxUint32)), filterFalsePositives, 1<<30, memory.DefaultAllocator)
 	for _, n := range s.nums {
+		bf.InsertHash(hashID(n))
+	}
+	for _, n := range s.added {
 		bf.InsertHash(hashID(n))
 	}
 	for n := range s.addNums {
@@ -210,13 +229,39 @@ func (s *idSet) Add(id string) {
 	}
 }
 
-// Len is the number of ids.
+// hasNum reports whether the number n is in the set.
+func (s *idSet) hasNum(n uint64) bool {
+	if _, found := slices.BinarySearch(s.nums, n); found {
+		return true
+	}
+	if _, found := slices.BinarySearch(s.added, n); found {
+		return true
+	}
+	_, added := s.addNums[n]
+	return added
+}
+
+// sortedNumbers returns the numbers of the set, sorted, without settling it.
+func (s *idSet) sortedNumbers() []uint64 {
+	latest := make([]uint64, 0, len(s.addNums))
+	for n := range s.addNums {
+		latest = append(latest, n)
+	}
+	slices.Sort(latest)
+	return mergeSorted(mergeSorted(s.nums, s.added), latest)
+}
+
+// numbers is how many numbers the set holds.
+func (s *idSet) numbers() int { return len(s.nums) + len(s.added) + len(s.addNums) }
+
+// Len is the number of ids. It settles the set.
 func (s *idSet) Len() int {
-	s.compact()
+	s.settle()
 	return len(s.nums) + len(s.strs)
 }
 
-// compact merges what was added into the sorted lists.
+// compact merges the numbers waiting in the map into the sorted list of
+// those added.
 func (s *idSet) compact() {
 	if len(s.addNums) > 0 {
 		added := make([]uint64, 0, len(s.addNums))
@@ -224,8 +269,18 @@ func (s *idSet) compact() {
 			added = append(added, n)
 		}
 		slices.Sort(added)
-		s.nums = mergeSorted(s.nums, added)
+		s.added = mergeSorted(s.added, added)
 		s.addNums = nil
+	}
+}
+
+// settle merges every id added into the ids the set holds: from then on,
+// HasEarlier holds them too.
+func (s *idSet) settle() {
+	s.compact()
+	if len(s.added) > 0 {
+		s.nums = mergeSorted(s.nums, s.added)
+		s.added = nil
 	}
 	if len(s.addStrs) > 0 {
 		for str := range s.addStrs {
@@ -237,10 +292,10 @@ func (s *idSet) compact() {
 	}
 }
 
-// snapshot is the set as it is now: ids added to s later are not in it.
-// (compact replaces nums, never changes it in place, so it is shared.)
+// snapshot is the set as it is now, settled: ids added to s later are not
+// in it. (settle replaces nums, never changes it in place, so it is shared.)
 func (s *idSet) snapshot() *idSet {
-	s.compact()
+	s.settle()
 	return &idSet{nums: s.nums, strs: slices.Clone(s.strs)}
 }
 
@@ -260,9 +315,9 @@ func mergeSorted(a, b []uint64) []uint64 {
 	return append(append(out, a...), b...)
 }
 
-// IDs lists the ids (numbers first, then the others).
+// IDs lists the ids (numbers first, then the others). It settles the set.
 func (s *idSet) IDs() []string {
-	s.compact()
+	s.settle()
 	out := make([]string, 0, len(s.nums)+len(s.strs))
 	for _, n := range s.nums {
 		out = append(out, strconv.FormatUint(n, 10))
@@ -275,7 +330,7 @@ const idSetFormat = 1
 // MarshalText encodes the set: format byte, count of numbers, their deltas
 // as uvarints, count of strings, each length-prefixed; DEFLATE; base64.
 func (s *idSet) MarshalText() ([]byte, error) {
-	s.compact()
+	s.settle()
 	raw := []byte{idSetFormat}
 	raw = binary.AppendUvarint(raw, uint64(len(s.nums)))
 	var prev uint64

@@ -286,3 +286,32 @@ func TestIDSetFilterIsSizedForItsIDs(t *testing.T) {
 		t.Errorf("the filter of %d ids takes %d bytes", filterAfter, f.Size())
 	}
 }
+
+// A set tells the ids it began with (an earlier run's) from those added
+// since, merged or not, until it is settled: the run needs no second set
+// of the bookmarks it wrote to know which content rows an earlier run did.
+func TestIDSetTellsTheIDsItBeganWith(t *testing.T) {
+	var began idSet
+	for i := range 100 {
+		began.Add(strconv.Itoa(1_000 + i))
+	}
+	text, err := began.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s idSet
+	if err := s.UnmarshalText(text); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 * compactAt {
+		if !s.AddNew(strconv.Itoa(1_000_000 + i)) {
+			t.Fatal("a new id reported as held")
+		}
+	}
+	if !s.HasEarlier("1050") || s.HasEarlier("1000007") || !s.Has("1000007") || s.AddNew("1050") {
+		t.Errorf("earlier 1050 %v, earlier 1000007 %v, has 1000007 %v", s.HasEarlier("1050"), s.HasEarlier("1000007"), s.Has("1000007"))
+	}
+	if s.Len() != 100+2*compactAt || !s.HasEarlier("1000007") {
+		t.Errorf("settled: %d ids, earlier 1000007 %v", s.Len(), s.HasEarlier("1000007"))
+	}
+}

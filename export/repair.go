@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 
@@ -45,9 +44,6 @@ type RepairReport struct {
 	// state keys found damaged).
 	KeptMemories int
 	Dropped      []DroppedMemory
-	// RebuiltArchived accounts had their archived post ids (what the
-	// compliance checks cover) rewritten from the files.
-	RebuiltArchived int
 	// LostFiles are files of the committed run that were neither staged nor
 	// published: the run is published without them.
 	LostFiles []string
@@ -117,7 +113,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || rep.RebuiltArchived > 0 ||
+	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 ||
 		!sameWritten(old.Written, next.Written)
 	if next.Pending != nil {
 		rep.Publish = next.Pending.ID
@@ -170,6 +166,9 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 		rep.Posts += set.Len()
 	}
 	for key, value := range keys {
+		if resources.IsArchivedKey(key) {
+			continue // the written ids are that record (see archivedRecord)
+		}
 		if reason := distrust(key, value, written); reason != "" {
 			rep.Dropped = append(rep.Dropped, DroppedMemory{Key: key, Reason: reason})
 			continue
@@ -180,30 +179,7 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 		}
 	}
 	sort.Slice(rep.Dropped, func(i, j int) bool { return rep.Dropped[i].Key < rep.Dropped[j].Key })
-	return next, rep.rebuildArchived(next, written)
-}
-
-// rebuildArchived sets each account's archived post ids to those its files
-// hold: exactly the posts an export has archived. A damaged record is
-// replaced, a sound one that says the same is left as it is.
-func (rep *RepairReport) rebuildArchived(next *diskState, written map[string]*idSet) error {
-	for uid, set := range written {
-		ids := set.IDs()
-		key, value, err := resources.ArchivedState(uid, ids)
-		if err != nil {
-			return err
-		}
-		if old, ok := next.Keys[key]; ok {
-			held, err1 := resources.ArchivedIDs(old)
-			want, err2 := resources.ArchivedIDs(value)
-			if err1 == nil && err2 == nil && slices.Equal(held, want) {
-				continue
-			}
-		}
-		next.Keys[key] = value
-		rep.RebuiltArchived++
-	}
-	return nil
+	return next, nil
 }
 
 // distrust says why a walk memory cannot be kept, or "" if it can.
@@ -431,9 +407,6 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "walk memories: %d kept, %d dropped\n", rep.KeptMemories, len(rep.Dropped))
 	for _, d := range rep.Dropped {
 		fmt.Fprintf(w, "  dropped %s: %s\n", d.Key, d.Reason)
-	}
-	if rep.RebuiltArchived > 0 {
-		fmt.Fprintf(w, "archived post ids (what the compliance checks cover): rebuilt from the files for %d account(s)\n", rep.RebuiltArchived)
 	}
 	switch {
 	case !rep.Changed:

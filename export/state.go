@@ -28,6 +28,11 @@ const (
 	stateFormat = 1
 )
 
+// archivedRecord: the posts an export archived are its written ids, which
+// the compliance checks read (run.archived); the plugin keeps no record of
+// its own beside them. Earlier versions kept one among the keys, a few bytes
+// a post: it is left out when a state is read, and so when it is next saved.
+
 // diskState is DIR/.state/state.json. It is replaced atomically (write a
 // temporary file, fsync, rename, fsync the directory), so it is always
 // either the old or the new version.
@@ -326,7 +331,9 @@ func (s *diskState) readFrom(r io.Reader) error {
 			return decodeObject(dec, func(key string) error {
 				var v string
 				err := dec.Decode(&v)
-				s.Keys[key] = v
+				if !resources.IsArchivedKey(key) { // see archivedRecord
+					s.Keys[key] = v
+				}
 				return err
 			})
 		case "written":

@@ -125,3 +125,23 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 		t.Fatalf("cut in half: %v", err)
 	}
 }
+
+// The archived post ids an earlier version kept among the keys are left
+// out when a state is read: the written ids are that record (run.archived).
+func TestAStateLeavesOutTheArchivedIDsEarlierVersionsKept(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, stateDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := `{"format":` + strconv.Itoa(stateFormat) + `,"keys":{"x_post_compliance/archived/1001":"AAAA","x_bookmark_folders/1001":"[]"},"written":{}}`
+	if err := os.WriteFile(filepath.Join(dir, stateDir, stateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kept := s.Keys["x_post_compliance/archived/1001"]; kept || s.Keys["x_bookmark_folders/1001"] != "[]" {
+		t.Errorf("keys %v", s.Keys)
+	}
+}

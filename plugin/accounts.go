@@ -40,6 +40,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Sync:         info,
 			State:        st,
 			Redact:       r,
+			Archived:     o.Archived,
 		}
 		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
 		switch {

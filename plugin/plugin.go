@@ -4,6 +4,7 @@
 package plugin
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
@@ -52,6 +53,8 @@ type Options struct {
 	OnCompliance func(*resources.Compliance)
 	// RecordRows: see WithRecordRows.
 	RecordRows int
+	// Archived: see WithArchive.
+	Archived func(ctx context.Context, userID string) ([]uint64, error)
 	// ClientOptions are appended to the options of every account's API
 	// client, after the plugin's own (the exporter adds a wait hook).
 	ClientOptions []client.Option
@@ -72,6 +75,15 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *Options) { o.Tr
 // WithState makes syncs use st instead of the backend of backend_options.
 // The caller keeps ownership: syncs Flush it but never Close it.
 func WithState(st state.Client) Option { return func(o *Options) { o.State = st } }
+
+// WithArchive makes the destination's own record of the posts written to
+// x_bookmarks the one the compliance checks read: archived returns them for
+// a user (X ids as numbers, sorted), every row the sync sent before the call
+// included. The plugin then keeps none in the state backend. The exporter
+// keeps the ids it wrote, which are that record.
+func WithArchive(archived func(ctx context.Context, userID string) ([]uint64, error)) Option {
+	return func(o *Options) { o.Archived = archived }
+}
 
 // WithSessionsHook registers a function called with each sync's accounts.
 func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }

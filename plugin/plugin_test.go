@@ -14,6 +14,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -456,5 +457,38 @@ func TestContentTablesThatAreOffAreAnnouncedNotResolved(t *testing.T) {
 	}
 	if got := len(tables.Get("x_bookmarks").Relations); got != 3 {
 		t.Errorf("the plugin's x_bookmarks has %d child tables after it, want its 3", got)
+	}
+}
+
+// Once the data tables are synced and each account's ledger of the day is
+// saved, the sessions keep none: it lists every post read that day, and the
+// rest of the sync (compliance, usage) bills nothing.
+func TestTheDaysLedgerIsLetGoOnceSaved(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	sim.SeedBookmarks("1001", 120)
+	specJSON, _ := json.Marshal(map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}},
+	})
+	st := memstate.New()
+	var sessions *account.Set
+	p := New(WithClock(clk), WithState(st), WithSessionsHook(func(s *account.Set) { sessions = s }))
+	ctx := context.Background()
+	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"*"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ledger, _ := st.GetKey(ctx, "x_api_usage/billed/1001"); ledger == "" {
+		t.Error("the ledger was not saved")
+	}
+	if day, posts, _ := sessions.Sessions[0].Meter.BilledToday("1001"); day != "" || posts.Len() != 0 {
+		t.Errorf("the session still holds a ledger of %s: %d posts", day, posts.Len())
 	}
 }

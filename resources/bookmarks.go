@@ -48,7 +48,38 @@ func Bookmarks() *schema.Table {
 		Columns:       columnList(bookmarkColumns),
 		Resolver:      fetchBookmarks,
 		Relations:     schema.Tables{BookmarkAuthors(), BookmarkMedia(), ReferencedPosts()},
+		// Resolved after the row's columns: the child tables it has rows for.
+		PostResourceResolver: withChildrenOfRows,
 	}
+}
+
+// hasRows tells, by child table, whether a bookmark has rows of it.
+var hasRows = map[string]func(*bookmark) bool{
+	BookmarkAuthorsTable: func(b *bookmark) bool { return b.author != nil },
+	BookmarkMediaTable:   func(b *bookmark) bool { return len(b.media) > 0 },
+	ReferencedPostsTable: func(b *bookmark) bool { return len(b.refs) > 0 },
+}
+
+// withChildrenOfRows resolves a bookmark against a copy of its table that
+// holds only the child tables the bookmark has rows of. The scheduler starts
+// a resolver of every child table for every row, with goroutines, a trace
+// span and metrics of its own, whether it emits rows or not, and most
+// bookmarks have no media (nor authors or references, when those are on
+// and the page lacks them).
+func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resource) error {
+	b := r.Item.(*bookmark)
+	var kept schema.Tables
+	for _, child := range r.Table.Relations {
+		if has := hasRows[child.Name]; has == nil || has(b) {
+			kept = append(kept, child)
+		}
+	}
+	if len(kept) < len(r.Table.Relations) {
+		t := *r.Table
+		t.Relations = kept
+		r.Table = &t
+	}
+	return nil
 }
 
 // bookmarkColumns are the columns of x_bookmarks.

@@ -18,6 +18,9 @@ import (
 // with the walk's error; it returns that error, or its own.
 func recordArchived(s *account.Session, emit func(context.Context, []*bookmark) error) (
 	recording func(context.Context, []*bookmark) error, save func(context.Context, error) error) {
+	if s.Archived != nil { // the destination keeps the record
+		return emit, func(_ context.Context, walkErr error) error { return walkErr }
+	}
 	var mu sync.Mutex
 	var emitted []uint64
 	recording = func(ctx context.Context, rows []*bookmark) error {

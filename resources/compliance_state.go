@@ -21,7 +21,9 @@ import (
 //
 //   - per account, the ids of every post written to x_bookmarks (archived
 //     ids), added to by the bookmarks walk (recordArchived): the walk's held
-//     list alone would forget posts whose bookmark was removed;
+//     list alone would forget posts whose bookmark was removed. A
+//     destination that keeps them itself (the exporter's written ids) is
+//     read instead, and none are kept (Session.Archived);
 //   - per account, when each archived post was last checked and what X said
 //     of it then, and the account's check rounds (checks);
 //   - per sync scope (all accounts, or one shard), the job in progress, with
@@ -323,11 +325,19 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	return nil
 }
 
-// loadArchived reads an account's archived ids; recorded is false when
-// none were recorded yet. An account archived before the ids were recorded
-// has its walk's held list stand in (the posts it still holds: those whose
-// bookmark was removed before are not known).
+// loadArchived reads an account's archived ids: from the destination when
+// it keeps them (Session.Archived), else from the state; recorded is false
+// when none were recorded yet. An account archived before the ids were
+// recorded has its walk's held list stand in (the posts it still holds:
+// those whose bookmark was removed before are not known).
 func loadArchived(ctx context.Context, s *account.Session) (ids postIDs, recorded bool, err error) {
+	if s.Archived != nil {
+		ids, err := s.Archived(ctx, s.UserID)
+		if err != nil {
+			return nil, false, fmt.Errorf("reading the posts archived: %w", err)
+		}
+		return ids, true, nil
+	}
 	value, err := s.State.GetKey(ctx, archivedKey(s.UserID))
 	if err != nil {
 		return nil, false, fmt.Errorf("reading state %q: %w", archivedKey(s.UserID), err)

@@ -106,8 +106,8 @@ func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
 	}
 	s2 := sess()
 	restoreBilled(ctx, s2)
-	if day, posts, users := s2.Meter.BilledToday("1"); day != "2026-05-01" || len(posts) != 2 || len(users) != 1 {
-		t.Fatalf("restored %s %v %v", day, posts, users)
+	if day, posts, users := s2.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 2 || users.Len() != 1 {
+		t.Fatalf("restored %s %v %v", day, posts.Sorted(), users.Sorted())
 	}
 	// The next day the ledger of the day before is cleared.
 	if err := SaveBilled(ctx, s2, day1.AddDate(0, 0, 1)); err != nil {
@@ -167,5 +167,38 @@ func TestAPostReferencingOnePostTwiceHasARowPerType(t *testing.T) {
 	}
 	if !slices.Equal(types, []string{"replied_to", "quoted"}) || len(keys) != 2 {
 		t.Errorf("types %v, keys %v: want a row of each type, under two keys", types, keys)
+	}
+}
+
+// A bookmark is resolved with the child tables it has rows of only: the
+// scheduler would start a resolver of each child table for every row, and
+// most bookmarks have no media, author or reference to give them.
+func TestABookmarkIsResolvedWithTheChildTablesItHasRowsOf(t *testing.T) {
+	table := Bookmarks()
+	if table.PostResourceResolver == nil {
+		t.Fatal("x_bookmarks resolves every child table of every row")
+	}
+	for _, tc := range []struct {
+		b    *bookmark
+		want []string
+	}{
+		{&bookmark{post: &client.Post{ID: "1"}}, nil},
+		{&bookmark{post: &client.Post{ID: "2"}, media: []mediaItem{{key: "3_1"}}}, []string{BookmarkMediaTable}},
+		{&bookmark{post: &client.Post{ID: "3"}, author: &expandedUser{id: "7"}, refs: []reference{{id: "4"}}}, []string{BookmarkAuthorsTable, ReferencedPostsTable}},
+	} {
+		r := schema.NewResourceData(table, nil, tc.b)
+		if err := table.PostResourceResolver(context.Background(), nil, r); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, child := range r.Table.Relations {
+			got = append(got, child.Name)
+		}
+		if !slices.Equal(got, tc.want) || r.Table.Name != BookmarksTable || len(r.Table.Columns) != len(table.Columns) {
+			t.Errorf("post %s: child tables %v, want %v", tc.b.post.ID, got, tc.want)
+		}
+	}
+	if len(table.Relations) != 3 {
+		t.Errorf("the table itself lost child tables: %d left", len(table.Relations))
 	}
 }

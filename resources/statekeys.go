@@ -65,25 +65,10 @@ func stateDecoder(key string) func(value string) error {
 	return nil
 }
 
-// ArchivedState is the state key and value that record ids as the posts
-// archived for userID (in x_bookmarks), for an archive whose files say which
-// those are.
-func ArchivedState(userID string, ids []string) (key, value string, err error) {
-	nums := make([]uint64, 0, len(ids))
-	for _, id := range ids {
-		if n, ok := parsePostID(id); ok {
-			nums = append(nums, n)
-		}
-	}
-	value, err = newPostIDs(nums).marshal()
-	return archivedKey(userID), value, err
-}
-
-// ArchivedIDs decodes the value of an archived-ids key.
-func ArchivedIDs(value string) ([]string, error) {
-	ids, err := unmarshalPostIDs(value, "archived post ids")
-	return ids.strings(), err
-}
+// IsArchivedKey reports whether key records an account's archived post
+// ids, which a destination that keeps them itself does not need
+// (Session.Archived).
+func IsArchivedKey(key string) bool { return strings.HasPrefix(key, archivedKeyPrefix) }
 
 func allIDs(parts []string) bool {
 	for _, p := range parts {

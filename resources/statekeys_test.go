@@ -16,7 +16,7 @@ func TestEveryStateKeyIsCheckedWhenItIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, archived, err := ArchivedState("1001", []string{"1", "2"})
+	archived, err := newPostIDs([]uint64{1, 2}).marshal()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,9 @@ import (
 
 // Set is a set of ids. Ids that are decimal numbers (as X's are) are kept
 // as numbers: a sorted slice, and the latest additions in a map merged
-// into it whenever it holds an eighth as many. Any other id a server sent
-// is kept as it came. The zero Set is empty and ready.
+// into it whenever it holds an eighth as many (and at least minMerge). Any
+// other id a server sent is kept as it came. The zero Set is empty and
+// ready.
 type Set struct {
 	sorted []uint64
 	latest map[uint64]struct{}
@@ -42,10 +43,29 @@ func (s *Set) Add(id string) bool {
 		s.latest = map[uint64]struct{}{}
 	}
 	s.latest[n] = struct{}{}
-	if len(s.latest) >= max(1024, len(s.sorted)/8) {
+	if len(s.latest) >= max(minMerge, len(s.sorted)/8) {
 		s.merge()
 	}
 	return true
+}
+
+// Has reports whether id is in the set.
+func (s *Set) Has(id string) bool {
+	n, ok := Number(id)
+	if !ok {
+		_, had := s.other[id]
+		return had
+	}
+	if _, had := s.latest[n]; had {
+		return true
+	}
+	_, had := slices.BinarySearch(s.sorted, n)
+	return had
+}
+
+// Clone returns a copy of the set.
+func (s *Set) Clone() *Set {
+	return &Set{sorted: slices.Clone(s.sorted), latest: maps.Clone(s.latest), other: maps.Clone(s.other)}
 }
 
 // Len is the number of ids in the set.
@@ -67,11 +87,19 @@ func (s *Set) Sorted() []string {
 	return out
 }
 
+// minMerge is the fewest latest additions a set merges: a map takes two or
+// three times the bytes of the slice an id, and most sets hold a few
+// hundred ids (an account's posts read and billed).
+const minMerge = 64
+
 // merge moves the latest additions into the sorted slice, merging from its
-// end so that the slice needs no second copy.
+// end so that the slice needs no second copy. The map goes with them: a set
+// that grows no more (a walk's posts, a day's ledger, kept until the sync
+// ends) keeps its ids in 8 bytes each, not in a map sized for the last
+// additions.
 func (s *Set) merge() {
 	add := slices.Sorted(maps.Keys(s.latest))
-	clear(s.latest)
+	s.latest = nil
 	n := len(s.sorted)
 	s.sorted = slices.Grow(s.sorted, len(add))[:n+len(add)]
 	i, j := n-1, len(add)-1

@@ -53,6 +53,7 @@ func Pack(raw []byte) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
+	zw.Reset(io.Discard) // the pooled writer must not keep this value's buffer alive
 	writers.Put(zw)
 	out := make([]byte, base64.StdEncoding.EncodedLen(packed.Len()))
 	base64.StdEncoding.Encode(out, packed.Bytes())

@@ -128,3 +128,21 @@ func TestPackAndUnpackAllocateAboutTheirData(t *testing.T) {
 		t.Fatalf("a Pack and an Unpack of %d bytes allocate %d bytes", len(raw), perCall)
 	}
 }
+
+// A value packed leaves nothing of its size behind: the gzip writers kept
+// for the next values do not hold on to the last one's buffer.
+func TestPackKeepsNoBufferOfTheValue(t *testing.T) {
+	raw := make([]byte, 8<<20)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := Pack(raw); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC() // the pool keeps its writers across one collection
+	runtime.ReadMemStats(&after)
+	if kept := int64(after.HeapAlloc) - int64(before.HeapAlloc); kept > 1<<20 {
+		t.Errorf("%d bytes kept after packing %d", kept, len(raw))
+	}
+	runtime.KeepAlive(raw)
+}

@@ -1,0 +1,95 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/cq-source-x/cq-source-x/walk"
+	"github.com/rs/zerolog"
+)
+
+// ledgerSession is an account of user 1 whose state holds a bookmarks
+// memory of held posts, from a walk started at syncedAt.
+func ledgerSession(t *testing.T, st *memstate.Store, held []string, syncedAt time.Time) *account.Session {
+	t.Helper()
+	s := &account.Session{UserID: "1", Meter: client.NewMeter(0), State: st, Logger: zerolog.Nop()}
+	if held != nil {
+		if err := s.SaveMemory(context.Background(), account.BookmarksKey("1"), &walk.Memory{Held: walk.NewIDList(held...), SyncedAt: syncedAt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func postIDsFrom(first, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = strconv.Itoa(first + i)
+	}
+	return ids
+}
+
+// The day's ledger names the billed posts of the bookmarks memory's held
+// list by their place in it, and lists only the others: after a first sync,
+// which bills every post held, it is a small part of the state, not a second
+// list of every post; the next sync that day gets every id back.
+func TestTheDaysLedgerNamesTheHeldPostsByTheirPlace(t *testing.T) {
+	ctx := context.Background()
+	st := memstate.New()
+	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	held := postIDsFrom(1_880_000_000_000_000_000, 20_000)
+	s1 := ledgerSession(t, st, held, now)
+	s1.Meter.RestoreBilled("1", "2026-05-01", append([]string{"5", "6"}, held...), []string{"7"})
+	if err := SaveBilled(ctx, s1, now); err != nil {
+		t.Fatal(err)
+	}
+	ledger, _ := st.GetKey(ctx, billedKey("1"))
+	memory, _ := st.GetKey(ctx, account.BookmarksKey("1"))
+	if len(ledger) > len(memory)/4 {
+		t.Errorf("the ledger takes %d bytes beside a held list of %d", len(ledger), len(memory))
+	}
+	s2 := ledgerSession(t, st, nil, now)
+	restoreBilled(ctx, s2)
+	day, posts, users := s2.Meter.BilledToday("1")
+	if day != "2026-05-01" || posts.Len() != len(held)+2 || !posts.Has("5") || !posts.Has(held[12_345]) || users.Len() != 1 {
+		t.Errorf("restored %s: %d posts (5: %v), %d users", day, posts.Len(), posts.Has("5"), users.Len())
+	}
+}
+
+// Places in a held list say nothing of another list: when the bookmarks
+// memory is not the one the ledger was saved with, only the posts it lists
+// by id are restored, and the others count as billed if read again.
+func TestALedgerIsNotReadAgainstAnotherHeldList(t *testing.T) {
+	ctx := context.Background()
+	st := memstate.New()
+	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	s1 := ledgerSession(t, st, postIDsFrom(100, 50), now)
+	s1.Meter.RestoreBilled("1", "2026-05-01", append([]string{"5"}, postIDsFrom(100, 50)...), nil)
+	if err := SaveBilled(ctx, s1, now); err != nil {
+		t.Fatal(err)
+	}
+	s2 := ledgerSession(t, st, postIDsFrom(900, 50), now.Add(time.Hour))
+	restoreBilled(ctx, s2)
+	if _, posts, _ := s2.Meter.BilledToday("1"); posts.Len() != 1 || !posts.Has("5") {
+		t.Errorf("restored %v, want 5 alone", posts.Sorted())
+	}
+}
+
+// A ledger saved by an earlier version, which listed every post, is read.
+func TestALedgerOfTheFormerFormatIsRead(t *testing.T) {
+	ctx := context.Background()
+	st := memstate.New()
+	old, _ := json.Marshal(map[string]any{"version": 1, "day": "2026-05-01", "posts": walk.NewIDList("100", "101"), "users": walk.NewIDList("7")})
+	_ = st.SetKey(ctx, billedKey("1"), string(old))
+	s := ledgerSession(t, st, nil, time.Time{})
+	restoreBilled(ctx, s)
+	if day, posts, users := s.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 2 || users.Len() != 1 {
+		t.Errorf("restored %s %v %v", day, posts.Sorted(), users.Sorted())
+	}
+}

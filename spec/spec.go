@@ -114,7 +114,7 @@ type Account struct {
 // Fields selects what the API returns with each post.
 type Fields struct {
 	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back; `content` adds `note_tweet`, `article` and what its kinds need.
-	TweetFields []string `json:"tweet_fields,omitempty"`
+	TweetFields []string `json:"tweet_fields"` // encoded when empty: [] asks for none, unset for the defaults
 	// Expansions (`expansions`). Those of a content kind (`author_id`, `attachments.media_keys`, `referenced_tweets.id`, ...) turn it on; X bills expanded users and posts.
 	Expansions []string `json:"expansions,omitempty"`
 	// User fields of expanded authors (`user.fields`).
@@ -231,6 +231,12 @@ func (s *Spec) SetDefaults() {
 	}
 	if s.Fields.TweetFields == nil {
 		s.Fields.TweetFields = slices.Clone(DefaultTweetFields)
+	}
+	// The other lists have no defaults: empty is unset, in one form.
+	for _, list := range []*[]string{&s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
+		if len(*list) == 0 {
+			*list = nil
+		}
 	}
 	if s.Planner.MaxPageSize == 0 {
 		s.Planner.MaxPageSize = walk.DefaultMaxPageSize

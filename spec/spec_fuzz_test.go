@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 		`{"accounts":[{"user_id":"1001","access_token":"t"}]}`,
 		`{"base_url":"http://127.0.0.1:8080","accounts":[{"token_file":"a.json"}],"oauth":{"client_id":"c","client_secret":"s","token_url":"https://x.example/token"}}`,
 		`{"accounts":[{"access_token":"t"}],"planner":{"max_page_size":100,"confirmations":3,"max_billed_posts":5},"rate_limit_wait_cap":"1m","post_read_usd":0.001,"fields":{"expansions":["author_id"],"tweet_fields":["lang"]}}`,
+		`{"accounts":[{"access_token":"t"}],"fields":{"tweet_fields":[],"expansions":[]}}`,
 		`{"accounts":[]}`, `null`, `{"accounts":[{"user_id":"007"}]}`,
 	} {
 		f.Add([]byte(s))

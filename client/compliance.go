@@ -406,7 +406,7 @@ func decodeComplianceResults(body []byte) ([]ComplianceResult, error) {
 			continue
 		}
 		var r ComplianceResult
-		if err := unmarshalObject(line, &r); err != nil {
+		if err := unmarshalObject(validText(line), &r); err != nil {
 			if isSyntaxError(err) {
 				return nil, fmt.Errorf("results line %d: %w", n, err)
 			}

@@ -588,8 +588,10 @@ func checkErrorsOnly(body []byte) error {
 
 // decodeSmall decodes the body of a small operation into v; check says
 // whether it held what the operation returns. A body with only "errors" is
-// reported as such, whatever check would say.
+// reported as such, whatever check would say. Its strings are kept as valid
+// Unicode, as a page's are (validText).
 func decodeSmall(body []byte, v any, check func() error) error {
+	body = validText(body)
 	err := unmarshalObject(body, v, bodyOptions(body))
 	if isSyntaxError(err) {
 		return err

@@ -375,6 +375,20 @@ func TestInvalidUTF8BecomesTheReplacementCharacter(t *testing.T) {
 	}
 }
 
+// The small operations' bodies and the compliance results are kept as
+// valid Unicode too: a folder name or a reason in bytes that are not UTF-8
+// is stored with the replacement character, not refused.
+func TestInvalidUTF8InFoldersAndComplianceResultsBecomesTheReplacementCharacter(t *testing.T) {
+	fp, err := decodeFolderPage([]byte("{\"data\":[{\"id\":\"7\",\"name\":\"bad \xff\"}],\"meta\":{\"result_count\":1}}"))
+	if err != nil || len(fp.Data) != 1 || fp.Data[0].Name != "bad \uFFFD" {
+		t.Errorf("folder page: %+v, %v", fp, err)
+	}
+	rs, err := decodeComplianceResults([]byte("{\"id\":\"7\",\"action\":\"delete\",\"reason\":\"del\xffeted\"}\n"))
+	if err != nil || len(rs) != 1 || rs[0].Reason != "del\uFFFDeted" {
+		t.Errorf("compliance results: %+v, %v", rs, err)
+	}
+}
+
 // So does an escaped half of a surrogate pair without its other half:
 // encoding/json decodes it as U+FFFD, and DuckDB's JSON functions refused
 // the raw post ("no low surrogate in string").

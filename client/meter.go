@@ -130,8 +130,16 @@ type Meter struct {
 	owned map[string]bool
 	days  map[string]*ledger // by user id
 
-	restoreMu sync.Mutex
-	restored  map[string]bool // users whose ledger RestoreBilledOnce loaded
+	readersMu sync.Mutex
+	readers   map[string]*ledgerReaders // by user id
+}
+
+// ledgerReaders are the readers billing a user's reads at the moment, and
+// whether the user's ledger of the day is in the meter or put away.
+type ledgerReaders struct {
+	mu     sync.Mutex
+	n      int
+	loaded bool
 }
 
 // NewMeter returns a meter that prices posts at usdPerPost (a rate that is
@@ -148,7 +156,7 @@ func NewMeter(usdPerPost float64) *Meter {
 // NewMeterWithRates returns a meter that prices at r (a rate that is not a
 // finite number ≥ 0 is X's).
 func NewMeterWithRates(r Rates) *Meter {
-	return &Meter{rates: r.withDefaults(), m: map[budgetKey]*Usage{}, owned: map[string]bool{}, days: map[string]*ledger{}, restored: map[string]bool{}}
+	return &Meter{rates: r.withDefaults(), m: map[budgetKey]*Usage{}, owned: map[string]bool{}, days: map[string]*ledger{}, readers: map[string]*ledgerReaders{}}
 }
 
 // USDPerPost is the meter's post rate.
@@ -297,18 +305,6 @@ func (m *Meter) BilledToday(userID string) (day string, posts, users *idset.Set)
 	return l.day, l.seen[kindPost].Clone(), l.seen[kindUser].Clone()
 }
 
-// ForgetBilled drops userID's ledger of the day, once it is saved and
-// nothing more of the user's is billed: it holds every post read that day,
-// the most a meter holds.
-func (m *Meter) ForgetBilled(userID string) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.days, userID)
-}
-
 // RestoreBilled adds to userID's ledger what an earlier meter saw billed on
 // day: resources read again on that UTC day are not billed again. A day
 // older than the one the ledger is on is ignored; a newer one replaces it.
@@ -330,14 +326,23 @@ func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
 	l.add(kindUser, day, users)
 }
 
-// RestoreBilledOnce calls load the first time it is called for userID and
-// restores what it returns (RestoreBilled). Calls for the same user wait for
-// the first to finish, so no request is billed before the ledger is back.
-// A load that fails is tried again by the next call.
-func (m *Meter) RestoreBilledOnce(userID string, load func() (day string, posts, users []string, err error)) error {
-	m.restoreMu.Lock()
-	defer m.restoreMu.Unlock()
-	if m.restored[userID] {
+// A user's ledger of the day holds every post read that day, the most a
+// meter holds. Between the readers that bill the user's reads it can be put
+// away (stored, and let go) and brought back when another starts: a sync of
+// many accounts then holds the ledgers of the accounts being read, not of
+// every account it has read.
+
+// EnterBilling is called by a reader before it bills userID's reads: the
+// first since the ledger was put away, or ever, brings it back with load
+// (RestoreBilled). Readers of the same user wait for it, so no request is
+// billed before the ledger is back; a load that fails is tried again by
+// the next reader. Every EnterBilling is followed by one LeaveBilling.
+func (m *Meter) EnterBilling(userID string, load func() (day string, posts, users []string, err error)) error {
+	r := m.ledgerReaders(userID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if r.loaded {
 		return nil
 	}
 	day, posts, users, err := load()
@@ -345,8 +350,47 @@ func (m *Meter) RestoreBilledOnce(userID string, load func() (day string, posts,
 		return err
 	}
 	m.RestoreBilled(userID, day, posts, users)
-	m.restored[userID] = true
+	r.loaded = true
 	return nil
+}
+
+// LeaveBilling is called by a reader once it bills no more: the last one
+// out puts the ledger away with store and the meter lets go of it. A store
+// that fails keeps the ledger in the meter.
+func (m *Meter) LeaveBilling(userID string, store func() error) error {
+	r := m.ledgerReaders(userID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n--; r.n > 0 || !r.loaded {
+		return nil // a ledger that could not be brought back is not stored over the one put away
+	}
+	if err := store(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.days, userID)
+	m.mu.Unlock()
+	r.loaded = false
+	return nil
+}
+
+// HoldsBilled reports whether the meter holds a ledger of userID's that
+// is not put away.
+func (m *Meter) HoldsBilled(userID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.days[userID] != nil
+}
+
+func (m *Meter) ledgerReaders(userID string) *ledgerReaders {
+	m.readersMu.Lock()
+	defer m.readersMu.Unlock()
+	r := m.readers[userID]
+	if r == nil {
+		r = &ledgerReaders{}
+		m.readers[userID] = r
+	}
+	return r
 }
 
 // utcDay is t's UTC date, YYYY-MM-DD: the window X de-duplicates in.

@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -316,5 +318,60 @@ func TestMeter_FolderPagesBillTheirIDsNotTheirResultCount(t *testing.T) {
 		if u := c.Meter().Usage(testUser, OpGetFolder); u.PostsReturned != 2 || u.PostsBilled != 2 || u.CountMismatches != mismatches {
 			t.Errorf("%s: usage %+v", body, u)
 		}
+	}
+}
+
+// A user's ledger of the day is put away by the last reader billing the
+// user's reads to leave, and brought back by the next to enter: resources
+// read again that day are still billed once, and between readers the meter
+// holds none of it.
+func TestMeter_TheLastReaderOutPutsTheLedgerAway(t *testing.T) {
+	m := NewMeter(0)
+	now := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
+	var stored [][]string
+	loads := 0
+	load := func() (string, []string, []string, error) {
+		loads++
+		if len(stored) == 0 {
+			return "", nil, nil, nil
+		}
+		return "2026-01-15", stored[len(stored)-1], nil, nil
+	}
+	store := func() error {
+		_, posts, _ := m.BilledToday(testUser)
+		stored = append(stored, posts.Sorted())
+		return nil
+	}
+	bill := func(ids ...string) { m.bill(testUser, OpListBookmarks, now, Resources{Posts: ids}, true) }
+	_ = m.EnterBilling(testUser, load)
+	_ = m.EnterBilling(testUser, load)
+	bill("1", "2")
+	_ = m.LeaveBilling(testUser, store)
+	if len(stored) != 0 || !m.HoldsBilled(testUser) {
+		t.Fatalf("put away while a reader is still billing: %v", stored)
+	}
+	_ = m.LeaveBilling(testUser, store)
+	if len(stored) != 1 || m.HoldsBilled(testUser) || loads != 1 {
+		t.Fatalf("the last reader out: stored %v, held %v, %d loads", stored, m.HoldsBilled(testUser), loads)
+	}
+	_ = m.EnterBilling(testUser, load)
+	bill("2", "3")
+	_ = m.LeaveBilling(testUser, store)
+	if u := m.Usage(testUser, OpListBookmarks); u.PostsBilled != 3 || loads != 2 || !slices.Equal(stored[1], []string{"1", "2", "3"}) {
+		t.Errorf("%d billed (want 3), %d loads, stored %v", u.PostsBilled, loads, stored)
+	}
+}
+
+// A ledger that could not be brought back is not stored over the one put
+// away: the next reader tries the load again.
+func TestMeter_ALedgerThatCouldNotBeBroughtBackIsNotStored(t *testing.T) {
+	m := NewMeter(0)
+	failing := func() (string, []string, []string, error) { return "", nil, nil, errors.New("backend down") }
+	if err := m.EnterBilling(testUser, failing); err == nil {
+		t.Fatal("a failed load reported no error")
+	}
+	m.bill(testUser, OpListBookmarks, time.Now(), Resources{Posts: []string{"1"}}, true)
+	if err := m.LeaveBilling(testUser, func() error { t.Error("stored"); return nil }); err != nil || !m.HoldsBilled(testUser) {
+		t.Errorf("leave: %v, held %v", err, m.HoldsBilled(testUser))
 	}
 }

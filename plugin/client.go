@@ -242,13 +242,7 @@ func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Cli
 		}
 	}
 	for _, s := range set.Sessions {
-		if err := resources.SaveBilled(ctx, s, c.options.Clock.Now()); err != nil {
-			s.Logger.Warn().Err(err).Msg("the resources billed today were not saved; the next sync today may overestimate its cost")
-		}
-		// Nothing more of the account's is billed in this sync (compliance
-		// jobs and the usage rows read no post): its ledger of the day, the
-		// most a session holds, is let go before the rest of the sync runs.
-		s.Meter.ForgetBilled(s.UserID)
+		resources.StoreBilled(ctx, s) // what the resolvers that bill did not put away
 	}
 	if err := flushState(ctx, st); err != nil {
 		return err

@@ -47,32 +47,63 @@ type billedValue struct {
 	Users *walk.IDList `json:"users"`
 }
 
-// restoreBilled gives the session's meter the ledger an earlier sync of the
-// same UTC day left, once; every resolver that bills calls it first.
-func restoreBilled(ctx context.Context, s *account.Session) {
+// enterBilling is called by every resolver that bills the account's reads,
+// before its first request: the first of them brings back the ledger an
+// earlier sync of the same UTC day left (or this sync put away). The
+// resolver calls the function it returns once it bills no more: the last
+// one out stores the ledger and the meter lets go of it, so that a sync of
+// many accounts does not hold every post of every account it has read.
+func enterBilling(ctx context.Context, s *account.Session) (leave func()) {
 	if s.Meter == nil || s.State == nil || s.UserID == "" {
-		return
+		return func() {}
 	}
-	_ = s.Meter.RestoreBilledOnce(s.UserID, func() (string, []string, []string, error) {
-		value, err := s.State.GetKey(ctx, billedKey(s.UserID))
-		if err != nil || value == "" {
-			return "", nil, nil, nil
-		}
-		var v billedValue
-		if err := json.Unmarshal([]byte(value), &v); err != nil || v.Version < 1 || v.Version > billedVersion || v.Posts == nil || v.Users == nil {
-			s.Logger.Warn().Str("key", billedKey(s.UserID)).Msg("the ledger of resources billed today is unreadable; this sync's usage estimates count every resource as billed")
-			return "", nil, nil, nil
-		}
-		posts := v.Posts.IDs()
-		if v.Held != nil {
-			held, err := billedHeld(ctx, s, &v)
-			if err != nil {
-				s.Logger.Warn().Err(err).Str("key", billedKey(s.UserID)).Msg("the ledger of resources billed today names posts of a list the state no longer holds; this sync's usage estimates count them as billed")
+	_ = s.Meter.EnterBilling(s.UserID, func() (string, []string, []string, error) { return loadBilled(ctx, s) })
+	return func() {
+		err := s.Meter.LeaveBilling(s.UserID, func() error {
+			if s.Err != nil {
+				return errAccountFailed // kept: a failed account's ledger is not stored
 			}
-			posts = append(posts, held...)
+			return SaveBilled(ctx, s, s.Clock.Now())
+		})
+		if err != nil && !errors.Is(err, errAccountFailed) {
+			s.Logger.Warn().Err(err).Msg("the resources billed today were not saved; the next sync today may overestimate its cost")
 		}
-		return v.Day, posts, v.Users.IDs(), nil
-	})
+	}
+}
+
+var errAccountFailed = errors.New("the account failed")
+
+// StoreBilled stores what the session's meter still holds of the account's
+// ledger of the day (billed outside the resolvers that put it away, or
+// kept by a store that failed). The plugin calls it after the data tables,
+// before the state is flushed.
+func StoreBilled(ctx context.Context, s *account.Session) {
+	if s.Meter != nil && s.Meter.HoldsBilled(s.UserID) {
+		enterBilling(ctx, s)()
+	}
+}
+
+// loadBilled reads the ledger an earlier sync of the same UTC day left.
+// A ledger that cannot be read is dropped: it only makes estimates.
+func loadBilled(ctx context.Context, s *account.Session) (day string, posts, users []string, err error) {
+	value, err := s.State.GetKey(ctx, billedKey(s.UserID))
+	if err != nil || value == "" {
+		return "", nil, nil, nil
+	}
+	var v billedValue
+	if err := json.Unmarshal([]byte(value), &v); err != nil || v.Version < 1 || v.Version > billedVersion || v.Posts == nil || v.Users == nil {
+		s.Logger.Warn().Str("key", billedKey(s.UserID)).Msg("the ledger of resources billed today is unreadable; this sync's usage estimates count every resource as billed")
+		return "", nil, nil, nil
+	}
+	posts = v.Posts.IDs()
+	if v.Held != nil {
+		held, err := billedHeld(ctx, s, &v)
+		if err != nil {
+			s.Logger.Warn().Err(err).Str("key", billedKey(s.UserID)).Msg("the ledger of resources billed today names posts of a list the state no longer holds; this sync's usage estimates count them as billed")
+		}
+		posts = append(posts, held...)
+	}
+	return v.Day, posts, v.Users.IDs(), nil
 }
 
 // billedHeld are the posts of the bookmarks memory's held list that v says
@@ -95,9 +126,8 @@ func billedHeld(ctx context.Context, s *account.Session, v *billedValue) ([]stri
 }
 
 // SaveBilled stores the ledger of the session's meter for the next sync of
-// the same UTC day (and clears one of an earlier day). The plugin calls it
-// after the data tables, before the state is flushed: the bookmarks memory
-// it refers to is the one flushed with it.
+// the same UTC day (and clears one of an earlier day). It refers to the
+// bookmarks memory the state holds, which is flushed with it.
 func SaveBilled(ctx context.Context, s *account.Session, now time.Time) error {
 	if s.Meter == nil || s.State == nil || s.UserID == "" || s.Err != nil {
 		return nil

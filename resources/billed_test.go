@@ -9,6 +9,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/rs/zerolog"
@@ -55,7 +56,7 @@ func TestTheDaysLedgerNamesTheHeldPostsByTheirPlace(t *testing.T) {
 		t.Errorf("the ledger takes %d bytes beside a held list of %d", len(ledger), len(memory))
 	}
 	s2 := ledgerSession(t, st, nil, now)
-	restoreBilled(ctx, s2)
+	bringBack(ctx, s2)
 	day, posts, users := s2.Meter.BilledToday("1")
 	if day != "2026-05-01" || posts.Len() != len(held)+2 || !posts.Has("5") || !posts.Has(held[12_345]) || users.Len() != 1 {
 		t.Errorf("restored %s: %d posts (5: %v), %d users", day, posts.Len(), posts.Has("5"), users.Len())
@@ -75,7 +76,7 @@ func TestALedgerIsNotReadAgainstAnotherHeldList(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := ledgerSession(t, st, postIDsFrom(900, 50), now.Add(time.Hour))
-	restoreBilled(ctx, s2)
+	bringBack(ctx, s2)
 	if _, posts, _ := s2.Meter.BilledToday("1"); posts.Len() != 1 || !posts.Has("5") {
 		t.Errorf("restored %v, want 5 alone", posts.Sorted())
 	}
@@ -88,8 +89,38 @@ func TestALedgerOfTheFormerFormatIsRead(t *testing.T) {
 	old, _ := json.Marshal(map[string]any{"version": 1, "day": "2026-05-01", "posts": walk.NewIDList("100", "101"), "users": walk.NewIDList("7")})
 	_ = st.SetKey(ctx, billedKey("1"), string(old))
 	s := ledgerSession(t, st, nil, time.Time{})
-	restoreBilled(ctx, s)
+	bringBack(ctx, s)
 	if day, posts, users := s.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 2 || users.Len() != 1 {
 		t.Errorf("restored %s %v %v", day, posts.Sorted(), users.Sorted())
+	}
+}
+
+// bringBack is a resolver's enterBilling, without the leaving.
+func bringBack(ctx context.Context, s *account.Session) {
+	_ = s.Meter.EnterBilling(s.UserID, func() (string, []string, []string, error) { return loadBilled(ctx, s) })
+}
+
+// The resolvers that bill an account's reads put its ledger of the day away
+// once the last of them is done: it is in the state, not in the meter,
+// until the next of them brings it back.
+func TestTheDaysLedgerIsPutAwayBetweenTheResolversThatBill(t *testing.T) {
+	ctx := context.Background()
+	st := memstate.New()
+	now := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	s := ledgerSession(t, st, postIDsFrom(100, 50), now)
+	s.Clock = clock.NewVirtual(now)
+	leave := enterBilling(ctx, s)
+	s.Meter.RestoreBilled("1", "2026-05-01", postIDsFrom(100, 50), []string{"7"}) // as the walk's reads would
+	leave()
+	if s.Meter.HoldsBilled("1") {
+		t.Error("the meter still holds the ledger")
+	}
+	if v, _ := st.GetKey(ctx, billedKey("1")); v == "" {
+		t.Fatal("the ledger was not stored")
+	}
+	leave = enterBilling(ctx, s)
+	defer leave()
+	if day, posts, users := s.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 50 || users.Len() != 1 {
+		t.Errorf("brought back %s: %d posts, %d users", day, posts.Len(), users.Len())
 	}
 }

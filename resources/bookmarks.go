@@ -154,7 +154,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	if err := s.Check(ctx); err != nil {
 		return err
 	}
-	restoreBilled(ctx, s)
+	defer enterBilling(ctx, s)()
 	bw, err := startBookmarksWalk(ctx, s)
 	if err != nil {
 		return err

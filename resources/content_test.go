@@ -105,7 +105,7 @@ func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2 := sess()
-	restoreBilled(ctx, s2)
+	bringBack(ctx, s2)
 	if day, posts, users := s2.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 2 || users.Len() != 1 {
 		t.Fatalf("restored %s %v %v", day, posts.Sorted(), users.Sorted())
 	}
@@ -119,7 +119,7 @@ func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
 	// A damaged value is dropped, not a failure.
 	_ = st.SetKey(ctx, billedKey("1"), `{"version":1,"day":"2026-05-01","posts":"!!"}`)
 	s3 := sess()
-	restoreBilled(ctx, s3)
+	bringBack(ctx, s3)
 	if day, _, _ := s3.Meter.BilledToday("1"); day != "" {
 		t.Errorf("damaged ledger restored as %s", day)
 	}

@@ -54,7 +54,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 		emitMembers(s, f, prev, res)
 		return nil
 	}
-	restoreBilled(ctx, s)
+	defer enterBilling(ctx, s)()
 	settings := s.Walk
 	settings.RequestBudget = s.FolderWalkBudget()
 	guard, err := startCapGuard(ctx, s, key, settings, prev)

@@ -122,19 +122,20 @@ func ReadSpecFile(path string) (*SourceSpec, error) {
 // accounts[].token_file, and compliance.bearer_token_file), in Plugin and
 // in PluginSpec (what the plugin is started with).
 func (s *SourceSpec) resolveTokenFiles(dir string) error {
-	tokenFiles := make([]string, len(s.Plugin.Accounts)) // per account: the path resolved, "" when unchanged
-	bearerFile := ""
-	for i, a := range s.Plugin.Accounts {
-		if isRelative(a.TokenFile) {
-			tokenFiles[i] = filepath.Join(dir, a.TokenFile)
-			s.Plugin.Accounts[i].TokenFile = tokenFiles[i]
+	changed := false
+	resolve := func(path *string) {
+		if *path != "" && !filepath.IsAbs(*path) {
+			*path, changed = filepath.Join(dir, *path), true
 		}
 	}
-	if c := s.Plugin.Compliance; c != nil && isRelative(c.BearerTokenFile) {
-		bearerFile = filepath.Join(dir, c.BearerTokenFile)
-		c.BearerTokenFile = bearerFile
+	for i := range s.Plugin.Accounts {
+		resolve(&s.Plugin.Accounts[i].TokenFile)
 	}
-	if bearerFile == "" && !slices.ContainsFunc(tokenFiles, func(p string) bool { return p != "" }) {
+	c := s.Plugin.Compliance
+	if c != nil {
+		resolve(&c.BearerTokenFile)
+	}
+	if !changed {
 		return nil
 	}
 	var top map[string]json.RawMessage
@@ -143,13 +144,13 @@ func (s *SourceSpec) resolveTokenFiles(dir string) error {
 	}
 	err := editJSON(top, "accounts", func(accounts []map[string]json.RawMessage) {
 		for i, a := range accounts {
-			if tokenFiles[i] != "" {
-				setJSONString(a, "token_file", tokenFiles[i])
+			if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
+				setJSONString(a, "token_file", tf)
 			}
 		}
 	})
-	if err == nil && bearerFile != "" {
-		err = editJSON(top, "compliance", func(c map[string]json.RawMessage) { setJSONString(c, "bearer_token_file", bearerFile) })
+	if err == nil && c != nil && c.BearerTokenFile != "" {
+		err = editJSON(top, "compliance", func(o map[string]json.RawMessage) { setJSONString(o, "bearer_token_file", c.BearerTokenFile) })
 	}
 	if err != nil {
 		return err
@@ -157,9 +158,6 @@ func (s *SourceSpec) resolveTokenFiles(dir string) error {
 	s.PluginSpec, err = json.Marshal(top)
 	return err
 }
-
-// isRelative reports whether path is set and relative.
-func isRelative(path string) bool { return path != "" && !filepath.IsAbs(path) }
 
 // editJSON decodes the value of obj's key name (an object or a list of
 // them) into a V, lets edit change it in place and encodes it back.

@@ -267,6 +267,26 @@ func TestSelectTables(t *testing.T) {
 	}
 }
 
+// readSpecFromElsewhere writes text as dir/x.yml and reads it from another
+// working directory: the spec parsed, and the one the plugin is started with.
+func readSpecFromElsewhere(t *testing.T, dir, text string) (*SourceSpec, *spec.Spec) {
+	t.Helper()
+	path := filepath.Join(dir, "x.yml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	s, err := ReadSpecFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, err := spec.Parse(s.PluginSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, started
+}
+
 // A relative token_file is relative to the spec file's directory, in the
 // parsed spec and in the JSON the plugin is started with; an absolute one
 // is left alone.
@@ -281,20 +301,8 @@ func TestReadSpecFile_RelativeTokenFilesAreRelativeToTheSpecFile(t *testing.T) {
       - Token_File: ./bob.json
       - token_file: /etc/x/carol.json
 `, 1)
-	path := filepath.Join(dir, "x.yml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(t.TempDir())
-	s, err := ReadSpecFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, started := readSpecFromElsewhere(t, dir, text)
 	want := []string{filepath.Join(dir, "tokens/alice.json"), filepath.Join(dir, "bob.json"), "/etc/x/carol.json"}
-	started, err := spec.Parse(s.PluginSpec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for i, w := range want {
 		if s.Plugin.Accounts[i].TokenFile != w || started.Accounts[i].TokenFile != w {
 			t.Errorf("accounts[%d].token_file: parsed %q, plugin started with %q, want %q", i, s.Plugin.Accounts[i].TokenFile, started.Accounts[i].TokenFile, w)
@@ -319,19 +327,7 @@ func TestReadSpecFile_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.
 		"/etc/x/bearer-token.txt": "/etc/x/bearer-token.txt",
 	} {
 		text := minimalSpec + "    Compliance:\n      Bearer_Token_File: " + file + "\n"
-		path := filepath.Join(dir, "x.yml")
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Chdir(t.TempDir())
-		s, err := ReadSpecFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		started, err := spec.Parse(s.PluginSpec)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, started := readSpecFromElsewhere(t, dir, text)
 		if s.Plugin.Compliance.BearerTokenFile != want || started.Compliance.BearerTokenFile != want {
 			t.Errorf("%s: parsed %q, plugin started with %q, want %q", file, s.Plugin.Compliance.BearerTokenFile, started.Compliance.BearerTokenFile, want)
 		}

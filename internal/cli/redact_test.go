@@ -34,6 +34,20 @@ type echoingServer struct {
 // echoRule is the status to echo a request with, or 0 to pass it on.
 type echoRule func(r *http.Request) int
 
+// echoRefusals echoes the token endpoint's requests (under /echo/) with
+// status, and users/me with 403; it passes the rest on.
+func echoRefusals(status int) echoRule {
+	return func(r *http.Request) int {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/echo/"):
+			return status
+		case r.URL.Path == "/2/users/me":
+			return http.StatusForbidden
+		}
+		return 0
+	}
+}
+
 func newEchoingServer(t *testing.T, upstream string, rule echoRule) *echoingServer {
 	t.Helper()
 	target, err := url.Parse(upstream)
@@ -130,15 +144,7 @@ func TestStatusMasksCredentialsAServerEchoes(t *testing.T) {
 	dir := t.TempDir()
 	alice := filepath.Join(dir, "alice.json")
 	writeTokenFile(t, sim, alice, "conf-app", "1001", time.Now().Add(-time.Minute)) // refreshed on first use
-	echo := newEchoingServer(t, sim.URL(), func(r *http.Request) int {
-		switch {
-		case strings.HasPrefix(r.URL.Path, "/echo/"):
-			return http.StatusUnauthorized
-		case r.URL.Path == "/2/users/me":
-			return http.StatusForbidden
-		}
-		return 0
-	})
+	echo := newEchoingServer(t, sim.URL(), echoRefusals(http.StatusUnauthorized))
 	spec := specFile(t, dir, echo.URL,
 		fmt.Sprintf("oauth: {client_id: conf-app, client_secret: %q, token_url: %q}", echoSecret, echo.URL+"/2/oauth2/token"),
 		"accounts:", "  - token_file: alice.json", fmt.Sprintf("  - {user_id: \"1002\", access_token: %q}", sim.IssueToken("1002")))
@@ -226,15 +232,7 @@ func TestLoginAndLogoutMaskCredentialsAServerEchoes(t *testing.T) {
 	const redirect = "http://127.0.0.1:8085/callback"
 	sim.RegisterClient("conf-app", echoSecret, redirect)
 	sim.SetAuthorizingUser("conf-app", "1001")
-	echo := newEchoingServer(t, sim.URL(), func(r *http.Request) int {
-		switch {
-		case strings.HasPrefix(r.URL.Path, "/echo/"):
-			return http.StatusBadRequest
-		case r.URL.Path == "/2/users/me":
-			return http.StatusForbidden
-		}
-		return 0
-	})
+	echo := newEchoingServer(t, sim.URL(), echoRefusals(http.StatusBadRequest))
 	login := func(tokenURL string) string {
 		t.Helper()
 		tokenFile := filepath.Join(t.TempDir(), "alice.json")

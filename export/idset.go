@@ -37,7 +37,7 @@ type idSet struct {
 	// added since the last compact (addStrs until the set is settled)
 	addNums map[uint64]struct{}
 	addStrs map[string]struct{}
-	// filter holds every number in nums and addNums once a set has been
+	// filter holds every number in nums, added and addNums once a set has been
 	// asked about many new ids (a first export asks about every post): it
 	// answers "not held" for almost all of them with one cache line, where
 	// a binary search of a million ids reads about ten.
@@ -59,15 +59,11 @@ func parseID(id string) (uint64, bool) {
 
 // Has reports whether id is in the set.
 func (s *idSet) Has(id string) bool {
-	if s.HasEarlier(id) {
-		return true
-	}
 	if n, ok := parseID(id); ok {
-		if _, found := slices.BinarySearch(s.added, n); found {
-			return true
-		}
-		_, added := s.addNums[n]
-		return added
+		return s.hasNum(n)
+	}
+	if _, found := slices.BinarySearch(s.strs, id); found {
+		return true
 	}
 	_, added := s.addStrs[id]
 	return added
@@ -241,14 +237,12 @@ func (s *idSet) hasNum(n uint64) bool {
 	return added
 }
 
-// sortedNumbers returns the numbers of the set, sorted, without settling it.
+// sortedNumbers returns the numbers of the set, sorted. It merges the
+// latest additions among those added, not into those the set began with:
+// HasEarlier answers as before.
 func (s *idSet) sortedNumbers() []uint64 {
-	latest := make([]uint64, 0, len(s.addNums))
-	for n := range s.addNums {
-		latest = append(latest, n)
-	}
-	slices.Sort(latest)
-	return mergeSorted(mergeSorted(s.nums, s.added), latest)
+	s.compact()
+	return mergeSorted(s.nums, s.added)
 }
 
 // numbers is how many numbers the set holds.

@@ -166,9 +166,6 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 		rep.Posts += set.Len()
 	}
 	for key, value := range keys {
-		if resources.IsArchivedKey(key) {
-			continue // the written ids are that record (see archivedRecord)
-		}
 		if reason := distrust(key, value, written); reason != "" {
 			rep.Dropped = append(rep.Dropped, DroppedMemory{Key: key, Reason: reason})
 			continue
@@ -335,7 +332,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *runRecord) 
 		}
 		i += at
 		key, end, ok := jsonString(text, i)
-		if !ok || !resources.IsStateKey(key) || end >= len(text) || text[end] != ':' {
+		if !ok || !resources.IsStateKey(key) || resources.IsArchivedKey(key) || end >= len(text) || text[end] != ':' { // see archivedRecord
 			continue
 		}
 		value, _, ok := jsonString(text, end+1)

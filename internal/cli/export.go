@@ -19,6 +19,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
@@ -194,10 +195,7 @@ type runFailures struct {
 func failuresOf(sum *export.Summary) runFailures {
 	var rf runFailures
 	if failed := sum.Failed(); len(failed) > 0 {
-		rf.what = append(rf.what, "1 account failed")
-		if len(failed) > 1 {
-			rf.what[0] = strconv.Itoa(len(failed)) + " accounts failed"
-		}
+		rf.what = append(rf.what, plural.Count(len(failed), "account", "accounts")+" failed")
 		for _, a := range failed {
 			rf.accounts = append(rf.accounts, a.Account)
 			rf.lines = append(rf.lines, a.Failure())

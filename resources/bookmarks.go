@@ -202,7 +202,7 @@ type bookmarksWalk struct {
 	guard           *capGuard
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
-	read            int // posts of the walk's earlier pages: the place in the list of the next one
+	read            int         // posts of the walk's earlier pages: the place in the list of the next one
 	outbox          *outbox.Box // rows of earlier walks, sent again by this one
 	resent          int         // rows of outbox sent again
 	sent            *sentRows   // rows this walk sent, when they are to be sent again

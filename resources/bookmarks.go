@@ -240,13 +240,19 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 
 // emitTo sends rows to res, unless ctx ends first.
 func emitTo(res chan<- any) func(context.Context, []*bookmark) error {
-	return func(ctx context.Context, rows []*bookmark) error {
-		select {
-		case res <- rows:
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+	return func(ctx context.Context, rows []*bookmark) error { return send(ctx, res, rows) }
+}
+
+// send sends rows to res, unless ctx ends first. No rows, nothing sent.
+func send[T any](ctx context.Context, res chan<- any, rows []T) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	select {
+	case res <- rows:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 

@@ -357,15 +357,7 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 		a.setAll(updates)
 	}
 	c.Logger.Info().Str("job", rec.ID).Int("posts", len(rec.IDs)).Int("reported", len(reported)).Int("changes", len(rows)).Msg("compliance job complete")
-	if len(rows) == 0 {
-		return nil
-	}
-	select {
-	case res <- rows:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return send(ctx, res, rows)
 }
 
 // jobError is what the API said of a job, found by op.

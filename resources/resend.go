@@ -169,15 +169,7 @@ func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p
 			return fmt.Errorf("sending again the compliance findings of user %s: %w", a.userID, err)
 		}
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	select {
-	case res <- rows:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return send(ctx, res, rows)
 }
 
 // outboxToSave is the account's outbox as its checks are saved: what

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -32,7 +31,7 @@ func testConnection(o Options) plugin.ConnectionTester {
 		}
 		// A connection test answers now: it does not wait out a fault the
 		// way a sync's retry budget does, only max_attempts.
-		noBudget := configtype.NewDuration(0)
+		noBudget := spec.NewDuration(0)
 		s.RetryBudget = &noBudget
 		r := Credentials(s)
 		for i := range s.Accounts {

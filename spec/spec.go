@@ -15,7 +15,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -44,23 +43,23 @@ type Spec struct {
 
 	// Longest wait for a rate-limit window to reset before a request gives up with a rate-limit error.
 	// Waiting is free; restarting a walk re-bills every post already read.
-	RateLimitWaitCap *configtype.Duration `json:"rate_limit_wait_cap,omitempty" jsonschema:"default=16m"`
+	RateLimitWaitCap *Duration `json:"rate_limit_wait_cap,omitempty" jsonschema:"default=16m"`
 
 	// How long one request keeps retrying server errors, dropped connections and cut-short bodies (capped exponential backoff with full jitter; a `Retry-After` is honoured) before its walk fails; once the API has answered, refused connections and names that do not resolve too.
 	// Rate-limit waits do not count. A walk that fails bills the posts it read again at the next sync. `0` turns the budget off.
-	RetryBudget *configtype.Duration `json:"retry_budget,omitempty" jsonschema:"default=5m"`
+	RetryBudget *Duration `json:"retry_budget,omitempty" jsonschema:"default=5m"`
 
 	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent, and all it gets when no server was reached while the API has never answered (a wrong `base_url`, no network). With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
 	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
 
 	// Longest wait for a connection to the API (the dial and the TLS handshake). A request that gets none is a server never reached: it gets `max_attempts` tries while the API has never answered, and is retried within `retry_budget` after.
-	ConnectTimeout *configtype.Duration `json:"connect_timeout,omitempty" jsonschema:"default=10s"`
+	ConnectTimeout *Duration `json:"connect_timeout,omitempty" jsonschema:"default=10s"`
 
 	// Longest wait for the API's answer (its status and headers) once a request is sent. A request past it is retried within `retry_budget`.
-	HeaderTimeout *configtype.Duration `json:"header_timeout,omitempty" jsonschema:"default=30s"`
+	HeaderTimeout *Duration `json:"header_timeout,omitempty" jsonschema:"default=30s"`
 
 	// Longest one request may take in all, reading the whole answer included, so that a server sending its answer a byte at a time cannot hold a sync. A request past it is retried within `retry_budget`.
-	RequestTimeout *configtype.Duration `json:"request_timeout,omitempty" jsonschema:"default=2m"`
+	RequestTimeout *Duration `json:"request_timeout,omitempty" jsonschema:"default=2m"`
 
 	// Price of one post read in USD, for the usage table's estimates (X's published rate).
 	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.005"`
@@ -251,22 +250,22 @@ func (s *Spec) SetDefaults() {
 		s.Planner.Confirmations = walk.DefaultConfirmations
 	}
 	if s.RateLimitWaitCap == nil {
-		d := configtype.NewDuration(DefaultRateLimitWaitCap)
+		d := NewDuration(DefaultRateLimitWaitCap)
 		s.RateLimitWaitCap = &d
 	}
 	if s.RetryBudget == nil {
-		d := configtype.NewDuration(DefaultRetryBudget)
+		d := NewDuration(DefaultRetryBudget)
 		s.RetryBudget = &d
 	}
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts
 	}
 	for _, d := range []struct {
-		v   **configtype.Duration
+		v   **Duration
 		def time.Duration
 	}{{&s.ConnectTimeout, DefaultConnectTimeout}, {&s.HeaderTimeout, DefaultHeaderTimeout}, {&s.RequestTimeout, DefaultRequestTimeout}} {
 		if *d.v == nil {
-			v := configtype.NewDuration(d.def)
+			v := NewDuration(d.def)
 			*d.v = &v
 		}
 	}

@@ -82,7 +82,7 @@ func TestSpecErrorsSayWhere(t *testing.T) {
 		{"list type", `{"fields":{"tweet_fields":"lang"},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: fields.tweet_fields: must be a list of strings, e.g. [a, b], not a string`},
 		{"section type", `{"planner":[1],"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner: must be a map of settings, not a list`},
 		{"whole number", `{"planner":{"max_billed_posts":1.5},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner.max_billed_posts: must be a whole number, not the number 1.5`},
-		{"duration", `{"rate_limit_wait_cap":"soon","accounts":[{"access_token":"a"}]}`, `invalid plugin spec: rate_limit_wait_cap: must be a duration such as "16m" or "1h30m", not a string`},
+		{"duration", `{"rate_limit_wait_cap":"soon","accounts":[{"access_token":"a"}]}`, `invalid plugin spec: rate_limit_wait_cap: must be a duration such as "90s", "16m", "1h30m" or "7d" (units ms, s, m, h, d)`},
 		{"not a map", `["accounts"]`, `invalid plugin spec: must be a map of settings, not a list`},
 		{"several", `{"acounts":[],"planner":{"max_page_size":true}}`, "invalid plugin spec: 2 problems:\n  unknown field \"acounts\" (did you mean \"accounts\"?)\n  planner.max_page_size: must be a whole number, not true"},
 	} {

@@ -85,7 +85,7 @@ func (s *Spec) Kinds() Kinds {
 
 // askedFor lists what the fields section asks for that archives kind ck:
 // its expansions (and those that imply it), and its post fields other than
-// the ones fields.tweet_fields holds by default.
+// the ones every request asks for.
 func (s *Spec) askedFor(ck contentKind) []string {
 	var out []string
 	for _, e := range s.Fields.Expansions {
@@ -113,11 +113,12 @@ func (s *Spec) validateContent(add func(field, format string, args ...any)) {
 	}
 }
 
-// RequestFields are the field selection of the bookmarks request: the
-// `fields` section with what each content kind in effect needs added.
+// RequestFields are the field selection of the bookmarks request: what the
+// columns of x_bookmarks need and each content kind in effect, with the
+// `fields` section's lists added (never taking anything away).
 func (s *Spec) RequestFields() Fields {
 	f := Fields{
-		TweetFields: slices.Clone(s.Fields.TweetFields),
+		TweetFields: union(slices.Clone(DefaultTweetFields), s.Fields.TweetFields...),
 		Expansions:  slices.Clone(s.Fields.Expansions),
 		UserFields:  slices.Clone(s.Fields.UserFields),
 		MediaFields: slices.Clone(s.Fields.MediaFields),

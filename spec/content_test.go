@@ -37,6 +37,40 @@ func TestContentDefaultsAreTheKindsThatCostNothingExtra(t *testing.T) {
 	}
 }
 
+// Each list of the fields section adds to what the tables and the content
+// kinds need: a spec that asks for one more field never asks for less.
+func TestTheFieldsListsAddToWhatTheTablesNeed(t *testing.T) {
+	for _, fields := range []string{
+		`{"tweet_fields":["context_annotations"],"expansions":["geo.place_id"],"user_fields":["entities"],"media_fields":["media_key"]}`,
+		`{"tweet_fields":["created_at"]}`, `{"tweet_fields":[]}`, `{}`,
+	} {
+		s := parseOK(t, `{"accounts":[{"access_token":"a"}],"content":{"authors":true},"fields":`+fields+`}`)
+		f := s.RequestFields()
+		for _, tc := range []struct {
+			param     string
+			got, need []string
+		}{
+			{"tweet.fields", f.TweetFields, append(slices.Clone(DefaultTweetFields), "note_tweet", "article")},
+			{"expansions", f.Expansions, []string{"author_id", "attachments.media_keys", "article.cover_media", "article.media_entities"}},
+			{"user.fields", f.UserFields, AuthorUserFields},
+			{"media.fields", f.MediaFields, MediaFields},
+		} {
+			for _, name := range tc.need {
+				if !slices.Contains(tc.got, name) {
+					t.Errorf("fields %s: %s %v lacks %s", fields, tc.param, tc.got, name)
+				}
+			}
+		}
+		for _, extra := range [][]string{s.Fields.TweetFields, s.Fields.Expansions, s.Fields.UserFields, s.Fields.MediaFields} {
+			for _, name := range extra {
+				if !slices.Contains(slices.Concat(f.TweetFields, f.Expansions, f.UserFields, f.MediaFields), name) {
+					t.Errorf("fields %s: %s is not asked for", fields, name)
+				}
+			}
+		}
+	}
+}
+
 // Each kind asks for its part of the request, and for the parts it shares
 // with another kind when both are on.
 func TestEachContentKindMapsToItsRequestParameters(t *testing.T) {

@@ -35,7 +35,7 @@ type Spec struct {
 	// The kinds that cost nothing extra are on by default.
 	Content Content `json:"content,omitempty"`
 
-	// Post fields and expansions to request on top of what `content` asks for (a parameter of a content kind turns that kind on).
+	// Post fields and expansions to request on top of what the tables and `content` need: each list adds to them, none takes anything away (a parameter of a content kind turns that kind on).
 	Fields Fields `json:"fields,omitempty"`
 
 	// How walks choose page sizes, and their budgets.
@@ -110,15 +110,17 @@ type Account struct {
 	OwnedReads *bool `json:"owned_reads,omitempty"`
 }
 
-// Fields selects what the API returns with each post.
+// Fields selects more of what the API returns with each post: each list
+// adds to what the tables need (RequestFields), so that a spec that asks for
+// one more field never archives posts without the columns they fill.
 type Fields struct {
-	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back; `content` adds `note_tweet`, `article` and what its kinds need.
-	TweetFields []string `json:"tweet_fields"` // encoded when empty: [] asks for none, unset for the defaults
-	// Expansions (`expansions`). Those of a content kind (`author_id`, `attachments.media_keys`, `referenced_tweets.id`, ...) turn it on; X bills expanded users and posts.
+	// More post fields (`tweet.fields`), added to those the columns of x_bookmarks need (created_at, author_id, conversation_id, lang, public_metrics, entities, referenced_tweets, attachments, possibly_sensitive, in_reply_to_user_id, edit_history_tweet_ids) and those of `content` (note_tweet, article). None of those can be taken away: each fills a column.
+	TweetFields []string `json:"tweet_fields,omitempty"`
+	// More expansions (`expansions`). Those of a content kind (`author_id`, `attachments.media_keys`, `referenced_tweets.id`, ...) turn it on; X bills expanded users and posts.
 	Expansions []string `json:"expansions,omitempty"`
-	// User fields of expanded authors (`user.fields`).
+	// More user fields of expanded authors (`user.fields`), added to the profile fields `content.authors` asks for.
 	UserFields []string `json:"user_fields,omitempty"`
-	// Media fields of expanded media (`media.fields`).
+	// More media fields of expanded media (`media.fields`), added to those `content.media` asks for.
 	MediaFields []string `json:"media_fields,omitempty"`
 	// Poll fields (`poll.fields`).
 	PollFields []string `json:"poll_fields,omitempty"`
@@ -169,9 +171,10 @@ const (
 	MaxTimeout = time.Hour
 )
 
-// DefaultTweetFields are requested when fields.tweet_fields is not set:
-// everything public about a post that does not need extra billing. The
-// content kinds add their own (note_tweet, article).
+// DefaultTweetFields are the post fields every bookmarks request asks for:
+// the columns of x_bookmarks, everything public about a post that X bills
+// nothing extra for. The content kinds add their own (note_tweet, article),
+// and fields.tweet_fields more.
 var DefaultTweetFields = []string{
 	"created_at", "author_id", "conversation_id", "lang", "public_metrics", "entities",
 	"referenced_tweets", "attachments", "possibly_sensitive", "in_reply_to_user_id",
@@ -228,11 +231,8 @@ func (s *Spec) SetDefaults() {
 	if s.OAuth.TokenURL == "" {
 		s.OAuth.TokenURL = DefaultTokenURL
 	}
-	if s.Fields.TweetFields == nil {
-		s.Fields.TweetFields = slices.Clone(DefaultTweetFields)
-	}
-	// The other lists have no defaults: empty is unset, in one form.
-	for _, list := range []*[]string{&s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
+	// The lists add to what the tables need: empty is unset, in one form.
+	for _, list := range []*[]string{&s.Fields.TweetFields, &s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
 		if len(*list) == 0 {
 			*list = nil
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,8 @@ func TestDefaultsAreAppliedInCode(t *testing.T) {
 	if s.RateLimitWaitCap.Duration() != 16*time.Minute || s.MaxAttempts != 4 || *s.PostReadUSD != 0.005 || s.Concurrency != 10000 {
 		t.Errorf("defaults: cap %s attempts %d usd %v concurrency %d", s.RateLimitWaitCap.Duration(), s.MaxAttempts, *s.PostReadUSD, s.Concurrency)
 	}
-	if len(s.Fields.TweetFields) == 0 || len(s.Fields.Expansions) != 0 {
-		t.Errorf("fields %+v", s.Fields)
+	if len(s.Fields.TweetFields) != 0 || len(s.Fields.Expansions) != 0 || !slices.Equal(s.RequestFields().TweetFields[:len(DefaultTweetFields)], DefaultTweetFields) {
+		t.Errorf("fields %+v, request %+v", s.Fields, s.RequestFields())
 	}
 }
 
@@ -160,7 +161,7 @@ func TestANullSectionIsItsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Planner.MaxPageSize != walk.DefaultMaxPageSize || s.OAuth.TokenURL != DefaultTokenURL || len(s.Fields.TweetFields) == 0 {
+	if s.Planner.MaxPageSize != walk.DefaultMaxPageSize || s.OAuth.TokenURL != DefaultTokenURL || len(s.RequestFields().TweetFields) == 0 {
 		t.Fatalf("defaults not set: %+v", s)
 	}
 }

@@ -37,6 +37,13 @@ type contentSync struct {
 
 func syncContent(t *testing.T, content map[string]any) contentSync {
 	t.Helper()
+	return syncExamples(t, map[string]any{"content": content})
+}
+
+// syncExamples is one gRPC sync of the content examples with the given
+// settings of the plugin spec, besides base_url and accounts.
+func syncExamples(t *testing.T, settings map[string]any) contentSync {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "cqx") // unix socket paths must be short
 	if err != nil {
 		t.Fatal(err)
@@ -60,11 +67,12 @@ func syncContent(t *testing.T, content map[string]any) contentSync {
 	})
 	clk.Advance(time.Hour)
 	_, backendConn := startStateBackend(t, dir)
-	specJSON, _ := json.Marshal(map[string]any{
+	plugSpec := map[string]any{
 		"base_url": sim.URL(),
 		"accounts": []map[string]any{{"user_id": user, "access_token": sim.IssueToken(user)}},
-		"content":  content,
-	})
+	}
+	maps.Copy(plugSpec, settings)
+	specJSON, _ := json.Marshal(plugSpec)
 	c, stop := servePlugin(t, dir, clk)
 	rows := grpcSync(t, c, specJSON, backendConn)
 	stop()
@@ -151,6 +159,28 @@ func TestGRPCSyncArchivesEveryContentKind(t *testing.T) {
 	if usage["posts_returned"] != "5" || usage["posts_billed"] != "5" || usage["users_billed"] != "2" || usage["media_returned"] != "5" ||
 		math.Abs(usd-(5*0.005+2*0.01)) > 1e-9 || su.PostsBilled != 5 || su.UsersBilled != 2 || math.Abs(su.USD-usd) > 1e-9 {
 		t.Errorf("usage %v; simulator %+v", usage, su)
+	}
+}
+
+// A spec that asks for one more post field archives every column the
+// default request fills: fields.tweet_fields adds to it.
+func TestASpecAskingForOneMoreFieldArchivesEveryColumn(t *testing.T) {
+	s := syncExamples(t, map[string]any{"fields": map[string]any{"tweet_fields": []string{"context_annotations"}}})
+	asked := strings.Split(s.query.Get("tweet.fields"), ",")
+	for _, name := range []string{"context_annotations", "created_at", "author_id", "lang", "public_metrics", "entities", "note_tweet"} {
+		if !slices.Contains(asked, name) {
+			t.Errorf("tweet.fields=%s lacks %s", s.query.Get("tweet.fields"), name)
+		}
+	}
+	if len(s.rows["x_bookmarks"]) != 4 {
+		t.Fatalf("x_bookmarks %v", s.rows["x_bookmarks"])
+	}
+	for _, r := range s.rows["x_bookmarks"] {
+		for _, column := range []string{"created_at", "author_id", "conversation_id", "public_metrics", "edit_history_tweet_ids"} {
+			if r[column] == "" {
+				t.Errorf("post %s archived without %s", r["post_id"], column)
+			}
+		}
 	}
 }
 

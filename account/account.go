@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -173,6 +174,9 @@ func Multiplex(meta schema.ClientMeta) []schema.ClientMeta {
 // WalkReport is one walk of one list.
 type WalkReport struct {
 	Operation client.Operation
+	// Table is the table the walk fills: x_bookmarks, x_bookmark_folders
+	// or x_bookmark_folder_posts.
+	Table string
 	// List is "bookmarks" or the folder id.
 	List   string
 	Result *walk.Result
@@ -218,6 +222,26 @@ func (r *Report) Err() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Tables sums up the walks by table, each list sorted: done are the tables a
+// walk of which ended cleanly, failed those a walk of which failed. A table
+// may be both (one folder walked, another not).
+func (r *Report) Tables() (done, failed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.walks {
+		list := &done
+		if w.Err != nil {
+			list = &failed
+		}
+		if !slices.Contains(*list, w.Table) {
+			*list = append(*list, w.Table)
+		}
+	}
+	slices.Sort(done)
+	slices.Sort(failed)
+	return done, failed
 }
 
 // SetFolderCount records how many folders the account has, so the folder

@@ -41,13 +41,18 @@ type AccountSum struct {
 	UserID  string `json:"user_id"`
 	OK      bool   `json:"ok"`
 	// Error is what went wrong, each problem once, joined by "; " (see
-	// plugin.AccountFailure).
+	// plugin.AccountFailure): a problem of one table starts with its name.
 	Error string `json:"error,omitempty"`
+	// FailedTables are the tables of the account that failed (a walk that
+	// fills it did not end cleanly); the others were done.
+	FailedTables []string `json:"failed_tables,omitempty"`
 	Totals
 	Operations []OperationSum `json:"operations"`
 
 	problems []string
 	name     string // accounts[i] (user ID)
+	// doneSome: a table of the account was done, or rows of it written.
+	doneSome bool
 }
 
 // Totals add up operations (or accounts).
@@ -119,11 +124,13 @@ func (r *Result) Summary() *Summary {
 		} else if err := sessionErr(sess); err != nil {
 			a.problems = sess.Redact.Strings(strings.Split(err.Error(), "\n"))
 		}
+		done, failed := sess.Report().Tables()
 		if a.problems != nil {
-			a.OK, a.Error = false, strings.Join(a.problems, "; ")
+			a.OK, a.Error, a.FailedTables = false, strings.Join(a.problems, "; "), failed
 			s.OK = false
 		}
 		a.BookmarksWritten = r.rows[sess.UserID]
+		a.doneSome = len(done) > 0 || a.BookmarksWritten > 0
 		a.AlreadyArchived = r.skip[sess.UserID]
 		for _, u := range resources.UsageRows(sess) {
 			a.Operations = append(a.Operations, operationSum(u))
@@ -290,6 +297,21 @@ func (a AccountSum) Failure() string {
 		return "FAILED " + name + ": " + problems[0]
 	}
 	return "FAILED " + name + ":\n  - " + strings.Join(problems, "\n  - ")
+}
+
+// InPart reports whether a failed account got some of its tables done or
+// some rows written.
+func (a AccountSum) InPart() bool { return !a.OK && a.doneSome }
+
+// NothingDone reports whether no account got anything done: each failed,
+// none with a table done or a row written.
+func (s *Summary) NothingDone() bool {
+	for _, a := range s.Accounts {
+		if a.OK || a.doneSome {
+			return false
+		}
+	}
+	return len(s.Accounts) > 0
 }
 
 // Failed returns the accounts that failed.

@@ -152,6 +152,7 @@ func jsonArray(objs []json.RawMessage) []byte {
 func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	s := meta.(*account.Session)
 	if err := s.Check(ctx); err != nil {
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Err: err})
 		return err
 	}
 	defer enterBilling(ctx, s)()
@@ -268,7 +269,7 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 
 // report adds the walk to the account's report.
 func (bw *bookmarksWalk) report(result *walk.Result, err error) {
-	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
+	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Result: result, Err: err})
 }
 
 // fieldsRefused says what to do when the API refuses the field selection.

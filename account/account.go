@@ -37,7 +37,10 @@ type Session struct {
 	API   *client.Client
 	Meter *client.Meter
 
-	Fields       client.Fields
+	Fields client.Fields
+	// AskedBy names the settings of the spec that put value in the request
+	// parameter param (spec.AskedBy), for messages; nil names none.
+	AskedBy      func(param, value string) []string
 	Walk         walk.Settings // bookmark walks
 	FolderBudget int           // requests all folder walks may spend together
 	Clock        clock.Clock
@@ -181,6 +184,9 @@ type WalkReport struct {
 	List   string
 	Result *walk.Result
 	Err    error
+	// Missing counts the expanded objects the walk's pages left out with no
+	// error saying why (see resources).
+	Missing int
 }
 
 // Report collects walk reports; safe for concurrent use.

@@ -69,6 +69,10 @@ type Totals struct {
 	UsersBilled      int     `json:"users_billed"`
 	EstimatedUSD     float64 `json:"estimated_usd"`
 	Requests         int     `json:"requests"`
+	// IncludesMissing are the authors, media and referenced posts X left
+	// out with no error saying why: their posts are archived, the part
+	// recorded missing in its table.
+	IncludesMissing int `json:"includes_missing"`
 }
 
 // ComplianceSum is the compliance check (docs/compliance.md): the app's
@@ -87,21 +91,22 @@ type ComplianceSum struct {
 
 // OperationSum is one row of x_api_usage.
 type OperationSum struct {
-	Operation      string  `json:"operation"`
-	Requests       int     `json:"requests"`
-	OKResponses    int     `json:"ok_responses"`
-	PostsReturned  int     `json:"posts_returned"`
-	PostsBilled    int     `json:"posts_billed"`
-	UsersBilled    int     `json:"users_billed"`
-	EstimatedUSD   float64 `json:"estimated_usd"`
-	NewPosts       int     `json:"new_posts"`
-	Walks          int     `json:"walks"`
-	WalkOutcomes   string  `json:"walk_outcomes,omitempty"`
-	RateLimited    int     `json:"rate_limited"`
-	RateLimitWaits int     `json:"rate_limit_waits"`
-	WaitedSeconds  float64 `json:"rate_limit_wait_seconds"`
-	Errors         int     `json:"errors"`
-	Failure        string  `json:"failure,omitempty"`
+	Operation       string  `json:"operation"`
+	Requests        int     `json:"requests"`
+	OKResponses     int     `json:"ok_responses"`
+	PostsReturned   int     `json:"posts_returned"`
+	PostsBilled     int     `json:"posts_billed"`
+	UsersBilled     int     `json:"users_billed"`
+	EstimatedUSD    float64 `json:"estimated_usd"`
+	NewPosts        int     `json:"new_posts"`
+	Walks           int     `json:"walks"`
+	WalkOutcomes    string  `json:"walk_outcomes,omitempty"`
+	RateLimited     int     `json:"rate_limited"`
+	RateLimitWaits  int     `json:"rate_limit_waits"`
+	WaitedSeconds   float64 `json:"rate_limit_wait_seconds"`
+	Errors          int     `json:"errors"`
+	IncludesMissing int     `json:"includes_missing"`
+	Failure         string  `json:"failure,omitempty"`
 }
 
 // Summary builds the run's summary from the accounts' sessions (the same
@@ -139,6 +144,7 @@ func (r *Result) Summary() *Summary {
 			a.UsersBilled += u.UsersBilled
 			a.EstimatedUSD += u.EstimatedUSD
 			a.Requests += u.Requests
+			a.IncludesMissing += u.IncludesMissing
 		}
 		s.Totals.add(a.Totals)
 		s.Accounts = append(s.Accounts, a)
@@ -162,7 +168,7 @@ func operationSum(u *resources.Usage) OperationSum {
 		EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
 		Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
 		RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
-		Failure: u.Failure,
+		IncludesMissing: u.IncludesMissing, Failure: u.Failure,
 	}
 }
 
@@ -188,6 +194,7 @@ func (t *Totals) add(o Totals) {
 	t.UsersBilled += o.UsersBilled
 	t.EstimatedUSD += o.EstimatedUSD
 	t.Requests += o.Requests
+	t.IncludesMissing += o.IncludesMissing
 }
 
 // ReadFor returns the posts one operation read, summed over accounts.
@@ -238,6 +245,13 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, a := range s.Accounts {
+		if a.IncludesMissing > 0 {
+			fmt.Fprintf(w, "%s: X left out %s the spec asks for, with no error saying why; "+
+				"the posts are archived, and the error column of each one's row says it is missing\n",
+				a.displayName(), plural.Count(a.IncludesMissing, "author, media or referenced post", "authors, media or referenced posts"))
+		}
+	}
+	for _, a := range s.Accounts {
 		if !a.OK {
 			fmt.Fprintln(w, a.Failure())
 		}
@@ -285,10 +299,7 @@ func (c *ComplianceSum) Failure() string {
 // Failure tells what went wrong for the account, naming it: on one line for
 // one problem, a line per problem after the name for several.
 func (a AccountSum) Failure() string {
-	name := a.name
-	if name == "" {
-		name = a.Account
-	}
+	name := a.displayName()
 	problems := a.problems
 	if problems == nil {
 		problems = strings.Split(a.Error, "; ")
@@ -312,6 +323,14 @@ func (s *Summary) NothingDone() bool {
 		}
 	}
 	return len(s.Accounts) > 0
+}
+
+// displayName is accounts[i] (user ID).
+func (a AccountSum) displayName() string {
+	if a.name == "" {
+		return a.Account
+	}
+	return a.name
 }
 
 // Failed returns the accounts that failed.

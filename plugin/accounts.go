@@ -34,6 +34,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			UserID:       a.UserID,
 			Meter:        meter,
 			Fields:       request,
+			AskedBy:      s.AskedBy,
 			Walk:         s.WalkSettings(),
 			FolderBudget: s.Planner.FolderRequestBudget,
 			Clock:        o.Clock,

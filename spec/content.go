@@ -178,11 +178,56 @@ var fieldsParams = map[string]string{
 	"poll.fields": "fields.poll_fields", "place.fields": "fields.place_fields",
 }
 
-// SourcesOf names the spec fields that can put value in the request
+// RequestNeeds names what asks for a value of the request that no setting
+// does: the post fields every request asks for (DefaultTweetFields).
+const RequestNeeds = "the columns of x_bookmarks"
+
+// AskedBy names the settings of s that put value in the request parameter
+// param: the content kinds in effect that ask for it, the fields section
+// when its list holds it, and RequestNeeds for a post field every request
+// asks for. Nil for a parameter that is not a field selection, or a value
+// s does not ask for.
+func (s *Spec) AskedBy(param, value string) []string {
+	field, ok := fieldsParams[param]
+	if !ok {
+		return nil
+	}
+	k := s.Kinds()
+	lists := map[string][]string{
+		"fields.tweet_fields": s.Fields.TweetFields, "fields.expansions": s.Fields.Expansions, "fields.user_fields": s.Fields.UserFields,
+		"fields.media_fields": s.Fields.MediaFields, "fields.poll_fields": s.Fields.PollFields, "fields.place_fields": s.Fields.PlaceFields,
+	}
+	var out []string
+	if field == "fields.tweet_fields" && slices.Contains(DefaultTweetFields, value) {
+		out = append(out, RequestNeeds)
+	}
+	for _, src := range sourcesOf(param, value) {
+		name, isKind := strings.CutPrefix(src, "content.")
+		switch {
+		case isKind && k.on(name):
+			out = append(out, src)
+		case !isKind && slices.Contains(lists[src], value):
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// on reports whether the kind named name (a content field) is on.
+func (k Kinds) on(name string) bool {
+	for _, ck := range contentKinds {
+		if ck.name == name {
+			return *ck.set(&k)
+		}
+	}
+	return false
+}
+
+// sourcesOf names the spec fields that can put value in the request
 // parameter param (tweet.fields, expansions, user.fields, media.fields,
 // ...): the content kinds that ask for it, and the fields section. Nil for
 // a parameter that is not a field selection.
-func SourcesOf(param, value string) []string {
+func sourcesOf(param, value string) []string {
 	field, ok := fieldsParams[param]
 	if !ok {
 		return nil

@@ -166,6 +166,30 @@ func TestOwnedReadsFromTheAccountOrTheAppOwner(t *testing.T) {
 	}
 }
 
+// A value of the request is traced to the settings of the spec that ask for
+// it: a content kind in effect, the fields section when it lists it, the
+// columns of x_bookmarks for a default post field; never a section the spec
+// does not have.
+func TestTheSettingsThatAskForAValueAreNamed(t *testing.T) {
+	for _, tc := range []struct{ spec, param, value, want string }{
+		{`"content":{"referenced_posts":true}`, "expansions", "referenced_tweets.id", "content.referenced_posts"},
+		{`"content":{"referenced_posts":true},"fields":{"expansions":["referenced_tweets.id"]}`, "expansions", "referenced_tweets.id", "content.referenced_posts fields.expansions"},
+		{`"fields":{"expansions":["referenced_tweets.id"]}`, "expansions", "referenced_tweets.id", "content.referenced_posts fields.expansions"},
+		{`"content":{"authors":true,"referenced_posts":true}`, "expansions", "referenced_tweets.id.author_id", "content.authors content.referenced_posts"},
+		{`"content":{}`, "expansions", "article.cover_media", "content.media content.articles"},
+		{`"content":{"media":false}`, "expansions", "article.cover_media", "content.articles"},
+		{`"content":{}`, "tweet.fields", "created_at", RequestNeeds},
+		{`"fields":{"tweet_fields":["context_annotations"]}`, "tweet.fields", "context_annotations", "fields.tweet_fields"},
+		{`"content":{}`, "expansions", "author_id", ""},
+		{`"content":{}`, "max_results", "1000", ""},
+	} {
+		s := parseOK(t, `{"accounts":[{"access_token":"a"}],`+tc.spec+`}`)
+		if got := strings.Join(s.AskedBy(tc.param, tc.value), " "); got != tc.want {
+			t.Errorf("%s: %s=%s asked for by %q, want %q", tc.spec, tc.param, tc.value, got, tc.want)
+		}
+	}
+}
+
 // A value the API refuses is traced to the spec fields that ask for it.
 func TestSourcesOfARequestValue(t *testing.T) {
 	for _, tc := range []struct{ param, value, want string }{
@@ -177,7 +201,7 @@ func TestSourcesOfARequestValue(t *testing.T) {
 		{"media.fields", "variants", "content.media fields.media_fields"},
 		{"max_results", "1000", ""},
 	} {
-		if got := strings.Join(SourcesOf(tc.param, tc.value), " "); got != tc.want {
+		if got := strings.Join(sourcesOf(tc.param, tc.value), " "); got != tc.want {
 			t.Errorf("%s=%s: %q, want %q", tc.param, tc.value, got, tc.want)
 		}
 	}

@@ -87,7 +87,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 	}
 	accounts := sum["accounts"].([]any)
 	a0, a1 := accounts[0].(map[string]any), accounts[1].(map[string]any)
-	if got, want := keysOf(a0), "account,already_archived,bookmarks_written,estimated_usd,new_posts,ok,operations,posts_billed,requests,user_id,users_billed"; got != want {
+	if got, want := keysOf(a0), "account,already_archived,bookmarks_written,estimated_usd,includes_missing,new_posts,ok,operations,posts_billed,requests,user_id,users_billed"; got != want {
 		t.Errorf("account keys %s, want %s", got, want)
 	}
 	if a0["ok"] != true || a0["bookmarks_written"] != 12.0 || a0["posts_billed"] != 12.0 || a0["account"] != "accounts[0]" {
@@ -97,14 +97,14 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 		t.Errorf("account 1: %v", a1)
 	}
 	op := a0["operations"].([]any)[0].(map[string]any)
-	if got, want := keysOf(op), "errors,estimated_usd,new_posts,ok_responses,operation,posts_billed,posts_returned,rate_limit_wait_seconds,rate_limit_waits,rate_limited,requests,users_billed,walk_outcomes,walks"; got != want {
+	if got, want := keysOf(op), "errors,estimated_usd,includes_missing,new_posts,ok_responses,operation,posts_billed,posts_returned,rate_limit_wait_seconds,rate_limit_waits,rate_limited,requests,users_billed,walk_outcomes,walks"; got != want {
 		t.Errorf("operation keys %s, want %s", got, want)
 	}
 	if op["operation"] != "list_bookmarks" || op["walk_outcomes"] != "reached_end" {
 		t.Errorf("operation %v", op)
 	}
 	totals := sum["totals"].(map[string]any)
-	if got, want := keysOf(totals), "already_archived,bookmarks_written,estimated_usd,new_posts,posts_billed,requests,users_billed"; got != want {
+	if got, want := keysOf(totals), "already_archived,bookmarks_written,estimated_usd,includes_missing,new_posts,posts_billed,requests,users_billed"; got != want {
 		t.Errorf("totals keys %s, want %s", got, want)
 	}
 	files := sum["files"].([]any)

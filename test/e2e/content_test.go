@@ -243,10 +243,13 @@ func TestRefusedContentExpansionFailsTheWalkNamingTheKind(t *testing.T) {
 	h.spec["base_url"] = refusing.URL
 	r := h.sync()
 	failure := r.usage["list_bookmarks"]["failure"]
-	for _, want := range []string{"expansions=[article.cover_media]", "content.media or content.articles or fields.expansions", "state not advanced"} {
+	for _, want := range []string{"expansions=[article.cover_media]", "asked for by content.media or content.articles;", "state not advanced"} {
 		if !strings.Contains(failure, want) {
 			t.Errorf("failure %q does not say %q", failure, want)
 		}
+	}
+	if strings.Contains(failure, "fields.expansions") {
+		t.Errorf("failure %q names fields.expansions, which the spec does not have", failure)
 	}
 	if len(r.newRows) != 0 || r.billed != 0 || r.outcome() != "failed" {
 		t.Fatalf("sync with a refused expansion: %v", r)
@@ -254,6 +257,71 @@ func TestRefusedContentExpansionFailsTheWalkNamingTheKind(t *testing.T) {
 	h.spec["content"] = map[string]any{"articles": false}
 	if r := h.sync(); len(r.newRows) != 30 || r.outcome() != "reached_end" {
 		t.Fatalf("with articles off: %v", r)
+	}
+}
+
+// X leaves expanded objects out of a page with no error saying why (a
+// suspended author, media still processing, a post deleted between the list
+// and its hydration), and does so at every sync. The walk goes on: each post
+// is archived with what X returned, the missing part recorded as missing in
+// its row with the setting that asked for it, and counted in x_api_usage;
+// the next sync finds the next bookmark.
+func TestAnIncludeXLeavesOutDoesNotStallTheAccount(t *testing.T) {
+	h := newHarness(t, 0)
+	ex := h.sim.SeedContentExamples(user)
+	h.spec["content"] = allKinds
+	leftOut := map[string]bool{ex.Authors[0]: true, "3_4101": true, ex.Quoted: true}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.sim.Handler().ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		var page map[string]any
+		if strings.HasSuffix(r.URL.Path, "/bookmarks") && json.Unmarshal(body, &page) == nil {
+			if includes, ok := page["includes"].(map[string]any); ok {
+				for section, key := range map[string]string{"users": "id", "media": "media_key", "tweets": "id"} {
+					objs, _ := includes[section].([]any)
+					includes[section] = slices.DeleteFunc(objs, func(o any) bool { return leftOut[o.(map[string]any)[key].(string)] })
+				}
+			}
+			body, _ = json.Marshal(page)
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	}))
+	defer proxy.Close()
+	h.spec["base_url"] = proxy.URL
+	tables := []string{"x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_api_usage"}
+
+	r := h.sync(tables...)
+	if r.outcome() != "reached_end" || len(r.newRows) != 4 || r.usage["list_bookmarks"]["includes_missing"] != "4" || r.usage["list_bookmarks"]["failure"] != "" {
+		t.Fatalf("first sync: %v", r)
+	}
+	missing := func(table, post, second, value string) string {
+		for _, row := range r.tables[table] {
+			if row["post_id"] == post && (second == "" || row[second] == value) {
+				return row["error"]
+			}
+		}
+		return "(no row)"
+	}
+	for _, tc := range []struct{ got, want string }{
+		{missing("x_bookmark_authors", ex.LongPost, "", ""), "Missing: X returned no author " + ex.Authors[0] + ", which content.authors asks for (expansions=author_id), and no error saying why"},
+		{missing("x_bookmark_authors", ex.QuoteOfProtected, "", ""), "Missing: X returned no author " + ex.Authors[0]},
+		{missing("x_bookmark_media", ex.LongPost, "media_key", "3_4101"), "Missing: X returned no media 3_4101, which content.media asks for (expansions=attachments.media_keys)"},
+		{missing("x_bookmark_media", ex.LongPost, "media_key", "7_4102"), ""},
+		{missing("x_bookmark_referenced_posts", ex.LongPost, "referenced_post_id", ex.Quoted), "Missing: X returned no referenced post " + ex.Quoted + ", which content.referenced_posts asks for"},
+		{missing("x_bookmark_authors", ex.ArticlePost, "", ""), ""},
+	} {
+		if tc.want == "" && tc.got != "" || !strings.HasPrefix(tc.got, tc.want) {
+			t.Errorf("error %q, want %q", tc.got, tc.want)
+		}
+	}
+
+	h.sim.SeedBookmarks(user, 1)
+	if r := h.sync(tables...); r.outcome() != "met_held" || len(r.newRows) != 1 {
+		t.Fatalf("next sync: %v", r)
 	}
 }
 

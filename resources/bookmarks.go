@@ -226,7 +226,7 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 		PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
 		Fields:      s.Fields,
 	}
-	p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
+	p, resp, err := s.API.ListBookmarks(ctx, s.UserID, opts)
 	if err != nil {
 		return walk.Page[*bookmark]{}, fieldsRefused(err, s.AskedBy)
 	}
@@ -235,7 +235,7 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 			s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
 		}
 	}
-	pc := newPageContent(p, askedBy(s.Fields), s.AskedBy)
+	pc := newPageContent(p, askedBy(s.Fields.Asked(resp.Naming)), s.AskedBy)
 	rows := bookmarkRows(s.UserID, pc, bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
 	if n := len(pc.missing); n > 0 {
 		bw.missing += n

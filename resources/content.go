@@ -84,10 +84,13 @@ func newPageContent(p *client.PostPage, a asked, askedBy func(param, value strin
 }
 
 // partialErrorKind is the kind of object a partial error is about: "post",
-// "user" or "media" ("" for others, e.g. a field authorization error).
+// "user" or "media" ("" for others, e.g. a field authorization error), in
+// either naming.
 func partialErrorKind(pe *client.PartialError) string {
+	posts := pe.ResourceType == "tweet" || pe.ResourceType == "post"
 	switch {
-	case pe.Parameter == "referenced_tweets.id" || (pe.ResourceType == "tweet" && pe.Parameter != "tweet.fields"):
+	case pe.Parameter == "referenced_tweets.id" || pe.Parameter == "referenced_posts" ||
+		(posts && pe.Parameter != "tweet.fields" && pe.Parameter != "post.fields"):
 		return "post"
 	case pe.ResourceType == "user" || strings.HasSuffix(pe.Parameter, "author_id"):
 		return "user"

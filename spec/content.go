@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cq-source-x/cq-source-x/client"
 )
 
 // Content selects what is archived with each bookmarked post, kind by kind.
@@ -188,8 +190,9 @@ const RequestNeeds = "the columns of x_bookmarks"
 // asks for. Nil for a parameter that is not a field selection, or a value
 // s does not ask for.
 func (s *Spec) AskedBy(param, value string) []string {
+	param, value, known := client.TweetsName(param, value)
 	field, ok := fieldsParams[param]
-	if !ok {
+	if !ok || !known {
 		return nil
 	}
 	k := s.Kinds()

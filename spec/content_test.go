@@ -179,6 +179,8 @@ func TestTheSettingsThatAskForAValueAreNamed(t *testing.T) {
 		{`"content":{}`, "expansions", "article.cover_media", "content.media content.articles"},
 		{`"content":{"media":false}`, "expansions", "article.cover_media", "content.articles"},
 		{`"content":{}`, "tweet.fields", "created_at", RequestNeeds},
+		{`"content":{}`, "post.fields", "note_post", "content.long_text"},
+		{`"content":{"referenced_posts":true}`, "expansions", "referenced_posts", "content.referenced_posts"},
 		{`"fields":{"tweet_fields":["context_annotations"]}`, "tweet.fields", "context_annotations", "fields.tweet_fields"},
 		{`"content":{}`, "expansions", "author_id", ""},
 		{`"content":{}`, "max_results", "1000", ""},

@@ -38,6 +38,10 @@ type Spec struct {
 	// Post fields and expansions to request on top of what the tables and `content` need: each list adds to them, none takes anything away (a parameter of a content kind turns that kind on).
 	Fields Fields `json:"fields,omitempty"`
 
+	// The names X's API is asked for posts in: `tweets` (tweet.fields, referenced_tweets.id, note_tweet: X's API reference, and its OpenAPI description up to revision 2.166), `posts` (post.fields, referenced_posts, note_post: its OpenAPI description from revision 2.167), or `auto`: tweets until X answers 400 to a name only they have, then posts for the rest of the sync, said once in the log. Responses are read in either naming.
+	// The posts naming offers author_id, in_reply_to_user_id and the referenced posts only as expansions, which X bills: it asks for them only with `content.authors` and `content.referenced_posts`, and their columns are filled otherwise only when X returns them.
+	APINaming string `json:"api_naming,omitempty" jsonschema:"enum=auto,enum=tweets,enum=posts,default=auto"`
+
 	// How walks choose page sizes, and their budgets.
 	Planner Planner `json:"planner,omitempty"`
 
@@ -237,6 +241,9 @@ func (s *Spec) SetDefaults() {
 			*list = nil
 		}
 	}
+	if s.APINaming == "" {
+		s.APINaming = "auto"
+	}
 	if s.Planner.MaxPageSize == 0 {
 		s.Planner.MaxPageSize = walk.DefaultMaxPageSize
 	}
@@ -321,6 +328,9 @@ func (s *Spec) Validate() error {
 		checkPath(add, field+".token_file", a.TokenFile)
 	}
 	s.validateFields(add)
+	if !slices.Contains(client.Namings, s.APINaming) {
+		add("api_naming", "must be one of %s, got %q", strings.Join(client.Namings, ", "), s.APINaming)
+	}
 	if err := s.WalkSettings().Validate(); err != nil {
 		add("planner", "%v", err)
 	}

@@ -37,12 +37,12 @@ type contentSync struct {
 
 func syncContent(t *testing.T, content map[string]any) contentSync {
 	t.Helper()
-	return syncExamples(t, map[string]any{"content": content})
+	return syncExamples(t, xsim.Options{}, map[string]any{"content": content})
 }
 
-// syncExamples is one gRPC sync of the content examples with the given
-// settings of the plugin spec, besides base_url and accounts.
-func syncExamples(t *testing.T, settings map[string]any) contentSync {
+// syncExamples is one gRPC sync of the content examples, served as opts say,
+// with the given settings of the plugin spec, besides base_url and accounts.
+func syncExamples(t *testing.T, opts xsim.Options, settings map[string]any) contentSync {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "cqx") // unix socket paths must be short
 	if err != nil {
@@ -50,7 +50,8 @@ func syncExamples(t *testing.T, settings map[string]any) contentSync {
 	}
 	defer os.RemoveAll(dir)
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
+	opts.Clock = clk
+	sim := xsim.New(opts)
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestGRPCSyncArchivesEveryContentKind(t *testing.T) {
 // A spec that asks for one more post field archives every column the
 // default request fills: fields.tweet_fields adds to it.
 func TestASpecAskingForOneMoreFieldArchivesEveryColumn(t *testing.T) {
-	s := syncExamples(t, map[string]any{"fields": map[string]any{"tweet_fields": []string{"context_annotations"}}})
+	s := syncExamples(t, xsim.Options{}, map[string]any{"fields": map[string]any{"tweet_fields": []string{"context_annotations"}}})
 	asked := strings.Split(s.query.Get("tweet.fields"), ",")
 	for _, name := range []string{"context_annotations", "created_at", "author_id", "lang", "public_metrics", "entities", "note_tweet"} {
 		if !slices.Contains(asked, name) {
@@ -179,6 +180,50 @@ func TestASpecAskingForOneMoreFieldArchivesEveryColumn(t *testing.T) {
 		for _, column := range []string{"created_at", "author_id", "conversation_id", "public_metrics", "edit_history_tweet_ids"} {
 			if r[column] == "" {
 				t.Errorf("post %s archived without %s", r["post_id"], column)
+			}
+		}
+	}
+}
+
+// A server that answers in X's posts naming (OpenAPI 2.167) refuses the
+// tweets naming: api_naming auto switches once, bills each post once, and
+// archives the rows a server of the tweets naming gives, but for what the
+// posts naming has no post field for (in_reply_to_user_id) or no nested
+// expansion (the referenced posts' authors and media); api_naming posts asks
+// so from the start.
+func TestEitherNamingArchivesTheSameRows(t *testing.T) {
+	tweets := syncExamples(t, xsim.Options{}, map[string]any{"content": allKinds})
+	for _, setting := range []string{"auto", "posts"} {
+		posts := syncExamples(t, xsim.Options{Naming: "posts"}, map[string]any{"content": allKinds, "api_naming": setting})
+		u := posts.sim.Usage(user)[xsim.OpListBookmarks]
+		if want := map[string]int{"auto": 2, "posts": 1}[setting]; u.Requests != want || u.PostsReturned != 5 {
+			t.Errorf("%s: %d requests, %d posts billed; want %d requests, 5 posts", setting, u.Requests, u.PostsReturned, want)
+		}
+		for table, unlike := range map[string][]string{
+			"x_bookmarks":                 {"post", "in_reply_to_user_id"},
+			"x_bookmark_authors":          nil,
+			"x_bookmark_media":            nil,
+			"x_bookmark_referenced_posts": {"post", "author", "author_username", "media", "error"}, // X's errors name its expansion
+		} {
+			want, got := tweets.rows[table], posts.rows[table]
+			if len(got) != len(want) || len(got) == 0 {
+				t.Fatalf("%s: %s has %d rows, the tweets naming %d", setting, table, len(got), len(want))
+			}
+			key := func(r map[string]string) string { return r["post_id"] + "/" + r["media_key"] + r["referenced_post_id"] }
+			byKey := map[string]map[string]string{}
+			for _, r := range want {
+				byKey[key(r)] = r
+			}
+			for _, r := range got {
+				w := byKey[key(r)]
+				for column, v := range w {
+					if slices.Contains(unlike, column) || column == "_cq_id" || column == "_cq_parent_id" || column == "seen_at" || column == "first_seen_at" {
+						continue
+					}
+					if r[column] != v {
+						t.Errorf("%s: %s %s: %s is %.60q, the tweets naming's %.60q", setting, table, key(r), column, r[column], v)
+					}
+				}
 			}
 		}
 	}

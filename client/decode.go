@@ -232,8 +232,9 @@ type postFields struct {
 
 // inTweetsNaming reads the members of the posts naming as those of the
 // tweets naming where the post has none of the latter, and public_metrics'
-// repost_count as retweet_count: the columns of a post say the same
-// whichever naming X answered in.
+// repost_count as retweet_count (and a user's post_count as tweet_count,
+// makeUser): the columns of a post say the same whichever naming X
+// answered in.
 func (f *postFields) inTweetsNaming() {
 	if f.EditHistoryTweetIDs == nil {
 		f.EditHistoryTweetIDs = f.EditHistoryPostIDs
@@ -627,7 +628,8 @@ func makeUser(w *withRaw[userFields]) (*User, error) {
 	}
 	u := w.v.User
 	u.CreatedAt = parseTime(w.v.CreatedAt)
-	u.PublicMetrics, u.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
+	// The posts naming counts a user's posts in post_count.
+	u.PublicMetrics, u.Raw = json.RawMessage(renameMember(w.v.PublicMetrics, "post_count", "tweet_count")), w.raw
 	return &u, nil
 }
 

@@ -20,26 +20,29 @@ const (
 		"note_tweet":{"text":"long and whole"},"referenced_tweets":[{"type":"quoted","id":"11"}],
 		"public_metrics":{"retweet_count":2,"reply_count":1,"like_count":9,"quote_count":0,"bookmark_count":3,"impression_count":90},
 		"article":{"title":"On saving","plain_text":"body"}}],
-		"includes":{"tweets":[{"id":"11","text":"quoted","edit_history_tweet_ids":["11"],"public_metrics":{"retweet_count":5}}]},
+		"includes":{"tweets":[{"id":"11","text":"quoted","edit_history_tweet_ids":["11"],"public_metrics":{"retweet_count":5}}],
+			"users":[{"id":"7","name":"A","username":"a","public_metrics":{"followers_count":1,"following_count":2,"tweet_count":3,"listed_count":0}}]},
 		"meta":{"result_count":1}}`
 	postsNamed = `{"data":[{"id":"20","text":"long…","author_id":"7","edit_history_post_ids":["20"],
 		"note_post":{"text":"long and whole"},"referenced_posts":[{"type":"quoted","id":"11"}],
 		"public_metrics":{"repost_count":2,"reply_count":1,"like_count":9,"quote_count":0,"bookmark_count":3,"impression_count":90},
 		"article":{"plain_text":"body"},"article_title":"On saving"}],
-		"includes":{"posts":[{"id":"11","text":"quoted","edit_history_post_ids":["11"],"public_metrics":{"repost_count":5}}]},
+		"includes":{"posts":[{"id":"11","text":"quoted","edit_history_post_ids":["11"],"public_metrics":{"repost_count":5}}],
+			"users":[{"id":"7","name":"A","username":"a","public_metrics":{"followers_count":1,"following_count":2,"post_count":3,"listed_count":0}}]},
 		"meta":{"result_count":1}}`
 	mixedNames = `{"data":[{"id":"20","text":"long…","author_id":"7","edit_history_post_ids":["20"],
 		"note_tweet":{"text":"long and whole"},"referenced_posts":[{"type":"quoted","id":"11"}],
 		"public_metrics":{"retweet_count":2,"reply_count":1,"like_count":9,"quote_count":0,"bookmark_count":3,"impression_count":90},
 		"article":{"title":"On saving","plain_text":"body"}}],
-		"includes":{"posts":[{"id":"11","text":"quoted","edit_history_tweet_ids":["11"],"public_metrics":{"repost_count":5}}]},
+		"includes":{"posts":[{"id":"11","text":"quoted","edit_history_tweet_ids":["11"],"public_metrics":{"repost_count":5}}],
+			"users":[{"id":"7","name":"A","username":"a","public_metrics":{"followers_count":1,"following_count":2,"post_count":3,"listed_count":0}}]},
 		"meta":{"result_count":1}}`
 )
 
 // A response in either naming, or one that mixes them, is read into the
 // same post: the same fields, the same referenced post, public_metrics
-// with X's older retweet_count. Only Raw, the post as X returned it,
-// differs.
+// with X's older retweet_count, and an author's with tweet_count. Only Raw,
+// each object as X returned it, differs.
 func TestBothNamingsAreReadIntoTheSamePost(t *testing.T) {
 	var want *Post
 	var wantRef *Post
@@ -56,9 +59,12 @@ func TestBothNamingsAreReadIntoTheSamePost(t *testing.T) {
 		}
 		r := *ref
 		r.Raw = nil
-		var metrics map[string]int
+		var metrics, author map[string]int
 		if err := json.Unmarshal(p.PublicMetrics, &metrics); err != nil || metrics["retweet_count"] != 2 || len(metrics) != 6 {
 			t.Errorf("public_metrics %s", p.PublicMetrics)
+		}
+		if err := json.Unmarshal(page.Expanded.Users["7"].PublicMetrics, &author); err != nil || author["tweet_count"] != 3 || len(author) != 4 {
+			t.Errorf("author's public_metrics %s", page.Expanded.Users["7"].PublicMetrics)
 		}
 		if p.NoteText != "long and whole" || p.ArticleTitle != "On saving" || !slices.Equal(p.EditHistoryTweetIDs, []string{"20"}) ||
 			len(p.References) != 1 || p.References[0] != (Reference{Type: "quoted", ID: "11"}) {

@@ -735,8 +735,9 @@ func genName(id string) string {
 	return firstNames[(h>>8)%uint64(len(firstNames))] + " " + lastNames[(h>>24)%uint64(len(lastNames))]
 }
 
-// appendUser encodes a user object. info is the registered name, if any.
-func appendUser(b []byte, id string, info *userInfo, uf uint32) []byte {
+// appendUser encodes a user object, in the posts naming with posts. info is
+// the registered name, if any.
+func appendUser(b []byte, id string, info *userInfo, uf uint32, posts bool) []byte {
 	b = append(b, `{"id":`...)
 	b = appendStr(b, id)
 	if info != nil {
@@ -778,7 +779,11 @@ func appendUser(b []byte, id string, info *userInfo, uf uint32) []byte {
 		b = append(b, `,"public_metrics":{"followers_count":`...)
 		b = strconv.AppendInt(b, f, 10)
 		b = appendKeyInt(b, "following_count", int64(r3%2000))
-		b = appendKeyInt(b, "tweet_count", int64(r1%50000))
+		if posts {
+			b = appendKeyInt(b, "post_count", int64(r1%50000))
+		} else {
+			b = appendKeyInt(b, "tweet_count", int64(r1%50000))
+		}
 		b = appendKeyInt(b, "listed_count", f/100)
 		b = appendKeyInt(b, "like_count", int64((r1>>20)%100000))
 		b = appendKeyInt(b, "media_count", int64((r3>>20)%3000))

@@ -680,7 +680,7 @@ func (s *Server) decide(op, pathUser, userKey, bearer string, req *apiReq, fault
 	case OpUsersMe:
 		b := make([]byte, 0, 256)
 		b = append(b, `{"data":`...)
-		b = appendUser(b, u.id, &u.info, req.fs.uf)
+		b = appendUser(b, u.id, &u.info, req.fs.uf, req.fs.posts)
 		res.body = append(b, '}')
 		s.record(meterUser, op, 200, 0, 0)
 		s.bill(meterUser, app, op, now, billed{users: []string{u.id}})

@@ -199,9 +199,10 @@ func TestEitherNamingArchivesTheSameRows(t *testing.T) {
 		if want := map[string]int{"auto": 2, "posts": 1}[setting]; u.Requests != want || u.PostsReturned != 5 {
 			t.Errorf("%s: %d requests, %d posts billed; want %d requests, 5 posts", setting, u.Requests, u.PostsReturned, want)
 		}
+		// post, author and user are the objects exactly as X returned them.
 		for table, unlike := range map[string][]string{
-			"x_bookmarks":                 {"post", "in_reply_to_user_id"},
-			"x_bookmark_authors":          nil,
+			"x_bookmarks":                 {"post", "author", "in_reply_to_user_id"},
+			"x_bookmark_authors":          {"user"},
 			"x_bookmark_media":            nil,
 			"x_bookmark_referenced_posts": {"post", "author", "author_username", "media", "error"}, // X's errors name its expansion
 		} {

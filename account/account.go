@@ -17,6 +17,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/rs/zerolog"
@@ -26,6 +27,9 @@ import (
 type Sync struct {
 	ID        string
 	StartedAt time.Time
+	// Ended reports whether an earlier sync ran to its end, of those the
+	// state remembers (LoadEnded).
+	Ended func(id string) bool
 }
 
 // Session is one account during one sync.
@@ -63,6 +67,11 @@ type Session struct {
 	// read them from it, and the plugin keeps no record of its own in the
 	// state backend.
 	Archived func(ctx context.Context, userID string) ([]uint64, error)
+	// Resend says how long the rows of incremental tables are kept in the
+	// state and sent again by later syncs (package outbox). The zero Policy
+	// keeps none: the destination commits rows with the state (the
+	// exporter).
+	Resend outbox.Policy
 
 	name      string
 	setupOnce sync.Once
@@ -130,6 +139,21 @@ func (s *Session) SaveMemory(ctx context.Context, key string, mem *walk.Memory) 
 	}
 	if err := s.State.SetKey(ctx, key, value); err != nil {
 		return fmt.Errorf("writing state %q: %w", key, err)
+	}
+	return nil
+}
+
+// FlushWalk flushes the state a walk has set, when rows are sent again
+// (Resend): a stop then loses nothing the walk read, since the rows it sent
+// are in the state with it. Without an outbox the state must not reach the
+// backend before the rows, and the plugin flushes it once the tables are
+// done.
+func (s *Session) FlushWalk(ctx context.Context) error {
+	if !s.Resend.On() {
+		return nil
+	}
+	if err := s.State.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing state to the backend: %w", err)
 	}
 	return nil
 }

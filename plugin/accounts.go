@@ -46,6 +46,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			State:        st,
 			Redact:       r,
 			Archived:     o.Archived,
+			Resend:       o.resendPolicy(s),
 		}
 		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
 		switch {

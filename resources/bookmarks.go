@@ -13,6 +13,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -23,6 +24,7 @@ const BookmarksTable = "x_bookmarks"
 // post, which its child tables hold.
 type bookmark struct {
 	userID          string
+	page            *client.PostPage // the page the post was read in
 	post            *client.Post
 	author          *expandedUser // when authors are asked for
 	media           []mediaItem   // when media are asked for
@@ -160,15 +162,36 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		return err
 	}
 	emit, saveArchived := recordArchived(s, emitTo(res)) // the posts the compliance checks cover
+	if bw.resent, err = resendBookmarks(ctx, s.UserID, s.AskedBy, bw.outbox, emit); err != nil {
+		err = fmt.Errorf("%s: %w", s.ID(), err)
+		bw.report(nil, err)
+		return saveArchived(ctx, err)
+	}
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(b *bookmark) string { return b.post.ID },
 		Fetch:    bw.fetchPage,
-		Emit:     emit,
+		Emit:     bw.keepSent(emit),
 	}
 	result, err := w.Run(ctx, bw.prev)
-	return bw.finish(ctx, result, saveArchived(ctx, err))
+	err = bw.finish(ctx, result, saveArchived(ctx, err))
+	return errors.Join(err, s.FlushWalk(ctx))
+}
+
+// keepSent records in the walk's outbox entry what emit sends, when rows
+// are sent again (Session.Resend).
+func (bw *bookmarksWalk) keepSent(emit func(context.Context, []*bookmark) error) func(context.Context, []*bookmark) error {
+	if !bw.s.Resend.On() {
+		return emit
+	}
+	bw.sent = &sentRows{expansions: bw.s.Fields.Expansions}
+	return func(ctx context.Context, rows []*bookmark) error {
+		if err := emit(ctx, rows); err != nil {
+			return err
+		}
+		return bw.sent.add(rows)
+	}
 }
 
 // bookmarksWalk is one walk of an account's bookmarks list.
@@ -179,8 +202,11 @@ type bookmarksWalk struct {
 	guard           *capGuard
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
-	read            int // posts of the walk's earlier pages: the place in the list of the next one
-	missing         int // expanded objects its pages left out with no error saying why
+	read            int         // posts of the walk's earlier pages: the place in the list of the next one
+	missing         int         // expanded objects its pages left out with no error saying why
+	outbox          *outbox.Box // rows of earlier walks, sent again by this one
+	resent          int         // rows of outbox sent again
+	sent            *sentRows   // rows this walk sent, when they are to be sent again
 }
 
 // startBookmarksWalk reads what the account's last walks left: the list's
@@ -189,7 +215,13 @@ type bookmarksWalk struct {
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID)}
 	var err error
-	if bw.prev, err = s.LoadMemory(ctx, bw.key); err != nil {
+	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
+		bw.outbox, err = memoryOutbox(bw.prev, bw.key)
+	}
+	if err == nil {
+		bw.outbox = bw.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)
+	}
+	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		bw.report(nil, err)
 		return nil, err
@@ -235,7 +267,11 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 			s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
 		}
 	}
-	pc := newPageContent(p, askedBy(s.Fields.Asked(resp.Naming)), s.AskedBy)
+	asked := s.Fields.Asked(resp.Naming)
+	if bw.sent != nil {
+		bw.sent.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
+	}
+	pc := newPageContent(p, askedBy(asked), s.AskedBy)
 	rows := bookmarkRows(s.UserID, pc, bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
 	if n := len(pc.missing); n > 0 {
 		bw.missing += n
@@ -257,7 +293,10 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 		bw.report(result, err)
 		return err
 	}
-	err = s.SaveMemory(ctx, bw.key, result.Memory)
+	err = bw.keepOutbox(result.Memory)
+	if err == nil {
+		err = s.SaveMemory(ctx, bw.key, result.Memory)
+	}
 	if err == nil {
 		err = bw.guard.done(ctx, s.Walk, bw.prev, result, nil)
 	}
@@ -267,8 +306,23 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 		return err
 	}
 	bw.report(result, nil)
-	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
+	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("sent_again", bw.resent).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
 	return nil
+}
+
+// keepOutbox puts into mem, the memory of the clean walk, the outbox its
+// state keeps: the rows of earlier walks it sent again, and its own.
+func (bw *bookmarksWalk) keepOutbox(mem *walk.Memory) error {
+	var sent *outbox.Entry
+	if bw.sent != nil {
+		var err error
+		if sent, err = bw.sent.batch.Entry(bw.s.Sync.ID, bw.firstSeenAt); err != nil {
+			return err
+		}
+	}
+	text, err := bw.outbox.With(sent).Marshal()
+	mem.Outbox = json.RawMessage(text)
+	return err
 }
 
 // report adds the walk to the account's report.
@@ -317,7 +371,7 @@ func bookmarkRows(userID string, pc *pageContent, firstSeenAt time.Time, bookmar
 	backing := make([]bookmark, len(p.Data))
 	for i := range p.Data {
 		row := &backing[i]
-		*row = bookmark{userID: userID, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
+		*row = bookmark{userID: userID, page: p, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
 		pc.fill(row)
 		rows[i] = row
 	}

@@ -38,6 +38,11 @@ func (c *Compliance) check(ctx context.Context, res chan<- any) error {
 		return err
 	}
 	start := c.Clock.Now()
+	for _, a := range accts {
+		if err := a.resendFindings(ctx, c.Sync, c.Resend, res); err != nil {
+			return errors.Join(err, c.saveAccounts(ctx, accts))
+		}
+	}
 	c.startRounds(accts, start)
 	err = c.runJobs(ctx, accts, start.Add(c.Wait), res)
 	for _, a := range accts {
@@ -345,6 +350,9 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 				row.action, row.reason, row.createdAt, row.redactedAt = r.Action, r.Reason, r.CreatedAt, r.RedactedAt
 			}
 			rows = append(rows, row)
+			if c.Resend.On() {
+				a.sent = append(a.sent, row)
+			}
 		}
 		a.setAll(updates)
 	}

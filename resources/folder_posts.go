@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -91,7 +92,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	}
 	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Result: result, Err: walkErr})
 	emitMembers(s, f, members, res)
-	return walkErr
+	return errors.Join(walkErr, s.FlushWalk(ctx))
 }
 
 // emitMembers emits the membership a folder's memory holds (none when nil).

@@ -81,6 +81,10 @@ type Spec struct {
 	// A best-effort bound on the work done at once, as in CloudQuery's other source plugins. The SDK's scheduler syncs `concurrency` ÷ 100 (account, table) pairs at once for values above 100, and about 10 for values up to 100: each account waits for X's round trips, so more at once finish a sync of many accounts sooner; lower it to use less memory.
 	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=10000"`
 
+	// How long a CloudQuery sync sends again the rows of its incremental tables, so that a sync stopped before the destination wrote them loses none.
+	// The standalone exporter commits its rows with its state and sends nothing again.
+	Resend Resend `json:"resend,omitempty"`
+
 	// Checks of the archived posts with X's free batch compliance job (table x_post_compliance): posts since deleted, or whose authors were suspended or made protected.
 	// Off when absent. Needs the X app's app-only bearer token.
 	Compliance *Compliance `json:"compliance,omitempty"`
@@ -287,6 +291,7 @@ func (s *Spec) SetDefaults() {
 	if s.Compliance != nil {
 		s.Compliance.setDefaults()
 	}
+	s.Resend.setDefaults()
 }
 
 var userIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,18}$`)
@@ -349,6 +354,7 @@ func (s *Spec) Validate() error {
 		add("concurrency", "must be at least 1, got %d", s.Concurrency)
 	}
 	s.validateCompliance(add)
+	s.Resend.validate(add)
 	s.validateContent(add)
 	s.validatePricing(add)
 	return ps.err()

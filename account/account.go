@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,7 +41,10 @@ type Session struct {
 	API   *client.Client
 	Meter *client.Meter
 
-	Fields       client.Fields
+	Fields client.Fields
+	// AskedBy names the settings of the spec that put value in the request
+	// parameter param (spec.AskedBy), for messages; nil names none.
+	AskedBy      func(param, value string) []string
 	Walk         walk.Settings // bookmark walks
 	FolderBudget int           // requests all folder walks may spend together
 	Clock        clock.Clock
@@ -197,10 +201,16 @@ func Multiplex(meta schema.ClientMeta) []schema.ClientMeta {
 // WalkReport is one walk of one list.
 type WalkReport struct {
 	Operation client.Operation
+	// Table is the table the walk fills: x_bookmarks, x_bookmark_folders
+	// or x_bookmark_folder_posts.
+	Table string
 	// List is "bookmarks" or the folder id.
 	List   string
 	Result *walk.Result
 	Err    error
+	// Missing counts the expanded objects the walk's pages left out with no
+	// error saying why (see resources).
+	Missing int
 }
 
 // Report collects walk reports; safe for concurrent use.
@@ -242,6 +252,26 @@ func (r *Report) Err() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Tables sums up the walks by table, each list sorted: done are the tables a
+// walk of which ended cleanly, failed those a walk of which failed. A table
+// may be both (one folder walked, another not).
+func (r *Report) Tables() (done, failed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.walks {
+		list := &done
+		if w.Err != nil {
+			list = &failed
+		}
+		if !slices.Contains(*list, w.Table) {
+			*list = append(*list, w.Table)
+		}
+	}
+	slices.Sort(done)
+	slices.Sort(failed)
+	return done, failed
 }
 
 // SetFolderCount records how many folders the account has, so the folder

@@ -171,6 +171,7 @@ type Client struct {
 	storage    *http.Client // compliance job upload and download URLs (WithStorageClient)
 	timeouts   Timeouts
 	redactor   *redact.Redactor
+	naming     *NamingPolicy // nil: the tweets naming
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -242,6 +243,15 @@ func WithTimeouts(t Timeouts) Option {
 		}
 		d := DefaultTimeouts()
 		c.timeouts = Timeouts{Connect: cmp.Or(t.Connect, d.Connect), Headers: cmp.Or(t.Headers, d.Headers), Request: cmp.Or(t.Request, d.Request)}
+		return nil
+	}
+}
+
+// WithNamingPolicy makes the client ask for bookmarks in the naming of p
+// (default: the tweets naming). The clients of a sync share one policy.
+func WithNamingPolicy(p *NamingPolicy) Option {
+	return func(c *Client) error {
+		c.naming = p
 		return nil
 	}
 }

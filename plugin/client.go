@@ -277,11 +277,13 @@ func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Cli
 }
 
 // logAccountFailures logs one line per account that failed, after the
-// scheduler's line per table: what went wrong, once, and what to do about it.
+// scheduler's line per table: the tables that failed and those done, what
+// went wrong, once, and what to do about it.
 func (c *Client) logAccountFailures(set *account.Set) {
 	for _, s := range set.Sessions {
 		if problems := AccountFailure(c.spec, s); problems != nil {
-			c.logger.Error().Str("account", s.ID()).Strs("problems", problems).
+			done, failed := s.Report().Tables()
+			c.logger.Error().Str("account", s.ID()).Strs("failed_tables", failed).Strs("done_tables", done).Strs("problems", problems).
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}

@@ -74,8 +74,9 @@ func (r *sentRows) addPage(page *client.PostPage, rows []*bookmark) error {
 	return r.batch.Add(sent)
 }
 
-// rowsOf makes the rows of one sent page again.
-func (p *sentPage) rows(userID string) ([]*bookmark, error) {
+// rowsOf makes the rows of one sent page again (askedBy: see
+// account.Session.AskedBy).
+func (p *sentPage) rows(userID string, asker func(param, value string) []string) ([]*bookmark, error) {
 	page, err := client.ParseStoredPage(p.Page)
 	if err != nil {
 		return nil, err
@@ -83,10 +84,7 @@ func (p *sentPage) rows(userID string) ([]*bookmark, error) {
 	if len(page.Data) != len(p.Positions) {
 		return nil, fmt.Errorf("a stored bookmarks page holds %d posts and %d positions", len(page.Data), len(p.Positions))
 	}
-	rows, err := bookmarkRows(userID, page, askedBy(client.Fields{Expansions: p.Expansions}), p.FirstSeenAt, p.BookmarkedAfter, 0)
-	if err != nil {
-		return nil, err
-	}
+	rows := bookmarkRows(userID, newPageContent(page, askedBy(client.Fields{Expansions: p.Expansions}), asker), p.FirstSeenAt, p.BookmarkedAfter, 0)
 	for i, row := range rows {
 		row.foundPosition = p.Positions[i]
 	}
@@ -95,7 +93,7 @@ func (p *sentPage) rows(userID string) ([]*bookmark, error) {
 
 // resendBookmarks sends the rows of every entry of box again, oldest first,
 // so that a row first sent in a later sync comes last.
-func resendBookmarks(ctx context.Context, userID string, box *outbox.Box, emit func(context.Context, []*bookmark) error) (int, error) {
+func resendBookmarks(ctx context.Context, userID string, asker func(param, value string) []string, box *outbox.Box, emit func(context.Context, []*bookmark) error) (int, error) {
 	sent := 0
 	for i := range box.Entries {
 		err := box.Entries[i].Each(func(line []byte) error {
@@ -103,7 +101,7 @@ func resendBookmarks(ctx context.Context, userID string, box *outbox.Box, emit f
 			if err := json.Unmarshal(line, &p); err != nil {
 				return err
 			}
-			rows, err := p.rows(userID)
+			rows, err := p.rows(userID, asker)
 			if err != nil {
 				return err
 			}

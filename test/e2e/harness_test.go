@@ -79,6 +79,7 @@ type syncResult struct {
 	usage    map[string]map[string]string            // operation → column → value (of any account)
 	usageOf  map[string]map[string]map[string]string // user_id → operation → column → value
 	folders  []string                                // folder_id/post_id rows of x_bookmark_folder_posts
+	tables   map[string][]map[string]string          // table → its rows
 	errors   []string
 }
 
@@ -113,10 +114,11 @@ func (h *harness) sync(tables ...string) syncResult {
 	}
 	billedAfter, requestsAfter := h.billed()
 	res := syncResult{billed: billedAfter - billedBefore, requests: requestsAfter - requestsBefore, usage: map[string]map[string]string{},
-		usageOf: map[string]map[string]map[string]string{}}
+		usageOf: map[string]map[string]map[string]string{}, tables: map[string][]map[string]string{}}
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *message.SyncInsert:
+			res.tables[m.GetTable().Name] = append(res.tables[m.GetTable().Name], rows(m.Record)...)
 			switch m.GetTable().Name {
 			case "x_bookmarks":
 				for _, row := range rows(m.Record) {

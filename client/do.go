@@ -55,6 +55,11 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 		ctx = context.Background()
 	}
 	a := c.newAttempts(cl)
+	ctx, done := c.stopping(ctx)
+	defer done()
+	if ctx.Err() != nil { // stopped before: nothing is sent
+		return a.resp, c.ctxError(a.op, ctx, ctx.Err())
+	}
 	for {
 		if err := c.acquire(ctx, a); err != nil {
 			return a.resp, err

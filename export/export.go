@@ -46,6 +46,7 @@ import (
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/gofrs/flock"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -87,6 +88,9 @@ type Options struct {
 // is about the export itself (spec, directory, writing, the sync failing as
 // a whole); accounts that failed are in the Result (Result.Failed) and their
 // state did not advance where their walks failed.
+//
+// ctx ending interrupts the run (Ctrl-C): it reads no more from X, and what
+// it read is committed as any run's is (Result.Interrupted); see stopRun.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Spec == nil || o.Out == "" {
 		return nil, errors.New("export: a spec and an output directory are required")
@@ -157,6 +161,9 @@ type run struct {
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
 	stateC *memstate.Store
+	// stop ends the run's reads from X (stopRun); the sync's own context
+	// never ends.
+	stop context.Context
 }
 
 // tableWriter stages one table's file.
@@ -190,14 +197,21 @@ const recordRows = 4096
 const fileTimeLayout = "20060102T150405.000Z"
 
 // sync runs the plugin's sync, writing its records to the staged files.
+// ctx ending stops its reads (stopRun); the sync itself runs on a context
+// that does not end.
 func (r *run) sync(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return errors.New("export interrupted before it read anything from X; nothing was committed")
+	}
 	if err := r.begin(); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
-	syncCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	p, err := r.startPlugin(ctx)
+	stop, interrupt, unwatch := r.stopRun(ctx)
+	defer unwatch()
+	r.stop = stop
+	syncCtx := context.WithoutCancel(ctx)
+	p, err := r.startPlugin(syncCtx)
 	if err != nil {
 		return err
 	}
@@ -205,9 +219,10 @@ func (r *run) sync(ctx context.Context) error {
 
 	r.prog.start()
 	defer r.prog.stop()
-	if err := r.runSync(ctx, syncCtx, cancel, p); err != nil {
+	if err := r.runSync(syncCtx, interrupt, p); err != nil {
 		return err
 	}
+	r.res.Interrupted = errors.Is(context.Cause(stop), walk.ErrInterrupted)
 	if r.sess != nil {
 		r.res.sessions = r.sess.Sessions
 	}
@@ -276,7 +291,7 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 		}),
 		xplugin.WithComplianceHook(func(c *resources.Compliance) { r.comp = c }),
 		xplugin.WithArchive(r.archived),
-		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
+		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop)),
 		xplugin.WithRecordRows(recordRows),
 	}
 	if r.o.Transport != nil {
@@ -285,16 +300,18 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	return opts
 }
 
-// runSync runs the plugin's sync on syncCtx and writes what it sends; a
-// write that fails cancels the sync.
-func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFunc, p *plugin.Plugin) error {
+// runSync runs the plugin's sync on ctx and writes what it sends, until
+// the sync closes the channel: the SDK's scheduler sends every row it holds
+// before it returns, and blocks until they are taken. A write that fails
+// stops the reads (interrupt); the rest is drained, and not written.
+func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p *plugin.Plugin) error {
 	o := r.o
 	ch := make(chan message.SyncMessage, 8)
 	r.messages = ch
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
-		errc <- p.Sync(syncCtx, plugin.SyncOptions{
+		errc <- p.Sync(ctx, plugin.SyncOptions{
 			Tables:              o.Spec.Tables,
 			SkipTables:          o.Spec.SkipTables,
 			SkipDependentTables: o.Spec.SkipDependentTables,
@@ -309,7 +326,7 @@ func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFu
 		}
 		if handleErr == nil { // after a failure, drain until the sync stops
 			if handleErr = r.handle(m); handleErr != nil {
-				cancel(handleErr)
+				interrupt(fmt.Errorf("writing the export failed: %w", handleErr))
 			}
 		}
 	}
@@ -317,8 +334,6 @@ func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFu
 	switch {
 	case handleErr != nil:
 		return fmt.Errorf("writing the export: %w", handleErr)
-	case ctx.Err() != nil:
-		return fmt.Errorf("export interrupted (%w); nothing was committed: the next run fetches these posts again", context.Cause(ctx))
 	case syncErr != nil:
 		return fmt.Errorf("sync failed: %w", syncErr)
 	}
@@ -762,6 +777,9 @@ type Result struct {
 	// SyncErrors are the errors the SDK's scheduler reported (a resolver
 	// that failed); the accounts' reports say the same per account.
 	SyncErrors []string
+	// Interrupted: the run was interrupted (its context ended) and
+	// committed what it had read.
+	Interrupted bool
 
 	plugin     *spec.Spec // the plugin's spec, for the summary's messages
 	mu         sync.Mutex

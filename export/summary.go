@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // Summary is what `export --json` prints: the run, its files, per account
@@ -33,6 +35,9 @@ type Summary struct {
 	// Totals add up the accounts, and the compliance check's requests.
 	Totals     Totals   `json:"totals"`
 	SyncErrors []string `json:"sync_errors,omitempty"`
+	// Interrupted: the run was interrupted and committed what it had read
+	// (see InterruptedLine).
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // AccountSum is one account.
@@ -45,6 +50,8 @@ type AccountSum struct {
 	Error string `json:"error,omitempty"`
 	Totals
 	Operations []OperationSum `json:"operations"`
+	// Interrupted are the walks the interruption cut off.
+	Interrupted []CutOff `json:"interrupted,omitempty"`
 
 	problems []string
 	name     string // accounts[i] (user ID)
@@ -75,9 +82,12 @@ type ComplianceSum struct {
 	OK      bool   `json:"ok"`
 	// Error is why the check did not finish; its posts are checked at the
 	// next run.
-	Error      string         `json:"error,omitempty"`
-	Requests   int            `json:"requests"`
-	Operations []OperationSum `json:"operations"`
+	Error string `json:"error,omitempty"`
+	// Interrupted: the run's interruption stopped the check, which the next
+	// run resumes (a job in progress is polled again, not created again).
+	Interrupted bool           `json:"interrupted,omitempty"`
+	Requests    int            `json:"requests"`
+	Operations  []OperationSum `json:"operations"`
 }
 
 // OperationSum is one row of x_api_usage.
@@ -104,7 +114,7 @@ type OperationSum struct {
 func (r *Result) Summary() *Summary {
 	s := &Summary{
 		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Out: r.Out, OK: true, Recovered: r.Recovered, Files: r.Files,
+		Out: r.Out, OK: true, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted,
 	}
 	if s.Files == nil {
 		s.Files = []FileResult{}
@@ -123,6 +133,7 @@ func (r *Result) Summary() *Summary {
 			a.OK, a.Error = false, strings.Join(a.problems, "; ")
 			s.OK = false
 		}
+		a.Interrupted = cutOff(sess)
 		a.BookmarksWritten = r.rows[sess.UserID]
 		a.AlreadyArchived = r.skip[sess.UserID]
 		for _, u := range resources.UsageRows(sess) {
@@ -167,7 +178,10 @@ func complianceSum(c *resources.Compliance) *ComplianceSum {
 		cs.Operations = append(cs.Operations, operationSum(u))
 		cs.Requests += u.Requests
 	}
-	if err := c.Failure(); err != nil {
+	switch err := c.Failure(); {
+	case errors.Is(err, walk.ErrInterrupted):
+		cs.Interrupted = true
+	case err != nil:
 		cs.OK, cs.Error = false, c.Redact.String(err.Error())
 	}
 	return cs
@@ -237,6 +251,9 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	if c := s.Compliance; c != nil && !c.OK {
 		fmt.Fprintln(w, c.Failure())
+	}
+	if c := s.Compliance; c != nil && c.Interrupted {
+		fmt.Fprintln(w, "compliance check interrupted: the next run resumes it")
 	}
 	if s.Recovered != nil {
 		if s.Recovered.PublishedRun != "" {

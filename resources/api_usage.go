@@ -213,7 +213,7 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 			outcome = w.Result.Outcome
 		}
 		r.outcomes[op][outcome]++
-		if w.Err != nil {
+		if w.Err != nil && outcome != walk.Interrupted { // stopped, not failed: walk_outcomes says so
 			r.failures[op] = append(r.failures[op], w.Err.Error())
 		}
 	}

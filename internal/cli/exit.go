@@ -22,14 +22,19 @@ const (
 	ExitSomeAccountsFailed = 3
 	// ExitAllAccountsFailed: every account failed.
 	ExitAllAccountsFailed = 4
+	// ExitInterrupted: a Ctrl-C or SIGTERM stopped the command (128 + 2,
+	// as a shell reports a process SIGINT ended); export committed what it
+	// had read.
+	ExitInterrupted = 130
 )
 
 const exitCodesHelp = `Exit codes:
-  0  done
-  1  failed (network, disk, output directory, login refused)
-  2  usage or configuration error (command line, spec file): nothing was done
-  3  some accounts failed (or export's compliance check); the rest was done
-  4  every account failed`
+    0  done
+    1  failed (network, disk, output directory, login refused)
+    2  usage or configuration error (command line, spec file): nothing was done
+    3  some accounts failed (or export's compliance check); the rest was done
+    4  every account failed
+  130  interrupted (Ctrl-C, SIGTERM); export kept what it had read: run it again`
 
 // exitError is an error with the exit code it ends the process with.
 type exitError struct {

@@ -121,13 +121,31 @@ func (f exportFlags) run(ctx context.Context) error {
 	}
 	res, err := export.Run(ctx, f.options(src, f.out))
 	if err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: ExitInterrupted, err: err}
+		}
 		return err
 	}
 	sum := res.Summary()
 	if err := f.report(sum); err != nil {
 		return err
 	}
-	return f.failuresError(sum)
+	return f.outcomeError(sum)
+}
+
+// outcomeError is the error a run ends with: an interruption says what was
+// kept and what the next run reads (and what failed besides); otherwise
+// the failures, if any.
+func (f exportFlags) outcomeError(sum *export.Summary) error {
+	failures := f.failuresError(sum)
+	if !sum.Interrupted {
+		return failures
+	}
+	err := errors.New(sum.InterruptedLine())
+	if failures != nil {
+		err = fmt.Errorf("%w Besides: %w", err, failures)
+	}
+	return &exitError{code: ExitInterrupted, err: err}
 }
 
 func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
@@ -252,10 +270,10 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 			return err
 		}
 	}
-	if err := f.failuresError(sum1); err != nil {
+	if err := f.outcomeError(sum1); err != nil {
 		return err
 	}
-	return f.failuresError(sum2)
+	return f.outcomeError(sum2)
 }
 
 // startSandbox starts the simulator and parses the spec it gives.

@@ -173,6 +173,7 @@ type Client struct {
 	timeouts   Timeouts
 	redactor   *redact.Redactor
 	stop       context.Context // WithStop
+	stopGrace  time.Duration
 
 	rngMu sync.Mutex
 	rng   *rand.Rand

@@ -291,7 +291,7 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 		}),
 		xplugin.WithComplianceHook(func(c *resources.Compliance) { r.comp = c }),
 		xplugin.WithArchive(r.archived),
-		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop)),
+		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
 		xplugin.WithRecordRows(recordRows),
 	}
 	if r.o.Transport != nil {

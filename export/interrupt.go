@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -17,12 +18,16 @@ import (
 // whose context ends, drops the rows its batches hold and can block for
 // good sending a batch to a worker that quit. So the API clients are
 // stopped (client.WithStop, with walk.ErrInterrupted as the cause): no
-// request is sent after the stop, the one in flight is cancelled, waits
-// end. Each walk then ends on its own: one that ended before is committed
-// as usual, the one cut off keeps the rows it emitted and is recorded as
-// interrupted (walk.CapStop), and the next run reads its list from the top
-// again. The sync returns, with every row it read sent, and the run
-// commits them with the state, as any run does.
+// request is sent after the stop, the one in flight has pageGrace to
+// arrive, and waits end. Each walk then ends on its own: one that ended
+// before is committed as usual, the one cut off keeps the rows it emitted
+// and is recorded as interrupted (walk.CapStop), and the next run reads its
+// list from the top again. The sync returns with every row it read sent,
+// and the run commits them with the state, as any run does.
+
+// pageGrace is how long a page in flight at the interruption has to arrive:
+// X bills it when it sends it, so it is kept if it comes within that time.
+const pageGrace = 5 * time.Second
 
 // stopRun returns the context that ends the run's reads, the function that
 // ends it with a cause, and the one that stops watching ctx: ctx ending

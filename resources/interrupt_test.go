@@ -41,7 +41,7 @@ func TestAnInterruptedWalkIsRecordedAndTheNextReadsTheListAgain(t *testing.T) {
 		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}},
 	})
 	syncOnce := func() (rows int, usage map[string]string) {
-		p := plugin.New(plugin.WithClock(clk), plugin.WithState(st), plugin.WithClientOptions(client.WithStop(stop)))
+		p := plugin.New(plugin.WithClock(clk), plugin.WithState(st), plugin.WithClientOptions(client.WithStop(stop, 0)))
 		if err := p.Init(context.Background(), specJSON, sdkplugin.NewClientOptions{}); err != nil {
 			t.Fatal(err)
 		}

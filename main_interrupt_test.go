@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/test/interruptloop"
 )
 
 // writeSimSpec writes a spec file for user 1001 of sim and returns its path.
@@ -119,5 +121,25 @@ func TestASecondCtrlCExitsAtOnce(t *testing.T) {
 	cmd.Process.Signal(os.Interrupt)
 	if code := waitExit(t, cmd, 10*time.Second, &stderr); code != 130 || !strings.Contains(stderr.String(), "Interrupted again: exiting at once") {
 		t.Errorf("exit %d:\n%s", code, stderr.String())
+	}
+}
+
+// The interrupt loop, short (test/cmd/interruptloop runs hundreds): runs
+// signalled at random moments, first syncs and incremental ones, neither
+// hang nor panic, lose no bookmark, write no key twice, and every post an
+// interrupted run read is counted billed once, by that run.
+func TestInterruptsAtRandomMomentsKeepWhatWasRead(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	rep, err := interruptloop.Run(context.Background(), interruptloop.Options{
+		Binary: binary, Dir: t.TempDir(), Interrupts: 8, Accounts: 2, Bookmarks: 600,
+		CheckEvery: 4, FreshEvery: 4, Seed: seed,
+	})
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if !rep.OK() || rep.Interrupted == 0 {
+		var b strings.Builder
+		rep.WriteText(&b)
+		t.Errorf("seed %d:\n%s", seed, b.String())
 	}
 }

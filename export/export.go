@@ -127,6 +127,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("recovering %s: %w", out, explain(err, true))
 	}
 	res.Recovered = rec
+	if res.Damaged, err = damagedFiles(out); err != nil {
+		return nil, err
+	}
 
 	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}}
 	if err := r.sync(ctx); err != nil {
@@ -525,12 +528,39 @@ func (r *run) firstWrite(uid, postID string) bool {
 
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
-// its bookmark.
+// its bookmark or the table holds the post's rows already (diskState.Stray).
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
-		return !r.writtenBefore(uid, postID)
+		return !r.writtenBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].has(postID)
 	}
 	return r.firstWrite(uid, postID)
+}
+
+// strayLeft is the state's stray content rows (diskState.Stray) but those
+// of the posts whose bookmark is written now: the written ids cover them.
+func (r *run) strayLeft() map[string]map[string]*idSet {
+	var out map[string]map[string]*idSet
+	for table, byUser := range r.state.Stray {
+		for uid, set := range byUser {
+			left := &idSet{}
+			for _, id := range set.IDs() {
+				if !r.written.byUser[uid].has(id) {
+					left.Add(id)
+				}
+			}
+			if left.Len() == 0 {
+				continue
+			}
+			if out == nil {
+				out = map[string]map[string]*idSet{}
+			}
+			if out[table] == nil {
+				out[table] = map[string]*idSet{}
+			}
+			out[table][uid] = left
+		}
+	}
+	return out
 }
 
 // writtenBefore reports whether an earlier run wrote the account's
@@ -566,6 +596,7 @@ func (r *run) commitAndPublish() error {
 		Format:  stateFormat,
 		Keys:    r.stateC.Committed(),
 		Written: r.written.byUser,
+		Stray:   r.strayLeft(),
 		LastRun: r.state.LastRun,
 	}
 	files, err := r.stage()
@@ -780,6 +811,9 @@ type Result struct {
 	// Interrupted: the run was interrupted (its context ended) and
 	// committed what it had read.
 	Interrupted bool
+	// Damaged are the files of earlier runs whose footer the run found
+	// damaged (the run goes on: the state knows what they held).
+	Damaged []DamagedFile
 
 	plugin     *spec.Spec // the plugin's spec, for the summary's messages
 	mu         sync.Mutex

@@ -38,6 +38,9 @@ type Summary struct {
 	// Interrupted: the run was interrupted and committed what it had read
 	// (see InterruptedLine).
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Damaged are files of earlier runs whose footer cannot be read (see
+	// DamagedFile.Describe); the run is not OK.
+	Damaged []DamagedFile `json:"damaged_files,omitempty"`
 }
 
 // AccountSum is one account.
@@ -114,7 +117,7 @@ type OperationSum struct {
 func (r *Result) Summary() *Summary {
 	s := &Summary{
 		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Out: r.Out, OK: true, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted,
+		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
 	}
 	if s.Files == nil {
 		s.Files = []FileResult{}
@@ -254,6 +257,9 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	if c := s.Compliance; c != nil && c.Interrupted {
 		fmt.Fprintln(w, "compliance check interrupted: the next run resumes it")
+	}
+	for _, d := range s.Damaged {
+		fmt.Fprintln(w, "DAMAGED "+d.Describe(s.Out))
 	}
 	if s.Recovered != nil {
 		if s.Recovered.PublishedRun != "" {

@@ -185,6 +185,12 @@ func (f exportFlags) failuresError(sum *export.Summary) error {
 	what := strings.Join(rf.what, " and ")
 	tail := "the files of this run were written; " + strings.Join(rf.after, "; ")
 	see := "see FAILED above"
+	if len(sum.Damaged) > 0 {
+		see = "see DAMAGED above"
+		if len(rf.what) > 1 {
+			see = "see FAILED and DAMAGED above"
+		}
+	}
 	if len(rf.accounts) > 0 {
 		see = strings.Join(rf.accounts, ", ") + ": " + see
 	}
@@ -224,6 +230,13 @@ func failuresOf(sum *export.Summary) runFailures {
 		rf.what = append(rf.what, "the compliance check failed")
 		rf.lines = append(rf.lines, c.Failure())
 		rf.after = append(rf.after, "the compliance check is retried at the next run")
+	}
+	if n := len(sum.Damaged); n > 0 {
+		rf.what = append(rf.what, plural.Count(n, "file of the archive is", "files of the archive are")+" damaged")
+		for _, d := range sum.Damaged {
+			rf.lines = append(rf.lines, "DAMAGED "+d.Describe(sum.Out))
+		}
+		rf.after = append(rf.after, "run `"+export.RepairCommand(sum.Out)+"`")
 	}
 	return rf
 }

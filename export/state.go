@@ -505,6 +505,28 @@ func TableNames() []string {
 	return names
 }
 
+// ForeignEntries returns the entries of dir that no export makes there —
+// named after none of the tables, and not hidden (an export's own entries
+// are hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
+// alone) — in name order. None when dir does not exist: an export creates
+// it.
+func ForeignEntries(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var foreign []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && !knownTables[e.Name()] {
+			foreign = append(foreign, e.Name())
+		}
+	}
+	return foreign, nil
+}
+
 // hasFiles reports whether DIR/<table> holds a Parquet file.
 func hasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))

@@ -111,6 +111,9 @@ func (f exportFlags) run(ctx context.Context) error {
 	if _, err := pqfile.ParseCodec(f.compression); err != nil {
 		return usageErrorf("export: --compression: %w", err)
 	}
+	if err := checkOut(f.out); err != nil {
+		return err
+	}
 	limitMemory()
 	if f.sandbox {
 		return exportSandbox(ctx, f)
@@ -146,6 +149,23 @@ func (f exportFlags) outcomeError(sum *export.Summary) error {
 		err = fmt.Errorf("%w Besides: %w", err, failures)
 	}
 	return &exitError{code: ExitInterrupted, err: err}
+}
+
+// checkOut refuses an --out that holds what no export writes there (a
+// home directory, a project's): the archive would mix with it.
+func checkOut(out string) error {
+	foreign, err := export.ForeignEntries(out)
+	if err != nil {
+		return fmt.Errorf("export: --out %s: %w", out, err)
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	more := ""
+	if len(foreign) > 1 {
+		more = fmt.Sprintf(" and %d more", len(foreign)-1)
+	}
+	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
 }
 
 func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {

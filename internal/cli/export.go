@@ -68,6 +68,7 @@ type exportFlags struct {
 	compression    string
 	json, quiet    bool
 	sandbox        bool
+	dryRun         bool
 	stdout, stderr io.Writer
 }
 
@@ -91,6 +92,7 @@ func (a *app) exportCommand() *cobra.Command {
 	fs.BoolVar(&f.json, "json", false, "print the summary as JSON on stdout")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only errors")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the demo against the built-in simulator (no --spec)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "say what the run would bill at most, and what the last syncs billed; read nothing from X")
 	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
 	_ = cmd.MarkFlagDirname("out")
 	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -107,6 +109,8 @@ func (f exportFlags) run(ctx context.Context) error {
 		return usageError(errors.New("export: --sandbox brings its own spec; drop --spec"))
 	case !f.sandbox && f.spec == "":
 		return usageError(errors.New("export: --spec FILE is required (or --sandbox for the demo)"))
+	case f.sandbox && f.dryRun:
+		return usageError(errors.New("export: --dry-run needs --spec: the sandbox's demo costs nothing"))
 	}
 	if _, err := pqfile.ParseCodec(f.compression); err != nil {
 		return usageErrorf("export: --compression: %w", err)
@@ -121,6 +125,9 @@ func (f exportFlags) run(ctx context.Context) error {
 	src, err := export.ReadSpecFile(f.spec)
 	if err != nil {
 		return usageError(err)
+	}
+	if f.dryRun {
+		return f.estimate(ctx, src)
 	}
 	res, err := export.Run(ctx, f.options(src, f.out))
 	if err != nil {

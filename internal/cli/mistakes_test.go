@@ -64,3 +64,40 @@ func TestExport_MistakesAreFoundBeforeAnyRequest(t *testing.T) {
 		})
 	}
 }
+
+// export --dry-run says, before any request, what a run can bill at most
+// — a first sync the newest 800 posts of each list, and the users the
+// content kinds expand, at the spec's rates — and, once the archive has
+// syncs, what they billed.
+func TestExport_DryRunSaysWhatARunCanBillBeforeItBills(t *testing.T) {
+	sim := startSim(t)
+	var requests atomic.Int32
+	sim.OnRequest(func(xsim.RequestInfo) { requests.Add(1) })
+	sim.SeedBookmarks("1001", 30)
+	sim.CreateFolder("1001", "77", "reading")
+	dir := t.TempDir()
+	spec := specFile(t, dir, sim.URL(), "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %s}", sim.IssueToken("1001")),
+		"content: {authors: true}")
+	out := filepath.Join(dir, "out")
+
+	code, stdout, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--dry-run")
+	if code != 0 || requests.Load() != 0 {
+		t.Fatalf("exit %d, %d requests:\n%s%s", code, requests.Load(), stdout, stderr)
+	}
+	mustContain(t, stdout, "accounts[0] (user 1001): first sync", "at most 800 posts (post reads) and 800 users, USD 12.00",
+		"and up to 800 more for each folder", "Dry run: nothing was read from X")
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a dry run made the output directory")
+	}
+
+	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("export: %d %s", code, stderr)
+	}
+	requests.Store(0)
+	code, stdout, _ = runCLI(t, "export", "--spec", spec, "--out", out, "--dry-run")
+	if code != 0 || requests.Load() != 0 {
+		t.Fatalf("exit %d, %d requests:\n%s", code, requests.Load(), stdout)
+	}
+	mustContain(t, stdout, "accounts[0] (user 1001): incremental: the bookmarks walk holds 30 posts", "last bookmarks walks billed (newest first): 30 posts",
+		"billed 30 posts, USD", "at most 1600 posts (post reads) and 800 users, USD 16.00", "the newest 800 posts of the bookmarks list and of its folder")
+}

@@ -64,7 +64,8 @@ type Options struct {
 	// Transport for API requests. Default: http.DefaultTransport.
 	Transport http.RoundTripper
 	// Progress receives progress lines and log messages (stderr); nil
-	// discards them.
+	// discards them. With Quiet, it receives only a line for each
+	// rate-limit wait of a minute or more.
 	Progress io.Writer
 	// Terminal makes progress redraw its lines in place (Progress is a
 	// terminal). Otherwise a line per account is printed every
@@ -73,7 +74,7 @@ type Options struct {
 	// ProgressInterval between progress lines when not on a terminal;
 	// 0 means 10s.
 	ProgressInterval time.Duration
-	// Quiet prints only errors.
+	// Quiet prints only errors, and the long rate-limit waits (Progress).
 	Quiet bool
 	// Compression is the Parquet codec, one of pqfile.Codecs; "" means
 	// pqfile.DefaultCodec.
@@ -271,15 +272,14 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	return p, nil
 }
 
-// logger is the plugin's logger: warnings (errors with Quiet) go to the
-// progress output.
+// logger is the plugin's logger: warnings go to the progress output
+// (nothing with Quiet).
 func (r *run) logger() zerolog.Logger {
-	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
-		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
-	if r.o.Quiet {
-		logger = logger.Level(zerolog.ErrorLevel)
+	if r.o.Quiet { // the run's error says what failed
+		return zerolog.Nop()
 	}
-	return logger
+	return zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
+		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 }
 
 // pluginOptions connect the plugin to the run: its state backend, the

@@ -286,11 +286,11 @@ func (e *StateError) Error() string {
 
 // RepairCommand is the command that repairs the output directory dir.
 func RepairCommand(dir string) string {
-	return "cq-source-x repair --out " + shellQuote(dir)
+	return "cq-source-x repair --out " + ShellQuote(dir)
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@+=,") == "" {
 		return s
 	}

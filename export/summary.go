@@ -62,12 +62,13 @@ type AccountSum struct {
 
 // Totals add up operations (or accounts).
 type Totals struct {
-	// NewPosts are the posts the walks found new (bookmarks and folder
-	// entries); BookmarksWritten the x_bookmarks rows written, and
-	// AlreadyArchived those dropped because an earlier run wrote them: a
-	// post bookmarked again after it was removed, read again after a walk
+	// NewPosts are the bookmarks the walks found new, and NewFolderEntries
+	// the folder entries; BookmarksWritten the x_bookmarks rows written,
+	// and AlreadyArchived those dropped because an earlier run wrote them:
+	// a post bookmarked again after it was removed, read again after a walk
 	// that did not finish, or in a list read in full again after a repair.
 	NewPosts         int     `json:"new_posts"`
+	NewFolderEntries int     `json:"new_folder_entries"`
 	BookmarksWritten int     `json:"bookmarks_written"`
 	AlreadyArchived  int     `json:"already_archived"`
 	PostsBilled      int     `json:"posts_billed"`
@@ -141,7 +142,11 @@ func (r *Result) Summary() *Summary {
 		a.AlreadyArchived = r.skip[sess.UserID]
 		for _, u := range resources.UsageRows(sess) {
 			a.Operations = append(a.Operations, operationSum(u))
-			a.NewPosts += u.NewPosts
+			if u.Operation == string(client.OpGetFolder) {
+				a.NewFolderEntries += u.NewPosts
+			} else {
+				a.NewPosts += u.NewPosts
+			}
 			a.PostsBilled += u.PostsBilled
 			a.UsersBilled += u.UsersBilled
 			a.EstimatedUSD += u.EstimatedUSD
@@ -192,6 +197,7 @@ func complianceSum(c *resources.Compliance) *ComplianceSum {
 
 func (t *Totals) add(o Totals) {
 	t.NewPosts += o.NewPosts
+	t.NewFolderEntries += o.NewFolderEntries
 	t.BookmarksWritten += o.BookmarksWritten
 	t.AlreadyArchived += o.AlreadyArchived
 	t.PostsBilled += o.PostsBilled
@@ -221,7 +227,9 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 }
 
 // WriteText prints the summary table: one line per account and operation,
-// then the compliance check's operations, the totals and the files written.
+// then the compliance check's operations, the totals (whose new posts are
+// the bookmarks found: the folder entries are told apart) and the files
+// written.
 // The USD is what the posts and users billed cost at the spec's rates.
 func (s *Summary) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -246,11 +254,13 @@ func (s *Summary) WriteText(w io.Writer) {
 	if t.AlreadyArchived > 0 {
 		fmt.Fprintf(w, " (%s already in the archive and not written again)", plural.Count(t.AlreadyArchived, "post read was", "posts read were"))
 	}
+	if t.NewFolderEntries > 0 {
+		// The total's new posts are bookmarks; the folder rows' are entries.
+		fmt.Fprintf(w, "; new folder entries: %d", t.NewFolderEntries)
+	}
 	fmt.Fprintln(w)
-	for _, a := range s.Accounts {
-		if !a.OK {
-			fmt.Fprintln(w, a.Failure())
-		}
+	for _, l := range s.FailureLines() {
+		fmt.Fprintln(w, l)
 	}
 	if c := s.Compliance; c != nil && !c.OK {
 		fmt.Fprintln(w, c.Failure())
@@ -301,18 +311,66 @@ func (c *ComplianceSum) Failure() string {
 // Failure tells what went wrong for the account, naming it: on one line for
 // one problem, a line per problem after the name for several.
 func (a AccountSum) Failure() string {
-	name := a.name
-	if name == "" {
-		name = a.Account
+	return failureLine(a.displayName(), a.problemList())
+}
+
+func (a AccountSum) displayName() string {
+	if a.name == "" {
+		return a.Account
 	}
-	problems := a.problems
-	if problems == nil {
-		problems = strings.Split(a.Error, "; ")
+	return a.name
+}
+
+func (a AccountSum) problemList() []string {
+	if a.problems == nil {
+		return strings.Split(a.Error, "; ")
 	}
+	return a.problems
+}
+
+// failureLine is FAILED, who, and the problems: on one line for one, a
+// line each after the names for several.
+func failureLine(who string, problems []string) string {
 	if len(problems) == 1 {
-		return "FAILED " + name + ": " + problems[0]
+		return "FAILED " + who + ": " + problems[0]
 	}
-	return "FAILED " + name + ":\n  - " + strings.Join(problems, "\n  - ")
+	return "FAILED " + who + ":\n  - " + strings.Join(problems, "\n  - ")
+}
+
+// FailureLines tells what went wrong, account by account, but once for
+// the accounts whose problems read the same, each one's own accounts[i]
+// aside: 5,000 accounts whose tokens X refused are a line, not 5,000.
+func (s *Summary) FailureLines() []string {
+	type group struct {
+		first    AccountSum
+		names    []string
+		problems []string // with accounts[i] for the account's own place
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, a := range s.Failed() {
+		generic := make([]string, 0, len(a.problemList()))
+		for _, p := range a.problemList() {
+			generic = append(generic, strings.ReplaceAll(p, a.Account+".", "accounts[i]."))
+		}
+		key := strings.Join(generic, "\n")
+		g := byKey[key]
+		if g == nil {
+			g = &group{first: a, problems: generic}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.names = append(g.names, a.displayName())
+	}
+	lines := make([]string, 0, len(groups))
+	for _, g := range groups {
+		if len(g.names) == 1 {
+			lines = append(lines, g.first.Failure())
+			continue
+		}
+		lines = append(lines, failureLine(plural.Count(len(g.names), "account", "accounts")+" ("+listSome(g.names)+")", g.problems))
+	}
+	return lines
 }
 
 // Failed returns the accounts that failed.

@@ -90,7 +90,7 @@ func (a *app) exportCommand() *cobra.Command {
 	fs.StringVar(&f.out, "out", "", "output directory: Parquet files per table, and the incremental state")
 	fs.StringVar(&f.compression, "compression", pqfile.DefaultCodec, "Parquet compression: snappy, zstd, gzip, lz4_raw or none")
 	fs.BoolVar(&f.json, "json", false, "print the summary as JSON on stdout")
-	fs.BoolVar(&f.quiet, "quiet", false, "print only errors")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only errors, and rate-limit waits of a minute or more (one line each)")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the demo against the built-in simulator (no --spec)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "say what the run would bill at most, and what the last syncs billed; read nothing from X")
 	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
@@ -176,12 +176,11 @@ func checkOut(out string) error {
 }
 
 func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
-	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: stepHookFromEnv()}
-	if !f.quiet {
-		o.Progress = f.stderr
-		if file, ok := f.stderr.(*os.File); ok && isatty.IsTerminal(file.Fd()) {
-			o.Terminal = true
-		}
+	// With --quiet, progress prints only the rate-limit waits of a minute
+	// or more: a run that says nothing for 15 minutes looks hung.
+	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: stepHookFromEnv(), Progress: f.stderr}
+	if file, ok := f.stderr.(*os.File); ok && !f.quiet && isatty.IsTerminal(file.Fd()) {
+		o.Terminal = true
 	}
 	return o
 }
@@ -218,8 +217,12 @@ func (f exportFlags) failuresError(sum *export.Summary) error {
 			see = "see FAILED and DAMAGED above"
 		}
 	}
-	if len(rf.accounts) > 0 {
-		see = strings.Join(rf.accounts, ", ") + ": " + see
+	if n := len(rf.accounts); n > 0 {
+		names := strings.Join(rf.accounts[:min(n, 4)], ", ")
+		if n > 4 {
+			names += fmt.Sprintf(" and %d more", n-4)
+		}
+		see = names + ": " + see
 	}
 	err := fmt.Errorf("%s (%s); %s", what, see, tail)
 	if f.quiet {
@@ -249,8 +252,8 @@ func failuresOf(sum *export.Summary) runFailures {
 		rf.what = append(rf.what, plural.Count(len(failed), "account", "accounts")+" failed")
 		for _, a := range failed {
 			rf.accounts = append(rf.accounts, a.Account)
-			rf.lines = append(rf.lines, a.Failure())
 		}
+		rf.lines = append(rf.lines, sum.FailureLines()...)
 		rf.after = append(rf.after, "the failed walks did not advance")
 	}
 	if c := sum.Compliance; c != nil && !c.OK {

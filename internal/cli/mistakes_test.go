@@ -101,3 +101,27 @@ func TestExport_DryRunSaysWhatARunCanBillBeforeItBills(t *testing.T) {
 	mustContain(t, stdout, "accounts[0] (user 1001): incremental: the bookmarks walk holds 30 posts", "last bookmarks walks billed (newest first): 30 posts",
 		"billed 30 posts, USD", "at most 1600 posts (post reads) and 800 users, USD 16.00", "the newest 800 posts of the bookmarks list and of its folder")
 }
+
+// Accounts that fail for the same reason are told once: a spec of many
+// accounts whose tokens X refuses prints one FAILED line, naming a few of
+// them and counting the rest, with the reason as each one reads it.
+func TestExport_IdenticalFailuresAreToldOnce(t *testing.T) {
+	sim := startSim(t)
+	var accounts [][2]string
+	for i := range 6 {
+		accounts = append(accounts, [2]string{fmt.Sprint(1001 + i), fmt.Sprintf("refused-token-%d", i)})
+	}
+	spec := writeSpec(t, sim.URL(), accounts)
+	for _, quiet := range []bool{false, true} {
+		args := []string{"export", "--spec", spec, "--out", t.TempDir()}
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		code, _, stderr := runCLI(t, args...)
+		_, errorLine, _ := strings.Cut(stderr, "Error: ")
+		if code != ExitAllAccountsFailed || strings.Count(stderr, "6 accounts (accounts[0] (user 1001), accounts[1] (user 1002), accounts[2] (user 1003), accounts[3] (user 1004) and 2 more): the API refused accounts[i].access_token (401 Unauthorized)") != 1 ||
+			strings.Count(stderr, "the API refused") != 1 || strings.Contains(errorLine, "accounts[5]") {
+			t.Errorf("quiet %v: exit %d:\n%s", quiet, code, stderr)
+		}
+	}
+}

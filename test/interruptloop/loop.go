@@ -325,7 +325,7 @@ func (l *loop) interruptOnce(round int) error {
 	if _, err := os.Stat(filepath.Join(l.out, ".state", "state.json")); err != nil {
 		typical = l.rep.firstRunTime
 	}
-	delay := time.Duration(l.rng.Float64() * 1.2 * float64(typical))
+	delay := time.Duration(l.rng.Float64() * 0.9 * float64(typical))
 	sig, name := os.Signal(os.Interrupt), "SIGINT"
 	if l.rng.IntN(4) == 0 {
 		sig, name = syscall.SIGTERM, "SIGTERM"

@@ -95,7 +95,7 @@ func (s *Summary) InterruptedLine() string {
 		fmt.Fprintf(&b, " The next run reads again from the top %s, skipping the posts kept (X bills a post once per UTC day: read again the same day, they are not billed again).", listSome(again))
 	}
 	if len(unread) > 0 {
-		fmt.Fprintf(&b, " It reads too what the stop left unread: %s.", listSome(unread))
+		fmt.Fprintf(&b, " It also reads what the stop left unread: %s.", listSome(unread))
 	}
 	if len(again)+len(unread) == 0 {
 		b.WriteString(" Every walk had ended: the next run goes on from here.")

@@ -92,9 +92,8 @@ type Report struct {
 	// interrupted one) counted again. NotKept adds up the posts X billed
 	// during a run that its committed rows do not count: read, paid for
 	// and thrown away.
-	BilledTwice, NotKept             int
-	Elapsed                          time.Duration
-	firstRunTime, incrementalRunTime time.Duration
+	BilledTwice, NotKept int
+	Elapsed              time.Duration
 }
 
 // OK reports whether the loop met every requirement.
@@ -127,6 +126,8 @@ type loop struct {
 	spec  string // of the archive being written
 	out   string // the archive being written
 	rep   *Report
+	// how long a first and an incremental run took in the archive
+	firstRunTime, incrementalRunTime time.Duration
 }
 
 // Run runs the loop.
@@ -249,12 +250,12 @@ func (l *loop) freshArchive(round int) error {
 	if err != nil {
 		return err
 	}
-	l.rep.firstRunTime = took
+	l.firstRunTime = took
 	l.changeLists()
 	if took, err = l.cleanRun(); err != nil {
 		return err
 	}
-	l.rep.incrementalRunTime = took
+	l.incrementalRunTime = took
 	if l.rng.IntN(2) == 0 {
 		return l.newArchive(fmt.Sprintf("%03d-first", round))
 	}
@@ -321,9 +322,9 @@ func (l *loop) billedByX() int {
 // interruptOnce starts an export and signals it after a random delay, up
 // to a little more than such a run takes.
 func (l *loop) interruptOnce(round int) error {
-	typical := l.rep.incrementalRunTime
+	typical := l.incrementalRunTime
 	if _, err := os.Stat(filepath.Join(l.out, ".state", "state.json")); err != nil {
-		typical = l.rep.firstRunTime
+		typical = l.firstRunTime
 	}
 	delay := time.Duration(l.rng.Float64() * 0.9 * float64(typical))
 	sig, name := os.Signal(os.Interrupt), "SIGINT"

@@ -1,11 +1,13 @@
 // Package interruptloop interrupts the exporter at random moments, many
 // times, as a user's Ctrl-C (SIGINT) or a service manager's SIGTERM does,
-// and checks what the issue of stops requires: no run hangs, none panics,
-// none loses a bookmark nor writes a row twice, and no post is counted
-// billed twice — the posts billed the runs' x_api_usage rows count add up
-// to what the simulator billed (X bills a post once per UTC day, so a post
-// an interrupted run read and a later run reads again that day is not
-// billed again, and must not be counted again).
+// and checks what docs/export.md promises of a stop: no run hangs, none
+// panics, none loses a bookmark nor writes a key twice, and every post is
+// counted billed once. Run by run, the posts a run's committed x_api_usage
+// rows count billed must be those the simulator billed while it ran: X
+// bills a post once per UTC day, so a post an interrupted run read and a
+// later run reads again that day is not billed again, and must not be
+// counted again (BilledTwice); and a post X billed to an interrupted run
+// must be counted by it, its rows kept (NotKept).
 //
 // It runs the cq-source-x binary against the simulator (internal/xsim):
 // each round changes the accounts' lists (new bookmarks, removals, folder

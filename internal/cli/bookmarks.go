@@ -100,7 +100,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 			}
 			o.Command = "bookmarks remove" + flagsText(cmd, "archived-before", "folder", "ids", "user")
 			o.Step = stepHookFromEnv()
-			return Bookmarks(cmd.Context(), o)
+			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}
 	fs := cmd.Flags()
@@ -129,7 +129,7 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 			}
 			o.Command = "bookmarks add" + flagsText(cmd, "from", "from-user", "ids", "user")
 			o.Step = stepHookFromEnv()
-			return Bookmarks(cmd.Context(), o)
+			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}
 	fs := cmd.Flags()

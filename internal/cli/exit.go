@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -63,6 +64,15 @@ func accountsError(failed, total int, err error) error {
 		code = ExitAllAccountsFailed
 	}
 	return &exitError{code: code, err: err}
+}
+
+// interrupted is err with ExitInterrupted when ctx ended (Ctrl-C,
+// SIGTERM): the command stopped for that, whatever else err says.
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return &exitError{code: ExitInterrupted, err: err}
 }
 
 // exitCode is the code err ends the process with; started tells whether

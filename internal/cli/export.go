@@ -131,10 +131,7 @@ func (f exportFlags) run(ctx context.Context) error {
 	}
 	res, err := export.Run(ctx, f.options(src, f.out))
 	if err != nil {
-		if ctx.Err() != nil {
-			return &exitError{code: ExitInterrupted, err: err}
-		}
-		return err
+		return interrupted(ctx, err)
 	}
 	sum := res.Summary()
 	if err := f.report(sum); err != nil {

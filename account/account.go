@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/rs/zerolog"
@@ -25,6 +27,9 @@ import (
 type Sync struct {
 	ID        string
 	StartedAt time.Time
+	// Ended reports whether an earlier sync ran to its end, of those the
+	// state remembers (LoadEnded).
+	Ended func(id string) bool
 }
 
 // Session is one account during one sync.
@@ -36,7 +41,10 @@ type Session struct {
 	API   *client.Client
 	Meter *client.Meter
 
-	Fields       client.Fields
+	Fields client.Fields
+	// AskedBy names the settings of the spec that put value in the request
+	// parameter param (spec.AskedBy), for messages; nil names none.
+	AskedBy      func(param, value string) []string
 	Walk         walk.Settings // bookmark walks
 	FolderBudget int           // requests all folder walks may spend together
 	Clock        clock.Clock
@@ -59,6 +67,11 @@ type Session struct {
 	// read them from it, and the plugin keeps no record of its own in the
 	// state backend.
 	Archived func(ctx context.Context, userID string) ([]uint64, error)
+	// Resend says how long the rows of incremental tables are kept in the
+	// state and sent again by later syncs (package outbox). The zero Policy
+	// keeps none: the destination commits rows with the state (the
+	// exporter).
+	Resend outbox.Policy
 
 	name      string
 	setupOnce sync.Once
@@ -130,6 +143,21 @@ func (s *Session) SaveMemory(ctx context.Context, key string, mem *walk.Memory) 
 	return nil
 }
 
+// FlushWalk flushes the state a walk has set, when rows are sent again
+// (Resend): a stop then loses nothing the walk read, since the rows it sent
+// are in the state with it. Without an outbox the state must not reach the
+// backend before the rows, and the plugin flushes it once the tables are
+// done.
+func (s *Session) FlushWalk(ctx context.Context) error {
+	if !s.Resend.On() {
+		return nil
+	}
+	if err := s.State.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing state to the backend: %w", err)
+	}
+	return nil
+}
+
 // Set is the top-level client: all accounts, in spec order.
 type Set struct {
 	Sessions []*Session
@@ -173,10 +201,16 @@ func Multiplex(meta schema.ClientMeta) []schema.ClientMeta {
 // WalkReport is one walk of one list.
 type WalkReport struct {
 	Operation client.Operation
+	// Table is the table the walk fills: x_bookmarks, x_bookmark_folders
+	// or x_bookmark_folder_posts.
+	Table string
 	// List is "bookmarks" or the folder id.
 	List   string
 	Result *walk.Result
 	Err    error
+	// Missing counts the expanded objects the walk's pages left out with no
+	// error saying why (see resources).
+	Missing int
 }
 
 // Report collects walk reports; safe for concurrent use.
@@ -218,6 +252,26 @@ func (r *Report) Err() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Tables sums up the walks by table, each list sorted: done are the tables a
+// walk of which ended cleanly, failed those a walk of which failed. A table
+// may be both (one folder walked, another not).
+func (r *Report) Tables() (done, failed []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.walks {
+		list := &done
+		if w.Err != nil {
+			list = &failed
+		}
+		if !slices.Contains(*list, w.Table) {
+			*list = append(*list, w.Table)
+		}
+	}
+	slices.Sort(done)
+	slices.Sort(failed)
+	return done, failed
 }
 
 // SetFolderCount records how many folders the account has, so the folder

@@ -174,6 +174,7 @@ type Client struct {
 	redactor   *redact.Redactor
 	stop       context.Context // WithStop
 	stopGrace  time.Duration
+	naming     *NamingPolicy // nil: the tweets naming
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -245,6 +246,15 @@ func WithTimeouts(t Timeouts) Option {
 		}
 		d := DefaultTimeouts()
 		c.timeouts = Timeouts{Connect: cmp.Or(t.Connect, d.Connect), Headers: cmp.Or(t.Headers, d.Headers), Request: cmp.Or(t.Request, d.Request)}
+		return nil
+	}
+}
+
+// WithNamingPolicy makes the client ask for bookmarks in the naming of p
+// (default: the tweets naming). The clients of a sync share one policy.
+func WithNamingPolicy(p *NamingPolicy) Option {
+	return func(c *Client) error {
+		c.naming = p
 		return nil
 	}
 }

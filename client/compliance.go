@@ -205,9 +205,9 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 	q := url.Values{"type": {jobType}}
 	if status != "" {
 		switch status {
-		case JobCreated, JobInProgress, JobComplete, JobFailed, JobExpired:
+		case JobCreated, JobInProgress, JobComplete, JobFailed: // X's description lists no other
 		default:
-			return nil, nil, newInputError(op, "status", status, "must be created, in_progress, complete, failed or expired")
+			return nil, nil, newInputError(op, "status", status, "must be created, in_progress, complete or failed")
 		}
 		q.Set("status", status)
 	}

@@ -204,7 +204,9 @@ type pageMeta struct {
 	ResultCount *int `json:"result_count"`
 }
 
-// postFields are the members of a post object that are decoded.
+// postFields are the members of a post object that are decoded, in both
+// namings (client.Naming): a post of either, or with members of both, is
+// read into the same Post.
 type postFields struct {
 	ID                  string   `json:"id"`
 	Text                string   `json:"text"`
@@ -221,6 +223,71 @@ type postFields struct {
 	Attachments         rawValue `json:"attachments"`
 	NoteTweet           rawValue `json:"note_tweet"`
 	Article             rawValue `json:"article"`
+	// The posts naming's members.
+	EditHistoryPostIDs []string `json:"edit_history_post_ids"`
+	ReferencedPosts    rawValue `json:"referenced_posts"`
+	NotePost           rawValue `json:"note_post"`
+	ArticleTitle       rawValue `json:"article_title"`
+}
+
+// inTweetsNaming reads the members of the posts naming as those of the
+// tweets naming where the post has none of the latter, and public_metrics'
+// repost_count as retweet_count (and a user's post_count as tweet_count,
+// makeUser): the columns of a post say the same whichever naming X
+// answered in.
+func (f *postFields) inTweetsNaming() {
+	if f.EditHistoryTweetIDs == nil {
+		f.EditHistoryTweetIDs = f.EditHistoryPostIDs
+	}
+	if f.ReferencedTweets == nil {
+		f.ReferencedTweets = f.ReferencedPosts
+	}
+	if f.NoteTweet == nil {
+		f.NoteTweet = f.NotePost
+	}
+	f.PublicMetrics = renameMember(f.PublicMetrics, "repost_count", "retweet_count")
+}
+
+// renameMember returns the JSON object obj with its member from named to,
+// when it has one and no member named to; else obj itself.
+func renameMember(obj rawValue, from, to string) rawValue {
+	if !isObject(obj) {
+		return obj
+	}
+	var names map[string]jsontext.Value
+	if jsonv2.Unmarshal(obj, &names, duplicateNames) != nil {
+		return obj
+	}
+	if _, ok := names[from]; !ok {
+		return obj
+	}
+	if _, ok := names[to]; ok {
+		return obj
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(obj), duplicateNames)
+	var out bytes.Buffer
+	enc := jsontext.NewEncoder(&out, duplicateNames)
+	if tok, err := dec.ReadToken(); err != nil || enc.WriteToken(tok) != nil {
+		return obj
+	}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return obj
+		}
+		name := tok.String() // a token lasts until the next read
+		if name == from {
+			name = to
+		}
+		value, err := dec.ReadValue()
+		if err != nil || enc.WriteToken(jsontext.String(name)) != nil || enc.WriteValue(value) != nil {
+			return obj
+		}
+	}
+	if enc.WriteToken(jsontext.EndObject) != nil {
+		return obj
+	}
+	return rawValue(bytes.TrimRight(out.Bytes(), "\n"))
 }
 
 // userFields are the members of a user object that are decoded.
@@ -434,6 +501,7 @@ func makePost(w *withRaw[postFields], p *Post) error {
 		return shapeError("not an object")
 	}
 	f := &w.v
+	f.inTweetsNaming()
 	*p = Post{ID: f.ID, Text: f.Text, AuthorID: f.AuthorID, ConversationID: f.ConversationID, Lang: f.Lang,
 		InReplyToUserID: f.InReplyToUserID, PossiblySensitive: f.PossiblySensitive, EditHistoryTweetIDs: f.EditHistoryTweetIDs,
 		PublicMetrics: json.RawMessage(f.PublicMetrics), Entities: json.RawMessage(f.Entities), ReferencedTweets: json.RawMessage(f.ReferencedTweets),
@@ -475,6 +543,9 @@ func makePost(w *withRaw[postFields], p *Post) error {
 	}
 	if isObject(p.Article) {
 		decodeArticle(p)
+	}
+	if p.ArticleTitle == "" {
+		p.ArticleTitle = articleTitle(f.ArticleTitle)
 	}
 	p.Raw = w.raw
 	return nil
@@ -526,6 +597,19 @@ func decodeArticle(p *Post) {
 	}
 }
 
+// articleTitle reads the posts naming's article_title: the title as a
+// string, or an object that holds it (X's description calls it an object).
+func articleTitle(raw rawValue) string {
+	var s string
+	if jsonv2.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if t, ok := topLevelString(raw, "title"); ok {
+		return t
+	}
+	return ""
+}
+
 // decodeUserObject decodes a user object on its own (as an element of
 // includes.users is decoded).
 func decodeUserObject(raw json.RawMessage) (*User, error) {
@@ -544,7 +628,8 @@ func makeUser(w *withRaw[userFields]) (*User, error) {
 	}
 	u := w.v.User
 	u.CreatedAt = parseTime(w.v.CreatedAt)
-	u.PublicMetrics, u.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
+	// The posts naming counts a user's posts in post_count.
+	u.PublicMetrics, u.Raw = json.RawMessage(renameMember(w.v.PublicMetrics, "post_count", "tweet_count")), w.raw
 	return &u, nil
 }
 

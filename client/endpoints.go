@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 )
 
 // Me resolves the user behind the token: GET /2/users/me. Its budget and
@@ -33,6 +32,12 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 // first: GET /2/users/:id/bookmarks. The next page is asked for with
 // opts.PaginationToken = page.Meta.NextToken; a page without a NextToken is
 // the last. A 200 may carry partial errors in page.Errors beside the data.
+//
+// opts.Fields are asked for in the naming of the client's policy
+// (WithNamingPolicy; resp.Naming says which). Under auto, a 400 that
+// refuses a name of the tweets naming switches the sync to the posts
+// naming, which is said once in the log, and the page is asked for again:
+// a refused request bills nothing, so no post is billed twice.
 func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOptions) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
 	if err := validID(op, "user id", userID); err != nil {
@@ -44,13 +49,22 @@ func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOpti
 	if err := validFields(op, opts.Fields); err != nil {
 		return nil, nil, err
 	}
+	used := c.naming.Current()
+	page, resp, err := c.listBookmarks(ctx, userID, opts, used)
+	if again, first := c.naming.switchAfter(used, opts.Fields, err); again {
+		if first {
+			c.logSwitch(userID, opts.Fields, err)
+		}
+		page, resp, err = c.listBookmarks(ctx, userID, opts, NamingPosts)
+	}
+	return page, resp, err
+}
+
+// listBookmarks reads one page in naming n.
+func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOptions, n Naming) (*PostPage, *Response, error) {
+	const op = OpListBookmarks
 	q := pageQuery(opts.PageOptions)
-	addList(q, "tweet.fields", opts.Fields.TweetFields)
-	addList(q, "expansions", opts.Fields.Expansions)
-	addList(q, "user.fields", opts.Fields.UserFields)
-	addList(q, "media.fields", opts.Fields.MediaFields)
-	addList(q, "poll.fields", opts.Fields.PollFields)
-	addList(q, "place.fields", opts.Fields.PlaceFields)
+	opts.Fields.query(q, n)
 	var page *PostPage
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
@@ -62,10 +76,28 @@ func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOpti
 			return res, err
 		},
 	})
+	if resp != nil {
+		resp.Naming = n
+	}
 	if err != nil {
 		return nil, resp, err
 	}
 	return page, resp, nil
+}
+
+// logSwitch says, once a sync, that X refused the tweets naming and what
+// the posts naming does not ask for.
+func (c *Client) logSwitch(userID string, f Fields, refused error) {
+	_, dropped := f.In(NamingPosts)
+	ev := c.log.Warn().Str("operation", string(OpListBookmarks)).Str("user_id", userID).
+		Str("refused", oneLine(c.redactor.String(refused.Error()), 300))
+	if len(dropped) > 0 {
+		ev = ev.Strs("not_asked", dropped)
+	}
+	ev.Msg("x api: X refused a name of its API's tweets naming; asking in its posts naming (post.fields, referenced_posts, note_post, ...) " +
+		"for the rest of this sync (api_naming: auto). That naming has no name for not_asked: author_id, in_reply_to_user_id and the " +
+		"referenced posts come only as expansions, which X bills, so they are asked for only with content.authors and " +
+		"content.referenced_posts, and their columns are filled only when X returns them. Set api_naming: posts to ask so from the start")
 }
 
 // ListFolders reads one page of the user's bookmark folders:
@@ -186,10 +218,4 @@ func pageQuery(o PageOptions) url.Values {
 		q.Set("pagination_token", o.PaginationToken)
 	}
 	return q
-}
-
-func addList(q url.Values, key string, v []string) {
-	if len(v) > 0 {
-		q.Set(key, strings.Join(v, ","))
-	}
 }

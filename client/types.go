@@ -345,6 +345,8 @@ type Response struct {
 	Attempts int
 	// Waited is the total time the call slept: rate-limit waits and backoff.
 	Waited time.Duration
+	// Naming is the naming a bookmarks request was made in.
+	Naming Naming
 }
 
 // Rate is a rate-limit window: from the x-rate-limit-limit, -remaining and

@@ -296,6 +296,7 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 		xplugin.WithArchive(r.archived),
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
 		xplugin.WithRecordRows(recordRows),
+		xplugin.WithRowsCommittedWithState(),
 	}
 	if r.o.Transport != nil {
 		opts = append(opts, xplugin.WithTransport(r.o.Transport))

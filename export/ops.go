@@ -45,14 +45,15 @@ var alwaysPresent = []string{"created_at", "author_id", "conversation_id", "publ
 
 // Completeness is what a row of x_bookmarks must hold for its post to count
 // as archived with all its fields: the post's JSON (the `post` column) with
-// its id and text and every field of fields.tweet_fields that X returns for
-// every post, and, when fields.expansions asks for author_id, the author.
+// its id and text and every post field the request asks for that X returns
+// for every post, and, when the request expands author_id, the author.
 type Completeness struct {
 	fields []string
 	author bool
 }
 
-// NewCompleteness is the completeness the spec's fields ask for.
+// NewCompleteness is the completeness of the fields of a request (the
+// spec's RequestFields).
 func NewCompleteness(f spec.Fields) Completeness {
 	c := Completeness{fields: []string{"id", "text"}}
 	for _, name := range alwaysPresent {
@@ -86,7 +87,7 @@ func (c Completeness) missing(postID string, post []byte, hasAuthor bool) string
 	if c.author {
 		var authorID string
 		if json.Unmarshal(obj["author_id"], &authorID) == nil && authorID != "" && !hasAuthor {
-			return "the author (column author), which fields.expansions asks for, is null"
+			return "the author (column author), which the spec asks for, is null"
 		}
 	}
 	return ""

@@ -49,8 +49,11 @@ type AccountSum struct {
 	UserID  string `json:"user_id"`
 	OK      bool   `json:"ok"`
 	// Error is what went wrong, each problem once, joined by "; " (see
-	// plugin.AccountFailure).
+	// plugin.AccountFailure): a problem of one table starts with its name.
 	Error string `json:"error,omitempty"`
+	// FailedTables are the tables of the account that failed (a walk that
+	// fills it did not end cleanly); the others were done.
+	FailedTables []string `json:"failed_tables,omitempty"`
 	Totals
 	Operations []OperationSum `json:"operations"`
 	// Interrupted are the walks the interruption cut off.
@@ -58,6 +61,8 @@ type AccountSum struct {
 
 	problems []string
 	name     string // accounts[i] (user ID)
+	// doneSome: a table of the account was done, or rows of it written.
+	doneSome bool
 }
 
 // Totals add up operations (or accounts).
@@ -75,6 +80,10 @@ type Totals struct {
 	UsersBilled      int     `json:"users_billed"`
 	EstimatedUSD     float64 `json:"estimated_usd"`
 	Requests         int     `json:"requests"`
+	// IncludesMissing are the authors, media and referenced posts X left
+	// out with no error saying why: their posts are archived, the part
+	// recorded missing in its table.
+	IncludesMissing int `json:"includes_missing"`
 }
 
 // ComplianceSum is the compliance check (docs/compliance.md): the app's
@@ -96,21 +105,22 @@ type ComplianceSum struct {
 
 // OperationSum is one row of x_api_usage.
 type OperationSum struct {
-	Operation      string  `json:"operation"`
-	Requests       int     `json:"requests"`
-	OKResponses    int     `json:"ok_responses"`
-	PostsReturned  int     `json:"posts_returned"`
-	PostsBilled    int     `json:"posts_billed"`
-	UsersBilled    int     `json:"users_billed"`
-	EstimatedUSD   float64 `json:"estimated_usd"`
-	NewPosts       int     `json:"new_posts"`
-	Walks          int     `json:"walks"`
-	WalkOutcomes   string  `json:"walk_outcomes,omitempty"`
-	RateLimited    int     `json:"rate_limited"`
-	RateLimitWaits int     `json:"rate_limit_waits"`
-	WaitedSeconds  float64 `json:"rate_limit_wait_seconds"`
-	Errors         int     `json:"errors"`
-	Failure        string  `json:"failure,omitempty"`
+	Operation       string  `json:"operation"`
+	Requests        int     `json:"requests"`
+	OKResponses     int     `json:"ok_responses"`
+	PostsReturned   int     `json:"posts_returned"`
+	PostsBilled     int     `json:"posts_billed"`
+	UsersBilled     int     `json:"users_billed"`
+	EstimatedUSD    float64 `json:"estimated_usd"`
+	NewPosts        int     `json:"new_posts"`
+	Walks           int     `json:"walks"`
+	WalkOutcomes    string  `json:"walk_outcomes,omitempty"`
+	RateLimited     int     `json:"rate_limited"`
+	RateLimitWaits  int     `json:"rate_limit_waits"`
+	WaitedSeconds   float64 `json:"rate_limit_wait_seconds"`
+	Errors          int     `json:"errors"`
+	IncludesMissing int     `json:"includes_missing"`
+	Failure         string  `json:"failure,omitempty"`
 }
 
 // Summary builds the run's summary from the accounts' sessions (the same
@@ -133,12 +143,14 @@ func (r *Result) Summary() *Summary {
 		} else if err := sessionErr(sess); err != nil {
 			a.problems = sess.Redact.Strings(strings.Split(err.Error(), "\n"))
 		}
+		done, failed := sess.Report().Tables()
 		if a.problems != nil {
-			a.OK, a.Error = false, strings.Join(a.problems, "; ")
+			a.OK, a.Error, a.FailedTables = false, strings.Join(a.problems, "; "), failed
 			s.OK = false
 		}
 		a.Interrupted = cutOff(sess)
 		a.BookmarksWritten = r.rows[sess.UserID]
+		a.doneSome = len(done) > 0 || a.BookmarksWritten > 0
 		a.AlreadyArchived = r.skip[sess.UserID]
 		for _, u := range resources.UsageRows(sess) {
 			a.Operations = append(a.Operations, operationSum(u))
@@ -151,6 +163,7 @@ func (r *Result) Summary() *Summary {
 			a.UsersBilled += u.UsersBilled
 			a.EstimatedUSD += u.EstimatedUSD
 			a.Requests += u.Requests
+			a.IncludesMissing += u.IncludesMissing
 		}
 		s.Totals.add(a.Totals)
 		s.Accounts = append(s.Accounts, a)
@@ -174,7 +187,7 @@ func operationSum(u *resources.Usage) OperationSum {
 		EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
 		Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
 		RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
-		Failure: u.Failure,
+		IncludesMissing: u.IncludesMissing, Failure: u.Failure,
 	}
 }
 
@@ -204,6 +217,7 @@ func (t *Totals) add(o Totals) {
 	t.UsersBilled += o.UsersBilled
 	t.EstimatedUSD += o.EstimatedUSD
 	t.Requests += o.Requests
+	t.IncludesMissing += o.IncludesMissing
 }
 
 // ReadFor returns the posts one operation read, summed over accounts.
@@ -259,6 +273,13 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "; new folder entries: %d", t.NewFolderEntries)
 	}
 	fmt.Fprintln(w)
+	for _, a := range s.Accounts {
+		if a.IncludesMissing > 0 {
+			fmt.Fprintf(w, "%s: X left out %s the spec asks for, with no error saying why; "+
+				"the posts are archived, and the error column of each one's row says it is missing\n",
+				a.displayName(), plural.Count(a.IncludesMissing, "author, media or referenced post", "authors, media or referenced posts"))
+		}
+	}
 	for _, l := range s.FailureLines() {
 		fmt.Fprintln(w, l)
 	}
@@ -314,13 +335,6 @@ func (a AccountSum) Failure() string {
 	return failureLine(a.displayName(), a.problemList())
 }
 
-func (a AccountSum) displayName() string {
-	if a.name == "" {
-		return a.Account
-	}
-	return a.name
-}
-
 func (a AccountSum) problemList() []string {
 	if a.problems == nil {
 		return strings.Split(a.Error, "; ")
@@ -371,6 +385,29 @@ func (s *Summary) FailureLines() []string {
 		lines = append(lines, failureLine(plural.Count(len(g.names), "account", "accounts")+" ("+listSome(g.names)+")", g.problems))
 	}
 	return lines
+}
+
+// InPart reports whether a failed account got some of its tables done or
+// some rows written.
+func (a AccountSum) InPart() bool { return !a.OK && a.doneSome }
+
+// NothingDone reports whether no account got anything done: each failed,
+// none with a table done or a row written.
+func (s *Summary) NothingDone() bool {
+	for _, a := range s.Accounts {
+		if a.OK || a.doneSome {
+			return false
+		}
+	}
+	return len(s.Accounts) > 0
+}
+
+// displayName is accounts[i] (user ID).
+func (a AccountSum) displayName() string {
+	if a.name == "" {
+		return a.Account
+	}
+	return a.name
 }
 
 // Failed returns the accounts that failed.

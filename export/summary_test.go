@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // The summary says what its counts are (rows dropped as already written are
@@ -44,6 +48,24 @@ func TestSummaryTextSaysOnePostInTheSingular(t *testing.T) {
 	var b bytes.Buffer
 	(&Summary{Totals: Totals{BookmarksWritten: 0, AlreadyArchived: 1}}).WriteText(&b)
 	if want := "x_bookmarks rows written: 0 (1 post read was already in the archive and not written again)\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}
+
+// What X left out of its pages with no error saying why is counted per
+// operation and account, and said once per account under the table.
+func TestSummaryCountsWhatXLeftOut(t *testing.T) {
+	sess := &account.Session{UserID: "1001", Meter: client.NewMeter(0)}
+	sess.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: "x_bookmarks", List: "bookmarks",
+		Result: &walk.Result{Outcome: walk.ReachedEnd, New: 4}, Missing: 2})
+	s := (&Result{sessions: []*account.Session{sess}}).Summary()
+	if a := s.Accounts[0]; !a.OK || a.IncludesMissing != 2 || a.Operations[0].IncludesMissing != 2 || s.Totals.IncludesMissing != 2 {
+		t.Errorf("summary %+v", s)
+	}
+	var b bytes.Buffer
+	s.WriteText(&b)
+	if want := "accounts[0] (user 1001): X left out 2 authors, media or referenced posts the spec asks for, with no error saying why; " +
+		"the posts are archived, and the error column of each one's row says it is missing\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"time"
 
@@ -27,6 +28,9 @@ const tokenRequestTimeout = 30 * time.Second
 func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *redact.Redactor) *account.Set {
 	set := &account.Set{}
 	request := fields(s.RequestFields())
+	// One naming for the sync: X names things one way for every account.
+	naming, _ := client.NewNamingPolicy(s.APINaming) // the spec check refused other settings
+	o.ClientOptions = append(slices.Clone(o.ClientOptions), client.WithNamingPolicy(naming))
 	for i, a := range s.Accounts {
 		meter := client.NewMeterWithRates(client.Rates{Post: *s.PostReadUSD, OwnedPost: *s.OwnedReadUSD, User: *s.UserReadUSD})
 		sess := &account.Session{
@@ -34,6 +38,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			UserID:       a.UserID,
 			Meter:        meter,
 			Fields:       request,
+			AskedBy:      s.AskedBy,
 			Walk:         s.WalkSettings(),
 			FolderBudget: s.Planner.FolderRequestBudget,
 			Clock:        o.Clock,
@@ -41,6 +46,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			State:        st,
 			Redact:       r,
 			Archived:     o.Archived,
+			Resend:       o.resendPolicy(s),
 		}
 		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
 		switch {

@@ -75,6 +75,14 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	defer closeState()
 
 	syncInfo := c.syncInfo()
+	resend := c.options.resendPolicy(c.spec).On()
+	if resend {
+		ended, err := account.LoadEnded(ctx, stateClient, shardScope(opts.Shard))
+		if err != nil {
+			return err
+		}
+		syncInfo.Ended = ended.Has
+	}
 	set, err := c.accountsOfShard(ctx, stateClient, syncInfo, opts.Shard)
 	if err != nil {
 		return err
@@ -97,10 +105,27 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
 		return err
 	}
-	if usage == nil {
+	if usage != nil {
+		if err := run.sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage}); err != nil {
+			return err
+		}
+	}
+	if !resend {
 		return nil
 	}
-	return run.sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage})
+	// Last: a sync stopped before this point does not count for the rows
+	// it sent again (package outbox).
+	return account.SaveEnded(ctx, stateClient, shardScope(opts.Shard), syncInfo.ID)
+}
+
+// shardScope names the accounts of a sync: "" for all of them, else their
+// shard. Each scope keeps its own compliance job and ended syncs: shards
+// sync at once.
+func shardScope(sh *plugin.Shard) string {
+	if sh == nil {
+		return ""
+	}
+	return fmt.Sprintf("shard-%d-of-%d", sh.Num, sh.Total)
 }
 
 // connectState returns the state client of the sync and what closes it: the
@@ -252,11 +277,13 @@ func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Cli
 }
 
 // logAccountFailures logs one line per account that failed, after the
-// scheduler's line per table: what went wrong, once, and what to do about it.
+// scheduler's line per table: the tables that failed and those done, what
+// went wrong, once, and what to do about it.
 func (c *Client) logAccountFailures(set *account.Set) {
 	for _, s := range set.Sessions {
 		if problems := AccountFailure(c.spec, s); problems != nil {
-			c.logger.Error().Str("account", s.ID()).Strs("problems", problems).
+			done, failed := s.Report().Tables()
+			c.logger.Error().Str("account", s.ID()).Strs("failed_tables", failed).Strs("done_tables", done).Strs("problems", problems).
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
@@ -19,12 +18,10 @@ import (
 // API is nil when the spec has no compliance section.
 func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard, r *redact.Redactor) *resources.Compliance {
 	c := &resources.Compliance{
-		Set: set, State: st, Clock: o.Clock, Sync: info, Redact: r,
+		Set: set, State: st, Clock: o.Clock, Sync: info, Redact: r, Resend: o.resendPolicy(s),
 		Logger: logger.With().Str("table", resources.PostComplianceTable).Logger(),
 	}
-	if shard != nil {
-		c.Scope = fmt.Sprintf("shard-%d-of-%d", shard.Num, shard.Total)
-	}
+	c.Scope = shardScope(shard)
 	cs := s.Compliance
 	if cs == nil {
 		return c

@@ -22,9 +22,11 @@ import (
 
 // AccountFailure tells what went wrong for one account in a sync, for a
 // person to read once: each distinct problem on a line of its own, without
-// the account's name (the caller gives it), and with what to do where the
-// plugin knows. When no request of the account got an answer it says to
-// check base_url, in one line, rather than repeat the same refused
+// the account's name (the caller gives it), starting with the table that
+// failed when the problem is that table's (a list that could not be read)
+// rather than the account's (its token, its setup), and with what to do
+// where the plugin knows. When no request of the account got an answer it
+// says to check base_url, in one line, rather than repeat the same refused
 // connection for every list. It returns nil for an account that synced.
 // The lines hold no credential of the sync (sess.Redact).
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
@@ -32,29 +34,33 @@ func AccountFailure(s *spec.Spec, sess *account.Session) []string {
 }
 
 func accountFailure(s *spec.Spec, sess *account.Session) []string {
-	var errs []error
+	var failed []account.WalkReport
 	if sess.Err != nil {
-		errs = []error{sess.Err}
+		failed = []account.WalkReport{{Err: sess.Err}}
 	} else {
 		for _, w := range sess.Report().Walks() {
 			if w.Err != nil {
-				errs = append(errs, w.Err)
+				failed = append(failed, w)
 			}
 		}
 	}
 	// A walk interrupted by a stop of the sync did not fail: the exporter
 	// says what it kept and what the next run reads.
-	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, walk.ErrInterrupted) })
-	if len(errs) == 0 {
+	failed = slices.DeleteFunc(failed, func(w account.WalkReport) bool { return errors.Is(w.Err, walk.ErrInterrupted) })
+	if len(failed) == 0 {
 		return nil
 	}
-	if line, ok := unreachable(s, sess, errs); ok {
+	if line, ok := unreachable(s, sess, failed); ok {
 		return []string{line}
 	}
 	var lines []string
 	seen := map[string]bool{}
-	for _, err := range errs {
-		line := strings.TrimPrefix(describe(s, sess.Index, err), sess.ID()+": ")
+	for _, w := range failed {
+		line, ofAccount := describe(s, sess.Index, w.Err)
+		line = strings.TrimPrefix(line, sess.ID()+": ")
+		if !ofAccount && w.Table != "" {
+			line = w.Table + ": " + line
+		}
 		if !seen[line] {
 			seen[line] = true
 			lines = append(lines, line)
@@ -65,10 +71,10 @@ func accountFailure(s *spec.Spec, sess *account.Session) []string {
 
 // describe is err as a person should read it: a query string in a URL is
 // dropped (it repeats the spec's fields), and a token the API refused is
-// told the same way whichever request it was (it is the account's problem,
-// not the list's), for a raw access_token with why it cannot be refreshed
-// and what to use instead.
-func describe(s *spec.Spec, index int, err error) string {
+// told the same way whichever request it was, for a raw access_token with
+// why it cannot be refreshed and what to use instead. ofAccount reports
+// that it is the account's problem, not the list's.
+func describe(s *spec.Spec, index int, err error) (text string, ofAccount bool) {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && (errors.Is(apiErr, client.ErrUnauthorized) || errors.Is(apiErr, client.ErrForbidden)) {
 		status := strings.TrimPrefix(apiErr.Error(), "x api: "+string(apiErr.Operation)+": ")
@@ -76,14 +82,14 @@ func describe(s *spec.Spec, index int, err error) string {
 			return fmt.Sprintf("the API refused accounts[%d].access_token (%d %s). "+
 				"It has expired (X access tokens live two hours) or was revoked, and a raw access_token cannot be refreshed: "+
 				"run `cq-source-x login` and set accounts[%d].token_file instead of access_token (a token file is refreshed automatically)",
-				index, apiErr.Status, http.StatusText(apiErr.Status), index)
+				index, apiErr.Status, http.StatusText(apiErr.Status), index), true
 		}
 		if errors.Is(apiErr, client.ErrUnauthorized) {
-			return "the API refused the account's token: " + status
+			return "the API refused the account's token: " + status, true
 		}
-		return "the API refused the account's requests: " + status
+		return "the API refused the account's requests: " + status, true
 	}
-	return urlQuery.ReplaceAllString(err.Error(), `$1"`)
+	return urlQuery.ReplaceAllString(err.Error(), `$1"`), false
 }
 
 // urlQuery matches the query string of a quoted URL in an error message
@@ -93,7 +99,7 @@ var urlQuery = regexp.MustCompile(`("https?://[^"?\s]*)\?[^"\s]*"`)
 // unreachable reports whether no request of the account got an answer from
 // base_url, every one refused, unreachable, not TLS, or answered 404 (a
 // base_url with a wrong path), and says so.
-func unreachable(s *spec.Spec, sess *account.Session, errs []error) (string, bool) {
+func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkReport) (string, bool) {
 	requests, ok := 0, 0
 	if sess.Meter != nil {
 		for _, u := range sess.Meter.Snapshot() {
@@ -105,8 +111,8 @@ func unreachable(s *spec.Spec, sess *account.Session, errs []error) (string, boo
 		return "", false
 	}
 	cause := ""
-	for _, err := range errs {
-		c, isNet := noAnswer(err)
+	for _, w := range failed {
+		c, isNet := noAnswer(w.Err)
 		if !isNet {
 			return "", false
 		}

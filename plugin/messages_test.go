@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,35 @@ func TestSyncTellsEachAccountFailureOnceWithWhatToDo(t *testing.T) {
 				t.Fatalf("problems %q, want one containing %q", entry.Problems, tc.want)
 			}
 		})
+	}
+}
+
+// A table that failed is told as that table's, beside the tables that were
+// done: folders down, bookmarks fine.
+func TestSyncTellsWhichTableOfAnAccountFailed(t *testing.T) {
+	sim := xsim.New(xsim.Options{Faults: xsim.Faults{ServerErrorRate: 1, Operations: []string{xsim.OpListFolders}}})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	sim.SeedBookmarks("1001", 12)
+	log := syncLog(t, map[string]any{"base_url": sim.URL(), "retry_budget": "0",
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}}})
+	var entry struct {
+		Problems []string `json:"problems"`
+		Failed   []string `json:"failed_tables"`
+		Done     []string `json:"done_tables"`
+	}
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "account did not sync completely") {
+			if err := json.Unmarshal([]byte(l), &entry); err != nil {
+				t.Fatalf("%v: %q", err, l)
+			}
+		}
+	}
+	if !slices.Equal(entry.Failed, []string{"x_bookmark_folders"}) || !slices.Equal(entry.Done, []string{"x_bookmarks"}) ||
+		len(entry.Problems) != 1 || !strings.HasPrefix(entry.Problems[0], "x_bookmark_folders: listing bookmark folders: x api: list_folders: 5") {
+		t.Fatalf("failed %v, done %v, problems %q:\n%s", entry.Failed, entry.Done, entry.Problems, log)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
@@ -51,6 +52,8 @@ type Options struct {
 	// x_post_compliance), before it starts; the exporter reads its requests
 	// and its failure for its summary.
 	OnCompliance func(*resources.Compliance)
+	// RowsCommittedWithState: see WithRowsCommittedWithState.
+	RowsCommittedWithState bool
 	// RecordRows: see WithRecordRows.
 	RecordRows int
 	// Archived: see WithArchive.
@@ -84,6 +87,20 @@ func WithState(st state.Client) Option { return func(o *Options) { o.State = st 
 // keeps the ids it wrote, which are that record.
 func WithArchive(archived func(ctx context.Context, userID string) ([]uint64, error)) Option {
 	return func(o *Options) { o.Archived = archived }
+}
+
+// WithRowsCommittedWithState says that the destination commits the rows of
+// a sync together with its state, as the exporter commits its files: the
+// rows of incremental tables are then never sent again (spec.Resend), and
+// the state is flushed only when the tables are done.
+func WithRowsCommittedWithState() Option { return func(o *Options) { o.RowsCommittedWithState = true } }
+
+// resendPolicy is how long the rows of s's syncs are sent again.
+func (o Options) resendPolicy(s *spec.Spec) outbox.Policy {
+	if o.RowsCommittedWithState {
+		return outbox.Policy{}
+	}
+	return s.Resend.Policy()
 }
 
 // WithSessionsHook registers a function called with each sync's accounts.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -32,7 +31,7 @@ func testConnection(o Options) plugin.ConnectionTester {
 		}
 		// A connection test answers now: it does not wait out a fault the
 		// way a sync's retry budget does, only max_attempts.
-		noBudget := configtype.NewDuration(0)
+		noBudget := spec.NewDuration(0)
 		s.RetryBudget = &noBudget
 		r := Credentials(s)
 		for i := range s.Accounts {
@@ -61,11 +60,13 @@ func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zer
 	if cause, ok := noAnswer(err); ok {
 		return &connError{codeUnreachable, fmt.Errorf("accounts[%d]: GET /2/users/me to %s got no answer from the X API (%s): check base_url", i, s.BaseURL, cause)}
 	}
-	switch {
-	case errors.Is(err, client.ErrUnauthorized), errors.Is(err, client.ErrForbidden), errors.Is(err, auth.ErrLoginRequired):
-		return &connError{codeUnauthorized, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err))}
-	case err != nil:
-		return &connError{codeUnreachable, fmt.Errorf("accounts[%d]: %s", i, describe(s, i, err))}
+	if err != nil {
+		text, _ := describe(s, i, err)
+		code := codeUnreachable
+		if errors.Is(err, client.ErrUnauthorized) || errors.Is(err, client.ErrForbidden) || errors.Is(err, auth.ErrLoginRequired) {
+			code = codeUnauthorized
+		}
+		return &connError{code, fmt.Errorf("accounts[%d]: %s", i, text)}
 	}
 	for _, want := range []string{a.UserID, fileUserID} {
 		if want != "" && want != me.ID {

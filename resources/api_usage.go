@@ -47,7 +47,10 @@ type Usage struct {
 	Walks          int
 	WalkOutcomes   string
 	NewPosts       int
-	Failure        string
+	// IncludesMissing counts the expanded objects X left out of the pages
+	// with no error saying why.
+	IncludesMissing int
+	Failure         string
 }
 
 // APIUsage is the x_api_usage table. It is resolved after every other table
@@ -94,6 +97,7 @@ var usageColumns = []column[*Usage]{
 	int64Column("walks", "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) int64 { return int64(u.Walks) }),
 	optStringColumn("walk_outcomes", "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) string { return u.WalkOutcomes }),
 	int64Column("new_posts", "Posts found that were not held before.", func(u *Usage) int64 { return int64(u.NewPosts) }),
+	int64Column("includes_missing", "Authors, media and referenced posts the spec asked for that X left out of the pages with no error saying why (a suspended author, media still processing, a post deleted meanwhile): their posts are archived all the same, and the `error` column of the missing one's row in x_bookmark_authors, x_bookmark_media or x_bookmark_referenced_posts says it is missing.", func(u *Usage) int64 { return int64(u.IncludesMissing) }),
 	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
 }
 
@@ -212,6 +216,7 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 			u.NewPosts += w.Result.New
 			outcome = w.Result.Outcome
 		}
+		u.IncludesMissing += w.Missing
 		r.outcomes[op][outcome]++
 		if w.Err != nil && outcome != walk.Interrupted { // stopped, not failed: walk_outcomes says so
 			r.failures[op] = append(r.failures[op], w.Err.Error())

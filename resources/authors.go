@@ -32,7 +32,7 @@ func BookmarkAuthors() *schema.Table {
 		Title: "X Bookmark Authors",
 		Description: "The author of each bookmarked post, with `content.authors` (off by default: X bills each expanded user as a user read). " +
 			"One row per row of x_bookmarks (same key: join on `user_id, post_id`), written once with it: the profile as it was when the sync found the bookmark (`seen_at`), never updated. " +
-			"An author X did not return (suspended, say) has a row with the partial error X gave in `error`.",
+			"An author X did not return (suspended, say) has a row with the partial error X gave in `error`, or `Missing: ...` when X left it out with no error saying why.",
 		Resolver: fetchBookmarkAuthors,
 		Columns:  columnList(authorColumns),
 		// Rows are written once, with their bookmark: incremental as it is.
@@ -56,7 +56,7 @@ var authorColumns = []column[*bookmarkAuthor]{
 	optTimeColumn("created_at", "When the author's account was created.", func(a *bookmarkAuthor) *time.Time { return a.profile().CreatedAt }),
 	jsonColumn("public_metrics", "Followers, following, posts, listed and likes counts when seen.", func(a *bookmarkAuthor) []byte { return a.profile().PublicMetrics }),
 	jsonColumn("user", "The user object exactly as the API returned it.", func(a *bookmarkAuthor) []byte { return a.profile().Raw }),
-	optStringColumn("error", "Why X returned no profile (its partial error: title and detail); null when it did.", func(a *bookmarkAuthor) string { return errorText(a.err) }),
+	optStringColumn("error", "Why X returned no profile: its partial error (title and detail), or `Missing: ...` when X left the profile out with no error saying why; null when it returned it.", func(a *bookmarkAuthor) string { return errorText(a.err) }),
 	incrementalKey(timeColumn("seen_at", "When the profile was seen: the start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(a *bookmarkAuthor) time.Time { return a.b.firstSeenAt })),
 }
 

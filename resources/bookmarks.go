@@ -13,7 +13,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -24,6 +24,7 @@ const BookmarksTable = "x_bookmarks"
 // post, which its child tables hold.
 type bookmark struct {
 	userID          string
+	page            *client.PostPage // the page the post was read in
 	post            *client.Post
 	author          *expandedUser // when authors are asked for
 	media           []mediaItem   // when media are asked for
@@ -152,6 +153,7 @@ func jsonArray(objs []json.RawMessage) []byte {
 func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	s := meta.(*account.Session)
 	if err := s.Check(ctx); err != nil {
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Err: err})
 		return err
 	}
 	defer enterBilling(ctx, s)()
@@ -160,15 +162,36 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		return err
 	}
 	emit, saveArchived := recordArchived(s, emitTo(res)) // the posts the compliance checks cover
+	if bw.resent, err = resendBookmarks(ctx, s.UserID, s.AskedBy, bw.outbox, emit); err != nil {
+		err = fmt.Errorf("%s: %w", s.ID(), err)
+		bw.report(nil, err)
+		return saveArchived(ctx, err)
+	}
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(b *bookmark) string { return b.post.ID },
 		Fetch:    bw.fetchPage,
-		Emit:     emit,
+		Emit:     bw.keepSent(emit),
 	}
 	result, err := w.Run(ctx, bw.prev)
-	return bw.finish(ctx, result, saveArchived(ctx, err))
+	err = bw.finish(ctx, result, saveArchived(ctx, err))
+	return errors.Join(err, s.FlushWalk(ctx))
+}
+
+// keepSent records in the walk's outbox entry what emit sends, when rows
+// are sent again (Session.Resend).
+func (bw *bookmarksWalk) keepSent(emit func(context.Context, []*bookmark) error) func(context.Context, []*bookmark) error {
+	if !bw.s.Resend.On() {
+		return emit
+	}
+	bw.sent = &sentRows{expansions: bw.s.Fields.Expansions}
+	return func(ctx context.Context, rows []*bookmark) error {
+		if err := emit(ctx, rows); err != nil {
+			return err
+		}
+		return bw.sent.add(rows)
+	}
 }
 
 // bookmarksWalk is one walk of an account's bookmarks list.
@@ -179,7 +202,11 @@ type bookmarksWalk struct {
 	guard           *capGuard
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
-	read            int // posts of the walk's earlier pages: the place in the list of the next one
+	read            int         // posts of the walk's earlier pages: the place in the list of the next one
+	missing         int         // expanded objects its pages left out with no error saying why
+	outbox          *outbox.Box // rows of earlier walks, sent again by this one
+	resent          int         // rows of outbox sent again
+	sent            *sentRows   // rows this walk sent, when they are to be sent again
 }
 
 // startBookmarksWalk reads what the account's last walks left: the list's
@@ -188,7 +215,13 @@ type bookmarksWalk struct {
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID)}
 	var err error
-	if bw.prev, err = s.LoadMemory(ctx, bw.key); err != nil {
+	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
+		bw.outbox, err = memoryOutbox(bw.prev, bw.key)
+	}
+	if err == nil {
+		bw.outbox = bw.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)
+	}
+	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		bw.report(nil, err)
 		return nil, err
@@ -208,13 +241,19 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 
 // emitTo sends rows to res, unless ctx ends first.
 func emitTo(res chan<- any) func(context.Context, []*bookmark) error {
-	return func(ctx context.Context, rows []*bookmark) error {
-		select {
-		case res <- rows:
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+	return func(ctx context.Context, rows []*bookmark) error { return send(ctx, res, rows) }
+}
+
+// send sends rows to res, unless ctx ends first. No rows, nothing sent.
+func send[T any](ctx context.Context, res chan<- any, rows []T) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	select {
+	case res <- rows:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 
@@ -225,18 +264,26 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 		PageOptions: client.PageOptions{MaxResults: maxResults, PaginationToken: token},
 		Fields:      s.Fields,
 	}
-	p, _, err := s.API.ListBookmarks(ctx, s.UserID, opts)
+	p, resp, err := s.API.ListBookmarks(ctx, s.UserID, opts)
 	if err != nil {
-		return walk.Page[*bookmark]{}, fieldsRefused(err)
+		return walk.Page[*bookmark]{}, fieldsRefused(err, s.AskedBy)
 	}
 	for _, pe := range p.Errors {
 		if partialErrorKind(&pe) == "" {
 			s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
 		}
 	}
-	rows, err := bookmarkRows(s.UserID, p, askedBy(s.Fields), bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
-	if err != nil {
-		return walk.Page[*bookmark]{}, err
+	asked := s.Fields.Asked(resp.Naming)
+	if bw.sent != nil {
+		bw.sent.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
+	}
+	pc := newPageContent(p, askedBy(asked), s.AskedBy)
+	rows := bookmarkRows(s.UserID, pc, bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
+	if n := len(pc.missing); n > 0 {
+		bw.missing += n
+		s.Logger.Warn().Int("missing", n).Str("first", pc.missing[0]).
+			Msg("X returned posts without part of what the spec asks for (an author, media or a referenced post), with no error saying why; " +
+				"the posts are archived, and the error column of that part's row says it is missing")
 	}
 	bw.read += len(rows)
 	return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
@@ -252,7 +299,10 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 		bw.report(result, err)
 		return err
 	}
-	err = s.SaveMemory(ctx, bw.key, result.Memory)
+	err = bw.keepOutbox(result.Memory)
+	if err == nil {
+		err = s.SaveMemory(ctx, bw.key, result.Memory)
+	}
 	if err == nil {
 		err = bw.guard.done(ctx, s.Walk, bw.prev, result, nil)
 	}
@@ -262,21 +312,36 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 		return err
 	}
 	bw.report(result, nil)
-	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
+	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("sent_again", bw.resent).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
 	return nil
+}
+
+// keepOutbox puts into mem, the memory of the clean walk, the outbox its
+// state keeps: the rows of earlier walks it sent again, and its own.
+func (bw *bookmarksWalk) keepOutbox(mem *walk.Memory) error {
+	var sent *outbox.Entry
+	if bw.sent != nil {
+		var err error
+		if sent, err = bw.sent.batch.Entry(bw.s.Sync.ID, bw.firstSeenAt); err != nil {
+			return err
+		}
+	}
+	text, err := bw.outbox.With(sent).Marshal()
+	mem.Outbox = json.RawMessage(text)
+	return err
 }
 
 // report adds the walk to the account's report.
 func (bw *bookmarksWalk) report(result *walk.Result, err error) {
-	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, List: "bookmarks", Result: result, Err: err})
+	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Result: result, Err: err, Missing: bw.missing})
 }
 
 // fieldsRefused says what to do when the API refuses the field selection.
 // Posts are never read again once stored, so a post read with less than
 // the spec asks for would stay that way: the walk fails instead, naming the
-// refused parameter and value and the spec fields that ask for it, and
-// nothing is stored.
-func fieldsRefused(err error) error {
+// refused parameter and value and the settings that ask for it (askedBy),
+// and nothing is stored.
+func fieldsRefused(err error, askedBy func(param, value string) []string) error {
 	var apiErr *client.APIError
 	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
 		return err
@@ -286,14 +351,17 @@ func fieldsRefused(err error) error {
 			values := it.Parameters[param]
 			var sources []string
 			for _, v := range values {
-				for _, src := range spec.SourcesOf(param, v) {
+				if askedBy == nil {
+					break
+				}
+				for _, src := range askedBy(param, v) {
 					if !slices.Contains(sources, src) {
 						sources = append(sources, src)
 					}
 				}
 			}
 			if len(sources) > 0 {
-				return fmt.Errorf("the API refused %s=[%s], which the spec asks for with %s; turn that off or fix the value: %w",
+				return fmt.Errorf("the API refused %s=[%s], asked for by %s; turn that off or fix the value: %w",
 					param, strings.Join(values, ","), strings.Join(sources, " or "), err)
 			}
 		}
@@ -302,22 +370,18 @@ func fieldsRefused(err error) error {
 }
 
 // bookmarkRows are the rows of a page's posts, with the expanded objects
-// asked for; the page's first post is at place offset in the list. A post
-// whose asked-for object the page lacks, with no partial error saying why,
-// fails the page: it is not stored without it.
-func bookmarkRows(userID string, p *client.PostPage, a asked, firstSeenAt time.Time, bookmarkedAfter *time.Time, offset int) ([]*bookmark, error) {
-	pc := newPageContent(p, a)
+// asked for; the page's first post is at place offset in the list.
+func bookmarkRows(userID string, pc *pageContent, firstSeenAt time.Time, bookmarkedAfter *time.Time, offset int) []*bookmark {
+	p := pc.page
 	rows := make([]*bookmark, len(p.Data))
 	backing := make([]bookmark, len(p.Data))
 	for i := range p.Data {
 		row := &backing[i]
-		*row = bookmark{userID: userID, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
-		if err := pc.fill(row); err != nil {
-			return nil, err
-		}
+		*row = bookmark{userID: userID, page: p, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
+		pc.fill(row)
 		rows[i] = row
 	}
-	return rows, nil
+	return rows
 }
 
 // walkError says which walk of which account failed. It gives no counts:

@@ -10,6 +10,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/rs/zerolog"
 )
@@ -81,6 +82,9 @@ type Compliance struct {
 	Err error
 	// Redact masks the credentials of the sync in text made from errors.
 	Redact *redact.Redactor
+	// Resend says how long the rows of the table are sent again
+	// (account.Session.Resend).
+	Resend outbox.Policy
 
 	mu      sync.Mutex
 	failure error

@@ -38,6 +38,11 @@ func (c *Compliance) check(ctx context.Context, res chan<- any) error {
 		return err
 	}
 	start := c.Clock.Now()
+	for _, a := range accts {
+		if err := a.resendFindings(ctx, c.Sync, c.Resend, res); err != nil {
+			return errors.Join(err, c.saveAccounts(ctx, accts))
+		}
+	}
 	c.startRounds(accts, start)
 	err = c.runJobs(ctx, accts, start.Add(c.Wait), res)
 	for _, a := range accts {
@@ -345,19 +350,14 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 				row.action, row.reason, row.createdAt, row.redactedAt = r.Action, r.Reason, r.CreatedAt, r.RedactedAt
 			}
 			rows = append(rows, row)
+			if c.Resend.On() {
+				a.sent = append(a.sent, row)
+			}
 		}
 		a.setAll(updates)
 	}
 	c.Logger.Info().Str("job", rec.ID).Int("posts", len(rec.IDs)).Int("reported", len(reported)).Int("changes", len(rows)).Msg("compliance job complete")
-	if len(rows) == 0 {
-		return nil
-	}
-	select {
-	case res <- rows:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return send(ctx, res, rows)
 }
 
 // jobError is what the API said of a job, found by op.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/textpack"
 )
 
@@ -191,6 +192,12 @@ type accountChecks struct {
 	// none running); lastRound when its last finished round started.
 	roundStart, lastRound time.Time
 	changed               bool
+	// outbox holds the rows earlier syncs sent that this one sends again
+	// (resendFindings), sent the rows this sync found, at sentAt.
+	outbox *outbox.Box
+	sent   []*complianceRow
+	syncID string
+	sentAt time.Time
 }
 
 // find returns the post's check.
@@ -251,6 +258,8 @@ type checksJSON struct {
 	LastRound  *time.Time `json:"last_round,omitempty"`
 	Count      int        `json:"count"`
 	Checks     string     `json:"checks"`
+	// Outbox is the rows of x_post_compliance to send again (package outbox).
+	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
 
 const checksVersion = 1
@@ -277,12 +286,18 @@ func (a *accountChecks) marshalChecks() (string, error) {
 		t := a.lastRound.UTC()
 		j.LastRound = &t
 	}
+	box, err := a.outboxToSave()
+	if err != nil {
+		return "", err
+	}
+	j.Outbox = json.RawMessage(box)
 	b, err := json.Marshal(j)
 	return string(b), err
 }
 
 func (a *accountChecks) unmarshalChecks(value, what string) error {
 	if value == "" {
+		a.outbox = &outbox.Box{}
 		return nil
 	}
 	var j checksJSON
@@ -322,7 +337,8 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	if j.LastRound != nil {
 		a.lastRound = *j.LastRound
 	}
-	return nil
+	a.outbox, err = outbox.Unmarshal(string(j.Outbox), what)
+	return err
 }
 
 // loadArchived reads an account's archived ids: from the destination when

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
 
 // asked is what a bookmarks request asked for with each post, read from its
@@ -61,10 +62,15 @@ type pageContent struct {
 	asked  asked
 	page   *client.PostPage
 	errors map[string]*client.PartialError // by resource kind and id
+	// askedBy names the settings that ask for an expansion (nil: none).
+	askedBy func(param, value string) []string
+	// missing describes each expanded object the page left out with no
+	// error saying why.
+	missing []string
 }
 
-func newPageContent(p *client.PostPage, a asked) *pageContent {
-	pc := &pageContent{asked: a, page: p, errors: map[string]*client.PartialError{}}
+func newPageContent(p *client.PostPage, a asked, askedBy func(param, value string) []string) *pageContent {
+	pc := &pageContent{asked: a, page: p, errors: map[string]*client.PartialError{}, askedBy: askedBy}
 	for i := range p.Errors {
 		pe := &p.Errors[i]
 		kind := partialErrorKind(pe)
@@ -78,10 +84,13 @@ func newPageContent(p *client.PostPage, a asked) *pageContent {
 }
 
 // partialErrorKind is the kind of object a partial error is about: "post",
-// "user" or "media" ("" for others, e.g. a field authorization error).
+// "user" or "media" ("" for others, e.g. a field authorization error), in
+// either naming.
 func partialErrorKind(pe *client.PartialError) string {
+	posts := pe.ResourceType == "tweet" || pe.ResourceType == "post"
 	switch {
-	case pe.Parameter == "referenced_tweets.id" || (pe.ResourceType == "tweet" && pe.Parameter != "tweet.fields"):
+	case pe.Parameter == "referenced_tweets.id" || pe.Parameter == "referenced_posts" ||
+		(posts && pe.Parameter != "tweet.fields" && pe.Parameter != "post.fields"):
 		return "post"
 	case pe.ResourceType == "user" || strings.HasSuffix(pe.Parameter, "author_id"):
 		return "user"
@@ -91,127 +100,107 @@ func partialErrorKind(pe *client.PartialError) string {
 	return ""
 }
 
-// missingError is a post whose expanded object was asked for but is neither
-// in the page's includes nor named by a partial error: the response lacks
-// part of what was asked, and the post is not stored without it.
-func missingError(postID, what, id, expansion string) error {
-	return fmt.Errorf("the API returned post %s without its %s %s, which expansions=%s asks for, and no error saying why; nothing of the walk was stored (turn that content kind off in the spec to archive posts without it)", postID, what, id, expansion)
+// notReturned is the partial error of an expanded object the page holds
+// neither in its includes nor in its errors: the error X gave, else a
+// record that it is missing. X leaves objects out with no error saying why
+// (a suspended or withheld author, media still processing, a post deleted
+// between the list and its hydration), and does so again at every sync:
+// the post is archived with what X returned, never held back, and the row
+// of the object says what is missing and which setting asked for it.
+func (pc *pageContent) notReturned(postID, kind, what, id, expansion string) *client.PartialError {
+	if pe := pc.errors[kind+"/"+id]; pe != nil {
+		return pe
+	}
+	pc.missing = append(pc.missing, fmt.Sprintf("post %s without its %s %s", postID, what, id))
+	asker := "the spec asks"
+	if pc.askedBy != nil {
+		if by := pc.askedBy("expansions", expansion); len(by) > 0 {
+			asker = strings.Join(by, " and ") + plural.Pick(len(by), " asks", " ask")
+		}
+	}
+	return &client.PartialError{Title: "Missing", Detail: fmt.Sprintf("X returned no %s %s, which %s for (expansions=%s), and no error saying why", what, id, asker, expansion)}
 }
 
 // author is the expanded author of post, asked for with expansion.
-func (pc *pageContent) author(post *client.Post, expansion string) (*expandedUser, error) {
+func (pc *pageContent) author(post *client.Post, expansion string) *expandedUser {
 	if post.AuthorID == "" {
-		return nil, nil
+		return nil
 	}
 	u := &expandedUser{id: post.AuthorID}
-	if u.user = pc.page.Expanded.Users[post.AuthorID]; u.user != nil {
-		return u, nil
+	if u.user = pc.page.Expanded.Users[post.AuthorID]; u.user == nil {
+		u.err = pc.notReturned(post.ID, "user", "author", post.AuthorID, expansion)
 	}
-	if u.err = pc.errors["user/"+post.AuthorID]; u.err != nil {
-		return u, nil
-	}
-	return nil, missingError(post.ID, "author", post.AuthorID, expansion)
+	return u
 }
 
 // mediaOf is the media of post: its attachments when expansion (which asks
-// for them) is not "", then its article's when articleMedia. An article's
-// media keys are read from an object X does not document, so a key missing
-// from the includes is recorded rather than refused.
-func (pc *pageContent) mediaOf(post *client.Post, expansion string, articleMedia bool) ([]mediaItem, error) {
+// for them) is not "", then its article's when articleMedia.
+func (pc *pageContent) mediaOf(post *client.Post, expansion string, articleMedia bool) []mediaItem {
 	var items []mediaItem
 	seen := func(k string) bool {
 		return slices.ContainsFunc(items, func(m mediaItem) bool { return m.key == k })
 	}
-	var attached []string
-	if expansion != "" {
-		attached = post.MediaKeys
-	}
-	for _, k := range attached {
-		if seen(k) {
-			continue
-		}
-		m := mediaItem{key: k, role: "attachment", media: pc.page.Expanded.Media[k]}
-		if m.media == nil {
-			if m.err = pc.errors["media/"+k]; m.err == nil {
-				return nil, missingError(post.ID, "media", k, expansion)
-			}
-		}
-		items = append(items, m)
-	}
-	if !articleMedia {
-		return items, nil
-	}
-	for i, k := range append([]string{post.ArticleCover}, post.ArticleMediaKeys...) {
+	add := func(k, role, expansion string) {
 		if k == "" || seen(k) {
-			continue
-		}
-		role := "article_media"
-		if i == 0 {
-			role = "article_cover"
+			return
 		}
 		m := mediaItem{key: k, role: role, media: pc.page.Expanded.Media[k]}
 		if m.media == nil {
-			if m.err = pc.errors["media/"+k]; m.err == nil {
-				m.err = &client.PartialError{Title: "Missing", Detail: "the response's includes hold no media " + k + " for this article"}
-			}
+			m.err = pc.notReturned(post.ID, "media", "media", k, expansion)
 		}
 		items = append(items, m)
 	}
-	return items, nil
+	if expansion != "" {
+		for _, k := range post.MediaKeys {
+			add(k, "attachment", expansion)
+		}
+	}
+	if articleMedia {
+		add(post.ArticleCover, "article_cover", "article.cover_media")
+		for _, k := range post.ArticleMediaKeys {
+			add(k, "article_media", "article.media_entities")
+		}
+	}
+	return items
 }
 
 // references are the posts post references, with their authors and media
 // as asked.
-func (pc *pageContent) references(post *client.Post) ([]reference, error) {
+func (pc *pageContent) references(post *client.Post) []reference {
 	var refs []reference
 	for _, r := range post.References {
 		ref := reference{typ: r.Type, id: r.ID, post: pc.page.Expanded.Posts[r.ID]}
 		if ref.post == nil {
-			if ref.err = pc.errors["post/"+r.ID]; ref.err == nil {
-				return nil, missingError(post.ID, "referenced post", r.ID, "referenced_tweets.id")
-			}
+			ref.err = pc.notReturned(post.ID, "post", "referenced post", r.ID, "referenced_tweets.id")
 			refs = append(refs, ref)
 			continue
 		}
-		var err error
 		if pc.asked.refAuthors {
-			if ref.author, err = pc.author(ref.post, "referenced_tweets.id.author_id"); err != nil {
-				return nil, err
-			}
+			ref.author = pc.author(ref.post, "referenced_tweets.id.author_id")
 		}
 		if pc.asked.refMedia {
-			if ref.media, err = pc.mediaOf(ref.post, "referenced_tweets.id.attachments.media_keys", false); err != nil {
-				return nil, err
-			}
+			ref.media = pc.mediaOf(ref.post, "referenced_tweets.id.attachments.media_keys", false)
 		}
 		refs = append(refs, ref)
 	}
-	return refs, nil
+	return refs
 }
 
 // fill adds to a bookmark row the expanded objects of its post.
-func (pc *pageContent) fill(b *bookmark) error {
-	var err error
+func (pc *pageContent) fill(b *bookmark) {
 	if pc.asked.authors {
-		if b.author, err = pc.author(b.post, "author_id"); err != nil {
-			return err
-		}
+		b.author = pc.author(b.post, "author_id")
 	}
 	if pc.asked.media || pc.asked.articleMedia {
 		expansion := ""
 		if pc.asked.media {
 			expansion = "attachments.media_keys"
 		}
-		if b.media, err = pc.mediaOf(b.post, expansion, pc.asked.articleMedia); err != nil {
-			return err
-		}
+		b.media = pc.mediaOf(b.post, expansion, pc.asked.articleMedia)
 	}
 	if pc.asked.referenced {
-		if b.refs, err = pc.references(b.post); err != nil {
-			return err
-		}
+		b.refs = pc.references(b.post)
 	}
-	return nil
 }
 
 // fullText is the whole text of a post: note_tweet's for a long post, else

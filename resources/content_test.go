@@ -21,10 +21,17 @@ func page(posts []client.Post, ex client.Expanded, errs ...client.PartialError) 
 	return &client.PostPage{Data: posts, Expanded: ex, Errors: errs}
 }
 
+// rowsOf are the rows of a page read with fields.
+func rowsOf(p *client.PostPage, fields client.Fields) ([]*bookmark, *pageContent) {
+	pc := newPageContent(p, askedBy(fields), func(param, value string) []string { return []string{"content." + param + "=" + value} })
+	return bookmarkRows("1", pc, time.Now(), nil, 0), pc
+}
+
 // A post whose asked-for author, media or referenced post the page lacks,
-// with no partial error saying why, is not stored without it: the page
-// fails, naming the post, the object and the expansion.
-func TestAPostWithoutTheContentAskedForIsNotStored(t *testing.T) {
+// with no partial error saying why, is archived with what X returned: the
+// row of the missing object says it is missing and which setting asked for
+// it, and the page counts it.
+func TestAnIncludeXLeftOutIsRecordedMissing(t *testing.T) {
 	withAll := client.Expanded{
 		Users: map[string]*client.User{"7": {ID: "7"}},
 		Media: map[string]*client.Media{"3_1": {MediaKey: "3_1"}},
@@ -33,20 +40,29 @@ func TestAPostWithoutTheContentAskedForIsNotStored(t *testing.T) {
 	for _, tc := range []struct {
 		post client.Post
 		want string
+		part func(b *bookmark) *client.PartialError
 	}{
-		{client.Post{ID: "10", AuthorID: "8"}, "post 10 without its author 8, which expansions=author_id asks for"},
-		{client.Post{ID: "10", AuthorID: "7", MediaKeys: []string{"3_2"}}, "post 10 without its media 3_2, which expansions=attachments.media_keys"},
-		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "12"}}}, "post 10 without its referenced post 12"},
-		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "11"}}, MediaKeys: []string{"3_1"}}, ""},
+		{client.Post{ID: "10", AuthorID: "8"}, "Missing: X returned no author 8, which content.expansions=author_id asks for (expansions=author_id), and no error saying why",
+			func(b *bookmark) *client.PartialError { return b.author.err }},
+		{client.Post{ID: "10", AuthorID: "7", MediaKeys: []string{"3_2"}}, "Missing: X returned no media 3_2, which content.expansions=attachments.media_keys asks for",
+			func(b *bookmark) *client.PartialError { return b.media[0].err }},
+		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "12"}}}, "Missing: X returned no referenced post 12",
+			func(b *bookmark) *client.PartialError { return b.refs[0].err }},
+		{client.Post{ID: "10", AuthorID: "7", References: []client.Reference{{Type: "quoted", ID: "11"}}, MediaKeys: []string{"3_1"}}, "",
+			func(b *bookmark) *client.PartialError { return nil }},
 	} {
-		_, err := bookmarkRows("1", page([]client.Post{tc.post}, withAll), askedBy(allContent), time.Now(), nil, 0)
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("post %+v: error %v, want %q", tc.post, err, tc.want)
+		rows, pc := rowsOf(page([]client.Post{tc.post}, withAll), allContent)
+		if len(rows) != 1 || rows[0].post.ID != "10" {
+			t.Fatalf("post %+v: rows %v", tc.post, rows)
+		}
+		got := errorText(tc.part(rows[0]))
+		if tc.want == "" && (got != "" || len(pc.missing) != 0) || tc.want != "" && (!strings.HasPrefix(got, tc.want) || len(pc.missing) != 1) {
+			t.Errorf("post %+v: error %q, missing %v; want %q", tc.post, got, pc.missing, tc.want)
 		}
 	}
 	// Without the expansion, nothing is expected.
-	if _, err := bookmarkRows("1", page([]client.Post{{ID: "10", AuthorID: "8", MediaKeys: []string{"3_2"}}}, client.Expanded{}), askedBy(client.Fields{}), time.Now(), nil, 0); err != nil {
-		t.Errorf("nothing asked: %v", err)
+	if rows, pc := rowsOf(page([]client.Post{{ID: "10", AuthorID: "8", MediaKeys: []string{"3_2"}}}, client.Expanded{}), client.Fields{}); rows[0].author != nil || rows[0].media != nil || len(pc.missing) != 0 {
+		t.Errorf("nothing asked: %+v, missing %v", rows[0], pc.missing)
 	}
 }
 
@@ -60,11 +76,11 @@ func TestPartialErrorsOfContentAreRecordedNotFailures(t *testing.T) {
 		{Title: "Authorization Error", Detail: "Sorry, you are not authorized to see the Tweet with referenced_tweets.id: [12].", ResourceType: "tweet", Parameter: "referenced_tweets.id", ResourceID: "12"},
 		{Title: "Forbidden", Detail: "User has been suspended: [8].", ResourceType: "user", Parameter: "author_id", Value: "8"},
 	}
-	rows, err := bookmarkRows("1", page([]client.Post{post}, client.Expanded{}, errs...), askedBy(allContent), time.Now(), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows, pc := rowsOf(page([]client.Post{post}, client.Expanded{}, errs...), allContent)
 	b := rows[0]
+	if len(pc.missing) != 0 {
+		t.Errorf("X's errors counted as missing: %v", pc.missing)
+	}
 	if len(b.refs) != 2 || b.refs[0].post != nil || !strings.HasPrefix(errorText(b.refs[0].err), "Not Found Error: Could not find tweet") ||
 		!strings.HasPrefix(errorText(b.refs[1].err), "Authorization Error") {
 		t.Errorf("references %+v", b.refs)
@@ -136,10 +152,7 @@ func TestAPostReferencingOnePostTwiceHasARowPerType(t *testing.T) {
 		Media: map[string]*client.Media{"3_1": {MediaKey: "3_1", Raw: []byte(`{"media_key":"3_1"}`)}},
 		Posts: map[string]*client.Post{"11": {ID: "11", AuthorID: "7", MediaKeys: []string{"3_1"}}},
 	}
-	bookmarks, err := bookmarkRows("1", page([]client.Post{post}, ex), askedBy(allContent), time.Now(), nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bookmarks, _ := rowsOf(page([]client.Post{post}, ex), allContent)
 	parent := schema.NewResourceData(Bookmarks(), nil, bookmarks[0])
 	table := ReferencedPosts()
 	res := make(chan any, 1)

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -44,7 +45,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	prev, err := s.LoadMemory(ctx, key)
 	if err != nil {
 		err = fmt.Errorf("%s: %s: %w", s.ID(), list, err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Err: err})
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Err: err})
 		return err
 	}
 	if s.Check(ctx) != nil {
@@ -60,7 +61,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	guard, err := startCapGuard(ctx, s, key, settings, prev)
 	if err != nil {
 		err = walkError(s, list, err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Result: notStarted(s, err), Err: err})
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Result: notStarted(s, err), Err: err})
 		emitMembers(s, f, prev, res)
 		return err
 	}
@@ -89,9 +90,9 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	if walkErr != nil {
 		walkErr = walkError(s, list, walkErr)
 	}
-	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, List: f.ID, Result: result, Err: walkErr})
+	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Result: result, Err: walkErr})
 	emitMembers(s, f, members, res)
-	return walkErr
+	return errors.Join(walkErr, s.FlushWalk(ctx))
 }
 
 // emitMembers emits the membership a folder's memory holds (none when nil).

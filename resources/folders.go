@@ -51,6 +51,7 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 		// successful sync are emitted again (their memberships too, by
 		// fetchFolderPosts), so that overwrite-delete-stale removes no
 		// row. Without a user id there is no state to find them in.
+		s.Report().AddWalk(account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders", Err: err})
 		if s.UserID != "" {
 			remembered, rerr := rememberedFolders(ctx, s)
 			if rerr != nil {
@@ -77,7 +78,7 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	s.SetFolderCount(len(folders))
 	emitFolders(s, folders, res)
 	// Listing folders reads the whole list every time: a walk to the end.
-	listing := account.WalkReport{Operation: client.OpListFolders, List: "folders", Err: listErr,
+	listing := account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders", Err: listErr,
 		Result: &walk.Result{Outcome: walk.ReachedEnd}}
 	switch {
 	case errors.Is(listErr, walk.ErrInterrupted):

@@ -35,7 +35,7 @@ func ReferencedPosts() *schema.Table {
 			"with their own author (`content.authors`) and media (`content.media`) when those are on. " +
 			"One row per referenced post and `type`: a post that both replies to and quotes a post has a row of each. " +
 			"Rows of a bookmark share its key (join on `user_id, post_id`), written once with it; post content is immutable. " +
-			"A post X did not return (deleted, or by a protected or suspended author) has a row with X's partial error in `error`.",
+			"A post X did not return (deleted, or by a protected or suspended author) has a row with X's partial error in `error`, or `Missing: ...` when X left it out with no error saying why.",
 		Resolver: fetchReferencedPosts,
 		Columns:  columnList(referencedColumns),
 		// Rows are written once, with their bookmark: incremental as it is.
@@ -63,7 +63,7 @@ var referencedColumns = []column[*referencedPost]{
 	jsonColumn("author", "Its author's user object, with `content.authors`.", func(r *referencedPost) []byte { return r.authorUser().Raw }),
 	jsonColumn("media", "Its attached media objects, with `content.media`.", func(r *referencedPost) []byte { return r.mediaJSON() }),
 	jsonColumn("post", "The referenced post exactly as the API returned it.", func(r *referencedPost) []byte { return r.p().Raw }),
-	optStringColumn("error", "Why X did not return the post or part of it (its partial error: a deleted post, a protected or suspended author); null when it did.", func(r *referencedPost) string { return r.errorText() }),
+	optStringColumn("error", "Why X did not return the post or part of it: its partial error (a deleted post, a protected or suspended author), or `Missing: ...` when X left it out with no error saying why; null when it did.", func(r *referencedPost) string { return r.errorText() }),
 	incrementalKey(timeColumn("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(r *referencedPost) time.Time { return r.b.firstSeenAt })),
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -30,13 +31,14 @@ func IsStateKey(key string) bool { return stateDecoder(key) != nil }
 // stateDecoder returns the decoder of the values of key, nil for a key of a
 // form this plugin does not write. These are the keys:
 //
-//	x_bookmarks/<user>                              walk memory
+//	x_bookmarks/<user>                              walk memory, with the rows to send again
 //	x_bookmark_folder_posts/<user>/<folder>         walk memory
 //	<either of the above>/capped                    a walk stopped by the billed-post cap, or interrupted
 //	x_bookmark_folders/<user>                       the folder list
 //	x_post_compliance/archived/<user>               ids of the posts archived
 //	x_post_compliance/checks/<user>                 the compliance checks of those posts
 //	x_post_compliance/job[/<scope>]                 a compliance job in progress
+//	x_api_usage/ended[/<scope>]                     the last syncs that ran to their end
 func stateDecoder(key string) func(value string) error {
 	table, rest, _ := strings.Cut(key, "/")
 	parts := strings.Split(rest, "/")
@@ -50,9 +52,11 @@ func stateDecoder(key string) func(value string) error {
 		if capped {
 			return func(v string) error { _, err := walk.UnmarshalCapStop(v); return err }
 		}
-		return func(v string) error { _, err := walk.UnmarshalMemory(v); return err }
+		return func(v string) error { return decodeListState(key, v) }
 	case table == FoldersTable && len(parts) == 1 && !capped && allIDs(parts):
 		return func(v string) error { var f []client.Folder; return json.Unmarshal([]byte(v), &f) }
+	case key == account.EndedKeyPrefix || table == APIUsageTable && len(parts) == 2 && parts[0] == "ended" && parts[1] != "" && !capped:
+		return func(v string) error { _, err := account.DecodeEnded(key, v); return err }
 	case table != PostComplianceTable || capped:
 		return nil
 	case parts[0] == "job" && (len(parts) == 1 || len(parts) == 2 && parts[1] != ""):

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cq-source-x/cq-source-x/internal/smallfile"
 )
 
@@ -21,9 +20,9 @@ type Compliance struct {
 	BearerTokenFile string `json:"bearer_token_file,omitempty"`
 	// How often the archive is checked: a sync starts a check of every archived post when the last check started at least this long ago.
 	// `0s` checks at every sync. Checks are free; posts X reported deleted are not checked again.
-	Every *configtype.Duration `json:"every,omitempty" jsonschema:"default=168h"`
+	Every *Duration `json:"every,omitempty" jsonschema:"default=168h"`
 	// Longest a sync waits for a compliance job to finish. A job still running then is picked up by the next sync.
-	Wait *configtype.Duration `json:"wait,omitempty" jsonschema:"default=10m"`
+	Wait *Duration `json:"wait,omitempty" jsonschema:"default=10m"`
 	// Most post ids one job is given. More are split into several jobs, run one after the other (X runs one job of a type at a time per app).
 	MaxIDsPerJob int `json:"max_ids_per_job,omitempty" jsonschema:"minimum=1,default=100000"`
 }
@@ -42,11 +41,11 @@ const HintAppOnlyBearerToken = "compliance jobs need the app's app-only bearer t
 
 func (c *Compliance) setDefaults() {
 	if c.Every == nil {
-		d := configtype.NewDuration(DefaultComplianceEvery)
+		d := NewDuration(DefaultComplianceEvery)
 		c.Every = &d
 	}
 	if c.Wait == nil {
-		d := configtype.NewDuration(DefaultComplianceWait)
+		d := NewDuration(DefaultComplianceWait)
 		c.Wait = &d
 	}
 	if c.MaxIDsPerJob == 0 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/cq-source-x/cq-source-x/client"
 )
 
 // Content selects what is archived with each bookmarked post, kind by kind.
@@ -85,7 +87,7 @@ func (s *Spec) Kinds() Kinds {
 
 // askedFor lists what the fields section asks for that archives kind ck:
 // its expansions (and those that imply it), and its post fields other than
-// the ones fields.tweet_fields holds by default.
+// the ones every request asks for.
 func (s *Spec) askedFor(ck contentKind) []string {
 	var out []string
 	for _, e := range s.Fields.Expansions {
@@ -113,11 +115,12 @@ func (s *Spec) validateContent(add func(field, format string, args ...any)) {
 	}
 }
 
-// RequestFields are the field selection of the bookmarks request: the
-// `fields` section with what each content kind in effect needs added.
+// RequestFields are the field selection of the bookmarks request: what the
+// columns of x_bookmarks need and each content kind in effect, with the
+// `fields` section's lists added (never taking anything away).
 func (s *Spec) RequestFields() Fields {
 	f := Fields{
-		TweetFields: slices.Clone(s.Fields.TweetFields),
+		TweetFields: union(slices.Clone(DefaultTweetFields), s.Fields.TweetFields...),
 		Expansions:  slices.Clone(s.Fields.Expansions),
 		UserFields:  slices.Clone(s.Fields.UserFields),
 		MediaFields: slices.Clone(s.Fields.MediaFields),
@@ -177,11 +180,57 @@ var fieldsParams = map[string]string{
 	"poll.fields": "fields.poll_fields", "place.fields": "fields.place_fields",
 }
 
-// SourcesOf names the spec fields that can put value in the request
+// RequestNeeds names what asks for a value of the request that no setting
+// does: the post fields every request asks for (DefaultTweetFields).
+const RequestNeeds = "the columns of x_bookmarks"
+
+// AskedBy names the settings of s that put value in the request parameter
+// param: the content kinds in effect that ask for it, the fields section
+// when its list holds it, and RequestNeeds for a post field every request
+// asks for. Nil for a parameter that is not a field selection, or a value
+// s does not ask for.
+func (s *Spec) AskedBy(param, value string) []string {
+	param, value, known := client.TweetsName(param, value)
+	field, ok := fieldsParams[param]
+	if !ok || !known {
+		return nil
+	}
+	k := s.Kinds()
+	lists := map[string][]string{
+		"fields.tweet_fields": s.Fields.TweetFields, "fields.expansions": s.Fields.Expansions, "fields.user_fields": s.Fields.UserFields,
+		"fields.media_fields": s.Fields.MediaFields, "fields.poll_fields": s.Fields.PollFields, "fields.place_fields": s.Fields.PlaceFields,
+	}
+	var out []string
+	if field == "fields.tweet_fields" && slices.Contains(DefaultTweetFields, value) {
+		out = append(out, RequestNeeds)
+	}
+	for _, src := range sourcesOf(param, value) {
+		name, isKind := strings.CutPrefix(src, "content.")
+		switch {
+		case isKind && k.on(name):
+			out = append(out, src)
+		case !isKind && slices.Contains(lists[src], value):
+			out = append(out, src)
+		}
+	}
+	return out
+}
+
+// on reports whether the kind named name (a content field) is on.
+func (k Kinds) on(name string) bool {
+	for _, ck := range contentKinds {
+		if ck.name == name {
+			return *ck.set(&k)
+		}
+	}
+	return false
+}
+
+// sourcesOf names the spec fields that can put value in the request
 // parameter param (tweet.fields, expansions, user.fields, media.fields,
 // ...): the content kinds that ask for it, and the fields section. Nil for
 // a parameter that is not a field selection.
-func SourcesOf(param, value string) []string {
+func sourcesOf(param, value string) []string {
 	field, ok := fieldsParams[param]
 	if !ok {
 		return nil

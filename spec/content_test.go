@@ -37,6 +37,40 @@ func TestContentDefaultsAreTheKindsThatCostNothingExtra(t *testing.T) {
 	}
 }
 
+// Each list of the fields section adds to what the tables and the content
+// kinds need: a spec that asks for one more field never asks for less.
+func TestTheFieldsListsAddToWhatTheTablesNeed(t *testing.T) {
+	for _, fields := range []string{
+		`{"tweet_fields":["context_annotations"],"expansions":["geo.place_id"],"user_fields":["entities"],"media_fields":["media_key"]}`,
+		`{"tweet_fields":["created_at"]}`, `{"tweet_fields":[]}`, `{}`,
+	} {
+		s := parseOK(t, `{"accounts":[{"access_token":"a"}],"content":{"authors":true},"fields":`+fields+`}`)
+		f := s.RequestFields()
+		for _, tc := range []struct {
+			param     string
+			got, need []string
+		}{
+			{"tweet.fields", f.TweetFields, append(slices.Clone(DefaultTweetFields), "note_tweet", "article")},
+			{"expansions", f.Expansions, []string{"author_id", "attachments.media_keys", "article.cover_media", "article.media_entities"}},
+			{"user.fields", f.UserFields, AuthorUserFields},
+			{"media.fields", f.MediaFields, MediaFields},
+		} {
+			for _, name := range tc.need {
+				if !slices.Contains(tc.got, name) {
+					t.Errorf("fields %s: %s %v lacks %s", fields, tc.param, tc.got, name)
+				}
+			}
+		}
+		for _, extra := range [][]string{s.Fields.TweetFields, s.Fields.Expansions, s.Fields.UserFields, s.Fields.MediaFields} {
+			for _, name := range extra {
+				if !slices.Contains(slices.Concat(f.TweetFields, f.Expansions, f.UserFields, f.MediaFields), name) {
+					t.Errorf("fields %s: %s is not asked for", fields, name)
+				}
+			}
+		}
+	}
+}
+
 // Each kind asks for its part of the request, and for the parts it shares
 // with another kind when both are on.
 func TestEachContentKindMapsToItsRequestParameters(t *testing.T) {
@@ -132,6 +166,32 @@ func TestOwnedReadsFromTheAccountOrTheAppOwner(t *testing.T) {
 	}
 }
 
+// A value of the request is traced to the settings of the spec that ask for
+// it: a content kind in effect, the fields section when it lists it, the
+// columns of x_bookmarks for a default post field; never a section the spec
+// does not have.
+func TestTheSettingsThatAskForAValueAreNamed(t *testing.T) {
+	for _, tc := range []struct{ spec, param, value, want string }{
+		{`"content":{"referenced_posts":true}`, "expansions", "referenced_tweets.id", "content.referenced_posts"},
+		{`"content":{"referenced_posts":true},"fields":{"expansions":["referenced_tweets.id"]}`, "expansions", "referenced_tweets.id", "content.referenced_posts fields.expansions"},
+		{`"fields":{"expansions":["referenced_tweets.id"]}`, "expansions", "referenced_tweets.id", "content.referenced_posts fields.expansions"},
+		{`"content":{"authors":true,"referenced_posts":true}`, "expansions", "referenced_tweets.id.author_id", "content.authors content.referenced_posts"},
+		{`"content":{}`, "expansions", "article.cover_media", "content.media content.articles"},
+		{`"content":{"media":false}`, "expansions", "article.cover_media", "content.articles"},
+		{`"content":{}`, "tweet.fields", "created_at", RequestNeeds},
+		{`"content":{}`, "post.fields", "note_post", "content.long_text"},
+		{`"content":{"referenced_posts":true}`, "expansions", "referenced_posts", "content.referenced_posts"},
+		{`"fields":{"tweet_fields":["context_annotations"]}`, "tweet.fields", "context_annotations", "fields.tweet_fields"},
+		{`"content":{}`, "expansions", "author_id", ""},
+		{`"content":{}`, "max_results", "1000", ""},
+	} {
+		s := parseOK(t, `{"accounts":[{"access_token":"a"}],`+tc.spec+`}`)
+		if got := strings.Join(s.AskedBy(tc.param, tc.value), " "); got != tc.want {
+			t.Errorf("%s: %s=%s asked for by %q, want %q", tc.spec, tc.param, tc.value, got, tc.want)
+		}
+	}
+}
+
 // A value the API refuses is traced to the spec fields that ask for it.
 func TestSourcesOfARequestValue(t *testing.T) {
 	for _, tc := range []struct{ param, value, want string }{
@@ -143,7 +203,7 @@ func TestSourcesOfARequestValue(t *testing.T) {
 		{"media.fields", "variants", "content.media fields.media_fields"},
 		{"max_results", "1000", ""},
 	} {
-		if got := strings.Join(SourcesOf(tc.param, tc.value), " "); got != tc.want {
+		if got := strings.Join(sourcesOf(tc.param, tc.value), " "); got != tc.want {
 			t.Errorf("%s=%s: %q, want %q", tc.param, tc.value, got, tc.want)
 		}
 	}

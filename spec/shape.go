@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-
-	"github.com/cloudquery/plugin-sdk/v4/configtype"
 )
 
 // checkShape reports every key of a decoded JSON spec that Spec has no
@@ -22,7 +20,7 @@ func checkShape(v any) problems {
 
 var (
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-	durationType    = reflect.TypeFor[configtype.Duration]()
+	durationType    = reflect.TypeFor[Duration]()
 )
 
 func shape(v any, t reflect.Type, path string, ps *problems) {
@@ -35,7 +33,7 @@ func shape(v any, t reflect.Type, path string, ps *problems) {
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		if err := decodeAs(v, t); err != nil {
 			if t == durationType {
-				ps.add(path, "must be a duration such as \"16m\" or \"1h30m\", not %s", describeValue(v))
+				ps.add(path, "%s", durationProblem(v))
 			} else {
 				ps.add(path, "%v", err)
 			}
@@ -185,6 +183,15 @@ func joinPath(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// durationProblem says what a duration field needs; a string is not
+// repeated (see describeValue).
+func durationProblem(v any) string {
+	if _, ok := v.(string); ok {
+		return "must be " + DurationHint
+	}
+	return "must be " + DurationHint + ", not " + describeValue(v)
 }
 
 // decodeAs decodes v into a new value of type t.

@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -37,31 +36,35 @@ type Spec struct {
 	// The kinds that cost nothing extra are on by default.
 	Content Content `json:"content,omitempty"`
 
-	// Post fields and expansions to request on top of what `content` asks for (a parameter of a content kind turns that kind on).
+	// Post fields and expansions to request on top of what the tables and `content` need: each list adds to them, none takes anything away (a parameter of a content kind turns that kind on).
 	Fields Fields `json:"fields,omitempty"`
+
+	// The names X's API is asked for posts in: `tweets` (tweet.fields, referenced_tweets.id, note_tweet: X's API reference, and its OpenAPI description up to revision 2.166), `posts` (post.fields, referenced_posts, note_post: its OpenAPI description from revision 2.167), or `auto`: tweets until X answers 400 to a name only they have, then posts for the rest of the sync, said once in the log. Responses are read in either naming.
+	// The posts naming offers author_id, in_reply_to_user_id and the referenced posts only as expansions, which X bills: it asks for them only with `content.authors` and `content.referenced_posts`, and their columns are filled otherwise only when X returns them.
+	APINaming string `json:"api_naming,omitempty" jsonschema:"enum=auto,enum=tweets,enum=posts,default=auto"`
 
 	// How walks choose page sizes, and their budgets.
 	Planner Planner `json:"planner,omitempty"`
 
 	// Longest wait for a rate-limit window to reset before a request gives up with a rate-limit error.
 	// Waiting is free; restarting a walk re-bills every post already read.
-	RateLimitWaitCap *configtype.Duration `json:"rate_limit_wait_cap,omitempty" jsonschema:"default=16m"`
+	RateLimitWaitCap *Duration `json:"rate_limit_wait_cap,omitempty" jsonschema:"default=16m"`
 
 	// How long one request keeps retrying server errors, dropped connections and cut-short bodies (capped exponential backoff with full jitter; a `Retry-After` is honoured) before its walk fails; once the API has answered, refused connections and names that do not resolve too.
 	// Rate-limit waits do not count. A walk that fails bills the posts it read again at the next sync. `0` turns the budget off.
-	RetryBudget *configtype.Duration `json:"retry_budget,omitempty" jsonschema:"default=5m"`
+	RetryBudget *Duration `json:"retry_budget,omitempty" jsonschema:"default=5m"`
 
 	// Attempts every request gets at the faults `retry_budget` covers, even when the budget is spent, and all it gets when no server was reached while the API has never answered (a wrong `base_url`, no network). With `retry_budget: 0` it is the only bound (what it meant before there was a budget).
 	MaxAttempts int `json:"max_attempts,omitempty" jsonschema:"minimum=1,maximum=10,default=4"`
 
 	// Longest wait for a connection to the API (the dial and the TLS handshake). A request that gets none is a server never reached: it gets `max_attempts` tries while the API has never answered, and is retried within `retry_budget` after.
-	ConnectTimeout *configtype.Duration `json:"connect_timeout,omitempty" jsonschema:"default=10s"`
+	ConnectTimeout *Duration `json:"connect_timeout,omitempty" jsonschema:"default=10s"`
 
 	// Longest wait for the API's answer (its status and headers) once a request is sent. A request past it is retried within `retry_budget`.
-	HeaderTimeout *configtype.Duration `json:"header_timeout,omitempty" jsonschema:"default=30s"`
+	HeaderTimeout *Duration `json:"header_timeout,omitempty" jsonschema:"default=30s"`
 
 	// Longest one request may take in all, reading the whole answer included, so that a server sending its answer a byte at a time cannot hold a sync. A request past it is retried within `retry_budget`.
-	RequestTimeout *configtype.Duration `json:"request_timeout,omitempty" jsonschema:"default=2m"`
+	RequestTimeout *Duration `json:"request_timeout,omitempty" jsonschema:"default=2m"`
 
 	// Price of one post read in USD, for the usage table's estimates (X's published rate).
 	PostReadUSD *float64 `json:"post_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.005"`
@@ -78,6 +81,10 @@ type Spec struct {
 
 	// A best-effort bound on the work done at once, as in CloudQuery's other source plugins. The SDK's scheduler syncs `concurrency` ÷ 100 (account, table) pairs at once for values above 100, and about 10 for values up to 100: each account waits for X's round trips, so more at once finish a sync of many accounts sooner; lower it to use less memory.
 	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,default=10000"`
+
+	// How long a CloudQuery sync sends again the rows of its incremental tables, so that a sync stopped before the destination wrote them loses none.
+	// The standalone exporter commits its rows with its state and sends nothing again.
+	Resend Resend `json:"resend,omitempty"`
 
 	// Checks of the archived posts with X's free batch compliance job (table x_post_compliance): posts since deleted, or whose authors were suspended or made protected.
 	// Off when absent. Needs the X app's app-only bearer token.
@@ -112,15 +119,17 @@ type Account struct {
 	OwnedReads *bool `json:"owned_reads,omitempty"`
 }
 
-// Fields selects what the API returns with each post.
+// Fields selects more of what the API returns with each post: each list
+// adds to what the tables need (RequestFields), so that a spec that asks for
+// one more field never archives posts without the columns they fill.
 type Fields struct {
-	// Post fields (`tweet.fields`). `id`, `text` and `edit_history_tweet_ids` always come back; `content` adds `note_tweet`, `article` and what its kinds need.
-	TweetFields []string `json:"tweet_fields"` // encoded when empty: [] asks for none, unset for the defaults
-	// Expansions (`expansions`). Those of a content kind (`author_id`, `attachments.media_keys`, `referenced_tweets.id`, ...) turn it on; X bills expanded users and posts.
+	// More post fields (`tweet.fields`), added to those the columns of x_bookmarks need (created_at, author_id, conversation_id, lang, public_metrics, entities, referenced_tweets, attachments, possibly_sensitive, in_reply_to_user_id, edit_history_tweet_ids) and those of `content` (note_tweet, article). None of those can be taken away: each fills a column.
+	TweetFields []string `json:"tweet_fields,omitempty"`
+	// More expansions (`expansions`). Those of a content kind (`author_id`, `attachments.media_keys`, `referenced_tweets.id`, ...) turn it on; X bills expanded users and posts.
 	Expansions []string `json:"expansions,omitempty"`
-	// User fields of expanded authors (`user.fields`).
+	// More user fields of expanded authors (`user.fields`), added to the profile fields `content.authors` asks for.
 	UserFields []string `json:"user_fields,omitempty"`
-	// Media fields of expanded media (`media.fields`).
+	// More media fields of expanded media (`media.fields`), added to those `content.media` asks for.
 	MediaFields []string `json:"media_fields,omitempty"`
 	// Poll fields (`poll.fields`).
 	PollFields []string `json:"poll_fields,omitempty"`
@@ -171,9 +180,10 @@ const (
 	MaxTimeout = time.Hour
 )
 
-// DefaultTweetFields are requested when fields.tweet_fields is not set:
-// everything public about a post that does not need extra billing. The
-// content kinds add their own (note_tweet, article).
+// DefaultTweetFields are the post fields every bookmarks request asks for:
+// the columns of x_bookmarks, everything public about a post that X bills
+// nothing extra for. The content kinds add their own (note_tweet, article),
+// and fields.tweet_fields more.
 var DefaultTweetFields = []string{
 	"created_at", "author_id", "conversation_id", "lang", "public_metrics", "entities",
 	"referenced_tweets", "attachments", "possibly_sensitive", "in_reply_to_user_id",
@@ -252,14 +262,14 @@ func (s *Spec) SetDefaults() {
 	if s.OAuth.TokenURL == "" {
 		s.OAuth.TokenURL = DefaultTokenURL
 	}
-	if s.Fields.TweetFields == nil {
-		s.Fields.TweetFields = slices.Clone(DefaultTweetFields)
-	}
-	// The other lists have no defaults: empty is unset, in one form.
-	for _, list := range []*[]string{&s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
+	// The lists add to what the tables need: empty is unset, in one form.
+	for _, list := range []*[]string{&s.Fields.TweetFields, &s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
 		if len(*list) == 0 {
 			*list = nil
 		}
+	}
+	if s.APINaming == "" {
+		s.APINaming = "auto"
 	}
 	if s.Planner.MaxPageSize == 0 {
 		s.Planner.MaxPageSize = walk.DefaultMaxPageSize
@@ -274,22 +284,22 @@ func (s *Spec) SetDefaults() {
 		s.Planner.Confirmations = walk.DefaultConfirmations
 	}
 	if s.RateLimitWaitCap == nil {
-		d := configtype.NewDuration(DefaultRateLimitWaitCap)
+		d := NewDuration(DefaultRateLimitWaitCap)
 		s.RateLimitWaitCap = &d
 	}
 	if s.RetryBudget == nil {
-		d := configtype.NewDuration(DefaultRetryBudget)
+		d := NewDuration(DefaultRetryBudget)
 		s.RetryBudget = &d
 	}
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts
 	}
 	for _, d := range []struct {
-		v   **configtype.Duration
+		v   **Duration
 		def time.Duration
 	}{{&s.ConnectTimeout, DefaultConnectTimeout}, {&s.HeaderTimeout, DefaultHeaderTimeout}, {&s.RequestTimeout, DefaultRequestTimeout}} {
 		if *d.v == nil {
-			v := configtype.NewDuration(d.def)
+			v := NewDuration(d.def)
 			*d.v = &v
 		}
 	}
@@ -304,6 +314,7 @@ func (s *Spec) SetDefaults() {
 	if s.Compliance != nil {
 		s.Compliance.setDefaults()
 	}
+	s.Resend.setDefaults()
 }
 
 var userIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,18}$`)
@@ -356,6 +367,9 @@ func (s *Spec) Validate() error {
 		checkPath(add, field+".token_file", a.TokenFile)
 	}
 	s.validateFields(add)
+	if !slices.Contains(client.Namings, s.APINaming) {
+		add("api_naming", "must be one of %s, got %q", strings.Join(client.Namings, ", "), s.APINaming)
+	}
 	if err := s.WalkSettings().Validate(); err != nil {
 		add("planner", "%v", err)
 	}
@@ -374,6 +388,7 @@ func (s *Spec) Validate() error {
 		add("concurrency", "must be at least 1, got %d", s.Concurrency)
 	}
 	s.validateCompliance(add)
+	s.Resend.validate(add)
 	s.validateContent(add)
 	s.validatePricing(add)
 	return ps.err()

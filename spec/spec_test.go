@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,8 @@ func TestDefaultsAreAppliedInCode(t *testing.T) {
 	if s.RateLimitWaitCap.Duration() != 16*time.Minute || s.MaxAttempts != 4 || *s.PostReadUSD != 0.005 || s.Concurrency != 10000 {
 		t.Errorf("defaults: cap %s attempts %d usd %v concurrency %d", s.RateLimitWaitCap.Duration(), s.MaxAttempts, *s.PostReadUSD, s.Concurrency)
 	}
-	if len(s.Fields.TweetFields) == 0 || len(s.Fields.Expansions) != 0 {
-		t.Errorf("fields %+v", s.Fields)
+	if len(s.Fields.TweetFields) != 0 || len(s.Fields.Expansions) != 0 || !slices.Equal(s.RequestFields().TweetFields[:len(DefaultTweetFields)], DefaultTweetFields) {
+		t.Errorf("fields %+v, request %+v", s.Fields, s.RequestFields())
 	}
 }
 
@@ -82,7 +83,7 @@ func TestSpecErrorsSayWhere(t *testing.T) {
 		{"list type", `{"fields":{"tweet_fields":"lang"},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: fields.tweet_fields: must be a list of strings, e.g. [a, b], not a string`},
 		{"section type", `{"planner":[1],"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner: must be a map of settings, not a list`},
 		{"whole number", `{"planner":{"max_billed_posts":1.5},"accounts":[{"access_token":"a"}]}`, `invalid plugin spec: planner.max_billed_posts: must be a whole number, not the number 1.5`},
-		{"duration", `{"rate_limit_wait_cap":"soon","accounts":[{"access_token":"a"}]}`, `invalid plugin spec: rate_limit_wait_cap: must be a duration such as "16m" or "1h30m", not a string`},
+		{"duration", `{"rate_limit_wait_cap":"soon","accounts":[{"access_token":"a"}]}`, `invalid plugin spec: rate_limit_wait_cap: must be a duration such as "90s", "16m", "1h30m" or "7d" (units ms, s, m, h, d)`},
 		{"not a map", `["accounts"]`, `invalid plugin spec: must be a map of settings, not a list`},
 		{"several", `{"acounts":[],"planner":{"max_page_size":true}}`, "invalid plugin spec: 2 problems:\n  unknown field \"acounts\" (did you mean \"accounts\"?)\n  planner.max_page_size: must be a whole number, not true"},
 	} {
@@ -160,7 +161,7 @@ func TestANullSectionIsItsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Planner.MaxPageSize != walk.DefaultMaxPageSize || s.OAuth.TokenURL != DefaultTokenURL || len(s.Fields.TweetFields) == 0 {
+	if s.Planner.MaxPageSize != walk.DefaultMaxPageSize || s.OAuth.TokenURL != DefaultTokenURL || len(s.RequestFields().TweetFields) == 0 {
 		t.Fatalf("defaults not set: %+v", s)
 	}
 }

@@ -19,6 +19,11 @@ type Memory struct {
 	SyncedAt time.Time `json:"synced_at"`
 	// History records recent clean walks, oldest first, for the planner.
 	History []SyncRecord `json:"history,omitempty"`
+	// Outbox is kept for the walk's caller, in the same state value, so that
+	// both are written at once: the rows of the posts read that the
+	// destination may not hold yet (package outbox). The walk neither reads
+	// nor writes it.
+	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
 
 // SyncRecord is what the planner remembers of one clean walk.
@@ -42,11 +47,12 @@ const historyLength = 16
 const memoryVersion = 1
 
 type memoryJSON struct {
-	Version  int          `json:"version"`
-	Held     *IDList      `json:"held"`
-	Count    int          `json:"count"`
-	SyncedAt time.Time    `json:"synced_at"`
-	History  []SyncRecord `json:"history,omitempty"`
+	Version  int             `json:"version"`
+	Held     *IDList         `json:"held"`
+	Count    int             `json:"count"`
+	SyncedAt time.Time       `json:"synced_at"`
+	History  []SyncRecord    `json:"history,omitempty"`
+	Outbox   json.RawMessage `json:"outbox,omitempty"`
 }
 
 // Marshal encodes m for the state backend: the JSON of memoryJSON. It is
@@ -74,10 +80,13 @@ func (m *Memory) Marshal() (string, error) {
 		}
 	}
 	var b strings.Builder
-	b.Grow(len(text) + len(history) + 128)
+	b.Grow(len(text) + len(history) + len(m.Outbox) + 128)
 	fmt.Fprintf(&b, `{"version":%d,"held":"%s","count":%d,"synced_at":%s`, memoryVersion, text, held.Len(), syncedAt)
 	if history != nil {
 		fmt.Fprintf(&b, `,"history":%s`, history)
+	}
+	if len(m.Outbox) > 0 {
+		fmt.Fprintf(&b, `,"outbox":%s`, m.Outbox)
 	}
 	b.WriteByte('}')
 	return b.String(), nil
@@ -102,7 +111,7 @@ func UnmarshalMemory(value string) (*Memory, error) {
 	if j.Held.Len() != j.Count {
 		return nil, fmt.Errorf("walk memory is damaged: %d held ids, header says %d", j.Held.Len(), j.Count)
 	}
-	return &Memory{Held: j.Held, SyncedAt: j.SyncedAt, History: j.History}, nil
+	return &Memory{Held: j.Held, SyncedAt: j.SyncedAt, History: j.History, Outbox: j.Outbox}, nil
 }
 
 // held returns the number of held posts (0 for no memory).

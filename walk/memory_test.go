@@ -21,12 +21,14 @@ func TestMemoryMarshalIsJSON(t *testing.T) {
 		"numbers":      {Held: nums, SyncedAt: time.Date(2026, 11, 22, 7, 0, 0, 999, cet)},
 		"strings and history": {Held: NewIDList("a\"b", "<c>", "é"), SyncedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
 			History: []SyncRecord{{At: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Interval: time.Hour, Found: 3, Billed: 5}}},
+		"outbox": {Held: NewIDList("1", "2"), SyncedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC),
+			Outbox: json.RawMessage(`{"version":1,"entries":[{"sent_at":"2026-01-02T03:04:05Z","sends":1,"rows":"AA=="}]}`)},
 	} {
 		held := m.Held
 		if held == nil {
 			held = &IDList{}
 		}
-		want, err := json.Marshal(memoryJSON{Version: memoryVersion, Held: held, Count: held.Len(), SyncedAt: m.SyncedAt.UTC(), History: m.History})
+		want, err := json.Marshal(memoryJSON{Version: memoryVersion, Held: held, Count: held.Len(), SyncedAt: m.SyncedAt.UTC(), History: m.History, Outbox: m.Outbox})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +43,7 @@ func TestMemoryMarshalIsJSON(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if back.Held.Len() != held.Len() || !back.SyncedAt.Equal(m.SyncedAt) || len(back.History) != len(m.History) {
+		if back.Held.Len() != held.Len() || !back.SyncedAt.Equal(m.SyncedAt) || len(back.History) != len(m.History) || string(back.Outbox) != string(m.Outbox) {
 			t.Errorf("%s: round trip %+v", name, back)
 		}
 		for i := range held.Len() {

@@ -47,9 +47,8 @@ Select the bookmarks with one or more of (a post must match them all):
   --ids FILE              listed in FILE, one post id a line ('-' reads stdin)
 
 A post is removed only if the archive holds it with all its fields: a row of
-x_bookmarks whose post JSON has the fields the spec's fields.tweet_fields ask
-for that X returns for every post (and the author, when fields.expansions
-asks for author_id). Posts no longer in the list, as the last export saw
+x_bookmarks whose post JSON has the post fields the spec asks for that X
+returns for every post (and the author, when content.authors is on). Posts no longer in the list, as the last export saw
 it, and posts removed already are skipped. The oldest are removed first.
 
 Without --yes it only prints what it would remove and what it costs:

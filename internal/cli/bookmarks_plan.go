@@ -127,7 +127,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.plan(accounts, info, export.NewCompleteness(src.Plugin.Fields)); err != nil {
+	if err := o.plan(accounts, info, export.NewCompleteness(src.Plugin.RequestFields())); err != nil {
 		return err
 	}
 	o.writePlan(accounts, src.Plugin.PostReadUSD)

@@ -17,11 +17,12 @@ const (
 	// ExitUsage: the command line or the configuration (spec file, token
 	// file path, flags) is wrong; nothing was done.
 	ExitUsage = 2
-	// ExitSomeAccountsFailed: some accounts failed, the others were done
-	// (their files written, their walks advanced); or, with export, the
-	// compliance check failed while the accounts were done.
+	// ExitSomeAccountsFailed: some part failed, the rest was done (its
+	// files written, its walks advanced): some accounts, some tables of an
+	// account, or export's compliance check.
 	ExitSomeAccountsFailed = 3
-	// ExitAllAccountsFailed: every account failed.
+	// ExitAllAccountsFailed: nothing was done: every account failed (with
+	// export, with none of its tables done and no row written).
 	ExitAllAccountsFailed = 4
 	// ExitInterrupted: a Ctrl-C or SIGTERM stopped the command (128 + 2,
 	// as a shell reports a process SIGINT ended); export committed what it
@@ -33,8 +34,9 @@ const exitCodesHelp = `Exit codes:
     0  done
     1  failed (network, disk, output directory, login refused)
     2  usage or configuration error (command line, spec file): nothing was done
-    3  some accounts failed (or export's compliance check); the rest was done
-    4  every account failed
+    3  some part failed (accounts, a table of an account, export's compliance
+       check, a damaged file of the archive); the rest was done
+    4  nothing was done: every account failed
   130  interrupted (Ctrl-C, SIGTERM); export kept what it had read: run it again`
 
 // exitError is an error with the exit code it ends the process with.

@@ -194,12 +194,11 @@ func (f exportFlags) report(sum *export.Summary) error {
 	return nil
 }
 
-// failuresError names what failed — accounts, the compliance check — with
-// the exit code for some or all of the accounts; the run committed the
-// rest. A compliance check that failed while every account was done is a
-// part of the run that failed too: ExitSomeAccountsFailed. The summary
-// printed above says what went wrong, so the error only points at it; with
-// --quiet it says it.
+// failuresError names what failed — accounts, the tables of those that got
+// something done, the compliance check — with the exit code: ExitAllAccountsFailed
+// only when no account got anything done, else ExitSomeAccountsFailed (the
+// run committed the rest). The summary printed above says what went wrong,
+// so the error only points at it; with --quiet it says it.
 func (f exportFlags) failuresError(sum *export.Summary) error {
 	rf := failuresOf(sum)
 	if len(rf.what) == 0 {
@@ -229,16 +228,17 @@ func (f exportFlags) failuresError(sum *export.Summary) error {
 		}
 		err = fmt.Errorf("%s; %s:\n  %s", what, tail, strings.Join(lines, "\n  "))
 	}
-	if len(rf.accounts) == 0 {
-		return &exitError{code: ExitSomeAccountsFailed, err: err}
+	code := ExitSomeAccountsFailed
+	if sum.NothingDone() {
+		code = ExitAllAccountsFailed
 	}
-	return accountsError(len(rf.accounts), len(sum.Accounts), err)
+	return &exitError{code: code, err: err}
 }
 
 // runFailures is what failed in a run, in the words of its final error.
 type runFailures struct {
 	what     []string // "2 accounts failed", "the compliance check failed"
-	accounts []string // the accounts that failed, as accounts[i]
+	accounts []string // the accounts that failed, as accounts[i], with the tables that failed of one that got something done
 	lines    []string // the summary's FAILED lines
 	after    []string // what their failing means for the next run
 }
@@ -248,7 +248,11 @@ func failuresOf(sum *export.Summary) runFailures {
 	if failed := sum.Failed(); len(failed) > 0 {
 		rf.what = append(rf.what, plural.Count(len(failed), "account", "accounts")+" failed")
 		for _, a := range failed {
-			rf.accounts = append(rf.accounts, a.Account)
+			name := a.Account
+			if a.InPart() && len(a.FailedTables) > 0 {
+				name += " (" + strings.Join(a.FailedTables, ", ") + ")"
+			}
+			rf.accounts = append(rf.accounts, name)
 		}
 		rf.lines = append(rf.lines, sum.FailureLines()...)
 		rf.after = append(rf.after, "the failed walks did not advance")

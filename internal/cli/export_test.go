@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -86,7 +87,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 	}
 	accounts := sum["accounts"].([]any)
 	a0, a1 := accounts[0].(map[string]any), accounts[1].(map[string]any)
-	if got, want := keysOf(a0), "account,already_archived,bookmarks_written,estimated_usd,new_folder_entries,new_posts,ok,operations,posts_billed,requests,user_id,users_billed"; got != want {
+	if got, want := keysOf(a0), "account,already_archived,bookmarks_written,estimated_usd,includes_missing,new_folder_entries,new_posts,ok,operations,posts_billed,requests,user_id,users_billed"; got != want {
 		t.Errorf("account keys %s, want %s", got, want)
 	}
 	if a0["ok"] != true || a0["bookmarks_written"] != 12.0 || a0["posts_billed"] != 12.0 || a0["account"] != "accounts[0]" {
@@ -96,14 +97,14 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 		t.Errorf("account 1: %v", a1)
 	}
 	op := a0["operations"].([]any)[0].(map[string]any)
-	if got, want := keysOf(op), "errors,estimated_usd,new_posts,ok_responses,operation,posts_billed,posts_returned,rate_limit_wait_seconds,rate_limit_waits,rate_limited,requests,users_billed,walk_outcomes,walks"; got != want {
+	if got, want := keysOf(op), "errors,estimated_usd,includes_missing,new_posts,ok_responses,operation,posts_billed,posts_returned,rate_limit_wait_seconds,rate_limit_waits,rate_limited,requests,users_billed,walk_outcomes,walks"; got != want {
 		t.Errorf("operation keys %s, want %s", got, want)
 	}
 	if op["operation"] != "list_bookmarks" || op["walk_outcomes"] != "reached_end" {
 		t.Errorf("operation %v", op)
 	}
 	totals := sum["totals"].(map[string]any)
-	if got, want := keysOf(totals), "already_archived,bookmarks_written,estimated_usd,new_folder_entries,new_posts,posts_billed,requests,users_billed"; got != want {
+	if got, want := keysOf(totals), "already_archived,bookmarks_written,estimated_usd,includes_missing,new_folder_entries,new_posts,posts_billed,requests,users_billed"; got != want {
 		t.Errorf("totals keys %s, want %s", got, want)
 	}
 	files := sum["files"].([]any)
@@ -121,6 +122,42 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 	code, stdout, stderr = runCLI(t, "export", "--spec", spec, "--out", out, "--quiet")
 	if code != ExitSomeAccountsFailed || stdout != "" || strings.Contains(stderr, "est. USD") || strings.Contains(stderr, " ERR ") || !strings.Contains(stderr, "accounts[1] (user 1002)") {
 		t.Errorf("--quiet: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+// A failed table is not a failed account: folders down (every request
+// answers 5xx past the retries), bookmarks fine. The bookmarks are written,
+// the exit code is 3, and the summary and --json name the table that failed;
+// 4 only when nothing of any account was done.
+func TestExport_AFailedTableIsNotAFailedAccount(t *testing.T) {
+	sim := startSimWith(t, xsim.Options{Faults: xsim.Faults{ServerErrorRate: 1, Operations: []string{xsim.OpListFolders}}})
+	sim.SeedBookmarks("1001", 12)
+	spec := specFile(t, t.TempDir(), sim.URL(), "retry_budget: 0s", "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")))
+	code, stdout, stderr := runCLI(t, "export", "--spec", spec, "--out", t.TempDir(), "--json")
+	if code != ExitSomeAccountsFailed {
+		t.Fatalf("exit %d, want %d:\n%s", code, ExitSomeAccountsFailed, stderr)
+	}
+	mustContain(t, stderr, "FAILED accounts[0] (user 1001): x_bookmark_folders: listing bookmark folders: x api: list_folders: 5",
+		"x_bookmarks rows written: 12\n", "Error: 1 account failed (accounts[0] (x_bookmark_folders): see FAILED above)")
+	var sum export.Summary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if a := sum.Accounts[0]; a.OK || !slices.Equal(a.FailedTables, []string{"x_bookmark_folders"}) || a.BookmarksWritten != 12 {
+		t.Errorf("account %+v", a)
+	}
+
+	// Folders and bookmarks down: nothing done, 4.
+	sim.SetFaults(xsim.Faults{ServerErrorRate: 1, Operations: []string{xsim.OpListFolders, xsim.OpListBookmarks}})
+	code, stdout, stderr = runCLI(t, "export", "--spec", spec, "--out", t.TempDir(), "--json")
+	if code != ExitAllAccountsFailed {
+		t.Fatalf("everything down: exit %d, want %d:\n%s", code, ExitAllAccountsFailed, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if a := sum.Accounts[0]; !slices.Equal(a.FailedTables, []string{"x_bookmark_folders", "x_bookmarks"}) {
+		t.Errorf("everything down: failed tables %v", a.FailedTables)
 	}
 }
 

@@ -515,7 +515,11 @@ func appendPost(b []byte, v *view, fs *fieldSpec) []byte {
 	b = append(b, `{"id":`...)
 	b = appendStr(b, v.id)
 	b = appendKeyStr(b, "text", v.text)
-	b = append(b, `,"edit_history_tweet_ids":[`...)
+	if fs.posts {
+		b = append(b, `,"edit_history_post_ids":[`...)
+	} else {
+		b = append(b, `,"edit_history_tweet_ids":[`...)
+	}
 	if v.edits == nil {
 		b = appendStr(b, v.id)
 	} else {
@@ -533,6 +537,11 @@ func appendPost(b []byte, v *view, fs *fieldSpec) []byte {
 	}
 	if tf&tfArticle != 0 && v.article.ok {
 		b = appendArticle(b, &v.article)
+	}
+	if tf&tfArticleTitle != 0 && v.article.ok {
+		b = append(b, `,"article_title":{"title":`...)
+		b = appendStr(b, v.article.title)
+		b = append(b, '}')
 	}
 	if tf&tfAttachments != 0 && len(v.media) > 0 {
 		b = append(b, `,"attachments":{"media_keys":[`...)
@@ -577,7 +586,11 @@ func appendPost(b []byte, v *view, fs *fieldSpec) []byte {
 		b = appendKeyStr(b, "lang", v.lang)
 	}
 	if tf&tfNoteTweet != 0 && v.hasNote {
-		b = append(b, `,"note_tweet":{"text":`...)
+		if fs.posts {
+			b = append(b, `,"note_post":{"text":`...)
+		} else {
+			b = append(b, `,"note_tweet":{"text":`...)
+		}
 		b = appendStr(b, v.note)
 		b = append(b, '}')
 	}
@@ -586,7 +599,11 @@ func appendPost(b []byte, v *view, fs *fieldSpec) []byte {
 	}
 	if tf&tfPublicMetrics != 0 {
 		m := &v.metrics
-		b = append(b, `,"public_metrics":{"retweet_count":`...)
+		if fs.posts {
+			b = append(b, `,"public_metrics":{"repost_count":`...)
+		} else {
+			b = append(b, `,"public_metrics":{"retweet_count":`...)
+		}
 		b = strconv.AppendInt(b, int64(m.RetweetCount), 10)
 		b = appendKeyInt(b, "reply_count", int64(m.ReplyCount))
 		b = appendKeyInt(b, "like_count", int64(m.LikeCount))
@@ -596,7 +613,11 @@ func appendPost(b []byte, v *view, fs *fieldSpec) []byte {
 		b = append(b, '}')
 	}
 	if tf&tfReferencedTweets != 0 && len(v.refs) > 0 {
-		b = append(b, `,"referenced_tweets":[`...)
+		if fs.posts {
+			b = append(b, `,"referenced_posts":[`...)
+		} else {
+			b = append(b, `,"referenced_tweets":[`...)
+		}
 		for i := range v.refs {
 			if i > 0 {
 				b = append(b, ',')
@@ -714,8 +735,9 @@ func genName(id string) string {
 	return firstNames[(h>>8)%uint64(len(firstNames))] + " " + lastNames[(h>>24)%uint64(len(lastNames))]
 }
 
-// appendUser encodes a user object. info is the registered name, if any.
-func appendUser(b []byte, id string, info *userInfo, uf uint32) []byte {
+// appendUser encodes a user object, in the posts naming with posts. info is
+// the registered name, if any.
+func appendUser(b []byte, id string, info *userInfo, uf uint32, posts bool) []byte {
 	b = append(b, `{"id":`...)
 	b = appendStr(b, id)
 	if info != nil {
@@ -757,7 +779,11 @@ func appendUser(b []byte, id string, info *userInfo, uf uint32) []byte {
 		b = append(b, `,"public_metrics":{"followers_count":`...)
 		b = strconv.AppendInt(b, f, 10)
 		b = appendKeyInt(b, "following_count", int64(r3%2000))
-		b = appendKeyInt(b, "tweet_count", int64(r1%50000))
+		if posts {
+			b = appendKeyInt(b, "post_count", int64(r1%50000))
+		} else {
+			b = appendKeyInt(b, "tweet_count", int64(r1%50000))
+		}
 		b = appendKeyInt(b, "listed_count", f/100)
 		b = appendKeyInt(b, "like_count", int64((r1>>20)%100000))
 		b = appendKeyInt(b, "media_count", int64((r3>>20)%3000))

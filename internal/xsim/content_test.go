@@ -59,10 +59,43 @@ func TestTweetFieldsAddRequestedFields(t *testing.T) {
 			t.Fatal("entities not asked for")
 		}
 	}
-	// post.fields is accepted as an alias.
-	p2, _ := listPage(t, s, "1", tok, q("max_results", "5", "post.fields", "lang"))
-	if _, ok := p2.Data[0]["lang"]; !ok {
-		t.Fatal("post.fields=lang ignored")
+	// post.fields is not a parameter of this naming.
+	if r := get(t, s, "/2/users/1/bookmarks?post.fields=lang", tok); r.status != 400 || !strings.Contains(string(r.body), "The query parameter [post.fields] is not one of") {
+		t.Fatalf("post.fields in the tweets naming: %d %s", r.status, r.body)
+	}
+}
+
+// In the posts naming (X's OpenAPI description 2.167) the bookmarks
+// operation takes post.fields, not tweet.fields, and answers in its names:
+// edit_history_post_ids, note_post, referenced_posts (with its expansion),
+// repost_count, includes.posts; author_id comes with its expansion only.
+func TestThePostsNamingIsServedInItsNames(t *testing.T) {
+	s, tok := newSimUser(t, Options{Clock: vclock(), Naming: "posts"})
+	ex := s.SeedContentExamples("1")
+	if r := get(t, s, "/2/users/1/bookmarks?tweet.fields=lang", tok); r.status != 400 || !strings.Contains(string(r.body), "The query parameter [tweet.fields] is not one of") {
+		t.Fatalf("tweet.fields in the posts naming: %d %s", r.status, r.body)
+	}
+	p, r := listPage(t, s, "1", tok, q("post.fields", "created_at,note_post,public_metrics,article,article_title", "expansions", "referenced_posts"))
+	posts := map[string]map[string]any{}
+	for _, d := range p.Data {
+		posts[d["id"].(string)] = d
+	}
+	long := posts[ex.LongPost]
+	if long == nil || long["edit_history_post_ids"] == nil || long["note_post"] == nil || long["referenced_posts"] == nil ||
+		long["author_id"] != nil || long["public_metrics"].(map[string]any)["repost_count"] == nil || posts[ex.ArticlePost]["article_title"] == nil {
+		t.Fatalf("posts %v", posts)
+	}
+	for _, tweets := range []string{`"edit_history_tweet_ids"`, `"note_tweet"`, `"referenced_tweets"`, `"retweet_count"`, `"tweets":[`} {
+		if strings.Contains(string(r.body), tweets) {
+			t.Errorf("the posts naming answers with %s: %s", tweets, r.body)
+		}
+	}
+	if !strings.Contains(string(r.body), `"posts":[`) || !strings.Contains(string(r.body), `"parameter":"referenced_posts"`) {
+		t.Errorf("no includes.posts, or a partial error naming another expansion: %s", r.body)
+	}
+	p, _ = listPage(t, s, "1", tok, q("expansions", "author_id"))
+	if p.Data[0]["author_id"] == nil {
+		t.Errorf("expansions=author_id without author_id: %v", p.Data[0])
 	}
 }
 

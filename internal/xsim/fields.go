@@ -8,9 +8,11 @@ import (
 )
 
 // Field selection (tweet.fields, user.fields, media.fields, poll.fields,
-// place.fields) and expansions. Every name the real API accepts is accepted;
-// the ones the simulator has data for are emitted, the rest are silently
-// empty, and unknown names are a 400.
+// place.fields) and expansions, in either naming (Options.Naming): the names
+// of X's OpenAPI description 2.166 (tweet.fields, referenced_tweets.id, ...)
+// or 2.167 (post.fields, referenced_posts, ...). Every name the description
+// lists is accepted; the ones the simulator has data for are emitted, the
+// rest are silently empty, and unknown names are a 400.
 
 const (
 	tfAttachments uint32 = 1 << iota
@@ -31,6 +33,7 @@ const (
 	tfOrganicMetrics
 	tfPromotedMetrics
 	tfArticle
+	tfArticleTitle
 )
 
 var tweetFields = map[string]uint32{
@@ -43,7 +46,23 @@ var tweetFields = map[string]uint32{
 	"organic_metrics": tfOrganicMetrics, "possibly_sensitive": tfPossiblySensitive,
 	"promoted_metrics": tfPromotedMetrics, "public_metrics": tfPublicMetrics,
 	"referenced_tweets": tfReferencedTweets, "reply_settings": tfReplySettings, "scopes": 0,
-	"source": 0, "text": 0, "withheld": 0,
+	"source": 0, "text": 0, "withheld": 0, "matched_media_notes": 0, "note_request_suggestions": 0,
+	"paid_partnership": 0, "suggested_source_links": 0, "suggested_source_links_with_counts": 0,
+}
+
+// postFields are the post fields of the posts naming (post.fields): no
+// author_id, in_reply_to_user_id, referenced_tweets nor edit history ids,
+// which it offers as expansions only.
+var postFields = map[string]uint32{
+	"article": tfArticle, "article_title": tfArticleTitle, "attachments": tfAttachments, "card_uri": 0,
+	"community_id": 0, "context_annotations": 0, "conversation_id": tfConversationID,
+	"created_at": tfCreatedAt, "display_text_range": tfDisplayTextRange, "edit_controls": tfEditControls,
+	"entities": tfEntities, "geo": 0, "id": 0, "lang": tfLang, "matched_media_notes": 0, "media_metadata": 0,
+	"non_public_metrics": tfNonPublicMetrics, "note_post": tfNoteTweet, "note_request_suggestions": 0,
+	"organic_metrics": tfOrganicMetrics, "paid_partnership": 0, "possibly_sensitive": tfPossiblySensitive,
+	"promoted_metrics": tfPromotedMetrics, "public_metrics": tfPublicMetrics, "reply_settings": tfReplySettings,
+	"scopes": 0, "source": 0, "suggested_source_links": 0, "suggested_source_links_with_counts": 0,
+	"text": 0, "withheld": 0,
 }
 
 const (
@@ -64,6 +83,16 @@ var userFields = map[string]uint32{
 	"most_recent_tweet_id": 0, "name": 0, "parody": 0, "pinned_tweet_id": 0,
 	"profile_banner_url": 0, "profile_image_url": ufProfileImageURL, "protected": ufProtected,
 	"public_metrics": ufPublicMetrics, "receives_your_dm": 0, "subscription": 0,
+	"subscription_type": 0, "url": ufURL, "username": 0, "verified": ufVerified,
+	"verified_followers_count": 0, "verified_type": ufVerifiedType, "withheld": 0, "is_identity_verified": 0,
+}
+
+// postsUserFields are the user fields of the posts naming.
+var postsUserFields = map[string]uint32{
+	"confirmed_email": 0, "connection_status": 0, "created_at": ufCreatedAt, "description": ufDescription,
+	"entities": 0, "id": 0, "is_identity_verified": 0, "location": ufLocation, "name": 0, "parody": 0,
+	"profile_banner_url": 0, "profile_image_url": ufProfileImageURL, "protected": ufProtected,
+	"public_metrics": ufPublicMetrics, "receives_your_dm": 0, "subscribes_to_you": 0, "subscription": 0,
 	"subscription_type": 0, "url": ufURL, "username": 0, "verified": ufVerified,
 	"verified_followers_count": 0, "verified_type": ufVerifiedType, "withheld": 0,
 }
@@ -116,10 +145,22 @@ var expansionNames = map[string]uint32{
 	"referenced_tweets.id.author_id":              exReferencedTweets | exReferencedAuthors,
 }
 
+// postExpansions are the expansions of the posts naming. An expansion of an
+// id field also returns the field: it is the only way to ask for
+// author_id, in_reply_to_user_id and referenced_posts.
+var postExpansions = map[string]uint32{
+	"article.cover_media": exArticleCover, "article.media_entities": exArticleEntities,
+	"attachments.media_keys": exMediaKeys, "attachments.media_source_tweet": 0,
+	"attachments.poll_ids": 0, "author_id": exAuthorID, "edit_history_post_ids": 0,
+	"entities.mentions.username": 0, "geo.place_id": 0, "in_reply_to_user_id": exInReplyToUser,
+	"referenced_posts": exReferencedTweets, "username": 0,
+}
+
 // fieldSpec is the parsed field selection of one request.
 type fieldSpec struct {
 	tf, uf, mf, ex uint32
 	private        []string // requested private metric fields (non_public_metrics, ...)
+	posts          bool     // the posts naming: answered in its names
 }
 
 func (f *fieldSpec) wantsIncludes() bool { return f.ex != 0 }
@@ -203,35 +244,45 @@ func parseMaxResults(q url.Values, def int, perr *paramErrors) int {
 	return n
 }
 
-var listParams = []string{"expansions", "max_results", "media.fields", "pagination_token", "place.fields", "poll.fields", "post.fields", "tweet.fields", "user.fields"}
-var pageParams = []string{"max_results", "pagination_token"}
-var meParams = []string{"expansions", "tweet.fields", "user.fields"}
+// Query parameters of the operations, by naming.
+var (
+	listParams      = []string{"expansions", "max_results", "media.fields", "pagination_token", "place.fields", "poll.fields", "tweet.fields", "user.fields"}
+	postsListParams = []string{"expansions", "max_results", "media.fields", "pagination_token", "place.fields", "poll.fields", "post.fields", "user.fields"}
+	pageParams      = []string{"max_results", "pagination_token"}
+	meParams        = []string{"expansions", "tweet.fields", "user.fields"}
+	postsMeParams   = []string{"expansions", "post.fields", "user.fields"}
+)
 
-// parseFieldSpec parses the field-selection parameters of the list operation.
-// "post.fields" is accepted as an alias of "tweet.fields" (a later OpenAPI
-// revision renames it).
-func parseFieldSpec(q url.Values, perr *paramErrors) fieldSpec {
-	var fs fieldSpec
+// namingPosts is the Options.Naming of X's OpenAPI description 2.167.
+const namingPosts = "posts"
+
+// parseFieldSpec parses the field-selection parameters of the list
+// operation, in the tweets naming or, with posts, the posts naming.
+func parseFieldSpec(q url.Values, perr *paramErrors, posts bool) fieldSpec {
+	fs := fieldSpec{posts: posts}
+	postParam, known, users, expansions := "tweet.fields", tweetFields, userFields, expansionNames
+	if posts {
+		postParam, known, users, expansions = "post.fields", postFields, postsUserFields, postExpansions
+	}
 	var names []string
-	var tf uint32
-	tf, names = parseList(q, "tweet.fields", tweetFields, perr)
-	fs.tf |= tf
+	fs.tf, names = parseList(q, postParam, known, perr)
 	for _, n := range names {
-		if tweetFields[n]&(tfNonPublicMetrics|tfOrganicMetrics|tfPromotedMetrics) != 0 && !slices.Contains(fs.private, n) {
+		if known[n]&(tfNonPublicMetrics|tfOrganicMetrics|tfPromotedMetrics) != 0 && !slices.Contains(fs.private, n) {
 			fs.private = append(fs.private, n)
 		}
 	}
-	tf, names = parseList(q, "post.fields", tweetFields, perr)
-	fs.tf |= tf
-	for _, n := range names {
-		if tweetFields[n]&(tfNonPublicMetrics|tfOrganicMetrics|tfPromotedMetrics) != 0 && !slices.Contains(fs.private, n) {
-			fs.private = append(fs.private, n)
-		}
-	}
-	fs.uf, _ = parseList(q, "user.fields", userFields, perr)
+	fs.uf, _ = parseList(q, "user.fields", users, perr)
 	fs.mf, _ = parseList(q, "media.fields", mediaFields, perr)
 	parseList(q, "poll.fields", pollFields, perr)
 	parseList(q, "place.fields", placeFields, perr)
-	fs.ex, _ = parseList(q, "expansions", expansionNames, perr)
+	fs.ex, _ = parseList(q, "expansions", expansions, perr)
+	if posts {
+		// The id fields come with their expansions.
+		for ex, tf := range map[uint32]uint32{exAuthorID: tfAuthorID, exInReplyToUser: tfInReplyToUserID, exReferencedTweets: tfReferencedTweets} {
+			if fs.ex&ex != 0 {
+				fs.tf |= tf
+			}
+		}
+	}
 	return fs
 }

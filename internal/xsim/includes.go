@@ -147,9 +147,13 @@ func (s *Server) appendIncludes(b []byte, p *includesPlan, v *view, fs *fieldSpe
 		}
 		b = append(b, ']')
 	}
-	section("users", len(p.users), func(i int) { b = appendUser(b, p.users[i], s.userName(p.users[i]), fs.uf) })
+	section("users", len(p.users), func(i int) { b = appendUser(b, p.users[i], s.userName(p.users[i]), fs.uf, fs.posts) })
 	section("media", len(p.media), func(i int) { b = appendMedia(b, p.media[i], fs.mf) })
-	section("tweets", len(p.tweets), func(i int) {
+	posts := "tweets"
+	if fs.posts {
+		posts = "posts"
+	}
+	section(posts, len(p.tweets), func(i int) {
 		s.fillView(v, p.tweets[i])
 		b = appendPost(b, v, fs)
 	})
@@ -157,18 +161,33 @@ func (s *Server) appendIncludes(b []byte, p *includesPlan, v *view, fs *fieldSpe
 }
 
 // appendRefError encodes the partial error of a referenced post that cannot
-// be shown, as X does.
-func appendRefError(b []byte, e refError) []byte {
+// be shown, as X does, naming the expansion as the request did (posts: in
+// the posts naming).
+func appendRefError(b []byte, e refError, posts bool) []byte {
+	param := "referenced_tweets.id"
+	if posts {
+		param = "referenced_posts"
+	}
 	b = append(b, `{"value":`...)
 	b = appendStr(b, e.id)
 	if e.reason == "deleted" {
-		b = appendKeyStr(b, "detail", "Could not find tweet with referenced_tweets.id: ["+e.id+"].")
-		b = append(b, `,"title":"Not Found Error","resource_type":"tweet","parameter":"referenced_tweets.id"`...)
+		b = appendKeyStr(b, "detail", "Could not find tweet with "+param+": ["+e.id+"].")
+		b = append(b, `,"title":"Not Found Error","resource_type":"tweet"`...)
+		b = appendKeyStr(b, "parameter", param)
 		b = appendKeyStr(b, "resource_id", e.id)
 		return append(b, `,"type":"https://api.x.com/2/problems/resource-not-found"}`...)
 	}
-	b = appendKeyStr(b, "detail", "Sorry, you are not authorized to see the Tweet with referenced_tweets.id: ["+e.id+"].")
-	b = append(b, `,"title":"Authorization Error","resource_type":"tweet","parameter":"referenced_tweets.id"`...)
+	b = appendKeyStr(b, "detail", "Sorry, you are not authorized to see the Tweet with "+param+": ["+e.id+"].")
+	b = append(b, `,"title":"Authorization Error","resource_type":"tweet"`...)
+	b = appendKeyStr(b, "parameter", param)
 	b = appendKeyStr(b, "resource_id", e.id)
 	return append(b, `,"type":"https://api.x.com/2/problems/not-authorized-for-resource"}`...)
+}
+
+// postFieldsParam is the post-fields parameter of the naming.
+func postFieldsParam(posts bool) string {
+	if posts {
+		return "post.fields"
+	}
+	return "tweet.fields"
 }

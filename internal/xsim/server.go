@@ -52,6 +52,13 @@ type Options struct {
 	RevokeAccessOnRefresh bool
 	// Compliance configures the batch compliance jobs (compliance.go).
 	Compliance ComplianceOptions
+	// Naming is the naming the bookmarks operation answers in: "" or
+	// "tweets", X's OpenAPI description 2.166 and API reference
+	// (tweet.fields, referenced_tweets.id, includes.tweets, ...); "posts",
+	// its description 2.167 (post.fields, referenced_posts, includes.posts,
+	// note_post, repost_count, ...). A request in the other naming is
+	// refused, as X refuses a parameter it does not have.
+	Naming string
 }
 
 // RequestInfo describes a request to an API or OAuth operation, given to the
@@ -499,14 +506,23 @@ func (s *Server) parseRequest(op, pathUser string, r *http.Request) *apiReq {
 	q := r.URL.Query()
 	req := &apiReq{max: 10}
 	scope := op + "\x00" + pathUser
+	posts := s.opts.Naming == namingPosts
 	switch op {
 	case OpUsersMe:
-		checkParams(q, meParams, &req.perr)
-		req.fs = parseFieldSpec(q, &req.perr)
+		params := meParams
+		if posts {
+			params = postsMeParams
+		}
+		checkParams(q, params, &req.perr)
+		req.fs = parseFieldSpec(q, &req.perr, posts)
 	case OpListBookmarks, OpListFolders, OpGetFolder:
 		if op == OpListBookmarks {
-			checkParams(q, listParams, &req.perr)
-			req.fs = parseFieldSpec(q, &req.perr)
+			params := listParams
+			if posts {
+				params = postsListParams
+			}
+			checkParams(q, params, &req.perr)
+			req.fs = parseFieldSpec(q, &req.perr, posts)
 		} else {
 			checkParams(q, pageParams, &req.perr)
 		}
@@ -664,7 +680,7 @@ func (s *Server) decide(op, pathUser, userKey, bearer string, req *apiReq, fault
 	case OpUsersMe:
 		b := make([]byte, 0, 256)
 		b = append(b, `{"data":`...)
-		b = appendUser(b, u.id, &u.info, req.fs.uf)
+		b = appendUser(b, u.id, &u.info, req.fs.uf, req.fs.posts)
 		res.body = append(b, '}')
 		s.record(meterUser, op, 200, 0, 0)
 		s.bill(meterUser, app, op, now, billed{users: []string{u.id}})
@@ -817,7 +833,7 @@ func (s *Server) encodePage(b []byte, p *pageOut) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendRefError(b, e)
+			b = appendRefError(b, e, fs.posts)
 		}
 		b = s.appendPrivateErrors(b, p, len(unavailable))
 		b = append(b, "],"...)
@@ -841,7 +857,7 @@ func (s *Server) appendPrivateErrors(b []byte, p *pageOut, n int) []byte {
 			b = appendKeyStr(b, "detail", "Sorry, you are not authorized to access '"+f+"' on the Tweet with ids "+id+".")
 			b = append(b, `,"title":"Field Authorization Error","resource_type":"tweet"`...)
 			b = appendKeyStr(b, "field", f)
-			b = append(b, `,"parameter":"tweet.fields"`...)
+			b = appendKeyStr(b, "parameter", postFieldsParam(fs.posts))
 			b = appendKeyStr(b, "resource_id", id)
 			b = append(b, `,"section":"data","type":"https://api.x.com/2/problems/not-authorized-for-field"}`...)
 		}

@@ -82,6 +82,7 @@ func (s *plannerStrategy) Start(ctx context.Context, e *env) error {
 func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, error) {
 	outs := make([]userSync, len(s.env.script.UserIDs))
 	ch := make(chan message.SyncMessage, 64)
+	started := s.env.clk.Now()
 	var consumeErr error
 	done := make(chan struct{})
 	go func() {
@@ -91,7 +92,7 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 			if !ok || consumeErr != nil {
 				continue
 			}
-			consumeErr = s.collect(ins.Record, outs)
+			consumeErr = s.collect(ins.Record, started, outs)
 		}
 	}()
 	s.mu.Lock()
@@ -149,7 +150,10 @@ func (s *plannerStrategy) Sync(ctx context.Context, round int) ([]userSync, erro
 }
 
 // collect adds the (user_id, post_id) pairs of an x_bookmarks record.
-func (s *plannerStrategy) collect(rec arrow.RecordBatch, outs []userSync) error {
+// collect adds the posts of the x_bookmarks rows in rec that the sync that
+// started at started found to outs. Rows first found by earlier syncs,
+// which it sends again (spec.Resend), are not emissions of this round.
+func (s *plannerStrategy) collect(rec arrow.RecordBatch, started time.Time, outs []userSync) error {
 	if name, _ := rec.Schema().Metadata().GetValue(schema.MetadataTableName); name != resources.BookmarksTable {
 		return nil
 	}
@@ -172,7 +176,19 @@ func (s *plannerStrategy) collect(rec arrow.RecordBatch, outs []userSync) error 
 	if err != nil {
 		return err
 	}
+	idx := rec.Schema().FieldIndices("first_seen_at")
+	if len(idx) != 1 {
+		return errors.New("x_bookmarks has no column first_seen_at")
+	}
+	firstSeen, ok := rec.Column(idx[0]).(*array.Timestamp)
+	if !ok {
+		return fmt.Errorf("x_bookmarks.first_seen_at is %s, not a timestamp column", rec.Column(idx[0]).DataType())
+	}
+	unit := firstSeen.DataType().(*arrow.TimestampType).Unit
 	for i := 0; i < int(rec.NumRows()); i++ {
+		if firstSeen.Value(i).ToTime(unit).Before(started) {
+			continue
+		}
 		u, ok := s.index[users.Value(i)]
 		if !ok {
 			return fmt.Errorf("a row for unknown user %q", users.Value(i))

@@ -31,6 +31,7 @@ type cenv struct {
 	store *memstate.Store
 	spec  map[string]any
 	app   string
+	sent  map[string]bool // see sentAgain
 }
 
 func newCenv(t *testing.T, opts xsim.ComplianceOptions, bookmarks map[string]int) *cenv {
@@ -41,7 +42,7 @@ func newCenv(t *testing.T, opts xsim.ComplianceOptions, bookmarks map[string]int
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	e := &cenv{t: t, clk: clk, sim: sim, store: memstate.New(), app: sim.IssueAppOnlyToken()}
+	e := &cenv{t: t, clk: clk, sim: sim, store: memstate.New(), app: sim.IssueAppOnlyToken(), sent: map[string]bool{}}
 	var accounts []map[string]any
 	for _, u := range slices.Sorted(maps.Keys(bookmarks)) {
 		sim.SeedBookmarks(u, bookmarks[u])
@@ -65,9 +66,9 @@ func (e *cenv) setCompliance(key string, value any) {
 // csync is one sync: its compliance rows, its usage rows of the app, the
 // x_bookmarks rows and the errors the SDK reported.
 type csync struct {
-	compliance []map[string]string
+	compliance []map[string]string          // new rows: rows of earlier syncs sent again are left out
 	appUsage   map[string]map[string]string // operation → column → value
-	bookmarks  int
+	bookmarks  int                          // new rows
 	errors     []string
 }
 
@@ -101,9 +102,17 @@ func (e *cenv) sync(opts ...plugin.Option) csync {
 		case *message.SyncInsert:
 			switch m.GetTable().Name {
 			case "x_post_compliance":
-				res.compliance = append(res.compliance, rows(m.Record)...)
+				for _, row := range rows(m.Record) {
+					if !sentAgain(e.sent, "x_post_compliance", row) {
+						res.compliance = append(res.compliance, row)
+					}
+				}
 			case "x_bookmarks":
-				res.bookmarks += int(m.Record.NumRows())
+				for _, row := range rows(m.Record) {
+					if !sentAgain(e.sent, "x_bookmarks", row) {
+						res.bookmarks++
+					}
+				}
 			case "x_api_usage":
 				for _, row := range rows(m.Record) {
 					if strings.HasPrefix(row["user_id"], "app") {

@@ -37,13 +37,21 @@ type contentSync struct {
 
 func syncContent(t *testing.T, content map[string]any) contentSync {
 	t.Helper()
+	return syncExamples(t, xsim.Options{}, map[string]any{"content": content})
+}
+
+// syncExamples is one gRPC sync of the content examples, served as opts say,
+// with the given settings of the plugin spec, besides base_url and accounts.
+func syncExamples(t *testing.T, opts xsim.Options, settings map[string]any) contentSync {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "cqx") // unix socket paths must be short
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
+	opts.Clock = clk
+	sim := xsim.New(opts)
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +68,12 @@ func syncContent(t *testing.T, content map[string]any) contentSync {
 	})
 	clk.Advance(time.Hour)
 	_, backendConn := startStateBackend(t, dir)
-	specJSON, _ := json.Marshal(map[string]any{
+	plugSpec := map[string]any{
 		"base_url": sim.URL(),
 		"accounts": []map[string]any{{"user_id": user, "access_token": sim.IssueToken(user)}},
-		"content":  content,
-	})
+	}
+	maps.Copy(plugSpec, settings)
+	specJSON, _ := json.Marshal(plugSpec)
 	c, stop := servePlugin(t, dir, clk)
 	rows := grpcSync(t, c, specJSON, backendConn)
 	stop()
@@ -154,6 +163,73 @@ func TestGRPCSyncArchivesEveryContentKind(t *testing.T) {
 	}
 }
 
+// A spec that asks for one more post field archives every column the
+// default request fills: fields.tweet_fields adds to it.
+func TestASpecAskingForOneMoreFieldArchivesEveryColumn(t *testing.T) {
+	s := syncExamples(t, xsim.Options{}, map[string]any{"fields": map[string]any{"tweet_fields": []string{"context_annotations"}}})
+	asked := strings.Split(s.query.Get("tweet.fields"), ",")
+	for _, name := range []string{"context_annotations", "created_at", "author_id", "lang", "public_metrics", "entities", "note_tweet"} {
+		if !slices.Contains(asked, name) {
+			t.Errorf("tweet.fields=%s lacks %s", s.query.Get("tweet.fields"), name)
+		}
+	}
+	if len(s.rows["x_bookmarks"]) != 4 {
+		t.Fatalf("x_bookmarks %v", s.rows["x_bookmarks"])
+	}
+	for _, r := range s.rows["x_bookmarks"] {
+		for _, column := range []string{"created_at", "author_id", "conversation_id", "public_metrics", "edit_history_tweet_ids"} {
+			if r[column] == "" {
+				t.Errorf("post %s archived without %s", r["post_id"], column)
+			}
+		}
+	}
+}
+
+// A server that answers in X's posts naming (OpenAPI 2.167) refuses the
+// tweets naming: api_naming auto switches once, bills each post once, and
+// archives the rows a server of the tweets naming gives, but for what the
+// posts naming has no post field for (in_reply_to_user_id) or no nested
+// expansion (the referenced posts' authors and media); api_naming posts asks
+// so from the start.
+func TestEitherNamingArchivesTheSameRows(t *testing.T) {
+	tweets := syncExamples(t, xsim.Options{}, map[string]any{"content": allKinds})
+	for _, setting := range []string{"auto", "posts"} {
+		posts := syncExamples(t, xsim.Options{Naming: "posts"}, map[string]any{"content": allKinds, "api_naming": setting})
+		u := posts.sim.Usage(user)[xsim.OpListBookmarks]
+		if want := map[string]int{"auto": 2, "posts": 1}[setting]; u.Requests != want || u.PostsReturned != 5 {
+			t.Errorf("%s: %d requests, %d posts billed; want %d requests, 5 posts", setting, u.Requests, u.PostsReturned, want)
+		}
+		// post, author and user are the objects exactly as X returned them.
+		for table, unlike := range map[string][]string{
+			"x_bookmarks":                 {"post", "author", "in_reply_to_user_id"},
+			"x_bookmark_authors":          {"user"},
+			"x_bookmark_media":            nil,
+			"x_bookmark_referenced_posts": {"post", "author", "author_username", "media", "error"}, // X's errors name its expansion
+		} {
+			want, got := tweets.rows[table], posts.rows[table]
+			if len(got) != len(want) || len(got) == 0 {
+				t.Fatalf("%s: %s has %d rows, the tweets naming %d", setting, table, len(got), len(want))
+			}
+			key := func(r map[string]string) string { return r["post_id"] + "/" + r["media_key"] + r["referenced_post_id"] }
+			byKey := map[string]map[string]string{}
+			for _, r := range want {
+				byKey[key(r)] = r
+			}
+			for _, r := range got {
+				w := byKey[key(r)]
+				for column, v := range w {
+					if slices.Contains(unlike, column) || column == "_cq_id" || column == "_cq_parent_id" || column == "seen_at" || column == "first_seen_at" {
+						continue
+					}
+					if r[column] != v {
+						t.Errorf("%s: %s %s: %s is %.60q, the tweets naming's %.60q", setting, table, key(r), column, r[column], v)
+					}
+				}
+			}
+		}
+	}
+}
+
 // Each kind turned off leaves its part out of the request and its rows out
 // of the archive; the others are unchanged.
 func TestGRPCSyncEachContentKindOffLeavesItsPartOut(t *testing.T) {
@@ -213,10 +289,13 @@ func TestRefusedContentExpansionFailsTheWalkNamingTheKind(t *testing.T) {
 	h.spec["base_url"] = refusing.URL
 	r := h.sync()
 	failure := r.usage["list_bookmarks"]["failure"]
-	for _, want := range []string{"expansions=[article.cover_media]", "content.media or content.articles or fields.expansions", "state not advanced"} {
+	for _, want := range []string{"expansions=[article.cover_media]", "asked for by content.media or content.articles;", "state not advanced"} {
 		if !strings.Contains(failure, want) {
 			t.Errorf("failure %q does not say %q", failure, want)
 		}
+	}
+	if strings.Contains(failure, "fields.expansions") {
+		t.Errorf("failure %q names fields.expansions, which the spec does not have", failure)
 	}
 	if len(r.newRows) != 0 || r.billed != 0 || r.outcome() != "failed" {
 		t.Fatalf("sync with a refused expansion: %v", r)
@@ -224,6 +303,71 @@ func TestRefusedContentExpansionFailsTheWalkNamingTheKind(t *testing.T) {
 	h.spec["content"] = map[string]any{"articles": false}
 	if r := h.sync(); len(r.newRows) != 30 || r.outcome() != "reached_end" {
 		t.Fatalf("with articles off: %v", r)
+	}
+}
+
+// X leaves expanded objects out of a page with no error saying why (a
+// suspended author, media still processing, a post deleted between the list
+// and its hydration), and does so at every sync. The walk goes on: each post
+// is archived with what X returned, the missing part recorded as missing in
+// its row with the setting that asked for it, and counted in x_api_usage;
+// the next sync finds the next bookmark.
+func TestAnIncludeXLeavesOutDoesNotStallTheAccount(t *testing.T) {
+	h := newHarness(t, 0)
+	ex := h.sim.SeedContentExamples(user)
+	h.spec["content"] = allKinds
+	leftOut := map[string]bool{ex.Authors[0]: true, "3_4101": true, ex.Quoted: true}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.sim.Handler().ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		var page map[string]any
+		if strings.HasSuffix(r.URL.Path, "/bookmarks") && json.Unmarshal(body, &page) == nil {
+			if includes, ok := page["includes"].(map[string]any); ok {
+				for section, key := range map[string]string{"users": "id", "media": "media_key", "tweets": "id"} {
+					objs, _ := includes[section].([]any)
+					includes[section] = slices.DeleteFunc(objs, func(o any) bool { return leftOut[o.(map[string]any)[key].(string)] })
+				}
+			}
+			body, _ = json.Marshal(page)
+		}
+		maps.Copy(w.Header(), rec.Header())
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	}))
+	defer proxy.Close()
+	h.spec["base_url"] = proxy.URL
+	tables := []string{"x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_api_usage"}
+
+	r := h.sync(tables...)
+	if r.outcome() != "reached_end" || len(r.newRows) != 4 || r.usage["list_bookmarks"]["includes_missing"] != "4" || r.usage["list_bookmarks"]["failure"] != "" {
+		t.Fatalf("first sync: %v", r)
+	}
+	missing := func(table, post, second, value string) string {
+		for _, row := range r.tables[table] {
+			if row["post_id"] == post && (second == "" || row[second] == value) {
+				return row["error"]
+			}
+		}
+		return "(no row)"
+	}
+	for _, tc := range []struct{ got, want string }{
+		{missing("x_bookmark_authors", ex.LongPost, "", ""), "Missing: X returned no author " + ex.Authors[0] + ", which content.authors asks for (expansions=author_id), and no error saying why"},
+		{missing("x_bookmark_authors", ex.QuoteOfProtected, "", ""), "Missing: X returned no author " + ex.Authors[0]},
+		{missing("x_bookmark_media", ex.LongPost, "media_key", "3_4101"), "Missing: X returned no media 3_4101, which content.media asks for (expansions=attachments.media_keys)"},
+		{missing("x_bookmark_media", ex.LongPost, "media_key", "7_4102"), ""},
+		{missing("x_bookmark_referenced_posts", ex.LongPost, "referenced_post_id", ex.Quoted), "Missing: X returned no referenced post " + ex.Quoted + ", which content.referenced_posts asks for"},
+		{missing("x_bookmark_authors", ex.ArticlePost, "", ""), ""},
+	} {
+		if tc.want == "" && tc.got != "" || !strings.HasPrefix(tc.got, tc.want) {
+			t.Errorf("error %q, want %q", tc.got, tc.want)
+		}
+	}
+
+	h.sim.SeedBookmarks(user, 1)
+	if r := h.sync(tables...); r.outcome() != "met_held" || len(r.newRows) != 1 {
+		t.Fatalf("next sync: %v", r)
 	}
 }
 

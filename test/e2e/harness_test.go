@@ -26,16 +26,32 @@ const user = "1001"
 // in-memory state backend that survives between syncs, and keeps every post
 // the plugin emitted: what a destination would hold.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	clk     *clock.Virtual
 	sim     *xsim.Server
 	store   *memstate.Store
 	spec    map[string]any
-	emitted map[string]int  // post id → times emitted, for user
+	emitted map[string]int  // post id → times emitted, for user, sent again not counted
 	logger  *zerolog.Logger // the plugin's logger, when set
+	// sent holds each row of x_bookmarks and x_post_compliance the plugin
+	// emitted, by identity (sentAgain): a row with the same is one sent again
+	// (spec.Resend), not a new one.
+	sent map[string]bool
 }
 
-func newHarness(t *testing.T, bookmarks int) *harness {
+// sentAgain reports whether the row was emitted before, and records it.
+// Rows sent again are the same rows: a bookmark with its first_seen_at, a
+// compliance finding with its job.
+func sentAgain(sent map[string]bool, table string, row map[string]string) bool {
+	key := table + "/" + row["user_id"] + "/" + row["post_id"] + "/" + row["first_seen_at"] + "/" + row["job_id"]
+	if sent[key] {
+		return true
+	}
+	sent[key] = true
+	return false
+}
+
+func newHarness(t testing.TB, bookmarks int) *harness {
 	t.Helper()
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk})
@@ -46,7 +62,7 @@ func newHarness(t *testing.T, bookmarks int) *harness {
 	if bookmarks > 0 {
 		sim.SeedBookmarks(user, bookmarks)
 	}
-	h := &harness{t: t, clk: clk, sim: sim, store: memstate.New(), emitted: map[string]int{}}
+	h := &harness{t: t, clk: clk, sim: sim, store: memstate.New(), emitted: map[string]int{}, sent: map[string]bool{}}
 	h.spec = map[string]any{
 		"base_url": sim.URL(),
 		"accounts": []map[string]any{{"user_id": user, "access_token": sim.IssueToken(user)}},
@@ -59,9 +75,11 @@ type syncResult struct {
 	billed   int // posts the simulator billed for the bookmark list
 	requests int
 	newRows  []string
+	resent   int                                     // x_bookmarks rows of earlier syncs sent again
 	usage    map[string]map[string]string            // operation → column → value (of any account)
 	usageOf  map[string]map[string]map[string]string // user_id → operation → column → value
 	folders  []string                                // folder_id/post_id rows of x_bookmark_folder_posts
+	tables   map[string][]map[string]string          // table → its rows
 	errors   []string
 }
 
@@ -96,17 +114,20 @@ func (h *harness) sync(tables ...string) syncResult {
 	}
 	billedAfter, requestsAfter := h.billed()
 	res := syncResult{billed: billedAfter - billedBefore, requests: requestsAfter - requestsBefore, usage: map[string]map[string]string{},
-		usageOf: map[string]map[string]map[string]string{}}
+		usageOf: map[string]map[string]map[string]string{}, tables: map[string][]map[string]string{}}
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *message.SyncInsert:
+			res.tables[m.GetTable().Name] = append(res.tables[m.GetTable().Name], rows(m.Record)...)
 			switch m.GetTable().Name {
 			case "x_bookmarks":
-				users, posts := stringColumn(m.Record, "user_id"), stringColumn(m.Record, "post_id")
-				for i, id := range posts {
-					if users[i] == user {
-						h.emitted[id]++
-						res.newRows = append(res.newRows, id)
+				for _, row := range rows(m.Record) {
+					switch {
+					case sentAgain(h.sent, "x_bookmarks", row):
+						res.resent++
+					case row["user_id"] == user:
+						h.emitted[row["post_id"]]++
+						res.newRows = append(res.newRows, row["post_id"])
 					}
 				}
 			case "x_bookmark_folder_posts":

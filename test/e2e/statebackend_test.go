@@ -26,9 +26,25 @@ type stateBackend struct {
 	pb.UnimplementedPluginServer
 	pbdiscovery.UnimplementedDiscoveryServer
 
-	mu     sync.Mutex
-	values map[string]string
-	writes int
+	mu      sync.Mutex
+	values  map[string]string
+	writes  int
+	written func(keys []string) // called after each write, with its keys
+	refuse  bool                // writes fail: the plugin writing is dead
+}
+
+// onWrite has f called after each write, with the keys it wrote (nil: none).
+func (b *stateBackend) onWrite(f func(keys []string)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.written = f
+}
+
+// refuseWrites makes writes fail, or succeed again.
+func (b *stateBackend) refuseWrites(refuse bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refuse = refuse
 }
 
 type versioned struct {
@@ -75,11 +91,21 @@ func (b *stateBackend) Write(stream grpc.ClientStreamingServer[pb.Write_Request,
 		}
 		keys, values := rec.Column(0).(*array.String), rec.Column(1).(*array.String)
 		b.mu.Lock()
+		if b.refuse {
+			b.mu.Unlock()
+			return errors.New("the state backend lost its writer")
+		}
+		var written []string
 		for i := 0; i < keys.Len(); i++ {
 			b.values[keys.Value(i)] = values.Value(i)
+			written = append(written, keys.Value(i))
 		}
 		b.writes++
+		hook := b.written
 		b.mu.Unlock()
+		if hook != nil {
+			hook(written)
+		}
 	}
 }
 

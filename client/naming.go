@@ -1,0 +1,237 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// Naming is the set of names a bookmarks request is made in. X's API
+// reference and OpenAPI description up to revision 2.166 name posts
+// "tweets"; its OpenAPI description from revision 2.167 names them "posts"
+// (docs/design/x-api-facts.md). Fields are always given in the tweets
+// naming; a request in the posts naming says them in its own.
+type Naming string
+
+const (
+	// NamingTweets: tweet.fields, referenced_tweets.id, note_tweet, ...
+	NamingTweets Naming = "tweets"
+	// NamingPosts: post.fields, referenced_posts, note_post, ...
+	NamingPosts Naming = "posts"
+)
+
+// fieldsParam is the post-fields parameter of the naming.
+func (n Naming) fieldsParam() string {
+	if n == NamingPosts {
+		return "post.fields"
+	}
+	return "tweet.fields"
+}
+
+// rename is a value of a field-selection parameter in each naming: "" where
+// the naming has no such value.
+type rename struct {
+	param         string // "fields" for tweet.fields and post.fields
+	tweets, posts string
+}
+
+// renames are the values the two namings (revisions 2.166 and 2.167 of X's
+// description) do not share. Revision 2.167 offers author_id,
+// in_reply_to_user_id and the referenced posts only as expansions, which
+// expand users and posts that X bills, and has no nested expansions of the
+// referenced posts.
+var renames = []rename{
+	{"fields", "note_tweet", "note_post"},
+	{"fields", "author_id", ""},
+	{"fields", "in_reply_to_user_id", ""},
+	{"fields", "referenced_tweets", ""},
+	{"fields", "edit_history_tweet_ids", ""},
+	{"fields", "", "article_title"},
+	{"expansions", "referenced_tweets.id", "referenced_posts"},
+	{"expansions", "edit_history_tweet_ids", "edit_history_post_ids"},
+	{"expansions", "referenced_tweets.id.author_id", ""},
+	{"expansions", "referenced_tweets.id.attachments.media_keys", ""},
+	{"expansions", "entities.note.mentions.username", ""},
+	{"expansions", "", "username"},
+	{"user.fields", "affiliation", ""},
+	{"user.fields", "most_recent_tweet_id", ""},
+	{"user.fields", "pinned_tweet_id", ""},
+	{"user.fields", "", "subscribes_to_you"},
+}
+
+// named is value of param in naming n, and whether the naming has one.
+func named(n Naming, param, value string) (string, bool) {
+	for _, r := range renames {
+		if r.param == param && value != "" && (r.tweets == value || r.posts == value) {
+			name := r.tweets
+			if n == NamingPosts {
+				name = r.posts
+			}
+			return name, name != ""
+		}
+	}
+	return value, true
+}
+
+// TweetsName is the request parameter param's value in the tweets naming:
+// post.fields is tweet.fields, note_post is note_tweet, referenced_posts is
+// referenced_tweets.id, ...; ok is false for a value that naming has no
+// name for.
+func TweetsName(param, value string) (tweetsParam, name string, ok bool) {
+	kind := param
+	switch param {
+	case "tweet.fields", "post.fields":
+		param, kind = "tweet.fields", "fields"
+	}
+	name, ok = named(NamingTweets, kind, value)
+	return param, name, ok
+}
+
+// In returns f in the names of naming n, and what n has no name for
+// ("tweet.fields=author_id", ...). Asked in the posts naming, an article
+// also asks for article_title, in case its title comes there.
+func (f Fields) In(n Naming) (Fields, []string) {
+	var dropped []string
+	in := func(param, shown string, values []string) []string {
+		var out []string
+		for _, v := range values {
+			name, ok := named(n, param, v)
+			switch {
+			case !ok:
+				dropped = append(dropped, shown+"="+v)
+			case !slices.Contains(out, name):
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	g := Fields{
+		TweetFields: in("fields", "tweet.fields", f.TweetFields),
+		Expansions:  in("expansions", "expansions", f.Expansions),
+		UserFields:  in("user.fields", "user.fields", f.UserFields),
+		MediaFields: slices.Clone(f.MediaFields),
+		PollFields:  slices.Clone(f.PollFields),
+		PlaceFields: slices.Clone(f.PlaceFields),
+	}
+	if n == NamingPosts && slices.Contains(g.TweetFields, "article") && !slices.Contains(g.TweetFields, "article_title") {
+		g.TweetFields = append(g.TweetFields, "article_title")
+	}
+	return g, dropped
+}
+
+// Asked is what a request in naming n asks for of f, in the tweets naming:
+// f without what n has no name for.
+func (f Fields) Asked(n Naming) Fields {
+	g, _ := f.In(n)
+	h, _ := g.In(NamingTweets)
+	return h
+}
+
+// query adds f, in naming n, to q.
+func (f Fields) query(q url.Values, n Naming) {
+	g, _ := f.In(n)
+	for _, p := range []struct {
+		name   string
+		values []string
+	}{
+		{n.fieldsParam(), g.TweetFields}, {"expansions", g.Expansions}, {"user.fields", g.UserFields},
+		{"media.fields", g.MediaFields}, {"poll.fields", g.PollFields}, {"place.fields", g.PlaceFields},
+	} {
+		if len(p.values) > 0 {
+			q[p.name] = []string{strings.Join(p.values, ",")}
+		}
+	}
+}
+
+// Namings are the settings of NamingPolicy.
+var Namings = []string{"auto", string(NamingTweets), string(NamingPosts)}
+
+// NamingPolicy chooses the naming of a sync's bookmarks requests: one
+// naming, or auto: the tweets naming until X answers 400 to a name only it
+// has, then the posts naming for the rest of the sync. One policy is shared
+// by the clients of every account of a sync (WithNamingPolicy): X names
+// things one way for all of them. Safe for concurrent use.
+type NamingPolicy struct {
+	auto  bool
+	posts atomic.Bool
+}
+
+// NewNamingPolicy is the policy of a setting: "auto" (or ""), "tweets" or
+// "posts".
+func NewNamingPolicy(setting string) (*NamingPolicy, error) {
+	p := &NamingPolicy{}
+	switch Naming(setting) {
+	case "", "auto":
+		p.auto = true
+	case NamingTweets:
+	case NamingPosts:
+		p.posts.Store(true)
+	default:
+		return nil, fmt.Errorf("client: naming %q is not one of %s", setting, strings.Join(Namings, ", "))
+	}
+	return p, nil
+}
+
+// Current is the naming requests are made in now.
+func (p *NamingPolicy) Current() Naming {
+	if p != nil && p.posts.Load() {
+		return NamingPosts
+	}
+	return NamingTweets
+}
+
+// switchAfter says whether a request of fields f made in naming used, which
+// X refused with err, is to be made again in the posts naming: auto, used
+// the tweets naming, and the 400 refuses a name only it has. first is true
+// for the request that made the switch.
+func (p *NamingPolicy) switchAfter(used Naming, f Fields, err error) (again, first bool) {
+	if p == nil || !p.auto || used != NamingTweets || !refusesNaming(err, used, f) {
+		return false, false
+	}
+	return true, p.posts.CompareAndSwap(false, true)
+}
+
+// refusesNaming reports whether err is a 400 that refuses a name of naming
+// used: its post-fields parameter as a whole, or a value the other naming
+// names otherwise (note_tweet, referenced_tweets.id, ...). A value neither
+// naming has (a typo in the spec) is not.
+func refusesNaming(err error, used Naming, f Fields) bool {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+		return false
+	}
+	g, _ := f.In(used)
+	whole := strings.Join(g.TweetFields, ",")
+	for _, it := range apiErr.Errors {
+		for param, values := range it.Parameters {
+			for _, v := range values {
+				if param == used.fieldsParam() && v == whole || renamedIn(used, param, v) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// renamedIn reports whether value of the request parameter param is a name
+// of naming n that the other naming names otherwise, or not at all.
+func renamedIn(n Naming, param, value string) bool {
+	kind := param
+	if param == n.fieldsParam() {
+		kind = "fields"
+	}
+	for _, r := range renames {
+		if r.param != kind {
+			continue
+		}
+		if n == NamingTweets && r.tweets == value || n == NamingPosts && r.posts == value {
+			return true
+		}
+	}
+	return false
+}

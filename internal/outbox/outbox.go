@@ -1,0 +1,180 @@
+// Package outbox keeps the rows a sync sent to a destination that may not
+// hold them yet, so that later syncs send them again.
+//
+// A CloudQuery sync's rows travel source → CLI → destination, which batches
+// them and writes its last batch when the CLI closes its stream, after the
+// source's Sync has returned; the state reaches its backend on a path of its
+// own. A stop in between keeps the state and drops the rows, and the next
+// sync, whose state says they were read, would never read them again. So
+// every row of an incremental table goes into an outbox kept in the same
+// state value as the state that says it was read, and each later sync sends
+// it again until enough syncs that sent it have run to their end. The plugin
+// cannot learn that a row was written — the CLI tells a source nothing after
+// its Sync returns — so that is the best evidence there is: a stop (Ctrl-C,
+// a crash, a failed write) during a sync never counts, and a row is lost
+// only if every one of Policy.Syncs syncs that sent it and ran to their end
+// was stopped after it returned, before the destination's last write.
+package outbox
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Policy says how long an entry stays: until Syncs syncs that sent it have
+// run to their end. The zero Policy keeps nothing (a destination that
+// commits rows with the state, such as the exporter, needs no outbox).
+type Policy struct {
+	Syncs int
+}
+
+// On reports whether p sends rows again.
+func (p Policy) On() bool { return p.Syncs > 1 }
+
+// Entry is what one sync sent of one list: rows as JSON lines, compressed.
+type Entry struct {
+	// SentAt is when the sync that first sent the rows started.
+	SentAt time.Time `json:"sent_at"`
+	// Sends counts the syncs that sent the rows and ran to their end, but
+	// for the last that sent them, LastSync, which is counted once known
+	// to have ended.
+	Sends    int    `json:"sends"`
+	LastSync string `json:"last_sync"`
+	// Rows is a gzip stream of JSON values, one per line.
+	Rows []byte `json:"rows"`
+}
+
+// Each calls f with each JSON line of the entry, in the order added.
+func (e *Entry) Each(f func(line []byte) error) error {
+	zr, err := gzip.NewReader(bytes.NewReader(e.Rows))
+	if err != nil {
+		return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
+	}
+	r := bufio.NewReader(zr)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 1 {
+			if ferr := f(line[:len(line)-1]); ferr != nil {
+				return ferr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
+		}
+	}
+}
+
+// Box is one list's outbox, oldest entry first.
+type Box struct {
+	Entries []Entry
+}
+
+const version = 1
+
+type boxJSON struct {
+	Version int     `json:"version"`
+	Entries []Entry `json:"entries"`
+}
+
+// Marshal encodes b for the state; "" for an empty box.
+func (b *Box) Marshal() (string, error) {
+	if b == nil || len(b.Entries) == 0 {
+		return "", nil
+	}
+	out, err := json.Marshal(boxJSON{Version: version, Entries: b.Entries})
+	return string(out), err
+}
+
+// Unmarshal decodes what Marshal wrote ("" is an empty box). what names the
+// value in errors.
+func Unmarshal(text, what string) (*Box, error) {
+	if text == "" {
+		return &Box{}, nil
+	}
+	var j boxJSON
+	if err := json.Unmarshal([]byte(text), &j); err != nil {
+		return nil, fmt.Errorf("%s: outbox is not valid JSON: %w", what, err)
+	}
+	if j.Version != version {
+		return nil, fmt.Errorf("%s: outbox has version %d; this build reads version %d", what, j.Version, version)
+	}
+	for i := range j.Entries {
+		if err := j.Entries[i].Each(func([]byte) error { return nil }); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return &Box{Entries: j.Entries}, nil
+}
+
+// Resend is what a sync, syncID, sends again of b, which it keeps: each
+// entry whose last sync ran to its end (ended says which did) counts it,
+// entries p lets go are dropped, and syncID becomes the last sync of the
+// others.
+func (b *Box) Resend(syncID string, ended func(syncID string) bool, p Policy) *Box {
+	next := &Box{}
+	for _, e := range b.Entries {
+		if e.LastSync != "" && e.LastSync != syncID && ended(e.LastSync) {
+			e.Sends++
+		}
+		if e.Sends >= p.Syncs {
+			continue
+		}
+		e.LastSync = syncID
+		next.Entries = append(next.Entries, e)
+	}
+	return next
+}
+
+// With returns b with sent, the entry of what its last sync sent of its
+// own (nil: nothing), last.
+func (b *Box) With(sent *Entry) *Box {
+	if sent == nil {
+		return b
+	}
+	return &Box{Entries: append(slices.Clip(b.Entries), *sent)}
+}
+
+// Batch builds an entry from JSON values, compressed as they are added.
+// The zero Batch is ready to use.
+type Batch struct {
+	buf bytes.Buffer
+	zw  *gzip.Writer
+}
+
+// Add appends v, encoded as JSON, as one line.
+func (w *Batch) Add(v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if w.zw == nil {
+		w.zw = gzip.NewWriter(&w.buf)
+	}
+	if _, err := w.zw.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Entry ends the batch: the entry of sync syncID, which started at sentAt,
+// or nil when nothing was added.
+func (w *Batch) Entry(syncID string, sentAt time.Time) (*Entry, error) {
+	if w.zw == nil {
+		return nil, nil
+	}
+	if err := w.zw.Close(); err != nil {
+		return nil, err
+	}
+	w.zw = nil
+	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: bytes.Clone(w.buf.Bytes())}, nil
+}

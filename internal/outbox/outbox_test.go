@@ -1,0 +1,129 @@
+package outbox
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC)
+
+func entry(t *testing.T, syncID string, rows ...string) *Entry {
+	t.Helper()
+	var b Batch
+	for _, r := range rows {
+		if err := b.Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := b.Entry(syncID, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func rowsOf(t *testing.T, b *Box) []string {
+	t.Helper()
+	var out []string
+	for _, e := range b.Entries {
+		err := e.Each(func(line []byte) error {
+			var s string
+			if err := json.Unmarshal(line, &s); err != nil {
+				return err
+			}
+			out = append(out, s)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// syncs runs the syncs of ids, which ended when ended says so, over box:
+// each sends it again and saves it.
+func syncs(box *Box, p Policy, ended map[string]bool, ids ...string) *Box {
+	for _, id := range ids {
+		box = box.Resend(id, func(s string) bool { return ended[s] }, p)
+	}
+	return box
+}
+
+func TestARowIsSentAgainUntilSyncsThatRanToTheirEndSentIt(t *testing.T) {
+	p := Policy{Syncs: 3}
+	box := (&Box{}).With(entry(t, "s1", "a", "b"))
+	ended := map[string]bool{"s1": true, "s2": true, "s3": true}
+	if got := rowsOf(t, syncs(box, p, ended, "s2")); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("the sync after the first sends %v again, want a and b", got)
+	}
+	if got := syncs(box, p, ended, "s2", "s3"); len(got.Entries) != 1 {
+		t.Fatalf("two ended syncs have sent the rows: %d entries, want them kept for a third", len(got.Entries))
+	}
+	if got := syncs(box, p, ended, "s2", "s3", "s4"); len(got.Entries) != 0 {
+		t.Fatalf("three ended syncs have sent the rows: %d entries, want none", len(got.Entries))
+	}
+}
+
+func TestAStoppedSyncDoesNotCount(t *testing.T) {
+	p := Policy{Syncs: 3}
+	box := (&Box{}).With(entry(t, "s1", "a"))
+	// s1 ran to its end; s2 to s5 were stopped; s6 and s7 ended.
+	ended := map[string]bool{"s1": true, "s6": true, "s7": true}
+	box = syncs(box, p, ended, "s2", "s3", "s4", "s5", "s6", "s7")
+	if got := rowsOf(t, box); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("after four stopped syncs and two ended ones the outbox holds %v, want a: only three ended syncs count", got)
+	}
+	if got := syncs(box, p, ended, "s8"); len(got.Entries) != 0 {
+		t.Fatalf("%d entries after the third ended sync, want none", len(got.Entries))
+	}
+}
+
+func TestTheZeroPolicyKeepsNothing(t *testing.T) {
+	box := (&Box{}).With(entry(t, "s1", "a"))
+	if (Policy{}).On() || (Policy{Syncs: 1}).On() {
+		t.Fatal("a policy of one sync or none sends rows again")
+	}
+	if got := box.Resend("s2", func(string) bool { return false }, Policy{}); len(got.Entries) != 0 {
+		t.Fatalf("the zero policy kept %d entries", len(got.Entries))
+	}
+}
+
+func TestRowsAreSentAgainOldestFirst(t *testing.T) {
+	p := Policy{Syncs: 3}
+	box := (&Box{}).With(entry(t, "s1", "a", "b"))
+	box = box.Resend("s2", func(string) bool { return true }, p).With(entry(t, "s2", "c"))
+	text, err := box.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(text, "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, back); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("rows %v, want a, b, c", got)
+	}
+}
+
+func TestADamagedOutboxIsRefusedNamingTheValue(t *testing.T) {
+	text, err := (&Box{}).With(entry(t, "s1", "a")).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j boxJSON
+	if err := json.Unmarshal([]byte(text), &j); err != nil {
+		t.Fatal(err)
+	}
+	j.Entries[0].Rows[len(j.Entries[0].Rows)-3] ^= 0xff // the gzip trailer's checksum
+	damaged, _ := json.Marshal(j)
+	if _, err := Unmarshal(string(damaged), `state "x_bookmarks/1"`); err == nil || !strings.Contains(err.Error(), `state "x_bookmarks/1"`) {
+		t.Fatalf("a damaged outbox gives %v, want an error naming the value", err)
+	}
+	if box, err := Unmarshal("", "state"); err != nil || len(box.Entries) != 0 {
+		t.Fatalf("the empty value is %v, %v: want an empty outbox", box, err)
+	}
+}

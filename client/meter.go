@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/internal/idset"
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // X's published pay-per-use rates (2026), in USD per resource.
@@ -295,12 +295,12 @@ func (u *Usage) Add(o Usage) {
 // UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and a copy of
 // the posts and users, for a later meter of the same user to continue from
 // (RestoreBilled).
-func (m *Meter) BilledToday(userID string) (day string, posts, users *idset.Set) {
+func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.days[userID]
 	if l == nil {
-		return "", &idset.Set{}, &idset.Set{}
+		return "", &ids.Set{}, &ids.Set{}
 	}
 	return l.day, l.seen[kindPost].Clone(), l.seen[kindUser].Clone()
 }
@@ -406,7 +406,7 @@ const (
 // ledger is the resources of one user billed on one UTC day.
 type ledger struct {
 	day  string
-	seen [2]idset.Set
+	seen [2]ids.Set
 }
 
 func newLedger(day string) *ledger {

@@ -200,7 +200,7 @@ func TestMeter_BillsAResourceOncePerUTCDay(t *testing.T) {
 	}
 	day, posts, _ := c.Meter().BilledToday(testUser)
 	if day != "2026-01-16" || posts.Len() != 3 {
-		t.Errorf("ledger %s %v", day, posts.Sorted())
+		t.Errorf("ledger %s %v", day, posts.IDs())
 	}
 }
 
@@ -339,7 +339,7 @@ func TestMeter_TheLastReaderOutPutsTheLedgerAway(t *testing.T) {
 	}
 	store := func() error {
 		_, posts, _ := m.BilledToday(testUser)
-		stored = append(stored, posts.Sorted())
+		stored = append(stored, posts.IDs())
 		return nil
 	}
 	bill := func(ids ...string) { m.bill(testUser, OpListBookmarks, now, Resources{Posts: ids}, true) }

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -41,6 +42,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -155,7 +157,7 @@ type run struct {
 	order   []string // tables in the order announced
 	// written holds, per account, the posts of the x_bookmarks rows
 	// written: by earlier runs (HasEarlier), and by this one.
-	written *writtenIDs
+	written map[string]*ids.Set
 	sess    *account.Set
 	comp    *resources.Compliance // the sync's compliance check, if it ran one
 	prog    *progress
@@ -249,7 +251,7 @@ func (r *run) begin() error {
 	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
 		return err
 	}
-	r.written = newWrittenIDs(r.state.Written)
+	r.written = maps.Clone(r.state.Written)
 	return nil
 }
 
@@ -353,11 +355,7 @@ func (r *run) archived(ctx context.Context, userID string) ([]uint64, error) {
 	if err := r.catchUp(ctx); err != nil {
 		return nil, err
 	}
-	set := r.written.byUser[userID]
-	if set == nil {
-		return nil, nil
-	}
-	return set.sortedNumbers(), nil
+	return r.written[userID].Numbers(), nil
 }
 
 // catchUp returns once every message the sync sent before the call is
@@ -518,7 +516,12 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // firstWrite records that the post of the account is written, and reports
 // whether it was not already.
 func (r *run) firstWrite(uid, postID string) bool {
-	if !r.written.AddNew(uid, postID) {
+	set := r.written[uid]
+	if set == nil {
+		set = &ids.Set{}
+		r.written[uid] = set
+	}
+	if !set.Add(postID) {
 		r.res.skipped(uid)
 		return false
 	}
@@ -532,20 +535,20 @@ func (r *run) firstWrite(uid, postID string) bool {
 // its bookmark or the table holds the post's rows already (diskState.Stray).
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
-		return !r.writtenBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].has(postID)
+		return !r.writtenBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
 	}
 	return r.firstWrite(uid, postID)
 }
 
 // strayLeft is the state's stray content rows (diskState.Stray) but those
 // of the posts whose bookmark is written now: the written ids cover them.
-func (r *run) strayLeft() map[string]map[string]*idSet {
-	var out map[string]map[string]*idSet
+func (r *run) strayLeft() map[string]map[string]*ids.Set {
+	var out map[string]map[string]*ids.Set
 	for table, byUser := range r.state.Stray {
 		for uid, set := range byUser {
-			left := &idSet{}
+			left := &ids.Set{}
 			for _, id := range set.IDs() {
-				if !r.written.byUser[uid].has(id) {
+				if !r.written[uid].Has(id) {
 					left.Add(id)
 				}
 			}
@@ -553,10 +556,10 @@ func (r *run) strayLeft() map[string]map[string]*idSet {
 				continue
 			}
 			if out == nil {
-				out = map[string]map[string]*idSet{}
+				out = map[string]map[string]*ids.Set{}
 			}
 			if out[table] == nil {
-				out[table] = map[string]*idSet{}
+				out[table] = map[string]*ids.Set{}
 			}
 			out[table][uid] = left
 		}
@@ -568,8 +571,7 @@ func (r *run) strayLeft() map[string]map[string]*idSet {
 // bookmark of postID. (Content rows may come before or after their
 // bookmark's row: records of different tables are not ordered.)
 func (r *run) writtenBefore(uid, postID string) bool {
-	set := r.written.byUser[uid]
-	return set != nil && set.HasEarlier(postID)
+	return r.written[uid].HasEarlier(postID)
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
@@ -596,7 +598,7 @@ func (r *run) commitAndPublish() error {
 	next := &diskState{
 		Format:  stateFormat,
 		Keys:    r.stateC.Committed(),
-		Written: r.written.byUser,
+		Written: r.written,
 		Stray:   r.strayLeft(),
 		LastRun: r.state.LastRun,
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -46,9 +47,9 @@ func isJobKey(key string) bool { return strings.HasPrefix(key, resources.Complia
 // that check compliance need it.
 func (s *runState) freeze() {
 	old := s.r.state
-	written := make(map[string]*idSet, len(old.Written))
+	written := make(map[string]*ids.Set, len(old.Written))
 	for uid, set := range old.Written {
-		written[uid] = set.snapshot()
+		written[uid] = set.Clone()
 	}
 	s.committed = &diskState{Format: stateFormat, Keys: maps.Clone(old.Keys), Written: written, Stray: old.Stray, LastRun: old.LastRun}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -215,7 +216,7 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 }
 
 // distrust says why a walk memory cannot be kept, or "" if it can.
-func distrust(key, value string, written map[string]*idSet) string {
+func distrust(key, value string, written map[string]*ids.Set) string {
 	if err := checkKey(key, value); err != nil {
 		return "damaged (" + strings.TrimPrefix(err.Error(), "the state key "+key+" is damaged: ") + ")"
 	}
@@ -283,12 +284,12 @@ func tableFiles(out, table string, pending *runRecord, skip map[string]bool) ([]
 }
 
 // readWritten reads the (user_id, post_id) of every x_bookmarks file.
-func readWritten(out string, pending *runRecord, skip map[string]bool) (map[string]*idSet, int, error) {
+func readWritten(out string, pending *runRecord, skip map[string]bool) (map[string]*ids.Set, int, error) {
 	paths, err := tableFiles(out, resources.BookmarksTable, pending, skip)
 	if err != nil {
 		return nil, 0, err
 	}
-	written := map[string]*idSet{}
+	written := map[string]*ids.Set{}
 	for _, path := range paths {
 		if err := readKeys(path, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
 			return nil, 0, unreadable(out, err)
@@ -300,8 +301,8 @@ func readWritten(out string, pending *runRecord, skip map[string]bool) (map[stri
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): diskState.Stray. Nil when there are none.
-func readStray(out string, pending *runRecord, written map[string]*idSet, skip map[string]bool) (map[string]map[string]*idSet, error) {
-	var stray map[string]map[string]*idSet
+func readStray(out string, pending *runRecord, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
+	var stray map[string]map[string]*ids.Set
 	for _, table := range resources.Bookmarks().Relations {
 		paths, err := tableFiles(out, table.Name, pending, skip)
 		if err != nil {
@@ -309,14 +310,14 @@ func readStray(out string, pending *runRecord, written map[string]*idSet, skip m
 		}
 		for _, path := range paths {
 			err := readKeys(path, func(uid, postID string) {
-				if written[uid].has(postID) {
+				if written[uid].Has(postID) {
 					return
 				}
 				if stray == nil {
-					stray = map[string]map[string]*idSet{}
+					stray = map[string]map[string]*ids.Set{}
 				}
 				if stray[table.Name] == nil {
-					stray[table.Name] = map[string]*idSet{}
+					stray[table.Name] = map[string]*ids.Set{}
 				}
 				addTo(stray[table.Name], uid, postID)
 			})
@@ -329,10 +330,10 @@ func readStray(out string, pending *runRecord, written map[string]*idSet, skip m
 }
 
 // addTo adds the post to the user's set in sets.
-func addTo(sets map[string]*idSet, uid, postID string) {
+func addTo(sets map[string]*ids.Set, uid, postID string) {
 	set := sets[uid]
 	if set == nil {
-		set = &idSet{}
+		set = &ids.Set{}
 		sets[strings.Clone(uid)] = set // uid shares a record's buffer
 	}
 	set.Add(postID)
@@ -390,7 +391,7 @@ func newestRun(out string, pending *runRecord) *runRecord {
 }
 
 // sameWritten reports whether two sets of written ids are equal.
-func sameWritten(a, b map[string]*idSet) bool {
+func sameWritten(a, b map[string]*ids.Set) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -409,7 +410,7 @@ func sameWritten(a, b map[string]*idSet) bool {
 }
 
 // sameStray reports whether two records of stray content rows are equal.
-func sameStray(a, b map[string]map[string]*idSet) bool {
+func sameStray(a, b map[string]map[string]*ids.Set) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
@@ -45,7 +46,7 @@ type diskState struct {
 	// Written lists, per user id, the post ids of the x_bookmarks rows in
 	// the committed files, so a post bookmarked again after it was removed
 	// (which the walk emits as new) is not written twice.
-	Written map[string]*idSet `json:"written"`
+	Written map[string]*ids.Set `json:"written"`
 	// Stray lists, per child table of x_bookmarks (its content: authors,
 	// media, referenced posts) and per user id, the posts whose rows the
 	// table's files hold while no x_bookmarks file holds the post: the
@@ -53,7 +54,7 @@ type diskState struct {
 	// walk that reads such a post again writes its x_bookmarks row, and not
 	// its rows of that table, which holds them already; the post then
 	// leaves this list. Empty but after such a repair.
-	Stray map[string]map[string]*idSet `json:"stray,omitempty"`
+	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
 	// Pending is a committed run whose files may not all be published yet.
 	Pending *runRecord `json:"pending,omitempty"`
 	// LastRun is the last run published.
@@ -73,7 +74,7 @@ func (s *diskState) writeTo(w io.Writer) error {
 	writeObject(ew, s.Written, encodeSet)
 	if len(s.Stray) > 0 {
 		ew.WriteString(`,"stray":`)
-		writeObject(ew, s.Stray, func(byUser map[string]*idSet) ([]byte, error) {
+		writeObject(ew, s.Stray, func(byUser map[string]*ids.Set) ([]byte, error) {
 			var b bytes.Buffer
 			inner := &errWriter{w: &b}
 			writeObject(inner, byUser, encodeSet)
@@ -100,7 +101,7 @@ func (s *diskState) writeTo(w io.Writer) error {
 
 // encodeSet is a set as JSON: its text, a string (base64: nothing to
 // escape).
-func encodeSet(set *idSet) ([]byte, error) {
+func encodeSet(set *ids.Set) ([]byte, error) {
 	text, err := set.MarshalText()
 	return append(append([]byte{'"'}, text...), '"'), err
 }
@@ -175,7 +176,7 @@ func finalPath(out string, f fileRecord) string {
 }
 
 func newDiskState() *diskState {
-	return &diskState{Format: stateFormat, Keys: map[string]string{}, Written: map[string]*idSet{}}
+	return &diskState{Format: stateFormat, Keys: map[string]string{}, Written: map[string]*ids.Set{}}
 }
 
 // loadState reads DIR/.state/state.json. A missing file is an empty state
@@ -359,15 +360,15 @@ func (s *diskState) readFrom(r io.Reader) error {
 				return err
 			})
 		case "written":
-			s.Written = map[string]*idSet{}
+			s.Written = map[string]*ids.Set{}
 			return decodeSets(dec, s.Written, "the written-id set")
 		case "stray":
-			s.Stray = map[string]map[string]*idSet{}
+			s.Stray = map[string]map[string]*ids.Set{}
 			return decodeObject(dec, func(table string) error {
 				if !isBookmarkContent(table) {
 					return fmt.Errorf("stray rows of %q, which is not a content table of x_bookmarks", table)
 				}
-				s.Stray[table] = map[string]*idSet{}
+				s.Stray[table] = map[string]*ids.Set{}
 				return decodeSets(dec, s.Stray[table], "the stray rows of "+table)
 			})
 		case "pending":
@@ -389,9 +390,9 @@ func (s *diskState) readFrom(r io.Reader) error {
 
 // decodeSets reads a JSON object of id sets by user id into sets; what
 // names them in an error.
-func decodeSets(dec *json.Decoder, sets map[string]*idSet, what string) error {
+func decodeSets(dec *json.Decoder, sets map[string]*ids.Set, what string) error {
 	return decodeObject(dec, func(uid string) error {
-		var set *idSet
+		var set *ids.Set
 		if err := dec.Decode(&set); err != nil {
 			return err
 		}

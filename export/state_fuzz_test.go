@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // fuzzStates are states as runs write them, for the fuzzers' seeds.
 func fuzzStates(tb testing.TB) [][]byte {
-	written := &idSet{}
+	written := &ids.Set{}
 	for _, id := range []string{"1800000000000000000", "1800000000000000007", "odd-id"} {
 		written.Add(id)
 	}
@@ -28,9 +28,9 @@ func fuzzStates(tb testing.TB) [][]byte {
 	var out [][]byte
 	for _, s := range []*diskState{
 		newDiskState(),
-		{Format: stateFormat, LastRun: run, Written: map[string]*idSet{"1001": written}, Keys: map[string]string{
+		{Format: stateFormat, LastRun: run, Written: map[string]*ids.Set{"1001": written}, Keys: map[string]string{
 			"x_bookmarks/1001": mem, "x_bookmark_folder_posts/1001/77": mem, "x_bookmark_folders/1001": `[{"id":"77","name":"f"}]`}},
-		{Format: stateFormat, Pending: run, Written: map[string]*idSet{}, Keys: map[string]string{}},
+		{Format: stateFormat, Pending: run, Written: map[string]*ids.Set{}, Keys: map[string]string{}},
 	} {
 		var b bytes.Buffer
 		if err := s.writeTo(&b); err != nil {
@@ -88,54 +88,6 @@ func FuzzDecodeState(f *testing.F) {
 		}
 		if !reflect.DeepEqual(back.Keys, s.Keys) || !reflect.DeepEqual(back.Pending, s.Pending) || !reflect.DeepEqual(back.LastRun, s.LastRun) || !sameWritten(back.Written, s.Written) {
 			t.Fatalf("a loaded state reads back differently")
-		}
-	})
-}
-
-// FuzzIDSetDecode decodes written-id sets from any bytes, packed as the
-// state packs them (so that the fuzzer reaches the decoder past gzip's
-// CRC). A set that decodes holds sorted, unique, canonical ids and encodes
-// back to the same set.
-func FuzzIDSetDecode(f *testing.F) {
-	for _, ids := range [][]string{nil, {"1800000000000000000", "5", "18446744073709551615"}, {"007", "x", ""}} {
-		s := &idSet{}
-		for _, id := range ids {
-			s.Add(id)
-		}
-		text, err := s.MarshalText()
-		if err != nil {
-			f.Fatal(err)
-		}
-		raw, err := textpack.Unpack(text, "seed")
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		text, err := textpack.Pack(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var s idSet
-		if err := s.UnmarshalText(text); err != nil {
-			return
-		}
-		ids := s.IDs()
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] || !s.Has(id) || s.AddNew(id) {
-				t.Fatalf("id %q: repeated, or not held", id)
-			}
-			seen[id] = true
-		}
-		again, err := s.MarshalText()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back idSet
-		if err := back.UnmarshalText(again); err != nil || !reflect.DeepEqual(back.IDs(), ids) {
-			t.Fatalf("a decoded set reads back as %v (%v); want %v", back.IDs(), err, ids)
 		}
 	})
 }

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // The state file is written key by key (Keys and Written are most of it,
 // and are never encoded whole in memory); the bytes must be exactly
 // json.Marshal's, so a state reads back as it always did.
 func TestStateEncodingIsJSONMarshal(t *testing.T) {
-	written := &idSet{}
+	written := &ids.Set{}
 	for i := range 1000 {
 		written.Add(strconv.Itoa(1_700_000_000_000_000_000 + i*7919))
 	}
@@ -26,12 +28,12 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 		"empty": newDiskState(),
 		"pending, no last run": {Format: stateFormat, Pending: run,
 			Keys:    map[string]string{"x_bookmarks/1001": `{"version":1,"held":"<&>\"quoted\" é"}`, "x_bookmarks/1002": ""},
-			Written: map[string]*idSet{"1001": written}},
-		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*idSet{"1001": written, "1002": {}, "<&>": written}},
-		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{}},
+			Written: map[string]*ids.Set{"1001": written}},
+		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*ids.Set{"1001": written, "1002": {}, "<&>": written}},
+		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*ids.Set{}},
 		"nil maps":  {Format: stateFormat},
-		"stray content rows": {Format: stateFormat, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{"1001": written},
-			Stray: map[string]map[string]*idSet{"x_bookmark_media": {"1001": written, "1002": {}}, "x_bookmark_authors": {"<&>": written}}},
+		"stray content rows": {Format: stateFormat, LastRun: run, Keys: map[string]string{}, Written: map[string]*ids.Set{"1001": written},
+			Stray: map[string]map[string]*ids.Set{"x_bookmark_media": {"1001": written, "1002": {}}, "x_bookmark_authors": {"<&>": written}}},
 	} {
 		want, err := json.Marshal(s)
 		if err != nil {
@@ -76,7 +78,7 @@ func TestStateRefusesANullWrittenSet(t *testing.T) {
 // run record, whatever their order in the file; fields it does not know
 // are skipped, and anything after the object is damage.
 func TestStateReadsBackWhatItWrote(t *testing.T) {
-	written := &idSet{}
+	written := &ids.Set{}
 	for i := range 5000 {
 		written.Add(strconv.Itoa(1_700_000_000_000_000_000 + i*7919))
 	}
@@ -86,8 +88,8 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 		Files: []fileRecord{{Table: "x_bookmarks", Name: at.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 5001}}}
 	s := &diskState{Format: stateFormat, Pending: run, LastRun: run,
 		Keys:    map[string]string{"another/1001": `{"held":"<&>\"q\""}`, "k": ""},
-		Written: map[string]*idSet{"1001": written, "1002": {}},
-		Stray:   map[string]map[string]*idSet{"x_bookmark_media": {"1002": written}}}
+		Written: map[string]*ids.Set{"1001": written, "1002": {}},
+		Stray:   map[string]map[string]*ids.Set{"x_bookmark_media": {"1002": written}}}
 	var buf bytes.Buffer
 	if err := s.writeTo(&buf); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/internal/idset"
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -158,14 +157,14 @@ func SaveBilled(ctx context.Context, s *account.Session, now time.Time) error {
 
 // newBilledValue is the ledger of day: the posts billed that the bookmarks
 // memory holds, by their place in its held list, and the others by id.
-func newBilledValue(ctx context.Context, s *account.Session, day string, posts, users *idset.Set) (*billedValue, error) {
-	v := &billedValue{Version: billedVersion, Day: day, Posts: walk.NewIDList(), Users: walk.NewIDList(users.Sorted()...)}
+func newBilledValue(ctx context.Context, s *account.Session, day string, posts, users *ids.Set) (*billedValue, error) {
+	v := &billedValue{Version: billedVersion, Day: day, Posts: walk.NewIDList(), Users: walk.NewIDList(users.IDs()...)}
 	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))
 	if err != nil {
 		return nil, err
 	}
-	var held idset.Set // the held posts, once each
-	named := 0         // the posts billed that Held names
+	var held ids.Set // the held posts, once each
+	named := 0       // the posts billed that Held names
 	if mem != nil && mem.Held.Len() > 0 {
 		bits := newHeldBits(mem.Held.Len())
 		for i := range mem.Held.Len() {
@@ -182,7 +181,7 @@ func newBilledValue(ctx context.Context, s *account.Session, day string, posts, 
 		}
 	}
 	if named < posts.Len() {
-		for _, id := range posts.Sorted() {
+		for _, id := range posts.IDs() {
 			if !held.Has(id) {
 				v.Posts.Append(id)
 			}
@@ -205,12 +204,12 @@ func (h *heldBits) has(i int) bool { return h.bits[i/8]&(1<<(i%8)) != 0 }
 // MarshalText encodes the bits as the count, then the bits: packed as text.
 func (h *heldBits) MarshalText() ([]byte, error) {
 	raw := binary.AppendUvarint(nil, uint64(h.n))
-	return textpack.Pack(append(raw, h.bits...))
+	return ids.Pack(append(raw, h.bits...))
 }
 
 // UnmarshalText decodes what MarshalText wrote.
 func (h *heldBits) UnmarshalText(text []byte) error {
-	raw, err := textpack.Unpack(text, "billed held posts")
+	raw, err := ids.Unpack(text, "billed held posts")
 	if err != nil {
 		return err
 	}

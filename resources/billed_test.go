@@ -78,7 +78,7 @@ func TestALedgerIsNotReadAgainstAnotherHeldList(t *testing.T) {
 	s2 := ledgerSession(t, st, postIDsFrom(900, 50), now.Add(time.Hour))
 	bringBack(ctx, s2)
 	if _, posts, _ := s2.Meter.BilledToday("1"); posts.Len() != 1 || !posts.Has("5") {
-		t.Errorf("restored %v, want 5 alone", posts.Sorted())
+		t.Errorf("restored %v, want 5 alone", posts.IDs())
 	}
 }
 
@@ -91,7 +91,7 @@ func TestALedgerOfTheFormerFormatIsRead(t *testing.T) {
 	s := ledgerSession(t, st, nil, time.Time{})
 	bringBack(ctx, s)
 	if day, posts, users := s.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 2 || users.Len() != 1 {
-		t.Errorf("restored %s %v %v", day, posts.Sorted(), users.Sorted())
+		t.Errorf("restored %s %v %v", day, posts.IDs(), users.IDs())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // recordArchived wraps the bookmarks walk's emit: the ids of the rows it
@@ -30,7 +31,7 @@ func recordArchived(s *account.Session, emit func(context.Context, []*bookmark) 
 		mu.Lock()
 		defer mu.Unlock()
 		for _, b := range rows {
-			if n, ok := parsePostID(b.post.ID); ok {
+			if n, ok := ids.Parse(b.post.ID); ok {
 				emitted = append(emitted, n)
 			}
 		}
@@ -39,7 +40,7 @@ func recordArchived(s *account.Session, emit func(context.Context, []*bookmark) 
 	save = func(ctx context.Context, walkErr error) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if err := addArchived(ctx, s, newPostIDs(emitted)); err != nil {
+		if err := addArchived(ctx, s, ids.NewSorted(emitted)); err != nil {
 			return errors.Join(walkErr, fmt.Errorf("%s: %w", s.ID(), err))
 		}
 		emitted = nil
@@ -50,16 +51,16 @@ func recordArchived(s *account.Session, emit func(context.Context, []*bookmark) 
 
 // addArchived adds ids to the account's archived ids. The first time, the
 // walk's held list seeds them (loadArchived).
-func addArchived(ctx context.Context, s *account.Session, ids postIDs) error {
+func addArchived(ctx context.Context, s *account.Session, emitted ids.Sorted) error {
 	archived, recorded, err := loadArchived(ctx, s)
 	if err != nil {
 		return err
 	}
-	all := archived.union(ids)
+	all := archived.Union(emitted)
 	if len(all) == 0 || (recorded && len(all) == len(archived)) {
 		return nil
 	}
-	text, err := all.marshal()
+	text, err := all.Marshal()
 	if err != nil {
 		return err
 	}

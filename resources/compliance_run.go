@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // A check of the archive, run by x_post_compliance's resolver after the
@@ -136,8 +137,8 @@ func (c *Compliance) startRounds(accts []*accountChecks, now time.Time) {
 }
 
 // dueBatch is the next job's ids: the smallest max ids due in any account.
-func dueBatch(accts []*accountChecks, max int) postIDs {
-	var all postIDs
+func dueBatch(accts []*accountChecks, max int) ids.Sorted {
+	var all ids.Sorted
 	for _, a := range accts {
 		if a.roundStart.IsZero() {
 			continue
@@ -148,7 +149,7 @@ func dueBatch(accts []*accountChecks, max int) postIDs {
 				due = append(due, id)
 			}
 		}
-		all = all.union(due)
+		all = all.Union(due)
 	}
 	if len(all) > max {
 		all = all[:max]
@@ -181,7 +182,7 @@ func (c *Compliance) jobName() string {
 }
 
 // startJob creates a job for batch, records it and uploads its ids.
-func (c *Compliance) startJob(ctx context.Context, key string, batch postIDs, deadline time.Time) (*jobRecord, error) {
+func (c *Compliance) startJob(ctx context.Context, key string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
 	if err := c.waitForIdle(ctx, deadline); err != nil {
 		return nil, err
 	}
@@ -211,7 +212,7 @@ func (c *Compliance) startJob(ctx context.Context, key string, batch postIDs, de
 }
 
 func (c *Compliance) upload(ctx context.Context, key string, rec *jobRecord, job *client.ComplianceJob) error {
-	if _, err := c.API.UploadComplianceIDs(ctx, job, rec.IDs.strings()); err != nil {
+	if _, err := c.API.UploadComplianceIDs(ctx, job, rec.IDs.Strings()); err != nil {
 		return fmt.Errorf("uploading the ids of compliance job %s (the next sync tries again while the job takes them): %w", rec.ID, err)
 	}
 	rec.Uploaded = true
@@ -324,7 +325,7 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 	now := c.Clock.Now()
 	reported := make(map[uint64]client.ComplianceResult, len(results))
 	for _, r := range results {
-		if n, ok := parsePostID(r.ID); ok && rec.IDs.contains(n) {
+		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
 			reported[n] = r
 		}
 	}
@@ -332,7 +333,7 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 	for _, a := range accts {
 		var updates []check
 		for _, id := range rec.IDs {
-			if !a.archived.contains(id) {
+			if !a.archived.Has(id) {
 				continue
 			}
 			r, isReported := reported[id]

@@ -14,8 +14,8 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
 )
 
 // What the compliance checks keep in the state backend:
@@ -53,108 +53,6 @@ func complianceJobKey(scope string) string {
 	return ComplianceJobKeyPrefix + "/" + scope
 }
 
-// postIDs is a sorted set of post ids. X's ids are decimal numbers that fit
-// in a uint64; an id that is not one cannot be checked and is not kept.
-type postIDs []uint64
-
-// parsePostID reads a canonical decimal id (no sign, no leading zero), so
-// that formatting it gives the id back.
-func parsePostID(id string) (uint64, bool) {
-	if id == "" || len(id) > 20 || (id[0] == '0' && len(id) > 1) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(id, 10, 64)
-	return n, err == nil
-}
-
-// newPostIDs sorts and de-duplicates ids in place.
-func newPostIDs(ids []uint64) postIDs {
-	slices.Sort(ids)
-	return slices.Compact(ids)
-}
-
-// union merges two sets.
-func (p postIDs) union(o postIDs) postIDs {
-	out := make(postIDs, 0, len(p)+len(o))
-	i, j := 0, 0
-	for i < len(p) || j < len(o) {
-		switch {
-		case j == len(o) || (i < len(p) && p[i] < o[j]):
-			out = append(out, p[i])
-			i++
-		case i == len(p) || o[j] < p[i]:
-			out = append(out, o[j])
-			j++
-		default:
-			out = append(out, p[i])
-			i, j = i+1, j+1
-		}
-	}
-	return out
-}
-
-func (p postIDs) contains(id uint64) bool {
-	_, ok := slices.BinarySearch(p, id)
-	return ok
-}
-
-func (p postIDs) strings() []string {
-	out := make([]string, len(p))
-	for i, n := range p {
-		out[i] = strconv.FormatUint(n, 10)
-	}
-	return out
-}
-
-const idsFormat byte = 1
-
-// marshal encodes the set as text: a format byte, the count, then the ids
-// as ascending deltas (uvarints), packed by textpack.
-func (p postIDs) marshal() (string, error) {
-	raw := make([]byte, 0, 1+binary.MaxVarintLen64+len(p)*5)
-	raw = append(raw, idsFormat)
-	raw = binary.AppendUvarint(raw, uint64(len(p)))
-	var prev uint64
-	for _, n := range p {
-		raw = binary.AppendUvarint(raw, n-prev)
-		prev = n
-	}
-	text, err := textpack.Pack(raw)
-	return string(text), err
-}
-
-func unmarshalPostIDs(text, what string) (postIDs, error) {
-	if text == "" {
-		return nil, nil
-	}
-	raw, err := textpack.Unpack([]byte(text), what)
-	if err != nil {
-		return nil, err
-	}
-	r := bytes.NewReader(raw)
-	if f, err := r.ReadByte(); err != nil || f != idsFormat {
-		return nil, fmt.Errorf("%s: unknown format", what)
-	}
-	count, err := binary.ReadUvarint(r)
-	if err != nil || count > uint64(len(raw)) {
-		return nil, fmt.Errorf("%s: bad count", what)
-	}
-	out := make(postIDs, count)
-	var prev uint64
-	for i := range out {
-		d, err := binary.ReadUvarint(r)
-		if err != nil || (i > 0 && d == 0) {
-			return nil, fmt.Errorf("%s: damaged at id %d of %d", what, i, count)
-		}
-		prev += d
-		out[i] = prev
-	}
-	if r.Len() != 0 {
-		return nil, fmt.Errorf("%s: trailing bytes", what)
-	}
-	return out, nil
-}
-
 // Reasons X reports a post for, by code (a code is kept in the state
 // backend: new reasons go at the end). A reason not listed (X may add some)
 // is kept as reasonOther: checked again every round, like the others but
@@ -186,7 +84,7 @@ type check struct {
 // accountChecks is one account's side of the checks.
 type accountChecks struct {
 	userID   string
-	archived postIDs
+	archived ids.Sorted
 	checks   []check // sorted by id
 	// roundStart is when the account's current check round started (zero:
 	// none running); lastRound when its last finished round started.
@@ -273,7 +171,7 @@ func (a *accountChecks) marshalChecks() (string, error) {
 		raw = append(raw, c.reason)
 		prev = c.id
 	}
-	text, err := textpack.Pack(raw)
+	text, err := ids.Pack(raw)
 	if err != nil {
 		return "", err
 	}
@@ -307,7 +205,7 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	if j.Version != checksVersion {
 		return fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, checksVersion)
 	}
-	raw, err := textpack.Unpack([]byte(j.Checks), what)
+	raw, err := ids.Unpack([]byte(j.Checks), what)
 	if err != nil {
 		return err
 	}
@@ -346,21 +244,21 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 // when none were recorded yet. An account archived before the ids were
 // recorded has its walk's held list stand in (the posts it still holds:
 // those whose bookmark was removed before are not known).
-func loadArchived(ctx context.Context, s *account.Session) (ids postIDs, recorded bool, err error) {
+func loadArchived(ctx context.Context, s *account.Session) (archived ids.Sorted, recorded bool, err error) {
 	if s.Archived != nil {
-		ids, err := s.Archived(ctx, s.UserID)
+		nums, err := s.Archived(ctx, s.UserID)
 		if err != nil {
 			return nil, false, fmt.Errorf("reading the posts archived: %w", err)
 		}
-		return ids, true, nil
+		return nums, true, nil
 	}
 	value, err := s.State.GetKey(ctx, archivedKey(s.UserID))
 	if err != nil {
 		return nil, false, fmt.Errorf("reading state %q: %w", archivedKey(s.UserID), err)
 	}
 	if value != "" {
-		ids, err := unmarshalPostIDs(value, "state "+strconv.Quote(archivedKey(s.UserID)))
-		return ids, true, err
+		nums, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(archivedKey(s.UserID)))
+		return nums, true, err
 	}
 	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))
 	if err != nil || mem == nil {
@@ -368,11 +266,11 @@ func loadArchived(ctx context.Context, s *account.Session) (ids postIDs, recorde
 	}
 	held := make([]uint64, 0, mem.Held.Len())
 	for i := range mem.Held.Len() {
-		if n, ok := parsePostID(mem.Held.At(i)); ok {
+		if n, ok := ids.Parse(mem.Held.At(i)); ok {
 			held = append(held, n)
 		}
 	}
-	return newPostIDs(held), false, nil
+	return ids.NewSorted(held), false, nil
 }
 
 // jobRecord is the job in progress: enough to resume it in a later run.
@@ -380,8 +278,8 @@ type jobRecord struct {
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"created_at"`
 	// Uploaded is set once the ids are uploaded.
-	Uploaded bool    `json:"uploaded"`
-	IDs      postIDs `json:"-"`
+	Uploaded bool       `json:"uploaded"`
+	IDs      ids.Sorted `json:"-"`
 }
 
 type jobRecordJSON struct {
@@ -410,15 +308,15 @@ func decodeJob(key, value string) (*jobRecord, error) {
 	if j.Version != jobVersion {
 		return nil, fmt.Errorf("state %q has version %d; this build reads version %d", key, j.Version, jobVersion)
 	}
-	ids, err := unmarshalPostIDs(j.Text, "state "+strconv.Quote(key))
+	nums, err := ids.UnmarshalSorted(j.Text, "state "+strconv.Quote(key))
 	if err != nil {
 		return nil, err
 	}
-	if len(ids) != j.Count || j.ID == "" {
+	if len(nums) != j.Count || j.ID == "" {
 		return nil, fmt.Errorf("state %q is damaged", key)
 	}
 	rec := j.jobRecord
-	rec.IDs = ids
+	rec.IDs = nums
 	return &rec, nil
 }
 
@@ -427,7 +325,7 @@ func decodeJob(key, value string) (*jobRecord, error) {
 func saveJob(ctx context.Context, st state.Client, key string, rec *jobRecord, flush bool) error {
 	value := ""
 	if rec != nil {
-		text, err := rec.IDs.marshal()
+		text, err := rec.IDs.Marshal()
 		if err != nil {
 			return err
 		}

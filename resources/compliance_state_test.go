@@ -8,31 +8,14 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/rs/zerolog"
 )
 
-// The archived ids and the checks survive a round trip through the state
+// The checks survive a round trip through the state
 // backend's text, and a damaged value is refused rather than misread.
 func TestComplianceStateRoundTrip(t *testing.T) {
-	ids := newPostIDs([]uint64{1880000000000000002, 5, 1880000000000000001, 5, 1})
-	if !slices.Equal(ids, postIDs{1, 5, 1880000000000000001, 1880000000000000002}) {
-		t.Fatalf("set %v", ids)
-	}
-	text, err := ids.marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := unmarshalPostIDs(text, "ids")
-	if err != nil || !slices.Equal(back, ids) {
-		t.Fatalf("round trip %v %v", back, err)
-	}
-	damaged := []byte(text)
-	damaged[len(damaged)/2] ^= 1
-	if _, err := unmarshalPostIDs(string(damaged), "ids"); err == nil {
-		t.Error("a damaged id set was read")
-	}
-
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	a := &accountChecks{roundStart: start, lastRound: start.Add(-168 * time.Hour)}
 	a.setAll([]check{{id: 5, at: start.UnixMilli(), reason: reasonDeleted}, {id: 9, at: 1, reason: reasonOther}})
@@ -57,7 +40,7 @@ func TestComplianceStateRoundTrip(t *testing.T) {
 // reported deleted; none outside a round.
 func TestDuePosts(t *testing.T) {
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	a := &accountChecks{archived: postIDs{1, 2, 3, 4}}
+	a := &accountChecks{archived: ids.Sorted{1, 2, 3, 4}}
 	a.setAll([]check{
 		{id: 1, at: start.Add(-time.Hour).UnixMilli()},                                   // clean, before the round
 		{id: 2, at: start.Add(-time.Hour).UnixMilli(), reason: reasonDeleted},            // deleted: never again
@@ -76,7 +59,7 @@ func TestDuePosts(t *testing.T) {
 	if !slices.Equal(due, []uint64{1, 4}) {
 		t.Errorf("due %v, want 1 (checked before the round) and 4 (never)", due)
 	}
-	if got := dueBatch([]*accountChecks{a, {archived: postIDs{0, 4, 8}, roundStart: start}}, 3); !slices.Equal(got, postIDs{0, 1, 4}) {
+	if got := dueBatch([]*accountChecks{a, {archived: ids.Sorted{0, 4, 8}, roundStart: start}}, 3); !slices.Equal(got, ids.Sorted{0, 1, 4}) {
 		t.Errorf("batch %v, want the 3 smallest due ids, each once", got)
 	}
 }
@@ -87,8 +70,8 @@ func TestDuePosts(t *testing.T) {
 func TestAChangeFromDeactivatedToAnUnknownReasonIsARow(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	c := &Compliance{Clock: clk, Logger: zerolog.Nop()}
-	a := &accountChecks{userID: "1001", archived: postIDs{7}}
-	rec := &jobRecord{ID: "job-1", IDs: postIDs{7}}
+	a := &accountChecks{userID: "1001", archived: ids.Sorted{7}}
+	rec := &jobRecord{ID: "job-1", IDs: ids.Sorted{7}}
 	for i, step := range []struct {
 		reason string
 		row    bool

@@ -123,7 +123,7 @@ func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
 	s2 := sess()
 	bringBack(ctx, s2)
 	if day, posts, users := s2.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 2 || users.Len() != 1 {
-		t.Fatalf("restored %s %v %v", day, posts.Sorted(), users.Sorted())
+		t.Fatalf("restored %s %v %v", day, posts.IDs(), users.IDs())
 	}
 	// The next day the ledger of the day before is cleared.
 	if err := SaveBilled(ctx, s2, day1.AddDate(0, 0, 1)); err != nil {

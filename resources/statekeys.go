@@ -7,6 +7,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -62,7 +63,7 @@ func stateDecoder(key string) func(value string) error {
 	case parts[0] == "job" && (len(parts) == 1 || len(parts) == 2 && parts[1] != ""):
 		return func(v string) error { _, err := decodeJob(key, v); return err }
 	case parts[0] == "archived" && len(parts) == 2 && allIDs(parts[1:]):
-		return func(v string) error { _, err := unmarshalPostIDs(v, what); return err }
+		return func(v string) error { _, err := ids.UnmarshalSorted(v, what); return err }
 	case parts[0] == "checks" && len(parts) == 2 && allIDs(parts[1:]):
 		return func(v string) error { return (&accountChecks{}).unmarshalChecks(v, what) }
 	}
@@ -76,7 +77,7 @@ func IsArchivedKey(key string) bool { return strings.HasPrefix(key, archivedKeyP
 
 func allIDs(parts []string) bool {
 	for _, p := range parts {
-		if _, ok := parsePostID(p); !ok || len(p) > 19 {
+		if _, ok := ids.Parse(p); !ok || len(p) > 19 {
 			return false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -16,7 +17,7 @@ func TestEveryStateKeyIsCheckedWhenItIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archived, err := newPostIDs([]uint64{1, 2}).marshal()
+	archived, err := ids.NewSorted([]uint64{1, 2}).Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestEveryStateKeyIsCheckedWhenItIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := memstate.New()
-	if err := saveJob(context.Background(), st, "job", &jobRecord{ID: "7", IDs: postIDs{1, 2}}, false); err != nil {
+	if err := saveJob(context.Background(), st, "job", &jobRecord{ID: "7", IDs: ids.Sorted{1, 2}}, false); err != nil {
 		t.Fatal(err)
 	}
 	job, _ := st.GetKey(context.Background(), "job")

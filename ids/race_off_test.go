@@ -1,5 +1,5 @@
 //go:build !race
 
-package textpack
+package ids
 
 const raceEnabled = false

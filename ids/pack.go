@@ -1,4 +1,4 @@
-// Package textpack turns binary state into text: gzip, then base64. State
+// Pack and Unpack turn binary state into text: gzip, then base64. State
 // backends store strings, and lists of post ids are most of the state.
 //
 // gzip for its CRC-32 and length: ids are stored as deltas, so one damaged
@@ -6,12 +6,12 @@
 // written ids that no longer holds the ids written is a post written twice).
 // The gzip member is written with stored (uncompressed) DEFLATE blocks: the
 // ids are already delta-varints, whose bytes are close to random for X's
-// snowflake ids, and compressing them saved 8-10% of their size for most of
-// the time spent saving the state (60 ms of 160 for a million held posts).
-// Unpack also reads the bare DEFLATE streams earlier versions wrote (no
-// DEFLATE stream starts with gzip's first byte, 0x1f: block type 3 is
-// reserved).
-package textpack
+// snowflake ids, and compressing them saved little of their size for much
+// of the time spent saving the state (docs/benchmarks.md). Unpack also reads
+// the bare DEFLATE streams earlier versions wrote (no DEFLATE stream starts
+// with gzip's first byte, 0x1f: block type 3 is reserved).
+
+package ids
 
 import (
 	"bytes"

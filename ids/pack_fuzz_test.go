@@ -1,4 +1,4 @@
-package textpack
+package ids
 
 import (
 	"bytes"

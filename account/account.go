@@ -107,17 +107,6 @@ func (s *Session) Check(ctx context.Context) error {
 	return nil
 }
 
-// State keys: one per account and list, disjoint across accounts and tables.
-func BookmarksKey(userID string) string { return "x_bookmarks/" + userID }
-
-// FolderKey is the state key of one folder's walk.
-func FolderKey(userID, folderID string) string {
-	return "x_bookmark_folder_posts/" + userID + "/" + folderID
-}
-
-// FoldersKey is the state key of the account's folder list.
-func FoldersKey(userID string) string { return "x_bookmark_folders/" + userID }
-
 // LoadMemory reads a walk's memory; nil means nothing is held (first sync).
 func (s *Session) LoadMemory(ctx context.Context, key string) (*walk.Memory, error) {
 	value, err := s.State.GetKey(ctx, key)

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -149,7 +148,7 @@ func (a *AccountEstimate) fromState(st *diskState) error {
 		}
 		a.Folders = len(folders)
 	}
-	if cut, err := walk.UnmarshalCapStop(st.Keys[resources.CapKey(account.BookmarksKey(a.UserID))]); err == nil && cut != nil && cut.Interrupted {
+	if cut, err := walk.UnmarshalCapStop(st.Keys[account.CapKey(account.BookmarksKey(a.UserID))]); err == nil && cut != nil && cut.Interrupted {
 		a.Interrupted = cut
 	}
 	return nil

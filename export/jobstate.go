@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"strings"
 	"sync"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
-	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // runState is the plugin's state backend during a run. Its keys are
@@ -39,7 +38,10 @@ func newRunState(r *run) *runState {
 	return s
 }
 
-func isJobKey(key string) bool { return strings.HasPrefix(key, resources.ComplianceJobKeyPrefix) }
+func isJobKey(key string) bool {
+	k, _ := account.ParseKey(key)
+	return k.Kind == account.ComplianceJob
+}
 
 // freeze keeps the committed state as it is now: its keys, and its
 // written-id sets as snapshots, before the run adds to the sets it shares

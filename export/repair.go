@@ -436,7 +436,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *runRecord) 
 		}
 		i += at
 		key, end, ok := jsonString(text, i)
-		if !ok || !resources.IsStateKey(key) || resources.IsArchivedKey(key) || end >= len(text) || text[end] != ':' { // see archivedRecord
+		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' { // see archivedRecord
 			continue
 		}
 		value, _, ok := jsonString(text, end+1)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -354,7 +355,7 @@ func (s *diskState) readFrom(r io.Reader) error {
 			return decodeObject(dec, func(key string) error {
 				var v string
 				err := dec.Decode(&v)
-				if !resources.IsArchivedKey(key) { // see archivedRecord
+				if !isArchivedKey(key) { // see archivedRecord
 					s.Keys[key] = v
 				}
 				return err
@@ -481,10 +482,23 @@ func isRunID(id string) bool {
 // checkKey decodes one state key of the plugin's, as the plugin will read
 // it. Keys of other forms are left to the plugin.
 func checkKey(key, value string) error {
-	if _, err := resources.CheckState(key, value); err != nil {
+	if _, err := account.CheckKey(key, value); err != nil {
 		return fmt.Errorf("the state key %s is damaged: %w", key, err)
 	}
 	return nil
+}
+
+// isStateKey reports whether the plugin writes keys of key's form.
+func isStateKey(key string) bool {
+	_, ok := account.ParseKey(key)
+	return ok
+}
+
+// isArchivedKey reports whether key records an account's archived post ids
+// (see archivedRecord).
+func isArchivedKey(key string) bool {
+	k, _ := account.ParseKey(key)
+	return k.Kind == account.ArchivedIDs
 }
 
 // knownTables are the tables whose files an output directory holds.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/ids"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -52,7 +51,7 @@ func FuzzDecodeState(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text []byte) {
 		keys, pending, lastRun := salvage(text)
 		for key := range keys {
-			if !resources.IsStateKey(key) {
+			if !isStateKey(key) {
 				t.Fatalf("salvaged the key %q", key)
 			}
 		}

@@ -523,3 +523,32 @@ func TestFilesDeletedByHandAreFetchedAgainAfterTheRepair(t *testing.T) {
 		t.Errorf("post %s of the deleted file is not archived", added[0])
 	}
 }
+
+// The day's billing ledger (x_api_usage/billed/<user>) is a state key as
+// the walk memories are: a repair that salvages a damaged state keeps it,
+// or the next run of the day would count as billed again what X billed
+// once.
+func TestRepairKeepsTheDaysBillingLedger(t *testing.T) {
+	a := newArchive(t)
+	a.mustRun()
+	const key = "x_api_usage/billed/1001"
+	keys := func() map[string]string {
+		var s struct{ Keys map[string]string }
+		if err := json.Unmarshal(a.readState(), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Keys
+	}
+	ledger := keys()[key]
+	if ledger == "" {
+		t.Fatalf("the run stored no ledger under %s", key)
+	}
+	state := a.readState()
+	a.writeState(state[:len(state)-2]) // the end cut off: damaged, every key whole
+	if rep := a.repair(); rep.StateProblem == "" {
+		t.Fatal("the repair found the state sound")
+	}
+	if got := keys()[key]; got != ledger {
+		t.Errorf("after the repair the state holds %q under %s, want the ledger it held", got, key)
+	}
+}

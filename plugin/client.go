@@ -267,7 +267,7 @@ func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Cli
 		}
 	}
 	for _, s := range set.Sessions {
-		resources.StoreBilled(ctx, s) // what the resolvers that bill did not put away
+		s.StoreBilled(ctx) // what the resolvers that bill did not put away
 	}
 	if err := flushState(ctx, st); err != nil {
 		return err

@@ -156,7 +156,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Err: err})
 		return err
 	}
-	defer enterBilling(ctx, s)()
+	defer s.EnterBilling(ctx)()
 	bw, err := startBookmarksWalk(ctx, s)
 	if err != nil {
 		return err
@@ -216,7 +216,7 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID)}
 	var err error
 	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
-		bw.outbox, err = memoryOutbox(bw.prev, bw.key)
+		bw.outbox, err = account.MemoryOutbox(bw.prev, bw.key)
 	}
 	if err == nil {
 		bw.outbox = bw.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)

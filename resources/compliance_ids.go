@@ -64,8 +64,8 @@ func addArchived(ctx context.Context, s *account.Session, emitted ids.Sorted) er
 	if err != nil {
 		return err
 	}
-	if err := s.State.SetKey(ctx, archivedKey(s.UserID), text); err != nil {
-		return fmt.Errorf("writing state %q: %w", archivedKey(s.UserID), err)
+	if err := s.State.SetKey(ctx, account.ArchivedKey(s.UserID), text); err != nil {
+		return fmt.Errorf("writing state %q: %w", account.ArchivedKey(s.UserID), err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
 )
@@ -58,7 +59,7 @@ func (c *Compliance) check(ctx context.Context, res chan<- any) error {
 // runJobs resumes the job in progress, if any, then runs jobs until
 // nothing is due or the deadline has passed.
 func (c *Compliance) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, res chan<- any) error {
-	key := complianceJobKey(c.Scope)
+	key := account.JobKey(c.Scope)
 	rec, err := loadJob(ctx, c.State, key)
 	if err != nil {
 		return err
@@ -113,11 +114,11 @@ func (c *Compliance) loadAccounts(ctx context.Context) ([]*accountChecks, error)
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
 		a := &accountChecks{userID: s.UserID, archived: archived}
-		value, err := c.State.GetKey(ctx, checksKey(s.UserID))
+		value, err := c.State.GetKey(ctx, account.ChecksKey(s.UserID))
 		if err != nil {
-			return nil, fmt.Errorf("%s: reading state %q: %w", s.ID(), checksKey(s.UserID), err)
+			return nil, fmt.Errorf("%s: reading state %q: %w", s.ID(), account.ChecksKey(s.UserID), err)
 		}
-		if err := a.unmarshalChecks(value, "state "+strconv.Quote(checksKey(s.UserID))); err != nil {
+		if err := a.unmarshalChecks(value, "state "+strconv.Quote(account.ChecksKey(s.UserID))); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
 		out = append(out, a)
@@ -166,8 +167,8 @@ func (c *Compliance) saveAccounts(ctx context.Context, accts []*accountChecks) e
 		if err != nil {
 			return err
 		}
-		if err := c.State.SetKey(ctx, checksKey(a.userID), value); err != nil {
-			return fmt.Errorf("writing state %q: %w", checksKey(a.userID), err)
+		if err := c.State.SetKey(ctx, account.ChecksKey(a.userID), value); err != nil {
+			return fmt.Errorf("writing state %q: %w", account.ChecksKey(a.userID), err)
 		}
 		a.changed = false
 	}

@@ -32,25 +32,11 @@ import (
 //     stays valid between runs: a run that stopped while a job ran picks it
 //     up instead of starting another (X runs one at a time).
 
-// State keys of the compliance checks.
-const (
-	archivedKeyPrefix = "x_post_compliance/archived/"
-	checksKeyPrefix   = "x_post_compliance/checks/"
-	// ComplianceJobKeyPrefix starts the keys of the jobs in progress. The
-	// exporter writes them to disk as soon as they are flushed: they
-	// describe no data of its files (see export.runState).
-	ComplianceJobKeyPrefix = "x_post_compliance/job"
-)
-
-func archivedKey(userID string) string { return archivedKeyPrefix + userID }
-func checksKey(userID string) string   { return checksKeyPrefix + userID }
-
-// complianceJobKey is the key of a scope's job ("" = every account).
-func complianceJobKey(scope string) string {
-	if scope == "" {
-		return ComplianceJobKeyPrefix
-	}
-	return ComplianceJobKeyPrefix + "/" + scope
+func init() {
+	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
+		return (&accountChecks{}).unmarshalChecks(value, "state "+strconv.Quote(key))
+	})
+	account.RegisterDecoder(account.ComplianceJob, func(key, value string) error { _, err := decodeJob(key, value); return err })
 }
 
 // Reasons X reports a post for, by code (a code is kept in the state
@@ -252,12 +238,12 @@ func loadArchived(ctx context.Context, s *account.Session) (archived ids.Sorted,
 		}
 		return nums, true, nil
 	}
-	value, err := s.State.GetKey(ctx, archivedKey(s.UserID))
+	value, err := s.State.GetKey(ctx, account.ArchivedKey(s.UserID))
 	if err != nil {
-		return nil, false, fmt.Errorf("reading state %q: %w", archivedKey(s.UserID), err)
+		return nil, false, fmt.Errorf("reading state %q: %w", account.ArchivedKey(s.UserID), err)
 	}
 	if value != "" {
-		nums, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(archivedKey(s.UserID)))
+		nums, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(account.ArchivedKey(s.UserID)))
 		return nums, true, err
 	}
 	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))

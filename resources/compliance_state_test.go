@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/rs/zerolog"
 )
 
@@ -84,6 +86,32 @@ func TestAChangeFromDeactivatedToAnUnknownReasonIsARow(t *testing.T) {
 		clk.Advance(time.Hour)
 		if row := len(res) == 1; row != step.row {
 			t.Errorf("report %d (%s): a row: %v, want %v", i+1, step.reason, row, step.row)
+		}
+	}
+}
+
+// The compliance keys are checked as they are read: the state key registry
+// decodes them with this package's decoders.
+func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
+	checks, err := (&accountChecks{checks: []check{{id: 1, at: 5}}}).marshalChecks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstate.New()
+	if err := saveJob(context.Background(), st, "job", &jobRecord{ID: "7", IDs: ids.Sorted{1, 2}}, false); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := st.GetKey(context.Background(), "job")
+	for key, value := range map[string]string{
+		account.ChecksKey("1001"):      checks,
+		account.JobKey(""):             job,
+		account.JobKey("shard-1-of-2"): job,
+	} {
+		if known, err := account.CheckKey(key, value); !known || err != nil {
+			t.Errorf("%s: known %v, err %v", key, known, err)
+		}
+		if known, err := account.CheckKey(key, value[:len(value)/2]); !known || err == nil {
+			t.Errorf("%s cut in half: known %v, err %v", key, known, err)
 		}
 	}
 }

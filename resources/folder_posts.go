@@ -55,7 +55,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 		emitMembers(s, f, prev, res)
 		return nil
 	}
-	defer enterBilling(ctx, s)()
+	defer s.EnterBilling(ctx)()
 	settings := s.Walk
 	settings.RequestBudget = s.FolderWalkBudget()
 	guard, err := startCapGuard(ctx, s, key, settings, prev)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
-	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // What a sync sends of its incremental tables is sent again by the next
@@ -113,25 +111,6 @@ func resendBookmarks(ctx context.Context, userID string, asker func(param, value
 		}
 	}
 	return sent, nil
-}
-
-// memoryOutbox reads the outbox a list's memory keeps (an empty one for a
-// first walk). key names the state value in errors.
-func memoryOutbox(mem *walk.Memory, key string) (*outbox.Box, error) {
-	if mem == nil || len(mem.Outbox) == 0 {
-		return &outbox.Box{}, nil
-	}
-	return outbox.Unmarshal(string(mem.Outbox), "state "+strconv.Quote(key))
-}
-
-// decodeListState decodes the memory of a list and the outbox it keeps.
-func decodeListState(key, value string) error {
-	mem, err := walk.UnmarshalMemory(value)
-	if err != nil {
-		return err
-	}
-	_, err = memoryOutbox(mem, key)
-	return err
 }
 
 // sentFinding is a row of x_post_compliance as a sync sent it.

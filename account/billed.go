@@ -1,4 +1,4 @@
-package resources
+package account
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -25,9 +24,6 @@ import (
 // The ledger names those by their place in that list, a bit each, and lists
 // only the others: a first sync of a million posts stores 125 KB of bits,
 // not a second list of a million ids.
-
-// billedKey is the state key of an account's ledger of the day.
-func billedKey(userID string) string { return "x_api_usage/billed/" + userID }
 
 // billedVersion is the ledger's format: 1 listed every post billed, 2 names
 // the held ones by their place.
@@ -46,23 +42,23 @@ type billedValue struct {
 	Users *walk.IDList `json:"users"`
 }
 
-// enterBilling is called by every resolver that bills the account's reads,
+// EnterBilling is called by every resolver that bills the account's reads,
 // before its first request: the first of them brings back the ledger an
 // earlier sync of the same UTC day left (or this sync put away). The
 // resolver calls the function it returns once it bills no more: the last
 // one out stores the ledger and the meter lets go of it, so that a sync of
 // many accounts does not hold every post of every account it has read.
-func enterBilling(ctx context.Context, s *account.Session) (leave func()) {
+func (s *Session) EnterBilling(ctx context.Context) (leave func()) {
 	if s.Meter == nil || s.State == nil || s.UserID == "" {
 		return func() {}
 	}
-	_ = s.Meter.EnterBilling(s.UserID, func() (string, []string, []string, error) { return loadBilled(ctx, s) })
+	_ = s.Meter.EnterBilling(s.UserID, func() (string, []string, []string, error) { return s.loadBilled(ctx) })
 	return func() {
 		err := s.Meter.LeaveBilling(s.UserID, func() error {
 			if s.Err != nil {
 				return errAccountFailed // kept: a failed account's ledger is not stored
 			}
-			return SaveBilled(ctx, s, s.Clock.Now())
+			return s.SaveBilled(ctx, s.Clock.Now())
 		})
 		if err != nil && !errors.Is(err, errAccountFailed) {
 			s.Logger.Warn().Err(err).Msg("the resources billed today were not saved; the next sync today may overestimate its cost")
@@ -76,29 +72,29 @@ var errAccountFailed = errors.New("the account failed")
 // ledger of the day (billed outside the resolvers that put it away, or
 // kept by a store that failed). The plugin calls it after the data tables,
 // before the state is flushed.
-func StoreBilled(ctx context.Context, s *account.Session) {
+func (s *Session) StoreBilled(ctx context.Context) {
 	if s.Meter != nil && s.Meter.HoldsBilled(s.UserID) {
-		enterBilling(ctx, s)()
+		s.EnterBilling(ctx)()
 	}
 }
 
 // loadBilled reads the ledger an earlier sync of the same UTC day left.
 // A ledger that cannot be read is dropped: it only makes estimates.
-func loadBilled(ctx context.Context, s *account.Session) (day string, posts, users []string, err error) {
-	value, err := s.State.GetKey(ctx, billedKey(s.UserID))
+func (s *Session) loadBilled(ctx context.Context) (day string, posts, users []string, err error) {
+	value, err := s.State.GetKey(ctx, BilledKey(s.UserID))
 	if err != nil || value == "" {
 		return "", nil, nil, nil
 	}
 	var v billedValue
 	if err := json.Unmarshal([]byte(value), &v); err != nil || v.Version < 1 || v.Version > billedVersion || v.Posts == nil || v.Users == nil {
-		s.Logger.Warn().Str("key", billedKey(s.UserID)).Msg("the ledger of resources billed today is unreadable; this sync's usage estimates count every resource as billed")
+		s.Logger.Warn().Str("key", BilledKey(s.UserID)).Msg("the ledger of resources billed today is unreadable; this sync's usage estimates count every resource as billed")
 		return "", nil, nil, nil
 	}
 	posts = v.Posts.IDs()
 	if v.Held != nil {
-		held, err := billedHeld(ctx, s, &v)
+		held, err := s.billedHeld(ctx, &v)
 		if err != nil {
-			s.Logger.Warn().Err(err).Str("key", billedKey(s.UserID)).Msg("the ledger of resources billed today names posts of a list the state no longer holds; this sync's usage estimates count them as billed")
+			s.Logger.Warn().Err(err).Str("key", BilledKey(s.UserID)).Msg("the ledger of resources billed today names posts of a list the state no longer holds; this sync's usage estimates count them as billed")
 		}
 		posts = append(posts, held...)
 	}
@@ -107,8 +103,8 @@ func loadBilled(ctx context.Context, s *account.Session) (day string, posts, use
 
 // billedHeld are the posts of the bookmarks memory's held list that v says
 // were billed.
-func billedHeld(ctx context.Context, s *account.Session, v *billedValue) ([]string, error) {
-	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))
+func (s *Session) billedHeld(ctx context.Context, v *billedValue) ([]string, error) {
+	mem, err := s.LoadMemory(ctx, BookmarksKey(s.UserID))
 	switch {
 	case err != nil:
 		return nil, err
@@ -127,14 +123,14 @@ func billedHeld(ctx context.Context, s *account.Session, v *billedValue) ([]stri
 // SaveBilled stores the ledger of the session's meter for the next sync of
 // the same UTC day (and clears one of an earlier day). It refers to the
 // bookmarks memory the state holds, which is flushed with it.
-func SaveBilled(ctx context.Context, s *account.Session, now time.Time) error {
+func (s *Session) SaveBilled(ctx context.Context, now time.Time) error {
 	if s.Meter == nil || s.State == nil || s.UserID == "" || s.Err != nil {
 		return nil
 	}
 	day, posts, users := s.Meter.BilledToday(s.UserID)
 	value := ""
 	if day == now.UTC().Format(time.DateOnly) && posts.Len()+users.Len() > 0 {
-		v, err := newBilledValue(ctx, s, day, posts, users)
+		v, err := s.newBilledValue(ctx, day, posts, users)
 		if err != nil {
 			return err
 		}
@@ -145,21 +141,21 @@ func SaveBilled(ctx context.Context, s *account.Session, now time.Time) error {
 		value = string(b)
 	}
 	if value == "" {
-		if old, err := s.State.GetKey(ctx, billedKey(s.UserID)); err != nil || old == "" {
+		if old, err := s.State.GetKey(ctx, BilledKey(s.UserID)); err != nil || old == "" {
 			return err
 		}
 	}
-	if err := s.State.SetKey(ctx, billedKey(s.UserID), value); err != nil {
-		return fmt.Errorf("%s: writing state %q: %w", s.ID(), billedKey(s.UserID), err)
+	if err := s.State.SetKey(ctx, BilledKey(s.UserID), value); err != nil {
+		return fmt.Errorf("%s: writing state %q: %w", s.ID(), BilledKey(s.UserID), err)
 	}
 	return nil
 }
 
 // newBilledValue is the ledger of day: the posts billed that the bookmarks
 // memory holds, by their place in its held list, and the others by id.
-func newBilledValue(ctx context.Context, s *account.Session, day string, posts, users *ids.Set) (*billedValue, error) {
+func (s *Session) newBilledValue(ctx context.Context, day string, posts, users *ids.Set) (*billedValue, error) {
 	v := &billedValue{Version: billedVersion, Day: day, Posts: walk.NewIDList(), Users: walk.NewIDList(users.IDs()...)}
-	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))
+	mem, err := s.LoadMemory(ctx, BookmarksKey(s.UserID))
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -30,6 +31,14 @@ type Sync struct {
 	// Ended reports whether an earlier sync ran to its end, of those the
 	// state remembers (LoadEnded).
 	Ended func(id string) bool
+}
+
+// Archive is the record a destination keeps of the posts written to
+// x_bookmarks (the exporter's written ids).
+type Archive interface {
+	// Archived returns the posts of the x_bookmarks rows the destination
+	// holds for userID, every row the sync sent before the call included.
+	Archived(ctx context.Context, userID string) (ids.Sorted, error)
 }
 
 // Session is one account during one sync.
@@ -61,12 +70,10 @@ type Session struct {
 	// its resolvers runs (resolving the user id needs a request, which an
 	// account in another shard should not make).
 	Setup func(ctx context.Context) error
-	// Archived, when set, reads the posts written to x_bookmarks for the
-	// account (X ids as numbers, sorted) from the destination, which keeps
-	// that record itself (the exporter's written ids): the compliance checks
-	// read them from it, and the plugin keeps no record of its own in the
-	// state backend.
-	Archived func(ctx context.Context, userID string) ([]uint64, error)
+	// Archive, when set, is the destination's record of the posts written
+	// to x_bookmarks: the compliance checks read it, and the plugin keeps
+	// none of its own in the state backend.
+	Archive Archive
 	// Resend says how long the rows of incremental tables are kept in the
 	// state and sent again by later syncs (package outbox). The zero Policy
 	// keeps none: the destination commits rows with the state (the

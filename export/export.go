@@ -41,6 +41,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -159,7 +160,7 @@ type run struct {
 	// written: by earlier runs (HasEarlier), and by this one.
 	written map[string]*ids.Set
 	sess    *account.Set
-	comp    *resources.Compliance // the sync's compliance check, if it ran one
+	comp    *compliance.Check // the sync's compliance check, if it ran one
 	prog    *progress
 	// messages is the channel the sync sends its messages to.
 	messages chan message.SyncMessage
@@ -192,12 +193,6 @@ func newRunID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
-
-// recordRows is the size of the records the exporter asks the scheduler
-// for: pqarrow's cost per record written (it resets its level buffers for
-// each column of each record) made the SDK's records of 50 rows three times
-// as slow to write; records of 4,096 fill a row group in four.
-const recordRows = 4096
 
 // fileTimeLayout names files so that name order is time order.
 const fileTimeLayout = "20060102T150405.000Z"
@@ -290,15 +285,8 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	opts := []xplugin.Option{
 		xplugin.WithClock(r.o.Clock),
 		xplugin.WithState(st),
-		xplugin.WithSessionsHook(func(s *account.Set) {
-			r.sess = s
-			r.prog.attach(s)
-		}),
-		xplugin.WithComplianceHook(func(c *resources.Compliance) { r.comp = c }),
-		xplugin.WithArchive(r.archived),
+		xplugin.WithObserver(r),
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
-		xplugin.WithRecordRows(recordRows),
-		xplugin.WithRowsCommittedWithState(),
 	}
 	if r.o.Transport != nil {
 		opts = append(opts, xplugin.WithTransport(r.o.Transport))
@@ -346,12 +334,30 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	return nil
 }
 
-// archived is the posts of the x_bookmarks rows written for userID, by
+// The run is the sync's destination (plugin.Destination): it commits the
+// rows with the state, and its written ids are the record of the posts
+// archived.
+var _ xplugin.Destination = (*run)(nil)
+
+// SyncStarted keeps the sync's accounts, for the progress and the summary,
+// and its compliance check, for the summary.
+func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
+	r.sess, r.comp = s, c
+	r.prog.attach(s)
+}
+
+// RecordRows is the size of the records the exporter asks the scheduler
+// for: pqarrow resets its level buffers for each column of each record it
+// writes, and records of 4,096 rows fill a row group in four
+// (docs/benchmarks.md).
+func (*run) RecordRows() int { return 4096 }
+
+// Archived is the posts of the x_bookmarks rows written for userID, by
 // earlier runs and by this one: the archive's own record of its posts,
 // which the compliance checks read (the plugin keeps none in the state).
 // The checks run once the data tables are synced; the rows those sent are
 // written first.
-func (r *run) archived(ctx context.Context, userID string) ([]uint64, error) {
+func (r *run) Archived(ctx context.Context, userID string) (ids.Sorted, error) {
 	if err := r.catchUp(ctx); err != nil {
 		return nil, err
 	}
@@ -823,7 +829,7 @@ type Result struct {
 	rows       map[string]int // x_bookmarks rows written, by user id
 	skip       map[string]int // x_bookmarks rows dropped as already written
 	sessions   []*account.Session
-	compliance *resources.Compliance // nil when the run checked nothing
+	compliance *compliance.Check // nil when the run checked nothing
 }
 
 // FileResult is one file the run published.

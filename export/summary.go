@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -193,9 +194,9 @@ func operationSum(u *resources.Usage) OperationSum {
 
 // complianceSum is the compliance check's part of the summary: the same
 // rows as its x_api_usage rows.
-func complianceSum(c *resources.Compliance) *ComplianceSum {
+func complianceSum(c *compliance.Check) *ComplianceSum {
 	cs := &ComplianceSum{Account: resources.ComplianceUsageAccount, UserID: resources.ComplianceUsageUser, OK: true, Operations: []OperationSum{}}
-	for _, u := range c.UsageRows() {
+	for _, u := range resources.ComplianceUsageRows(c) {
 		cs.Operations = append(cs.Operations, operationSum(u))
 		cs.Requests += u.Requests
 	}

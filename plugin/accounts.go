@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
@@ -45,7 +44,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Sync:         info,
 			State:        st,
 			Redact:       r,
-			Archived:     o.Archived,
+			Archive:      o.archive(),
 			Resend:       o.resendPolicy(s),
 		}
 		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
@@ -74,6 +73,15 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 		set.Sessions = append(set.Sessions, sess)
 	}
 	return set
+}
+
+// archive is the destination's record of the posts written, if it keeps
+// one (an interface holding a nil Destination is not nil).
+func (o Options) archive() account.Archive {
+	if d := o.destination(); d != nil {
+		return d
+	}
+	return nil
 }
 
 // resolveUserID asks the API whose token this is, once.

@@ -9,6 +9,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/compliance"
 )
 
 // Tables returns the plugin's tables, with the SDK's _cq_id and
@@ -57,7 +58,7 @@ func masked(resolve schema.TableResolver) schema.TableResolver {
 		switch m := meta.(type) {
 		case *account.Session:
 			return m.Redact.Error(err)
-		case *Compliance:
+		case *compliance.Check:
 			return m.Redact.Error(err)
 		}
 		return err

@@ -1,4 +1,4 @@
-package resources
+package compliance
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestDuePosts(t *testing.T) {
 // reason of its own, not one of those. The same report again is no row.
 func TestAChangeFromDeactivatedToAnUnknownReasonIsARow(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-	c := &Compliance{Clock: clk, Logger: zerolog.Nop()}
+	c := &Check{Clock: clk, Logger: zerolog.Nop()}
 	a := &accountChecks{userID: "1001", archived: ids.Sorted{7}}
 	rec := &jobRecord{ID: "job-1", IDs: ids.Sorted{7}}
 	for i, step := range []struct {

@@ -1,4 +1,4 @@
-package resources
+package compliance
 
 import (
 	"bytes"
@@ -21,10 +21,10 @@ import (
 // What the compliance checks keep in the state backend:
 //
 //   - per account, the ids of every post written to x_bookmarks (archived
-//     ids), added to by the bookmarks walk (recordArchived): the walk's held
+//     ids), added to by the bookmarks walk (Archiver): the walk's held
 //     list alone would forget posts whose bookmark was removed. A
 //     destination that keeps them itself (the exporter's written ids) is
-//     read instead, and none are kept (Session.Archived);
+//     read instead, and none are kept (Session.Archive);
 //   - per account, when each archived post was last checked and what X said
 //     of it then, and the account's check rounds (checks);
 //   - per sync scope (all accounts, or one shard), the job in progress, with
@@ -79,7 +79,7 @@ type accountChecks struct {
 	// outbox holds the rows earlier syncs sent that this one sends again
 	// (resendFindings), sent the rows this sync found, at sentAt.
 	outbox *outbox.Box
-	sent   []*complianceRow
+	sent   []*Finding
 	syncID string
 	sentAt time.Time
 }
@@ -226,13 +226,13 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 }
 
 // loadArchived reads an account's archived ids: from the destination when
-// it keeps them (Session.Archived), else from the state; recorded is false
+// it keeps them (Session.Archive), else from the state; recorded is false
 // when none were recorded yet. An account archived before the ids were
 // recorded has its walk's held list stand in (the posts it still holds:
 // those whose bookmark was removed before are not known).
 func loadArchived(ctx context.Context, s *account.Session) (archived ids.Sorted, recorded bool, err error) {
-	if s.Archived != nil {
-		nums, err := s.Archived(ctx, s.UserID)
+	if s.Archive != nil {
+		nums, err := s.Archive.Archived(ctx, s.UserID)
 		if err != nil {
 			return nil, false, fmt.Errorf("reading the posts archived: %w", err)
 		}

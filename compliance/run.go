@@ -1,4 +1,4 @@
-package resources
+package compliance
 
 import (
 	"context"
@@ -31,7 +31,7 @@ import (
 // posts stay due for the next sync.
 
 // check runs the sync's part of the checks.
-func (c *Compliance) check(ctx context.Context, res chan<- any) error {
+func (c *Check) check(ctx context.Context, res chan<- any) error {
 	if _, ok := c.State.(*state.NoOpClient); ok {
 		return errors.New("compliance checks need a state backend (backend_options): the ids of the archived posts and the job in progress are kept there")
 	}
@@ -58,7 +58,7 @@ func (c *Compliance) check(ctx context.Context, res chan<- any) error {
 
 // runJobs resumes the job in progress, if any, then runs jobs until
 // nothing is due or the deadline has passed.
-func (c *Compliance) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, res chan<- any) error {
+func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, res chan<- any) error {
 	key := account.JobKey(c.Scope)
 	rec, err := loadJob(ctx, c.State, key)
 	if err != nil {
@@ -99,7 +99,7 @@ func (c *Compliance) runJobs(ctx context.Context, accts []*accountChecks, deadli
 }
 
 // loadAccounts reads each account's archived ids and checks.
-func (c *Compliance) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
+func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 	var out []*accountChecks
 	for _, s := range c.Set.Sessions {
 		if s.UserID == "" {
@@ -128,7 +128,7 @@ func (c *Compliance) loadAccounts(ctx context.Context) ([]*accountChecks, error)
 
 // startRounds starts the round of each account whose last one started at
 // least Every ago.
-func (c *Compliance) startRounds(accts []*accountChecks, now time.Time) {
+func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
 	for _, a := range accts {
 		if a.roundStart.IsZero() && (a.lastRound.IsZero() || now.Sub(a.lastRound) >= c.Every) && len(a.archived) > 0 {
 			a.roundStart, a.changed = now, true
@@ -158,7 +158,7 @@ func dueBatch(accts []*accountChecks, max int) ids.Sorted {
 	return all
 }
 
-func (c *Compliance) saveAccounts(ctx context.Context, accts []*accountChecks) error {
+func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error {
 	for _, a := range accts {
 		if !a.changed {
 			continue
@@ -175,7 +175,7 @@ func (c *Compliance) saveAccounts(ctx context.Context, accts []*accountChecks) e
 	return nil
 }
 
-func (c *Compliance) jobName() string {
+func (c *Check) jobName() string {
 	if c.Scope == "" {
 		return "cq-source-x"
 	}
@@ -183,7 +183,7 @@ func (c *Compliance) jobName() string {
 }
 
 // startJob creates a job for batch, records it and uploads its ids.
-func (c *Compliance) startJob(ctx context.Context, key string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
+func (c *Check) startJob(ctx context.Context, key string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
 	if err := c.waitForIdle(ctx, deadline); err != nil {
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func (c *Compliance) startJob(ctx context.Context, key string, batch ids.Sorted,
 	return rec, nil
 }
 
-func (c *Compliance) upload(ctx context.Context, key string, rec *jobRecord, job *client.ComplianceJob) error {
+func (c *Check) upload(ctx context.Context, key string, rec *jobRecord, job *client.ComplianceJob) error {
 	if _, err := c.API.UploadComplianceIDs(ctx, job, rec.IDs.Strings()); err != nil {
 		return fmt.Errorf("uploading the ids of compliance job %s (the next sync tries again while the job takes them): %w", rec.ID, err)
 	}
@@ -222,7 +222,7 @@ func (c *Compliance) upload(ctx context.Context, key string, rec *jobRecord, job
 
 // waitForIdle waits, until the deadline, for another job of the app (a
 // shard's, another program's) to finish: X runs one at a time.
-func (c *Compliance) waitForIdle(ctx context.Context, deadline time.Time) error {
+func (c *Check) waitForIdle(ctx context.Context, deadline time.Time) error {
 	for n := 0; ; n++ {
 		busy, err := c.activeJob(ctx)
 		if err != nil || busy == nil {
@@ -239,7 +239,7 @@ func (c *Compliance) waitForIdle(ctx context.Context, deadline time.Time) error 
 
 // activeJob is a post compliance job of the app that is created or in
 // progress, if any.
-func (c *Compliance) activeJob(ctx context.Context) (*client.ComplianceJob, error) {
+func (c *Check) activeJob(ctx context.Context) (*client.ComplianceJob, error) {
 	jobs, _, err := c.API.ListComplianceJobs(ctx, client.ComplianceTweets, "")
 	if err != nil {
 		return nil, explain(err)
@@ -265,7 +265,7 @@ func busyError(j *client.ComplianceJob) error {
 // false then: the job stays recorded). A complete job's results are applied
 // and the record is cleared; a failed or expired job is cleared and
 // reported.
-func (c *Compliance) finishJob(ctx context.Context, key string, rec *jobRecord, accts []*accountChecks, deadline time.Time, res chan<- any) (bool, error) {
+func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts []*accountChecks, deadline time.Time, res chan<- any) (bool, error) {
 	drop := func(format string, args ...any) (bool, error) {
 		if err := saveJob(ctx, c.State, key, nil, true); err != nil {
 			return false, err
@@ -322,7 +322,7 @@ func (c *Compliance) finishJob(ctx context.Context, key string, rec *jobRecord, 
 
 // apply records a complete job's results: each account's check of every
 // post of the job it archived, and a row where what X says changed.
-func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, res chan<- any) error {
+func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, res chan<- any) error {
 	now := c.Clock.Now()
 	reported := make(map[uint64]client.ComplianceResult, len(results))
 	for _, r := range results {
@@ -330,7 +330,7 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 			reported[n] = r
 		}
 	}
-	var rows []*complianceRow
+	var rows []*Finding
 	for _, a := range accts {
 		var updates []check
 		for _, id := range rec.IDs {
@@ -347,9 +347,9 @@ func (c *Compliance) apply(ctx context.Context, rec *jobRecord, results []client
 			if (!seen && code == reasonClean) || (seen && prev.reason == code) {
 				continue
 			}
-			row := &complianceRow{userID: a.userID, postID: strconv.FormatUint(id, 10), jobID: rec.ID, checkedAt: now}
+			row := &Finding{UserID: a.userID, PostID: strconv.FormatUint(id, 10), JobID: rec.ID, CheckedAt: now}
 			if isReported {
-				row.action, row.reason, row.createdAt, row.redactedAt = r.Action, r.Reason, r.CreatedAt, r.RedactedAt
+				row.Action, row.Reason, row.CreatedAt, row.RedactedAt = r.Action, r.Reason, r.CreatedAt, r.RedactedAt
 			}
 			rows = append(rows, row)
 			if c.Resend.On() {
@@ -389,7 +389,7 @@ func pollInterval(n int) time.Duration {
 	return time.Second << n
 }
 
-func (c *Compliance) sleep(ctx context.Context, d time.Duration, deadline time.Time) error {
+func (c *Check) sleep(ctx context.Context, d time.Duration, deadline time.Time) error {
 	if left := deadline.Sub(c.Clock.Now()); left < d {
 		d = left
 	}

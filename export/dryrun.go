@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -75,7 +76,7 @@ type AccountEstimate struct {
 // bill at most, and what the archive knows of the last syncs. userIDs are
 // the accounts' user ids as far as they are known without a request ("" for
 // the others). It reads the state, never X.
-func EstimateRun(src *SourceSpec, dir string, userIDs []string) (*Estimate, error) {
+func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err

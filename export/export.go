@@ -42,6 +42,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -57,8 +58,8 @@ import (
 
 // Options configure a Run.
 type Options struct {
-	// Spec is the source spec, from ReadSpecFile or ParseSpec.
-	Spec *SourceSpec
+	// Spec is the source spec, from cqspec.Read or cqspec.Parse.
+	Spec *cqspec.Source
 	// Out is the output directory; created if missing.
 	Out string
 	// Clock for the plugin (rate-limit waits, timestamps) and the run's

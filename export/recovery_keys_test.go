@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
@@ -119,7 +120,7 @@ func TestNoKeyIsWrittenTwiceAfterARecovery(t *testing.T) {
 func archiveWithContent(t *testing.T) (*archive, []string) {
 	a := newArchive(t, demoUser{id: "1001", bookmarks: 150, folders: 1}, demoUser{id: "1002", bookmarks: 20})
 	text := specYAML(a.sim.URL(), a.users, a.tokens, `["*"]`) + allContentYAML
-	src, err := export.ParseSpec([]byte(text), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

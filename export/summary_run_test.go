@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -20,7 +21,7 @@ import (
 // returns the run's summary and its text.
 func summaryRun(t *testing.T, clk *clock.Virtual, sim *xsim.Server, users []demoUser, dir, extra string) (*export.Summary, string) {
 	t.Helper()
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+extra), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+extra), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

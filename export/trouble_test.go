@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
@@ -24,7 +25,7 @@ type archive struct {
 	sim      *xsim.Server
 	users    []demoUser
 	tokens   map[string]string
-	src      *export.SourceSpec
+	src      *cqspec.Source
 	specFile string // "" unless written
 	dir      string
 }
@@ -40,7 +41,7 @@ func newArchive(t *testing.T, users ...demoUser) *archive {
 		users = []demoUser{{id: "1001", bookmarks: 300, folders: 1}, {id: "1002", bookmarks: 40}}
 	}
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

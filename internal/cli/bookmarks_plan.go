@@ -18,6 +18,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
@@ -111,7 +112,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	var mu sync.Mutex
 	o.Stdout, o.Stderr = &syncWriter{mu: &mu, w: o.Stdout}, &syncWriter{mu: &mu, w: o.Stderr}
 	cmd := "bookmarks " + o.Kind
-	src, err := export.ReadSpecFile(o.Spec)
+	src, err := cqspec.Read(o.Spec)
 	if err != nil {
 		return usageError(err)
 	}
@@ -164,7 +165,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 
 // accounts are the spec's accounts (those of o.Users), each with its API
 // client and user id.
-func (o BookmarksOptions) accounts(ctx context.Context, src *export.SourceSpec) ([]*opAccount, error) {
+func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount, error) {
 	s := src.Plugin
 	meter := client.NewMeter(*s.PostReadUSD)
 	var out []*opAccount

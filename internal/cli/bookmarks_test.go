@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -326,7 +327,7 @@ func TestBookmarksRemoveWaitsOutTheWindows(t *testing.T) {
 	sim.SeedBookmarks("1001", 120)
 	spec := specFile(t, t.TempDir(), sim.URL(), "accounts:", "  - user_id: \"1001\"", "    access_token: "+sim.IssueToken("1001"))
 	out := t.TempDir()
-	src, err := export.ReadSpecFile(spec)
+	src, err := cqspec.Read(spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
@@ -122,7 +123,7 @@ func (f exportFlags) run(ctx context.Context) error {
 	if f.sandbox {
 		return exportSandbox(ctx, f)
 	}
-	src, err := export.ReadSpecFile(f.spec)
+	src, err := cqspec.Read(f.spec)
 	if err != nil {
 		return usageError(err)
 	}
@@ -172,7 +173,7 @@ func checkOut(out string) error {
 	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
 }
 
-func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
+func (f exportFlags) options(src *cqspec.Source, out string) export.Options {
 	// With --quiet, progress prints only the rate-limit waits of a minute
 	// or more: a run that says nothing for 15 minutes looks hung.
 	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: stepHookFromEnv(), Progress: f.stderr}
@@ -321,7 +322,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 }
 
 // startSandbox starts the simulator and parses the spec it gives.
-func startSandbox() (*sandbox.Sandbox, *export.SourceSpec, error) {
+func startSandbox() (*sandbox.Sandbox, *cqspec.Source, error) {
 	sb, err := sandbox.Start(sandbox.Options{})
 	if err != nil {
 		return nil, nil, err
@@ -330,7 +331,7 @@ func startSandbox() (*sandbox.Sandbox, *export.SourceSpec, error) {
 	if err != nil {
 		exe = "./cq-source-x"
 	}
-	src, err := export.ParseSpec([]byte(sb.Spec(exe, true)), "sandbox spec", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(sb.Spec(exe, true)), "sandbox spec", os.LookupEnv, time.Now())
 	if err != nil {
 		sb.Close()
 		return nil, nil, fmt.Errorf("the sandbox spec: %w", err)
@@ -342,7 +343,7 @@ func startSandbox() (*sandbox.Sandbox, *export.SourceSpec, error) {
 type sandboxDemo struct {
 	ctx context.Context
 	f   exportFlags
-	src *export.SourceSpec
+	src *cqspec.Source
 }
 
 // say prints a line of the demo, unless --quiet.

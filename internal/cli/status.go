@@ -14,6 +14,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -238,7 +239,7 @@ func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
 	case o.Spec == "" && len(o.TokenFiles) == 0:
 		return nil, nil, usageError(errors.New("status: give --spec FILE or --token-file FILE"))
 	case o.Spec != "":
-		src, err := export.ReadSpecFile(o.Spec)
+		src, err := cqspec.Read(o.Spec)
 		if err != nil {
 			return nil, nil, usageError(err)
 		}

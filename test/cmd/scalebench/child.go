@@ -17,7 +17,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/compliance"
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/plugin"
@@ -102,7 +102,7 @@ type shardOutput struct {
 // (the spec's tables unless tables is set, the SDK scheduler, the state in
 // memory instead of a backend), and counts the rows it sends.
 func syncShard(ctx context.Context, specFile string, num, total int, tables []string) (*shardOutput, error) {
-	src, err := export.ReadSpecFile(specFile)
+	src, err := cqspec.Read(specFile)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package export
+package cqspec
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 // A ${file:PATH} reads only a regular file: /dev/zero was read without end
 // (10 GB in a minute) and a FIFO blocked the export forever. (/dev/null
 // stands for every device here: it is one, and reading it ends.)
-func TestParseSpec_AFileReferenceReadsOnlyARegularFile(t *testing.T) {
+func TestParse_AFileReferenceReadsOnlyARegularFile(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestParseSpec_AFileReferenceReadsOnlyARegularFile(t *testing.T) {
 		text := strings.Replace(minimalSpec, `"tok-1001"`, `"${file:`+path+`}"`, 1)
 		done := make(chan error, 1)
 		go func() {
-			_, err := ParseSpec([]byte(text), "spec.yml", envOf(nil), specNow)
+			_, err := Parse([]byte(text), "spec.yml", envOf(nil), specNow)
 			done <- err
 		}()
 		select {
@@ -39,7 +39,7 @@ func TestParseSpec_AFileReferenceReadsOnlyARegularFile(t *testing.T) {
 
 // The spec file is read only if it is a regular file of at most 1 MiB:
 // `--spec /dev/zero` ran out of memory, and `--spec FIFO` waited forever.
-func TestReadSpecFile_ReadsOnlyARegularFileOfAtMost1MiB(t *testing.T) {
+func TestRead_ReadsOnlyARegularFileOfAtMost1MiB(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -54,7 +54,7 @@ func TestReadSpecFile_ReadsOnlyARegularFileOfAtMost1MiB(t *testing.T) {
 		"/dev/zero": "/dev/zero is not a regular file",
 		large:       large + " is larger than 1 MiB",
 	} {
-		_, err := ReadSpecFile(path)
+		_, err := Read(path)
 		if err == nil || err.Error() != "reading the spec file: "+want {
 			t.Errorf("%s: %v, want %q", path, err, want)
 		}

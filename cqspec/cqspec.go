@@ -1,4 +1,9 @@
-package export
+// Package cqspec reads CloudQuery spec files as the CloudQuery CLI does:
+// the documents of a YAML file, their ${file:...}, ${time:...} and ${ENV}
+// substitutions, the checks of a source spec, the plugin's own spec
+// (spec.Parse) and the table selection. The exporter and the program's
+// commands read the spec file a CloudQuery sync uses with it.
+package cqspec
 
 import (
 	"bytes"
@@ -23,9 +28,9 @@ import (
 	yamlv3 "gopkg.in/yaml.v3"
 )
 
-// SourceSpec is the source document of a CloudQuery spec file: the part the
+// Source is the source document of a CloudQuery spec file: the part the
 // exporter uses, checked as the CloudQuery CLI checks it.
-type SourceSpec struct {
+type Source struct {
 	// File is the spec file's path and Document the 1-based index of the
 	// source document in it.
 	File     string
@@ -94,17 +99,17 @@ var (
 // Env looks up environment variables; os.LookupEnv in production.
 type Env func(string) (string, bool)
 
-// ReadSpecFile reads and checks a CloudQuery spec file and returns its
+// Read reads and checks a CloudQuery spec file and returns its
 // source document for this plugin, with each relative path of a token file
 // (accounts[].token_file, compliance.bearer_token_file) made relative to
 // the spec file's directory: the exporter is run from cron and scripts,
 // from any directory, and the file names its token files.
-func ReadSpecFile(path string) (*SourceSpec, error) {
+func Read(path string) (*Source, error) {
 	data, err := smallfile.Read(path, maxSpecFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the spec file: %w", err)
 	}
-	src, err := ParseSpec(data, path, os.LookupEnv, time.Now())
+	src, err := Parse(data, path, os.LookupEnv, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +132,7 @@ func ReadSpecFile(path string) (*SourceSpec, error) {
 // compliance.bearer_token_file that is not there or holds no bearer token
 // (the check would fail after the bookmarks were read). Paths are resolved
 // already.
-func (s *SourceSpec) checkTokenFiles() error {
+func (s *Source) checkTokenFiles() error {
 	seen := map[string]int{}
 	for i, a := range s.Plugin.Accounts {
 		if a.TokenFile == "" {
@@ -149,7 +154,7 @@ func (s *SourceSpec) checkTokenFiles() error {
 // resolveTokenFiles joins dir to every relative path of a token file (each
 // accounts[].token_file, and compliance.bearer_token_file), in Plugin and
 // in PluginSpec (what the plugin is started with).
-func (s *SourceSpec) resolveTokenFiles(dir string) error {
+func (s *Source) resolveTokenFiles(dir string) error {
 	changed := false
 	resolve := func(path *string) {
 		if *path != "" && !filepath.IsAbs(*path) {
@@ -221,14 +226,14 @@ func jsonKey[V any](m map[string]V, name string) string {
 	return name
 }
 
-// ParseSpec parses the text of a spec file named name, as the CloudQuery CLI
+// Parse parses the text of a spec file named name, as the CloudQuery CLI
 // does: documents separated by "---" lines, comments dropped, then in each
 // document ${file:PATH} replaced by the file's contents (PATH relative to
 // the current directory), ${time:...} by the time it names, and ${VAR} by
 // the environment variable, an unset variable being an error. Every field
 // is checked: unknown fields and missing required ones are errors naming
 // the document and the field.
-func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, error) {
+func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	text := bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	docs := bytes.Split(text, []byte("\n---\n"))
 	firstLines := make([]int, len(docs)) // line of the file each document starts on
@@ -236,7 +241,7 @@ func ParseSpec(data []byte, name string, env Env, now time.Time) (*SourceSpec, e
 	for i := 1; i < len(docs); i++ {
 		firstLines[i] = firstLines[i-1] + bytes.Count(docs[i-1], []byte("\n")) + 2
 	}
-	var sources []*SourceSpec
+	var sources []*Source
 	for i, doc := range docs {
 		where := fmt.Sprintf("%s, document %d", name, i+1)
 		if len(docs) == 1 {
@@ -616,7 +621,7 @@ func decodeError(err error, path []any, accepted []string) *keyError {
 	return &keyError{msg: msg}
 }
 
-func parseSource(body []byte) (*SourceSpec, error) {
+func parseSource(body []byte) (*Source, error) {
 	if len(bytes.TrimSpace(body)) == 0 || bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		return nil, errors.New("`spec` is missing or empty: it needs at least name, path, tables, destinations and the plugin's own spec")
 	}
@@ -640,7 +645,7 @@ func parseSource(body []byte) (*SourceSpec, error) {
 		}
 		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
 	}
-	s := &SourceSpec{
+	s := &Source{
 		Name:                f.Name,
 		Path:                f.Path,
 		Registry:            f.Registry,
@@ -660,14 +665,14 @@ func parseSource(body []byte) (*SourceSpec, error) {
 
 // pickSource chooses the source document: the only one, or the only one
 // that names this plugin.
-func pickSource(sources []*SourceSpec, file string) (*SourceSpec, error) {
+func pickSource(sources []*Source, file string) (*Source, error) {
 	switch len(sources) {
 	case 0:
 		return nil, fmt.Errorf("%s: no `kind: source` document", file)
 	case 1:
 		return sources[0], nil
 	}
-	var mine []*SourceSpec
+	var mine []*Source
 	for _, s := range sources {
 		if isThisPlugin(s) {
 			mine = append(mine, s)
@@ -688,7 +693,7 @@ func pickSource(sources []*SourceSpec, file string) (*SourceSpec, error) {
 		file, len(sources), why, strings.Join(list, "\n  "))
 }
 
-func isThisPlugin(s *SourceSpec) bool {
+func isThisPlugin(s *Source) bool {
 	base := strings.TrimSuffix(filepath.Base(filepath.ToSlash(s.Path)), ".exe")
 	if i := strings.LastIndexAny(base, "@:"); i > 0 && s.Registry == "docker" {
 		base = base[:i]
@@ -698,7 +703,7 @@ func isThisPlugin(s *SourceSpec) bool {
 
 // checkSource applies the CLI's checks of a source spec, then the plugin's
 // own (spec.Parse) and the table selection.
-func checkSource(s *SourceSpec) error {
+func checkSource(s *Source) error {
 	var errs []error
 	if s.Name == "" {
 		errs = append(errs, errors.New("field \"name\" is required"))

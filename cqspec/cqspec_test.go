@@ -1,4 +1,4 @@
-package export
+package cqspec
 
 import (
 	"os"
@@ -31,8 +31,8 @@ spec:
         access_token: "tok-1001"
 `
 
-func TestParseSpec_Minimal(t *testing.T) {
-	s, err := ParseSpec([]byte(minimalSpec), "spec.yml", envOf(nil), specNow)
+func TestParse_Minimal(t *testing.T) {
+	s, err := Parse([]byte(minimalSpec), "spec.yml", envOf(nil), specNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestParseSpec_Minimal(t *testing.T) {
 	}
 }
 
-func TestParseSpec_EnvExpansionAsTheCLI(t *testing.T) {
+func TestParse_EnvExpansionAsTheCLI(t *testing.T) {
 	text := `# a comment may mention ${NOT_SET_ANYWHERE} without failing
 kind: source
 spec:
@@ -60,7 +60,7 @@ spec:
         client_id: "${EMPTY}"
 `
 	env := envOf(map[string]string{"TABLE": "x_bookmarks", "PORT": "8080", "USER_ID": "1001", "TOKEN": "secret-token", "EMPTY": ""})
-	s, err := ParseSpec([]byte(text), "spec.yml", env, specNow)
+	s, err := Parse([]byte(text), "spec.yml", env, specNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +69,14 @@ spec:
 		t.Errorf("expanded: base_url %q, account %+v", s.Plugin.BaseURL, a)
 	}
 	// An unset variable is an error naming it (and every other unset one).
-	_, err = ParseSpec([]byte(text), "spec.yml", envOf(map[string]string{"TABLE": "x_bookmarks"}), specNow)
+	_, err = Parse([]byte(text), "spec.yml", envOf(map[string]string{"TABLE": "x_bookmarks"}), specNow)
 	if err == nil || !strings.Contains(err.Error(), "${PORT}") || !strings.Contains(err.Error(), "${TOKEN}") ||
 		!strings.Contains(err.Error(), "not set") || strings.Contains(err.Error(), "NOT_SET_ANYWHERE") {
 		t.Errorf("unset variables: %v", err)
 	}
 }
 
-func TestParseSpec_FileAndTimeExpansion(t *testing.T) {
+func TestParse_FileAndTimeExpansion(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token.txt")
 	if err := os.WriteFile(tokenFile, []byte("tok-from-file"), 0o600); err != nil {
@@ -84,7 +84,7 @@ func TestParseSpec_FileAndTimeExpansion(t *testing.T) {
 	}
 	text := strings.Replace(minimalSpec, `"tok-1001"`, `"${file:`+tokenFile+`}"`, 1)
 	text = strings.Replace(text, "version: v0.0.0", "version: v0.0.0\n  otel_endpoint: \"${time:2 days ago}\"", 1)
-	s, err := ParseSpec([]byte(text), "spec.yml", envOf(nil), specNow)
+	s, err := Parse([]byte(text), "spec.yml", envOf(nil), specNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,16 +92,16 @@ func TestParseSpec_FileAndTimeExpansion(t *testing.T) {
 		t.Errorf("token %q", s.Plugin.Accounts[0].AccessToken)
 	}
 	missing := strings.Replace(minimalSpec, `"tok-1001"`, `"${file:`+filepath.Join(dir, "nope")+`}"`, 1)
-	if _, err := ParseSpec([]byte(missing), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${file:") {
+	if _, err := Parse([]byte(missing), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${file:") {
 		t.Errorf("missing file: %v", err)
 	}
 	badTime := strings.Replace(minimalSpec, "version: v0.0.0", "version: v0.0.0\n  otel_endpoint: \"${time:whenever}\"", 1)
-	if _, err := ParseSpec([]byte(badTime), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${time:whenever}") {
+	if _, err := Parse([]byte(badTime), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${time:whenever}") {
 		t.Errorf("bad time: %v", err)
 	}
 }
 
-func TestParseSpec_Errors(t *testing.T) {
+func TestParse_Errors(t *testing.T) {
 	replace := func(old, new string) string {
 		if !strings.Contains(minimalSpec, old) {
 			t.Fatalf("no %q in the spec", old)
@@ -146,7 +146,7 @@ func TestParseSpec_Errors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseSpec([]byte(c.text), "spec.yml", envOf(nil), specNow)
+			_, err := Parse([]byte(c.text), "spec.yml", envOf(nil), specNow)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -162,7 +162,7 @@ func TestParseSpec_Errors(t *testing.T) {
 // Problems in the plugin's own spec (the source's `spec:`) name the file,
 // the line and the field, in every section of the spec, and a misspelt
 // field gets the name it was probably meant to be.
-func TestParseSpec_PluginSpecErrorsSayWhere(t *testing.T) {
+func TestParse_PluginSpecErrorsSayWhere(t *testing.T) {
 	head := "kind: source\nspec:\n  name: x\n  path: ./cq-source-x\n  registry: local\n  tables: [\"*\"]\n  destinations: [file]\n  spec:\n"
 	for _, tc := range []struct{ name, plugin, want string }{
 		{"top level", "    acounts: []\n",
@@ -185,7 +185,7 @@ func TestParseSpec_PluginSpecErrorsSayWhere(t *testing.T) {
 				"  line 10: spec.planner.max_page_size: must be a whole number, not a string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseSpec([]byte(head+tc.plugin), "spec.yml", envOf(nil), specNow)
+			_, err := Parse([]byte(head+tc.plugin), "spec.yml", envOf(nil), specNow)
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("error\n  %v\nwant\n  %s", err, tc.want)
 			}
@@ -193,21 +193,21 @@ func TestParseSpec_PluginSpecErrorsSayWhere(t *testing.T) {
 	}
 	// In a later document, the line is the file's.
 	dest := "kind: destination\nspec:\n  name: file\n"
-	_, err := ParseSpec([]byte(dest+"---\n"+head+"    accounts: [{acess_token: a}]\n"), "multi.yml", envOf(nil), specNow)
+	_, err := Parse([]byte(dest+"---\n"+head+"    accounts: [{acess_token: a}]\n"), "multi.yml", envOf(nil), specNow)
 	want := `multi.yml, document 2 (source "x"): line 13: spec.accounts[0]: unknown field "acess_token" (did you mean "access_token"?)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error\n  %v\nwant\n  %s", err, want)
 	}
 }
 
-func TestParseSpec_Documents(t *testing.T) {
+func TestParse_Documents(t *testing.T) {
 	dest := "kind: destination\nspec:\n  name: file\n  path: cloudquery/file\n  version: v5.5.1\n  spec:\n    format: parquet\n"
 	other := strings.NewReplacer("name: x", "name: aws", "path: ./cq-source-x", "path: cloudquery/aws").Replace(minimalSpec)
 	other = strings.Replace(other, `tables: ["x_bookmarks"]`, `tables: ["x_api_usage"]`, 1) // still a valid table: only x is checked
 	// Several documents: the destination is ignored, the source that is
 	// this plugin is used.
 	text := dest + "---\n" + other + "---\n" + minimalSpec
-	s, err := ParseSpec([]byte(text), "multi.yml", envOf(nil), specNow)
+	s, err := Parse([]byte(text), "multi.yml", envOf(nil), specNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,22 +216,22 @@ func TestParseSpec_Documents(t *testing.T) {
 	}
 	// A source named otherwise is still this plugin when its path is.
 	renamed := strings.Replace(minimalSpec, "name: x", "name: my-x", 1)
-	if s, err := ParseSpec([]byte(other+"---\n"+renamed), "multi.yml", envOf(nil), specNow); err != nil || s.Name != "my-x" {
+	if s, err := Parse([]byte(other+"---\n"+renamed), "multi.yml", envOf(nil), specNow); err != nil || s.Name != "my-x" {
 		t.Errorf("by path: %v %+v", err, s)
 	}
 	// Two sources of this plugin: ambiguous, listed.
-	_, err = ParseSpec([]byte(minimalSpec+"---\n"+renamed), "multi.yml", envOf(nil), specNow)
+	_, err = Parse([]byte(minimalSpec+"---\n"+renamed), "multi.yml", envOf(nil), specNow)
 	if err == nil || !strings.Contains(err.Error(), `document 1: name "x"`) || !strings.Contains(err.Error(), `document 2: name "my-x"`) {
 		t.Errorf("ambiguous: %v", err)
 	}
 	// Errors in a later document name it.
-	_, err = ParseSpec([]byte(dest+"---\n"+strings.Replace(minimalSpec, "name: x", "nam: x", 1)), "multi.yml", envOf(nil), specNow)
+	_, err = Parse([]byte(dest+"---\n"+strings.Replace(minimalSpec, "name: x", "nam: x", 1)), "multi.yml", envOf(nil), specNow)
 	if err == nil || !strings.Contains(err.Error(), "multi.yml, document 2 (kind: source)") {
 		t.Errorf("document error: %v", err)
 	}
 	// CRLF line endings and a leading separator work.
 	crlf := strings.ReplaceAll("---\n"+minimalSpec, "\n", "\r\n")
-	if _, err := ParseSpec([]byte(crlf), "crlf.yml", envOf(nil), specNow); err != nil {
+	if _, err := Parse([]byte(crlf), "crlf.yml", envOf(nil), specNow); err != nil {
 		t.Errorf("CRLF: %v", err)
 	}
 }
@@ -269,14 +269,14 @@ func TestSelectTables(t *testing.T) {
 
 // readSpecFromElsewhere writes text as dir/x.yml and reads it from another
 // working directory: the spec parsed, and the one the plugin is started with.
-func readSpecFromElsewhere(t *testing.T, dir, text string) (*SourceSpec, *spec.Spec) {
+func readSpecFromElsewhere(t *testing.T, dir, text string) (*Source, *spec.Spec) {
 	t.Helper()
 	path := filepath.Join(dir, "x.yml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir())
-	s, err := ReadSpecFile(path)
+	s, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func readSpecFromElsewhere(t *testing.T, dir, text string) (*SourceSpec, *spec.S
 // A relative token_file is relative to the spec file's directory, in the
 // parsed spec and in the JSON the plugin is started with; an absolute one
 // is left alone.
-func TestReadSpecFile_RelativeTokenFilesAreRelativeToTheSpecFile(t *testing.T) {
+func TestRead_RelativeTokenFilesAreRelativeToTheSpecFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "conf")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestReadSpecFile_RelativeTokenFilesAreRelativeToTheSpecFile(t *testing.T) {
 // A relative compliance.bearer_token_file is relative to the spec file too,
 // in the spec parsed and in the one the plugin is started with, whatever
 // the case of its keys; an absolute one is kept.
-func TestReadSpecFile_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.T) {
+func TestRead_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "conf")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -344,13 +344,13 @@ func TestReadSpecFile_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.
 
 // A ${file:PATH} reads at most 1 MiB, as a token file does: more is an
 // error naming the reference, not a spec of any size held in memory.
-func TestParseSpec_AFileReferenceReadsAtMostOneMiB(t *testing.T) {
+func TestParse_AFileReferenceReadsAtMostOneMiB(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big")
 	if err := os.WriteFile(big, make([]byte, 1<<20+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	text := strings.Replace(minimalSpec, `"tok-1001"`, `"${file:`+big+`}"`, 1)
-	if _, err := ParseSpec([]byte(text), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${file:"+big+"}: "+big+" is larger than 1 MiB") {
+	if _, err := Parse([]byte(text), "spec.yml", envOf(nil), specNow); err == nil || !strings.Contains(err.Error(), "${file:"+big+"}: "+big+" is larger than 1 MiB") {
 		t.Errorf("a file of 1 MiB + 1 byte: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
@@ -101,7 +101,7 @@ func runCommand(t *testing.T, args []string, killAt int, killAfter time.Duration
 // x_bookmarks file or in a file of the committed run still to publish.
 func checkNotAhead(t *testing.T, dir string, users []demoUser) {
 	t.Helper()
-	info, err := export.ReadState(dir)
+	info, err := archive.ReadState(dir)
 	if err != nil {
 		t.Fatalf("after a crash the state does not load: %v", err)
 	}
@@ -273,7 +273,7 @@ func TestKill9(t *testing.T) {
 		}
 		kills := 0
 		for j := 1; j < 20; j++ {
-			info, err := export.ReadState(dir)
+			info, err := archive.ReadState(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,10 +3,10 @@ package export
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -77,11 +77,7 @@ type AccountEstimate struct {
 // the accounts' user ids as far as they are known without a request ("" for
 // the others). It reads the state, never X.
 func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, error) {
-	out, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	st, err := loadState(out)
+	st, err := archive.Load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +123,7 @@ func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, e
 }
 
 // fromState fills in what the state knows of the account's lists.
-func (a *AccountEstimate) fromState(st *diskState) error {
+func (a *AccountEstimate) fromState(st *archive.State) error {
 	a.First = true
 	if a.UserID == "" {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -251,7 +252,7 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, table := range export.TableNames() {
+	for _, table := range archive.TableNames() {
 		if _, ok := duckDBTypes[table]; !ok {
 			t.Errorf("%s: no column types to check it against", table)
 		}

@@ -15,9 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
@@ -133,7 +134,7 @@ func TestExportRoundTrip(t *testing.T) {
 	if bookmarkKeys(t, fp[2:])[[2]string{"1001", added[0]}] != 1 {
 		t.Errorf("the newest folder snapshot lacks post %s", added[0])
 	}
-	info, err := export.ReadState(dir)
+	info, err := archive.ReadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 )
@@ -22,7 +23,7 @@ type runState struct {
 	*memstate.Store
 	r *run
 	// committed is the state as the last commit left it (see freeze).
-	committed *diskState
+	committed *archive.State
 
 	mu     sync.Mutex
 	onDisk map[string]string // the job keys as DIR/.state holds them
@@ -53,7 +54,7 @@ func (s *runState) freeze() {
 	for uid, set := range old.Written {
 		written[uid] = set.Clone()
 	}
-	s.committed = &diskState{Format: stateFormat, Keys: maps.Clone(old.Keys), Written: written, Stray: old.Stray, LastRun: old.LastRun}
+	s.committed = &archive.State{Keys: maps.Clone(old.Keys), Written: written, Stray: old.Stray, LastRun: old.LastRun}
 }
 
 // Flush commits the staged keys in memory and writes the job keys to disk
@@ -86,7 +87,7 @@ func (s *runState) Flush(ctx context.Context) error {
 	maps.Copy(keys, jobs)
 	next := *s.committed
 	next.Keys = keys
-	if err := saveState(s.r.out, &next, s.r.o.Step, "compliance job"); err != nil {
+	if err := archive.SaveState(s.r.out, &next, s.r.o.Step, "compliance job"); err != nil {
 		return err
 	}
 	s.onDisk = jobs

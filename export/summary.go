@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
@@ -21,15 +22,15 @@ import (
 // and operation what was fetched, billed and how each walk ended, and the
 // compliance check's requests and failure.
 type Summary struct {
-	RunID      string       `json:"run_id"`
-	RunTime    time.Time    `json:"run_time"`
-	StartedAt  time.Time    `json:"started_at"`
-	FinishedAt time.Time    `json:"finished_at"`
-	Out        string       `json:"out"`
-	OK         bool         `json:"ok"`
-	Recovered  *Recovery    `json:"recovered,omitempty"`
-	Files      []FileResult `json:"files"`
-	Accounts   []AccountSum `json:"accounts"`
+	RunID      string            `json:"run_id"`
+	RunTime    time.Time         `json:"run_time"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt time.Time         `json:"finished_at"`
+	Out        string            `json:"out"`
+	OK         bool              `json:"ok"`
+	Recovered  *archive.Recovery `json:"recovered,omitempty"`
+	Files      []FileResult      `json:"files"`
+	Accounts   []AccountSum      `json:"accounts"`
 	// Compliance is the run's check of the archive; nil when it ran none
 	// (no compliance section, or x_post_compliance not selected).
 	Compliance *ComplianceSum `json:"compliance,omitempty"`
@@ -41,7 +42,7 @@ type Summary struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Damaged are files of earlier runs whose footer cannot be read (see
 	// DamagedFile.Describe); the run is not OK.
-	Damaged []DamagedFile `json:"damaged_files,omitempty"`
+	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 }
 
 // AccountSum is one account.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -95,7 +96,7 @@ func TestAFailedComplianceCheckFailsTheSummaryAndKeepsTheBookmarks(t *testing.T)
 		t.Errorf("the account is told failed: %+v", sum.Accounts)
 	}
 	checkArchive(t, dir, sim, users)
-	st, err := export.ReadState(dir)
+	st, err := archive.ReadState(dir)
 	if err != nil || len(st.Written["1001"]) != 12 {
 		t.Fatalf("committed state %v, %v", st, err)
 	}

@@ -5,6 +5,7 @@ package resources
 
 import (
 	"context"
+	"slices"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
@@ -63,4 +64,11 @@ func masked(resolve schema.TableResolver) schema.TableResolver {
 		}
 		return err
 	}
+}
+
+// IsBookmarkContent reports whether table is a child table of x_bookmarks
+// (authors, media, referenced posts): its rows are a bookmark's content,
+// written with the bookmark's row.
+func IsBookmarkContent(table string) bool {
+	return slices.ContainsFunc(Bookmarks().Relations, func(t *schema.Table) bool { return t.Name == table })
 }

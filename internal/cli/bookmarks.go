@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/spf13/cobra"
 )
 
@@ -76,7 +76,7 @@ With --yes it adds them, shows progress, waits out the windows, and records
 each addition in x_bookmark_changes.`
 
 func (a *app) bookmarksRemoveCommand() *cobra.Command {
-	o := BookmarksOptions{Kind: export.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := BookmarksOptions{Kind: archive.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	var before string
 	cmd := &cobra.Command{
 		Use:   "remove --spec FILE --out DIR (--archived-before DATE | --folder ID | --ids FILE) [--yes]",
@@ -111,7 +111,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 }
 
 func (a *app) bookmarksAddCommand() *cobra.Command {
-	o := BookmarksOptions{Kind: export.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := BookmarksOptions{Kind: archive.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	cmd := &cobra.Command{
 		Use:   "add --spec FILE --out DIR (--from DIR [--from-user ID] | --ids FILE) [--user ID] [--yes]",
 		Short: "Save posts from an archive or a list as an account's bookmarks (a dry run without --yes)",

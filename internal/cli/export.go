@@ -15,10 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/mattn/go-isatty"
@@ -159,7 +160,7 @@ func (f exportFlags) outcomeError(sum *export.Summary) error {
 // checkOut refuses an --out that holds what no export writes there (a
 // home directory, a project's): the archive would mix with it.
 func checkOut(out string) error {
-	foreign, err := export.ForeignEntries(out)
+	foreign, err := archive.ForeignEntries(out)
 	if err != nil {
 		return fmt.Errorf("export: --out %s: %w", out, err)
 	}
@@ -268,7 +269,7 @@ func failuresOf(sum *export.Summary) runFailures {
 		for _, d := range sum.Damaged {
 			rf.lines = append(rf.lines, "DAMAGED "+d.Describe(sum.Out))
 		}
-		rf.after = append(rf.after, "run `"+export.RepairCommand(sum.Out)+"`")
+		rf.after = append(rf.after, "run `"+archive.RepairCommand(sum.Out)+"`")
 	}
 	return rf
 }

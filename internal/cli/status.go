@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
-	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -48,7 +48,7 @@ type StatusReport struct {
 	// Out is the exporter's directory the last syncs come from, if given.
 	Out string `json:"out,omitempty"`
 	// Damaged are the files of Out whose footer cannot be read.
-	Damaged []export.DamagedFile `json:"damaged_files,omitempty"`
+	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 	// What status sent, as its API client metered it: requests to the API
 	// (GET /2/users/me, one per account whose token could be tried, and
 	// retries), the posts those returned (none), and token refreshes.
@@ -169,7 +169,7 @@ func (a *app) status(ctx context.Context, o StatusOptions) error {
 	}
 	damaged := ""
 	if n := len(rep.Damaged); n > 0 {
-		damaged = fmt.Sprintf("; %s damaged: run `%s`", plural.Count(n, "file of the archive is", "files of the archive are"), export.RepairCommand(rep.Out))
+		damaged = fmt.Sprintf("; %s damaged: run `%s`", plural.Count(n, "file of the archive is", "files of the archive are"), archive.RepairCommand(rep.Out))
 	}
 	if failed > 0 {
 		where := "PROBLEM above"
@@ -204,12 +204,12 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 		o.Transport = http.DefaultTransport
 	}
 	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0), credentials: credentials}
-	var archive *archiveInfo
+	var info *archiveInfo
 	if o.Out != "" {
-		if archive, err = readArchive(ctx, o.Out); err != nil {
+		if info, err = readArchive(ctx, o.Out); err != nil {
 			return nil, err
 		}
-		if rep.Damaged, err = export.DamagedFiles(o.Out); err != nil {
+		if rep.Damaged, err = archive.DamagedFiles(o.Out); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +224,7 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 				users[st.UserID] = st.Account
 			}
 		}
-		archive.fill(&st)
+		info.fill(&st)
 		rep.Accounts = append(rep.Accounts, st)
 	}
 	total := rep.meter.Total()
@@ -395,7 +395,7 @@ func (st *AccountStatus) refreshed(t auth.StoredToken, how string) {
 
 // archiveInfo is what an exporter's directory says of its accounts.
 type archiveInfo struct {
-	state *export.StateInfo
+	state *archive.StateInfo
 	syncs map[string][]usageRow
 }
 
@@ -403,7 +403,7 @@ func readArchive(ctx context.Context, out string) (*archiveInfo, error) {
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
 		return nil, usageErrorf("status: --out %s is not a directory an export wrote", out)
 	}
-	st, err := export.ReadState(out)
+	st, err := archive.ReadState(out)
 	if err != nil {
 		return nil, fmt.Errorf("status: reading the state of %s: %w", out, err)
 	}

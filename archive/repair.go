@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -44,7 +44,7 @@ type RepairReport struct {
 	// (user_id, post_id) of Accounts accounts.
 	BookmarkFiles, Posts, Accounts int
 	// Stray counts, per content table of x_bookmarks, the posts whose rows
-	// it holds while no x_bookmarks file holds them (diskState.Stray).
+	// it holds while no x_bookmarks file holds them (State.Stray).
 	Stray map[string]int
 	// KeptMemories walk memories were kept; Dropped were not (nor other
 	// state keys found damaged).
@@ -149,7 +149,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if err := saveState(out, next, noStep, "repair"); err != nil {
 		return nil, fmt.Errorf("writing the repaired state: %w", err)
 	}
-	if _, rep.Recovered, err = recoverDir(out, noStep); err != nil {
+	if _, rep.Recovered, err = Recover(out, noStep); err != nil {
 		return rep, fmt.Errorf("the state is repaired, but recovering %s failed: %w", out, err)
 	}
 	return rep, nil
@@ -157,7 +157,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 
 // trustedParts are the walk memories and runs of the state: all of them if
 // it loaded, else what can be salvaged from its text.
-func trustedParts(out string, s *diskState) (map[string]string, *runRecord, *runRecord, error) {
+func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 	if s != nil {
 		return s.Keys, s.Pending, s.LastRun, nil
 	}
@@ -171,8 +171,8 @@ func trustedParts(out string, s *diskState) (map[string]string, *runRecord, *run
 
 // rebuild builds the repaired state from the files (but those of skip)
 // and the trusted parts.
-func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *runRecord, skip map[string]bool) (*diskState, error) {
-	next := newDiskState()
+func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *Run, skip map[string]bool) (*State, error) {
+	next := newState()
 	if pending != nil {
 		pending = rep.dropLostFiles(out, pending)
 	}
@@ -242,15 +242,15 @@ func distrust(key, value string, written map[string]*ids.Set) string {
 
 // dropLostFiles returns the committed run without its files that are
 // neither staged nor published, and records them.
-func (rep *RepairReport) dropLostFiles(out string, run *runRecord) *runRecord {
+func (rep *RepairReport) dropLostFiles(out string, run *Run) *Run {
 	kept := *run
 	kept.Files = nil
 	for _, f := range run.Files {
-		if exists(run.stagedPath(out, f)) || exists(finalPath(out, f)) {
+		if exists(run.StagedPath(out, f.Table)) || exists(FinalPath(out, f)) {
 			kept.Files = append(kept.Files, f)
 			continue
 		}
-		rep.LostFiles = append(rep.LostFiles, finalPath(out, f))
+		rep.LostFiles = append(rep.LostFiles, FinalPath(out, f))
 	}
 	return &kept
 }
@@ -262,7 +262,7 @@ func exists(path string) bool {
 
 // tableFiles are the files of a table: those published, and those of the
 // committed run still staged; not those of skip.
-func tableFiles(out, table string, pending *runRecord, skip map[string]bool) ([]string, error) {
+func tableFiles(out, table string, pending *Run, skip map[string]bool) ([]string, error) {
 	all, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	if err != nil {
 		return nil, err
@@ -275,7 +275,7 @@ func tableFiles(out, table string, pending *runRecord, skip map[string]bool) ([]
 	}
 	if pending != nil {
 		for _, f := range pending.Files {
-			if staged := pending.stagedPath(out, f); f.Table == table && exists(staged) && !exists(finalPath(out, f)) {
+			if staged := pending.StagedPath(out, f.Table); f.Table == table && exists(staged) && !exists(FinalPath(out, f)) {
 				paths = append(paths, staged)
 			}
 		}
@@ -284,7 +284,7 @@ func tableFiles(out, table string, pending *runRecord, skip map[string]bool) ([]
 }
 
 // readWritten reads the (user_id, post_id) of every x_bookmarks file.
-func readWritten(out string, pending *runRecord, skip map[string]bool) (map[string]*ids.Set, int, error) {
+func readWritten(out string, pending *Run, skip map[string]bool) (map[string]*ids.Set, int, error) {
 	paths, err := tableFiles(out, resources.BookmarksTable, pending, skip)
 	if err != nil {
 		return nil, 0, err
@@ -300,8 +300,8 @@ func readWritten(out string, pending *runRecord, skip map[string]bool) (map[stri
 
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
-// file was removed): diskState.Stray. Nil when there are none.
-func readStray(out string, pending *runRecord, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
+// file was removed): State.Stray. Nil when there are none.
+func readStray(out string, pending *Run, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
 	var stray map[string]map[string]*ids.Set
 	for _, table := range resources.Bookmarks().Relations {
 		paths, err := tableFiles(out, table.Name, pending, skip)
@@ -378,7 +378,7 @@ func cannotRead(err error) string {
 // newestRun is the run of the newest published file (other than pending's),
 // named by the files' names: when the run is later than any file, the next
 // run's files sort after them.
-func newestRun(out string, pending *runRecord) *runRecord {
+func newestRun(out string, pending *Run) *Run {
 	skip := ""
 	if pending != nil {
 		skip = pending.ID
@@ -426,7 +426,7 @@ func sameStray(a, b map[string]map[string]*ids.Set) bool {
 // run record that reads whole, wherever the damage is: each key is looked
 // for by its own name, so a damaged one loses only itself. (Every memory is
 // then checked by Repair; nothing here is trusted because it was found.)
-func salvage(text []byte) (keys map[string]string, pending, lastRun *runRecord) {
+func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 	keys = map[string]string{}
 	conflicting := map[string]bool{}
 	for i := 0; ; i++ {
@@ -477,12 +477,12 @@ func jsonString(text []byte, at int) (string, int, bool) {
 
 // runAfter decodes the run record that follows the last occurrence of
 // field in text, if it reads whole and is a run record.
-func runAfter(text []byte, field string) *runRecord {
+func runAfter(text []byte, field string) *Run {
 	at := bytes.LastIndex(text, []byte(field))
 	if at < 0 {
 		return nil
 	}
-	var run runRecord
+	var run Run
 	if json.NewDecoder(bytes.NewReader(text[at+len(field):])).Decode(&run) != nil || run.check() != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/gofrs/flock"
 )
@@ -103,8 +103,8 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 		return nil, fmt.Errorf("an export is running in %s (it holds %s); compact it when it has finished", out, filepath.Join(out, lockFile))
 	}
 	defer lock.Unlock()
-	if _, _, err := recoverDir(out, o.Step); err != nil {
-		return nil, fmt.Errorf("recovering %s: %w", out, explain(err, true))
+	if _, _, err := Recover(out, o.Step); err != nil {
+		return nil, fmt.Errorf("recovering %s: %w", out, DiskFull(err, true))
 	}
 
 	rep := &CompactReport{Out: out, DryRun: o.DryRun}
@@ -117,7 +117,7 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 		tc := plan.report()
 		if len(plan.groups) > 0 && !o.DryRun {
 			if err := plan.run(out, now, o, &tc); err != nil {
-				return rep, fmt.Errorf("compacting %s (readers still see its files as they were): %w", table, explain(err, false))
+				return rep, fmt.Errorf("compacting %s (readers still see its files as they were): %w", table, DiskFull(err, false))
 			}
 		}
 		rep.Tables = append(rep.Tables, tc)

@@ -14,7 +14,7 @@ import (
 	pqschema "github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
 var syncTime = time.Date(2026, 11, 22, 10, 15, 0, 123456000, time.UTC)

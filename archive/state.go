@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"bufio"
@@ -22,24 +22,19 @@ import (
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
-// Layout of an output directory.
-const (
-	stateDir    = ".state"
-	stateFile   = "state.json"
-	stagingDir  = ".staging"
-	lockFile    = ".lock"
-	stateFormat = 1
-)
+// stateFormat is the format of the state file this version writes.
+const stateFormat = 1
 
 // archivedRecord: the posts an export archived are its written ids, which
-// the compliance checks read (run.archived); the plugin keeps no record of
-// its own beside them. Earlier versions kept one among the keys, a few bytes
-// a post: it is left out when a state is read, and so when it is next saved.
+// the compliance checks read (the exporter is the sync's destination,
+// plugin.Destination); the plugin keeps no record of its own beside them.
+// Earlier versions kept one among the keys, a few bytes a post: it is left
+// out when a state is read, and so when it is next saved.
 
-// diskState is DIR/.state/state.json. It is replaced atomically (write a
+// State is DIR/.state/state.json. It is replaced atomically (write a
 // temporary file, fsync, rename, fsync the directory), so it is always
 // either the old or the new version.
-type diskState struct {
+type State struct {
 	Format int `json:"format"`
 	// Keys are the key/values the plugin's state client holds: the walk
 	// memories of every account's lists.
@@ -57,9 +52,9 @@ type diskState struct {
 	// leaves this list. Empty but after such a repair.
 	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
 	// Pending is a committed run whose files may not all be published yet.
-	Pending *runRecord `json:"pending,omitempty"`
+	Pending *Run `json:"pending,omitempty"`
 	// LastRun is the last run published.
-	LastRun *runRecord `json:"last_run,omitempty"`
+	LastRun *Run `json:"last_run,omitempty"`
 }
 
 // writeTo writes json.Marshal(s) to w (TestStateEncodingIsJSONMarshal holds
@@ -67,7 +62,7 @@ type diskState struct {
 // written ids are most of the state, a few bytes per post held, and an
 // export of many accounts would otherwise hold them twice more in memory
 // (the encoded JSON, and the buffer it grew in) while it saves them.
-func (s *diskState) writeTo(w io.Writer) error {
+func (s *State) writeTo(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
 	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
@@ -84,7 +79,7 @@ func (s *diskState) writeTo(w io.Writer) error {
 	}
 	for _, f := range []struct {
 		name string
-		run  *runRecord
+		run  *Run
 	}{{"pending", s.Pending}, {"last_run", s.LastRun}} {
 		if f.run == nil {
 			continue
@@ -154,30 +149,25 @@ func (e *errWriter) Write(b []byte) (int, error) {
 
 func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
-// runRecord is one run and the files it writes: DIR/.staging/<ID>/<name>
-// until published, DIR/<table>/<name> after.
-type runRecord struct {
-	ID    string       `json:"id"`
-	Time  time.Time    `json:"time"`
-	Files []fileRecord `json:"files"`
+func newState() *State {
+	return &State{Format: stateFormat, Keys: map[string]string{}, Written: map[string]*ids.Set{}}
 }
 
-type fileRecord struct {
-	Table string `json:"table"`
-	Name  string `json:"name"`
-	Rows  int64  `json:"rows"`
+// Load reads the state of the archive in dir, as it is committed (without
+// recovering the directory or taking its lock).
+func Load(dir string) (*State, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return loadState(out)
 }
 
-func (r *runRecord) stagedPath(out string, f fileRecord) string {
-	return filepath.Join(out, stagingDir, r.ID, f.Table+".parquet")
-}
-
-func finalPath(out string, f fileRecord) string {
-	return filepath.Join(out, f.Table, f.Name)
-}
-
-func newDiskState() *diskState {
-	return &diskState{Format: stateFormat, Keys: map[string]string{}, Written: map[string]*ids.Set{}}
+// SaveState replaces the state of the archive in out with s, atomically
+// (for a state that describes no file: see export's compliance jobs).
+// what names the step in the crash points step marks.
+func SaveState(out string, s *State, step func(string), what string) error {
+	return saveState(out, s, step, what)
 }
 
 // loadState reads DIR/.state/state.json. A missing file is an empty state
@@ -185,7 +175,7 @@ func newDiskState() *diskState {
 // lost state, and an empty one would have the next run bill every post
 // again and write each row a second time. So is a state that does not know
 // the files beside it (see knowsFiles).
-func loadState(out string) (*diskState, error) {
+func loadState(out string) (*State, error) {
 	path := filepath.Join(out, stateDir, stateFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -194,7 +184,7 @@ func loadState(out string) (*diskState, error) {
 		} else if file != "" {
 			return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is missing, but the directory holds exported files (%s)", path, file)}
 		}
-		return newDiskState(), nil
+		return newState(), nil
 	}
 	if err != nil {
 		return nil, err
@@ -223,9 +213,9 @@ func loadState(out string) (*diskState, error) {
 // files (restored from a backup, copied from another directory), would
 // have the next run write again rows the files hold. Only the names are
 // read, never the files.
-func (s *diskState) knowsFiles(out, path string) error {
+func (s *State) knowsFiles(out, path string) error {
 	var known time.Time // the latest run the state records
-	for _, run := range []*runRecord{s.LastRun, s.Pending} {
+	for _, run := range []*Run{s.LastRun, s.Pending} {
 		if run != nil && run.Time.After(known) {
 			known = run.Time
 		}
@@ -249,7 +239,7 @@ func (s *diskState) knowsFiles(out, path string) error {
 // (its id and time).
 type exportedFile struct {
 	path string
-	run  runRecord
+	run  Run
 }
 
 // newestExportedFile is the file of out named after the latest time (path
@@ -266,7 +256,7 @@ func newestExportedFile(out, skip string) (exportedFile, error) {
 			stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
 			t, err := time.Parse(fileTimeLayout, stamp)
 			if ok && err == nil && isRunID(id) && id != skip && (newest.path == "" || t.After(newest.run.Time)) {
-				newest = exportedFile{path: p, run: runRecord{ID: id, Time: t}}
+				newest = exportedFile{path: p, run: Run{ID: id, Time: t}}
 			}
 		}
 	}
@@ -311,8 +301,8 @@ func (e *newerStateError) Error() string {
 // output directory; anything else is damaged. Every walk memory is decoded
 // too, so that a damaged one stops the export before anything is billed,
 // rather than failing its account at every run.
-func decodeState(r io.Reader) (*diskState, error) {
-	s := &diskState{}
+func decodeState(r io.Reader) (*State, error) {
+	s := &State{}
 	if err := s.readFrom(r); err != nil {
 		return nil, err
 	}
@@ -328,7 +318,7 @@ func decodeState(r io.Reader) (*diskState, error) {
 	case s.Written == nil:
 		return nil, errors.New("its written-id sets (\"written\") are missing")
 	}
-	for _, run := range []*runRecord{s.Pending, s.LastRun} {
+	for _, run := range []*Run{s.Pending, s.LastRun} {
 		if err := run.check(); err != nil {
 			return nil, err
 		}
@@ -344,7 +334,7 @@ func decodeState(r io.Reader) (*diskState, error) {
 // readFrom decodes the JSON writeTo writes, one key and one set at a time,
 // so that the file is not held in memory beside what it decodes to (at
 // 10,000 accounts, hundreds of megabytes each).
-func (s *diskState) readFrom(r io.Reader) error {
+func (s *State) readFrom(r io.Reader) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	err := decodeObject(dec, func(field string) error {
 		switch field {
@@ -366,7 +356,7 @@ func (s *diskState) readFrom(r io.Reader) error {
 		case "stray":
 			s.Stray = map[string]map[string]*ids.Set{}
 			return decodeObject(dec, func(table string) error {
-				if !isBookmarkContent(table) {
+				if !resources.IsBookmarkContent(table) {
 					return fmt.Errorf("stray rows of %q, which is not a content table of x_bookmarks", table)
 				}
 				s.Stray[table] = map[string]*ids.Set{}
@@ -451,7 +441,7 @@ func jsonKind(tok json.Token) string {
 // check refuses a run record that is not one this program writes: its id
 // and file names become paths (a staging directory removed, files renamed),
 // which must stay inside the output directory.
-func (r *runRecord) check() error {
+func (r *Run) check() error {
 	if r == nil {
 		return nil
 	}
@@ -504,7 +494,7 @@ func isArchivedKey(key string) bool {
 // knownTables are the tables whose files an output directory holds.
 var knownTables = func() map[string]bool {
 	m := map[string]bool{}
-	for _, t := range append(resources.Tables().FlattenTables(), resources.ArchiveTables()...) {
+	for _, t := range append(resources.Tables().FlattenTables(), Tables()...) {
 		m[t.Name] = true
 	}
 	return m
@@ -543,7 +533,7 @@ func ForeignEntries(dir string) ([]string, error) {
 }
 
 // hasFiles reports whether DIR/<table> holds a Parquet file.
-func hasFiles(out, table string) bool {
+func HasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	return len(files) > 0
 }
@@ -571,7 +561,8 @@ func anyExportedFile(out string) (string, error) {
 // saveState replaces DIR/.state/state.json atomically. step marks the crash
 // points: the new version written and synced under a temporary name, then
 // renamed over the old one (the rename is the commit).
-func saveState(out string, s *diskState, step func(string), what string) error {
+func saveState(out string, s *State, step func(string), what string) error {
+	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
 	if err := mkdirSynced(out, stateDir); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"bytes"
@@ -22,10 +22,10 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 		written.Add(strconv.Itoa(1_700_000_000_000_000_000 + i*7919))
 	}
 	written.Add("not-a-number")
-	run := &runRecord{ID: "0a1b2c3d", Time: time.Date(2026, 11, 22, 5, 0, 0, 123, time.UTC),
-		Files: []fileRecord{{Table: "x_bookmarks", Name: "a.parquet", Rows: 1001}}}
-	for name, s := range map[string]*diskState{
-		"empty": newDiskState(),
+	run := &Run{ID: "0a1b2c3d", Time: time.Date(2026, 11, 22, 5, 0, 0, 123, time.UTC),
+		Files: []File{{Table: "x_bookmarks", Name: "a.parquet", Rows: 1001}}}
+	for name, s := range map[string]*State{
+		"empty": newState(),
 		"pending, no last run": {Format: stateFormat, Pending: run,
 			Keys:    map[string]string{"x_bookmarks/1001": `{"version":1,"held":"<&>\"quoted\" é"}`, "x_bookmarks/1002": ""},
 			Written: map[string]*ids.Set{"1001": written}},
@@ -84,9 +84,9 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 	}
 	written.Add("not-a-number")
 	at := time.Date(2026, 11, 22, 5, 0, 0, 123e6, time.UTC)
-	run := &runRecord{ID: "0a1b2c3d", Time: at,
-		Files: []fileRecord{{Table: "x_bookmarks", Name: at.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 5001}}}
-	s := &diskState{Format: stateFormat, Pending: run, LastRun: run,
+	run := &Run{ID: "0a1b2c3d", Time: at,
+		Files: []File{{Table: "x_bookmarks", Name: at.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 5001}}}
+	s := &State{Format: stateFormat, Pending: run, LastRun: run,
 		Keys:    map[string]string{"another/1001": `{"held":"<&>\"q\""}`, "k": ""},
 		Written: map[string]*ids.Set{"1001": written, "1002": {}},
 		Stray:   map[string]map[string]*ids.Set{"x_bookmark_media": {"1002": written}}}
@@ -136,7 +136,7 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 }
 
 // The archived post ids an earlier version kept among the keys are left
-// out when a state is read: the written ids are that record (run.archived).
+// out when a state is read: the written ids are that record (export's run is the sync's plugin.Destination).
 func TestAStateLeavesOutTheArchivedIDsEarlierVersionsKept(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, stateDir), 0o755); err != nil {

@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
 // damagedDir holds the files repair moved aside: DIR/.damaged/<table>/.

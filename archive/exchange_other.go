@@ -1,6 +1,6 @@
 //go:build !linux && !darwin
 
-package export
+package archive
 
 import (
 	"fmt"

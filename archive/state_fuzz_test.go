@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"bytes"
@@ -22,11 +22,11 @@ func fuzzStates(tb testing.TB) [][]byte {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	run := &runRecord{ID: "0a1b2c3d", Time: time.Date(2026, 11, 22, 10, 15, 0, 123e6, time.UTC)}
-	run.Files = []fileRecord{{Table: "x_bookmarks", Name: run.Time.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 3}}
+	run := &Run{ID: "0a1b2c3d", Time: time.Date(2026, 11, 22, 10, 15, 0, 123e6, time.UTC)}
+	run.Files = []File{{Table: "x_bookmarks", Name: run.Time.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 3}}
 	var out [][]byte
-	for _, s := range []*diskState{
-		newDiskState(),
+	for _, s := range []*State{
+		newState(),
 		{Format: stateFormat, LastRun: run, Written: map[string]*ids.Set{"1001": written}, Keys: map[string]string{
 			"x_bookmarks/1001": mem, "x_bookmark_folder_posts/1001/77": mem, "x_bookmark_folders/1001": `[{"id":"77","name":"f"}]`}},
 		{Format: stateFormat, Pending: run, Written: map[string]*ids.Set{}, Keys: map[string]string{}},
@@ -55,7 +55,7 @@ func FuzzDecodeState(f *testing.F) {
 				t.Fatalf("salvaged the key %q", key)
 			}
 		}
-		for _, run := range []*runRecord{pending, lastRun} {
+		for _, run := range []*Run{pending, lastRun} {
 			if run.check() != nil {
 				t.Fatalf("salvaged a run that fails its check: %+v", run)
 			}
@@ -65,12 +65,12 @@ func FuzzDecodeState(f *testing.F) {
 			return
 		}
 		out := filepath.Join(t.TempDir(), "out")
-		for _, run := range []*runRecord{s.Pending, s.LastRun} {
+		for _, run := range []*Run{s.Pending, s.LastRun} {
 			if run == nil {
 				continue
 			}
 			for _, f := range run.Files {
-				for _, p := range []string{run.stagedPath(out, f), finalPath(out, f), filepath.Join(out, stagingDir, run.ID)} {
+				for _, p := range []string{run.StagedPath(out, f.Table), FinalPath(out, f), filepath.Join(out, stagingDir, run.ID)} {
 					if rel, err := filepath.Rel(out, p); err != nil || strings.HasPrefix(rel, "..") || rel == "." {
 						t.Fatalf("run %+v names %s, outside %s", run, p, out)
 					}

@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"errors"
@@ -32,9 +32,9 @@ func (e *DiskFullError) Error() string {
 
 func (e *DiskFullError) Unwrap() error { return e.Err }
 
-// explain turns a write that failed for want of space into a DiskFullError;
+// DiskFull turns a write that failed for want of space into a DiskFullError;
 // other errors are returned as they are.
-func explain(err error, committed bool) error {
+func DiskFull(err error, committed bool) error {
 	var full *DiskFullError
 	if err == nil || errors.As(err, &full) || !(errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
 		return err

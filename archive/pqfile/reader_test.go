@@ -13,7 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
 var readSchema = arrow.NewSchema([]arrow.Field{

@@ -1,4 +1,4 @@
-package export
+package archive
 
 import (
 	"path/filepath"
@@ -77,7 +77,7 @@ func ReadState(dir string) (*StateInfo, error) {
 	}
 	if s.Pending != nil {
 		for _, f := range s.Pending.Files {
-			info.Pending = append(info.Pending, PendingFile{Table: f.Table, Staged: s.Pending.stagedPath(out, f), Final: finalPath(out, f)})
+			info.Pending = append(info.Pending, PendingFile{Table: f.Table, Staged: s.Pending.StagedPath(out, f.Table), Final: FinalPath(out, f)})
 		}
 	}
 	if s.LastRun != nil {

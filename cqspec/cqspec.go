@@ -22,6 +22,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/internal/smallfile"
+	"github.com/cq-source-x/cq-source-x/internal/suggest"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/ghodss/yaml"
@@ -611,7 +612,7 @@ func decodeError(err error, path []any, accepted []string) *keyError {
 		ke := &keyError{path: append(path, f)}
 		if why, ok := deprecatedFields[f]; ok && len(path) == 1 {
 			ke.msg = fmt.Sprintf("field %q is no longer supported: %s", f, why)
-		} else if s := spec.Suggest(f, accepted); s != "" {
+		} else if s := suggest.Phrase(f, accepted); s != "" {
 			ke.msg = fmt.Sprintf("unknown field %q%s", prefix+f, s)
 		} else {
 			ke.msg = fmt.Sprintf("unknown field %q; accepted: %s", prefix+f, strings.Join(accepted, ", "))

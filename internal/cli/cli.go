@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/cq-source-x/cq-source-x/internal/suggest"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -166,7 +167,7 @@ func flagError(cmd *cobra.Command, err error) error {
 	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
 		var near []string
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
-			if !f.Hidden && (strings.HasPrefix(f.Name, name) || editDistance(f.Name, name) <= 2) {
+			if !f.Hidden && (strings.HasPrefix(f.Name, name) || suggest.Distance(f.Name, name) <= 2) {
 				near = append(near, "--"+f.Name)
 			}
 		})
@@ -175,27 +176,6 @@ func flagError(cmd *cobra.Command, err error) error {
 		}
 	}
 	return usageError(err)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 const completionHelp = `

@@ -89,7 +89,7 @@ type Session struct {
 // created — the scheduler keys its metrics by it — and unique per account.
 func (s *Session) ID() string {
 	if s.name == "" {
-		s.name = fmt.Sprintf("accounts[%d]", s.Index)
+		s.name = Label(s.Index)
 		if s.UserID != "" {
 			s.name = "user:" + s.UserID
 		}
@@ -97,12 +97,29 @@ func (s *Session) ID() string {
 	return s.name
 }
 
+// Label is the place of account i in the spec, accounts[i]: the name of
+// its settings, and the account column of its usage rows.
+func Label(i int) string { return fmt.Sprintf("accounts[%d]", i) }
+
+// Name names account i for a person: its label, and its user when known
+// ("accounts[0] (user 2244994945)").
+func Name(i int, userID string) string {
+	if userID == "" {
+		return Label(i)
+	}
+	return Label(i) + " (user " + userID + ")"
+}
+
+// Name names the account for a person (see Name).
+func (s *Session) Name() string { return Name(s.Index, s.UserID) }
+
 // Report is what happened to the session's walks, for the usage table.
 func (s *Session) Report() *Report { return &s.report }
 
-// Check finishes the setup once and returns its error, if any, wrapped with
-// the account's name. Every resolver calls it first.
-func (s *Session) Check(ctx context.Context) error {
+// Ready finishes the account's setup the first time (Setup: it may ask the
+// API whose token it is) and returns its error, if any, wrapped with the
+// account's name. Every resolver calls it first.
+func (s *Session) Ready(ctx context.Context) error {
 	s.setupOnce.Do(func() {
 		if s.Err == nil && s.Setup != nil {
 			s.Err = s.Setup(ctx)

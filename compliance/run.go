@@ -104,7 +104,7 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 	for _, s := range c.Set.Sessions {
 		if s.UserID == "" {
 			// Resolved by the data tables' first resolver, or here.
-			if err := s.Check(ctx); err != nil || s.UserID == "" {
+			if err := s.Ready(ctx); err != nil || s.UserID == "" {
 				c.Logger.Warn().Err(c.Redact.Error(err)).Str("account", s.ID()).Msg("account not checked: its user id is not known")
 				continue
 			}

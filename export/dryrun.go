@@ -95,7 +95,7 @@ func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, e
 		}
 	}
 	for i := range s.Accounts {
-		a := AccountEstimate{Account: fmt.Sprintf("accounts[%d]", i), UserID: userIDs[i], Folders: -1}
+		a := AccountEstimate{Account: account.Label(i), UserID: userIDs[i], Folders: -1}
 		if err := a.fromState(st); err != nil {
 			return nil, err
 		}

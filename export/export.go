@@ -692,7 +692,7 @@ func (r *Result) Failed() []error {
 	var out []error
 	for _, s := range r.sessions {
 		if err := sessionErr(s); err != nil {
-			out = append(out, fmt.Errorf("%s: %w", accountName(s), err))
+			out = append(out, fmt.Errorf("%s: %w", s.Name(), err))
 		}
 	}
 	return out
@@ -703,12 +703,4 @@ func sessionErr(s *account.Session) error {
 		return s.Err
 	}
 	return s.Report().Err()
-}
-
-func accountName(s *account.Session) string {
-	name := fmt.Sprintf("accounts[%d]", s.Index)
-	if s.UserID != "" {
-		name += " (user " + s.UserID + ")"
-	}
-	return name
 }

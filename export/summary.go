@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
@@ -138,8 +139,8 @@ func (r *Result) Summary() *Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, sess := range r.sessions {
-		a := AccountSum{Account: fmt.Sprintf("accounts[%d]", sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
-			name: accountName(sess)}
+		a := AccountSum{Account: account.Label(sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
+			name: sess.Name()}
 		if r.plugin != nil {
 			a.problems = xplugin.AccountFailure(r.plugin, sess)
 		} else if err := sessionErr(sess); err != nil {

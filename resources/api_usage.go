@@ -120,7 +120,7 @@ func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource
 // setup row for an account that could not be prepared. The exporter prints
 // the same rows as its summary.
 func UsageRows(s *account.Session) []*Usage {
-	label := fmt.Sprintf("accounts[%d]", s.Index)
+	label := account.Label(s.Index)
 	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: s.UserID, Account: label}
 	if base.UserID == "" {
 		base.UserID = label

@@ -153,7 +153,7 @@ func jsonArray(objs []json.RawMessage) []byte {
 
 func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	s := meta.(*account.Session)
-	if err := s.Check(ctx); err != nil {
+	if err := s.Ready(ctx); err != nil {
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Err: err})
 		return err
 	}

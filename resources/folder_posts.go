@@ -48,7 +48,7 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Err: err})
 		return err
 	}
-	if s.Check(ctx) != nil {
+	if s.Ready(ctx) != nil {
 		// A folder remembered by an account that could not be set up
 		// (fetchFolders): its last membership again, nothing read. The
 		// account's error is reported once, by the folder listing.

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -169,7 +170,7 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*
 	meter := client.NewMeter(*s.PostReadUSD)
 	var out []*opAccount
 	for i, acct := range s.Accounts {
-		a := &opAccount{label: fmt.Sprintf("accounts[%d]", i), userID: acct.UserID, tokenFile: acct.TokenFile}
+		a := &opAccount{label: account.Label(i), userID: acct.UserID, tokenFile: acct.TokenFile}
 		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(), o.redact,
 			xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
 			xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
@@ -186,15 +187,15 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*
 			}
 		}
 		if a.userID == "" {
-			me, _, err := api.Me(ctx)
+			userID, err := xplugin.UserID(ctx, api, i)
 			if err != nil {
-				a.problem = "resolving the user id with GET /2/users/me (set accounts[i].user_id to skip this): " + o.redact.String(err.Error())
+				a.problem = o.redact.String(err.Error())
 				out = append(out, a)
 				continue
 			}
-			a.userID = me.ID
+			a.userID = userID
 		}
-		a.label += " (user " + a.userID + ")"
+		a.label = account.Name(i, a.userID)
 		out = append(out, a)
 	}
 	if len(o.Users) > 0 {

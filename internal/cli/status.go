@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
@@ -247,8 +248,8 @@ func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
 		var ts []statusTarget
 		for i, acct := range s.Accounts {
 			ts = append(ts, statusTarget{
-				label: fmt.Sprintf("accounts[%d]", i), account: acct, baseURL: s.BaseURL,
-				cfg: auth.Config{ClientID: firstNonEmpty(acct.ClientID, s.OAuth.ClientID), ClientSecret: firstNonEmpty(acct.ClientSecret, s.OAuth.ClientSecret), TokenURL: s.OAuth.TokenURL},
+				label: account.Label(i), account: acct, baseURL: s.BaseURL,
+				cfg: xplugin.AuthConfig(s, i, ""),
 			})
 		}
 		return ts, xplugin.Credentials(s), nil

@@ -174,9 +174,16 @@ func ComplianceUsageRows(c *compliance.Check) []*Usage {
 	ops := newOpRows(Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: ComplianceUsageAccount})
 	ops.addMeter(c.Meter, "")
 	if failure := c.Failure(); failure != nil {
-		ops.get(string(c.FailedOperation())).Failure = c.Redact.String(failure.Error())
+		ops.get(string(c.FailedOperation())).Failure = failureText(c.Redact, failure.Error())
 	}
 	return ops.rows(nil)
+}
+
+// failureText is an error's text for the failure column: the credentials
+// masked, and valid UTF-8 (an error may quote what the system said; what X
+// says the API client makes valid).
+func failureText(r *redact.Redactor, text string) string {
+	return strings.ToValidUTF8(r.String(text), "\uFFFD")
 }
 
 // setupRow is the one row of an account that could not be prepared: its
@@ -184,7 +191,7 @@ func ComplianceUsageRows(c *compliance.Check) []*Usage {
 func setupRow(s *account.Session, base Usage) *Usage {
 	u := base
 	u.Operation = OpSetup
-	u.Failure = s.Redact.String(s.Err.Error())
+	u.Failure = failureText(s.Redact, s.Err.Error())
 	if s.Meter != nil {
 		for _, m := range s.Meter.Snapshot() {
 			u.Requests += m.Requests
@@ -278,7 +285,7 @@ func (r *opRows) rows(redactor *redact.Redactor) []*Usage {
 	for op, u := range r.byOp {
 		u.WalkOutcomes = formatOutcomes(r.outcomes[op], u.Walks)
 		if failures := r.failures[op]; len(failures) > 0 {
-			u.Failure = redactor.String(strings.Join(failures, "; "))
+			u.Failure = failureText(redactor, strings.Join(failures, "; "))
 		}
 		rows = append(rows, u)
 	}

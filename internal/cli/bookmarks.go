@@ -163,7 +163,7 @@ func flagsText(cmd *cobra.Command, names ...string) string {
 			if sv, ok := f.Value.(interface{ GetSlice() []string }); ok {
 				v = strings.Join(sv.GetSlice(), ",")
 			}
-			fmt.Fprintf(&b, " --%s %s", n, v)
+			fmt.Fprintf(&b, " --%s %s", n, strings.ToValidUTF8(v, "\uFFFD")) // x_bookmark_changes.command
 		}
 	}
 	return b.String()

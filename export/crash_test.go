@@ -24,16 +24,42 @@ import (
 )
 
 // The kill tests run the exporter as a separate process: this test binary,
-// re-executed with envChild set, runs `cq-source-x export` (cli.Run) and
-// nothing else. CQ_SOURCE_X_EXPORT_KILL_AT=N makes it SIGKILL itself at its
-// N-th crash-safety step; CQ_SOURCE_X_EXPORT_TRACE lists the steps reached.
-const envChild = "CQ_SOURCE_X_TEST_EXPORT_CHILD"
+// re-executed with envChild set, runs `cq-source-x export` (or compact, or
+// a bookmark command) and nothing else, with the crash points only a test
+// binary has (cli.RunWithSteps): envKillAt=N makes it SIGKILL itself at its
+// N-th crash-safety step, and envTrace names a file that lists the steps
+// reached.
+const (
+	envChild  = "CQ_SOURCE_X_TEST_EXPORT_CHILD"
+	envTrace  = "CQ_SOURCE_X_TEST_EXPORT_TRACE"
+	envKillAt = "CQ_SOURCE_X_TEST_EXPORT_KILL_AT"
+)
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(envChild); args != "" {
-		os.Exit(cli.Run(context.Background(), strings.Split(args, "\n"), os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(cli.RunWithSteps(context.Background(), crashPoints(os.Getenv(envTrace), os.Getenv(envKillAt)),
+			strings.Split(args, "\n"), os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
+}
+
+// crashPoints appends the name of each step reached to the file trace, and
+// kills the process at the killAt-th step (0: none).
+func crashPoints(trace, killAt string) func(string) {
+	n, _ := strconv.Atoi(killAt)
+	step := 0
+	return func(name string) {
+		step++
+		if f, err := os.OpenFile(trace, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			fmt.Fprintf(f, "%d %s\n", step, name)
+			f.Close()
+		}
+		if step == n {
+			p, _ := os.FindProcess(os.Getpid())
+			p.Kill()
+			select {} // never returns
+		}
+	}
 }
 
 // child is one exporter process's outcome.
@@ -59,8 +85,8 @@ func runCommand(t *testing.T, args []string, killAt int, killAfter time.Duration
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		envChild+"="+strings.Join(args, "\n"),
-		"CQ_SOURCE_X_EXPORT_TRACE="+trace,
-		"CQ_SOURCE_X_EXPORT_KILL_AT="+strconv.Itoa(killAt))
+		envTrace+"="+trace,
+		envKillAt+"="+strconv.Itoa(killAt))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

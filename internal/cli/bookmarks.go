@@ -98,7 +98,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 				return usageErrorf("bookmarks remove: select the bookmarks with --archived-before DATE, --folder ID or --ids FILE")
 			}
 			o.Command = "bookmarks remove" + flagsText(cmd, "archived-before", "folder", "ids", "user")
-			o.Step = stepHookFromEnv()
+			o.Step = a.step
 			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}
@@ -127,7 +127,7 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 				return usageErrorf("bookmarks add: --from-user goes with --from DIR")
 			}
 			o.Command = "bookmarks add" + flagsText(cmd, "from", "from-user", "ids", "user")
-			o.Step = stepHookFromEnv()
+			o.Step = a.step
 			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}

@@ -29,7 +29,15 @@ const (
 // Run runs the command line args (without the program name) and returns the
 // process exit code (see exit.go).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return RunWithSteps(ctx, nil, args, stdin, stdout, stderr)
+}
+
+// RunWithSteps is Run with step called at each step of export, compact and
+// the bookmark commands that matters for crash safety: the kill tests (a
+// test binary of their own) stop the process there. The program passes
+// none, and has no way to stop itself.
+func RunWithSteps(ctx context.Context, step func(string), args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, step: step}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -42,6 +50,7 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	started        bool
+	step           func(string) // nil: none (RunWithSteps)
 }
 
 func (a *app) rootCommand() *cobra.Command {

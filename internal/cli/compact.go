@@ -56,7 +56,7 @@ func (a *app) compactCommand() *cobra.Command {
 					return usageErrorf("compact: --table: no table %q; the tables are %s", t, strings.Join(archive.TableNames(), ", "))
 				}
 			}
-			o.Step = stepHookFromEnv()
+			o.Step = a.step
 			rep, err := archive.Compact(out, o)
 			if rep != nil {
 				if asJSON {

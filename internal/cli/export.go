@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -72,10 +71,11 @@ type exportFlags struct {
 	sandbox        bool
 	dryRun         bool
 	stdout, stderr io.Writer
+	step           func(string) // see RunWithSteps
 }
 
 func (a *app) exportCommand() *cobra.Command {
-	f := exportFlags{stdout: a.stdout, stderr: a.stderr}
+	f := exportFlags{stdout: a.stdout, stderr: a.stderr, step: a.step}
 	cmd := &cobra.Command{
 		Use:   "export --spec FILE --out DIR",
 		Short: "Sync a spec's accounts into Parquet files",
@@ -177,7 +177,7 @@ func checkOut(out string) error {
 func (f exportFlags) options(src *cqspec.Source, out string) export.Options {
 	// With --quiet, progress prints only the rate-limit waits of a minute
 	// or more: a run that says nothing for 15 minutes looks hung.
-	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: stepHookFromEnv(), Progress: f.stderr}
+	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: f.step, Progress: f.stderr}
 	if file, ok := f.stderr.(*os.File); ok && !f.quiet && isatty.IsTerminal(file.Fd()) {
 		o.Terminal = true
 	}
@@ -430,36 +430,4 @@ type sandboxComparison struct {
 	FullReadPosts    int `json:"full_read_posts"`
 	FirstRunBilled   int `json:"first_run_billed"`
 	BookmarksWritten int `json:"bookmarks_written"`
-}
-
-// Crash points for the kill tests (test-only; see export/crash_test.go):
-// CQ_SOURCE_X_EXPORT_TRACE=FILE appends the name of each step reached to
-// FILE; CQ_SOURCE_X_EXPORT_KILL_AT=N kills the process (SIGKILL on Unix)
-// at the N-th step.
-const (
-	envTrace  = "CQ_SOURCE_X_EXPORT_TRACE"
-	envKillAt = "CQ_SOURCE_X_EXPORT_KILL_AT"
-)
-
-func stepHookFromEnv() func(string) {
-	trace, killAt := os.Getenv(envTrace), os.Getenv(envKillAt)
-	if trace == "" && killAt == "" {
-		return nil
-	}
-	n, _ := strconv.Atoi(killAt)
-	step := 0
-	return func(name string) {
-		step++
-		if trace != "" {
-			if f, err := os.OpenFile(trace, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
-				fmt.Fprintf(f, "%d %s\n", step, name)
-				f.Close()
-			}
-		}
-		if step == n {
-			p, _ := os.FindProcess(os.Getpid())
-			p.Kill()
-			select {} // never returns
-		}
-	}
 }

@@ -11,9 +11,9 @@ import (
 // StateInfo is what an output directory's committed state says, for tests
 // and troubleshooting.
 type StateInfo struct {
-	// Written lists, per user id, the post ids of the x_bookmarks rows in
+	// Archived lists, per user id, the post ids of the x_bookmarks rows in
 	// committed files.
-	Written map[string][]string
+	Archived map[string][]string
 	// HeldBookmarks lists, per user id, the posts the bookmarks walk
 	// remembers (its memory's held list), newest first.
 	HeldBookmarks map[string][]string
@@ -43,9 +43,9 @@ func ReadState(dir string) (*StateInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &StateInfo{Written: map[string][]string{}, HeldBookmarks: map[string][]string{}, HeldFolders: map[string]map[string][]string{}}
-	for uid, set := range s.Written {
-		info.Written[uid] = set.IDs()
+	info := &StateInfo{Archived: map[string][]string{}, HeldBookmarks: map[string][]string{}, HeldFolders: map[string]map[string][]string{}}
+	for uid, set := range s.Archived {
+		info.Archived[uid] = set.IDs()
 	}
 	for key, value := range s.Keys {
 		if rest, ok := strings.CutPrefix(key, strings.TrimSuffix(account.FolderKey("", ""), "/")); ok {

@@ -131,7 +131,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		return nil, err
 	}
 	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || len(rep.Damaged) > 0 ||
-		!sameWritten(old.Written, next.Written) || !sameStray(old.Stray, next.Stray)
+		!sameWritten(old.Archived, next.Archived) || !sameStray(old.Stray, next.Stray)
 	if next.Pending != nil {
 		rep.Publish = next.Pending.ID
 	}
@@ -191,7 +191,7 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 			rep.Stray[table] += set.Len()
 		}
 	}
-	next.Written, next.Pending, next.LastRun = written, pending, lastRun
+	next.Archived, next.Pending, next.LastRun = written, pending, lastRun
 	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
 		// A state that lost its last run, or is older than the files: the
 		// next run's files must sort after theirs (see knowsFiles).

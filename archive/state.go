@@ -39,10 +39,10 @@ type State struct {
 	// Keys are the key/values the plugin's state client holds: the walk
 	// memories of every account's lists.
 	Keys map[string]string `json:"keys"`
-	// Written lists, per user id, the post ids of the x_bookmarks rows in
+	// Archived lists, per user id, the post ids of the x_bookmarks rows in
 	// the committed files, so a post bookmarked again after it was removed
 	// (which the walk emits as new) is not written twice.
-	Written map[string]*ids.Set `json:"written"`
+	Archived map[string]*ids.Set `json:"written"`
 	// Stray lists, per child table of x_bookmarks (its content: authors,
 	// media, referenced posts) and per user id, the posts whose rows the
 	// table's files hold while no x_bookmarks file holds the post: the
@@ -67,7 +67,7 @@ func (s *State) writeTo(w io.Writer) error {
 	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
 	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
 	ew.WriteString(`,"written":`)
-	writeObject(ew, s.Written, encodeSet)
+	writeObject(ew, s.Archived, encodeSet)
 	if len(s.Stray) > 0 {
 		ew.WriteString(`,"stray":`)
 		writeObject(ew, s.Stray, func(byUser map[string]*ids.Set) ([]byte, error) {
@@ -150,7 +150,7 @@ func (e *errWriter) Write(b []byte) (int, error) {
 func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
 func newState() *State {
-	return &State{Format: stateFormat, Keys: map[string]string{}, Written: map[string]*ids.Set{}}
+	return &State{Format: stateFormat, Keys: map[string]string{}, Archived: map[string]*ids.Set{}}
 }
 
 // Load reads the state of the archive in dir, as it is committed (without
@@ -315,7 +315,7 @@ func decodeState(r io.Reader) (*State, error) {
 		return nil, fmt.Errorf("\"format\" is %d", s.Format)
 	case s.Keys == nil:
 		return nil, errors.New("its walk memories (\"keys\") are missing")
-	case s.Written == nil:
+	case s.Archived == nil:
 		return nil, errors.New("its written-id sets (\"written\") are missing")
 	}
 	for _, run := range []*Run{s.Pending, s.LastRun} {
@@ -351,8 +351,8 @@ func (s *State) readFrom(r io.Reader) error {
 				return err
 			})
 		case "written":
-			s.Written = map[string]*ids.Set{}
-			return decodeSets(dec, s.Written, "the written-id set")
+			s.Archived = map[string]*ids.Set{}
+			return decodeSets(dec, s.Archived, "the written-id set")
 		case "stray":
 			s.Stray = map[string]map[string]*ids.Set{}
 			return decodeObject(dec, func(table string) error {

@@ -14,12 +14,12 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 	var u *User
 	resp, err := c.do(ctx, &call{
 		op: OpUsersMe, method: http.MethodGet, path: "/2/users/me",
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			if u, err = decodeUser(b); err != nil {
-				return Resources{}, err
+				return Billed{}, err
 			}
-			return Resources{Users: []string{u.ID}}, nil
+			return Billed{Users: []string{u.ID}}, nil
 		},
 	})
 	if err != nil {
@@ -69,9 +69,9 @@ func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOpti
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks", query: q, pageSize: opts.MaxResults,
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
-			var res Resources
+			var res Billed
 			page, res, err = decodePostPage(b)
 			return res, err
 		},
@@ -114,10 +114,10 @@ func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOption
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			page, err = decodeFolderPage(b)
-			return Resources{}, err
+			return Billed{}, err
 		},
 	})
 	if err != nil {
@@ -143,10 +143,10 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders/" + folderID, query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			page, err = decodeFolderPostsPage(b)
-			return page.resources(), err // a refused page's posts were billed too
+			return page.billed(), err // a refused page's posts were billed too
 		},
 	})
 	if err != nil {
@@ -171,10 +171,10 @@ func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, 
 		op: op, user: userID, method: http.MethodPost,
 		path: "/2/users/" + userID + "/bookmarks",
 		body: []byte(`{"tweet_id":"` + postID + `"}`),
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			bookmarked, err = decodeBookmarked(b)
-			return Resources{}, err
+			return Billed{}, err
 		},
 	})
 	if err != nil {
@@ -197,10 +197,10 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodDelete,
 		path: "/2/users/" + userID + "/bookmarks/" + postID,
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			bookmarked, err = decodeBookmarked(b)
-			return Resources{}, err
+			return Billed{}, err
 		},
 	})
 	if err != nil {

@@ -48,11 +48,11 @@ func (r Rates) withDefaults() Rates {
 	return r
 }
 
-// Resources are what one 2xx body held, by billed type: the ids of the posts
+// Billed is what one 2xx body held that X bills, by type: the ids of the posts
 // (its data, and expanded posts in includes) and of the expanded users, and
 // the number of media objects (X does not bill media). X bills each resource
 // once per UTC day, so the meter needs the ids, not only the counts.
-type Resources struct {
+type Billed struct {
 	Posts []string
 	Users []string
 	// UnknownPosts counts posts billed whose ids could not be read (a page
@@ -194,7 +194,7 @@ func (m *Meter) row(user string, op Operation) *Usage {
 
 // bill records the resources of one 2xx body, at now: each is billed unless
 // the user's ledger already holds it for now's UTC day.
-func (m *Meter) bill(user string, op Operation, now time.Time, res Resources, ok bool) {
+func (m *Meter) bill(user string, op Operation, now time.Time, res Billed, ok bool) {
 	if m == nil {
 		return
 	}

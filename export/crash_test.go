@@ -149,7 +149,7 @@ func checkNotAhead(t *testing.T, dir string, users []demoUser) {
 	}
 	have := bookmarkKeys(t, files)
 	for _, u := range users {
-		for what, ids := range map[string][]string{"written": info.Written[u.id], "held by the walk": info.HeldBookmarks[u.id]} {
+		for what, ids := range map[string][]string{"written": info.Archived[u.id], "held by the walk": info.HeldBookmarks[u.id]} {
 			for _, id := range ids {
 				if have[[2]string{u.id, id}] == 0 {
 					t.Fatalf("state runs ahead of the data: user %s post %s is %s but in no durable file", u.id, id, what)

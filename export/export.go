@@ -139,12 +139,12 @@ type run struct {
 	rec     *archive.Run
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
-	// written holds, per account, the posts of the x_bookmarks rows
+	// archived holds, per account, the posts of the x_bookmarks rows
 	// written: by earlier runs (HasEarlier), and by this one.
-	written map[string]*ids.Set
-	sess    *account.Set
-	comp    *compliance.Check // the sync's compliance check, if it ran one
-	prog    *progress
+	archived map[string]*ids.Set
+	sess     *account.Set
+	comp     *compliance.Check // the sync's compliance check, if it ran one
+	prog     *progress
 	// messages is the channel the sync sends its messages to.
 	messages chan message.SyncMessage
 	// keys is the plugin's state backend during the run: it starts from
@@ -210,7 +210,7 @@ func (r *run) begin() error {
 		return err
 	}
 	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
-	r.written = maps.Clone(r.state.Written)
+	r.archived = maps.Clone(r.state.Archived)
 	return nil
 }
 
@@ -325,7 +325,7 @@ func (r *run) Archived(ctx context.Context, userID string) (ids.Sorted, error) {
 	if err := r.catchUp(ctx); err != nil {
 		return nil, err
 	}
-	return r.written[userID].Numbers(), nil
+	return r.archived[userID].Numbers(), nil
 }
 
 // catchUp returns once every message the sync sent before the call is
@@ -469,10 +469,10 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // firstWrite records that the post of the account is written, and reports
 // whether it was not already.
 func (r *run) firstWrite(uid, postID string) bool {
-	set := r.written[uid]
+	set := r.archived[uid]
 	if set == nil {
 		set = &ids.Set{}
-		r.written[uid] = set
+		r.archived[uid] = set
 	}
 	if !set.Add(postID) {
 		r.res.skipped(uid)
@@ -488,7 +488,7 @@ func (r *run) firstWrite(uid, postID string) bool {
 // its bookmark or the table holds the post's rows already (diskState.Stray).
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
-		return !r.writtenBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
+		return !r.archivedBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
 	}
 	return r.firstWrite(uid, postID)
 }
@@ -501,7 +501,7 @@ func (r *run) strayLeft() map[string]map[string]*ids.Set {
 		for uid, set := range byUser {
 			left := &ids.Set{}
 			for _, id := range set.IDs() {
-				if !r.written[uid].Has(id) {
+				if !r.archived[uid].Has(id) {
 					left.Add(id)
 				}
 			}
@@ -520,11 +520,11 @@ func (r *run) strayLeft() map[string]map[string]*ids.Set {
 	return out
 }
 
-// writtenBefore reports whether an earlier run wrote the account's
+// archivedBefore reports whether an earlier run wrote the account's
 // bookmark of postID. (Content rows may come before or after their
 // bookmark's row: records of different tables are not ordered.)
-func (r *run) writtenBefore(uid, postID string) bool {
-	return r.written[uid].HasEarlier(postID)
+func (r *run) archivedBefore(uid, postID string) bool {
+	return r.archived[uid].HasEarlier(postID)
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
@@ -549,10 +549,10 @@ func (r *run) abort() {
 // in that order (see the package documentation).
 func (r *run) commitAndPublish() error {
 	next := &archive.State{
-		Keys:    r.keys.Committed(),
-		Written: r.written,
-		Stray:   r.strayLeft(),
-		LastRun: r.state.LastRun,
+		Keys:     r.keys.Committed(),
+		Archived: r.archived,
+		Stray:    r.strayLeft(),
+		LastRun:  r.state.LastRun,
 	}
 	files, err := r.stage()
 	if err != nil {

@@ -138,8 +138,8 @@ func TestExportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Pending) != 0 || info.LastRun != s3.RunID || len(info.Written["1001"]) != 509 {
-		t.Errorf("state: pending %v, last run %s, %d written", info.Pending, info.LastRun, len(info.Written["1001"]))
+	if len(info.Pending) != 0 || info.LastRun != s3.RunID || len(info.Archived["1001"]) != 509 {
+		t.Errorf("state: pending %v, last run %s, %d written", info.Pending, info.LastRun, len(info.Archived["1001"]))
 	}
 }
 

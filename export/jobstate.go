@@ -50,11 +50,11 @@ func isJobKey(key string) bool {
 // that check compliance need it.
 func (s *runState) freeze() {
 	old := s.r.state
-	written := make(map[string]*ids.Set, len(old.Written))
-	for uid, set := range old.Written {
-		written[uid] = set.Clone()
+	archived := make(map[string]*ids.Set, len(old.Archived))
+	for uid, set := range old.Archived {
+		archived[uid] = set.Clone()
 	}
-	s.committed = &archive.State{Keys: maps.Clone(old.Keys), Written: written, Stray: old.Stray, LastRun: old.LastRun}
+	s.committed = &archive.State{Keys: maps.Clone(old.Keys), Archived: archived, Stray: old.Stray, LastRun: old.LastRun}
 }
 
 // Flush commits the staged keys in memory and writes the job keys to disk

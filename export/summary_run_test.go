@@ -97,7 +97,7 @@ func TestAFailedComplianceCheckFailsTheSummaryAndKeepsTheBookmarks(t *testing.T)
 	}
 	checkArchive(t, dir, sim, users)
 	st, err := archive.ReadState(dir)
-	if err != nil || len(st.Written["1001"]) != 12 {
+	if err != nil || len(st.Archived["1001"]) != 12 {
 		t.Fatalf("committed state %v, %v", st, err)
 	}
 }

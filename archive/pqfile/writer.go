@@ -35,8 +35,8 @@ type Options struct {
 
 // DefaultRowGroupRows bounds a row group. The row group being written is
 // held in memory, encoded, until it is full (pqarrow's buffered row
-// groups, as CloudQuery's file destination writes them): for x_bookmarks
-// about 6 MB of snappy pages, whatever the size of the export.
+// groups, as CloudQuery's file destination writes them): a bounded amount
+// whatever the size of the export (docs/benchmarks.md).
 const DefaultRowGroupRows = 16384
 
 // Writer writes one table's rows, as the SDK's records of the table, to a

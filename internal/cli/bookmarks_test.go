@@ -212,7 +212,7 @@ func TestTheWalkStaysCorrectAcrossRemoveAndAdd(t *testing.T) {
 	if !slices.Equal(info.HeldBookmarks["1001"], list) {
 		t.Errorf("the walk's memory is not the list: %d held, %d in the list", len(info.HeldBookmarks["1001"]), len(list))
 	}
-	written := info.Written["1001"]
+	written := info.Archived["1001"]
 	for _, id := range list {
 		if !slices.Contains(written, id) {
 			t.Errorf("%s is in the list and not archived", id)
@@ -248,8 +248,8 @@ func TestTheWalkStaysCorrectAcrossRemoveAndAdd(t *testing.T) {
 		t.Errorf("the export after the restore billed %d posts, want %d", got, len(restore)+2)
 	}
 	info, _ = archive.ReadState(f.out)
-	if !slices.Equal(info.HeldBookmarks["1001"], sim.Bookmarks("1001")) || len(info.Written["1001"]) != len(written) {
-		t.Errorf("after the restore: %d held for %d in the list; %d written, %d before", len(info.HeldBookmarks["1001"]), len(sim.Bookmarks("1001")), len(info.Written["1001"]), len(written))
+	if !slices.Equal(info.HeldBookmarks["1001"], sim.Bookmarks("1001")) || len(info.Archived["1001"]) != len(written) {
+		t.Errorf("after the restore: %d held for %d in the list; %d written, %d before", len(info.HeldBookmarks["1001"]), len(sim.Bookmarks("1001")), len(info.Archived["1001"]), len(written))
 	}
 	for _, id := range removed {
 		if f.changes()["1001"][id] != "added" {
@@ -277,8 +277,8 @@ func TestBookmarksAddSavesAnotherArchivesBookmarksInTheirOrder(t *testing.T) {
 	}
 	f.export()
 	info, _ := archive.ReadState(f.out)
-	if len(info.Written["2001"]) != 30 {
-		t.Errorf("%d posts archived for the new account", len(info.Written["2001"]))
+	if len(info.Archived["2001"]) != 30 {
+		t.Errorf("%d posts archived for the new account", len(info.Archived["2001"]))
 	}
 	for _, c := range f.changes()["2001"] {
 		if c != "added" {

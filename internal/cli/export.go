@@ -50,11 +50,11 @@ the second run billed only what was new. DIR keeps the files.
 // exportGCPercent is the heap growth the exporter allows between
 // collections (GOGC; Go's default is 100). Its live data is a few pages, a
 // Parquet row group, and what it holds per post: the walk memories and the
-// written ids of every account, about 30 bytes a post. At 50 the heap stays
-// within one and a half times that, a million-post export under 200 MB of
-// RSS. (A fixed soft limit did as well for one account, but once thousands
-// of accounts' live data outgrew it the collector ran without pause and
-// took half the CPU.) GOGC or GOMEMLIMIT, when set, win.
+// written ids of every account, a few bytes a post. At 50 the heap stays
+// within one and a half times that (docs/benchmarks.md). A fixed soft limit
+// does as well for one account, but once thousands of accounts' live data
+// outgrow it the collector runs without pause. GOGC or GOMEMLIMIT, when
+// set, win.
 const exportGCPercent = 50
 
 func limitMemory() {

@@ -84,7 +84,7 @@ func TestExport_CappedFirstSyncIsNotBilledAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(st.Written["1001"]); n != 300 {
+	if n := len(st.Archived["1001"]); n != 300 {
 		t.Fatalf("archive holds %d posts, want 300", n)
 	}
 }
@@ -110,7 +110,7 @@ func TestExport_RelativeTokenFileIsRelativeToTheSpecFile(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 	st, err := archive.ReadState("out")
-	if err != nil || len(st.Written["1001"]) != 12 {
+	if err != nil || len(st.Archived["1001"]) != 12 {
 		t.Fatalf("archive %v, %v", st, err)
 	}
 }
@@ -268,7 +268,7 @@ func TestExport_AFailedComplianceCheckIsToldAndTheBookmarksAreKept(t *testing.T)
 			if n := strings.Count(stderr, tc.want); n != 1 {
 				t.Errorf("the failure is told %d times:\n%s", n, stderr)
 			}
-			if st, err := archive.ReadState(out); err != nil || len(st.Written["1001"]) != 12 {
+			if st, err := archive.ReadState(out); err != nil || len(st.Archived["1001"]) != 12 {
 				t.Fatalf("the bookmarks were not committed: %v, %v", st, err)
 			}
 

@@ -81,7 +81,7 @@ func TestSandboxRehearsesALogin(t *testing.T) {
 		t.Fatalf("export with the token file: exit %d: %s", code, stderr)
 	}
 	st, err := archive.ReadState("archive")
-	if err != nil || len(st.Written["1003"]) != 25 {
+	if err != nil || len(st.Archived["1003"]) != 25 {
 		t.Fatalf("carol's archive: %v %v", st, err)
 	}
 

@@ -425,7 +425,7 @@ func (a *archiveInfo) fill(st *AccountStatus) {
 		n := len(held)
 		st.HeldPosts = &n
 	}
-	if written, ok := a.state.Written[st.UserID]; ok {
+	if written, ok := a.state.Archived[st.UserID]; ok {
 		n := len(written)
 		st.ArchivedPosts = &n
 	}

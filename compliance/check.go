@@ -72,16 +72,19 @@ type Finding struct {
 	CheckedAt  time.Time  `json:"checked_at"`
 }
 
-// Run runs the sync's part of the checks, sending the rows it finds
-// ([]*Finding) to res. A check that fails is logged and recorded
-// (Failure).
-func (c *Check) Run(ctx context.Context, res chan<- any) error {
+// Emit sends rows of x_post_compliance on (to the scheduler), unless ctx
+// ends first.
+type Emit func(context.Context, []*Finding) error
+
+// Run runs the sync's part of the checks, emitting the rows it finds. A
+// check that fails is logged and recorded (Failure).
+func (c *Check) Run(ctx context.Context, emit Emit) error {
 	if c.API == nil && c.Err == nil {
 		return nil
 	}
 	err := c.Err
 	if err == nil {
-		err = c.check(ctx, res)
+		err = c.check(ctx, emit)
 	}
 	if err != nil {
 		c.mu.Lock()
@@ -120,23 +123,10 @@ func (c *Check) FailedOperation() client.Operation {
 	return client.OpCreateComplianceJob
 }
 
-// send sends rows to res, unless ctx ends first. No rows, nothing sent.
-func send(ctx context.Context, res chan<- any, rows []*Finding) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	select {
-	case res <- rows:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
 // resendFindings sends again the rows of the account's outbox that sync
 // keeps in it (outbox.Box.Resend): a sync's rows are sent again by the
 // next ones, with the same checked_at (package outbox).
-func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p outbox.Policy, res chan<- any) error {
+func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p outbox.Policy, emit Emit) error {
 	if len(a.outbox.Entries) > 0 {
 		a.outbox, a.changed = a.outbox.Resend(sync.ID, sync.Ended, p), true
 	}
@@ -155,7 +145,7 @@ func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p
 			return fmt.Errorf("sending again the compliance findings of user %s: %w", a.userID, err)
 		}
 	}
-	return send(ctx, res, rows)
+	return emit(ctx, rows)
 }
 
 // outboxToSave is the account's outbox as its checks are saved: what

@@ -31,7 +31,7 @@ import (
 // posts stay due for the next sync.
 
 // check runs the sync's part of the checks.
-func (c *Check) check(ctx context.Context, res chan<- any) error {
+func (c *Check) check(ctx context.Context, emit Emit) error {
 	if _, ok := c.State.(*state.NoOpClient); ok {
 		return errors.New("compliance checks need a state backend (backend_options): the ids of the archived posts and the job in progress are kept there")
 	}
@@ -41,12 +41,12 @@ func (c *Check) check(ctx context.Context, res chan<- any) error {
 	}
 	start := c.Clock.Now()
 	for _, a := range accts {
-		if err := a.resendFindings(ctx, c.Sync, c.Resend, res); err != nil {
+		if err := a.resendFindings(ctx, c.Sync, c.Resend, emit); err != nil {
 			return errors.Join(err, c.saveAccounts(ctx, accts))
 		}
 	}
 	c.startRounds(accts, start)
-	err = c.runJobs(ctx, accts, start.Add(c.Wait), res)
+	err = c.runJobs(ctx, accts, start.Add(c.Wait), emit)
 	for _, a := range accts {
 		if !a.roundStart.IsZero() && !a.hasDue() {
 			a.lastRound, a.roundStart, a.changed = a.roundStart, time.Time{}, true
@@ -58,7 +58,7 @@ func (c *Check) check(ctx context.Context, res chan<- any) error {
 
 // runJobs resumes the job in progress, if any, then runs jobs until
 // nothing is due or the deadline has passed.
-func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, res chan<- any) error {
+func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, emit Emit) error {
 	key := account.JobKey(c.Scope)
 	rec, err := loadJob(ctx, c.State, key)
 	if err != nil {
@@ -77,7 +77,7 @@ func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline ti
 				return err
 			}
 		}
-		done, err := c.finishJob(ctx, key, rec, accts, deadline, res)
+		done, err := c.finishJob(ctx, key, rec, accts, deadline, emit)
 		if err != nil {
 			return err
 		}
@@ -265,7 +265,7 @@ func busyError(j *client.ComplianceJob) error {
 // false then: the job stays recorded). A complete job's results are applied
 // and the record is cleared; a failed or expired job is cleared and
 // reported.
-func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts []*accountChecks, deadline time.Time, res chan<- any) (bool, error) {
+func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts []*accountChecks, deadline time.Time, emit Emit) (bool, error) {
 	drop := func(format string, args ...any) (bool, error) {
 		if err := saveJob(ctx, c.State, key, nil, true); err != nil {
 			return false, err
@@ -297,7 +297,7 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts
 			if err != nil {
 				return false, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)
 			}
-			if err := c.apply(ctx, rec, results, accts, res); err != nil {
+			if err := c.apply(ctx, rec, results, accts, emit); err != nil {
 				return false, err
 			}
 			return true, saveJob(ctx, c.State, key, nil, false)
@@ -322,7 +322,7 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts
 
 // apply records a complete job's results: each account's check of every
 // post of the job it archived, and a row where what X says changed.
-func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, res chan<- any) error {
+func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
 	reported := make(map[uint64]client.ComplianceResult, len(results))
 	for _, r := range results {
@@ -359,7 +359,7 @@ func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.Comp
 		a.setAll(updates)
 	}
 	c.Logger.Info().Str("job", rec.ID).Int("posts", len(rec.IDs)).Int("reported", len(reported)).Int("changes", len(rows)).Msg("compliance job complete")
-	return send(ctx, res, rows)
+	return emit(ctx, rows)
 }
 
 // jobError is what the API said of a job, found by op.

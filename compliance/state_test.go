@@ -78,13 +78,14 @@ func TestAChangeFromDeactivatedToAnUnknownReasonIsARow(t *testing.T) {
 		reason string
 		row    bool
 	}{{"deactivated", true}, {"deactivated", false}, {"withheld_everywhere", true}} {
-		res := make(chan any, 1)
+		var rows []*Finding
+		emit := func(_ context.Context, found []*Finding) error { rows = append(rows, found...); return nil }
 		results := []client.ComplianceResult{{ID: "7", Action: "delete", Reason: step.reason}}
-		if err := c.apply(context.Background(), rec, results, []*accountChecks{a}, res); err != nil {
+		if err := c.apply(context.Background(), rec, results, []*accountChecks{a}, emit); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(time.Hour)
-		if row := len(res) == 1; row != step.row {
+		if row := len(rows) == 1; row != step.row {
 			t.Errorf("report %d (%s): a row: %v, want %v", i+1, step.reason, row, step.row)
 		}
 	}

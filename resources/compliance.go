@@ -42,5 +42,5 @@ var complianceColumns = []column[*compliance.Finding]{
 }
 
 func fetchPostCompliance(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
-	return meta.(*compliance.Check).Run(ctx, res)
+	return meta.(*compliance.Check).Run(ctx, func(ctx context.Context, rows []*compliance.Finding) error { return send(ctx, res, rows) })
 }

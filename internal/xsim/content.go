@@ -171,20 +171,6 @@ func (a *articleView) reset() {
 	a.entities = a.entities[:0]
 }
 
-// mediaKeys calls f with the article's media keys: its cover, then the
-// media in its body.
-func (a *articleView) mediaKeys(f func(key []byte)) {
-	if !a.ok {
-		return
-	}
-	if len(a.cover) > 0 {
-		f(a.cover)
-	}
-	for _, k := range a.entities {
-		f(k)
-	}
-}
-
 func (v *view) reset(id string) {
 	v.id = id
 	v.text = v.text[:0]

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
@@ -103,13 +102,8 @@ func switchGeneration(out, table, gen string) (old string, err error) {
 // replaced, and every generation no table links to. The link decides:
 // before it is switched the old files are the table, after it the new.
 func cleanGenerations(out string, step func(string)) error {
-	tables := make([]string, 0, len(knownTables))
-	for t := range knownTables {
-		tables = append(tables, t)
-	}
-	sort.Strings(tables)
 	cleaned := false
-	for _, table := range tables {
+	for _, table := range TableNames() {
 		tableCleaned := false
 		if fi, err := os.Lstat(swapPath(out, table)); err == nil {
 			// A directory there is the one a switch replaced: retire it.

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -502,12 +501,7 @@ var knownTables = func() map[string]bool {
 
 // TableNames are the tables an output directory can hold, in name order.
 func TableNames() []string {
-	names := make([]string, 0, len(knownTables))
-	for t := range knownTables {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(knownTables))
 }
 
 // ForeignEntries returns the entries of dir that no export makes there —
@@ -541,12 +535,7 @@ func HasFiles(out, table string) bool {
 // anyExportedFile returns the path of a Parquet file of a table in out, or
 // "" if there is none.
 func anyExportedFile(out string) (string, error) {
-	tables := make([]string, 0, len(knownTables))
-	for t := range knownTables {
-		tables = append(tables, t)
-	}
-	sort.Strings(tables)
-	for _, t := range tables {
+	for _, t := range TableNames() {
 		files, err := filepath.Glob(filepath.Join(out, t, "*.parquet"))
 		if err != nil {
 			return "", err

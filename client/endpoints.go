@@ -159,34 +159,18 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 // {"tweet_id":"..."}. It returns data.bookmarked (true on success). Needs
 // the bookmark.write scope.
 func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
-	const op = OpAddBookmark
-	if err := validID(op, "user id", userID); err != nil {
-		return false, nil, err
-	}
-	if err := validID(op, "post id", postID); err != nil {
-		return false, nil, err
-	}
-	var bookmarked bool
-	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: http.MethodPost,
-		path: "/2/users/" + userID + "/bookmarks",
-		body: []byte(`{"tweet_id":"` + postID + `"}`),
-		decode: func(b []byte) (Billed, error) {
-			var err error
-			bookmarked, err = decodeBookmarked(b)
-			return Billed{}, err
-		},
-	})
-	if err != nil {
-		return false, resp, err
-	}
-	return bookmarked, resp, nil
+	return c.changeBookmark(ctx, OpAddBookmark, http.MethodPost, userID, postID, "", []byte(`{"tweet_id":"`+postID+`"}`))
 }
 
 // RemoveBookmark removes a bookmark: DELETE /2/users/:id/bookmarks/:tweet_id.
 // It returns data.bookmarked (false on success). Needs the bookmark.write scope.
 func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
-	const op = OpRemoveBookmark
+	return c.changeBookmark(ctx, OpRemoveBookmark, http.MethodDelete, userID, postID, "/"+postID, nil)
+}
+
+// changeBookmark sends the request of op for the user's bookmark of postID
+// and returns data.bookmarked.
+func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
 	if err := validID(op, "user id", userID); err != nil {
 		return false, nil, err
 	}
@@ -195,8 +179,7 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 	}
 	var bookmarked bool
 	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: http.MethodDelete,
-		path: "/2/users/" + userID + "/bookmarks/" + postID,
+		op: op, user: userID, method: method, path: "/2/users/" + userID + "/bookmarks" + pathTail, body: body,
 		decode: func(b []byte) (Billed, error) {
 			var err error
 			bookmarked, err = decodeBookmarked(b)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -239,7 +241,7 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 300, folders: 1}, {id: "1002", bookmarks: 7}}
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +253,7 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, table := range export.TableNames() {
+	for _, table := range archive.TableNames() {
 		if _, ok := duckDBTypes[table]; !ok {
 			t.Errorf("%s: no column types to check it against", table)
 		}

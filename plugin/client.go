@@ -107,6 +107,11 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
 		return err
 	}
+	if compliance != nil {
+		if err := c.actOnCompliance(ctx, run, stateClient, comp, tables); err != nil {
+			return err
+		}
+	}
 	if usage != nil {
 		if err := run.sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage}); err != nil {
 			return err

@@ -33,8 +33,8 @@ type Compliance struct {
 	// `delete` removes the bookmark's row too; `keep` keeps everything, which X's Developer Policy leaves to you (docs/compliance.md).
 	// The tombstone (x_post_compliance) stays in every case.
 	OnChange string `json:"on_change,omitempty" jsonschema:"enum=redact,enum=delete,enum=keep,default=redact"`
-	// The action for a reason, in place of `on_change`: `deleted`, `suspended`, `deactivated`, `protected`, `withheld`, `bounced` or a reason X adds take `redact`, `delete` or `keep`;
-	// `scrub_geo` (X removed the post's location) takes `scrub` (the post's `geo` is removed; the default unless `on_change` is `keep`) or `keep`.
+	// The action for a reason, in place of `on_change`: `deleted`, `suspended`, `deactivated`, `protected`, `withheld` and `bounced` take `redact`, `delete` or `keep`
+	// (a reason X adds later takes `on_change`); `scrub_geo` (X removed the post's location) takes `scrub` (the post's `geo` is removed; the default unless `on_change` is `keep`) or `keep`.
 	OnChangeByReason map[string]string `json:"on_change_by_reason,omitempty"`
 }
 
@@ -48,6 +48,9 @@ const (
 	// ReasonScrubGeo is the reason X gives when it removed a post's location.
 	ReasonScrubGeo = "scrub_geo"
 )
+
+// Reasons are the reasons X gives, which on_change_by_reason may name.
+var Reasons = []string{"deleted", "suspended", "deactivated", "protected", "withheld", "bounced", ReasonScrubGeo}
 
 // Action is what the archive does with a post X reports for reason.
 func (c *Compliance) Action(reason string) string {
@@ -129,8 +132,8 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 	for _, reason := range slices.Sorted(maps.Keys(c.OnChangeByReason)) {
 		action := c.OnChangeByReason[reason]
 		switch {
-		case reason == "":
-			add("on_change_by_reason", "has an empty reason")
+		case !slices.Contains(Reasons, reason):
+			add("on_change_by_reason", "has reason %q; the reasons are %s", reason, strings.Join(Reasons, ", "))
 		case reason == ReasonScrubGeo && action != ActionScrub && action != ActionKeep:
 			add("on_change_by_reason."+reason, "must be scrub or keep, got %q", action)
 		case reason != ReasonScrubGeo && !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, action):

@@ -39,6 +39,7 @@ func TestBadComplianceSectionsNameTheField(t *testing.T) {
 		{"unknown action", `{"bearer_token":"a","on_change":"erase"}`, `compliance.on_change: must be redact, delete or keep, got "erase"`},
 		{"unknown action of a reason", `{"bearer_token":"a","on_change_by_reason":{"protected":"hide"}}`, `compliance.on_change_by_reason.protected: must be redact, delete or keep, got "hide"`},
 		{"scrub for a reason that is not scrub_geo", `{"bearer_token":"a","on_change_by_reason":{"deleted":"scrub"}}`, `compliance.on_change_by_reason.deleted: must be redact, delete or keep`},
+		{"unknown reason", `{"bearer_token":"a","on_change_by_reason":{"gone":"keep"}}`, `compliance.on_change_by_reason: has reason "gone"; the reasons are deleted, suspended`},
 		{"redact for scrub_geo", `{"bearer_token":"a","on_change_by_reason":{"scrub_geo":"redact"}}`, `compliance.on_change_by_reason.scrub_geo: must be scrub or keep, got "redact"`},
 	} {
 		_, err := Parse([]byte(`{"accounts":[{"access_token":"user"},{"token_file":"alice.json"}],"compliance":` + tc.section + `}`))
@@ -107,7 +108,7 @@ func TestComplianceActionPerReason(t *testing.T) {
 		section string
 		want    map[string]string
 	}{
-		{``, map[string]string{"deleted": "redact", "protected": "redact", "withheld": "redact", "new_reason": "redact", "scrub_geo": "scrub"}},
+		{``, map[string]string{"deleted": "redact", "protected": "redact", "withheld": "redact", "": "redact", "scrub_geo": "scrub"}},
 		{`,"on_change":"delete"`, map[string]string{"deleted": "delete", "suspended": "delete", "scrub_geo": "scrub"}},
 		{`,"on_change":"keep"`, map[string]string{"deleted": "keep", "scrub_geo": "keep"}},
 		{`,"on_change":"keep","on_change_by_reason":{"deleted":"delete","scrub_geo":"scrub"}`, map[string]string{"deleted": "delete", "protected": "keep", "scrub_geo": "scrub"}},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
@@ -46,6 +47,16 @@ func RedactedBookmarks(bookmarks *schema.Table) *schema.Table {
 		return send(ctx, res, rows)
 	}
 	return &t
+}
+
+// KeptWhenRedacted reports whether a column of x_bookmarks keeps its value
+// once the post is redacted: its key, its dates, and the SDK's columns.
+func KeptWhenRedacted(column string) bool {
+	switch column {
+	case "user_id", "post_id", "created_at", "first_seen_at", "bookmarked_after", "found_position":
+		return true
+	}
+	return strings.HasPrefix(column, "_cq_")
 }
 
 // redactedRow is what x_bookmarks keeps of a redacted post: its key, its
@@ -114,7 +125,7 @@ func (p *sentPage) purge(action map[string]compliance.Action) error {
 		case compliance.Redact, compliance.Delete:
 			continue
 		case compliance.ScrubGeo:
-			if page.Data[i].Raw, err = withoutGeo(page.Data[i].Raw); err != nil {
+			if page.Data[i].Raw, err = WithoutGeo(page.Data[i].Raw); err != nil {
 				return err
 			}
 		}
@@ -127,8 +138,9 @@ func (p *sentPage) purge(action map[string]compliance.Action) error {
 	return err
 }
 
-// withoutGeo is a post's JSON without its geo field.
-func withoutGeo(raw json.RawMessage) (json.RawMessage, error) {
+// WithoutGeo is a post's JSON without its geo field (raw itself when it
+// has none).
+func WithoutGeo(raw json.RawMessage) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, err

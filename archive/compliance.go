@@ -26,7 +26,8 @@ import (
 // others hard linked; DIR/<table> is switched to it atomically, so a reader
 // sees the old set or the new one; and the old set is removed at once,
 // not kept until the next compaction as compaction keeps it: it holds the
-// content X's Developer Policy asks to delete. (A reader still listing the
+// content X's Developer Policy asks to delete. So is a retired set that
+// holds the posts' rows (compaction's, or one a crash left). (A reader still listing the
 // old set may then fail to open a file it listed: an error, not rows
 // silently missing.) A crash before a table's switch leaves its old set,
 // which the next command's Recover cleans up, and the state still records
@@ -61,6 +62,9 @@ func ApplyCompliance(out string, acts []compliance.AccountActions, codec string,
 
 // applyToTable rewrites the table's files that hold rows to change.
 func applyToTable(out, table string, byKey map[string]compliance.Action, codec string, now time.Time, step func(string)) (int64, error) {
+	if err := removeRetired(out, table, byKey, step); err != nil {
+		return 0, err
+	}
 	paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	if err != nil {
 		return 0, err
@@ -119,6 +123,35 @@ func applyToTable(out, table string, byKey map[string]compliance.Action, codec s
 	}
 	step("compliance removed the old files of " + table)
 	return changed, nil
+}
+
+// removeRetired removes the table's retired set (compaction's, or one a
+// crash between a switch and the removal of the old set left) when it
+// holds rows of the reported posts.
+func removeRetired(out, table string, byKey map[string]compliance.Action, step func(string)) error {
+	retired := filepath.Join(out, tablesDir, table, retiredName)
+	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		n, err := rewriteFile(p, "", table, byKey, "")
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue
+		}
+		if err := os.RemoveAll(retired); err != nil {
+			return err
+		}
+		if err := syncDir(filepath.Dir(retired)); err != nil {
+			return err
+		}
+		step("compliance removed the retired files of " + table)
+		return nil
+	}
+	return nil
 }
 
 func containsString(list []string, s string) bool {

@@ -80,26 +80,47 @@ const indexDir = ".urls"
 // cloud's SDK finds them). A prefix parameter puts the files under a
 // prefix of the bucket (s3://bucket?prefix=media/).
 func Open(ctx context.Context, rawURL string) (*Store, error) {
+	if err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
+	u, _ := url.Parse(rawURL)
+	if u.Scheme == "file" {
+		dir, _ := FilePath(u)
+		return OpenDir(dir)
+	}
+	b, err := openBucket(ctx, rawURL)
+	if err != nil {
+		// gocloud's errors repeat the URL, query values and all.
+		return nil, fmt.Errorf("opening the media store %s: %s", Redacted(u), strings.ReplaceAll(err.Error(), rawURL, Redacted(u)))
+	}
+	return &Store{b: b, name: Redacted(u)}, nil
+}
+
+// CheckURL says what is wrong with a store URL, or nil; it opens nothing.
+func CheckURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("media store URL does not parse: %w", err)
+		return fmt.Errorf("media store URL does not parse: %w", unwrapURLError(err))
 	}
 	switch u.Scheme {
 	case "file":
-		dir, err := FilePath(u)
-		if err != nil {
-			return nil, err
-		}
-		return OpenDir(dir)
+		_, err := FilePath(u)
+		return err
 	case "s3", "gs", "azblob":
-		b, err := openBucket(ctx, rawURL)
-		if err != nil {
-			// gocloud's errors repeat the URL, query values and all.
-			return nil, fmt.Errorf("opening the media store %s: %s", Redacted(u), strings.ReplaceAll(err.Error(), rawURL, Redacted(u)))
+		if u.Host == "" {
+			return fmt.Errorf("media store URL %s names no bucket: %s://bucket", Redacted(u), u.Scheme)
 		}
-		return &Store{b: b, name: Redacted(u)}, nil
+		return nil
 	}
-	return nil, fmt.Errorf("media store URL %s: the scheme must be file, s3, gs or azblob", Redacted(u))
+	return fmt.Errorf("media store URL %s: the scheme must be file, s3, gs or azblob", Redacted(u))
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err // it repeats the URL
+	}
+	return err
 }
 
 // Schemes are the URL schemes Open takes.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/media/store"
@@ -33,6 +32,9 @@ type Outcome struct {
 	HTTPStatus int
 	// Size is a TooLarge file's announced size, when known.
 	Size int64
+	// Requests counts the HTTP requests made for it (redirects not
+	// counted), 0 when the store held it.
+	Requests int
 	// Err says why the file is not stored.
 	Err string
 }
@@ -92,6 +94,9 @@ func NewSaver(o SaverOptions) *Saver {
 	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}}
 }
 
+// Concurrency is how many files the saver fetches at once.
+func (s *Saver) Concurrency() int { return s.o.Concurrency }
+
 // Progress counts what the saver did.
 func (s *Saver) Progress() *Progress { return &s.progress }
 
@@ -149,8 +154,11 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 	if f != nil {
 		return Outcome{Status: Stored, File: f}
 	}
+	requests := 0
 	for attempt := 1; ; attempt++ {
 		out := s.fetchAny(ctx, r)
+		requests += out.Requests
+		out.Requests = requests
 		if out.Status != Transient || attempt >= s.o.Attempts || ctx.Err() != nil {
 			return out
 		}
@@ -182,6 +190,7 @@ func (s *Saver) fetchAny(ctx context.Context, r Request) Outcome {
 	var out Outcome
 	for i, u := range urls {
 		out = s.fetch(ctx, u, r.URL)
+		out.Requests = i + 1
 		if out.HTTPStatus < 400 || out.HTTPStatus >= 500 || i == len(urls)-1 {
 			return out
 		}
@@ -229,48 +238,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// Progress counts the files of a run: those asked for, those done, and the
-// bytes downloaded. Safe for concurrent use.
-type Progress struct {
-	wanted, done_, fetched, stored, bytes atomic.Int64
-	start                                 atomic.Int64 // Unix nanoseconds of the first Want
-}
-
-// Want adds n files to those the run will ask for.
-func (p *Progress) Want(n int) {
-	p.start.CompareAndSwap(0, time.Now().UnixNano())
-	p.wanted.Add(int64(n))
-}
-
-func (p *Progress) done(o Outcome) {
-	p.done_.Add(1)
-	if o.Status == Stored {
-		p.stored.Add(1)
-		if o.Fetched {
-			p.fetched.Add(1)
-		}
-	}
-}
-
-func (p *Progress) read(n int64) { p.bytes.Add(n) }
-
-// Counts is a snapshot of a Progress.
-type Counts struct {
-	// Wanted files, of which Done have an outcome: Stored of them are in
-	// the store, Fetched of those downloaded by this run.
-	Wanted, Done, Stored, Fetched int64
-	// Bytes downloaded, and in how long.
-	Bytes   int64
-	Elapsed time.Duration
-}
-
-// Counts returns the counts so far.
-func (p *Progress) Counts() Counts {
-	c := Counts{Wanted: p.wanted.Load(), Done: p.done_.Load(), Stored: p.stored.Load(), Fetched: p.fetched.Load(), Bytes: p.bytes.Load()}
-	if start := p.start.Load(); start != 0 {
-		c.Elapsed = time.Since(time.Unix(0, start))
-	}
-	return c
 }

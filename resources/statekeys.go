@@ -35,6 +35,7 @@ func IsStateKey(key string) bool { return stateDecoder(key) != nil }
 //	x_bookmark_folder_posts/<user>/<folder>         walk memory
 //	<either of the above>/capped                    a walk stopped by the billed-post cap
 //	x_bookmark_folders/<user>                       the folder list
+//	x_media_files/<user>                            the files of the media of the posts read, with the rows to send again
 //	x_post_compliance/archived/<user>               ids of the posts archived
 //	x_post_compliance/checks/<user>                 the compliance checks of those posts
 //	x_post_compliance/job[/<scope>]                 a compliance job in progress
@@ -53,6 +54,8 @@ func stateDecoder(key string) func(value string) error {
 			return func(v string) error { _, err := walk.UnmarshalCapStop(v); return err }
 		}
 		return func(v string) error { return decodeListState(key, v) }
+	case table == MediaFilesTable && len(parts) == 1 && !capped && allIDs(parts):
+		return func(v string) error { _, err := decodeMediaState(key, v); return err }
 	case table == FoldersTable && len(parts) == 1 && !capped && allIDs(parts):
 		return func(v string) error { var f []client.Folder; return json.Unmarshal([]byte(v), &f) }
 	case key == account.EndedKeyPrefix || table == APIUsageTable && len(parts) == 2 && parts[0] == "ended" && parts[1] != "" && !capped:

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,8 +13,18 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal stops the command, which ends what it does
+		// (an export commits what it read); a second one exits at once.
+		<-signals
+		cancel()
+		<-signals
+		fmt.Fprintln(os.Stderr, "\nInterrupted again: exiting at once. Nothing is committed past the last commit; run the command again.")
+		os.Exit(cli.ExitInterrupted)
+	}()
 	code := cli.Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
 }

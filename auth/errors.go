@@ -64,6 +64,12 @@ func (e *TokenEndpointError) Error() string {
 		b.WriteString(": X no longer accepts the stored refresh token (refresh tokens are single-use and rotate on every refresh; it was spent, revoked or belongs to another app)")
 	case e.LoginRequired:
 		b.WriteString(": X rejected the authorization code (codes are single-use and live 30 seconds)")
+	case e.StatusCode == 404 || e.StatusCode == 405:
+		b.WriteString(": there is no token endpoint at that URL: check it (oauth.token_url in a spec, --token-url)")
+	case e.Transient && e.StatusCode/100 == 2:
+		b.WriteString(": the answer is not a token response: check the token endpoint's URL (oauth.token_url in a spec, --token-url)")
+	case e.Transient && e.StatusCode == 0:
+		b.WriteString(" (no answer: check the token endpoint's URL, oauth.token_url in a spec or --token-url, and the network; an outage passes by itself)")
 	case e.Transient:
 		b.WriteString(" (transient; try again later)")
 	case e.Code == "invalid_client" || e.Code == "unauthorized_client":

@@ -2,6 +2,7 @@ package client
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -171,6 +172,8 @@ type Client struct {
 	storage    *http.Client // compliance job upload and download URLs (WithStorageClient)
 	timeouts   Timeouts
 	redactor   *redact.Redactor
+	stop       context.Context // WithStop
+	stopGrace  time.Duration
 	naming     *NamingPolicy // nil: the tweets naming
 
 	rngMu sync.Mutex

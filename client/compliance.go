@@ -302,7 +302,7 @@ func (c *Client) storageCall(ctx context.Context, op Operation, param, rawURL, m
 		WithClock(c.clock), WithMeter(c.meter), WithRetryPolicy(c.retry),
 		WithRateLimitWaitCap(c.waitCap), WithResetMargin(c.margin), WithUserAgent(c.userAgent),
 		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook),
-		WithTimeouts(c.timeouts), WithRedactor(c.redactor))
+		WithTimeouts(c.timeouts), WithRedactor(c.redactor), WithStop(c.stop, c.stopGrace))
 	if err != nil {
 		return nil, err
 	}

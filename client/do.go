@@ -55,11 +55,23 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 		ctx = context.Background()
 	}
 	a := c.newAttempts(cl)
+	// Once the client is stopped, waits end at once and a request in
+	// flight within the grace (see WithStop).
+	sendCtx, doneSend := c.stopping(ctx, c.stopGrace)
+	defer doneSend()
+	ctx, done := c.stopping(ctx, 0)
+	defer done()
+	if ctx.Err() != nil { // stopped before: nothing is sent
+		return a.resp, c.ctxError(a.op, ctx, ctx.Err())
+	}
 	for {
 		if err := c.acquire(ctx, a); err != nil {
 			return a.resp, err
 		}
-		hr, body, err := c.send(ctx, a)
+		if ctx.Err() != nil { // stopped while it waited
+			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
+		}
+		hr, body, err := c.send(sendCtx, a)
 		if hr != nil && hr.StatusCode == http.StatusTooManyRequests {
 			if err := c.waitRateLimit(ctx, a, hr, body); err != nil {
 				return a.resp, err
@@ -71,8 +83,8 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 				return a.resp, nil
 			}
 		}
-		if hr == nil && ctx.Err() != nil {
-			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
+		if hr == nil && sendCtx.Err() != nil {
+			return a.resp, c.ctxError(a.op, sendCtx, sendCtx.Err())
 		}
 		if !c.transient(err) {
 			return a.resp, c.finalError(a, err)

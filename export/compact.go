@@ -183,7 +183,7 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		}
 		sc, rows, err := pqfile.ReadSchema(path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: move it out of %s and compact again", cannotRead(err), out)
+			return nil, fmt.Errorf("%s: run `%s`, which moves a damaged file aside, then compact again", cannotRead(err), RepairCommand(out))
 		}
 		key := month + "\n" + columnsKey(sc)
 		g := byKey[key]

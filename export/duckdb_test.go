@@ -193,6 +193,7 @@ var duckDBTypes = map[string][][2]string{
 		{"walks", "BIGINT"},
 		{"walk_outcomes", "VARCHAR"},
 		{"new_posts", "BIGINT"},
+		{"includes_missing", "BIGINT"},
 		{"failure", "VARCHAR"},
 	},
 	"x_bookmark_changes": {

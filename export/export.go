@@ -46,6 +46,7 @@ import (
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/gofrs/flock"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -63,7 +64,8 @@ type Options struct {
 	// Transport for API requests. Default: http.DefaultTransport.
 	Transport http.RoundTripper
 	// Progress receives progress lines and log messages (stderr); nil
-	// discards them.
+	// discards them. With Quiet, it receives only a line for each
+	// rate-limit wait of a minute or more.
 	Progress io.Writer
 	// Terminal makes progress redraw its lines in place (Progress is a
 	// terminal). Otherwise a line per account is printed every
@@ -72,7 +74,7 @@ type Options struct {
 	// ProgressInterval between progress lines when not on a terminal;
 	// 0 means 10s.
 	ProgressInterval time.Duration
-	// Quiet prints only errors.
+	// Quiet prints only errors, and the long rate-limit waits (Progress).
 	Quiet bool
 	// Compression is the Parquet codec, one of pqfile.Codecs; "" means
 	// pqfile.DefaultCodec.
@@ -87,6 +89,9 @@ type Options struct {
 // is about the export itself (spec, directory, writing, the sync failing as
 // a whole); accounts that failed are in the Result (Result.Failed) and their
 // state did not advance where their walks failed.
+//
+// ctx ending interrupts the run (Ctrl-C): it reads no more from X, and what
+// it read is committed as any run's is (Result.Interrupted); see stopRun.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Spec == nil || o.Out == "" {
 		return nil, errors.New("export: a spec and an output directory are required")
@@ -123,6 +128,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("recovering %s: %w", out, explain(err, true))
 	}
 	res.Recovered = rec
+	if res.Damaged, err = damagedFiles(out); err != nil {
+		return nil, err
+	}
 
 	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}}
 	if err := r.sync(ctx); err != nil {
@@ -157,6 +165,9 @@ type run struct {
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
 	stateC *memstate.Store
+	// stop ends the run's reads from X (stopRun); the sync's own context
+	// never ends.
+	stop context.Context
 }
 
 // tableWriter stages one table's file.
@@ -190,14 +201,21 @@ const recordRows = 4096
 const fileTimeLayout = "20060102T150405.000Z"
 
 // sync runs the plugin's sync, writing its records to the staged files.
+// ctx ending stops its reads (stopRun); the sync itself runs on a context
+// that does not end.
 func (r *run) sync(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return errors.New("export interrupted before it read anything from X; nothing was committed")
+	}
 	if err := r.begin(); err != nil {
 		return err
 	}
 	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
-	syncCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	p, err := r.startPlugin(ctx)
+	stop, interrupt, unwatch := r.stopRun(ctx)
+	defer unwatch()
+	r.stop = stop
+	syncCtx := context.WithoutCancel(ctx)
+	p, err := r.startPlugin(syncCtx)
 	if err != nil {
 		return err
 	}
@@ -205,9 +223,10 @@ func (r *run) sync(ctx context.Context) error {
 
 	r.prog.start()
 	defer r.prog.stop()
-	if err := r.runSync(ctx, syncCtx, cancel, p); err != nil {
+	if err := r.runSync(syncCtx, interrupt, p); err != nil {
 		return err
 	}
+	r.res.Interrupted = errors.Is(context.Cause(stop), walk.ErrInterrupted)
 	if r.sess != nil {
 		r.res.sessions = r.sess.Sessions
 	}
@@ -253,15 +272,14 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	return p, nil
 }
 
-// logger is the plugin's logger: warnings (errors with Quiet) go to the
-// progress output.
+// logger is the plugin's logger: warnings go to the progress output
+// (nothing with Quiet).
 func (r *run) logger() zerolog.Logger {
-	logger := zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
-		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
-	if r.o.Quiet {
-		logger = logger.Level(zerolog.ErrorLevel)
+	if r.o.Quiet { // the run's error says what failed
+		return zerolog.Nop()
 	}
-	return logger
+	return zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
+		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 }
 
 // pluginOptions connect the plugin to the run: its state backend, the
@@ -276,7 +294,7 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 		}),
 		xplugin.WithComplianceHook(func(c *resources.Compliance) { r.comp = c }),
 		xplugin.WithArchive(r.archived),
-		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted)),
+		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
 		xplugin.WithRecordRows(recordRows),
 		xplugin.WithRowsCommittedWithState(),
 	}
@@ -286,16 +304,18 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	return opts
 }
 
-// runSync runs the plugin's sync on syncCtx and writes what it sends; a
-// write that fails cancels the sync.
-func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFunc, p *plugin.Plugin) error {
+// runSync runs the plugin's sync on ctx and writes what it sends, until
+// the sync closes the channel: the SDK's scheduler sends every row it holds
+// before it returns, and blocks until they are taken. A write that fails
+// stops the reads (interrupt); the rest is drained, and not written.
+func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p *plugin.Plugin) error {
 	o := r.o
 	ch := make(chan message.SyncMessage, 8)
 	r.messages = ch
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
-		errc <- p.Sync(syncCtx, plugin.SyncOptions{
+		errc <- p.Sync(ctx, plugin.SyncOptions{
 			Tables:              o.Spec.Tables,
 			SkipTables:          o.Spec.SkipTables,
 			SkipDependentTables: o.Spec.SkipDependentTables,
@@ -310,7 +330,7 @@ func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFu
 		}
 		if handleErr == nil { // after a failure, drain until the sync stops
 			if handleErr = r.handle(m); handleErr != nil {
-				cancel(handleErr)
+				interrupt(fmt.Errorf("writing the export failed: %w", handleErr))
 			}
 		}
 	}
@@ -318,8 +338,6 @@ func (r *run) runSync(ctx, syncCtx context.Context, cancel context.CancelCauseFu
 	switch {
 	case handleErr != nil:
 		return fmt.Errorf("writing the export: %w", handleErr)
-	case ctx.Err() != nil:
-		return fmt.Errorf("export interrupted (%w); nothing was committed: the next run fetches these posts again", context.Cause(ctx))
 	case syncErr != nil:
 		return fmt.Errorf("sync failed: %w", syncErr)
 	}
@@ -511,12 +529,39 @@ func (r *run) firstWrite(uid, postID string) bool {
 
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
-// its bookmark.
+// its bookmark or the table holds the post's rows already (diskState.Stray).
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
-		return !r.writtenBefore(uid, postID)
+		return !r.writtenBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].has(postID)
 	}
 	return r.firstWrite(uid, postID)
+}
+
+// strayLeft is the state's stray content rows (diskState.Stray) but those
+// of the posts whose bookmark is written now: the written ids cover them.
+func (r *run) strayLeft() map[string]map[string]*idSet {
+	var out map[string]map[string]*idSet
+	for table, byUser := range r.state.Stray {
+		for uid, set := range byUser {
+			left := &idSet{}
+			for _, id := range set.IDs() {
+				if !r.written.byUser[uid].has(id) {
+					left.Add(id)
+				}
+			}
+			if left.Len() == 0 {
+				continue
+			}
+			if out == nil {
+				out = map[string]map[string]*idSet{}
+			}
+			if out[table] == nil {
+				out[table] = map[string]*idSet{}
+			}
+			out[table][uid] = left
+		}
+	}
+	return out
 }
 
 // writtenBefore reports whether an earlier run wrote the account's
@@ -552,6 +597,7 @@ func (r *run) commitAndPublish() error {
 		Format:  stateFormat,
 		Keys:    r.stateC.Committed(),
 		Written: r.written.byUser,
+		Stray:   r.strayLeft(),
 		LastRun: r.state.LastRun,
 	}
 	files, err := r.stage()
@@ -763,6 +809,12 @@ type Result struct {
 	// SyncErrors are the errors the SDK's scheduler reported (a resolver
 	// that failed); the accounts' reports say the same per account.
 	SyncErrors []string
+	// Interrupted: the run was interrupted (its context ended) and
+	// committed what it had read.
+	Interrupted bool
+	// Damaged are the files of earlier runs whose footer the run found
+	// damaged (the run goes on: the state knows what they held).
+	Damaged []DamagedFile
 
 	plugin     *spec.Spec // the plugin's spec, for the summary's messages
 	mu         sync.Mutex

@@ -2,6 +2,7 @@ package export_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -267,40 +268,60 @@ func TestExport_TableSelectionAndChangedAccounts(t *testing.T) {
 	checkArchive(t, dir, sim, users)
 }
 
-// TestExport_InterruptedRunCommitsNothing: a run whose context is
-// cancelled (Ctrl-C) stops, leaves no staged file and no state, and the
-// next run exports everything.
-func TestExport_InterruptedRunCommitsNothing(t *testing.T) {
-	sim := xsim.New(xsim.Options{DisableRateLimits: true, Faults: xsim.Faults{Latency: 40 * time.Millisecond}})
+// An interrupted run (its context ends: Ctrl-C) reads no more from X and
+// commits what it read: the rows of the walk it cut off are written, the
+// walk is recorded as interrupted, and the next run reads the list from the
+// top again, writing only what is new and billing none of the posts again
+// on the same UTC day.
+func TestExport_AnInterruptedRunKeepsWhatItRead(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer sim.Close()
-	users := []demoUser{{id: "1001", bookmarks: 400}}
+	users := []demoUser{{id: "1001", bookmarks: 900}}
 	tokens := seed(sim, users)
 	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	if _, err := export.Run(ctx, export.Options{Spec: src, Out: dir}); err == nil || !strings.Contains(err.Error(), "nothing was committed") {
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	sim.OnRequest(func(r xsim.RequestInfo) {
+		if r.Operation == xsim.OpListBookmarks && r.Seq == 4 {
+			interrupt()
+		}
+	})
+	res, err := export.Run(ctx, export.Options{Spec: src, Out: dir})
+	if err != nil {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(dir, ".staging")); len(entries) != 0 {
-		t.Errorf("staged files left: %v", entries)
+	s1 := res.Summary()
+	kept := len(bookmarkKeys(t, parquetFiles(t, dir, "x_bookmarks")))
+	if !s1.Interrupted || kept == 0 || kept >= 900 || kept != s1.Totals.BookmarksWritten {
+		t.Fatalf("interrupted: %v, %d bookmarks in the files, summary %+v", s1.Interrupted, kept, s1.Totals)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".state", "state.json")); err == nil {
-		t.Error("an interrupted first run left a state")
+	if a := s1.Accounts[0]; !a.OK || len(a.Interrupted) == 0 || a.Interrupted[0].List != "bookmarks" || a.Interrupted[0].BilledPosts != kept {
+		t.Errorf("account %+v", a)
 	}
-	sim.SetFaults(xsim.Faults{})
-	res, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir})
+	line := s1.InterruptedLine()
+	for _, want := range []string{fmt.Sprintf("%d bookmarks written", kept), fmt.Sprintf("from the top accounts[0] bookmarks (%d posts)", kept)} {
+		if !strings.Contains(line, want) {
+			t.Errorf("%q lacks %q", line, want)
+		}
+	}
+
+	res, err = export.Run(context.Background(), export.Options{Spec: src, Out: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := res.Summary(); s.Totals.BookmarksWritten != 400 {
-		t.Errorf("next run wrote %d", s.Totals.BookmarksWritten)
+	s2 := res.Summary()
+	if s2.Interrupted || s2.Totals.BookmarksWritten != 900-kept || s2.Totals.AlreadyArchived != kept {
+		t.Errorf("next run: %+v", s2.Totals)
+	}
+	if billed, distinct := s1.Totals.PostsBilled+s2.Totals.PostsBilled, len(sim.BilledToday("")); billed != distinct {
+		t.Errorf("the two runs counted %d posts billed; X billed %d: a post the interrupted run read was counted twice", billed, distinct)
 	}
 	checkArchive(t, dir, sim, users)
 }

@@ -69,6 +69,9 @@ func (s *idSet) Has(id string) bool {
 	return added
 }
 
+// has is Has of a set that may be nil (holding nothing).
+func (s *idSet) has(id string) bool { return s != nil && s.Has(id) }
+
 // HasEarlier reports whether id was in the set before the ids added since
 // it was loaded (or last settled): for the written ids of a run, whether an
 // earlier run wrote the bookmark.

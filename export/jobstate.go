@@ -50,7 +50,7 @@ func (s *runState) freeze() {
 	for uid, set := range old.Written {
 		written[uid] = set.snapshot()
 	}
-	s.committed = &diskState{Format: stateFormat, Keys: maps.Clone(old.Keys), Written: written, LastRun: old.LastRun}
+	s.committed = &diskState{Format: stateFormat, Keys: maps.Clone(old.Keys), Written: written, Stray: old.Stray, LastRun: old.LastRun}
 }
 
 // Flush commits the staged keys in memory and writes the job keys to disk

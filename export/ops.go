@@ -248,7 +248,7 @@ func CommitChanges(ctx context.Context, dir string, journals []*Journal, o Commi
 		return 0, err
 	}
 	var rows []*resources.BookmarkChange
-	next := &diskState{Format: stateFormat, Keys: map[string]string{}, Written: s.Written, LastRun: s.LastRun}
+	next := &diskState{Format: stateFormat, Keys: map[string]string{}, Written: s.Written, Stray: s.Stray, LastRun: s.LastRun}
 	for k, v := range s.Keys {
 		next.Keys[k] = v
 	}

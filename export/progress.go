@@ -60,11 +60,40 @@ func (p *progress) attach(s *account.Set) {
 	p.set = s
 }
 
+// longWait is a rate-limit wait told even with Quiet: a run that says
+// nothing for that long looks hung.
+const longWait = time.Minute
+
 // waitStarted is the API clients' wait hook.
 func (p *progress) waitStarted(userID string, op client.Operation, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.waits[userID] = waitInfo{op: op, until: p.clk.Now().Add(d)}
+	until := p.clk.Now().Add(d)
+	p.waits[userID] = waitInfo{op: op, until: until}
+	if p.quiet && d >= longWait {
+		fmt.Fprintf(p.w, "%s: waiting %s, until %s, for the %s rate-limit window (Ctrl-C stops the run and keeps what it read)\n",
+			p.nameOf(userID, op), d.Round(time.Second), until.UTC().Format("15:04:05 MST"), op)
+	}
+}
+
+// nameOf names the account of userID as the progress lines do; a wait of
+// user "" is the app's compliance check's, or an account's GET
+// /2/users/me. Called with p.mu held.
+func (p *progress) nameOf(userID string, op client.Operation) string {
+	switch {
+	case userID == "" && op == client.OpUsersMe:
+		return "an account"
+	case userID == "":
+		return "the compliance check"
+	}
+	if p.set != nil {
+		for _, s := range p.set.Sessions {
+			if s.UserID == userID {
+				return accountName(s)
+			}
+		}
+	}
+	return "user " + userID
 }
 
 func (p *progress) addRows(userID string, n int) {
@@ -133,11 +162,7 @@ func (p *progress) lines() []string {
 		}
 		// The counts are the summary's: x_bookmarks rows written, and the
 		// posts billed and requests of every operation.
-		name := fmt.Sprintf("accounts[%d]", s.Index)
-		if s.UserID != "" {
-			name += " (user " + s.UserID + ")"
-		}
-		line := fmt.Sprintf("%s: %s written, %s billed, %s", name, plural.Count(p.rows[s.UserID], "bookmark", "bookmarks"), plural.Count(billed, "post", "posts"), plural.Count(requests, "request", "requests"))
+		line := fmt.Sprintf("%s: %s written, %s billed, %s", accountName(s), plural.Count(p.rows[s.UserID], "bookmark", "bookmarks"), plural.Count(billed, "post", "posts"), plural.Count(requests, "request", "requests"))
 		if w, ok := p.waits[s.UserID]; ok && w.until.After(now) {
 			line += fmt.Sprintf(", waiting %s for the %s rate-limit window", w.until.Sub(now).Round(time.Second), w.op)
 		}

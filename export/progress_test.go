@@ -108,3 +108,23 @@ func TestProgress_RateLimitCountdownDuringARun(t *testing.T) {
 		t.Errorf("summary %+v", s.Accounts[0])
 	}
 }
+
+// With --quiet, a rate-limit wait of a minute or more is still told, in
+// one line naming the account, how long and until when: a run that says
+// nothing for 15 minutes looks hung. Shorter waits are not.
+func TestProgress_QuietStillTellsALongWait(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	var out bytes.Buffer
+	p := newProgress(&out, false, true, clk, 0)
+	p.attach(&account.Set{Sessions: []*account.Session{{Index: 3, UserID: "1004", Meter: client.NewMeter(0)}}})
+	p.start()
+	p.waitStarted("1004", client.OpListBookmarks, 40*time.Second)
+	p.waitStarted("1004", client.OpListBookmarks, 11*time.Minute)
+	p.waitStarted("", client.OpGetComplianceJob, 2*time.Minute)
+	p.stop()
+	want := "accounts[3] (user 1004): waiting 11m0s, until 10:11:00 UTC, for the list_bookmarks rate-limit window (Ctrl-C stops the run and keeps what it read)\n" +
+		"the compliance check: waiting 2m0s, until 10:02:00 UTC, for the compliance_get_job rate-limit window (Ctrl-C stops the run and keeps what it read)\n"
+	if out.String() != want {
+		t.Errorf("quiet progress printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

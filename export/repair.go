@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,6 +42,9 @@ type RepairReport struct {
 	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
 	// (user_id, post_id) of Accounts accounts.
 	BookmarkFiles, Posts, Accounts int
+	// Stray counts, per content table of x_bookmarks, the posts whose rows
+	// it holds while no x_bookmarks file holds them (diskState.Stray).
+	Stray map[string]int
 	// KeptMemories walk memories were kept; Dropped were not (nor other
 	// state keys found damaged).
 	KeptMemories int
@@ -47,6 +52,10 @@ type RepairReport struct {
 	// LostFiles are files of the committed run that were neither staged nor
 	// published: the run is published without them.
 	LostFiles []string
+	// Damaged are the files whose footer cannot be read: they are moved to
+	// DIR/.damaged/<table>/ (with DryRun: would be), and the state rebuilt
+	// without them.
+	Damaged []DamagedFile
 	// Changed says that the state was (with DryRun: would be) rewritten.
 	Changed bool
 	// Publish is the committed run whose publishing is finished (or would be).
@@ -109,17 +118,31 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, err := rep.rebuild(out, keys, pending, lastRun)
+	if rep.Damaged, err = damagedFiles(out); err != nil {
+		return nil, err
+	}
+	skip := map[string]bool{}
+	for _, d := range rep.Damaged {
+		skip[d.Path] = true
+	}
+	next, err := rep.rebuild(out, keys, pending, lastRun, skip)
 	if err != nil {
 		return nil, err
 	}
-	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 ||
-		!sameWritten(old.Written, next.Written)
+	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || len(rep.Damaged) > 0 ||
+		!sameWritten(old.Written, next.Written) || !sameStray(old.Stray, next.Stray)
 	if next.Pending != nil {
 		rep.Publish = next.Pending.ID
 	}
 	if !rep.Changed || o.DryRun {
 		return rep, nil
+	}
+	// The damaged files go first: the state written next counts none of
+	// their posts (a repair stopped in between is run again).
+	for _, d := range rep.Damaged {
+		if _, err := moveAside(out, d); err != nil {
+			return nil, fmt.Errorf("moving the damaged file %s aside: %w", d.Path, err)
+		}
 	}
 	noStep := func(string) {}
 	if err := saveState(out, next, noStep, "repair"); err != nil {
@@ -145,15 +168,27 @@ func trustedParts(out string, s *diskState) (map[string]string, *runRecord, *run
 	return keys, pending, lastRun, nil
 }
 
-// rebuild builds the repaired state from the files and the trusted parts.
-func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *runRecord) (*diskState, error) {
+// rebuild builds the repaired state from the files (but those of skip)
+// and the trusted parts.
+func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *runRecord, skip map[string]bool) (*diskState, error) {
 	next := newDiskState()
 	if pending != nil {
 		pending = rep.dropLostFiles(out, pending)
 	}
-	written, files, err := readWritten(out, pending)
+	written, files, err := readWritten(out, pending, skip)
 	if err != nil {
 		return nil, err
+	}
+	if next.Stray, err = readStray(out, pending, written, skip); err != nil {
+		return nil, err
+	}
+	for table, byUser := range next.Stray {
+		if rep.Stray == nil {
+			rep.Stray = map[string]int{}
+		}
+		for _, set := range byUser {
+			rep.Stray[table] += set.Len()
+		}
 	}
 	next.Written, next.Pending, next.LastRun = written, pending, lastRun
 	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
@@ -224,33 +259,94 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// readWritten reads the (user_id, post_id) of every x_bookmarks file: those
-// published, and those of the committed run still staged.
-func readWritten(out string, pending *runRecord) (map[string]*idSet, int, error) {
-	paths, err := filepath.Glob(filepath.Join(out, resources.BookmarksTable, "*.parquet"))
+// tableFiles are the files of a table: those published, and those of the
+// committed run still staged; not those of skip.
+func tableFiles(out, table string, pending *runRecord, skip map[string]bool) ([]string, error) {
+	all, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	if err != nil {
-		return nil, 0, err
+		return nil, err
+	}
+	var paths []string
+	for _, p := range all {
+		if !skip[p] {
+			paths = append(paths, p)
+		}
 	}
 	if pending != nil {
 		for _, f := range pending.Files {
-			if staged := pending.stagedPath(out, f); f.Table == resources.BookmarksTable && exists(staged) && !exists(finalPath(out, f)) {
+			if staged := pending.stagedPath(out, f); f.Table == table && exists(staged) && !exists(finalPath(out, f)) {
 				paths = append(paths, staged)
 			}
 		}
 	}
+	return paths, nil
+}
+
+// readWritten reads the (user_id, post_id) of every x_bookmarks file.
+func readWritten(out string, pending *runRecord, skip map[string]bool) (map[string]*idSet, int, error) {
+	paths, err := tableFiles(out, resources.BookmarksTable, pending, skip)
+	if err != nil {
+		return nil, 0, err
+	}
 	written := map[string]*idSet{}
 	for _, path := range paths {
-		if err := readBookmarkKeys(path, written); err != nil {
-			return nil, 0, fmt.Errorf("%s. Move it out of %s and repair again: "+
-				"the next export then fetches again the posts it held that are still bookmarked", cannotRead(err), out)
+		if err := readKeys(path, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
+			return nil, 0, unreadable(out, err)
 		}
 	}
 	return written, len(paths), nil
 }
 
-// readBookmarkKeys adds the (user_id, post_id) of an x_bookmarks file to
-// written.
-func readBookmarkKeys(path string, written map[string]*idSet) error {
+// readStray finds, in the files of each content table of x_bookmarks, the
+// posts whose rows they hold while no x_bookmarks file holds the post (its
+// file was removed): diskState.Stray. Nil when there are none.
+func readStray(out string, pending *runRecord, written map[string]*idSet, skip map[string]bool) (map[string]map[string]*idSet, error) {
+	var stray map[string]map[string]*idSet
+	for _, table := range resources.Bookmarks().Relations {
+		paths, err := tableFiles(out, table.Name, pending, skip)
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range paths {
+			err := readKeys(path, func(uid, postID string) {
+				if written[uid].has(postID) {
+					return
+				}
+				if stray == nil {
+					stray = map[string]map[string]*idSet{}
+				}
+				if stray[table.Name] == nil {
+					stray[table.Name] = map[string]*idSet{}
+				}
+				addTo(stray[table.Name], uid, postID)
+			})
+			if err != nil {
+				return nil, unreadable(out, err)
+			}
+		}
+	}
+	return stray, nil
+}
+
+// addTo adds the post to the user's set in sets.
+func addTo(sets map[string]*idSet, uid, postID string) {
+	set := sets[uid]
+	if set == nil {
+		set = &idSet{}
+		sets[strings.Clone(uid)] = set // uid shares a record's buffer
+	}
+	set.Add(postID)
+}
+
+// unreadable says what to do about a file that cannot be read.
+func unreadable(out string, err error) error {
+	return fmt.Errorf("%s. Move it out of %s and repair again: "+
+		"the next export then fetches again the posts it held that are still bookmarked", cannotRead(err), out)
+}
+
+// readKeys calls add with the (user_id, post_id) of every row of a file of
+// x_bookmarks or of one of its content tables.
+func readKeys(path string, add func(uid, postID string)) error {
 	return pqfile.ReadRecords(context.Background(), path, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
 		ui, pi := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices("post_id")
 		if len(ui) == 0 || len(pi) == 0 {
@@ -262,13 +358,7 @@ func readBookmarkKeys(path string, written map[string]*idSet) error {
 			return errors.New("user_id or post_id is not a string column")
 		}
 		for i := range int(rec.NumRows()) {
-			uid := users.Value(i)
-			set := written[uid]
-			if set == nil {
-				set = &idSet{}
-				written[strings.Clone(uid)] = set
-			}
-			set.Add(posts.Value(i))
+			add(users.Value(i), posts.Value(i))
 		}
 		return nil
 	})
@@ -313,6 +403,19 @@ func sameWritten(a, b map[string]*idSet) bool {
 			if !other.Has(id) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// sameStray reports whether two records of stray content rows are equal.
+func sameStray(a, b map[string]map[string]*idSet) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for table, byUser := range a {
+		if !sameWritten(byUser, b[table]) {
+			return false
 		}
 	}
 	return true
@@ -397,9 +500,20 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 	default:
 		fmt.Fprintln(w, "state: readable")
 	}
+	for _, d := range rep.Damaged {
+		verb := "moved"
+		if rep.DryRun {
+			verb = "to be moved"
+		}
+		fmt.Fprintf(w, "damaged: %s: %s; %s to %s\n", d.Path, d.Problem, verb, filepath.Join(rep.Out, damagedDir, d.Table))
+	}
 	fmt.Fprintf(w, "files: %d x_bookmarks file(s) hold %d post(s) of %d account(s)\n", rep.BookmarkFiles, rep.Posts, rep.Accounts)
 	for _, f := range rep.LostFiles {
 		fmt.Fprintf(w, "lost: %s, a file of the committed run %s, is neither staged nor published; the run is published without it\n", f, rep.Publish)
+	}
+	for _, table := range slices.Sorted(maps.Keys(rep.Stray)) {
+		fmt.Fprintf(w, "content: %s holds the rows of %s that no x_bookmarks file holds; a walk that reads them again writes their bookmark, not these rows again\n",
+			table, plural.Count(rep.Stray[table], "post", "posts"))
 	}
 	fmt.Fprintf(w, "walk memories: %d kept, %d dropped\n", rep.KeptMemories, len(rep.Dropped))
 	for _, d := range rep.Dropped {
@@ -438,5 +552,9 @@ func (rep *RepairReport) writeCost(w io.Writer) {
 	fmt.Fprintln(w, "It writes only the posts that no file holds: no row is written twice.")
 	if len(rep.LostFiles) > 0 {
 		fmt.Fprintln(w, "Posts of the lost file that are no longer bookmarked cannot be fetched again.")
+	}
+	if len(rep.Damaged) > 0 {
+		fmt.Fprintln(w, "Posts of the damaged files that are no longer bookmarked cannot be fetched again; the rows of other tables they held are lost (the files stay in "+
+			filepath.Join(rep.Out, damagedDir)+" for you to inspect or remove).")
 	}
 }

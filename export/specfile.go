@@ -115,7 +115,35 @@ func ReadSpecFile(path string) (*SourceSpec, error) {
 	if err := src.resolveTokenFiles(filepath.Dir(abs)); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := src.checkTokenFiles(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return src, nil
+}
+
+// checkTokenFiles refuses, before any request, what a sync finds only as
+// it runs: two accounts whose token files are one file, named in other
+// words (spec.Validate compares the paths as written), and a
+// compliance.bearer_token_file that is not there or holds no bearer token
+// (the check would fail after the bookmarks were read). Paths are resolved
+// already.
+func (s *SourceSpec) checkTokenFiles() error {
+	seen := map[string]int{}
+	for i, a := range s.Plugin.Accounts {
+		if a.TokenFile == "" {
+			continue
+		}
+		if j, dup := seen[a.TokenFile]; dup {
+			return fmt.Errorf("spec.accounts[%d].token_file: %s is accounts[%d].token_file too: a token file is one user's, whose posts would be read, and billed, twice", i, a.TokenFile, j)
+		}
+		seen[a.TokenFile] = i
+	}
+	if c := s.Plugin.Compliance; c != nil && c.BearerTokenFile != "" {
+		if _, err := c.ReadBearerToken(); err != nil {
+			return fmt.Errorf("spec.%w", err)
+		}
+	}
+	return nil
 }
 
 // resolveTokenFiles joins dir to every relative path of a token file (each

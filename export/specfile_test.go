@@ -321,11 +321,16 @@ func TestReadSpecFile_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	absolute := filepath.Join(t.TempDir(), "bearer-token.txt")
 	for file, want := range map[string]string{
-		"./bearer.txt":            filepath.Join(dir, "bearer.txt"),
-		"secrets/bearer.txt":      filepath.Join(dir, "secrets/bearer.txt"),
-		"/etc/x/bearer-token.txt": "/etc/x/bearer-token.txt",
+		"./bearer.txt":       filepath.Join(dir, "bearer.txt"),
+		"secrets/bearer.txt": filepath.Join(dir, "secrets/bearer.txt"),
+		absolute:             absolute,
 	} {
+		os.MkdirAll(filepath.Dir(want), 0o755)
+		if err := os.WriteFile(want, []byte("app-only-token\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 		text := minimalSpec + "    Compliance:\n      Bearer_Token_File: " + file + "\n"
 		s, started := readSpecFromElsewhere(t, dir, text)
 		if s.Plugin.Compliance.BearerTokenFile != want || started.Compliance.BearerTokenFile != want {

@@ -2,6 +2,7 @@ package export
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,14 @@ type diskState struct {
 	// the committed files, so a post bookmarked again after it was removed
 	// (which the walk emits as new) is not written twice.
 	Written map[string]*idSet `json:"written"`
+	// Stray lists, per child table of x_bookmarks (its content: authors,
+	// media, referenced posts) and per user id, the posts whose rows the
+	// table's files hold while no x_bookmarks file holds the post: the
+	// x_bookmarks file was removed by hand, and the repair found them. A
+	// walk that reads such a post again writes its x_bookmarks row, and not
+	// its rows of that table, which holds them already; the post then
+	// leaves this list. Empty but after such a repair.
+	Stray map[string]map[string]*idSet `json:"stray,omitempty"`
 	// Pending is a committed run whose files may not all be published yet.
 	Pending *runRecord `json:"pending,omitempty"`
 	// LastRun is the last run published.
@@ -61,10 +70,16 @@ func (s *diskState) writeTo(w io.Writer) error {
 	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
 	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
 	ew.WriteString(`,"written":`)
-	writeObject(ew, s.Written, func(set *idSet) ([]byte, error) {
-		text, err := set.MarshalText() // base64: nothing to escape
-		return append(append([]byte{'"'}, text...), '"'), err
-	})
+	writeObject(ew, s.Written, encodeSet)
+	if len(s.Stray) > 0 {
+		ew.WriteString(`,"stray":`)
+		writeObject(ew, s.Stray, func(byUser map[string]*idSet) ([]byte, error) {
+			var b bytes.Buffer
+			inner := &errWriter{w: &b}
+			writeObject(inner, byUser, encodeSet)
+			return b.Bytes(), inner.err
+		})
+	}
 	for _, f := range []struct {
 		name string
 		run  *runRecord
@@ -81,6 +96,13 @@ func (s *diskState) writeTo(w io.Writer) error {
 	}
 	ew.WriteString("}")
 	return ew.err
+}
+
+// encodeSet is a set as JSON: its text, a string (base64: nothing to
+// escape).
+func encodeSet(set *idSet) ([]byte, error) {
+	text, err := set.MarshalText()
+	return append(append([]byte{'"'}, text...), '"'), err
 }
 
 // writeObject writes m as json.Marshal does (keys sorted, null when nil),
@@ -264,11 +286,11 @@ func (e *StateError) Error() string {
 
 // RepairCommand is the command that repairs the output directory dir.
 func RepairCommand(dir string) string {
-	return "cq-source-x repair --out " + shellQuote(dir)
+	return "cq-source-x repair --out " + ShellQuote(dir)
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@+=,") == "" {
 		return s
 	}
@@ -338,16 +360,15 @@ func (s *diskState) readFrom(r io.Reader) error {
 			})
 		case "written":
 			s.Written = map[string]*idSet{}
-			return decodeObject(dec, func(uid string) error {
-				var set *idSet
-				if err := dec.Decode(&set); err != nil {
-					return err
+			return decodeSets(dec, s.Written, "the written-id set")
+		case "stray":
+			s.Stray = map[string]map[string]*idSet{}
+			return decodeObject(dec, func(table string) error {
+				if !isBookmarkContent(table) {
+					return fmt.Errorf("stray rows of %q, which is not a content table of x_bookmarks", table)
 				}
-				if set == nil {
-					return fmt.Errorf("the written-id set of user %s is null", uid)
-				}
-				s.Written[uid] = set
-				return nil
+				s.Stray[table] = map[string]*idSet{}
+				return decodeSets(dec, s.Stray[table], "the stray rows of "+table)
 			})
 		case "pending":
 			return dec.Decode(&s.Pending)
@@ -364,6 +385,22 @@ func (s *diskState) readFrom(r io.Reader) error {
 		return errors.New("data after the state's JSON object")
 	}
 	return nil
+}
+
+// decodeSets reads a JSON object of id sets by user id into sets; what
+// names them in an error.
+func decodeSets(dec *json.Decoder, sets map[string]*idSet, what string) error {
+	return decodeObject(dec, func(uid string) error {
+		var set *idSet
+		if err := dec.Decode(&set); err != nil {
+			return err
+		}
+		if set == nil {
+			return fmt.Errorf("%s of user %s is null", what, uid)
+		}
+		sets[uid] = set
+		return nil
+	})
 }
 
 // decodeObject reads a JSON object from dec, calling field for each key with
@@ -466,6 +503,28 @@ func TableNames() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// ForeignEntries returns the entries of dir that no export makes there —
+// named after none of the tables, and not hidden (an export's own entries
+// are hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
+// alone) — in name order. None when dir does not exist: an export creates
+// it.
+func ForeignEntries(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var foreign []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && !knownTables[e.Name()] {
+			foreign = append(foreign, e.Name())
+		}
+	}
+	return foreign, nil
 }
 
 // hasFiles reports whether DIR/<table> holds a Parquet file.

@@ -30,6 +30,8 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*idSet{"1001": written, "1002": {}, "<&>": written}},
 		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{}},
 		"nil maps":  {Format: stateFormat},
+		"stray content rows": {Format: stateFormat, LastRun: run, Keys: map[string]string{}, Written: map[string]*idSet{"1001": written},
+			Stray: map[string]map[string]*idSet{"x_bookmark_media": {"1001": written, "1002": {}}, "x_bookmark_authors": {"<&>": written}}},
 	} {
 		want, err := json.Marshal(s)
 		if err != nil {
@@ -84,7 +86,8 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 		Files: []fileRecord{{Table: "x_bookmarks", Name: at.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 5001}}}
 	s := &diskState{Format: stateFormat, Pending: run, LastRun: run,
 		Keys:    map[string]string{"another/1001": `{"held":"<&>\"q\""}`, "k": ""},
-		Written: map[string]*idSet{"1001": written, "1002": {}}}
+		Written: map[string]*idSet{"1001": written, "1002": {}},
+		Stray:   map[string]map[string]*idSet{"x_bookmark_media": {"1002": written}}}
 	var buf bytes.Buffer
 	if err := s.writeTo(&buf); err != nil {
 		t.Fatal(err)
@@ -111,6 +114,10 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 	save(`{"future":{"a":[1,{"b":null}]},"keys":{},"written":{},"format":` + strconv.Itoa(stateFormat) + `}`)
 	if back, err := loadState(dir); err != nil || len(back.Keys) != 0 || len(back.Written) != 0 {
 		t.Fatalf("an unknown field: %v", err)
+	}
+	save(`{"keys":{},"written":{},"stray":{"x_bookmarks":{}},"format":` + strconv.Itoa(stateFormat) + `}`)
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "not a content table") {
+		t.Fatalf("stray rows of x_bookmarks: %v", err)
 	}
 	save(`{"keys":null,"written":{},"format":` + strconv.Itoa(stateFormat) + `}`)
 	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "is damaged") {

@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // Summary is what `export --json` prints: the run, its files, per account
@@ -33,6 +35,12 @@ type Summary struct {
 	// Totals add up the accounts, and the compliance check's requests.
 	Totals     Totals   `json:"totals"`
 	SyncErrors []string `json:"sync_errors,omitempty"`
+	// Interrupted: the run was interrupted and committed what it had read
+	// (see InterruptedLine).
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Damaged are files of earlier runs whose footer cannot be read (see
+	// DamagedFile.Describe); the run is not OK.
+	Damaged []DamagedFile `json:"damaged_files,omitempty"`
 }
 
 // AccountSum is one account.
@@ -48,6 +56,8 @@ type AccountSum struct {
 	FailedTables []string `json:"failed_tables,omitempty"`
 	Totals
 	Operations []OperationSum `json:"operations"`
+	// Interrupted are the walks the interruption cut off.
+	Interrupted []CutOff `json:"interrupted,omitempty"`
 
 	problems []string
 	name     string // accounts[i] (user ID)
@@ -57,12 +67,13 @@ type AccountSum struct {
 
 // Totals add up operations (or accounts).
 type Totals struct {
-	// NewPosts are the posts the walks found new (bookmarks and folder
-	// entries); BookmarksWritten the x_bookmarks rows written, and
-	// AlreadyArchived those dropped because an earlier run wrote them: a
-	// post bookmarked again after it was removed, read again after a walk
+	// NewPosts are the bookmarks the walks found new, and NewFolderEntries
+	// the folder entries; BookmarksWritten the x_bookmarks rows written,
+	// and AlreadyArchived those dropped because an earlier run wrote them:
+	// a post bookmarked again after it was removed, read again after a walk
 	// that did not finish, or in a list read in full again after a repair.
 	NewPosts         int     `json:"new_posts"`
+	NewFolderEntries int     `json:"new_folder_entries"`
 	BookmarksWritten int     `json:"bookmarks_written"`
 	AlreadyArchived  int     `json:"already_archived"`
 	PostsBilled      int     `json:"posts_billed"`
@@ -84,9 +95,12 @@ type ComplianceSum struct {
 	OK      bool   `json:"ok"`
 	// Error is why the check did not finish; its posts are checked at the
 	// next run.
-	Error      string         `json:"error,omitempty"`
-	Requests   int            `json:"requests"`
-	Operations []OperationSum `json:"operations"`
+	Error string `json:"error,omitempty"`
+	// Interrupted: the run's interruption stopped the check, which the next
+	// run resumes (a job in progress is polled again, not created again).
+	Interrupted bool           `json:"interrupted,omitempty"`
+	Requests    int            `json:"requests"`
+	Operations  []OperationSum `json:"operations"`
 }
 
 // OperationSum is one row of x_api_usage.
@@ -114,7 +128,7 @@ type OperationSum struct {
 func (r *Result) Summary() *Summary {
 	s := &Summary{
 		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Out: r.Out, OK: true, Recovered: r.Recovered, Files: r.Files,
+		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
 	}
 	if s.Files == nil {
 		s.Files = []FileResult{}
@@ -134,12 +148,17 @@ func (r *Result) Summary() *Summary {
 			a.OK, a.Error, a.FailedTables = false, strings.Join(a.problems, "; "), failed
 			s.OK = false
 		}
+		a.Interrupted = cutOff(sess)
 		a.BookmarksWritten = r.rows[sess.UserID]
 		a.doneSome = len(done) > 0 || a.BookmarksWritten > 0
 		a.AlreadyArchived = r.skip[sess.UserID]
 		for _, u := range resources.UsageRows(sess) {
 			a.Operations = append(a.Operations, operationSum(u))
-			a.NewPosts += u.NewPosts
+			if u.Operation == string(client.OpGetFolder) {
+				a.NewFolderEntries += u.NewPosts
+			} else {
+				a.NewPosts += u.NewPosts
+			}
 			a.PostsBilled += u.PostsBilled
 			a.UsersBilled += u.UsersBilled
 			a.EstimatedUSD += u.EstimatedUSD
@@ -180,7 +199,10 @@ func complianceSum(c *resources.Compliance) *ComplianceSum {
 		cs.Operations = append(cs.Operations, operationSum(u))
 		cs.Requests += u.Requests
 	}
-	if err := c.Failure(); err != nil {
+	switch err := c.Failure(); {
+	case errors.Is(err, walk.ErrInterrupted):
+		cs.Interrupted = true
+	case err != nil:
 		cs.OK, cs.Error = false, c.Redact.String(err.Error())
 	}
 	return cs
@@ -188,6 +210,7 @@ func complianceSum(c *resources.Compliance) *ComplianceSum {
 
 func (t *Totals) add(o Totals) {
 	t.NewPosts += o.NewPosts
+	t.NewFolderEntries += o.NewFolderEntries
 	t.BookmarksWritten += o.BookmarksWritten
 	t.AlreadyArchived += o.AlreadyArchived
 	t.PostsBilled += o.PostsBilled
@@ -218,7 +241,9 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 }
 
 // WriteText prints the summary table: one line per account and operation,
-// then the compliance check's operations, the totals and the files written.
+// then the compliance check's operations, the totals (whose new posts are
+// the bookmarks found: the folder entries are told apart) and the files
+// written.
 // The USD is what the posts and users billed cost at the spec's rates.
 func (s *Summary) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -243,6 +268,10 @@ func (s *Summary) WriteText(w io.Writer) {
 	if t.AlreadyArchived > 0 {
 		fmt.Fprintf(w, " (%s already in the archive and not written again)", plural.Count(t.AlreadyArchived, "post read was", "posts read were"))
 	}
+	if t.NewFolderEntries > 0 {
+		// The total's new posts are bookmarks; the folder rows' are entries.
+		fmt.Fprintf(w, "; new folder entries: %d", t.NewFolderEntries)
+	}
 	fmt.Fprintln(w)
 	for _, a := range s.Accounts {
 		if a.IncludesMissing > 0 {
@@ -251,13 +280,17 @@ func (s *Summary) WriteText(w io.Writer) {
 				a.displayName(), plural.Count(a.IncludesMissing, "author, media or referenced post", "authors, media or referenced posts"))
 		}
 	}
-	for _, a := range s.Accounts {
-		if !a.OK {
-			fmt.Fprintln(w, a.Failure())
-		}
+	for _, l := range s.FailureLines() {
+		fmt.Fprintln(w, l)
 	}
 	if c := s.Compliance; c != nil && !c.OK {
 		fmt.Fprintln(w, c.Failure())
+	}
+	if c := s.Compliance; c != nil && c.Interrupted {
+		fmt.Fprintln(w, "compliance check interrupted: the next run resumes it")
+	}
+	for _, d := range s.Damaged {
+		fmt.Fprintln(w, "DAMAGED "+d.Describe(s.Out))
 	}
 	if s.Recovered != nil {
 		if s.Recovered.PublishedRun != "" {
@@ -299,15 +332,59 @@ func (c *ComplianceSum) Failure() string {
 // Failure tells what went wrong for the account, naming it: on one line for
 // one problem, a line per problem after the name for several.
 func (a AccountSum) Failure() string {
-	name := a.displayName()
-	problems := a.problems
-	if problems == nil {
-		problems = strings.Split(a.Error, "; ")
+	return failureLine(a.displayName(), a.problemList())
+}
+
+func (a AccountSum) problemList() []string {
+	if a.problems == nil {
+		return strings.Split(a.Error, "; ")
 	}
+	return a.problems
+}
+
+// failureLine is FAILED, who, and the problems: on one line for one, a
+// line each after the names for several.
+func failureLine(who string, problems []string) string {
 	if len(problems) == 1 {
-		return "FAILED " + name + ": " + problems[0]
+		return "FAILED " + who + ": " + problems[0]
 	}
-	return "FAILED " + name + ":\n  - " + strings.Join(problems, "\n  - ")
+	return "FAILED " + who + ":\n  - " + strings.Join(problems, "\n  - ")
+}
+
+// FailureLines tells what went wrong, account by account, but once for
+// the accounts whose problems read the same, each one's own accounts[i]
+// aside: 5,000 accounts whose tokens X refused are a line, not 5,000.
+func (s *Summary) FailureLines() []string {
+	type group struct {
+		first    AccountSum
+		names    []string
+		problems []string // with accounts[i] for the account's own place
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, a := range s.Failed() {
+		generic := make([]string, 0, len(a.problemList()))
+		for _, p := range a.problemList() {
+			generic = append(generic, strings.ReplaceAll(p, a.Account+".", "accounts[i]."))
+		}
+		key := strings.Join(generic, "\n")
+		g := byKey[key]
+		if g == nil {
+			g = &group{first: a, problems: generic}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.names = append(g.names, a.displayName())
+	}
+	lines := make([]string, 0, len(groups))
+	for _, g := range groups {
+		if len(g.names) == 1 {
+			lines = append(lines, g.first.Failure())
+			continue
+		}
+		lines = append(lines, failureLine(plural.Count(len(g.names), "account", "accounts")+" ("+listSome(g.names)+")", g.problems))
+	}
+	return lines
 }
 
 // InPart reports whether a failed account got some of its tables done or

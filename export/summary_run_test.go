@@ -127,3 +127,17 @@ func TestSummaryUSDAddsUpFromThePostsAndUsersBilled(t *testing.T) {
 		}
 	}
 }
+
+// The total's new posts are the bookmarks found, which the x_bookmarks rows
+// written match; the folder entries found are told apart, not added in.
+func TestTheSummarysNewPostsAreBookmarksAndFolderEntriesAreToldApart(t *testing.T) {
+	clk, sim := startVirtualSim(t)
+	sum, text := summaryRun(t, clk, sim, []demoUser{{id: "1001", bookmarks: 30, folders: 1}}, t.TempDir(), "")
+	tot := sum.Totals
+	if tot.NewPosts != 30 || tot.BookmarksWritten != 30 || tot.NewFolderEntries != 6 {
+		t.Fatalf("totals %+v: want 30 new posts, 30 written, 6 folder entries", tot)
+	}
+	if !regexp.MustCompile(`(?m)^ *total +30 `).MatchString(text) || !strings.Contains(text, "x_bookmarks rows written: 30; new folder entries: 6\n") {
+		t.Errorf("summary:\n%s", text)
+	}
+}

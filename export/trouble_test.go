@@ -20,11 +20,13 @@ import (
 // the tests of what goes wrong in one (docs/export.md, "When something goes
 // wrong").
 type archive struct {
-	t     *testing.T
-	sim   *xsim.Server
-	users []demoUser
-	src   *export.SourceSpec
-	dir   string
+	t        *testing.T
+	sim      *xsim.Server
+	users    []demoUser
+	tokens   map[string]string
+	src      *export.SourceSpec
+	specFile string // "" unless written
+	dir      string
 }
 
 func newArchive(t *testing.T, users ...demoUser) *archive {
@@ -42,7 +44,7 @@ func newArchive(t *testing.T, users ...demoUser) *archive {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &archive{t: t, sim: sim, users: users, src: src, dir: t.TempDir()}
+	return &archive{t: t, sim: sim, users: users, tokens: tokens, src: src, dir: t.TempDir()}
 }
 
 // run exports once; step is the crash-point hook (nil: none).
@@ -450,8 +452,9 @@ func TestRepairLeavesASoundDirectoryAloneAndADryRunChangesNothing(t *testing.T) 
 }
 
 // A state written by a newer version is not the repair's to rewrite; a
-// Parquet file that cannot be read is named, and the state left alone.
-func TestRepairRefusesANewerStateAndAnUnreadableFile(t *testing.T) {
+// Parquet file whose footer cannot be read is moved aside, to
+// DIR/.damaged/<table>/, and the state rebuilt without it.
+func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
 	a := newArchive(t)
 	a.mustRun()
 	a.writeState([]byte(`{"format":2,"keys":{},"written":{}}`))
@@ -465,12 +468,22 @@ func TestRepairRefusesANewerStateAndAnUnreadableFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("PAR1 not really"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := export.Repair(a.dir, export.RepairOptions{})
-	if err == nil || !strings.Contains(err.Error(), bad+" cannot be read") || !strings.Contains(err.Error(), "Move it out of") {
-		t.Errorf("repair with an unreadable file: %v", err)
+	dry, err := export.Repair(a.dir, export.RepairOptions{DryRun: true})
+	if err != nil || len(dry.Damaged) != 1 || dry.Damaged[0].Path != bad {
+		t.Fatalf("dry run: %+v, %v", dry, err)
 	}
-	if _, err := os.Stat(a.statePath()); err == nil {
-		t.Error("a failed repair wrote a state")
+	if _, err := os.Stat(bad); err != nil {
+		t.Fatal("a dry run moved the damaged file")
+	}
+	rep := a.repair()
+	if len(rep.Damaged) != 1 || rep.Posts != 340 {
+		t.Errorf("repair: %+v", rep)
+	}
+	if _, err := os.Stat(filepath.Join(a.dir, ".damaged", "x_bookmarks", filepath.Base(bad))); err != nil {
+		t.Errorf("the damaged file is not in .damaged: %v", err)
+	}
+	if s := a.mustRun(); s.Totals.BookmarksWritten != 0 || len(s.Damaged) != 0 {
+		t.Errorf("after the repair: %+v", s)
 	}
 }
 

@@ -36,7 +36,7 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 	r.Add(token)
 	// The app-only token goes to the API only; the jobs' upload and
 	// download URLs are signed storage URLs and get no token.
-	c.API, c.Err = client.New(client.StaticTokenWithTransport(token, o.Transport),
+	c.API, c.Err = client.New(client.StaticTokenWithTransport(token, o.Transport), append([]client.Option{
 		client.WithBaseURL(s.BaseURL),
 		client.WithStorageClient(&http.Client{Transport: o.Transport}),
 		client.WithClock(o.Clock),
@@ -46,6 +46,6 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		client.WithTimeouts(s.Timeouts()),
 		client.WithRedactor(r),
 		client.WithUserAgent(UserAgent()),
-	)
+	}, o.ClientOptions...)...)
 	return c
 }

@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/cq-source-x/cq-source-x/walk"
 )
 
 // AccountFailure tells what went wrong for one account in a sync, for a
@@ -42,6 +44,9 @@ func accountFailure(s *spec.Spec, sess *account.Session) []string {
 			}
 		}
 	}
+	// A walk interrupted by a stop of the sync did not fail: the exporter
+	// says what it kept and what the next run reads.
+	failed = slices.DeleteFunc(failed, func(w account.WalkReport) bool { return errors.Is(w.Err, walk.ErrInterrupted) })
 	if len(failed) == 0 {
 		return nil
 	}

@@ -58,8 +58,9 @@ type Options struct {
 	RecordRows int
 	// Archived: see WithArchive.
 	Archived func(ctx context.Context, userID string) ([]uint64, error)
-	// ClientOptions are appended to the options of every account's API
-	// client, after the plugin's own (the exporter adds a wait hook).
+	// ClientOptions are appended to the options of every API client of a
+	// sync (the accounts', the compliance check's), after the plugin's own
+	// (the exporter adds a wait hook, and the stop of its run).
 	ClientOptions []client.Option
 	// BuildTargets, when not nil, replace the SDK's default targets of the
 	// package command.
@@ -116,7 +117,7 @@ func WithComplianceHook(f func(*resources.Compliance)) Option {
 // Parquet, where each record written has a cost of its own.
 func WithRecordRows(n int) Option { return func(o *Options) { o.RecordRows = n } }
 
-// WithClientOptions adds options to every account's API client.
+// WithClientOptions adds options to every API client of a sync.
 func WithClientOptions(opts ...client.Option) Option {
 	return func(o *Options) { o.ClientOptions = append(o.ClientOptions, opts...) }
 }

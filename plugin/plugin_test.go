@@ -89,10 +89,10 @@ func TestTheSameUserListedTwiceIsSyncedOnce(t *testing.T) {
 	}
 	defer sim.Close()
 	sim.SeedBookmarks("1001", 100)
-	tok := sim.IssueToken("1001")
+	// Two tokens of one user (one token twice the spec refuses itself).
 	specJSON, _ := json.Marshal(map[string]any{
 		"base_url": sim.URL(),
-		"accounts": []map[string]any{{"user_id": "1001", "access_token": tok}, {"access_token": tok}},
+		"accounts": []map[string]any{{"user_id": "1001", "access_token": sim.IssueToken("1001")}, {"access_token": sim.IssueToken("1001")}},
 	})
 	p := New()
 	ctx := context.Background()

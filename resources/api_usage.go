@@ -68,7 +68,7 @@ func APIUsage() *schema.Table {
 		Name:  APIUsageTable,
 		Title: "X API Usage",
 		Description: "What each sync cost, per account and operation: requests; posts, users and media returned; posts and users billed after X's same-UTC-day de-duplication, and their estimated USD at the spec's rates; rate-limit waits and how each walk ended " +
-			"(`met_held`: reached the posts already held; `reached_end`: read to the end of the list; `stopped_by_budget`: hit `planner.max_billed_posts`; `failed`). " +
+			"(`met_held`: reached the posts already held; `reached_end`: read to the end of the list; `stopped_by_budget`: hit `planner.max_billed_posts`; `interrupted`: the sync was stopped first, and the next reads the list again; `failed`). " +
 			"A failed account shows here with its error, even though the SDK does not fail the sync.",
 		Resolver:  fetchAPIUsage,
 		Multiplex: usageMultiplex,
@@ -245,7 +245,7 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 		}
 		u.IncludesMissing += w.Missing
 		r.outcomes[op][outcome]++
-		if w.Err != nil {
+		if w.Err != nil && outcome != walk.Interrupted { // stopped, not failed: walk_outcomes says so
 			r.failures[op] = append(r.failures[op], w.Err.Error())
 		}
 	}
@@ -279,7 +279,7 @@ func formatOutcomes(counts map[walk.Outcome]int, walks int) string {
 	if len(counts) == 0 {
 		return ""
 	}
-	order := []walk.Outcome{walk.MetHeld, walk.ReachedEnd, walk.StoppedByBudget, walk.Failed}
+	order := []walk.Outcome{walk.MetHeld, walk.ReachedEnd, walk.StoppedByBudget, walk.Interrupted, walk.Failed}
 	if walks == 1 {
 		for _, o := range order {
 			if counts[o] == 1 {

@@ -19,15 +19,15 @@ type capGuard struct {
 	last *walk.CapStop
 }
 
-// capKey is the state key of the cap record of the list whose memory is
-// under listKey.
-func capKey(listKey string) string { return listKey + "/capped" }
+// CapKey is the state key of the cap record of the list whose memory is
+// under listKey: its last walk that stopped at the cap or was interrupted.
+func CapKey(listKey string) string { return listKey + "/capped" }
 
 // startCapGuard reads the cap record of the list whose memory is under
 // listKey, and returns a *walk.CapError (matching walk.ErrBudget) when a walk
 // from prev with settings would stop where the last capped one did.
 func startCapGuard(ctx context.Context, s *account.Session, listKey string, settings walk.Settings, prev *walk.Memory) (*capGuard, error) {
-	g := &capGuard{s: s, key: capKey(listKey)}
+	g := &capGuard{s: s, key: CapKey(listKey)}
 	value, err := s.State.GetKey(ctx, g.key)
 	if err != nil {
 		return nil, fmt.Errorf("reading state %q: %w", g.key, err)
@@ -48,8 +48,9 @@ func notStarted(s *account.Session, err error) *walk.Result {
 }
 
 // done records how the walk from prev ended: a walk stopped by the cap is
-// recorded and its error says what the next sync needs; a clean walk
-// removes the record. It returns the walk's error, or the record's.
+// recorded and its error says what the next sync needs; an interrupted one
+// is recorded too (see interrupted); a clean walk removes the record. It
+// returns the walk's error, or the record's.
 func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
 	switch {
 	case err == nil && g.last != nil:
@@ -66,6 +67,28 @@ func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.
 			return errors.Join(err, fmt.Errorf("writing state %q: %w", g.key, serr))
 		}
 		return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
+	case errors.Is(err, walk.ErrInterrupted) && res != nil && res.Outcome == walk.Interrupted:
+		return g.interrupted(ctx, settings, prev, res, err)
 	}
 	return err
+}
+
+// interrupted records a walk cut off by a stop of the sync, as a capped
+// walk is: its memory did not advance, the posts it emitted are kept, and
+// the next walk reads the list from the top again. A walk that read
+// nothing leaves the record as it is, and so does one that started below
+// a cap record that still holds (it still refuses a walk with that cap).
+func (g *capGuard) interrupted(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
+	stop := walk.NewCapStop(settings, prev, res)
+	if res.Billed == 0 || (g.last != nil && !g.last.Interrupted && g.last.From.Equal(stop.From)) {
+		return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
+	}
+	value, merr := stop.Marshal()
+	if merr != nil {
+		return errors.Join(err, merr)
+	}
+	if serr := g.s.State.SetKey(ctx, g.key, value); serr != nil {
+		return errors.Join(err, fmt.Errorf("writing state %q: %w", g.key, serr))
+	}
+	return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
 }

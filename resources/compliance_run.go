@@ -394,5 +394,5 @@ func (c *Compliance) sleep(ctx context.Context, d time.Duration, deadline time.T
 	if d <= 0 {
 		return nil
 	}
-	return c.Clock.Sleep(ctx, d)
+	return c.API.Sleep(ctx, d) // the client's clock, and its stop
 }

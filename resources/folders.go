@@ -80,7 +80,10 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	// Listing folders reads the whole list every time: a walk to the end.
 	listing := account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders", Err: listErr,
 		Result: &walk.Result{Outcome: walk.ReachedEnd}}
-	if listErr != nil {
+	switch {
+	case errors.Is(listErr, walk.ErrInterrupted):
+		listing.Result.Outcome = walk.Interrupted
+	case listErr != nil:
 		listing.Result.Outcome = walk.Failed
 	}
 	s.Report().AddWalk(listing)

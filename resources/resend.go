@@ -74,7 +74,7 @@ func (r *sentRows) addPage(page *client.PostPage, rows []*bookmark) error {
 	return r.batch.Add(sent)
 }
 
-// rowsOf makes the rows of one sent page again (askedBy: see
+// rows makes the rows of one sent page again (asker: see
 // account.Session.AskedBy).
 func (p *sentPage) rows(userID string, asker func(param, value string) []string) ([]*bookmark, error) {
 	page, err := client.ParseStoredPage(p.Page)

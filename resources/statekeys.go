@@ -33,7 +33,7 @@ func IsStateKey(key string) bool { return stateDecoder(key) != nil }
 //
 //	x_bookmarks/<user>                              walk memory, with the rows to send again
 //	x_bookmark_folder_posts/<user>/<folder>         walk memory
-//	<either of the above>/capped                    a walk stopped by the billed-post cap
+//	<either of the above>/capped                    a walk stopped by the billed-post cap, or interrupted
 //	x_bookmark_folders/<user>                       the folder list
 //	x_media_files/<user>                            the files of the media of the posts read, with the rows to send again
 //	x_post_compliance/archived/<user>               ids of the posts archived

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -220,6 +221,9 @@ func Parse(data []byte) (*Spec, error) {
 	if ps := checkShape(raw); len(ps) > 0 {
 		return nil, ps.err()
 	}
+	if ps := setButEmpty(raw); len(ps) > 0 {
+		return nil, ps.err()
+	}
 	var s Spec
 	dec = json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -232,6 +236,25 @@ func Parse(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// setButEmpty refuses a URL field given with no value: left out, it is
+// X's own address (DefaultBaseURL, DefaultTokenURL), so an empty value —
+// an environment variable that is set but empty, in a spec file — would
+// have a sync read, and be billed by, the real API without a word.
+func setButEmpty(raw any) problems {
+	var ps problems
+	top, _ := raw.(map[string]any)
+	check := func(obj map[string]any, key, path, def string) {
+		if v, set := obj[key]; set && (v == nil || v == "") {
+			ps.add(path, "is empty: leave it out for X's API (%s), or give the address (an environment variable that is set but empty, as in `%s: ${VAR}`, gives this too)", def, key)
+		}
+	}
+	check(top, "base_url", "base_url", DefaultBaseURL)
+	if oauth, ok := top["oauth"].(map[string]any); ok {
+		check(oauth, "token_url", "oauth.token_url", DefaultTokenURL)
+	}
+	return ps
 }
 
 // SetDefaults fills in what was left out.
@@ -317,8 +340,19 @@ func (s *Spec) Validate() error {
 		add("accounts", "at least one account is required")
 	}
 	seen := map[string]int{}
+	tokens, tokenFiles := map[string]int{}, map[string]int{}
 	for i, a := range s.Accounts {
 		field := fmt.Sprintf("accounts[%d]", i)
+		if j, dup := tokens[a.AccessToken]; dup && a.AccessToken != "" {
+			add(field+".access_token", "is accounts[%d].access_token too: a token is one user's, whose posts would be read, and billed, twice", j)
+		} else if a.AccessToken != "" {
+			tokens[a.AccessToken] = i
+		}
+		if j, dup := tokenFiles[filepath.Clean(a.TokenFile)]; dup && a.TokenFile != "" {
+			add(field+".token_file", "is accounts[%d].token_file too: a token file is one user's, whose posts would be read, and billed, twice", j)
+		} else if a.TokenFile != "" {
+			tokenFiles[filepath.Clean(a.TokenFile)] = i
+		}
 		switch {
 		case a.AccessToken == "" && a.TokenFile == "":
 			add(field, "set either access_token or token_file (from `cq-source-x login`)")

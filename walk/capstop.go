@@ -7,12 +7,14 @@ import (
 	"time"
 )
 
-// CapStop records a walk that stopped at the billed-post cap
-// (Settings.MaxBilledPosts) and how far it got. Its memory did not advance,
-// and the next walk of the list starts from the top again (pagination tokens
-// are never kept), so to get past where this one stopped it must be allowed
-// to bill more than Billed: CheckCap refuses to start one that is not,
-// rather than have every sync bill the same posts and stop at the same place.
+// CapStop records a walk that stopped before it ended — at the billed-post
+// cap (Settings.MaxBilledPosts), or interrupted by a stop of its sync — and
+// how far it got. Its memory did not advance, and the next walk of the list
+// starts from the top again (pagination tokens are never kept). To get past
+// where a capped walk stopped, the next must be allowed to bill more than
+// Billed: CheckCap refuses to start one that is not, rather than have every
+// sync bill the same posts and stop at the same place. An interrupted walk
+// is no such reason: its record only tells what the next walk reads again.
 type CapStop struct {
 	// At is when the capped walk started.
 	At time.Time `json:"at"`
@@ -24,11 +26,15 @@ type CapStop struct {
 	// From is the SyncedAt of the memory the walk started from: the record
 	// holds while the list's memory is that one. Zero for a first walk.
 	From time.Time `json:"from"`
+	// Interrupted: the walk was interrupted (Outcome Interrupted), not
+	// stopped by the cap.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// NewCapStop records res, a walk from prev stopped at the cap of s.
+// NewCapStop records res, a walk from prev stopped at the cap of s or
+// interrupted.
 func NewCapStop(s Settings, prev *Memory, res *Result) *CapStop {
-	c := &CapStop{At: res.StartedAt, Cap: s.MaxBilledPosts, Billed: res.Billed, New: res.New}
+	c := &CapStop{At: res.StartedAt, Cap: s.MaxBilledPosts, Billed: res.Billed, New: res.New, Interrupted: res.Outcome == Interrupted}
 	if prev != nil {
 		c.From = prev.SyncedAt
 	}
@@ -62,7 +68,7 @@ func UnmarshalCapStop(value string) (*CapStop, error) {
 // list (its memory is the one last started from) and s caps the walk at no
 // more than last billed. It returns nil otherwise, and for no record.
 func CheckCap(s Settings, prev *Memory, last *CapStop) error {
-	if last == nil || s.MaxBilledPosts == 0 || s.MaxBilledPosts > last.Billed {
+	if last == nil || last.Interrupted || s.MaxBilledPosts == 0 || s.MaxBilledPosts > last.Billed {
 		return nil
 	}
 	var from time.Time
@@ -77,7 +83,8 @@ func CheckCap(s Settings, prev *Memory, last *CapStop) error {
 
 // CapError is a walk that stopped at the billed-post cap, or did not start
 // because it could not get past where the last one stopped (NotStarted).
-// It matches ErrBudget.
+// It matches ErrBudget; for an interrupted walk (Stop.Interrupted), it
+// matches ErrInterrupted instead.
 type CapError struct {
 	// Stop is the capped walk: this one, or for NotStarted the last one.
 	Stop CapStop
@@ -86,10 +93,19 @@ type CapError struct {
 	NotStarted bool
 }
 
-func (e *CapError) Unwrap() error { return ErrBudget }
+func (e *CapError) Unwrap() error {
+	if e.Stop.Interrupted {
+		return ErrInterrupted
+	}
+	return ErrBudget
+}
 
 func (e *CapError) Error() string {
 	s := e.Stop
+	if s.Interrupted {
+		return fmt.Sprintf("interrupted (the sync was stopped) after %d billed posts, %d of them new and kept; state not advanced: "+
+			"the next sync reads the list from the top again", s.Billed, s.New)
+	}
 	reach, below := "the end of the list", "the posts below them"
 	if !s.First() {
 		reach, below = "the posts already archived", "the new posts below them and any saved since"

@@ -3,6 +3,7 @@ package walk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,43 @@ func TestTheDefaultCapSaysItIsTheDefault(t *testing.T) {
 	}
 	if msg := (&CapError{Stop: CapStop{Cap: 200, Billed: 200}, Cap: 200}).Error(); strings.Contains(msg, "default") {
 		t.Errorf("%q", msg)
+	}
+}
+
+// A walk whose sync is stopped ends Interrupted: nothing advances, the posts
+// it emitted stay emitted, and its record is no reason to refuse the next
+// walk, whatever its cap: the cap did not stop it.
+func TestAnInterruptedWalkIsRecordedButRefusesNoWalk(t *testing.T) {
+	l := newList(1000)
+	l.fail = map[int]error{4: fmt.Errorf("x api: list_bookmarks: %w", ErrInterrupted)}
+	emitted := 0
+	w := &Walker[string]{Fetch: l.fetch, ID: func(s string) string { return s }, Settings: Settings{MaxBilledPosts: 300},
+		Emit: func(_ context.Context, items []string) error { emitted += len(items); return nil }}
+	res, err := w.Run(context.Background(), nil)
+	if !errors.Is(err, ErrInterrupted) || res.Outcome != Interrupted || res.Memory != nil || res.Billed != 270 || emitted != 270 {
+		t.Fatalf("walk: %v, %+v, emitted %d", err, res, emitted)
+	}
+	stop := NewCapStop(Settings{MaxBilledPosts: 300}, nil, res)
+	if !stop.Interrupted || stop.Billed != 270 || stop.New != 270 {
+		t.Fatalf("record %+v", stop)
+	}
+	value, _ := stop.Marshal()
+	last, err := UnmarshalCapStop(value)
+	if err != nil || !last.Interrupted {
+		t.Fatalf("round trip: %+v, %v", last, err)
+	}
+	for _, c := range []int{100, 270, 300, 0} {
+		if err := CheckCap(Settings{MaxBilledPosts: c}, nil, last); err != nil {
+			t.Errorf("cap %d: an interrupted walk's record refused the next walk: %v", c, err)
+		}
+	}
+	e := &CapError{Stop: *last, Cap: 300}
+	if !errors.Is(e, ErrInterrupted) || errors.Is(e, ErrBudget) {
+		t.Errorf("%v matches ErrBudget, or not ErrInterrupted", e)
+	}
+	for _, want := range []string{"interrupted", "after 270 billed posts, 270 of them new and kept", "reads the list from the top again"} {
+		if !strings.Contains(e.Error(), want) {
+			t.Errorf("%q lacks %q", e, want)
+		}
 	}
 }

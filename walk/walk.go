@@ -74,6 +74,10 @@ const (
 	StoppedByBudget Outcome = "stopped_by_budget"
 	// Failed: a request failed; nothing advanced.
 	Failed Outcome = "failed"
+	// Interrupted: the sync was stopped (Ctrl-C) before the walk ended;
+	// nothing advanced, and the posts it emitted are kept: the next walk
+	// reads the list from the top again, as after StoppedByBudget.
+	Interrupted Outcome = "interrupted"
 )
 
 // Clean reports whether the walk ended cleanly, so its memory may be stored.
@@ -87,6 +91,10 @@ const maxEmptyPages = 10
 
 // ErrBudget is returned (wrapped) when a walk stops at the billed-post cap.
 var ErrBudget = errors.New("stopped at the billed-post cap (max_billed_posts); state not advanced")
+
+// ErrInterrupted is the cause with which a sync that is stopped (Ctrl-C)
+// ends its reads: a walk whose Fetch fails with it ends as Interrupted.
+var ErrInterrupted = errors.New("the sync was stopped")
 
 // Page is one response of a newest-first list.
 type Page[T any] struct {
@@ -164,6 +172,9 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 			return wk.end(Failed, err)
 		}
 		page, err := w.Fetch(ctx, size, token)
+		if errors.Is(err, ErrInterrupted) {
+			return wk.end(Interrupted, err)
+		}
 		if err != nil {
 			return wk.end(Failed, err)
 		}

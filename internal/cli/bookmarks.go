@@ -99,7 +99,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 			}
 			o.Command = "bookmarks remove" + flagsText(cmd, "archived-before", "folder", "ids", "user")
 			o.Step = stepHookFromEnv()
-			return Bookmarks(cmd.Context(), o)
+			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}
 	fs := cmd.Flags()
@@ -128,7 +128,7 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 			}
 			o.Command = "bookmarks add" + flagsText(cmd, "from", "from-user", "ids", "user")
 			o.Step = stepHookFromEnv()
-			return Bookmarks(cmd.Context(), o)
+			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}
 	fs := cmd.Flags()

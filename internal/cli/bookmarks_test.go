@@ -356,6 +356,29 @@ func TestBookmarksRemoveWaitsOutTheWindows(t *testing.T) {
 	}
 }
 
+// A Ctrl-C stops `bookmarks remove`: what X
+// confirmed is recorded, the command says how to resume, and it exits 130.
+func TestBookmarksRemoveStoppedRecordsWhatWasDoneAndExits130(t *testing.T) {
+	sim := startSim(t)
+	f := newArchive(t, sim, map[string]int{"1001": 10})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	sim.OnRequest(func(r xsim.RequestInfo) {
+		if r.Operation == xsim.OpRemoveBookmark && r.Seq == 2 {
+			stop()
+		}
+	})
+	var stdout, stderr bytes.Buffer
+	code := Run(ctx, []string{"bookmarks", "remove", "--spec", f.spec, "--out", f.out, "--ids", f.ids(sim.Bookmarks("1001")[5:]...), "--yes"},
+		strings.NewReader(""), &stdout, &stderr)
+	if code != ExitInterrupted || !strings.Contains(stderr.String(), "run the same command again to resume") {
+		t.Fatalf("exit %d:\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if removed := len(f.changes()["1001"]); removed == 0 || removed == 5 {
+		t.Errorf("%d removals recorded, want those done before the stop", removed)
+	}
+}
+
 // leavingOut serves sim, with what field matches taken out of the
 // bookmarks pages while on is true.
 func leavingOut(t *testing.T, sim *xsim.Server, on *atomic.Bool, field *regexp.Regexp) string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -23,15 +24,20 @@ const (
 	// ExitAllAccountsFailed: nothing was done: every account failed (with
 	// export, with none of its tables done and no row written).
 	ExitAllAccountsFailed = 4
+	// ExitInterrupted: a Ctrl-C or SIGTERM stopped the command (128 + 2,
+	// as a shell reports a process SIGINT ended); export committed what it
+	// had read.
+	ExitInterrupted = 130
 )
 
 const exitCodesHelp = `Exit codes:
-  0  done
-  1  failed (network, disk, output directory, login refused)
-  2  usage or configuration error (command line, spec file): nothing was done
-  3  some part failed (accounts, a table of an account, export's compliance
-     check); the rest was done
-  4  nothing was done: every account failed`
+    0  done
+    1  failed (network, disk, output directory, login refused)
+    2  usage or configuration error (command line, spec file): nothing was done
+    3  some part failed (accounts, a table of an account, export's compliance
+       check, a damaged file of the archive); the rest was done
+    4  nothing was done: every account failed
+  130  interrupted (Ctrl-C, SIGTERM); export kept what it had read: run it again`
 
 // exitError is an error with the exit code it ends the process with.
 type exitError struct {
@@ -60,6 +66,15 @@ func accountsError(failed, total int, err error) error {
 		code = ExitAllAccountsFailed
 	}
 	return &exitError{code: code, err: err}
+}
+
+// interrupted is err with ExitInterrupted when ctx ended (Ctrl-C,
+// SIGTERM): the command stopped for that, whatever else err says.
+func interrupted(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return &exitError{code: ExitInterrupted, err: err}
 }
 
 // exitCode is the code err ends the process with; started tells whether

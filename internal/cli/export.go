@@ -68,6 +68,7 @@ type exportFlags struct {
 	compression    string
 	json, quiet    bool
 	sandbox        bool
+	dryRun         bool
 	stdout, stderr io.Writer
 }
 
@@ -89,8 +90,9 @@ func (a *app) exportCommand() *cobra.Command {
 	fs.StringVar(&f.out, "out", "", "output directory: Parquet files per table, and the incremental state")
 	fs.StringVar(&f.compression, "compression", pqfile.DefaultCodec, "Parquet compression: snappy, zstd, gzip, lz4_raw or none")
 	fs.BoolVar(&f.json, "json", false, "print the summary as JSON on stdout")
-	fs.BoolVar(&f.quiet, "quiet", false, "print only errors")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only errors, and rate-limit waits of a minute or more (one line each)")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the demo against the built-in simulator (no --spec)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "say what the run would bill at most, and what the last syncs billed; read nothing from X")
 	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
 	_ = cmd.MarkFlagDirname("out")
 	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -107,9 +109,14 @@ func (f exportFlags) run(ctx context.Context) error {
 		return usageError(errors.New("export: --sandbox brings its own spec; drop --spec"))
 	case !f.sandbox && f.spec == "":
 		return usageError(errors.New("export: --spec FILE is required (or --sandbox for the demo)"))
+	case f.sandbox && f.dryRun:
+		return usageError(errors.New("export: --dry-run needs --spec: the sandbox's demo costs nothing"))
 	}
 	if _, err := pqfile.ParseCodec(f.compression); err != nil {
 		return usageErrorf("export: --compression: %w", err)
+	}
+	if err := checkOut(f.out); err != nil {
+		return err
 	}
 	limitMemory()
 	if f.sandbox {
@@ -119,24 +126,58 @@ func (f exportFlags) run(ctx context.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if f.dryRun {
+		return f.estimate(ctx, src)
+	}
 	res, err := export.Run(ctx, f.options(src, f.out))
 	if err != nil {
-		return err
+		return interrupted(ctx, err)
 	}
 	sum := res.Summary()
 	if err := f.report(sum); err != nil {
 		return err
 	}
-	return f.failuresError(sum)
+	return f.outcomeError(sum)
+}
+
+// outcomeError is the error a run ends with: an interruption says what was
+// kept and what the next run reads (and what failed besides); otherwise
+// the failures, if any.
+func (f exportFlags) outcomeError(sum *export.Summary) error {
+	failures := f.failuresError(sum)
+	if !sum.Interrupted {
+		return failures
+	}
+	err := errors.New(sum.InterruptedLine())
+	if failures != nil {
+		err = fmt.Errorf("%w Besides: %w", err, failures)
+	}
+	return &exitError{code: ExitInterrupted, err: err}
+}
+
+// checkOut refuses an --out that holds what no export writes there (a
+// home directory, a project's): the archive would mix with it.
+func checkOut(out string) error {
+	foreign, err := export.ForeignEntries(out)
+	if err != nil {
+		return fmt.Errorf("export: --out %s: %w", out, err)
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	more := ""
+	if len(foreign) > 1 {
+		more = fmt.Sprintf(" and %d more", len(foreign)-1)
+	}
+	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
 }
 
 func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
-	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: stepHookFromEnv()}
-	if !f.quiet {
-		o.Progress = f.stderr
-		if file, ok := f.stderr.(*os.File); ok && isatty.IsTerminal(file.Fd()) {
-			o.Terminal = true
-		}
+	// With --quiet, progress prints only the rate-limit waits of a minute
+	// or more: a run that says nothing for 15 minutes looks hung.
+	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: stepHookFromEnv(), Progress: f.stderr}
+	if file, ok := f.stderr.(*os.File); ok && !f.quiet && isatty.IsTerminal(file.Fd()) {
+		o.Terminal = true
 	}
 	return o
 }
@@ -166,8 +207,18 @@ func (f exportFlags) failuresError(sum *export.Summary) error {
 	what := strings.Join(rf.what, " and ")
 	tail := "the files of this run were written; " + strings.Join(rf.after, "; ")
 	see := "see FAILED above"
-	if len(rf.accounts) > 0 {
-		see = strings.Join(rf.accounts, ", ") + ": " + see
+	if len(sum.Damaged) > 0 {
+		see = "see DAMAGED above"
+		if len(rf.what) > 1 {
+			see = "see FAILED and DAMAGED above"
+		}
+	}
+	if n := len(rf.accounts); n > 0 {
+		names := strings.Join(rf.accounts[:min(n, 4)], ", ")
+		if n > 4 {
+			names += fmt.Sprintf(" and %d more", n-4)
+		}
+		see = names + ": " + see
 	}
 	err := fmt.Errorf("%s (%s); %s", what, see, tail)
 	if f.quiet {
@@ -202,14 +253,21 @@ func failuresOf(sum *export.Summary) runFailures {
 				name += " (" + strings.Join(a.FailedTables, ", ") + ")"
 			}
 			rf.accounts = append(rf.accounts, name)
-			rf.lines = append(rf.lines, a.Failure())
 		}
+		rf.lines = append(rf.lines, sum.FailureLines()...)
 		rf.after = append(rf.after, "the failed walks did not advance")
 	}
 	if c := sum.Compliance; c != nil && !c.OK {
 		rf.what = append(rf.what, "the compliance check failed")
 		rf.lines = append(rf.lines, c.Failure())
 		rf.after = append(rf.after, "the compliance check is retried at the next run")
+	}
+	if n := len(sum.Damaged); n > 0 {
+		rf.what = append(rf.what, plural.Count(n, "file of the archive is", "files of the archive are")+" damaged")
+		for _, d := range sum.Damaged {
+			rf.lines = append(rf.lines, "DAMAGED "+d.Describe(sum.Out))
+		}
+		rf.after = append(rf.after, "run `"+export.RepairCommand(sum.Out)+"`")
 	}
 	return rf
 }
@@ -256,10 +314,10 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 			return err
 		}
 	}
-	if err := f.failuresError(sum1); err != nil {
+	if err := f.outcomeError(sum1); err != nil {
 		return err
 	}
-	return f.failuresError(sum2)
+	return f.outcomeError(sum2)
 }
 
 // startSandbox starts the simulator and parses the spec it gives.

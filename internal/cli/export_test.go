@@ -87,7 +87,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 	}
 	accounts := sum["accounts"].([]any)
 	a0, a1 := accounts[0].(map[string]any), accounts[1].(map[string]any)
-	if got, want := keysOf(a0), "account,already_archived,bookmarks_written,estimated_usd,includes_missing,new_posts,ok,operations,posts_billed,requests,user_id,users_billed"; got != want {
+	if got, want := keysOf(a0), "account,already_archived,bookmarks_written,estimated_usd,includes_missing,new_folder_entries,new_posts,ok,operations,posts_billed,requests,user_id,users_billed"; got != want {
 		t.Errorf("account keys %s, want %s", got, want)
 	}
 	if a0["ok"] != true || a0["bookmarks_written"] != 12.0 || a0["posts_billed"] != 12.0 || a0["account"] != "accounts[0]" {
@@ -104,7 +104,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 		t.Errorf("operation %v", op)
 	}
 	totals := sum["totals"].(map[string]any)
-	if got, want := keysOf(totals), "already_archived,bookmarks_written,estimated_usd,includes_missing,new_posts,posts_billed,requests,users_billed"; got != want {
+	if got, want := keysOf(totals), "already_archived,bookmarks_written,estimated_usd,includes_missing,new_folder_entries,new_posts,posts_billed,requests,users_billed"; got != want {
 		t.Errorf("totals keys %s, want %s", got, want)
 	}
 	files := sum["files"].([]any)

@@ -280,3 +280,35 @@ func TestLoginScopesAsksForMoreScopes(t *testing.T) {
 		t.Errorf("a bad scope: exit %d, %s", code, stderr)
 	}
 }
+
+// The login prints what docs/cli.md says: the spec lines that use the token
+// file (with oauth.token_url and base_url when they are not X's), and the
+// status and logout commands for it, which work as printed.
+func TestLoginPrintsTheSpecLinesAndTheStatusAndLogoutCommands(t *testing.T) {
+	sim := xsim.New(xsim.Options{})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	const redirect = "http://127.0.0.1:8085/callback"
+	sim.RegisterClient("readme-app", "", redirect)
+	sim.SetAuthorizingUser("readme-app", "1001")
+	tokenFile := filepath.Join(t.TempDir(), "alice.json")
+	code, out := loginHeadless(t, sim, redirect, tokenFile)
+	if code != 0 {
+		t.Fatalf("login exited %d: %s", code, out)
+	}
+	mustContain(t, out, "  oauth:\n    token_url: \""+sim.TokenURL()+"\"\n", "  base_url: \""+sim.URL()+"\"\n", "    - token_file: \""+tokenFile+"\"\n")
+	for _, command := range []string{"status", "logout"} {
+		line := regexp.MustCompile(`(?m)^  cq-source-x ` + command + ` .*$`).FindString(out)
+		if line == "" {
+			t.Fatalf("no %s command in:\n%s", command, out)
+		}
+		if code, stdout, stderr := runCLI(t, strings.Fields(line)[1:]...); code != 0 {
+			t.Errorf("%s: exit %d\n%s%s", line, code, stdout, stderr)
+		}
+	}
+	if _, err := os.Stat(tokenFile); err == nil {
+		t.Error("the printed logout did not remove the token file")
+	}
+}

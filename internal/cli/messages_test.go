@@ -239,8 +239,6 @@ func TestExport_AFailedComplianceCheckIsToldAndTheBookmarksAreKept(t *testing.T)
 		name, compliance, want string
 		failJob                bool
 	}{
-		{name: "no bearer token file", compliance: "bearer_token_file: ./missing.txt",
-			want: "missing.txt: no such file or directory"},
 		{name: "a user's token", compliance: "bearer_token: %s",
 			want: "the compliance bearer token was refused"},
 		{name: "a failed job", compliance: "bearer_token: %s", failJob: true,

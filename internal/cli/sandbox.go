@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
 	"github.com/spf13/cobra"
 )
@@ -47,6 +49,9 @@ func (a *app) sandboxCommand() *cobra.Command {
 }
 
 func (a *app) runSandbox(ctx context.Context, addr string) error {
+	if err := checkSandboxAddr(addr); err != nil {
+		return err
+	}
 	sb, err := sandbox.Start(sandbox.Options{Addr: addr})
 	if err != nil {
 		return err
@@ -66,6 +71,24 @@ func (a *app) runSandbox(ctx context.Context, addr string) error {
 	writeRehearsal(a.stderr, sb.URL())
 	fmt.Fprintln(a.stderr, "\nPress Ctrl-C to stop.")
 	<-ctx.Done()
+	return nil
+}
+
+// checkSandboxAddr refuses an address the spec the sandbox prints could
+// not use: the sandbox serves plain http, which the plugin sends a token
+// over only to a loopback host (0.0.0.0 and :PORT listen on every
+// interface, and print a base_url export refuses).
+func checkSandboxAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	switch {
+	case err != nil:
+		return usageErrorf("sandbox: --addr %s: want HOST:PORT, such as 127.0.0.1:8099 (%v)", addr, err)
+	case !client.LoopbackHost(host):
+		return usageErrorf("sandbox: --addr %s: the sandbox serves plain http, which cq-source-x sends tokens over only to a loopback address: give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr)
+	}
 	return nil
 }
 

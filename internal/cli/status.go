@@ -46,6 +46,8 @@ type StatusReport struct {
 	Accounts []AccountStatus `json:"accounts"`
 	// Out is the exporter's directory the last syncs come from, if given.
 	Out string `json:"out,omitempty"`
+	// Damaged are the files of Out whose footer cannot be read.
+	Damaged []export.DamagedFile `json:"damaged_files,omitempty"`
 	// What status sent, as its API client metered it: requests to the API
 	// (GET /2/users/me, one per account whose token could be tried, and
 	// retries), the posts those returned (none), and token refreshes.
@@ -164,12 +166,19 @@ func (a *app) status(ctx context.Context, o StatusOptions) error {
 			failed++
 		}
 	}
+	damaged := ""
+	if n := len(rep.Damaged); n > 0 {
+		damaged = fmt.Sprintf("; %s damaged: run `%s`", plural.Count(n, "file of the archive is", "files of the archive are"), export.RepairCommand(rep.Out))
+	}
 	if failed > 0 {
 		where := "PROBLEM above"
 		if o.JSON {
 			where = `"problems" in the report`
 		}
-		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %s %s a problem (see %s)", failed, plural.Count(len(rep.Accounts), "account", "accounts"), plural.Pick(failed, "has", "have"), where))
+		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %s %s a problem (see %s)%s", failed, plural.Count(len(rep.Accounts), "account", "accounts"), plural.Pick(failed, "has", "have"), where, damaged))
+	}
+	if damaged != "" {
+		return &exitError{code: ExitSomeAccountsFailed, err: errors.New("status: " + strings.TrimPrefix(damaged, "; "))}
 	}
 	return nil
 }
@@ -197,6 +206,9 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	var archive *archiveInfo
 	if o.Out != "" {
 		if archive, err = readArchive(ctx, o.Out); err != nil {
+			return nil, err
+		}
+		if rep.Damaged, err = export.DamagedFiles(o.Out); err != nil {
 			return nil, err
 		}
 	}
@@ -424,6 +436,9 @@ func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
 			fmt.Fprintln(w)
 		}
 		st.writeText(w, rep.Out, now)
+	}
+	for _, d := range rep.Damaged {
+		fmt.Fprintln(w, "\nDAMAGED "+d.Describe(rep.Out))
 	}
 	fmt.Fprintf(w, "\nstatus sent %s to the API (GET /2/users/me: a user read each, no post), which returned %s, and %s.\n",
 		plural.Count(rep.APIRequests, "request", "requests"), plural.Count(rep.PostsBilled, "post", "posts"), plural.Count(rep.TokenRefreshes, "token refresh", "token refreshes"))

@@ -188,3 +188,18 @@ func TestStatusUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// A wrong token URL is told as a URL to check, not as a transient failure
+// to wait out.
+func TestStatusTellsAWrongTokenURLToCheck(t *testing.T) {
+	sim := startSim(t)
+	sim.RegisterClient("native-app", "", "http://127.0.0.1:8085/callback")
+	file := filepath.Join(t.TempDir(), "alice.json")
+	writeTokenFile(t, sim, file, "native-app", "1001", time.Now().Add(time.Hour))
+	for _, tokenURL := range []string{sim.URL() + "/2/oauth/token", "http://127.0.0.1:1/2/oauth2/token"} {
+		code, stdout, _ := runCLI(t, "status", "--token-file", file, "--api-url", sim.URL(), "--token-url", tokenURL)
+		if code == ExitOK || !strings.Contains(stdout, "--token-url") || strings.Contains(stdout, "try again later") {
+			t.Errorf("%s: exit %d\n%s", tokenURL, code, stdout)
+		}
+	}
+}

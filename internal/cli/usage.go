@@ -57,6 +57,48 @@ func lastSyncs(ctx context.Context, out string) (map[string][]usageRow, error) {
 	return latest, nil
 }
 
+// syncCost is what one sync billed for one account: its x_api_usage rows
+// added up.
+type syncCost struct {
+	StartedAt    time.Time `json:"sync_started_at"`
+	PostsBilled  int64     `json:"posts_billed"`
+	EstimatedUSD float64   `json:"estimated_usd"`
+}
+
+// recentCosts reads the x_api_usage files of an exporter's output
+// directory and returns, per user id, what each of its last n syncs
+// billed, the latest first.
+func recentCosts(ctx context.Context, out string, n int) (map[string][]syncCost, error) {
+	files, err := filepath.Glob(filepath.Join(out, resources.APIUsageTable, "*.parquet"))
+	if err != nil {
+		return nil, err
+	}
+	bySync := map[[2]string]*syncCost{}
+	for _, path := range files {
+		err := readUsageFile(ctx, path, func(user string, r usageRow) {
+			c := bySync[[2]string{user, r.SyncID}]
+			if c == nil {
+				c = &syncCost{StartedAt: r.StartedAt}
+				bySync[[2]string{user, r.SyncID}] = c
+			}
+			c.PostsBilled += r.PostsBilled
+			c.EstimatedUSD += r.EstimatedUSD
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	costs := map[string][]syncCost{}
+	for key, c := range bySync {
+		costs[key[0]] = append(costs[key[0]], *c)
+	}
+	for user, list := range costs {
+		sort.Slice(list, func(i, j int) bool { return list[i].StartedAt.After(list[j].StartedAt) })
+		costs[user] = list[:min(n, len(list))]
+	}
+	return costs, nil
+}
+
 func readUsageFile(ctx context.Context, path string, row func(user string, r usageRow)) error {
 	return pqfile.ReadRecords(ctx, path, nil, func(rec arrow.RecordBatch) error {
 		return readUsageRecord(rec, row)

@@ -1,0 +1,113 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// An export is interrupted (Ctrl-C, SIGTERM: its context ends) by stopping
+// its reads from X, never by cancelling the sync: the SDK's scheduler,
+// whose context ends, drops the rows its batches hold and can block for
+// good sending a batch to a worker that quit. So the API clients are
+// stopped (client.WithStop, with walk.ErrInterrupted as the cause): no
+// request is sent after the stop, the one in flight has pageGrace to
+// arrive, and waits end. Each walk then ends on its own: one that ended
+// before is committed as usual, the one cut off keeps the rows it emitted
+// and is recorded as interrupted (walk.CapStop), and the next run reads its
+// list from the top again. The sync returns with every row it read sent,
+// and the run commits them with the state, as any run does.
+
+// pageGrace is how long a page in flight at the interruption has to arrive:
+// X bills it when it sends it, so it is kept if it comes within that time.
+const pageGrace = 5 * time.Second
+
+// stopRun returns the context that ends the run's reads, the function that
+// ends it with a cause, and the one that stops watching ctx: ctx ending
+// interrupts the run, and says so on the progress output.
+func (r *run) stopRun(ctx context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
+	stop, interrupt := context.WithCancelCause(context.Background())
+	unwatch := context.AfterFunc(ctx, func() {
+		interrupt(walk.ErrInterrupted)
+		if !r.o.Quiet {
+			fmt.Fprintln(r.prog.logWriter(), "Interrupted: reading no more from X; committing what was read. Press Ctrl-C again to exit at once (nothing more is committed).")
+		}
+	})
+	return stop, interrupt, unwatch
+}
+
+// CutOff is a walk the interruption cut off: the next run reads its list
+// again from the top.
+type CutOff struct {
+	// List is "bookmarks", "folder ID", or "folders" (the folder list).
+	List string `json:"list"`
+	// BilledPosts the walk read and was billed for before the stop (0: it
+	// had not started). Read again on the same UTC day, X does not bill them
+	// again.
+	BilledPosts int `json:"billed_posts"`
+}
+
+// cutOff lists the session's walks the interruption cut off.
+func cutOff(s *account.Session) []CutOff {
+	if errors.Is(s.Err, walk.ErrInterrupted) {
+		return []CutOff{{List: "every list"}}
+	}
+	var out []CutOff
+	for _, w := range s.Report().Walks() {
+		if w.Result == nil || w.Result.Outcome != walk.Interrupted {
+			continue
+		}
+		list := w.List
+		if w.Operation == client.OpGetFolder {
+			list = "folder " + list
+		}
+		out = append(out, CutOff{List: list, BilledPosts: w.Result.Billed})
+	}
+	return out
+}
+
+// InterruptedLine says what an interrupted run kept and what the next run
+// reads: the lists it reads again from the top, and those the stop left
+// unread.
+func (s *Summary) InterruptedLine() string {
+	var again, unread []string
+	for _, a := range s.Accounts {
+		for _, c := range a.Interrupted {
+			name := a.Account + " " + c.List
+			if c.BilledPosts > 0 {
+				again = append(again, fmt.Sprintf("%s (%s)", name, plural.Count(c.BilledPosts, "post", "posts")))
+			} else {
+				unread = append(unread, name)
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "export interrupted; kept what was read: %s written (%s billed) and every walk that ended, committed.",
+		plural.Count(s.Totals.BookmarksWritten, "bookmark", "bookmarks"), plural.Count(s.Totals.PostsBilled, "post", "posts"))
+	if len(again) > 0 {
+		fmt.Fprintf(&b, " The next run reads again from the top %s, skipping the posts kept (X bills a post once per UTC day: read again the same day, they are not billed again).", listSome(again))
+	}
+	if len(unread) > 0 {
+		fmt.Fprintf(&b, " It also reads what the stop left unread: %s.", listSome(unread))
+	}
+	if len(again)+len(unread) == 0 {
+		b.WriteString(" Every walk had ended: the next run goes on from here.")
+	}
+	return b.String()
+}
+
+// listSome joins the first few names and counts the rest.
+func listSome(names []string) string {
+	const shown = 4
+	if len(names) <= shown {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:shown], ", ") + fmt.Sprintf(" and %d more", len(names)-shown)
+}

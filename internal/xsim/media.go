@@ -65,6 +65,7 @@ type mediaHost struct {
 	srv  *http.Server
 	url  string
 	size func(path string) int64
+	link *link // nil: as fast as loopback goes
 
 	mu       sync.Mutex
 	faults   map[string]*MediaFault // by path
@@ -192,11 +193,38 @@ func (s *Server) mediaBase(video bool) string {
 	return "https://pbs.twimg.com"
 }
 
-func newMediaHost(size func(string) int64) *mediaHost {
+func newMediaHost(size func(string) int64, bandwidth int64) *mediaHost {
 	if size == nil {
 		size = defaultMediaSize
 	}
-	return &mediaHost{size: size, faults: map[string]*MediaFault{}, served: map[string]int{}}
+	m := &mediaHost{size: size, faults: map[string]*MediaFault{}, served: map[string]int{}}
+	if bandwidth > 0 {
+		m.link = &link{rate: bandwidth}
+	}
+	return m
+}
+
+// link is a connection of a given bandwidth that every response shares, as
+// a download's bytes share the downloader's link.
+type link struct {
+	rate int64 // bytes per second
+
+	mu   sync.Mutex
+	free time.Time // when the link has sent what it was given
+}
+
+// send waits until the link has carried n more bytes.
+func (l *link) send(n int) {
+	l.mu.Lock()
+	now := time.Now()
+	start := l.free
+	if start.Before(now) {
+		start = now
+	}
+	l.free = start.Add(time.Duration(int64(n) * int64(time.Second) / l.rate))
+	done := l.free
+	l.mu.Unlock()
+	time.Sleep(time.Until(done))
 }
 
 // defaultMediaSize keeps the files small: photos of 2 to 40 KB, videos of
@@ -293,7 +321,7 @@ func (m *mediaHost) serve(w http.ResponseWriter, r *http.Request) {
 	if f.CutAfter > 0 {
 		src = io.LimitReader(src, f.CutAfter)
 	}
-	sendMedia(w, src, f.Rate)
+	m.send(w, src, f.Rate)
 	if f.CutAfter > 0 || n > body.size {
 		if fl, ok := w.(http.Flusher); ok {
 			fl.Flush() // what was sent reaches the client before the connection drops
@@ -302,8 +330,9 @@ func (m *mediaHost) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sendMedia copies src to w, at most rate bytes a second when rate > 0.
-func sendMedia(w http.ResponseWriter, src io.Reader, rate int) {
+// send copies src to w, at most rate bytes a second when rate > 0, and
+// through the host's link.
+func (m *mediaHost) send(w http.ResponseWriter, src io.Reader, rate int) {
 	chunk := 64 << 10
 	if rate > 0 {
 		chunk = max(1, min(chunk, rate/10))
@@ -313,6 +342,9 @@ func sendMedia(w http.ResponseWriter, src io.Reader, rate int) {
 	for {
 		k, err := src.Read(buf)
 		if k > 0 {
+			if m.link != nil {
+				m.link.send(k)
+			}
 			if _, werr := w.Write(buf[:k]); werr != nil {
 				return
 			}

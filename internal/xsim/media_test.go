@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // mediaKey returns the first key of prefix ("3_", "7_", "16_") whose file
@@ -220,5 +221,25 @@ func TestTheMediaHostRecordsEachRequestsAuthorization(t *testing.T) {
 	got := s.MediaRequests()
 	if len(got) != 2 || got[0].Authorization != "Bearer leaked" || got[1].Authorization != "" || got[0].Path != path {
 		t.Fatalf("requests %+v", got)
+	}
+}
+
+func TestTheMediaHostsLinkCarriesAtMostItsBandwidth(t *testing.T) {
+	s := newSim(t, Options{MediaSize: func(string) int64 { return 1 << 20 }, MediaBandwidth: 8 << 20})
+	start := time.Now()
+	done := make(chan int, 2)
+	for _, k := range []string{"3_1", "3_2"} {
+		go func() {
+			_, body, err := fetchMedia(t, s.MediaURL()+MediaPaths(k)[0])
+			if err != nil {
+				t.Error(err)
+			}
+			done <- len(body)
+		}()
+	}
+	n := <-done + <-done
+	// Two 1 MB files over 8 MB/s, together: at least a quarter second.
+	if elapsed := time.Since(start); n != 2<<20 || elapsed < 240*time.Millisecond {
+		t.Fatalf("%d bytes in %s over a link of 8 MB/s", n, elapsed)
 	}
 }

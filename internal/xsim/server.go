@@ -62,6 +62,9 @@ type Options struct {
 	// MediaSize gives the size of the file at each path of the media host
 	// (media.go); nil: photos of 2 to 40 KB, videos of 50 to 300 KB.
 	MediaSize func(path string) int64
+	// MediaBandwidth is the bytes per second the media host sends in all,
+	// as over a downloader's link; 0: as fast as loopback goes.
+	MediaBandwidth int64
 }
 
 // RequestInfo describes a request to an API or OAuth operation, given to the
@@ -135,7 +138,7 @@ func New(opts Options) *Server {
 		billedToday: map[string]*dayLedger{},
 		appOwners:   map[string]string{},
 		comp:        newComplianceState(opts.Compliance),
-		media:       newMediaHost(opts.MediaSize),
+		media:       newMediaHost(opts.MediaSize, opts.MediaBandwidth),
 	}
 	if s.clk == nil {
 		s.clk = clock.Real{}

@@ -29,7 +29,9 @@ func TestEveryStateKeyIsCheckedWhenItIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	job, _ := st.GetKey(context.Background(), "job")
+	media := encodeMediaState(t, &mediaState{records: []mediaRecord{{PostID: "1", MediaKey: "3_1", URL: "https://pbs.twimg.com/media/A.jpg"}}})
 	for key, value := range map[string]string{
+		"x_media_files/1001":                 media,
 		"x_bookmarks/1001":                   mem,
 		"x_bookmark_folder_posts/1001/77":    mem,
 		"x_bookmarks/1001/capped":            `{"cap":10,"billed":10,"new":8}`,
@@ -49,7 +51,7 @@ func TestEveryStateKeyIsCheckedWhenItIsRead(t *testing.T) {
 			t.Errorf("%s cleared: not known", key)
 		}
 	}
-	for _, key := range []string{"x_bookmarks", "x_bookmarks/abc", "x_bookmarks/1/2", "x_post_compliance/other/1", "x_post_compliance/job/", "other/1"} {
+	for _, key := range []string{"x_bookmarks", "x_bookmarks/abc", "x_bookmarks/1/2", "x_post_compliance/other/1", "x_post_compliance/job/", "other/1", "x_media_files/1001/capped", "x_media_files/abc"} {
 		if IsStateKey(key) {
 			t.Errorf("%s is taken for a key the plugin writes", key)
 		}

@@ -140,7 +140,7 @@ func run(files int, videos float64, concurrency, rounds int, seed uint64, work s
 				return fmt.Errorf("%s stored %d bytes of %d", kind, res.Bytes, total)
 			}
 			all[kind] = append(all[kind], res)
-			fmt.Printf("%-6d %-9s %9.2f %9.1f %9.2f %7.1f MB %8d\n", r, kind, res.Seconds, float64(total)/1e6/res.Seconds, res.CPU, float64(res.PeakRSS)/(1<<20), res.Fetched)
+			fmt.Printf("%-6d %-9s %9.2f %9s %9.2f %7.1f MB %8d\n", r, kind, res.Seconds, rate(kind, total, res), res.CPU, float64(res.PeakRSS)/(1<<20), res.Fetched)
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			return err
@@ -151,11 +151,20 @@ func run(files int, videos float64, concurrency, rounds int, seed uint64, work s
 	for _, kind := range children {
 		med[kind] = median(all[kind])
 		m := med[kind]
-		fmt.Printf("%-16s %9.2f %9.1f %9.2f %7.1f MB\n", kind, m.Seconds, float64(total)/1e6/m.Seconds, m.CPU, float64(m.PeakRSS)/(1<<20))
+		fmt.Printf("%-16s %9.2f %9s %9.2f %7.1f MB\n", kind, m.Seconds, rate(kind, total, m), m.CPU, float64(m.PeakRSS)/(1<<20))
 	}
 	fmt.Printf("throughput ratio (store / baseline): %.2f; (store / synced): %.2f\n",
 		med[childBaseline].Seconds/med[childStore].Seconds, med[childSynced].Seconds/med[childStore].Seconds)
 	return nil
+}
+
+// rate is a run's MB/s of the files' bytes; "-" for the run that fetches
+// nothing.
+func rate(kind string, total int64, r result) string {
+	if kind == childAgain {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(total)/1e6/r.Seconds)
 }
 
 // plan draws the files: their paths on the media host and their sizes.

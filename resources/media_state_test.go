@@ -1,0 +1,78 @@
+package resources
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/media"
+)
+
+func encodeMediaState(t *testing.T, st *mediaState) string {
+	t.Helper()
+	files, err := packLines(st.records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch outbox.Batch
+	if err := batch.Add(mediaFileRow{PostID: "1", Status: media.Stored}); err != nil {
+		t.Fatal(err)
+	}
+	entry, err := batch.Entry("sync-1", time.Unix(100, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := (&outbox.Box{}).With(entry).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `{"version":1,"files":"` + files + `","outbox":` + box + `}`
+}
+
+func TestTheMediaStateReadsBackWhatItHolds(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	want := []mediaRecord{
+		{PostID: "10", MediaKey: "3_1", MediaType: "photo", File: media.FilePhoto, URL: "https://pbs.twimg.com/media/A.jpg", Status: media.Stored, FileKey: "ab/ab.jpg", SeenAt: at},
+		{PostID: "10", MediaPostID: "9", MediaKey: "7_2", MediaType: "video", File: media.FileVideo, URL: "https://video.twimg.com/v.mp4", Status: media.TooLarge, Limit: 512, SeenAt: at},
+		{PostID: "11", MediaKey: "3_3", File: media.FilePhoto, URL: "https://pbs.twimg.com/media/B.jpg", SeenAt: at},
+	}
+	value := encodeMediaState(t, &mediaState{records: want})
+	st, err := decodeMediaState("x_media_files/1001", value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(st.records, want) || len(st.outbox.Entries) != 1 {
+		t.Fatalf("read back %+v, %d outbox entries", st.records, len(st.outbox.Entries))
+	}
+	for _, bad := range []string{`{"version":2}`, `{"version":1,"files":"bm90IGd6aXA="}`, `not json`} {
+		if _, err := decodeMediaState("x_media_files/1001", bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestAFileIsDueUntilItsStatusIsFinalOldestFirst(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 3, d, 0, 0, 0, 0, time.UTC) }
+	st := &mediaState{}
+	st.add([]mediaRecord{
+		{PostID: "1", MediaKey: "k", URL: "new", SeenAt: day(3)},
+		{PostID: "2", MediaKey: "k", URL: "transient", Status: media.Transient, SeenAt: day(2)},
+		{PostID: "3", MediaKey: "k", URL: "budget", Status: media.OverBudget, SeenAt: day(1)},
+		{PostID: "4", MediaKey: "k", URL: "small limit", Status: media.TooLarge, Limit: 100, SeenAt: day(1)},
+		{PostID: "5", MediaKey: "k", URL: "same limit", Status: media.TooLarge, Limit: 200, SeenAt: day(1)},
+	})
+	for _, s := range []media.Status{media.Stored, media.Gone, media.Forbidden, media.Failed} {
+		st.add([]mediaRecord{{PostID: "6", MediaKey: "k", URL: string(s), Status: s}})
+	}
+	if n := st.add([]mediaRecord{{PostID: "1", MediaKey: "k", URL: "new", SeenAt: day(9)}}); n != 0 {
+		t.Fatalf("a file recorded twice")
+	}
+	var got []string
+	for _, i := range st.due(200) {
+		got = append(got, st.records[i].URL)
+	}
+	if want := []string{"budget", "small limit", "transient", "new"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("due %q, want %q", got, want)
+	}
+}

@@ -42,10 +42,13 @@ const (
 	OverBudget Status = "over_budget" // the run's byte budget was spent
 	Transient  Status = "transient"   // a fault that may pass: 5xx, 429, a dropped connection, a timeout, a body cut short
 	Failed     Status = "failed"      // refused for good: a URL not https, a redirect to http, another 4xx
+	// Interrupted is no status of the file: the run was stopped before it
+	// was done with it (SaverOptions.Stop), and the next run tries it.
+	Interrupted Status = "interrupted"
 )
 
 // Final reports whether a file of status s is never tried again.
-func (s Status) Final() bool { return s != OverBudget && s != Transient }
+func (s Status) Final() bool { return s != OverBudget && s != Transient && s != Interrupted }
 
 // Error is a file that could not be fetched, and why.
 type Error struct {

@@ -20,6 +20,9 @@ func (p *Progress) Want(n int) {
 }
 
 func (p *Progress) done(o Outcome) {
+	if o.Status == Interrupted {
+		return
+	}
 	p.done_.Add(1)
 	if o.Status == Stored {
 		p.stored.Add(1)

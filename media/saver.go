@@ -68,6 +68,11 @@ type SaverOptions struct {
 	// RetryDelay is the first wait before an attempt again; it doubles.
 	// Default 1s.
 	RetryDelay time.Duration
+	// Stop, when it ends, stops the run's fetches without ending the
+	// callers' contexts (the exporter's interruption; see client.WithStop):
+	// Save then returns Interrupted at once, and a fetch in flight is
+	// cancelled, its spool dropped.
+	Stop context.Context
 }
 
 // Defaults of SaverOptions.
@@ -107,6 +112,15 @@ type call struct {
 
 // Save stores the file r names, unless the store holds it already.
 func (s *Saver) Save(ctx context.Context, r Request) Outcome {
+	if s.o.Stop != nil {
+		if s.o.Stop.Err() != nil {
+			return Outcome{Status: Interrupted, Err: context.Cause(s.o.Stop).Error()}
+		}
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer context.AfterFunc(s.o.Stop, stop)()
+		defer stop()
+	}
 	s.mu.Lock()
 	if c, ok := s.inflight[r.URL]; ok {
 		s.mu.Unlock()
@@ -125,10 +139,14 @@ func (s *Saver) Save(ctx context.Context, r Request) Outcome {
 	s.mu.Unlock()
 
 	c.out = s.save(ctx, r)
+	if s.o.Stop != nil && s.o.Stop.Err() != nil && c.out.Status != Stored {
+		c.out = Outcome{Status: Interrupted, Err: context.Cause(s.o.Stop).Error()}
+	}
 	close(c.done)
-	if c.out.Status == Stored {
-		// The store's index answers later requests; an outcome of another
-		// status is kept, so that the run asks no more of that URL.
+	if c.out.Status == Stored || c.out.Status == Interrupted {
+		// The store's index answers later requests (and the next run, an
+		// interrupted one's); an outcome of another status is kept, so
+		// that the run asks no more of that URL.
 		s.mu.Lock()
 		delete(s.inflight, r.URL)
 		s.mu.Unlock()

@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -198,4 +200,28 @@ func ExampleSaver() {
 	// Output:
 	// stored true .jpg
 	// stored false
+}
+
+func TestAStoppedRunFetchesNoMoreAndDropsWhatWasInFlight(t *testing.T) {
+	s := sim(t, 4<<20)
+	s.SetMediaFault(xsim.MediaPaths("3_1")[0], xsim.MediaFault{Rate: 1 << 20}) // 4 s to send
+	root := t.TempDir()
+	stop, interrupt := context.WithCancelCause(context.Background())
+	sv := newSaver(t, root, SaverOptions{Stop: stop})
+	done := make(chan Outcome)
+	go func() { done <- sv.Save(context.Background(), Request{URL: photo(s, 1)}) }()
+	for requests(s, photo(s, 1)) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	interrupt(errors.New("interrupted by the test"))
+	if out := <-done; out.Status != Interrupted || !strings.Contains(out.Err, "interrupted by the test") {
+		t.Fatalf("the file in flight: %+v", out)
+	}
+	if out := sv.Save(context.Background(), Request{URL: photo(s, 2)}); out.Status != Interrupted || requests(s, photo(s, 2)) != 0 {
+		t.Fatalf("a file after the stop: %+v", out)
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, ".tmp"))
+	if n := len(entries); n != 0 || sv.Progress().Counts().Done != 0 {
+		t.Fatalf("%d spools left; progress %+v", n, sv.Progress().Counts())
+	}
 }

@@ -179,9 +179,10 @@ func (r *mediaRun) store(ctx context.Context) error {
 }
 
 // done queues the row of a file whose status changed. A sync stopped
-// meanwhile (ctx done) records nothing of it.
+// meanwhile (ctx done, or the saver interrupted) records nothing of it:
+// the next sync tries it.
 func (r *mediaRun) done(ctx context.Context, rec *mediaRecord, out media.Outcome) error {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || out.Status == media.Interrupted {
 		return nil
 	}
 	r.mu.Lock()

@@ -316,14 +316,19 @@ func indexKey(sourceURL string) string {
 	return indexDir + "/" + h[:2] + "/" + h + ".json"
 }
 
-// extensions of the content types of X's media. Others are stored with
-// the extension the system's MIME table gives, or none.
+// extensions of the content types of X's media, and a few more. A type
+// not here is stored without one: the name must not depend on the
+// machine's MIME tables, so that every machine names a file alike.
 var extensions = map[string]string{
-	"image/jpeg": ".jpg",
-	"image/png":  ".png",
-	"image/gif":  ".gif",
-	"image/webp": ".webp",
-	"video/mp4":  ".mp4",
+	"image/jpeg":      ".jpg",
+	"image/png":       ".png",
+	"image/gif":       ".gif",
+	"image/webp":      ".webp",
+	"image/avif":      ".avif",
+	"image/heic":      ".heic",
+	"video/mp4":       ".mp4",
+	"video/quicktime": ".mov",
+	"video/webm":      ".webm",
 }
 
 // Extension is the file extension of a content type ("" when unknown).
@@ -332,25 +337,16 @@ func Extension(contentType string) string {
 	if err != nil {
 		return ""
 	}
-	if ext, ok := extensions[mt]; ok {
-		return ext
-	}
-	if exts, err := mime.ExtensionsByType(mt); err == nil && len(exts) > 0 && validExt(exts[0]) {
-		return exts[0]
-	}
-	return ""
+	return extensions[mt]
 }
 
 func validExt(ext string) bool {
-	if len(ext) < 2 || len(ext) > 8 || ext[0] != '.' {
-		return false
-	}
-	for _, r := range ext[1:] {
-		if !('a' <= r && r <= 'z' || '0' <= r && r <= '9') {
-			return false
+	for _, e := range extensions {
+		if e == ext {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // copyFile uploads the synced spool f through w: from its start.

@@ -194,6 +194,7 @@ func TestKeysAreOnlyThoseOfFiles(t *testing.T) {
 		"ab/" + strings.ToUpper(h) + ".jpg": false,
 		".urls/ab/" + h + ".json":           false,
 		"ab/" + h + ".JPG":                  false,
+		"ab/" + h + ".exe":                  false,
 	} {
 		if got := validKey(key); got != want {
 			t.Errorf("validKey(%q) = %v, want %v", key, got, want)
@@ -230,5 +231,16 @@ func assertNoSpools(t *testing.T, root string) {
 	}
 	if len(entries) > 0 {
 		t.Fatalf("%d spools left in %s", len(entries), spoolDir)
+	}
+}
+
+func TestAFilesExtensionIsItsTypesWhateverTheMachine(t *testing.T) {
+	for ct, want := range map[string]string{
+		"image/jpeg": ".jpg", "image/png": ".png", "video/mp4": ".mp4", "image/gif": ".gif", "image/webp": ".webp",
+		"video/mp4; codecs=avc1": ".mp4", "application/x-unknown": "", "text/html": "", "not a type": "",
+	} {
+		if got := Extension(ct); got != want {
+			t.Errorf("Extension(%q) = %q, want %q", ct, got, want)
+		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	pb "github.com/cloudquery/plugin-pb-go/pb/plugin/v3"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )

@@ -16,6 +16,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -31,6 +32,14 @@ type Sync struct {
 	// Ended reports whether an earlier sync ran to its end, of those the
 	// state remembers (LoadEnded).
 	Ended func(id string) bool
+}
+
+// Archive is the record a destination keeps of the posts written to
+// x_bookmarks (the exporter's written ids).
+type Archive interface {
+	// Archived returns the posts of the x_bookmarks rows the destination
+	// holds for userID, every row the sync sent before the call included.
+	Archived(ctx context.Context, userID string) (ids.Sorted, error)
 }
 
 // Session is one account during one sync.
@@ -62,12 +71,10 @@ type Session struct {
 	// its resolvers runs (resolving the user id needs a request, which an
 	// account in another shard should not make).
 	Setup func(ctx context.Context) error
-	// Archived, when set, reads the posts written to x_bookmarks for the
-	// account (X ids as numbers, sorted) from the destination, which keeps
-	// that record itself (the exporter's written ids): the compliance checks
-	// read them from it, and the plugin keeps no record of its own in the
-	// state backend.
-	Archived func(ctx context.Context, userID string) ([]uint64, error)
+	// Archive, when set, is the destination's record of the posts written
+	// to x_bookmarks: the compliance checks read it, and the plugin keeps
+	// none of its own in the state backend.
+	Archive Archive
 	// Resend says how long the rows of incremental tables are kept in the
 	// state and sent again by later syncs (package outbox). The zero Policy
 	// keeps none: the destination commits rows with the state (the
@@ -98,7 +105,7 @@ type Media struct {
 // created — the scheduler keys its metrics by it — and unique per account.
 func (s *Session) ID() string {
 	if s.name == "" {
-		s.name = fmt.Sprintf("accounts[%d]", s.Index)
+		s.name = Label(s.Index)
 		if s.UserID != "" {
 			s.name = "user:" + s.UserID
 		}
@@ -106,12 +113,29 @@ func (s *Session) ID() string {
 	return s.name
 }
 
+// Label is the place of account i in the spec, accounts[i]: the name of
+// its settings, and the account column of its usage rows.
+func Label(i int) string { return fmt.Sprintf("accounts[%d]", i) }
+
+// Name names account i for a person: its label, and its user when known
+// ("accounts[0] (user 2244994945)").
+func Name(i int, userID string) string {
+	if userID == "" {
+		return Label(i)
+	}
+	return Label(i) + " (user " + userID + ")"
+}
+
+// Name names the account for a person (see Name).
+func (s *Session) Name() string { return Name(s.Index, s.UserID) }
+
 // Report is what happened to the session's walks, for the usage table.
 func (s *Session) Report() *Report { return &s.report }
 
-// Check finishes the setup once and returns its error, if any, wrapped with
-// the account's name. Every resolver calls it first.
-func (s *Session) Check(ctx context.Context) error {
+// Ready finishes the account's setup the first time (Setup: it may ask the
+// API whose token it is) and returns its error, if any, wrapped with the
+// account's name. Every resolver calls it first.
+func (s *Session) Ready(ctx context.Context) error {
 	s.setupOnce.Do(func() {
 		if s.Err == nil && s.Setup != nil {
 			s.Err = s.Setup(ctx)
@@ -122,17 +146,6 @@ func (s *Session) Check(ctx context.Context) error {
 	}
 	return nil
 }
-
-// State keys: one per account and list, disjoint across accounts and tables.
-func BookmarksKey(userID string) string { return "x_bookmarks/" + userID }
-
-// FolderKey is the state key of one folder's walk.
-func FolderKey(userID, folderID string) string {
-	return "x_bookmark_folder_posts/" + userID + "/" + folderID
-}
-
-// FoldersKey is the state key of the account's folder list.
-func FoldersKey(userID string) string { return "x_bookmark_folders/" + userID }
 
 // LoadMemory reads a walk's memory; nil means nothing is held (first sync).
 func (s *Session) LoadMemory(ctx context.Context, key string) (*walk.Memory, error) {

@@ -15,17 +15,6 @@ import (
 // (all accounts, or one shard: shards sync at once and must not write one
 // key).
 
-// EndedKeyPrefix starts the keys of the syncs that ran to their end.
-const EndedKeyPrefix = "x_api_usage/ended"
-
-// EndedKey is the key of a scope's ended syncs ("" = every account).
-func EndedKey(scope string) string {
-	if scope == "" {
-		return EndedKeyPrefix
-	}
-	return EndedKeyPrefix + "/" + scope
-}
-
 // endedKept bounds the syncs remembered. An outbox entry asks about the
 // last sync that sent it, which is the last sync of its account's tables,
 // so a few suffice; one older than these is taken as stopped, and its rows

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/cq-source-x/cq-source-x/internal/bearer"
 	"golang.org/x/oauth2"
 )
 
@@ -125,21 +125,13 @@ func checkEndpoint(field, raw string) error {
 	case "https":
 		return nil
 	case "http":
-		if isLoopbackHost(u.Hostname()) {
+		if bearer.Loopback(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("auth: %s %q must use https (plain http is allowed only for a loopback host)", field, raw)
 	default:
 		return fmt.Errorf("auth: %s %q must be an https URL", field, raw)
 	}
-}
-
-func isLoopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // OAuth2 returns the golang.org/x/oauth2 configuration for c (after defaults). The client

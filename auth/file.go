@@ -101,14 +101,6 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// secrets returns the values that must never appear in a message.
-func (t *StoredToken) secrets() []string {
-	if t == nil {
-		return nil
-	}
-	return []string{t.AccessToken, t.RefreshToken}
-}
-
 // TokenFile is the token file at Path. Its lock file is Path+".lock"; a refresh in flight is
 // recorded in Path+".refreshing" (see the package documentation).
 type TokenFile struct {

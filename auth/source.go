@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -425,6 +424,3 @@ func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk
 	s.log.Info().Str("token_file", s.file.Path).Time("expiry", next.Expiry).Msg("auth: access token refreshed")
 	return next, nil
 }
-
-// IsLoginRequired reports whether err means an interactive login is needed.
-func IsLoginRequired(err error) bool { return errors.Is(err, ErrLoginRequired) }

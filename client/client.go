@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/cq-source-x/cq-source-x/internal/bearer"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/rs/zerolog"
@@ -213,7 +213,7 @@ func WithBaseURL(base string) Option {
 			return fmt.Errorf("client: base URL %q: scheme must be https", shown)
 		case u.Host == "":
 			return fmt.Errorf("client: base URL %q: no host", shown)
-		case u.Scheme == "http" && !LoopbackHost(u.Hostname()):
+		case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
 			return fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
 		case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
 			return fmt.Errorf("client: base URL %q holds white space", shown)
@@ -225,16 +225,6 @@ func WithBaseURL(base string) Option {
 		c.baseURL = strings.TrimRight(u.String(), "/")
 		return nil
 	}
-}
-
-// LoopbackHost reports whether host (without port) is "localhost" or a
-// loopback IP address: the only hosts plain http may carry a credential to.
-func LoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // WithTimeouts sets the timeouts of each attempt at a request; zero fields

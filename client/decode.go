@@ -308,17 +308,17 @@ type mediaFields struct {
 //
 // Every id in the page must be an X id, and no post may be in it twice;
 // each post and expanded object is kept as valid Unicode (see validText).
-func decodePostPage(body []byte) (page *PostPage, res Resources, err error) {
+func decodePostPage(body []byte) (page *PostPage, res Billed, err error) {
 	body = validText(body)
 	opts := bodyOptions(body)
 	var w postPageBody
 	if err = unmarshalObject(body, &w, opts); err != nil {
-		return nil, refusedResources(body, opts), err
+		return nil, refusedBilled(body, opts), err
 	}
 	if len(w.Data) == 0 && w.Meta == nil && len(w.Errors) > 0 {
-		return nil, Resources{}, errorsOnly(w.Errors)
+		return nil, Billed{}, errorsOnly(w.Errors)
 	}
-	refused := func(err error) (*PostPage, Resources, error) { return nil, refusedResources(body, opts), err }
+	refused := func(err error) (*PostPage, Billed, error) { return nil, refusedBilled(body, opts), err }
 	if w.Meta == nil || w.Meta.ResultCount == nil {
 		return refused(errNoMeta)
 	}
@@ -344,7 +344,7 @@ func decodePostPage(body []byte) (page *PostPage, res Resources, err error) {
 	if page.Errors, err = partialErrors(w.Errors); err != nil {
 		return refused(err)
 	}
-	res = page.resources()
+	res = page.billed()
 	res.checkCount(page.Meta.ResultCount, len(page.Data))
 	return page, res, nil
 }
@@ -373,8 +373,8 @@ func rawMessages(vs []rawValue) []json.RawMessage {
 }
 
 // resources are what a page holds, by billed type.
-func (p *PostPage) resources() Resources {
-	res := Resources{Posts: make([]string, 0, len(p.Data)+len(p.Includes.Tweets)), Media: len(p.Includes.Media)}
+func (p *PostPage) billed() Billed {
+	res := Billed{Posts: make([]string, 0, len(p.Data)+len(p.Includes.Tweets)), Media: len(p.Includes.Media)}
 	for i := range p.Data {
 		res.Posts = append(res.Posts, p.Data[i].ID)
 	}
@@ -394,13 +394,13 @@ type rawPageBody struct {
 	} `json:"includes"`
 }
 
-// refusedResources are what a body refused for its shape holds: the ids
+// refusedBilled is what a body refused for its shape holds: the ids
 // that can be read, and a count of the posts whose ids cannot. A body that
 // is not JSON holds none that can be told.
-func refusedResources(body []byte, opts jsonv2.Options) Resources {
+func refusedBilled(body []byte, opts jsonv2.Options) Billed {
 	var w rawPageBody
 	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
-	res := Resources{Media: len(w.Includes.Media)}
+	res := Billed{Media: len(w.Includes.Media)}
 	for _, objs := range [][]rawValue{w.Data, w.Includes.Tweets, w.Includes.Posts} {
 		for _, raw := range objs {
 			if id, ok := topLevelString(raw, "id"); ok && id != "" {
@@ -420,7 +420,7 @@ func refusedResources(body []byte, opts jsonv2.Options) Resources {
 
 // checkCount notes a meta.result_count that disagrees with the posts a page
 // holds. What is billed is what the body holds, whatever its count says.
-func (r *Resources) checkCount(resultCount, posts int) {
+func (r *Billed) checkCount(resultCount, posts int) {
 	if resultCount != posts {
 		r.mismatch = fmt.Sprintf("meta.result_count is %d but the page holds %d posts; billed: %d", resultCount, posts, posts)
 	}
@@ -718,8 +718,8 @@ func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 }
 
 // resources are the posts a folder page holds (its ids): each is billed.
-func (p *FolderPostsPage) resources() Resources {
-	var res Resources
+func (p *FolderPostsPage) billed() Billed {
+	var res Billed
 	for _, d := range p.Data {
 		if d.ID != "" {
 			res.Posts = append(res.Posts, d.ID)

@@ -28,7 +28,7 @@ type call struct {
 	pageSize int    // max_results asked for (0 = API default), for PostsUnread
 	// decode decodes a 2xx body and returns the billed resources it holds,
 	// also when it refuses the body for its shape (X billed them all the same).
-	decode func(body []byte) (Resources, error)
+	decode func(body []byte) (Billed, error)
 }
 
 // attempts is what one call has been through so far.
@@ -294,7 +294,7 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 
 // bill meters the resources of a 2xx body (ok: it was decoded) and reports a
 // meta.result_count that disagrees with the posts the body held.
-func (c *Client) bill(a *attempts, res Resources, ok bool) {
+func (c *Client) bill(a *attempts, res Billed, ok bool) {
 	a.resp.PostsReturned = len(res.Posts) + res.UnknownPosts
 	c.meter.bill(a.user, a.op, c.clock.Now(), res, ok)
 	if res.mismatch != "" {

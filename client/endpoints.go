@@ -14,12 +14,12 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 	var u *User
 	resp, err := c.do(ctx, &call{
 		op: OpUsersMe, method: http.MethodGet, path: "/2/users/me",
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			if u, err = decodeUser(b); err != nil {
-				return Resources{}, err
+				return Billed{}, err
 			}
-			return Resources{Users: []string{u.ID}}, nil
+			return Billed{Users: []string{u.ID}}, nil
 		},
 	})
 	if err != nil {
@@ -69,9 +69,9 @@ func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOpti
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks", query: q, pageSize: opts.MaxResults,
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
-			var res Resources
+			var res Billed
 			page, res, err = decodePostPage(b)
 			return res, err
 		},
@@ -114,10 +114,10 @@ func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOption
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			page, err = decodeFolderPage(b)
-			return Resources{}, err
+			return Billed{}, err
 		},
 	})
 	if err != nil {
@@ -143,10 +143,10 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders/" + folderID, query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (Resources, error) {
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			page, err = decodeFolderPostsPage(b)
-			return page.resources(), err // a refused page's posts were billed too
+			return page.billed(), err // a refused page's posts were billed too
 		},
 	})
 	if err != nil {
@@ -159,34 +159,18 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 // {"tweet_id":"..."}. It returns data.bookmarked (true on success). Needs
 // the bookmark.write scope.
 func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
-	const op = OpAddBookmark
-	if err := validID(op, "user id", userID); err != nil {
-		return false, nil, err
-	}
-	if err := validID(op, "post id", postID); err != nil {
-		return false, nil, err
-	}
-	var bookmarked bool
-	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: http.MethodPost,
-		path: "/2/users/" + userID + "/bookmarks",
-		body: []byte(`{"tweet_id":"` + postID + `"}`),
-		decode: func(b []byte) (Resources, error) {
-			var err error
-			bookmarked, err = decodeBookmarked(b)
-			return Resources{}, err
-		},
-	})
-	if err != nil {
-		return false, resp, err
-	}
-	return bookmarked, resp, nil
+	return c.changeBookmark(ctx, OpAddBookmark, http.MethodPost, userID, postID, "", []byte(`{"tweet_id":"`+postID+`"}`))
 }
 
 // RemoveBookmark removes a bookmark: DELETE /2/users/:id/bookmarks/:tweet_id.
 // It returns data.bookmarked (false on success). Needs the bookmark.write scope.
 func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
-	const op = OpRemoveBookmark
+	return c.changeBookmark(ctx, OpRemoveBookmark, http.MethodDelete, userID, postID, "/"+postID, nil)
+}
+
+// changeBookmark sends the request of op for the user's bookmark of postID
+// and returns data.bookmarked.
+func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
 	if err := validID(op, "user id", userID); err != nil {
 		return false, nil, err
 	}
@@ -195,12 +179,11 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 	}
 	var bookmarked bool
 	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: http.MethodDelete,
-		path: "/2/users/" + userID + "/bookmarks/" + postID,
-		decode: func(b []byte) (Resources, error) {
+		op: op, user: userID, method: method, path: "/2/users/" + userID + "/bookmarks" + pathTail, body: body,
+		decode: func(b []byte) (Billed, error) {
 			var err error
 			bookmarked, err = decodeBookmarked(b)
-			return Resources{}, err
+			return Billed{}, err
 		},
 	})
 	if err != nil {

@@ -71,8 +71,7 @@ func TestToken_NeverInErrorsLogsOrStrings(t *testing.T) {
 	})
 	var logMu sync.Mutex
 	var logs []string
-	hc := StaticToken(token)
-	hc.Transport.(*bearerTransport).base = &http.Transport{DisableKeepAlives: true}
+	hc := StaticTokenWithTransport(token, &http.Transport{DisableKeepAlives: true})
 	c, clk0 := newTestClient(t, ts, hc, WithMaxResponseBytes(32<<10), WithLimits(map[Operation]int{OpListFolders: 1}),
 		WithLogger(zerolog.New(lineWriter(func(line string) {
 			logMu.Lock()

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/internal/idset"
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // X's published pay-per-use rates (2026), in USD per resource.
@@ -48,11 +48,11 @@ func (r Rates) withDefaults() Rates {
 	return r
 }
 
-// Resources are what one 2xx body held, by billed type: the ids of the posts
+// Billed is what one 2xx body held that X bills, by type: the ids of the posts
 // (its data, and expanded posts in includes) and of the expanded users, and
 // the number of media objects (X does not bill media). X bills each resource
 // once per UTC day, so the meter needs the ids, not only the counts.
-type Resources struct {
+type Billed struct {
 	Posts []string
 	Users []string
 	// UnknownPosts counts posts billed whose ids could not be read (a page
@@ -194,7 +194,7 @@ func (m *Meter) row(user string, op Operation) *Usage {
 
 // bill records the resources of one 2xx body, at now: each is billed unless
 // the user's ledger already holds it for now's UTC day.
-func (m *Meter) bill(user string, op Operation, now time.Time, res Resources, ok bool) {
+func (m *Meter) bill(user string, op Operation, now time.Time, res Billed, ok bool) {
 	if m == nil {
 		return
 	}
@@ -295,12 +295,12 @@ func (u *Usage) Add(o Usage) {
 // UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and a copy of
 // the posts and users, for a later meter of the same user to continue from
 // (RestoreBilled).
-func (m *Meter) BilledToday(userID string) (day string, posts, users *idset.Set) {
+func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l := m.days[userID]
 	if l == nil {
-		return "", &idset.Set{}, &idset.Set{}
+		return "", &ids.Set{}, &ids.Set{}
 	}
 	return l.day, l.seen[kindPost].Clone(), l.seen[kindUser].Clone()
 }
@@ -406,7 +406,7 @@ const (
 // ledger is the resources of one user billed on one UTC day.
 type ledger struct {
 	day  string
-	seen [2]idset.Set
+	seen [2]ids.Set
 }
 
 func newLedger(day string) *ledger {

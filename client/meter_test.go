@@ -200,7 +200,7 @@ func TestMeter_BillsAResourceOncePerUTCDay(t *testing.T) {
 	}
 	day, posts, _ := c.Meter().BilledToday(testUser)
 	if day != "2026-01-16" || posts.Len() != 3 {
-		t.Errorf("ledger %s %v", day, posts.Sorted())
+		t.Errorf("ledger %s %v", day, posts.IDs())
 	}
 }
 
@@ -339,10 +339,10 @@ func TestMeter_TheLastReaderOutPutsTheLedgerAway(t *testing.T) {
 	}
 	store := func() error {
 		_, posts, _ := m.BilledToday(testUser)
-		stored = append(stored, posts.Sorted())
+		stored = append(stored, posts.IDs())
 		return nil
 	}
-	bill := func(ids ...string) { m.bill(testUser, OpListBookmarks, now, Resources{Posts: ids}, true) }
+	bill := func(ids ...string) { m.bill(testUser, OpListBookmarks, now, Billed{Posts: ids}, true) }
 	_ = m.EnterBilling(testUser, load)
 	_ = m.EnterBilling(testUser, load)
 	bill("1", "2")
@@ -370,7 +370,7 @@ func TestMeter_ALedgerThatCouldNotBeBroughtBackIsNotStored(t *testing.T) {
 	if err := m.EnterBilling(testUser, failing); err == nil {
 		t.Fatal("a failed load reported no error")
 	}
-	m.bill(testUser, OpListBookmarks, time.Now(), Resources{Posts: []string{"1"}}, true)
+	m.bill(testUser, OpListBookmarks, time.Now(), Billed{Posts: []string{"1"}}, true)
 	if err := m.LeaveBilling(testUser, func() error { t.Error("stored"); return nil }); err != nil || !m.HoldsBilled(testUser) {
 		t.Errorf("leave: %v, held %v", err, m.HoldsBilled(testUser))
 	}

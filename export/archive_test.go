@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -25,7 +26,7 @@ type exporter struct {
 	t   *testing.T
 	sim *xsim.Server
 	clk *clock.Virtual
-	src *export.SourceSpec
+	src *cqspec.Source
 	dir string
 }
 
@@ -38,7 +39,7 @@ func newExporter(t *testing.T, users []demoUser) *exporter {
 	}
 	t.Cleanup(sim.Close)
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

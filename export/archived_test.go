@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 )
 
@@ -22,7 +23,7 @@ func TestTheComplianceCheckOfAnExportReadsItsWrittenIDs(t *testing.T) {
 	users := []demoUser{{id: "1001", bookmarks: 12}}
 	tokens := seed(sim, users)
 	compliance := fmt.Sprintf("    compliance:\n      bearer_token: %q\n      every: 0s\n", sim.IssueAppOnlyToken())
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)+compliance), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)+compliance), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

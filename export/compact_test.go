@@ -16,8 +16,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
 
@@ -48,7 +48,7 @@ func rowSet(t testing.TB, files []string) map[string]int {
 func everyTablesRows(t testing.TB, dir string) map[string]map[string]int {
 	t.Helper()
 	out := map[string]map[string]int{}
-	for _, table := range export.TableNames() {
+	for _, table := range archive.TableNames() {
 		out[table] = rowSet(t, parquetFiles(t, dir, table))
 	}
 	return out
@@ -93,14 +93,14 @@ func TestCompactMergesEachMonthsFilesAndKeepsEveryRow(t *testing.T) {
 	before := everyTablesRows(t, e.dir)
 	now := func() time.Time { return day(11, 4) }
 
-	dry, err := export.Compact(e.dir, export.CompactOptions{DryRun: true, Now: now})
+	dry, err := archive.Compact(e.dir, archive.CompactOptions{DryRun: true, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(parquetFiles(t, e.dir, "x_api_usage")); n != 8 {
 		t.Fatalf("a dry run changed the files: %d x_api_usage files", n)
 	}
-	rep, err := export.Compact(e.dir, export.CompactOptions{Now: now})
+	rep, err := archive.Compact(e.dir, archive.CompactOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +130,10 @@ func TestCompactMergesEachMonthsFilesAndKeepsEveryRow(t *testing.T) {
 	if got := len(parquetFiles(t, e.dir, "x_api_usage")); got != 5 {
 		t.Errorf("%d x_api_usage files after one more export, want 5", got)
 	}
-	if rep, err := export.Repair(e.dir, export.RepairOptions{}); err != nil || rep.Changed {
+	if rep, err := archive.Repair(e.dir, archive.RepairOptions{}); err != nil || rep.Changed {
 		t.Errorf("repair after compaction: %+v, %v", rep, err)
 	}
-	again, err := export.Compact(e.dir, export.CompactOptions{Now: now})
+	again, err := archive.Compact(e.dir, archive.CompactOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestCompactMergesEachMonthsFilesAndKeepsEveryRow(t *testing.T) {
 	// --current-month merges November too, through the generation the
 	// table links to already.
 	before = everyTablesRows(t, e.dir)
-	if _, err := export.Compact(e.dir, export.CompactOptions{Now: now, CurrentMonth: true}); err != nil {
+	if _, err := archive.Compact(e.dir, archive.CompactOptions{Now: now, CurrentMonth: true}); err != nil {
 		t.Fatal(err)
 	}
 	sameRows(t, "after compacting the current month", everyTablesRows(t, e.dir), before)
@@ -178,7 +178,7 @@ func generations(dir, table string) []string {
 	return gens
 }
 
-func equalReports(a, b *export.CompactReport) bool {
+func equalReports(a, b *archive.CompactReport) bool {
 	if len(a.Tables) != len(b.Tables) {
 		return false
 	}
@@ -209,7 +209,7 @@ func TestFilesOfDifferentColumnsAreMergedApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := everyTablesRows(t, e.dir)
-	rep, err := export.Compact(e.dir, export.CompactOptions{Now: func() time.Time { return day(10, 1) }, Tables: []string{"x_bookmarks"}})
+	rep, err := archive.Compact(e.dir, archive.CompactOptions{Now: func() time.Time { return day(10, 1) }, Tables: []string{"x_bookmarks"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestReadersDuringCompactionSeeEveryRowOnce(t *testing.T) {
 	}
 	for i := range 12 {
 		e.exportAt(day(9, 3+i))
-		if _, err := export.Compact(e.dir, export.CompactOptions{CurrentMonth: true, Now: func() time.Time { return day(9, 20) }}); err != nil {
+		if _, err := archive.Compact(e.dir, archive.CompactOptions{CurrentMonth: true, Now: func() time.Time { return day(9, 20) }}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -313,7 +313,7 @@ func TestAListingStartedBeforeTheSwitchListsTheWholeOldSet(t *testing.T) {
 	e.exportAt(day(9, 1), day(9, 2))
 	compact := func() {
 		t.Helper()
-		if _, err := export.Compact(e.dir, export.CompactOptions{CurrentMonth: true, Now: func() time.Time { return day(9, 20) }}); err != nil {
+		if _, err := archive.Compact(e.dir, archive.CompactOptions{CurrentMonth: true, Now: func() time.Time { return day(9, 20) }}); err != nil {
 			t.Fatal(err)
 		}
 	}

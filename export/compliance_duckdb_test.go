@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -43,7 +44,7 @@ func TestREADMEDeletedBookmarksQuery(t *testing.T) {
 	users := []demoUser{{id: "1001", bookmarks: 50}, {id: "1002", bookmarks: 5}}
 	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) +
 		fmt.Sprintf("    compliance:\n      bearer_token: %q\n      every: 1h\n", sim.IssueAppOnlyToken())
-	src, err := export.ParseSpec([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

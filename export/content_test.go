@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -59,7 +60,7 @@ func TestExportWritesEveryContentKind(t *testing.T) {
 	defer sim.Close()
 	ex := sim.SeedContentExamples("1001")
 	users := []demoUser{{id: "1001"}}
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestExportWritesARowPerReferenceTypeUnderDistinctKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	users := []demoUser{{id: "1001"}}
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestExportWritesTheContentOfABookmarkOnce(t *testing.T) {
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 400}}
 	text := specYAML(sim.URL(), users, seed(sim, users), `["x_bookmark*s", "x_bookmark_media"]`) + "    retry_budget: 0s\n" + allContentYAML
-	src, err := export.ParseSpec([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestREADMEBookmarksAuthorsMediaQuery(t *testing.T) {
 	defer sim.Close()
 	ex := sim.SeedContentExamples("1001")
 	users := []demoUser{{id: "1001"}}
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+"    content: {authors: true}\n"), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+"    content: {authors: true}\n"), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestCostDocMonthlyBillQuery(t *testing.T) {
 	}
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 40}}
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+"    content: {authors: true}\n"), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+"    content: {authors: true}\n"), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

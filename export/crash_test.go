@@ -18,22 +18,48 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
 // The kill tests run the exporter as a separate process: this test binary,
-// re-executed with envChild set, runs `cq-source-x export` (cli.Run) and
-// nothing else. CQ_SOURCE_X_EXPORT_KILL_AT=N makes it SIGKILL itself at its
-// N-th crash-safety step; CQ_SOURCE_X_EXPORT_TRACE lists the steps reached.
-const envChild = "CQ_SOURCE_X_TEST_EXPORT_CHILD"
+// re-executed with envChild set, runs `cq-source-x export` (or compact, or
+// a bookmark command) and nothing else, with the crash points only a test
+// binary has (cli.RunWithSteps): envKillAt=N makes it SIGKILL itself at its
+// N-th crash-safety step, and envTrace names a file that lists the steps
+// reached.
+const (
+	envChild  = "CQ_SOURCE_X_TEST_EXPORT_CHILD"
+	envTrace  = "CQ_SOURCE_X_TEST_EXPORT_TRACE"
+	envKillAt = "CQ_SOURCE_X_TEST_EXPORT_KILL_AT"
+)
 
 func TestMain(m *testing.M) {
 	if args := os.Getenv(envChild); args != "" {
-		os.Exit(cli.Run(context.Background(), strings.Split(args, "\n"), os.Stdin, os.Stdout, os.Stderr))
+		os.Exit(cli.RunWithSteps(context.Background(), crashPoints(os.Getenv(envTrace), os.Getenv(envKillAt)),
+			strings.Split(args, "\n"), os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
+}
+
+// crashPoints appends the name of each step reached to the file trace, and
+// kills the process at the killAt-th step (0: none).
+func crashPoints(trace, killAt string) func(string) {
+	n, _ := strconv.Atoi(killAt)
+	step := 0
+	return func(name string) {
+		step++
+		if f, err := os.OpenFile(trace, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			fmt.Fprintf(f, "%d %s\n", step, name)
+			f.Close()
+		}
+		if step == n {
+			p, _ := os.FindProcess(os.Getpid())
+			p.Kill()
+			select {} // never returns
+		}
+	}
 }
 
 // child is one exporter process's outcome.
@@ -59,8 +85,8 @@ func runCommand(t *testing.T, args []string, killAt int, killAfter time.Duration
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		envChild+"="+strings.Join(args, "\n"),
-		"CQ_SOURCE_X_EXPORT_TRACE="+trace,
-		"CQ_SOURCE_X_EXPORT_KILL_AT="+strconv.Itoa(killAt))
+		envTrace+"="+trace,
+		envKillAt+"="+strconv.Itoa(killAt))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -101,7 +127,7 @@ func runCommand(t *testing.T, args []string, killAt int, killAfter time.Duration
 // x_bookmarks file or in a file of the committed run still to publish.
 func checkNotAhead(t *testing.T, dir string, users []demoUser) {
 	t.Helper()
-	info, err := export.ReadState(dir)
+	info, err := archive.ReadState(dir)
 	if err != nil {
 		t.Fatalf("after a crash the state does not load: %v", err)
 	}
@@ -123,7 +149,7 @@ func checkNotAhead(t *testing.T, dir string, users []demoUser) {
 	}
 	have := bookmarkKeys(t, files)
 	for _, u := range users {
-		for what, ids := range map[string][]string{"written": info.Written[u.id], "held by the walk": info.HeldBookmarks[u.id]} {
+		for what, ids := range map[string][]string{"written": info.Archived[u.id], "held by the walk": info.HeldBookmarks[u.id]} {
 			for _, id := range ids {
 				if have[[2]string{u.id, id}] == 0 {
 					t.Fatalf("state runs ahead of the data: user %s post %s is %s but in no durable file", u.id, id, what)
@@ -273,7 +299,7 @@ func TestKill9(t *testing.T) {
 		}
 		kills := 0
 		for j := 1; j < 20; j++ {
-			info, err := export.ReadState(dir)
+			info, err := archive.ReadState(dir)
 			if err != nil {
 				t.Fatal(err)
 			}

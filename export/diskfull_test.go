@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/archive"
 )
 
 // The disk-full tests have the kernel answer ENOSPC, as a full disk does,
@@ -77,7 +77,7 @@ func TestAFullDiskIsSaidAndTheNextRunCompletesTheArchive(t *testing.T) {
 		{"marking published", "published files synced", func(t *testing.T, dir string) { fillNextFile(t, filepath.Join(dir, ".state", "state.json.tmp")) }, "/.state/state.json.tmp", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := newArchive(t, demoUser{id: "1001", bookmarks: 20_000, folders: 1}, demoUser{id: "1002", bookmarks: 30})
+			a := newExportDir(t, demoUser{id: "1001", bookmarks: 20_000, folders: 1}, demoUser{id: "1002", bookmarks: 30})
 			a.mustRun()
 			added := a.sim.SeedBookmarks("1001", 5000)
 			before := a.readState()
@@ -89,7 +89,7 @@ func TestAFullDiskIsSaidAndTheNextRunCompletesTheArchive(t *testing.T) {
 					c.fill(t, a.dir)
 				}
 			})
-			var full *export.DiskFullError
+			var full *archive.DiskFullError
 			if !errors.As(err, &full) || !errors.Is(err, syscall.ENOSPC) || full.Committed != c.committed ||
 				!strings.HasPrefix(err.Error(), "the disk is full (no space left on device) writing "+a.dir) || !strings.Contains(err.Error(), c.file) {
 				t.Fatalf("got %v; want the disk full, writing %s", err, c.file)

@@ -3,11 +3,11 @@ package export
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -76,12 +76,8 @@ type AccountEstimate struct {
 // bill at most, and what the archive knows of the last syncs. userIDs are
 // the accounts' user ids as far as they are known without a request ("" for
 // the others). It reads the state, never X.
-func EstimateRun(src *SourceSpec, dir string, userIDs []string) (*Estimate, error) {
-	out, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	st, err := loadState(out)
+func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, error) {
+	st, err := archive.Load(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +95,7 @@ func EstimateRun(src *SourceSpec, dir string, userIDs []string) (*Estimate, erro
 		}
 	}
 	for i := range s.Accounts {
-		a := AccountEstimate{Account: fmt.Sprintf("accounts[%d]", i), UserID: userIDs[i], Folders: -1}
+		a := AccountEstimate{Account: account.Label(i), UserID: userIDs[i], Folders: -1}
 		if err := a.fromState(st); err != nil {
 			return nil, err
 		}
@@ -127,7 +123,7 @@ func EstimateRun(src *SourceSpec, dir string, userIDs []string) (*Estimate, erro
 }
 
 // fromState fills in what the state knows of the account's lists.
-func (a *AccountEstimate) fromState(st *diskState) error {
+func (a *AccountEstimate) fromState(st *archive.State) error {
 	a.First = true
 	if a.UserID == "" {
 		return nil
@@ -149,7 +145,7 @@ func (a *AccountEstimate) fromState(st *diskState) error {
 		}
 		a.Folders = len(folders)
 	}
-	if cut, err := walk.UnmarshalCapStop(st.Keys[resources.CapKey(account.BookmarksKey(a.UserID))]); err == nil && cut != nil && cut.Interrupted {
+	if cut, err := walk.UnmarshalCapStop(st.Keys[account.CapKey(account.BookmarksKey(a.UserID))]); err == nil && cut != nil && cut.Interrupted {
 		a.Interrupted = cut
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 )
 
@@ -31,7 +32,7 @@ spec:
       - {user_id: "1001", access_token: a}
       - {access_token: b}
 `
-	src, err := export.ParseSpec([]byte(text), "x.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(text), "x.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,34 +1,20 @@
-// Package export is the standalone exporter: it runs the plugin in-process
-// with the spec file a CloudQuery sync uses (same tables, resolvers, walks
-// and state logic) and writes each table's records to Parquet files under an
-// output directory, which also holds the incremental state.
-//
-// # Crash safety
-//
-// A run stages every table's file under DIR/.staging/<run>/ (written and
-// fsynced), then commits by atomically replacing DIR/.state/state.json with
-// the new walk state, the ids written, and the list of the run's files
-// (pending). It then publishes: renames each staged file into DIR/<table>/,
-// syncs the directories, and marks the run published in the state file.
-// Every start first finishes publishing a committed run and deletes the
-// staging directories of runs that never committed (their posts are fetched
-// again: billed again, never lost). The state therefore never describes data
-// that is not durably on disk, and since the state lists the post ids already
-// written per account, no (user_id, post_id) is written twice. A file lock
-// on DIR keeps two exports apart. See docs/export.md.
+// Package export runs an export: the plugin in-process, with the spec file a
+// CloudQuery sync uses (same tables, resolvers, walks and state logic), as
+// the destination of its sync (plugin.Destination). It drops the rows an
+// earlier run wrote, stages each table's records in a Parquet file of the
+// run and commits them with the state (package archive), and shows the
+// run's progress and summary.
 package export
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -39,23 +25,25 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/cqspec"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/cq-source-x/cq-source-x/walk"
-	"github.com/gofrs/flock"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 )
 
 // Options configure a Run.
 type Options struct {
-	// Spec is the source spec, from ReadSpecFile or ParseSpec.
-	Spec *SourceSpec
+	// Spec is the source spec, from cqspec.Read or cqspec.Parse.
+	Spec *cqspec.Source
 	// Out is the output directory; created if missing.
 	Out string
 	// Clock for the plugin (rate-limit waits, timestamps) and the run's
@@ -112,30 +100,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the output directory: %w", err)
 	}
-	lock := flock.New(filepath.Join(out, lockFile))
-	locked, err := lock.TryLock()
+	unlock, err := archive.Lock(out, func(lock string) error {
+		return fmt.Errorf("another export is running in %s (it holds %s); wait for it to finish", out, lock)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("locking %s: %w", out, err)
+		return nil, err
 	}
-	if !locked {
-		return nil, fmt.Errorf("another export is running in %s (it holds %s); wait for it to finish", out, filepath.Join(out, lockFile))
-	}
-	defer lock.Unlock()
+	defer unlock()
 
 	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin}
-	st, rec, err := recoverDir(out, o.Step)
+	st, rec, err := archive.Recover(out, o.Step)
 	if err != nil {
-		return nil, fmt.Errorf("recovering %s: %w", out, explain(err, true))
+		return nil, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
 	}
 	res.Recovered = rec
-	if res.Damaged, err = damagedFiles(out); err != nil {
+	if res.Damaged, err = archive.DamagedFiles(out); err != nil {
 		return nil, err
 	}
 
 	r := &run{o: o, out: out, state: st, res: res, writers: map[string]*tableWriter{}}
 	if err := r.sync(ctx); err != nil {
 		r.abort()
-		return res, explain(err, false)
+		return res, archive.DiskFull(err, false)
 	}
 	if err := r.commitAndPublish(); err != nil {
 		return res, err
@@ -148,23 +134,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 type run struct {
 	o       Options
 	out     string
-	state   *diskState
+	state   *archive.State // as the run found it committed
 	res     *Result
-	rec     runRecord
+	rec     *archive.Run
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
-	// written holds, per account, the posts of the x_bookmarks rows
+	// archived holds, per account, the posts of the x_bookmarks rows
 	// written: by earlier runs (HasEarlier), and by this one.
-	written *writtenIDs
-	sess    *account.Set
-	comp    *resources.Compliance // the sync's compliance check, if it ran one
-	prog    *progress
+	archived map[string]*ids.Set
+	sess     *account.Set
+	comp     *compliance.Check // the sync's compliance check, if it ran one
+	prog     *progress
 	// messages is the channel the sync sends its messages to.
 	messages chan message.SyncMessage
-	// stateC is the plugin's state backend during the run: it starts from
+	// keys is the plugin's state backend during the run: it starts from
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
-	stateC *memstate.Store
+	keys *runState
 	// stop ends the run's reads from X (stopRun); the sync's own context
 	// never ends.
 	stop context.Context
@@ -182,23 +168,6 @@ type tableWriter struct {
 	// referenced posts): its rows are dropped with their bookmark's.
 	child bool
 }
-
-func newRunID() string {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b[:])
-}
-
-// recordRows is the size of the records the exporter asks the scheduler
-// for: pqarrow's cost per record written (it resets its level buffers for
-// each column of each record) made the SDK's records of 50 rows three times
-// as slow to write; records of 4,096 fill a row group in four.
-const recordRows = 4096
-
-// fileTimeLayout names files so that name order is time order.
-const fileTimeLayout = "20060102T150405.000Z"
 
 // sync runs the plugin's sync, writing its records to the staged files.
 // ctx ending stops its reads (stopRun); the sync itself runs on a context
@@ -236,20 +205,12 @@ func (r *run) sync(ctx context.Context) error {
 
 // begin names the run and creates its staging directory.
 func (r *run) begin() error {
-	now := r.o.Clock.Now().UTC().Truncate(time.Millisecond)
-	if r.state.LastRun != nil && !now.After(r.state.LastRun.Time) {
-		now = r.state.LastRun.Time.Add(time.Millisecond) // keep name order = time order
-	}
-	r.rec = runRecord{ID: newRunID(), Time: now}
-	r.res.RunID = r.rec.ID
-	r.res.RunTime = now
-	if err := mkdirSynced(r.out, stagingDir); err != nil {
+	var err error
+	if r.rec, err = archive.BeginRun(r.out, r.state.LastRun, r.o.Clock.Now()); err != nil {
 		return err
 	}
-	if err := mkdirSynced(filepath.Join(r.out, stagingDir), r.rec.ID); err != nil {
-		return err
-	}
-	r.written = newWrittenIDs(r.state.Written)
+	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
+	r.archived = maps.Clone(r.state.Archived)
 	return nil
 }
 
@@ -260,7 +221,7 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
 		st.freeze()
 	}
-	r.stateC = st.Store
+	r.keys = st
 	// The store holds them now; the walks replace them as they save, and
 	// the ones they replace are not kept (a few bytes a post held).
 	r.state.Keys = nil
@@ -288,15 +249,8 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	opts := []xplugin.Option{
 		xplugin.WithClock(r.o.Clock),
 		xplugin.WithState(st),
-		xplugin.WithSessionsHook(func(s *account.Set) {
-			r.sess = s
-			r.prog.attach(s)
-		}),
-		xplugin.WithComplianceHook(func(c *resources.Compliance) { r.comp = c }),
-		xplugin.WithArchive(r.archived),
+		xplugin.WithObserver(r),
 		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
-		xplugin.WithRecordRows(recordRows),
-		xplugin.WithRowsCommittedWithState(),
 	}
 	if r.o.Transport != nil {
 		opts = append(opts, xplugin.WithTransport(r.o.Transport))
@@ -344,20 +298,34 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	return nil
 }
 
-// archived is the posts of the x_bookmarks rows written for userID, by
+// The run is the sync's destination (plugin.Destination): it commits the
+// rows with the state, and its written ids are the record of the posts
+// archived.
+var _ xplugin.Destination = (*run)(nil)
+
+// SyncStarted keeps the sync's accounts, for the progress and the summary,
+// and its compliance check, for the summary.
+func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
+	r.sess, r.comp = s, c
+	r.prog.attach(s)
+}
+
+// RecordRows is the size of the records the exporter asks the scheduler
+// for: pqarrow resets its level buffers for each column of each record it
+// writes, and records of 4,096 rows fill a row group in four
+// (docs/benchmarks.md).
+func (*run) RecordRows() int { return 4096 }
+
+// Archived is the posts of the x_bookmarks rows written for userID, by
 // earlier runs and by this one: the archive's own record of its posts,
 // which the compliance checks read (the plugin keeps none in the state).
 // The checks run once the data tables are synced; the rows those sent are
 // written first.
-func (r *run) archived(ctx context.Context, userID string) ([]uint64, error) {
+func (r *run) Archived(ctx context.Context, userID string) (ids.Sorted, error) {
 	if err := r.catchUp(ctx); err != nil {
 		return nil, err
 	}
-	set := r.written.byUser[userID]
-	if set == nil {
-		return nil, nil
-	}
-	return set.sortedNumbers(), nil
+	return r.archived[userID].Numbers(), nil
 }
 
 // catchUp returns once every message the sync sent before the call is
@@ -440,23 +408,12 @@ func (r *run) openTable(t *schema.Table) error {
 		return nil
 	}
 	t = withDeclaredKeys(t)
-	path := r.rec.stagedPath(r.out, fileRecord{Table: t.Name})
-	w, err := pqfile.Create(path, t, pqfile.Options{
-		SyncTime:   r.rec.Time,
-		SourceName: r.o.Spec.Name,
-		Metadata: map[string]string{
-			pqfile.MetadataPluginName:    xplugin.Name,
-			pqfile.MetadataPluginVersion: xplugin.Version,
-			"cq:export_run":              r.rec.ID,
-		},
-		Codec:     r.o.Compression,
-		CreatedBy: "cq-source-x " + xplugin.Version,
-	})
+	w, err := r.rec.Create(r.out, t, r.o.Spec.Name, r.o.Compression)
 	if err != nil {
 		return err
 	}
-	tw := &tableWriter{table: t, w: w, path: path, userCol: -1, postCol: -1}
-	tw.child = isBookmarkContent(t.Name)
+	tw := &tableWriter{table: t, w: w, path: r.rec.StagedPath(r.out, t.Name), userCol: -1, postCol: -1}
+	tw.child = resources.IsBookmarkContent(t.Name)
 	if t.Name == resources.BookmarksTable || tw.child {
 		tw.userCol = t.Columns.Index("user_id")
 		tw.postCol = t.Columns.Index("post_id")
@@ -468,12 +425,6 @@ func (r *run) openTable(t *schema.Table) error {
 	r.writers[t.Name] = tw
 	r.order = append(r.order, t.Name)
 	return nil
-}
-
-// isBookmarkContent reports whether a table is a child of x_bookmarks.
-func isBookmarkContent(name string) bool {
-	t := resources.Tables().FlattenTables().Get(name)
-	return t != nil && t.Parent != nil && t.Parent.Name == resources.BookmarksTable
 }
 
 // write writes a record of the sync. Of x_bookmarks, the rows already
@@ -518,7 +469,12 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // firstWrite records that the post of the account is written, and reports
 // whether it was not already.
 func (r *run) firstWrite(uid, postID string) bool {
-	if !r.written.AddNew(uid, postID) {
+	set := r.archived[uid]
+	if set == nil {
+		set = &ids.Set{}
+		r.archived[uid] = set
+	}
+	if !set.Add(postID) {
 		r.res.skipped(uid)
 		return false
 	}
@@ -532,20 +488,20 @@ func (r *run) firstWrite(uid, postID string) bool {
 // its bookmark or the table holds the post's rows already (diskState.Stray).
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
-		return !r.writtenBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].has(postID)
+		return !r.archivedBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
 	}
 	return r.firstWrite(uid, postID)
 }
 
 // strayLeft is the state's stray content rows (diskState.Stray) but those
 // of the posts whose bookmark is written now: the written ids cover them.
-func (r *run) strayLeft() map[string]map[string]*idSet {
-	var out map[string]map[string]*idSet
+func (r *run) strayLeft() map[string]map[string]*ids.Set {
+	var out map[string]map[string]*ids.Set
 	for table, byUser := range r.state.Stray {
 		for uid, set := range byUser {
-			left := &idSet{}
+			left := &ids.Set{}
 			for _, id := range set.IDs() {
-				if !r.written.byUser[uid].has(id) {
+				if !r.archived[uid].Has(id) {
 					left.Add(id)
 				}
 			}
@@ -553,10 +509,10 @@ func (r *run) strayLeft() map[string]map[string]*idSet {
 				continue
 			}
 			if out == nil {
-				out = map[string]map[string]*idSet{}
+				out = map[string]map[string]*ids.Set{}
 			}
 			if out[table] == nil {
-				out[table] = map[string]*idSet{}
+				out[table] = map[string]*ids.Set{}
 			}
 			out[table][uid] = left
 		}
@@ -564,12 +520,11 @@ func (r *run) strayLeft() map[string]map[string]*idSet {
 	return out
 }
 
-// writtenBefore reports whether an earlier run wrote the account's
+// archivedBefore reports whether an earlier run wrote the account's
 // bookmark of postID. (Content rows may come before or after their
 // bookmark's row: records of different tables are not ordered.)
-func (r *run) writtenBefore(uid, postID string) bool {
-	set := r.written.byUser[uid]
-	return set != nil && set.HasEarlier(postID)
+func (r *run) archivedBefore(uid, postID string) bool {
+	return r.archived[uid].HasEarlier(postID)
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
@@ -585,20 +540,19 @@ func (r *run) abort() {
 	for _, tw := range r.writers {
 		tw.w.Close()
 	}
-	if r.rec.ID != "" {
-		os.RemoveAll(filepath.Join(r.out, stagingDir, r.rec.ID))
+	if r.rec != nil {
+		r.rec.Abort(r.out)
 	}
 }
 
 // commitAndPublish ends a run whose sync succeeded: stage, commit, publish,
 // in that order (see the package documentation).
 func (r *run) commitAndPublish() error {
-	next := &diskState{
-		Format:  stateFormat,
-		Keys:    r.stateC.Committed(),
-		Written: r.written.byUser,
-		Stray:   r.strayLeft(),
-		LastRun: r.state.LastRun,
+	next := &archive.State{
+		Keys:     r.keys.Committed(),
+		Archived: r.archived,
+		Stray:    r.strayLeft(),
+		LastRun:  r.state.LastRun,
 	}
 	files, err := r.stage()
 	if err != nil {
@@ -618,15 +572,15 @@ func (r *run) commitAndPublish() error {
 // tells readers globbing DIR/<table>/*.parquet the table's columns. The
 // archive's own table of bookmark changes, which no sync writes, gets its
 // own beside x_bookmarks. On an error the caller aborts the run.
-func (r *run) stage() ([]fileRecord, error) {
-	for _, t := range resources.ArchiveTables() {
-		if r.writers[resources.BookmarksTable] != nil && !hasFiles(r.out, t.Name) {
+func (r *run) stage() ([]archive.File, error) {
+	for _, t := range archive.Tables() {
+		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
 			if err := r.openTable(t); err != nil {
 				return nil, err
 			}
 		}
 	}
-	var files []fileRecord
+	var files []archive.File
 	for _, name := range r.order {
 		f, keep, err := r.closeStaged(name)
 		if err != nil {
@@ -637,8 +591,8 @@ func (r *run) stage() ([]fileRecord, error) {
 			r.o.Step("staged " + name)
 		}
 	}
-	if err := syncDir(filepath.Join(r.out, stagingDir, r.rec.ID)); err != nil {
-		return nil, explain(err, false)
+	if err := r.rec.Stage(r.out); err != nil {
+		return nil, err
 	}
 	r.o.Step("staging synced")
 	return files, nil
@@ -646,155 +600,39 @@ func (r *run) stage() ([]fileRecord, error) {
 
 // closeStaged closes a table's staged file, and removes it when it has no
 // rows and the table has a file already (keep is then false).
-func (r *run) closeStaged(name string) (f fileRecord, keep bool, err error) {
+func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
 	tw := r.writers[name]
 	if err := tw.w.Close(); err != nil {
-		return f, false, explain(fmt.Errorf("writing %s: %w", tw.path, err), false)
+		return f, false, archive.DiskFull(fmt.Errorf("writing %s: %w", tw.path, err), false)
 	}
-	if tw.w.Rows() == 0 && hasFiles(r.out, name) {
+	if tw.w.Rows() == 0 && archive.HasFiles(r.out, name) {
 		return f, false, os.Remove(tw.path)
 	}
-	f = fileRecord{Table: name, Name: r.rec.Time.Format(fileTimeLayout) + "-" + r.rec.ID + ".parquet", Rows: tw.w.Rows()}
-	return f, true, nil
+	return r.rec.File(name, tw.w.Rows()), true, nil
 }
 
 // commit replaces the state with next, the run pending in it, atomically:
 // step 2. On an error the caller aborts the run.
-func (r *run) commit(next *diskState) error {
-	next.Pending = &r.rec
-	if err := saveState(r.out, next, r.o.Step, "commit"); err != nil {
-		return explain(fmt.Errorf("committing the run: %w", err), false)
+func (r *run) commit(next *archive.State) error {
+	if err := r.rec.Commit(r.out, next, r.o.Step); err != nil {
+		return archive.DiskFull(fmt.Errorf("committing the run: %w", err), false)
 	}
-	r.o.Step("committed")
 	return nil
 }
 
 // publishCommitted moves the committed run's files into place (step 3)
 // and adds them to the result. The run is committed: nothing is aborted.
-func (r *run) publishCommitted(next *diskState, files []fileRecord) error {
-	if err := publish(r.out, next, r.o.Step); err != nil {
-		if err := explain(err, true); errors.As(err, new(*DiskFullError)) {
+func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
+	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
+		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
 			return err
 		}
 		return fmt.Errorf("publishing the run (committed: the next run finishes publishing it): %w", err)
 	}
 	for _, f := range files {
-		r.res.Files = append(r.res.Files, FileResult{Table: f.Table, Path: finalPath(r.out, f), Rows: f.Rows})
+		r.res.Files = append(r.res.Files, FileResult{Table: f.Table, Path: archive.FinalPath(r.out, f), Rows: f.Rows})
 	}
 	return nil
-}
-
-// publish moves the pending run's staged files into place, syncs, marks the
-// run published and removes its staging directory. It is idempotent: a
-// crash anywhere in it is finished by the next call.
-func publish(out string, s *diskState, step func(string)) error {
-	run := s.Pending
-	dirs := map[string]bool{}
-	for _, f := range run.Files {
-		staged, final := run.stagedPath(out, f), finalPath(out, f)
-		if err := mkdirSynced(out, f.Table); err != nil {
-			return err
-		}
-		dirs[filepath.Dir(final)] = true
-		_, serr := os.Stat(staged)
-		_, ferr := os.Stat(final)
-		switch {
-		case serr == nil:
-			if ferr == nil {
-				// Cannot happen (rename is atomic); the published file wins.
-				if err := os.Remove(staged); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := os.Rename(staged, final); err != nil {
-				return err
-			}
-			step("published " + f.Table)
-		case ferr == nil:
-			// Published before a crash.
-		default:
-			return fmt.Errorf("run %s is committed, but its file %s is neither staged (%s) nor published: was the directory changed by hand? "+
-				"Run `%s`: it publishes the rest of the run, and the next export fetches again the posts the missing file held",
-				run.ID, final, staged, RepairCommand(out))
-		}
-	}
-	names := make([]string, 0, len(dirs))
-	for d := range dirs {
-		names = append(names, d)
-	}
-	sort.Strings(names)
-	for _, d := range names {
-		if err := syncDir(d); err != nil {
-			return err
-		}
-	}
-	if err := syncDir(filepath.Join(out, stagingDir, run.ID)); err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	step("published files synced")
-	s.LastRun, s.Pending = run, nil
-	if err := saveState(out, s, step, "mark published"); err != nil {
-		return err
-	}
-	step("marked published")
-	if err := os.RemoveAll(filepath.Join(out, stagingDir, run.ID)); err != nil {
-		return err
-	}
-	step("staging removed")
-	return nil
-}
-
-// Recovery says what the start of a run repaired.
-type Recovery struct {
-	// PublishedRun is the id of a committed run whose publishing a crash
-	// had interrupted, and which was finished.
-	PublishedRun string `json:"published_run,omitempty"`
-	// DiscardedRuns are runs that never committed: their staged files were
-	// deleted (their posts are fetched again).
-	DiscardedRuns []string `json:"discarded_runs,omitempty"`
-}
-
-// recoverDir brings DIR back to a clean state: finishes publishing a
-// committed run and deletes everything staged by runs that did not commit.
-func recoverDir(out string, step func(string)) (*diskState, *Recovery, error) {
-	s, err := loadState(out)
-	if err != nil {
-		return nil, nil, err
-	}
-	rec := &Recovery{}
-	os.Remove(filepath.Join(out, stateDir, stateFile+".tmp"))
-	if err := cleanGenerations(out, step); err != nil {
-		return nil, nil, fmt.Errorf("removing what an unfinished compaction left: %w", err)
-	}
-	if s.Pending != nil {
-		rec.PublishedRun = s.Pending.ID
-		if err := publish(out, s, step); err != nil {
-			return nil, nil, err
-		}
-	}
-	entries, err := os.ReadDir(filepath.Join(out, stagingDir))
-	if err != nil && !os.IsNotExist(err) {
-		return nil, nil, err
-	}
-	for _, e := range entries {
-		if s.LastRun == nil || e.Name() != s.LastRun.ID {
-			rec.DiscardedRuns = append(rec.DiscardedRuns, e.Name())
-		} // else: a published run whose staging directory was not removed yet
-		if err := os.RemoveAll(filepath.Join(out, stagingDir, e.Name())); err != nil {
-			return nil, nil, err
-		}
-	}
-	if len(entries) > 0 {
-		if err := syncDir(filepath.Join(out, stagingDir)); err != nil {
-			return nil, nil, err
-		}
-		step("discarded uncommitted runs")
-	}
-	if rec.PublishedRun == "" && len(rec.DiscardedRuns) == 0 {
-		rec = nil
-	}
-	return s, rec, nil
 }
 
 // Result is what a run did.
@@ -805,7 +643,7 @@ type Result struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	Files      []FileResult
-	Recovered  *Recovery
+	Recovered  *archive.Recovery
 	// SyncErrors are the errors the SDK's scheduler reported (a resolver
 	// that failed); the accounts' reports say the same per account.
 	SyncErrors []string
@@ -814,14 +652,14 @@ type Result struct {
 	Interrupted bool
 	// Damaged are the files of earlier runs whose footer the run found
 	// damaged (the run goes on: the state knows what they held).
-	Damaged []DamagedFile
+	Damaged []archive.DamagedFile
 
 	plugin     *spec.Spec // the plugin's spec, for the summary's messages
 	mu         sync.Mutex
 	rows       map[string]int // x_bookmarks rows written, by user id
 	skip       map[string]int // x_bookmarks rows dropped as already written
 	sessions   []*account.Session
-	compliance *resources.Compliance // nil when the run checked nothing
+	compliance *compliance.Check // nil when the run checked nothing
 }
 
 // FileResult is one file the run published.
@@ -854,7 +692,7 @@ func (r *Result) Failed() []error {
 	var out []error
 	for _, s := range r.sessions {
 		if err := sessionErr(s); err != nil {
-			out = append(out, fmt.Errorf("%s: %w", accountName(s), err))
+			out = append(out, fmt.Errorf("%s: %w", s.Name(), err))
 		}
 	}
 	return out
@@ -865,12 +703,4 @@ func sessionErr(s *account.Session) error {
 		return s.Err
 	}
 	return s.Report().Err()
-}
-
-func accountName(s *account.Session) string {
-	name := fmt.Sprintf("accounts[%d]", s.Index)
-	if s.UserID != "" {
-		name += " (user " + s.UserID + ")"
-	}
-	return name
 }

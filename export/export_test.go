@@ -15,8 +15,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
@@ -36,7 +38,7 @@ func TestExportRoundTrip(t *testing.T) {
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 500, folders: 2}, {id: "1002", bookmarks: 20}}
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +134,12 @@ func TestExportRoundTrip(t *testing.T) {
 	if bookmarkKeys(t, fp[2:])[[2]string{"1001", added[0]}] != 1 {
 		t.Errorf("the newest folder snapshot lacks post %s", added[0])
 	}
-	info, err := export.ReadState(dir)
+	info, err := archive.ReadState(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(info.Pending) != 0 || info.LastRun != s3.RunID || len(info.Written["1001"]) != 509 {
-		t.Errorf("state: pending %v, last run %s, %d written", info.Pending, info.LastRun, len(info.Written["1001"]))
+	if len(info.Pending) != 0 || info.LastRun != s3.RunID || len(info.Archived["1001"]) != 509 {
+		t.Errorf("state: pending %v, last run %s, %d written", info.Pending, info.LastRun, len(info.Archived["1001"]))
 	}
 }
 
@@ -228,7 +230,7 @@ func TestExport_TableSelectionAndChangedAccounts(t *testing.T) {
 	dir := t.TempDir()
 	run := func(us []demoUser) *export.Summary {
 		t.Helper()
-		src, err := export.ParseSpec([]byte(specYAML(sim.URL(), us, tokens, `["x_bookmarks"]`)), "spec.yml", os.LookupEnv, clk.Now())
+		src, err := cqspec.Parse([]byte(specYAML(sim.URL(), us, tokens, `["x_bookmarks"]`)), "spec.yml", os.LookupEnv, clk.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +283,7 @@ func TestExport_AnInterruptedRunKeepsWhatItRead(t *testing.T) {
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 900}}
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +337,7 @@ func TestExport_LockKeepsTwoExportsApart(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	defer lock.Unlock()
-	src, err := export.ParseSpec([]byte(specYAML("http://127.0.0.1:9", []demoUser{{id: "1"}}, map[string]string{"1": "t"}, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(specYAML("http://127.0.0.1:9", []demoUser{{id: "1"}}, map[string]string{"1": "t"}, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,7 @@ func TestExport_LargeExportKeepsEveryValue(t *testing.T) {
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 20_000}}
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["x_bookmarks"]`)), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["x_bookmarks"]`)), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +421,7 @@ func TestFilesRecordTheDeclaredPrimaryKeyWithDeterministicCQIDs(t *testing.T) {
 	users := []demoUser{{id: "1001", bookmarks: 30, folders: 1}}
 	tokens := seed(sim, users)
 	text := strings.Replace(specYAML(sim.URL(), users, tokens, `["*"]`), "  destinations:", "  deterministic_cq_id: true\n  destinations:", 1)
-	src, err := export.ParseSpec([]byte(text), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

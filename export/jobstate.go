@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"strings"
 	"sync"
 
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
-	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // runState is the plugin's state backend during a run. Its keys are
@@ -22,7 +23,7 @@ type runState struct {
 	*memstate.Store
 	r *run
 	// committed is the state as the last commit left it (see freeze).
-	committed *diskState
+	committed *archive.State
 
 	mu     sync.Mutex
 	onDisk map[string]string // the job keys as DIR/.state holds them
@@ -38,7 +39,10 @@ func newRunState(r *run) *runState {
 	return s
 }
 
-func isJobKey(key string) bool { return strings.HasPrefix(key, resources.ComplianceJobKeyPrefix) }
+func isJobKey(key string) bool {
+	k, _ := account.ParseKey(key)
+	return k.Kind == account.ComplianceJob
+}
 
 // freeze keeps the committed state as it is now: its keys, and its
 // written-id sets as snapshots, before the run adds to the sets it shares
@@ -46,11 +50,11 @@ func isJobKey(key string) bool { return strings.HasPrefix(key, resources.Complia
 // that check compliance need it.
 func (s *runState) freeze() {
 	old := s.r.state
-	written := make(map[string]*idSet, len(old.Written))
-	for uid, set := range old.Written {
-		written[uid] = set.snapshot()
+	archived := make(map[string]*ids.Set, len(old.Archived))
+	for uid, set := range old.Archived {
+		archived[uid] = set.Clone()
 	}
-	s.committed = &diskState{Format: stateFormat, Keys: maps.Clone(old.Keys), Written: written, Stray: old.Stray, LastRun: old.LastRun}
+	s.committed = &archive.State{Keys: maps.Clone(old.Keys), Archived: archived, Stray: old.Stray, LastRun: old.LastRun}
 }
 
 // Flush commits the staged keys in memory and writes the job keys to disk
@@ -83,7 +87,7 @@ func (s *runState) Flush(ctx context.Context) error {
 	maps.Copy(keys, jobs)
 	next := *s.committed
 	next.Keys = keys
-	if err := saveState(s.r.out, &next, s.r.o.Step, "compliance job"); err != nil {
+	if err := archive.SaveState(s.r.out, &next, s.r.o.Step, "compliance job"); err != nil {
 		return err
 	}
 	s.onDisk = jobs

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
-	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // TestKill9BookmarksRemove kills `cq-source-x bookmarks remove --yes` at
@@ -24,22 +23,22 @@ import (
 // kill the state describes only what is on disk; after the resumed run
 // each removal is in x_bookmark_changes exactly once, the walk memory
 // forgets the removed posts, and the next export archives every bookmark.
-func TestKill9BookmarksRemove(t *testing.T) { testKill9Bookmarks(t, export.OpRemove) }
+func TestKill9BookmarksRemove(t *testing.T) { testKill9Bookmarks(t, archive.OpRemove) }
 
 // TestKill9BookmarksAdd is TestKill9BookmarksRemove for `bookmarks add
 // --yes`, of posts the account no longer holds: the resumed run adds what
 // is left, never a post twice but the one in flight (X answers
 // bookmarked:true again), each addition is in x_bookmark_changes exactly
 // once, and the next export archives every bookmark, the added ones too.
-func TestKill9BookmarksAdd(t *testing.T) { testKill9Bookmarks(t, export.OpAdd) }
+func TestKill9BookmarksAdd(t *testing.T) { testKill9Bookmarks(t, archive.OpAdd) }
 
 func testKill9Bookmarks(t *testing.T, kind string) {
 	if testing.Short() {
 		t.Skip("spawns about a hundred processes")
 	}
-	op, change := xsim.OpRemoveBookmark, resources.ChangeRemoved
-	if kind == export.OpAdd {
-		op, change = xsim.OpAddBookmark, resources.ChangeAdded
+	op, change := xsim.OpRemoveBookmark, archive.ChangeRemoved
+	if kind == archive.OpAdd {
+		op, change = xsim.OpAddBookmark, archive.ChangeAdded
 	}
 	// Each kill sends up to 8 requests: more than X's 50 per 15 minutes
 	// in all (the windows are TestBookmarksRemoveWaitsOutTheWindows').
@@ -56,7 +55,7 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 	}
 	all := sim.Bookmarks("1001")
 	posts := []string{all[0], all[1], all[2], all[10], all[20], all[30], all[39]}
-	if kind == export.OpAdd {
+	if kind == archive.OpAdd {
 		for _, id := range posts { // removed in X's app before the export
 			sim.Unbookmark("1001", id)
 		}
@@ -103,7 +102,7 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 		}
 		return
 	}
-	done := func(id string) bool { return slices.Contains(sim.Bookmarks("1001"), id) == (kind == export.OpAdd) }
+	done := func(id string) bool { return slices.Contains(sim.Bookmarks("1001"), id) == (kind == archive.OpAdd) }
 
 	probe := filepath.Join(base, "probe")
 	copyDir(t, template, probe)
@@ -157,8 +156,8 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 			if _, err := os.Stat(filepath.Join(dir, ".ops", kind, "1001.plan")); err == nil {
 				t.Error("the journal of the finished run is left")
 			}
-			if kind == export.OpRemove {
-				info, err := export.ReadState(dir)
+			if kind == archive.OpRemove {
+				info, err := archive.ReadState(dir)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,7 +182,7 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 
 // checkChangesOnce checks that x_bookmark_changes has no (operation, user,
 // post) twice, and returns the changes.
-func checkChangesOnce(t *testing.T, dir string) *export.Changes {
+func checkChangesOnce(t *testing.T, dir string) *archive.Changes {
 	t.Helper()
 	rows := rowSet(t, parquetFiles(t, dir, "x_bookmark_changes"))
 	seen := map[string]int{}
@@ -197,7 +196,7 @@ func checkChangesOnce(t *testing.T, dir string) *export.Changes {
 			t.Errorf("x_bookmark_changes has %s %d times", k, n)
 		}
 	}
-	ch, err := export.ReadChanges(dir)
+	ch, err := archive.ReadChanges(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

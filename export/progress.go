@@ -89,7 +89,7 @@ func (p *progress) nameOf(userID string, op client.Operation) string {
 	if p.set != nil {
 		for _, s := range p.set.Sessions {
 			if s.UserID == userID {
-				return accountName(s)
+				return s.Name()
 			}
 		}
 	}
@@ -162,7 +162,7 @@ func (p *progress) lines() []string {
 		}
 		// The counts are the summary's: x_bookmarks rows written, and the
 		// posts billed and requests of every operation.
-		line := fmt.Sprintf("%s: %s written, %s billed, %s", accountName(s), plural.Count(p.rows[s.UserID], "bookmark", "bookmarks"), plural.Count(billed, "post", "posts"), plural.Count(requests, "request", "requests"))
+		line := fmt.Sprintf("%s: %s written, %s billed, %s", s.Name(), plural.Count(p.rows[s.UserID], "bookmark", "bookmarks"), plural.Count(billed, "post", "posts"), plural.Count(requests, "request", "requests"))
 		if w, ok := p.waits[s.UserID]; ok && w.until.After(now) {
 			line += fmt.Sprintf(", waiting %s for the %s rate-limit window", w.until.Sub(now).Round(time.Second), w.op)
 		}

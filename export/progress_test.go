@@ -11,6 +11,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
@@ -88,8 +89,21 @@ func TestProgress_RateLimitCountdownDuringARun(t *testing.T) {
 	}
 	defer sim.Close()
 	sim.SeedBookmarks("1001", 120) // two pages of 90
-	text := strings.Replace(strings.Replace(minimalSpec, "http://127.0.0.1:9999", sim.URL(), 1), "tok-1001", sim.IssueToken("1001"), 1)
-	src, err := ParseSpec([]byte(text), "spec.yml", os.LookupEnv, time.Now())
+	text := `kind: source
+spec:
+  name: x
+  path: ./cq-source-x
+  registry: local
+  version: v0.0.0
+  tables: ["x_bookmarks"]
+  destinations: ["file"]
+  spec:
+    base_url: ` + sim.URL() + `
+    accounts:
+      - user_id: "1001"
+        access_token: "` + sim.IssueToken("1001") + `"
+`
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

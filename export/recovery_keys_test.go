@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
@@ -28,8 +29,8 @@ var tableFamilies = map[string][]string{
 // recoveries are the ways docs/export.md ("When something goes wrong") has
 // a user recover an archive: each damages a with three runs in it, the
 // second of which wrote the bookmarks in second, then repairs.
-var recoveries = map[string]func(t *testing.T, a *archive, second []string){
-	"an x_bookmarks file removed by hand": func(t *testing.T, a *archive, second []string) {
+var recoveries = map[string]func(t *testing.T, a *exportDir, second []string){
+	"an x_bookmarks file removed by hand": func(t *testing.T, a *exportDir, second []string) {
 		files := parquetFiles(t, a.dir, "x_bookmarks")
 		if err := os.Remove(files[1]); err != nil {
 			t.Fatal(err)
@@ -38,25 +39,25 @@ var recoveries = map[string]func(t *testing.T, a *archive, second []string){
 			t.Errorf("repair found the authors of %d posts with no bookmark row, want the %d of the file removed", rep.Stray["x_bookmark_authors"], len(second))
 		}
 	},
-	"a damaged x_bookmarks file": func(t *testing.T, a *archive, _ []string) {
+	"a damaged x_bookmarks file": func(t *testing.T, a *exportDir, _ []string) {
 		files := parquetFiles(t, a.dir, "x_bookmarks")
 		if err := os.Truncate(files[1], 100); err != nil {
 			t.Fatal(err)
 		}
 		a.repair()
 	},
-	"the state deleted": func(t *testing.T, a *archive, _ []string) {
+	"the state deleted": func(t *testing.T, a *exportDir, _ []string) {
 		if err := os.Remove(a.statePath()); err != nil {
 			t.Fatal(err)
 		}
 		a.repair()
 	},
-	"the state damaged": func(t *testing.T, a *archive, _ []string) {
+	"the state damaged": func(t *testing.T, a *exportDir, _ []string) {
 		state := a.readState()
 		a.writeState(state[:len(state)/2])
 		a.repair()
 	},
-	"a committed run's staged x_bookmarks file removed": func(t *testing.T, a *archive, _ []string) {
+	"a committed run's staged x_bookmarks file removed": func(t *testing.T, a *exportDir, _ []string) {
 		a.sim.SeedBookmarks("1001", 7)
 		step, crashed := crashAt("committed")
 		func() {
@@ -92,7 +93,7 @@ func TestNoKeyIsWrittenTwiceAfterARecovery(t *testing.T) {
 			a.mustRun()
 			checkNoKeyTwice(t, a, "after the export")
 
-			if _, err := export.Compact(a.dir, export.CompactOptions{CurrentMonth: true}); err != nil {
+			if _, err := archive.Compact(a.dir, archive.CompactOptions{CurrentMonth: true}); err != nil {
 				t.Fatal(err)
 			}
 			checkNoKeyTwice(t, a, "after compact")
@@ -116,10 +117,10 @@ func TestNoKeyIsWrittenTwiceAfterARecovery(t *testing.T) {
 
 // archiveWithContent is an archive of every content kind and a folder,
 // after three runs, and the posts the second run found.
-func archiveWithContent(t *testing.T) (*archive, []string) {
-	a := newArchive(t, demoUser{id: "1001", bookmarks: 150, folders: 1}, demoUser{id: "1002", bookmarks: 20})
+func archiveWithContent(t *testing.T) (*exportDir, []string) {
+	a := newExportDir(t, demoUser{id: "1001", bookmarks: 150, folders: 1}, demoUser{id: "1002", bookmarks: 20})
 	text := specYAML(a.sim.URL(), a.users, a.tokens, `["*"]`) + allContentYAML
-	src, err := export.ParseSpec([]byte(text), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func archiveWithContent(t *testing.T) (*archive, []string) {
 }
 
 // checkNoKeyTwice checks every family of tables of a's archive.
-func checkNoKeyTwice(t *testing.T, a *archive, when string) {
+func checkNoKeyTwice(t *testing.T, a *exportDir, when string) {
 	t.Helper()
 	dups, err := synctest.DuplicateKeys(a.dir)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // published; the staging directory removed last. A table that has a file
 // already gets none from a run that wrote it no row.
 func TestARunsStepsComeInTheCrashSafetyOrder(t *testing.T) {
-	a := newArchive(t, demoUser{id: "1001", bookmarks: 30, folders: 1})
+	a := newExportDir(t, demoUser{id: "1001", bookmarks: 30, folders: 1})
 	steps := func() []string {
 		var got []string
 		if _, err := a.run(func(name string) {

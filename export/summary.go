@@ -9,7 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -20,15 +23,15 @@ import (
 // and operation what was fetched, billed and how each walk ended, and the
 // compliance check's requests and failure.
 type Summary struct {
-	RunID      string       `json:"run_id"`
-	RunTime    time.Time    `json:"run_time"`
-	StartedAt  time.Time    `json:"started_at"`
-	FinishedAt time.Time    `json:"finished_at"`
-	Out        string       `json:"out"`
-	OK         bool         `json:"ok"`
-	Recovered  *Recovery    `json:"recovered,omitempty"`
-	Files      []FileResult `json:"files"`
-	Accounts   []AccountSum `json:"accounts"`
+	RunID      string            `json:"run_id"`
+	RunTime    time.Time         `json:"run_time"`
+	StartedAt  time.Time         `json:"started_at"`
+	FinishedAt time.Time         `json:"finished_at"`
+	Out        string            `json:"out"`
+	OK         bool              `json:"ok"`
+	Recovered  *archive.Recovery `json:"recovered,omitempty"`
+	Files      []FileResult      `json:"files"`
+	Accounts   []AccountSum      `json:"accounts"`
 	// Compliance is the run's check of the archive; nil when it ran none
 	// (no compliance section, or x_post_compliance not selected).
 	Compliance *ComplianceSum `json:"compliance,omitempty"`
@@ -40,7 +43,7 @@ type Summary struct {
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Damaged are files of earlier runs whose footer cannot be read (see
 	// DamagedFile.Describe); the run is not OK.
-	Damaged []DamagedFile `json:"damaged_files,omitempty"`
+	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 }
 
 // AccountSum is one account.
@@ -136,8 +139,8 @@ func (r *Result) Summary() *Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, sess := range r.sessions {
-		a := AccountSum{Account: fmt.Sprintf("accounts[%d]", sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
-			name: accountName(sess)}
+		a := AccountSum{Account: account.Label(sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
+			name: sess.Name()}
 		if r.plugin != nil {
 			a.problems = xplugin.AccountFailure(r.plugin, sess)
 		} else if err := sessionErr(sess); err != nil {
@@ -193,9 +196,9 @@ func operationSum(u *resources.Usage) OperationSum {
 
 // complianceSum is the compliance check's part of the summary: the same
 // rows as its x_api_usage rows.
-func complianceSum(c *resources.Compliance) *ComplianceSum {
+func complianceSum(c *compliance.Check) *ComplianceSum {
 	cs := &ComplianceSum{Account: resources.ComplianceUsageAccount, UserID: resources.ComplianceUsageUser, OK: true, Operations: []OperationSum{}}
-	for _, u := range c.UsageRows() {
+	for _, u := range resources.ComplianceUsageRows(c) {
 		cs.Operations = append(cs.Operations, operationSum(u))
 		cs.Requests += u.Requests
 	}

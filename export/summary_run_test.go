@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -20,7 +22,7 @@ import (
 // returns the run's summary and its text.
 func summaryRun(t *testing.T, clk *clock.Virtual, sim *xsim.Server, users []demoUser, dir, extra string) (*export.Summary, string) {
 	t.Helper()
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+extra), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+extra), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +96,8 @@ func TestAFailedComplianceCheckFailsTheSummaryAndKeepsTheBookmarks(t *testing.T)
 		t.Errorf("the account is told failed: %+v", sum.Accounts)
 	}
 	checkArchive(t, dir, sim, users)
-	st, err := export.ReadState(dir)
-	if err != nil || len(st.Written["1001"]) != 12 {
+	st, err := archive.ReadState(dir)
+	if err != nil || len(st.Archived["1001"]) != 12 {
 		t.Fatalf("committed state %v, %v", st, err)
 	}
 }

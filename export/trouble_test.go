@@ -12,24 +12,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
-// archive is an output directory exported from a simulator: the setting of
+// exportDir is an output directory exported from a simulator: the setting of
 // the tests of what goes wrong in one (docs/export.md, "When something goes
 // wrong").
-type archive struct {
+type exportDir struct {
 	t        *testing.T
 	sim      *xsim.Server
 	users    []demoUser
 	tokens   map[string]string
-	src      *export.SourceSpec
+	src      *cqspec.Source
 	specFile string // "" unless written
 	dir      string
 }
 
-func newArchive(t *testing.T, users ...demoUser) *archive {
+func newExportDir(t *testing.T, users ...demoUser) *exportDir {
 	t.Helper()
 	sim := xsim.New(xsim.Options{DisableRateLimits: true})
 	if err := sim.Start(); err != nil {
@@ -40,15 +42,15 @@ func newArchive(t *testing.T, users ...demoUser) *archive {
 		users = []demoUser{{id: "1001", bookmarks: 300, folders: 1}, {id: "1002", bookmarks: 40}}
 	}
 	tokens := seed(sim, users)
-	src, err := export.ParseSpec([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)), "spec.yml", os.LookupEnv, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &archive{t: t, sim: sim, users: users, tokens: tokens, src: src, dir: t.TempDir()}
+	return &exportDir{t: t, sim: sim, users: users, tokens: tokens, src: src, dir: t.TempDir()}
 }
 
 // run exports once; step is the crash-point hook (nil: none).
-func (a *archive) run(step func(string)) (*export.Summary, error) {
+func (a *exportDir) run(step func(string)) (*export.Summary, error) {
 	res, err := export.Run(context.Background(), export.Options{Spec: a.src, Out: a.dir, Step: step})
 	if err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func (a *archive) run(step func(string)) (*export.Summary, error) {
 	return res.Summary(), nil
 }
 
-func (a *archive) mustRun() *export.Summary {
+func (a *exportDir) mustRun() *export.Summary {
 	a.t.Helper()
 	s, err := a.run(nil)
 	if err != nil {
@@ -68,9 +70,9 @@ func (a *archive) mustRun() *export.Summary {
 	return s
 }
 
-func (a *archive) statePath() string { return filepath.Join(a.dir, ".state", "state.json") }
+func (a *exportDir) statePath() string { return filepath.Join(a.dir, ".state", "state.json") }
 
-func (a *archive) readState() []byte {
+func (a *exportDir) readState() []byte {
 	a.t.Helper()
 	b, err := os.ReadFile(a.statePath())
 	if err != nil {
@@ -79,16 +81,16 @@ func (a *archive) readState() []byte {
 	return b
 }
 
-func (a *archive) writeState(b []byte) {
+func (a *exportDir) writeState(b []byte) {
 	a.t.Helper()
 	if err := os.WriteFile(a.statePath(), b, 0o644); err != nil {
 		a.t.Fatal(err)
 	}
 }
 
-func (a *archive) repair() *export.RepairReport {
+func (a *exportDir) repair() *archive.RepairReport {
 	a.t.Helper()
-	rep, err := export.Repair(a.dir, export.RepairOptions{})
+	rep, err := archive.Repair(a.dir, archive.RepairOptions{})
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func (a *archive) repair() *export.RepairReport {
 // refusesToRun checks that an export in the directory fails at once with
 // an error containing want and naming the repair command, having billed
 // and written nothing.
-func (a *archive) refusesToRun(want string) {
+func (a *exportDir) refusesToRun(want string) {
 	a.t.Helper()
 	billed := a.sim.TotalPostsReturned()
 	files := len(parquetFiles(a.t, a.dir, "x_bookmarks"))
@@ -118,7 +120,7 @@ func (a *archive) refusesToRun(want string) {
 // is damaged, not an empty state: an empty state would have the next run
 // bill every post again and write each row a second time.
 func TestAStateFileThatHoldsNoStateIsDamaged(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	for text, why := range map[string]string{
 		`null`:                                 "is damaged: null where an object was expected",
@@ -143,7 +145,7 @@ func TestAStateFileThatHoldsNoStateIsDamaged(t *testing.T) {
 // export refuses to start; the repair rebuilds the written ids from the
 // files, so the next run bills each list once more but writes no row twice.
 func TestADeletedStateBesideFilesIsRebuiltFromThem(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	if err := os.Remove(a.statePath()); err != nil {
 		t.Fatal(err)
@@ -180,7 +182,7 @@ func TestADeletedStateBesideFilesIsRebuiltFromThem(t *testing.T) {
 // backup restored). The export refuses to start, as for a lost state; the
 // repair rebuilds it from the files, and no row is written twice.
 func TestAStateThatDoesNotKnowTheFilesBesideItIsRefused(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	backup := a.readState()
 	a.writeState([]byte(`{"format":1,"keys":{},"written":{}}`))
@@ -233,7 +235,7 @@ func flipHeldBit(t *testing.T, state []byte, key string) []byte {
 // repair; the repair drops that memory alone, so the next run reads that
 // list in full once and every other list incrementally.
 func TestADamagedWalkMemoryIsDroppedByTheRepair(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	a.writeState(flipHeldBit(t, a.readState(), "x_bookmarks/1001"))
 	a.refusesToRun("the state key x_bookmarks/1001 is damaged")
@@ -256,7 +258,7 @@ func TestADamagedWalkMemoryIsDroppedByTheRepair(t *testing.T) {
 // A state file that no longer parses as JSON loses only the memory the
 // damage is in: the repair finds every other one by its own name.
 func TestADamagedStateLosesOnlyTheMemoryTheDamageIsIn(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	state := a.readState()
 	at := bytes.Index(state, []byte(`"x_bookmarks/1001":"`))
@@ -285,7 +287,7 @@ func TestADamagedStateLosesOnlyTheMemoryTheDamageIsIn(t *testing.T) {
 // nothing happened or refuses to start; after the repair it runs, and the
 // archive holds every bookmark exactly once.
 func TestAnyFlippedBitOfTheStateIsRepaired(t *testing.T) {
-	a := newArchive(t, demoUser{id: "1001", bookmarks: 120, folders: 1}, demoUser{id: "1002", bookmarks: 30})
+	a := newExportDir(t, demoUser{id: "1001", bookmarks: 120, folders: 1}, demoUser{id: "1002", bookmarks: 30})
 	a.mustRun()
 	a.sim.SeedBookmarks("1001", 5)
 	a.mustRun()
@@ -301,7 +303,7 @@ func TestAnyFlippedBitOfTheStateIsRepaired(t *testing.T) {
 		damaged[at] ^= bit
 		a.writeState(damaged)
 		_, err := a.run(nil)
-		var stateErr *export.StateError
+		var stateErr *archive.StateError
 		switch {
 		case errors.As(err, &stateErr):
 			a.repair()
@@ -326,7 +328,7 @@ func TestAnyFlippedBitOfTheStateIsRepaired(t *testing.T) {
 func everyFile(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
-	for _, table := range export.TableNames() {
+	for _, table := range archive.TableNames() {
 		files = append(files, parquetFiles(t, dir, table)...)
 	}
 	return files
@@ -362,7 +364,7 @@ func crashAt(name string) (func(string), func(t *testing.T)) {
 // drops the memories that vouch for the lost file's posts: the next run
 // fetches them again, and writes nothing twice.
 func TestAStagedFileRemovedAfterTheCommitIsRepaired(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	added := a.sim.SeedBookmarks("1001", 6)
 	step, crashed := crashAt("committed")
@@ -402,7 +404,7 @@ func TestAStagedFileRemovedAfterTheCommitIsRepaired(t *testing.T) {
 // out of the output directory is damaged, and nothing is removed or moved
 // (such a pending run used to have the recovery delete DIR/x_bookmarks).
 func TestARunRecordLeadingOutOfTheDirectoryIsDamaged(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	var s map[string]json.RawMessage
 	if err := json.Unmarshal(a.readState(), &s); err != nil {
@@ -426,7 +428,7 @@ func TestARunRecordLeadingOutOfTheDirectoryIsDamaged(t *testing.T) {
 // A repair of a sound directory changes nothing; a dry run changes nothing
 // either, and says what the repair would do.
 func TestRepairLeavesASoundDirectoryAloneAndADryRunChangesNothing(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	good := a.readState()
 	if rep := a.repair(); rep.Changed || rep.StateProblem != "" || rep.Posts != 340 || rep.KeptMemories != 5 {
@@ -437,7 +439,7 @@ func TestRepairLeavesASoundDirectoryAloneAndADryRunChangesNothing(t *testing.T) 
 	}
 	a.writeState(flipHeldBit(t, good, "x_bookmarks/1002"))
 	damaged := a.readState()
-	rep, err := export.Repair(a.dir, export.RepairOptions{DryRun: true})
+	rep, err := archive.Repair(a.dir, archive.RepairOptions{DryRun: true})
 	if err != nil || !rep.Changed || len(rep.Dropped) != 1 {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
@@ -455,10 +457,10 @@ func TestRepairLeavesASoundDirectoryAloneAndADryRunChangesNothing(t *testing.T) 
 // Parquet file whose footer cannot be read is moved aside, to
 // DIR/.damaged/<table>/, and the state rebuilt without it.
 func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	a.writeState([]byte(`{"format":2,"keys":{},"written":{}}`))
-	if _, err := export.Repair(a.dir, export.RepairOptions{}); err == nil || !strings.Contains(err.Error(), "has format 2") {
+	if _, err := archive.Repair(a.dir, archive.RepairOptions{}); err == nil || !strings.Contains(err.Error(), "has format 2") {
 		t.Errorf("repair of a newer state: %v", err)
 	}
 	if err := os.Remove(a.statePath()); err != nil {
@@ -468,7 +470,7 @@ func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("PAR1 not really"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dry, err := export.Repair(a.dir, export.RepairOptions{DryRun: true})
+	dry, err := archive.Repair(a.dir, archive.RepairOptions{DryRun: true})
 	if err != nil || len(dry.Damaged) != 1 || dry.Damaged[0].Path != bad {
 		t.Fatalf("dry run: %+v, %v", dry, err)
 	}
@@ -491,7 +493,7 @@ func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
 // state.
 func TestRepairLeavesADirectoryWithoutAnExportAlone(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := export.Repair(dir, export.RepairOptions{})
+	rep, err := archive.Repair(dir, archive.RepairOptions{})
 	if err != nil || !rep.Empty || rep.Changed {
 		t.Fatalf("repair of an empty directory: %+v, %v", rep, err)
 	}
@@ -504,7 +506,7 @@ func TestRepairLeavesADirectoryWithoutAnExportAlone(t *testing.T) {
 // the repair counts what the files hold, and drops the memories that hold
 // the lost posts: the next run fetches again those still bookmarked.
 func TestFilesDeletedByHandAreFetchedAgainAfterTheRepair(t *testing.T) {
-	a := newArchive(t)
+	a := newExportDir(t)
 	a.mustRun()
 	added := a.sim.SeedBookmarks("1002", 5)
 	a.mustRun()
@@ -521,5 +523,34 @@ func TestFilesDeletedByHandAreFetchedAgainAfterTheRepair(t *testing.T) {
 	}
 	if keys := checkArchive(t, a.dir, a.sim, a.users); keys[[2]string{"1002", added[0]}] != 1 {
 		t.Errorf("post %s of the deleted file is not archived", added[0])
+	}
+}
+
+// The day's billing ledger (x_api_usage/billed/<user>) is a state key as
+// the walk memories are: a repair that salvages a damaged state keeps it,
+// or the next run of the day would count as billed again what X billed
+// once.
+func TestRepairKeepsTheDaysBillingLedger(t *testing.T) {
+	a := newExportDir(t)
+	a.mustRun()
+	const key = "x_api_usage/billed/1001"
+	keys := func() map[string]string {
+		var s struct{ Keys map[string]string }
+		if err := json.Unmarshal(a.readState(), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Keys
+	}
+	ledger := keys()[key]
+	if ledger == "" {
+		t.Fatalf("the run stored no ledger under %s", key)
+	}
+	state := a.readState()
+	a.writeState(state[:len(state)-2]) // the end cut off: damaged, every key whole
+	if rep := a.repair(); rep.StateProblem == "" {
+		t.Fatal("the repair found the state sound")
+	}
+	if got := keys()[key]; got != ledger {
+		t.Errorf("after the repair the state holds %q under %s, want the ledger it held", got, key)
 	}
 }

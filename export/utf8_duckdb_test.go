@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -61,7 +62,7 @@ func TestDuckDBReadsEveryTableWhenTheAPISendsInvalidUTF8(t *testing.T) {
 	// Every kind of content on, so that every table has files to read.
 	everyKind := strings.Replace(specYAML(sim.URL(), users, tokens, `["*"]`), "    accounts:\n",
 		"    content: {authors: true, media: true, referenced_posts: true, long_text: true, articles: true}\n    accounts:\n", 1)
-	src, err := export.ParseSpec([]byte(everyKind), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(everyKind), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/bearer"
 )
 
 // Status is what became of a file.
@@ -119,7 +120,7 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-func loopback(u *url.URL) bool { return client.LoopbackHost(u.Hostname()) }
+func loopback(u *url.URL) bool { return bearer.Loopback(u.Hostname()) }
 
 // CheckURL says why a media URL is not fetched, or nil: it must be https,
 // or http to a loopback host.

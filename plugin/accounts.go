@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
@@ -45,7 +44,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Sync:         info,
 			State:        st,
 			Redact:       r,
-			Archived:     o.Archived,
+			Archive:      o.archive(),
 			Resend:       o.resendPolicy(s),
 		}
 		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
@@ -76,19 +75,49 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 	return set
 }
 
+// archive is the destination's record of the posts written, if it keeps
+// one (an interface holding a nil Destination is not nil).
+func (o Options) archive() account.Archive {
+	if d := o.destination(); d != nil {
+		return d
+	}
+	return nil
+}
+
 // resolveUserID asks the API whose token this is, once.
 func resolveUserID(s *spec.Spec, sess *account.Session, set *account.Set) func(context.Context) error {
 	return func(ctx context.Context) error {
-		me, _, err := sess.API.Me(ctx)
+		userID, err := UserID(ctx, sess.API, sess.Index)
 		if err != nil {
-			return fmt.Errorf("resolving the user id with GET /2/users/me (set accounts[%d].user_id to skip this): %w", sess.Index, err)
-		}
-		if err := set.Claim(sess, me.ID); err != nil {
 			return err
 		}
-		sess.UserID = me.ID
-		sess.Meter.SetOwnedReads(me.ID, s.OwnedReads(sess.Index, me.ID))
+		if err := set.Claim(sess, userID); err != nil {
+			return err
+		}
+		sess.UserID = userID
+		sess.Meter.SetOwnedReads(userID, s.OwnedReads(sess.Index, userID))
 		return nil
+	}
+}
+
+// UserID asks the API whose token api sends (GET /2/users/me), for the
+// account accounts[i], which names no user_id.
+func UserID(ctx context.Context, api *client.Client, i int) (string, error) {
+	me, _, err := api.Me(ctx)
+	if err != nil {
+		return "", fmt.Errorf("resolving the user id with GET /2/users/me (set %s.user_id to skip this): %w", account.Label(i), err)
+	}
+	return me.ID, nil
+}
+
+// AuthConfig is the OAuth configuration that refreshes the token of
+// s.Accounts[i], whose token file records the client id storedClientID.
+func AuthConfig(s *spec.Spec, i int, storedClientID string) auth.Config {
+	a := s.Accounts[i]
+	return auth.Config{
+		ClientID:     firstNonEmpty(a.ClientID, s.OAuth.ClientID, storedClientID),
+		ClientSecret: firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret),
+		TokenURL:     s.OAuth.TokenURL,
 	}
 }
 
@@ -111,11 +140,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.
 		}
 		userID = stored.UserID
 		log = accountLogger(logger, i, firstNonEmpty(a.UserID, userID))
-		cfg := auth.Config{
-			ClientID:     firstNonEmpty(a.ClientID, s.OAuth.ClientID, stored.ClientID),
-			ClientSecret: firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret),
-			TokenURL:     s.OAuth.TokenURL,
-		}
+		cfg := AuthConfig(s, i, stored.ClientID)
 		if cfg.ClientID == "" {
 			return nil, "", fmt.Errorf("token file %s records no client id: set oauth.client_id (or the account's client_id) so its token can be refreshed", a.TokenFile)
 		}

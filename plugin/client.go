@@ -11,6 +11,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -98,8 +99,13 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 			s.Media = mediaFiles
 		}
 	}
-	if c.options.OnSessions != nil {
-		c.options.OnSessions(set)
+	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
+	if o := c.options.Observer; o != nil {
+		if compliance != nil && c.spec.Compliance != nil {
+			o.SyncStarted(set, comp)
+		} else {
+			o.SyncStarted(set, nil)
+		}
 	}
 
 	run := c.newTableSync(opts, res)
@@ -110,10 +116,6 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	}
 	if err := syncMediaFiles(ctx, run, stateClient, set, mediaFiles, mediaTable, c.logger); err != nil {
 		return err
-	}
-	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
-	if compliance != nil && c.spec.Compliance != nil && c.options.OnCompliance != nil {
-		c.options.OnCompliance(comp)
 	}
 	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
 		return err
@@ -215,8 +217,8 @@ func (c *Client) newTableSync(opts plugin.SyncOptions, res chan<- message.SyncMe
 		scheduler.WithConcurrency(c.spec.Concurrency),
 		scheduler.WithInvocationID(c.invocationID),
 	}
-	if c.options.RecordRows > 0 {
-		schedOpts = append(schedOpts, scheduler.WithBatchOptions(scheduler.WithBatchMaxRows(c.options.RecordRows)))
+	if d := c.options.destination(); d != nil && d.RecordRows() > 0 {
+		schedOpts = append(schedOpts, scheduler.WithBatchOptions(scheduler.WithBatchMaxRows(d.RecordRows())))
 	}
 	return tableSync{
 		sched: scheduler.NewScheduler(schedOpts...),
@@ -282,7 +284,7 @@ func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Cli
 		}
 	}
 	for _, s := range set.Sessions {
-		resources.StoreBilled(ctx, s) // what the resolvers that bill did not put away
+		s.StoreBilled(ctx) // what the resolvers that bill did not put away
 	}
 	if err := flushState(ctx, st); err != nil {
 		return err
@@ -306,7 +308,7 @@ func (c *Client) logAccountFailures(set *account.Set) {
 
 // syncCompliance runs x_post_compliance, when it is selected, whose jobs
 // check the posts archived so far, and flushes the state it set.
-func syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *resources.Compliance, table *schema.Table) error {
+func syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, table *schema.Table) error {
 	if table == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -16,8 +17,8 @@ import (
 // prepareCompliance builds the client of x_post_compliance for the
 // accounts of this sync (of its shard), without touching the network. Its
 // API is nil when the spec has no compliance section.
-func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard, r *redact.Redactor) *resources.Compliance {
-	c := &resources.Compliance{
+func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard, r *redact.Redactor) *compliance.Check {
+	c := &compliance.Check{
 		Set: set, State: st, Clock: o.Clock, Sync: info, Redact: r, Resend: o.resendPolicy(s),
 		Logger: logger.With().Str("table", resources.PostComplianceTable).Logger(),
 	}

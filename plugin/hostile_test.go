@@ -18,6 +18,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -374,7 +375,7 @@ func TestAnAPIThatAcceptsNoConnectionIsToldToCheckBaseURL(t *testing.T) {
 	specJSON, _ := json.Marshal(map[string]any{"base_url": "https://api.x.com", "max_attempts": 2,
 		"accounts": []map[string]any{{"user_id": "1001", "access_token": "token-of-user-1001"}}})
 	var set *account.Set
-	p := New(WithState(memstate.New()), WithTransport(blackhole), WithSessionsHook(func(s *account.Set) { set = s }),
+	p := New(WithState(memstate.New()), WithTransport(blackhole), WithObserver(ObserverFunc(func(s *account.Set, _ *compliance.Check) { set = s })),
 		WithClock(clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))),
 		WithClientOptions(client.WithTimeouts(client.Timeouts{Connect: 50 * time.Millisecond})))
 	ctx := context.Background()

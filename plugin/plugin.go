@@ -4,16 +4,15 @@
 package plugin
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
@@ -43,21 +42,9 @@ type Options struct {
 	// State, when set, replaces the state backend of backend_options: the
 	// standalone exporter keeps its state in its output directory.
 	State state.Client
-	// OnSessions, when set, is called with the accounts of each sync once
-	// they are prepared, before any request; the exporter reads their meters
-	// for progress and their reports for its summary.
-	OnSessions func(*account.Set)
-	// OnCompliance, when set, is called with the compliance check of each
-	// sync that runs one (the spec has the section and the sync selects
-	// x_post_compliance), before it starts; the exporter reads its requests
-	// and its failure for its summary.
-	OnCompliance func(*resources.Compliance)
-	// RowsCommittedWithState: see WithRowsCommittedWithState.
-	RowsCommittedWithState bool
-	// RecordRows: see WithRecordRows.
-	RecordRows int
-	// Archived: see WithArchive.
-	Archived func(ctx context.Context, userID string) ([]uint64, error)
+	// Observer, when set, hears from each sync; when it is a Destination,
+	// it is also the sync's destination.
+	Observer Observer
 	// ClientOptions are appended to the options of every API client of a
 	// sync (the accounts', the compliance check's), after the plugin's own
 	// (the exporter adds a wait hook, and the stop of its run).
@@ -80,42 +67,54 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *Options) { o.Tr
 // The caller keeps ownership: syncs Flush it but never Close it.
 func WithState(st state.Client) Option { return func(o *Options) { o.State = st } }
 
-// WithArchive makes the destination's own record of the posts written to
-// x_bookmarks the one the compliance checks read: archived returns them for
-// a user (X ids as numbers, sorted), every row the sync sent before the call
-// included. The plugin then keeps none in the state backend. The exporter
-// keeps the ids it wrote, which are that record.
-func WithArchive(archived func(ctx context.Context, userID string) ([]uint64, error)) Option {
-	return func(o *Options) { o.Archived = archived }
+// Observer hears from each sync: the exporter, and the benchmarks and
+// tests, read its accounts' meters and reports.
+type Observer interface {
+	// SyncStarted is called with a sync's accounts and its compliance check
+	// (nil when the sync runs none) once they are prepared, before any
+	// request.
+	SyncStarted(*account.Set, *compliance.Check)
 }
 
-// WithRowsCommittedWithState says that the destination commits the rows of
-// a sync together with its state, as the exporter commits its files: the
-// rows of incremental tables are then never sent again (spec.Resend), and
-// the state is flushed only when the tables are done.
-func WithRowsCommittedWithState() Option { return func(o *Options) { o.RowsCommittedWithState = true } }
+// ObserverFunc is an Observer that calls f.
+type ObserverFunc func(*account.Set, *compliance.Check)
+
+// SyncStarted calls f.
+func (f ObserverFunc) SyncStarted(s *account.Set, c *compliance.Check) { f(s, c) }
+
+// Destination is an Observer that is also the sync's destination, in the
+// plugin's process, and commits the rows of a sync with the state, as the
+// exporter commits its files with its state. It keeps the record of the
+// posts written to x_bookmarks, which the compliance checks read. The rows
+// of incremental tables are then never sent again (spec.Resend), and the
+// state is flushed only when the tables are done. A CloudQuery sync has
+// none.
+type Destination interface {
+	Observer
+	account.Archive
+	// RecordRows is how many rows a record the scheduler sends holds at most
+	// (0: the SDK's default, 50): a destination that writes Parquet pays for
+	// each record it writes.
+	RecordRows() int
+}
+
+// WithObserver makes o hear from every sync (and, when it is a
+// Destination, be its destination).
+func WithObserver(o Observer) Option { return func(o2 *Options) { o2.Observer = o } }
+
+// destination is the Observer as a Destination, nil when it is none.
+func (o Options) destination() Destination {
+	d, _ := o.Observer.(Destination)
+	return d
+}
 
 // resendPolicy is how long the rows of s's syncs are sent again.
 func (o Options) resendPolicy(s *spec.Spec) outbox.Policy {
-	if o.RowsCommittedWithState {
+	if o.destination() != nil {
 		return outbox.Policy{}
 	}
 	return s.Resend.Policy()
 }
-
-// WithSessionsHook registers a function called with each sync's accounts.
-func WithSessionsHook(f func(*account.Set)) Option { return func(o *Options) { o.OnSessions = f } }
-
-// WithComplianceHook registers a function called with each sync's
-// compliance check.
-func WithComplianceHook(f func(*resources.Compliance)) Option {
-	return func(o *Options) { o.OnCompliance = f }
-}
-
-// WithRecordRows makes the scheduler send records of up to n rows, rather
-// than the SDK's default of 50: the standalone exporter writes records to
-// Parquet, where each record written has a cost of its own.
-func WithRecordRows(n int) Option { return func(o *Options) { o.RecordRows = n } }
 
 // WithClientOptions adds options to every API client of a sync.
 func WithClientOptions(opts ...client.Option) Option {

@@ -15,6 +15,8 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -271,8 +273,9 @@ func TestShardsSplitAccounts(t *testing.T) {
 	}
 }
 
-// WithRecordRows sets the size of the records the scheduler sends (the
-// exporter asks for large ones); without it they are the SDK's 50 rows.
+// A destination's RecordRows sets the size of the records the scheduler
+// sends (the exporter asks for large ones); without it they are the SDK's
+// 50 rows.
 func TestRecordRowsSetsTheSizeOfRecords(t *testing.T) {
 	sim := xsim.New(xsim.Options{DisableRateLimits: true})
 	if err := sim.Start(); err != nil {
@@ -289,7 +292,7 @@ func TestRecordRowsSetsTheSizeOfRecords(t *testing.T) {
 		want []int
 	}{
 		{nil, []int{50, 50, 50, 50, 50}},
-		{[]Option{WithRecordRows(200)}, []int{200, 50}},
+		{[]Option{WithObserver(recordRows(200))}, []int{200, 50}},
 	} {
 		p := New(c.opts...)
 		ctx := context.Background()
@@ -477,7 +480,7 @@ func TestTheDaysLedgerIsLetGoOnceSaved(t *testing.T) {
 	})
 	st := memstate.New()
 	var sessions *account.Set
-	p := New(WithClock(clk), WithState(st), WithSessionsHook(func(s *account.Set) { sessions = s }))
+	p := New(WithClock(clk), WithState(st), WithObserver(ObserverFunc(func(s *account.Set, _ *compliance.Check) { sessions = s })))
 	ctx := context.Background()
 	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
 		t.Fatal(err)
@@ -492,3 +495,11 @@ func TestTheDaysLedgerIsLetGoOnceSaved(t *testing.T) {
 		t.Errorf("the session still holds a ledger of %s: %d posts", day, posts.Len())
 	}
 }
+
+// recordRows is a destination that asks for records of its size, and keeps
+// no record of the posts written.
+type recordRows int
+
+func (recordRows) SyncStarted(*account.Set, *compliance.Check)          {}
+func (recordRows) Archived(context.Context, string) (ids.Sorted, error) { return nil, nil }
+func (n recordRows) RecordRows() int                                    { return int(n) }

@@ -19,6 +19,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -109,7 +110,7 @@ func TestEchoedCredentialsAreMaskedEverywhere(t *testing.T) {
 	})
 	var log bytes.Buffer
 	var set *account.Set
-	p := New(WithState(memstate.New()), WithSessionsHook(func(s *account.Set) { set = s }))
+	p := New(WithState(memstate.New()), WithObserver(ObserverFunc(func(s *account.Set, _ *compliance.Check) { set = s })))
 	p.SetLogger(zerolog.New(&log))
 	ctx := context.Background()
 	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -114,8 +115,8 @@ var usageColumns = []column[*Usage]{
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	var rows []*Usage
 	switch m := meta.(type) {
-	case *Compliance:
-		rows = m.UsageRows()
+	case *compliance.Check:
+		rows = ComplianceUsageRows(m)
 	default:
 		rows = UsageRows(m.(*account.Session))
 	}
@@ -129,7 +130,7 @@ func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource
 // setup row for an account that could not be prepared. The exporter prints
 // the same rows as its summary.
 func UsageRows(s *account.Session) []*Usage {
-	label := fmt.Sprintf("accounts[%d]", s.Index)
+	label := account.Label(s.Index)
 	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: s.UserID, Account: label}
 	if base.UserID == "" {
 		base.UserID = label
@@ -138,7 +139,7 @@ func UsageRows(s *account.Session) []*Usage {
 		return []*Usage{setupRow(s, base)}
 	}
 	ops := newOpRows(base)
-	ops.addMetered(s)
+	ops.addMeter(s.Meter, s.UserID)
 	ops.addWalks(s.Report().Walks())
 	ops.addMedia(s.Report().Media())
 	return ops.rows(s.Redact)
@@ -160,12 +161,64 @@ func (r *opRows) addMedia(m *account.MediaReport) {
 	}
 }
 
+// ComplianceUsageUser and ComplianceUsageAccount are the user_id and the
+// account of the compliance requests' usage rows: they are the app's, not
+// an account's.
+const (
+	ComplianceUsageUser    = "app"
+	ComplianceUsageAccount = "compliance"
+)
+
+// UsageClients is the top-level client of the x_api_usage pass: every
+// account, and the app's compliance requests when the spec checks them.
+type UsageClients struct {
+	*account.Set
+	Compliance *compliance.Check
+}
+
+// usageMultiplex gives each account, and the compliance checks, a run of
+// the usage resolver.
+func usageMultiplex(meta schema.ClientMeta) []schema.ClientMeta {
+	u, ok := meta.(*UsageClients)
+	if !ok {
+		return account.Multiplex(meta)
+	}
+	out := account.Multiplex(u.Set)
+	if u.Compliance != nil && u.Compliance.Meter != nil {
+		out = append(out, u.Compliance)
+	}
+	return out
+}
+
+// complianceUsageRows are the compliance requests of the sync, one row per
+// operation (nothing is billed), with the check's failure on the row of the
+// operation that failed.
+func ComplianceUsageRows(c *compliance.Check) []*Usage {
+	user := ComplianceUsageUser
+	if c.Scope != "" {
+		user += "/" + c.Scope
+	}
+	ops := newOpRows(Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: ComplianceUsageAccount})
+	ops.addMeter(c.Meter, "")
+	if failure := c.Failure(); failure != nil {
+		ops.get(string(c.FailedOperation())).Failure = failureText(c.Redact, failure.Error())
+	}
+	return ops.rows(nil)
+}
+
+// failureText is an error's text for the failure column: the credentials
+// masked, and valid UTF-8 (an error may quote what the system said; what X
+// says the API client makes valid).
+func failureText(r *redact.Redactor, text string) string {
+	return strings.ToValidUTF8(r.String(text), "\uFFFD")
+}
+
 // setupRow is the one row of an account that could not be prepared: its
 // error, and the requests and users its meter counted.
 func setupRow(s *account.Session, base Usage) *Usage {
 	u := base
 	u.Operation = OpSetup
-	u.Failure = s.Redact.String(s.Err.Error())
+	u.Failure = failureText(s.Redact, s.Err.Error())
 	if s.Meter != nil {
 		for _, m := range s.Meter.Snapshot() {
 			u.Requests += m.Requests
@@ -202,10 +255,11 @@ func (r *opRows) get(op string) *Usage {
 	return &u
 }
 
-// addMetered adds what the session's meter counted for the account.
-func (r *opRows) addMetered(s *account.Session) {
-	for _, m := range s.Meter.Snapshot() {
-		if m.UserID != s.UserID && m.UserID != "" {
+// addMeter adds what meter counted for userID (and for user "", the app's
+// requests and GET /2/users/me).
+func (r *opRows) addMeter(meter *client.Meter, userID string) {
+	for _, m := range meter.Snapshot() {
+		if m.UserID != userID && m.UserID != "" {
 			continue
 		}
 		u := r.get(string(m.Operation))
@@ -257,7 +311,9 @@ func (r *opRows) rows(redactor *redact.Redactor) []*Usage {
 	rows := make([]*Usage, 0, len(r.byOp))
 	for op, u := range r.byOp {
 		u.WalkOutcomes = formatOutcomes(r.outcomes[op], u.Walks)
-		u.Failure = redactor.String(strings.Join(r.failures[op], "; "))
+		if failures := r.failures[op]; len(failures) > 0 {
+			u.Failure = failureText(redactor, strings.Join(failures, "; "))
+		}
 		rows = append(rows, u)
 	}
 	sort.Slice(rows, func(i, j int) bool {

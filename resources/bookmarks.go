@@ -13,6 +13,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -152,20 +153,29 @@ func jsonArray(objs []json.RawMessage) []byte {
 
 func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	s := meta.(*account.Session)
-	if err := s.Check(ctx); err != nil {
+	if err := s.Ready(ctx); err != nil {
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Err: err})
 		return err
 	}
-	defer enterBilling(ctx, s)()
+	defer s.EnterBilling(ctx)()
 	bw, err := startBookmarksWalk(ctx, s)
 	if err != nil {
 		return err
 	}
-	emit, saveArchived := recordArchived(s, emitTo(res)) // the posts the compliance checks cover
+	archived := compliance.NewArchiver(s) // the posts the compliance checks cover
+	emit := func(ctx context.Context, rows []*bookmark) error {
+		if err := send(ctx, res, rows); err != nil {
+			return err
+		}
+		for _, b := range rows {
+			archived.Add(b.post.ID)
+		}
+		return nil
+	}
 	if bw.resent, err = resendBookmarks(ctx, s.UserID, s.AskedBy, bw.outbox, emit); err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		bw.report(nil, err)
-		return saveArchived(ctx, err)
+		return archived.Save(ctx, err)
 	}
 	emitNew, saveMedia := recordMediaFiles(s, emit) // the files x_media_files fetches
 	w := &walk.Walker[*bookmark]{
@@ -176,7 +186,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		Emit:     bw.keepSent(emitNew),
 	}
 	result, err := w.Run(ctx, bw.prev)
-	err = bw.finish(ctx, result, saveMedia(ctx, saveArchived(ctx, err)))
+	err = bw.finish(ctx, result, saveMedia(ctx, archived.Save(ctx, err)))
 	return errors.Join(err, s.FlushWalk(ctx))
 }
 
@@ -217,7 +227,7 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID)}
 	var err error
 	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
-		bw.outbox, err = memoryOutbox(bw.prev, bw.key)
+		bw.outbox, err = account.MemoryOutbox(bw.prev, bw.key)
 	}
 	if err == nil {
 		bw.outbox = bw.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)
@@ -238,11 +248,6 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 	}
 	bw.firstSeenAt = s.Clock.Now()
 	return bw, nil
-}
-
-// emitTo sends rows to res, unless ctx ends first.
-func emitTo(res chan<- any) func(context.Context, []*bookmark) error {
-	return func(ctx context.Context, rows []*bookmark) error { return send(ctx, res, rows) }
 }
 
 // send sends rows to res, unless ctx ends first. No rows, nothing sent.

@@ -19,15 +19,11 @@ type capGuard struct {
 	last *walk.CapStop
 }
 
-// CapKey is the state key of the cap record of the list whose memory is
-// under listKey: its last walk that stopped at the cap or was interrupted.
-func CapKey(listKey string) string { return listKey + "/capped" }
-
 // startCapGuard reads the cap record of the list whose memory is under
 // listKey, and returns a *walk.CapError (matching walk.ErrBudget) when a walk
 // from prev with settings would stop where the last capped one did.
 func startCapGuard(ctx context.Context, s *account.Session, listKey string, settings walk.Settings, prev *walk.Memory) (*capGuard, error) {
-	g := &capGuard{s: s, key: CapKey(listKey)}
+	g := &capGuard{s: s, key: account.CapKey(listKey)}
 	value, err := s.State.GetKey(ctx, g.key)
 	if err != nil {
 		return nil, fmt.Errorf("reading state %q: %w", g.key, err)

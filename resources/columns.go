@@ -1,12 +1,8 @@
 package resources
 
 import (
-	"bytes"
 	"context"
-	"slices"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/scalar"
@@ -33,18 +29,16 @@ func typedColumn[T, V any](name, description string, typ arrow.DataType, get fun
 }
 
 // stringColumn: a string; "" is stored as "". Every string column holds
-// valid UTF-8: bytes that are not become U+FFFD (a reader such as DuckDB
-// refuses a Parquet file whose strings are not UTF-8).
+// valid UTF-8 (a reader such as DuckDB refuses a Parquet file whose strings
+// are not): the API client makes what X sends valid, once.
 func stringColumn[T any](name, description string, get func(T) string) column[T] {
-	return typedColumn(name, description, arrow.BinaryTypes.String, func(row T) string { return validUTF8(get(row)) })
+	return typedColumn(name, description, arrow.BinaryTypes.String, get)
 }
 
 // optStringColumn: a string; "" (an absent field) is null.
 func optStringColumn[T any](name, description string, get func(T) string) column[T] {
-	return typedColumn(name, description, arrow.BinaryTypes.String, func(row T) any { return optString(validUTF8(get(row))) })
+	return typedColumn(name, description, arrow.BinaryTypes.String, func(row T) any { return optString(get(row)) })
 }
-
-func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // timeColumn: a time, in microseconds, UTC.
 func timeColumn[T any](name, description string, get func(T) time.Time) column[T] {
@@ -85,16 +79,7 @@ func float64Column[T any](name, description string, get func(T) float64) column[
 // empty one is empty, as the SDK's list scalar has them. (The API client
 // decodes an empty JSON array as nil, so it is stored as null.)
 func stringListColumn[T any](name, description string, get func(T) []string) column[T] {
-	return typedColumn(name, description, arrow.ListOf(arrow.BinaryTypes.String), func(row T) []string {
-		list := get(row)
-		if slices.ContainsFunc(list, func(s string) bool { return !utf8.ValidString(s) }) {
-			list = slices.Clone(list)
-			for i, s := range list {
-				list[i] = validUTF8(s)
-			}
-		}
-		return list
-	})
+	return typedColumn(name, description, arrow.ListOf(arrow.BinaryTypes.String), get)
 }
 
 // jsonColumn: raw JSON the API client has already decoded, and so
@@ -121,15 +106,10 @@ func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
 	}}
 }
 
-// jsonValue is raw, or nil for an absent value or JSON null. Bytes that are
-// not UTF-8 become U+FFFD, as in the string columns (the API client has
-// already replaced those of a page).
+// jsonValue is raw, or nil for an absent value or JSON null.
 func jsonValue(raw []byte) []byte {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
-	}
-	if !utf8.Valid(raw) {
-		return bytes.ToValidUTF8(raw, []byte("\uFFFD"))
 	}
 	return raw
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
-
 	"github.com/cq-source-x/cq-source-x/client"
 )
 

@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
-	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/memstate"
-	"github.com/rs/zerolog"
 )
 
 var allContent = client.Fields{Expansions: []string{"author_id", "attachments.media_keys", "referenced_tweets.id",
@@ -103,41 +100,6 @@ func TestDownloadURLIsThePhotoOrTheBestMP4(t *testing.T) {
 	}
 	if got := downloadURL(&client.Media{Type: "photo", URL: "p.jpg"}); got != "p.jpg" {
 		t.Errorf("photo: %q", got)
-	}
-}
-
-// The resources billed on a UTC day survive from one sync to the next of
-// the same day (state backend), and are dropped the next day.
-func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
-	ctx := context.Background()
-	st := memstate.New()
-	day1 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-	sess := func() *account.Session {
-		return &account.Session{UserID: "1", Meter: client.NewMeter(0), State: st, Logger: zerolog.Nop()}
-	}
-	s1 := sess()
-	s1.Meter.RestoreBilled("1", "2026-05-01", []string{"100", "101"}, []string{"7"})
-	if err := SaveBilled(ctx, s1, day1); err != nil {
-		t.Fatal(err)
-	}
-	s2 := sess()
-	bringBack(ctx, s2)
-	if day, posts, users := s2.Meter.BilledToday("1"); day != "2026-05-01" || posts.Len() != 2 || users.Len() != 1 {
-		t.Fatalf("restored %s %v %v", day, posts.Sorted(), users.Sorted())
-	}
-	// The next day the ledger of the day before is cleared.
-	if err := SaveBilled(ctx, s2, day1.AddDate(0, 0, 1)); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := st.GetKey(ctx, billedKey("1")); v != "" {
-		t.Errorf("a ledger of an earlier day was kept: %.60s", v)
-	}
-	// A damaged value is dropped, not a failure.
-	_ = st.SetKey(ctx, billedKey("1"), `{"version":1,"day":"2026-05-01","posts":"!!"}`)
-	s3 := sess()
-	bringBack(ctx, s3)
-	if day, _, _ := s3.Meter.BilledToday("1"); day != "" {
-		t.Errorf("damaged ledger restored as %s", day)
 	}
 }
 

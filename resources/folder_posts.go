@@ -48,14 +48,14 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Err: err})
 		return err
 	}
-	if s.Check(ctx) != nil {
+	if s.Ready(ctx) != nil {
 		// A folder remembered by an account that could not be set up
 		// (fetchFolders): its last membership again, nothing read. The
 		// account's error is reported once, by the folder listing.
 		emitMembers(s, f, prev, res)
 		return nil
 	}
-	defer enterBilling(ctx, s)()
+	defer s.EnterBilling(ctx)()
 	settings := s.Walk
 	settings.RequestBudget = s.FolderWalkBudget()
 	guard, err := startCapGuard(ctx, s, key, settings, prev)

@@ -45,7 +45,7 @@ func Folders() *schema.Table {
 
 func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	s := meta.(*account.Session)
-	if err := s.Check(ctx); err != nil {
+	if err := s.Ready(ctx); err != nil {
 		// The account could not be set up (a token file missing, /me
 		// refused): nothing is read, and the folders of the last
 		// successful sync are emitted again (their memberships too, by

@@ -90,7 +90,7 @@ func fetchMediaFiles(ctx context.Context, meta schema.ClientMeta, _ *schema.Reso
 	if s.Media == nil {
 		return nil
 	}
-	if err := s.Check(ctx); err != nil {
+	if err := s.Ready(ctx); err != nil {
 		return err
 	}
 	st, err := loadMediaState(ctx, s)

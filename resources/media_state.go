@@ -27,7 +27,9 @@ import (
 // raised). The rows a CloudQuery sync sent are kept with them in an outbox
 // (package outbox), as the compliance findings are.
 
-func mediaFilesKey(userID string) string { return MediaFilesTable + "/" + userID }
+func init() {
+	account.RegisterDecoder(account.MediaFiles, func(key, value string) error { _, err := decodeMediaState(key, value); return err })
+}
 
 // mediaRecord is one file of one media object of one bookmarked post.
 type mediaRecord struct {
@@ -78,7 +80,7 @@ type mediaStateJSON struct {
 }
 
 func loadMediaState(ctx context.Context, s *account.Session) (*mediaState, error) {
-	key := mediaFilesKey(s.UserID)
+	key := account.MediaFilesKey(s.UserID)
 	value, err := s.State.GetKey(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("reading state %q: %w", key, err)
@@ -117,7 +119,7 @@ func decodeMediaState(key, value string) (*mediaState, error) {
 }
 
 func (st *mediaState) save(ctx context.Context, s *account.Session) error {
-	key := mediaFilesKey(s.UserID)
+	key := account.MediaFilesKey(s.UserID)
 	files, err := packLines(st.records)
 	if err != nil {
 		return err

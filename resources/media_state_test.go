@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/media"
 )
@@ -74,5 +75,18 @@ func TestAFileIsDueUntilItsStatusIsFinalOldestFirst(t *testing.T) {
 	}
 	if want := []string{"budget", "small limit", "transient", "new"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("due %q, want %q", got, want)
+	}
+}
+
+// The media state's key is registered with its decoder: repair keeps it,
+// and a damaged value is found before a sync relies on it.
+func TestTheMediaStateIsCheckedWhenItIsRead(t *testing.T) {
+	key := account.MediaFilesKey("1001")
+	value := encodeMediaState(t, &mediaState{records: []mediaRecord{{PostID: "1", MediaKey: "3_1", URL: "https://pbs.twimg.com/media/A.jpg"}}})
+	if known, err := account.CheckKey(key, value); !known || err != nil {
+		t.Errorf("%s: known %v, err %v", key, known, err)
+	}
+	if known, err := account.CheckKey(key, value[:len(value)/2]); !known || err == nil {
+		t.Errorf("%s cut in half: known %v, err %v", key, known, err)
 	}
 }

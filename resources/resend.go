@@ -4,22 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
-	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// What a sync sends of its incremental tables is sent again by the next
-// ones, from an outbox kept in the state value beside what it belongs to
-// (package outbox): the bookmarks walk's in its memory, the compliance
-// findings' in the account's checks. Re-sent rows are the rows first sent,
-// made from the posts as X sent them (posts never change), with the same
-// first_seen_at and found_position; a destination's primary key makes them
-// one row in overwrite modes.
+// What a sync sends of x_bookmarks is sent again by the next ones, from an
+// outbox kept in the walk's memory (package outbox; the compliance findings
+// keep theirs in the account's checks, package compliance). Re-sent rows
+// are the rows first sent, made from the posts as X sent them (posts never
+// change), with the same first_seen_at and found_position; a destination's
+// primary key makes them one row in overwrite modes.
 
 // sentPage is one page of the rows a bookmarks walk sent: the page as X
 // returned it, with only those rows' posts, and what the walk made of it.
@@ -113,76 +109,4 @@ func resendBookmarks(ctx context.Context, userID string, asker func(param, value
 		}
 	}
 	return sent, nil
-}
-
-// memoryOutbox reads the outbox a list's memory keeps (an empty one for a
-// first walk). key names the state value in errors.
-func memoryOutbox(mem *walk.Memory, key string) (*outbox.Box, error) {
-	if mem == nil || len(mem.Outbox) == 0 {
-		return &outbox.Box{}, nil
-	}
-	return outbox.Unmarshal(string(mem.Outbox), "state "+strconv.Quote(key))
-}
-
-// decodeListState decodes the memory of a list and the outbox it keeps.
-func decodeListState(key, value string) error {
-	mem, err := walk.UnmarshalMemory(value)
-	if err != nil {
-		return err
-	}
-	_, err = memoryOutbox(mem, key)
-	return err
-}
-
-// sentFinding is a row of x_post_compliance as a sync sent it.
-type sentFinding struct {
-	PostID     string     `json:"post_id"`
-	JobID      string     `json:"job_id"`
-	Action     string     `json:"action,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	CreatedAt  *time.Time `json:"created_at,omitempty"`
-	RedactedAt *time.Time `json:"redacted_at,omitempty"`
-	CheckedAt  time.Time  `json:"checked_at"`
-}
-
-// resendFindings sends again the rows of the account's outbox that sync
-// keeps in it (outbox.Box.Resend).
-func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p outbox.Policy, res chan<- any) error {
-	if len(a.outbox.Entries) > 0 {
-		a.outbox, a.changed = a.outbox.Resend(sync.ID, sync.Ended, p), true
-	}
-	a.syncID, a.sentAt = sync.ID, sync.StartedAt
-	var rows []*complianceRow
-	for i := range a.outbox.Entries {
-		err := a.outbox.Entries[i].Each(func(line []byte) error {
-			var f sentFinding
-			if err := json.Unmarshal(line, &f); err != nil {
-				return err
-			}
-			rows = append(rows, &complianceRow{userID: a.userID, postID: f.PostID, jobID: f.JobID, action: f.Action, reason: f.Reason,
-				createdAt: f.CreatedAt, redactedAt: f.RedactedAt, checkedAt: f.CheckedAt})
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("sending again the compliance findings of user %s: %w", a.userID, err)
-		}
-	}
-	return send(ctx, res, rows)
-}
-
-// outboxToSave is the account's outbox as its checks are saved: what
-// resendFindings kept, then the rows this sync sent.
-func (a *accountChecks) outboxToSave() (string, error) {
-	var batch outbox.Batch
-	for _, r := range a.sent {
-		f := sentFinding{PostID: r.postID, JobID: r.jobID, Action: r.action, Reason: r.reason, CreatedAt: r.createdAt, RedactedAt: r.redactedAt, CheckedAt: r.checkedAt}
-		if err := batch.Add(f); err != nil {
-			return "", err
-		}
-	}
-	sent, err := batch.Entry(a.syncID, a.sentAt)
-	if err != nil {
-		return "", err
-	}
-	return a.outbox.With(sent).Marshal()
 }

@@ -5,10 +5,12 @@ package resources
 
 import (
 	"context"
+	"slices"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/compliance"
 )
 
 // Tables returns the plugin's tables, with the SDK's _cq_id and
@@ -57,9 +59,16 @@ func masked(resolve schema.TableResolver) schema.TableResolver {
 		switch m := meta.(type) {
 		case *account.Session:
 			return m.Redact.Error(err)
-		case *Compliance:
+		case *compliance.Check:
 			return m.Redact.Error(err)
 		}
 		return err
 	}
+}
+
+// IsBookmarkContent reports whether table is a child table of x_bookmarks
+// (authors, media, referenced posts): its rows are a bookmark's content,
+// written with the bookmark's row.
+func IsBookmarkContent(table string) bool {
+	return slices.ContainsFunc(Bookmarks().Relations, func(t *schema.Table) bool { return t.Name == table })
 }

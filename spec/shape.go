@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/cq-source-x/cq-source-x/internal/suggest"
 )
 
 // checkShape reports every key of a decoded JSON spec that Spec has no
@@ -101,7 +103,7 @@ func shapeObject(m map[string]any, t reflect.Type, path string, ps *problems) {
 // the same section, else the field of that name in another section (a
 // planner setting written at the top level, say), else the section's fields.
 func suggestField(key string, siblings []string) string {
-	if s := Suggest(key, siblings); s != "" {
+	if s := suggest.Phrase(key, siblings); s != "" {
 		return s
 	}
 	var elsewhere []string

@@ -17,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/bearer"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -416,7 +417,7 @@ func checkURL(add func(field, format string, args ...any), field, raw string) {
 		add(field, "must not hold white space or control characters, got %q", raw)
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		add(field, "must be an absolute http(s) URL, got %q", raw)
-	case u.Scheme == "http" && !client.LoopbackHost(u.Hostname()):
+	case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
 		add(field, "must use https, got %q: plain http would send the token in clear (it is allowed only for a loopback host, such as the simulator's 127.0.0.1)", raw)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
 		add(field, "must not have a query or fragment, got %q", raw)

@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cq-source-x/cq-source-x/internal/idset"
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // IDList is an ordered list of post ids, newest first. Every X id is a decimal
@@ -53,7 +52,7 @@ func (l *IDList) At(i int) string {
 // Append adds id at the end.
 func (l *IDList) Append(id string) {
 	if l.strs == nil {
-		if n, ok := idset.Number(id); ok {
+		if n, ok := ids.Parse(id); ok {
 			l.nums = append(l.nums, n)
 			return
 		}
@@ -123,7 +122,7 @@ func (p *Positions) Of(id string) (int, bool) {
 		i, ok := p.strs[id]
 		return i, ok
 	}
-	n, ok := idset.Number(id)
+	n, ok := ids.Parse(id)
 	if !ok {
 		return 0, false
 	}
@@ -146,7 +145,7 @@ func (l *IDList) MarshalText() ([]byte, error) {
 	if l.strs != nil {
 		raw = append(raw, formatStrings)
 		raw = binary.AppendUvarint(raw, uint64(len(l.strs)))
-		raw = textpack.AppendStrings(raw, l.strs)
+		raw = ids.AppendStrings(raw, l.strs)
 	} else {
 		raw = make([]byte, 0, 1+binary.MaxVarintLen64*(1+len(l.nums)))
 		raw = append(raw, formatNumbers)
@@ -157,12 +156,12 @@ func (l *IDList) MarshalText() ([]byte, error) {
 			prev = n
 		}
 	}
-	return textpack.Pack(raw)
+	return ids.Pack(raw)
 }
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (l *IDList) UnmarshalText(text []byte) error {
-	raw, err := textpack.Unpack(text, "held post list")
+	raw, err := ids.Unpack(text, "held post list")
 	if err != nil {
 		return err
 	}
@@ -189,7 +188,7 @@ func (l *IDList) UnmarshalText(text []byte) error {
 			l.nums[i] = prev
 		}
 	case formatStrings:
-		strs, ok := textpack.ReadStrings(r, count)
+		strs, ok := ids.ReadStrings(r, count)
 		if !ok {
 			return fmt.Errorf("held post list: truncated at id %d of %d", len(strs), count)
 		}

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // FuzzIDListDecode decodes id lists from any bytes, packed as the state
@@ -17,7 +17,7 @@ func FuzzIDListDecode(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		raw, err := textpack.Unpack(text, "seed")
+		raw, err := ids.Unpack(text, "seed")
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -26,7 +26,7 @@ func FuzzIDListDecode(f *testing.F) {
 	f.Add(binary.AppendUvarint([]byte{formatNumbers}, 1<<62))
 	f.Add([]byte{formatStrings, 2, 1, 'a'})
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		text, err := textpack.Pack(raw)
+		text, err := ids.Pack(raw)
 		if err != nil {
 			t.Fatal(err)
 		}

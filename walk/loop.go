@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cq-source-x/cq-source-x/internal/idset"
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // ErrLoop is returned (wrapped) when the API leads a walk back to posts it
@@ -30,7 +30,7 @@ var ErrLoop = errors.New("the API led the walk back to posts it had already read
 // back to the top of a long walk is seen too, in 12 bytes or so an X id.
 type loopCheck struct {
 	sent     map[string]int // token → the page it was sent for
-	posts    idset.Set
+	posts    ids.Set
 	repeated int // posts in the pages in a row of nothing but posts read before
 	from     int // the first of those pages
 }

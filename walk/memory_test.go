@@ -2,10 +2,11 @@ package walk
 
 import (
 	"encoding/json"
-	"github.com/cq-source-x/cq-source-x/internal/textpack"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // Memory.Marshal puts the JSON together itself; it must be the bytes
@@ -60,8 +61,8 @@ func TestIDListOfStringsCutShortSaysWhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := textpack.Unpack(text, "test")
-	cut, _ := textpack.Pack(raw[:len(raw)-1])
+	raw, _ := ids.Unpack(text, "test")
+	cut, _ := ids.Pack(raw[:len(raw)-1])
 	var l IDList
 	if err := l.UnmarshalText(cut); err == nil || err.Error() != "held post list: truncated at id 2 of 3" {
 		t.Fatalf("cut list: %v", err)

@@ -161,9 +161,6 @@ const (
 	floorShare      = 0.5
 )
 
-// First reports whether the walk reads the whole list (nothing held).
-func (p *Planner) First() bool { return p.first }
-
 // Next returns the page size for the next request. read is the number of
 // posts read so far, requests the number of requests made, billed the posts
 // billed, and minNeeded the fewest posts the walk can still need (at least 1).

@@ -178,7 +178,7 @@ func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
 		if err != nil {
 			return wk.end(Failed, err)
 		}
-		fresh, err := wk.account(page, size)
+		fresh, err := wk.countPage(page, size)
 		if err != nil {
 			return wk.end(Failed, err)
 		}
@@ -233,10 +233,10 @@ func (wk *progress[T]) pageSize() (int, error) {
 	return size, nil
 }
 
-// account counts a page and passes its posts to the stop rule; it returns
+// countPage counts a page read and passes its posts to the stop rule; it returns
 // the items that are new, in list order, or an ErrLoop when the page leads
 // the walk back to posts it has read.
-func (wk *progress[T]) account(page Page[T], size int) ([]T, error) {
+func (wk *progress[T]) countPage(page Page[T], size int) ([]T, error) {
 	wk.res.Requests++
 	wk.res.PageSizes = append(wk.res.PageSizes, size)
 	wk.res.Billed += len(page.Items)

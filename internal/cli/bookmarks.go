@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/spf13/cobra"
 )
 
@@ -76,7 +76,7 @@ With --yes it adds them, shows progress, waits out the windows, and records
 each addition in x_bookmark_changes.`
 
 func (a *app) bookmarksRemoveCommand() *cobra.Command {
-	o := BookmarksOptions{Kind: export.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := BookmarksOptions{Kind: archive.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	var before string
 	cmd := &cobra.Command{
 		Use:   "remove --spec FILE --out DIR (--archived-before DATE | --folder ID | --ids FILE) [--yes]",
@@ -98,7 +98,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 				return usageErrorf("bookmarks remove: select the bookmarks with --archived-before DATE, --folder ID or --ids FILE")
 			}
 			o.Command = "bookmarks remove" + flagsText(cmd, "archived-before", "folder", "ids", "user")
-			o.Step = stepHookFromEnv()
+			o.Step = a.step
 			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}
@@ -111,7 +111,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 }
 
 func (a *app) bookmarksAddCommand() *cobra.Command {
-	o := BookmarksOptions{Kind: export.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := BookmarksOptions{Kind: archive.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	cmd := &cobra.Command{
 		Use:   "add --spec FILE --out DIR (--from DIR [--from-user ID] | --ids FILE) [--user ID] [--yes]",
 		Short: "Save posts from an archive or a list as an account's bookmarks (a dry run without --yes)",
@@ -127,7 +127,7 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 				return usageErrorf("bookmarks add: --from-user goes with --from DIR")
 			}
 			o.Command = "bookmarks add" + flagsText(cmd, "from", "from-user", "ids", "user")
-			o.Step = stepHookFromEnv()
+			o.Step = a.step
 			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
 		},
 	}
@@ -163,7 +163,7 @@ func flagsText(cmd *cobra.Command, names ...string) string {
 			if sv, ok := f.Value.(interface{ GetSlice() []string }); ok {
 				v = strings.Join(sv.GetSlice(), ",")
 			}
-			fmt.Fprintf(&b, " --%s %s", n, v)
+			fmt.Fprintf(&b, " --%s %s", n, strings.ToValidUTF8(v, "\uFFFD")) // x_bookmark_changes.command
 		}
 	}
 	return b.String()

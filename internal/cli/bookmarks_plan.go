@@ -16,20 +16,21 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/rs/zerolog"
 )
 
 // BookmarksOptions are the settings of `bookmarks remove` and `bookmarks add`.
 type BookmarksOptions struct {
-	// Kind is export.OpRemove or export.OpAdd.
+	// Kind is archive.OpRemove or archive.OpAdd.
 	Kind      string
 	Spec, Out string
 	// Users limits the accounts to these user ids.
@@ -72,7 +73,7 @@ type opAccount struct {
 	problem   string // the account cannot take part
 
 	plan    []string // posts to change, in order
-	resumed *export.Journal
+	resumed *archive.Journal
 	skipped []string // what was left out, and why
 	// examples are posts left out for what their rows lack.
 	examples []string
@@ -82,7 +83,7 @@ type opAccount struct {
 }
 
 func (o BookmarksOptions) verb() (doing, done, noun string) {
-	if o.Kind == export.OpRemove {
+	if o.Kind == archive.OpRemove {
 		return "remove", "removed", "removals"
 	}
 	return "add", "added", "additions"
@@ -90,7 +91,7 @@ func (o BookmarksOptions) verb() (doing, done, noun string) {
 
 // op is the client's operation of the kind.
 func (o BookmarksOptions) op() client.Operation {
-	if o.Kind == export.OpRemove {
+	if o.Kind == archive.OpRemove {
 		return client.OpRemoveBookmark
 	}
 	return client.OpAddBookmark
@@ -111,12 +112,12 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	var mu sync.Mutex
 	o.Stdout, o.Stderr = &syncWriter{mu: &mu, w: o.Stdout}, &syncWriter{mu: &mu, w: o.Stderr}
 	cmd := "bookmarks " + o.Kind
-	src, err := export.ReadSpecFile(o.Spec)
+	src, err := cqspec.Read(o.Spec)
 	if err != nil {
 		return usageError(err)
 	}
 	o.redact = xplugin.Credentials(src.Plugin)
-	info, err := export.ReadState(o.Out)
+	info, err := archive.ReadState(o.Out)
 	if err != nil {
 		return fmt.Errorf("%s: reading the archive %s: %w", cmd, o.Out, err)
 	}
@@ -127,7 +128,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.plan(accounts, info, export.NewCompleteness(src.Plugin.RequestFields())); err != nil {
+	if err := o.plan(accounts, info, archive.NewCompleteness(src.Plugin.RequestFields())); err != nil {
 		return err
 	}
 	o.writePlan(accounts, src.Plugin.PostReadUSD)
@@ -164,12 +165,12 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 
 // accounts are the spec's accounts (those of o.Users), each with its API
 // client and user id.
-func (o BookmarksOptions) accounts(ctx context.Context, src *export.SourceSpec) ([]*opAccount, error) {
+func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount, error) {
 	s := src.Plugin
 	meter := client.NewMeter(*s.PostReadUSD)
 	var out []*opAccount
 	for i, acct := range s.Accounts {
-		a := &opAccount{label: fmt.Sprintf("accounts[%d]", i), userID: acct.UserID, tokenFile: acct.TokenFile}
+		a := &opAccount{label: account.Label(i), userID: acct.UserID, tokenFile: acct.TokenFile}
 		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(), o.redact,
 			xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
 			xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
@@ -186,15 +187,15 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *export.SourceSpec) 
 			}
 		}
 		if a.userID == "" {
-			me, _, err := api.Me(ctx)
+			userID, err := xplugin.UserID(ctx, api, i)
 			if err != nil {
-				a.problem = "resolving the user id with GET /2/users/me (set accounts[i].user_id to skip this): " + o.redact.String(err.Error())
+				a.problem = o.redact.String(err.Error())
 				out = append(out, a)
 				continue
 			}
-			a.userID = me.ID
+			a.userID = userID
 		}
-		a.label += " (user " + a.userID + ")"
+		a.label = account.Name(i, a.userID)
 		out = append(out, a)
 	}
 	if len(o.Users) > 0 {
@@ -208,7 +209,7 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *export.SourceSpec) 
 		}
 		out = kept
 	}
-	if o.Kind == export.OpAdd && len(out) != 1 {
+	if o.Kind == archive.OpAdd && len(out) != 1 {
 		return nil, usageErrorf("bookmarks add: the spec has %d accounts: name the one to add to with --user ID", len(out))
 	}
 	return out, nil
@@ -219,7 +220,7 @@ func (a *opAccount) lacksScope() bool {
 }
 
 // plan fills each account's plan, or finds its pending operation.
-func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, complete export.Completeness) error {
+func (o BookmarksOptions) plan(accounts []*opAccount, info *archive.StateInfo, complete archive.Completeness) error {
 	var listed []string
 	if o.IDsFile != "" {
 		ids, err := readIDs(o.IDsFile, o.Stdin)
@@ -228,11 +229,11 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, co
 		}
 		listed = ids
 	}
-	changes, err := export.ReadChanges(o.Out)
+	changes, err := archive.ReadChanges(o.Out)
 	if err != nil {
 		return err
 	}
-	var from []export.ArchivedPost
+	var from []archive.ArchivedPost
 	var fromUser string
 	if o.From != "" {
 		if from, fromUser, err = o.sourcePosts(); err != nil {
@@ -243,7 +244,7 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, co
 		if a.problem != "" {
 			continue
 		}
-		j, err := export.OpenJournal(o.Out, o.Kind, a.userID, o.Step)
+		j, err := archive.OpenJournal(o.Out, o.Kind, a.userID, o.Step)
 		if err != nil {
 			return err
 		}
@@ -256,7 +257,7 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, co
 			a.problem = fmt.Sprintf("the archive has no bookmarks walk of user %s: run `%s export` first", a.userID, Name)
 			continue
 		}
-		if o.Kind == export.OpRemove {
+		if o.Kind == archive.OpRemove {
 			err = o.planRemoval(a, held, listed, info, changes, complete)
 		} else {
 			err = o.planAddition(a, held, listed, from, fromUser)
@@ -270,12 +271,12 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *export.StateInfo, co
 
 // planRemoval selects the account's archived bookmarks to remove, oldest
 // first.
-func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *export.StateInfo, changes *export.Changes, complete export.Completeness) error {
+func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *archive.StateInfo, changes *archive.Changes, complete archive.Completeness) error {
 	selected, ok := o.removalSelection(a, listed, info)
 	if !ok {
 		return nil
 	}
-	rows, err := export.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
+	rows, err := archive.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
 		return uid == a.userID && (selected == nil || selected[pid])
 	})
 	if err != nil {
@@ -297,7 +298,7 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 // removalSelection is the posts --ids and --folder select (nil: every
 // archived post). A folder the archive does not hold is the account's
 // problem (ok is then false).
-func (o BookmarksOptions) removalSelection(a *opAccount, listed []string, info *export.StateInfo) (selected map[string]bool, ok bool) {
+func (o BookmarksOptions) removalSelection(a *opAccount, listed []string, info *archive.StateInfo) (selected map[string]bool, ok bool) {
 	restrict := func(ids []string) {
 		next := map[string]bool{}
 		for _, id := range ids {
@@ -323,7 +324,7 @@ func (o BookmarksOptions) removalSelection(a *opAccount, listed []string, info *
 }
 
 // removalCandidates are the posts selected, or every archived one.
-func removalCandidates(rows []export.ArchivedPost, selected map[string]bool) []string {
+func removalCandidates(rows []archive.ArchivedPost, selected map[string]bool) []string {
 	ids := make([]string, 0, len(rows))
 	if selected == nil {
 		for _, r := range rows {
@@ -340,8 +341,8 @@ func removalCandidates(rows []export.ArchivedPost, selected map[string]bool) []s
 // selectRemovals adds to the account's plan the candidates it may remove,
 // and counts the others by why they are skipped, with a few examples of
 // posts archived without all their fields.
-func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows []export.ArchivedPost, position map[string]int, changes *export.Changes) (counts map[string]int, incomplete []string) {
-	byPost := map[string]export.ArchivedPost{}
+func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows []archive.ArchivedPost, position map[string]int, changes *archive.Changes) (counts map[string]int, incomplete []string) {
+	byPost := map[string]archive.ArchivedPost{}
 	for _, r := range rows {
 		byPost[r.PostID] = r
 	}
@@ -354,7 +355,7 @@ func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows
 			counts["not in the archive"]++
 		case !o.ArchivedBefore.IsZero() && !r.FirstSeenAt.Before(o.ArchivedBefore):
 			// not selected
-		case changes.Latest[a.userID][id] == resources.ChangeRemoved:
+		case changes.Latest[a.userID][id] == archive.ChangeRemoved:
 			counts["removed already by "+Name+" bookmarks remove"]++
 		case !inList:
 			counts["no longer in the list, as the last export saw it"]++
@@ -371,8 +372,8 @@ func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows
 }
 
 // sourcePosts are the posts of --from, oldest first, and their account.
-func (o BookmarksOptions) sourcePosts() ([]export.ArchivedPost, string, error) {
-	rows, err := export.ReadBookmarks(o.From, export.Completeness{}, func(uid, _ string) bool { return o.FromUser == "" || uid == o.FromUser })
+func (o BookmarksOptions) sourcePosts() ([]archive.ArchivedPost, string, error) {
+	rows, err := archive.ReadBookmarks(o.From, archive.Completeness{}, func(uid, _ string) bool { return o.FromUser == "" || uid == o.FromUser })
 	if err != nil {
 		return nil, "", fmt.Errorf("bookmarks add: reading --from %s: %w", o.From, err)
 	}
@@ -399,7 +400,7 @@ func (o BookmarksOptions) sourcePosts() ([]export.ArchivedPost, string, error) {
 }
 
 // planAddition lists the posts to add to the account, oldest first.
-func (o BookmarksOptions) planAddition(a *opAccount, held, listed []string, from []export.ArchivedPost, fromUser string) error {
+func (o BookmarksOptions) planAddition(a *opAccount, held, listed []string, from []archive.ArchivedPost, fromUser string) error {
 	var posts []string
 	if o.From != "" {
 		for _, r := range from {
@@ -436,7 +437,7 @@ func (o BookmarksOptions) planAddition(a *opAccount, held, listed []string, from
 	for _, id := range a.plan {
 		planned[id] = true
 	}
-	rows, err := export.ReadBookmarks(o.Out, export.Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
+	rows, err := archive.ReadBookmarks(o.Out, archive.Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
 	if err != nil {
 		return err
 	}
@@ -533,7 +534,7 @@ func (o BookmarksOptions) writeNewPlan(a *opAccount) {
 	doing, _, _ := o.verb()
 	n := len(a.plan)
 	what := fmt.Sprintf("%s to %s, oldest first", plural.Count(n, "bookmark", "bookmarks"), doing)
-	if o.Kind == export.OpAdd {
+	if o.Kind == archive.OpAdd {
 		what = plural.Count(n, "post", "posts") + " to add, oldest first"
 		if a.source != "" {
 			what += ", from the archive of user " + a.source
@@ -558,7 +559,7 @@ func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, p
 	limit := client.DefaultLimits()[o.op()]
 	fmt.Fprintf(o.Stdout, "\nCost: %s, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
 		plural.Count(total, "request", "requests"), limit, noun, duration(longest, limit))
-	if o.Kind == export.OpRemove {
+	if o.Kind == archive.OpRemove {
 		fmt.Fprintln(o.Stdout, "The archive keeps every row; each removal is recorded in x_bookmark_changes, and the walk memory forgets the posts removed, so the next export bills what it would have without them.")
 		return
 	}

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/google/uuid"
 )
 
@@ -24,7 +24,7 @@ func (o BookmarksOptions) run(ctx context.Context, sourceName string, accounts [
 		j := a.resumed
 		if j == nil {
 			var err error
-			j, err = export.CreateJournal(o.Out, export.OpPlan{ID: id, Kind: o.Kind, UserID: a.userID, Created: o.Clock.Now().UTC(),
+			j, err = archive.CreateJournal(o.Out, archive.OpPlan{ID: id, Kind: o.Kind, UserID: a.userID, Created: o.Clock.Now().UTC(),
 				Command: o.Command, Posts: a.plan, SourceUserID: a.source}, o.Step)
 			if err != nil {
 				errs[i] = err
@@ -53,9 +53,9 @@ func (o BookmarksOptions) run(ctx context.Context, sourceName string, accounts [
 const commitEvery = 50
 
 // runAccount does one account's operation, from its journal.
-func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *opAccount, j *export.Journal, say func(string, ...any)) error {
+func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *opAccount, j *archive.Journal, say func(string, ...any)) error {
 	r := &accountRun{o: o, a: a, j: j, say: say, recorded: len(j.Done),
-		commitOpts: export.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step}}
+		commitOpts: archive.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step}}
 	defer j.Close()
 	rest := j.Remaining()
 	start := o.Clock.Now()
@@ -88,9 +88,9 @@ func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *
 type accountRun struct {
 	o          BookmarksOptions
 	a          *opAccount
-	j          *export.Journal
+	j          *archive.Journal
 	say        func(string, ...any)
-	commitOpts export.CommitOptions
+	commitOpts archive.CommitOptions
 	recorded   int // of j.Done, recorded in the archive
 }
 
@@ -100,7 +100,7 @@ func (r *accountRun) commit(ctx context.Context) error {
 	if len(r.j.Done) == r.recorded && len(r.j.Remaining()) > 0 {
 		return nil
 	}
-	if _, err := export.CommitChanges(ctx, r.o.Out, []*export.Journal{r.j}, r.commitOpts); err != nil {
+	if _, err := archive.CommitChanges(ctx, r.o.Out, []*archive.Journal{r.j}, r.commitOpts); err != nil {
 		_, _, noun := r.o.verb()
 		return fmt.Errorf("recording the %s in %s: %w", noun, r.o.Out, err)
 	}
@@ -139,7 +139,7 @@ func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
 		}
 		return false, o.stopped(a, j, r.commit, o.explain(a, err))
 	}
-	if want := o.Kind == export.OpAdd; bookmarked != want {
+	if want := o.Kind == archive.OpAdd; bookmarked != want {
 		if err := j.Refused(post, fmt.Sprintf("X answered bookmarked:%t", bookmarked)); err != nil {
 			return false, err
 		}
@@ -184,7 +184,7 @@ func (r *accountRun) finished() {
 
 // send sends the request for one post and returns X's data.bookmarked.
 func (o BookmarksOptions) send(ctx context.Context, a *opAccount, post string) (bool, error) {
-	if o.Kind == export.OpRemove {
+	if o.Kind == archive.OpRemove {
 		b, _, err := a.api.RemoveBookmark(ctx, a.userID, post)
 		return b, err
 	}
@@ -193,7 +193,7 @@ func (o BookmarksOptions) send(ctx context.Context, a *opAccount, post string) (
 }
 
 // stopped records what is done and returns err, saying how to go on.
-func (o BookmarksOptions) stopped(a *opAccount, j *export.Journal, commit func(context.Context) error, err error) error {
+func (o BookmarksOptions) stopped(a *opAccount, j *archive.Journal, commit func(context.Context) error, err error) error {
 	if cerr := commit(context.Background()); cerr != nil {
 		return errors.Join(err, cerr)
 	}

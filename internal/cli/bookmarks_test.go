@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -78,7 +80,7 @@ func billed(sim *xsim.Server, user string) int {
 // changes reads x_bookmark_changes: each post's latest change, by user.
 func (f *archiveFixture) changes() map[string]map[string]string {
 	f.t.Helper()
-	ch, err := export.ReadChanges(f.out)
+	ch, err := archive.ReadChanges(f.out)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -168,7 +170,7 @@ func TestBookmarksRemoveRemovesOnlyPostsArchivedWithAllTheirFields(t *testing.T)
 	if removals := sim.Usage("1001")[xsim.OpRemoveBookmark].Requests; removals != 9 {
 		t.Errorf("%d DELETE requests for 9 removals", removals)
 	}
-	info, _ := export.ReadState(f.out)
+	info, _ := archive.ReadState(f.out)
 	for _, id := range complete {
 		if slices.Contains(info.HeldBookmarks["1001"], id) {
 			t.Errorf("the walk memory still holds the removed %s", id)
@@ -202,7 +204,7 @@ func TestTheWalkStaysCorrectAcrossRemoveAndAdd(t *testing.T) {
 	if got, want := billed(sim, "1001")-b, len(saved)+len(other)+2; got != want {
 		t.Errorf("the export after remove and add billed %d posts, want k + 2 = %d", got, want)
 	}
-	info, err := export.ReadState(f.out)
+	info, err := archive.ReadState(f.out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +212,7 @@ func TestTheWalkStaysCorrectAcrossRemoveAndAdd(t *testing.T) {
 	if !slices.Equal(info.HeldBookmarks["1001"], list) {
 		t.Errorf("the walk's memory is not the list: %d held, %d in the list", len(info.HeldBookmarks["1001"]), len(list))
 	}
-	written := info.Written["1001"]
+	written := info.Archived["1001"]
 	for _, id := range list {
 		if !slices.Contains(written, id) {
 			t.Errorf("%s is in the list and not archived", id)
@@ -245,9 +247,9 @@ func TestTheWalkStaysCorrectAcrossRemoveAndAdd(t *testing.T) {
 	if got := billed(sim, "1001") - b; got != len(restore)+2 {
 		t.Errorf("the export after the restore billed %d posts, want %d", got, len(restore)+2)
 	}
-	info, _ = export.ReadState(f.out)
-	if !slices.Equal(info.HeldBookmarks["1001"], sim.Bookmarks("1001")) || len(info.Written["1001"]) != len(written) {
-		t.Errorf("after the restore: %d held for %d in the list; %d written, %d before", len(info.HeldBookmarks["1001"]), len(sim.Bookmarks("1001")), len(info.Written["1001"]), len(written))
+	info, _ = archive.ReadState(f.out)
+	if !slices.Equal(info.HeldBookmarks["1001"], sim.Bookmarks("1001")) || len(info.Archived["1001"]) != len(written) {
+		t.Errorf("after the restore: %d held for %d in the list; %d written, %d before", len(info.HeldBookmarks["1001"]), len(sim.Bookmarks("1001")), len(info.Archived["1001"]), len(written))
 	}
 	for _, id := range removed {
 		if f.changes()["1001"][id] != "added" {
@@ -274,9 +276,9 @@ func TestBookmarksAddSavesAnotherArchivesBookmarksInTheirOrder(t *testing.T) {
 		t.Errorf("the new account's list is not the old one's")
 	}
 	f.export()
-	info, _ := export.ReadState(f.out)
-	if len(info.Written["2001"]) != 30 {
-		t.Errorf("%d posts archived for the new account", len(info.Written["2001"]))
+	info, _ := archive.ReadState(f.out)
+	if len(info.Archived["2001"]) != 30 {
+		t.Errorf("%d posts archived for the new account", len(info.Archived["2001"]))
 	}
 	for _, c := range f.changes()["2001"] {
 		if c != "added" {
@@ -326,7 +328,7 @@ func TestBookmarksRemoveWaitsOutTheWindows(t *testing.T) {
 	sim.SeedBookmarks("1001", 120)
 	spec := specFile(t, t.TempDir(), sim.URL(), "accounts:", "  - user_id: \"1001\"", "    access_token: "+sim.IssueToken("1001"))
 	out := t.TempDir()
-	src, err := export.ReadSpecFile(spec)
+	src, err := cqspec.Read(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +337,7 @@ func TestBookmarksRemoveWaitsOutTheWindows(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	start := clk.Now()
-	err = Bookmarks(context.Background(), BookmarksOptions{Kind: export.OpRemove, Spec: spec, Out: out, ArchivedBefore: start.Add(time.Hour),
+	err = Bookmarks(context.Background(), BookmarksOptions{Kind: archive.OpRemove, Spec: spec, Out: out, ArchivedBefore: start.Add(time.Hour),
 		Yes: true, Command: "bookmarks remove --archived-before test", Stdout: &stdout, Stderr: &stderr, Clock: clk})
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout.String(), stderr.String())

@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/cq-source-x/cq-source-x/internal/suggest"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -28,7 +29,15 @@ const (
 // Run runs the command line args (without the program name) and returns the
 // process exit code (see exit.go).
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return RunWithSteps(ctx, nil, args, stdin, stdout, stderr)
+}
+
+// RunWithSteps is Run with step called at each step of export, compact and
+// the bookmark commands that matters for crash safety: the kill tests (a
+// test binary of their own) stop the process there. The program passes
+// none, and has no way to stop itself.
+func RunWithSteps(ctx context.Context, step func(string), args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, step: step}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -41,6 +50,7 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	started        bool
+	step           func(string) // nil: none (RunWithSteps)
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -166,7 +176,7 @@ func flagError(cmd *cobra.Command, err error) error {
 	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
 		var near []string
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
-			if !f.Hidden && (strings.HasPrefix(f.Name, name) || editDistance(f.Name, name) <= 2) {
+			if !f.Hidden && (strings.HasPrefix(f.Name, name) || suggest.Distance(f.Name, name) <= 2) {
 				near = append(near, "--"+f.Name)
 			}
 		})
@@ -175,27 +185,6 @@ func flagError(cmd *cobra.Command, err error) error {
 		}
 	}
 	return usageError(err)
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 const completionHelp = `

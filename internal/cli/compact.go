@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +35,7 @@ removes the rest. It takes the export's lock; it needs Linux or macOS.
 See docs/export.md.`
 
 func (a *app) compactCommand() *cobra.Command {
-	var o export.CompactOptions
+	var o archive.CompactOptions
 	var out string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -52,12 +52,12 @@ func (a *app) compactCommand() *cobra.Command {
 				return usageErrorf("compact: --compression: %w", err)
 			}
 			for _, t := range o.Tables {
-				if !slices.Contains(export.TableNames(), t) {
-					return usageErrorf("compact: --table: no table %q; the tables are %s", t, strings.Join(export.TableNames(), ", "))
+				if !slices.Contains(archive.TableNames(), t) {
+					return usageErrorf("compact: --table: no table %q; the tables are %s", t, strings.Join(archive.TableNames(), ", "))
 				}
 			}
-			o.Step = stepHookFromEnv()
-			rep, err := export.Compact(out, o)
+			o.Step = a.step
+			rep, err := archive.Compact(out, o)
 			if rep != nil {
 				if asJSON {
 					enc := json.NewEncoder(a.stdout)
@@ -82,7 +82,7 @@ func (a *app) compactCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("out")
 	_ = cmd.MarkFlagDirname("out")
 	_ = cmd.RegisterFlagCompletionFunc("table", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return export.TableNames(), cobra.ShellCompDirectiveNoFileComp
+		return archive.TableNames(), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp

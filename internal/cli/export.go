@@ -11,13 +11,14 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/mattn/go-isatty"
@@ -49,11 +50,11 @@ the second run billed only what was new. DIR keeps the files.
 // exportGCPercent is the heap growth the exporter allows between
 // collections (GOGC; Go's default is 100). Its live data is a few pages, a
 // Parquet row group, and what it holds per post: the walk memories and the
-// written ids of every account, about 30 bytes a post. At 50 the heap stays
-// within one and a half times that, a million-post export under 200 MB of
-// RSS. (A fixed soft limit did as well for one account, but once thousands
-// of accounts' live data outgrew it the collector ran without pause and
-// took half the CPU.) GOGC or GOMEMLIMIT, when set, win.
+// written ids of every account, a few bytes a post. At 50 the heap stays
+// within one and a half times that (docs/benchmarks.md). A fixed soft limit
+// does as well for one account, but once thousands of accounts' live data
+// outgrow it the collector runs without pause. GOGC or GOMEMLIMIT, when
+// set, win.
 const exportGCPercent = 50
 
 func limitMemory() {
@@ -70,10 +71,11 @@ type exportFlags struct {
 	sandbox        bool
 	dryRun         bool
 	stdout, stderr io.Writer
+	step           func(string) // see RunWithSteps
 }
 
 func (a *app) exportCommand() *cobra.Command {
-	f := exportFlags{stdout: a.stdout, stderr: a.stderr}
+	f := exportFlags{stdout: a.stdout, stderr: a.stderr, step: a.step}
 	cmd := &cobra.Command{
 		Use:   "export --spec FILE --out DIR",
 		Short: "Sync a spec's accounts into Parquet files",
@@ -122,7 +124,7 @@ func (f exportFlags) run(ctx context.Context) error {
 	if f.sandbox {
 		return exportSandbox(ctx, f)
 	}
-	src, err := export.ReadSpecFile(f.spec)
+	src, err := cqspec.Read(f.spec)
 	if err != nil {
 		return usageError(err)
 	}
@@ -158,7 +160,7 @@ func (f exportFlags) outcomeError(sum *export.Summary) error {
 // checkOut refuses an --out that holds what no export writes there (a
 // home directory, a project's): the archive would mix with it.
 func checkOut(out string) error {
-	foreign, err := export.ForeignEntries(out)
+	foreign, err := archive.ForeignEntries(out)
 	if err != nil {
 		return fmt.Errorf("export: --out %s: %w", out, err)
 	}
@@ -172,10 +174,10 @@ func checkOut(out string) error {
 	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
 }
 
-func (f exportFlags) options(src *export.SourceSpec, out string) export.Options {
+func (f exportFlags) options(src *cqspec.Source, out string) export.Options {
 	// With --quiet, progress prints only the rate-limit waits of a minute
 	// or more: a run that says nothing for 15 minutes looks hung.
-	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: stepHookFromEnv(), Progress: f.stderr}
+	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: f.step, Progress: f.stderr}
 	if file, ok := f.stderr.(*os.File); ok && !f.quiet && isatty.IsTerminal(file.Fd()) {
 		o.Terminal = true
 	}
@@ -267,7 +269,7 @@ func failuresOf(sum *export.Summary) runFailures {
 		for _, d := range sum.Damaged {
 			rf.lines = append(rf.lines, "DAMAGED "+d.Describe(sum.Out))
 		}
-		rf.after = append(rf.after, "run `"+export.RepairCommand(sum.Out)+"`")
+		rf.after = append(rf.after, "run `"+archive.RepairCommand(sum.Out)+"`")
 	}
 	return rf
 }
@@ -321,7 +323,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 }
 
 // startSandbox starts the simulator and parses the spec it gives.
-func startSandbox() (*sandbox.Sandbox, *export.SourceSpec, error) {
+func startSandbox() (*sandbox.Sandbox, *cqspec.Source, error) {
 	sb, err := sandbox.Start(sandbox.Options{})
 	if err != nil {
 		return nil, nil, err
@@ -330,7 +332,7 @@ func startSandbox() (*sandbox.Sandbox, *export.SourceSpec, error) {
 	if err != nil {
 		exe = "./cq-source-x"
 	}
-	src, err := export.ParseSpec([]byte(sb.Spec(exe, true)), "sandbox spec", os.LookupEnv, time.Now())
+	src, err := cqspec.Parse([]byte(sb.Spec(exe, true)), "sandbox spec", os.LookupEnv, time.Now())
 	if err != nil {
 		sb.Close()
 		return nil, nil, fmt.Errorf("the sandbox spec: %w", err)
@@ -342,7 +344,7 @@ func startSandbox() (*sandbox.Sandbox, *export.SourceSpec, error) {
 type sandboxDemo struct {
 	ctx context.Context
 	f   exportFlags
-	src *export.SourceSpec
+	src *cqspec.Source
 }
 
 // say prints a line of the demo, unless --quiet.
@@ -428,36 +430,4 @@ type sandboxComparison struct {
 	FullReadPosts    int `json:"full_read_posts"`
 	FirstRunBilled   int `json:"first_run_billed"`
 	BookmarksWritten int `json:"bookmarks_written"`
-}
-
-// Crash points for the kill tests (test-only; see export/crash_test.go):
-// CQ_SOURCE_X_EXPORT_TRACE=FILE appends the name of each step reached to
-// FILE; CQ_SOURCE_X_EXPORT_KILL_AT=N kills the process (SIGKILL on Unix)
-// at the N-th step.
-const (
-	envTrace  = "CQ_SOURCE_X_EXPORT_TRACE"
-	envKillAt = "CQ_SOURCE_X_EXPORT_KILL_AT"
-)
-
-func stepHookFromEnv() func(string) {
-	trace, killAt := os.Getenv(envTrace), os.Getenv(envKillAt)
-	if trace == "" && killAt == "" {
-		return nil
-	}
-	n, _ := strconv.Atoi(killAt)
-	step := 0
-	return func(name string) {
-		step++
-		if trace != "" {
-			if f, err := os.OpenFile(trace, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
-				fmt.Fprintf(f, "%d %s\n", step, name)
-				f.Close()
-			}
-		}
-		if step == n {
-			p, _ := os.FindProcess(os.Getpid())
-			p.Kill()
-			select {} // never returns
-		}
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
@@ -18,7 +19,7 @@ const recentSyncsShown = 3
 // what the last syncs billed: from the spec, the token files and the
 // archive, with no request (GET /2/users/me is a user read, and the
 // bookmarks are what X bills).
-func (f exportFlags) estimate(ctx context.Context, src *export.SourceSpec) error {
+func (f exportFlags) estimate(ctx context.Context, src *cqspec.Source) error {
 	userIDs := make([]string, len(src.Plugin.Accounts))
 	for i, a := range src.Plugin.Accounts {
 		userIDs[i] = a.UserID
@@ -44,7 +45,7 @@ func (f exportFlags) estimate(ctx context.Context, src *export.SourceSpec) error
 }
 
 // writeEstimate prints the estimate for a person.
-func writeEstimate(w io.Writer, est *export.Estimate, costs map[string][]syncCost, src *export.SourceSpec) {
+func writeEstimate(w io.Writer, est *export.Estimate, costs map[string][]syncCost, src *cqspec.Source) {
 	s := src.Plugin
 	for _, a := range est.Accounts {
 		name := a.Account

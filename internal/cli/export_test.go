@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
@@ -268,7 +269,7 @@ func TestSandbox_PrintsASpecExportAccepts(t *testing.T) {
 	if err := os.WriteFile(specPath, []byte(stdout.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src, err := export.ReadSpecFile(specPath)
+	src, err := cqspec.Read(specPath)
 	if err != nil {
 		t.Fatalf("export rejects the sandbox spec: %v\n%s", err, stdout.String())
 	}

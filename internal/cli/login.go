@@ -13,9 +13,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -157,19 +157,19 @@ func (o LoginOptions) sayLoggedIn(me *client.User, stored *auth.StoredToken) {
 		specPath = abs
 	}
 	fmt.Fprintf(o.Out, "Logged in as @%s (user id %s). Token saved to %s (mode 0600), %s.\n\nUse it in a spec:\n\n", me.Username, me.ID, o.TokenFile, refresh)
-	status := []string{Name, "status", "--token-file", export.ShellQuote(specPath)}
-	logout := []string{Name, "logout", "--token-file", export.ShellQuote(specPath)}
+	status := []string{Name, "status", "--token-file", archive.ShellQuote(specPath)}
+	logout := []string{Name, "logout", "--token-file", archive.ShellQuote(specPath)}
 	if o.TokenURL != auth.DefaultTokenURL {
 		// Refreshes go to the token endpoint the login used.
 		fmt.Fprintf(o.Out, "  oauth:\n    token_url: %q\n", o.TokenURL)
-		status = append(status, "--token-url", export.ShellQuote(o.TokenURL))
+		status = append(status, "--token-url", archive.ShellQuote(o.TokenURL))
 		if revoke, ok := strings.CutSuffix(o.TokenURL, "/oauth2/token"); ok {
-			logout = append(logout, "--revoke-url", export.ShellQuote(revoke+"/oauth2/revoke"))
+			logout = append(logout, "--revoke-url", archive.ShellQuote(revoke+"/oauth2/revoke"))
 		}
 	}
 	if o.APIURL != spec.DefaultBaseURL {
 		fmt.Fprintf(o.Out, "  base_url: %q\n", o.APIURL)
-		status = append(status, "--api-url", export.ShellQuote(o.APIURL))
+		status = append(status, "--api-url", archive.ShellQuote(o.APIURL))
 	}
 	fmt.Fprintf(o.Out, "  accounts:\n    - token_file: %q\n\nSee who it is and whether a refresh works, and revoke it when it is no longer needed:\n\n  %s\n  %s\n",
 		specPath, strings.Join(status, " "), strings.Join(logout, " "))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
@@ -79,11 +80,11 @@ func TestExport_CappedFirstSyncIsNotBilledAgain(t *testing.T) {
 	if code, _, stderr := runCLI(t, "export", "--spec", raised, "--out", out); code != 0 {
 		t.Fatalf("run with the cap raised: exit %d:\n%s", code, stderr)
 	}
-	st, err := export.ReadState(out)
+	st, err := archive.ReadState(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(st.Written["1001"]); n != 300 {
+	if n := len(st.Archived["1001"]); n != 300 {
 		t.Fatalf("archive holds %d posts, want 300", n)
 	}
 }
@@ -108,8 +109,8 @@ func TestExport_RelativeTokenFileIsRelativeToTheSpecFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	st, err := export.ReadState("out")
-	if err != nil || len(st.Written["1001"]) != 12 {
+	st, err := archive.ReadState("out")
+	if err != nil || len(st.Archived["1001"]) != 12 {
 		t.Fatalf("archive %v, %v", st, err)
 	}
 }
@@ -267,7 +268,7 @@ func TestExport_AFailedComplianceCheckIsToldAndTheBookmarksAreKept(t *testing.T)
 			if n := strings.Count(stderr, tc.want); n != 1 {
 				t.Errorf("the failure is told %d times:\n%s", n, stderr)
 			}
-			if st, err := export.ReadState(out); err != nil || len(st.Written["1001"]) != 12 {
+			if st, err := archive.ReadState(out); err != nil || len(st.Archived["1001"]) != 12 {
 				t.Fatalf("the bookmarks were not committed: %v, %v", st, err)
 			}
 

@@ -17,10 +17,10 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/docs"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/serve"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/tabledoc"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/mod/semver"
@@ -89,7 +89,7 @@ own table x_bookmark_changes); with --format json, the SDK's __tables.json.`,
 			if format.Value == "json" {
 				return docs.NewGenerator(p.Name(), tables).GenerateJSON(args[0], docs.FormatJSON)
 			}
-			return tabledoc.Write(args[0], append(tables, resources.ArchiveTables()...))
+			return tabledoc.Write(args[0], append(tables, archive.Tables()...))
 		},
 	}
 	cmd.Flags().Var(format, "format", "output format. one of: json,markdown")

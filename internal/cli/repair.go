@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +46,7 @@ something goes wrong".`,
 
 // repair repairs the output directory out and prints what it did.
 func repair(out string, dryRun bool, stdout io.Writer) error {
-	rep, err := export.Repair(out, export.RepairOptions{DryRun: dryRun})
+	rep, err := archive.Repair(out, archive.RepairOptions{DryRun: dryRun})
 	if rep != nil {
 		rep.WriteText(stdout)
 	}

@@ -9,8 +9,8 @@ import (
 	"os"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/export/sandbox"
+	"github.com/cq-source-x/cq-source-x/internal/bearer"
 	"github.com/spf13/cobra"
 )
 
@@ -86,7 +86,7 @@ func checkSandboxAddr(addr string) error {
 	switch {
 	case err != nil:
 		return usageErrorf("sandbox: --addr %s: want HOST:PORT, such as 127.0.0.1:8099 (%v)", addr, err)
-	case !client.LoopbackHost(host):
+	case !bearer.Loopback(host):
 		return usageErrorf("sandbox: --addr %s: the sandbox serves plain http, which cq-source-x sends tokens over only to a loopback address: give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr)
 	}
 	return nil

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/export"
 )
 
 // startSandboxCommand runs `cq-source-x sandbox` until the test ends and
@@ -80,8 +80,8 @@ func TestSandboxRehearsesALogin(t *testing.T) {
 	if code, _, stderr := runCLI(t, "export", "--spec", "x.yml", "--out", "archive", "--quiet"); code != ExitOK {
 		t.Fatalf("export with the token file: exit %d: %s", code, stderr)
 	}
-	st, err := export.ReadState("archive")
-	if err != nil || len(st.Written["1003"]) != 25 {
+	st, err := archive.ReadState("archive")
+	if err != nil || len(st.Archived["1003"]) != 25 {
 		t.Fatalf("carol's archive: %v %v", st, err)
 	}
 

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -47,7 +49,7 @@ type StatusReport struct {
 	// Out is the exporter's directory the last syncs come from, if given.
 	Out string `json:"out,omitempty"`
 	// Damaged are the files of Out whose footer cannot be read.
-	Damaged []export.DamagedFile `json:"damaged_files,omitempty"`
+	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 	// What status sent, as its API client metered it: requests to the API
 	// (GET /2/users/me, one per account whose token could be tried, and
 	// retries), the posts those returned (none), and token refreshes.
@@ -168,7 +170,7 @@ func (a *app) status(ctx context.Context, o StatusOptions) error {
 	}
 	damaged := ""
 	if n := len(rep.Damaged); n > 0 {
-		damaged = fmt.Sprintf("; %s damaged: run `%s`", plural.Count(n, "file of the archive is", "files of the archive are"), export.RepairCommand(rep.Out))
+		damaged = fmt.Sprintf("; %s damaged: run `%s`", plural.Count(n, "file of the archive is", "files of the archive are"), archive.RepairCommand(rep.Out))
 	}
 	if failed > 0 {
 		where := "PROBLEM above"
@@ -203,12 +205,12 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 		o.Transport = http.DefaultTransport
 	}
 	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0), credentials: credentials}
-	var archive *archiveInfo
+	var info *archiveInfo
 	if o.Out != "" {
-		if archive, err = readArchive(ctx, o.Out); err != nil {
+		if info, err = readArchive(ctx, o.Out); err != nil {
 			return nil, err
 		}
-		if rep.Damaged, err = export.DamagedFiles(o.Out); err != nil {
+		if rep.Damaged, err = archive.DamagedFiles(o.Out); err != nil {
 			return nil, err
 		}
 	}
@@ -223,7 +225,7 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 				users[st.UserID] = st.Account
 			}
 		}
-		archive.fill(&st)
+		info.fill(&st)
 		rep.Accounts = append(rep.Accounts, st)
 	}
 	total := rep.meter.Total()
@@ -238,7 +240,7 @@ func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
 	case o.Spec == "" && len(o.TokenFiles) == 0:
 		return nil, nil, usageError(errors.New("status: give --spec FILE or --token-file FILE"))
 	case o.Spec != "":
-		src, err := export.ReadSpecFile(o.Spec)
+		src, err := cqspec.Read(o.Spec)
 		if err != nil {
 			return nil, nil, usageError(err)
 		}
@@ -246,8 +248,8 @@ func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
 		var ts []statusTarget
 		for i, acct := range s.Accounts {
 			ts = append(ts, statusTarget{
-				label: fmt.Sprintf("accounts[%d]", i), account: acct, baseURL: s.BaseURL,
-				cfg: auth.Config{ClientID: firstNonEmpty(acct.ClientID, s.OAuth.ClientID), ClientSecret: firstNonEmpty(acct.ClientSecret, s.OAuth.ClientSecret), TokenURL: s.OAuth.TokenURL},
+				label: account.Label(i), account: acct, baseURL: s.BaseURL,
+				cfg: xplugin.AuthConfig(s, i, ""),
 			})
 		}
 		return ts, xplugin.Credentials(s), nil
@@ -394,7 +396,7 @@ func (st *AccountStatus) refreshed(t auth.StoredToken, how string) {
 
 // archiveInfo is what an exporter's directory says of its accounts.
 type archiveInfo struct {
-	state *export.StateInfo
+	state *archive.StateInfo
 	syncs map[string][]usageRow
 }
 
@@ -402,7 +404,7 @@ func readArchive(ctx context.Context, out string) (*archiveInfo, error) {
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
 		return nil, usageErrorf("status: --out %s is not a directory an export wrote", out)
 	}
-	st, err := export.ReadState(out)
+	st, err := archive.ReadState(out)
 	if err != nil {
 		return nil, fmt.Errorf("status: reading the state of %s: %w", out, err)
 	}
@@ -423,7 +425,7 @@ func (a *archiveInfo) fill(st *AccountStatus) {
 		n := len(held)
 		st.HeldPosts = &n
 	}
-	if written, ok := a.state.Written[st.UserID]; ok {
+	if written, ok := a.state.Archived[st.UserID]; ok {
 		n := len(written)
 		st.ArchivedPosts = &n
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cq-source-x/cq-source-x/ids"
 )
 
 // Post is explicit content registered with PutPost. Zero-valued optional
@@ -78,20 +80,11 @@ func (r *rng) next() uint64 {
 	return mix64(uint64(*r))
 }
 
-// parseID parses a decimal post id without allocating.
-func parseID(id string) (uint64, bool) {
-	if id == "" || len(id) > 20 {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(id, 10, 64)
-	return n, err == nil
-}
-
 // createdMsFor is the creation time of a post with this id when none was
 // registered: the snowflake timestamp for snowflake-sized ids, otherwise a
 // hash-derived time in 2008-2010 (pre-snowflake).
 func createdMsFor(id string) int64 {
-	if n, ok := parseID(id); ok && n >= 1<<40 {
+	if n, ok := ids.Parse(id); ok && n >= 1<<40 {
 		return int64(n>>22) + twitterEpoch
 	}
 	return 1199145600000 + int64(hash64(id)%(2*365*86400000))
@@ -178,20 +171,6 @@ func (a *articleView) reset() {
 	a.entities = a.entities[:0]
 }
 
-// mediaKeys calls f with the article's media keys: its cover, then the
-// media in its body.
-func (a *articleView) mediaKeys(f func(key []byte)) {
-	if !a.ok {
-		return
-	}
-	if len(a.cover) > 0 {
-		f(a.cover)
-	}
-	for _, k := range a.entities {
-		f(k)
-	}
-}
-
 func (v *view) reset(id string) {
 	v.id = id
 	v.text = v.text[:0]
@@ -237,7 +216,7 @@ func (v *view) addMedia() *[]byte {
 func (v *view) generate(id string) {
 	v.reset(id)
 	r := rng(hash64(id))
-	n, isNum := parseID(id)
+	n, isNum := ids.Parse(id)
 	if isNum && n >= 1<<40 {
 		v.createdMs = int64(n>>22) + twitterEpoch
 	} else {

@@ -163,8 +163,6 @@ type fieldSpec struct {
 	posts          bool     // the posts naming: answered in its names
 }
 
-func (f *fieldSpec) wantsIncludes() bool { return f.ex != 0 }
-
 // paramErrors accumulates 400 messages in the real API's shape.
 type paramErrors struct {
 	items []paramError

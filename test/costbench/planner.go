@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -67,11 +68,11 @@ func (s *plannerStrategy) Start(ctx context.Context, e *env) error {
 		plugin.WithClock(e.clk),
 		plugin.WithTransport(e.transport),
 		plugin.WithState(s.st),
-		plugin.WithSessionsHook(func(set *account.Set) {
+		plugin.WithObserver(plugin.ObserverFunc(func(set *account.Set, _ *compliance.Check) {
 			s.mu.Lock()
 			s.sessions = set
 			s.mu.Unlock()
-		}),
+		})),
 	)
 	if e.logger != nil {
 		s.p.SetLogger(*e.logger)

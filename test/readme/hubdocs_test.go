@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 )
 
 // The hub's pages (docs/overview.md, docs/configuration.md, which
@@ -27,7 +27,7 @@ func TestHubPagesSpecsAreValid(t *testing.T) {
 			}
 			n++
 			env := func(name string) (string, bool) { return "value-of-" + name, true }
-			if _, err := export.ParseSpec([]byte(block), page, env, time.Now()); err != nil {
+			if _, err := cqspec.Parse([]byte(block), page, env, time.Now()); err != nil {
 				t.Errorf("%s: spec %d does not parse: %v\n%s", page, n, err, block)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
@@ -20,15 +20,15 @@ import (
 // sqlBlock matches a fenced SQL block.
 var sqlBlock = regexp.MustCompile("(?ms)^```sql\n(.*?)^```")
 
-// archive is an exporter's archive of an account of a simulator, in
+// exportDir is an exporter's archive of an account of a simulator, in
 // cwd/out, also named cwd/x-archive (docs/export.md's name).
-type archive struct {
+type exportDir struct {
 	sim       *xsim.Server
 	cwd, spec string
 }
 
 // newArchive exports the account 1001 with the bookmarks saved.
-func newArchive(t *testing.T, bookmarks int) *archive {
+func newExportDir(t *testing.T, bookmarks int) *exportDir {
 	t.Helper()
 	sim := xsim.New(xsim.Options{})
 	if err := sim.Start(); err != nil {
@@ -36,7 +36,7 @@ func newArchive(t *testing.T, bookmarks int) *archive {
 	}
 	t.Cleanup(sim.Close)
 	sim.SeedBookmarks("1001", bookmarks)
-	a := &archive{sim: sim, cwd: t.TempDir()}
+	a := &exportDir{sim: sim, cwd: t.TempDir()}
 	a.spec = filepath.Join(a.cwd, "spec.yml")
 	text := "kind: source\nspec:\n  name: x\n  path: ./cq-source-x\n  registry: local\n  tables: [\"*\"]\n  destinations: [\"file\"]\n  spec:\n" +
 		"    base_url: " + sim.URL() + "\n    accounts:\n      - user_id: \"1001\"\n        access_token: \"" + sim.IssueToken("1001") + "\"\n"
@@ -50,10 +50,10 @@ func newArchive(t *testing.T, bookmarks int) *archive {
 	return a
 }
 
-func (a *archive) out() string { return filepath.Join(a.cwd, "out") }
+func (a *exportDir) out() string { return filepath.Join(a.cwd, "out") }
 
 // run runs `cq-source-x args...`.
-func (a *archive) run(t *testing.T, args ...string) {
+func (a *exportDir) run(t *testing.T, args ...string) {
 	t.Helper()
 	var output strings.Builder
 	if code := cli.Run(context.Background(), args, strings.NewReader(""), &output, &output); code != 0 {
@@ -74,7 +74,7 @@ func duckDB(t *testing.T) string {
 
 // query runs sql with DuckDB in the archive's directory and returns the
 // rows.
-func (a *archive) query(t *testing.T, duck, sql string) ([]map[string]any, error) {
+func (a *exportDir) query(t *testing.T, duck, sql string) ([]map[string]any, error) {
 	t.Helper()
 	cmd := exec.Command("node", filepath.Join(duck, "query.mjs"), sql)
 	cmd.Dir = a.cwd
@@ -97,8 +97,8 @@ func (a *archive) query(t *testing.T, duck, sql string) ([]map[string]any, error
 // first export on. (CI runs the README's first query on the demo's
 // archive too.)
 func TestTheQueriesWorkOnAnArchiveWithNoBookmarks(t *testing.T) {
-	a := newArchive(t, 0)
-	for _, table := range export.TableNames() {
+	a := newExportDir(t, 0)
+	for _, table := range archive.TableNames() {
 		if files, _ := filepath.Glob(filepath.Join(a.out(), table, "*.parquet")); len(files) != 1 {
 			t.Errorf("%s: %d files after the first export, want 1", table, len(files))
 		}
@@ -132,7 +132,7 @@ func TestTheQueriesWorkOnAnArchiveWithNoBookmarks(t *testing.T) {
 // left out, one removed and added back is in.
 func TestTheBookmarksHeldNowQueryLeavesOutTheRemoved(t *testing.T) {
 	duck := duckDB(t)
-	a := newArchive(t, 5)
+	a := newExportDir(t, 5)
 	archived := a.sim.Bookmarks("1001")
 	removed, restored := archived[1], archived[3]
 	a.changeBookmarks(t, "remove", removed, restored)
@@ -163,7 +163,7 @@ func TestTheBookmarksHeldNowQueryLeavesOutTheRemoved(t *testing.T) {
 }
 
 // changeBookmarks runs `bookmarks remove` or `add` of posts.
-func (a *archive) changeBookmarks(t *testing.T, kind string, posts ...string) {
+func (a *exportDir) changeBookmarks(t *testing.T, kind string, posts ...string) {
 	t.Helper()
 	ids := filepath.Join(t.TempDir(), "ids.txt")
 	if err := os.WriteFile(ids, []byte(strings.Join(posts, "\n")+"\n"), 0o644); err != nil {

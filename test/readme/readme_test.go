@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 )
 
 // yamlBlock matches a fenced YAML block, also one indented inside a list.
@@ -37,7 +37,7 @@ func TestREADMESpecsAreValid(t *testing.T) {
 			continue
 		}
 		n++
-		src, err := export.ParseSpec([]byte(block), "README.md", env, time.Now())
+		src, err := cqspec.Parse([]byte(block), "README.md", env, time.Now())
 		if err != nil {
 			t.Errorf("README spec %d does not parse: %v\n%s", n, err, block)
 			continue

@@ -8,7 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
-	"github.com/cq-source-x/cq-source-x/export/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
@@ -65,7 +66,7 @@ func TableKeys(dir string, table *arrow.Schema, name string) (map[string]int, er
 // table's within one run), with their counts; an empty map when none is.
 func DuplicateKeys(dir string) (map[string]map[string]int, error) {
 	out := map[string]map[string]int{}
-	tables := append(resources.Tables().FlattenTables(), resources.ArchiveTables()...)
+	tables := append(resources.Tables().FlattenTables(), archive.Tables()...)
 	for _, t := range tables {
 		keys, err := TableKeys(dir, t.ToArrowSchema(), t.Name)
 		if err != nil {

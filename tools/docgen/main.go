@@ -9,6 +9,7 @@ import (
 	"flag"
 	"log"
 
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/internal/tabledoc"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -24,5 +25,5 @@ func main() {
 // generate writes the pages of the plugin's tables and of the tables only the
 // exporter's archive has.
 func generate(dir string) error {
-	return tabledoc.Write(dir, append(resources.Tables(), resources.ArchiveTables()...))
+	return tabledoc.Write(dir, append(resources.Tables(), archive.Tables()...))
 }

@@ -16,7 +16,8 @@ import (
 	sdkplugin "github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/plugin"
@@ -101,7 +102,7 @@ type shardOutput struct {
 // (the spec's tables unless tables is set, the SDK scheduler, the state in
 // memory instead of a backend), and counts the rows it sends.
 func syncShard(ctx context.Context, specFile string, num, total int, tables []string) (*shardOutput, error) {
-	src, err := export.ReadSpecFile(specFile)
+	src, err := cqspec.Read(specFile)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func syncShard(ctx context.Context, specFile string, num, total int, tables []st
 	var set *account.Set
 	p := plugin.New(
 		plugin.WithState(memstate.New()),
-		plugin.WithSessionsHook(func(s *account.Set) { set = s }),
+		plugin.WithObserver(plugin.ObserverFunc(func(s *account.Set, _ *compliance.Check) { set = s })),
 	)
 	if err := p.Init(ctx, src.PluginSpec, sdkplugin.NewClientOptions{}); err != nil {
 		return nil, err

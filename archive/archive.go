@@ -1,0 +1,38 @@
+// Package archive is the exporter's output directory: its layout, its
+// lock, its state file (the plugin's state keys, the written ids, the runs),
+// and the protocol that keeps it whole across any crash, with the commands
+// that work on it: compaction, repair, inspection, and the journal of the
+// bookmark commands with the table they write, x_bookmark_changes.
+//
+// # Layout
+//
+//	DIR/<table>/<time>-<run>.parquet   the files of each table (name order is time order)
+//	DIR/.state/state.json              the state (State)
+//	DIR/.staging/<run>/                the files of a run not yet published
+//	DIR/.tables/<table>/<generation>/  the files of a compacted table (generation.go)
+//	DIR/.ops/<kind>/<user>.plan|.log   the journal of a bookmark command (journal.go)
+//	DIR/.damaged/<table>/              the files a repair moved aside
+//	DIR/.lock                          held by the command working on DIR
+//
+// # Crash safety
+//
+// A run stages every table's file under DIR/.staging/<run>/ (written and
+// fsynced), then commits by atomically replacing DIR/.state/state.json with
+// the new walk state, the ids written, and the list of the run's files
+// (pending). It then publishes: renames each staged file into DIR/<table>/,
+// syncs the directories, and marks the run published in the state file.
+// Every start first finishes publishing a committed run and deletes the
+// staging directories of runs that never committed (their posts are fetched
+// again: billed again, never lost): Recover. The state therefore never
+// describes data that is not durably on disk, and since the state lists the
+// post ids already written per account, no (user_id, post_id) is written
+// twice. The lock keeps two commands apart. See docs/export.md.
+package archive
+
+// Layout of an output directory.
+const (
+	stateDir   = ".state"
+	stateFile  = "state.json"
+	stagingDir = ".staging"
+	lockFile   = ".lock"
+)

@@ -1,0 +1,350 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/gofrs/flock"
+)
+
+// CompactOptions configure Compact.
+type CompactOptions struct {
+	// Tables to compact; none means every table.
+	Tables []string
+	// CurrentMonth merges the files of the current month (UTC) too; by
+	// default only months that are over are, so that a month's files are
+	// merged once.
+	CurrentMonth bool
+	// DryRun says what would be merged, and changes nothing.
+	DryRun bool
+	// Compression is the merged files' codec ("" is pqfile.DefaultCodec).
+	Compression string
+	// Now is the time (default time.Now).
+	Now func() time.Time
+	// Step, when set, is called at each step that matters for crash safety.
+	Step func(name string)
+}
+
+// CompactReport is what Compact did (or, with DryRun, would do).
+type CompactReport struct {
+	Out    string            `json:"out"`
+	DryRun bool              `json:"dry_run"`
+	Tables []TableCompaction `json:"tables"`
+}
+
+// TableCompaction is one table's compaction.
+type TableCompaction struct {
+	Table       string        `json:"table"`
+	FilesBefore int           `json:"files_before"`
+	FilesAfter  int           `json:"files_after"`
+	Merged      []MergedFiles `json:"merged,omitempty"`
+	// Generation is the directory the table links to now (DIR/.tables/...).
+	Generation string `json:"generation,omitempty"`
+}
+
+// MergedFiles is one month's files of one schema, merged into one file.
+type MergedFiles struct {
+	Month string `json:"month"`
+	Files int    `json:"files"`
+	Rows  int64  `json:"rows"`
+	// Name is the merged file's name.
+	Name string `json:"name,omitempty"`
+}
+
+// Compact merges each month's files of each table into one file, under
+// the export's lock. Every file keeps its rows: a merged file holds its
+// inputs' rows, in their order, with their _cq_sync_time. Files of
+// different columns (written by different versions) are merged apart.
+//
+// The protocol is an export's: stage (the table's new set of files in a
+// new generation directory, written and fsynced), commit (DIR/<table>
+// switched to it by one atomic rename), publish (the old set retired, and
+// the set retired by the compaction before removed). A crash before the
+// switch leaves the old set, after it the new one; the next export,
+// compaction or repair removes what is left of the other.
+func Compact(dir string, o CompactOptions) (*CompactReport, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Step == nil {
+		o.Step = func(string) {}
+	}
+	if _, err := pqfile.ParseCodec(o.Compression); err != nil {
+		return nil, err
+	}
+	tables, err := compactTables(o.Tables)
+	if err != nil {
+		return nil, err
+	}
+	if file, err := anyExportedFile(out); err != nil {
+		return nil, err
+	} else if file == "" {
+		return nil, fmt.Errorf("%s holds no exported file: nothing to compact", out)
+	}
+	lock := flock.New(filepath.Join(out, lockFile))
+	if locked, err := lock.TryLock(); err != nil {
+		return nil, fmt.Errorf("locking %s: %w", out, err)
+	} else if !locked {
+		return nil, fmt.Errorf("an export is running in %s (it holds %s); compact it when it has finished", out, filepath.Join(out, lockFile))
+	}
+	defer lock.Unlock()
+	if _, _, err := Recover(out, o.Step); err != nil {
+		return nil, fmt.Errorf("recovering %s: %w", out, DiskFull(err, true))
+	}
+
+	rep := &CompactReport{Out: out, DryRun: o.DryRun}
+	now := o.Now().UTC()
+	for _, table := range tables {
+		plan, err := planCompaction(out, table, now, o.CurrentMonth)
+		if err != nil {
+			return rep, fmt.Errorf("%s: %w", table, err)
+		}
+		tc := plan.report()
+		if len(plan.groups) > 0 && !o.DryRun {
+			if err := plan.run(out, now, o, &tc); err != nil {
+				return rep, fmt.Errorf("compacting %s (readers still see its files as they were): %w", table, DiskFull(err, false))
+			}
+		}
+		rep.Tables = append(rep.Tables, tc)
+	}
+	return rep, nil
+}
+
+// compactTables are the tables asked for, checked, in name order.
+func compactTables(asked []string) ([]string, error) {
+	if len(asked) == 0 {
+		return TableNames(), nil
+	}
+	for _, t := range asked {
+		if !knownTables[t] {
+			return nil, fmt.Errorf("no table %q: the tables are %s", t, strings.Join(TableNames(), ", "))
+		}
+	}
+	out := slices.Clone(asked)
+	sort.Strings(out)
+	return slices.Compact(out), nil
+}
+
+// compactionPlan is one table's files and the groups of them to merge.
+type compactionPlan struct {
+	table  string
+	files  []string // names in DIR/<table>, in name order
+	groups []*mergeGroup
+}
+
+// mergeGroup is the files of one month and one schema, in name order.
+type mergeGroup struct {
+	month  string
+	key    string // the columns' names and types
+	files  []string
+	rows   int64
+	schema *arrow.Schema // the newest file's
+	name   string        // the merged file's, once written
+}
+
+// planCompaction groups the table's files by month (of the run that wrote
+// them, from their names) and columns. Files whose names are not an
+// export's, and the current month's unless asked, stay as they are.
+func planCompaction(out, table string, now time.Time, currentMonth bool) (*compactionPlan, error) {
+	paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	p := &compactionPlan{table: table}
+	byKey := map[string]*mergeGroup{}
+	var order []*mergeGroup
+	for _, path := range paths {
+		name := filepath.Base(path)
+		p.files = append(p.files, name)
+		stamp, _, _ := strings.Cut(name, "-")
+		t, err := time.Parse(fileTimeLayout, stamp)
+		if err != nil {
+			continue
+		}
+		month := t.UTC().Format("2006-01")
+		if month == now.Format("2006-01") && !currentMonth {
+			continue
+		}
+		sc, rows, err := pqfile.ReadSchema(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: run `%s`, which moves a damaged file aside, then compact again", cannotRead(err), RepairCommand(out))
+		}
+		key := month + "\n" + columnsKey(sc)
+		g := byKey[key]
+		if g == nil {
+			g = &mergeGroup{month: month, key: key}
+			byKey[key] = g
+			order = append(order, g)
+		}
+		g.files = append(g.files, name)
+		g.rows += rows
+		g.schema = sc
+	}
+	for _, g := range order {
+		if len(g.files) > 1 {
+			p.groups = append(p.groups, g)
+		}
+	}
+	return p, nil
+}
+
+// columnsKey names a schema's columns and their types.
+func columnsKey(sc *arrow.Schema) string {
+	var b strings.Builder
+	for _, f := range sc.Fields() {
+		fmt.Fprintf(&b, "%s %s %t\n", f.Name, f.Type, f.Nullable)
+	}
+	return b.String()
+}
+
+func (p *compactionPlan) report() TableCompaction {
+	tc := TableCompaction{Table: p.table, FilesBefore: len(p.files), FilesAfter: len(p.files)}
+	for _, g := range p.groups {
+		tc.FilesAfter -= len(g.files) - 1
+		tc.Merged = append(tc.Merged, MergedFiles{Month: g.month, Files: len(g.files), Rows: g.rows})
+	}
+	return tc
+}
+
+// run stages the table's new generation, switches the table to it and
+// removes the old files.
+func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *TableCompaction) error {
+	gen := now.Format(fileTimeLayout) + "-" + newRunID()
+	genDir := generationDir(out, p.table, gen)
+	if err := mkdirSynced(out, tablesDir); err != nil {
+		return err
+	}
+	if err := mkdirSynced(filepath.Join(out, tablesDir), p.table); err != nil {
+		return err
+	}
+	if err := mkdirSynced(filepath.Join(out, tablesDir, p.table), gen); err != nil {
+		return err
+	}
+	merged := map[string]bool{}
+	for i, g := range p.groups {
+		if err := g.merge(out, p.table, genDir, o); err != nil {
+			return err
+		}
+		tc.Merged[i].Name = g.name
+		o.Step("compact merged " + p.table)
+		for _, f := range g.files {
+			merged[f] = true
+		}
+	}
+	for _, f := range p.files {
+		if !merged[f] {
+			if err := os.Link(filepath.Join(out, p.table, f), filepath.Join(genDir, f)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := syncDir(genDir); err != nil {
+		return err
+	}
+	o.Step("compact staged " + p.table)
+	old, err := switchGeneration(out, p.table, gen)
+	if err != nil {
+		return err
+	}
+	o.Step("compact committed " + p.table)
+	tc.Generation = filepath.Join(tablesDir, p.table, gen)
+	if err := retire(out, p.table, old); err != nil {
+		return fmt.Errorf("the table is compacted; retiring its old files (%s) failed, and the next export or compaction does: %w", old, err)
+	}
+	o.Step("compact retired " + p.table)
+	return nil
+}
+
+// merge writes the group's rows, file after file, into one file in dir,
+// named after the newest file's time so that name order stays time order,
+// and checks that it holds them all.
+func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
+	newest := g.files[len(g.files)-1]
+	stamp, _, _ := strings.Cut(newest, "-")
+	g.name = stamp + "-" + newRunID() + ".parquet"
+	md := g.schema.Metadata().ToMap()
+	delete(md, "cq:export_run")
+	md["cq:compacted_from"] = strings.Join(g.files, ",")
+	md["cq:compacted_by"] = "cq-source-x " + xplugin.Version
+	meta := arrow.MetadataFrom(md)
+	sc := arrow.NewSchema(g.schema.Fields(), &meta)
+	path := filepath.Join(dir, g.name)
+	w, err := pqfile.CreateWritten(path, sc, pqfile.Options{Codec: o.Compression, CreatedBy: "cq-source-x " + xplugin.Version})
+	if err != nil {
+		return err
+	}
+	for _, f := range g.files {
+		if err := copyRows(filepath.Join(out, table, f), sc, w); err != nil {
+			w.Close()
+			return fmt.Errorf("merging: %w", err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	_, rows, err := pqfile.ReadSchema(path)
+	if err != nil {
+		return fmt.Errorf("checking the merged file: %w", err)
+	}
+	if rows != g.rows {
+		return fmt.Errorf("the merged file %s holds %d rows, its %d files %d", path, rows, len(g.files), g.rows)
+	}
+	return nil
+}
+
+// copyRows writes every row of the file at path to w, as records of sc
+// (the same columns; descriptions may differ between versions).
+func copyRows(path string, sc *arrow.Schema, w *pqfile.Writer) error {
+	return pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
+		if rec.NumCols() != int64(sc.NumFields()) {
+			return fmt.Errorf("%d columns, the merged file %d", rec.NumCols(), sc.NumFields())
+		}
+		out := array.NewRecordBatch(sc, rec.Columns(), rec.NumRows())
+		defer out.Release()
+		return w.Write(out)
+	})
+}
+
+// WriteText prints the report.
+func (rep *CompactReport) WriteText(w io.Writer) {
+	before, after := 0, 0
+	for _, tc := range rep.Tables {
+		before, after = before+tc.FilesBefore, after+tc.FilesAfter
+		if len(tc.Merged) == 0 {
+			fmt.Fprintf(w, "%-24s %d file(s): nothing to merge\n", tc.Table, tc.FilesBefore)
+			continue
+		}
+		fmt.Fprintf(w, "%-24s %d file(s) -> %d\n", tc.Table, tc.FilesBefore, tc.FilesAfter)
+		for _, m := range tc.Merged {
+			into := ""
+			if m.Name != "" {
+				into = " into " + m.Name
+			}
+			fmt.Fprintf(w, "  %s: %d files, %d rows%s\n", m.Month, m.Files, m.Rows, into)
+		}
+	}
+	switch {
+	case before == after:
+		fmt.Fprintln(w, "Nothing to compact: each month has one file per table (the current month's are merged once it is over, or with --current-month).")
+	case rep.DryRun:
+		fmt.Fprintf(w, "Dry run: %d files would become %d; nothing was changed.\n", before, after)
+	default:
+		fmt.Fprintf(w, "Compacted: %d files are now %d, holding the same rows. Readers of DIR/<table>/*.parquet saw the old files or the new ones, never both.\n", before, after)
+	}
+}

@@ -1,0 +1,85 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+)
+
+// damagedDir holds the files repair moved aside: DIR/.damaged/<table>/.
+const damagedDir = ".damaged"
+
+// DamagedFile is a file of an archive whose footer cannot be read: cut
+// short, or overwritten. Readers of DIR/<table>/*.parquet fail on it, and
+// what it holds is out of reach until `cq-source-x repair` moves it aside.
+type DamagedFile struct {
+	Table   string `json:"table"`
+	Path    string `json:"path"`
+	Problem string `json:"problem"`
+}
+
+// Describe says what is wrong with the file, and what to do: the repair
+// command of the archive in out.
+func (d DamagedFile) Describe(out string) string {
+	return fmt.Sprintf("%s: %s; readers of %s/*.parquet fail on it. Run `%s`: it moves the file to %s, "+
+		"and the next export fetches again the bookmarks it held that are still in the lists",
+		d.Path, d.Problem, filepath.Join(out, d.Table), RepairCommand(out), filepath.Join(out, damagedDir, d.Table))
+}
+
+// DamagedFiles are the files of the archive in dir whose footer cannot be
+// read (see damagedFiles).
+func DamagedFiles(dir string) ([]DamagedFile, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return damagedFiles(out)
+}
+
+// damagedFiles checks the footer of every file of every table of out (not
+// the files still staged): a file cut short or overwritten fails it. Only
+// the footer is read, so damage inside the pages of a sound file is not
+// found; an export stays cheap whatever the size of the archive.
+func damagedFiles(out string) ([]DamagedFile, error) {
+	var damaged []DamagedFile
+	for _, table := range TableNames() {
+		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range paths {
+			if _, _, err := pqfile.ReadSchema(path); err != nil {
+				var pe *fs.PathError
+				problem := err.Error()
+				if errors.As(err, &pe) {
+					problem = pe.Err.Error()
+				}
+				damaged = append(damaged, DamagedFile{Table: table, Path: path, Problem: "the footer cannot be read (" + problem + ")"})
+			}
+		}
+	}
+	return damaged, nil
+}
+
+// moveAside moves a damaged file to DIR/.damaged/<table>/, where readers
+// of the table do not see it; the user may inspect it, and remove it.
+func moveAside(out string, d DamagedFile) (string, error) {
+	if err := mkdirSynced(out, damagedDir); err != nil {
+		return "", err
+	}
+	if err := mkdirSynced(filepath.Join(out, damagedDir), d.Table); err != nil {
+		return "", err
+	}
+	to := filepath.Join(out, damagedDir, d.Table, filepath.Base(d.Path))
+	if err := os.Rename(d.Path, to); err != nil {
+		return "", err
+	}
+	if err := syncDir(filepath.Dir(d.Path)); err != nil {
+		return "", err
+	}
+	return to, syncDir(filepath.Dir(to))
+}

@@ -1,0 +1,171 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Generations of a table's directory.
+//
+// An export writes DIR/<table>/ as a plain directory. Compaction replaces a
+// table's set of files at once: it builds the new set in a generation
+// directory, DIR/.tables/<table>/<generation>/ (the files it keeps, hard
+// linked, and the merged ones), and makes DIR/<table> a symbolic link to
+// it in one atomic step — a rename of a new link over the old one, or, the
+// first time, an exchange of the link with the plain directory. A reader
+// lists DIR/<table>/ through one lookup of the link, so it lists the old
+// set or the new one, never a mix. Exports write through the link, into
+// the current generation.
+//
+// The set a switch replaces is not removed at once: it is retired, kept as
+// DIR/.tables/<table>/retired until the next compaction of the table. A
+// reader that opened DIR/<table> before the switch may still be reading
+// its entries; removing them would cut its listing short, and a listing
+// cut short is a table missing rows, with no error.
+
+// tablesDir holds the generations of every compacted table.
+const tablesDir = ".tables"
+
+// retiredName is the name of a table's retired set in tablesDir; no
+// generation has it (theirs are a time and a run id).
+const retiredName = "retired"
+
+// swapPath is where the link to a new generation is made before it
+// replaces DIR/<table>, and where the plain directory it replaced lands.
+func swapPath(out, table string) string {
+	return filepath.Join(out, "."+table+".swap")
+}
+
+// currentGeneration is the generation DIR/<table> links to; "" when it is
+// a plain directory, or missing.
+func currentGeneration(out, table string) (string, error) {
+	path := filepath.Join(out, table)
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil
+	case err != nil:
+		return "", err
+	case fi.Mode()&fs.ModeSymlink == 0:
+		return "", nil
+	}
+	target, err := os.Readlink(path)
+	if err != nil {
+		return "", err
+	}
+	gen, ok := strings.CutPrefix(filepath.ToSlash(target), tablesDir+"/"+table+"/")
+	if !ok || gen == "" || strings.Contains(gen, "/") {
+		return "", fmt.Errorf("%s links to %s, which is not a generation of the table (%s): was it changed by hand?", path, target, filepath.Join(tablesDir, table, "<generation>"))
+	}
+	return gen, nil
+}
+
+// generationDir is the directory of a generation of table.
+func generationDir(out, table, gen string) string {
+	return filepath.Join(out, tablesDir, table, gen)
+}
+
+// switchGeneration makes DIR/<table> the generation gen, atomically, and
+// returns what to retire once that is durable: the previous generation, or
+// the plain directory it replaced.
+func switchGeneration(out, table, gen string) (old string, err error) {
+	path, link := filepath.Join(out, table), swapPath(out, table)
+	prev, err := currentGeneration(out, table)
+	if err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(link); err != nil {
+		return "", err
+	}
+	if err := os.Symlink(filepath.Join(tablesDir, table, gen), link); err != nil {
+		return "", err
+	}
+	if prev != "" {
+		if err := os.Rename(link, path); err != nil {
+			return "", err
+		}
+		return generationDir(out, table, prev), syncDir(out)
+	}
+	if err := exchange(link, path); err != nil {
+		os.Remove(link)
+		return "", fmt.Errorf("replacing the directory %s by a link to its new generation: %w", path, err)
+	}
+	return link, syncDir(out)
+}
+
+// cleanGenerations removes what compactions that did not finish left: a
+// link that never replaced its table's directory, a directory a link
+// replaced, and every generation no table links to. The link decides:
+// before it is switched the old files are the table, after it the new.
+func cleanGenerations(out string, step func(string)) error {
+	cleaned := false
+	for _, table := range TableNames() {
+		tableCleaned := false
+		if fi, err := os.Lstat(swapPath(out, table)); err == nil {
+			// A directory there is the one a switch replaced: retire it.
+			// A link never replaced anything.
+			if fi.IsDir() {
+				err = retire(out, table, swapPath(out, table))
+			} else {
+				err = os.Remove(swapPath(out, table))
+			}
+			if err != nil {
+				return err
+			}
+			cleaned = true
+		}
+		entries, err := os.ReadDir(filepath.Join(out, tablesDir, table))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		current, err := currentGeneration(out, table)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Name() != current && e.Name() != retiredName {
+				if err := os.RemoveAll(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
+					return err
+				}
+				cleaned, tableCleaned = true, true
+			}
+		}
+		if tableCleaned {
+			if err := syncDir(filepath.Join(out, tablesDir, table)); err != nil {
+				return err
+			}
+		}
+	}
+	if !cleaned {
+		return nil
+	}
+	if err := syncDir(out); err != nil {
+		return err
+	}
+	step("removed what a compaction left")
+	return nil
+}
+
+// retire makes old, the set of files DIR/<table> linked to before a switch,
+// the table's retired set, in place of the one retired before it: a
+// compaction ago, long enough for any listing of it to have ended.
+func retire(out, table, old string) error {
+	parent := filepath.Join(out, tablesDir, table)
+	retired := filepath.Join(parent, retiredName)
+	if err := os.RemoveAll(retired); err != nil {
+		return err
+	}
+	if err := os.Rename(old, retired); err != nil {
+		return err
+	}
+	if err := syncDir(parent); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(old))
+}

@@ -1,0 +1,87 @@
+package archive
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// StateInfo is what an output directory's committed state says, for tests
+// and troubleshooting.
+type StateInfo struct {
+	// Archived lists, per user id, the post ids of the x_bookmarks rows in
+	// committed files.
+	Archived map[string][]string
+	// HeldBookmarks lists, per user id, the posts the bookmarks walk
+	// remembers (its memory's held list), newest first.
+	HeldBookmarks map[string][]string
+	// HeldFolders lists, per user id and folder id, the posts each
+	// folder's walk remembers, newest first.
+	HeldFolders map[string]map[string][]string
+	// Pending lists the files of a committed run that is not marked
+	// published yet: each is at its staged path or its final one.
+	Pending []PendingFile
+	// LastRun is the id of the last published run.
+	LastRun string
+}
+
+// PendingFile is one file of a committed, unpublished run.
+type PendingFile struct {
+	Table, Staged, Final string
+}
+
+// ReadState reads the committed state of an output directory (without
+// recovering it or taking its lock).
+func ReadState(dir string) (*StateInfo, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := loadState(out)
+	if err != nil {
+		return nil, err
+	}
+	info := &StateInfo{Archived: map[string][]string{}, HeldBookmarks: map[string][]string{}, HeldFolders: map[string]map[string][]string{}}
+	for uid, set := range s.Archived {
+		info.Archived[uid] = set.IDs()
+	}
+	for key, value := range s.Keys {
+		if rest, ok := strings.CutPrefix(key, strings.TrimSuffix(account.FolderKey("", ""), "/")); ok {
+			if uid, folder, ok := strings.Cut(rest, "/"); ok && folder != "" && !strings.Contains(folder, "/") {
+				mem, err := walk.UnmarshalMemory(value)
+				if err != nil {
+					return nil, err
+				}
+				if mem != nil && mem.Held != nil {
+					if info.HeldFolders[uid] == nil {
+						info.HeldFolders[uid] = map[string][]string{}
+					}
+					info.HeldFolders[uid][folder] = mem.Held.IDs()
+				}
+			}
+			continue
+		}
+		uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
+		if !ok || strings.Contains(uid, "/") {
+			continue
+		}
+		mem, err := walk.UnmarshalMemory(value)
+		if err != nil {
+			return nil, err
+		}
+		if mem != nil && mem.Held != nil {
+			info.HeldBookmarks[uid] = mem.Held.IDs()
+		}
+	}
+	if s.Pending != nil {
+		for _, f := range s.Pending.Files {
+			info.Pending = append(info.Pending, PendingFile{Table: f.Table, Staged: s.Pending.StagedPath(out, f.Table), Final: FinalPath(out, f)})
+		}
+	}
+	if s.LastRun != nil {
+		info.LastRun = s.LastRun.ID
+	}
+	return info, nil
+}

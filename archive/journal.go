@@ -1,0 +1,279 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// A bookmark operation (`cq-source-x bookmarks remove` or `add`) of one
+// account keeps a journal in the output directory, so that a run that is
+// killed resumes where it stopped:
+//
+//	DIR/.ops/<kind>/<user id>.plan   what to do: the posts, in order (written once, atomically)
+//	DIR/.ops/<kind>/<user id>.log    a line before each request ("send ID") and after its
+//	                                 answer ("done ID true|false TIME", or "fail ID REASON"),
+//	                                 each fsynced before the program goes on
+//
+// A post with "send" and no answer when the run died was sent, or not:
+// sending it again is safe, since X answers the request with the state it
+// leaves (a DELETE of a post no longer bookmarked answers bookmarked:false,
+// a POST of one bookmarked already bookmarked:true). The done posts are
+// written to x_bookmark_changes by CommitChanges; the journal is removed
+// once all of them are.
+
+// Operation kinds.
+const (
+	OpRemove = "remove"
+	OpAdd    = "add"
+)
+
+// opsDir holds the journals.
+const opsDir = ".ops"
+
+// OpPlan is what a bookmark operation of one account is to do.
+type OpPlan struct {
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"`
+	UserID  string    `json:"user_id"`
+	Created time.Time `json:"created"`
+	// Command is the command line, for x_bookmark_changes.
+	Command string `json:"command"`
+	// Posts are the posts to remove or add, in the order to do it.
+	Posts []string `json:"posts"`
+	// SourceUserID is, for additions from an archive, its account.
+	SourceUserID string `json:"source_user_id,omitempty"`
+}
+
+// Journal is the journal of one account's operation.
+type Journal struct {
+	Plan OpPlan
+	// Done are the posts X confirmed, in order; Failed those it refused
+	// (by post id, with the reason).
+	Done   []JournalEntry
+	Failed map[string]string
+	// Sent is a post sent whose answer the journal does not have: the run
+	// died, or the request failed, in between.
+	Sent string
+
+	path string // of the plan; the log is beside it
+	log  *os.File
+	step func(string)
+}
+
+// JournalEntry is one post X confirmed.
+type JournalEntry struct {
+	PostID     string
+	At         time.Time
+	Bookmarked bool
+}
+
+func journalPath(out, kind, user string) string {
+	return filepath.Join(out, opsDir, kind, user+".plan")
+}
+
+func logPath(plan string) string { return strings.TrimSuffix(plan, ".plan") + ".log" }
+
+// CreateJournal writes the plan of a new operation; its directory must
+// have none of the same kind and account.
+func CreateJournal(dir string, plan OpPlan, step func(string)) (*Journal, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	path := journalPath(out, plan.Kind, plan.UserID)
+	if exists(path) {
+		return nil, fmt.Errorf("%s: an operation is pending already", path)
+	}
+	if !isUserID(plan.UserID) {
+		return nil, fmt.Errorf("user id %q cannot name a journal", plan.UserID)
+	}
+	for _, d := range []string{opsDir, filepath.Join(opsDir, plan.Kind)} {
+		if err := mkdirSynced(out, d); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Remove(logPath(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	text, err := json.Marshal(plan)
+	if err != nil {
+		return nil, err
+	}
+	err = writeFileAtomic(filepath.Dir(path), filepath.Base(path), func(w io.Writer) error { _, err := w.Write(text); return err }, func(string) {})
+	if err != nil {
+		return nil, err
+	}
+	step("journal written")
+	return openJournal(path, step)
+}
+
+// OpenJournal opens the pending operation of kind for user; nil if none.
+func OpenJournal(dir, kind, user string, step func(string)) (*Journal, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	path := journalPath(out, kind, user)
+	if !exists(path) {
+		return nil, nil
+	}
+	return openJournal(path, step)
+}
+
+func openJournal(path string, step func(string)) (*Journal, error) {
+	if step == nil {
+		step = func(string) {}
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	j := &Journal{path: path, step: step, Failed: map[string]string{}}
+	if err := json.Unmarshal(text, &j.Plan); err != nil {
+		return nil, fmt.Errorf("the journal %s is damaged (%v): remove it to start again; what it recorded as done is in x_bookmark_changes once committed", path, err)
+	}
+	log, err := os.OpenFile(logPath(path), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	j.log = log
+	if err := j.replay(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("the journal %s: %w", logPath(path), err)
+	}
+	return j, nil
+}
+
+// replay reads the log. A last line without its newline is the write a
+// crash cut: it is dropped (the file is truncated before it).
+func (j *Journal) replay() error {
+	text, err := io.ReadAll(j.log)
+	if err != nil {
+		return err
+	}
+	whole := bytes.LastIndexByte(text, '\n') + 1
+	if whole < len(text) {
+		if err := j.log.Truncate(int64(whole)); err != nil {
+			return err
+		}
+	}
+	if _, err := j.log.Seek(int64(whole), io.SeekStart); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(text[:whole]))
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), " ", 4)
+		switch {
+		case len(f) == 2 && f[0] == "send":
+			j.Sent = f[1]
+		case len(f) == 4 && f[0] == "done":
+			at, err := time.Parse(time.RFC3339Nano, f[3])
+			if err != nil {
+				return fmt.Errorf("line %q: %w", sc.Text(), err)
+			}
+			j.Done = append(j.Done, JournalEntry{PostID: f[1], Bookmarked: f[2] == "true", At: at})
+			j.Sent = ""
+		case len(f) >= 3 && f[0] == "fail":
+			j.Failed[f[1]] = strings.Join(f[2:], " ")
+			j.Sent = ""
+		default:
+			return fmt.Errorf("line %q is not a journal line", sc.Text())
+		}
+	}
+	return sc.Err()
+}
+
+// Remaining are the posts of the plan with no answer yet, in order.
+func (j *Journal) Remaining() []string {
+	answered := map[string]bool{}
+	for _, d := range j.Done {
+		answered[d.PostID] = true
+	}
+	for id := range j.Failed {
+		answered[id] = true
+	}
+	var rest []string
+	for _, id := range j.Plan.Posts {
+		if !answered[id] {
+			rest = append(rest, id)
+		}
+	}
+	return rest
+}
+
+// Sending records, durably, that the request for post is about to be sent.
+func (j *Journal) Sending(post string) error {
+	if err := j.append("send " + post); err != nil {
+		return err
+	}
+	j.Sent = post
+	j.step("journal sending")
+	return nil
+}
+
+// Answered records, durably, X's answer for post.
+func (j *Journal) Answered(post string, bookmarked bool, at time.Time) error {
+	if err := j.append(fmt.Sprintf("done %s %t %s", post, bookmarked, at.UTC().Format(time.RFC3339Nano))); err != nil {
+		return err
+	}
+	j.Done = append(j.Done, JournalEntry{PostID: post, Bookmarked: bookmarked, At: at.UTC()})
+	j.Sent = ""
+	j.step("journal answered")
+	return nil
+}
+
+// Refused records that X refused the request for post (it is not retried).
+func (j *Journal) Refused(post, reason string) error {
+	reason = strings.Join(strings.Fields(reason), " ")
+	if err := j.append("fail " + post + " " + reason); err != nil {
+		return err
+	}
+	j.Failed[post] = reason
+	j.Sent = ""
+	return nil
+}
+
+func (j *Journal) append(line string) error {
+	if _, err := j.log.WriteString(line + "\n"); err != nil {
+		return err
+	}
+	return j.log.Sync()
+}
+
+// Close closes the log.
+func (j *Journal) Close() error { return j.log.Close() }
+
+// remove deletes the journal of a finished operation.
+func (j *Journal) remove() error {
+	j.log.Close()
+	if err := os.Remove(logPath(j.path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(j.path))
+}
+
+// isUserID reports whether id can name a file: X user ids are digits.
+func isUserID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}

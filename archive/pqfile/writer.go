@@ -1,0 +1,186 @@
+package pqfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+)
+
+// Options describe a file: what its rows are (the table comes to Create)
+// and how it is encoded.
+type Options struct {
+	// SyncTime and SourceName fill the _cq_sync_time and _cq_source_name
+	// columns of every row.
+	SyncTime   time.Time
+	SourceName string
+	// Metadata is added to the schema metadata (plugin name and version,
+	// the export's run, ...).
+	Metadata map[string]string
+	// Codec is the compression codec's name, one of Codecs; "" means
+	// DefaultCodec.
+	Codec string
+	// CreatedBy is written as the file's created_by.
+	CreatedBy string
+	// RowGroupRows is the most rows a row group holds; 0 means
+	// DefaultRowGroupRows.
+	RowGroupRows int64
+}
+
+// DefaultRowGroupRows bounds a row group. The row group being written is
+// held in memory, encoded, until it is full (pqarrow's buffered row
+// groups, as CloudQuery's file destination writes them): a bounded amount
+// whatever the size of the export (docs/benchmarks.md).
+const DefaultRowGroupRows = 16384
+
+// Writer writes one table's rows, as the SDK's records of the table, to a
+// Parquet file with pqarrow.
+type Writer struct {
+	conv *converter
+	f    *os.File
+	buf  *bufio.Writer
+	fw   *pqarrow.FileWriter
+	rows int64
+	done bool
+	// err is the first write that failed: the file is incomplete, and
+	// pqarrow's state is not used again (after an error midway through a
+	// row group, its writers no longer agree on the column to write next).
+	err error
+}
+
+// Create creates path, which must not exist, for the rows of table.
+// Close writes the footer and syncs the file to disk.
+func Create(path string, table *schema.Table, o Options) (*Writer, error) {
+	conv, err := newConverter(table, o.SyncTime, o.SourceName, o.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	props, err := writerProperties(conv.out, o)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{conv: conv, f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	// pqarrow closes the writer it is given when it closes: it is given
+	// the buffer alone, and Close flushes and syncs the file after it.
+	w.fw, err = pqarrow.NewFileWriter(conv.out, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("parquet schema of table %s: %w", table.Name, err)
+	}
+	return w, nil
+}
+
+// CreateWritten creates path, which must not exist, for records already in
+// the form this package writes them (read back from its files, as
+// compaction does): sc is their schema, stored in the file as it is.
+// Options' SyncTime, SourceName and Metadata are not used.
+func CreateWritten(path string, sc *arrow.Schema, o Options) (*Writer, error) {
+	props, err := writerProperties(sc, o)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	w.fw, err = pqarrow.NewFileWriter(sc, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	return w, nil
+}
+
+// writerProperties are the Parquet properties of every file.
+func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, error) {
+	codec, err := ParseCodec(o.Codec)
+	if err != nil {
+		return nil, err
+	}
+	rows := o.RowGroupRows
+	if rows <= 0 {
+		rows = DefaultRowGroupRows
+	}
+	props := []parquet.WriterProperty{
+		parquet.WithCompression(codec),
+		parquet.WithMaxRowGroupLength(rows),
+		// No dictionaries: the columns that repeat (user_id, lang, the
+		// _cq_ columns) compress as well without one, and the dictionary
+		// encoder allocates for every value.
+		parquet.WithDictionaryDefault(false),
+	}
+	if o.CreatedBy != "" {
+		props = append(props, parquet.WithCreatedBy(o.CreatedBy))
+	}
+	for _, f := range sc.Fields() {
+		if v, _ := f.Metadata.GetValue(MetadataJSON); v == "true" {
+			// The min and max of JSON text prune nothing.
+			props = append(props, parquet.WithStatsFor(f.Name, false))
+		}
+	}
+	return parquet.NewWriterProperties(props...), nil
+}
+
+// Write adds the rows of rec, a record of the table (as the SDK's scheduler
+// sends them), to the row group being written; a full row group is written
+// out and the next begun.
+func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if w.err != nil {
+		return w.err
+	}
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	out := rec
+	if w.conv != nil {
+		var err error
+		if out, err = w.conv.convert(rec); err != nil {
+			return err
+		}
+		defer out.Release()
+	}
+	if err := w.fw.WriteBuffered(out); err != nil {
+		w.err = err
+		return err
+	}
+	w.rows += rec.NumRows()
+	return nil
+}
+
+// Rows is the number of rows written so far.
+func (w *Writer) Rows() int64 { return w.rows }
+
+// Close writes the last row group and the footer, syncs the file to disk
+// and closes it. After an error (of Close, or of a Write before) the file is
+// incomplete: its caller removes it.
+func (w *Writer) Close() error {
+	if w.done {
+		return w.err
+	}
+	w.done = true
+	if w.err != nil {
+		return errors.Join(w.err, w.f.Close())
+	}
+	err := w.fw.Close()
+	if err == nil {
+		err = w.buf.Flush()
+	}
+	if err == nil {
+		err = w.f.Sync()
+	}
+	w.err = errors.Join(err, w.f.Close())
+	return w.err
+}

@@ -1,0 +1,561 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/ids"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/walk"
+	"github.com/gofrs/flock"
+)
+
+// RepairOptions configure Repair.
+type RepairOptions struct {
+	// DryRun reports what Repair would do, and changes nothing.
+	DryRun bool
+}
+
+// RepairReport is what Repair found and did.
+type RepairReport struct {
+	Out    string
+	DryRun bool
+	// Empty says that Out holds neither a state nor an exported file.
+	Empty bool
+	// StateProblem is what made the state unusable; "" when it was sound.
+	StateProblem string
+	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
+	// (user_id, post_id) of Accounts accounts.
+	BookmarkFiles, Posts, Accounts int
+	// Stray counts, per content table of x_bookmarks, the posts whose rows
+	// it holds while no x_bookmarks file holds them (State.Stray).
+	Stray map[string]int
+	// KeptMemories walk memories were kept; Dropped were not (nor other
+	// state keys found damaged).
+	KeptMemories int
+	Dropped      []DroppedMemory
+	// LostFiles are files of the committed run that were neither staged nor
+	// published: the run is published without them.
+	LostFiles []string
+	// Damaged are the files whose footer cannot be read: they are moved to
+	// DIR/.damaged/<table>/ (with DryRun: would be), and the state rebuilt
+	// without them.
+	Damaged []DamagedFile
+	// Changed says that the state was (with DryRun: would be) rewritten.
+	Changed bool
+	// Publish is the committed run whose publishing is finished (or would be).
+	Publish string
+	// Recovered is what finishing the directory's recovery did (not DryRun).
+	Recovered *Recovery
+}
+
+// DroppedMemory is a walk memory Repair did not keep: the next export reads
+// its list in full once.
+type DroppedMemory struct {
+	Key, Reason string
+}
+
+// Repair checks an output directory and rewrites its state from what can
+// be trusted, under the directory's lock:
+//
+//   - the written-id sets are rebuilt from the x_bookmarks files (the
+//     published ones and those of a committed run still staged), so no row
+//     is ever written twice;
+//   - each walk memory is kept if it is intact and every post it holds is
+//     in a file. Any other is dropped, never guessed: the files record
+//     neither a list's current order nor which posts left it since, and a
+//     memory that vouches for posts no file holds would stop the walk above
+//     them. The next export reads a dropped memory's list in full once;
+//   - a committed run's files that are neither staged nor published are
+//     dropped from it, and the run is published without them.
+//
+// A sound directory is left as it is.
+func Repair(dir string, o RepairOptions) (*RepairReport, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not an output directory: %v", out, err)
+	}
+	rep := &RepairReport{Out: out, DryRun: o.DryRun}
+	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
+		rep.Empty = true
+		return rep, err // nothing exported there: nothing to repair, not even a lock to take
+	}
+	lock := flock.New(filepath.Join(out, lockFile))
+	if locked, err := lock.TryLock(); err != nil {
+		return nil, fmt.Errorf("locking %s: %w", out, err)
+	} else if !locked {
+		return nil, fmt.Errorf("an export is running in %s (it holds %s); repair it when it has finished", out, filepath.Join(out, lockFile))
+	}
+	defer lock.Unlock()
+
+	old, err := loadState(out)
+	var stateErr *StateError
+	switch {
+	case errors.As(err, &stateErr):
+		rep.StateProblem = stateErr.Problem
+	case err != nil:
+		return nil, err
+	}
+	keys, pending, lastRun, err := trustedParts(out, old)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Damaged, err = damagedFiles(out); err != nil {
+		return nil, err
+	}
+	skip := map[string]bool{}
+	for _, d := range rep.Damaged {
+		skip[d.Path] = true
+	}
+	next, err := rep.rebuild(out, keys, pending, lastRun, skip)
+	if err != nil {
+		return nil, err
+	}
+	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || len(rep.Damaged) > 0 ||
+		!sameWritten(old.Archived, next.Archived) || !sameStray(old.Stray, next.Stray)
+	if next.Pending != nil {
+		rep.Publish = next.Pending.ID
+	}
+	if !rep.Changed || o.DryRun {
+		return rep, nil
+	}
+	// The damaged files go first: the state written next counts none of
+	// their posts (a repair stopped in between is run again).
+	for _, d := range rep.Damaged {
+		if _, err := moveAside(out, d); err != nil {
+			return nil, fmt.Errorf("moving the damaged file %s aside: %w", d.Path, err)
+		}
+	}
+	noStep := func(string) {}
+	if err := saveState(out, next, noStep, "repair"); err != nil {
+		return nil, fmt.Errorf("writing the repaired state: %w", err)
+	}
+	if _, rep.Recovered, err = Recover(out, noStep); err != nil {
+		return rep, fmt.Errorf("the state is repaired, but recovering %s failed: %w", out, err)
+	}
+	return rep, nil
+}
+
+// trustedParts are the walk memories and runs of the state: all of them if
+// it loaded, else what can be salvaged from its text.
+func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
+	if s != nil {
+		return s.Keys, s.Pending, s.LastRun, nil
+	}
+	text, err := os.ReadFile(filepath.Join(out, stateDir, stateFile))
+	if err != nil && !os.IsNotExist(err) {
+		return nil, nil, nil, err
+	}
+	keys, pending, lastRun := salvage(text)
+	return keys, pending, lastRun, nil
+}
+
+// rebuild builds the repaired state from the files (but those of skip)
+// and the trusted parts.
+func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *Run, skip map[string]bool) (*State, error) {
+	next := newState()
+	if pending != nil {
+		pending = rep.dropLostFiles(out, pending)
+	}
+	written, files, err := readWritten(out, pending, skip)
+	if err != nil {
+		return nil, err
+	}
+	if next.Stray, err = readStray(out, pending, written, skip); err != nil {
+		return nil, err
+	}
+	for table, byUser := range next.Stray {
+		if rep.Stray == nil {
+			rep.Stray = map[string]int{}
+		}
+		for _, set := range byUser {
+			rep.Stray[table] += set.Len()
+		}
+	}
+	next.Archived, next.Pending, next.LastRun = written, pending, lastRun
+	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
+		// A state that lost its last run, or is older than the files: the
+		// next run's files must sort after theirs (see knowsFiles).
+		next.LastRun = newest
+	}
+	rep.BookmarkFiles, rep.Accounts = files, len(written)
+	for _, set := range written {
+		rep.Posts += set.Len()
+	}
+	for key, value := range keys {
+		if reason := distrust(key, value, written); reason != "" {
+			rep.Dropped = append(rep.Dropped, DroppedMemory{Key: key, Reason: reason})
+			continue
+		}
+		next.Keys[key] = value
+		if strings.HasPrefix(key, "x_bookmark") {
+			rep.KeptMemories++
+		}
+	}
+	sort.Slice(rep.Dropped, func(i, j int) bool { return rep.Dropped[i].Key < rep.Dropped[j].Key })
+	return next, nil
+}
+
+// distrust says why a walk memory cannot be kept, or "" if it can.
+func distrust(key, value string, written map[string]*ids.Set) string {
+	if err := checkKey(key, value); err != nil {
+		return "damaged (" + strings.TrimPrefix(err.Error(), "the state key "+key+" is damaged: ") + ")"
+	}
+	uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
+	if !ok {
+		return ""
+	}
+	mem, _ := walk.UnmarshalMemory(value) // checked above
+	if mem == nil || mem.Held == nil {
+		return ""
+	}
+	set, missing := written[uid], 0
+	for i := range mem.Held.Len() {
+		if set == nil || !set.Has(mem.Held.At(i)) {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return fmt.Sprintf("%d of the %s it holds %s in no file", missing, plural.Count(mem.Held.Len(), "post", "posts"), plural.Pick(missing, "is", "are"))
+	}
+	return ""
+}
+
+// dropLostFiles returns the committed run without its files that are
+// neither staged nor published, and records them.
+func (rep *RepairReport) dropLostFiles(out string, run *Run) *Run {
+	kept := *run
+	kept.Files = nil
+	for _, f := range run.Files {
+		if exists(run.StagedPath(out, f.Table)) || exists(FinalPath(out, f)) {
+			kept.Files = append(kept.Files, f)
+			continue
+		}
+		rep.LostFiles = append(rep.LostFiles, FinalPath(out, f))
+	}
+	return &kept
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// tableFiles are the files of a table: those published, and those of the
+// committed run still staged; not those of skip.
+func tableFiles(out, table string, pending *Run, skip map[string]bool) ([]string, error) {
+	all, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, p := range all {
+		if !skip[p] {
+			paths = append(paths, p)
+		}
+	}
+	if pending != nil {
+		for _, f := range pending.Files {
+			if staged := pending.StagedPath(out, f.Table); f.Table == table && exists(staged) && !exists(FinalPath(out, f)) {
+				paths = append(paths, staged)
+			}
+		}
+	}
+	return paths, nil
+}
+
+// readWritten reads the (user_id, post_id) of every x_bookmarks file.
+func readWritten(out string, pending *Run, skip map[string]bool) (map[string]*ids.Set, int, error) {
+	paths, err := tableFiles(out, resources.BookmarksTable, pending, skip)
+	if err != nil {
+		return nil, 0, err
+	}
+	written := map[string]*ids.Set{}
+	for _, path := range paths {
+		if err := readKeys(path, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
+			return nil, 0, unreadable(out, err)
+		}
+	}
+	return written, len(paths), nil
+}
+
+// readStray finds, in the files of each content table of x_bookmarks, the
+// posts whose rows they hold while no x_bookmarks file holds the post (its
+// file was removed): State.Stray. Nil when there are none.
+func readStray(out string, pending *Run, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
+	var stray map[string]map[string]*ids.Set
+	for _, table := range resources.Bookmarks().Relations {
+		paths, err := tableFiles(out, table.Name, pending, skip)
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range paths {
+			err := readKeys(path, func(uid, postID string) {
+				if written[uid].Has(postID) {
+					return
+				}
+				if stray == nil {
+					stray = map[string]map[string]*ids.Set{}
+				}
+				if stray[table.Name] == nil {
+					stray[table.Name] = map[string]*ids.Set{}
+				}
+				addTo(stray[table.Name], uid, postID)
+			})
+			if err != nil {
+				return nil, unreadable(out, err)
+			}
+		}
+	}
+	return stray, nil
+}
+
+// addTo adds the post to the user's set in sets.
+func addTo(sets map[string]*ids.Set, uid, postID string) {
+	set := sets[uid]
+	if set == nil {
+		set = &ids.Set{}
+		sets[strings.Clone(uid)] = set // uid shares a record's buffer
+	}
+	set.Add(postID)
+}
+
+// unreadable says what to do about a file that cannot be read.
+func unreadable(out string, err error) error {
+	return fmt.Errorf("%s. Move it out of %s and repair again: "+
+		"the next export then fetches again the posts it held that are still bookmarked", cannotRead(err), out)
+}
+
+// readKeys calls add with the (user_id, post_id) of every row of a file of
+// x_bookmarks or of one of its content tables.
+func readKeys(path string, add func(uid, postID string)) error {
+	return pqfile.ReadRecords(context.Background(), path, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
+		ui, pi := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices("post_id")
+		if len(ui) == 0 || len(pi) == 0 {
+			return errors.New("it has no user_id or post_id column")
+		}
+		users, uok := rec.Column(ui[0]).(*array.String)
+		posts, pok := rec.Column(pi[0]).(*array.String)
+		if !uok || !pok {
+			return errors.New("user_id or post_id is not a string column")
+		}
+		for i := range int(rec.NumRows()) {
+			add(users.Value(i), posts.Value(i))
+		}
+		return nil
+	})
+}
+
+// cannotRead words an error of pqfile's, which names the file, as "FILE
+// cannot be read (WHY)".
+func cannotRead(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s cannot be read (%v)", pe.Path, pe.Err)
+	}
+	return err.Error()
+}
+
+// newestRun is the run of the newest published file (other than pending's),
+// named by the files' names: when the run is later than any file, the next
+// run's files sort after them.
+func newestRun(out string, pending *Run) *Run {
+	skip := ""
+	if pending != nil {
+		skip = pending.ID
+	}
+	newest, err := newestExportedFile(out, skip)
+	if err != nil || newest.path == "" {
+		return nil
+	}
+	return &newest.run
+}
+
+// sameWritten reports whether two sets of written ids are equal.
+func sameWritten(a, b map[string]*ids.Set) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for uid, set := range a {
+		other := b[uid]
+		if other == nil || set.Len() != other.Len() {
+			return false
+		}
+		for _, id := range set.IDs() {
+			if !other.Has(id) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameStray reports whether two records of stray content rows are equal.
+func sameStray(a, b map[string]map[string]*ids.Set) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for table, byUser := range a {
+		if !sameWritten(byUser, b[table]) {
+			return false
+		}
+	}
+	return true
+}
+
+// salvage finds in the text of a damaged state file every walk memory and
+// run record that reads whole, wherever the damage is: each key is looked
+// for by its own name, so a damaged one loses only itself. (Every memory is
+// then checked by Repair; nothing here is trusted because it was found.)
+func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
+	keys = map[string]string{}
+	conflicting := map[string]bool{}
+	for i := 0; ; i++ {
+		at := bytes.Index(text[i:], []byte(`"x_`))
+		if at < 0 {
+			break
+		}
+		i += at
+		key, end, ok := jsonString(text, i)
+		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' { // see archivedRecord
+			continue
+		}
+		value, _, ok := jsonString(text, end+1)
+		if !ok {
+			continue
+		}
+		if old, seen := keys[key]; seen && old != value {
+			conflicting[key] = true
+		}
+		keys[key] = value
+	}
+	for key := range conflicting {
+		delete(keys, key)
+	}
+	return keys, runAfter(text, `,"pending":`), runAfter(text, `,"last_run":`)
+}
+
+// jsonString reads the JSON string that starts at text[at] and returns it
+// and the index after it.
+func jsonString(text []byte, at int) (string, int, bool) {
+	if at >= len(text) || text[at] != '"' {
+		return "", 0, false
+	}
+	for i := at + 1; i < len(text); i++ {
+		switch text[i] {
+		case '\\':
+			i++
+		case '"':
+			var s string
+			if json.Unmarshal(text[at:i+1], &s) != nil {
+				return "", 0, false
+			}
+			return s, i + 1, true
+		}
+	}
+	return "", 0, false
+}
+
+// runAfter decodes the run record that follows the last occurrence of
+// field in text, if it reads whole and is a run record.
+func runAfter(text []byte, field string) *Run {
+	at := bytes.LastIndex(text, []byte(field))
+	if at < 0 {
+		return nil
+	}
+	var run Run
+	if json.NewDecoder(bytes.NewReader(text[at+len(field):])).Decode(&run) != nil || run.check() != nil {
+		return nil
+	}
+	return &run
+}
+
+// WriteText prints the report: what was wrong, what was kept and dropped,
+// and what the next export costs because of it.
+func (rep *RepairReport) WriteText(w io.Writer) {
+	switch {
+	case rep.Empty:
+		fmt.Fprintf(w, "%s holds no export. Nothing to repair.\n", rep.Out)
+		return
+	case rep.StateProblem != "":
+		fmt.Fprintf(w, "state: %s\n", rep.StateProblem)
+	default:
+		fmt.Fprintln(w, "state: readable")
+	}
+	for _, d := range rep.Damaged {
+		verb := "moved"
+		if rep.DryRun {
+			verb = "to be moved"
+		}
+		fmt.Fprintf(w, "damaged: %s: %s; %s to %s\n", d.Path, d.Problem, verb, filepath.Join(rep.Out, damagedDir, d.Table))
+	}
+	fmt.Fprintf(w, "files: %d x_bookmarks file(s) hold %d post(s) of %d account(s)\n", rep.BookmarkFiles, rep.Posts, rep.Accounts)
+	for _, f := range rep.LostFiles {
+		fmt.Fprintf(w, "lost: %s, a file of the committed run %s, is neither staged nor published; the run is published without it\n", f, rep.Publish)
+	}
+	for _, table := range slices.Sorted(maps.Keys(rep.Stray)) {
+		fmt.Fprintf(w, "content: %s holds the rows of %s that no x_bookmarks file holds; a walk that reads them again writes their bookmark, not these rows again\n",
+			table, plural.Count(rep.Stray[table], "post", "posts"))
+	}
+	fmt.Fprintf(w, "walk memories: %d kept, %d dropped\n", rep.KeptMemories, len(rep.Dropped))
+	for _, d := range rep.Dropped {
+		fmt.Fprintf(w, "  dropped %s: %s\n", d.Key, d.Reason)
+	}
+	switch {
+	case !rep.Changed:
+		fmt.Fprintln(w, "Nothing to repair.")
+		return
+	case rep.DryRun:
+		fmt.Fprintf(w, "Dry run: nothing was changed. Run `%s` to write the repaired state.\n", RepairCommand(rep.Out))
+	default:
+		fmt.Fprintln(w, "The repaired state is written.")
+		if rep.Recovered != nil && rep.Recovered.PublishedRun != "" {
+			fmt.Fprintf(w, "Run %s is published.\n", rep.Recovered.PublishedRun)
+		}
+	}
+	rep.writeCost(w)
+}
+
+// writeCost says what the next export costs after the repair.
+func (rep *RepairReport) writeCost(w io.Writer) {
+	var lists []string
+	for _, d := range rep.Dropped {
+		lists = append(lists, d.Key)
+	}
+	switch {
+	case rep.KeptMemories == 0 && rep.Posts > 0:
+		fmt.Fprintln(w, "\nNo walk memory was kept: the next export reads every list of every account in full once, and bills every post in them again.")
+	case len(lists) > 0:
+		fmt.Fprintf(w, "\nThe next export reads these lists in full once, and bills every post in them again: %s.\n", strings.Join(lists, ", "))
+	default:
+		fmt.Fprintln(w, "\nEvery walk memory was kept: the next export is as incremental as ever.")
+		return
+	}
+	fmt.Fprintln(w, "It writes only the posts that no file holds: no row is written twice.")
+	if len(rep.LostFiles) > 0 {
+		fmt.Fprintln(w, "Posts of the lost file that are no longer bookmarked cannot be fetched again.")
+	}
+	if len(rep.Damaged) > 0 {
+		fmt.Fprintln(w, "Posts of the damaged files that are no longer bookmarked cannot be fetched again; the rows of other tables they held are lost (the files stay in "+
+			filepath.Join(rep.Out, damagedDir)+" for you to inspect or remove).")
+	}
+}

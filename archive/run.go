@@ -1,0 +1,242 @@
+package archive
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/gofrs/flock"
+)
+
+// Lock takes the lock of the directory out, which keeps two exports (or an
+// export and a compaction, a repair, a bookmark command) apart. busy words
+// the error when another holds it, from the lock file's path.
+func Lock(out string, busy func(lockPath string) error) (unlock func(), err error) {
+	path := filepath.Join(out, lockFile)
+	lock := flock.New(path)
+	locked, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", out, err)
+	}
+	if !locked {
+		return nil, busy(path)
+	}
+	return func() { lock.Unlock() }, nil
+}
+
+// Run is one run and the files it writes: DIR/.staging/<ID>/<table>.parquet
+// until published, DIR/<table>/<name> after.
+type Run struct {
+	ID    string    `json:"id"`
+	Time  time.Time `json:"time"`
+	Files []File    `json:"files"`
+}
+
+// File is a file of a run.
+type File struct {
+	Table string `json:"table"`
+	Name  string `json:"name"`
+	Rows  int64  `json:"rows"`
+}
+
+// fileTimeLayout names files so that name order is time order.
+const fileTimeLayout = "20060102T150405.000Z"
+
+// BeginRun names a new run, later than last (name order is time order),
+// and creates its staging directory.
+func BeginRun(out string, last *Run, now time.Time) (*Run, error) {
+	now = now.UTC().Truncate(time.Millisecond)
+	if last != nil && !now.After(last.Time) {
+		now = last.Time.Add(time.Millisecond)
+	}
+	run := &Run{ID: newRunID(), Time: now}
+	if err := mkdirSynced(out, stagingDir); err != nil {
+		return nil, err
+	}
+	if err := mkdirSynced(filepath.Join(out, stagingDir), run.ID); err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+func newRunID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// File is the record of the run's file of table, of rows rows.
+func (r *Run) File(table string, rows int64) File {
+	return File{Table: table, Name: r.Time.Format(fileTimeLayout) + "-" + r.ID + ".parquet", Rows: rows}
+}
+
+// StagedPath is where the run stages its file of table.
+func (r *Run) StagedPath(out, table string) string {
+	return filepath.Join(out, stagingDir, r.ID, table+".parquet")
+}
+
+// Create creates the run's staged file of table: Parquet with the metadata
+// of CloudQuery's file destination, and the run's id. codec "" is
+// pqfile.DefaultCodec.
+func (r *Run) Create(out string, table *schema.Table, sourceName, codec string) (*pqfile.Writer, error) {
+	return pqfile.Create(r.StagedPath(out, table.Name), table, pqfile.Options{
+		SyncTime:   r.Time,
+		SourceName: sourceName,
+		Metadata: map[string]string{
+			pqfile.MetadataPluginName:    xplugin.Name,
+			pqfile.MetadataPluginVersion: xplugin.Version,
+			"cq:export_run":              r.ID,
+		},
+		Codec:     codec,
+		CreatedBy: "cq-source-x " + xplugin.Version,
+	})
+}
+
+// FinalPath is where a file is published.
+func FinalPath(out string, f File) string { return filepath.Join(out, f.Table, f.Name) }
+
+// Stage syncs the run's staging directory once its files are written and
+// fsynced: step 1 of the protocol (see the package documentation).
+func (r *Run) Stage(out string) error {
+	return DiskFull(syncDir(filepath.Join(out, stagingDir, r.ID)), false)
+}
+
+// Abort removes the run's staging directory: nothing was committed.
+func (r *Run) Abort(out string) { os.RemoveAll(filepath.Join(out, stagingDir, r.ID)) }
+
+// Commit replaces the state with next, the run pending in it, atomically:
+// step 2. On an error the caller aborts the run.
+func (r *Run) Commit(out string, next *State, step func(string)) error {
+	next.Pending = r
+	if err := saveState(out, next, step, "commit"); err != nil {
+		return err
+	}
+	step("committed")
+	return nil
+}
+
+// Publish moves the pending run's staged files into place (step 3), syncs,
+// marks the run published and removes its staging directory. It is
+// idempotent: a crash anywhere in it is finished by the next call.
+func Publish(out string, s *State, step func(string)) error {
+	run := s.Pending
+	dirs := map[string]bool{}
+	for _, f := range run.Files {
+		staged, final := run.StagedPath(out, f.Table), FinalPath(out, f)
+		if err := mkdirSynced(out, f.Table); err != nil {
+			return err
+		}
+		dirs[filepath.Dir(final)] = true
+		_, serr := os.Stat(staged)
+		_, ferr := os.Stat(final)
+		switch {
+		case serr == nil:
+			if ferr == nil {
+				// Cannot happen (rename is atomic); the published file wins.
+				if err := os.Remove(staged); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := os.Rename(staged, final); err != nil {
+				return err
+			}
+			step("published " + f.Table)
+		case ferr == nil:
+			// Published before a crash.
+		default:
+			return fmt.Errorf("run %s is committed, but its file %s is neither staged (%s) nor published: was the directory changed by hand? "+
+				"Run `%s`: it publishes the rest of the run, and the next export fetches again the posts the missing file held",
+				run.ID, final, staged, RepairCommand(out))
+		}
+	}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(filepath.Join(out, stagingDir, run.ID)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	step("published files synced")
+	s.LastRun, s.Pending = run, nil
+	if err := saveState(out, s, step, "mark published"); err != nil {
+		return err
+	}
+	step("marked published")
+	if err := os.RemoveAll(filepath.Join(out, stagingDir, run.ID)); err != nil {
+		return err
+	}
+	step("staging removed")
+	return nil
+}
+
+// Recovery says what the start of a run repaired.
+type Recovery struct {
+	// PublishedRun is the id of a committed run whose publishing a crash
+	// had interrupted, and which was finished.
+	PublishedRun string `json:"published_run,omitempty"`
+	// DiscardedRuns are runs that never committed: their staged files were
+	// deleted (their posts are fetched again).
+	DiscardedRuns []string `json:"discarded_runs,omitempty"`
+}
+
+// Recover brings the directory out back to a clean state, and returns its
+// state: it finishes publishing a committed run, deletes everything staged
+// by runs that did not commit, and what a compaction that did not finish
+// left. Every command that changes an archive starts with it, under the
+// lock.
+func Recover(out string, step func(string)) (*State, *Recovery, error) {
+	s, err := loadState(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := &Recovery{}
+	os.Remove(filepath.Join(out, stateDir, stateFile+".tmp"))
+	if err := cleanGenerations(out, step); err != nil {
+		return nil, nil, fmt.Errorf("removing what an unfinished compaction left: %w", err)
+	}
+	if s.Pending != nil {
+		rec.PublishedRun = s.Pending.ID
+		if err := Publish(out, s, step); err != nil {
+			return nil, nil, err
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(out, stagingDir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if s.LastRun == nil || e.Name() != s.LastRun.ID {
+			rec.DiscardedRuns = append(rec.DiscardedRuns, e.Name())
+		} // else: a published run whose staging directory was not removed yet
+		if err := os.RemoveAll(filepath.Join(out, stagingDir, e.Name())); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(entries) > 0 {
+		if err := syncDir(filepath.Join(out, stagingDir)); err != nil {
+			return nil, nil, err
+		}
+		step("discarded uncommitted runs")
+	}
+	if rec.PublishedRun == "" && len(rec.DiscardedRuns) == 0 {
+		rec = nil
+	}
+	return s, rec, nil
+}

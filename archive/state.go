@@ -1,0 +1,614 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/ids"
+	"github.com/cq-source-x/cq-source-x/resources"
+)
+
+// stateFormat is the format of the state file this version writes.
+const stateFormat = 1
+
+// archivedRecord: the posts an export archived are its written ids, which
+// the compliance checks read (the exporter is the sync's destination,
+// plugin.Destination); the plugin keeps no record of its own beside them.
+// Earlier versions kept one among the keys, a few bytes a post: it is left
+// out when a state is read, and so when it is next saved.
+
+// State is DIR/.state/state.json. It is replaced atomically (write a
+// temporary file, fsync, rename, fsync the directory), so it is always
+// either the old or the new version.
+type State struct {
+	Format int `json:"format"`
+	// Keys are the key/values the plugin's state client holds: the walk
+	// memories of every account's lists.
+	Keys map[string]string `json:"keys"`
+	// Archived lists, per user id, the post ids of the x_bookmarks rows in
+	// the committed files, so a post bookmarked again after it was removed
+	// (which the walk emits as new) is not written twice.
+	Archived map[string]*ids.Set `json:"written"`
+	// Stray lists, per child table of x_bookmarks (its content: authors,
+	// media, referenced posts) and per user id, the posts whose rows the
+	// table's files hold while no x_bookmarks file holds the post: the
+	// x_bookmarks file was removed by hand, and the repair found them. A
+	// walk that reads such a post again writes its x_bookmarks row, and not
+	// its rows of that table, which holds them already; the post then
+	// leaves this list. Empty but after such a repair.
+	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
+	// Pending is a committed run whose files may not all be published yet.
+	Pending *Run `json:"pending,omitempty"`
+	// LastRun is the last run published.
+	LastRun *Run `json:"last_run,omitempty"`
+}
+
+// writeTo writes json.Marshal(s) to w (TestStateEncodingIsJSONMarshal holds
+// it to that), one key and one set at a time: the walk memories and the
+// written ids are most of the state, a few bytes per post held, and an
+// export of many accounts would otherwise hold them twice more in memory
+// (the encoded JSON, and the buffer it grew in) while it saves them.
+func (s *State) writeTo(w io.Writer) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
+	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
+	ew.WriteString(`,"written":`)
+	writeObject(ew, s.Archived, encodeSet)
+	if len(s.Stray) > 0 {
+		ew.WriteString(`,"stray":`)
+		writeObject(ew, s.Stray, func(byUser map[string]*ids.Set) ([]byte, error) {
+			var b bytes.Buffer
+			inner := &errWriter{w: &b}
+			writeObject(inner, byUser, encodeSet)
+			return b.Bytes(), inner.err
+		})
+	}
+	for _, f := range []struct {
+		name string
+		run  *Run
+	}{{"pending", s.Pending}, {"last_run", s.LastRun}} {
+		if f.run == nil {
+			continue
+		}
+		run, err := json.Marshal(f.run)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(ew, `,%q:`, f.name)
+		ew.Write(run)
+	}
+	ew.WriteString("}")
+	return ew.err
+}
+
+// encodeSet is a set as JSON: its text, a string (base64: nothing to
+// escape).
+func encodeSet(set *ids.Set) ([]byte, error) {
+	text, err := set.MarshalText()
+	return append(append([]byte{'"'}, text...), '"'), err
+}
+
+// writeObject writes m as json.Marshal does (keys sorted, null when nil),
+// each value encoded by value.
+func writeObject[V any](ew *errWriter, m map[string]V, value func(V) ([]byte, error)) {
+	if m == nil {
+		ew.WriteString("null")
+		return
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	ew.WriteString("{")
+	for i, k := range keys {
+		if i > 0 {
+			ew.WriteString(",")
+		}
+		key, err := json.Marshal(k)
+		ew.fail(err)
+		v, err := value(m[k])
+		ew.fail(err)
+		ew.Write(key)
+		ew.WriteString(":")
+		ew.Write(v)
+	}
+	ew.WriteString("}")
+}
+
+// errWriter keeps the first error of a sequence of writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+func (e *errWriter) Write(b []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(b)
+	e.fail(err)
+	return n, err
+}
+
+func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
+
+func newState() *State {
+	return &State{Format: stateFormat, Keys: map[string]string{}, Archived: map[string]*ids.Set{}}
+}
+
+// Load reads the state of the archive in dir, as it is committed (without
+// recovering the directory or taking its lock).
+func Load(dir string) (*State, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	return loadState(out)
+}
+
+// SaveState replaces the state of the archive in out with s, atomically
+// (for a state that describes no file: see export's compliance jobs).
+// what names the step in the crash points step marks.
+func SaveState(out string, s *State, step func(string), what string) error {
+	return saveState(out, s, step, what)
+}
+
+// loadState reads DIR/.state/state.json. A missing file is an empty state
+// only in a directory that holds no exported file: beside files, it is a
+// lost state, and an empty one would have the next run bill every post
+// again and write each row a second time. So is a state that does not know
+// the files beside it (see knowsFiles).
+func loadState(out string) (*State, error) {
+	path := filepath.Join(out, stateDir, stateFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if file, err := anyExportedFile(out); err != nil {
+			return nil, err
+		} else if file != "" {
+			return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is missing, but the directory holds exported files (%s)", path, file)}
+		}
+		return newState(), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := decodeState(f)
+	if err != nil {
+		var newer *newerStateError
+		if errors.As(err, &newer) {
+			return nil, fmt.Errorf("%s has format %d; this version reads format %d: use the cq-source-x that wrote it, or a newer one", path, newer.format, stateFormat)
+		}
+		return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is damaged: %v", path, err)}
+	}
+	if err := s.knowsFiles(out, path); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// knowsFiles checks that the state s (read from path) is the state of the
+// files in out. Every run that writes a file records itself in the state
+// as it commits (Pending, then LastRun), and a run's files are named after
+// its time, which is later than any run before it. So no file may be
+// named after a time later than the last run the state records: a state
+// that records no run beside files (an empty one), or one older than the
+// files (restored from a backup, copied from another directory), would
+// have the next run write again rows the files hold. Only the names are
+// read, never the files.
+func (s *State) knowsFiles(out, path string) error {
+	var known time.Time // the latest run the state records
+	for _, run := range []*Run{s.LastRun, s.Pending} {
+		if run != nil && run.Time.After(known) {
+			known = run.Time
+		}
+	}
+	newest, err := newestExportedFile(out, "")
+	switch {
+	case err != nil:
+		return err
+	case newest.path == "":
+		return nil
+	case known.IsZero():
+		return &StateError{Dir: out, Problem: fmt.Sprintf("%s records no export, but the directory holds exported files (%s): it is not this directory's state", path, newest.path)}
+	case newest.run.Time.After(known):
+		return &StateError{Dir: out, Problem: fmt.Sprintf("%s is older than the files beside it: %s was written after the last export it records (%s), so it is not this directory's state (restored from a backup, or copied from elsewhere?)",
+			path, newest.path, known.Format("2006-01-02 15:04:05.000 MST"))}
+	}
+	return nil
+}
+
+// exportedFile is a Parquet file of a table, and the run its name names
+// (its id and time).
+type exportedFile struct {
+	path string
+	run  Run
+}
+
+// newestExportedFile is the file of out named after the latest time (path
+// "" when there is none), passing over the files of the run skip. Files not
+// named as an export names them are passed over too.
+func newestExportedFile(out, skip string) (exportedFile, error) {
+	var newest exportedFile
+	for _, table := range TableNames() {
+		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+		if err != nil {
+			return newest, err
+		}
+		for _, p := range paths {
+			stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
+			t, err := time.Parse(fileTimeLayout, stamp)
+			if ok && err == nil && isRunID(id) && id != skip && (newest.path == "" || t.After(newest.run.Time)) {
+				newest = exportedFile{path: p, run: Run{ID: id, Time: t}}
+			}
+		}
+	}
+	return newest, nil
+}
+
+// StateError is a state that cannot be used as it is: damaged, or lost
+// beside the files it described. `cq-source-x repair` rebuilds it.
+type StateError struct {
+	Dir     string // the output directory
+	Problem string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("%s. Nothing was fetched or written. Run `%s` to rebuild the state from the files: "+
+		"it keeps what is intact, and no row is ever written twice (docs/export.md, \"When something goes wrong\")",
+		e.Problem, RepairCommand(e.Dir))
+}
+
+// RepairCommand is the command that repairs the output directory dir.
+func RepairCommand(dir string) string {
+	return "cq-source-x repair --out " + ShellQuote(dir)
+}
+
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+type newerStateError struct{ format int }
+
+func (e *newerStateError) Error() string {
+	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
+}
+
+// decodeState decodes and checks a state file. Every state this
+// program writes has a format, keys (possibly empty), written-id sets
+// (possibly empty) and runs whose ids and files name paths inside the
+// output directory; anything else is damaged. Every walk memory is decoded
+// too, so that a damaged one stops the export before anything is billed,
+// rather than failing its account at every run.
+func decodeState(r io.Reader) (*State, error) {
+	s := &State{}
+	if err := s.readFrom(r); err != nil {
+		return nil, err
+	}
+	switch {
+	case s.Format > stateFormat:
+		return nil, &newerStateError{s.Format}
+	case s.Format == 0:
+		return nil, errors.New("it holds no state (\"format\" is missing)")
+	case s.Format != stateFormat:
+		return nil, fmt.Errorf("\"format\" is %d", s.Format)
+	case s.Keys == nil:
+		return nil, errors.New("its walk memories (\"keys\") are missing")
+	case s.Archived == nil:
+		return nil, errors.New("its written-id sets (\"written\") are missing")
+	}
+	for _, run := range []*Run{s.Pending, s.LastRun} {
+		if err := run.check(); err != nil {
+			return nil, err
+		}
+	}
+	for key, value := range s.Keys {
+		if err := checkKey(key, value); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// readFrom decodes the JSON writeTo writes, one key and one set at a time,
+// so that the file is not held in memory beside what it decodes to (at
+// 10,000 accounts, hundreds of megabytes each).
+func (s *State) readFrom(r io.Reader) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	err := decodeObject(dec, func(field string) error {
+		switch field {
+		case "format":
+			return dec.Decode(&s.Format)
+		case "keys":
+			s.Keys = map[string]string{}
+			return decodeObject(dec, func(key string) error {
+				var v string
+				err := dec.Decode(&v)
+				if !isArchivedKey(key) { // see archivedRecord
+					s.Keys[key] = v
+				}
+				return err
+			})
+		case "written":
+			s.Archived = map[string]*ids.Set{}
+			return decodeSets(dec, s.Archived, "the written-id set")
+		case "stray":
+			s.Stray = map[string]map[string]*ids.Set{}
+			return decodeObject(dec, func(table string) error {
+				if !resources.IsBookmarkContent(table) {
+					return fmt.Errorf("stray rows of %q, which is not a content table of x_bookmarks", table)
+				}
+				s.Stray[table] = map[string]*ids.Set{}
+				return decodeSets(dec, s.Stray[table], "the stray rows of "+table)
+			})
+		case "pending":
+			return dec.Decode(&s.Pending)
+		case "last_run":
+			return dec.Decode(&s.LastRun)
+		}
+		var unknown json.RawMessage
+		return dec.Decode(&unknown)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the state's JSON object")
+	}
+	return nil
+}
+
+// decodeSets reads a JSON object of id sets by user id into sets; what
+// names them in an error.
+func decodeSets(dec *json.Decoder, sets map[string]*ids.Set, what string) error {
+	return decodeObject(dec, func(uid string) error {
+		var set *ids.Set
+		if err := dec.Decode(&set); err != nil {
+			return err
+		}
+		if set == nil {
+			return fmt.Errorf("%s of user %s is null", what, uid)
+		}
+		sets[uid] = set
+		return nil
+	})
+}
+
+// decodeObject reads a JSON object from dec, calling field for each key with
+// the value next in dec. A state this program writes has no null where an
+// object belongs.
+func decodeObject(dec *json.Decoder, field func(key string) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != json.Delim('{') {
+		return fmt.Errorf("%s where an object was expected", jsonKind(tok))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if err := field(tok.(string)); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // '}'
+	return err
+}
+
+// jsonKind names what a JSON token is, for a person (a string's text may
+// be long, and nil prints as <nil>).
+func jsonKind(tok json.Token) string {
+	switch v := tok.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return fmt.Sprint(v)
+	case string:
+		return "a string"
+	case json.Delim:
+		if v == '[' {
+			return "an array"
+		}
+		return fmt.Sprintf("%q", string(v))
+	}
+	return "a number"
+}
+
+// check refuses a run record that is not one this program writes: its id
+// and file names become paths (a staging directory removed, files renamed),
+// which must stay inside the output directory.
+func (r *Run) check() error {
+	if r == nil {
+		return nil
+	}
+	if !isRunID(r.ID) {
+		return fmt.Errorf("run id %q is not a run id", r.ID)
+	}
+	for _, f := range r.Files {
+		if !knownTables[f.Table] || f.Name != r.Time.UTC().Format(fileTimeLayout)+"-"+r.ID+".parquet" {
+			return fmt.Errorf("run %s: file %q of table %q is not a file of that run", r.ID, f.Name, f.Table)
+		}
+	}
+	return nil
+}
+
+// isRunID reports whether id is a run id: 8 lowercase hex digits (newRunID).
+func isRunID(id string) bool {
+	if len(id) != 8 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkKey decodes one state key of the plugin's, as the plugin will read
+// it. Keys of other forms are left to the plugin.
+func checkKey(key, value string) error {
+	if _, err := account.CheckKey(key, value); err != nil {
+		return fmt.Errorf("the state key %s is damaged: %w", key, err)
+	}
+	return nil
+}
+
+// isStateKey reports whether the plugin writes keys of key's form.
+func isStateKey(key string) bool {
+	_, ok := account.ParseKey(key)
+	return ok
+}
+
+// isArchivedKey reports whether key records an account's archived post ids
+// (see archivedRecord).
+func isArchivedKey(key string) bool {
+	k, _ := account.ParseKey(key)
+	return k.Kind == account.ArchivedIDs
+}
+
+// knownTables are the tables whose files an output directory holds.
+var knownTables = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range append(resources.Tables().FlattenTables(), Tables()...) {
+		m[t.Name] = true
+	}
+	return m
+}()
+
+// TableNames are the tables an output directory can hold, in name order.
+func TableNames() []string {
+	return slices.Sorted(maps.Keys(knownTables))
+}
+
+// ForeignEntries returns the entries of dir that no export makes there —
+// named after none of the tables, and not hidden (an export's own entries
+// are hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
+// alone) — in name order. None when dir does not exist: an export creates
+// it.
+func ForeignEntries(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var foreign []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && !knownTables[e.Name()] {
+			foreign = append(foreign, e.Name())
+		}
+	}
+	return foreign, nil
+}
+
+// hasFiles reports whether DIR/<table> holds a Parquet file.
+func HasFiles(out, table string) bool {
+	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+	return len(files) > 0
+}
+
+// anyExportedFile returns the path of a Parquet file of a table in out, or
+// "" if there is none.
+func anyExportedFile(out string) (string, error) {
+	for _, t := range TableNames() {
+		files, err := filepath.Glob(filepath.Join(out, t, "*.parquet"))
+		if err != nil {
+			return "", err
+		}
+		if len(files) > 0 {
+			return files[0], nil
+		}
+	}
+	return "", nil
+}
+
+// saveState replaces DIR/.state/state.json atomically. step marks the crash
+// points: the new version written and synced under a temporary name, then
+// renamed over the old one (the rename is the commit).
+func saveState(out string, s *State, step func(string), what string) error {
+	s.Format = stateFormat
+	dir := filepath.Join(out, stateDir)
+	if err := mkdirSynced(out, stateDir); err != nil {
+		return err
+	}
+	return writeFileAtomic(dir, stateFile, s.writeTo, func(s string) { step(what + ": " + s) })
+}
+
+// writeFileAtomic writes name in dir (its content by write) via a synced
+// temporary file renamed over it, then syncs dir so the rename is durable.
+func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(string)) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	buf := bufio.NewWriterSize(f, 1<<20)
+	err = write(buf)
+	if err == nil {
+		err = buf.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
+		os.Remove(tmp) // on a full disk, the space it holds is what the next run needs
+		return err
+	}
+	step("temporary file synced")
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	step("renamed")
+	return syncDir(dir)
+}
+
+// syncDir makes the entries of dir (creations, renames, removals) durable.
+// Windows cannot fsync a directory (NTFS journals its metadata): no-op there.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// mkdirSynced creates parent/name if needed, and syncs parent when it did.
+func mkdirSynced(parent, name string) error {
+	path := filepath.Join(parent, name)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	return syncDir(parent)
+}

@@ -1,0 +1,165 @@
+// Package compliance runs X's batch compliance jobs over the posts a sync
+// archived: which posts are due, the job's life (create, record, upload,
+// poll, read), what each account keeps in the state backend, and the rows
+// of x_post_compliance it finds, which package resources declares.
+package compliance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/rs/zerolog"
+)
+
+// Check is the app's compliance jobs for the accounts of one sync (of its
+// shard, with --shard): the client of x_post_compliance. It is not
+// multiplexed: the ids of every account go into the same jobs, each id
+// once, and what X reports lands in a row per account that archived the
+// post.
+type Check struct {
+	// API has the app's app-only bearer token; nil when the spec has no
+	// compliance section, and the table then has no rows.
+	API    *client.Client
+	Meter  *client.Meter
+	Set    *account.Set
+	State  state.Client
+	Clock  clock.Clock
+	Logger zerolog.Logger
+	Sync   account.Sync
+	// Every, Wait and MaxIDsPerJob are the spec's compliance settings.
+	Every, Wait  time.Duration
+	MaxIDsPerJob int
+	// Scope names the share of the accounts in a sharded sync
+	// ("shard-1-of-2"; "" when not sharded): each shard keeps its own job.
+	Scope string
+	// Err is set when the section could not be prepared (an unreadable
+	// token file): the table fails with it.
+	Err error
+	// Redact masks the credentials of the sync in text made from errors.
+	Redact *redact.Redactor
+	// Resend says how long the rows of the table are sent again
+	// (account.Session.Resend).
+	Resend outbox.Policy
+
+	mu      sync.Mutex
+	failure error
+}
+
+// ID implements schema.ClientMeta.
+func (*Check) ID() string { return "compliance" }
+
+// Finding is one row of x_post_compliance: what X said of a post an
+// account archived, when it changed. As JSON, it is what an outbox keeps
+// of the row, to send it again.
+type Finding struct {
+	UserID     string     `json:"-"`
+	PostID     string     `json:"post_id"`
+	JobID      string     `json:"job_id"`
+	Action     string     `json:"action,omitempty"`
+	Reason     string     `json:"reason,omitempty"`
+	CreatedAt  *time.Time `json:"created_at,omitempty"`
+	RedactedAt *time.Time `json:"redacted_at,omitempty"`
+	CheckedAt  time.Time  `json:"checked_at"`
+}
+
+// Emit sends rows of x_post_compliance on (to the scheduler), unless ctx
+// ends first.
+type Emit func(context.Context, []*Finding) error
+
+// Run runs the sync's part of the checks, emitting the rows it finds. A
+// check that fails is logged and recorded (Failure).
+func (c *Check) Run(ctx context.Context, emit Emit) error {
+	if c.API == nil && c.Err == nil {
+		return nil
+	}
+	err := c.Err
+	if err == nil {
+		err = c.check(ctx, emit)
+	}
+	if err != nil {
+		c.mu.Lock()
+		c.failure = err
+		c.mu.Unlock()
+		c.Logger.Error().Err(c.Redact.Error(err)).Msg("compliance check did not finish")
+	}
+	return err
+}
+
+// Failure is why the sync's check failed (nil when it did not).
+func (c *Check) Failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failure
+}
+
+// FailedOperation is the operation whose request the failure is about
+// (compliance_create_job when it names none).
+func (c *Check) FailedOperation() client.Operation {
+	failure := c.Failure()
+	var je *jobError
+	var ae *client.APIError
+	var re *client.RateLimitError
+	var me *client.MalformedResponseError
+	switch {
+	case errors.As(failure, &je):
+		return je.op
+	case errors.As(failure, &ae):
+		return ae.Operation
+	case errors.As(failure, &re):
+		return re.Operation
+	case errors.As(failure, &me):
+		return me.Operation
+	}
+	return client.OpCreateComplianceJob
+}
+
+// resendFindings sends again the rows of the account's outbox that sync
+// keeps in it (outbox.Box.Resend): a sync's rows are sent again by the
+// next ones, with the same checked_at (package outbox).
+func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p outbox.Policy, emit Emit) error {
+	if len(a.outbox.Entries) > 0 {
+		a.outbox, a.changed = a.outbox.Resend(sync.ID, sync.Ended, p), true
+	}
+	a.syncID, a.sentAt = sync.ID, sync.StartedAt
+	var rows []*Finding
+	for i := range a.outbox.Entries {
+		err := a.outbox.Entries[i].Each(func(line []byte) error {
+			f := &Finding{UserID: a.userID}
+			if err := json.Unmarshal(line, f); err != nil {
+				return err
+			}
+			rows = append(rows, f)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("sending again the compliance findings of user %s: %w", a.userID, err)
+		}
+	}
+	return emit(ctx, rows)
+}
+
+// outboxToSave is the account's outbox as its checks are saved: what
+// resendFindings kept, then the rows this sync sent.
+func (a *accountChecks) outboxToSave() (string, error) {
+	var batch outbox.Batch
+	for _, f := range a.sent {
+		if err := batch.Add(f); err != nil {
+			return "", err
+		}
+	}
+	sent, err := batch.Entry(a.syncID, a.sentAt)
+	if err != nil {
+		return "", err
+	}
+	return a.outbox.With(sent).Marshal()
+}

@@ -1,0 +1,400 @@
+package compliance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/ids"
+)
+
+// A check of the archive, run by x_post_compliance's resolver after the
+// bookmark walks of the sync (so their new posts are included):
+//
+//  1. Each account whose last round started at least Every ago starts a
+//     round: every archived post not checked since the round started, and
+//     not reported deleted, is due.
+//  2. The due ids of all accounts, each once and in id order, go to X in
+//     jobs of at most MaxIDsPerJob ids, one job at a time: create, record
+//     the job in the state backend and flush it, upload, poll.
+//  3. A complete job's results update each account's checks; a change in
+//     what X says of a post is a row. A round with nothing left due ends.
+//
+// The sync waits at most Wait for jobs: one still running is left recorded
+// for the next sync, which polls it instead of creating another. A job that
+// failed or expired is reported (the resolver's error, x_api_usage) and its
+// posts stay due for the next sync.
+
+// check runs the sync's part of the checks.
+func (c *Check) check(ctx context.Context, emit Emit) error {
+	if _, ok := c.State.(*state.NoOpClient); ok {
+		return errors.New("compliance checks need a state backend (backend_options): the ids of the archived posts and the job in progress are kept there")
+	}
+	accts, err := c.loadAccounts(ctx)
+	if err != nil || len(accts) == 0 {
+		return err
+	}
+	start := c.Clock.Now()
+	for _, a := range accts {
+		if err := a.resendFindings(ctx, c.Sync, c.Resend, emit); err != nil {
+			return errors.Join(err, c.saveAccounts(ctx, accts))
+		}
+	}
+	c.startRounds(accts, start)
+	err = c.runJobs(ctx, accts, start.Add(c.Wait), emit)
+	for _, a := range accts {
+		if !a.roundStart.IsZero() && !a.hasDue() {
+			a.lastRound, a.roundStart, a.changed = a.roundStart, time.Time{}, true
+			c.Logger.Info().Str("user_id", a.userID).Int("posts", len(a.archived)).Msg("compliance check of the archive complete")
+		}
+	}
+	return errors.Join(err, c.saveAccounts(ctx, accts))
+}
+
+// runJobs resumes the job in progress, if any, then runs jobs until
+// nothing is due or the deadline has passed.
+func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, emit Emit) error {
+	key := account.JobKey(c.Scope)
+	rec, err := loadJob(ctx, c.State, key)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		c.Logger.Info().Str("job", rec.ID).Msg("resuming the compliance job of an earlier sync")
+	}
+	for {
+		if rec == nil {
+			batch := dueBatch(accts, c.MaxIDsPerJob)
+			if len(batch) == 0 {
+				return nil
+			}
+			if rec, err = c.startJob(ctx, key, batch, deadline); err != nil {
+				return err
+			}
+		}
+		done, err := c.finishJob(ctx, key, rec, accts, deadline, emit)
+		if err != nil {
+			return err
+		}
+		if !done {
+			c.Logger.Warn().Str("job", rec.ID).Dur("waited", c.Wait).Msg("compliance job still running; the next sync picks it up")
+			return nil
+		}
+		if err := c.saveAccounts(ctx, accts); err != nil {
+			return err
+		}
+		rec = nil
+		if !c.Clock.Now().Before(deadline) {
+			if len(dueBatch(accts, 1)) > 0 {
+				c.Logger.Info().Msg("compliance check continues at the next sync (compliance.wait is over)")
+			}
+			return nil
+		}
+	}
+}
+
+// loadAccounts reads each account's archived ids and checks.
+func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
+	var out []*accountChecks
+	for _, s := range c.Set.Sessions {
+		if s.UserID == "" {
+			// Resolved by the data tables' first resolver, or here.
+			if err := s.Ready(ctx); err != nil || s.UserID == "" {
+				c.Logger.Warn().Err(c.Redact.Error(err)).Str("account", s.ID()).Msg("account not checked: its user id is not known")
+				continue
+			}
+		}
+		archived, _, err := loadArchived(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.ID(), err)
+		}
+		a := &accountChecks{userID: s.UserID, archived: archived}
+		value, err := c.State.GetKey(ctx, account.ChecksKey(s.UserID))
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading state %q: %w", s.ID(), account.ChecksKey(s.UserID), err)
+		}
+		if err := a.unmarshalChecks(value, "state "+strconv.Quote(account.ChecksKey(s.UserID))); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.ID(), err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// startRounds starts the round of each account whose last one started at
+// least Every ago.
+func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
+	for _, a := range accts {
+		if a.roundStart.IsZero() && (a.lastRound.IsZero() || now.Sub(a.lastRound) >= c.Every) && len(a.archived) > 0 {
+			a.roundStart, a.changed = now, true
+			c.Logger.Info().Str("user_id", a.userID).Int("posts", len(a.archived)).Msg("compliance check of the archive starts")
+		}
+	}
+}
+
+// dueBatch is the next job's ids: the smallest max ids due in any account.
+func dueBatch(accts []*accountChecks, max int) ids.Sorted {
+	var all ids.Sorted
+	for _, a := range accts {
+		if a.roundStart.IsZero() {
+			continue
+		}
+		var due []uint64
+		for _, id := range a.archived {
+			if a.due(id) {
+				due = append(due, id)
+			}
+		}
+		all = all.Union(due)
+	}
+	if len(all) > max {
+		all = all[:max]
+	}
+	return all
+}
+
+func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error {
+	for _, a := range accts {
+		if !a.changed {
+			continue
+		}
+		value, err := a.marshalChecks()
+		if err != nil {
+			return err
+		}
+		if err := c.State.SetKey(ctx, account.ChecksKey(a.userID), value); err != nil {
+			return fmt.Errorf("writing state %q: %w", account.ChecksKey(a.userID), err)
+		}
+		a.changed = false
+	}
+	return nil
+}
+
+func (c *Check) jobName() string {
+	if c.Scope == "" {
+		return "cq-source-x"
+	}
+	return "cq-source-x " + c.Scope
+}
+
+// startJob creates a job for batch, records it and uploads its ids.
+func (c *Check) startJob(ctx context.Context, key string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
+	if err := c.waitForIdle(ctx, deadline); err != nil {
+		return nil, err
+	}
+	job, _, err := c.API.CreateComplianceJob(ctx, client.CreateComplianceJobOptions{Type: client.ComplianceTweets, Name: c.jobName()})
+	if err != nil {
+		var ae *client.APIError
+		if errors.As(err, &ae) && (ae.Status == 400 || ae.Status == 409) {
+			// X refuses a second job of a type; how is not documented.
+			if busy, lerr := c.activeJob(ctx); lerr == nil && busy != nil {
+				return nil, busyError(busy)
+			}
+		}
+		return nil, explain(err)
+	}
+	rec := &jobRecord{ID: job.ID, CreatedAt: job.CreatedAt, IDs: batch}
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = c.Clock.Now()
+	}
+	if err := saveJob(ctx, c.State, key, rec, true); err != nil {
+		return nil, err
+	}
+	c.Logger.Info().Str("job", job.ID).Int("posts", len(batch)).Msg("compliance job created")
+	if err := c.upload(ctx, key, rec, job); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (c *Check) upload(ctx context.Context, key string, rec *jobRecord, job *client.ComplianceJob) error {
+	if _, err := c.API.UploadComplianceIDs(ctx, job, rec.IDs.Strings()); err != nil {
+		return fmt.Errorf("uploading the ids of compliance job %s (the next sync tries again while the job takes them): %w", rec.ID, err)
+	}
+	rec.Uploaded = true
+	return saveJob(ctx, c.State, key, rec, true)
+}
+
+// waitForIdle waits, until the deadline, for another job of the app (a
+// shard's, another program's) to finish: X runs one at a time.
+func (c *Check) waitForIdle(ctx context.Context, deadline time.Time) error {
+	for n := 0; ; n++ {
+		busy, err := c.activeJob(ctx)
+		if err != nil || busy == nil {
+			return err
+		}
+		if !c.Clock.Now().Before(deadline) {
+			return busyError(busy)
+		}
+		if err := c.sleep(ctx, pollInterval(n), deadline); err != nil {
+			return err
+		}
+	}
+}
+
+// activeJob is a post compliance job of the app that is created or in
+// progress, if any.
+func (c *Check) activeJob(ctx context.Context) (*client.ComplianceJob, error) {
+	jobs, _, err := c.API.ListComplianceJobs(ctx, client.ComplianceTweets, "")
+	if err != nil {
+		return nil, explain(err)
+	}
+	for i := range jobs {
+		if jobs[i].Active() {
+			return &jobs[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func busyError(j *client.ComplianceJob) error {
+	name := ""
+	if j.Name != "" {
+		name = fmt.Sprintf(" %q", j.Name)
+	}
+	return fmt.Errorf("another compliance job of this X app is %s (job %s%s, created %s); X runs one at a time, so the next sync checks the posts",
+		j.Status, j.ID, name, j.CreatedAt.UTC().Format(time.RFC3339))
+}
+
+// finishJob polls the job until it ends or the deadline passes (done is
+// false then: the job stays recorded). A complete job's results are applied
+// and the record is cleared; a failed or expired job is cleared and
+// reported.
+func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts []*accountChecks, deadline time.Time, emit Emit) (bool, error) {
+	drop := func(format string, args ...any) (bool, error) {
+		if err := saveJob(ctx, c.State, key, nil, true); err != nil {
+			return false, err
+		}
+		return false, &jobError{client.OpGetComplianceJob,
+			fmt.Errorf("compliance job %s "+format+"; its %d posts are checked by a new job at the next sync", append(append([]any{rec.ID}, args...), len(rec.IDs))...)}
+	}
+	for n := 0; ; n++ {
+		job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
+		if errors.Is(err, client.ErrNotFound) {
+			return drop("is not known to X any more")
+		}
+		if err != nil {
+			return false, explain(err)
+		}
+		switch job.Status {
+		case client.JobCreated:
+			if !rec.Uploaded {
+				// A run that stopped between creating the job and
+				// uploading its ids.
+				if err := c.upload(ctx, key, rec, job); err != nil {
+					return false, err
+				}
+				continue
+			}
+		case client.JobInProgress:
+		case client.JobComplete:
+			results, _, err := c.API.DownloadComplianceResults(ctx, job)
+			if err != nil {
+				return false, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)
+			}
+			if err := c.apply(ctx, rec, results, accts, emit); err != nil {
+				return false, err
+			}
+			return true, saveJob(ctx, c.State, key, nil, false)
+		case client.JobFailed:
+			return drop("failed (X gives no reason)")
+		case client.JobExpired:
+			if rec.Uploaded {
+				return drop("expired before its results were read (they are kept a week)")
+			}
+			return drop("expired: its ids were not uploaded within 15 minutes of its creation (the sync that created it stopped)")
+		default:
+			return false, fmt.Errorf("compliance job %s has status %q, which this version does not know", rec.ID, job.Status)
+		}
+		if !c.Clock.Now().Before(deadline) {
+			return false, nil
+		}
+		if err := c.sleep(ctx, pollInterval(n), deadline); err != nil {
+			return false, err
+		}
+	}
+}
+
+// apply records a complete job's results: each account's check of every
+// post of the job it archived, and a row where what X says changed.
+func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
+	now := c.Clock.Now()
+	reported := make(map[uint64]client.ComplianceResult, len(results))
+	for _, r := range results {
+		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
+			reported[n] = r
+		}
+	}
+	var rows []*Finding
+	for _, a := range accts {
+		var updates []check
+		for _, id := range rec.IDs {
+			if !a.archived.Has(id) {
+				continue
+			}
+			r, isReported := reported[id]
+			code := reasonClean
+			if isReported {
+				code = reasonCode(r.Reason)
+			}
+			prev, seen := a.find(id)
+			updates = append(updates, check{id: id, at: now.UnixMilli(), reason: code})
+			if (!seen && code == reasonClean) || (seen && prev.reason == code) {
+				continue
+			}
+			row := &Finding{UserID: a.userID, PostID: strconv.FormatUint(id, 10), JobID: rec.ID, CheckedAt: now}
+			if isReported {
+				row.Action, row.Reason, row.CreatedAt, row.RedactedAt = r.Action, r.Reason, r.CreatedAt, r.RedactedAt
+			}
+			rows = append(rows, row)
+			if c.Resend.On() {
+				a.sent = append(a.sent, row)
+			}
+		}
+		a.setAll(updates)
+	}
+	c.Logger.Info().Str("job", rec.ID).Int("posts", len(rec.IDs)).Int("reported", len(reported)).Int("changes", len(rows)).Msg("compliance job complete")
+	return emit(ctx, rows)
+}
+
+// jobError is what the API said of a job, found by op.
+type jobError struct {
+	op  client.Operation
+	err error
+}
+
+func (e *jobError) Error() string { return e.err.Error() }
+func (e *jobError) Unwrap() error { return e.err }
+
+// explain says which credential a refusal is about.
+func explain(err error) error {
+	var ae *client.APIError
+	if errors.Is(err, client.ErrUserContextToken) || (errors.As(err, &ae) && ae.Hint == client.HintAppUnauthorized) {
+		return fmt.Errorf("the compliance bearer token was refused: %w", err)
+	}
+	return err
+}
+
+// pollInterval is the wait before the n-th poll (0-based): 1s, doubling up
+// to a minute.
+func pollInterval(n int) time.Duration {
+	if n >= 6 {
+		return time.Minute
+	}
+	return time.Second << n
+}
+
+func (c *Check) sleep(ctx context.Context, d time.Duration, deadline time.Time) error {
+	if left := deadline.Sub(c.Clock.Now()); left < d {
+		d = left
+	}
+	if d <= 0 {
+		return nil
+	}
+	return c.API.Sleep(ctx, d) // the client's clock, and its stop
+}

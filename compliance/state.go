@@ -1,0 +1,333 @@
+package compliance
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/ids"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
+)
+
+// What the compliance checks keep in the state backend:
+//
+//   - per account, the ids of every post written to x_bookmarks (archived
+//     ids), added to by the bookmarks walk (Archiver): the walk's held
+//     list alone would forget posts whose bookmark was removed. A
+//     destination that keeps them itself (the exporter's written ids) is
+//     read instead, and none are kept (Session.Archive);
+//   - per account, when each archived post was last checked and what X said
+//     of it then, and the account's check rounds (checks);
+//   - per sync scope (all accounts, or one shard), the job in progress, with
+//     the ids it was given (jobRecord). Unlike a pagination token, a job id
+//     stays valid between runs: a run that stopped while a job ran picks it
+//     up instead of starting another (X runs one at a time).
+
+func init() {
+	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
+		return (&accountChecks{}).unmarshalChecks(value, "state "+strconv.Quote(key))
+	})
+	account.RegisterDecoder(account.ComplianceJob, func(key, value string) error { _, err := decodeJob(key, value); return err })
+}
+
+// Reasons X reports a post for, by code (a code is kept in the state
+// backend: new reasons go at the end). A reason not listed (X may add some)
+// is kept as reasonOther: checked again every round, like the others but
+// "deleted" (an author's account can be reinstated, reactivated or made
+// public again; a deleted post stays deleted).
+var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated"}
+
+const (
+	reasonClean   uint8 = 0
+	reasonDeleted uint8 = 1
+	reasonOther   uint8 = 255
+)
+
+func reasonCode(reason string) uint8 {
+	if i := slices.Index(reasonNames, reason); i >= 0 {
+		return uint8(i)
+	}
+	return reasonOther
+}
+
+// check is when a post was last checked (Unix milliseconds) and what X
+// said of it then.
+type check struct {
+	id     uint64
+	at     int64
+	reason uint8
+}
+
+// accountChecks is one account's side of the checks.
+type accountChecks struct {
+	userID   string
+	archived ids.Sorted
+	checks   []check // sorted by id
+	// roundStart is when the account's current check round started (zero:
+	// none running); lastRound when its last finished round started.
+	roundStart, lastRound time.Time
+	changed               bool
+	// outbox holds the rows earlier syncs sent that this one sends again
+	// (resendFindings), sent the rows this sync found, at sentAt.
+	outbox *outbox.Box
+	sent   []*Finding
+	syncID string
+	sentAt time.Time
+}
+
+// find returns the post's check.
+func (a *accountChecks) find(id uint64) (check, bool) {
+	i, ok := slices.BinarySearchFunc(a.checks, id, func(c check, id uint64) int { return cmp.Compare(c.id, id) })
+	if !ok {
+		return check{}, false
+	}
+	return a.checks[i], true
+}
+
+// setAll records checks sorted by id, in one merge.
+func (a *accountChecks) setAll(updates []check) {
+	if len(updates) == 0 {
+		return
+	}
+	out := make([]check, 0, len(a.checks)+len(updates))
+	i, j := 0, 0
+	for i < len(a.checks) || j < len(updates) {
+		switch {
+		case j == len(updates) || (i < len(a.checks) && a.checks[i].id < updates[j].id):
+			out = append(out, a.checks[i])
+			i++
+		case i == len(a.checks) || updates[j].id < a.checks[i].id:
+			out = append(out, updates[j])
+			j++
+		default:
+			out = append(out, updates[j])
+			i, j = i+1, j+1
+		}
+	}
+	a.checks, a.changed = out, true
+}
+
+// due reports whether the round running checks id: not checked since the
+// round started, and not reported deleted (a deleted post stays deleted).
+func (a *accountChecks) due(id uint64) bool {
+	if a.roundStart.IsZero() {
+		return false
+	}
+	c, ok := a.find(id)
+	return !ok || (c.reason != reasonDeleted && c.at < a.roundStart.UnixMilli())
+}
+
+// hasDue reports whether the round has posts left to check.
+func (a *accountChecks) hasDue() bool {
+	for _, id := range a.archived {
+		if a.due(id) {
+			return true
+		}
+	}
+	return false
+}
+
+type checksJSON struct {
+	Version    int        `json:"version"`
+	RoundStart *time.Time `json:"round_started,omitempty"`
+	LastRound  *time.Time `json:"last_round,omitempty"`
+	Count      int        `json:"count"`
+	Checks     string     `json:"checks"`
+	// Outbox is the rows of x_post_compliance to send again (package outbox).
+	Outbox json.RawMessage `json:"outbox,omitempty"`
+}
+
+const checksVersion = 1
+
+func (a *accountChecks) marshalChecks() (string, error) {
+	raw := binary.AppendUvarint(nil, uint64(len(a.checks)))
+	var prev uint64
+	for _, c := range a.checks {
+		raw = binary.AppendUvarint(raw, c.id-prev)
+		raw = binary.AppendVarint(raw, c.at)
+		raw = append(raw, c.reason)
+		prev = c.id
+	}
+	text, err := ids.Pack(raw)
+	if err != nil {
+		return "", err
+	}
+	j := checksJSON{Version: checksVersion, Count: len(a.checks), Checks: string(text)}
+	if !a.roundStart.IsZero() {
+		t := a.roundStart.UTC()
+		j.RoundStart = &t
+	}
+	if !a.lastRound.IsZero() {
+		t := a.lastRound.UTC()
+		j.LastRound = &t
+	}
+	box, err := a.outboxToSave()
+	if err != nil {
+		return "", err
+	}
+	j.Outbox = json.RawMessage(box)
+	b, err := json.Marshal(j)
+	return string(b), err
+}
+
+func (a *accountChecks) unmarshalChecks(value, what string) error {
+	if value == "" {
+		a.outbox = &outbox.Box{}
+		return nil
+	}
+	var j checksJSON
+	if err := json.Unmarshal([]byte(value), &j); err != nil {
+		return fmt.Errorf("%s is not valid JSON: %w", what, err)
+	}
+	if j.Version != checksVersion {
+		return fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, checksVersion)
+	}
+	raw, err := ids.Unpack([]byte(j.Checks), what)
+	if err != nil {
+		return err
+	}
+	r := bytes.NewReader(raw)
+	count, err := binary.ReadUvarint(r)
+	if err != nil || count != uint64(j.Count) || count > uint64(len(raw)) {
+		return fmt.Errorf("%s is damaged: bad count", what)
+	}
+	a.checks = make([]check, count)
+	var prev uint64
+	for i := range a.checks {
+		d, err1 := binary.ReadUvarint(r)
+		at, err2 := binary.ReadVarint(r)
+		reason, err3 := r.ReadByte()
+		if err := errors.Join(err1, err2, err3); err != nil || (i > 0 && d == 0) {
+			return fmt.Errorf("%s is damaged at check %d of %d", what, i, count)
+		}
+		prev += d
+		a.checks[i] = check{id: prev, at: at, reason: reason}
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%s is damaged: trailing bytes", what)
+	}
+	if j.RoundStart != nil {
+		a.roundStart = *j.RoundStart
+	}
+	if j.LastRound != nil {
+		a.lastRound = *j.LastRound
+	}
+	a.outbox, err = outbox.Unmarshal(string(j.Outbox), what)
+	return err
+}
+
+// loadArchived reads an account's archived ids: from the destination when
+// it keeps them (Session.Archive), else from the state; recorded is false
+// when none were recorded yet. An account archived before the ids were
+// recorded has its walk's held list stand in (the posts it still holds:
+// those whose bookmark was removed before are not known).
+func loadArchived(ctx context.Context, s *account.Session) (archived ids.Sorted, recorded bool, err error) {
+	if s.Archive != nil {
+		nums, err := s.Archive.Archived(ctx, s.UserID)
+		if err != nil {
+			return nil, false, fmt.Errorf("reading the posts archived: %w", err)
+		}
+		return nums, true, nil
+	}
+	value, err := s.State.GetKey(ctx, account.ArchivedKey(s.UserID))
+	if err != nil {
+		return nil, false, fmt.Errorf("reading state %q: %w", account.ArchivedKey(s.UserID), err)
+	}
+	if value != "" {
+		nums, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(account.ArchivedKey(s.UserID)))
+		return nums, true, err
+	}
+	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))
+	if err != nil || mem == nil {
+		return nil, false, err
+	}
+	held := make([]uint64, 0, mem.Held.Len())
+	for i := range mem.Held.Len() {
+		if n, ok := ids.Parse(mem.Held.At(i)); ok {
+			held = append(held, n)
+		}
+	}
+	return ids.NewSorted(held), false, nil
+}
+
+// jobRecord is the job in progress: enough to resume it in a later run.
+type jobRecord struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	// Uploaded is set once the ids are uploaded.
+	Uploaded bool       `json:"uploaded"`
+	IDs      ids.Sorted `json:"-"`
+}
+
+type jobRecordJSON struct {
+	Version int `json:"version"`
+	jobRecord
+	Count int    `json:"count"`
+	Text  string `json:"ids"`
+}
+
+const jobVersion = 1
+
+func loadJob(ctx context.Context, st state.Client, key string) (*jobRecord, error) {
+	value, err := st.GetKey(ctx, key)
+	if err != nil || value == "" {
+		return nil, err
+	}
+	return decodeJob(key, value)
+}
+
+// decodeJob decodes the job record stored under key.
+func decodeJob(key, value string) (*jobRecord, error) {
+	var j jobRecordJSON
+	if err := json.Unmarshal([]byte(value), &j); err != nil {
+		return nil, fmt.Errorf("state %q is not valid JSON: %w", key, err)
+	}
+	if j.Version != jobVersion {
+		return nil, fmt.Errorf("state %q has version %d; this build reads version %d", key, j.Version, jobVersion)
+	}
+	nums, err := ids.UnmarshalSorted(j.Text, "state "+strconv.Quote(key))
+	if err != nil {
+		return nil, err
+	}
+	if len(nums) != j.Count || j.ID == "" {
+		return nil, fmt.Errorf("state %q is damaged", key)
+	}
+	rec := j.jobRecord
+	rec.IDs = nums
+	return &rec, nil
+}
+
+// saveJob stores the record (nil clears it) and, with flush, writes the
+// state backend at once: a job must not be lost to a run that stops.
+func saveJob(ctx context.Context, st state.Client, key string, rec *jobRecord, flush bool) error {
+	value := ""
+	if rec != nil {
+		text, err := rec.IDs.Marshal()
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(jobRecordJSON{Version: jobVersion, jobRecord: *rec, Count: len(rec.IDs), Text: text})
+		if err != nil {
+			return err
+		}
+		value = string(b)
+	}
+	if err := st.SetKey(ctx, key, value); err != nil {
+		return fmt.Errorf("writing state %q: %w", key, err)
+	}
+	if flush {
+		if err := st.Flush(ctx); err != nil {
+			return fmt.Errorf("flushing state %q: %w", key, err)
+		}
+	}
+	return nil
+}

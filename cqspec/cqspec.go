@@ -1,0 +1,770 @@
+// Package cqspec reads CloudQuery spec files as the CloudQuery CLI does:
+// the documents of a YAML file, their ${file:...}, ${time:...} and ${ENV}
+// substitutions, the checks of a source spec, the plugin's own spec
+// (spec.Parse) and the table selection. The exporter and the program's
+// commands read the spec file a CloudQuery sync uses with it.
+package cqspec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/configtype"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/internal/smallfile"
+	"github.com/cq-source-x/cq-source-x/internal/suggest"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/ghodss/yaml"
+	yamlv3 "gopkg.in/yaml.v3"
+)
+
+// Source is the source document of a CloudQuery spec file: the part the
+// exporter uses, checked as the CloudQuery CLI checks it.
+type Source struct {
+	// File is the spec file's path and Document the 1-based index of the
+	// source document in it.
+	File     string
+	Document int
+
+	Name, Path, Registry, Version string
+	Tables, SkipTables            []string
+	SkipDependentTables           bool
+	DeterministicCQID             bool
+	Destinations                  []string
+	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
+	// Plugin the same parsed and validated by spec.Parse.
+	PluginSpec json.RawMessage
+	Plugin     *spec.Spec
+}
+
+// sourceFields is the source spec of the CloudQuery CLI (cli/internal/specs,
+// "Source Spec Reference"): every documented field, and no other.
+type sourceFields struct {
+	Name                    string          `json:"name"`
+	Version                 string          `json:"version"`
+	Path                    string          `json:"path"`
+	Registry                string          `json:"registry"`
+	DockerRegistryAuthToken string          `json:"docker_registry_auth_token"`
+	Tables                  []string        `json:"tables"`
+	SkipTables              []string        `json:"skip_tables"`
+	SkipDependentTables     *bool           `json:"skip_dependent_tables"`
+	Destinations            []string        `json:"destinations"`
+	BackendOptions          *backendOptions `json:"backend_options"`
+	Spec                    json.RawMessage `json:"spec"`
+	DeterministicCQID       bool            `json:"deterministic_cq_id"`
+	OtelEndpoint            string          `json:"otel_endpoint"`
+	OtelEndpointInsecure    bool            `json:"otel_endpoint_insecure"`
+}
+
+type backendOptions struct {
+	TableName  string `json:"table_name"`
+	Connection string `json:"connection"`
+}
+
+var sourceFieldNames = []string{
+	"name", "path", "registry", "version", "docker_registry_auth_token", "tables", "skip_tables",
+	"skip_dependent_tables", "destinations", "backend_options", "spec", "deterministic_cq_id",
+	"otel_endpoint", "otel_endpoint_insecure",
+}
+
+// deprecatedFields were removed from the CLI's source spec in v3.6.0; the
+// CLI rejects them as unknown.
+var deprecatedFields = map[string]string{
+	"concurrency":  "set the plugin's own `spec.concurrency` instead",
+	"scheduler":    "it was removed in CloudQuery CLI v3.6.0",
+	"backend":      "use `backend_options` (the exporter keeps its state in the output directory and ignores it)",
+	"backend_spec": "use `backend_options` (the exporter keeps its state in the output directory and ignores it)",
+}
+
+var registries = []string{"cloudquery", "github", "local", "grpc", "docker"}
+
+// The CLI's substitutions, in the order it applies them to each document:
+// ${file:PATH}, then ${time:...}, then ${ENV_VAR}.
+var (
+	fileRef = regexp.MustCompile(`\$\{file:([^}]+)\}`)
+	timeRef = regexp.MustCompile(`\$\{time:([^}]+)\}`)
+	envRef  = regexp.MustCompile(`\$\{([^}]+)\}`)
+)
+
+// Env looks up environment variables; os.LookupEnv in production.
+type Env func(string) (string, bool)
+
+// Read reads and checks a CloudQuery spec file and returns its
+// source document for this plugin, with each relative path of a token file
+// (accounts[].token_file, compliance.bearer_token_file) made relative to
+// the spec file's directory: the exporter is run from cron and scripts,
+// from any directory, and the file names its token files.
+func Read(path string) (*Source, error) {
+	data, err := smallfile.Read(path, maxSpecFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the spec file: %w", err)
+	}
+	src, err := Parse(data, path, os.LookupEnv, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := src.resolveTokenFiles(filepath.Dir(abs)); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := src.checkTokenFiles(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return src, nil
+}
+
+// checkTokenFiles refuses, before any request, what a sync finds only as
+// it runs: two accounts whose token files are one file, named in other
+// words (spec.Validate compares the paths as written), and a
+// compliance.bearer_token_file that is not there or holds no bearer token
+// (the check would fail after the bookmarks were read). Paths are resolved
+// already.
+func (s *Source) checkTokenFiles() error {
+	seen := map[string]int{}
+	for i, a := range s.Plugin.Accounts {
+		if a.TokenFile == "" {
+			continue
+		}
+		if j, dup := seen[a.TokenFile]; dup {
+			return fmt.Errorf("spec.accounts[%d].token_file: %s is accounts[%d].token_file too: a token file is one user's, whose posts would be read, and billed, twice", i, a.TokenFile, j)
+		}
+		seen[a.TokenFile] = i
+	}
+	if c := s.Plugin.Compliance; c != nil && c.BearerTokenFile != "" {
+		if _, err := c.ReadBearerToken(); err != nil {
+			return fmt.Errorf("spec.%w", err)
+		}
+	}
+	return nil
+}
+
+// resolveTokenFiles joins dir to every relative path of a token file (each
+// accounts[].token_file, and compliance.bearer_token_file), in Plugin and
+// in PluginSpec (what the plugin is started with).
+func (s *Source) resolveTokenFiles(dir string) error {
+	changed := false
+	resolve := func(path *string) {
+		if *path != "" && !filepath.IsAbs(*path) {
+			*path, changed = filepath.Join(dir, *path), true
+		}
+	}
+	for i := range s.Plugin.Accounts {
+		resolve(&s.Plugin.Accounts[i].TokenFile)
+	}
+	c := s.Plugin.Compliance
+	if c != nil {
+		resolve(&c.BearerTokenFile)
+	}
+	if !changed {
+		return nil
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(s.PluginSpec, &top); err != nil {
+		return err
+	}
+	err := editJSON(top, "accounts", func(accounts []map[string]json.RawMessage) {
+		for i, a := range accounts {
+			if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
+				setJSONString(a, "token_file", tf)
+			}
+		}
+	})
+	if err == nil && c != nil && c.BearerTokenFile != "" {
+		err = editJSON(top, "compliance", func(o map[string]json.RawMessage) { setJSONString(o, "bearer_token_file", c.BearerTokenFile) })
+	}
+	if err != nil {
+		return err
+	}
+	s.PluginSpec, err = json.Marshal(top)
+	return err
+}
+
+// editJSON decodes the value of obj's key name (an object or a list of
+// them) into a V, lets edit change it in place and encodes it back.
+func editJSON[V any](obj map[string]json.RawMessage, name string, edit func(V)) error {
+	key := jsonKey(obj, name)
+	var v V
+	if err := json.Unmarshal(obj[key], &v); err != nil {
+		return err
+	}
+	edit(v)
+	raw, err := json.Marshal(v)
+	obj[key] = raw
+	return err
+}
+
+// setJSONString sets obj's field name (however its key is cased) to value.
+func setJSONString(obj map[string]json.RawMessage, name, value string) {
+	delete(obj, jsonKey(obj, name))
+	obj[name], _ = json.Marshal(value)
+}
+
+// jsonKey returns the key of m that encoding/json decodes into the field
+// name: name itself, or a key that differs only in case.
+func jsonKey[V any](m map[string]V, name string) string {
+	if _, ok := m[name]; ok {
+		return name
+	}
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return name
+}
+
+// Parse parses the text of a spec file named name, as the CloudQuery CLI
+// does: documents separated by "---" lines, comments dropped, then in each
+// document ${file:PATH} replaced by the file's contents (PATH relative to
+// the current directory), ${time:...} by the time it names, and ${VAR} by
+// the environment variable, an unset variable being an error. Every field
+// is checked: unknown fields and missing required ones are errors naming
+// the document and the field.
+func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
+	text := bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
+	docs := bytes.Split(text, []byte("\n---\n"))
+	firstLines := make([]int, len(docs)) // line of the file each document starts on
+	firstLines[0] = 1
+	for i := 1; i < len(docs); i++ {
+		firstLines[i] = firstLines[i-1] + bytes.Count(docs[i-1], []byte("\n")) + 2
+	}
+	var sources []*Source
+	for i, doc := range docs {
+		where := fmt.Sprintf("%s, document %d", name, i+1)
+		if len(docs) == 1 {
+			where = name
+		}
+		kind, body, err := readDocument(doc, env, now)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, locate(err, doc, firstLines[i]))
+		}
+		switch kind {
+		case "":
+			if len(bytes.TrimSpace(body)) == 0 {
+				continue // an empty document (a leading or trailing ---)
+			}
+			return nil, fmt.Errorf("%s: `kind` is missing: each document needs `kind: source` or `kind: destination`", where)
+		case "source":
+			src, err := parseSource(body)
+			if err != nil {
+				return nil, fmt.Errorf("%s (kind: source): %w", where, locate(err, doc, firstLines[i]))
+			}
+			src.File, src.Document = name, i+1
+			sources = append(sources, src)
+		case "destination", "transformer":
+			// Not the exporter's business: it writes Parquet itself.
+		default:
+			return nil, fmt.Errorf("%s: unknown kind %q (want source, destination or transformer)", where, kind)
+		}
+	}
+	src, err := pickSource(sources, name)
+	if err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf("%s, document %d (source %q)", name, src.Document, src.Name)
+	if len(docs) == 1 {
+		where = fmt.Sprintf("%s (source %q)", name, src.Name)
+	}
+	if err := checkSource(src); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, locate(err, docs[src.Document-1], firstLines[src.Document-1]))
+	}
+	return src, nil
+}
+
+// keyError is a problem with a key of a spec file's document: unknown, or
+// of the wrong type. Its message gets the key's line once located.
+type keyError struct {
+	path []any // keys (and list indexes) from the document's root to the key
+	msg  string
+	line int
+}
+
+func (e *keyError) Error() string {
+	if e.line > 0 {
+		return fmt.Sprintf("line %d: %s", e.line, e.msg)
+	}
+	return e.msg
+}
+
+// pluginSpecError is what spec.Parse found wrong with the source's `spec:`,
+// the plugin's own spec, with the line of each problem.
+type pluginSpecError struct {
+	err   *spec.Error
+	lines []int // per problem; 0 where unknown
+}
+
+func (e *pluginSpecError) Error() string {
+	lines := make([]string, len(e.err.Problems))
+	for i, p := range e.err.Problems {
+		p.Path = strings.TrimSuffix("spec."+p.Path, ".")
+		lines[i] = p.String()
+		if e.lines[i] > 0 {
+			lines[i] = fmt.Sprintf("line %d: %s", e.lines[i], lines[i])
+		}
+	}
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	return fmt.Sprintf("%d problems in the plugin's spec (`spec:`):\n  %s", len(lines), strings.Join(lines, "\n  "))
+}
+
+func (e *pluginSpecError) Unwrap() error { return e.err }
+
+// locate finds the lines of the keys err is about in doc, a document of the
+// spec file that starts on line first. The document before substitution is
+// searched: ${...} references are values, so keys are where they were.
+func locate(err error, doc []byte, first int) error {
+	var root yamlv3.Node
+	if yamlv3.Unmarshal(doc, &root) != nil || len(root.Content) == 0 {
+		return err
+	}
+	line := func(path []any) int {
+		if l := lineOf(root.Content[0], path); l > 0 {
+			return first + l - 1
+		}
+		return 0
+	}
+	var ke *keyError
+	if errors.As(err, &ke) {
+		ke.line = line(ke.path)
+		return err
+	}
+	var se *spec.Error
+	if errors.As(err, &se) {
+		pe := &pluginSpecError{err: se, lines: make([]int, len(se.Problems))}
+		for i, p := range se.Problems {
+			path := append([]any{"spec", "spec"}, splitPath(p.Path)...)
+			if p.Key != "" {
+				path = append(path, p.Key)
+			}
+			pe.lines[i] = line(path)
+		}
+		return pe
+	}
+	return err
+}
+
+// lineOf returns the line of the key or list element at path under n, 0 if
+// there is none.
+func lineOf(n *yamlv3.Node, path []any) int {
+	line := 0
+	for _, step := range path {
+		if n.Kind == yamlv3.AliasNode {
+			n = n.Alias
+		}
+		switch step := step.(type) {
+		case string:
+			if n.Kind != yamlv3.MappingNode {
+				return 0
+			}
+			i := 0
+			for i+1 < len(n.Content) && n.Content[i].Value != step {
+				i += 2
+			}
+			if i+1 >= len(n.Content) {
+				return 0
+			}
+			line, n = n.Content[i].Line, n.Content[i+1]
+		case int:
+			if n.Kind != yamlv3.SequenceNode || step >= len(n.Content) {
+				return 0
+			}
+			n = n.Content[step]
+			line = n.Line
+		}
+	}
+	return line
+}
+
+// splitPath splits a spec.Problem path such as accounts[1].user_id into
+// keys and list indexes.
+func splitPath(path string) []any {
+	var out []any
+	for _, part := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(part, "[")
+		if name != "" {
+			out = append(out, name)
+		}
+		for rest != "" {
+			var idx string
+			idx, rest, _ = strings.Cut(rest, "]")
+			if i, err := strconv.Atoi(idx); err == nil {
+				out = append(out, i)
+			}
+			rest = strings.TrimPrefix(rest, "[")
+		}
+	}
+	return out
+}
+
+// readDocument expands one document and returns its kind and its `spec`
+// as JSON.
+func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
+	if err := repeatedKeys(doc); err != nil {
+		return "", nil, err
+	}
+	doc, err := stripComments(doc)
+	if err != nil {
+		return "", nil, fmt.Errorf("not valid YAML: %w", err)
+	}
+	if doc, err = expandFiles(doc); err != nil {
+		return "", nil, err
+	}
+	if doc, err = expandTimes(doc, now); err != nil {
+		return "", nil, err
+	}
+	if doc, err = expandEnv(doc, env); err != nil {
+		return "", nil, err
+	}
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return "", nil, fmt.Errorf("not valid YAML after substitution: %w", err)
+	}
+	if bytes.Equal(bytes.TrimSpace(j), []byte("null")) {
+		return "", nil, nil
+	}
+	var top struct {
+		Kind string          `json:"kind"`
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := strictDecode(j, &top); err != nil {
+		ke := decodeError(err, nil, []string{"kind", "spec"})
+		ke.msg += " (a document has only `kind` and `spec`)"
+		return "", nil, ke
+	}
+	if top.Kind == "" {
+		return "", j, nil
+	}
+	return top.Kind, top.Spec, nil
+}
+
+// repeatedKeys refuses a mapping that holds a key twice. The YAML-to-JSON
+// conversion keeps the last one silently: a second `accounts:` would drop
+// every account of the first. (yaml.v3 reports repeats; its other errors
+// are left to the conversion, which reads YAML as the CLI does.)
+func repeatedKeys(doc []byte) error {
+	var v any
+	err := yamlv3.Unmarshal(doc, &v)
+	var terr *yamlv3.TypeError
+	if errors.As(err, &terr) {
+		for _, e := range terr.Errors {
+			if strings.Contains(e, "already defined") {
+				return fmt.Errorf("a key appears twice: %s", e)
+			}
+		}
+	}
+	return nil
+}
+
+// stripComments drops YAML comments by converting to JSON and back, with the
+// ${...} references replaced by numbers meanwhile (so that a reference in a
+// comment is not expanded, and one in a value keeps its quoting), as the
+// CLI does.
+func stripComments(doc []byte) ([]byte, error) {
+	r := rand.New(rand.NewSource(1))
+	placeholders := map[string]string{}
+	doc = envRef.ReplaceAllFunc(doc, func(m []byte) []byte {
+		k := strconv.Itoa(r.Int())
+		for bytes.Contains(doc, []byte(k)) || placeholders[k] != "" {
+			k = strconv.Itoa(r.Int())
+		}
+		placeholders[k] = string(m)
+		return []byte(k)
+	})
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	out, err := yaml.JSONToYAML(j)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range placeholders {
+		out = bytes.ReplaceAll(out, []byte(k), []byte(v))
+	}
+	return out, nil
+}
+
+// expandRefs replaces each match of re (whose group 1 is the reference)
+// by what value makes of it; the errors are joined, each named by the
+// reference written as ${<kind>:<ref>}.
+func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref string) ([]byte, error)) ([]byte, error) {
+	var expandErr error
+	doc = re.ReplaceAllFunc(doc, func(m []byte) []byte {
+		ref := string(re.FindSubmatch(m)[1])
+		v, err := value(ref)
+		if err != nil {
+			expandErr = errors.Join(expandErr, fmt.Errorf("${%s:%s}: %w", kind, ref, err))
+			return nil
+		}
+		return v
+	})
+	return doc, expandErr
+}
+
+func expandFiles(doc []byte) ([]byte, error) {
+	return expandRefs(doc, fileRef, "file", func(path string) ([]byte, error) {
+		content, err := smallfile.Read(path, maxFileRef)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.ContainsAny(content, "\n\r") && json.Valid(content) {
+			// A multi-line JSON file goes inside a quoted YAML string: escape it.
+			quoted := strconv.Quote(string(content))
+			return []byte(quoted[1 : len(quoted)-1]), nil
+		}
+		return content, nil
+	})
+}
+
+// maxFileRef bounds what a ${file:PATH} reads, as token files are bounded:
+// a secret or a snippet of spec is far smaller.
+const maxFileRef = 1 << 20
+
+// maxSpecFile bounds the spec file: a spec is a few kilobytes, and a file
+// of more is a mistake (a data file, a device) that must not be read whole.
+const maxSpecFile = 1 << 20
+
+func expandTimes(doc []byte, now time.Time) ([]byte, error) {
+	return expandRefs(doc, timeRef, "time", func(ref string) ([]byte, error) {
+		t, err := configtype.ParseTime(ref)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(t.AsTime(now).Format(time.RFC3339)), nil
+	})
+}
+
+func expandEnv(doc []byte, env Env) ([]byte, error) {
+	var missing []string
+	doc = envRef.ReplaceAllFunc(doc, func(m []byte) []byte {
+		name := string(envRef.FindSubmatch(m)[1])
+		v, ok := env(name)
+		if !ok {
+			if !slices.Contains(missing, name) {
+				missing = append(missing, name)
+			}
+			return nil
+		}
+		return []byte(v)
+	})
+	if len(missing) > 0 {
+		for i, m := range missing {
+			missing[i] = "${" + m + "}"
+		}
+		what := "environment variable " + missing[0] + " is"
+		if len(missing) > 1 {
+			what = "environment variables " + strings.Join(missing, ", ") + " are"
+		}
+		return nil, fmt.Errorf("%s not set (the CloudQuery CLI fails on unset variables too; set it, even to an empty value)", what)
+	}
+	return doc, nil
+}
+
+func strictDecode(j []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	return dec.Decode(out)
+}
+
+// decodeError names the field of a JSON decoding error; path leads from the
+// document's root to the object decoded.
+func decodeError(err error, path []any, accepted []string) *keyError {
+	prefix := ""
+	for _, p := range path[min(1, len(path)):] { // the source's fields are named from its `spec:`
+		prefix += fmt.Sprint(p) + "."
+	}
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		want := typeErr.Type.String()
+		switch typeErr.Type.Kind().String() {
+		case "slice":
+			want = "a list of " + typeErr.Type.Elem().String() + "s"
+		case "string":
+			want = "a string"
+		case "bool":
+			want = "true or false"
+		case "struct", "map", "ptr":
+			want = "an object"
+		}
+		field := strings.TrimPrefix(typeErr.Field, strings.TrimSuffix(prefix, "."))
+		return &keyError{path: append(path, strings.TrimPrefix(field, ".")),
+			msg: fmt.Sprintf("field %q must be %s, not a %s", prefix+strings.TrimPrefix(field, "."), want, typeErr.Value)}
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		f = strings.Trim(f, `"`)
+		ke := &keyError{path: append(path, f)}
+		if why, ok := deprecatedFields[f]; ok && len(path) == 1 {
+			ke.msg = fmt.Sprintf("field %q is no longer supported: %s", f, why)
+		} else if s := suggest.Phrase(f, accepted); s != "" {
+			ke.msg = fmt.Sprintf("unknown field %q%s", prefix+f, s)
+		} else {
+			ke.msg = fmt.Sprintf("unknown field %q; accepted: %s", prefix+f, strings.Join(accepted, ", "))
+		}
+		return ke
+	}
+	return &keyError{msg: msg}
+}
+
+func parseSource(body []byte) (*Source, error) {
+	if len(bytes.TrimSpace(body)) == 0 || bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		return nil, errors.New("`spec` is missing or empty: it needs at least name, path, tables, destinations and the plugin's own spec")
+	}
+	var f sourceFields
+	if err := strictDecode(body, &f); err != nil {
+		var synErr *json.SyntaxError
+		if errors.As(err, &synErr) {
+			return nil, fmt.Errorf("`spec` must be a map: %w", err)
+		}
+		// backend_options is the only nested object checked here.
+		if strings.Contains(err.Error(), "unknown field") && strings.Contains(string(body), `"backend_options"`) {
+			var probe struct {
+				BackendOptions json.RawMessage `json:"backend_options"`
+			}
+			if json.Unmarshal(body, &probe) == nil && len(probe.BackendOptions) > 0 {
+				var bo backendOptions
+				if berr := strictDecode(probe.BackendOptions, &bo); berr != nil {
+					return nil, decodeError(berr, []any{"spec", "backend_options"}, []string{"table_name", "connection"})
+				}
+			}
+		}
+		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
+	}
+	s := &Source{
+		Name:                f.Name,
+		Path:                f.Path,
+		Registry:            f.Registry,
+		Version:             f.Version,
+		Tables:              f.Tables,
+		SkipTables:          f.SkipTables,
+		SkipDependentTables: f.SkipDependentTables == nil || *f.SkipDependentTables,
+		DeterministicCQID:   f.DeterministicCQID,
+		Destinations:        f.Destinations,
+		PluginSpec:          f.Spec,
+	}
+	if s.Registry == "" {
+		s.Registry = "cloudquery"
+	}
+	return s, nil
+}
+
+// pickSource chooses the source document: the only one, or the only one
+// that names this plugin.
+func pickSource(sources []*Source, file string) (*Source, error) {
+	switch len(sources) {
+	case 0:
+		return nil, fmt.Errorf("%s: no `kind: source` document", file)
+	case 1:
+		return sources[0], nil
+	}
+	var mine []*Source
+	for _, s := range sources {
+		if isThisPlugin(s) {
+			mine = append(mine, s)
+		}
+	}
+	if len(mine) == 1 {
+		return mine[0], nil
+	}
+	var list []string
+	for _, s := range sources {
+		list = append(list, fmt.Sprintf("document %d: name %q, path %q", s.Document, s.Name, s.Path))
+	}
+	why := "none of them is this plugin (name x, or a path ending in cq-source-x)"
+	if len(mine) > 1 {
+		why = fmt.Sprintf("%d of them are this plugin", len(mine))
+	}
+	return nil, fmt.Errorf("%s: %d source documents and %s; put the one to export in a file of its own:\n  %s",
+		file, len(sources), why, strings.Join(list, "\n  "))
+}
+
+func isThisPlugin(s *Source) bool {
+	base := strings.TrimSuffix(filepath.Base(filepath.ToSlash(s.Path)), ".exe")
+	if i := strings.LastIndexAny(base, "@:"); i > 0 && s.Registry == "docker" {
+		base = base[:i]
+	}
+	return s.Name == "x" || base == "cq-source-x" || s.Path == "cq-source-x/x"
+}
+
+// checkSource applies the CLI's checks of a source spec, then the plugin's
+// own (spec.Parse) and the table selection.
+func checkSource(s *Source) error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("field \"name\" is required"))
+	}
+	if s.Path == "" {
+		errs = append(errs, errors.New("field \"path\" is required (for example ./cq-source-x with registry: local)"))
+	}
+	if !slices.Contains(registries, s.Registry) {
+		errs = append(errs, fmt.Errorf("field \"registry\": %q is not one of %s", s.Registry, strings.Join(registries, ", ")))
+	} else if s.Registry == "cloudquery" || s.Registry == "github" {
+		switch {
+		case s.Version == "":
+			errs = append(errs, fmt.Errorf("field \"version\" is required with registry %s", s.Registry))
+		case !strings.HasPrefix(s.Version, "v"):
+			errs = append(errs, fmt.Errorf("field \"version\" must start with v, not %q", s.Version))
+		}
+	}
+	if len(s.Tables) == 0 {
+		errs = append(errs, errors.New("field \"tables\" is required: list the tables to export, e.g. [\"*\"] or [\"x_bookmarks\"]"))
+	}
+	if len(s.Destinations) == 0 {
+		errs = append(errs, errors.New("field \"destinations\" is required by the CloudQuery CLI (export ignores it; any name will do)"))
+	}
+	for _, f := range []struct {
+		name   string
+		values []string
+	}{{"tables", s.Tables}, {"skip_tables", s.SkipTables}, {"destinations", s.Destinations}} {
+		if slices.Contains(f.values, "") {
+			errs = append(errs, fmt.Errorf("field %q has an empty entry", f.name))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if _, err := SelectTables(s.Tables, s.SkipTables, s.SkipDependentTables); err != nil {
+		return err
+	}
+	p, err := spec.Parse(s.PluginSpec)
+	if err != nil {
+		return err
+	}
+	s.Plugin = p
+	return nil
+}
+
+// SelectTables returns the tables a sync with these patterns covers, in the
+// plugin's order, as the CLI selects them (glob patterns; children of a
+// selected table only when skipDependent is false).
+func SelectTables(tables, skip []string, skipDependent bool) (schema.Tables, error) {
+	all := resources.Tables()
+	selected, err := all.FilterDfs(tables, skip, skipDependent)
+	if err != nil {
+		var pm *schema.PatternMatchError
+		if errors.As(err, &pm) {
+			return nil, fmt.Errorf("field %q: pattern %q matches no table of this plugin (%s)", pm.Key, pm.Pattern, strings.Join(all.FlattenTables().TableNames(), ", "))
+		}
+		return nil, err
+	}
+	if len(selected.FlattenTables()) == 0 {
+		return nil, errors.New("fields \"tables\" and \"skip_tables\" leave no table to export")
+	}
+	return selected, nil
+}

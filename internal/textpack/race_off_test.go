@@ -1,5 +1,0 @@
-//go:build !race
-
-package textpack
-
-const raceEnabled = false

@@ -43,12 +43,15 @@ func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media,
 	fetcher := media.NewFetcher(media.FetcherOptions{Transport: o.Transport, Timeouts: t, MaxSize: m.MaxFileSize, UserAgent: UserAgent()})
 	m.Saver = media.NewSaver(media.SaverOptions{
 		Store: st, Fetcher: fetcher, Budget: media.NewBudget(ms.MaxBytesPerRun.Bytes()),
-		Now: o.Clock.Now, Concurrency: ms.Concurrency, Attempts: s.MaxAttempts,
+		Now: o.Clock.Now, Concurrency: ms.Concurrency, Attempts: s.MaxAttempts, Stop: o.MediaStop,
 	})
 	return m, closeStore
 }
 
 func openMediaStore(ctx context.Context, ms *spec.MediaFiles, o Options) (*store.Store, func(), error) {
+	if o.MediaStore != nil {
+		return o.MediaStore, func() {}, nil
+	}
 	if ms.Store == "" {
 		return nil, nil, errNoMediaStore
 	}

@@ -31,6 +31,34 @@ func init() {
 	account.RegisterDecoder(account.MediaFiles, func(key, value string) error { _, err := decodeMediaState(key, value); return err })
 }
 
+// MediaFileUse is one file of a post's media, as an account's media state
+// records it: which posts each stored file belongs to (the compliance
+// actions remove a deleted post's files by it, keeping a file another post
+// uses).
+type MediaFileUse struct {
+	// PostID is the archived post; MediaPostID the post the media is
+	// attached to, when it is another (a post PostID quotes, ...).
+	PostID, MediaPostID, MediaKey, URL string
+	// Status is the file's last status sent in a row ("" until tried), and
+	// FileKey, for Stored, the file's key in the store.
+	Status  media.Status
+	FileKey string
+}
+
+// MediaFileUses reads the value of the state key account.MediaFilesKey(user):
+// every file of the account's posts' media.
+func MediaFileUses(key, value string) ([]MediaFileUse, error) {
+	st, err := decodeMediaState(key, value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MediaFileUse, len(st.records))
+	for i, r := range st.records {
+		out[i] = MediaFileUse{PostID: r.PostID, MediaPostID: r.MediaPostID, MediaKey: r.MediaKey, URL: r.URL, Status: r.Status, FileKey: r.FileKey}
+	}
+	return out, nil
+}
+
 // mediaRecord is one file of one media object of one bookmarked post.
 type mediaRecord struct {
 	PostID string `json:"post"`

@@ -155,6 +155,12 @@ func Redacted(u *url.URL) string {
 	return c.String()
 }
 
+// OnStep makes step be called at each step of a commit that matters when
+// the process is killed ("spool synced", "file renamed", "file stored",
+// "index renamed", "indexed"): the kill tests stop the process there.
+// nil calls nothing.
+func (s *Store) OnStep(step func(name string)) { s.step = step }
+
 // String names the store: its directory, or its URL without query values.
 func (s *Store) String() string { return s.name }
 

@@ -59,6 +59,32 @@ func MediaFileUses(key, value string) ([]MediaFileUse, error) {
 	return out, nil
 }
 
+// DropMediaFilesOfPosts returns value, the state of the key
+// account.MediaFilesKey(user), without the files of the posts for which
+// drop is true, and the keys of the stored files those named. A file
+// another record uses (of this account: MediaFileUses; of others: theirs)
+// must stay; the others may then be deleted from the store (Store.Delete)
+// once the new value is committed, so that no state says stored of a file
+// that is gone. The rows the outbox holds to send again are kept.
+func DropMediaFilesOfPosts(key, value string, drop func(postID string) bool) (newValue string, stored []string, err error) {
+	st, err := decodeMediaState(key, value)
+	if err != nil {
+		return "", nil, err
+	}
+	kept := st.records[:0]
+	for _, r := range st.records {
+		switch {
+		case !drop(r.PostID):
+			kept = append(kept, r)
+		case r.Status == media.Stored && !slices.Contains(stored, r.FileKey):
+			stored = append(stored, r.FileKey)
+		}
+	}
+	st.records = kept
+	newValue, err = st.marshal()
+	return newValue, stored, err
+}
+
 // mediaRecord is one file of one media object of one bookmarked post.
 type mediaRecord struct {
 	PostID string `json:"post"`
@@ -148,22 +174,27 @@ func decodeMediaState(key, value string) (*mediaState, error) {
 
 func (st *mediaState) save(ctx context.Context, s *account.Session) error {
 	key := account.MediaFilesKey(s.UserID)
-	files, err := packLines(st.records)
+	value, err := st.marshal()
 	if err != nil {
 		return err
 	}
-	box, err := st.outbox.Marshal()
-	if err != nil {
-		return err
-	}
-	value, err := json.Marshal(mediaStateJSON{Version: mediaStateVersion, Files: files, Outbox: json.RawMessage(box)})
-	if err != nil {
-		return err
-	}
-	if err := s.State.SetKey(ctx, key, string(value)); err != nil {
+	if err := s.State.SetKey(ctx, key, value); err != nil {
 		return fmt.Errorf("writing state %q: %w", key, err)
 	}
 	return nil
+}
+
+func (st *mediaState) marshal() (string, error) {
+	files, err := packLines(st.records)
+	if err != nil {
+		return "", err
+	}
+	box, err := st.outbox.Marshal()
+	if err != nil {
+		return "", err
+	}
+	value, err := json.Marshal(mediaStateJSON{Version: mediaStateVersion, Files: files, Outbox: json.RawMessage(box)})
+	return string(value), err
 }
 
 // add records the files of wanted that are not recorded yet, and reports

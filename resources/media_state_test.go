@@ -90,3 +90,32 @@ func TestTheMediaStateIsCheckedWhenItIsRead(t *testing.T) {
 		t.Errorf("%s cut in half: known %v, err %v", key, known, err)
 	}
 }
+
+// The compliance actions drop a post's files from the media state, and
+// learn which stored files they named; the other posts' records stay.
+func TestTheFilesOfPostsAreDroppedFromTheMediaState(t *testing.T) {
+	key := account.MediaFilesKey("1001")
+	value := encodeMediaState(t, &mediaState{records: []mediaRecord{
+		{PostID: "10", MediaKey: "3_1", URL: "a", Status: media.Stored, FileKey: "ab/ab.jpg"},
+		{PostID: "10", MediaKey: "3_2", URL: "b", Status: media.Gone},
+		{PostID: "11", MediaKey: "3_1", URL: "a", Status: media.Stored, FileKey: "ab/ab.jpg"},
+		{PostID: "12", MediaKey: "3_3", URL: "c", Status: media.Stored, FileKey: "cd/cd.png"},
+	}})
+	after, stored, err := DropMediaFilesOfPosts(key, value, func(id string) bool { return id == "10" || id == "12" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(stored, []string{"ab/ab.jpg", "cd/cd.png"}) {
+		t.Fatalf("stored files of the dropped posts: %q", stored)
+	}
+	uses, err := MediaFileUses(key, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uses) != 1 || uses[0].PostID != "11" || uses[0].FileKey != "ab/ab.jpg" {
+		t.Fatalf("left: %+v", uses)
+	}
+	if st, _ := decodeMediaState(key, after); len(st.outbox.Entries) != 1 {
+		t.Fatalf("the outbox lost its rows")
+	}
+}

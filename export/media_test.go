@@ -317,3 +317,61 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 	}
 	killAtMediaSteps("incremental run", template)
 }
+
+// An interrupted export (Ctrl-C) stops fetching at once and commits the
+// files it stored with their rows, and nothing of those it had not: the
+// next run stores the rest.
+func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 40}}
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), "spec.yml", os.LookupEnv, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range sim.Bookmarks("1001") {
+		for _, k := range mediaKeysOf(sim, id) {
+			for _, p := range xsim.MediaPaths(k) {
+				sim.SetMediaFault(p, xsim.MediaFault{Delay: 100 * time.Millisecond})
+			}
+		}
+	}
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	go func() {
+		for len(sim.MediaRequests()) < 6 {
+			time.Sleep(time.Millisecond)
+		}
+		interrupt()
+	}()
+	dir := t.TempDir()
+	res, err := export.Run(ctx, export.Options{Spec: src, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wantedMediaFiles(sim, users)
+	files := storedMediaRows(t, dir, tableRows(t, dir, "x_media_files"))
+	if !res.Summary().Interrupted || len(files) == 0 || len(files) >= want {
+		t.Fatalf("interrupted %v: rows of %d files of %d", res.Summary().Interrupted, len(files), want)
+	}
+	for _, r := range files {
+		if r["status"] != string(media.Stored) {
+			t.Fatalf("an interrupted file has a row: %v", r)
+		}
+	}
+	if n := checkMediaStateNotAhead(t, dir, users); n != len(files) {
+		t.Fatalf("the state says %d files stored, the rows %d", n, len(files))
+	}
+
+	if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir}); err != nil {
+		t.Fatal(err)
+	}
+	rows := tableRows(t, dir, "x_media_files")
+	if files := storedMediaRows(t, dir, rows); len(files) != want || len(rows) != want {
+		t.Fatalf("after the next run: %d rows of %d files, want %d of each", len(rows), len(files), want)
+	}
+	checkMediaDir(t, dir)
+}

@@ -10,7 +10,7 @@ import (
 // Dependencies point one way. Its packages, from the bottom up:
 //
 //	leaves   ids and the internal/ utilities: nothing of the module above them
-//	core     client, auth, walk; spec; account; compliance; resources; plugin
+//	core     client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
 //	output   cqspec, archive, archive/pqfile, export, export/sandbox
 //	program  internal/cli, main
 //
@@ -19,7 +19,7 @@ import (
 const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
-	core   = []string{"client", "auth", "walk", "spec", "account", "compliance", "resources", "plugin"}
+	core   = []string{"client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
 	output = []string{"cqspec", "archive", "archive/pqfile", "export", "export/sandbox", "internal/cli"}
 )
 
@@ -102,5 +102,20 @@ func TestTheClientTheLoginAndTheWalkStandApart(t *testing.T) {
 	}
 	if imports := pkgs["archive/pqfile"][0]; len(imports) > 0 {
 		t.Errorf("archive/pqfile imports %v", imports)
+	}
+}
+
+// The media store knows nothing of X nor of the sync, and the fetcher only
+// the API client's deadlines: both serve a CloudQuery sync and the
+// exporter alike.
+func TestTheMediaPackagesStandBelowTheAccounts(t *testing.T) {
+	pkgs := packages(t)
+	allowed := map[string][]string{"media/store": nil, "media": {"media/store", "client"}}
+	for p, ok := range allowed {
+		for _, imp := range pkgs[p][0] {
+			if !strings.HasPrefix(imp, "internal/") && !slices.Contains(ok, imp) {
+				t.Errorf("%s imports %s", p, imp)
+			}
+		}
 	}
 }

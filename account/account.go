@@ -20,6 +20,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/media"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/rs/zerolog"
 )
@@ -79,10 +80,25 @@ type Session struct {
 	// keeps none: the destination commits rows with the state (the
 	// exporter).
 	Resend outbox.Policy
+	// Media stores the photos and videos of the account's posts (the
+	// spec's media_files); nil when off.
+	Media *Media
 
 	name      string
 	setupOnce sync.Once
 	report    Report
+}
+
+// Media is a sync's media files, shared by its accounts: which files of the
+// media objects are stored, and what stores them.
+type Media struct {
+	Kinds media.Kinds
+	// MaxFileSize is the largest file stored (a file recorded too large
+	// under a smaller limit is fetched again).
+	MaxFileSize int64
+	// Saver stores the files; nil when Err says why it could not be made.
+	Saver *media.Saver
+	Err   error
 }
 
 // ID names the session in logs and metrics. It is fixed when the session is
@@ -231,6 +247,51 @@ type Report struct {
 	mu      sync.Mutex
 	walks   []WalkReport
 	folders int
+	media   *MediaReport
+}
+
+// MediaReport is what the account's media files pass did.
+type MediaReport struct {
+	// Files tried, of which Stored are in the store (Fetched of them
+	// downloaded by this sync, Bytes in all) and Failed are not, for a
+	// reason other than the byte budget.
+	Files, Stored, Fetched, Failed int
+	Bytes                          int64
+	// Requests to the media hosts, of which OK answered 200.
+	Requests, OK int
+	// Err is why the pass failed ("" when it did not).
+	Err string
+}
+
+// Add counts one file's outcome.
+func (m *MediaReport) Add(o media.Outcome) {
+	m.Files++
+	m.Requests += o.Requests
+	switch {
+	case o.Status == media.Stored:
+		m.Stored++
+		if o.Fetched {
+			m.Fetched++
+			m.Bytes += o.File.Size
+			m.OK++
+		}
+	case o.Status != media.OverBudget:
+		m.Failed++
+	}
+}
+
+// SetMedia records what the media files pass did.
+func (r *Report) SetMedia(m MediaReport) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.media = &m
+}
+
+// Media is what the media files pass did; nil when it did not run.
+func (r *Report) Media() *MediaReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.media
 }
 
 // AddWalk records a walk. The walk's memory is not kept: the state holds

@@ -28,9 +28,11 @@ import (
 //	ArchivedIDs       x_post_compliance/archived/<user>         the posts archived, which the checks cover (compliance)
 //	ComplianceChecks  x_post_compliance/checks/<user>           when each archived post was checked, what X said (compliance)
 //	ComplianceJob     x_post_compliance/job[/<scope>]           the compliance job in progress (compliance)
+//	MediaFiles        x_media_files/<user>                      the files of the posts read, what became of each, the rows to send again (resources)
 //
-// A value is decoded by CheckKey as its reader reads it; the compliance
-// package registers the decoders of its own values (RegisterDecoder).
+// A value is decoded by CheckKey as its reader reads it; the compliance and
+// resources packages register the decoders of their own values
+// (RegisterDecoder).
 
 // KeyKind is a form of state key.
 type KeyKind int
@@ -46,6 +48,7 @@ const (
 	ArchivedIDs
 	ComplianceChecks
 	ComplianceJob
+	MediaFiles
 )
 
 // BookmarksKey is the key of the account's bookmarks walk.
@@ -77,6 +80,9 @@ func ChecksKey(userID string) string { return "x_post_compliance/checks/" + user
 
 // JobKey is the key of a scope's compliance job ("" = every account).
 func JobKey(scope string) string { return scoped("x_post_compliance/job", scope) }
+
+// MediaFilesKey is the key of the account's media files.
+func MediaFilesKey(userID string) string { return "x_media_files/" + userID }
 
 func scoped(key, scope string) string {
 	if scope == "" {
@@ -112,6 +118,8 @@ func ParseKey(key string) (k Key, ok bool) {
 		return Key{Kind: FolderMemory, User: parts[0], Folder: parts[1]}, true
 	case table == "x_bookmark_folders" && len(parts) == 1 && allIDs(parts):
 		return Key{Kind: FolderList, User: parts[0]}, true
+	case table == "x_media_files" && len(parts) == 1 && allIDs(parts):
+		return Key{Kind: MediaFiles, User: parts[0]}, true
 	case table == "x_api_usage" && len(parts) == 2 && parts[0] == "billed" && allIDs(parts[1:]):
 		return Key{Kind: BilledLedger, User: parts[1]}, true
 	case key == EndedKey("") || table == "x_api_usage" && len(parts) == 2 && parts[0] == "ended" && parts[1] != "":
@@ -150,7 +158,7 @@ var decoders = map[KeyKind]func(key, value string) error{
 
 // RegisterDecoder sets how the values of kind are decoded, for the kinds
 // whose values another package reads (the compliance checks, jobs and
-// archived posts).
+// archived posts, the media files).
 // It is called at initialization.
 func RegisterDecoder(kind KeyKind, decode func(key, value string) error) { decoders[kind] = decode }
 

@@ -24,6 +24,7 @@ func TestEveryKeyFormIsReadBack(t *testing.T) {
 		ChecksKey("1001"):                    {Kind: ComplianceChecks, User: "1001"},
 		JobKey(""):                           {Kind: ComplianceJob},
 		JobKey("shard-1-of-2"):               {Kind: ComplianceJob, Scope: "shard-1-of-2"},
+		MediaFilesKey("1001"):                {Kind: MediaFiles, User: "1001"},
 		"x_api_usage/billed/1001":            {Kind: BilledLedger, User: "1001"},
 		"x_post_compliance/job/shard-2-of-2": {Kind: ComplianceJob, Scope: "shard-2-of-2"},
 	} {
@@ -33,7 +34,7 @@ func TestEveryKeyFormIsReadBack(t *testing.T) {
 	}
 	for _, key := range []string{"x_bookmarks", "x_bookmarks/abc", "x_bookmarks/1/2", "x_bookmarks/007", "x_post_compliance/other/1",
 		"x_post_compliance/job/", "x_api_usage/ended/", "x_api_usage/billed", "x_bookmark_folders/1/capped", "x_api_usage/ended/capped",
-		"x_bookmarks/capped", "other/1"} {
+		"x_bookmarks/capped", "other/1", "x_media_files/1001/capped", "x_media_files/abc"} {
 		if _, ok := ParseKey(key); ok {
 			t.Errorf("%s is taken for a key the plugin writes", key)
 		}
@@ -42,7 +43,8 @@ func TestEveryKeyFormIsReadBack(t *testing.T) {
 
 // Every kind of key has a decoder, which finds a damaged value before a
 // sync relies on it (those of the compliance keys are registered by the
-// compliance package, and tested there).
+// compliance package, that of the media files by resources, and tested
+// there).
 func TestEveryKeyIsCheckedWhenItIsRead(t *testing.T) {
 	mem, err := (&walk.Memory{Held: walk.NewIDList("3", "2", "1"), SyncedAt: time.Unix(1, 0)}).Marshal()
 	if err != nil {
@@ -74,8 +76,8 @@ func TestEveryKeyIsCheckedWhenItIsRead(t *testing.T) {
 	for k := range decoders {
 		kinds = append(kinds, k)
 	}
-	for k := BookmarksMemory; k <= ComplianceJob; k++ {
-		if k != ArchivedIDs && k != ComplianceChecks && k != ComplianceJob && !slices.Contains(kinds, k) {
+	for k := BookmarksMemory; k <= MediaFiles; k++ {
+		if k != ArchivedIDs && k != ComplianceChecks && k != ComplianceJob && k != MediaFiles && !slices.Contains(kinds, k) {
 			t.Errorf("kind %d has no decoder", k)
 		}
 	}

@@ -10,6 +10,7 @@
 //	DIR/.state/state.json              the state (State)
 //	DIR/.staging/<run>/                the files of a run not yet published
 //	DIR/.tables/<table>/<generation>/  the files of a compacted table (generation.go)
+//	DIR/media/                         the media files, by content hash (package media/store)
 //	DIR/.ops/<kind>/<user>.plan|.log   the journal of a bookmark command (journal.go)
 //	DIR/.damaged/<table>/              the files a repair moved aside
 //	DIR/.lock                          held by the command working on DIR
@@ -29,10 +30,17 @@
 // twice. The lock keeps two commands apart. See docs/export.md.
 package archive
 
+import "path/filepath"
+
 // Layout of an output directory.
 const (
 	stateDir   = ".state"
 	stateFile  = "state.json"
 	stagingDir = ".staging"
 	lockFile   = ".lock"
+	mediaDir   = "media"
 )
+
+// MediaPath is the directory of an archive's media files: its rows of
+// x_media_files name them by their key in it.
+func MediaPath(out string) string { return filepath.Join(out, mediaDir) }

@@ -25,6 +25,8 @@ type StateInfo struct {
 	Pending []PendingFile
 	// LastRun is the id of the last published run.
 	LastRun string
+	// Keys are the plugin's state keys, as committed.
+	Keys map[string]string
 }
 
 // PendingFile is one file of a committed, unpublished run.
@@ -43,7 +45,7 @@ func ReadState(dir string) (*StateInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &StateInfo{Archived: map[string][]string{}, HeldBookmarks: map[string][]string{}, HeldFolders: map[string]map[string][]string{}}
+	info := &StateInfo{Archived: map[string][]string{}, HeldBookmarks: map[string][]string{}, HeldFolders: map[string]map[string][]string{}, Keys: s.Keys}
 	for uid, set := range s.Archived {
 		info.Archived[uid] = set.IDs()
 	}

@@ -519,11 +519,22 @@ func ForeignEntries(dir string) ([]string, error) {
 	}
 	var foreign []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") && !knownTables[e.Name()] {
+		if !strings.HasPrefix(e.Name(), ".") && !knownTables[e.Name()] && !isMediaDir(dir, e) {
 			foreign = append(foreign, e.Name())
 		}
 	}
 	return foreign, nil
+}
+
+// isMediaDir reports whether e, an entry of the output directory dir, is
+// its media store: the directory media holding the store's spool (.tmp),
+// which the store creates as it opens.
+func isMediaDir(dir string, e fs.DirEntry) bool {
+	if e.Name() != mediaDir || !e.IsDir() {
+		return false
+	}
+	fi, err := os.Stat(filepath.Join(dir, mediaDir, ".tmp"))
+	return err == nil && fi.IsDir()
 }
 
 // hasFiles reports whether DIR/<table> holds a Parquet file.

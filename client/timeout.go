@@ -123,3 +123,27 @@ func stopTimer(t *time.Timer) {
 		t.Stop()
 	}
 }
+
+// Deadlines bound one HTTP request by Timeouts as the client bounds each
+// attempt, for the requests of this program that do not go through a
+// Client (media files, which X's CDN serves).
+type Deadlines struct{ a *attemptDeadlines }
+
+// StartDeadlines starts the deadlines of one request, which must be sent
+// with their Context.
+func StartDeadlines(ctx context.Context, t Timeouts) Deadlines {
+	return Deadlines{startAttempt(ctx, t)}
+}
+
+// Context is the request's context: cancelled when a deadline passes.
+func (d Deadlines) Context() context.Context { return d.a.ctx }
+
+// GotResponse ends the wait for the headers.
+func (d Deadlines) GotResponse() { d.a.gotResponse() }
+
+// Stop ends the request: its body has been read and closed.
+func (d Deadlines) Stop() { d.a.stop() }
+
+// Err returns err, or the *TimeoutError of the deadline that cancelled the
+// request when one did.
+func (d Deadlines) Err(err error) error { return d.a.timedOut(err) }

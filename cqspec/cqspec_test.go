@@ -249,14 +249,14 @@ func TestSelectTables(t *testing.T) {
 		skipDep      bool
 		want         string
 	}{
-		{[]string{"*"}, nil, true, "x_bookmarks,x_bookmark_authors,x_bookmark_media,x_bookmark_referenced_posts,x_bookmark_folders,x_bookmark_folder_posts,x_post_compliance,x_api_usage"},
+		{[]string{"*"}, nil, true, "x_bookmarks,x_bookmark_authors,x_bookmark_media,x_bookmark_referenced_posts,x_bookmark_folders,x_bookmark_folder_posts,x_media_files,x_post_compliance,x_api_usage"},
 		{[]string{"x_bookmarks"}, nil, true, "x_bookmarks"},
 		{[]string{"x_bookmarks"}, nil, false, "x_bookmarks,x_bookmark_authors,x_bookmark_media,x_bookmark_referenced_posts"},
 		{[]string{"x_bookmark*"}, nil, true, "x_bookmarks,x_bookmark_authors,x_bookmark_media,x_bookmark_referenced_posts,x_bookmark_folders,x_bookmark_folder_posts"},
 		{[]string{"x_bookmark_folders"}, nil, true, "x_bookmark_folders"},
 		{[]string{"x_bookmark_folders"}, nil, false, "x_bookmark_folders,x_bookmark_folder_posts"},
-		{[]string{"*"}, []string{"x_bookmark_folder*", "x_bookmark_*s", "x_bookmark_media"}, true, "x_bookmarks,x_post_compliance,x_api_usage"},
-		{[]string{"*"}, []string{"x_bookmark_folder_posts"}, true, "x_bookmarks,x_bookmark_authors,x_bookmark_media,x_bookmark_referenced_posts,x_bookmark_folders,x_post_compliance,x_api_usage"},
+		{[]string{"*"}, []string{"x_bookmark_folder*", "x_bookmark_*s", "x_bookmark_media"}, true, "x_bookmarks,x_media_files,x_post_compliance,x_api_usage"},
+		{[]string{"*"}, []string{"x_bookmark_folder_posts"}, true, "x_bookmarks,x_bookmark_authors,x_bookmark_media,x_bookmark_referenced_posts,x_bookmark_folders,x_media_files,x_post_compliance,x_api_usage"},
 	} {
 		if got := names(c.tables, c.skip, c.skipDep); got != c.want {
 			t.Errorf("tables %v skip %v skip_dependent %v: %s, want %s", c.tables, c.skip, c.skipDep, got, c.want)

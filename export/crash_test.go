@@ -44,11 +44,15 @@ func TestMain(m *testing.M) {
 }
 
 // crashPoints appends the name of each step reached to the file trace, and
-// kills the process at the killAt-th step (0: none).
+// kills the process at the killAt-th step (0: none). Steps may come from
+// several goroutines at once (media files are stored concurrently).
 func crashPoints(trace, killAt string) func(string) {
 	n, _ := strconv.Atoi(killAt)
 	step := 0
+	var mu sync.Mutex
 	return func(name string) {
+		mu.Lock()
+		defer mu.Unlock()
 		step++
 		if f, err := os.OpenFile(trace, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
 			fmt.Fprintf(f, "%d %s\n", step, name)

@@ -196,6 +196,8 @@ var duckDBTypes = map[string][][2]string{
 		{"walk_outcomes", "VARCHAR"},
 		{"new_posts", "BIGINT"},
 		{"includes_missing", "BIGINT"},
+		{"files_stored", "BIGINT"},
+		{"bytes_fetched", "BIGINT"},
 		{"failure", "VARCHAR"},
 	},
 	"x_bookmark_changes": {
@@ -209,6 +211,28 @@ var duckDBTypes = map[string][][2]string{
 		{"bookmarked", "BOOLEAN"},
 		{"command", "VARCHAR"},
 		{"source_user_id", "VARCHAR"},
+	},
+	"x_media_files": {
+		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
+		{"_cq_source_name", "VARCHAR"},
+		{"_cq_id", "VARCHAR"},
+		{"_cq_parent_id", "VARCHAR"},
+		{"user_id", "VARCHAR"},
+		{"post_id", "VARCHAR"},
+		{"media_key", "VARCHAR"},
+		{"url", "VARCHAR"},
+		{"media_post_id", "VARCHAR"},
+		{"media_type", "VARCHAR"},
+		{"file", "VARCHAR"},
+		{"status", "VARCHAR"},
+		{"file_key", "VARCHAR"},
+		{"sha256", "VARCHAR"},
+		{"size", "BIGINT"},
+		{"content_type", "VARCHAR"},
+		{"stored_at", "TIMESTAMP WITH TIME ZONE"},
+		{"http_status", "BIGINT"},
+		{"error", "VARCHAR"},
+		{"checked_at", "TIMESTAMP WITH TIME ZONE"},
 	},
 	"x_post_compliance": {
 		{"_cq_sync_time", "TIMESTAMP WITH TIME ZONE"},
@@ -241,7 +265,7 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 300, folders: 1}, {id: "1002", bookmarks: 7}}
 	tokens := seed(sim, users)
-	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)+allContentYAML), "spec.yml", os.LookupEnv, clk.Now())
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, tokens, `["*"]`)+allContentYAML+"    media_files: {photos: true}\n"), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/media/store"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -154,6 +155,9 @@ type run struct {
 	// stop ends the run's reads from X (stopRun); the sync's own context
 	// never ends.
 	stop context.Context
+	// media stores the media files, in DIR/media; nil when the spec
+	// stores none.
+	media *store.Store
 }
 
 // tableWriter stages one table's file.
@@ -184,6 +188,12 @@ func (r *run) sync(ctx context.Context) error {
 	defer unwatch()
 	r.stop = stop
 	syncCtx := context.WithoutCancel(ctx)
+	if err := r.openMedia(); err != nil {
+		return err
+	}
+	if r.media != nil {
+		defer r.media.Close()
+	}
 	p, err := r.startPlugin(syncCtx)
 	if err != nil {
 		return err
@@ -211,6 +221,26 @@ func (r *run) begin() error {
 	}
 	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
 	r.archived = maps.Clone(r.state.Archived)
+	return nil
+}
+
+// openMedia opens the run's media store, DIR/media, when the spec stores
+// media files: the archive keeps them beside the tables, whatever
+// media_files.store says (which a CloudQuery sync uses). A file is stored
+// (synced and renamed into place) before the row and the state that name
+// it are committed with the run's files: the state never says stored what
+// is not, and a file a run stored but did not commit is found by its URL,
+// or its content, by the next.
+func (r *run) openMedia() error {
+	if r.o.Spec.Plugin == nil || r.o.Spec.Plugin.MediaFiles == nil {
+		return nil
+	}
+	st, err := store.OpenDir(archive.MediaPath(r.out))
+	if err != nil {
+		return err
+	}
+	st.OnStep(func(name string) { r.o.Step("media " + name) })
+	r.media = st
 	return nil
 }
 
@@ -254,6 +284,9 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	}
 	if r.o.Transport != nil {
 		opts = append(opts, xplugin.WithTransport(r.o.Transport))
+	}
+	if r.media != nil {
+		opts = append(opts, xplugin.WithMediaStore(r.media, r.stop))
 	}
 	return opts
 }

@@ -145,7 +145,8 @@ func (p *progress) stop() {
 	}
 }
 
-// lines renders one line per account. Called with p.mu held.
+// lines renders one line per account, and one of the media files once
+// the run stores some. Called with p.mu held.
 func (p *progress) lines() []string {
 	if p.set == nil {
 		return nil
@@ -170,6 +171,12 @@ func (p *progress) lines() []string {
 			line += ", FAILED"
 		}
 		out = append(out, line)
+	}
+	if m := p.set.Sessions; len(m) > 0 && m[0].Media != nil && m[0].Media.Saver != nil {
+		// One Saver stores the files of every account.
+		if c := m[0].Media.Saver.Progress().Counts(); c.Wanted > 0 {
+			out = append(out, "media files: "+c.String())
+		}
 	}
 	return out
 }

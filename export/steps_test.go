@@ -42,7 +42,7 @@ func TestARunsStepsComeInTheCrashSafetyOrder(t *testing.T) {
 	// Tables in the order the sync announces them: the content tables that
 	// are off (authors, referenced posts) before the ones it resolves.
 	every := []string{"x_bookmark_authors", "x_bookmark_referenced_posts", "x_bookmarks", "x_bookmark_media",
-		"x_bookmark_folders", "x_bookmark_folder_posts", "x_post_compliance", "x_api_usage", "x_bookmark_changes"}
+		"x_bookmark_folders", "x_bookmark_folder_posts", "x_media_files", "x_post_compliance", "x_api_usage", "x_bookmark_changes"}
 	if got, want := steps(), run(every...); !slices.Equal(got, want) {
 		t.Errorf("first run's steps:\n got %q\nwant %q", got, want)
 	}

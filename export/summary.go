@@ -87,6 +87,11 @@ type Totals struct {
 	// out with no error saying why: their posts are archived, the part
 	// recorded missing in its table.
 	IncludesMissing int `json:"includes_missing"`
+	// MediaFilesStored are the media files the run found stored (fetched
+	// now or before), of which MediaBytesFetched bytes it downloaded; X
+	// bills none of it.
+	MediaFilesStored  int   `json:"media_files_stored,omitempty"`
+	MediaBytesFetched int64 `json:"media_bytes_fetched,omitempty"`
 }
 
 // ComplianceSum is the compliance check (docs/compliance.md): the app's
@@ -123,6 +128,8 @@ type OperationSum struct {
 	WaitedSeconds   float64 `json:"rate_limit_wait_seconds"`
 	Errors          int     `json:"errors"`
 	IncludesMissing int     `json:"includes_missing"`
+	FilesStored     int     `json:"files_stored,omitempty"`
+	BytesFetched    int64   `json:"bytes_fetched,omitempty"`
 	Failure         string  `json:"failure,omitempty"`
 }
 
@@ -167,6 +174,8 @@ func (r *Result) Summary() *Summary {
 			a.EstimatedUSD += u.EstimatedUSD
 			a.Requests += u.Requests
 			a.IncludesMissing += u.IncludesMissing
+			a.MediaFilesStored += u.FilesStored
+			a.MediaBytesFetched += u.BytesFetched
 		}
 		s.Totals.add(a.Totals)
 		s.Accounts = append(s.Accounts, a)
@@ -190,7 +199,7 @@ func operationSum(u *resources.Usage) OperationSum {
 		EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
 		Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
 		RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
-		IncludesMissing: u.IncludesMissing, Failure: u.Failure,
+		IncludesMissing: u.IncludesMissing, FilesStored: u.FilesStored, BytesFetched: u.BytesFetched, Failure: u.Failure,
 	}
 }
 
@@ -221,6 +230,8 @@ func (t *Totals) add(o Totals) {
 	t.EstimatedUSD += o.EstimatedUSD
 	t.Requests += o.Requests
 	t.IncludesMissing += o.IncludesMissing
+	t.MediaFilesStored += o.MediaFilesStored
+	t.MediaBytesFetched += o.MediaBytesFetched
 }
 
 // ReadFor returns the posts one operation read, summed over accounts.
@@ -276,6 +287,10 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "; new folder entries: %d", t.NewFolderEntries)
 	}
 	fmt.Fprintln(w)
+	if t.MediaFilesStored > 0 {
+		fmt.Fprintf(w, "media files stored: %d, %.1f MB downloaded now (X bills no media download), in %s\n",
+			t.MediaFilesStored, float64(t.MediaBytesFetched)/1e6, archive.MediaPath(s.Out))
+	}
 	for _, a := range s.Accounts {
 		if a.IncludesMissing > 0 {
 			fmt.Fprintf(w, "%s: X left out %s the spec asks for, with no error saying why; "+

@@ -56,11 +56,12 @@ func (*Client) Close(context.Context) error { return nil }
 
 // Sync syncs the selected tables of every account.
 //
-// It runs the scheduler up to three times: first the data tables (sharded,
-// each account multiplexed), then x_post_compliance, whose jobs check the
+// It runs the scheduler up to four times: first the data tables (sharded,
+// each account multiplexed), then x_media_files, which fetches the files of
+// the media the walks read, then x_post_compliance, whose jobs check the
 // posts archived so far, this sync's included, then x_api_usage, whose rows
-// count what the others did. State is flushed after each of the first two;
-// only clean walks have set their keys.
+// count what the others did. State is flushed after each of the first
+// three; only clean walks have set their keys.
 func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- message.SyncMessage) error {
 	if c.spec == nil {
 		return errors.New("the plugin was initialised without a spec (no-connection mode); it cannot sync")
@@ -88,7 +89,16 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err != nil {
 		return err
 	}
-	data, compliance, usage := splitTables(tables)
+	data, mediaTable, compliance, usage := splitTables(tables)
+	var mediaFiles *account.Media
+	if mediaTable != nil {
+		var closeStore func()
+		mediaFiles, closeStore = prepareMedia(ctx, c.spec, c.options)
+		defer closeStore()
+		for _, s := range set.Sessions {
+			s.Media = mediaFiles
+		}
+	}
 	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
 	if o := c.options.Observer; o != nil {
 		if compliance != nil && c.spec.Compliance != nil {
@@ -102,6 +112,9 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	data, off := withoutContentOff(data, c.spec.Kinds())
 	run.announce(off)
 	if err := c.syncDataTables(ctx, run, stateClient, set, data); err != nil {
+		return err
+	}
+	if err := syncMediaFiles(ctx, run, stateClient, set, mediaFiles, mediaTable, c.logger); err != nil {
 		return err
 	}
 	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
@@ -177,20 +190,22 @@ func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info acco
 	return set, nil
 }
 
-// splitTables sets apart the two tables that run after the data tables:
-// x_post_compliance and x_api_usage.
-func splitTables(tables schema.Tables) (data schema.Tables, compliance, usage *schema.Table) {
+// splitTables sets apart the tables that run after the data tables, in
+// this order: x_media_files, x_post_compliance and x_api_usage.
+func splitTables(tables schema.Tables) (data schema.Tables, mediaFiles, compliance, usage *schema.Table) {
 	for _, t := range tables {
 		switch t.Name {
 		case resources.APIUsageTable:
 			usage = t
 		case resources.PostComplianceTable:
 			compliance = t
+		case resources.MediaFilesTable:
+			mediaFiles = t
 		default:
 			data = append(data, t)
 		}
 	}
-	return data, compliance, usage
+	return data, mediaFiles, compliance, usage
 }
 
 // tableSync runs the scheduler with the sync's options, sending to res.

@@ -4,6 +4,7 @@
 package plugin
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
@@ -13,6 +14,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
@@ -45,6 +47,10 @@ type Options struct {
 	// Observer, when set, hears from each sync; when it is a Destination,
 	// it is also the sync's destination.
 	Observer Observer
+	// MediaStore, when set, replaces media_files.store, and MediaStop ends
+	// its fetches: see WithMediaStore.
+	MediaStore *store.Store
+	MediaStop  context.Context
 	// ClientOptions are appended to the options of every API client of a
 	// sync (the accounts', the compliance check's), after the plugin's own
 	// (the exporter adds a wait hook, and the stop of its run).
@@ -66,6 +72,15 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *Options) { o.Tr
 // WithState makes syncs use st instead of the backend of backend_options.
 // The caller keeps ownership: syncs Flush it but never Close it.
 func WithState(st state.Client) Option { return func(o *Options) { o.State = st } }
+
+// WithMediaStore makes syncs store media files in st instead of where
+// media_files.store says: the standalone exporter keeps them in its output
+// directory. stop, when not nil, ends the fetches once it ends, as
+// client.WithStop ends the API clients' reads, without ending the sync.
+// The caller keeps ownership of st: syncs never Close it.
+func WithMediaStore(st *store.Store, stop context.Context) Option {
+	return func(o *Options) { o.MediaStore, o.MediaStop = st, stop }
+}
 
 // Observer hears from each sync: the exporter, and the benchmarks and
 // tests, read its accounts' meters and reports.

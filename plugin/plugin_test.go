@@ -172,7 +172,7 @@ func TestTablesWithoutASpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_bookmark_folders", "x_bookmark_folder_posts", "x_post_compliance", "x_api_usage"}
+	want := []string{"x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_bookmark_folders", "x_bookmark_folder_posts", "x_media_files", "x_post_compliance", "x_api_usage"}
 	if got := tables.FlattenTables().TableNames(); !slices.Equal(got, want) {
 		t.Fatalf("tables %v, want %v", got, want)
 	}

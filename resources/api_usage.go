@@ -22,6 +22,10 @@ const APIUsageTable = "x_api_usage"
 // OpSetup names usage rows of accounts that could not be prepared.
 const OpSetup = "setup"
 
+// OpMediaFiles names usage rows of the media files an account's sync
+// stored (x_media_files): requests to X's CDN, which X does not bill.
+const OpMediaFiles = "media_files"
+
 // Usage is one row of x_api_usage: one account, one operation, one sync.
 type Usage struct {
 	SyncID         string
@@ -51,7 +55,11 @@ type Usage struct {
 	// IncludesMissing counts the expanded objects X left out of the pages
 	// with no error saying why.
 	IncludesMissing int
-	Failure         string
+	// FilesStored and BytesFetched are the media files stored (fetched,
+	// or found in the store) and the bytes downloaded (OpMediaFiles).
+	FilesStored  int
+	BytesFetched int64
+	Failure      string
 }
 
 // APIUsage is the x_api_usage table. It is resolved after every other table
@@ -76,7 +84,7 @@ func APIUsage() *schema.Table {
 var usageColumns = []column[*Usage]{
 	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) string { return u.SyncID })),
 	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
-	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, or compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks.", func(u *Usage) string { return u.Operation })),
+	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
 	incrementalKey(timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt })),
 	stringColumn("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
@@ -99,6 +107,8 @@ var usageColumns = []column[*Usage]{
 	optStringColumn("walk_outcomes", "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) string { return u.WalkOutcomes }),
 	int64Column("new_posts", "Posts found that were not held before.", func(u *Usage) int64 { return int64(u.NewPosts) }),
 	int64Column("includes_missing", "Authors, media and referenced posts the spec asked for that X left out of the pages with no error saying why (a suspended author, media still processing, a post deleted meanwhile): their posts are archived all the same, and the `error` column of the missing one's row in x_bookmark_authors, x_bookmark_media or x_bookmark_referenced_posts says it is missing.", func(u *Usage) int64 { return int64(u.IncludesMissing) }),
+	int64Column("files_stored", "Media files stored by the sync (operation media_files): downloaded, or found in the store already.", func(u *Usage) int64 { return int64(u.FilesStored) }),
+	int64Column("bytes_fetched", "Bytes of media files downloaded (operation media_files): the bandwidth they cost; X bills none.", func(u *Usage) int64 { return u.BytesFetched }),
 	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
 }
 
@@ -131,7 +141,24 @@ func UsageRows(s *account.Session) []*Usage {
 	ops := newOpRows(base)
 	ops.addMeter(s.Meter, s.UserID)
 	ops.addWalks(s.Report().Walks())
+	ops.addMedia(s.Report().Media())
 	return ops.rows(s.Redact)
+}
+
+// addMedia adds what the account's media files pass did.
+func (r *opRows) addMedia(m *account.MediaReport) {
+	if m == nil {
+		return
+	}
+	u := r.get(OpMediaFiles)
+	u.Requests += m.Requests
+	u.OKResponses += m.OK
+	u.Errors += m.Failed
+	u.FilesStored += m.Stored
+	u.BytesFetched += m.Bytes
+	if m.Err != "" {
+		r.failures[OpMediaFiles] = append(r.failures[OpMediaFiles], m.Err)
+	}
 }
 
 // ComplianceUsageUser and ComplianceUsageAccount are the user_id and the

@@ -198,15 +198,16 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 		bw.report(nil, err)
 		return archived.Save(ctx, err)
 	}
+	emitNew, saveMedia := recordMediaFiles(s, emit) // the files x_media_files fetches
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(b *bookmark) string { return b.post.ID },
 		Fetch:    bw.fetchPage,
-		Emit:     bw.keepSent(emit),
+		Emit:     bw.keepSent(emitNew),
 	}
 	result, err := w.Run(ctx, bw.prev)
-	err = bw.finish(ctx, result, archived.Save(ctx, err))
+	err = bw.finish(ctx, result, saveMedia(ctx, archived.Save(ctx, err)))
 	return errors.Join(err, s.FlushWalk(ctx))
 }
 

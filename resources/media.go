@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/media"
 )
 
 // BookmarkMediaTable is the name of the media table.
@@ -80,13 +81,7 @@ func downloadURL(m *client.Media) string {
 	if m.URL != "" {
 		return m.URL
 	}
-	best, rate := "", int64(-1)
-	for _, v := range m.Variants {
-		if v.ContentType == "video/mp4" && v.URL != "" && v.BitRate != nil && *v.BitRate > rate {
-			best, rate = v.URL, *v.BitRate
-		}
-	}
-	return best
+	return media.BestVariant(m)
 }
 
 func variantsJSON(vs []client.Variant) []byte {

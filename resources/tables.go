@@ -17,7 +17,7 @@ import (
 // _cq_parent_id columns added. x_api_usage is last: it is resolved after the
 // others, once their walks are done.
 func Tables() schema.Tables {
-	tables := schema.Tables{Bookmarks(), Folders(), PostCompliance(), APIUsage()}
+	tables := schema.Tables{Bookmarks(), Folders(), MediaFiles(), PostCompliance(), APIUsage()}
 	transformers.SetParents(tables, nil)
 	for _, t := range tables {
 		schema.AddCqIDs(t)

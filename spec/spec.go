@@ -90,6 +90,10 @@ type Spec struct {
 	// Checks of the archived posts with X's free batch compliance job (table x_post_compliance): posts since deleted, or whose authors were suspended or made protected.
 	// Off when absent. Needs the X app's app-only bearer token.
 	Compliance *Compliance `json:"compliance,omitempty"`
+
+	// The photos and videos themselves, stored once each by the hash of their content (table x_media_files): X's CDN serves them, and bills nothing for them.
+	// Off when absent; `media_files: {}` stores photos.
+	MediaFiles *MediaFiles `json:"media_files,omitempty"`
 }
 
 // OAuth holds the X app used to refresh tokens.
@@ -315,6 +319,9 @@ func (s *Spec) SetDefaults() {
 	if s.Compliance != nil {
 		s.Compliance.setDefaults()
 	}
+	if s.MediaFiles != nil {
+		s.MediaFiles.setDefaults()
+	}
 	s.Resend.setDefaults()
 }
 
@@ -391,6 +398,7 @@ func (s *Spec) Validate() error {
 	s.validateCompliance(add)
 	s.Resend.validate(add)
 	s.validateContent(add)
+	s.validateMediaFiles(add)
 	s.validatePricing(add)
 	return ps.err()
 }

@@ -5,6 +5,8 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -112,8 +114,10 @@ spec:
     content: # what is archived with each post, besides media, long text and articles (on by default)
       authors: true # x_bookmark_authors (X bills each author as a user read; the sandbox bills nothing)
     app_owner_user_id: "1001" # alice made the app: her bookmark reads are owned reads
+    media_files: # the photos themselves (x_media_files): the exporter keeps them under its output directory
+      store: %q # where cloudquery sync keeps them
     accounts:
-`, s.URL(), pluginPath, s.URL())
+`, s.URL(), pluginPath, s.URL(), mediaStoreURL())
 	for _, a := range s.Accounts {
 		fmt.Fprintf(&b, "      - user_id: %q # %s: bookmarks %d, folders %d\n        access_token: %q\n",
 			a.UserID, a.Username, a.Bookmarks, a.Folders, a.Token)
@@ -144,6 +148,20 @@ spec:
     format: parquet
 `)
 	return b.String()
+}
+
+// mediaStoreURL is the store of the media files of a CloudQuery sync of
+// the sandbox spec: beside the tables of its file destination.
+func mediaStoreURL() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	path := filepath.ToSlash(filepath.Join(dir, "cq-file-output", "media"))
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path // C:/... on Windows
+	}
+	return "file://" + path
 }
 
 // Changes is what Mutate did.

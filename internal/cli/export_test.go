@@ -109,7 +109,7 @@ func TestExport_JSONAndFailedAccount(t *testing.T) {
 		t.Errorf("totals keys %s, want %s", got, want)
 	}
 	files := sum["files"].([]any)
-	if len(files) != 9 { // a first export writes a file of every table, rows or not
+	if len(files) != 10 { // a first export writes a file of every table, rows or not
 		t.Errorf("files %v", files)
 	}
 	for _, f := range files {

@@ -176,6 +176,7 @@ func (s *Server) DeletePost(postID string) error {
 	if err := s.SetPostCompliance(postID, "deleted"); err != nil {
 		return err
 	}
+	s.deleteMedia(postID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, u := range s.users {

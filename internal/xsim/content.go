@@ -786,7 +786,7 @@ func appendUser(b []byte, id string, info *userInfo, uf uint32, posts bool) []by
 
 // ---- media -------------------------------------------------------------------------
 
-func appendMedia(b []byte, key string, mf uint32) []byte {
+func (s *Server) appendMedia(b []byte, key string, mf uint32) []byte {
 	typ := "photo"
 	switch {
 	case strings.HasPrefix(key, "7_"):
@@ -801,9 +801,8 @@ func appendMedia(b []byte, key string, mf uint32) []byte {
 		return append(b, '}')
 	}
 	h := hash64(key)
-	mediaID := key[strings.IndexByte(key, '_')+1:]
 	w, ht := int64(640+(h%8)*160), int64(480+((h>>8)%8)*90)
-	code := appendCode(nil, h>>16, 15)
+	files := mediaFilesOf(key)
 	if mf&mfAltText != 0 && h%3 == 0 {
 		b = appendKeyStr(b, "alt_text", "A picture of "+words[(h>>40)%uint64(len(words))])
 	}
@@ -814,7 +813,7 @@ func appendMedia(b []byte, key string, mf uint32) []byte {
 		b = appendKeyInt(b, "height", ht)
 	}
 	if mf&mfPreviewImageURL != 0 && typ != "photo" {
-		b = appendKeyStr(b, "preview_image_url", "https://pbs.twimg.com/ext_tw_video_thumb/"+mediaID+"/pu/img/"+string(code)+".jpg")
+		b = appendKeyStr(b, "preview_image_url", s.mediaBase(false)+files.still)
 	}
 	if mf&mfPublicMetrics != 0 && typ == "video" {
 		b = append(b, `,"public_metrics":{"view_count":`...)
@@ -822,14 +821,26 @@ func appendMedia(b []byte, key string, mf uint32) []byte {
 		b = append(b, '}')
 	}
 	if mf&mfURL != 0 && typ == "photo" {
-		b = appendKeyStr(b, "url", "https://pbs.twimg.com/media/"+string(code)+".jpg")
+		b = appendKeyStr(b, "url", s.mediaBase(false)+files.photo)
 	}
 	if mf&mfVariants != 0 && typ != "photo" {
-		b = append(b, `,"variants":[{"bit_rate":2176000,"content_type":"video/mp4","url":`...)
-		b = appendStr(b, "https://video.twimg.com/ext_tw_video/"+mediaID+"/pu/vid/1280x720/"+string(code)+".mp4")
-		b = append(b, `},{"content_type":"application/x-mpegURL","url":`...)
-		b = appendStr(b, "https://video.twimg.com/ext_tw_video/"+mediaID+"/pu/pl/"+string(code)+".m3u8")
-		b = append(b, "}]"...)
+		b = append(b, `,"variants":[`...)
+		for i, v := range files.variants {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"bit_rate":`...)
+			b = strconv.AppendInt(b, v.bitRate, 10)
+			b = append(b, `,"content_type":"video/mp4","url":`...)
+			b = appendStr(b, s.mediaBase(true)+v.path)
+			b = append(b, '}')
+		}
+		if files.playlist != "" {
+			b = append(b, `,{"content_type":"application/x-mpegURL","url":`...)
+			b = appendStr(b, s.mediaBase(true)+files.playlist)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
 	}
 	if mf&mfWidth != 0 {
 		b = appendKeyInt(b, "width", w)

@@ -60,6 +60,13 @@
 //     truncated body, latency), a pure function of (seed, request number).
 //   - A hook called before each request, which may change the list while a
 //     client walks it.
+//   - A media host (media.go) on a loopback port of its own, as X's CDN:
+//     the photos (JPEG, PNG), videos and GIFs (MP4 variants) and stills
+//     the media objects name, real files made from their path at any size
+//     without holding them in memory, with faults per file (a status such
+//     as 404, 410 or 403, slow and cut bodies, a wrong Content-Length, a
+//     redirect, a huge file); a deleted post's media answer 404 and 410.
+//     It records the Authorization header of every request.
 //   - Batch compliance jobs (compliance.go): create, upload to a signed URL
 //     on a storage host of its own (15 minutes), completion after a delay on
 //     the server's clock, failed and expired jobs, results with every reason

@@ -148,7 +148,7 @@ func (s *Server) appendIncludes(b []byte, p *includesPlan, v *view, fs *fieldSpe
 		b = append(b, ']')
 	}
 	section("users", len(p.users), func(i int) { b = appendUser(b, p.users[i], s.userName(p.users[i]), fs.uf, fs.posts) })
-	section("media", len(p.media), func(i int) { b = appendMedia(b, p.media[i], fs.mf) })
+	section("media", len(p.media), func(i int) { b = s.appendMedia(b, p.media[i], fs.mf) })
 	posts := "tweets"
 	if fs.posts {
 		posts = "posts"

@@ -59,6 +59,12 @@ type Options struct {
 	// note_post, repost_count, ...). A request in the other naming is
 	// refused, as X refuses a parameter it does not have.
 	Naming string
+	// MediaSize gives the size of the file at each path of the media host
+	// (media.go); nil: photos of 2 to 40 KB, videos of 50 to 300 KB.
+	MediaSize func(path string) int64
+	// MediaBandwidth is the bytes per second the media host sends in all,
+	// as over a downloader's link; 0: as fast as loopback goes.
+	MediaBandwidth int64
 }
 
 // RequestInfo describes a request to an API or OAuth operation, given to the
@@ -109,7 +115,8 @@ type Server struct {
 	nPosts atomic.Int64
 	names  sync.Map // user id -> userInfo
 
-	comp *complianceState // under mu
+	comp  *complianceState // under mu
+	media *mediaHost
 }
 
 // New returns a server that is not yet listening (see Start, or use Handler).
@@ -131,6 +138,7 @@ func New(opts Options) *Server {
 		billedToday: map[string]*dayLedger{},
 		appOwners:   map[string]string{},
 		comp:        newComplianceState(opts.Compliance),
+		media:       newMediaHost(opts.MediaSize, opts.MediaBandwidth),
 	}
 	if s.clk == nil {
 		s.clk = clock.Real{}
@@ -178,6 +186,11 @@ func (s *Server) Start() error {
 		ln.Close()
 		return err
 	}
+	if err := s.startMedia(); err != nil {
+		ln.Close()
+		s.closeStorage()
+		return err
+	}
 	s.hs = &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
 	s.url = "http://" + ln.Addr().String()
 	go func() { _ = s.hs.Serve(ln) }()
@@ -202,6 +215,7 @@ func (s *Server) Close() {
 		_ = s.hs.Close()
 	}
 	s.closeStorage()
+	s.closeMedia()
 }
 
 // Handler is the server's HTTP handler (for use with httptest or your own listener).

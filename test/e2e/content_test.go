@@ -221,7 +221,8 @@ func TestEitherNamingArchivesTheSameRows(t *testing.T) {
 					if slices.Contains(unlike, column) || column == "_cq_id" || column == "_cq_parent_id" || column == "seen_at" || column == "first_seen_at" {
 						continue
 					}
-					if r[column] != v {
+					// Each simulator's media host has a port of its own.
+					if strings.ReplaceAll(r[column], posts.sim.MediaURL(), "") != strings.ReplaceAll(v, tweets.sim.MediaURL(), "") {
 						t.Errorf("%s: %s %s: %s is %.60q, the tweets naming's %.60q", setting, table, key(r), column, r[column], v)
 					}
 				}

@@ -2,6 +2,8 @@ package readme
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -170,4 +172,40 @@ func (a *exportDir) changeBookmarks(t *testing.T, kind string, posts ...string) 
 		t.Fatal(err)
 	}
 	a.run(t, "bookmarks", kind, "--spec", a.spec, "--out", a.out(), "--ids", ids, "--yes")
+}
+
+// The sandbox demo (README's first command) stores the photos of its
+// bookmarks, and README's query of a bookmark with its local files lists
+// them: each path is a file of the archive, whole.
+func TestTheDemoStoresItsPhotosAndTheREADMEQueryListsThem(t *testing.T) {
+	duck := duckDB(t)
+	a := &exportDir{cwd: t.TempDir()}
+	a.run(t, "export", "--sandbox", "--out", a.out(), "--quiet")
+	text, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(text), "A bookmark with its photos, as local files")
+	m := sqlBlock.FindStringSubmatch(section)
+	if m == nil {
+		t.Fatal("README.md has no query of a bookmark with its local files")
+	}
+	rows, err := a.query(t, duck, m[1])
+	if err != nil {
+		t.Fatalf("%v\n%s", err, m[1])
+	}
+	if len(rows) == 0 {
+		t.Fatal("the demo's archive lists no bookmark with its local files")
+	}
+	for _, r := range rows {
+		path, _ := r["local_file"].(string)
+		data, err := os.ReadFile(filepath.Join(a.cwd, filepath.FromSlash(path)))
+		if err != nil {
+			t.Fatalf("row %v: %v", r, err)
+		}
+		sum := sha256.Sum256(data)
+		if !strings.Contains(path, hex.EncodeToString(sum[:])) || fmt.Sprint(len(data)) != fmt.Sprint(r["size"]) {
+			t.Fatalf("row %v: %s holds %d bytes of another hash", r, path, len(data))
+		}
+	}
 }

@@ -1,0 +1,380 @@
+// Package media fetches the photos and videos of archived posts from X's
+// CDN into a media store (package media/store), each file once.
+//
+// A Fetcher makes one GET of one file under these rules: no X credential
+// is ever sent (its HTTP client is not the API's, and adds no header of
+// its own); https only, except to a loopback host (a simulator); a
+// redirect is followed only to https; the API's deadlines bound each
+// request (connect, headers, the whole file), so a stalled CDN cannot hold
+// a sync; the size limit and the run's byte budget are enforced while the
+// body is read; and the bytes go from the socket to the writer (a store's
+// spool, which hashes them) through one buffer, so memory stays flat
+// whatever the size of the file. A Saver fetches a sync's files into the
+// store: each URL once (Lookup, and one fetch at a time per URL), a few at
+// a time, retrying transient faults.
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/bearer"
+)
+
+// Status is what became of a file.
+type Status string
+
+// The statuses of a file. Stored, Gone, Forbidden, TooLarge and Failed are
+// final; a file OverBudget or Transient is tried again by the next sync.
+const (
+	Stored     Status = "stored"
+	Gone       Status = "gone"        // 404 or 410: the post or its media was deleted
+	Forbidden  Status = "forbidden"   // 401, 403 or 451: protected, suspended or withheld
+	TooLarge   Status = "too_large"   // larger than the largest file size
+	OverBudget Status = "over_budget" // the run's byte budget was spent
+	Transient  Status = "transient"   // a fault that may pass: 5xx, 429, a dropped connection, a timeout, a body cut short
+	Failed     Status = "failed"      // refused for good: a URL not https, a redirect to http, another 4xx
+	// Interrupted is no status of the file: the run was stopped before it
+	// was done with it (SaverOptions.Stop), and the next run tries it.
+	Interrupted Status = "interrupted"
+)
+
+// Final reports whether a file of status s is never tried again.
+func (s Status) Final() bool { return s != OverBudget && s != Transient && s != Interrupted }
+
+// Error is a file that could not be fetched, and why.
+type Error struct {
+	Status Status
+	// HTTPStatus is the status of the answer, 0 when there was none.
+	HTTPStatus int
+	// Size is the file's size as announced (TooLarge), or 0.
+	Size int64
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.HTTPStatus != 0 && e.Err == nil {
+		return fmt.Sprintf("%s: the server answered %d %s", e.Status, e.HTTPStatus, http.StatusText(e.HTTPStatus))
+	}
+	return fmt.Sprintf("%s: %v", e.Status, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Fetcher fetches media files. Create it with NewFetcher.
+type Fetcher struct {
+	http      *http.Client
+	timeouts  client.Timeouts
+	maxSize   int64
+	userAgent string
+}
+
+// FetcherOptions configure a Fetcher.
+type FetcherOptions struct {
+	// Transport sends the requests; nil: http.DefaultTransport. It must add
+	// no credential: give the base transport, never the API's.
+	Transport http.RoundTripper
+	// Timeouts bound each request: Connect and Headers as the API's,
+	// Request the whole file.
+	Timeouts client.Timeouts
+	// MaxSize is the largest file fetched; 0: no limit.
+	MaxSize int64
+	// UserAgent of the requests.
+	UserAgent string
+}
+
+// maxRedirects is how many redirects a fetch follows.
+const maxRedirects = 5
+
+// NewFetcher returns a Fetcher.
+func NewFetcher(o FetcherOptions) *Fetcher {
+	rt := o.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	f := &Fetcher{timeouts: o.Timeouts, maxSize: o.MaxSize, userAgent: o.UserAgent}
+	f.http = &http.Client{Transport: rt, CheckRedirect: checkRedirect}
+	return f
+}
+
+// checkRedirect follows a redirect only to https (or, from plain http on a
+// loopback host, such as the simulator, to a loopback host), and at most
+// maxRedirects times.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return &Error{Status: Failed, Err: fmt.Errorf("more than %d redirects", maxRedirects)}
+	}
+	from := via[0].URL
+	if req.URL.Scheme != "https" && !(req.URL.Scheme == "http" && from.Scheme == "http" && loopback(from) && loopback(req.URL)) {
+		return &Error{Status: Failed, Err: fmt.Errorf("redirected to %s, which is not https", oneLine(req.URL.Redacted()))}
+	}
+	return nil
+}
+
+func loopback(u *url.URL) bool { return bearer.Loopback(u.Hostname()) }
+
+// CheckURL says why a media URL is not fetched, or nil: it must be https,
+// or http to a loopback host.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return &Error{Status: Failed, Err: fmt.Errorf("the URL does not parse: %w", err)}
+	case u.Host == "" || u.User != nil:
+		return &Error{Status: Failed, Err: fmt.Errorf("%s is not a URL of a file", oneLine(raw))}
+	case u.Scheme == "https", u.Scheme == "http" && loopback(u):
+		return nil
+	}
+	return &Error{Status: Failed, Err: fmt.Errorf("%s is not https", oneLine(u.Redacted()))}
+}
+
+// Result is a file fetched whole.
+type Result struct {
+	Size        int64
+	ContentType string
+}
+
+// Fetch GETs rawURL and writes the file to w. It fails with an *Error when
+// the file is not fetched whole: w then holds part of it, or nothing.
+// budget, when not nil, is charged for the bytes read.
+func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget *Budget) (*Result, error) {
+	if err := CheckURL(rawURL); err != nil {
+		return nil, err
+	}
+	d := client.StartDeadlines(ctx, f.timeouts)
+	defer d.Stop()
+	req, err := http.NewRequestWithContext(d.Context(), http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, &Error{Status: Failed, Err: err}
+	}
+	if f.userAgent != "" {
+		req.Header.Set("User-Agent", f.userAgent)
+	}
+	resp, err := f.http.Do(req)
+	if err != nil {
+		return nil, requestError(d.Err(err))
+	}
+	defer resp.Body.Close()
+	d.GotResponse()
+	if err := statusError(resp.StatusCode); err != nil {
+		return nil, err
+	}
+	if n := resp.ContentLength; n > 0 && f.maxSize > 0 && n > f.maxSize {
+		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.maxSize)}
+	}
+	charge := &charge{budget: budget}
+	if resp.ContentLength > 0 && !charge.take(resp.ContentLength) {
+		return nil, &Error{Status: OverBudget, Size: resp.ContentLength, Err: fmt.Errorf("the file's %d bytes do not fit in what is left of the run's byte budget", resp.ContentLength)}
+	}
+	res, err := f.copyBody(resp, w, charge)
+	charge.settle()
+	if err != nil {
+		return nil, bodyError(d.Err(err))
+	}
+	return res, nil
+}
+
+// copyBody copies the body to w through one pooled buffer, checking the
+// size limit, the budget (when the size was not announced) and that the
+// file is whole.
+func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, c *charge) (*Result, error) {
+	bufp := buffers.Get().(*[]byte)
+	defer buffers.Put(bufp)
+	buf := *bufp
+	var check wholeFile
+	var n int64
+	for {
+		k, rerr := resp.Body.Read(buf)
+		if k > 0 {
+			n += int64(k)
+			c.read = n
+			if f.maxSize > 0 && n > f.maxSize {
+				return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.maxSize)}
+			}
+			if resp.ContentLength <= 0 && !c.take(int64(k)) {
+				return nil, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}
+			}
+			check.Write(buf[:k])
+			if _, err := w.Write(buf[:k]); err != nil {
+				return nil, fmt.Errorf("writing the file: %w", err)
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return nil, bodyError(rerr)
+		}
+	}
+	if !check.whole() {
+		return nil, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the body ended after %d bytes, before the end of the file it began", n)}
+	}
+	ct := contentType(resp.Header.Get("Content-Type"), &check)
+	if !isMedia(ct) {
+		// An error page or a captive portal's, answered 200.
+		return nil, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the server sent %s, not a photo or a video", ct)}
+	}
+	return &Result{Size: n, ContentType: ct}, nil
+}
+
+func isMedia(contentType string) bool {
+	return strings.HasPrefix(contentType, "image/") || strings.HasPrefix(contentType, "video/")
+}
+
+// bufSize is the size of the buffer of each fetch.
+const bufSize = 256 << 10
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+
+// contentType is the Content-Type the server gave, when it is a media type,
+// else the one the file's first bytes say.
+func contentType(header string, w *wholeFile) string {
+	mt, _, err := mime.ParseMediaType(header)
+	if err == nil && isMedia(mt) {
+		return mt
+	}
+	ct, _, _ := mime.ParseMediaType(w.contentType())
+	return ct
+}
+
+// statusError is the error of a response that is not 200 OK.
+func statusError(code int) error {
+	switch {
+	case code == http.StatusOK:
+		return nil
+	case code == http.StatusNotFound || code == http.StatusGone:
+		return &Error{Status: Gone, HTTPStatus: code}
+	case code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusUnavailableForLegalReasons:
+		return &Error{Status: Forbidden, HTTPStatus: code}
+	case code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500:
+		return &Error{Status: Transient, HTTPStatus: code}
+	}
+	return &Error{Status: Failed, HTTPStatus: code}
+}
+
+// requestError is the error of a request that got no answer: a redirect
+// refused, or a transient fault (no connection, a timeout).
+func requestError(err error) error {
+	var fe *Error
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &Error{Status: Transient, Err: unwrapURLError(err)}
+}
+
+// bodyError is the error of a body that could not be read whole.
+func bodyError(err error) error {
+	var fe *Error
+	var te *client.TimeoutError
+	switch {
+	case errors.As(err, &fe):
+		return fe
+	case errors.As(err, &te):
+		return &Error{Status: Transient, Err: te}
+	}
+	return &Error{Status: Transient, Err: fmt.Errorf("reading the file: %w", err)}
+}
+
+// unwrapURLError drops the *url.Error around err, which repeats the URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// Budget is a run's byte budget, shared by its fetches. A nil *Budget has
+// no limit. Safe for concurrent use.
+type Budget struct {
+	mu   sync.Mutex
+	left int64
+}
+
+// NewBudget returns a budget of n bytes; nil (no limit) for n <= 0.
+func NewBudget(n int64) *Budget {
+	if n <= 0 {
+		return nil
+	}
+	return &Budget{left: n}
+}
+
+// take spends n bytes, when they are left.
+func (b *Budget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		b.left = 0 // what is left is too little for this file; the next ones wait for the next run
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+func (b *Budget) give(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
+}
+
+// Left is what is left of the budget; -1 for no limit.
+func (b *Budget) Left() int64 {
+	if b == nil {
+		return -1
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.left
+}
+
+// charge is what one fetch took of a budget: the bytes it read count,
+// whether the file is stored or not (they were downloaded).
+type charge struct {
+	budget      *Budget
+	taken, read int64
+}
+
+func (c *charge) take(n int64) bool {
+	if !c.budget.take(n) {
+		return false
+	}
+	c.taken += n
+	return true
+}
+
+// settle gives back what was taken beyond the bytes read: a Content-Length
+// is taken whole before the body is read, which may end early.
+func (c *charge) settle() { c.budget.give(c.taken - c.read) }
+
+// backoff is the wait before attempt n (from 1) of a transient fault.
+func backoff(base time.Duration, n int) time.Duration {
+	return min(base<<(n-1), 30*time.Second)
+}

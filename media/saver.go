@@ -1,0 +1,259 @@
+package media
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/media/store"
+)
+
+// Request is one file to store.
+type Request struct {
+	// URL is the file as X names it: what the store's index records, and
+	// the URL fetched last.
+	URL string
+	// Prefer lists URLs of a better copy of the file (a photo's original
+	// size), tried first: one answered with a 4xx gives way to the next.
+	Prefer []string
+}
+
+// Outcome is what became of a Request.
+type Outcome struct {
+	Status Status
+	// File is the stored file (Stored).
+	File *store.File
+	// Fetched is true when the file's bytes were downloaded for this
+	// request, false when the store held it already.
+	Fetched bool
+	// HTTPStatus is the status of the last answer, 0 when there was none.
+	HTTPStatus int
+	// Size is a TooLarge file's announced size, when known.
+	Size int64
+	// Requests counts the HTTP requests made for it (redirects not
+	// counted), 0 when the store held it.
+	Requests int
+	// Err says why the file is not stored.
+	Err string
+}
+
+// Saver stores files in a store, fetching each URL at most once: a URL the
+// store's index holds is not fetched, requests of one URL at once share
+// one fetch, and a URL that was not stored is not asked for again by the
+// same Saver (one per run). Safe for concurrent use.
+type Saver struct {
+	o        SaverOptions
+	sem      chan struct{}
+	progress Progress
+
+	mu       sync.Mutex
+	inflight map[string]*call
+}
+
+// SaverOptions configure a Saver.
+type SaverOptions struct {
+	Store   *store.Store
+	Fetcher *Fetcher
+	// Budget is the run's byte budget; nil: none.
+	Budget *Budget
+	// Now is the time files are stored at. Default time.Now.
+	Now func() time.Time
+	// Concurrency is how many files are fetched at once. Default 4.
+	Concurrency int
+	// Attempts is how many times a transient fault is tried within the
+	// run. Default 3.
+	Attempts int
+	// RetryDelay is the first wait before an attempt again; it doubles.
+	// Default 1s.
+	RetryDelay time.Duration
+	// Stop, when it ends, stops the run's fetches without ending the
+	// callers' contexts (the exporter's interruption; see client.WithStop):
+	// Save then returns Interrupted at once, and a fetch in flight is
+	// cancelled, its spool dropped.
+	Stop context.Context
+}
+
+// Defaults of SaverOptions.
+const (
+	DefaultConcurrency = 4
+	DefaultAttempts    = 3
+	DefaultRetryDelay  = time.Second
+)
+
+// NewSaver returns a Saver.
+func NewSaver(o SaverOptions) *Saver {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultAttempts
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = DefaultRetryDelay
+	}
+	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}}
+}
+
+// Concurrency is how many files the saver fetches at once.
+func (s *Saver) Concurrency() int { return s.o.Concurrency }
+
+// Progress counts what the saver did.
+func (s *Saver) Progress() *Progress { return &s.progress }
+
+type call struct {
+	done chan struct{}
+	out  Outcome
+}
+
+// Save stores the file r names, unless the store holds it already.
+func (s *Saver) Save(ctx context.Context, r Request) Outcome {
+	if s.o.Stop != nil {
+		if s.o.Stop.Err() != nil {
+			return Outcome{Status: Interrupted, Err: context.Cause(s.o.Stop).Error()}
+		}
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer context.AfterFunc(s.o.Stop, stop)()
+		defer stop()
+	}
+	s.mu.Lock()
+	if c, ok := s.inflight[r.URL]; ok {
+		s.mu.Unlock()
+		select {
+		case <-c.done:
+			out := c.out
+			out.Fetched = false
+			s.progress.done(out)
+			return out
+		case <-ctx.Done():
+			return canceled(ctx)
+		}
+	}
+	c := &call{done: make(chan struct{})}
+	s.inflight[r.URL] = c
+	s.mu.Unlock()
+
+	c.out = s.save(ctx, r)
+	if s.o.Stop != nil && s.o.Stop.Err() != nil && c.out.Status != Stored {
+		c.out = Outcome{Status: Interrupted, Err: context.Cause(s.o.Stop).Error()}
+	}
+	close(c.done)
+	if c.out.Status == Stored || c.out.Status == Interrupted {
+		// The store's index answers later requests (and the next run, an
+		// interrupted one's); an outcome of another status is kept, so
+		// that the run asks no more of that URL.
+		s.mu.Lock()
+		delete(s.inflight, r.URL)
+		s.mu.Unlock()
+	}
+	s.progress.done(c.out)
+	return c.out
+}
+
+func (s *Saver) save(ctx context.Context, r Request) Outcome {
+	if err := s.acquire(ctx); err != nil {
+		return canceled(ctx)
+	}
+	held := true
+	defer func() {
+		if held {
+			<-s.sem
+		}
+	}()
+	f, err := s.o.Store.Lookup(ctx, r.URL)
+	if err != nil {
+		return Outcome{Status: Transient, Err: err.Error()}
+	}
+	if f != nil {
+		return Outcome{Status: Stored, File: f}
+	}
+	requests := 0
+	for attempt := 1; ; attempt++ {
+		out := s.fetchAny(ctx, r)
+		requests += out.Requests
+		out.Requests = requests
+		if out.Status != Transient || attempt >= s.o.Attempts || ctx.Err() != nil {
+			return out
+		}
+		<-s.sem // others fetch while this one waits
+		held = false
+		if err := sleep(ctx, backoff(s.o.RetryDelay, attempt)); err != nil {
+			return out
+		}
+		if err := s.acquire(ctx); err != nil {
+			return out
+		}
+		held = true
+	}
+}
+
+func (s *Saver) acquire(ctx context.Context) error {
+	select {
+	case s.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// fetchAny fetches the first of r's URLs that answers other than with a
+// 4xx, r.URL last.
+func (s *Saver) fetchAny(ctx context.Context, r Request) Outcome {
+	urls := append(append([]string(nil), r.Prefer...), r.URL)
+	var out Outcome
+	for i, u := range urls {
+		out = s.fetch(ctx, u, r.URL)
+		out.Requests = i + 1
+		if out.HTTPStatus < 400 || out.HTTPStatus >= 500 || i == len(urls)-1 {
+			return out
+		}
+	}
+	return out
+}
+
+// fetch fetches from u the file named name, into the store.
+func (s *Saver) fetch(ctx context.Context, u, name string) Outcome {
+	sp, err := s.o.Store.NewSpool()
+	if err != nil {
+		return Outcome{Status: Transient, Err: err.Error()}
+	}
+	res, err := s.o.Fetcher.Fetch(ctx, u, sp, s.o.Budget)
+	s.progress.read(sp.Size())
+	if err != nil {
+		sp.Discard()
+		return failed(err)
+	}
+	f, err := s.o.Store.Commit(ctx, sp, name, res.ContentType, s.o.Now())
+	if err != nil {
+		return Outcome{Status: Transient, HTTPStatus: 200, Err: err.Error()}
+	}
+	return Outcome{Status: Stored, File: f, Fetched: true, HTTPStatus: 200}
+}
+
+func failed(err error) Outcome {
+	var fe *Error
+	if !errors.As(err, &fe) {
+		return Outcome{Status: Transient, Err: err.Error()}
+	}
+	return Outcome{Status: fe.Status, HTTPStatus: fe.HTTPStatus, Size: fe.Size, Err: fe.Error()}
+}
+
+func canceled(ctx context.Context) Outcome {
+	return Outcome{Status: Transient, Err: fmt.Sprintf("%s: %v", Transient, context.Cause(ctx))}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// dir is a store in a local directory. Files are written to a spool in
+// dir/.tmp (the same file system, so that a rename moves them), synced,
+// renamed into place, and their directory synced: a stop at any moment
+// leaves either no file under its name or the whole file.
+type dir struct {
+	root string
+}
+
+// spoolDir holds the files being fetched; a spool left by a process that
+// was killed is removed by the next OpenDir once it is staleSpool old.
+const (
+	spoolDir   = ".tmp"
+	spoolExt   = ".part"
+	staleSpool = 24 * time.Hour
+)
+
+// OpenDir opens the store in the local directory root, creating it if
+// missing.
+func OpenDir(root string) (*Store, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(root, spoolDir), 0o755); err != nil {
+		return nil, fmt.Errorf("media store %s: %w", root, err)
+	}
+	d := &dir{root: root}
+	if err := d.removeStaleSpools(time.Now()); err != nil {
+		return nil, fmt.Errorf("media store %s: %w", root, err)
+	}
+	return &Store{b: d, name: root}, nil
+}
+
+// removeStaleSpools removes the spools of fetches that were stopped: a
+// fetch writes to its spool until it ends, within its timeout.
+func (d *dir) removeStaleSpools(now time.Time) error {
+	entries, err := os.ReadDir(filepath.Join(d.root, spoolDir))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !strings.HasSuffix(e.Name(), spoolExt) || now.Sub(info.ModTime()) < staleSpool {
+			continue
+		}
+		if err := os.Remove(filepath.Join(d.root, spoolDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *dir) spool() (*os.File, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	name := filepath.Join(d.root, spoolDir, hex.EncodeToString(b[:])+spoolExt)
+	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
+func (d *dir) path(key string) string { return filepath.Join(d.root, filepath.FromSlash(key)) }
+
+func (d *dir) commit(_ context.Context, f *os.File, key, _ string, step func(string)) error {
+	name := f.Name()
+	if err := f.Close(); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return d.rename(name, key, false, func(s string) { step("file " + s) })
+}
+
+// rename moves the synced file tmp to key and makes it durable. A key that
+// exists is kept unless replace: files are named by their content.
+func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
+	final := d.path(key)
+	if err := d.mkdir(filepath.Dir(final)); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if _, err := os.Stat(final); err == nil && !replace {
+		return os.Remove(tmp)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	step("renamed")
+	return syncDir(filepath.Dir(final))
+}
+
+// mkdir creates dir, a directory of the store, if missing, and syncs its
+// parent when it did.
+func (d *dir) mkdir(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(path)
+	if parent != d.root {
+		if err := d.mkdir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return syncDir(parent)
+}
+
+func (d *dir) exists(_ context.Context, key string) (bool, error) {
+	_, err := os.Stat(d.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (d *dir) read(_ context.Context, key string) ([]byte, error) {
+	return os.ReadFile(d.path(key))
+}
+
+func (d *dir) write(_ context.Context, key string, data []byte, step func(string)) error {
+	f, err := d.spool()
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return d.rename(name, key, true, func(s string) { step("index " + s) })
+}
+
+func (d *dir) delete(_ context.Context, key string) error {
+	path := d.path(key)
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func (*dir) close() error { return nil }
+
+// syncDir makes the entries of dir (creations, renames, removals) durable.
+// Windows cannot fsync a directory (NTFS journals its metadata): no-op there.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}

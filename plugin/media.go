@@ -1,0 +1,105 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/spec"
+	"github.com/rs/zerolog"
+)
+
+// errNoMediaStore is the media pass's error in a CloudQuery sync whose
+// spec names no store.
+var errNoMediaStore = errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
+
+// prepareMedia makes the sync's media files, shared by its accounts, or
+// nil when the spec's media_files section is absent. A store that cannot
+// be opened fails the media pass only, and the walks record the
+// files of what they read all the same, for the next sync to fetch.
+func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media, func()) {
+	ms := s.MediaFiles
+	if ms == nil {
+		return nil, func() {}
+	}
+	m := &account.Media{
+		Kinds:       media.Kinds{Photos: *ms.Photos, Videos: *ms.Videos, AllVariants: ms.AllVariants},
+		MaxFileSize: ms.MaxFileSize.Bytes(),
+	}
+	st, closeStore, err := openMediaStore(ctx, ms, o)
+	if err != nil {
+		m.Err = err
+		return m, func() {}
+	}
+	t := s.Timeouts()
+	t.Request = ms.Timeout.Duration()
+	// The base transport, never an account's: media requests carry no
+	// credential.
+	fetcher := media.NewFetcher(media.FetcherOptions{Transport: o.Transport, Timeouts: t, MaxSize: m.MaxFileSize, UserAgent: UserAgent()})
+	m.Saver = media.NewSaver(media.SaverOptions{
+		Store: st, Fetcher: fetcher, Budget: media.NewBudget(ms.MaxBytesPerRun.Bytes()),
+		Now: o.Clock.Now, Concurrency: ms.Concurrency, Attempts: s.MaxAttempts, Stop: o.MediaStop,
+	})
+	return m, closeStore
+}
+
+func openMediaStore(ctx context.Context, ms *spec.MediaFiles, o Options) (*store.Store, func(), error) {
+	if o.MediaStore != nil {
+		return o.MediaStore, func() {}, nil
+	}
+	if ms.Store == "" {
+		return nil, nil, errNoMediaStore
+	}
+	st, err := store.Open(ctx, ms.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { _ = st.Close() }, nil
+}
+
+// syncMediaFiles runs x_media_files, when it is selected: it fetches the
+// files the walks recorded, and the state is flushed.
+func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *account.Set, m *account.Media, table *schema.Table, logger zerolog.Logger) error {
+	if table == nil {
+		return nil
+	}
+	if m == nil {
+		run.announce(schema.Tables{table})
+		return nil
+	}
+	if m.Saver != nil {
+		stop := logMediaProgress(m.Saver.Progress(), logger, mediaProgressEvery)
+		defer stop()
+	}
+	if err := run.sync(ctx, set, schema.Tables{table}); err != nil {
+		return err
+	}
+	return flushState(ctx, st)
+}
+
+// mediaProgressEvery is how often a CloudQuery sync logs the media files'
+// progress.
+const mediaProgressEvery = 30 * time.Second
+
+// logMediaProgress logs p every interval until stop is called.
+func logMediaProgress(p *media.Progress, logger zerolog.Logger, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				logger.Info().Msg("media files: " + p.Counts().String())
+			}
+		}
+	}()
+	return func() { close(done) }
+}

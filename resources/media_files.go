@@ -1,0 +1,293 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/media"
+)
+
+// MediaFilesTable is the name of the media files table.
+const MediaFilesTable = "x_media_files"
+
+// mediaFileRow is one row of x_media_files: what became of one file.
+type mediaFileRow struct {
+	UserID      string       `json:"user_id"`
+	PostID      string       `json:"post_id"`
+	MediaKey    string       `json:"media_key"`
+	URL         string       `json:"url"`
+	MediaPostID string       `json:"media_post_id"`
+	MediaType   string       `json:"media_type,omitempty"`
+	File        string       `json:"file"`
+	Status      media.Status `json:"status"`
+	FileKey     string       `json:"file_key,omitempty"`
+	SHA256      string       `json:"sha256,omitempty"`
+	Size        *int64       `json:"size,omitempty"`
+	ContentType string       `json:"content_type,omitempty"`
+	StoredAt    *time.Time   `json:"stored_at,omitempty"`
+	HTTPStatus  int          `json:"http_status,omitempty"`
+	Error       string       `json:"error,omitempty"`
+	CheckedAt   time.Time    `json:"checked_at"`
+}
+
+// MediaFiles is the x_media_files table: the photos and videos themselves,
+// stored by the spec's media_files section.
+func MediaFiles() *schema.Table {
+	return &schema.Table{
+		Name:  MediaFilesTable,
+		Title: "X Media Files",
+		Description: "The photos and videos of the archived posts, stored (`media_files`): one row per file of each media object of each bookmark — a photo in its original size, a video's or GIF's still image, its best mp4 variant (or all of them) — with the stored file's key, SHA-256, size and type, or why it is not stored. " +
+			"Files are stored once each, named by the hash of their content, whichever accounts and posts hold them: under the exporter's `DIR/media/`, or in `media_files.store` in a CloudQuery sync. " +
+			"A row is written when a file's status changes: `stored` and `gone`, `forbidden`, `too_large` or `failed` are final (`too_large` until `max_file_size` is raised); `transient` and `over_budget` files are tried again by the next sync, which writes a row for the new status. Join x_bookmark_media on (user_id, post_id, media_key).",
+		Resolver:  fetchMediaFiles,
+		Multiplex: account.Multiplex,
+		// A history of each file's status: incremental, so that write_mode
+		// overwrite-delete-stale keeps the rows of earlier syncs.
+		IsIncremental: true,
+		Columns:       columnList(mediaFileColumns),
+	}
+}
+
+func optInt(n int) *int64 {
+	if n == 0 {
+		return nil
+	}
+	v := int64(n)
+	return &v
+}
+
+var mediaFileColumns = []column[*mediaFileRow]{
+	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(r *mediaFileRow) string { return r.UserID })),
+	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *mediaFileRow) string { return r.PostID })),
+	primaryKey(stringColumn("media_key", "The media object's key (x_bookmark_media.media_key).", func(r *mediaFileRow) string { return r.MediaKey })),
+	primaryKey(stringColumn("url", "The file's URL, as X gives it (a photo is asked for in its original size first).", func(r *mediaFileRow) string { return r.URL })),
+	stringColumn("media_post_id", "The post the media is attached to: post_id, or a post it quotes, replies to or reposts (`content.referenced_posts`).", func(r *mediaFileRow) string { return r.MediaPostID }),
+	optStringColumn("media_type", "photo, video or animated_gif.", func(r *mediaFileRow) string { return r.MediaType }),
+	stringColumn("file", "What the file is: `photo`, `still` (a video's or GIF's preview image) or `video` (an mp4 variant).", func(r *mediaFileRow) string { return r.File }),
+	stringColumn("status", "`stored`; or why not: `gone` (404 or 410: deleted), `forbidden` (401, 403, 451: protected, suspended, withheld), `too_large` (above `max_file_size`), `over_budget` (past `max_bytes_per_run`; the next sync tries again), `transient` (a 5xx, a timeout, a body cut short; the next sync tries again) or `failed` (refused for good: not https, a redirect to http, another 4xx).", func(r *mediaFileRow) string { return string(r.Status) }),
+	optStringColumn("file_key", "Where the file is, in the store: `DIR/media/<file_key>` for the exporter, `<media_files.store>/<file_key>` in a CloudQuery sync. Its SHA-256, under a directory of its first two characters, with its type's extension.", func(r *mediaFileRow) string { return r.FileKey }),
+	optStringColumn("sha256", "SHA-256 of the file's content, in hex.", func(r *mediaFileRow) string { return r.SHA256 }),
+	optInt64Column("size", "Size of the stored file in bytes; for `too_large`, the size the server announced, when it did.", func(r *mediaFileRow) *int64 { return r.Size }),
+	optStringColumn("content_type", "The stored file's type: image/jpeg, image/png, video/mp4, ...", func(r *mediaFileRow) string { return r.ContentType }),
+	optTimeColumn("stored_at", "When the file was first stored (by any account or post).", func(r *mediaFileRow) *time.Time { return r.StoredAt }),
+	optInt64Column("http_status", "Status of the last answer of the media host, when there was one.", func(r *mediaFileRow) *int64 { return optInt(r.HTTPStatus) }),
+	optStringColumn("error", "Why the file is not stored; null when it is.", func(r *mediaFileRow) string { return r.Error }),
+	incrementalKey(timeColumn("checked_at", "When the sync reached this status: the newest row of a file is its status.", func(r *mediaFileRow) time.Time { return r.CheckedAt })),
+}
+
+// mediaBatch is how many rows of x_media_files are sent at once.
+const mediaBatch = 100
+
+func fetchMediaFiles(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
+	s := meta.(*account.Session)
+	if s.Media == nil {
+		return nil
+	}
+	if err := s.Ready(ctx); err != nil {
+		return err
+	}
+	st, err := loadMediaState(ctx, s)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.ID(), err)
+	}
+	resent, err := resendMediaFiles(ctx, s, st, res)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.ID(), err)
+	}
+	run := &mediaRun{s: s, st: st, res: res}
+	if s.Media.Saver == nil {
+		err = s.Media.Err
+	} else {
+		err = run.store(ctx)
+	}
+	err = errors.Join(err, run.save(ctx), s.FlushWalk(ctx))
+	if err != nil {
+		run.report.Err = err.Error()
+	}
+	s.Report().SetMedia(run.report)
+	s.Logger.Info().Int("files", run.report.Files).Int("fetched", run.report.Fetched).Int64("bytes", run.report.Bytes).Int("sent_again", resent).Msg("media files done")
+	if err != nil {
+		return fmt.Errorf("%s: media files: %w", s.ID(), err)
+	}
+	return nil
+}
+
+// mediaRun stores the files an account's state has due.
+type mediaRun struct {
+	s      *account.Session
+	st     *mediaState
+	res    chan<- any
+	report account.MediaReport
+	sent   outbox.Batch // the rows sent, when rows are sent again
+
+	mu      sync.Mutex
+	changed []statusChange // not sent yet
+}
+
+// statusChange is a file's new status, recorded once its row is sent.
+type statusChange struct {
+	rec *mediaRecord
+	row *mediaFileRow
+}
+
+// store tries every file due, a few at a time (the Saver bounds the
+// fetches of all accounts together), and sends a row for each whose status
+// changed.
+func (r *mediaRun) store(ctx context.Context) error {
+	m := r.s.Media
+	due := r.st.due(m.MaxFileSize)
+	m.Saver.Progress().Want(len(due))
+	work := make(chan int)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range min(len(due), m.Saver.Concurrency()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				rec := &r.st.records[i]
+				if err := r.done(ctx, rec, m.Saver.Save(ctx, media.NewRequest(rec.URL))); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for _, i := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	var err error
+	select {
+	case err = <-errs:
+	default:
+	}
+	return errors.Join(err, r.flush(ctx), context.Cause(ctx))
+}
+
+// done queues the row of a file whose status changed. A sync stopped
+// meanwhile (ctx done, or the saver interrupted) records nothing of it:
+// the next sync tries it.
+func (r *mediaRun) done(ctx context.Context, rec *mediaRecord, out media.Outcome) error {
+	if ctx.Err() != nil || out.Status == media.Interrupted {
+		return nil
+	}
+	r.mu.Lock()
+	r.report.Add(out)
+	if out.Status == rec.Status {
+		r.mu.Unlock()
+		return nil
+	}
+	r.changed = append(r.changed, statusChange{rec: rec, row: r.row(rec, out)})
+	full := len(r.changed) >= mediaBatch
+	r.mu.Unlock()
+	if full {
+		return r.flush(ctx)
+	}
+	return nil
+}
+
+func (r *mediaRun) row(rec *mediaRecord, out media.Outcome) *mediaFileRow {
+	row := &mediaFileRow{
+		UserID: r.s.UserID, PostID: rec.PostID, MediaKey: rec.MediaKey, URL: rec.URL, MediaPostID: rec.MediaPostID,
+		MediaType: rec.MediaType, File: rec.File, Status: out.Status, HTTPStatus: out.HTTPStatus, Error: out.Err,
+		CheckedAt: r.s.Clock.Now().UTC(),
+	}
+	if row.MediaPostID == "" {
+		row.MediaPostID = rec.PostID
+	}
+	if f := out.File; f != nil {
+		size, at := f.Size, f.StoredAt
+		row.FileKey, row.SHA256, row.Size, row.ContentType, row.StoredAt = f.Key, f.SHA256, &size, f.ContentType, &at
+	} else if out.Size > 0 {
+		size := out.Size
+		row.Size = &size
+	}
+	return row
+}
+
+// flush sends the rows queued, keeps them to send again, and then records
+// the new statuses: a status is recorded only once its row is on its way.
+func (r *mediaRun) flush(ctx context.Context) error {
+	r.mu.Lock()
+	changed := r.changed
+	r.changed = nil
+	r.mu.Unlock()
+	if len(changed) == 0 {
+		return nil
+	}
+	rows := make([]*mediaFileRow, len(changed))
+	for i, c := range changed {
+		rows[i] = c.row
+	}
+	if r.s.Resend.On() {
+		r.mu.Lock()
+		for _, row := range rows {
+			if err := r.sent.Add(row); err != nil {
+				r.mu.Unlock()
+				return err
+			}
+		}
+		r.mu.Unlock()
+	}
+	if err := send(ctx, r.res, rows); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range changed {
+		c.rec.Status, c.rec.FileKey, c.rec.Limit = c.row.Status, c.row.FileKey, 0
+		if c.row.Status == media.TooLarge {
+			c.rec.Limit = r.s.Media.MaxFileSize
+		}
+	}
+	return nil
+}
+
+// save stores the records and the outbox: what earlier syncs sent that
+// this one sent again, and what it sent.
+func (r *mediaRun) save(ctx context.Context) error {
+	entry, err := r.sent.Entry(r.s.Sync.ID, r.s.Sync.StartedAt)
+	if err != nil {
+		return err
+	}
+	r.st.outbox = r.st.outbox.With(entry)
+	return r.st.save(ctx, r.s)
+}
+
+// resendMediaFiles sends again the rows of the account's outbox that this
+// sync keeps in it (outbox.Box.Resend).
+func resendMediaFiles(ctx context.Context, s *account.Session, st *mediaState, res chan<- any) (int, error) {
+	if len(st.outbox.Entries) == 0 {
+		return 0, nil
+	}
+	st.outbox = st.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)
+	var rows []*mediaFileRow
+	for i := range st.outbox.Entries {
+		err := st.outbox.Entries[i].Each(func(line []byte) error {
+			var row mediaFileRow
+			if err := json.Unmarshal(line, &row); err != nil {
+				return err
+			}
+			rows = append(rows, &row)
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("sending again the media files of the sync of %s: %w", st.outbox.Entries[i].SentAt.Format(time.RFC3339), err)
+		}
+	}
+	return len(rows), send(ctx, res, rows)
+}

@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/media"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
@@ -25,6 +28,9 @@ type reportedExport struct {
 	post   string
 	before map[string]string // its x_bookmarks row before
 	res    *export.Result
+	// files are the stored media files before, by key, with the posts that
+	// use them.
+	files map[string][]string
 }
 
 func exportDeletedExample(t *testing.T, onChange string) reportedExport {
@@ -37,7 +43,7 @@ func exportDeletedExample(t *testing.T, onChange string) reportedExport {
 	t.Cleanup(sim.Close)
 	ex := sim.SeedContentExamples("1001")
 	users := []demoUser{{id: "1001"}}
-	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) + allContentYAML +
+	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) + allContentYAML + mediaYAML +
 		fmt.Sprintf("    compliance:\n      bearer_token: %q\n      on_change: %s\n", sim.IssueAppOnlyToken(), onChange)
 	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
 	if err != nil {
@@ -47,6 +53,7 @@ func exportDeletedExample(t *testing.T, onChange string) reportedExport {
 	for run := range 3 {
 		if run == 1 {
 			e.before = rowOf(t, e.dir, "x_bookmarks", e.post)
+			e.files = storedFiles(t, e.dir)
 			_ = sim.DeletePost(e.post)
 			// A compaction retires a set of files that holds the post too.
 			if _, err := archive.Compact(e.dir, archive.CompactOptions{CurrentMonth: true, Now: clk.Now}); err != nil {
@@ -122,6 +129,56 @@ func TestExportRedactsAReportedBookmarkInPlace(t *testing.T) {
 		t.Error("the result counts no row changed")
 	}
 	noOldContent(t, e.dir, e.before["full_text"])
+	mediaOfPostRemoved(t, e)
+}
+
+// storedFiles are the media files the committed state says stored, by
+// key, with the posts that use them.
+func storedFiles(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	info, err := archive.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := account.MediaFilesKey("1001")
+	uses, err := resources.MediaFileUses(key, info.Keys[key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, u := range uses {
+		if u.Status == media.Stored && !slices.Contains(out[u.FileKey], u.PostID) {
+			out[u.FileKey] = append(out[u.FileKey], u.PostID)
+		}
+	}
+	return out
+}
+
+// mediaOfPostRemoved fails unless the files only the reported post used
+// are gone from DIR/media, and every other one is there.
+func mediaOfPostRemoved(t *testing.T, e reportedExport) {
+	t.Helper()
+	own := 0
+	for key, posts := range e.files {
+		_, err := os.Stat(filepath.Join(archive.MediaPath(e.dir), filepath.FromSlash(key)))
+		switch {
+		case len(posts) == 1 && posts[0] == e.post:
+			own++
+			if err == nil {
+				t.Errorf("media file %s of the reported post is still stored", key)
+			}
+		case err != nil:
+			t.Errorf("media file %s of posts %v: %v", key, posts, err)
+		}
+	}
+	if own == 0 {
+		t.Fatalf("the reported post had no media file of its own: %v", e.files)
+	}
+	for key, posts := range storedFiles(t, e.dir) {
+		if slices.Contains(posts, e.post) {
+			t.Errorf("the state still records file %s of the reported post", key)
+		}
+	}
 }
 
 // With on_change: delete, the exporter removes the bookmark's row too.

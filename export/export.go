@@ -622,6 +622,19 @@ func (r *run) actOnCompliance(next *archive.State) error {
 	if err != nil {
 		return fmt.Errorf("applying what X's compliance job reported (the run is committed; the next run applies it): %w", err)
 	}
+	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.MediaFiles != nil && r.sess != nil {
+		st, err := store.OpenDir(archive.MediaPath(r.out))
+		if err != nil {
+			return err
+		}
+		_, err = resources.DropMedia(ctx, r.sess.Sessions, pending, st)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("removing the media files of what X's compliance job reported (the next run does it again): %w", err)
+		}
+	}
 	if err := r.comp.Applied(ctx, pending); err != nil {
 		return err
 	}

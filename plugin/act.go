@@ -31,7 +31,8 @@ func actionOf(cs *spec.Compliance) func(reason string) compliance.Action {
 
 // actOnCompliance applies, in a CloudQuery sync, what the compliance checks
 // reported and no sync applied yet (compliance.on_change): the reported
-// posts leave the bookmarks outbox; a redacted post's x_bookmarks row is
+// posts leave the bookmarks outbox; their stored media files no other post
+// uses are deleted from the media store; a redacted post's x_bookmarks row is
 // sent again without its content (the destination's primary key replaces
 // the row it holds, in overwrite modes); its rows of the content tables,
 // and for delete its x_bookmarks row, are removed with DeleteRecord
@@ -57,6 +58,13 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 				continue
 			}
 			if err := resources.PurgeOutbox(ctx, s, acct.Posts); err != nil {
+				return err
+			}
+		}
+	}
+	for _, s := range comp.Set.Sessions[:min(1, len(comp.Set.Sessions))] { // the sync's accounts share one store
+		if s.Media != nil && s.Media.Saver != nil {
+			if _, err := resources.DropMedia(ctx, comp.Set.Sessions, pending, s.Media.Saver.Store()); err != nil {
 				return err
 			}
 		}

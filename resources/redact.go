@@ -11,6 +11,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
 // What a CloudQuery sync does with the posts X's compliance job reported
@@ -199,4 +201,82 @@ func usedIncludes(page *client.PostPage, keep []bool) client.Includes {
 	out.Polls = filter(in.Polls, "id")
 	out.Places = filter(in.Places, "id")
 	return out
+}
+
+// DropMedia removes the stored media files of the posts redacted or
+// deleted: their records leave their accounts' media state, and the files
+// they stored that no record of any account of the sessions still uses
+// are deleted from st. The files go first, then the states are set
+// (unflushed): a stop between leaves records of files already deleted,
+// which the next application drops again (deleting a missing file is no
+// error); the other order could leave a file no state records. It returns
+// the number of files deleted.
+func DropMedia(ctx context.Context, sessions []*account.Session, acts []compliance.AccountActions, st *store.Store) (int, error) {
+	values := map[string]string{} // state key → value, of every account
+	for _, s := range sessions {
+		if s.UserID == "" {
+			continue
+		}
+		key := account.MediaFilesKey(s.UserID)
+		v, err := s.State.GetKey(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("reading state %q: %w", key, err)
+		}
+		values[key] = v
+	}
+	var candidates []string
+	changed := map[string]*account.Session{}
+	for _, a := range acts {
+		drop := map[string]bool{}
+		for _, p := range a.Posts {
+			if p.Action >= compliance.Redact {
+				drop[p.PostID] = true
+			}
+		}
+		key := account.MediaFilesKey(a.UserID)
+		if len(drop) == 0 || values[key] == "" {
+			continue
+		}
+		next, stored, err := DropMediaFilesOfPosts(key, values[key], func(id string) bool { return drop[id] })
+		if err != nil {
+			return 0, err
+		}
+		values[key], candidates = next, append(candidates, stored...)
+		for _, s := range sessions {
+			if s.UserID == a.UserID {
+				changed[key] = s
+			}
+		}
+	}
+	if len(changed) == 0 {
+		return 0, nil
+	}
+	used := map[string]bool{}
+	for key, v := range values {
+		uses, err := MediaFileUses(key, v)
+		if err != nil {
+			return 0, err
+		}
+		for _, u := range uses {
+			if u.Status == media.Stored {
+				used[u.FileKey] = true
+			}
+		}
+	}
+	deleted := 0
+	for _, k := range candidates {
+		if used[k] {
+			continue
+		}
+		if err := st.Delete(ctx, k); err != nil {
+			return deleted, err
+		}
+		deleted++
+	}
+	for key, s := range changed {
+		if err := s.State.SetKey(ctx, key, values[key]); err != nil {
+			return deleted, fmt.Errorf("writing state %q: %w", key, err)
+		}
+	}
+	return deleted, nil
 }

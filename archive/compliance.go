@@ -35,9 +35,9 @@ import (
 // already as asked are left alone, so a table switched before the crash
 // is not rewritten twice.
 
-// ComplianceTables are the tables whose rows are a post's: x_bookmarks
-// and its content tables.
-var complianceTables = []string{resources.BookmarksTable, resources.BookmarkAuthorsTable, resources.BookmarkMediaTable, resources.ReferencedPostsTable}
+// complianceTables are the tables whose rows are a post's: x_bookmarks,
+// its content tables, and x_media_files (the URLs of its media).
+var complianceTables = []string{resources.BookmarksTable, resources.BookmarkAuthorsTable, resources.BookmarkMediaTable, resources.ReferencedPostsTable, resources.MediaFilesTable}
 
 // ApplyCompliance applies the actions to the files of out, under the lock
 // the caller holds, and returns how many rows it changed or removed.

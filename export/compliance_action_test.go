@@ -19,7 +19,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
-var bookmarkContentTables = []string{"x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts"}
+var bookmarkContentTables = []string{"x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_media_files"}
 
 // reportedExport is an archive of the content examples whose second run's
 // compliance check finds one bookmark deleted.

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -72,8 +73,12 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 	if err := run.sync(ctx, &resources.Redactions{Accounts: pending}, schema.Tables{resources.RedactedBookmarks(bookmarks)}); err != nil {
 		return err
 	}
+	content := bookmarks.Relations // their rows are a post's content
+	if t := selected.Get(resources.MediaFilesTable); t != nil {
+		content = append(slices.Clip(content), t)
+	}
 	for _, acct := range pending {
-		c.removeRows(acct, bookmarks, run.res)
+		c.removeRows(acct, content, run.res)
 	}
 	if err := comp.Applied(ctx, pending); err != nil {
 		return err
@@ -82,9 +87,9 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 }
 
 // removeRows sends the DeleteRecord messages of an account's reported
-// posts: their rows of the content tables, and their x_bookmarks row when
-// it goes too.
-func (c *Client) removeRows(acct compliance.AccountActions, bookmarks *schema.Table, res chan<- message.SyncMessage) {
+// posts: their rows of the content tables (and of x_media_files), and
+// their x_bookmarks row when it goes too.
+func (c *Client) removeRows(acct compliance.AccountActions, content schema.Tables, res chan<- message.SyncMessage) {
 	var geo []string
 	for _, p := range acct.Posts {
 		switch p.Action {
@@ -95,8 +100,8 @@ func (c *Client) removeRows(acct compliance.AccountActions, bookmarks *schema.Ta
 		default:
 			continue
 		}
-		for _, child := range bookmarks.Relations {
-			res <- deleteBookmarkRows(child.Name, acct.UserID, p.PostID)
+		for _, t := range content {
+			res <- deleteBookmarkRows(t.Name, acct.UserID, p.PostID)
 		}
 		if p.Action == compliance.Delete || p.Dates == nil {
 			if p.Action == compliance.Redact {

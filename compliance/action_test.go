@@ -13,7 +13,7 @@ import (
 // posts recorded by an earlier version (the ids alone) have none, and a
 // damaged value is refused.
 func TestArchivedPostsKeepTheirRowsDates(t *testing.T) {
-	seen := time.Date(2026, 11, 2, 6, 0, 0, 0, time.UTC)
+	seen := time.Date(2026, 11, 2, 6, 0, 0, 123456000, time.UTC) // the columns keep microseconds
 	after := seen.Add(-24 * time.Hour)
 	created := time.Date(2025, 3, 1, 12, 0, 1, 0, time.UTC)
 	old, _ := ids.NewSorted([]uint64{7}).Marshal()

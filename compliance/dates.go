@@ -39,7 +39,7 @@ type archivedRecord struct {
 }
 
 // sighting is the first_seen_at and bookmarked_after of a sync's rows
-// (Unix milliseconds; 0: none).
+// (Unix microseconds, as the columns keep them; 0: none).
 type sighting struct{ firstSeen, bookmarkedAfter int64 }
 
 // postDates is a post's dates: the index of its sighting (-1: not known),
@@ -212,9 +212,9 @@ func (r *archivedRecord) add(posts []found) {
 
 // postDates is d as kept, its sighting added when new.
 func (r *archivedRecord) postDates(id uint64, d Dates) postDates {
-	s := sighting{firstSeen: d.FirstSeenAt.UnixMilli()}
+	s := sighting{firstSeen: d.FirstSeenAt.UnixMicro()}
 	if d.BookmarkedAfter != nil {
-		s.bookmarkedAfter = d.BookmarkedAfter.UnixMilli()
+		s.bookmarkedAfter = d.BookmarkedAfter.UnixMicro()
 	}
 	i := slices.Index(r.sightings, s)
 	if i < 0 {
@@ -235,9 +235,9 @@ func (r *archivedRecord) datesOf(id uint64) *Dates {
 		return nil
 	}
 	d, s := r.dates[i], r.sightings[r.dates[i].sighting]
-	out := &Dates{FirstSeenAt: time.UnixMilli(s.firstSeen).UTC(), FoundPosition: d.position}
+	out := &Dates{FirstSeenAt: time.UnixMicro(s.firstSeen).UTC(), FoundPosition: d.position}
 	if s.bookmarkedAfter != 0 {
-		t := time.UnixMilli(s.bookmarkedAfter).UTC()
+		t := time.UnixMicro(s.bookmarkedAfter).UTC()
 		out.BookmarkedAfter = &t
 	}
 	if d.created != 0 {

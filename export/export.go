@@ -627,7 +627,7 @@ func (r *run) actOnCompliance(next *archive.State) error {
 		if err != nil {
 			return err
 		}
-		_, err = resources.DropMedia(ctx, r.sess.Sessions, pending, st)
+		_, err = resources.DropMedia(ctx, r.sess.Sessions, nil, pending, st)
 		if cerr := st.Close(); err == nil {
 			err = cerr
 		}

@@ -39,8 +39,9 @@ func actionOf(cs *spec.Compliance) func(reason string) compliance.Action {
 // and for delete its x_bookmarks row, are removed with DeleteRecord
 // messages. The state then records the actions as applied, and is
 // flushed. The destination in the plugin's process (the exporter) applies
-// them to its own files instead.
-func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables) error {
+// them to its own files instead. elsewhere names the accounts of the other
+// shards, whose files are kept too.
+func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables, elsewhere []string) error {
 	if c.options.destination() != nil {
 		return nil
 	}
@@ -65,7 +66,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 	}
 	for _, s := range comp.Set.Sessions[:min(1, len(comp.Set.Sessions))] { // the sync's accounts share one store
 		if s.Media != nil && s.Media.Saver != nil {
-			if _, err := resources.DropMedia(ctx, comp.Set.Sessions, pending, s.Media.Saver.Store()); err != nil {
+			if _, err := resources.DropMedia(ctx, comp.Set.Sessions, elsewhere, pending, s.Media.Saver.Store()); err != nil {
 				return err
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -209,16 +210,24 @@ func usedIncludes(page *client.PostPage, keep []bool) client.Includes {
 // are deleted from st. The files go first, then the states are set
 // (unflushed): a stop between leaves records of files already deleted,
 // which the next application drops again (deleting a missing file is no
-// error); the other order could leave a file no state records. It returns
-// the number of files deleted.
-func DropMedia(ctx context.Context, sessions []*account.Session, acts []compliance.AccountActions, st *store.Store) (int, error) {
-	values := map[string]string{} // state key → value, of every account
+// error); the other order could leave a file no state records. The
+// accounts elsewhere (other shards', which share the store) keep their
+// files too: their state is read, never written. It returns the number
+// of files deleted.
+func DropMedia(ctx context.Context, sessions []*account.Session, elsewhere []string, acts []compliance.AccountActions, st *store.Store) (int, error) {
+	if len(sessions) == 0 {
+		return 0, nil
+	}
+	users := slices.Clone(elsewhere)
 	for _, s := range sessions {
-		if s.UserID == "" {
-			continue
+		if s.UserID != "" {
+			users = append(users, s.UserID)
 		}
-		key := account.MediaFilesKey(s.UserID)
-		v, err := s.State.GetKey(ctx, key)
+	}
+	values := map[string]string{} // state key → value, of every account
+	for _, u := range users {
+		key := account.MediaFilesKey(u)
+		v, err := sessions[0].State.GetKey(ctx, key) // the sync's one state backend
 		if err != nil {
 			return 0, fmt.Errorf("reading state %q: %w", key, err)
 		}

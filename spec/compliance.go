@@ -66,6 +66,15 @@ func (c *Compliance) Action(reason string) string {
 	return c.OnChange
 }
 
+// RemovesContent reports whether a reason's action removes a post's
+// content (redact or delete), and with it the post's stored media files.
+func (c *Compliance) RemovesContent() bool {
+	return slices.ContainsFunc(Reasons, func(r string) bool {
+		a := c.Action(r)
+		return a == ActionRedact || a == ActionDelete
+	}) || c.OnChange != ActionKeep // a reason X adds later
+}
+
 // Defaults of the compliance section.
 const (
 	DefaultComplianceEvery = 12 * time.Hour

@@ -154,12 +154,11 @@ var decoders = map[KeyKind]func(key, value string) error{
 	// The ledger only makes estimates: its reader drops one it cannot read.
 	BilledLedger: func(string, string) error { return nil },
 	EndedSyncs:   func(k, v string) error { _, err := DecodeEnded(k, v); return err },
-	ArchivedIDs:  func(k, v string) error { _, err := ids.UnmarshalSorted(v, "state "+strconv.Quote(k)); return err },
 }
 
 // RegisterDecoder sets how the values of kind are decoded, for the kinds
-// whose values another package reads (the compliance checks and jobs, the
-// media files).
+// whose values another package reads (the compliance checks, jobs and
+// archived posts, the media files).
 // It is called at initialization.
 func RegisterDecoder(kind KeyKind, decode func(key, value string) error) { decoders[kind] = decode }
 

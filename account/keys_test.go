@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -51,17 +50,12 @@ func TestEveryKeyIsCheckedWhenItIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archived, err := ids.NewSorted([]uint64{1, 2}).Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for key, value := range map[string]string{
 		"x_bookmarks/1001":                mem,
 		"x_bookmark_folder_posts/1001/77": mem,
 		"x_bookmarks/1001/capped":         `{"cap":10,"billed":10,"new":8}`,
 		"x_bookmark_folders/1001":         `[{"id":"77","name":"Reading"}]`,
 		"x_api_usage/ended":               `["a","b"]`,
-		"x_post_compliance/archived/1001": archived,
 	} {
 		if known, err := CheckKey(key, value); !known || err != nil {
 			t.Errorf("%s: known %v, err %v", key, known, err)
@@ -83,7 +77,7 @@ func TestEveryKeyIsCheckedWhenItIsRead(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	for k := BookmarksMemory; k <= MediaFiles; k++ {
-		if k != ComplianceChecks && k != ComplianceJob && k != MediaFiles && !slices.Contains(kinds, k) {
+		if k != ArchivedIDs && k != ComplianceChecks && k != ComplianceJob && k != MediaFiles && !slices.Contains(kinds, k) {
 			t.Errorf("kind %d has no decoder", k)
 		}
 	}

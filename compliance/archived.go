@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cq-source-x/cq-source-x/account"
@@ -18,20 +19,20 @@ import (
 type Archiver struct {
 	s       *account.Session
 	mu      sync.Mutex
-	emitted []uint64
+	emitted []found
 }
 
 // NewArchiver returns the archiver of the account's bookmarks walk.
 func NewArchiver(s *account.Session) *Archiver { return &Archiver{s: s} }
 
-// Add records a post whose row was emitted.
-func (a *Archiver) Add(postID string) {
+// Add records a post whose row was emitted, with the row's dates.
+func (a *Archiver) Add(postID string, d Dates) {
 	if a.s.Archive != nil { // the destination keeps the record
 		return
 	}
 	if n, ok := ids.Parse(postID); ok {
 		a.mu.Lock()
-		a.emitted = append(a.emitted, n)
+		a.emitted = append(a.emitted, found{n, d})
 		a.mu.Unlock()
 	}
 }
@@ -45,25 +46,28 @@ func (a *Archiver) Save(ctx context.Context, walkErr error) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := addArchived(ctx, a.s, ids.NewSorted(a.emitted)); err != nil {
+	if err := addArchived(ctx, a.s, a.emitted); err != nil {
 		return errors.Join(walkErr, fmt.Errorf("%s: %w", a.s.ID(), err))
 	}
 	a.emitted = nil
 	return walkErr
 }
 
-// addArchived adds ids to the account's archived ids. The first time, the
-// walk's held list seeds them (loadArchived).
-func addArchived(ctx context.Context, s *account.Session, emitted ids.Sorted) error {
-	archived, recorded, err := loadArchived(ctx, s)
+// addArchived adds posts to the account's archived posts. The first time,
+// the walk's held list seeds them (loadRecord).
+func addArchived(ctx context.Context, s *account.Session, emitted []found) error {
+	rec, recorded, err := loadRecord(ctx, s)
 	if err != nil {
 		return err
 	}
-	all := archived.Union(emitted)
-	if len(all) == 0 || (recorded && len(all) == len(archived)) {
+	if recorded && !slices.ContainsFunc(emitted, func(f found) bool { return !rec.ids.Has(f.id) }) {
+		return nil // nothing new (rows sent again are recorded)
+	}
+	if len(emitted) == 0 && len(rec.ids) == 0 {
 		return nil
 	}
-	text, err := all.Marshal()
+	rec.add(emitted)
+	text, err := rec.marshal()
 	if err != nil {
 		return err
 	}

@@ -50,9 +50,23 @@ type Check struct {
 	// Resend says how long the rows of the table are sent again
 	// (account.Session.Resend).
 	Resend outbox.Policy
+	// ActionOf is what is done to a post X reports for a reason
+	// (compliance.on_change; "" is a reason this version does not name).
+	ActionOf func(reason string) Action
 
 	mu      sync.Mutex
 	failure error
+	accts   []*accountChecks // of the last Run
+}
+
+// sessionOf is the account's session.
+func (c *Check) sessionOf(userID string) *account.Session {
+	for _, s := range c.Set.Sessions {
+		if s.UserID == userID {
+			return s
+		}
+	}
+	return nil
 }
 
 // ID implements schema.ClientMeta.

@@ -45,6 +45,7 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 			return errors.Join(err, c.saveAccounts(ctx, accts))
 		}
 	}
+	c.accts = accts
 	c.startRounds(accts, start)
 	err = c.runJobs(ctx, accts, start.Add(c.Wait), emit)
 	for _, a := range accts {
@@ -109,7 +110,7 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 				continue
 			}
 		}
-		archived, _, err := loadArchived(ctx, s)
+		archived, err := loadArchived(ctx, s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
@@ -343,7 +344,7 @@ func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.Comp
 				code = reasonCode(r.Reason)
 			}
 			prev, seen := a.find(id)
-			updates = append(updates, check{id: id, at: now.UnixMilli(), reason: code})
+			updates = append(updates, check{id: id, at: now.UnixMilli(), reason: code, applied: prev.applied})
 			if (!seen && code == reasonClean) || (seen && prev.reason == code) {
 				continue
 			}

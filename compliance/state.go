@@ -36,6 +36,10 @@ func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
 		return (&accountChecks{}).unmarshalChecks(value, "state "+strconv.Quote(key))
 	})
+	account.RegisterDecoder(account.ArchivedIDs, func(key, value string) error {
+		_, err := unmarshalArchived(value, "state "+strconv.Quote(key))
+		return err
+	})
 	account.RegisterDecoder(account.ComplianceJob, func(key, value string) error { _, err := decodeJob(key, value); return err })
 }
 
@@ -44,7 +48,7 @@ func init() {
 // is kept as reasonOther: checked again every round, like the others but
 // "deleted" (an author's account can be reinstated, reactivated or made
 // public again; a deleted post stays deleted).
-var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated"}
+var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated", "withheld"}
 
 const (
 	reasonClean   uint8 = 0
@@ -59,12 +63,13 @@ func reasonCode(reason string) uint8 {
 	return reasonOther
 }
 
-// check is when a post was last checked (Unix milliseconds) and what X
-// said of it then.
+// check is when a post was last checked (Unix milliseconds), what X said
+// of it then, and the strongest action applied to it (an Action).
 type check struct {
-	id     uint64
-	at     int64
-	reason uint8
+	id      uint64
+	at      int64
+	reason  uint8
+	applied uint8
 }
 
 // accountChecks is one account's side of the checks.
@@ -146,7 +151,9 @@ type checksJSON struct {
 	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
 
-const checksVersion = 1
+// checksVersion 2 added what was applied to each post; version 1 is read
+// as nothing applied.
+const checksVersion = 2
 
 func (a *accountChecks) marshalChecks() (string, error) {
 	raw := binary.AppendUvarint(nil, uint64(len(a.checks)))
@@ -154,7 +161,7 @@ func (a *accountChecks) marshalChecks() (string, error) {
 	for _, c := range a.checks {
 		raw = binary.AppendUvarint(raw, c.id-prev)
 		raw = binary.AppendVarint(raw, c.at)
-		raw = append(raw, c.reason)
+		raw = append(raw, c.reason, c.applied)
 		prev = c.id
 	}
 	text, err := ids.Pack(raw)
@@ -188,7 +195,7 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	if err := json.Unmarshal([]byte(value), &j); err != nil {
 		return fmt.Errorf("%s is not valid JSON: %w", what, err)
 	}
-	if j.Version != checksVersion {
+	if j.Version != checksVersion && j.Version != 1 {
 		return fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, checksVersion)
 	}
 	raw, err := ids.Unpack([]byte(j.Checks), what)
@@ -206,11 +213,16 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 		d, err1 := binary.ReadUvarint(r)
 		at, err2 := binary.ReadVarint(r)
 		reason, err3 := r.ReadByte()
-		if err := errors.Join(err1, err2, err3); err != nil || (i > 0 && d == 0) {
+		var applied byte
+		var err4 error
+		if j.Version > 1 {
+			applied, err4 = r.ReadByte()
+		}
+		if err := errors.Join(err1, err2, err3, err4); err != nil || (i > 0 && d == 0) || applied > byte(Delete) {
 			return fmt.Errorf("%s is damaged at check %d of %d", what, i, count)
 		}
 		prev += d
-		a.checks[i] = check{id: prev, at: at, reason: reason}
+		a.checks[i] = check{id: prev, at: at, reason: reason, applied: applied}
 	}
 	if r.Len() != 0 {
 		return fmt.Errorf("%s is damaged: trailing bytes", what)
@@ -226,29 +238,40 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 }
 
 // loadArchived reads an account's archived ids: from the destination when
-// it keeps them (Session.Archive), else from the state; recorded is false
-// when none were recorded yet. An account archived before the ids were
-// recorded has its walk's held list stand in (the posts it still holds:
-// those whose bookmark was removed before are not known).
-func loadArchived(ctx context.Context, s *account.Session) (archived ids.Sorted, recorded bool, err error) {
+// it keeps them (Session.Archive), else from the state (loadRecord).
+func loadArchived(ctx context.Context, s *account.Session) (ids.Sorted, error) {
 	if s.Archive != nil {
 		nums, err := s.Archive.Archived(ctx, s.UserID)
 		if err != nil {
-			return nil, false, fmt.Errorf("reading the posts archived: %w", err)
+			return nil, fmt.Errorf("reading the posts archived: %w", err)
 		}
-		return nums, true, nil
+		return nums, nil
 	}
-	value, err := s.State.GetKey(ctx, account.ArchivedKey(s.UserID))
+	rec, _, err := loadRecord(ctx, s)
 	if err != nil {
-		return nil, false, fmt.Errorf("reading state %q: %w", account.ArchivedKey(s.UserID), err)
+		return nil, err
+	}
+	return rec.ids, nil
+}
+
+// loadRecord reads the account's archived posts from the state; recorded
+// is false when none were recorded yet. An account archived before they
+// were recorded has its walk's held list stand in (the posts it still
+// holds: those whose bookmark was removed before are not known), with no
+// dates.
+func loadRecord(ctx context.Context, s *account.Session) (rec *archivedRecord, recorded bool, err error) {
+	key := account.ArchivedKey(s.UserID)
+	value, err := s.State.GetKey(ctx, key)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading state %q: %w", key, err)
 	}
 	if value != "" {
-		nums, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(account.ArchivedKey(s.UserID)))
-		return nums, true, err
+		rec, err := unmarshalArchived(value, "state "+strconv.Quote(key))
+		return rec, true, err
 	}
 	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))
 	if err != nil || mem == nil {
-		return nil, false, err
+		return &archivedRecord{}, false, err
 	}
 	held := make([]uint64, 0, mem.Held.Len())
 	for i := range mem.Held.Len() {
@@ -256,7 +279,7 @@ func loadArchived(ctx context.Context, s *account.Session) (archived ids.Sorted,
 			held = append(held, n)
 		}
 	}
-	return ids.NewSorted(held), false, nil
+	return &archivedRecord{ids: ids.NewSorted(held)}, false, nil
 }
 
 // jobRecord is the job in progress: enough to resume it in a later run.

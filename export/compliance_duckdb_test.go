@@ -17,7 +17,9 @@ import (
 
 // The README's "my bookmarks that were deleted" query, run by DuckDB on an
 // export whose second run found a deleted bookmark, returns that bookmark
-// with its text: x_post_compliance joins x_bookmarks on (user_id, post_id).
+// with what can still be known of it (its dates, why, when), its text
+// redacted; and docs/compliance.md's in-policy query finds no content of a
+// reported post.
 func TestREADMEDeletedBookmarksQuery(t *testing.T) {
 	if os.Getenv("CQX_DUCKDB_DIR") == "" {
 		t.Skip("DuckDB for Node.js not installed (CQX_DUCKDB_DIR unset; .ci/run sets it)")
@@ -61,7 +63,31 @@ func TestREADMEDeletedBookmarksQuery(t *testing.T) {
 		}
 	}
 	rows := duckdb(t, strings.ReplaceAll(query, "'out/", "'"+dir+"/"))
-	if len(rows) != 1 || rows[0]["post_id"] != deleted || rows[0]["user_id"] != "1001" || rows[0]["text"] == "" || rows[0]["redacted_at"] == nil {
+	if len(rows) != 1 || rows[0]["post_id"] != deleted || rows[0]["user_id"] != "1001" || rows[0]["created_at"] == nil || rows[0]["first_seen_at"] == nil ||
+		rows[0]["reason"] != "deleted" || rows[0]["redacted_at"] == nil {
 		t.Fatalf("rows %v, want post %s of user 1001", rows, deleted)
 	}
+	if text := duckdb(t, "SELECT text FROM '"+dir+"/x_bookmarks/*.parquet' WHERE post_id = '"+deleted+"'"); len(text) != 1 || text[0]["text"] != nil {
+		t.Errorf("the deleted post's text %v, want it redacted", text)
+	}
+	if found := duckdb(t, inPolicyQuery(t, dir)); len(found) != 0 {
+		t.Errorf("the in-policy query finds %v", found)
+	}
+}
+
+// inPolicyQuery is docs/compliance.md's query that proves the archive in
+// policy, on the exporter's files in dir.
+func inPolicyQuery(t *testing.T, dir string) string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/compliance.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("(?s)```sql\n(.*?)```").FindAllStringSubmatch(string(doc), -1) {
+		if strings.Contains(m[1], "WITH reported AS") {
+			return regexp.MustCompile(`\b(FROM|JOIN) (x_[a-z_]+)`).ReplaceAllString(m[1], "$1 '"+dir+"/$2/*.parquet'")
+		}
+	}
+	t.Fatal("docs/compliance.md has no in-policy query")
+	return ""
 }

@@ -25,6 +25,16 @@ func tableRows(t *testing.T, dir, table string) []map[string]string {
 	t.Helper()
 	var out []map[string]string
 	for _, path := range parquetFiles(t, dir, table) {
+		out = append(out, tableRowsOf(t, path)...)
+	}
+	return out
+}
+
+// tableRowsOf reads one file into rows of column → value.
+func tableRowsOf(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	var out []map[string]string
+	{
 		sc, recs, _ := synctest.ReadParquet(t, path)
 		for _, r := range recs {
 			for i := 0; i < int(r.NumRows()); i++ {

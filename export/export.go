@@ -597,7 +597,57 @@ func (r *run) commitAndPublish() error {
 		r.abort()
 		return err
 	}
-	return r.publishCommitted(next, files)
+	if err := r.publishCommitted(next, files); err != nil {
+		return err
+	}
+	return r.actOnCompliance(next)
+}
+
+// actOnCompliance applies to the files what the run's compliance check,
+// or an earlier one, reported and no run applied yet
+// (compliance.on_change), then records it applied in the state. It runs
+// once the run's own files are published, so that a post the check
+// reports in the run that archived it is acted on too. A run stopped
+// before the state records it leaves the actions to the next run.
+func (r *run) actOnCompliance(next *archive.State) error {
+	if r.comp == nil {
+		return nil
+	}
+	ctx := context.Background()
+	pending, err := r.comp.Pending(ctx)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	n, err := archive.ApplyCompliance(r.out, pending, r.o.Compression, r.o.Clock.Now(), r.o.Step)
+	if err != nil {
+		return fmt.Errorf("applying what X's compliance job reported (the run is committed; the next run applies it): %w", err)
+	}
+	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.MediaFiles != nil && r.sess != nil {
+		st, err := store.OpenDir(archive.MediaPath(r.out))
+		if err != nil {
+			return err
+		}
+		_, err = resources.DropMedia(ctx, r.sess.Sessions, nil, pending, st)
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("removing the media files of what X's compliance job reported (the next run does it again): %w", err)
+		}
+	}
+	if err := r.comp.Applied(ctx, pending); err != nil {
+		return err
+	}
+	if err := r.keys.Store.Flush(ctx); err != nil {
+		return err
+	}
+	next.Keys = r.keys.Committed()
+	if err := archive.SaveState(r.out, next, r.o.Step, "compliance applied"); err != nil {
+		return fmt.Errorf("recording what X's compliance job reported as applied (the next run does it again): %w", err)
+	}
+	r.o.Step("compliance applied")
+	r.res.ComplianceRows = n
+	return nil
 }
 
 // stage closes (footer, fsync) every file and syncs the staging directory:
@@ -686,6 +736,9 @@ type Result struct {
 	// Damaged are the files of earlier runs whose footer the run found
 	// damaged (the run goes on: the state knows what they held).
 	Damaged []archive.DamagedFile
+	// ComplianceRows is how many rows of posts X's compliance job reported
+	// the run redacted or removed (compliance.on_change).
+	ComplianceRows int64
 
 	plugin     *spec.Spec // the plugin's spec, for the summary's messages
 	mu         sync.Mutex

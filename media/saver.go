@@ -99,6 +99,9 @@ func NewSaver(o SaverOptions) *Saver {
 	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}}
 }
 
+// Store is where the saver stores the files.
+func (s *Saver) Store() *store.Store { return s.o.Store }
+
 // Concurrency is how many files the saver fetches at once.
 func (s *Saver) Concurrency() int { return s.o.Concurrency }
 

@@ -28,6 +28,7 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		return c
 	}
 	c.Every, c.Wait, c.MaxIDsPerJob = cs.Every.Duration(), cs.Wait.Duration(), cs.MaxIDsPerJob
+	c.ActionOf = actionOf(cs)
 	c.Meter = client.NewMeter(*s.PostReadUSD)
 	token, err := cs.ReadBearerToken()
 	if err != nil {

@@ -12,14 +12,14 @@ import (
 const PostComplianceTable = "x_post_compliance"
 
 // PostCompliance is the x_post_compliance table: tombstones of archived
-// posts, from X's free batch compliance job. x_bookmarks rows are never
-// changed or deleted; join the two on (user_id, post_id).
+// posts, from X's free batch compliance job, which stay whatever is done
+// to the posts' rows (compliance.on_change); join on (user_id, post_id).
 func PostCompliance() *schema.Table {
 	return &schema.Table{
 		Name:  PostComplianceTable,
 		Title: "X Post Compliance",
 		Description: "What X's batch compliance job (free) reports about archived posts: deleted, their author suspended, deactivated or made protected, bounced, or their location removed (`scrub_geo`). " +
-			"Tombstones: rows of `x_bookmarks` are never changed or deleted; join on (user_id, post_id). " +
+			"Tombstones: they stay whatever `compliance.on_change` does to the post's rows (by default its content is removed and its `x_bookmarks` row keeps only its key and dates; docs/compliance.md); join on (user_id, post_id). " +
 			"One row per account, post and change: a post is reported again only when what X says of it changes, and a post reported before that comes back clean gets a row with a null `action`. " +
 			"Every archived post (also after its bookmark was removed) is checked once per `compliance.every`; posts reported deleted are not checked again. Needs the `compliance` section of the spec.",
 		Resolver: fetchPostCompliance,

@@ -61,11 +61,10 @@ func MediaFileUses(key, value string) ([]MediaFileUse, error) {
 
 // DropMediaFilesOfPosts returns value, the state of the key
 // account.MediaFilesKey(user), without the files of the posts for which
-// drop is true, and the keys of the stored files those named. A file
-// another record uses (of this account: MediaFileUses; of others: theirs)
-// must stay; the others may then be deleted from the store (Store.Delete)
-// once the new value is committed, so that no state says stored of a file
-// that is gone. The rows the outbox holds to send again are kept.
+// drop is true, nor their rows the outbox holds to send again, and the
+// keys of the stored files those named. A file another record uses (of
+// this account: MediaFileUses; of others: theirs) must stay; the others
+// may be deleted from the store (Store.Delete).
 func DropMediaFilesOfPosts(key, value string, drop func(postID string) bool) (newValue string, stored []string, err error) {
 	st, err := decodeMediaState(key, value)
 	if err != nil {
@@ -81,6 +80,16 @@ func DropMediaFilesOfPosts(key, value string, drop func(postID string) bool) (ne
 		}
 	}
 	st.records = kept
+	st.outbox, err = st.outbox.Rewrite(func(line []byte) ([]byte, error) {
+		var row mediaFileRow
+		if err := json.Unmarshal(line, &row); err != nil || drop(row.PostID) {
+			return nil, err
+		}
+		return line, nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
 	newValue, err = st.marshal()
 	return newValue, stored, err
 }

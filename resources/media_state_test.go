@@ -91,8 +91,9 @@ func TestTheMediaStateIsCheckedWhenItIsRead(t *testing.T) {
 	}
 }
 
-// The compliance actions drop a post's files from the media state, and
-// learn which stored files they named; the other posts' records stay.
+// The compliance actions drop a post's files from the media state, with
+// the rows the outbox keeps of them, and learn which stored files they
+// named; the other posts' records stay.
 func TestTheFilesOfPostsAreDroppedFromTheMediaState(t *testing.T) {
 	key := account.MediaFilesKey("1001")
 	value := encodeMediaState(t, &mediaState{records: []mediaRecord{
@@ -116,6 +117,11 @@ func TestTheFilesOfPostsAreDroppedFromTheMediaState(t *testing.T) {
 		t.Fatalf("left: %+v", uses)
 	}
 	if st, _ := decodeMediaState(key, after); len(st.outbox.Entries) != 1 {
-		t.Fatalf("the outbox lost its rows")
+		t.Fatalf("the outbox lost the rows of posts kept")
+	}
+	// The outbox's rows of a dropped post go: no sync sends them again.
+	after, _, err = DropMediaFilesOfPosts(key, value, func(id string) bool { return id == "1" })
+	if st, _ := decodeMediaState(key, after); err != nil || len(st.outbox.Entries) != 0 {
+		t.Fatalf("the outbox kept the rows of a dropped post (%v)", err)
 	}
 }

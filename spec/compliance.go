@@ -3,6 +3,8 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,16 +22,62 @@ type Compliance struct {
 	BearerTokenFile string `json:"bearer_token_file,omitempty"`
 	// How often the archive is checked: a sync starts a check of every archived post when the last check started at least this long ago.
 	// `0s` checks at every sync. Checks are free; posts X reported deleted are not checked again.
-	Every *Duration `json:"every,omitempty" jsonschema:"default=168h"`
+	// The default is under a day, so that a sync run daily (a little early or late) checks every day: X's Developer Policy asks that a change be acted on as soon as reasonably possible.
+	Every *Duration `json:"every,omitempty" jsonschema:"default=12h"`
 	// Longest a sync waits for a compliance job to finish. A job still running then is picked up by the next sync.
 	Wait *Duration `json:"wait,omitempty" jsonschema:"default=10m"`
 	// Most post ids one job is given. More are split into several jobs, run one after the other (X runs one job of a type at a time per app).
 	MaxIDsPerJob int `json:"max_ids_per_job,omitempty" jsonschema:"minimum=1,default=100000"`
+	// What the archive does with a post X reports deleted, or withheld from view (its author suspended, deactivated or protected, withheld, or a reason X adds):
+	// `redact` keeps the bookmark's key and dates and removes the post's content (its text, JSON, author, media and referenced posts);
+	// `delete` removes the bookmark's row too; `keep` keeps everything, which X's Developer Policy leaves to you (docs/compliance.md).
+	// The tombstone (x_post_compliance) stays in every case.
+	OnChange string `json:"on_change,omitempty" jsonschema:"enum=redact,enum=delete,enum=keep,default=redact"`
+	// The action for a reason, in place of `on_change`: `deleted`, `suspended`, `deactivated`, `protected`, `withheld` and `bounced` take `redact`, `delete` or `keep`
+	// (a reason X adds later takes `on_change`); `scrub_geo` (X removed the post's location) takes `scrub` (the post's `geo` is removed; the default unless `on_change` is `keep`) or `keep`.
+	OnChangeByReason map[string]string `json:"on_change_by_reason,omitempty"`
+}
+
+// The actions of on_change.
+const (
+	ActionRedact = "redact"
+	ActionDelete = "delete"
+	ActionKeep   = "keep"
+	// ActionScrub, for scrub_geo only, removes the post's location.
+	ActionScrub = "scrub"
+	// ReasonScrubGeo is the reason X gives when it removed a post's location.
+	ReasonScrubGeo = "scrub_geo"
+)
+
+// Reasons are the reasons X gives, which on_change_by_reason may name.
+var Reasons = []string{"deleted", "suspended", "deactivated", "protected", "withheld", "bounced", ReasonScrubGeo}
+
+// Action is what the archive does with a post X reports for reason.
+func (c *Compliance) Action(reason string) string {
+	if a, ok := c.OnChangeByReason[reason]; ok {
+		return a
+	}
+	if reason == ReasonScrubGeo {
+		if c.OnChange == ActionKeep {
+			return ActionKeep
+		}
+		return ActionScrub
+	}
+	return c.OnChange
+}
+
+// RemovesContent reports whether a reason's action removes a post's
+// content (redact or delete), and with it the post's stored media files.
+func (c *Compliance) RemovesContent() bool {
+	return slices.ContainsFunc(Reasons, func(r string) bool {
+		a := c.Action(r)
+		return a == ActionRedact || a == ActionDelete
+	}) || c.OnChange != ActionKeep // a reason X adds later
 }
 
 // Defaults of the compliance section.
 const (
-	DefaultComplianceEvery = 7 * 24 * time.Hour
+	DefaultComplianceEvery = 12 * time.Hour
 	DefaultComplianceWait  = 10 * time.Minute
 	// DefaultMaxIDsPerJob: X publishes no limit on a job's size (2026); a
 	// personal archive fits in one job, and more jobs cost nothing but time.
@@ -50,6 +98,9 @@ func (c *Compliance) setDefaults() {
 	}
 	if c.MaxIDsPerJob == 0 {
 		c.MaxIDsPerJob = DefaultMaxIDsPerJob
+	}
+	if c.OnChange == "" {
+		c.OnChange = ActionRedact
 	}
 }
 
@@ -83,6 +134,20 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 	checkDuration(add, "wait", c.Wait.Duration(), 0, MaxWait)
 	if c.MaxIDsPerJob < 1 {
 		add("max_ids_per_job", "must be at least 1, got %d", c.MaxIDsPerJob)
+	}
+	if !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, c.OnChange) {
+		add("on_change", "must be redact, delete or keep, got %q", c.OnChange)
+	}
+	for _, reason := range slices.Sorted(maps.Keys(c.OnChangeByReason)) {
+		action := c.OnChangeByReason[reason]
+		switch {
+		case !slices.Contains(Reasons, reason):
+			add("on_change_by_reason", "has reason %q; the reasons are %s", reason, strings.Join(Reasons, ", "))
+		case reason == ReasonScrubGeo && action != ActionScrub && action != ActionKeep:
+			add("on_change_by_reason."+reason, "must be scrub or keep, got %q", action)
+		case reason != ReasonScrubGeo && !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, action):
+			add("on_change_by_reason."+reason, "must be redact, delete or keep, got %q", action)
+		}
 	}
 }
 
@@ -132,8 +197,8 @@ func (c Compliance) String() string {
 	if c.BearerToken != "" {
 		token = "REDACTED"
 	}
-	return fmt.Sprintf("{bearer_token: %s, bearer_token_file: %q, every: %s, wait: %s, max_ids_per_job: %d}",
-		token, c.BearerTokenFile, every, wait, c.MaxIDsPerJob)
+	return fmt.Sprintf("{bearer_token: %s, bearer_token_file: %q, every: %s, wait: %s, max_ids_per_job: %d, on_change: %s, on_change_by_reason: %v}",
+		token, c.BearerTokenFile, every, wait, c.MaxIDsPerJob, c.OnChange, c.OnChangeByReason)
 }
 
 // GoString keeps the token out of %#v.

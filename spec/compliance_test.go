@@ -15,7 +15,7 @@ func TestComplianceSectionDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := s.Compliance
-	if c.Every.Duration() != 168*time.Hour || c.Wait.Duration() != 10*time.Minute || c.MaxIDsPerJob != 100_000 {
+	if c.Every.Duration() != 12*time.Hour || c.Wait.Duration() != 10*time.Minute || c.MaxIDsPerJob != 100_000 || c.OnChange != "redact" {
 		t.Errorf("defaults %v", c)
 	}
 	if s, _ := Parse([]byte(`{"accounts":[{"access_token":"user"}]}`)); s.Compliance != nil {
@@ -36,6 +36,11 @@ func TestBadComplianceSectionsNameTheField(t *testing.T) {
 		{"negative wait", `{"bearer_token":"a","wait":"-1s"}`, "compliance.wait: must not be negative"},
 		{"job size", `{"bearer_token":"a","max_ids_per_job":-1}`, "compliance.max_ids_per_job: must be at least 1"},
 		{"misspelt", `{"bearer_tokn":"a"}`, `unknown field "bearer_tokn"`},
+		{"unknown action", `{"bearer_token":"a","on_change":"erase"}`, `compliance.on_change: must be redact, delete or keep, got "erase"`},
+		{"unknown action of a reason", `{"bearer_token":"a","on_change_by_reason":{"protected":"hide"}}`, `compliance.on_change_by_reason.protected: must be redact, delete or keep, got "hide"`},
+		{"scrub for a reason that is not scrub_geo", `{"bearer_token":"a","on_change_by_reason":{"deleted":"scrub"}}`, `compliance.on_change_by_reason.deleted: must be redact, delete or keep`},
+		{"unknown reason", `{"bearer_token":"a","on_change_by_reason":{"gone":"keep"}}`, `compliance.on_change_by_reason: has reason "gone"; the reasons are deleted, suspended`},
+		{"redact for scrub_geo", `{"bearer_token":"a","on_change_by_reason":{"scrub_geo":"redact"}}`, `compliance.on_change_by_reason.scrub_geo: must be scrub or keep, got "redact"`},
 	} {
 		_, err := Parse([]byte(`{"accounts":[{"access_token":"user"},{"token_file":"alice.json"}],"compliance":` + tc.section + `}`))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -91,6 +96,31 @@ func TestComplianceSectionHidesItsToken(t *testing.T) {
 	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, &c, c, &c)} {
 		if strings.Contains(s, "AAAAsecret") || !strings.Contains(s, "REDACTED") {
 			t.Errorf("printed %q", s)
+		}
+	}
+}
+
+// on_change applies to every reason but scrub_geo, which removes the
+// location unless on_change is keep; on_change_by_reason overrides both,
+// also for reasons X may add.
+func TestComplianceActionPerReason(t *testing.T) {
+	for _, tc := range []struct {
+		section string
+		want    map[string]string
+	}{
+		{``, map[string]string{"deleted": "redact", "protected": "redact", "withheld": "redact", "": "redact", "scrub_geo": "scrub"}},
+		{`,"on_change":"delete"`, map[string]string{"deleted": "delete", "suspended": "delete", "scrub_geo": "scrub"}},
+		{`,"on_change":"keep"`, map[string]string{"deleted": "keep", "scrub_geo": "keep"}},
+		{`,"on_change":"keep","on_change_by_reason":{"deleted":"delete","scrub_geo":"scrub"}`, map[string]string{"deleted": "delete", "protected": "keep", "scrub_geo": "scrub"}},
+	} {
+		s, err := Parse([]byte(`{"accounts":[{"access_token":"user"}],"compliance":{"bearer_token":"AAAAapp"` + tc.section + `}}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.section, err)
+		}
+		for reason, want := range tc.want {
+			if got := s.Compliance.Action(reason); got != want {
+				t.Errorf("%s: %s -> %s, want %s", tc.section, reason, got, want)
+			}
 		}
 	}
 }

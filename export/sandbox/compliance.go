@@ -47,3 +47,43 @@ func readFindings(path string, out *[]Finding) error {
 		return nil
 	})
 }
+
+// CheckRedacted checks that the archive in dir holds nothing of the post's
+// content, as compliance.on_change: redact leaves it: its x_bookmarks row
+// keeps its key and dates only, and no row of the content tables or
+// x_media_files is left.
+func CheckRedacted(dir, userID, postID string) error {
+	tables := []string{"x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_media_files"}
+	for _, table := range tables {
+		files, err := filepath.Glob(filepath.Join(dir, table, "*.parquet"))
+		if err != nil {
+			return err
+		}
+		for _, path := range files {
+			err := pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
+				users, posts := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices("post_id")
+				if len(users) != 1 || len(posts) != 1 {
+					return fmt.Errorf("no user_id and post_id columns")
+				}
+				for i := range int(rec.NumRows()) {
+					if rec.Column(users[0]).ValueStr(i) != userID || rec.Column(posts[0]).ValueStr(i) != postID {
+						continue
+					}
+					if table != "x_bookmarks" {
+						return fmt.Errorf("%s still holds a row of post %s", table, postID)
+					}
+					for _, col := range []string{"text", "full_text", "post"} {
+						if c := rec.Schema().FieldIndices(col); len(c) == 1 && !rec.Column(c[0]).IsNull(i) {
+							return fmt.Errorf("the x_bookmarks row of post %s still holds its %s", postID, col)
+						}
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+		}
+	}
+	return nil
+}

@@ -124,7 +124,7 @@ spec:
 	}
 	section := fmt.Sprintf(`compliance: # free checks for deleted posts (x_post_compliance); needs a state backend
   bearer_token: %q # the app's app-only bearer token
-  every: 0s # at every sync, for the demo (the default is weekly: 168h)
+  every: 0s # at every sync, for the demo (the default is 12h: a daily sync checks daily)
 `, s.AppToken)
 	prefix := "    "
 	if !checkCompliance {

@@ -401,8 +401,12 @@ func (d sandboxDemo) checkCompliance(out, deleted string) ([]sandbox.Finding, er
 	if !found {
 		return nil, fmt.Errorf("export --sandbox: the compliance job did not report the deleted post %s (x_post_compliance: %v)", deleted, findings)
 	}
+	if err := sandbox.CheckRedacted(out, "1001", deleted); err != nil {
+		return nil, fmt.Errorf("export --sandbox: the deleted post %s was not redacted: %w", deleted, err)
+	}
 	d.say("\nThe free compliance job checked every archived post and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
-		"its x_bookmarks row stays, as archived.\n", deleted)
+		"as X's Developer Policy asks, its content is gone from the archive (compliance.on_change: redact): its x_bookmarks row keeps its key and dates, "+
+		"its rows of the content tables and any photo stored only for it are removed.\n", deleted)
 	return findings, nil
 }
 
@@ -410,7 +414,7 @@ func (d sandboxDemo) checkCompliance(out, deleted string) ([]sandbox.Finding, er
 func (d sandboxDemo) sayHowToQuery(out string) {
 	d.say("\nThe files are in %s. For example, with DuckDB:\n  duckdb -c \"SELECT user_id, post_id, created_at, text FROM '%s/x_bookmarks/*.parquet' ORDER BY first_seen_at DESC LIMIT 5\"\n",
 		out, out)
-	d.say("  duckdb -c \"SELECT b.user_id, b.post_id, c.reason, c.redacted_at, b.text FROM '%s/x_bookmarks/*.parquet' b JOIN '%s/x_post_compliance/*.parquet' c USING (user_id, post_id)\"\n",
+	d.say("  duckdb -c \"SELECT b.user_id, b.post_id, b.created_at, b.first_seen_at, c.reason, c.redacted_at FROM '%s/x_bookmarks/*.parquet' b JOIN '%s/x_post_compliance/*.parquet' c USING (user_id, post_id)\"\n",
 		out, out)
 }
 

@@ -157,6 +157,11 @@ func (w *Batch) Add(v any) error {
 	if err != nil {
 		return err
 	}
+	return w.addLine(line)
+}
+
+// addLine appends one line of JSON.
+func (w *Batch) addLine(line []byte) error {
 	if w.zw == nil {
 		w.zw = gzip.NewWriter(&w.buf)
 	}
@@ -177,4 +182,33 @@ func (w *Batch) Entry(syncID string, sentAt time.Time) (*Entry, error) {
 	}
 	w.zw = nil
 	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: bytes.Clone(w.buf.Bytes())}, nil
+}
+
+// Rewrite is b with each line of each entry replaced by what f makes of
+// it: nil drops the line, and an entry left with none is dropped. The rows
+// of a post that must not be sent again (X's compliance) leave so.
+func (b *Box) Rewrite(f func(line []byte) ([]byte, error)) (*Box, error) {
+	next := &Box{}
+	for _, e := range b.Entries {
+		var batch Batch
+		err := e.Each(func(line []byte) error {
+			out, err := f(line)
+			if err != nil || out == nil {
+				return err
+			}
+			return batch.addLine(out)
+		})
+		if err != nil {
+			return nil, err
+		}
+		kept, err := batch.Entry(e.LastSync, e.SentAt)
+		if err != nil {
+			return nil, err
+		}
+		if kept != nil {
+			kept.Sends = e.Sends
+			next.Entries = append(next.Entries, *kept)
+		}
+	}
+	return next, nil
 }

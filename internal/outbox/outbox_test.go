@@ -127,3 +127,37 @@ func TestADamagedOutboxIsRefusedNamingTheValue(t *testing.T) {
 		t.Fatalf("the empty value is %v, %v: want an empty outbox", box, err)
 	}
 }
+
+// Rewrite changes or drops lines, drops an entry left empty, and keeps
+// what the entries counted.
+func TestRewriteDropsLinesAndEmptyEntries(t *testing.T) {
+	var one, two Batch
+	for _, v := range []string{"a", "b"} {
+		if err := one.Add(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := two.Add("b"); err != nil {
+		t.Fatal(err)
+	}
+	e1, _ := one.Entry("s1", time.Unix(1, 0))
+	e2, _ := two.Entry("s2", time.Unix(2, 0))
+	e1.Sends = 1
+	box, err := (&Box{Entries: []Entry{*e1, *e2}}).Rewrite(func(line []byte) ([]byte, error) {
+		if string(line) == `"b"` {
+			return nil, nil
+		}
+		return []byte(`"A"`), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(box.Entries) != 1 || box.Entries[0].Sends != 1 || box.Entries[0].LastSync != "s1" {
+		t.Fatalf("entries %+v", box.Entries)
+	}
+	var lines []string
+	_ = box.Entries[0].Each(func(line []byte) error { lines = append(lines, string(line)); return nil })
+	if len(lines) != 1 || lines[0] != `"A"` {
+		t.Errorf("lines %q", lines)
+	}
+}

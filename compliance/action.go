@@ -1,0 +1,113 @@
+package compliance
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// What the archive does with a post X reports (compliance.on_change), as X's
+// Developer Policy asks of stored posts: an action is applied once, and a
+// stronger one later (a post whose location was removed, then deleted)
+// goes on from what was applied. A post that comes back (undeleted, made
+// public again) is not restored: its content is gone from the archive.
+
+// Action is what is done to an archived post; the order is their strength.
+type Action uint8
+
+// The actions.
+const (
+	Keep Action = iota
+	// ScrubGeo removes the post's location (its JSON's geo).
+	ScrubGeo
+	// Redact removes the post's content; the bookmark's key and dates stay.
+	Redact
+	// Delete removes the bookmark's row too.
+	Delete
+)
+
+func (a Action) String() string {
+	return [...]string{"keep", "scrub_geo", "redact", "delete"}[a]
+}
+
+// Dates are what a bookmark's row keeps once redacted, besides its key.
+type Dates struct {
+	CreatedAt       *time.Time
+	FirstSeenAt     time.Time
+	BookmarkedAfter *time.Time
+	FoundPosition   int64
+}
+
+// Affected is an archived post whose action is not applied yet.
+type Affected struct {
+	PostID string
+	Reason string
+	Action Action
+	// Dates are the row's, where the state keeps them (a CloudQuery sync);
+	// nil when the destination keeps the rows (the exporter), or for a post
+	// archived before they were recorded.
+	Dates *Dates
+}
+
+// AccountActions is one account's posts to act on.
+type AccountActions struct {
+	UserID string
+	Posts  []Affected
+}
+
+// Pending is, per account of the sync's last check, the posts whose
+// action is not applied yet, in id order.
+func (c *Check) Pending(ctx context.Context) ([]AccountActions, error) {
+	if c.ActionOf == nil {
+		return nil, nil
+	}
+	var out []AccountActions
+	for _, a := range c.accts {
+		var posts []Affected
+		for _, ch := range a.checks {
+			if act := c.ActionOf(reasonName(ch.reason)); ch.reason != reasonClean && act > Action(ch.applied) {
+				posts = append(posts, Affected{PostID: strconv.FormatUint(ch.id, 10), Reason: reasonName(ch.reason), Action: act})
+			}
+		}
+		if len(posts) == 0 {
+			continue
+		}
+		if err := a.addDates(ctx, c.sessionOf(a.userID), posts); err != nil {
+			return nil, err
+		}
+		out = append(out, AccountActions{UserID: a.userID, Posts: posts})
+	}
+	return out, nil
+}
+
+// Applied records that the actions are applied, in the state (not flushed).
+func (c *Check) Applied(ctx context.Context, done []AccountActions) error {
+	for _, d := range done {
+		for _, a := range c.accts {
+			if a.userID == d.UserID {
+				a.markApplied(d.Posts)
+			}
+		}
+	}
+	return c.saveAccounts(ctx, c.accts)
+}
+
+// markApplied records the posts' actions as applied.
+func (a *accountChecks) markApplied(posts []Affected) {
+	for _, p := range posts {
+		n, _ := strconv.ParseUint(p.PostID, 10, 64)
+		if c, ok := a.find(n); ok && Action(c.applied) < p.Action {
+			c.applied = uint8(p.Action)
+			a.setAll([]check{c})
+		}
+	}
+}
+
+// reasonName is the reason of a code; "" for one this version does not
+// name (a reason X added).
+func reasonName(code uint8) string {
+	if int(code) < len(reasonNames) {
+		return reasonNames[code]
+	}
+	return ""
+}

@@ -1,0 +1,215 @@
+package export_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cqspec"
+	"github.com/cq-source-x/cq-source-x/export"
+	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/resources"
+)
+
+var bookmarkContentTables = []string{"x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_media_files"}
+
+// reportedExport is an archive of the content examples whose second run's
+// compliance check finds one bookmark deleted.
+type reportedExport struct {
+	dir    string
+	post   string
+	before map[string]string // its x_bookmarks row before
+	res    *export.Result
+	// files are the stored media files before, by key, with the posts that
+	// use them.
+	files map[string][]string
+}
+
+func exportDeletedExample(t *testing.T, onChange string) reportedExport {
+	t.Helper()
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	ex := sim.SeedContentExamples("1001")
+	users := []demoUser{{id: "1001"}}
+	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) + allContentYAML + mediaYAML +
+		fmt.Sprintf("    compliance:\n      bearer_token: %q\n      on_change: %s\n", sim.IssueAppOnlyToken(), onChange)
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := reportedExport{dir: t.TempDir(), post: ex.LongPost}
+	for run := range 3 {
+		if run == 1 {
+			e.before = rowOf(t, e.dir, "x_bookmarks", e.post)
+			e.files = storedFiles(t, e.dir)
+			_ = sim.DeletePost(e.post)
+			// A compaction retires a set of files that holds the post too.
+			if _, err := archive.Compact(e.dir, archive.CompactOptions{CurrentMonth: true, Now: clk.Now}); err != nil {
+				t.Fatal(err)
+			}
+			sim.SeedBookmarks("1001", 1)
+			clk.Advance(time.Hour)
+			if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: e.dir, Clock: clk}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := archive.Compact(e.dir, archive.CompactOptions{CurrentMonth: true, Now: clk.Now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Advance(24 * time.Hour)
+		res, err := export.Run(context.Background(), export.Options{Spec: src, Out: e.dir, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run == 1 {
+			e.res = res
+		} else if res.ComplianceRows != 0 {
+			t.Errorf("run %d changed %d rows; only the run after the report acts", run+1, res.ComplianceRows)
+		}
+	}
+	return e
+}
+
+// rowOf is the table's row of the post (nil: none); a second one fails.
+func rowOf(t *testing.T, dir, table, post string) map[string]string {
+	t.Helper()
+	var out map[string]string
+	for _, r := range tableRows(t, dir, table) {
+		if r["post_id"] == post {
+			if out != nil {
+				t.Fatalf("%s holds post %s twice", table, post)
+			}
+			out = r
+		}
+	}
+	return out
+}
+
+// The exporter redacts, in the files, a bookmark X reports deleted: its
+// x_bookmarks row keeps its key and dates and nothing else, its rows of the
+// content tables are gone, its tombstone stays, and no file the old rows
+// were in is left on disk (a compaction's retired files neither). The next run changes nothing (applied once).
+func TestExportRedactsAReportedBookmarkInPlace(t *testing.T) {
+	e := exportDeletedExample(t, "redact")
+	row := rowOf(t, e.dir, "x_bookmarks", e.post)
+	if row == nil || e.before["full_text"] == "" {
+		t.Fatalf("row before %v, after %v", e.before, row)
+	}
+	for col, v := range row {
+		if !resources.KeptWhenRedacted(col) {
+			t.Errorf("the redacted row keeps %s = %.40q", col, v)
+		}
+	}
+	for _, col := range []string{"user_id", "post_id", "created_at", "first_seen_at", "found_position", "_cq_id"} {
+		if row[col] != e.before[col] {
+			t.Errorf("%s is %q, was %q", col, row[col], e.before[col])
+		}
+	}
+	for _, table := range bookmarkContentTables {
+		if r := rowOf(t, e.dir, table, e.post); r != nil {
+			t.Errorf("%s still holds %v", table, r)
+		}
+	}
+	if rowOf(t, e.dir, "x_post_compliance", e.post) == nil || rowOf(t, e.dir, "x_bookmarks", "3102")["article_text"] == "" {
+		t.Error("the tombstone, or another bookmark's content, is gone")
+	}
+	if e.res.ComplianceRows == 0 {
+		t.Error("the result counts no row changed")
+	}
+	noOldContent(t, e.dir, e.before["full_text"])
+	mediaOfPostRemoved(t, e)
+}
+
+// storedFiles are the media files the committed state says stored, by
+// key, with the posts that use them.
+func storedFiles(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	info, err := archive.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := account.MediaFilesKey("1001")
+	uses, err := resources.MediaFileUses(key, info.Keys[key])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, u := range uses {
+		if u.Status == media.Stored && !slices.Contains(out[u.FileKey], u.PostID) {
+			out[u.FileKey] = append(out[u.FileKey], u.PostID)
+		}
+	}
+	return out
+}
+
+// mediaOfPostRemoved fails unless the files only the reported post used
+// are gone from DIR/media, and every other one is there.
+func mediaOfPostRemoved(t *testing.T, e reportedExport) {
+	t.Helper()
+	own := 0
+	for key, posts := range e.files {
+		_, err := os.Stat(filepath.Join(archive.MediaPath(e.dir), filepath.FromSlash(key)))
+		switch {
+		case len(posts) == 1 && posts[0] == e.post:
+			own++
+			if err == nil {
+				t.Errorf("media file %s of the reported post is still stored", key)
+			}
+		case err != nil:
+			t.Errorf("media file %s of posts %v: %v", key, posts, err)
+		}
+	}
+	if own == 0 {
+		t.Fatalf("the reported post had no media file of its own: %v", e.files)
+	}
+	for key, posts := range storedFiles(t, e.dir) {
+		if slices.Contains(posts, e.post) {
+			t.Errorf("the state still records file %s of the reported post", key)
+		}
+	}
+}
+
+// With on_change: delete, the exporter removes the bookmark's row too.
+func TestExportDeletesAReportedBookmarkWhenAsked(t *testing.T) {
+	e := exportDeletedExample(t, "delete")
+	for _, table := range append([]string{"x_bookmarks"}, bookmarkContentTables...) {
+		if r := rowOf(t, e.dir, table, e.post); r != nil {
+			t.Errorf("%s still holds %v", table, r)
+		}
+	}
+	if rowOf(t, e.dir, "x_post_compliance", e.post) == nil {
+		t.Error("the tombstone is gone")
+	}
+}
+
+// noOldContent fails when a file anywhere under dir holds text.
+func noOldContent(t *testing.T, dir, text string) {
+	t.Helper()
+	_ = filepath.Walk(dir, func(path string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() || filepath.Ext(path) != ".parquet" {
+			return err
+		}
+		for _, table := range append([]string{"x_bookmarks"}, bookmarkContentTables...) {
+			if filepath.Base(filepath.Dir(path)) == table || filepath.Base(filepath.Dir(filepath.Dir(path))) == table {
+				for _, r := range tableRowsOf(t, path) {
+					if r["full_text"] == text {
+						t.Errorf("%s still holds the redacted post's text", path)
+					}
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/gofrs/flock"
 )
@@ -254,7 +255,7 @@ func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *Ta
 			}
 		}
 	}
-	if err := syncDir(genDir); err != nil {
+	if err := dirsync.Sync(genDir); err != nil {
 		return err
 	}
 	o.Step("compact staged " + p.table)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -106,7 +107,7 @@ func applyToTable(out, table string, byKey map[string]compliance.Action, codec s
 		}
 		changed += n
 	}
-	if err := syncDir(genDir); err != nil {
+	if err := dirsync.Sync(genDir); err != nil {
 		return 0, err
 	}
 	step("compliance staged " + table)
@@ -118,7 +119,7 @@ func applyToTable(out, table string, byKey map[string]compliance.Action, codec s
 	if err := os.RemoveAll(old); err != nil {
 		return changed, err
 	}
-	if err := syncDir(filepath.Dir(old)); err != nil {
+	if err := dirsync.Sync(filepath.Dir(old)); err != nil {
 		return changed, err
 	}
 	step("compliance removed the old files of " + table)
@@ -145,7 +146,7 @@ func removeRetired(out, table string, byKey map[string]compliance.Action, step f
 		if err := os.RemoveAll(retired); err != nil {
 			return err
 		}
-		if err := syncDir(filepath.Dir(retired)); err != nil {
+		if err := dirsync.Sync(filepath.Dir(retired)); err != nil {
 			return err
 		}
 		step("compliance removed the retired files of " + table)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
 // damagedDir holds the files repair moved aside: DIR/.damaged/<table>/.
@@ -78,8 +79,8 @@ func moveAside(out string, d DamagedFile) (string, error) {
 	if err := os.Rename(d.Path, to); err != nil {
 		return "", err
 	}
-	if err := syncDir(filepath.Dir(d.Path)); err != nil {
+	if err := dirsync.Sync(filepath.Dir(d.Path)); err != nil {
 		return "", err
 	}
-	return to, syncDir(filepath.Dir(to))
+	return to, dirsync.Sync(filepath.Dir(to))
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
 // Generations of a table's directory.
@@ -88,13 +90,13 @@ func switchGeneration(out, table, gen string) (old string, err error) {
 		if err := os.Rename(link, path); err != nil {
 			return "", err
 		}
-		return generationDir(out, table, prev), syncDir(out)
+		return generationDir(out, table, prev), dirsync.Sync(out)
 	}
 	if err := exchange(link, path); err != nil {
 		os.Remove(link)
 		return "", fmt.Errorf("replacing the directory %s by a link to its new generation: %w", path, err)
 	}
-	return link, syncDir(out)
+	return link, dirsync.Sync(out)
 }
 
 // cleanGenerations removes what compactions that did not finish left: a
@@ -137,7 +139,7 @@ func cleanGenerations(out string, step func(string)) error {
 			}
 		}
 		if tableCleaned {
-			if err := syncDir(filepath.Join(out, tablesDir, table)); err != nil {
+			if err := dirsync.Sync(filepath.Join(out, tablesDir, table)); err != nil {
 				return err
 			}
 		}
@@ -145,7 +147,7 @@ func cleanGenerations(out string, step func(string)) error {
 	if !cleaned {
 		return nil
 	}
-	if err := syncDir(out); err != nil {
+	if err := dirsync.Sync(out); err != nil {
 		return err
 	}
 	step("removed what a compaction left")
@@ -164,8 +166,8 @@ func retire(out, table, old string) error {
 	if err := os.Rename(old, retired); err != nil {
 		return err
 	}
-	if err := syncDir(parent); err != nil {
+	if err := dirsync.Sync(parent); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(old))
+	return dirsync.Sync(filepath.Dir(old))
 }

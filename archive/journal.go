@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
 // A bookmark operation (`cq-source-x bookmarks remove` or `add`) of one
@@ -262,7 +264,7 @@ func (j *Journal) remove() error {
 	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return syncDir(filepath.Dir(j.path))
+	return dirsync.Sync(filepath.Dir(j.path))
 }
 
 // isUserID reports whether id can name a file: X user ids are digits.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/gofrs/flock"
 )
@@ -108,7 +109,7 @@ func FinalPath(out string, f File) string { return filepath.Join(out, f.Table, f
 // Stage syncs the run's staging directory once its files are written and
 // fsynced: step 1 of the protocol (see the package documentation).
 func (r *Run) Stage(out string) error {
-	return DiskFull(syncDir(filepath.Join(out, stagingDir, r.ID)), false)
+	return DiskFull(dirsync.Sync(filepath.Join(out, stagingDir, r.ID)), false)
 }
 
 // Abort removes the run's staging directory: nothing was committed.
@@ -166,11 +167,11 @@ func Publish(out string, s *State, step func(string)) error {
 	}
 	sort.Strings(names)
 	for _, d := range names {
-		if err := syncDir(d); err != nil {
+		if err := dirsync.Sync(d); err != nil {
 			return err
 		}
 	}
-	if err := syncDir(filepath.Join(out, stagingDir, run.ID)); err != nil && !os.IsNotExist(err) {
+	if err := dirsync.Sync(filepath.Join(out, stagingDir, run.ID)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	step("published files synced")
@@ -230,7 +231,7 @@ func Recover(out string, step func(string)) (*State, *Recovery, error) {
 		}
 	}
 	if len(entries) > 0 {
-		if err := syncDir(filepath.Join(out, stagingDir)); err != nil {
+		if err := dirsync.Sync(filepath.Join(out, stagingDir)); err != nil {
 			return nil, nil, err
 		}
 		step("discarded uncommitted runs")

@@ -11,13 +11,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/ids"
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
@@ -595,21 +595,7 @@ func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(st
 		return err
 	}
 	step("renamed")
-	return syncDir(dir)
-}
-
-// syncDir makes the entries of dir (creations, renames, removals) durable.
-// Windows cannot fsync a directory (NTFS journals its metadata): no-op there.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
+	return dirsync.Sync(dir)
 }
 
 // mkdirSynced creates parent/name if needed, and syncs parent when it did.
@@ -621,5 +607,5 @@ func mkdirSynced(parent, name string) error {
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return err
 	}
-	return syncDir(parent)
+	return dirsync.Sync(parent)
 }

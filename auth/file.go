@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 	"github.com/cq-source-x/cq-source-x/internal/smallfile"
 	"github.com/gofrs/flock"
 	"golang.org/x/oauth2"
@@ -240,23 +241,8 @@ func (f TokenFile) writeAtomic(path string, data []byte) (err error) {
 		return fmt.Errorf("auth: write %s: rename: %w", path, err)
 	}
 	renamed = true
-	if err := syncDir(dir); err != nil {
+	if err := dirsync.Sync(dir); err != nil {
 		return fmt.Errorf("auth: write %s: fsync directory: %w", path, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be opened for fsync; rename is durable enough there
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		return err
 	}
 	return nil
 }

@@ -9,9 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
 // dir is a store in a local directory. Files are written to a spool in
@@ -102,7 +103,7 @@ func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
 		return err
 	}
 	step("renamed")
-	return syncDir(filepath.Dir(final))
+	return dirsync.Sync(filepath.Dir(final))
 }
 
 // mkdir creates dir, a directory of the store, if missing, and syncs its
@@ -120,7 +121,7 @@ func (d *dir) mkdir(path string) error {
 	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
+	return dirsync.Sync(parent)
 }
 
 func (d *dir) exists(_ context.Context, key string) (bool, error) {
@@ -157,21 +158,7 @@ func (d *dir) delete(_ context.Context, key string) error {
 	if err := os.Remove(path); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return dirsync.Sync(filepath.Dir(path))
 }
 
 func (*dir) close() error { return nil }
-
-// syncDir makes the entries of dir (creations, renames, removals) durable.
-// Windows cannot fsync a directory (NTFS journals its metadata): no-op there.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
-}

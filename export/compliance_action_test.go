@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +128,11 @@ func TestExportRedactsAReportedBookmarkInPlace(t *testing.T) {
 	}
 	if e.res.ComplianceRows == 0 {
 		t.Error("the result counts no row changed")
+	}
+	var summary strings.Builder
+	e.res.Summary().WriteText(&summary)
+	if want := fmt.Sprintf("compliance: %d rows of posts X reported redacted or removed in the files", e.res.ComplianceRows); !strings.Contains(summary.String(), want) {
+		t.Errorf("the summary does not say %q:\n%s", want, summary.String())
 	}
 	noOldContent(t, e.dir, e.before["full_text"])
 	mediaOfPostRemoved(t, e)

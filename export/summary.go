@@ -106,7 +106,10 @@ type ComplianceSum struct {
 	Error string `json:"error,omitempty"`
 	// Interrupted: the run's interruption stopped the check, which the next
 	// run resumes (a job in progress is polled again, not created again).
-	Interrupted bool           `json:"interrupted,omitempty"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	// RowsChanged are the rows of the posts X reported that the run
+	// redacted or removed in the files (compliance.on_change).
+	RowsChanged int64          `json:"rows_changed,omitempty"`
 	Requests    int            `json:"requests"`
 	Operations  []OperationSum `json:"operations"`
 }
@@ -185,6 +188,7 @@ func (r *Result) Summary() *Summary {
 	}
 	if r.compliance != nil {
 		s.Compliance = complianceSum(r.compliance)
+		s.Compliance.RowsChanged = r.ComplianceRows
 		s.OK = s.OK && s.Compliance.OK
 		s.Totals.Requests += s.Compliance.Requests
 	}
@@ -303,6 +307,10 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 	if c := s.Compliance; c != nil && !c.OK {
 		fmt.Fprintln(w, c.Failure())
+	}
+	if c := s.Compliance; c != nil && c.RowsChanged > 0 {
+		fmt.Fprintf(w, "compliance: %s of posts X reported redacted or removed in the files, as compliance.on_change asks (docs/compliance.md)\n",
+			plural.Count(c.RowsChanged, "row", "rows"))
 	}
 	if c := s.Compliance; c != nil && c.Interrupted {
 		fmt.Fprintln(w, "compliance check interrupted: the next run resumes it")

@@ -149,9 +149,9 @@ func (s *Session) Ready(ctx context.Context) error {
 
 // LoadMemory reads a walk's memory; nil means nothing is held (first sync).
 func (s *Session) LoadMemory(ctx context.Context, key string) (*walk.Memory, error) {
-	value, err := s.State.GetKey(ctx, key)
+	value, err := GetKey(ctx, s.State, key)
 	if err != nil {
-		return nil, fmt.Errorf("reading state %q: %w", key, err)
+		return nil, err
 	}
 	mem, err := walk.UnmarshalMemory(value)
 	if err != nil {
@@ -166,10 +166,7 @@ func (s *Session) SaveMemory(ctx context.Context, key string, mem *walk.Memory) 
 	if err != nil {
 		return err
 	}
-	if err := s.State.SetKey(ctx, key, value); err != nil {
-		return fmt.Errorf("writing state %q: %w", key, err)
-	}
-	return nil
+	return SetKey(ctx, s.State, key, value)
 }
 
 // FlushWalk flushes the state a walk has set, when rows are sent again

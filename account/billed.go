@@ -145,8 +145,8 @@ func (s *Session) SaveBilled(ctx context.Context, now time.Time) error {
 			return err
 		}
 	}
-	if err := s.State.SetKey(ctx, BilledKey(s.UserID), value); err != nil {
-		return fmt.Errorf("%s: writing state %q: %w", s.ID(), BilledKey(s.UserID), err)
+	if err := SetKey(ctx, s.State, BilledKey(s.UserID), value); err != nil {
+		return fmt.Errorf("%s: %w", s.ID(), err)
 	}
 	return nil
 }

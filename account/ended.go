@@ -28,9 +28,9 @@ type Ended []string
 // LoadEnded reads a scope's ended syncs.
 func LoadEnded(ctx context.Context, st state.Client, scope string) (Ended, error) {
 	key := EndedKey(scope)
-	value, err := st.GetKey(ctx, key)
+	value, err := GetKey(ctx, st, key)
 	if err != nil {
-		return nil, fmt.Errorf("reading state %q: %w", key, err)
+		return nil, err
 	}
 	return DecodeEnded(key, value)
 }
@@ -64,8 +64,8 @@ func SaveEnded(ctx context.Context, st state.Client, scope, id string) error {
 		return err
 	}
 	key := EndedKey(scope)
-	if err := st.SetKey(ctx, key, string(value)); err != nil {
-		return fmt.Errorf("writing state %q: %w", key, err)
+	if err := SetKey(ctx, st, key, string(value)); err != nil {
+		return err
 	}
 	if err := st.Flush(ctx); err != nil {
 		return fmt.Errorf("flushing state to the backend: %w", err)

@@ -1,11 +1,13 @@
 package account
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
@@ -198,4 +200,21 @@ func MemoryOutbox(mem *walk.Memory, key string) (*outbox.Box, error) {
 		return &outbox.Box{}, nil
 	}
 	return outbox.Unmarshal(string(mem.Outbox), "state "+strconv.Quote(key))
+}
+
+// GetKey reads key from the state backend; an error names the key.
+func GetKey(ctx context.Context, st state.Client, key string) (string, error) {
+	value, err := st.GetKey(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("reading state %q: %w", key, err)
+	}
+	return value, nil
+}
+
+// SetKey sets key in the state backend; an error names the key.
+func SetKey(ctx context.Context, st state.Client, key, value string) error {
+	if err := st.SetKey(ctx, key, value); err != nil {
+		return fmt.Errorf("writing state %q: %w", key, err)
+	}
+	return nil
 }

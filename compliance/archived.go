@@ -71,8 +71,8 @@ func addArchived(ctx context.Context, s *account.Session, emitted []found) error
 	if err != nil {
 		return err
 	}
-	if err := s.State.SetKey(ctx, account.ArchivedKey(s.UserID), text); err != nil {
-		return fmt.Errorf("writing state %q: %w", account.ArchivedKey(s.UserID), err)
+	if err := account.SetKey(ctx, s.State, account.ArchivedKey(s.UserID), text); err != nil {
+		return err
 	}
 	return nil
 }

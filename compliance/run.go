@@ -115,9 +115,9 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
 		a := &accountChecks{userID: s.UserID, archived: archived}
-		value, err := c.State.GetKey(ctx, account.ChecksKey(s.UserID))
+		value, err := account.GetKey(ctx, c.State, account.ChecksKey(s.UserID))
 		if err != nil {
-			return nil, fmt.Errorf("%s: reading state %q: %w", s.ID(), account.ChecksKey(s.UserID), err)
+			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
 		if err := a.unmarshalChecks(value, "state "+strconv.Quote(account.ChecksKey(s.UserID))); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
@@ -168,8 +168,8 @@ func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error 
 		if err != nil {
 			return err
 		}
-		if err := c.State.SetKey(ctx, account.ChecksKey(a.userID), value); err != nil {
-			return fmt.Errorf("writing state %q: %w", account.ChecksKey(a.userID), err)
+		if err := account.SetKey(ctx, c.State, account.ChecksKey(a.userID), value); err != nil {
+			return err
 		}
 		a.changed = false
 	}

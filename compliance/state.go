@@ -261,9 +261,9 @@ func loadArchived(ctx context.Context, s *account.Session) (ids.Sorted, error) {
 // dates.
 func loadRecord(ctx context.Context, s *account.Session) (rec *archivedRecord, recorded bool, err error) {
 	key := account.ArchivedKey(s.UserID)
-	value, err := s.State.GetKey(ctx, key)
+	value, err := account.GetKey(ctx, s.State, key)
 	if err != nil {
-		return nil, false, fmt.Errorf("reading state %q: %w", key, err)
+		return nil, false, err
 	}
 	if value != "" {
 		rec, err := unmarshalArchived(value, "state "+strconv.Quote(key))
@@ -344,8 +344,8 @@ func saveJob(ctx context.Context, st state.Client, key string, rec *jobRecord, f
 		}
 		value = string(b)
 	}
-	if err := st.SetKey(ctx, key, value); err != nil {
-		return fmt.Errorf("writing state %q: %w", key, err)
+	if err := account.SetKey(ctx, st, key, value); err != nil {
+		return err
 	}
 	if flush {
 		if err := st.Flush(ctx); err != nil {

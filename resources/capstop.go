@@ -24,9 +24,9 @@ type capGuard struct {
 // from prev with settings would stop where the last capped one did.
 func startCapGuard(ctx context.Context, s *account.Session, listKey string, settings walk.Settings, prev *walk.Memory) (*capGuard, error) {
 	g := &capGuard{s: s, key: account.CapKey(listKey)}
-	value, err := s.State.GetKey(ctx, g.key)
+	value, err := account.GetKey(ctx, s.State, g.key)
 	if err != nil {
-		return nil, fmt.Errorf("reading state %q: %w", g.key, err)
+		return nil, err
 	}
 	if g.last, err = walk.UnmarshalCapStop(value); err != nil {
 		return nil, fmt.Errorf("state %q: %w", g.key, err)
@@ -50,8 +50,8 @@ func notStarted(s *account.Session, err error) *walk.Result {
 func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
 	switch {
 	case err == nil && g.last != nil:
-		if serr := g.s.State.SetKey(ctx, g.key, ""); serr != nil {
-			return fmt.Errorf("writing state %q: %w", g.key, serr)
+		if serr := account.SetKey(ctx, g.s.State, g.key, ""); serr != nil {
+			return serr
 		}
 	case errors.Is(err, walk.ErrBudget) && res != nil && res.Outcome == walk.StoppedByBudget:
 		stop := walk.NewCapStop(settings, prev, res)
@@ -59,8 +59,8 @@ func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.
 		if merr != nil {
 			return merr
 		}
-		if serr := g.s.State.SetKey(ctx, g.key, value); serr != nil {
-			return errors.Join(err, fmt.Errorf("writing state %q: %w", g.key, serr))
+		if serr := account.SetKey(ctx, g.s.State, g.key, value); serr != nil {
+			return errors.Join(err, serr)
 		}
 		return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
 	case errors.Is(err, walk.ErrInterrupted) && res != nil && res.Outcome == walk.Interrupted:
@@ -83,8 +83,8 @@ func (g *capGuard) interrupted(ctx context.Context, settings walk.Settings, prev
 	if merr != nil {
 		return errors.Join(err, merr)
 	}
-	if serr := g.s.State.SetKey(ctx, g.key, value); serr != nil {
-		return errors.Join(err, fmt.Errorf("writing state %q: %w", g.key, serr))
+	if serr := account.SetKey(ctx, g.s.State, g.key, value); serr != nil {
+		return errors.Join(err, serr)
 	}
 	return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
 }

@@ -144,9 +144,9 @@ type mediaStateJSON struct {
 
 func loadMediaState(ctx context.Context, s *account.Session) (*mediaState, error) {
 	key := account.MediaFilesKey(s.UserID)
-	value, err := s.State.GetKey(ctx, key)
+	value, err := account.GetKey(ctx, s.State, key)
 	if err != nil {
-		return nil, fmt.Errorf("reading state %q: %w", key, err)
+		return nil, err
 	}
 	return decodeMediaState(key, value)
 }
@@ -187,10 +187,7 @@ func (st *mediaState) save(ctx context.Context, s *account.Session) error {
 	if err != nil {
 		return err
 	}
-	if err := s.State.SetKey(ctx, key, value); err != nil {
-		return fmt.Errorf("writing state %q: %w", key, err)
-	}
-	return nil
+	return account.SetKey(ctx, s.State, key, value)
 }
 
 func (st *mediaState) marshal() (string, error) {

@@ -227,9 +227,9 @@ func DropMedia(ctx context.Context, sessions []*account.Session, elsewhere []str
 	values := map[string]string{} // state key → value, of every account
 	for _, u := range users {
 		key := account.MediaFilesKey(u)
-		v, err := sessions[0].State.GetKey(ctx, key) // the sync's one state backend
+		v, err := account.GetKey(ctx, sessions[0].State, key) // the sync's one state backend
 		if err != nil {
-			return 0, fmt.Errorf("reading state %q: %w", key, err)
+			return 0, err
 		}
 		values[key] = v
 	}
@@ -283,8 +283,8 @@ func DropMedia(ctx context.Context, sessions []*account.Session, elsewhere []str
 		deleted++
 	}
 	for key, s := range changed {
-		if err := s.State.SetKey(ctx, key, values[key]); err != nil {
-			return deleted, fmt.Errorf("writing state %q: %w", key, err)
+		if err := account.SetKey(ctx, s.State, key, values[key]); err != nil {
+			return deleted, err
 		}
 	}
 	return deleted, nil

@@ -101,12 +101,7 @@ func newComplianceEnv(t *testing.T, compliance map[string]any) *complianceEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	clk, sim := startSim(t, xsim.Options{})
 	e := &complianceEnv{t: t, dir: dir, clk: clk, sim: sim, ex: sim.SeedContentExamples(user),
 		dest: &destination{rows: map[string]map[string]map[string]string{}}}
 	clk.Advance(time.Hour)

@@ -35,12 +35,7 @@ type shardEnv struct {
 const shardAlice, shardBob = "1001", "1002"
 
 func newShardEnv(t *testing.T) *shardEnv {
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	clk, sim := startSim(t, xsim.Options{})
 	e := &shardEnv{t: t, clk: clk, sim: sim, ex: sim.SeedContentExamples(shardAlice), state: memstate.New(), storeDir: t.TempDir()}
 	sim.AddUser(shardBob, "bob")
 	if err := sim.Bookmark(shardBob, e.ex.Quoted); err != nil {

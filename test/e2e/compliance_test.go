@@ -36,12 +36,7 @@ type cenv struct {
 
 func newCenv(t *testing.T, opts xsim.ComplianceOptions, bookmarks map[string]int) *cenv {
 	t.Helper()
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk, Compliance: opts})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	clk, sim := startSim(t, xsim.Options{Compliance: opts})
 	e := &cenv{t: t, clk: clk, sim: sim, store: memstate.New(), app: sim.IssueAppOnlyToken(), sent: map[string]bool{}}
 	var accounts []map[string]any
 	for _, u := range slices.Sorted(maps.Keys(bookmarks)) {

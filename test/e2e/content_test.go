@@ -19,7 +19,6 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	sdkplugin "github.com/cloudquery/plugin-sdk/v4/plugin"
-	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/plugin"
@@ -49,13 +48,7 @@ func syncExamples(t *testing.T, opts xsim.Options, settings map[string]any) cont
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	opts.Clock = clk
-	sim := xsim.New(opts)
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	clk, sim := startSim(t, opts)
 	ex := sim.SeedContentExamples(user)
 	var mu sync.Mutex
 	var query url.Values

@@ -107,12 +107,7 @@ func newDeliveryEnv(t *testing.T, bookmarks int) *deliveryEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
+	clk, sim := startSim(t, xsim.Options{})
 	sim.SeedBookmarks(user, bookmarks)
 	backend, conn := startStateBackend(t, dir)
 	e := &deliveryEnv{t: t, dir: dir, clk: clk, sim: sim, backend: backend, conn: conn,

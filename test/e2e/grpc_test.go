@@ -114,12 +114,7 @@ func TestGRPCIncrementalSyncWithStateBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
+	clk, sim := startSim(t, xsim.Options{})
 	sim.SeedBookmarks(user, 400)
 	sim.CreateFolder(user, "900", "to read")
 	for _, id := range sim.Bookmarks(user)[:12] {

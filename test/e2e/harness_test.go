@@ -51,14 +51,23 @@ func sentAgain(sent map[string]bool, table string, row map[string]string) bool {
 	return false
 }
 
-func newHarness(t testing.TB, bookmarks int) *harness {
+// startSim starts the simulator with opts on a virtual clock of its own,
+// until the test ends.
+func startSim(t testing.TB, opts xsim.Options) (*clock.Virtual, *xsim.Server) {
 	t.Helper()
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 6, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
+	opts.Clock = clk
+	sim := xsim.New(opts)
 	if err := sim.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
+	return clk, sim
+}
+
+func newHarness(t testing.TB, bookmarks int) *harness {
+	t.Helper()
+	clk, sim := startSim(t, xsim.Options{})
 	if bookmarks > 0 {
 		sim.SeedBookmarks(user, bookmarks)
 	}

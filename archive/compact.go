@@ -226,15 +226,8 @@ func (p *compactionPlan) report() TableCompaction {
 // run stages the table's new generation, switches the table to it and
 // removes the old files.
 func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *TableCompaction) error {
-	gen := now.Format(fileTimeLayout) + "-" + newRunID()
-	genDir := generationDir(out, p.table, gen)
-	if err := mkdirSynced(out, tablesDir); err != nil {
-		return err
-	}
-	if err := mkdirSynced(filepath.Join(out, tablesDir), p.table); err != nil {
-		return err
-	}
-	if err := mkdirSynced(filepath.Join(out, tablesDir, p.table), gen); err != nil {
+	gen, genDir, err := newGeneration(out, p.table, now)
+	if err != nil {
 		return err
 	}
 	merged := map[string]bool{}

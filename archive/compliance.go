@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,17 +85,14 @@ func applyToTable(out, table string, byKey map[string]compliance.Action, codec s
 	if len(touched) == 0 {
 		return 0, nil
 	}
-	gen := now.UTC().Format(fileTimeLayout) + "-" + newRunID()
-	genDir := generationDir(out, table, gen)
-	for _, dir := range [][2]string{{out, tablesDir}, {filepath.Join(out, tablesDir), table}, {filepath.Join(out, tablesDir, table), gen}} {
-		if err := mkdirSynced(dir[0], dir[1]); err != nil {
-			return 0, err
-		}
+	gen, genDir, err := newGeneration(out, table, now.UTC())
+	if err != nil {
+		return 0, err
 	}
 	var changed int64
 	for _, p := range paths {
 		name := filepath.Base(p)
-		if !containsString(touched, p) {
+		if !slices.Contains(touched, p) {
 			if err := os.Link(p, filepath.Join(genDir, name)); err != nil {
 				return 0, err
 			}
@@ -153,15 +151,6 @@ func removeRetired(out, table string, byKey map[string]compliance.Action, step f
 		return nil
 	}
 	return nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // rewriteFile counts the rows of the file at path that the actions change

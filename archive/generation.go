@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
@@ -64,6 +65,18 @@ func currentGeneration(out, table string) (string, error) {
 		return "", fmt.Errorf("%s links to %s, which is not a generation of the table (%s): was it changed by hand?", path, target, filepath.Join(tablesDir, table, "<generation>"))
 	}
 	return gen, nil
+}
+
+// newGeneration creates, durably, the directory of a new generation of
+// table named for now, and returns its name and path.
+func newGeneration(out, table string, now time.Time) (gen, dir string, err error) {
+	gen = now.Format(fileTimeLayout) + "-" + newRunID()
+	for _, d := range [][2]string{{out, tablesDir}, {filepath.Join(out, tablesDir), table}, {filepath.Join(out, tablesDir, table), gen}} {
+		if err := mkdirSynced(d[0], d[1]); err != nil {
+			return "", "", err
+		}
+	}
+	return gen, generationDir(out, table, gen), nil
 }
 
 // generationDir is the directory of a generation of table.

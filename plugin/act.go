@@ -64,11 +64,9 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 			}
 		}
 	}
-	for _, s := range comp.Set.Sessions[:min(1, len(comp.Set.Sessions))] { // the sync's accounts share one store
-		if s.Media != nil && s.Media.Saver != nil {
-			if _, err := resources.DropMedia(ctx, comp.Set.Sessions, elsewhere, pending, s.Media.Saver.Store()); err != nil {
-				return err
-			}
+	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
+		if _, err := resources.DropMedia(ctx, ss, elsewhere, pending, ss[0].Media.Saver.Store()); err != nil {
+			return err
 		}
 	}
 	if err := run.sync(ctx, &resources.Redactions{Accounts: pending}, schema.Tables{resources.RedactedBookmarks(bookmarks)}); err != nil {

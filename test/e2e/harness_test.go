@@ -1,3 +1,6 @@
+// Package e2e tests the plugin end to end, as the CloudQuery CLI runs it: served over
+// gRPC, against the simulator, with a state backend and destinations that keep
+// what they are sent as CloudQuery's do.
 package e2e
 
 import (

@@ -28,6 +28,7 @@ import (
 //	BilledLedger      x_api_usage/billed/<user>                 the posts and users billed today (this package: billed.go)
 //	EndedSyncs        x_api_usage/ended[/<scope>]               the last syncs that ran to their end (this package: ended.go)
 //	ArchivedIDs       x_post_compliance/archived/<user>         the posts archived, which the checks cover (compliance)
+//	ReferencedIDs     x_post_compliance/referenced/<user>       the posts archived bookmarks reference, which the checks cover too (compliance)
 //	ComplianceChecks  x_post_compliance/checks/<user>           when each archived post was checked, what X said (compliance)
 //	ComplianceJob     x_post_compliance/job[/<scope>]           the compliance job in progress (compliance)
 //	MediaFiles        x_media_files/<user>                      the files of the posts read, what became of each, the rows to send again (resources)
@@ -51,6 +52,7 @@ const (
 	ComplianceChecks
 	ComplianceJob
 	MediaFiles
+	ReferencedIDs
 )
 
 // BookmarksKey is the key of the account's bookmarks walk.
@@ -76,6 +78,10 @@ func EndedKey(scope string) string { return scoped("x_api_usage/ended", scope) }
 
 // ArchivedKey is the key of the posts the account archived.
 func ArchivedKey(userID string) string { return "x_post_compliance/archived/" + userID }
+
+// ReferencedKey is the key of the posts the account's archived bookmarks
+// quote, answer or repost (their rows of x_bookmark_referenced_posts).
+func ReferencedKey(userID string) string { return "x_post_compliance/referenced/" + userID }
 
 // ChecksKey is the key of the compliance checks of the account's posts.
 func ChecksKey(userID string) string { return "x_post_compliance/checks/" + userID }
@@ -128,6 +134,8 @@ func ParseKey(key string) (k Key, ok bool) {
 		return Key{Kind: EndedSyncs, Scope: strings.TrimPrefix(strings.TrimPrefix(key, EndedKey("")), "/")}, true
 	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "archived" && allIDs(parts[1:]):
 		return Key{Kind: ArchivedIDs, User: parts[1]}, true
+	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "referenced" && allIDs(parts[1:]):
+		return Key{Kind: ReferencedIDs, User: parts[1]}, true
 	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "checks" && allIDs(parts[1:]):
 		return Key{Kind: ComplianceChecks, User: parts[1]}, true
 	case key == JobKey("") || table == "x_post_compliance" && len(parts) == 2 && parts[0] == "job" && parts[1] != "":

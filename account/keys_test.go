@@ -21,6 +21,7 @@ func TestEveryKeyFormIsReadBack(t *testing.T) {
 		EndedKey(""):                         {Kind: EndedSyncs},
 		EndedKey("shard-1-of-2"):             {Kind: EndedSyncs, Scope: "shard-1-of-2"},
 		ArchivedKey("1001"):                  {Kind: ArchivedIDs, User: "1001"},
+		ReferencedKey("1001"):                {Kind: ReferencedIDs, User: "1001"},
 		ChecksKey("1001"):                    {Kind: ComplianceChecks, User: "1001"},
 		JobKey(""):                           {Kind: ComplianceJob},
 		JobKey("shard-1-of-2"):               {Kind: ComplianceJob, Scope: "shard-1-of-2"},
@@ -76,8 +77,8 @@ func TestEveryKeyIsCheckedWhenItIsRead(t *testing.T) {
 	for k := range decoders {
 		kinds = append(kinds, k)
 	}
-	for k := BookmarksMemory; k <= MediaFiles; k++ {
-		if k != ArchivedIDs && k != ComplianceChecks && k != ComplianceJob && k != MediaFiles && !slices.Contains(kinds, k) {
+	for k := BookmarksMemory; k <= ReferencedIDs; k++ {
+		if k != ArchivedIDs && k != ComplianceChecks && k != ComplianceJob && k != MediaFiles && k != ReferencedIDs && !slices.Contains(kinds, k) {
 			t.Errorf("kind %d has no decoder", k)
 		}
 	}

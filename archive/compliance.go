@@ -39,16 +39,29 @@ import (
 
 // complianceTables are the tables whose rows are a post's: x_bookmarks,
 // its content tables, and x_media_files (the URLs of its media).
+// x_bookmark_referenced_posts and x_media_files also hold the posts
+// bookmarks reference: their column refColumn names those.
 var complianceTables = []string{resources.BookmarksTable, resources.BookmarkAuthorsTable, resources.BookmarkMediaTable, resources.ReferencedPostsTable, resources.MediaFilesTable}
+
+var refColumn = map[string]string{resources.ReferencedPostsTable: "referenced_post_id", resources.MediaFilesTable: "media_post_id"}
+
+// actions are the actions of the reported posts by "user_id/post_id": as
+// bookmarks (posts), and as posts bookmarks reference (refs).
+type actions struct{ posts, refs map[string]compliance.Action }
 
 // ApplyCompliance applies the actions to the files of out, under the lock
 // the caller holds, and returns how many rows it changed or removed.
 // codec is the rewritten files' compression.
 func ApplyCompliance(out string, acts []compliance.AccountActions, codec string, now time.Time, step func(string)) (int64, error) {
-	byKey := map[string]compliance.Action{}
+	byKey := actions{posts: map[string]compliance.Action{}, refs: map[string]compliance.Action{}}
 	for _, a := range acts {
 		for _, p := range a.Posts {
-			byKey[a.UserID+"/"+p.PostID] = p.Action
+			if p.Bookmarked {
+				byKey.posts[a.UserID+"/"+p.PostID] = p.Action
+			}
+			if p.Referenced {
+				byKey.refs[a.UserID+"/"+p.PostID] = p.Action
+			}
 		}
 	}
 	var changed int64
@@ -63,7 +76,7 @@ func ApplyCompliance(out string, acts []compliance.AccountActions, codec string,
 }
 
 // applyToTable rewrites the table's files that hold rows to change.
-func applyToTable(out, table string, byKey map[string]compliance.Action, codec string, now time.Time, step func(string)) (int64, error) {
+func applyToTable(out, table string, byKey actions, codec string, now time.Time, step func(string)) (int64, error) {
 	if err := removeRetired(out, table, byKey, step); err != nil {
 		return 0, err
 	}
@@ -127,7 +140,7 @@ func applyToTable(out, table string, byKey map[string]compliance.Action, codec s
 // removeRetired removes the table's retired set (compaction's, or one a
 // crash between a switch and the removal of the old set left) when it
 // holds rows of the reported posts.
-func removeRetired(out, table string, byKey map[string]compliance.Action, step func(string)) error {
+func removeRetired(out, table string, byKey actions, step func(string)) error {
 	retired := filepath.Join(out, tablesDir, table, retiredName)
 	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
 	if err != nil {
@@ -155,7 +168,7 @@ func removeRetired(out, table string, byKey map[string]compliance.Action, step f
 
 // rewriteFile counts the rows of the file at path that the actions change
 // and, when dst is not "", writes the file with them changed to dst.
-func rewriteFile(path, dst, table string, byKey map[string]compliance.Action, codec string) (int64, error) {
+func rewriteFile(path, dst, table string, byKey actions, codec string) (int64, error) {
 	sc, _, err := pqfile.ReadSchema(path)
 	if err != nil {
 		return 0, err
@@ -204,25 +217,29 @@ type edit struct {
 
 // rowEdits are the changes the actions make to the record's rows, by row;
 // a row already as asked has none.
-func rowEdits(rec arrow.RecordBatch, table string, byKey map[string]compliance.Action) (map[int]edit, error) {
+func rowEdits(rec arrow.RecordBatch, table string, byKey actions) (map[int]edit, error) {
 	sc := rec.Schema()
-	users, posts := sc.FieldIndices("user_id"), sc.FieldIndices("post_id")
-	if len(users) != 1 || len(posts) != 1 {
-		return nil, fmt.Errorf("no user_id and post_id columns")
+	column := func(name string) arrow.Array {
+		if c := sc.FieldIndices(name); len(c) == 1 {
+			return rec.Column(c[0])
+		}
+		return nil
 	}
-	uc, pc := rec.Column(users[0]), rec.Column(posts[0])
+	uc, pc, rc := column("user_id"), column("post_id"), column(refColumn[table])
+	if uc == nil || pc == nil || (refColumn[table] != "" && rc == nil) {
+		return nil, fmt.Errorf("no user_id, post_id or %s column", refColumn[table])
+	}
 	edits := map[int]edit{}
 	for i := 0; i < int(rec.NumRows()); i++ {
-		act := byKey[uc.ValueStr(i)+"/"+pc.ValueStr(i)]
+		act, ref := byKey.posts[uc.ValueStr(i)+"/"+pc.ValueStr(i)], compliance.Keep
+		if rc != nil && !rc.IsNull(i) {
+			ref = byKey.refs[uc.ValueStr(i)+"/"+rc.ValueStr(i)]
+		}
+		bookmarks := table == resources.BookmarksTable
 		switch {
-		case act == compliance.Keep:
-		case table != resources.BookmarksTable:
-			if act >= compliance.Redact {
-				edits[i] = edit{remove: true}
-			}
-		case act == compliance.Delete:
+		case ref >= compliance.Redact, !bookmarks && act >= compliance.Redact, bookmarks && act == compliance.Delete:
 			edits[i] = edit{remove: true}
-		case act == compliance.Redact:
+		case bookmarks && act == compliance.Redact:
 			e := edit{values: map[int]*string{}}
 			for c, f := range sc.Fields() {
 				if !resources.KeptWhenRedacted(f.Name) && !rec.Column(c).IsNull(i) {
@@ -232,12 +249,12 @@ func rowEdits(rec arrow.RecordBatch, table string, byKey map[string]compliance.A
 			if len(e.values) > 0 {
 				edits[i] = e
 			}
-		case act == compliance.ScrubGeo:
+		case bookmarks && act == compliance.ScrubGeo, table == resources.ReferencedPostsTable && ref == compliance.ScrubGeo:
 			if c := sc.FieldIndices("post"); len(c) == 1 && !rec.Column(c[0]).IsNull(i) {
 				raw := rec.Column(c[0]).ValueStr(i)
 				scrubbed, err := resources.WithoutGeo([]byte(raw))
 				if err != nil {
-					return nil, fmt.Errorf("the post JSON of %s: %w", pc.ValueStr(i), err)
+					return nil, fmt.Errorf("the post JSON of a row of %s: %w", pc.ValueStr(i), err)
 				}
 				if v := string(scrubbed); v != raw {
 					edits[i] = edit{values: map[int]*string{c[0]: &v}}

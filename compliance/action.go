@@ -43,9 +43,14 @@ type Affected struct {
 	PostID string
 	Reason string
 	Action Action
-	// Dates are the row's, where the state keeps them (a CloudQuery sync);
-	// nil when the destination keeps the rows (the exporter), or for a post
-	// archived before they were recorded.
+	// Bookmarked says the post has a row of x_bookmarks, with its content
+	// tables' rows; Referenced that bookmarks quote, answer or repost it:
+	// it has rows of x_bookmark_referenced_posts. A post can be both.
+	Bookmarked, Referenced bool
+	// Dates are the bookmark row's, where the state keeps them (a
+	// CloudQuery sync); nil when the destination keeps the rows (the
+	// exporter), for a post archived before they were recorded, or for a
+	// post that is not Bookmarked.
 	Dates *Dates
 }
 
@@ -66,7 +71,8 @@ func (c *Check) Pending(ctx context.Context) ([]AccountActions, error) {
 		var posts []Affected
 		for _, ch := range a.checks {
 			if act := c.ActionOf(reasonName(ch.reason)); ch.reason != reasonClean && act > Action(ch.applied) {
-				posts = append(posts, Affected{PostID: strconv.FormatUint(ch.id, 10), Reason: reasonName(ch.reason), Action: act})
+				posts = append(posts, Affected{PostID: strconv.FormatUint(ch.id, 10), Reason: reasonName(ch.reason), Action: act,
+					Bookmarked: a.bookmarks.Has(ch.id), Referenced: a.referenced.Has(ch.id)})
 			}
 		}
 		if len(posts) == 0 {

@@ -5,35 +5,43 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// Archiver records the posts a bookmarks walk emits among the account's
-// archived ids: the checks cover every post ever written to x_bookmarks,
-// also those whose bookmark was removed since, and the plugin cannot read
-// the destination, so it keeps the ids in the state backend. A destination
-// that keeps that record itself (account.Session.Archive) needs none.
+// Archiver records what a bookmarks walk emits among the account's
+// archived posts: the checks cover every post ever written to x_bookmarks,
+// also those whose bookmark was removed since, and every post written to
+// x_bookmark_referenced_posts (a post a bookmark quotes, answers or
+// reposts, whose content the archive holds too). The plugin cannot read the
+// destination, so it keeps their ids in the state backend. A destination
+// that keeps the record of x_bookmarks itself (account.Session.Archive)
+// needs the record of the referenced posts only.
 type Archiver struct {
-	s       *account.Session
-	mu      sync.Mutex
-	emitted []found
+	s          *account.Session
+	mu         sync.Mutex
+	emitted    []found
+	referenced []uint64
 }
 
 // NewArchiver returns the archiver of the account's bookmarks walk.
 func NewArchiver(s *account.Session) *Archiver { return &Archiver{s: s} }
 
-// Add records a post whose row was emitted, with the row's dates.
-func (a *Archiver) Add(postID string, d Dates) {
-	if a.s.Archive != nil { // the destination keeps the record
-		return
-	}
-	if n, ok := ids.Parse(postID); ok {
-		a.mu.Lock()
+// Add records a post whose row was emitted, with the row's dates, and the
+// posts its rows of x_bookmark_referenced_posts hold (refs).
+func (a *Archiver) Add(postID string, d Dates, refs []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n, ok := ids.Parse(postID); ok && a.s.Archive == nil {
 		a.emitted = append(a.emitted, found{n, d})
-		a.mu.Unlock()
+	}
+	for _, r := range refs {
+		if n, ok := ids.Parse(r); ok {
+			a.referenced = append(a.referenced, n)
+		}
 	}
 }
 
@@ -41,15 +49,16 @@ func (a *Archiver) Add(postID string, d Dates) {
 // (rows emitted before a failure were written too), and returns walkErr,
 // the walk's error, or its own.
 func (a *Archiver) Save(ctx context.Context, walkErr error) error {
-	if a.s.Archive != nil {
-		return walkErr
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err := addArchived(ctx, a.s, a.emitted); err != nil {
+	err := addReferenced(ctx, a.s, ids.NewSorted(a.referenced))
+	if err == nil && a.s.Archive == nil {
+		err = addArchived(ctx, a.s, a.emitted)
+	}
+	if err != nil {
 		return errors.Join(walkErr, fmt.Errorf("%s: %w", a.s.ID(), err))
 	}
-	a.emitted = nil
+	a.emitted, a.referenced = nil, nil
 	return walkErr
 }
 
@@ -71,8 +80,35 @@ func addArchived(ctx context.Context, s *account.Session, emitted []found) error
 	if err != nil {
 		return err
 	}
-	if err := account.SetKey(ctx, s.State, account.ArchivedKey(s.UserID), text); err != nil {
+	return account.SetKey(ctx, s.State, account.ArchivedKey(s.UserID), text)
+}
+
+// addReferenced adds posts to the account's referenced posts.
+func addReferenced(ctx context.Context, s *account.Session, referenced ids.Sorted) error {
+	if len(referenced) == 0 {
+		return nil
+	}
+	had, err := loadReferenced(ctx, s)
+	if err != nil {
 		return err
 	}
-	return nil
+	all := had.Union(referenced)
+	if len(all) == len(had) {
+		return nil
+	}
+	text, err := all.Marshal()
+	if err != nil {
+		return err
+	}
+	return account.SetKey(ctx, s.State, account.ReferencedKey(s.UserID), text)
+}
+
+// loadReferenced reads the account's referenced posts.
+func loadReferenced(ctx context.Context, s *account.Session) (ids.Sorted, error) {
+	key := account.ReferencedKey(s.UserID)
+	value, err := account.GetKey(ctx, s.State, key)
+	if err != nil {
+		return nil, err
+	}
+	return ids.UnmarshalSorted(value, "state "+strconv.Quote(key))
 }

@@ -258,8 +258,10 @@ func (a *accountChecks) addDates(ctx context.Context, s *account.Session, posts 
 		return err
 	}
 	for i := range posts {
-		n, _ := strconv.ParseUint(posts[i].PostID, 10, 64)
-		posts[i].Dates = rec.datesOf(n)
+		if posts[i].Bookmarked {
+			n, _ := strconv.ParseUint(posts[i].PostID, 10, 64)
+			posts[i].Dates = rec.datesOf(n)
+		}
 	}
 	return nil
 }

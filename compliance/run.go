@@ -110,11 +110,11 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 				continue
 			}
 		}
-		archived, err := loadArchived(ctx, s)
+		bookmarks, referenced, err := loadArchived(ctx, s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
-		a := &accountChecks{userID: s.UserID, archived: archived}
+		a := &accountChecks{userID: s.UserID, archived: bookmarks.Union(referenced), bookmarks: bookmarks, referenced: referenced}
 		value, err := account.GetKey(ctx, c.State, account.ChecksKey(s.UserID))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)

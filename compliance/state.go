@@ -21,10 +21,12 @@ import (
 // What the compliance checks keep in the state backend:
 //
 //   - per account, the ids of every post written to x_bookmarks (archived
-//     ids), added to by the bookmarks walk (Archiver): the walk's held
-//     list alone would forget posts whose bookmark was removed. A
-//     destination that keeps them itself (the exporter's written ids) is
-//     read instead, and none are kept (Session.Archive);
+//     ids) and to x_bookmark_referenced_posts, added to by the bookmarks
+//     walk (Archiver): the walk's held list alone would forget posts whose
+//     bookmark was removed. A destination that keeps the record of
+//     x_bookmarks itself (the exporter's written ids) is read for those
+//     instead (Session.Archive); the referenced posts are kept under a key
+//     of their own, in both cases;
 //   - per account, when each archived post was last checked and what X said
 //     of it then, and the account's check rounds (checks);
 //   - per sync scope (all accounts, or one shard), the job in progress, with
@@ -38,6 +40,10 @@ func init() {
 	})
 	account.RegisterDecoder(account.ArchivedIDs, func(key, value string) error {
 		_, err := unmarshalArchived(value, "state "+strconv.Quote(key))
+		return err
+	})
+	account.RegisterDecoder(account.ReferencedIDs, func(key, value string) error {
+		_, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(key))
 		return err
 	})
 	account.RegisterDecoder(account.ComplianceJob, func(key, value string) error { _, err := decodeJob(key, value); return err })
@@ -74,9 +80,11 @@ type check struct {
 
 // accountChecks is one account's side of the checks.
 type accountChecks struct {
-	userID   string
-	archived ids.Sorted
-	checks   []check // sorted by id
+	userID string
+	// archived is every post checked: the bookmarked ones and the ones
+	// they reference (referenced), which may overlap.
+	archived, bookmarks, referenced ids.Sorted
+	checks                          []check // sorted by id
 	// roundStart is when the account's current check round started (zero:
 	// none running); lastRound when its last finished round started.
 	roundStart, lastRound time.Time
@@ -237,21 +245,24 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	return err
 }
 
-// loadArchived reads an account's archived ids: from the destination when
-// it keeps them (Session.Archive), else from the state (loadRecord).
-func loadArchived(ctx context.Context, s *account.Session) (ids.Sorted, error) {
+// loadArchived reads an account's archived posts: the bookmarked ones from
+// the destination when it keeps them (Session.Archive), else from the state
+// (loadRecord), and the ones they reference from the state.
+func loadArchived(ctx context.Context, s *account.Session) (bookmarks, referenced ids.Sorted, err error) {
+	if referenced, err = loadReferenced(ctx, s); err != nil {
+		return nil, nil, err
+	}
 	if s.Archive != nil {
-		nums, err := s.Archive.Archived(ctx, s.UserID)
-		if err != nil {
-			return nil, fmt.Errorf("reading the posts archived: %w", err)
+		if bookmarks, err = s.Archive.Archived(ctx, s.UserID); err != nil {
+			return nil, nil, fmt.Errorf("reading the posts archived: %w", err)
 		}
-		return nums, nil
+		return bookmarks, referenced, nil
 	}
 	rec, _, err := loadRecord(ctx, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rec.ids, nil
+	return rec.ids, referenced, nil
 }
 
 // loadRecord reads the account's archived posts from the state; recorded

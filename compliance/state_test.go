@@ -103,7 +103,12 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	job, _ := st.GetKey(context.Background(), "job")
+	referenced, err := ids.Sorted{1, 2, 3}.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for key, value := range map[string]string{
+		account.ReferencedKey("1001"):  referenced,
 		account.ChecksKey("1001"):      checks,
 		account.JobKey(""):             job,
 		account.JobKey("shard-1-of-2"): job,

@@ -219,3 +219,67 @@ func noOldContent(t *testing.T, dir, text string) {
 		return nil
 	})
 }
+
+// The exporter removes from the files a post a bookmark quotes once its
+// author deletes it: its rows of x_bookmark_referenced_posts, its media's
+// rows of x_media_files and their files in DIR/media; the bookmark that
+// quotes it keeps all of its own, and the post's tombstone lands in
+// x_post_compliance. The run after changes nothing (applied once).
+func TestExportRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
+	sim := xsim.New(xsim.Options{Clock: clk})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	ex := sim.SeedContentExamples("1001")
+	users := []demoUser{{id: "1001"}}
+	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) + allContentYAML + mediaYAML +
+		fmt.Sprintf("    compliance:\n      bearer_token: %q\n", sim.IssueAppOnlyToken())
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	quotedRows := func(table, column string) []map[string]string {
+		var out []map[string]string
+		for _, r := range tableRows(t, dir, table) {
+			if r[column] == ex.Quoted {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	var files []map[string]string
+	for run := range 3 {
+		if run == 1 {
+			files = quotedRows("x_media_files", "media_post_id")
+			if len(files) == 0 || len(quotedRows("x_bookmark_referenced_posts", "referenced_post_id")) != 1 {
+				t.Fatal("the first run archived no referenced row or media file of the quoted post")
+			}
+			_ = sim.DeletePost(ex.Quoted)
+		}
+		clk.Advance(24 * time.Hour)
+		res, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (run == 1) != (res.ComplianceRows > 0) {
+			t.Errorf("run %d changed %d rows; only the run after the report acts", run+1, res.ComplianceRows)
+		}
+	}
+	for _, q := range [][2]string{{"x_bookmark_referenced_posts", "referenced_post_id"}, {"x_media_files", "media_post_id"}} {
+		if rows := quotedRows(q[0], q[1]); len(rows) != 0 {
+			t.Errorf("%s still holds the deleted post: %v", q[0], rows)
+		}
+	}
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(archive.MediaPath(dir), filepath.FromSlash(f["file_key"]))); err == nil {
+			t.Errorf("media file %s of the deleted post is still stored", f["file_key"])
+		}
+	}
+	noOldContent(t, dir, "the quoted post, with a photo")
+	if row := rowOf(t, dir, "x_bookmarks", ex.LongPost); row == nil || row["full_text"] != ex.LongText || rowOf(t, dir, "x_post_compliance", ex.Quoted) == nil {
+		t.Errorf("the quoting bookmark's row %v, or the tombstone, is not there", row)
+	}
+}

@@ -86,8 +86,9 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 }
 
 // removeRows sends the DeleteRecord messages of an account's reported
-// posts: their rows of the content tables (and of x_media_files), and
-// their x_bookmarks row when it goes too.
+// posts: a bookmark's rows of the content tables (and of x_media_files),
+// and its x_bookmarks row when it goes too; a referenced post's rows of
+// x_bookmark_referenced_posts and of x_media_files (its media's files).
 func (c *Client) removeRows(acct compliance.AccountActions, content schema.Tables, res chan<- message.SyncMessage) {
 	var geo []string
 	for _, p := range acct.Posts {
@@ -99,33 +100,44 @@ func (c *Client) removeRows(acct compliance.AccountActions, content schema.Table
 		default:
 			continue
 		}
+		if p.Referenced {
+			if content.Get(resources.ReferencedPostsTable) != nil {
+				res <- deleteRows(resources.ReferencedPostsTable, acct.UserID, "referenced_post_id", p.PostID)
+			}
+			if content.Get(resources.MediaFilesTable) != nil {
+				res <- deleteRows(resources.MediaFilesTable, acct.UserID, "media_post_id", p.PostID)
+			}
+		}
+		if !p.Bookmarked {
+			continue
+		}
 		for _, t := range content {
-			res <- deleteBookmarkRows(t.Name, acct.UserID, p.PostID)
+			res <- deleteRows(t.Name, acct.UserID, "post_id", p.PostID)
 		}
 		if p.Action == compliance.Delete || p.Dates == nil {
 			if p.Action == compliance.Redact {
 				c.logger.Warn().Str("user_id", acct.UserID).Str("post_id", p.PostID).
 					Msg("the dates of this redacted bookmark are not known (it was archived by an earlier version): its x_bookmarks row is removed; its tombstone stays in x_post_compliance")
 			}
-			res <- deleteBookmarkRows(resources.BookmarksTable, acct.UserID, p.PostID)
+			res <- deleteRows(resources.BookmarksTable, acct.UserID, "post_id", p.PostID)
 		}
 	}
 	if len(geo) > 0 {
 		c.logger.Warn().Str("user_id", acct.UserID).Strs("post_ids", geo).
-			Msg("X removed the location of these posts: a source cannot edit a row of the destination, so remove the `geo` of their `post` JSON in x_bookmarks yourself (docs/compliance.md)")
+			Msg("X removed the location of these posts: a source cannot edit a row of the destination, so remove the `geo` of their `post` JSON in x_bookmarks and x_bookmark_referenced_posts yourself (docs/compliance.md)")
 	}
 }
 
-// deleteBookmarkRows is the message that removes a bookmark's rows of
-// table: user_id = userID AND post_id = postID.
-func deleteBookmarkRows(table, userID, postID string) *message.SyncDeleteRecord {
+// deleteRows is the message that removes the account's rows of table
+// whose column holds postID: user_id = userID AND column = postID.
+func deleteRows(table, userID, column, postID string) *message.SyncDeleteRecord {
 	return &message.SyncDeleteRecord{DeleteRecord: message.DeleteRecord{
 		TableName: table,
 		WhereClause: message.PredicateGroups{{
 			GroupingType: "AND",
 			Predicates: message.Predicates{
 				{Operator: "eq", Column: "user_id", Record: stringValue("user_id", userID)},
-				{Operator: "eq", Column: "post_id", Record: stringValue("post_id", postID)},
+				{Operator: "eq", Column: column, Record: stringValue(column, postID)},
 			},
 		}},
 	}}

@@ -134,6 +134,18 @@ func (b *bookmark) dates() compliance.Dates {
 	return compliance.Dates{CreatedAt: b.post.CreatedAt, FirstSeenAt: b.firstSeenAt, BookmarkedAfter: b.bookmarkedAfter, FoundPosition: b.foundPosition}
 }
 
+// referencedIDs are the posts whose content the bookmark's rows of
+// x_bookmark_referenced_posts hold: those X returned.
+func (b *bookmark) referencedIDs() []string {
+	var out []string
+	for _, r := range b.refs {
+		if r.post != nil {
+			out = append(out, r.id)
+		}
+	}
+	return out
+}
+
 func (b *bookmark) authorJSON() []byte {
 	if b.author == nil || b.author.user == nil {
 		return nil
@@ -189,7 +201,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 			return err
 		}
 		for _, b := range rows {
-			archived.Add(b.post.ID, b.dates())
+			archived.Add(b.post.ID, b.dates(), b.referencedIDs())
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -60,12 +61,13 @@ func MediaFileUses(key, value string) ([]MediaFileUse, error) {
 }
 
 // DropMediaFilesOfPosts returns value, the state of the key
-// account.MediaFilesKey(user), without the files of the posts for which
-// drop is true, nor their rows the outbox holds to send again, and the
-// keys of the stored files those named. A file another record uses (of
-// this account: MediaFileUses; of others: theirs) must stay; the others
-// may be deleted from the store (Store.Delete).
-func DropMediaFilesOfPosts(key, value string, drop func(postID string) bool) (newValue string, stored []string, err error) {
+// account.MediaFilesKey(user), without the files for which drop is true —
+// given the archived post and the post the media is attached to (the same,
+// or a post it references) — nor their rows the outbox holds to send
+// again, and the keys of the stored files those named. A file another
+// record uses (of this account: MediaFileUses; of others: theirs) must
+// stay; the others may be deleted from the store (Store.Delete).
+func DropMediaFilesOfPosts(key, value string, drop func(postID, mediaPostID string) bool) (newValue string, stored []string, err error) {
 	st, err := decodeMediaState(key, value)
 	if err != nil {
 		return "", nil, err
@@ -73,7 +75,7 @@ func DropMediaFilesOfPosts(key, value string, drop func(postID string) bool) (ne
 	kept := st.records[:0]
 	for _, r := range st.records {
 		switch {
-		case !drop(r.PostID):
+		case !drop(r.PostID, cmp.Or(r.MediaPostID, r.PostID)):
 			kept = append(kept, r)
 		case r.Status == media.Stored && !slices.Contains(stored, r.FileKey):
 			stored = append(stored, r.FileKey)
@@ -82,7 +84,7 @@ func DropMediaFilesOfPosts(key, value string, drop func(postID string) bool) (ne
 	st.records = kept
 	st.outbox, err = st.outbox.Rewrite(func(line []byte) ([]byte, error) {
 		var row mediaFileRow
-		if err := json.Unmarshal(line, &row); err != nil || drop(row.PostID) {
+		if err := json.Unmarshal(line, &row); err != nil || drop(row.PostID, cmp.Or(row.MediaPostID, row.PostID)) {
 			return nil, err
 		}
 		return line, nil

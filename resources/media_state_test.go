@@ -102,7 +102,7 @@ func TestTheFilesOfPostsAreDroppedFromTheMediaState(t *testing.T) {
 		{PostID: "11", MediaKey: "3_1", URL: "a", Status: media.Stored, FileKey: "ab/ab.jpg"},
 		{PostID: "12", MediaKey: "3_3", URL: "c", Status: media.Stored, FileKey: "cd/cd.png"},
 	}})
-	after, stored, err := DropMediaFilesOfPosts(key, value, func(id string) bool { return id == "10" || id == "12" })
+	after, stored, err := DropMediaFilesOfPosts(key, value, func(id, _ string) bool { return id == "10" || id == "12" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestTheFilesOfPostsAreDroppedFromTheMediaState(t *testing.T) {
 		t.Fatalf("the outbox lost the rows of posts kept")
 	}
 	// The outbox's rows of a dropped post go: no sync sends them again.
-	after, _, err = DropMediaFilesOfPosts(key, value, func(id string) bool { return id == "1" })
+	after, _, err = DropMediaFilesOfPosts(key, value, func(id, _ string) bool { return id == "1" })
 	if st, _ := decodeMediaState(key, after); err != nil || len(st.outbox.Entries) != 0 {
 		t.Fatalf("the outbox kept the rows of a dropped post (%v)", err)
 	}

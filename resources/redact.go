@@ -77,7 +77,9 @@ func redactedRow(userID string, p compliance.Affected) *bookmark {
 
 // PurgeOutbox takes the posts out of the account's bookmarks outbox: a
 // redacted or deleted post's row is dropped, with the expanded objects
-// (authors, media, referenced posts) no other post of its page uses, and a
+// (authors, media, referenced posts) no other post of its page uses; a
+// referenced post redacted or deleted leaves its page, and its rows of
+// x_bookmark_referenced_posts are not sent again (sentPage.Withdrawn); a
 // post whose location X removed loses its geo. It sets the walk's memory
 // in the state, unflushed.
 func PurgeOutbox(ctx context.Context, s *account.Session, posts []compliance.Affected) error {
@@ -123,6 +125,9 @@ func (p *sentPage) purge(action map[string]compliance.Action) error {
 	}
 	var positions []int64
 	keep := make([]bool, len(page.Data))
+	if page.Includes.Tweets, err = p.withdraw(page.Includes.Tweets, action); err != nil {
+		return err
+	}
 	for i := range page.Data {
 		switch action[page.Data[i].ID] {
 		case compliance.Redact, compliance.Delete:
@@ -139,6 +144,34 @@ func (p *sentPage) purge(action map[string]compliance.Action) error {
 	p.Positions = positions
 	p.Page, err = client.StoredPage(page, func(i int) bool { return keep[i] })
 	return err
+}
+
+// withdraw applies the actions to the page's referenced posts: a redacted
+// or deleted one leaves it, and is recorded withdrawn.
+func (p *sentPage) withdraw(tweets []json.RawMessage, action map[string]compliance.Action) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for _, raw := range tweets {
+		var post struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &post); err != nil {
+			return nil, err
+		}
+		switch action[post.ID] {
+		case compliance.Redact, compliance.Delete:
+			if !slices.Contains(p.Withdrawn, post.ID) {
+				p.Withdrawn = append(p.Withdrawn, post.ID)
+			}
+			continue
+		case compliance.ScrubGeo:
+			var err error
+			if raw, err = WithoutGeo(raw); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, raw)
+	}
+	return out, nil
 }
 
 // WithoutGeo is a post's JSON without its geo field (raw itself when it
@@ -236,17 +269,19 @@ func DropMedia(ctx context.Context, sessions []*account.Session, elsewhere []str
 	var candidates []string
 	changed := map[string]*account.Session{}
 	for _, a := range acts {
-		drop := map[string]bool{}
+		posts, refs := map[string]bool{}, map[string]bool{} // bookmarks whose files go; referenced posts whose media's files go
 		for _, p := range a.Posts {
 			if p.Action >= compliance.Redact {
-				drop[p.PostID] = true
+				posts[p.PostID], refs[p.PostID] = p.Bookmarked, p.Referenced
 			}
 		}
 		key := account.MediaFilesKey(a.UserID)
-		if len(drop) == 0 || values[key] == "" {
+		if len(posts) == 0 || values[key] == "" {
 			continue
 		}
-		next, stored, err := DropMediaFilesOfPosts(key, values[key], func(id string) bool { return drop[id] })
+		next, stored, err := DropMediaFilesOfPosts(key, values[key], func(postID, mediaPostID string) bool {
+			return posts[postID] || refs[mediaPostID]
+		})
 		if err != nil {
 			return 0, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
@@ -25,6 +26,10 @@ type sentPage struct {
 	Expansions      []string        `json:"expansions,omitempty"` // what the request asked to expand
 	Positions       []int64         `json:"positions"`            // found_position of each post
 	Page            json.RawMessage `json:"page"`
+	// Withdrawn are posts its posts reference that X's compliance job
+	// reported (PurgeOutbox): the page no longer holds them, and their rows
+	// of x_bookmark_referenced_posts are not sent again.
+	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 
 // sentRows collects the rows a walk sends into its outbox entry.
@@ -83,6 +88,7 @@ func (p *sentPage) rows(userID string, asker func(param, value string) []string)
 	rows := bookmarkRows(userID, newPageContent(page, askedBy(client.Fields{Expansions: p.Expansions}), asker), p.FirstSeenAt, p.BookmarkedAfter, 0)
 	for i, row := range rows {
 		row.foundPosition = p.Positions[i]
+		row.refs = slices.DeleteFunc(row.refs, func(r reference) bool { return slices.Contains(p.Withdrawn, r.id) })
 	}
 	return rows, nil
 }

@@ -170,6 +170,26 @@ func (s *Server) SetPostCompliance(postID, reason string) error {
 	return nil
 }
 
+// SuspendUser is X suspending an account: jobs that complete from then on
+// report each post of it registered with PutPost "suspended", and posts
+// that reference one get a partial error in its place. The bookmark lists
+// are not changed.
+func (s *Server) SuspendUser(userID string) error {
+	var posts []string
+	s.posts.Range(func(id, p any) bool {
+		if p.(*Post).AuthorID == userID {
+			posts = append(posts, id.(string))
+		}
+		return true
+	})
+	for _, id := range posts {
+		if err := s.SetPostCompliance(id, "suspended"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DeletePost is the author deleting a post: it leaves every bookmark list
 // and folder, and compliance jobs report it as "deleted".
 func (s *Server) DeletePost(postID string) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -108,12 +109,27 @@ func newComplianceEnv(t *testing.T, compliance map[string]any) *complianceEnv {
 	_, e.backend = startStateBackend(t, dir)
 	compliance["bearer_token"] = sim.IssueAppOnlyToken()
 	e.settings = map[string]any{
-		"base_url":   sim.URL(),
-		"accounts":   []map[string]any{{"user_id": user, "access_token": sim.IssueToken(user)}},
-		"content":    allKinds,
-		"compliance": compliance,
+		"base_url":    sim.URL(),
+		"accounts":    []map[string]any{{"user_id": user, "access_token": sim.IssueToken(user)}},
+		"content":     allKinds,
+		"media_files": map[string]any{"store": "file://" + filepath.ToSlash(e.storeDir())},
+		"compliance":  compliance,
 	}
 	return e
+}
+
+// storeDir is the directory of the syncs' media store.
+func (e *complianceEnv) storeDir() string { return filepath.Join(e.dir, "media") }
+
+// rowsWhere are the table's rows whose column holds value.
+func (d *destination) rowsWhere(table, column, value string) []map[string]string {
+	var out []map[string]string
+	for _, row := range d.rows[table] {
+		if row[column] == value {
+			out = append(out, row)
+		}
+	}
+	return out
 }
 
 // sync is one sync, a day after the last, in a new plugin process.
@@ -219,5 +235,79 @@ func TestGRPCKeepsReportedBookmarksWhenAsked(t *testing.T) {
 	e.sync()
 	if rows := e.dest.rowsOf("x_bookmarks", post); len(rows) != 1 || rows[0]["full_text"] == "" || e.deletes != 0 {
 		t.Errorf("kept row %v, %d DeleteRecord messages", rows, e.deletes)
+	}
+}
+
+// A post a bookmark quotes, answers or reposts is checked as the bookmarks
+// are: when its author deletes it, its rows of x_bookmark_referenced_posts
+// and its media's rows of x_media_files go, with its media files; the
+// bookmark that quotes it stays whole, and its tombstone lands in
+// x_post_compliance. The next sync neither sends it again nor acts again.
+func TestGRPCRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
+	e := newComplianceEnv(t, map[string]any{})
+	e.sync()
+	quoted := e.ex.Quoted
+	files := e.dest.rowsWhere("x_media_files", "media_post_id", quoted)
+	if len(e.dest.rowsWhere("x_bookmark_referenced_posts", "referenced_post_id", quoted)) != 1 || len(files) == 0 {
+		t.Fatalf("first sync: no referenced row or media file of the quoted post")
+	}
+	if err := e.sim.DeletePost(quoted); err != nil {
+		t.Fatal(err)
+	}
+	e.sync()
+	if rows := e.dest.rowsWhere("x_bookmark_referenced_posts", "referenced_post_id", quoted); len(rows) != 0 {
+		t.Errorf("x_bookmark_referenced_posts still holds the deleted post: %v", rows)
+	}
+	if rows := e.dest.rowsWhere("x_media_files", "media_post_id", quoted); len(rows) != 0 {
+		t.Errorf("x_media_files still holds the deleted post's media: %v", rows)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(e.storeDir(), filepath.FromSlash(f["file_key"]))); err == nil {
+			t.Errorf("media file %s of the deleted post is still stored", f["file_key"])
+		}
+	}
+	if tomb := e.dest.rowsOf("x_post_compliance", quoted); len(tomb) != 1 || tomb[0]["reason"] != "deleted" {
+		t.Errorf("tombstone %v", tomb)
+	}
+	quote := e.dest.rowsOf("x_bookmarks", e.ex.LongPost)
+	if len(quote) != 1 || quote[0]["full_text"] != e.ex.LongText || len(e.dest.rowsOf("x_bookmark_media", e.ex.LongPost)) != 2 ||
+		len(e.dest.rowsWhere("x_media_files", "media_post_id", e.ex.LongPost)) == 0 {
+		t.Errorf("the bookmark that quotes the deleted post lost its own content: %v", quote)
+	}
+	e.sync()
+	if rows := e.dest.rowsWhere("x_bookmark_referenced_posts", "referenced_post_id", quoted); len(rows) != 0 || e.deletes != 0 {
+		t.Errorf("third sync: %d DeleteRecord messages, referenced rows %v: want none", e.deletes, rows)
+	}
+}
+
+// An account X suspends takes all it wrote: X reports each of its posts
+// suspended, so its bookmarked posts are redacted (with its profile, in
+// x_bookmark_authors) and the posts of it that bookmarks quote or answer
+// leave x_bookmark_referenced_posts (with its profile, in their author
+// column). No row keeps its profile or its text; other authors' bookmarks
+// stay whole.
+func TestGRPCRemovesWhatASuspendedAccountWrote(t *testing.T) {
+	e := newComplianceEnv(t, map[string]any{})
+	e.sync()
+	bo := e.ex.Authors[1]
+	if len(e.dest.rowsWhere("x_bookmark_authors", "author_id", bo)) == 0 || len(e.dest.rowsWhere("x_bookmark_referenced_posts", "author_id", bo)) == 0 {
+		t.Fatal("first sync: the account wrote no archived bookmark or referenced post")
+	}
+	if err := e.sim.SuspendUser(bo); err != nil {
+		t.Fatal(err)
+	}
+	e.sync()
+	for _, table := range []string{"x_bookmark_authors", "x_bookmark_referenced_posts"} {
+		if rows := e.dest.rowsWhere(table, "author_id", bo); len(rows) != 0 {
+			t.Errorf("%s still holds what the suspended account wrote: %v", table, rows)
+		}
+	}
+	for _, post := range []string{e.ex.ArticlePost, e.ex.ReplyToDeleted} {
+		if rows := e.dest.rowsOf("x_bookmarks", post); len(rows) != 1 || rows[0]["text"] != "" || rows[0]["author"] != "" {
+			t.Errorf("bookmark %s of the suspended account: %v", post, rows)
+		}
+	}
+	if rows := e.dest.rowsOf("x_bookmarks", e.ex.LongPost); len(rows) != 1 || rows[0]["full_text"] != e.ex.LongText {
+		t.Errorf("another author's bookmark changed: %v", rows)
 	}
 }

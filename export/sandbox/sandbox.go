@@ -188,6 +188,12 @@ func (s *Sandbox) Mutate() Changes {
 
 	alice := sim.Bookmarks("1001")
 	newest, old, gone := alice[0], alice[len(alice)*5/6], alice[len(alice)/3]
+	for _, id := range alice[len(alice)/3 : len(alice)*5/6] { // one with media: the demo shows its files go too
+		if len(sim.PostContent(id).MediaKeys) > 0 {
+			gone = id
+			break
+		}
+	}
 	_ = sim.DeletePost(gone)
 	c.Deleted = gone
 	note("the author of alice's bookmark %s deleted the post (it leaves her list; only the compliance job says so)", gone)

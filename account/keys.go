@@ -29,8 +29,11 @@ import (
 //	EndedSyncs        x_api_usage/ended[/<scope>]               the last syncs that ran to their end (this package: ended.go)
 //	ArchivedIDs       x_post_compliance/archived/<user>         the posts archived, which the checks cover (compliance)
 //	ReferencedIDs     x_post_compliance/referenced/<user>       the posts archived bookmarks reference, which the checks cover too (compliance)
+//	AuthorIDs         x_post_compliance/authors/<user>          the author of each of those posts, whose account the checks cover (compliance)
 //	ComplianceChecks  x_post_compliance/checks/<user>           when each archived post was checked, what X said (compliance)
-//	ComplianceJob     x_post_compliance/job[/<scope>]           the compliance job in progress (compliance)
+//	UsersCheck        x_post_compliance/users[/<scope>]         the check of the authors' accounts: its round, what X said (compliance)
+//	ComplianceJob     x_post_compliance/job[/<scope>]           the compliance job of posts in progress (compliance)
+//	                  x_post_compliance/users_job[/<scope>]     the compliance job of accounts in progress (compliance)
 //	MediaFiles        x_media_files/<user>                      the files of the posts read, what became of each, the rows to send again (resources)
 //
 // A value is decoded by CheckKey as its reader reads it; the compliance and
@@ -53,6 +56,8 @@ const (
 	ComplianceJob
 	MediaFiles
 	ReferencedIDs
+	AuthorIDs
+	UsersCheck
 )
 
 // BookmarksKey is the key of the account's bookmarks walk.
@@ -83,6 +88,15 @@ func ArchivedKey(userID string) string { return "x_post_compliance/archived/" + 
 // quote, answer or repost (their rows of x_bookmark_referenced_posts).
 func ReferencedKey(userID string) string { return "x_post_compliance/referenced/" + userID }
 
+// AuthorsKey is the key of the authors of the account's archived posts.
+func AuthorsKey(userID string) string { return "x_post_compliance/authors/" + userID }
+
+// UsersKey is the key of a scope's check of the authors' accounts.
+func UsersKey(scope string) string { return scoped("x_post_compliance/users", scope) }
+
+// UsersJobKey is the key of a scope's compliance job of accounts.
+func UsersJobKey(scope string) string { return scoped("x_post_compliance/users_job", scope) }
+
 // ChecksKey is the key of the compliance checks of the account's posts.
 func ChecksKey(userID string) string { return "x_post_compliance/checks/" + userID }
 
@@ -103,7 +117,7 @@ func scoped(key, scope string) string {
 type Key struct {
 	Kind         KeyKind
 	User, Folder string // "" when the kind names none
-	Scope        string // of EndedSyncs and ComplianceJob
+	Scope        string // of EndedSyncs, UsersCheck and ComplianceJob
 	// List is the key of the memory a CapRecord is beside.
 	List string
 }
@@ -136,6 +150,12 @@ func ParseKey(key string) (k Key, ok bool) {
 		return Key{Kind: ArchivedIDs, User: parts[1]}, true
 	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "referenced" && allIDs(parts[1:]):
 		return Key{Kind: ReferencedIDs, User: parts[1]}, true
+	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "authors" && allIDs(parts[1:]):
+		return Key{Kind: AuthorIDs, User: parts[1]}, true
+	case key == UsersKey("") || table == "x_post_compliance" && len(parts) == 2 && parts[0] == "users" && parts[1] != "":
+		return Key{Kind: UsersCheck, Scope: strings.TrimPrefix(strings.TrimPrefix(key, UsersKey("")), "/")}, true
+	case key == UsersJobKey("") || table == "x_post_compliance" && len(parts) == 2 && parts[0] == "users_job" && parts[1] != "":
+		return Key{Kind: ComplianceJob, Scope: strings.TrimPrefix(strings.TrimPrefix(key, UsersJobKey("")), "/")}, true
 	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "checks" && allIDs(parts[1:]):
 		return Key{Kind: ComplianceChecks, User: parts[1]}, true
 	case key == JobKey("") || table == "x_post_compliance" && len(parts) == 2 && parts[0] == "job" && parts[1] != "":

@@ -22,6 +22,11 @@ func TestEveryKeyFormIsReadBack(t *testing.T) {
 		EndedKey("shard-1-of-2"):             {Kind: EndedSyncs, Scope: "shard-1-of-2"},
 		ArchivedKey("1001"):                  {Kind: ArchivedIDs, User: "1001"},
 		ReferencedKey("1001"):                {Kind: ReferencedIDs, User: "1001"},
+		AuthorsKey("1001"):                   {Kind: AuthorIDs, User: "1001"},
+		UsersKey(""):                         {Kind: UsersCheck},
+		UsersKey("shard-1-of-2"):             {Kind: UsersCheck, Scope: "shard-1-of-2"},
+		UsersJobKey(""):                      {Kind: ComplianceJob},
+		UsersJobKey("shard-1-of-2"):          {Kind: ComplianceJob, Scope: "shard-1-of-2"},
 		ChecksKey("1001"):                    {Kind: ComplianceChecks, User: "1001"},
 		JobKey(""):                           {Kind: ComplianceJob},
 		JobKey("shard-1-of-2"):               {Kind: ComplianceJob, Scope: "shard-1-of-2"},
@@ -77,8 +82,9 @@ func TestEveryKeyIsCheckedWhenItIsRead(t *testing.T) {
 	for k := range decoders {
 		kinds = append(kinds, k)
 	}
-	for k := BookmarksMemory; k <= ReferencedIDs; k++ {
-		if k != ArchivedIDs && k != ComplianceChecks && k != ComplianceJob && k != MediaFiles && k != ReferencedIDs && !slices.Contains(kinds, k) {
+	registeredElsewhere := []KeyKind{ArchivedIDs, ReferencedIDs, AuthorIDs, ComplianceChecks, UsersCheck, ComplianceJob, MediaFiles}
+	for k := BookmarksMemory; k <= UsersCheck; k++ {
+		if !slices.Contains(registeredElsewhere, k) && !slices.Contains(kinds, k) {
 			t.Errorf("kind %d has no decoder", k)
 		}
 	}

@@ -2,6 +2,8 @@ package compliance
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -61,22 +63,41 @@ type AccountActions struct {
 }
 
 // Pending is, per account of the sync's last check, the posts whose
-// action is not applied yet, in id order.
+// action is not applied yet, in id order: posts X reported, and posts of
+// authors X reported (the stronger action of the two, when both are).
 func (c *Check) Pending(ctx context.Context) ([]AccountActions, error) {
 	if c.ActionOf == nil {
 		return nil, nil
 	}
 	var out []AccountActions
 	for _, a := range c.accts {
-		var posts []Affected
-		for _, ch := range a.checks {
-			if act := c.ActionOf(reasonName(ch.reason)); ch.reason != reasonClean && act > Action(ch.applied) {
-				posts = append(posts, Affected{PostID: strconv.FormatUint(ch.id, 10), Reason: reasonName(ch.reason), Action: act,
-					Bookmarked: a.bookmarks.Has(ch.id), Referenced: a.referenced.Has(ch.id)})
+		due := map[uint64]Affected{}
+		consider := func(id uint64, reason uint8) {
+			ch, _ := a.find(id)
+			act := c.ActionOf(reasonName(reason))
+			if act > Action(ch.applied) && (due[id].PostID == "" || act > due[id].Action) {
+				due[id] = Affected{PostID: strconv.FormatUint(id, 10), Reason: reasonName(reason), Action: act,
+					Bookmarked: a.bookmarks.Has(id), Referenced: a.referenced.Has(id)}
 			}
 		}
-		if len(posts) == 0 {
+		for _, ch := range a.checks {
+			if ch.reason != reasonClean {
+				consider(ch.id, ch.reason)
+			}
+		}
+		if c.users != nil {
+			for author, reason := range c.users.reported {
+				for _, id := range a.authors[author] {
+					consider(id, reason)
+				}
+			}
+		}
+		if len(due) == 0 {
 			continue
+		}
+		posts := make([]Affected, 0, len(due))
+		for _, id := range slices.Sorted(maps.Keys(due)) {
+			posts = append(posts, due[id])
 		}
 		if err := a.addDates(ctx, c.sessionOf(a.userID), posts); err != nil {
 			return nil, err
@@ -98,11 +119,16 @@ func (c *Check) Applied(ctx context.Context, done []AccountActions) error {
 	return c.saveAccounts(ctx, c.accts)
 }
 
-// markApplied records the posts' actions as applied.
+// markApplied records the posts' actions as applied. A post not checked
+// yet (acted on for its author) gets a check of its own, due at once.
 func (a *accountChecks) markApplied(posts []Affected) {
 	for _, p := range posts {
 		n, _ := strconv.ParseUint(p.PostID, 10, 64)
-		if c, ok := a.find(n); ok && Action(c.applied) < p.Action {
+		c, ok := a.find(n)
+		if !ok {
+			c = check{id: n}
+		}
+		if Action(c.applied) < p.Action {
 			c.applied = uint8(p.Action)
 			a.setAll([]check{c})
 		}

@@ -25,24 +25,27 @@ type Archiver struct {
 	mu         sync.Mutex
 	emitted    []found
 	referenced []uint64
+	authored   []Authored
 }
 
 // NewArchiver returns the archiver of the account's bookmarks walk.
 func NewArchiver(s *account.Session) *Archiver { return &Archiver{s: s} }
 
 // Add records a post whose row was emitted, with the row's dates, and the
-// posts its rows of x_bookmark_referenced_posts hold (refs).
-func (a *Archiver) Add(postID string, d Dates, refs []string) {
+// posts its rows of x_bookmark_referenced_posts hold (refs), each with its
+// author.
+func (a *Archiver) Add(post Authored, d Dates, refs []Authored) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if n, ok := ids.Parse(postID); ok && a.s.Archive == nil {
+	if n, ok := ids.Parse(post.PostID); ok && a.s.Archive == nil {
 		a.emitted = append(a.emitted, found{n, d})
 	}
 	for _, r := range refs {
-		if n, ok := ids.Parse(r); ok {
+		if n, ok := ids.Parse(r.PostID); ok {
 			a.referenced = append(a.referenced, n)
 		}
 	}
+	a.authored = append(append(a.authored, post), refs...)
 }
 
 // Save stores the posts recorded, once the walk has ended, cleanly or not
@@ -51,14 +54,14 @@ func (a *Archiver) Add(postID string, d Dates, refs []string) {
 func (a *Archiver) Save(ctx context.Context, walkErr error) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	err := addReferenced(ctx, a.s, ids.NewSorted(a.referenced))
+	err := errors.Join(addReferenced(ctx, a.s, ids.NewSorted(a.referenced)), addAuthors(ctx, a.s, a.authored))
 	if err == nil && a.s.Archive == nil {
 		err = addArchived(ctx, a.s, a.emitted)
 	}
 	if err != nil {
 		return errors.Join(walkErr, fmt.Errorf("%s: %w", a.s.ID(), err))
 	}
-	a.emitted, a.referenced = nil, nil
+	a.emitted, a.referenced, a.authored = nil, nil, nil
 	return walkErr
 }
 

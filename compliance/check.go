@@ -57,6 +57,7 @@ type Check struct {
 	mu      sync.Mutex
 	failure error
 	accts   []*accountChecks // of the last Run
+	users   *usersCheck      // of the last Run
 }
 
 // sessionOf is the account's session.

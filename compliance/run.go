@@ -39,6 +39,9 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	if err != nil || len(accts) == 0 {
 		return err
 	}
+	if c.users, err = loadUsers(ctx, c); err != nil {
+		return err
+	}
 	start := c.Clock.Now()
 	for _, a := range accts {
 		if err := a.resendFindings(ctx, c.Sync, c.Resend, emit); err != nil {
@@ -48,6 +51,9 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	c.accts = accts
 	c.startRounds(accts, start)
 	err = c.runJobs(ctx, accts, start.Add(c.Wait), emit)
+	if err == nil {
+		err = c.checkAuthors(ctx, accts, start.Add(c.Wait), emit)
+	}
 	for _, a := range accts {
 		if !a.roundStart.IsZero() && !a.hasDue() {
 			a.lastRound, a.roundStart, a.changed = a.roundStart, time.Time{}, true
@@ -74,17 +80,23 @@ func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline ti
 			if len(batch) == 0 {
 				return nil
 			}
-			if rec, err = c.startJob(ctx, key, batch, deadline); err != nil {
+			if rec, err = c.startJob(ctx, key, client.ComplianceTweets, batch, deadline); err != nil {
 				return err
 			}
 		}
-		done, err := c.finishJob(ctx, key, rec, accts, deadline, emit)
+		results, done, err := c.finishJob(ctx, key, rec, deadline)
 		if err != nil {
 			return err
 		}
 		if !done {
 			c.Logger.Warn().Str("job", rec.ID).Dur("waited", c.Wait).Msg("compliance job still running; the next sync picks it up")
 			return nil
+		}
+		if err := c.apply(ctx, rec, results, accts, emit); err != nil {
+			return err
+		}
+		if err := saveJob(ctx, c.State, key, nil, false); err != nil {
+			return err
 		}
 		if err := c.saveAccounts(ctx, accts); err != nil {
 			return err
@@ -115,6 +127,9 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
 		a := &accountChecks{userID: s.UserID, archived: bookmarks.Union(referenced), bookmarks: bookmarks, referenced: referenced}
+		if a.authors, err = loadAuthors(ctx, s); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.ID(), err)
+		}
 		value, err := account.GetKey(ctx, c.State, account.ChecksKey(s.UserID))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
@@ -183,30 +198,32 @@ func (c *Check) jobName() string {
 	return "cq-source-x " + c.Scope
 }
 
-// startJob creates a job for batch, records it and uploads its ids.
-func (c *Check) startJob(ctx context.Context, key string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
-	if err := c.waitForIdle(ctx, deadline); err != nil {
+// startJob creates a job of type typ (client.ComplianceTweets or
+// client.ComplianceUsers) for batch, records it under key and uploads its
+// ids.
+func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
+	if err := c.waitForIdle(ctx, typ, deadline); err != nil {
 		return nil, err
 	}
-	job, _, err := c.API.CreateComplianceJob(ctx, client.CreateComplianceJobOptions{Type: client.ComplianceTweets, Name: c.jobName()})
+	job, _, err := c.API.CreateComplianceJob(ctx, client.CreateComplianceJobOptions{Type: typ, Name: c.jobName()})
 	if err != nil {
 		var ae *client.APIError
 		if errors.As(err, &ae) && (ae.Status == 400 || ae.Status == 409) {
 			// X refuses a second job of a type; how is not documented.
-			if busy, lerr := c.activeJob(ctx); lerr == nil && busy != nil {
+			if busy, lerr := c.activeJob(ctx, typ); lerr == nil && busy != nil {
 				return nil, busyError(busy)
 			}
 		}
 		return nil, explain(err)
 	}
-	rec := &jobRecord{ID: job.ID, CreatedAt: job.CreatedAt, IDs: batch}
+	rec := &jobRecord{ID: job.ID, Type: typ, CreatedAt: job.CreatedAt, IDs: batch}
 	if rec.CreatedAt.IsZero() {
 		rec.CreatedAt = c.Clock.Now()
 	}
 	if err := saveJob(ctx, c.State, key, rec, true); err != nil {
 		return nil, err
 	}
-	c.Logger.Info().Str("job", job.ID).Int("posts", len(batch)).Msg("compliance job created")
+	c.Logger.Info().Str("job", job.ID).Str("type", typ).Int("ids", len(batch)).Msg("compliance job created")
 	if err := c.upload(ctx, key, rec, job); err != nil {
 		return nil, err
 	}
@@ -221,11 +238,11 @@ func (c *Check) upload(ctx context.Context, key string, rec *jobRecord, job *cli
 	return saveJob(ctx, c.State, key, rec, true)
 }
 
-// waitForIdle waits, until the deadline, for another job of the app (a
-// shard's, another program's) to finish: X runs one at a time.
-func (c *Check) waitForIdle(ctx context.Context, deadline time.Time) error {
+// waitForIdle waits, until the deadline, for another job of the type of
+// the app (a shard's, another program's) to finish: X runs one at a time.
+func (c *Check) waitForIdle(ctx context.Context, typ string, deadline time.Time) error {
 	for n := 0; ; n++ {
-		busy, err := c.activeJob(ctx)
+		busy, err := c.activeJob(ctx, typ)
 		if err != nil || busy == nil {
 			return err
 		}
@@ -238,10 +255,10 @@ func (c *Check) waitForIdle(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// activeJob is a post compliance job of the app that is created or in
-// progress, if any.
-func (c *Check) activeJob(ctx context.Context) (*client.ComplianceJob, error) {
-	jobs, _, err := c.API.ListComplianceJobs(ctx, client.ComplianceTweets, "")
+// activeJob is a compliance job of the type of the app that is created or
+// in progress, if any.
+func (c *Check) activeJob(ctx context.Context, typ string) (*client.ComplianceJob, error) {
+	jobs, _, err := c.API.ListComplianceJobs(ctx, typ, "")
 	if err != nil {
 		return nil, explain(err)
 	}
@@ -263,16 +280,16 @@ func busyError(j *client.ComplianceJob) error {
 }
 
 // finishJob polls the job until it ends or the deadline passes (done is
-// false then: the job stays recorded). A complete job's results are applied
-// and the record is cleared; a failed or expired job is cleared and
-// reported.
-func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts []*accountChecks, deadline time.Time, emit Emit) (bool, error) {
-	drop := func(format string, args ...any) (bool, error) {
+// false then: the job stays recorded). It returns a complete job's results,
+// which the caller applies before it clears the record; a failed or
+// expired job is cleared and reported.
+func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (results []client.ComplianceResult, done bool, err error) {
+	drop := func(format string, args ...any) ([]client.ComplianceResult, bool, error) {
 		if err := saveJob(ctx, c.State, key, nil, true); err != nil {
-			return false, err
+			return nil, false, err
 		}
-		return false, &jobError{client.OpGetComplianceJob,
-			fmt.Errorf("compliance job %s "+format+"; its %d posts are checked by a new job at the next sync", append(append([]any{rec.ID}, args...), len(rec.IDs))...)}
+		return nil, false, &jobError{client.OpGetComplianceJob,
+			fmt.Errorf("compliance job %s "+format+"; its %d %s are checked by a new job at the next sync", append(append([]any{rec.ID}, args...), len(rec.IDs), rec.what())...)}
 	}
 	for n := 0; ; n++ {
 		job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
@@ -280,7 +297,7 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts
 			return drop("is not known to X any more")
 		}
 		if err != nil {
-			return false, explain(err)
+			return nil, false, explain(err)
 		}
 		switch job.Status {
 		case client.JobCreated:
@@ -288,7 +305,7 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts
 				// A run that stopped between creating the job and
 				// uploading its ids.
 				if err := c.upload(ctx, key, rec, job); err != nil {
-					return false, err
+					return nil, false, err
 				}
 				continue
 			}
@@ -296,12 +313,9 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts
 		case client.JobComplete:
 			results, _, err := c.API.DownloadComplianceResults(ctx, job)
 			if err != nil {
-				return false, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)
+				return nil, false, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)
 			}
-			if err := c.apply(ctx, rec, results, accts, emit); err != nil {
-				return false, err
-			}
-			return true, saveJob(ctx, c.State, key, nil, false)
+			return results, true, nil
 		case client.JobFailed:
 			return drop("failed (X gives no reason)")
 		case client.JobExpired:
@@ -310,13 +324,13 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, accts
 			}
 			return drop("expired: its ids were not uploaded within 15 minutes of its creation (the sync that created it stopped)")
 		default:
-			return false, fmt.Errorf("compliance job %s has status %q, which this version does not know", rec.ID, job.Status)
+			return nil, false, fmt.Errorf("compliance job %s has status %q, which this version does not know", rec.ID, job.Status)
 		}
 		if !c.Clock.Now().Before(deadline) {
-			return false, nil
+			return nil, false, nil
 		}
 		if err := c.sleep(ctx, pollInterval(n), deadline); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 )
@@ -29,10 +30,13 @@ import (
 //     of their own, in both cases;
 //   - per account, when each archived post was last checked and what X said
 //     of it then, and the account's check rounds (checks);
-//   - per sync scope (all accounts, or one shard), the job in progress, with
-//     the ids it was given (jobRecord). Unlike a pagination token, a job id
-//     stays valid between runs: a run that stopped while a job ran picks it
-//     up instead of starting another (X runs one at a time).
+//   - per account, the author of each of those posts (authorship), and per
+//     sync scope what X said of the authors' accounts (usersCheck);
+//   - per sync scope (all accounts, or one shard), the job in progress of
+//     each type, with the ids it was given (jobRecord). Unlike a pagination
+//     token, a job id stays valid between runs: a run that stopped while a
+//     job ran picks it up instead of starting another (X runs one at a
+//     time).
 
 func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
@@ -44,6 +48,14 @@ func init() {
 	})
 	account.RegisterDecoder(account.ReferencedIDs, func(key, value string) error {
 		_, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(key))
+		return err
+	})
+	account.RegisterDecoder(account.AuthorIDs, func(key, value string) error {
+		_, err := unmarshalAuthors(value, "state "+strconv.Quote(key))
+		return err
+	})
+	account.RegisterDecoder(account.UsersCheck, func(key, value string) error {
+		_, err := unmarshalUsers(value, "state "+strconv.Quote(key))
 		return err
 	})
 	account.RegisterDecoder(account.ComplianceJob, func(key, value string) error { _, err := decodeJob(key, value); return err })
@@ -84,6 +96,7 @@ type accountChecks struct {
 	// archived is every post checked: the bookmarked ones and the ones
 	// they reference (referenced), which may overlap.
 	archived, bookmarks, referenced ids.Sorted
+	authors                         authorship
 	checks                          []check // sorted by id
 	// roundStart is when the account's current check round started (zero:
 	// none running); lastRound when its last finished round started.
@@ -295,11 +308,22 @@ func loadRecord(ctx context.Context, s *account.Session) (rec *archivedRecord, r
 
 // jobRecord is the job in progress: enough to resume it in a later run.
 type jobRecord struct {
-	ID        string    `json:"id"`
+	ID string `json:"id"`
+	// Type is client.ComplianceUsers for a job of accounts; "" or
+	// client.ComplianceTweets for one of posts.
+	Type      string    `json:"type,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// Uploaded is set once the ids are uploaded.
 	Uploaded bool       `json:"uploaded"`
 	IDs      ids.Sorted `json:"-"`
+}
+
+// what names the ids of the job, in messages.
+func (r *jobRecord) what() string {
+	if r.Type == client.ComplianceUsers {
+		return "accounts"
+	}
+	return "posts"
 }
 
 type jobRecordJSON struct {

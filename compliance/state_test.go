@@ -2,6 +2,7 @@ package compliance
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -107,8 +108,18 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	authors, err := authorship{5: {10, 12}, 7: {11}}.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := (&usersCheck{lastRound: time.Unix(1, 0), reported: map[uint64]uint8{5: reasonCode("suspended"), 7: reasonOther}}).marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for key, value := range map[string]string{
 		account.ReferencedKey("1001"):  referenced,
+		account.AuthorsKey("1001"):     authors,
+		account.UsersKey(""):           users,
 		account.ChecksKey("1001"):      checks,
 		account.JobKey(""):             job,
 		account.JobKey("shard-1-of-2"): job,
@@ -119,5 +130,26 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 		if known, err := account.CheckKey(key, value[:len(value)/2]); !known || err == nil {
 			t.Errorf("%s cut in half: known %v, err %v", key, known, err)
 		}
+	}
+}
+
+// The record of the authors of an account's posts and the check of their
+// accounts read back as written.
+func TestAuthorsAndTheirCheckReadBack(t *testing.T) {
+	rec := authorship{5: {10, 12}, 7: {11}, 1 << 60: {1 << 61}}
+	value, err := rec.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := unmarshalAuthors(value, "authors"); err != nil || !reflect.DeepEqual(got, rec) {
+		t.Errorf("authors read back %v (%v), want %v", got, err, rec)
+	}
+	u := &usersCheck{roundStart: time.Unix(20, 0).UTC(), next: 7, lastRound: time.Unix(1, 0).UTC(), reported: map[uint64]uint8{5: reasonCode("deactivated")}}
+	value, err = u.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := unmarshalUsers(value, "users"); err != nil || !reflect.DeepEqual(got, u) {
+		t.Errorf("users check read back %+v (%v), want %+v", got, err, u)
 	}
 }

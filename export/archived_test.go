@@ -47,7 +47,7 @@ func TestTheComplianceCheckOfAnExportReadsItsWrittenIDs(t *testing.T) {
 			t.Errorf("run %d: the state keeps archived post ids", run+1)
 		}
 	}
-	jobs := sim.ComplianceJobs()
+	jobs := sim.ComplianceJobsOf("tweets")
 	if len(jobs) != 2 {
 		t.Fatalf("%d compliance jobs, want one a run", len(jobs))
 	}

@@ -220,12 +220,11 @@ func noOldContent(t *testing.T, dir, text string) {
 	})
 }
 
-// The exporter removes from the files a post a bookmark quotes once its
-// author deletes it: its rows of x_bookmark_referenced_posts, its media's
-// rows of x_media_files and their files in DIR/media; the bookmark that
-// quotes it keeps all of its own, and the post's tombstone lands in
-// x_post_compliance. The run after changes nothing (applied once).
-func TestExportRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
+// exportExamples archives the content examples in three runs a day apart,
+// change called before the second, and fails unless only the second
+// changes rows of the files.
+func exportExamples(t *testing.T, change func(dir string, sim *xsim.Server, ex xsim.ContentExamples)) (string, xsim.ContentExamples) {
+	t.Helper()
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk})
 	if err := sim.Start(); err != nil {
@@ -241,23 +240,9 @@ func TestExportRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	quotedRows := func(table, column string) []map[string]string {
-		var out []map[string]string
-		for _, r := range tableRows(t, dir, table) {
-			if r[column] == ex.Quoted {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	var files []map[string]string
 	for run := range 3 {
 		if run == 1 {
-			files = quotedRows("x_media_files", "media_post_id")
-			if len(files) == 0 || len(quotedRows("x_bookmark_referenced_posts", "referenced_post_id")) != 1 {
-				t.Fatal("the first run archived no referenced row or media file of the quoted post")
-			}
-			_ = sim.DeletePost(ex.Quoted)
+			change(dir, sim, ex)
 		}
 		clk.Advance(24 * time.Hour)
 		res, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Clock: clk})
@@ -268,8 +253,36 @@ func TestExportRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
 			t.Errorf("run %d changed %d rows; only the run after the report acts", run+1, res.ComplianceRows)
 		}
 	}
+	return dir, ex
+}
+
+// rowsWhere are the table's rows whose column holds value.
+func rowsWhere(t *testing.T, dir, table, column, value string) []map[string]string {
+	var out []map[string]string
+	for _, r := range tableRows(t, dir, table) {
+		if r[column] == value {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// The exporter removes from the files a post a bookmark quotes once its
+// author deletes it: its rows of x_bookmark_referenced_posts, its media's
+// rows of x_media_files and their files in DIR/media; the bookmark that
+// quotes it keeps all of its own, and the post's tombstone lands in
+// x_post_compliance. The run after changes nothing (applied once).
+func TestExportRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
+	var files []map[string]string
+	dir, ex := exportExamples(t, func(dir string, sim *xsim.Server, ex xsim.ContentExamples) {
+		files = rowsWhere(t, dir, "x_media_files", "media_post_id", ex.Quoted)
+		if len(files) == 0 || len(rowsWhere(t, dir, "x_bookmark_referenced_posts", "referenced_post_id", ex.Quoted)) != 1 {
+			t.Fatal("the first run archived no referenced row or media file of the quoted post")
+		}
+		_ = sim.DeletePost(ex.Quoted)
+	})
 	for _, q := range [][2]string{{"x_bookmark_referenced_posts", "referenced_post_id"}, {"x_media_files", "media_post_id"}} {
-		if rows := quotedRows(q[0], q[1]); len(rows) != 0 {
+		if rows := rowsWhere(t, dir, q[0], q[1], ex.Quoted); len(rows) != 0 {
 			t.Errorf("%s still holds the deleted post: %v", q[0], rows)
 		}
 	}
@@ -281,5 +294,30 @@ func TestExportRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
 	noOldContent(t, dir, "the quoted post, with a photo")
 	if row := rowOf(t, dir, "x_bookmarks", ex.LongPost); row == nil || row["full_text"] != ex.LongText || rowOf(t, dir, "x_post_compliance", ex.Quoted) == nil {
 		t.Errorf("the quoting bookmark's row %v, or the tombstone, is not there", row)
+	}
+}
+
+// The exporter removes all an account wrote once X's job of accounts
+// reports it, even when the jobs of posts say nothing of its posts: its
+// bookmarked posts are redacted, its posts that bookmarks reference leave
+// x_bookmark_referenced_posts, and no file keeps its profile.
+func TestExportRemovesWhatAnAccountReportedByTheJobOfAccountsWrote(t *testing.T) {
+	dir, ex := exportExamples(t, func(_ string, sim *xsim.Server, ex xsim.ContentExamples) {
+		if err := sim.SetUserCompliance(ex.Authors[1], "suspended"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, table := range []string{"x_bookmark_authors", "x_bookmark_referenced_posts"} {
+		if rows := rowsWhere(t, dir, table, "author_id", ex.Authors[1]); len(rows) != 0 {
+			t.Errorf("%s still holds what the account wrote: %v", table, rows)
+		}
+	}
+	for _, post := range []string{ex.ArticlePost, ex.ReplyToDeleted} {
+		if row := rowOf(t, dir, "x_bookmarks", post); row == nil || row["text"] != "" || row["author"] != "" {
+			t.Errorf("bookmark %s of the account: %v", post, row)
+		}
+	}
+	if row := rowOf(t, dir, "x_bookmarks", ex.LongPost); row == nil || row["full_text"] != ex.LongText {
+		t.Errorf("another author's bookmark changed: %v", row)
 	}
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/xsim"
 )
 
-// A compliance job is recorded in DIR/.state as soon as it is created, and
-// again once its ids are uploaded, ahead of the run's commit: it describes
-// no data of the files. An exporter killed (SIGKILL) right after either
-// step leaves the job running on X; the next run resumes it (uploading its
-// ids if the kill came first) instead of creating another, which X would
-// refuse while it runs, and writes what it reports. The state never runs
-// ahead of the files meanwhile.
+// A compliance job (of posts, then of accounts) is recorded in DIR/.state
+// as soon as it is created, and again once its ids are uploaded, ahead of
+// the run's commit: it describes no data of the files. An exporter killed
+// (SIGKILL) right after any of those steps leaves the job running on X; the
+// next run resumes it (uploading its ids if the kill came first) instead of
+// creating another, which X would refuse while it runs, and writes what it
+// reports. The state never runs ahead of the files meanwhile.
 func TestKillMidComplianceJobResumesTheJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -40,37 +40,42 @@ func TestKillMidComplianceJobResumesTheJob(t *testing.T) {
 	if probe.killed || probe.code != 0 {
 		t.Fatalf("clean run: %s", probe.output)
 	}
-	var saved []int // the steps at which the job was saved: created, uploaded
+	var saved []int // the steps at which a job was saved: created, uploaded
 	for i, s := range probe.steps {
 		if s == "compliance job saved" {
 			saved = append(saved, i+1)
 		}
 	}
-	if len(saved) != 2 {
-		t.Fatalf("the job was saved at steps %v of %v, want after its creation and after its upload", saved, probe.steps)
+	if len(saved) != 4 {
+		t.Fatalf("jobs were saved at steps %v of %v, want after the creation and the upload of the job of posts, then of the job of accounts", saved, probe.steps)
 	}
 
-	for i, at := range []string{"after the job was created", "after its ids were uploaded"} {
+	for i, at := range []string{"after the job of posts was created", "after its ids were uploaded", "after the job of accounts was created", "after its ids were uploaded"} {
 		dir := filepath.Join(t.TempDir(), "out")
 		deleted := sim.Bookmarks("1001")[10+i]
 		if err := sim.SetPostCompliance(deleted, "deleted"); err != nil {
 			t.Fatal(err)
 		}
-		before := len(sim.ComplianceJobs())
+		before := map[string]int{"tweets": len(sim.ComplianceJobsOf("tweets")), "users": len(sim.ComplianceJobsOf("users"))}
+		killed := []string{"tweets", "users"}[i/2]
 		if c := runChild(t, spec, dir, saved[i], 0); !c.killed {
 			t.Fatalf("%s: not killed: %s", at, c.output)
 		}
 		checkNotAhead(t, dir, users)
-		jobs := sim.ComplianceJobs()[before:]
-		if len(jobs) != 1 || jobs[0].Uploads != i {
+		if jobs := sim.ComplianceJobsOf(killed)[before[killed]:]; len(jobs) != 1 || jobs[0].Uploads != i%2 {
 			t.Fatalf("%s: jobs %+v", at, jobs)
 		}
 		if again := runChild(t, spec, dir, 0, 0); again.killed || again.code != 0 {
 			t.Fatalf("%s: re-run: %s", at, again.output)
 		}
-		jobs = sim.ComplianceJobs()[before:]
-		if len(jobs) != 1 || jobs[0].Uploads != 1 || jobs[0].Status != "complete" || len(jobs[0].IDs) != 30 {
-			t.Fatalf("%s: the re-run created another job or did not finish this one: %+v", at, jobs)
+		for typ, n := range before {
+			if jobs := sim.ComplianceJobsOf(typ)[n:]; len(jobs) != 1 || jobs[0].Uploads != 1 || jobs[0].Status != "complete" {
+				t.Fatalf("%s: the re-run created another job of %s or did not finish this one: %+v", at, typ, jobs)
+			}
+		}
+		jobs := sim.ComplianceJobsOf("tweets")[before["tweets"]:]
+		if len(jobs[0].IDs) != 30 {
+			t.Fatalf("%s: the job of posts checked %d posts, want 30", at, len(jobs[0].IDs))
 		}
 		findings, err := sandbox.ReadFindings(dir)
 		if err != nil {

@@ -84,13 +84,20 @@ func (s *runState) Flush(ctx context.Context) error {
 		return errors.New("export: a compliance job cannot be saved: the committed state was not kept at the start of the run")
 	}
 	keys := maps.Clone(s.committed.Keys)
-	maps.Copy(keys, jobs)
+	for k, v := range jobs {
+		if v == "" { // an ended job stays on disk until the run's commit
+			v = s.onDisk[k]
+		}
+		keys[k] = v
+	}
 	next := *s.committed
 	next.Keys = keys
 	if err := archive.SaveState(s.r.out, &next, s.r.o.Step, "compliance job"); err != nil {
 		return err
 	}
-	s.onDisk = jobs
+	for k := range jobs {
+		s.onDisk[k] = keys[k]
+	}
 	s.r.o.Step("compliance job saved")
 	return nil
 }

@@ -134,13 +134,13 @@ func (b *bookmark) dates() compliance.Dates {
 	return compliance.Dates{CreatedAt: b.post.CreatedAt, FirstSeenAt: b.firstSeenAt, BookmarkedAfter: b.bookmarkedAfter, FoundPosition: b.foundPosition}
 }
 
-// referencedIDs are the posts whose content the bookmark's rows of
-// x_bookmark_referenced_posts hold: those X returned.
-func (b *bookmark) referencedIDs() []string {
-	var out []string
+// referenced are the posts whose content the bookmark's rows of
+// x_bookmark_referenced_posts hold (those X returned), with their authors.
+func (b *bookmark) referenced() []compliance.Authored {
+	var out []compliance.Authored
 	for _, r := range b.refs {
 		if r.post != nil {
-			out = append(out, r.id)
+			out = append(out, compliance.Authored{PostID: r.id, AuthorID: r.post.AuthorID})
 		}
 	}
 	return out
@@ -201,7 +201,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 			return err
 		}
 		for _, b := range rows {
-			archived.Add(b.post.ID, b.dates(), b.referencedIDs())
+			archived.Add(compliance.Authored{PostID: b.post.ID, AuthorID: b.post.AuthorID}, b.dates(), b.referenced())
 		}
 		return nil
 	}

@@ -222,8 +222,8 @@ func TestExport_RelativeBearerTokenFileIsRelativeToTheSpecFile(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil || sum.Compliance == nil || !sum.Compliance.OK {
 		t.Fatalf("summary %+v (%v)", sum.Compliance, err)
 	}
-	if jobs := sim.ComplianceJobs(); len(jobs) != 1 || jobs[0].Status != "complete" {
-		t.Fatalf("jobs %+v, want one complete", jobs)
+	if jobs := sim.ComplianceJobsOf("tweets"); len(jobs) != 1 || jobs[0].Status != "complete" {
+		t.Fatalf("jobs of posts %+v, want one complete", jobs)
 	}
 }
 

@@ -26,7 +26,9 @@ import (
 //     so is a complete job whose results are older than a week.
 //   - GET download_url serves the results of a complete job: one JSON line
 //     per id whose post was deleted, suspended, protected, bounced or
-//     geo-scrubbed (SetPostCompliance, DeletePost) before the job completed.
+//     geo-scrubbed (SetPostCompliance, DeletePost) before the job completed;
+//     for a job of type users, per id whose account was deleted, suspended,
+//     deactivated or made protected (SetUserCompliance, SuspendUser).
 //   - GET /2/compliance/jobs/:id and GET /2/compliance/jobs?type=&status=
 //     read jobs. An id the app does not own is a 200 with only errors (X's
 //     lookups answer so).
@@ -61,6 +63,9 @@ const (
 
 // ComplianceReasons are the reasons a post can be reported for.
 var ComplianceReasons = []string{"deleted", "suspended", "deactivated", "protected", "bounced", "scrub_geo"}
+
+// UserComplianceReasons are the reasons an account can be reported for.
+var UserComplianceReasons = []string{"deleted", "suspended", "deactivated", "protected"}
 
 // ComplianceOptions configure the compliance jobs.
 type ComplianceOptions struct {
@@ -102,8 +107,9 @@ type postStatus struct {
 
 type complianceState struct {
 	opts     ComplianceOptions
-	jobs     []*complianceJob // creation order
-	history  map[string][]postStatus
+	jobs     []*complianceJob        // creation order
+	history  map[string][]postStatus // of posts
+	users    map[string][]postStatus // of accounts
 	failNext int
 
 	srv *http.Server
@@ -117,7 +123,7 @@ func newComplianceState(o ComplianceOptions) *complianceState {
 	if o.BusyStatus == 0 {
 		o.BusyStatus = http.StatusConflict
 	}
-	return &complianceState{opts: o, history: map[string][]postStatus{}}
+	return &complianceState{opts: o, history: map[string][]postStatus{}, users: map[string][]postStatus{}}
 }
 
 // status is the job's status at now.
@@ -140,9 +146,14 @@ func (c *complianceState) status(j *complianceJob, now time.Time) string {
 
 // reasonAt is the post's compliance status at t ("" = visible).
 func (c *complianceState) reasonAt(id string, t time.Time) (postStatus, bool) {
+	return statusAt(c.history[id], t)
+}
+
+// statusAt is the status of a history at t ("" = visible).
+func statusAt(history []postStatus, t time.Time) (postStatus, bool) {
 	var last postStatus
 	found := false
-	for _, h := range c.history[id] {
+	for _, h := range history {
 		if h.at.After(t) {
 			break
 		}
@@ -170,11 +181,31 @@ func (s *Server) SetPostCompliance(postID, reason string) error {
 	return nil
 }
 
+// SetUserCompliance records, at the clock's now, that an account was
+// deleted, suspended, deactivated or made protected: jobs of type users
+// that complete from then on report it. reason "" makes it visible again.
+// Its posts are not changed (SuspendUser changes them too).
+func (s *Server) SetUserCompliance(userID, reason string) error {
+	if userID == "" {
+		return ErrEmptyID
+	}
+	if reason != "" && !slices.Contains(UserComplianceReasons, reason) {
+		return fmt.Errorf("xsim: unknown user compliance reason %q (want one of %v)", reason, UserComplianceReasons)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.comp.users[userID] = append(s.comp.users[userID], postStatus{at: s.clk.Now(), reason: reason})
+	return nil
+}
+
 // SuspendUser is X suspending an account: jobs that complete from then on
-// report each post of it registered with PutPost "suspended", and posts
-// that reference one get a partial error in its place. The bookmark lists
-// are not changed.
+// report it (type users) and each post of it registered with PutPost
+// (type tweets) "suspended", and posts that reference one get a partial
+// error in its place. The bookmark lists are not changed.
 func (s *Server) SuspendUser(userID string) error {
+	if err := s.SetUserCompliance(userID, "suspended"); err != nil {
+		return err
+	}
 	var posts []string
 	s.posts.Range(func(id, p any) bool {
 		if p.(*Post).AuthorID == userID {
@@ -228,6 +259,12 @@ func (s *Server) ComplianceJobs() []ComplianceJobInfo {
 			Created: j.created, IDs: slices.Clone(j.ids), Uploads: j.uploads}
 	}
 	return out
+}
+
+// ComplianceJobsOf returns the jobs of a type ("tweets" or "users"), oldest
+// first.
+func (s *Server) ComplianceJobsOf(typ string) []ComplianceJobInfo {
+	return slices.DeleteFunc(s.ComplianceJobs(), func(j ComplianceJobInfo) bool { return j.Type != typ })
 }
 
 // StorageURL is the base URL of the storage host of the upload and download
@@ -581,6 +618,9 @@ func (c *complianceState) results(s *Server, j *complianceJob) []byte {
 	seen := map[string]bool{}
 	for _, id := range j.ids {
 		st, reported := c.reasonAt(id, done)
+		if j.typ == "users" {
+			st, reported = statusAt(c.users[id], done)
+		}
 		if !reported || seen[id] {
 			continue
 		}

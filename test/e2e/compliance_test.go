@@ -122,7 +122,8 @@ func (e *cenv) sync(opts ...plugin.Option) csync {
 	return res
 }
 
-func (e *cenv) jobs() []xsim.ComplianceJobInfo { return e.sim.ComplianceJobs() }
+// jobs are the app's compliance jobs of posts, oldest first.
+func (e *cenv) jobs() []xsim.ComplianceJobInfo { return e.sim.ComplianceJobsOf("tweets") }
 
 // The first sync checks every post it archived; a bookmark deleted by its
 // author, and one whose author was suspended, show up in x_post_compliance
@@ -590,8 +591,8 @@ func TestThePluginSendsNoTokenToTheStorageURLs(t *testing.T) {
 			}
 		}
 	}
-	if storage != 2 {
-		t.Errorf("%d storage requests, want the upload and the download", storage)
+	if storage != 4 {
+		t.Errorf("%d storage requests, want the upload and the download of the job of posts and of the job of accounts", storage)
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 //     the job in the state backend and flush it, upload, poll.
 //  3. A complete job's results update each account's checks; a change in
 //     what X says of a post is a row. A round with nothing left due ends.
+//  4. The scope's check of the authors' accounts runs the same way, with
+//     jobs of accounts (checkAuthors).
 //
 // The sync waits at most Wait for jobs: one still running is left recorded
 // for the next sync, which polls it instead of creating another. A job that

@@ -288,7 +288,7 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 
 // applyUsers records what a complete job of accounts reports, and a row
 // of x_post_compliance for each archived post of an author whose status
-// changed, unless the post's own check says as much already (its own row).
+// changed, unless X reports the post itself (its own rows say what).
 func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
 	reported := make(map[uint64]client.ComplianceResult, len(results))
@@ -314,9 +314,8 @@ func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client
 		}
 		for _, a := range accts {
 			for _, post := range a.authors[author] {
-				own, _ := a.find(post)
-				if (code != reasonClean && own.reason == code) || (code == reasonClean && own.reason != reasonClean) {
-					continue
+				if own, _ := a.find(post); own.reason != reasonClean {
+					continue // the post's own report says more (deleted, say)
 				}
 				row := &Finding{UserID: a.userID, PostID: strconv.FormatUint(post, 10), JobID: rec.ID, CheckedAt: now}
 				if isReported {

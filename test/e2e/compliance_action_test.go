@@ -285,7 +285,8 @@ func TestGRPCRemovesAReferencedPostItsAuthorDeleted(t *testing.T) {
 // x_bookmark_authors) and the posts of it that bookmarks quote or answer
 // leave x_bookmark_referenced_posts (with its profile, in their author
 // column). No row keeps its profile or its text; other authors' bookmarks
-// stay whole.
+// stay whole. The job of accounts reports the account too: the posts X
+// reports themselves get no second row for it.
 func TestGRPCRemovesWhatASuspendedAccountWrote(t *testing.T) {
 	e := newComplianceEnv(t, map[string]any{})
 	e.sync()
@@ -295,6 +296,11 @@ func TestGRPCRemovesWhatASuspendedAccountWrote(t *testing.T) {
 	}
 	e.sync()
 	e.nothingLeftOf(bo)
+	for _, post := range []string{e.ex.ArticlePost, e.ex.ReplyToDeleted, e.ex.Quoted} {
+		if tomb := e.dest.rowsOf("x_post_compliance", post); len(tomb) != 1 || tomb[0]["reason"] != "suspended" {
+			t.Errorf("rows of x_post_compliance of %s: %v", post, tomb)
+		}
+	}
 }
 
 // X's jobs of accounts (type users) are run too, over the authors of the

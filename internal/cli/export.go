@@ -404,7 +404,7 @@ func (d sandboxDemo) checkCompliance(out, deleted string) ([]sandbox.Finding, er
 	if err := sandbox.CheckRedacted(out, "1001", deleted); err != nil {
 		return nil, fmt.Errorf("export --sandbox: the deleted post %s was not redacted: %w", deleted, err)
 	}
-	d.say("\nThe free compliance job checked every archived post and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
+	d.say("\nThe free compliance jobs checked every archived post and its author's account, and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
 		"as X's Developer Policy asks, its content is gone from the archive (compliance.on_change: redact): its x_bookmarks row keeps its key and dates, "+
 		"its rows of the content tables and any photo stored only for it are removed.\n", deleted)
 	return findings, nil

@@ -291,12 +291,7 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 // changed, unless X reports the post itself (its own rows say what).
 func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
-	reported := make(map[uint64]client.ComplianceResult, len(results))
-	for _, r := range results {
-		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
-			reported[n] = r
-		}
-	}
+	reported := rec.reported(results)
 	var rows []*Finding
 	for _, author := range rec.IDs {
 		r, isReported := reported[author]

@@ -341,12 +341,7 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadl
 // post of the job it archived, and a row where what X says changed.
 func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
-	reported := make(map[uint64]client.ComplianceResult, len(results))
-	for _, r := range results {
-		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
-			reported[n] = r
-		}
-	}
+	reported := rec.reported(results)
 	var rows []*Finding
 	for _, a := range accts {
 		var updates []check

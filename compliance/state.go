@@ -318,6 +318,17 @@ type jobRecord struct {
 	IDs      ids.Sorted `json:"-"`
 }
 
+// reported is the results of the job by id, those of ids it was given.
+func (r *jobRecord) reported(results []client.ComplianceResult) map[uint64]client.ComplianceResult {
+	out := make(map[uint64]client.ComplianceResult, len(results))
+	for _, res := range results {
+		if n, ok := ids.Parse(res.ID); ok && r.IDs.Has(n) {
+			out[n] = res
+		}
+	}
+	return out
+}
+
 // what names the ids of the job, in messages.
 func (r *jobRecord) what() string {
 	if r.Type == client.ComplianceUsers {

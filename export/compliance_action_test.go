@@ -34,7 +34,10 @@ type reportedExport struct {
 	files map[string][]string
 }
 
-func exportDeletedExample(t *testing.T, onChange string) reportedExport {
+// examplesSpec starts the simulator with the content examples bookmarked by
+// user 1001, and returns the spec of an archive of them with every kind of
+// content, media files and the compliance section (on_change: onChange).
+func examplesSpec(t *testing.T, onChange string) (*clock.Virtual, *xsim.Server, xsim.ContentExamples, *cqspec.Source) {
 	t.Helper()
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk})
@@ -50,6 +53,12 @@ func exportDeletedExample(t *testing.T, onChange string) reportedExport {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return clk, sim, ex, src
+}
+
+func exportDeletedExample(t *testing.T, onChange string) reportedExport {
+	t.Helper()
+	clk, sim, ex, src := examplesSpec(t, onChange)
 	e := reportedExport{dir: t.TempDir(), post: ex.LongPost}
 	for run := range 3 {
 		if run == 1 {
@@ -225,20 +234,7 @@ func noOldContent(t *testing.T, dir, text string) {
 // changes rows of the files.
 func exportExamples(t *testing.T, change func(dir string, sim *xsim.Server, ex xsim.ContentExamples)) (string, xsim.ContentExamples) {
 	t.Helper()
-	clk := clock.NewVirtual(time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC))
-	sim := xsim.New(xsim.Options{Clock: clk})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	ex := sim.SeedContentExamples("1001")
-	users := []demoUser{{id: "1001"}}
-	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) + allContentYAML + mediaYAML +
-		fmt.Sprintf("    compliance:\n      bearer_token: %q\n", sim.IssueAppOnlyToken())
-	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
+	clk, sim, ex, src := examplesSpec(t, "redact")
 	dir := t.TempDir()
 	for run := range 3 {
 		if run == 1 {

@@ -262,12 +262,14 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 				return u.save(ctx, c)
 			}
 			if rec, err = c.startJob(ctx, key, client.ComplianceUsers, batch, deadline); err != nil {
-				return errors.Join(err, u.save(ctx, c))
+				return errors.Join(fmt.Errorf("checking the authors' accounts: %w", err), u.save(ctx, c))
 			}
 		}
 		results, done, err := c.finishJob(ctx, key, rec, deadline)
 		if err != nil || !done {
-			if err == nil {
+			if err != nil {
+				err = fmt.Errorf("checking the authors' accounts: %w", err)
+			} else {
 				c.Logger.Warn().Str("job", rec.ID).Dur("waited", c.Wait).Msg("compliance job of accounts still running; the next sync picks it up")
 			}
 			return errors.Join(err, u.save(ctx, c))

@@ -34,12 +34,16 @@ type Authored struct{ PostID, AuthorID string }
 // authorship is the posts of each author an account archived.
 type authorship map[uint64]ids.Sorted
 
-// addAuthors adds posts to the account's record of their authors.
+// addAuthors adds posts to the account's record of their authors. The
+// record is written the first time even with none: an account that has
+// one is known not to need seeding (Seed).
 func addAuthors(ctx context.Context, s *account.Session, posts []Authored) error {
-	if len(posts) == 0 {
-		return nil
+	key := account.AuthorsKey(s.UserID)
+	value, err := account.GetKey(ctx, s.State, key)
+	if err != nil {
+		return err
 	}
-	rec, err := loadAuthors(ctx, s)
+	rec, err := unmarshalAuthors(value, "state "+strconv.Quote(key))
 	if err != nil {
 		return err
 	}
@@ -51,7 +55,7 @@ func addAuthors(ctx context.Context, s *account.Session, posts []Authored) error
 			added[author] = append(added[author], post)
 		}
 	}
-	if len(added) == 0 {
+	if len(added) == 0 && value != "" {
 		return nil
 	}
 	for author, posts := range added {
@@ -61,7 +65,31 @@ func addAuthors(ctx context.Context, s *account.Session, posts []Authored) error
 	if err != nil {
 		return err
 	}
-	return account.SetKey(ctx, s.State, account.AuthorsKey(s.UserID), text)
+	return account.SetKey(ctx, s.State, key, text)
+}
+
+// Seed records an account's referenced posts and the authors of its posts
+// from what the destination holds (the exporter's files:
+// archive.ReadAuthored), for an archive made before the walks recorded
+// them; Seeded tells whether it is needed.
+func Seed(ctx context.Context, s *account.Session, bookmarks, referenced []Authored) error {
+	refs := make([]uint64, 0, len(referenced))
+	for _, r := range referenced {
+		if n, ok := ids.Parse(r.PostID); ok {
+			refs = append(refs, n)
+		}
+	}
+	if err := addReferenced(ctx, s, ids.NewSorted(refs)); err != nil {
+		return err
+	}
+	return addAuthors(ctx, s, append(slices.Clip(bookmarks), referenced...))
+}
+
+// Seeded reports whether the account's walks (or Seed) recorded the
+// authors of its posts already.
+func Seeded(ctx context.Context, s *account.Session) (bool, error) {
+	value, err := account.GetKey(ctx, s.State, account.AuthorsKey(s.UserID))
+	return value != "", err
 }
 
 func loadAuthors(ctx context.Context, s *account.Session) (authorship, error) {

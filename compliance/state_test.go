@@ -136,16 +136,17 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 // The record of the authors of an account's posts and the check of their
 // accounts read back as written.
 func TestAuthorsAndTheirCheckReadBack(t *testing.T) {
-	rec := authorship{5: {10, 12}, 7: {11}, 1 << 60: {1 << 61}}
-	value, err := rec.marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := unmarshalAuthors(value, "authors"); err != nil || !reflect.DeepEqual(got, rec) {
-		t.Errorf("authors read back %v (%v), want %v", got, err, rec)
+	for _, rec := range []authorship{{5: {10, 12}, 7: {11}, 1 << 60: {1 << 61}}, {}} {
+		value, err := rec.marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := unmarshalAuthors(value, "authors"); err != nil || !reflect.DeepEqual(got, rec) {
+			t.Errorf("authors read back %v (%v), want %v", got, err, rec)
+		}
 	}
 	u := &usersCheck{roundStart: time.Unix(20, 0).UTC(), next: 7, lastRound: time.Unix(1, 0).UTC(), reported: map[uint64]uint8{5: reasonCode("deactivated")}}
-	value, err = u.marshal()
+	value, err := u.marshal()
 	if err != nil {
 		t.Fatal(err)
 	}

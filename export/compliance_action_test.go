@@ -317,3 +317,37 @@ func TestExportRemovesWhatAnAccountReportedByTheJobOfAccountsWrote(t *testing.T)
 		t.Errorf("another author's bookmark changed: %v", row)
 	}
 }
+
+// An archive written before the runs recorded the posts bookmarks reference
+// and the authors of all (their state keys absent, as an earlier version
+// left them) has them read from its files by its next run with the
+// compliance section: a quoted post its author deleted since is removed all
+// the same.
+func TestAnArchiveFromBeforeTheRecordsHasItsReferencedPostsChecked(t *testing.T) {
+	dir, ex := exportExamples(t, func(dir string, sim *xsim.Server, ex xsim.ContentExamples) {
+		st, err := archive.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{account.ReferencedKey("1001"), account.AuthorsKey("1001")} {
+			if st.Keys[key] == "" {
+				t.Fatalf("the first run recorded no %s", key)
+			}
+			delete(st.Keys, key)
+		}
+		if err := archive.SaveState(dir, st, func(string) {}, "test"); err != nil {
+			t.Fatal(err)
+		}
+		_ = sim.DeletePost(ex.Quoted)
+	})
+	if rows := rowsWhere(t, dir, "x_bookmark_referenced_posts", "referenced_post_id", ex.Quoted); len(rows) != 0 {
+		t.Errorf("x_bookmark_referenced_posts still holds the deleted post: %v", rows)
+	}
+	st, err := archive.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Keys[account.ReferencedKey("1001")] == "" || st.Keys[account.AuthorsKey("1001")] == "" {
+		t.Error("the records were not kept after the run that read them from the files")
+	}
+}

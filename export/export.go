@@ -250,6 +250,9 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	st := newRunState(r)
 	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
 		st.freeze()
+		if err := r.seedCompliance(ctx, st); err != nil {
+			return nil, err
+		}
 	}
 	r.keys = st
 	// The store holds them now; the walks replace them as they save, and
@@ -261,6 +264,37 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 		return nil, fmt.Errorf("starting the plugin: %w", err)
 	}
 	return p, nil
+}
+
+// seedCompliance records, for the compliance checks, the referenced posts
+// and the authors of the posts of each account whose files were written
+// before the walks recorded them, from the files (compliance.Seed); the
+// state keeps them from then on, committed with the run.
+func (r *run) seedCompliance(ctx context.Context, st *runState) error {
+	var due []*account.Session
+	for uid := range r.state.Archived {
+		s := &account.Session{UserID: uid, State: st}
+		seeded, err := compliance.Seeded(ctx, s)
+		if err != nil {
+			return err
+		}
+		if !seeded {
+			due = append(due, s)
+		}
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	files, err := archive.ReadAuthored(r.out)
+	if err != nil {
+		return fmt.Errorf("reading the authors and referenced posts of the archive for the compliance checks: %w", err)
+	}
+	for _, s := range due {
+		if err := compliance.Seed(ctx, s, files.Bookmarks[s.UserID], files.Referenced[s.UserID]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // logger is the plugin's logger: warnings go to the progress output

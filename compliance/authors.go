@@ -318,7 +318,8 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 
 // applyUsers records what a complete job of accounts reports, and a row
 // of x_post_compliance for each archived post of an author whose status
-// changed, unless X reports the post itself (its own rows say what).
+// changed, unless X reports the post itself (its own rows say what; a post
+// whose location only was removed gets the row of its author's account).
 func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
 	reported := rec.reported(results)
@@ -339,7 +340,7 @@ func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client
 		}
 		for _, a := range accts {
 			for _, post := range a.authors[author] {
-				if own, _ := a.find(post); own.reason != reasonClean {
+				if own, _ := a.find(post); own.reason != reasonClean && (code == reasonClean || own.reason != reasonScrubGeo) {
 					continue // the post's own report says more (deleted, say)
 				}
 				row := &Finding{UserID: a.userID, PostID: strconv.FormatUint(post, 10), JobID: rec.ID, CheckedAt: now}

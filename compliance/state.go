@@ -69,9 +69,10 @@ func init() {
 var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated", "withheld"}
 
 const (
-	reasonClean   uint8 = 0
-	reasonDeleted uint8 = 1
-	reasonOther   uint8 = 255
+	reasonClean    uint8 = 0
+	reasonDeleted  uint8 = 1
+	reasonScrubGeo uint8 = 5
+	reasonOther    uint8 = 255
 )
 
 func reasonCode(reason string) uint8 {

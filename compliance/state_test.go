@@ -154,3 +154,36 @@ func TestAuthorsAndTheirCheckReadBack(t *testing.T) {
 		t.Errorf("users check read back %+v (%v), want %+v", got, err, u)
 	}
 }
+
+// A post of an account X reports gets a row from the job of accounts
+// unless X reports the post itself: a deleted post keeps saying deleted; a
+// post whose location only was removed gets the account's row. When the
+// account comes back, the posts X reports nothing of get a row saying so.
+func TestAPostXReportsItselfGetsNoRowFromItsAuthorsAccount(t *testing.T) {
+	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+	c := &Check{Clock: clk, Logger: zerolog.Nop(), users: &usersCheck{reported: map[uint64]uint8{}}}
+	a := &accountChecks{userID: "1001", archived: ids.Sorted{1, 2, 3, 4}, authors: authorship{9: {1, 2, 3, 4}},
+		checks: []check{{id: 1, reason: reasonDeleted}, {id: 2, reason: reasonScrubGeo}, {id: 3}}}
+	rec := &jobRecord{ID: "job-1", Type: client.ComplianceUsers, IDs: ids.Sorted{9}}
+	for _, step := range []struct {
+		results []client.ComplianceResult
+		want    []string
+	}{
+		{[]client.ComplianceResult{{ID: "9", Action: "delete", Reason: "suspended"}}, []string{"2 suspended", "3 suspended", "4 suspended"}},
+		{nil, []string{"3 ", "4 "}},
+	} {
+		var rows []string
+		emit := func(_ context.Context, found []*Finding) error {
+			for _, f := range found {
+				rows = append(rows, f.PostID+" "+f.Reason)
+			}
+			return nil
+		}
+		if err := c.applyUsers(context.Background(), rec, step.results, []*accountChecks{a}, emit); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rows, step.want) {
+			t.Errorf("rows %q, want %q", rows, step.want)
+		}
+	}
+}

@@ -12,20 +12,20 @@ import (
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
-// Authored is what the files say of each account's posts for the
+// AuthoredPosts is what the files say of each account's posts for the
 // compliance checks: its bookmarked posts and the posts they reference
 // (the rows of x_bookmark_referenced_posts whose post X returned), each
 // with its author. The checks keep their own record of these in the state
 // (compliance.Archiver); an archive made before they did has it seeded
 // from its files (compliance.Seed).
-type Authored struct {
+type AuthoredPosts struct {
 	Bookmarks, Referenced map[string][]compliance.Authored // by user id
 }
 
 // ReadAuthored reads the published files of x_bookmarks and
 // x_bookmark_referenced_posts.
-func ReadAuthored(out string) (*Authored, error) {
-	a := &Authored{Bookmarks: map[string][]compliance.Authored{}, Referenced: map[string][]compliance.Authored{}}
+func ReadAuthored(out string) (*AuthoredPosts, error) {
+	a := &AuthoredPosts{Bookmarks: map[string][]compliance.Authored{}, Referenced: map[string][]compliance.Authored{}}
 	for _, t := range []struct {
 		table, post string
 		into        map[string][]compliance.Authored

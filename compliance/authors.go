@@ -190,8 +190,8 @@ type usersJSON struct {
 	RoundStart *time.Time `json:"round_started,omitempty"`
 	Next       uint64     `json:"next,omitempty"`
 	LastRound  *time.Time `json:"last_round,omitempty"`
-	// Reported is "author:reason code" of each author X reports.
-	Reported []string `json:"reported,omitempty"`
+	// Reported is the reason code of each author X reports.
+	Reported map[uint64]uint8 `json:"reported,omitempty"`
 }
 
 const usersVersion = 1
@@ -217,14 +217,11 @@ func unmarshalUsers(value, what string) (*usersCheck, error) {
 	if j.Version != usersVersion {
 		return nil, fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, usersVersion)
 	}
-	for _, r := range j.Reported {
-		author, code, _ := bytes.Cut([]byte(r), []byte(":"))
-		id, ok := ids.Parse(string(author))
-		n, err := strconv.ParseUint(string(code), 10, 8)
-		if !ok || err != nil || n == uint64(reasonClean) {
-			return nil, fmt.Errorf("%s is damaged: reported author %q", what, r)
+	for author, code := range j.Reported {
+		if code == reasonClean {
+			return nil, fmt.Errorf("%s is damaged: author %d is reported clean", what, author)
 		}
-		u.reported[id] = uint8(n)
+		u.reported[author] = code
 	}
 	if j.RoundStart != nil {
 		u.roundStart = *j.RoundStart
@@ -245,15 +242,12 @@ func (u *usersCheck) save(ctx context.Context, c *Check) error {
 }
 
 func (u *usersCheck) marshal() (string, error) {
-	j := usersJSON{Version: usersVersion, Next: u.next}
+	j := usersJSON{Version: usersVersion, Next: u.next, Reported: u.reported}
 	if !u.roundStart.IsZero() {
 		j.RoundStart = &u.roundStart
 	}
 	if !u.lastRound.IsZero() {
 		j.LastRound = &u.lastRound
-	}
-	for _, author := range slices.Sorted(maps.Keys(u.reported)) {
-		j.Reported = append(j.Reported, strconv.FormatUint(author, 10)+":"+strconv.Itoa(int(u.reported[author])))
 	}
 	b, err := json.Marshal(j)
 	return string(b), err

@@ -73,13 +73,7 @@ func (d *destination) deleteRecord(t *testing.T, m *pb.Sync_MessageDeleteRecord)
 
 // rowsOf are the table's rows of a post.
 func (d *destination) rowsOf(table, postID string) []map[string]string {
-	var out []map[string]string
-	for _, row := range d.rows[table] {
-		if row["post_id"] == postID {
-			out = append(out, row)
-		}
-	}
-	return out
+	return d.rowsWhere(table, "post_id", postID)
 }
 
 // complianceEnv is the content examples, archived by gRPC syncs with the

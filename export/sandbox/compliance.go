@@ -3,9 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
@@ -83,6 +85,57 @@ func CheckRedacted(dir, userID, postID string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
+		}
+	}
+	return nil
+}
+
+// StoredFiles are the keys of the media files the rows of x_media_files
+// in dir say stored, with the (user id, post id) of each row naming them.
+func StoredFiles(dir string) (map[string][][2]string, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "x_media_files", "*.parquet"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][][2]string{}
+	for _, path := range paths {
+		columns := []string{"user_id", "post_id", "file_key", "status"}
+		err := pqfile.ReadRecords(context.Background(), path, columns, func(rec arrow.RecordBatch) error {
+			var col [4]arrow.Array
+			for i, name := range columns {
+				idx := rec.Schema().FieldIndices(name)
+				if len(idx) != 1 {
+					return fmt.Errorf("not an x_media_files file: no column %s", name)
+				}
+				col[i] = rec.Column(idx[0])
+			}
+			for i := range int(rec.NumRows()) {
+				if col[3].ValueStr(i) == "stored" {
+					key := col[2].ValueStr(i)
+					out[key] = append(out[key], [2]string{col[0].ValueStr(i), col[1].ValueStr(i)})
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return out, nil
+}
+
+// CheckFilesRemoved checks that each media file in keys is gone from
+// DIR/media, unless a row of x_media_files in dir still names it (another
+// post uses the same file).
+func CheckFilesRemoved(dir string, keys []string) error {
+	still, err := StoredFiles(dir)
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		_, err := os.Stat(filepath.Join(archive.MediaPath(dir), filepath.FromSlash(key)))
+		if err == nil && len(still[key]) == 0 {
+			return fmt.Errorf("media file %s is still in %s", key, archive.MediaPath(dir))
 		}
 	}
 	return nil

@@ -288,12 +288,22 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	d.say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
 
 	d.say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
-	_, sum1, err := d.run()
+	res1, sum1, err := d.run()
 	if err != nil {
 		return err
 	}
 
 	changes := sb.Mutate()
+	files, err := sandbox.StoredFiles(res1.Out)
+	if err != nil {
+		return err
+	}
+	var deletedFiles []string // the media files of the post its author deletes
+	for key, rows := range files {
+		if slices.Contains(rows, [2]string{"1001", changes.Deleted}) {
+			deletedFiles = append(deletedFiles, key)
+		}
+	}
 	d.say("\n== Meanwhile, the users change their bookmarks ==\n")
 	for _, l := range changes.Lines {
 		d.say("  - %s\n", l)
@@ -306,7 +316,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	}
 	cmp := compareRuns(sb, changes, sum1, sum2)
 	d.sayComparison(cmp)
-	findings, err := d.checkCompliance(res2.Out, changes.Deleted)
+	findings, err := d.checkCompliance(res2.Out, changes.Deleted, deletedFiles)
 	if err != nil {
 		return err
 	}
@@ -392,7 +402,7 @@ func (d sandboxDemo) sayComparison(cmp sandboxComparison) {
 
 // checkCompliance reads the compliance findings of the archive in out,
 // which must report the deleted post, and says so.
-func (d sandboxDemo) checkCompliance(out, deleted string) ([]sandbox.Finding, error) {
+func (d sandboxDemo) checkCompliance(out, deleted string, deletedFiles []string) ([]sandbox.Finding, error) {
 	findings, err := sandbox.ReadFindings(out)
 	if err != nil {
 		return nil, err
@@ -404,9 +414,15 @@ func (d sandboxDemo) checkCompliance(out, deleted string) ([]sandbox.Finding, er
 	if err := sandbox.CheckRedacted(out, "1001", deleted); err != nil {
 		return nil, fmt.Errorf("export --sandbox: the deleted post %s was not redacted: %w", deleted, err)
 	}
+	if len(deletedFiles) == 0 {
+		return nil, fmt.Errorf("export --sandbox: the deleted post %s had no media file stored by run 1", deleted)
+	}
+	if err := sandbox.CheckFilesRemoved(out, deletedFiles); err != nil {
+		return nil, fmt.Errorf("export --sandbox: the media of the deleted post %s: %w", deleted, err)
+	}
 	d.say("\nThe free compliance jobs checked every archived post and its author's account, and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
 		"as X's Developer Policy asks, its content is gone from the archive (compliance.on_change: redact): its x_bookmarks row keeps its key and dates, "+
-		"its rows of the content tables and any photo stored only for it are removed.\n", deleted)
+		"its rows of the content tables and its media files no other post uses (it had %d) are removed.\n", deleted, len(deletedFiles))
 	return findings, nil
 }
 

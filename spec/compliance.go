@@ -28,7 +28,7 @@ type Compliance struct {
 	Wait *Duration `json:"wait,omitempty" jsonschema:"default=10m"`
 	// Most post ids one job is given. More are split into several jobs, run one after the other (X runs one job of a type at a time per app).
 	MaxIDsPerJob int `json:"max_ids_per_job,omitempty" jsonschema:"minimum=1,default=100000"`
-	// What the archive does with a post X reports deleted, or withheld from view (its author suspended, deactivated or protected, withheld, or a reason X adds):
+	// What the archive does with a post X reports deleted, or withheld from view (its author suspended, deactivated or protected, withheld, or a reason X adds), itself or through its author's account:
 	// `redact` keeps the bookmark's key and dates and removes the post's content (its text, JSON, author, media and referenced posts);
 	// `delete` removes the bookmark's row too; `keep` keeps everything, which X's Developer Policy leaves to you (docs/compliance.md).
 	// The tombstone (x_post_compliance) stays in every case.

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/cq-source-x/cq-source-x/internal/cli"
+	"github.com/cq-source-x/cq-source-x/cli"
 )
 
 func main() {

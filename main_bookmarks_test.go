@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // The archive's commands through the binary: export, a dry-run and a real

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // TestKill9Compact kills `cq-source-x compact` at every crash-safety step

@@ -15,9 +15,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/media"
 	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 var bookmarkContentTables = []string{"x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_media_files"}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/export/sandbox"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // A compliance job (of posts, then of accounts) is recorded in DIR/.state

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // TestKill9AcrossTheComplianceRewrite kills the exporter at every step of

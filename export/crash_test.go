@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/internal/cli"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/cli"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // The kill tests run the exporter as a separate process: this test binary,

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // TestKill9BookmarksRemove kills `cq-source-x bookmarks remove --yes` at

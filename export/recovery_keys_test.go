@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/cli"
 	"github.com/cq-source-x/cq-source-x/cqspec"
-	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
 

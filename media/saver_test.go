@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 func newSaver(t *testing.T, root string, o SaverOptions) *Saver {

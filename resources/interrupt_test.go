@@ -12,8 +12,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 

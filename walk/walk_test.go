@@ -17,7 +17,7 @@ import (
 
 // list is a newest-first bookmark list with position tokens, the way the
 // document describes the API (Parts 2–4). The end-to-end versions of these
-// tests run against the HTTP simulator in internal/xsim.
+// tests run against the HTTP simulator in sandbox/xsim.
 type list struct {
 	ids       []string
 	requests  int

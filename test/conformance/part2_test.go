@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // Part 2, L28: "`data` | array of post resources | present when results

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // Token test (c), and Part 5, L101: "App-only bearer token | Does not work for the list

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // Part 6, L106: "A separate compliance job reports deleted posts at no

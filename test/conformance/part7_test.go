@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // Part 7, L118: "Per-user request limit for the 15-minute window is exceeded

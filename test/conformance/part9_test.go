@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // Part 9, L156: "The version is carried in the path prefix `/2/`." Every

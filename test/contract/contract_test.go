@@ -20,7 +20,7 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 

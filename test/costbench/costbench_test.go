@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // tinyWorkload has a few users and rounds, and events frequent enough that

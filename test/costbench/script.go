@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // Habits says how the shares of new_bookmarks_per_round are read.

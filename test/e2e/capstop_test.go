@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 func (h *harness) setCap(n int) {

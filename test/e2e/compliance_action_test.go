@@ -12,7 +12,7 @@ import (
 
 	pb "github.com/cloudquery/plugin-pb-go/pb/plugin/v3"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // archiveSync runs Init and Sync over gRPC and applies every message at

@@ -20,8 +20,8 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	sdkplugin "github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // contentSync is one gRPC sync of the content examples with the given

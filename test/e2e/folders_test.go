@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // A folder that did not change bills its held post and one confirmation,

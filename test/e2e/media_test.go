@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // mediaHarness is a harness whose spec stores media files in a directory.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/cqspec"
-	"github.com/cq-source-x/cq-source-x/export/sandbox"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/sandbox"
 )
 
 // The sandbox demo's deleted bookmark is redacted in a destination as in

@@ -9,7 +9,7 @@
 // counted again (BilledTwice); and a post X billed to an interrupted run
 // must be counted by it, its rows kept (NotKept).
 //
-// It runs the cq-source-x binary against the simulator (internal/xsim):
+// It runs the cq-source-x binary against the simulator (sandbox/xsim):
 // each round changes the accounts' lists (new bookmarks, removals, folder
 // additions), starts `export`, signals it after a random delay, and waits
 // for it to end. Every few rounds a clean export runs to the end and the
@@ -36,8 +36,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
 

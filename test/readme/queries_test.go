@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/internal/cli"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/cli"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // sqlBlock matches a fenced SQL block.

@@ -43,7 +43,7 @@
 //
 // # What it costs in USD
 //
-// The simulator bills as X does (internal/xsim, billing.go): every post and
+// The simulator bills as X does (sandbox/xsim, billing.go): every post and
 // expanded user at its rate, media free, each resource once per UTC day of
 // the virtual clock per app; each user has an app of their own. The tables'
 // "X bills", "users" and "USD" columns are its bill, cross-checked against

@@ -16,9 +16,9 @@ import (
 	sdkplugin "github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/cli"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/cqspec"
-	"github.com/cq-source-x/cq-source-x/internal/cli"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -27,7 +27,7 @@ import (
 // The benchmark runs what it measures in child processes of its own binary,
 // so that each one's peak RSS is its own and the simulator's is not in it:
 //
-//	scalebench child-export ARGS...   is `cq-source-x export ARGS...` (internal/cli, as main.go runs it)
+//	scalebench child-export ARGS...   is `cq-source-x export ARGS...` (cli, as main.go runs it)
 //	scalebench child-shard SPEC N T [TABLES]   is a plugin sync of shard N/T of SPEC's accounts (SPEC's tables, or TABLES), state in memory
 //
 // With SCALEBENCH_HEAPPROFILE=FILE set, a child writes a heap profile to

@@ -28,7 +28,7 @@
 //     far apart the shards are in accounts and in held posts.
 //
 // The exporter child is this program re-run as `cq-source-x export`
-// (internal/cli, as main.go runs it), or the binary given with -bin.
+// (cli, as main.go runs it), or the binary given with -bin.
 // The table gives wall time, x_bookmarks rows written per second of wall
 // time, CPU time (user + system), peak RSS of the exporter process (its
 // VmHWM), the posts the API returned (per account that holds any, and
@@ -61,8 +61,8 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 	"github.com/cq-source-x/cq-source-x/test/costbench"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // readScopes are the scopes login asks for by default.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // statusEnv is a simulator with alice (a token file, 12 bookmarks) and bob

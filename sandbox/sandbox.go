@@ -1,4 +1,4 @@
-// Package sandbox runs the X API simulator (internal/xsim) with a few demo
+// Package sandbox runs the X API simulator (sandbox/xsim) with a few demo
 // accounts, for `cq-source-x sandbox` and `cq-source-x export --sandbox`:
 // the whole plugin, no credentials, no cost.
 package sandbox
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // Account is one demo account.

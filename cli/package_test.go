@@ -50,13 +50,13 @@ func TestPackagedBinariesSayTheirCommitAndBuildDate(t *testing.T) {
 	}
 	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
 	dist := t.TempDir()
-	head, gitErr := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").Output()
+	head, gitErr := exec.Command("git", "-C", "..", "rev-parse", "HEAD").Output()
 	start := time.Now().UTC().Truncate(time.Second)
-	if err := a.pack(packageCommandFor(t, a, dist), "v1.2.3", "../..", host); err != nil {
+	if err := a.pack(packageCommandFor(t, a, dist), "v1.2.3", "..", host); err != nil {
 		t.Fatal(err)
 	}
 	end := time.Now()
-	if _, err := os.Stat(filepath.Join("../..", releaseStampFile)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join("..", releaseStampFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the stamp file is left: %v", err)
 	}
 	out, err := exec.Command(unzipBinary(t, dist), "version", "--json").Output()
@@ -86,10 +86,10 @@ func TestPackagedBinariesSayTheirCommitAndBuildDate(t *testing.T) {
 func TestPackageRemovesTheStampWhenTheBuildFails(t *testing.T) {
 	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}
 	broken := []plugin.BuildTarget{{OS: "linux", Arch: "amd64", Env: []string{"GOOS=no-such-os"}}}
-	if err := a.pack(packageCommandFor(t, a, t.TempDir()), "v1.2.3", "../..", broken); err == nil {
+	if err := a.pack(packageCommandFor(t, a, t.TempDir()), "v1.2.3", "..", broken); err == nil {
 		t.Fatal("the build for GOOS=no-such-os did not fail")
 	}
-	if _, err := os.Stat(filepath.Join("../..", releaseStampFile)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join("..", releaseStampFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the stamp file is left: %v", err)
 	}
 }

@@ -19,8 +19,8 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // loginHeadless runs the login command headless against the simulator's

@@ -161,7 +161,7 @@ func TestDocWritesMarkdownByDefaultAndJSON(t *testing.T) {
 	if code, _, stderr := runCLI(t, "doc", dir); code != ExitOK {
 		t.Fatalf("doc: exit %d: %s", code, stderr)
 	}
-	committed, _ := filepath.Glob("../../docs/tables/*.md")
+	committed, _ := filepath.Glob("../docs/tables/*.md")
 	if len(committed) == 0 {
 		t.Fatal("no docs/tables")
 	}
@@ -302,11 +302,11 @@ func TestPackageRefusesBadArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"package", "-m", "x", "1.0", "../.."}, `VERSION "1.0" is not a semantic version`},
-		{[]string{"package", "-m", "x", "v1.0", "../.."}, `VERSION "v1.0" is not a semantic version`},
+		{[]string{"package", "-m", "x", "1.0", ".."}, `VERSION "1.0" is not a semantic version`},
+		{[]string{"package", "-m", "x", "v1.0", ".."}, `VERSION "v1.0" is not a semantic version`},
 		{[]string{"package", "-m", "x", "v1.0.0", t.TempDir()}, "is not this plugin's source directory"},
-		{[]string{"package", "-m", "x", "--target", "plan9_386", "v1.0.0", "../.."}, `--target "plan9_386" is not one of linux_amd64, linux_arm64, windows_amd64, darwin_amd64, darwin_arm64`},
-		{[]string{"package", "v1.0.0", "../.."}, `required flag(s) "message" not set`},
+		{[]string{"package", "-m", "x", "--target", "plan9_386", "v1.0.0", ".."}, `--target "plan9_386" is not one of linux_amd64, linux_arm64, windows_amd64, darwin_amd64, darwin_arm64`},
+		{[]string{"package", "v1.0.0", ".."}, `required flag(s) "message" not set`},
 	} {
 		if code, _, stderr := runCLI(t, c.args...); code != ExitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %s", c.args, code, stderr)
@@ -322,7 +322,7 @@ func TestPackageWritesWhatTheHubTakes(t *testing.T) {
 	var stdout strings.Builder
 	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: io.Discard}
 	dist := t.TempDir()
-	if err := a.pack(packageCommandFor(t, a, dist), "v1.2.3", "../..", []plugin.BuildTarget{}); err != nil {
+	if err := a.pack(packageCommandFor(t, a, dist), "v1.2.3", "..", []plugin.BuildTarget{}); err != nil {
 		t.Fatal(err)
 	}
 	var pkg serve.PackageJSON

@@ -9,8 +9,8 @@ import (
 	"os"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/export/sandbox"
 	"github.com/cq-source-x/cq-source-x/internal/bearer"
+	"github.com/cq-source-x/cq-source-x/sandbox"
 	"github.com/spf13/cobra"
 )
 

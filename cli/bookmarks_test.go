@@ -20,7 +20,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // archiveFixture is an account's archive, exported from the simulator by

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/internal/xsim"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // An export whose state was deleted beside its files refuses to run and

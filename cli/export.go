@@ -19,8 +19,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
-	"github.com/cq-source-x/cq-source-x/export/sandbox"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
+	"github.com/cq-source-x/cq-source-x/sandbox"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )

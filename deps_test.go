@@ -10,7 +10,7 @@ import (
 // Dependencies point one way. Its packages, from the bottom up:
 //
 //	leaves   ids and the internal/ utilities: nothing of the module above them
-//	core     client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
+//	core     plan; client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
 //	output   cqspec, archive, archive/pqfile, export
 //	program  sandbox (and its simulator, sandbox/xsim), cli, main
 //
@@ -19,7 +19,7 @@ import (
 const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
-	core   = []string{"client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
+	core   = []string{"plan", "client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
 	output = []string{"cqspec", "archive", "archive/pqfile", "export", "sandbox", "cli"}
 )
 
@@ -102,6 +102,20 @@ func TestTheClientTheLoginAndTheWalkStandApart(t *testing.T) {
 	}
 	if imports := pkgs["archive/pqfile"][0]; len(imports) > 0 {
 		t.Errorf("archive/pqfile imports %v", imports)
+	}
+	if imports := pkgs["plan"][0]; len(imports) > 0 {
+		t.Errorf("plan imports %v", imports)
+	}
+}
+
+// The archive is the output directory's protocol: it knows nothing of the
+// plugin's tables, resolvers or compliance checks, which its callers
+// (export, the commands) give it what it needs of.
+func TestTheArchiveKnowsNothingOfThePlugin(t *testing.T) {
+	for _, imp := range packages(t)["archive"][0] {
+		if slices.Contains([]string{"plugin", "resources", "compliance"}, imp) {
+			t.Errorf("archive imports %s", imp)
+		}
 	}
 }
 

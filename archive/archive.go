@@ -32,6 +32,16 @@ package archive
 
 import "path/filepath"
 
+// Program is the program that writes an archive's files, which their
+// metadata names: the plugin's name and version.
+type Program struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// String is the program as the files' created_by says it.
+func (p Program) String() string { return "cq-source-x " + p.Version }
+
 // Layout of an output directory.
 const (
 	stateDir   = ".state"
@@ -44,3 +54,11 @@ const (
 // MediaPath is the directory of an archive's media files: its rows of
 // x_media_files name them by their key in it.
 func MediaPath(out string) string { return filepath.Join(out, mediaDir) }
+
+// BookmarkTables names the plugin's tables of bookmarks: the table of the
+// bookmarks, one row per (user_id, post_id), and its content tables, whose
+// rows are written with each bookmark's. The exporter gives them.
+type BookmarkTables struct {
+	Bookmarks string
+	Content   []string
+}

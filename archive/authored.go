@@ -8,47 +8,33 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
-	"github.com/cq-source-x/cq-source-x/compliance"
-	"github.com/cq-source-x/cq-source-x/resources"
 )
 
-// AuthoredPosts is what the files say of each account's posts for the
-// compliance checks: its bookmarked posts and the posts they reference
-// (the rows of x_bookmark_referenced_posts whose post X returned), each
-// with its author. The checks keep their own record of these in the state
-// (compliance.Archiver); an archive made before they did has it seeded
-// from its files (compliance.Seed).
-type AuthoredPosts struct {
-	Bookmarks, Referenced map[string][]compliance.Authored // by user id
-}
+// Authored is a post and its author's user id.
+type Authored struct{ PostID, AuthorID string }
 
-// ReadAuthored reads the published files of x_bookmarks and
-// x_bookmark_referenced_posts.
-func ReadAuthored(out string) (*AuthoredPosts, error) {
-	a := &AuthoredPosts{Bookmarks: map[string][]compliance.Authored{}, Referenced: map[string][]compliance.Authored{}}
-	for _, t := range []struct {
-		table, post string
-		into        map[string][]compliance.Authored
-	}{
-		{resources.BookmarksTable, "post_id", a.Bookmarks},
-		{resources.ReferencedPostsTable, "referenced_post_id", a.Referenced},
-	} {
-		paths, err := tableFiles(out, t.table, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		for _, path := range paths {
-			if err := readAuthored(path, t.post, t.into); err != nil {
-				return nil, errors.New(cannotRead(err))
-			}
+// ReadAuthored reads, from the published files of table, the posts its
+// rows hold whose post X returned (created_at is set): by user id, the post
+// of postColumn and its author_id. The compliance checks of an archive
+// made before they kept their own record of these have it seeded from
+// there.
+func ReadAuthored(out, table, postColumn string) (map[string][]Authored, error) {
+	into := map[string][]Authored{}
+	paths, err := tableFiles(out, table, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, path := range paths {
+		if err := readAuthored(path, postColumn, into); err != nil {
+			return nil, errors.New(cannotRead(err))
 		}
 	}
-	return a, nil
+	return into, nil
 }
 
 // readAuthored adds the posts of a file whose post X returned (created_at
 // is set) to into.
-func readAuthored(path, postColumn string, into map[string][]compliance.Authored) error {
+func readAuthored(path, postColumn string, into map[string][]Authored) error {
 	columns := []string{"user_id", postColumn, "author_id", "created_at"}
 	return pqfile.ReadRecords(context.Background(), path, columns, func(rec arrow.RecordBatch) error {
 		var cols [4]arrow.Array
@@ -69,7 +55,7 @@ func readAuthored(path, postColumn string, into map[string][]compliance.Authored
 			if cols[3].IsNull(i) {
 				continue
 			}
-			into[users.Value(i)] = append(into[users.Value(i)], compliance.Authored{PostID: posts.Value(i), AuthorID: authors.Value(i)})
+			into[users.Value(i)] = append(into[users.Value(i)], Authored{PostID: posts.Value(i), AuthorID: authors.Value(i)})
 		}
 		return nil
 	})

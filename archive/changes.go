@@ -153,6 +153,8 @@ type CommitOptions struct {
 	SourceName string
 	// Now is the time of the run (default time.Now).
 	Now func() time.Time
+	// Program writes the file.
+	Program Program
 	// Step, when set, is called at each step that matters for crash safety.
 	Step func(string)
 }
@@ -275,7 +277,7 @@ func commitChangeRun(out string, prev, next *State, rows []*Change, o CommitOpti
 	}
 	if len(rows) > 0 {
 		table := ChangesTableDef()
-		w, err := run.Create(out, table, o.SourceName, "")
+		w, err := run.Create(out, table, o.SourceName, "", o.Program)
 		if err != nil {
 			return abort(err)
 		}

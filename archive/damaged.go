@@ -47,7 +47,11 @@ func DamagedFiles(dir string) ([]DamagedFile, error) {
 // found; an export stays cheap whatever the size of the archive.
 func damagedFiles(out string) ([]DamagedFile, error) {
 	var damaged []DamagedFile
-	for _, table := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, table := range tables {
 		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 		if err != nil {
 			return nil, err

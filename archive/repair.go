@@ -21,7 +21,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/gofrs/flock"
 )
@@ -30,6 +29,8 @@ import (
 type RepairOptions struct {
 	// DryRun reports what Repair would do, and changes nothing.
 	DryRun bool
+	// Tables names the bookmarks' tables (the exporter's).
+	Tables BookmarkTables
 }
 
 // RepairReport is what Repair found and did.
@@ -94,6 +95,9 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not an output directory: %v", out, err)
 	}
+	if o.Tables.Bookmarks == "" {
+		return nil, errors.New("repair: the table of the bookmarks is not named (RepairOptions.Tables)")
+	}
 	rep := &RepairReport{Out: out, DryRun: o.DryRun}
 	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
 		rep.Empty = true
@@ -126,7 +130,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	for _, d := range rep.Damaged {
 		skip[d.Path] = true
 	}
-	next, err := rep.rebuild(out, keys, pending, lastRun, skip)
+	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun, skip)
 	if err != nil {
 		return nil, err
 	}
@@ -171,16 +175,16 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 
 // rebuild builds the repaired state from the files (but those of skip)
 // and the trusted parts.
-func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *Run, skip map[string]bool) (*State, error) {
+func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run, skip map[string]bool) (*State, error) {
 	next := newState()
 	if pending != nil {
 		pending = rep.dropLostFiles(out, pending)
 	}
-	written, files, err := readWritten(out, pending, skip)
+	written, files, err := readWritten(out, tables.Bookmarks, pending, skip)
 	if err != nil {
 		return nil, err
 	}
-	if next.Stray, err = readStray(out, pending, written, skip); err != nil {
+	if next.Stray, err = readStray(out, tables.Content, pending, written, skip); err != nil {
 		return nil, err
 	}
 	for table, byUser := range next.Stray {
@@ -283,9 +287,10 @@ func tableFiles(out, table string, pending *Run, skip map[string]bool) ([]string
 	return paths, nil
 }
 
-// readWritten reads the (user_id, post_id) of every x_bookmarks file.
-func readWritten(out string, pending *Run, skip map[string]bool) (map[string]*ids.Set, int, error) {
-	paths, err := tableFiles(out, resources.BookmarksTable, pending, skip)
+// readWritten reads the (user_id, post_id) of every file of the bookmarks
+// table.
+func readWritten(out, bookmarks string, pending *Run, skip map[string]bool) (map[string]*ids.Set, int, error) {
+	paths, err := tableFiles(out, bookmarks, pending, skip)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -301,10 +306,10 @@ func readWritten(out string, pending *Run, skip map[string]bool) (map[string]*id
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): State.Stray. Nil when there are none.
-func readStray(out string, pending *Run, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
+func readStray(out string, content []string, pending *Run, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
 	var stray map[string]map[string]*ids.Set
-	for _, table := range resources.Bookmarks().Relations {
-		paths, err := tableFiles(out, table.Name, pending, skip)
+	for _, table := range content {
+		paths, err := tableFiles(out, table, pending, skip)
 		if err != nil {
 			return nil, err
 		}
@@ -316,10 +321,10 @@ func readStray(out string, pending *Run, written map[string]*ids.Set, skip map[s
 				if stray == nil {
 					stray = map[string]map[string]*ids.Set{}
 				}
-				if stray[table.Name] == nil {
-					stray[table.Name] = map[string]*ids.Set{}
+				if stray[table] == nil {
+					stray[table] = map[string]*ids.Set{}
 				}
-				addTo(stray[table.Name], uid, postID)
+				addTo(stray[table], uid, postID)
 			})
 			if err != nil {
 				return nil, unreadable(out, err)

@@ -18,7 +18,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
-	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // stateFormat is the format of the state file this version writes.
@@ -246,7 +245,11 @@ type exportedFile struct {
 // named as an export names them are passed over too.
 func newestExportedFile(out, skip string) (exportedFile, error) {
 	var newest exportedFile
-	for _, table := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return newest, err
+	}
+	for _, table := range tables {
 		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 		if err != nil {
 			return newest, err
@@ -355,8 +358,8 @@ func (s *State) readFrom(r io.Reader) error {
 		case "stray":
 			s.Stray = map[string]map[string]*ids.Set{}
 			return decodeObject(dec, func(table string) error {
-				if !resources.IsBookmarkContent(table) {
-					return fmt.Errorf("stray rows of %q, which is not a content table of x_bookmarks", table)
+				if !isTableName(table) {
+					return fmt.Errorf("stray rows of %q, which is not a table's name", table)
 				}
 				s.Stray[table] = map[string]*ids.Set{}
 				return decodeSets(dec, s.Stray[table], "the stray rows of "+table)
@@ -448,8 +451,13 @@ func (r *Run) check() error {
 		return fmt.Errorf("run id %q is not a run id", r.ID)
 	}
 	for _, f := range r.Files {
-		if !knownTables[f.Table] || f.Name != r.Time.UTC().Format(fileTimeLayout)+"-"+r.ID+".parquet" {
+		if !isTableName(f.Table) || f.Name != r.Time.UTC().Format(fileTimeLayout)+"-"+r.ID+".parquet" {
 			return fmt.Errorf("run %s: file %q of table %q is not a file of that run", r.ID, f.Name, f.Table)
+		}
+	}
+	for _, e := range r.Edits {
+		if !isTableName(e.Table) {
+			return fmt.Errorf("run %s: an edit of %q, which is not a table's name", r.ID, e.Table)
 		}
 	}
 	return nil
@@ -490,26 +498,49 @@ func isArchivedKey(key string) bool {
 	return k.Kind == account.ArchivedIDs
 }
 
-// knownTables are the tables whose files an output directory holds.
-var knownTables = func() map[string]bool {
-	m := map[string]bool{}
-	for _, t := range append(resources.Tables().FlattenTables(), Tables()...) {
-		m[t.Name] = true
+// TablesIn are the tables whose files out holds, in name order: the
+// entries of out that are neither hidden nor its media store, and the
+// tables a compaction has generations, or a switch left a link, of.
+func TablesIn(out string) ([]string, error) {
+	names := map[string]bool{}
+	entries, err := os.ReadDir(out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
-	return m
-}()
+	for _, e := range entries {
+		if swapped, ok := strings.CutSuffix(strings.TrimPrefix(e.Name(), "."), ".swap"); ok && strings.HasPrefix(e.Name(), ".") {
+			names[swapped] = true
+		} else if !strings.HasPrefix(e.Name(), ".") && e.Name() != mediaDir {
+			names[e.Name()] = true
+		}
+	}
+	compacted, err := os.ReadDir(filepath.Join(out, tablesDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range compacted {
+		names[e.Name()] = true
+	}
+	return slices.Sorted(maps.Keys(names)), nil
+}
 
-// TableNames are the tables an output directory can hold, in name order.
-func TableNames() []string {
-	return slices.Sorted(maps.Keys(knownTables))
+// isTableName reports whether name is a table's name, as the plugin names
+// them (lowercase letters, digits and underscores): it becomes a path.
+func isTableName(name string) bool {
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return name != "" && name != mediaDir
 }
 
 // ForeignEntries returns the entries of dir that no export makes there —
-// named after none of the tables, and not hidden (an export's own entries
-// are hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
+// named after none of tables, and not hidden (an export's own entries are
+// hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
 // alone) — in name order. None when dir does not exist: an export creates
 // it.
-func ForeignEntries(dir string) ([]string, error) {
+func ForeignEntries(dir string, tables []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -519,7 +550,7 @@ func ForeignEntries(dir string) ([]string, error) {
 	}
 	var foreign []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") && !knownTables[e.Name()] && !isMediaDir(dir, e) {
+		if !strings.HasPrefix(e.Name(), ".") && !slices.Contains(tables, e.Name()) && !isMediaDir(dir, e) {
 			foreign = append(foreign, e.Name())
 		}
 	}
@@ -546,7 +577,11 @@ func HasFiles(out, table string) bool {
 // anyExportedFile returns the path of a Parquet file of a table in out, or
 // "" if there is none.
 func anyExportedFile(out string) (string, error) {
-	for _, t := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range tables {
 		files, err := filepath.Glob(filepath.Join(out, t, "*.parquet"))
 		if err != nil {
 			return "", err

@@ -25,6 +25,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/rs/zerolog"
 )
 
@@ -276,7 +277,7 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 	if !ok {
 		return nil
 	}
-	rows, err := archive.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
+	rows, err := archive.ReadBookmarks(o.Out, resources.BookmarksTable, complete, func(uid, pid string) bool {
 		return uid == a.userID && (selected == nil || selected[pid])
 	})
 	if err != nil {
@@ -373,7 +374,7 @@ func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows
 
 // sourcePosts are the posts of --from, oldest first, and their account.
 func (o BookmarksOptions) sourcePosts() ([]archive.ArchivedPost, string, error) {
-	rows, err := archive.ReadBookmarks(o.From, archive.Completeness{}, func(uid, _ string) bool { return o.FromUser == "" || uid == o.FromUser })
+	rows, err := archive.ReadBookmarks(o.From, resources.BookmarksTable, archive.Completeness{}, func(uid, _ string) bool { return o.FromUser == "" || uid == o.FromUser })
 	if err != nil {
 		return nil, "", fmt.Errorf("bookmarks add: reading --from %s: %w", o.From, err)
 	}
@@ -437,7 +438,7 @@ func (o BookmarksOptions) planAddition(a *opAccount, held, listed []string, from
 	for _, id := range a.plan {
 		planned[id] = true
 	}
-	rows, err := archive.ReadBookmarks(o.Out, archive.Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
+	rows, err := archive.ReadBookmarks(o.Out, resources.BookmarksTable, archive.Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/google/uuid"
 )
 
@@ -55,7 +56,7 @@ const commitEvery = 50
 // runAccount does one account's operation, from its journal.
 func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *opAccount, j *archive.Journal, say func(string, ...any)) error {
 	r := &accountRun{o: o, a: a, j: j, say: say, recorded: len(j.Done),
-		commitOpts: archive.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step}}
+		commitOpts: archive.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Program: export.Program, Step: o.Step}}
 	defer j.Close()
 	rest := j.Remaining()
 	start := o.Clock.Now()

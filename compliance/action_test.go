@@ -7,6 +7,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/ids"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // The archived posts keep each row's dates through the state's text;
@@ -51,38 +52,36 @@ func TestArchivedPostsKeepTheirRowsDates(t *testing.T) {
 // pending again. A post that comes back clean is not restored, nor
 // pending. Checks written before actions existed read as nothing applied.
 func TestActionsAreAppliedOnce(t *testing.T) {
-	act := func(reason string) Action {
+	act := func(reason string) plan.Action {
 		if reason == "scrub_geo" {
-			return ScrubGeo
+			return plan.ScrubGeo
 		}
-		return Redact
+		return plan.Redact
 	}
 	a := &accountChecks{userID: "1001"}
 	a.setAll([]check{{id: 1, reason: reasonCode("scrub_geo")}, {id: 2, reason: reasonDeleted}, {id: 3}})
 	c := &Check{ActionOf: act, Set: &account.Set{}, accts: []*accountChecks{a}}
-	pending := func() map[string]Action {
+	pending := func() map[string]plan.Action {
 		p, err := c.Pending(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]Action{}
-		for _, acct := range p {
-			for _, post := range acct.Posts {
-				out[post.PostID] = post.Action
-			}
+		out := map[string]plan.Action{}
+		for _, post := range p {
+			out[post.PostID] = post.Action
 		}
 		return out
 	}
-	if got := pending(); len(got) != 2 || got["1"] != ScrubGeo || got["2"] != Redact {
+	if got := pending(); len(got) != 2 || got["1"] != plan.ScrubGeo || got["2"] != plan.Redact {
 		t.Fatalf("pending %v", got)
 	}
 	p, _ := c.Pending(t.Context())
-	a.markApplied(p[0].Posts)
+	a.markApplied(p)
 	if got := pending(); len(got) != 0 {
 		t.Fatalf("pending after applied %v", got)
 	}
-	a.setAll([]check{{id: 1, reason: reasonDeleted, applied: uint8(ScrubGeo)}, {id: 2, applied: uint8(Redact)}})
-	if got := pending(); len(got) != 1 || got["1"] != Redact {
+	a.setAll([]check{{id: 1, reason: reasonDeleted, applied: uint8(plan.ScrubGeo)}, {id: 2, applied: uint8(plan.Redact)}})
+	if got := pending(); len(got) != 1 || got["1"] != plan.Redact {
 		t.Fatalf("pending after a stronger reason, and a post back %v", got)
 	}
 	v1 := `{"version":1,"count":1,"checks":"` + packChecks(t, []byte{1, 5, 2, 1}) + `"}`

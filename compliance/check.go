@@ -18,6 +18,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/rs/zerolog"
 )
 
@@ -52,7 +53,7 @@ type Check struct {
 	Resend outbox.Policy
 	// ActionOf is what is done to a post X reports for a reason
 	// (compliance.on_change; "" is a reason this version does not name).
-	ActionOf func(reason string) Action
+	ActionOf func(reason string) plan.Action
 
 	mu      sync.Mutex
 	failure error

@@ -17,6 +17,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // What the compliance checks keep in the state backend:
@@ -240,7 +241,7 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 		if j.Version > 1 {
 			applied, err4 = r.ReadByte()
 		}
-		if err := errors.Join(err1, err2, err3, err4); err != nil || (i > 0 && d == 0) || applied > byte(Delete) {
+		if err := errors.Join(err1, err2, err3, err4); err != nil || (i > 0 && d == 0) || applied > byte(plan.Delete) {
 			return fmt.Errorf("%s is damaged at check %d of %d", what, i, count)
 		}
 		prev += d

@@ -16,6 +16,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
@@ -118,7 +119,7 @@ func TestExportRedactsAReportedBookmarkInPlace(t *testing.T) {
 		t.Fatalf("row before %v, after %v", e.before, row)
 	}
 	for col, v := range row {
-		if !resources.KeptWhenRedacted(col) {
+		if !(plan.Edit{Keeps: keptWhenRedacted()}).Kept(col) {
 			t.Errorf("the redacted row keeps %s = %.40q", col, v)
 		}
 	}
@@ -350,4 +351,14 @@ func TestAnArchiveFromBeforeTheRecordsHasItsReferencedPostsChecked(t *testing.T)
 	if st.Keys[account.ReferencedKey("1001")] == "" || st.Keys[account.AuthorsKey("1001")] == "" {
 		t.Error("the records were not kept after the run that read them from the files")
 	}
+}
+
+// keptWhenRedacted are the columns x_bookmarks declares a redacted row keeps.
+func keptWhenRedacted() []string {
+	for _, h := range resources.Holdings() {
+		if h.Table == resources.BookmarksTable {
+			return h.Keeps
+		}
+	}
+	return nil
 }

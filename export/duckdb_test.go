@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -277,7 +276,7 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, table := range archive.TableNames() {
+	for _, table := range export.TableNames() {
 		if _, ok := duckDBTypes[table]; !ok {
 			t.Errorf("%s: no column types to check it against", table)
 		}

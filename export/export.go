@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/plan"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -158,6 +160,8 @@ type run struct {
 	// media stores the media files, in DIR/media; nil when the spec
 	// stores none.
 	media *store.Store
+	// edits are what the sync's compliance check reported (Edit).
+	edits []plan.Edit
 }
 
 // tableWriter stages one table's file.
@@ -285,16 +289,28 @@ func (r *run) seedCompliance(ctx context.Context, st *runState) error {
 	if len(due) == 0 {
 		return nil
 	}
-	files, err := archive.ReadAuthored(r.out)
-	if err != nil {
-		return fmt.Errorf("reading the authors and referenced posts of the archive for the compliance checks: %w", err)
-	}
-	for _, s := range due {
-		if err := compliance.Seed(ctx, s, files.Bookmarks[s.UserID], files.Referenced[s.UserID]); err != nil {
-			return err
+	bookmarks, err := archive.ReadAuthored(r.out, resources.BookmarksTable, "post_id")
+	if err == nil {
+		var referenced map[string][]archive.Authored
+		if referenced, err = archive.ReadAuthored(r.out, resources.ReferencedPostsTable, "referenced_post_id"); err == nil {
+			for _, s := range due {
+				if err := compliance.Seed(ctx, s, authored(bookmarks[s.UserID]), authored(referenced[s.UserID])); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 	}
-	return nil
+	return fmt.Errorf("reading the authors and referenced posts of the archive for the compliance checks: %w", err)
+}
+
+// authored is posts as package compliance has them.
+func authored(posts []archive.Authored) []compliance.Authored {
+	out := make([]compliance.Authored, len(posts))
+	for i, p := range posts {
+		out[i] = compliance.Authored(p)
+	}
+	return out
 }
 
 // logger is the plugin's logger: warnings go to the progress output
@@ -475,7 +491,7 @@ func (r *run) openTable(t *schema.Table) error {
 		return nil
 	}
 	t = withDeclaredKeys(t)
-	w, err := r.rec.Create(r.out, t, r.o.Spec.Name, r.o.Compression)
+	w, err := r.rec.Create(r.out, t, r.o.Spec.Name, r.o.Compression, Program)
 	if err != nil {
 		return err
 	}
@@ -627,62 +643,20 @@ func (r *run) commitAndPublish() error {
 		return err
 	}
 	r.rec.Files = files
+	r.rec.Edits, r.rec.Program, r.rec.Codec = r.edits, Program, r.o.Compression
 	if err := r.commit(next); err != nil {
 		r.abort()
 		return err
 	}
-	if err := r.publishCommitted(next, files); err != nil {
-		return err
-	}
-	return r.actOnCompliance(next)
+	return r.publishCommitted(next, files)
 }
 
-// actOnCompliance applies to the files what the run's compliance check,
-// or an earlier one, reported and no run applied yet
-// (compliance.on_change), then records it applied in the state. It runs
-// once the run's own files are published, so that a post the check
-// reports in the run that archived it is acted on too. A run stopped
-// before the state records it leaves the actions to the next run.
-func (r *run) actOnCompliance(next *archive.State) error {
-	if r.comp == nil {
-		return nil
-	}
-	ctx := context.Background()
-	pending, err := r.comp.Pending(ctx)
-	if err != nil || len(pending) == 0 {
-		return err
-	}
-	n, err := archive.ApplyCompliance(r.out, pending, r.o.Compression, r.o.Clock.Now(), r.o.Step)
-	if err != nil {
-		return fmt.Errorf("applying what X's compliance job reported (the run is committed; the next run applies it): %w", err)
-	}
-	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.MediaFiles != nil && r.sess != nil {
-		st, err := store.OpenDir(archive.MediaPath(r.out))
-		if err != nil {
-			return err
-		}
-		_, err = resources.DropMedia(ctx, r.sess.Sessions, nil, pending, st)
-		if cerr := st.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("removing the media files of what X's compliance job reported (the next run does it again): %w", err)
-		}
-	}
-	if err := r.comp.Applied(ctx, pending); err != nil {
-		return err
-	}
-	if err := r.keys.Store.Flush(ctx); err != nil {
-		return err
-	}
-	next.Keys = r.keys.Committed()
-	if err := archive.SaveState(r.out, next, r.o.Step, "compliance applied"); err != nil {
-		return fmt.Errorf("recording what X's compliance job reported as applied (the next run does it again): %w", err)
-	}
-	r.o.Step("compliance applied")
-	r.res.ComplianceRows = n
-	return nil
-}
+// Edit takes the edits of what X's compliance job reported (plugin.Destination):
+// the run commits them with its files and applies them once those are
+// published (archive.Publish), so that a post the check reports in the run
+// that archived it is edited too, and a run stopped before they are
+// applied leaves them to the next command.
+func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
 
 // stage closes (footer, fsync) every file and syncs the staging directory:
 // step 1. A table gets a file of no rows only when it has no file yet: it
@@ -749,7 +723,22 @@ func (r *run) publishCommitted(next *archive.State, files []archive.File) error 
 	for _, f := range files {
 		r.res.Files = append(r.res.Files, FileResult{Table: f.Table, Path: archive.FinalPath(r.out, f), Rows: f.Rows})
 	}
+	r.res.ComplianceRows = next.LastRun.EditedRows
 	return nil
+}
+
+// Program writes the archive's files: the plugin, in its version.
+var Program = archive.Program{Name: xplugin.Name, Version: xplugin.Version}
+
+// TableNames are the tables an archive can hold, in name order: the
+// plugin's, and the archive's own (x_bookmark_changes).
+func TableNames() []string {
+	return slices.Sorted(slices.Values(append(resources.Tables().FlattenTables(), archive.Tables()...).TableNames()))
+}
+
+// BookmarkTables are the tables of the bookmarks, as archive.Repair needs them.
+func BookmarkTables() archive.BookmarkTables {
+	return archive.BookmarkTables{Bookmarks: resources.BookmarksTable, Content: resources.Bookmarks().Relations.TableNames()}
 }
 
 // Result is what a run did.

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -34,9 +34,6 @@ type bookmark struct {
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
 	foundPosition   int64
-	// redacted: the post's content is gone (compliance); its key and
-	// dates stay.
-	redacted bool
 }
 
 // Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
@@ -49,15 +46,23 @@ func Bookmarks() *schema.Table {
 			"Post content is immutable, so a post is never read again for its content. " +
 			"The API gives no bookmark time: the bookmark was made after `bookmarked_after` (the account's previous successful sync; null on the first) and before `first_seen_at`. " +
 			"Rows of removed bookmarks are kept: this is an archive. " +
-			"A post X reports deleted or withheld (x_post_compliance) is redacted by default: its row keeps `user_id`, `post_id`, `created_at`, `first_seen_at`, `bookmarked_after` and `found_position`, every other column is null, and its rows of the child tables are removed (`compliance.on_change`, docs/compliance.md).",
+			"A post X reports deleted or withheld (x_post_compliance) is redacted by default: its row keeps " + columnNames(redactedKeeps) + ", every other column is null, and its rows of the child tables are removed (`compliance.on_change`, docs/compliance.md).",
 		Multiplex:     account.Multiplex,
 		IsIncremental: true,
 		Columns:       columnList(bookmarkColumns),
 		Resolver:      fetchBookmarks,
-		Relations:     schema.Tables{BookmarkAuthors(), BookmarkMedia(), ReferencedPosts()},
+		Relations:     contentTableList(),
 		// Resolved after the row's columns: the child tables it has rows for.
 		PostResourceResolver: withChildrenOfRows,
 	}
+}
+
+// redactedKeeps are the columns a redacted row of x_bookmarks keeps: the
+// bookmark's key and its dates.
+var redactedKeeps = []string{"user_id", "post_id", "created_at", "first_seen_at", "bookmarked_after", "found_position"}
+
+func init() {
+	declareHolding(plan.Holding{Table: BookmarksTable, Of: "post_id", Keeps: redactedKeeps, Geo: "post"})
 }
 
 // hasRows tells, by child table, whether a bookmark has rows of it.
@@ -93,7 +98,7 @@ func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resour
 var bookmarkColumns = []column[*bookmark]{
 	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(b *bookmark) string { return b.userID })),
 	primaryKey(stringColumn("post_id", "Post id.", func(b *bookmark) string { return b.post.ID })),
-	contentColumn("text", "Text of the post (for long posts, the first 280 characters; see `note_tweet`). Null once the post is redacted (docs/compliance.md).", func(b *bookmark) string { return b.post.Text }),
+	stringColumn("text", "Text of the post (for long posts, the first 280 characters; see `note_tweet`). Null once the post is redacted (docs/compliance.md).", func(b *bookmark) string { return b.post.Text }),
 	optTimeColumn("created_at", "When the post was created (not when it was bookmarked).", func(b *bookmark) *time.Time { return b.post.CreatedAt }),
 	optStringColumn("author_id", "User id of the post's author.", func(b *bookmark) string { return b.post.AuthorID }),
 	optStringColumn("conversation_id", "Id of the post that started the conversation.", func(b *bookmark) string { return b.post.ConversationID }),
@@ -106,7 +111,7 @@ var bookmarkColumns = []column[*bookmark]{
 	jsonColumn("referenced_tweets", "Posts this one quotes, replies to or reposts.", func(b *bookmark) []byte { return b.post.ReferencedTweets }),
 	jsonColumn("attachments", "Media keys and poll ids attached to the post.", func(b *bookmark) []byte { return b.post.Attachments }),
 	jsonColumn("note_tweet", "The full text and entities of a long post (`content.long_text`).", func(b *bookmark) []byte { return b.post.NoteTweet }),
-	contentColumn("full_text", "The whole text of the post: `note_tweet.text` for a post longer than 280 characters (`content.long_text`), else `text`. Null once the post is redacted.", func(b *bookmark) string { return fullText(b.post) }),
+	stringColumn("full_text", "The whole text of the post: `note_tweet.text` for a post longer than 280 characters (`content.long_text`), else `text`. Null once the post is redacted.", func(b *bookmark) string { return fullText(b.post) }),
 	optStringColumn("article_title", "Title of the X Article the post carries (`content.articles`).", func(b *bookmark) string { return b.post.ArticleTitle }),
 	optStringColumn("article_text", "The whole body of the X Article, as plain text (`content.articles`).", func(b *bookmark) string { return b.post.ArticleText }),
 	jsonColumn("article", "The X Article object as the API returned it: title, plain_text, cover_media, media_entities, ... (`content.articles`).", func(b *bookmark) []byte { return b.post.Article }),
@@ -116,17 +121,6 @@ var bookmarkColumns = []column[*bookmark]{
 	incrementalKey(timeColumn("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
 	optTimeColumn("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
 	int64Column("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
-}
-
-// contentColumn: a string of the post's content; null once the post is
-// redacted, "" stored as "" before.
-func contentColumn(name, description string, get func(*bookmark) string) column[*bookmark] {
-	return typedColumn(name, description, arrow.BinaryTypes.String, func(b *bookmark) any {
-		if b.redacted {
-			return nil
-		}
-		return get(b)
-	})
 }
 
 // dates are what the row keeps once its post is redacted.

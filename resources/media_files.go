@@ -12,10 +12,15 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // MediaFilesTable is the name of the media files table.
 const MediaFilesTable = "x_media_files"
+
+func init() {
+	declareHolding(plan.Holding{Table: MediaFilesTable, Of: "post_id", Holds: "media_post_id"})
+}
 
 // mediaFileRow is one row of x_media_files: what became of one file.
 type mediaFileRow struct {

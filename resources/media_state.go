@@ -16,6 +16,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // What the media files keep in the state backend, per account
@@ -277,4 +279,87 @@ func unpackLines(text string, f func(line []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// DropMedia applies the edits of x_media_files to the media records of the
+// sessions' accounts: the records (and the rows kept to send again) of the
+// files whose rows go leave their accounts' media state, and the files
+// they stored that no record of any account still uses are deleted from
+// st. The files go first, then the states are set
+// (unflushed): a stop between leaves records of files already deleted,
+// which the next application drops again (deleting a missing file is no
+// error); the other order could leave a file no state records. The
+// accounts elsewhere (other shards', which share the store) keep their
+// files too: their state is read, never written. It returns the number
+// of files deleted.
+func DropMedia(ctx context.Context, sessions []*account.Session, elsewhere []string, ix plan.Index, st *store.Store) (int, error) {
+	if len(sessions) == 0 {
+		return 0, nil
+	}
+	users := slices.Clone(elsewhere)
+	for _, s := range sessions {
+		if s.UserID != "" {
+			users = append(users, s.UserID)
+		}
+	}
+	values := map[string]string{} // state key → value, of every account
+	for _, u := range users {
+		key := account.MediaFilesKey(u)
+		v, err := account.GetKey(ctx, sessions[0].State, key) // the sync's one state backend
+		if err != nil {
+			return 0, err
+		}
+		values[key] = v
+	}
+	var candidates []string
+	changed := map[string]*account.Session{}
+	for _, s := range sessions {
+		key := account.MediaFilesKey(s.UserID)
+		if s.UserID == "" || values[key] == "" {
+			continue
+		}
+		next, stored, err := DropMediaFilesOfPosts(key, values[key], func(postID, mediaPostID string) bool {
+			e, ok := ix.Find(MediaFilesTable, s.UserID, func(column string) string {
+				return map[string]string{"post_id": postID, "media_post_id": mediaPostID}[column]
+			})
+			return ok && e.Op == plan.Remove
+		})
+		if err != nil {
+			return 0, err
+		}
+		if next != values[key] {
+			values[key], candidates, changed[key] = next, append(candidates, stored...), s
+		}
+	}
+	if len(changed) == 0 {
+		return 0, nil
+	}
+	used := map[string]bool{}
+	for key, v := range values {
+		uses, err := MediaFileUses(key, v)
+		if err != nil {
+			return 0, err
+		}
+		for _, u := range uses {
+			if u.Status == media.Stored {
+				used[u.FileKey] = true
+			}
+		}
+	}
+	deleted := 0
+	for _, k := range candidates {
+		if used[k] {
+			continue
+		}
+		if err := st.Delete(ctx, k); err != nil {
+			return deleted, err
+		}
+		deleted++
+	}
+	for key, s := range changed {
+		if err := account.SetKey(ctx, s.State, key, values[key]); err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
 }

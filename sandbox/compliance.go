@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/plan"
+	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // Finding is a row of x_post_compliance, for the demo to show.
@@ -51,32 +53,32 @@ func readFindings(path string, out *[]Finding) error {
 }
 
 // CheckRedacted checks that the archive in dir holds nothing of the post's
-// content, as compliance.on_change: redact leaves it: its x_bookmarks row
-// keeps its key and dates only, and no row of the content tables or
-// x_media_files is left.
+// content, as the tables declare a redaction leaves it (plan.Holding): the
+// row of a table that keeps one (x_bookmarks) has every column null but
+// the kept ones, and no other table holds a row of the post.
 func CheckRedacted(dir, userID, postID string) error {
-	tables := []string{"x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_media_files"}
-	for _, table := range tables {
-		files, err := filepath.Glob(filepath.Join(dir, table, "*.parquet"))
+	for _, h := range resources.Holdings() {
+		files, err := filepath.Glob(filepath.Join(dir, h.Table, "*.parquet"))
 		if err != nil {
 			return err
 		}
+		kept := plan.Edit{Keeps: h.Keeps}
 		for _, path := range files {
 			err := pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
-				users, posts := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices("post_id")
+				users, posts := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices(h.Of)
 				if len(users) != 1 || len(posts) != 1 {
-					return fmt.Errorf("no user_id and post_id columns")
+					return fmt.Errorf("no user_id and %s columns", h.Of)
 				}
 				for i := range int(rec.NumRows()) {
 					if rec.Column(users[0]).ValueStr(i) != userID || rec.Column(posts[0]).ValueStr(i) != postID {
 						continue
 					}
-					if table != "x_bookmarks" {
-						return fmt.Errorf("%s still holds a row of post %s", table, postID)
+					if h.Keeps == nil {
+						return fmt.Errorf("%s still holds a row of post %s", h.Table, postID)
 					}
-					for _, col := range []string{"text", "full_text", "post"} {
-						if c := rec.Schema().FieldIndices(col); len(c) == 1 && !rec.Column(c[0]).IsNull(i) {
-							return fmt.Errorf("the x_bookmarks row of post %s still holds its %s", postID, col)
+					for c, f := range rec.Schema().Fields() {
+						if !kept.Kept(f.Name) && !rec.Column(c).IsNull(i) {
+							return fmt.Errorf("the %s row of post %s still holds its %s", h.Table, postID, f.Name)
 						}
 					}
 				}

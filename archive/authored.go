@@ -8,18 +8,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/archived"
 )
-
-// Authored is a post and its author's user id.
-type Authored struct{ PostID, AuthorID string }
 
 // ReadAuthored reads, from the published files of table, the posts its
 // rows hold whose post X returned (created_at is set): by user id, the post
-// of postColumn and its author_id. The compliance checks of an archive
-// made before they kept their own record of these have it seeded from
-// there.
-func ReadAuthored(out, table, postColumn string) (map[string][]Authored, error) {
-	into := map[string][]Authored{}
+// of postColumn and its author_id. The records of an archive made before
+// they kept the authors have them from there.
+func ReadAuthored(out, table, postColumn string) (map[string][]archived.Post, error) {
+	into := map[string][]archived.Post{}
 	paths, err := tableFiles(out, table, nil, nil)
 	if err != nil {
 		return nil, err
@@ -34,7 +31,7 @@ func ReadAuthored(out, table, postColumn string) (map[string][]Authored, error) 
 
 // readAuthored adds the posts of a file whose post X returned (created_at
 // is set) to into.
-func readAuthored(path, postColumn string, into map[string][]Authored) error {
+func readAuthored(path, postColumn string, into map[string][]archived.Post) error {
 	columns := []string{"user_id", postColumn, "author_id", "created_at"}
 	return pqfile.ReadRecords(context.Background(), path, columns, func(rec arrow.RecordBatch) error {
 		var cols [4]arrow.Array
@@ -55,7 +52,7 @@ func readAuthored(path, postColumn string, into map[string][]Authored) error {
 			if cols[3].IsNull(i) {
 				continue
 			}
-			into[users.Value(i)] = append(into[users.Value(i)], Authored{PostID: posts.Value(i), AuthorID: authors.Value(i)})
+			into[users.Value(i)] = append(into[users.Value(i)], archived.Post{ID: posts.Value(i), AuthorID: authors.Value(i)})
 		}
 		return nil
 	})

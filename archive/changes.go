@@ -193,7 +193,7 @@ func CommitChanges(ctx context.Context, dir string, journals []*Journal, o Commi
 		return 0, err
 	}
 	var rows []*Change
-	next := &State{Keys: maps.Clone(s.Keys), Archived: s.Archived, Stray: s.Stray, LastRun: s.LastRun}
+	next := &State{Keys: maps.Clone(s.Keys), Written: s.Written, Stray: s.Stray, LastRun: s.LastRun}
 	memoryChanged := false
 	for _, j := range journals {
 		written := changes.rows[[2]string{j.Plan.ID, j.Plan.UserID}]

@@ -19,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -130,12 +131,13 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	for _, d := range rep.Damaged {
 		skip[d.Path] = true
 	}
-	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun, skip)
+	legacy := old != nil && old.Written != nil
+	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun, skip, legacy)
 	if err != nil {
 		return nil, err
 	}
 	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || len(rep.Damaged) > 0 ||
-		!sameWritten(old.Archived, next.Archived) || !sameStray(old.Stray, next.Stray)
+		!maps.Equal(old.Keys, next.Keys) || !sameWritten(old.Written, next.Written) || !sameStray(old.Stray, next.Stray)
 	if next.Pending != nil {
 		rep.Publish = next.Pending.ID
 	}
@@ -175,7 +177,7 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 
 // rebuild builds the repaired state from the files (but those of skip)
 // and the trusted parts.
-func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run, skip map[string]bool) (*State, error) {
+func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run, skip map[string]bool, legacy bool) (*State, error) {
 	next := newState()
 	if pending != nil {
 		pending = rep.dropLostFiles(out, pending)
@@ -195,7 +197,7 @@ func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[str
 			rep.Stray[table] += set.Len()
 		}
 	}
-	next.Archived, next.Pending, next.LastRun = written, pending, lastRun
+	next.Pending, next.LastRun = pending, lastRun
 	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
 		// A state that lost its last run, or is older than the files: the
 		// next run's files must sort after theirs (see knowsFiles).
@@ -211,12 +213,49 @@ func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[str
 			continue
 		}
 		next.Keys[key] = value
-		if strings.HasPrefix(key, "x_bookmark") {
-			rep.KeptMemories++
+		if k, _ := account.ParseKey(key); strings.HasPrefix(key, "x_bookmark") && k.Kind != account.ArchivedRecord {
+			rep.KeptMemories++ // the lists' memories, folder lists and cap records
 		}
 	}
 	sort.Slice(rep.Dropped, func(i, j int) bool { return rep.Dropped[i].Key < rep.Dropped[j].Key })
-	return next, nil
+	return next, next.setWritten(written, legacy)
+}
+
+// setWritten makes the posts each account's record says it wrote the posts
+// its x_bookmarks files hold, so that no row is written twice, nor a post
+// taken for archived that no file holds; in a state of format 1 (legacy),
+// its written ids, for an account that has no record yet.
+func (s *State) setWritten(written map[string]*ids.Set, legacy bool) error {
+	keys := s.Keys
+	users := map[string]bool{}
+	for uid := range written {
+		users[uid] = true
+	}
+	for key := range keys {
+		if k, ok := account.ParseKey(key); ok && k.Kind == account.ArchivedRecord {
+			users[k.User] = true
+		}
+	}
+	for uid := range users {
+		key := account.RecordKey(uid)
+		if legacy && keys[key] == "" {
+			if s.Written == nil {
+				s.Written = map[string]*ids.Set{}
+			}
+			s.Written[uid] = written[uid]
+			continue
+		}
+		rec, err := archived.Unmarshal(keys[key], "the state key "+key) // checked by distrust
+		if err != nil {
+			return err
+		}
+		if rec.SetBookmarks(written[uid].Numbers()) || keys[key] == "" {
+			if keys[key], err = rec.Marshal(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // distrust says why a walk memory cannot be kept, or "" if it can.

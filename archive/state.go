@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// stateFormat is the format of the state file this version writes.
-const stateFormat = 1
+// stateFormat is the format of the state file this version writes: 2
+// keeps the posts written in the accounts' records (account.RecordKey); 1,
+// which it reads, in written-id sets (State.Written).
+const stateFormat = 2
 
 // archivedRecord: the posts an export archived are its written ids, which
 // the compliance checks read (the exporter is the sync's destination,
@@ -37,10 +40,10 @@ type State struct {
 	// Keys are the key/values the plugin's state client holds: the walk
 	// memories of every account's lists.
 	Keys map[string]string `json:"keys"`
-	// Archived lists, per user id, the post ids of the x_bookmarks rows in
-	// the committed files, so a post bookmarked again after it was removed
-	// (which the walk emits as new) is not written twice.
-	Archived map[string]*ids.Set `json:"written"`
+	// Written lists, per user id, the post ids of the x_bookmarks rows in
+	// the committed files, as format 1 kept them; format 2 keeps them in
+	// the accounts' records (ArchivedPosts), made from these once.
+	Written map[string]*ids.Set `json:"written,omitempty"`
 	// Stray lists, per child table of x_bookmarks (its content: authors,
 	// media, referenced posts) and per user id, the posts whose rows the
 	// table's files hold while no x_bookmarks file holds the post: the
@@ -62,10 +65,12 @@ type State struct {
 // (the encoded JSON, and the buffer it grew in) while it saves them.
 func (s *State) writeTo(w io.Writer) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
+	fmt.Fprintf(ew, `{"format":%d,"keys":`, stateFormat)
 	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
-	ew.WriteString(`,"written":`)
-	writeObject(ew, s.Archived, encodeSet)
+	if len(s.Written) > 0 {
+		ew.WriteString(`,"written":`)
+		writeObject(ew, s.Written, encodeSet)
+	}
 	if len(s.Stray) > 0 {
 		ew.WriteString(`,"stray":`)
 		writeObject(ew, s.Stray, func(byUser map[string]*ids.Set) ([]byte, error) {
@@ -148,7 +153,7 @@ func (e *errWriter) Write(b []byte) (int, error) {
 func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
 func newState() *State {
-	return &State{Format: stateFormat, Keys: map[string]string{}, Archived: map[string]*ids.Set{}}
+	return &State{Format: stateFormat, Keys: map[string]string{}}
 }
 
 // Load reads the state of the archive in dir, as it is committed (without
@@ -313,11 +318,11 @@ func decodeState(r io.Reader) (*State, error) {
 		return nil, &newerStateError{s.Format}
 	case s.Format == 0:
 		return nil, errors.New("it holds no state (\"format\" is missing)")
-	case s.Format != stateFormat:
+	case s.Format != stateFormat && s.Format != 1:
 		return nil, fmt.Errorf("\"format\" is %d", s.Format)
 	case s.Keys == nil:
 		return nil, errors.New("its walk memories (\"keys\") are missing")
-	case s.Archived == nil:
+	case s.Format == 1 && s.Written == nil:
 		return nil, errors.New("its written-id sets (\"written\") are missing")
 	}
 	for _, run := range []*Run{s.Pending, s.LastRun} {
@@ -353,8 +358,8 @@ func (s *State) readFrom(r io.Reader) error {
 				return err
 			})
 		case "written":
-			s.Archived = map[string]*ids.Set{}
-			return decodeSets(dec, s.Archived, "the written-id set")
+			s.Written = map[string]*ids.Set{}
+			return decodeSets(dec, s.Written, "the written-id set")
 		case "stray":
 			s.Stray = map[string]map[string]*ids.Set{}
 			return decodeObject(dec, func(table string) error {
@@ -643,4 +648,24 @@ func mkdirSynced(parent, name string) error {
 		return err
 	}
 	return dirsync.Sync(parent)
+}
+
+// ArchivedPosts are, per user id, the posts of the x_bookmarks rows in the
+// committed files: those the accounts' records name, or, for an account a
+// state of format 1 kept no record of, its written ids.
+func (s *State) ArchivedPosts() (map[string]ids.Sorted, error) {
+	out := map[string]ids.Sorted{}
+	for uid, set := range s.Written {
+		out[uid] = set.Numbers()
+	}
+	for key, value := range s.Keys {
+		if k, ok := account.ParseKey(key); ok && k.Kind == account.ArchivedRecord {
+			rec, err := archived.Unmarshal(value, "the state key "+key)
+			if err != nil {
+				return nil, err
+			}
+			out[k.User] = rec.Bookmarks()
+		}
+	}
+	return out, nil
 }

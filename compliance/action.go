@@ -5,8 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"time"
 
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
@@ -16,23 +16,15 @@ import (
 // goes on from what was applied. A post that comes back (undeleted, made
 // public again) is not restored: its content is gone from the archive.
 
-// Dates are what a bookmark's row keeps once redacted, besides its key.
-type Dates struct {
-	CreatedAt       *time.Time
-	FirstSeenAt     time.Time
-	BookmarkedAfter *time.Time
-	FoundPosition   int64
-}
-
 // Affected is an archived post whose action is not applied yet.
 type Affected struct {
 	plan.Reported
 	Reason string
-	// Dates are the bookmark row's, where the state keeps them (a
+	// Dates are the bookmark row's, where the record keeps them (a
 	// CloudQuery sync); nil when the destination keeps the rows (the
 	// exporter), for a post archived before they were recorded, or for a
 	// post that is not Bookmarked.
-	Dates *Dates
+	Dates *archived.Dates
 }
 
 // Pending is the posts of the accounts of the sync's last check whose
@@ -73,8 +65,10 @@ func (c *Check) Pending(ctx context.Context) ([]Affected, error) {
 		for _, id := range slices.Sorted(maps.Keys(due)) {
 			posts = append(posts, due[id])
 		}
-		if err := a.addDates(ctx, c.sessionOf(a.userID), posts); err != nil {
-			return nil, err
+		for i := range posts {
+			if n, _ := strconv.ParseUint(posts[i].PostID, 10, 64); posts[i].Bookmarked && a.record != nil {
+				posts[i].Dates = a.record.DatesOf(n)
+			}
 		}
 		out = append(out, posts...)
 	}

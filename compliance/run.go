@@ -124,14 +124,12 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 				continue
 			}
 		}
-		bookmarks, referenced, err := loadArchived(ctx, s)
+		rec, err := s.Record(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
-		a := &accountChecks{userID: s.UserID, archived: bookmarks.Union(referenced), bookmarks: bookmarks, referenced: referenced}
-		if a.authors, err = loadAuthors(ctx, s); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.ID(), err)
-		}
+		a := &accountChecks{userID: s.UserID, archived: rec.Bookmarks().Union(rec.Referenced()), bookmarks: rec.Bookmarks(),
+			referenced: rec.Referenced(), authors: rec.Authors(), record: rec}
 		value, err := account.GetKey(ctx, c.State, account.ChecksKey(s.UserID))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/cqspec"
@@ -143,7 +143,8 @@ type run struct {
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
 	// archived holds, per account, the posts of the x_bookmarks rows
-	// written: by earlier runs (HasEarlier), and by this one.
+	// written: by earlier runs (HasEarlier: their records say so), and by
+	// this one.
 	archived map[string]*ids.Set
 	sess     *account.Set
 	comp     *compliance.Check // the sync's compliance check, if it ran one
@@ -224,7 +225,6 @@ func (r *run) begin() error {
 		return err
 	}
 	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
-	r.archived = maps.Clone(r.state.Archived)
 	return nil
 }
 
@@ -252,11 +252,8 @@ func (r *run) openMedia() error {
 // backend, progress and logger.
 func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	st := newRunState(r)
-	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
-		st.freeze()
-		if err := r.seedCompliance(ctx, st); err != nil {
-			return nil, err
-		}
+	if err := r.loadRecords(ctx, st); err != nil {
+		return nil, err
 	}
 	r.keys = st
 	// The store holds them now; the walks replace them as they save, and
@@ -270,47 +267,75 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	return p, nil
 }
 
-// seedCompliance records, for the compliance checks, the referenced posts
-// and the authors of the posts of each account whose files were written
-// before the walks recorded them, from the files (compliance.Seed); the
-// state keeps them from then on, committed with the run.
-func (r *run) seedCompliance(ctx context.Context, st *runState) error {
-	var due []*account.Session
-	for uid := range r.state.Archived {
-		s := &account.Session{UserID: uid, State: st}
-		seeded, err := compliance.Seeded(ctx, s)
-		if err != nil {
+// loadRecords reads the posts each account's record says earlier runs
+// wrote (archive.State.ArchivedPosts), the rows of which the run drops,
+// after it made the records of an archive of format 1 from its written ids
+// (account.MigrateRecord). With the compliance section, a record that
+// holds no authors (an archive made before the walks recorded them) gets
+// them from the files, as the referenced posts; the state keeps them from
+// then on, committed with the run.
+func (r *run) loadRecords(ctx context.Context, st *runState) error {
+	for uid, set := range r.state.Written {
+		if err := account.MigrateRecord(ctx, st, uid, set.Numbers()); err != nil {
 			return err
 		}
-		if !seeded {
-			due = append(due, s)
+	}
+	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
+		st.freeze()
+		if err := r.seedAuthors(ctx, st); err != nil {
+			return err
+		}
+	}
+	if err := st.Store.Flush(ctx); err != nil {
+		return err
+	}
+	posts, err := (&archive.State{Keys: st.Committed()}).ArchivedPosts()
+	if err != nil {
+		return err
+	}
+	r.archived = make(map[string]*ids.Set, len(posts))
+	for uid, nums := range posts {
+		r.archived[uid] = ids.SetOf(nums)
+	}
+	return nil
+}
+
+// seedAuthors gives the records that hold no authors those the files say,
+// and the referenced posts.
+func (r *run) seedAuthors(ctx context.Context, st *runState) error {
+	var due []*account.Session
+	for key := range st.Committed() {
+		if k, ok := account.ParseKey(key); ok && k.Kind == account.ArchivedRecord {
+			s := &account.Session{UserID: k.User, State: st, RowsKept: true}
+			if rec, err := s.Record(ctx); err != nil {
+				return err
+			} else if !rec.AuthorsKept() {
+				due = append(due, s)
+			}
 		}
 	}
 	if len(due) == 0 {
 		return nil
 	}
 	bookmarks, err := archive.ReadAuthored(r.out, resources.BookmarksTable, "post_id")
-	if err == nil {
-		var referenced map[string][]archive.Authored
-		if referenced, err = archive.ReadAuthored(r.out, resources.ReferencedPostsTable, "referenced_post_id"); err == nil {
-			for _, s := range due {
-				if err := compliance.Seed(ctx, s, authored(bookmarks[s.UserID]), authored(referenced[s.UserID])); err != nil {
-					return err
-				}
-			}
+	if err != nil {
+		return fmt.Errorf("reading the authors of the archive's posts for the compliance checks: %w", err)
+	}
+	referenced, err := archive.ReadAuthored(r.out, resources.ReferencedPostsTable, "referenced_post_id")
+	if err != nil {
+		return fmt.Errorf("reading the posts the archive's bookmarks reference for the compliance checks: %w", err)
+	}
+	for _, s := range due {
+		err := s.EditRecord(ctx, func(rec *archived.Record) error {
+			rec.AddBookmarks(bookmarks[s.UserID], false)
+			rec.AddReferenced(referenced[s.UserID])
 			return nil
+		})
+		if err := errors.Join(err, s.SaveRecord(ctx)); err != nil {
+			return err
 		}
 	}
-	return fmt.Errorf("reading the authors and referenced posts of the archive for the compliance checks: %w", err)
-}
-
-// authored is posts as package compliance has them.
-func authored(posts []archive.Authored) []compliance.Authored {
-	out := make([]compliance.Authored, len(posts))
-	for i, p := range posts {
-		out[i] = compliance.Authored(p)
-	}
-	return out
+	return nil
 }
 
 // logger is the plugin's logger: warnings go to the progress output
@@ -361,10 +386,6 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	}()
 	var handleErr error
 	for m := range ch {
-		if c, ok := m.(caughtUp); ok {
-			close(c)
-			continue
-		}
 		if handleErr == nil { // after a failure, drain until the sync stops
 			if handleErr = r.handle(m); handleErr != nil {
 				interrupt(fmt.Errorf("writing the export failed: %w", handleErr))
@@ -398,42 +419,6 @@ func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 // writes, and records of 4,096 rows fill a row group in four
 // (docs/benchmarks.md).
 func (*run) RecordRows() int { return 4096 }
-
-// Archived is the posts of the x_bookmarks rows written for userID, by
-// earlier runs and by this one: the archive's own record of its posts,
-// which the compliance checks read (the plugin keeps none in the state).
-// The checks run once the data tables are synced; the rows those sent are
-// written first.
-func (r *run) Archived(ctx context.Context, userID string) (ids.Sorted, error) {
-	if err := r.catchUp(ctx); err != nil {
-		return nil, err
-	}
-	return r.archived[userID].Numbers(), nil
-}
-
-// catchUp returns once every message the sync sent before the call is
-// handled: it sends one of its own through the same channel, which keeps
-// order, and waits for the run to reach it.
-func (r *run) catchUp(ctx context.Context) error {
-	c := make(caughtUp)
-	select {
-	case r.messages <- c:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	select {
-	case <-c:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-// caughtUp is catchUp's message: the run closes it when it reaches it.
-type caughtUp chan struct{}
-
-func (caughtUp) GetTable() *schema.Table { return nil }
-func (caughtUp) IsSyncMessage() bool     { return true }
 
 // dropRepeats drops the log messages that only repeat a failure (of an
 // account, of the compliance check) the summary and the exit status
@@ -632,10 +617,9 @@ func (r *run) abort() {
 // in that order (see the package documentation).
 func (r *run) commitAndPublish() error {
 	next := &archive.State{
-		Keys:     r.keys.Committed(),
-		Archived: r.archived,
-		Stray:    r.strayLeft(),
-		LastRun:  r.state.LastRun,
+		Keys:    r.keys.Committed(),
+		Stray:   r.strayLeft(),
+		LastRun: r.state.LastRun,
 	}
 	files, err := r.stage()
 	if err != nil {

@@ -459,8 +459,8 @@ func TestRepairLeavesASoundDirectoryAloneAndADryRunChangesNothing(t *testing.T) 
 func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
 	a := newExportDir(t)
 	a.mustRun()
-	a.writeState([]byte(`{"format":2,"keys":{},"written":{}}`))
-	if _, err := archive.Repair(a.dir, archive.RepairOptions{Tables: export.BookmarkTables()}); err == nil || !strings.Contains(err.Error(), "has format 2") {
+	a.writeState([]byte(`{"format":3,"keys":{},"written":{}}`))
+	if _, err := archive.Repair(a.dir, archive.RepairOptions{Tables: export.BookmarkTables()}); err == nil || !strings.Contains(err.Error(), "has format 3") {
 		t.Errorf("repair of a newer state: %v", err)
 	}
 	if err := os.Remove(a.statePath()); err != nil {

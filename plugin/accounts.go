@@ -44,7 +44,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Sync:         info,
 			State:        st,
 			Redact:       r,
-			Archive:      o.archive(),
+			RowsKept:     o.destination() != nil,
 			Resend:       o.resendPolicy(s),
 		}
 		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
@@ -73,15 +73,6 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 		set.Sessions = append(set.Sessions, sess)
 	}
 	return set
-}
-
-// archive is the destination's record of the posts written, if it keeps
-// one (an interface holding a nil Destination is not nil).
-func (o Options) archive() account.Archive {
-	if d := o.destination(); d != nil {
-		return d
-	}
-	return nil
 }
 
 // resolveUserID asks the API whose token this is, once.

@@ -37,9 +37,8 @@ func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
 // files, a CloudQuery destination through DeleteRecord messages and rows
 // sent again (sendEdits). The media files no other post uses are deleted
 // from the media store. The state then records the actions as applied,
-// and is flushed. elsewhere names the accounts of the other shards, whose
-// files are kept too.
-func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables, elsewhere []string) error {
+// and is flushed.
+func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables) error {
 	pending, err := comp.Pending(ctx)
 	if err != nil || len(pending) == 0 {
 		return err
@@ -61,7 +60,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 		return err
 	}
 	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
-		if _, err := resources.DropMedia(ctx, ss, elsewhere, ix, ss[0].Media.Saver.Store()); err != nil {
+		if _, err := resources.DropMedia(ctx, ss, ix, ss[0].Media.Saver.Store()); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -123,23 +122,6 @@ var bookmarkColumns = []column[*bookmark]{
 	int64Column("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
 }
 
-// dates are what the row keeps once its post is redacted.
-func (b *bookmark) dates() compliance.Dates {
-	return compliance.Dates{CreatedAt: b.post.CreatedAt, FirstSeenAt: b.firstSeenAt, BookmarkedAfter: b.bookmarkedAfter, FoundPosition: b.foundPosition}
-}
-
-// referenced are the posts whose content the bookmark's rows of
-// x_bookmark_referenced_posts hold (those X returned), with their authors.
-func (b *bookmark) referenced() []compliance.Authored {
-	var out []compliance.Authored
-	for _, r := range b.refs {
-		if r.post != nil {
-			out = append(out, compliance.Authored{PostID: r.id, AuthorID: r.post.AuthorID})
-		}
-	}
-	return out
-}
-
 func (b *bookmark) authorJSON() []byte {
 	if b.author == nil || b.author.user == nil {
 		return nil
@@ -189,46 +171,44 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	if err != nil {
 		return err
 	}
-	archived := compliance.NewArchiver(s) // the posts the compliance checks cover
 	emit := func(ctx context.Context, rows []*bookmark) error {
 		if err := send(ctx, res, rows); err != nil {
 			return err
 		}
-		for _, b := range rows {
-			archived.Add(compliance.Authored{PostID: b.post.ID, AuthorID: b.post.AuthorID}, b.dates(), b.referenced())
-		}
-		return nil
+		return recordBookmarks(ctx, s, rows)
 	}
 	if bw.resent, err = resendBookmarks(ctx, s.UserID, s.AskedBy, bw.outbox, emit); err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		bw.report(nil, err)
-		return archived.Save(ctx, err)
+		return saveRecord(ctx, s, err)
 	}
-	emitNew, saveMedia := recordMediaFiles(s, emit) // the files x_media_files fetches
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(b *bookmark) string { return b.post.ID },
 		Fetch:    bw.fetchPage,
-		Emit:     bw.keepSent(emitNew),
+		Emit:     bw.keepSent(emit),
 	}
 	result, err := w.Run(ctx, bw.prev)
-	err = bw.finish(ctx, result, saveMedia(ctx, archived.Save(ctx, err)))
+	err = bw.finish(ctx, result, saveRecord(ctx, s, err))
 	return errors.Join(err, s.FlushWalk(ctx))
 }
 
-// keepSent records in the walk's outbox entry what emit sends, when rows
-// are sent again (Session.Resend).
+// keepSent records in the walk's outbox what emit sends, when rows are
+// sent again (Session.Resend).
 func (bw *bookmarksWalk) keepSent(emit func(context.Context, []*bookmark) error) func(context.Context, []*bookmark) error {
 	if !bw.s.Resend.On() {
 		return emit
 	}
-	bw.sent = &sentRows{expansions: bw.s.Fields.Expansions}
 	return func(ctx context.Context, rows []*bookmark) error {
 		if err := emit(ctx, rows); err != nil {
 			return err
 		}
-		return bw.sent.add(rows)
+		pages, err := pagesOf(rows, bw.expansions)
+		if err != nil {
+			return err
+		}
+		return bw.outbox.Add(pages...)
 	}
 }
 
@@ -240,24 +220,28 @@ type bookmarksWalk struct {
 	guard           *capGuard
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
-	read            int         // posts of the walk's earlier pages: the place in the list of the next one
-	missing         int         // expanded objects its pages left out with no error saying why
-	outbox          *outbox.Box // rows of earlier walks, sent again by this one
-	resent          int         // rows of outbox sent again
-	sent            *sentRows   // rows this walk sent, when they are to be sent again
+	read            int // posts of the walk's earlier pages: the place in the list of the next one
+	missing         int // expanded objects its pages left out with no error saying why
+	// outbox is the rows of earlier walks, sent again by this one
+	// (resent of them), and its own, when rows are sent again; expansions
+	// are what the last page's request asked to expand.
+	outbox     *outbox.Rows[sentPage]
+	resent     int
+	expansions []string
 }
 
 // startBookmarksWalk reads what the account's last walks left: the list's
 // memory, and the cap record that refuses a walk that would stop where the
 // last capped one did. A walk that cannot start is reported.
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
-	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID)}
+	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID), firstSeenAt: s.Clock.Now(), expansions: s.Fields.Expansions}
 	var err error
+	var kept *outbox.Box
 	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
-		bw.outbox, err = account.MemoryOutbox(bw.prev, bw.key)
+		kept, err = account.MemoryOutbox(bw.prev, bw.key)
 	}
 	if err == nil {
-		bw.outbox = bw.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)
+		bw.outbox = outbox.Open[sentPage](kept, outbox.Sync{ID: s.Sync.ID, StartedAt: bw.firstSeenAt, Ended: s.Sync.Ended}, s.Resend)
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
@@ -273,7 +257,6 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 		t := bw.prev.SyncedAt
 		bw.bookmarkedAfter = &t
 	}
-	bw.firstSeenAt = s.Clock.Now()
 	return bw, nil
 }
 
@@ -307,9 +290,7 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 		}
 	}
 	asked := s.Fields.Asked(resp.Naming)
-	if bw.sent != nil {
-		bw.sent.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
-	}
+	bw.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
 	pc := newPageContent(p, askedBy(asked), s.AskedBy)
 	rows := bookmarkRows(s.UserID, pc, bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
 	if n := len(pc.missing); n > 0 {
@@ -352,14 +333,11 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 // keepOutbox puts into mem, the memory of the clean walk, the outbox its
 // state keeps: the rows of earlier walks it sent again, and its own.
 func (bw *bookmarksWalk) keepOutbox(mem *walk.Memory) error {
-	var sent *outbox.Entry
-	if bw.sent != nil {
-		var err error
-		if sent, err = bw.sent.batch.Entry(bw.s.Sync.ID, bw.firstSeenAt); err != nil {
-			return err
-		}
+	box, err := bw.outbox.Box()
+	if err != nil {
+		return err
 	}
-	text, err := bw.outbox.With(sent).Marshal()
+	text, err := box.Marshal()
 	mem.Outbox = json.RawMessage(text)
 	return err
 }

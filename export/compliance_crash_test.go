@@ -91,3 +91,76 @@ func TestKillMidComplianceJobResumesTheJob(t *testing.T) {
 		checkArchive(t, dir, sim, users)
 	}
 }
+
+// A job X failed is given up and replaced at once by a new job of its
+// posts. An exporter killed (SIGKILL) after the failed job was created or
+// uploaded, or after its replacement was, leaves one of them recorded: the
+// next run gives up the failed one or resumes the replacement, and never
+// makes a third job; the post X reports gets its row from the job that
+// completed.
+func TestKillWhileAFailedJobIsReplaced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	sim := xsim.New(xsim.Options{DisableRateLimits: true, Compliance: xsim.ComplianceOptions{Delay: 300 * time.Millisecond}})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 20}}
+	tokens := seed(sim, users)
+	spec := filepath.Join(t.TempDir(), "spec.yml")
+	text := specYAML(sim.URL(), users, tokens, `["*"]`) +
+		fmt.Sprintf("    compliance:\n      bearer_token: %q\n      every: 0s\n", sim.IssueAppOnlyToken())
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	sim.FailComplianceJobs(1)
+	probe := runChild(t, spec, filepath.Join(t.TempDir(), "probe"), 0, 0)
+	if probe.killed || probe.code != 0 {
+		t.Fatalf("clean run: %s", probe.output)
+	}
+	var saved []int // created, uploaded: the failed job, then its replacement
+	for i, s := range probe.steps {
+		if s == "compliance job saved" && len(saved) < 4 {
+			saved = append(saved, i+1)
+		}
+	}
+	if jobs := sim.ComplianceJobsOf("tweets"); len(saved) != 4 || len(jobs) != 2 || jobs[0].Status != "failed" || jobs[1].Status != "complete" {
+		t.Fatalf("clean run: saves at steps %v of %v, jobs %+v", saved, probe.steps, jobs)
+	}
+
+	for i, at := range []string{"after the job was created", "after its ids were uploaded", "after its replacement was created", "after the replacement's ids were uploaded"} {
+		dir := filepath.Join(t.TempDir(), "out")
+		deleted := sim.Bookmarks("1001")[2+i]
+		if err := sim.SetPostCompliance(deleted, "deleted"); err != nil {
+			t.Fatal(err)
+		}
+		before := len(sim.ComplianceJobsOf("tweets"))
+		sim.FailComplianceJobs(1)
+		if c := runChild(t, spec, dir, saved[i], 0); !c.killed {
+			t.Fatalf("%s: not killed: %s", at, c.output)
+		}
+		checkNotAhead(t, dir, users)
+		if again := runChild(t, spec, dir, 0, 0); again.killed || again.code != 0 {
+			t.Fatalf("%s: re-run: %s", at, again.output)
+		}
+		jobs := sim.ComplianceJobsOf("tweets")[before:]
+		if len(jobs) != 2 || jobs[0].Status != "failed" || jobs[1].Status != "complete" || jobs[1].Uploads != 1 || len(jobs[1].IDs) != 20 {
+			t.Fatalf("%s: jobs of posts %+v, want the failed one and its replacement, uploaded once", at, jobs)
+		}
+		findings, err := sandbox.ReadFindings(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, f := range findings {
+			found = found || (f.PostID == deleted && f.Reason == "deleted" && f.JobID == jobs[1].ID)
+		}
+		if !found {
+			t.Errorf("%s: x_post_compliance %+v lacks post %s of job %s", at, findings, deleted, jobs[1].ID)
+		}
+		checkArchive(t, dir, sim, users)
+	}
+}

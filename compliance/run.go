@@ -308,8 +308,9 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadl
 			if replaced {
 				return nil, false, &jobError{g.op, fmt.Errorf("compliance job %s %s; its %d %s are checked by a new job at the next sync", rec.ID, g.why, len(rec.IDs), rec.what())}
 			}
-			c.Logger.Warn().Str("job", rec.ID).Str("type", rec.Type).Str("why", g.why).Int("ids", len(rec.IDs)).Msg("compliance job given up; a new job checks its ids")
-			next, err := c.startJob(ctx, key, cmp.Or(rec.Type, client.ComplianceTweets), rec.IDs, deadline)
+			typ := cmp.Or(rec.Type, client.ComplianceTweets)
+			c.Logger.Warn().Str("job", rec.ID).Str("type", typ).Str("why", g.why).Int("ids", len(rec.IDs)).Msg("compliance job given up; a new job checks its ids")
+			next, err := c.startJob(ctx, key, typ, rec.IDs, deadline)
 			if err != nil {
 				return nil, false, err
 			}

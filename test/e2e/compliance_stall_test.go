@@ -124,24 +124,30 @@ func (r *resultsRewriter) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// A result file that does not parse (its ids written as numbers) is given
-// up with a line saying why, and a new job checks its posts in the same
-// sync.
-func TestResultsThatDoNotParseAreGivenUpAndReplaced(t *testing.T) {
+// deletedAndRewritten archives 8 bookmarks, deletes one, and runs the next
+// day's sync with the results of its jobs of posts rewritten: the
+// environment, the deleted post and that sync.
+func deletedAndRewritten(t *testing.T, rewrite func(n int, file []byte) []byte) (*cenv, string, csync) {
 	e := newCenv(t, xsim.ComplianceOptions{}, map[string]int{alice1: 8})
 	e.sync()
 	deleted := e.sim.Bookmarks(alice1)[2]
 	_ = e.sim.DeletePost(deleted)
 	e.clk.Advance(24 * time.Hour)
-	before := len(e.jobs())
+	return e, deleted, e.sync(plugin.WithTransport(&resultsRewriter{sim: e.sim, rewrite: rewrite}))
+}
+
+// A result file that does not parse (its ids written as numbers) is given
+// up with a line saying why, and a new job checks its posts in the same
+// sync.
+func TestResultsThatDoNotParseAreGivenUpAndReplaced(t *testing.T) {
 	numbers := regexp.MustCompile(`"id":"(\d+)"`)
-	s := e.sync(plugin.WithTransport(&resultsRewriter{sim: e.sim, rewrite: func(n int, file []byte) []byte {
+	e, deleted, s := deletedAndRewritten(t, func(n int, file []byte) []byte {
 		if n == 1 {
 			return numbers.ReplaceAll(file, []byte(`"id":$1`))
 		}
 		return file
-	}}))
-	jobs := e.jobs()[before:]
+	})
+	jobs := e.jobs()[1:]
 	if len(s.errors) > 0 || len(jobs) != 2 || len(jobs[1].IDs) != len(jobs[0].IDs) {
 		t.Fatalf("errors %v, jobs %+v", s.errors, jobs)
 	}
@@ -158,13 +164,8 @@ func TestResultsThatDoNotParseAreGivenUpAndReplaced(t *testing.T) {
 // A result file of 200,000 lines, past the cap of an API answer, is read:
 // the lines of the job's posts come after 199,999 of ids it was not given.
 func TestAResultFileOf200000LinesIsRead(t *testing.T) {
-	e := newCenv(t, xsim.ComplianceOptions{}, map[string]int{alice1: 8})
-	e.sync()
-	deleted := e.sim.Bookmarks(alice1)[5]
-	_ = e.sim.DeletePost(deleted)
-	e.clk.Advance(24 * time.Hour)
 	var size int
-	s := e.sync(plugin.WithTransport(&resultsRewriter{sim: e.sim, rewrite: func(_ int, file []byte) []byte {
+	e, deleted, s := deletedAndRewritten(t, func(_ int, file []byte) []byte {
 		var b bytes.Buffer
 		for i := range 200_000 - bytes.Count(file, []byte("\n")) {
 			fmt.Fprintf(&b, `{"action":"delete","created_at":"2026-01-01T00:00:00.000Z","id":"%d","reason":"deleted","redacted_at":"2026-02-01T00:00:00.000Z"}`+"\n", 1_000_000_000_000_000+i)
@@ -172,7 +173,7 @@ func TestAResultFileOf200000LinesIsRead(t *testing.T) {
 		b.Write(file)
 		size = b.Len()
 		return b.Bytes()
-	}}))
+	})
 	if size < 16<<20 {
 		t.Fatalf("the file is %d bytes", size)
 	}
@@ -185,14 +186,9 @@ func TestAResultFileOf200000LinesIsRead(t *testing.T) {
 // not know: as compliance.on_change says (redact, by default), with a
 // warning naming the post. Its row has X's action and no reason.
 func TestAResultWithoutAReasonIsActedOnAsOnChange(t *testing.T) {
-	e := newCenv(t, xsim.ComplianceOptions{}, map[string]int{alice1: 6})
-	e.sync()
-	post := e.sim.Bookmarks(alice1)[1]
-	_ = e.sim.DeletePost(post)
-	e.clk.Advance(24 * time.Hour)
-	s := e.sync(plugin.WithTransport(&resultsRewriter{sim: e.sim, rewrite: func(_ int, file []byte) []byte {
+	e, post, s := deletedAndRewritten(t, func(_ int, file []byte) []byte {
 		return bytes.ReplaceAll(file, []byte(`"reason":"deleted",`), nil)
-	}}))
+	})
 	if len(s.errors) > 0 || len(s.compliance) != 1 {
 		t.Fatalf("errors %v, rows %v", s.errors, s.compliance)
 	}

@@ -19,7 +19,8 @@ import (
 // its download URL. The three API operations need the app's app-only
 // bearer token (OAuth 2.0 application-only), not a user's token, and share
 // 150 requests per 15 minutes per app; their budget and meter rows are kept
-// under the user ID "". Nothing is billed. The upload and download URLs
+// under the user ID "". Nothing is metered as billed (X's pricing lists
+// them neither as reads nor as writes). The upload and download URLs
 // point at X's storage, not at the API: they are signed, and the client
 // sends them no Authorization header (see WithStorageClient).
 
@@ -90,8 +91,9 @@ type ComplianceResult struct {
 	ID string `json:"id"`
 	// Action is "delete" for every reason X documents.
 	Action string `json:"action"`
-	// Reason is deleted, suspended, deactivated, protected, bounced or
-	// scrub_geo (posts); deleted, suspended, protected or deactivated (users).
+	// Reason is deleted, bounced, protected, suspended or scrub_geo
+	// (posts), deleted, suspended, protected or deactivated (users), as X
+	// lists them; "" when the line has none.
 	Reason     string     `json:"reason"`
 	CreatedAt  *time.Time `json:"created_at,omitempty"`
 	RedactedAt *time.Time `json:"redacted_at,omitempty"`

@@ -395,25 +395,21 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 // version does not know (compliance.on_change), with a warning.
 func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.ComplianceJob) ([]client.ComplianceResult, error) {
 	byID := map[uint64]client.ComplianceResult{}
-	if _, err := c.API.DownloadComplianceResults(ctx, job, func(r client.ComplianceResult) {
+	_, err := c.API.DownloadComplianceResults(ctx, job, func(r client.ComplianceResult) {
 		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
 			byID[n] = r
 		}
-	}); err != nil {
-		return nil, err
-	}
+	})
 	field := "post_id"
 	if rec.Type == client.ComplianceUsers {
 		field = "author_id"
 	}
-	out := make([]client.ComplianceResult, 0, len(byID))
-	for _, id := range slices.Sorted(maps.Keys(byID)) {
-		if byID[id].Reason == "" {
-			c.Logger.Warn().Str("job", rec.ID).Str(field, byID[id].ID).Msg("compliance result without a reason: acted on as a reason this version does not know (compliance.on_change)")
+	for _, r := range byID {
+		if r.Reason == "" && err == nil {
+			c.Logger.Warn().Str("job", rec.ID).Str(field, r.ID).Msg("compliance result without a reason: acted on as a reason this version does not know (compliance.on_change)")
 		}
-		out = append(out, byID[id])
 	}
-	return out, nil
+	return slices.Collect(maps.Values(byID)), err
 }
 
 // apply records a complete job's results: each account's check of every

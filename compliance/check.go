@@ -91,8 +91,8 @@ type Finding struct {
 }
 
 // archiveActions name, in x_post_compliance, what the archive does with a
-// post X reports, by Action.
-var archiveActions = [...]string{Keep: "kept", ScrubGeo: "geo_scrubbed", Redact: "redacted", Delete: "deleted"}
+// post X reports, by the name of its Action.
+var archiveActions = map[string]string{"keep": "kept", "scrub_geo": "geo_scrubbed", "redact": "redacted", "delete": "deleted"}
 
 // archiveAction is the name of what the archive does with a post X reports
 // for the reason of code (compliance.on_change).
@@ -100,7 +100,7 @@ func (c *Check) archiveAction(code uint8) string {
 	if c.ActionOf == nil {
 		return ""
 	}
-	return archiveActions[c.ActionOf(reasonName(code))]
+	return archiveActions[c.ActionOf(reasonName(code)).String()]
 }
 
 // Emit sends rows of x_post_compliance on (to the scheduler), unless ctx

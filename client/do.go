@@ -29,6 +29,10 @@ type call struct {
 	// decode decodes a 2xx body and returns the billed resources it holds,
 	// also when it refuses the body for its shape (X billed them all the same).
 	decode func(body []byte) (Billed, error)
+	// stream, in place of decode, reads a 2xx body as it arrives, for a
+	// body of any size (nothing in it is billed). An attempt retried reads
+	// it again from the start.
+	stream func(body io.Reader) error
 }
 
 // attempts is what one call has been through so far.
@@ -44,6 +48,7 @@ type attempts struct {
 	faults         int // transient faults so far
 	rateLimitWaits int // 429s waited out
 	waitedForReset bool
+	streamErr      error // what stream returned of the last attempt's body
 }
 
 // do sends a call in named steps: acquire a request from the budget, send
@@ -184,7 +189,13 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	// The transport may have put the Authorization header on the request
 	// it returns; hand back the request as built here instead.
 	hr.Request = req
-	body, readErr := c.readBody(hr)
+	var body []byte
+	var readErr error
+	if a.stream != nil && hr.StatusCode/100 == 2 {
+		readErr = a.streamBody(hr)
+	} else {
+		body, readErr = c.readBody(hr)
+	}
 	readErr = deadlines.timedOut(readErr)
 	rate, rateOK := parseRate(hr.Header)
 	a.resp.Response, a.resp.Rate = hr, rate
@@ -265,7 +276,13 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		c.recordUnread(a, hr.StatusCode)
 		return malformed("body was cut short", readErr, true)
 	}
-	res, err := a.decode(body)
+	var res Billed
+	var err error
+	if a.stream != nil {
+		err = a.streamErr
+	} else {
+		res, err = a.decode(body)
+	}
 	var eo *ErrorsOnlyError
 	switch {
 	case err == nil:
@@ -441,6 +458,30 @@ func (c *Client) readBody(hr *http.Response) ([]byte, error) {
 			return b, err
 		}
 	}
+}
+
+// streamBody hands a 2xx body to the call's stream and closes it. It
+// returns the error of a read of the body (the body was cut short), and
+// keeps what the stream said of what it read in streamErr.
+func (a *attempts) streamBody(hr *http.Response) error {
+	defer hr.Body.Close()
+	r := &bodyReader{r: hr.Body}
+	a.streamErr = a.stream(r)
+	return r.err
+}
+
+// bodyReader keeps the error of a read, other than the end of the body.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
 
 // jitter is the full-jitter backoff before retry n (1-based).

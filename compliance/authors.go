@@ -189,7 +189,7 @@ func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client
 				}
 				row := &Finding{UserID: a.userID, PostID: strconv.FormatUint(post, 10), JobID: rec.ID, CheckedAt: now}
 				if isReported {
-					row.Action, row.Reason, row.RedactedAt = r.Action, r.Reason, r.RedactedAt
+					row.Action, row.Reason, row.RedactedAt, row.ArchiveAction = r.Action, r.Reason, r.RedactedAt, c.archiveAction(code)
 				}
 				rows = append(rows, row)
 				if c.Resend.On() {

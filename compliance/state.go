@@ -52,10 +52,11 @@ func init() {
 }
 
 // Reasons X reports a post for, by code (a code is kept in the state
-// backend: new reasons go at the end). A reason not listed (X may add some)
-// is kept as reasonOther: checked again every round, like the others but
-// "deleted" (an author's account can be reinstated, reactivated or made
-// public again; a deleted post stays deleted).
+// backend: new reasons go at the end). A reason not listed (X may add
+// some), or none, is kept as reasonOther: acted on as on_change says, and
+// checked again every round, like the others but "deleted" (an author's
+// account can be reinstated, reactivated or made public again; a deleted
+// post stays deleted).
 var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated", "withheld"}
 
 const (
@@ -65,8 +66,9 @@ const (
 	reasonOther    uint8 = 255
 )
 
+// reasonCode is the code of a reason X reported.
 func reasonCode(reason string) uint8 {
-	if i := slices.Index(reasonNames, reason); i >= 0 {
+	if i := slices.Index(reasonNames, reason); i > 0 {
 		return uint8(i)
 	}
 	return reasonOther

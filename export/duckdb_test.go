@@ -243,6 +243,7 @@ var duckDBTypes = map[string][][2]string{
 		{"job_id", "VARCHAR"},
 		{"action", "VARCHAR"},
 		{"reason", "VARCHAR"},
+		{"archive_action", "VARCHAR"},
 		{"created_at", "TIMESTAMP WITH TIME ZONE"},
 		{"redacted_at", "TIMESTAMP WITH TIME ZONE"},
 		{"checked_at", "TIMESTAMP WITH TIME ZONE"},

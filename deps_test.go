@@ -10,7 +10,7 @@ import (
 // Dependencies point one way. Its packages, from the bottom up:
 //
 //	leaves   ids and the internal/ utilities: nothing of the module above them
-//	core     client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
+//	core     billing; client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
 //	output   cqspec, archive, archive/pqfile, export
 //	program  sandbox (and its simulator, sandbox/xsim), cli, main
 //
@@ -19,7 +19,7 @@ import (
 const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
-	core   = []string{"client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
+	core   = []string{"billing", "client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
 	output = []string{"cqspec", "archive", "archive/pqfile", "export", "sandbox", "cli"}
 )
 
@@ -89,8 +89,9 @@ func TestTheUtilitiesImportNothingAboveThem(t *testing.T) {
 	}
 }
 
-// The API client, the login and the walk know nothing of each other, and
-// the Parquet writer nothing of the module.
+// The API client, the login and the walk know nothing of each other, nor
+// X's prices of anything above them; the Parquet writer nothing of the
+// module.
 func TestTheClientTheLoginAndTheWalkStandApart(t *testing.T) {
 	pkgs := packages(t)
 	for _, p := range []string{"client", "auth", "walk"} {
@@ -98,6 +99,11 @@ func TestTheClientTheLoginAndTheWalkStandApart(t *testing.T) {
 			if p != other && slices.Contains(pkgs[p][1], other) {
 				t.Errorf("%s depends on %s", p, other)
 			}
+		}
+	}
+	for _, imp := range pkgs["billing"][0] {
+		if imp != "ids" && !strings.HasPrefix(imp, "internal/") {
+			t.Errorf("billing imports %s", imp)
 		}
 	}
 	if imports := pkgs["archive/pqfile"][0]; len(imports) > 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -167,7 +168,7 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 // client and user id.
 func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount, error) {
 	s := src.Plugin
-	meter := client.NewMeter(*s.PostReadUSD)
+	meter := billing.NewMeter(s.Rates())
 	var out []*opAccount
 	for i, acct := range s.Accounts {
 		a := &opAccount{label: account.Label(i), userID: acct.UserID, tokenFile: acct.TokenFile}

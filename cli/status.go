@@ -15,6 +15,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
@@ -57,7 +58,7 @@ type StatusReport struct {
 	PostsBilled    int `json:"posts_billed"`
 	TokenRefreshes int `json:"token_refreshes"`
 
-	meter *client.Meter
+	meter *billing.Meter
 	// credentials are those status holds, masked in what it reports: a
 	// server may echo the token it was sent in an error.
 	credentials *redact.Redactor
@@ -204,7 +205,7 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	if o.Transport == nil {
 		o.Transport = http.DefaultTransport
 	}
-	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0), credentials: credentials}
+	rep := &StatusReport{Out: o.Out, meter: billing.NewMeter(billing.DefaultRates()), credentials: credentials}
 	var info *archiveInfo
 	if o.Out != "" {
 		if info, err = readArchive(ctx, o.Out); err != nil {

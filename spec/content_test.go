@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 func parseOK(t *testing.T, js string) *Spec {
@@ -134,8 +136,8 @@ func TestContentOffThatFieldsAskForIsAnError(t *testing.T) {
 // The rates default to X's published ones; post_read_usd keeps its meaning.
 func TestRatesDefaultToXsPublishedRates(t *testing.T) {
 	s := parseOK(t, `{"accounts":[{"access_token":"a"}]}`)
-	if *s.PostReadUSD != 0.005 || *s.OwnedReadUSD != 0.001 || *s.UserReadUSD != 0.01 {
-		t.Errorf("rates %v %v %v", *s.PostReadUSD, *s.OwnedReadUSD, *s.UserReadUSD)
+	if s.Rates() != (billing.Rates{Post: 0.005, OwnedPost: 0.001, User: 0.01, Write: 0.005}) || *s.MaxBilledWrites != 1000 {
+		t.Errorf("rates %+v, write cap %d", s.Rates(), *s.MaxBilledWrites)
 	}
 	s = parseOK(t, `{"accounts":[{"access_token":"a"}],"post_read_usd":0.004}`)
 	if *s.PostReadUSD != 0.004 || *s.OwnedReadUSD != 0.001 {

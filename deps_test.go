@@ -12,6 +12,7 @@ import (
 //	leaves   ids and the internal/ utilities: nothing of the module above them
 //	core     billing; client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
 //	output   cqspec, archive, archive/pqfile, export
+//	commands bookmarks: the bookmark commands' operations on an archive
 //	program  sandbox (and its simulator, sandbox/xsim), cli, main
 //
 // so that a CloudQuery sync and the exporter run the same resolvers, an
@@ -20,7 +21,7 @@ const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
 	core   = []string{"billing", "client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
-	output = []string{"cqspec", "archive", "archive/pqfile", "export", "sandbox", "cli"}
+	output = []string{"cqspec", "archive", "archive/pqfile", "export", "bookmarks", "sandbox", "cli"}
 )
 
 // packages lists the module's packages (but the tests' and tools'), each
@@ -65,6 +66,16 @@ func TestTheCoreDependsOnNoOutputPackage(t *testing.T) {
 			if slices.Contains(output, dep) || strings.HasPrefix(dep, "github.com/") {
 				t.Errorf("%s depends on %s", p, dep)
 			}
+		}
+	}
+}
+
+// The output packages know nothing of the bookmark commands' operations.
+func TestTheOutputPackagesDependOnNoCommand(t *testing.T) {
+	pkgs := packages(t)
+	for _, p := range []string{"cqspec", "archive", "archive/pqfile", "export"} {
+		if slices.Contains(pkgs[p][1], "bookmarks") {
+			t.Errorf("%s depends on bookmarks", p)
 		}
 	}
 }

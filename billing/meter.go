@@ -206,6 +206,19 @@ func (m *Meter) priced(u Usage) Usage {
 	return u
 }
 
+// Take returns one (user, operation) row, as Usage does, and starts it
+// again from zero: what the next Take returns is what was recorded since.
+func (m *Meter) Take(userID string, op Operation) Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := Usage{UserID: userID, Operation: op}
+	if row := m.m[rowKey{userID, op}]; row != nil {
+		u = m.priced(*row)
+		delete(m.m, rowKey{userID, op})
+	}
+	return u
+}
+
 // Snapshot returns every row, sorted by user ID, then operation.
 func (m *Meter) Snapshot() []Usage {
 	m.mu.Lock()

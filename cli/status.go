@@ -98,7 +98,7 @@ and cost) and the posts it holds. Give a spec file (--spec) or token files
 (--token-file).
 
 What it costs: one GET /2/users/me per account (X bills it as a user read,
-USD 0.010, once per UTC day) and, for each token file, one refresh at the
+user_read_usd, once per UTC day) and, for each token file, one refresh at the
 token endpoint. No post is read.
 Refreshing is the only way to know that a refresh works: X rotates the
 refresh token, and the new pair is saved atomically under the token file's

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/billing"
@@ -73,7 +74,8 @@ func APIUsage() *schema.Table {
 		Title: "X API Usage",
 		Description: "What each sync cost, per account and operation: requests; posts, users and media returned; posts and users billed after X's same-UTC-day de-duplication, and their estimated USD at the spec's rates; rate-limit waits and how each walk ended " +
 			"(`met_held`: reached the posts already held; `reached_end`: read to the end of the list; `stopped_by_budget`: hit `planner.max_billed_posts`; `interrupted`: the sync was stopped first, and the next reads the list again; `failed`). " +
-			"A failed account shows here with its error, even though the SDK does not fail the sync.",
+			"A failed account shows here with its error, even though the SDK does not fail the sync. " +
+			"In the exporter's archive it also holds what `cq-source-x bookmarks remove` and `add` cost: their write requests, X billing each (operations remove_bookmark and add_bookmark, a row per account each time the command records its changes).",
 		Resolver:  fetchAPIUsage,
 		Multiplex: usageMultiplex,
 		// A history, one sync's rows after another: incremental, so that
@@ -85,10 +87,10 @@ func APIUsage() *schema.Table {
 
 // usageColumns are the columns of x_api_usage.
 var usageColumns = []column[*Usage]{
-	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) string { return u.SyncID })),
+	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one); for the rows of the bookmark commands, of the archive's run that recorded them.", func(u *Usage) string { return u.SyncID })),
 	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
 	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
-	incrementalKey(timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt })),
+	incrementalKey(timeColumn("sync_started_at", "When the sync started (for the rows of the bookmark commands, when their changes were recorded).", func(u *Usage) time.Time { return u.SyncStartedAt })),
 	stringColumn("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
 	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
@@ -115,6 +117,25 @@ var usageColumns = []column[*Usage]{
 	int64Column("files_stored", "Media files stored by the sync (operation media_files): downloaded, or found in the store already.", func(u *Usage) int64 { return int64(u.FilesStored) }),
 	int64Column("bytes_fetched", "Bytes of media files downloaded (operation media_files): the bandwidth they cost; X bills none.", func(u *Usage) int64 { return u.BytesFetched }),
 	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
+}
+
+// UsageRecords are rows as records of x_api_usage, one a row, as a sync's
+// scheduler makes them (a random _cq_id), with the table they are of: for
+// the rows no sync makes, those of the bookmark commands in the exporter's
+// archive.
+func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
+	table := Tables().Get(APIUsageTable)
+	sc := table.ToArrowSchema()
+	recs := make([]arrow.RecordBatch, 0, len(rows))
+	for _, u := range rows {
+		r := schema.NewResourceData(table, nil, u)
+		for _, c := range table.Columns {
+			_ = c.Resolver(context.Background(), nil, r, c) // the getters of usageColumns do not fail
+		}
+		_ = r.CalculateCQID(false)
+		recs = append(recs, r.GetValues().ToArrowRecord(sc))
+	}
+	return table, recs
 }
 
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {

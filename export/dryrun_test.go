@@ -10,6 +10,22 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 )
 
+// estimate is the dry run's estimate of a spec whose plugin spec is
+// plugin, into an empty archive, for accounts of userIDs.
+func estimate(t *testing.T, plugin string, userIDs ...string) *export.Estimate {
+	t.Helper()
+	text := "kind: source\nspec:\n  name: x\n  path: ./cq-source-x\n  registry: local\n  tables: [\"*\"]\n  destinations: [\"file\"]\n  spec:\n" + plugin
+	src, err := cqspec.Parse([]byte(text), "x.yml", os.LookupEnv, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	est, err := export.EstimateRun(src, t.TempDir(), userIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return est
+}
+
 // A first sync's bound: X does not say how long a list is, so a walk of
 // the bookmarks list bills at most planner.max_billed_posts posts, the
 // posts they reference (two at most: a quote and a reply) and the users
@@ -19,30 +35,14 @@ import (
 // adds the user read of GET /2/users/me. Each folder adds at most the cap
 // at the post rate; a first sync does not know how many there are.
 func TestAFirstSyncIsBoundedByTheCapOfAWalkAndWhatTheContentKindsExpand(t *testing.T) {
-	text := `kind: source
-spec:
-  name: x
-  path: ./cq-source-x
-  registry: local
-  tables: ["*"]
-  destinations: ["file"]
-  spec:
-    planner: {max_billed_posts: 1000}
+	est := estimate(t, `    planner: {max_billed_posts: 1000}
     app_owner_user_id: "1001"
     content: {authors: true, referenced_posts: true}
     fields: {expansions: [entities.mentions.username]}
     accounts:
       - {user_id: "1001", access_token: a}
       - {access_token: b}
-`
-	src, err := cqspec.Parse([]byte(text), "x.yml", os.LookupEnv, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	est, err := export.EstimateRun(src, t.TempDir(), []string{"1001", ""})
-	if err != nil {
-		t.Fatal(err)
-	}
+`, "1001", "")
 	owner, other := est.Accounts[0], est.Accounts[1]
 	if !owner.First || !owner.Owned || owner.Posts != 3000 || owner.Users != 3000 || !near(owner.USD, 3000*0.001+3000*0.010) || owner.Folders != -1 {
 		t.Errorf("the app's owner: %+v", owner)
@@ -58,22 +58,8 @@ spec:
 // With planner.max_billed_posts 0 nothing bounds a walk: the estimate says
 // it is not bounded.
 func TestNoCapNoBound(t *testing.T) {
-	src, err := cqspec.Parse([]byte(`kind: source
-spec:
-  name: x
-  path: ./cq-source-x
-  registry: local
-  tables: ["*"]
-  destinations: ["file"]
-  spec:
-    planner: {max_billed_posts: 0}
-    accounts: [{user_id: "1001", access_token: a}]
-`), "x.yml", os.LookupEnv, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if est, err := export.EstimateRun(src, t.TempDir(), []string{"1001"}); err != nil || est.Bounded {
-		t.Errorf("estimate %+v, %v", est, err)
+	if est := estimate(t, "    planner: {max_billed_posts: 0}\n    accounts: [{user_id: \"1001\", access_token: a}]\n", "1001"); est.Bounded {
+		t.Errorf("estimate %+v", est)
 	}
 }
 

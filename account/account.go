@@ -15,6 +15,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/archived"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
@@ -35,7 +36,7 @@ type Session struct {
 	// Index is the account's place in the spec (accounts[Index]).
 	Index int
 	API   *client.Client
-	Meter *client.Meter
+	Meter *billing.Meter
 
 	Fields client.Fields
 	// AskedBy names the settings of the spec that put value in the request

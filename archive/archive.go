@@ -1,8 +1,9 @@
 // Package archive is the exporter's output directory: its layout, its
 // lock, its state file (the plugin's state keys, the written ids, the runs),
 // and the protocol that keeps it whole across any crash, with the commands
-// that work on it: compaction, repair, inspection, and the journal of the
-// bookmark commands with the table they write, x_bookmark_changes.
+// that work on it: compaction, repair, inspection. Its tables are the
+// plugin's and x_bookmark_changes, which the bookmark commands write
+// (package bookmarks, with their journal in DIR/.ops).
 //
 // # Layout
 //
@@ -11,7 +12,7 @@
 //	DIR/.staging/<run>/                the files of a run not yet published
 //	DIR/.tables/<table>/<generation>/  the files of a compacted table (generation.go)
 //	DIR/media/                         the media files, by content hash (package media/store)
-//	DIR/.ops/<kind>/<user>.plan|.log   the journal of a bookmark command (journal.go)
+//	DIR/.ops/<kind>/<user>.plan|.log   the journal of a bookmark command (package bookmarks)
 //	DIR/.damaged/<table>/              the files a repair moved aside
 //	DIR/.lock                          held by the command working on DIR
 //

@@ -73,10 +73,10 @@ func damagedFiles(out string) ([]DamagedFile, error) {
 // moveAside moves a damaged file to DIR/.damaged/<table>/, where readers
 // of the table do not see it; the user may inspect it, and remove it.
 func moveAside(out string, d DamagedFile) (string, error) {
-	if err := mkdirSynced(out, damagedDir); err != nil {
+	if err := dirsync.Mkdir(out, damagedDir); err != nil {
 		return "", err
 	}
-	if err := mkdirSynced(filepath.Join(out, damagedDir), d.Table); err != nil {
+	if err := dirsync.Mkdir(filepath.Join(out, damagedDir), d.Table); err != nil {
 		return "", err
 	}
 	to := filepath.Join(out, damagedDir, d.Table, filepath.Base(d.Path))

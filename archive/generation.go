@@ -72,7 +72,7 @@ func currentGeneration(out, table string) (string, error) {
 func newGeneration(out, table string, now time.Time) (gen, dir string, err error) {
 	gen = now.Format(fileTimeLayout) + "-" + newRunID()
 	for _, d := range [][2]string{{out, tablesDir}, {filepath.Join(out, tablesDir), table}, {filepath.Join(out, tablesDir, table), gen}} {
-		if err := mkdirSynced(d[0], d[1]); err != nil {
+		if err := dirsync.Mkdir(d[0], d[1]); err != nil {
 			return "", "", err
 		}
 	}

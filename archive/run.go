@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -29,6 +30,16 @@ func Lock(out string, busy func(lockPath string) error) (unlock func(), err erro
 	}
 	if !locked {
 		return nil, busy(path)
+	}
+	return func() { lock.Unlock() }, nil
+}
+
+// WaitLock takes the lock of out as Lock does, waiting while another
+// command holds it (an export ends in its time) until ctx ends.
+func WaitLock(ctx context.Context, out string) (unlock func(), err error) {
+	lock := flock.New(filepath.Join(out, lockFile))
+	if _, err := lock.TryLockContext(ctx, 200*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("waiting for the lock of %s: %w", out, err)
 	}
 	return func() { lock.Unlock() }, nil
 }
@@ -67,10 +78,10 @@ func BeginRun(out string, last *Run, now time.Time) (*Run, error) {
 		now = last.Time.Add(time.Millisecond)
 	}
 	run := &Run{ID: newRunID(), Time: now}
-	if err := mkdirSynced(out, stagingDir); err != nil {
+	if err := dirsync.Mkdir(out, stagingDir); err != nil {
 		return nil, err
 	}
-	if err := mkdirSynced(filepath.Join(out, stagingDir), run.ID); err != nil {
+	if err := dirsync.Mkdir(filepath.Join(out, stagingDir), run.ID); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -143,7 +154,7 @@ func Publish(out string, s *State, step func(string)) error {
 	dirs := map[string]bool{}
 	for _, f := range run.Files {
 		staged, final := run.StagedPath(out, f.Table), FinalPath(out, f)
-		if err := mkdirSynced(out, f.Table); err != nil {
+		if err := dirsync.Mkdir(out, f.Table); err != nil {
 			return err
 		}
 		dirs[filepath.Dir(final)] = true

@@ -604,50 +604,10 @@ func anyExportedFile(out string) (string, error) {
 func saveState(out string, s *State, step func(string), what string) error {
 	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
-	if err := mkdirSynced(out, stateDir); err != nil {
+	if err := dirsync.Mkdir(out, stateDir); err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, stateFile, s.writeTo, func(s string) { step(what + ": " + s) })
-}
-
-// writeFileAtomic writes name in dir (its content by write) via a synced
-// temporary file renamed over it, then syncs dir so the rename is durable.
-func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(string)) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	buf := bufio.NewWriterSize(f, 1<<20)
-	err = write(buf)
-	if err == nil {
-		err = buf.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if err := errors.Join(err, f.Close()); err != nil {
-		os.Remove(tmp) // on a full disk, the space it holds is what the next run needs
-		return err
-	}
-	step("temporary file synced")
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	step("renamed")
-	return dirsync.Sync(dir)
-}
-
-// mkdirSynced creates parent/name if needed, and syncs parent when it did.
-func mkdirSynced(parent, name string) error {
-	path := filepath.Join(parent, name)
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		return err
-	}
-	return dirsync.Sync(parent)
+	return dirsync.WriteFile(dir, stateFile, s.writeTo, func(s string) { step(what + ": " + s) })
 }
 
 // ArchivedPosts are, per user id, the posts of the x_bookmarks rows in the

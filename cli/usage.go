@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
 
@@ -99,9 +100,15 @@ func recentCosts(ctx context.Context, out string, n int) (map[string][]syncCost,
 	return costs, nil
 }
 
+// readUsageFile reads the rows of syncs of an x_api_usage file: the rows
+// of the bookmark commands' requests are not a sync's.
 func readUsageFile(ctx context.Context, path string, row func(user string, r usageRow)) error {
 	return pqfile.ReadRecords(ctx, path, nil, func(rec arrow.RecordBatch) error {
-		return readUsageRecord(rec, row)
+		return readUsageRecord(rec, func(user string, r usageRow) {
+			if op := client.Operation(r.Operation); op != client.OpAddBookmark && op != client.OpRemoveBookmark {
+				row(user, r)
+			}
+		})
 	})
 }
 

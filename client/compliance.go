@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 // Batch compliance jobs (X API v2, /2/compliance/jobs): a job takes a file
@@ -37,7 +39,7 @@ const (
 const complianceLimit = 150
 
 // appOnly reports whether the operation needs an app-only bearer token.
-func (op Operation) appOnly() bool {
+func appOnly(op Operation) bool {
 	return op == OpCreateComplianceJob || op == OpGetComplianceJob || op == OpListComplianceJobs
 }
 
@@ -153,10 +155,10 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 	var job *ComplianceJob
 	resp, err := c.do(ctx, &call{
 		op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var err error
 			job, err = decodeJob(b)
-			return Billed{}, err
+			return billing.Billed{}, err
 		},
 	})
 	if err != nil {
@@ -175,13 +177,13 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 	var job *ComplianceJob
 	resp, err := c.do(ctx, &call{
 		op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			if detail, missing := onlyErrors(b); missing {
-				return Billed{}, &NotFoundError{Operation: op, ID: id, Detail: detail}
+				return billing.Billed{}, &NotFoundError{Operation: op, ID: id, Detail: detail}
 			}
 			var err error
 			job, err = decodeJob(b)
-			return Billed{}, err
+			return billing.Billed{}, err
 		},
 	})
 	var nf *NotFoundError
@@ -216,20 +218,20 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 	var jobs []ComplianceJob
 	resp, err := c.do(ctx, &call{
 		op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var w struct {
 				Data []ComplianceJob `json:"data"`
 			}
 			if err := decodeSmall(b, &w, func() error { return nil }); err != nil {
-				return Billed{}, err
+				return billing.Billed{}, err
 			}
 			for i, j := range w.Data {
 				if j.ID == "" {
-					return Billed{}, shapef("data[%d] has no id", i)
+					return billing.Billed{}, shapef("data[%d] has no id", i)
 				}
 			}
 			jobs = w.Data
-			return Billed{}, nil
+			return billing.Billed{}, nil
 		},
 	})
 	if err != nil {
@@ -256,7 +258,7 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 		body.WriteByte('\n')
 	}
 	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(),
-		decode: func([]byte) (Billed, error) { return Billed{}, nil }}, "upload_url", job.UploadURL)
+		decode: func([]byte) (billing.Billed, error) { return billing.Billed{}, nil }}, "upload_url", job.UploadURL)
 	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
 }
 

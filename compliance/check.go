@@ -14,6 +14,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
@@ -31,7 +32,7 @@ type Check struct {
 	// API has the app's app-only bearer token; nil when the spec has no
 	// compliance section, and the table then has no rows.
 	API    *client.Client
-	Meter  *client.Meter
+	Meter  *billing.Meter
 	Set    *account.Set
 	State  state.Client
 	Clock  clock.Clock

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/bookmarks"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -119,7 +120,7 @@ func (fx compatArchive) readsAfter(t *testing.T) {
 	if rep, err := archive.Repair(dir, archive.RepairOptions{DryRun: true, Tables: export.BookmarkTables()}); err != nil || rep.Changed || rep.StateProblem != "" {
 		t.Fatalf("a repair of the archive of before: %+v, %v", rep, err)
 	}
-	changes, err := archive.ReadChanges(dir)
+	changes, err := bookmarks.ReadChanges(dir)
 	if err != nil || len(changes.Latest["1001"]) != 1 {
 		t.Fatalf("the changes of before: %v", err)
 	}

@@ -1,4 +1,4 @@
-package archive
+package bookmarks
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
@@ -86,11 +87,10 @@ func (c Completeness) missing(postID string, post []byte, hasAuthor bool) string
 	return ""
 }
 
-// ReadBookmarks reads the rows of the bookmarks table (x_bookmarks) of an
-// archive that keep says to keep (nil keeps all), with what each lacks of
-// c.
-func ReadBookmarks(dir, table string, c Completeness, keep func(userID, postID string) bool) ([]ArchivedPost, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, table, "*.parquet"))
+// ReadBookmarks reads the x_bookmarks rows of an archive that keep says to
+// keep (nil keeps all), with what each lacks of c.
+func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) bool) ([]ArchivedPost, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, resources.BookmarksTable, "*.parquet"))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package archive
+package bookmarks
 
 import (
 	"context"
@@ -14,13 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/billing"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
-	"github.com/gofrs/flock"
 )
-
-// ChangesTable is the name of the table of bookmarks removed and added by
-// `cq-source-x bookmarks remove` and `bookmarks add`.
-const ChangesTable = "x_bookmark_changes"
 
 // Changes of x_bookmark_changes.
 const (
@@ -46,39 +45,12 @@ type Change struct {
 	SourceUserID string
 }
 
-// Tables are the tables of an archive that no sync writes: the records of
-// the archive's own commands. They are documented with the plugin's
-// (docs/tables).
-func Tables() schema.Tables { return schema.Tables{ChangesTableDef()} }
-
-// ChangesTableDef is the x_bookmark_changes table.
-func ChangesTableDef() *schema.Table {
-	key := func(c schema.Column) schema.Column { c.PrimaryKey, c.NotNull = true, true; return c }
-	text := func(name, description string) schema.Column {
-		return schema.Column{Name: name, Type: arrow.BinaryTypes.String, Description: description}
+// changesRecords are the records of table (x_bookmark_changes) that hold
+// changes: one, or none for no change.
+func changesRecords(table *schema.Table, changes []*Change) []arrow.RecordBatch {
+	if len(changes) == 0 {
+		return nil
 	}
-	return &schema.Table{
-		Name:  ChangesTable,
-		Title: "X Bookmark Changes",
-		Description: "Bookmarks removed or added with `cq-source-x bookmarks remove` and `bookmarks add`, one row per post and run, written when X confirmed the change. " +
-			"Only in the exporter's archive: a sync does not write it, and changes made in X's app are not in it. " +
-			"The bookmarks held now are the `x_bookmarks` rows whose latest change here is not `removed` (docs/export.md).",
-		Columns: schema.ColumnList{
-			key(text("operation_id", "Id of the run of the command that made the change.")),
-			key(text("user_id", "X user id of the account whose bookmark changed.")),
-			key(text("post_id", "Post id.")),
-			text("change", "`removed` or `added`."),
-			{Name: "changed_at", Type: arrow.FixedWidthTypes.Timestamp_us, Description: "When X confirmed the change."},
-			{Name: "bookmarked", Type: arrow.FixedWidthTypes.Boolean, Description: "X's answer: whether the post is bookmarked after the request (false after a removal, true after an addition)."},
-			text("command", "The command that made the change, with its selection."),
-			text("source_user_id", "For an addition from an archive, the account whose archive the post came from."),
-		},
-	}
-}
-
-// changesRecord is the record of table (x_bookmark_changes) that holds
-// changes.
-func changesRecord(table *schema.Table, changes []*Change) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, table.ToArrowSchema())
 	defer b.Release()
 	text := func(i int, s string) { b.Field(i).(*array.StringBuilder).Append(s) }
@@ -96,7 +68,7 @@ func changesRecord(table *schema.Table, changes []*Change) arrow.RecordBatch {
 			text(7, c.SourceUserID)
 		}
 	}
-	return b.NewRecordBatch()
+	return []arrow.RecordBatch{b.NewRecordBatch()}
 }
 
 // Changes are the archive's x_bookmark_changes, by user and post.
@@ -111,7 +83,7 @@ type Changes struct {
 // ReadChanges reads the archive's x_bookmark_changes.
 func ReadChanges(dir string) (*Changes, error) {
 	ch := &Changes{Latest: map[string]map[string]string{}, rows: map[[2]string]int{}}
-	paths, err := filepath.Glob(filepath.Join(dir, ChangesTable, "*.parquet"))
+	paths, err := filepath.Glob(filepath.Join(dir, archive.ChangesTable, "*.parquet"))
 	if err != nil {
 		return nil, err
 	}
@@ -153,21 +125,25 @@ type CommitOptions struct {
 	SourceName string
 	// Now is the time of the run (default time.Now).
 	Now func() time.Time
-	// Program writes the file.
-	Program Program
 	// Step, when set, is called at each step that matters for crash safety.
 	Step func(string)
+	// Usage is the x_api_usage row of the requests since the last commit,
+	// and Rates the spec's: the row is written with the changes (its sync
+	// is the run that writes them), priced, with the journal's answers of
+	// an earlier run that the archive does not hold.
+	Usage *resources.Usage
+	Rates billing.Rates
 }
 
-// CommitChanges writes what the journals' operations did and the archive
-// does not hold yet into x_bookmark_changes, and drops the posts removed
-// from their account's bookmarks walk memory (the walk would otherwise
-// read past them as posts removed since it last ran: see docs/walk.md),
-// as one run of the export's protocol: stage, commit, publish. It takes
-// the directory's lock, waiting for an export that holds it. Journals
-// whose operations are over and written are removed. It returns the rows
-// written.
-func CommitChanges(ctx context.Context, dir string, journals []*Journal, o CommitOptions) (int, error) {
+// CommitChanges writes what the journal's operation did and the archive
+// does not hold yet into x_bookmark_changes, with what its requests cost
+// in x_api_usage, and drops the posts removed from the account's bookmarks
+// walk memory (the walk would otherwise read past them as posts removed
+// since it last ran: see docs/walk.md), as one run of the export's
+// protocol: stage, commit, publish. It takes the directory's lock, waiting
+// for an export that holds it. A journal whose operation is over and
+// written is removed. It returns the rows of x_bookmark_changes written.
+func CommitChanges(ctx context.Context, dir string, j *Journal, o CommitOptions) (int, error) {
 	if o.Step == nil {
 		o.Step = func(string) {}
 	}
@@ -179,45 +155,51 @@ func CommitChanges(ctx context.Context, dir string, journals []*Journal, o Commi
 	if err != nil {
 		return 0, err
 	}
-	lock := flock.New(filepath.Join(out, lockFile))
-	if _, err := lock.TryLockContext(ctx, 200*time.Millisecond); err != nil { // an export ends in its time
-		return 0, fmt.Errorf("waiting for the lock of %s: %w", out, err)
-	}
-	defer lock.Unlock()
-	s, _, err := Recover(out, step)
+	unlock, err := archive.WaitLock(ctx, out)
 	if err != nil {
-		return 0, fmt.Errorf("recovering %s: %w", out, DiskFull(err, true))
+		return 0, err
+	}
+	defer unlock()
+	s, _, err := archive.Recover(out, step)
+	if err != nil {
+		return 0, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
 	}
 	changes, err := ReadChanges(out)
 	if err != nil {
 		return 0, err
 	}
 	var rows []*Change
-	next := &State{Keys: maps.Clone(s.Keys), Written: s.Written, Stray: s.Stray, LastRun: s.LastRun}
-	memoryChanged := false
-	for _, j := range journals {
-		written := changes.rows[[2]string{j.Plan.ID, j.Plan.UserID}]
-		for _, d := range j.Done[min(written, len(j.Done)):] {
-			rows = append(rows, j.change(d))
-		}
-		if j.Plan.Kind == OpRemove {
-			changed, err := forget(next.Keys, j.Plan.UserID, j.Done)
-			if err != nil {
-				return 0, err
-			}
-			memoryChanged = memoryChanged || changed
+	written := changes.rows[[2]string{j.Plan.ID, j.Plan.UserID}]
+	for _, d := range j.Done[min(written, len(j.Done)):] {
+		rows = append(rows, j.change(d))
+	}
+	if u := o.Usage; u != nil {
+		// An earlier run that stopped before it recorded them left these
+		// answers: requests X answered, and billed.
+		n := max(j.replayed-written, 0)
+		u.Requests, u.OKResponses, u.WritesBilled = u.Requests+n, u.OKResponses+n, u.WritesBilled+n
+		u.WritesUSD = o.Rates.WritesUSD(u.WritesBilled)
+		u.EstimatedUSD = u.WritesUSD
+		if u.Requests == 0 {
+			o.Usage = nil
 		}
 	}
-	if len(rows) > 0 || memoryChanged {
-		if err := commitChangeRun(out, s, next, rows, o); err != nil {
+	next := *s
+	next.Keys = maps.Clone(s.Keys)
+	memoryChanged := false
+	if j.Plan.Kind == OpRemove {
+		if memoryChanged, err = forget(next.Keys, j.Plan.UserID, j.Done); err != nil {
 			return 0, err
 		}
 	}
-	for _, j := range journals {
-		if len(j.Remaining()) == 0 && j.Sent == "" {
-			if err := j.remove(); err != nil {
-				return len(rows), err
-			}
+	if len(rows) > 0 || o.Usage != nil || memoryChanged {
+		if err := commitChangeRun(out, s, &next, rows, o); err != nil {
+			return 0, err
+		}
+	}
+	if len(j.Remaining()) == 0 && j.Sent == "" {
+		if err := j.remove(); err != nil {
+			return len(rows), err
 		}
 	}
 	return len(rows), nil
@@ -264,31 +246,37 @@ func forget(keys map[string]string, userID string, removed []JournalEntry) (bool
 	return true, nil
 }
 
-// commitChangeRun stages x_bookmark_changes' new rows, commits them with
-// the state next, and publishes them.
-func commitChangeRun(out string, prev, next *State, rows []*Change, o CommitOptions) error {
-	run, err := BeginRun(out, prev.LastRun, o.Now())
+// commitChangeRun stages x_bookmark_changes' new rows and the usage rows,
+// commits them with the state next, and publishes them.
+func commitChangeRun(out string, prev, next *archive.State, rows []*Change, o CommitOptions) error {
+	run, err := archive.BeginRun(out, prev.LastRun, o.Now())
 	if err != nil {
 		return err
 	}
 	abort := func(err error) error {
 		run.Abort(out)
-		return DiskFull(err, false)
+		return archive.DiskFull(err, false)
 	}
-	if len(rows) > 0 {
-		table := ChangesTableDef()
-		w, err := run.Create(out, table, o.SourceName, "", o.Program)
+	var usageRows []*resources.Usage
+	if o.Usage != nil {
+		o.Usage.SyncID, o.Usage.SyncStartedAt = run.ID, run.Time
+		usageRows = append(usageRows, o.Usage)
+	}
+	changes := archive.ChangesTableDef()
+	usage, usageRecs := resources.UsageRecords(usageRows)
+	for _, t := range []struct {
+		table *schema.Table
+		recs  []arrow.RecordBatch
+	}{{changes, changesRecords(changes, rows)}, {usage, usageRecs}} {
+		if len(t.recs) == 0 {
+			continue
+		}
+		n, err := stageTable(out, run, t.table, t.recs, o.SourceName)
 		if err != nil {
 			return abort(err)
 		}
-		rec := changesRecord(table, rows)
-		err = w.Write(rec)
-		rec.Release()
-		if err := errors.Join(err, w.Close()); err != nil {
-			return abort(fmt.Errorf("writing %s: %w", run.StagedPath(out, table.Name), err))
-		}
-		run.Files = []File{run.File(table.Name, int64(len(rows)))}
-		o.Step("staged " + table.Name)
+		run.Files = append(run.Files, run.File(t.table.Name, n))
+		o.Step("staged " + t.table.Name)
 	}
 	if err := run.Stage(out); err != nil {
 		return abort(err)
@@ -296,8 +284,29 @@ func commitChangeRun(out string, prev, next *State, rows []*Change, o CommitOpti
 	if err := run.Commit(out, next, o.Step); err != nil {
 		return abort(fmt.Errorf("committing the bookmark changes: %w", err))
 	}
-	if err := Publish(out, next, o.Step); err != nil {
-		return fmt.Errorf("publishing the bookmark changes (committed: the next run finishes publishing them): %w", DiskFull(err, true))
+	if err := archive.Publish(out, next, o.Step); err != nil {
+		return fmt.Errorf("publishing the bookmark changes (committed: the next run finishes publishing them): %w", archive.DiskFull(err, true))
 	}
 	return nil
+}
+
+// stageTable writes the run's file of table, of recs (which it releases),
+// and returns its rows.
+func stageTable(out string, run *archive.Run, table *schema.Table, recs []arrow.RecordBatch, sourceName string) (int64, error) {
+	w, err := run.Create(out, table, sourceName, "", archive.Program{Name: xplugin.Name, Version: xplugin.Version})
+	if err != nil {
+		return 0, err
+	}
+	var rows int64
+	for _, rec := range recs {
+		if err == nil {
+			err = w.Write(rec)
+			rows += rec.NumRows()
+		}
+		rec.Release()
+	}
+	if err := errors.Join(err, w.Close()); err != nil {
+		return 0, fmt.Errorf("writing %s: %w", run.StagedPath(out, table.Name), err)
+	}
+	return rows, nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
@@ -250,7 +252,11 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 		}
 		checkMediaDir(t, dir)
 		checkArchive(t, dir, sim, users)
+		if spools, err := store.Spools(archive.MediaPath(dir)); err != nil || len(spools) > 0 {
+			t.Fatalf("DIR/media/.tmp holds %v after a run that finished (%v)", spools, err)
+		}
 	}
+	var leftSpools atomic.Int64 // kills that left a file being fetched
 	killAtMediaSteps := func(phase, template string) {
 		dir := newDir()
 		if template != "" {
@@ -290,6 +296,9 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 					if !c.killed {
 						t.Fatalf("not killed at step %d: %s", k, c.output)
 					}
+					if spools, _ := store.Spools(archive.MediaPath(dir)); len(spools) > 0 {
+						leftSpools.Add(1)
+					}
 					checkMediaDir(t, dir)
 					checkMediaStateNotAhead(t, dir, users)
 					storedMediaRows(t, dir, tableRows(t, dir, "x_media_files"))
@@ -316,6 +325,9 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 		}
 	}
 	killAtMediaSteps("incremental run", template)
+	if leftSpools.Load() == 0 {
+		t.Error("no kill left a file being fetched in DIR/media/.tmp: the next run's cleanup went untested")
+	}
 }
 
 // An interrupted export (Ctrl-C) stops fetching at once and commits the

@@ -366,8 +366,12 @@ func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testi
 	}
 	want := wantedMediaFiles(sim, users)
 	files := storedMediaRows(t, dir, tableRows(t, dir, "x_media_files"))
-	if !res.Summary().Interrupted || len(files) == 0 || len(files) >= want {
-		t.Fatalf("interrupted %v: rows of %d files of %d", res.Summary().Interrupted, len(files), want)
+	sum := res.Summary()
+	if !sum.Interrupted || len(files) == 0 || len(files) >= want {
+		t.Fatalf("interrupted %v: rows of %d files of %d", sum.Interrupted, len(files), want)
+	}
+	if left := want - len(files); sum.MediaFilesLeft != left || !strings.Contains(sum.InterruptedLine(), fmt.Sprintf(" %d media files were left to fetch, which the next run fetches.", left)) {
+		t.Fatalf("%d media files left, want %d: %s", sum.MediaFilesLeft, left, sum.InterruptedLine())
 	}
 	for _, r := range files {
 		if r["status"] != string(media.Stored) {
@@ -386,4 +390,59 @@ func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testi
 		t.Fatalf("after the next run: %d rows of %d files, want %d of each", len(rows), len(files), want)
 	}
 	checkMediaDir(t, dir)
+}
+
+// A media host that refuses every file is paused after a few, with one
+// line naming it: the run does not try its files one by one, their rows
+// say transient and why, and the next run tries them again. The progress
+// line counts them by status.
+func TestAMediaHostThatRefusesIsPausedWithOneLine(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	users := []demoUser{{id: "1001", bookmarks: 120}}
+	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), "spec.yml", os.LookupEnv, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range sim.Bookmarks("1001") {
+		for _, k := range mediaKeysOf(sim, id) {
+			for _, p := range xsim.MediaPaths(k) {
+				sim.SetMediaFault(p, xsim.MediaFault{Status: 503})
+			}
+		}
+	}
+	var progress strings.Builder
+	dir := t.TempDir()
+	if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Progress: &progress, ProgressInterval: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	want := wantedMediaFiles(sim, users)
+	host := strings.TrimPrefix(sim.MediaURL(), "http://")
+	if n := strings.Count(progress.String(), "media host "+host+" paused for this sync: 5 files in a row got no answer or a 429 or 5xx"); n != 1 {
+		t.Fatalf("the pause told %d times:\n%s", n, progress.String())
+	}
+	if !strings.Contains(progress.String(), fmt.Sprintf("media files: %d of %d files done: 0 stored (0 fetched), %d not (%d transient)", want, want, want, want)) {
+		t.Fatalf("the progress line:\n%s", progress.String())
+	}
+	// Each file asked for at most max_attempts times (1 in specYAML), and
+	// only until the pause: those the media phase had begun at once.
+	if asked := len(sim.MediaRequests()); asked >= want || asked > 2*media.DefaultConcurrency+5 {
+		t.Fatalf("%d requests for %d files", asked, want)
+	}
+	rows := tableRows(t, dir, "x_media_files")
+	paused := 0
+	for _, r := range rows {
+		if r["status"] != string(media.Transient) {
+			t.Fatalf("a file of the refusing host is %v", r)
+		}
+		if strings.Contains(r["error"], "the media host "+host+" is paused for this run") {
+			paused++
+		}
+	}
+	if len(rows) != want || paused < want-len(sim.MediaRequests()) {
+		t.Fatalf("%d rows for %d files, %d saying the host is paused", len(rows), want, paused)
+	}
 }

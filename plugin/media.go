@@ -73,6 +73,9 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 		return nil
 	}
 	if m.Saver != nil {
+		m.Saver.OnPause(func(host, why string) {
+			logger.Warn().Msg("media host " + host + " paused for this sync: " + why + "; its other files are left transient, for the next sync")
+		})
 		stop := logMediaProgress(m.Saver.Progress(), logger, mediaProgressEvery)
 		defer stop()
 	}

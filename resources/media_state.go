@@ -44,6 +44,9 @@ type MediaFileUse struct {
 	// FileKey, for Stored, the file's key in the store.
 	Status  media.Status
 	FileKey string
+	// Refetch: the stored file was found missing or damaged, and the next
+	// sync fetches it again (MarkMediaFiles).
+	Refetch bool
 }
 
 // MediaFileUses reads the value of the state key account.MediaFilesKey(user):
@@ -55,9 +58,33 @@ func MediaFileUses(key, value string) ([]MediaFileUse, error) {
 	}
 	out := make([]MediaFileUse, len(st.records))
 	for i, r := range st.records {
-		out[i] = MediaFileUse{PostID: r.PostID, MediaPostID: r.MediaPostID, MediaKey: r.MediaKey, URL: r.URL, Status: r.Status, FileKey: r.FileKey}
+		out[i] = r.use()
 	}
 	return out, nil
+}
+
+// MarkMediaFiles returns value, the state of the key
+// account.MediaFilesKey(user), with the files a repair found lost marked
+// for the next sync: a file whose last row was lost is tried again as a
+// file never tried, and gets a row whatever becomes of it (a file still
+// stored is not fetched: the store's index has it); a stored file lost
+// from the store is fetched again, and gets a row only if it is not
+// stored again as the same file.
+func MarkMediaFiles(key, value string, rowLost, fileLost func(MediaFileUse) bool) (string, error) {
+	st, err := decodeMediaState(key, value)
+	if err != nil {
+		return "", err
+	}
+	for i := range st.records {
+		r := &st.records[i]
+		switch {
+		case rowLost(r.use()):
+			r.Status, r.FileKey, r.Limit, r.Refetch = "", "", 0, false
+		case fileLost(r.use()):
+			r.Refetch = true
+		}
+	}
+	return st.marshal()
 }
 
 // DropMediaFilesOfPosts returns value, the state of the key
@@ -111,15 +138,24 @@ type mediaRecord struct {
 	FileKey string       `json:"file_key,omitempty"` // Stored
 	// Limit is the largest file size when the file was found too large.
 	Limit int64 `json:"limit,omitempty"`
+	// Refetch: the stored file is to be fetched again (MarkMediaFiles).
+	Refetch bool `json:"refetch,omitempty"`
 	// SeenAt is when the bookmark was found: files are tried oldest first.
 	SeenAt time.Time `json:"seen"`
 }
 
 func (r *mediaRecord) id() [3]string { return [3]string{r.PostID, r.MediaKey, r.URL} }
 
+func (r *mediaRecord) use() MediaFileUse {
+	return MediaFileUse{PostID: r.PostID, MediaPostID: r.MediaPostID, MediaKey: r.MediaKey, URL: r.URL, Status: r.Status, FileKey: r.FileKey, Refetch: r.Refetch}
+}
+
 // due reports whether a sync that stores files no larger than maxSize
 // tries the file.
 func (r *mediaRecord) due(maxSize int64) bool {
+	if r.Refetch {
+		return true
+	}
 	switch r.Status {
 	case "", media.Transient, media.OverBudget:
 		return true

@@ -125,3 +125,43 @@ func TestTheFilesOfPostsAreDroppedFromTheMediaState(t *testing.T) {
 		t.Fatalf("the outbox kept the rows of a dropped post (%v)", err)
 	}
 }
+
+// A repair marks the files it found lost: one whose last row was lost is
+// tried again as never tried (its next row is written whatever becomes of
+// it); a stored file lost from the store is fetched again, keeping its
+// status and key (a row only if it changes). Both are due; the others are
+// left as they were.
+func TestARepairsMarksMakeTheFilesDue(t *testing.T) {
+	key := account.MediaFilesKey("1001")
+	value := encodeMediaState(t, &mediaState{records: []mediaRecord{
+		{PostID: "10", MediaKey: "3_1", URL: "row lost", Status: media.Stored, FileKey: "ab/ab.jpg"},
+		{PostID: "11", MediaKey: "3_2", URL: "file lost", Status: media.Stored, FileKey: "cd/cd.jpg"},
+		{PostID: "12", MediaKey: "3_3", URL: "whole", Status: media.Stored, FileKey: "ef/ef.jpg"},
+	}})
+	after, err := MarkMediaFiles(key, value,
+		func(u MediaFileUse) bool { return u.URL == "row lost" },
+		func(u MediaFileUse) bool { return u.URL != "whole" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	uses, err := MediaFileUses(key, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MediaFileUse{
+		{PostID: "10", MediaKey: "3_1", URL: "row lost"},
+		{PostID: "11", MediaKey: "3_2", URL: "file lost", Status: media.Stored, FileKey: "cd/cd.jpg", Refetch: true},
+		{PostID: "12", MediaKey: "3_3", URL: "whole", Status: media.Stored, FileKey: "ef/ef.jpg"},
+	}
+	if !reflect.DeepEqual(uses, want) {
+		t.Fatalf("marked:\n%+v\nwant\n%+v", uses, want)
+	}
+	st, _ := decodeMediaState(key, after)
+	var due []string
+	for _, i := range st.due(1 << 20) {
+		due = append(due, st.records[i].URL)
+	}
+	if !reflect.DeepEqual(due, []string{"row lost", "file lost"}) {
+		t.Fatalf("due: %q", due)
+	}
+}

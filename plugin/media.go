@@ -43,7 +43,7 @@ func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media,
 	fetcher := media.NewFetcher(media.FetcherOptions{Transport: o.Transport, Timeouts: t, MaxSize: m.MaxFileSize, UserAgent: UserAgent()})
 	m.Saver = media.NewSaver(media.SaverOptions{
 		Store: st, Fetcher: fetcher, Budget: media.NewBudget(ms.MaxBytesPerRun.Bytes()),
-		Now: o.Clock.Now, Concurrency: ms.Concurrency, Attempts: s.MaxAttempts, Stop: o.MediaStop,
+		Now: o.Clock.Now, Concurrency: *ms.Concurrency, Attempts: s.MaxAttempts, Stop: o.MediaStop,
 	})
 	return m, closeStore
 }

@@ -215,7 +215,9 @@ func completionHelp(root *cobra.Command) string {
 		}
 	}
 	walk(root)
-	list := func(kind string) string { return kind + " for " + strings.Join(slices.Sorted(maps.Keys(kinds[kind])), ", ") }
+	list := func(kind string) string {
+		return kind + " for " + strings.Join(slices.Sorted(maps.Keys(kinds[kind])), ", ")
+	}
 	return `
 For example, in bash:
   source <(` + Name + ` completion bash)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/cq-source-x/cq-source-x/account"
@@ -46,9 +45,7 @@ func (a *app) checkCommand() *cobra.Command {
 				return fmt.Errorf("check: %w", err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := writeIndentedJSON(a.stdout, rep); err != nil {
 					return err
 				}
 			} else {

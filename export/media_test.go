@@ -145,6 +145,38 @@ func checkMediaStateNotAhead(t *testing.T, dir string, users []demoUser) (stored
 	return stored
 }
 
+// mediaSim is a simulator (closed with the test) with the users' bookmarks,
+// and a spec file that stores their photos, as written and as parsed.
+func mediaSim(t *testing.T, users []demoUser) (*xsim.Server, string, *cqspec.Source) {
+	t.Helper()
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) + mediaYAML
+	spec := filepath.Join(t.TempDir(), "spec.yml")
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := cqspec.Parse([]byte(text), spec, os.LookupEnv, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim, spec, src
+}
+
+// faultAllMedia gives every media file of the user's bookmarks the fault.
+func faultAllMedia(sim *xsim.Server, userID string, fault xsim.MediaFault) {
+	for _, id := range sim.Bookmarks(userID) {
+		for _, k := range mediaKeysOf(sim, id) {
+			for _, p := range xsim.MediaPaths(k) {
+				sim.SetMediaFault(p, fault)
+			}
+		}
+	}
+}
+
 // The exporter stores the media files under DIR/media, named by their
 // content, each once: a second run fetches only the files of what is new.
 func TestTheExporterStoresMediaFilesInTheArchiveOnce(t *testing.T) {
@@ -220,16 +252,8 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a few dozen processes")
 	}
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 30}, {id: "1002", bookmarks: 10}}
-	spec := filepath.Join(t.TempDir(), "spec.yml")
-	if err := os.WriteFile(spec, []byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sim, spec, _ := mediaSim(t, users)
 	base := t.TempDir()
 	n := 0
 	newDir := func() string { n++; return filepath.Join(base, strconv.Itoa(n)) }
@@ -334,23 +358,9 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 // files it stored with their rows, and nothing of those it had not: the
 // next run stores the rest.
 func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testing.T) {
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 40}}
-	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), "spec.yml", os.LookupEnv, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range sim.Bookmarks("1001") {
-		for _, k := range mediaKeysOf(sim, id) {
-			for _, p := range xsim.MediaPaths(k) {
-				sim.SetMediaFault(p, xsim.MediaFault{Delay: 100 * time.Millisecond})
-			}
-		}
-	}
+	sim, _, src := mediaSim(t, users)
+	faultAllMedia(sim, "1001", xsim.MediaFault{Delay: 100 * time.Millisecond})
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	go func() {
@@ -397,23 +407,9 @@ func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testi
 // say transient and why, and the next run tries them again. The progress
 // line counts them by status.
 func TestAMediaHostThatRefusesIsPausedWithOneLine(t *testing.T) {
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 120}}
-	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), "spec.yml", os.LookupEnv, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range sim.Bookmarks("1001") {
-		for _, k := range mediaKeysOf(sim, id) {
-			for _, p := range xsim.MediaPaths(k) {
-				sim.SetMediaFault(p, xsim.MediaFault{Status: 503})
-			}
-		}
-	}
+	sim, _, src := mediaSim(t, users)
+	faultAllMedia(sim, "1001", xsim.MediaFault{Status: 503})
 	var progress strings.Builder
 	dir := t.TempDir()
 	if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Progress: &progress, ProgressInterval: time.Hour}); err != nil {

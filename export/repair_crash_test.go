@@ -12,7 +12,6 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/media"
-	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // storedRowKeys are the rows of x_media_files that say stored, as "file
@@ -41,16 +40,8 @@ func TestKill9Repair(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a few dozen processes")
 	}
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 30}, {id: "1002", bookmarks: 10}}
-	spec := filepath.Join(t.TempDir(), "spec.yml")
-	if err := os.WriteFile(spec, []byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sim, spec, _ := mediaSim(t, users)
 	base := t.TempDir()
 	n := 0
 	newDir := func() string { n++; return filepath.Join(base, strconv.Itoa(n)) }
@@ -64,14 +55,11 @@ func TestKill9Repair(t *testing.T) {
 	}
 	whole := storedRowKeys(t, template)
 	damage(t, template)
-	repair := []string{"repair", "--out", "DIR", "--read-data"}
-	run := func(args []string, dir string, killAt int) child {
-		return runCommand(t, append(slices.Clone(args[:2]), append([]string{dir}, args[3:]...)...), killAt, 0)
-	}
+	repair := func(dir string) []string { return []string{"repair", "--out", dir, "--read-data"} }
 
 	probe := newDir()
 	copyDir(t, template, probe)
-	clean := run(repair, probe, 0)
+	clean := runCommand(t, repair(probe), 0, 0)
 	if clean.killed || clean.code != 0 {
 		t.Fatalf("clean repair: %s", clean.output)
 	}
@@ -84,33 +72,31 @@ func TestKill9Repair(t *testing.T) {
 			t.Fatalf("the repair took no %q step: %v", k, clean.steps)
 		}
 	}
-	t.Run("kills", func(t *testing.T) { // the simulator serves until they all end
-		for k := 0; k <= len(clean.steps); k++ {
-			dir := newDir()
-			t.Run(fmt.Sprintf("kill-at-%d", k), func(t *testing.T) {
-				t.Parallel()
-				copyDir(t, template, dir)
-				if k > 0 {
-					if c := run(repair, dir, k); !c.killed {
-						t.Fatalf("not killed at step %d: %s", k, c.output)
-					}
+	for k := 0; k <= len(clean.steps); k++ {
+		dir := newDir()
+		t.Run(fmt.Sprintf("kill-at-%d", k), func(t *testing.T) {
+			t.Parallel()
+			copyDir(t, template, dir)
+			if k > 0 {
+				if c := runCommand(t, repair(dir), k, 0); !c.killed {
+					t.Fatalf("not killed at step %d: %s", k, c.output)
 				}
-				if c := run(repair, dir, 0); c.killed || c.code != 0 {
-					t.Fatalf("repair after a kill at step %d: %s", k, c.output)
-				}
-				if c := runChild(t, spec, dir, 0, 0); c.killed || c.code != 0 {
-					t.Fatalf("export after the repair: %s", c.output)
-				}
-				if c := run([]string{"check", "--out", "DIR", "--read-data"}, dir, 0); c.code != 0 {
-					t.Fatalf("check after the repair and the export: %s", c.output)
-				}
-				if got := storedRowKeys(t, dir); !slices.Equal(got, whole) {
-					t.Fatalf("%d rows say stored, want those of the whole archive, each once (%d)", len(got), len(whole))
-				}
-				checkArchive(t, dir, sim, users)
-			})
-		}
-	})
+			}
+			if c := runCommand(t, repair(dir), 0, 0); c.killed || c.code != 0 {
+				t.Fatalf("repair after a kill at step %d: %s", k, c.output)
+			}
+			if c := runChild(t, spec, dir, 0, 0); c.killed || c.code != 0 {
+				t.Fatalf("export after the repair: %s", c.output)
+			}
+			if c := runCommand(t, []string{"check", "--out", dir, "--read-data"}, 0, 0); c.code != 0 {
+				t.Fatalf("check after the repair and the export: %s", c.output)
+			}
+			if got := storedRowKeys(t, dir); !slices.Equal(got, whole) {
+				t.Fatalf("%d rows say stored, want those of the whole archive, each once (%d)", len(got), len(whole))
+			}
+			checkArchive(t, dir, sim, users)
+		})
+	}
 	t.Logf("killed the repair at each of its %d steps (%v)", len(clean.steps), clean.steps)
 }
 

@@ -94,10 +94,19 @@ func (c *CheckReport) WriteText(w io.Writer) {
 	fmt.Fprintln(w, plural.Count(len(c.Problems), "problem", "problems"))
 }
 
+// repairCommand is the command that repairs what the report found: with
+// --read-data, what only reading the data finds.
+func (rep *RepairReport) repairCommand() string {
+	if rep.ReadData {
+		return RepairCommand(rep.Out) + " --read-data"
+	}
+	return RepairCommand(rep.Out)
+}
+
 // problems tells what a dry run of Repair found as problems.
 func (rep *RepairReport) problems() []Problem {
 	var ps []Problem
-	repair, export := "`"+RepairCommand(rep.Out)+"`", "the next `cq-source-x export --spec FILE --out "+ShellQuote(rep.Out)+"`"
+	repair, export := "`"+rep.repairCommand()+"`", "the next `cq-source-x export --spec FILE --out "+ShellQuote(rep.Out)+"`"
 	add := func(where, fix, format string, a ...any) {
 		ps = append(ps, Problem{Where: where, What: fmt.Sprintf(format, a...), Fix: fix})
 	}
@@ -148,7 +157,8 @@ type MediaRecords interface {
 	Mark(key, value string, rowLost, fileLost func(MediaUse) bool) (string, error)
 }
 
-// MediaUse is one file of a post's media, as the records keep it.
+// MediaUse is one file of a post's media, as the records keep it (the
+// plugin's resources.MediaFileUse).
 type MediaUse struct {
 	PostID, MediaPostID, MediaKey, URL string
 	// Status is the status of the file's last row ("" before its first),
@@ -171,10 +181,10 @@ type MediaFindings struct {
 	// RowsLost counts the files whose last row, as the records keep it, no
 	// file of x_media_files holds.
 	RowsLost int
-	// Unrecorded are files of DIR/media that no row names, and which a
-	// file the records have tried next is: a run stopped before it
-	// recorded them, or a repair marked their rows lost. Unused are those
-	// no record uses either.
+	// Unrecorded are files of DIR/media no row names that a file the next
+	// export tries was stored as (a run stopped before it recorded them,
+	// or a repair marked their rows lost): that export records them.
+	// Unused are those no record uses either.
 	Unrecorded, Unused []string
 	// Spools are the files a stopped run was fetching (DIR/media/.tmp).
 	Spools []string
@@ -273,7 +283,7 @@ func (rep *RepairReport) inspectMedia(out string, next *State, o RepairOptions) 
 			mark = mark || rowLost(u) || fileLost(u)
 			if u.Status == media.Stored {
 				recorded[u.FileKey] = true
-			} else {
+			} else if u.Status == "" || !u.Status.Final() {
 				due = append(due, u.URL)
 			}
 		}
@@ -331,6 +341,7 @@ func lostFiles(root string, sizes, files map[string]int64, readData bool) (map[s
 	for k, want := range sizes {
 		size, ok := files[k]
 		switch {
+		case !store.IsKey(k): // not a file of the store: nothing of DIR/media is touched for it
 		case !ok:
 			lost[k] = &LostMedia{Key: k, Problem: "missing, which the archive says stored"}
 		case want >= 0 && size != want:
@@ -362,9 +373,9 @@ func hashFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// readMediaRows reads the newest row of each file of x_media_files (but
-// of the damaged files: one whose pages cannot be read is one), and the
-// keys of the files any row names.
+// readMediaRows reads the newest row of each file of x_media_files, and
+// the keys of the files any row names, from the table's files but the
+// damaged ones (a file whose rows cannot be read is one).
 func (rep *RepairReport) readMediaRows(out string, pending *Run) (map[mediaID]mediaRow, map[string]bool, error) {
 	paths, err := tableFiles(out, mediaFilesTable, pending, rep.skip())
 	if err != nil {
@@ -399,7 +410,7 @@ func (rep *RepairReport) readMediaRows(out string, pending *Run) (map[mediaID]me
 			return nil
 		})
 		if err != nil {
-			rep.Damaged = append(rep.Damaged, damagedFile(mediaFilesTable, path, "a page", err))
+			rep.Damaged = append(rep.Damaged, damagedFile(mediaFilesTable, path, "its rows", err))
 			continue
 		}
 		for _, r := range read {
@@ -503,7 +514,7 @@ func (f *MediaFindings) problems(out, repair, export string) []Problem {
 		ps = append(ps, Problem{Where: at(k), What: "no row of x_media_files names it, and no post of the state uses it", Fix: repair + ", which removes it"})
 	}
 	if n := len(f.Spools); n > 0 {
-		ps = append(ps, Problem{Where: filepath.Join(MediaPath(out), ".tmp"), What: fmt.Sprintf("%s a stopped run was fetching", plural.Count(n, "partial file", "partial files")), Fix: repair + ", or " + export + ", which removes them"})
+		ps = append(ps, Problem{Where: filepath.Dir(f.Spools[0]), What: fmt.Sprintf("%s a stopped run was fetching", plural.Count(n, "partial file", "partial files")), Fix: repair + ", or " + export + ", which removes them"})
 	}
 	return ps
 }
@@ -514,11 +525,11 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 	at := func(k string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(k)) }
 	for _, l := range f.Lost {
 		did := pick(dryRun, "to be marked", "marked") + " to be fetched again by the next export"
-		switch {
-		case l.Records == 0:
+		if l.Records == 0 {
 			did = "no post of the state uses it: it cannot be fetched again"
-		case l.Damaged:
-			did = pick(dryRun, "to be moved", "moved") + " to " + filepath.Join(out, damagedDir, mediaDir) + ", and " + did
+		}
+		if l.Damaged {
+			did = pick(dryRun, "to be moved", "moved") + " to " + filepath.Join(out, damagedDir, mediaDir) + "; " + did
 		}
 		fmt.Fprintf(w, "media: %s: %s; %s\n", at(l.Key), l.Problem, did)
 	}
@@ -533,7 +544,7 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 		fmt.Fprintf(w, "media: %s: no row names it and no post uses it; %s\n", at(k), pick(dryRun, "to be removed", "removed"))
 	}
 	if n := len(f.Spools); n > 0 {
-		fmt.Fprintf(w, "media: %s: %s a stopped run was fetching; %s\n", filepath.Join(MediaPath(out), ".tmp"), plural.Count(n, "partial file", "partial files"), pick(dryRun, "to be removed", "removed"))
+		fmt.Fprintf(w, "media: %s: %s a stopped run was fetching; %s\n", filepath.Dir(f.Spools[0]), plural.Count(n, "partial file", "partial files"), pick(dryRun, "to be removed", "removed"))
 	}
 }
 

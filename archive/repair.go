@@ -379,8 +379,7 @@ func tableFiles(out, table string, pending *Run, skip map[string]bool) ([]string
 // readWritten reads the (user_id, post_id) of every x_bookmarks file.
 func (rep *RepairReport) readWritten(out string, pending *Run) (map[string]*ids.Set, int, error) {
 	written := map[string]*ids.Set{}
-	files := 0
-	err := rep.readKeys(out, resources.BookmarksTable, pending, func(uid, postID string) { addTo(written, uid, postID) }, func() { files++ })
+	files, err := rep.readKeys(out, resources.BookmarksTable, pending, func(uid, postID string) { addTo(written, uid, postID) })
 	return written, files, err
 }
 
@@ -390,7 +389,7 @@ func (rep *RepairReport) readWritten(out string, pending *Run) (map[string]*ids.
 func (rep *RepairReport) readStray(out string, pending *Run, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
 	var stray map[string]map[string]*ids.Set
 	for _, table := range resources.Bookmarks().Relations {
-		err := rep.readKeys(out, table.Name, pending, func(uid, postID string) {
+		_, err := rep.readKeys(out, table.Name, pending, func(uid, postID string) {
 			if written[uid].Has(postID) {
 				return
 			}
@@ -401,7 +400,7 @@ func (rep *RepairReport) readStray(out string, pending *Run, written map[string]
 				stray[table.Name] = map[string]*ids.Set{}
 			}
 			addTo(stray[table.Name], uid, postID)
-		}, func() {})
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -410,13 +409,14 @@ func (rep *RepairReport) readStray(out string, pending *Run, written map[string]
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
-// table's files (but the damaged ones), and read after each file. A file
-// whose pages cannot be read adds nothing: it is damaged.
-func (rep *RepairReport) readKeys(out, table string, pending *Run, add func(uid, postID string), read func()) error {
+// table's files (but the damaged ones), and returns how many files it
+// read. A file whose rows cannot be read adds nothing: it is damaged.
+func (rep *RepairReport) readKeys(out, table string, pending *Run, add func(uid, postID string)) (int, error) {
 	paths, err := tableFiles(out, table, pending, rep.skip())
 	if err != nil {
-		return err
+		return 0, err
 	}
+	files := 0
 	for _, path := range paths {
 		var keys [][2]string
 		err := readColumns(path, []string{"user_id", "post_id"}, func(cols map[string]arrow.Array, i int) error {
@@ -429,15 +429,15 @@ func (rep *RepairReport) readKeys(out, table string, pending *Run, add func(uid,
 			return nil
 		})
 		if err != nil {
-			rep.Damaged = append(rep.Damaged, damagedFile(table, path, "a page", err))
+			rep.Damaged = append(rep.Damaged, damagedFile(table, path, "its rows", err))
 			continue
 		}
 		for _, k := range keys {
 			add(k[0], k[1])
 		}
-		read()
+		files++
 	}
-	return nil
+	return files, nil
 }
 
 // addTo adds the post to the user's set in sets.
@@ -616,7 +616,7 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "Nothing to repair.")
 		return
 	case rep.DryRun:
-		fmt.Fprintf(w, "Dry run: nothing was changed. Run `%s` to repair it.\n", RepairCommand(rep.Out))
+		fmt.Fprintf(w, "Dry run: nothing was changed. Run `%s` to repair it.\n", rep.repairCommand())
 	default:
 		fmt.Fprintln(w, "The archive is repaired.")
 		if rep.Recovered != nil && rep.Recovered.PublishedRun != "" {

@@ -230,20 +230,15 @@ func refusal(out Outcome) bool {
 // at its pauseAfter-th refusal in a row.
 func (s *Saver) answered(host string, out Outcome) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !refusal(out) {
 		s.refused[host] = 0
-		return
+	} else if s.refused[host]++; s.refused[host] >= pauseAfter && s.paused[host] == "" {
+		s.paused[host] = fmt.Sprintf("%d files in a row got no answer or a 429 or 5xx (the last: %s)", pauseAfter, out.Err)
+		if s.onPause != nil {
+			defer s.onPause(host, s.paused[host])
+		}
 	}
-	s.refused[host]++
-	if s.refused[host] < pauseAfter || s.paused[host] != "" {
-		return
-	}
-	why := fmt.Sprintf("%d files in a row got no answer or a %s (the last: %s)", pauseAfter, "429 or 5xx", out.Err)
-	s.paused[host] = why
-	if s.onPause != nil {
-		s.onPause(host, why)
-	}
+	s.mu.Unlock()
 }
 
 // pausedOutcome is the outcome of a file of a paused host: transient, for

@@ -125,7 +125,9 @@ func TestCheckNamesWhatIsNotWholeAndRepairThenExportMakesItWhole(t *testing.T) {
 	code, stdout = check(t, out, "--read-data", "--json")
 	var rep archive.CheckReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != ExitSomeAccountsFailed || len(rep.Problems) != 7 ||
-		!slices.ContainsFunc(rep.Problems, func(p archive.Problem) bool { return p.Where == overwritten && strings.Contains(p.What, "SHA-256") && strings.Contains(p.Fix, "repair --out "+out+" --read-data`") }) {
+		!slices.ContainsFunc(rep.Problems, func(p archive.Problem) bool {
+			return p.Where == overwritten && strings.Contains(p.What, "SHA-256") && strings.Contains(p.Fix, "repair --out "+out+" --read-data`")
+		}) {
 		t.Fatalf("check --read-data --json: exit %d, %v\n%s", code, err, stdout)
 	}
 

@@ -57,3 +57,21 @@ func readAuthored(path, postColumn string, into map[string][]archived.Post) erro
 		return nil
 	})
 }
+
+// ReadColumns calls row for each row of the Parquet file at path, with the
+// named columns it has (a column the file lacks is absent from cols). Its
+// errors name the file.
+func ReadColumns(path string, names []string, row func(cols map[string]arrow.Array, i int) error) error {
+	return pqfile.ReadRecords(context.Background(), path, names, func(rec arrow.RecordBatch) error {
+		cols := map[string]arrow.Array{}
+		for i, f := range rec.Schema().Fields() {
+			cols[f.Name] = rec.Column(i)
+		}
+		for i := range int(rec.NumRows()) {
+			if err := row(cols, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

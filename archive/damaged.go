@@ -1,12 +1,14 @@
 package archive
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
@@ -38,36 +40,51 @@ func DamagedFiles(dir string) ([]DamagedFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return damagedFiles(out)
+	damaged, _, err := damagedFiles(out, false)
+	return damaged, err
 }
 
 // damagedFiles checks the footer of every file of every table of out (not
-// the files still staged): a file cut short or overwritten fails it. Only
-// the footer is read, so damage inside the pages of a sound file is not
-// found; an export stays cheap whatever the size of the archive.
-func damagedFiles(out string) ([]DamagedFile, error) {
+// the files still staged), and with readData every page, and returns the
+// damaged ones and how many files it checked. A file cut short or
+// overwritten fails the footer's check. Without readData damage inside the
+// pages of a sound file is not found, and an export stays cheap whatever
+// the size of the archive.
+func damagedFiles(out string, readData bool) ([]DamagedFile, int, error) {
 	var damaged []DamagedFile
 	tables, err := TablesIn(out)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	checked := 0
 	for _, table := range tables {
 		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, path := range paths {
+			checked++
 			if _, _, err := pqfile.ReadSchema(path); err != nil {
-				var pe *fs.PathError
-				problem := err.Error()
-				if errors.As(err, &pe) {
-					problem = pe.Err.Error()
+				damaged = append(damaged, damagedFile(table, path, "the footer", err))
+			} else if readData {
+				err := pqfile.ReadRecords(context.Background(), path, nil, func(arrow.RecordBatch) error { return nil })
+				if err != nil {
+					damaged = append(damaged, damagedFile(table, path, "a page", err))
 				}
-				damaged = append(damaged, DamagedFile{Table: table, Path: path, Problem: "the footer cannot be read (" + problem + ")"})
 			}
 		}
 	}
-	return damaged, nil
+	return damaged, checked, nil
+}
+
+// damagedFile is the file of table at path, whose part cannot be read.
+func damagedFile(table, path, part string, err error) DamagedFile {
+	var pe *fs.PathError
+	problem := err.Error()
+	if errors.As(err, &pe) {
+		problem = pe.Err.Error()
+	}
+	return DamagedFile{Table: table, Path: path, Problem: part + " cannot be read (" + problem + ")"}
 }
 
 // moveAside moves a damaged file to DIR/.damaged/<table>/, where readers

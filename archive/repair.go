@@ -18,9 +18,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/gofrs/flock"
@@ -32,6 +32,12 @@ type RepairOptions struct {
 	DryRun bool
 	// Tables names the bookmarks' tables (the exporter's).
 	Tables BookmarkTables
+	// ReadData reads every page of every file, and hashes every media file
+	// a row says stored; otherwise only footers and sizes are checked.
+	ReadData bool
+	// Step, when set, is called at each step that matters for crash
+	// safety (the kill tests stop the process there).
+	Step func(string)
 }
 
 // RepairReport is what Repair found and did.
@@ -42,12 +48,21 @@ type RepairReport struct {
 	Empty bool
 	// StateProblem is what made the state unusable; "" when it was sound.
 	StateProblem string
+	// Checked Parquet files, and with ReadData every page of them.
+	Checked  int
+	ReadData bool
 	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
 	// (user_id, post_id) of Accounts accounts.
 	BookmarkFiles, Posts, Accounts int
+	// Unfiled counts, per user id, the posts the state said written that
+	// no x_bookmarks file holds; Unknown, those the files hold that it did
+	// not say written (a state that loaded only).
+	Unfiled, Unknown map[string]int
 	// Stray counts, per content table of x_bookmarks, the posts whose rows
-	// it holds while no x_bookmarks file holds them (State.Stray).
-	Stray map[string]int
+	// it holds while no x_bookmarks file holds them (State.Stray);
+	// StrayUnknown says the state did not record them so.
+	Stray        map[string]int
+	StrayUnknown bool
 	// KeptMemories walk memories were kept; Dropped were not (nor other
 	// state keys found damaged).
 	KeptMemories int
@@ -55,11 +70,18 @@ type RepairReport struct {
 	// LostFiles are files of the committed run that were neither staged nor
 	// published: the run is published without them.
 	LostFiles []string
-	// Damaged are the files whose footer cannot be read: they are moved to
-	// DIR/.damaged/<table>/ (with DryRun: would be), and the state rebuilt
-	// without them.
+	// Damaged are the files whose footer (or with ReadData, a page) cannot
+	// be read: they are moved to DIR/.damaged/<table>/ (with DryRun: would
+	// be), and the state rebuilt without them.
 	Damaged []DamagedFile
-	// Changed says that the state was (with DryRun: would be) rewritten.
+	// Media is what the media files, their rows and the state's records of
+	// them say of each other.
+	Media MediaFindings
+	// Leftovers are what a stopped run left, which Recover removes or
+	// finishes: a run committed and not published, the files of runs that
+	// did not commit, a state file half written.
+	Leftovers []string
+	// Changed says that the archive was (with DryRun: would be) changed.
 	Changed bool
 	// Publish is the committed run whose publishing is finished (or would be).
 	Publish string
@@ -73,8 +95,8 @@ type DroppedMemory struct {
 	Key, Reason string
 }
 
-// Repair checks an output directory and rewrites its state from what can
-// be trusted, under the directory's lock:
+// Repair checks an output directory and makes it whole where it can,
+// under the directory's lock:
 //
 //   - the written-id sets are rebuilt from the x_bookmarks files (the
 //     published ones and those of a committed run still staged), so no row
@@ -85,7 +107,15 @@ type DroppedMemory struct {
 //     memory that vouches for posts no file holds would stop the walk above
 //     them. The next export reads a dropped memory's list in full once;
 //   - a committed run's files that are neither staged nor published are
-//     dropped from it, and the run is published without them.
+//     dropped from it, and the run is published without them;
+//   - a file that cannot be read is moved aside (DIR/.damaged/<table>/);
+//   - the media files are made to agree with their rows (see
+//     MediaFindings): a file whose last row was lost is marked to be tried
+//     again, which writes its row; a stored file lost or damaged is marked
+//     to be fetched again (a damaged one moved aside first); a file that
+//     no row names and no post uses is removed. Each mark is a record of
+//     the state the next export acts on once, so no row is written twice;
+//   - what a stopped run left is finished or removed (Recover).
 //
 // A sound directory is left as it is.
 func Repair(dir string, o RepairOptions) (*RepairReport, error) {
@@ -99,7 +129,10 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if o.Tables.Bookmarks == "" {
 		return nil, errors.New("repair: the table of the bookmarks is not named (RepairOptions.Tables)")
 	}
-	rep := &RepairReport{Out: out, DryRun: o.DryRun}
+	if o.Step == nil {
+		o.Step = func(string) {}
+	}
+	rep := &RepairReport{Out: out, DryRun: o.DryRun, ReadData: o.ReadData}
 	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
 		rep.Empty = true
 		return rep, err // nothing exported there: nothing to repair, not even a lock to take
@@ -108,7 +141,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if locked, err := lock.TryLock(); err != nil {
 		return nil, fmt.Errorf("locking %s: %w", out, err)
 	} else if !locked {
-		return nil, fmt.Errorf("an export is running in %s (it holds %s); repair it when it has finished", out, filepath.Join(out, lockFile))
+		return nil, fmt.Errorf("an export is running in %s (it holds %s); run this when it has finished", out, filepath.Join(out, lockFile))
 	}
 	defer lock.Unlock()
 
@@ -124,41 +157,110 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rep.Damaged, err = damagedFiles(out); err != nil {
+	if rep.Damaged, rep.Checked, err = damagedFiles(out, o.ReadData); err != nil {
 		return nil, err
 	}
-	skip := map[string]bool{}
-	for _, d := range rep.Damaged {
-		skip[d.Path] = true
-	}
-	legacy := old != nil && old.Written != nil
-	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun, skip, legacy)
+	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun)
 	if err != nil {
 		return nil, err
 	}
-	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || len(rep.Damaged) > 0 ||
-		!maps.Equal(old.Keys, next.Keys) || !sameWritten(old.Written, next.Written) || !sameStray(old.Stray, next.Stray)
+	if err := rep.compare(old, next); err != nil {
+		return nil, err
+	}
+	marked, err := rep.inspectMedia(out, next, o)
+	if err != nil {
+		return nil, err
+	}
+	rep.leftovers(out, pending, lastRun)
+	stateChanged := old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || len(rep.Damaged) > 0 ||
+		len(rep.Unfiled) > 0 || len(rep.Unknown) > 0 || rep.StrayUnknown || marked
+	rep.Changed = stateChanged || rep.Media.toRemove() || len(rep.Leftovers) > 0
 	if next.Pending != nil {
 		rep.Publish = next.Pending.ID
 	}
 	if !rep.Changed || o.DryRun {
 		return rep, nil
 	}
-	// The damaged files go first: the state written next counts none of
-	// their posts (a repair stopped in between is run again).
-	for _, d := range rep.Damaged {
+	// What cannot be read goes first: the state written next counts none
+	// of the posts of those files, and has their media files fetched again
+	// (a repair stopped in between is run again).
+	for _, d := range append(rep.Damaged, rep.Media.damaged(out)...) {
 		if _, err := moveAside(out, d); err != nil {
 			return nil, fmt.Errorf("moving the damaged file %s aside: %w", d.Path, err)
 		}
+		o.Step("repair moved aside " + d.Path)
 	}
-	noStep := func(string) {}
-	if err := saveState(out, next, noStep, "repair"); err != nil {
-		return nil, fmt.Errorf("writing the repaired state: %w", err)
+	if err := rep.Media.removeUnused(out, o.Step); err != nil {
+		return nil, err
 	}
-	if _, rep.Recovered, err = Recover(out, noStep); err != nil {
+	if stateChanged {
+		if err := saveState(out, next, o.Step, "repair"); err != nil {
+			return nil, fmt.Errorf("writing the repaired state: %w", err)
+		}
+	}
+	if _, rep.Recovered, err = Recover(out, o.Step); err != nil {
 		return rep, fmt.Errorf("the state is repaired, but recovering %s failed: %w", out, err)
 	}
 	return rep, nil
+}
+
+// skip are the files Repair does not read: the damaged ones.
+func (rep *RepairReport) skip() map[string]bool {
+	skip := map[string]bool{}
+	for _, d := range rep.Damaged {
+		skip[d.Path] = true
+	}
+	return skip
+}
+
+// compare records how the state old (nil when it did not load) differs
+// from next, rebuilt from the files.
+func (rep *RepairReport) compare(old, next *State) error {
+	if old == nil {
+		return nil
+	}
+	before, err := old.ArchivedPosts()
+	if err != nil {
+		return err
+	}
+	after, err := next.ArchivedPosts()
+	if err != nil {
+		return err
+	}
+	count := func(a, b map[string]ids.Sorted) map[string]int {
+		var n map[string]int
+		for uid, posts := range a {
+			for _, id := range posts {
+				if !b[uid].Has(id) {
+					if n == nil {
+						n = map[string]int{}
+					}
+					n[uid]++
+				}
+			}
+		}
+		return n
+	}
+	rep.Unfiled, rep.Unknown = count(before, after), count(after, before)
+	rep.StrayUnknown = !sameStray(old.Stray, next.Stray)
+	return nil
+}
+
+// leftovers records what a stopped run left for Recover: the committed run
+// pending, the staging directories of other runs, a temporary state file.
+func (rep *RepairReport) leftovers(out string, pending, lastRun *Run) {
+	if pending != nil {
+		rep.Leftovers = append(rep.Leftovers, fmt.Sprintf("run %s is committed, and not all published", pending.ID))
+	}
+	entries, _ := os.ReadDir(filepath.Join(out, stagingDir))
+	for _, e := range entries {
+		if (pending == nil || e.Name() != pending.ID) && (lastRun == nil || e.Name() != lastRun.ID) {
+			rep.Leftovers = append(rep.Leftovers, filepath.Join(out, stagingDir, e.Name())+" holds the files of a run that did not commit")
+		}
+	}
+	if tmp := filepath.Join(out, stateDir, stateFile+".tmp"); exists(tmp) {
+		rep.Leftovers = append(rep.Leftovers, tmp+" is a state file half written")
+	}
 }
 
 // trustedParts are the walk memories and runs of the state: all of them if
@@ -175,18 +277,18 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 	return keys, pending, lastRun, nil
 }
 
-// rebuild builds the repaired state from the files (but those of skip)
+// rebuild builds the repaired state from the files (but the damaged ones)
 // and the trusted parts.
-func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run, skip map[string]bool, legacy bool) (*State, error) {
+func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
 	next := newState()
 	if pending != nil {
 		pending = rep.dropLostFiles(out, pending)
 	}
-	written, files, err := readWritten(out, tables.Bookmarks, pending, skip)
+	written, files, err := rep.readWritten(out, tables.Bookmarks, pending)
 	if err != nil {
 		return nil, err
 	}
-	if next.Stray, err = readStray(out, tables.Content, pending, written, skip); err != nil {
+	if next.Stray, err = rep.readStray(out, tables.Content, pending, written); err != nil {
 		return nil, err
 	}
 	for table, byUser := range next.Stray {
@@ -218,41 +320,49 @@ func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[str
 		}
 	}
 	sort.Slice(rep.Dropped, func(i, j int) bool { return rep.Dropped[i].Key < rep.Dropped[j].Key })
-	return next, next.setWritten(written, legacy)
+	return next, next.setWritten(written)
 }
 
 // setWritten makes the posts each account's record says it wrote the posts
 // its x_bookmarks files hold, so that no row is written twice, nor a post
-// taken for archived that no file holds; in a state of format 1 (legacy),
-// its written ids, for an account that has no record yet.
-func (s *State) setWritten(written map[string]*ids.Set, legacy bool) error {
-	keys := s.Keys
+// taken for archived that no file holds. An account of a state an earlier
+// version wrote has its record made first (account.MigrateRecord).
+func (s *State) setWritten(written map[string]*ids.Set) error {
 	users := map[string]bool{}
 	for uid := range written {
 		users[uid] = true
 	}
-	for key := range keys {
-		if k, ok := account.ParseKey(key); ok && k.Kind == account.ArchivedRecord {
+	for key := range s.Keys {
+		if k, ok := account.ParseKey(key); ok && (k.Kind == account.ArchivedRecord || k.Kind == account.MediaFiles || k.Kind == account.AuthorIDs) {
 			users[k.User] = true
 		}
 	}
+	st := memstate.NewWith(s.Keys)
+	for uid := range users {
+		if s.Keys[account.RecordKey(uid)] == "" {
+			if err := account.MigrateRecord(context.Background(), st, uid, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := st.Flush(context.Background()); err != nil {
+		return err
+	}
+	s.Keys = st.Committed()
 	for uid := range users {
 		key := account.RecordKey(uid)
-		if legacy && keys[key] == "" {
-			if s.Written == nil {
-				s.Written = map[string]*ids.Set{}
-			}
-			s.Written[uid] = written[uid]
-			continue
-		}
-		rec, err := archived.Unmarshal(keys[key], "the state key "+key) // checked by distrust
+		rec, err := archived.Unmarshal(s.Keys[key], "the state key "+key) // checked by distrust
 		if err != nil {
 			return err
 		}
-		if rec.SetBookmarks(written[uid].Numbers()) || keys[key] == "" {
-			if keys[key], err = rec.Marshal(); err != nil {
-				return err
-			}
+		rec.SetBookmarks(written[uid].Numbers())
+		if s.Keys[key], err = rec.Marshal(); err != nil {
+			return err
+		}
+	}
+	for key, value := range s.Keys {
+		if value == "" {
+			delete(s.Keys, key)
 		}
 	}
 	return nil
@@ -328,49 +438,67 @@ func tableFiles(out, table string, pending *Run, skip map[string]bool) ([]string
 
 // readWritten reads the (user_id, post_id) of every file of the bookmarks
 // table.
-func readWritten(out, bookmarks string, pending *Run, skip map[string]bool) (map[string]*ids.Set, int, error) {
-	paths, err := tableFiles(out, bookmarks, pending, skip)
-	if err != nil {
-		return nil, 0, err
-	}
+func (rep *RepairReport) readWritten(out, bookmarks string, pending *Run) (map[string]*ids.Set, int, error) {
 	written := map[string]*ids.Set{}
-	for _, path := range paths {
-		if err := readKeys(path, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
-			return nil, 0, unreadable(out, err)
-		}
-	}
-	return written, len(paths), nil
+	files, err := rep.readKeys(out, bookmarks, pending, func(uid, postID string) { addTo(written, uid, postID) })
+	return written, files, err
 }
 
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): State.Stray. Nil when there are none.
-func readStray(out string, content []string, pending *Run, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
+func (rep *RepairReport) readStray(out string, content []string, pending *Run, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
 	var stray map[string]map[string]*ids.Set
 	for _, table := range content {
-		paths, err := tableFiles(out, table, pending, skip)
+		_, err := rep.readKeys(out, table, pending, func(uid, postID string) {
+			if written[uid].Has(postID) {
+				return
+			}
+			if stray == nil {
+				stray = map[string]map[string]*ids.Set{}
+			}
+			if stray[table] == nil {
+				stray[table] = map[string]*ids.Set{}
+			}
+			addTo(stray[table], uid, postID)
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, path := range paths {
-			err := readKeys(path, func(uid, postID string) {
-				if written[uid].Has(postID) {
-					return
-				}
-				if stray == nil {
-					stray = map[string]map[string]*ids.Set{}
-				}
-				if stray[table] == nil {
-					stray[table] = map[string]*ids.Set{}
-				}
-				addTo(stray[table], uid, postID)
-			})
-			if err != nil {
-				return nil, unreadable(out, err)
-			}
-		}
 	}
 	return stray, nil
+}
+
+// readKeys calls add with the (user_id, post_id) of every row of the
+// table's files (but the damaged ones), and returns how many files it
+// read. A file whose rows cannot be read adds nothing: it is damaged.
+func (rep *RepairReport) readKeys(out, table string, pending *Run, add func(uid, postID string)) (int, error) {
+	paths, err := tableFiles(out, table, pending, rep.skip())
+	if err != nil {
+		return 0, err
+	}
+	files := 0
+	for _, path := range paths {
+		var keys [][2]string
+		err := ReadColumns(path, []string{"user_id", "post_id"}, func(cols map[string]arrow.Array, i int) error {
+			users, uok := cols["user_id"].(*array.String)
+			posts, pok := cols["post_id"].(*array.String)
+			if !uok || !pok {
+				return errors.New("it has no user_id or post_id column of strings")
+			}
+			keys = append(keys, [2]string{strings.Clone(users.Value(i)), strings.Clone(posts.Value(i))})
+			return nil
+		})
+		if err != nil {
+			rep.Damaged = append(rep.Damaged, damagedFile(table, path, "its rows", err))
+			continue
+		}
+		for _, k := range keys {
+			add(k[0], k[1])
+		}
+		files++
+	}
+	return files, nil
 }
 
 // addTo adds the post to the user's set in sets.
@@ -378,35 +506,9 @@ func addTo(sets map[string]*ids.Set, uid, postID string) {
 	set := sets[uid]
 	if set == nil {
 		set = &ids.Set{}
-		sets[strings.Clone(uid)] = set // uid shares a record's buffer
+		sets[uid] = set
 	}
 	set.Add(postID)
-}
-
-// unreadable says what to do about a file that cannot be read.
-func unreadable(out string, err error) error {
-	return fmt.Errorf("%s. Move it out of %s and repair again: "+
-		"the next export then fetches again the posts it held that are still bookmarked", cannotRead(err), out)
-}
-
-// readKeys calls add with the (user_id, post_id) of every row of a file of
-// x_bookmarks or of one of its content tables.
-func readKeys(path string, add func(uid, postID string)) error {
-	return pqfile.ReadRecords(context.Background(), path, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
-		ui, pi := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices("post_id")
-		if len(ui) == 0 || len(pi) == 0 {
-			return errors.New("it has no user_id or post_id column")
-		}
-		users, uok := rec.Column(ui[0]).(*array.String)
-		posts, pok := rec.Column(pi[0]).(*array.String)
-		if !uok || !pok {
-			return errors.New("user_id or post_id is not a string column")
-		}
-		for i := range int(rec.NumRows()) {
-			add(users.Value(i), posts.Value(i))
-		}
-		return nil
-	})
 }
 
 // cannotRead words an error of pqfile's, which names the file, as "FILE
@@ -546,11 +648,7 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 		fmt.Fprintln(w, "state: readable")
 	}
 	for _, d := range rep.Damaged {
-		verb := "moved"
-		if rep.DryRun {
-			verb = "to be moved"
-		}
-		fmt.Fprintf(w, "damaged: %s: %s; %s to %s\n", d.Path, d.Problem, verb, filepath.Join(rep.Out, damagedDir, d.Table))
+		fmt.Fprintf(w, "damaged: %s: %s; %s to %s\n", d.Path, d.Problem, pick(rep.DryRun, "to be moved", "moved"), filepath.Join(rep.Out, damagedDir, d.Table))
 	}
 	fmt.Fprintf(w, "files: %d x_bookmarks file(s) hold %d post(s) of %d account(s)\n", rep.BookmarkFiles, rep.Posts, rep.Accounts)
 	for _, f := range rep.LostFiles {
@@ -560,18 +658,28 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "content: %s holds the rows of %s that no x_bookmarks file holds; a walk that reads them again writes their bookmark, not these rows again\n",
 			table, plural.Count(rep.Stray[table], "post", "posts"))
 	}
+	for _, uid := range slices.Sorted(maps.Keys(rep.Unfiled)) {
+		fmt.Fprintf(w, "written: the state said %s of user %s archived that no x_bookmarks file holds; the next export fetches again those still bookmarked\n", plural.Count(rep.Unfiled[uid], "post", "posts"), uid)
+	}
+	for _, uid := range slices.Sorted(maps.Keys(rep.Unknown)) {
+		fmt.Fprintf(w, "written: x_bookmarks files hold %s of user %s the state did not say archived\n", plural.Count(rep.Unknown[uid], "post", "posts"), uid)
+	}
 	fmt.Fprintf(w, "walk memories: %d kept, %d dropped\n", rep.KeptMemories, len(rep.Dropped))
 	for _, d := range rep.Dropped {
 		fmt.Fprintf(w, "  dropped %s: %s\n", d.Key, d.Reason)
+	}
+	rep.Media.writeText(w, rep.Out, rep.DryRun)
+	for _, l := range rep.Leftovers {
+		fmt.Fprintf(w, "leftover: %s; %s\n", l, pick(rep.DryRun, "to be finished", "finished"))
 	}
 	switch {
 	case !rep.Changed:
 		fmt.Fprintln(w, "Nothing to repair.")
 		return
 	case rep.DryRun:
-		fmt.Fprintf(w, "Dry run: nothing was changed. Run `%s` to write the repaired state.\n", RepairCommand(rep.Out))
+		fmt.Fprintf(w, "Dry run: nothing was changed. Run `%s` to repair it.\n", rep.repairCommand())
 	default:
-		fmt.Fprintln(w, "The repaired state is written.")
+		fmt.Fprintln(w, "The archive is repaired.")
 		if rep.Recovered != nil && rep.Recovered.PublishedRun != "" {
 			fmt.Fprintf(w, "Run %s is published.\n", rep.Recovered.PublishedRun)
 		}

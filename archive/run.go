@@ -14,6 +14,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
+	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/gofrs/flock"
 )
@@ -227,9 +228,9 @@ type Recovery struct {
 
 // Recover brings the directory out back to a clean state, and returns its
 // state: it finishes publishing a committed run, deletes everything staged
-// by runs that did not commit, and what a compaction that did not finish
-// left. Every command that changes an archive starts with it, under the
-// lock.
+// by runs that did not commit, what a compaction that did not finish left,
+// and the media files a stopped run was fetching (DIR/media/.tmp). Every
+// command that changes an archive starts with it, under the lock.
 func Recover(out string, step func(string)) (*State, *Recovery, error) {
 	s, err := loadState(out)
 	if err != nil {
@@ -263,6 +264,9 @@ func Recover(out string, step func(string)) (*State, *Recovery, error) {
 			return nil, nil, err
 		}
 		step("discarded uncommitted runs")
+	}
+	if err := store.RemoveSpools(MediaPath(out)); err != nil {
+		return nil, nil, fmt.Errorf("removing the media files a stopped run was fetching: %w", err)
 	}
 	if rec.PublishedRun == "" && len(rec.DiscardedRuns) == 0 {
 		rec = nil

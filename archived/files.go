@@ -33,6 +33,9 @@ type File struct {
 	FileKey string       `json:"file_key,omitempty"` // Stored
 	// Limit is the largest file size when the file was found too large.
 	Limit int64 `json:"limit,omitempty"`
+	// Refetch: the stored file was found lost or damaged by a repair, and
+	// the next sync fetches it again (MarkLost).
+	Refetch bool `json:"refetch,omitempty"`
 	// SeenAt is when the bookmark was found: files are tried oldest first.
 	SeenAt time.Time `json:"seen"`
 }
@@ -45,6 +48,9 @@ func (f *File) Of() string { return cmp.Or(f.MediaPostID, f.PostID) }
 // due reports whether a sync that stores files no larger than maxSize
 // tries the file.
 func (f *File) due(maxSize int64) bool {
+	if f.Refetch {
+		return true
+	}
 	switch f.Status {
 	case "", media.Transient, media.OverBudget:
 		return true
@@ -110,6 +116,29 @@ func (r *Record) DropFiles(drop func(postID, mediaPostID string) bool) (stored [
 		return line, nil
 	})
 	return stored, err
+}
+
+// MarkLost marks the files a repair found lost for the next sync, and
+// reports whether it marked any: a file whose last row was lost (rowLost)
+// is tried again as one never tried, and gets a row whatever becomes of it
+// (a file still stored is not fetched: the store's index has it); a stored
+// file lost from the store (fileLost) is fetched again, and gets a row
+// only if it is not stored again as the same file.
+func (r *Record) MarkLost(rowLost, fileLost func(*File) bool) bool {
+	marked := false
+	for i := range r.Files {
+		f := &r.Files[i]
+		switch {
+		case rowLost(f):
+			f.Status, f.FileKey, f.Limit, f.Refetch = "", "", 0, false
+		case fileLost(f):
+			f.Refetch = true
+		default:
+			continue
+		}
+		marked = true
+	}
+	return marked
 }
 
 // StoredFiles are the keys of the files the record says are stored.

@@ -225,3 +225,33 @@ func TestTheFilesOfPostsAreDropped(t *testing.T) {
 		t.Fatalf("the outbox holds %d rows, want the kept post's", rows)
 	}
 }
+
+// A repair's marks make the files due: a file whose row was lost is tried
+// again as one never tried, a stored file lost is fetched again.
+func TestARepairsMarksMakeTheFilesDue(t *testing.T) {
+	r := &Record{}
+	r.AddFiles([]File{
+		{PostID: "10", MediaKey: "3_1", URL: "row lost", Status: media.Stored, FileKey: "ab/ab.jpg"},
+		{PostID: "11", MediaKey: "3_2", URL: "file lost", Status: media.Stored, FileKey: "cd/cd.jpg"},
+		{PostID: "12", MediaKey: "3_3", URL: "whole", Status: media.Stored, FileKey: "ef/ef.jpg"},
+	})
+	if !r.MarkLost(func(f *File) bool { return f.URL == "row lost" }, func(f *File) bool { return f.URL != "whole" }) {
+		t.Fatal("nothing marked")
+	}
+	back := readBack(t, r)
+	want := []File{
+		{PostID: "10", MediaKey: "3_1", URL: "row lost"},
+		{PostID: "11", MediaKey: "3_2", URL: "file lost", Status: media.Stored, FileKey: "cd/cd.jpg", Refetch: true},
+		{PostID: "12", MediaKey: "3_3", URL: "whole", Status: media.Stored, FileKey: "ef/ef.jpg"},
+	}
+	if !reflect.DeepEqual(back.Files, want) {
+		t.Fatalf("marked:\n%+v\nwant\n%+v", back.Files, want)
+	}
+	var due []string
+	for _, i := range back.DueFiles(1 << 20) {
+		due = append(due, back.Files[i].URL)
+	}
+	if !reflect.DeepEqual(due, []string{"row lost", "file lost"}) {
+		t.Fatalf("due: %q", due)
+	}
+}

@@ -59,17 +59,21 @@ func (e *TokenEndpointError) Error() string {
 	if e.err != nil {
 		fmt.Fprintf(&b, ": %v", e.err)
 	}
+	endpoint, where := "token endpoint", "oauth.token_url in a spec, --token-url"
+	if e.Op == "revoke" {
+		endpoint, where = "revocation endpoint", "--revoke-url"
+	}
 	switch {
 	case e.LoginRequired && e.Op == "refresh":
 		b.WriteString(": X no longer accepts the stored refresh token (refresh tokens are single-use and rotate on every refresh; it was spent, revoked or belongs to another app)")
 	case e.LoginRequired:
 		b.WriteString(": X rejected the authorization code (codes are single-use and live 30 seconds)")
 	case e.StatusCode == 404 || e.StatusCode == 405:
-		b.WriteString(": there is no token endpoint at that URL: check it (oauth.token_url in a spec, --token-url)")
+		fmt.Fprintf(&b, ": there is no %s at that URL: check it (%s)", endpoint, where)
 	case e.Transient && e.StatusCode/100 == 2:
-		b.WriteString(": the answer is not a token response: check the token endpoint's URL (oauth.token_url in a spec, --token-url)")
+		fmt.Fprintf(&b, ": the answer is not a token response: check the %s's URL (%s)", endpoint, where)
 	case e.Transient && e.StatusCode == 0:
-		b.WriteString(" (no answer: check the token endpoint's URL, oauth.token_url in a spec or --token-url, and the network; an outage passes by itself)")
+		fmt.Fprintf(&b, " (no answer: check the %s's URL (%s) and the network; an outage passes by itself)", endpoint, where)
 	case e.Transient:
 		b.WriteString(" (transient; try again later)")
 	case e.Code == "invalid_client" || e.Code == "unauthorized_client":

@@ -1,7 +1,6 @@
 package bookmarks
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
@@ -105,7 +104,7 @@ func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) 
 }
 
 func readBookmarkRows(path string, c Completeness, keep func(userID, postID string) bool, out *[]ArchivedPost) error {
-	return readColumns(path, []string{"user_id", "post_id", "first_seen_at", "found_position", "post", "author"}, func(cols map[string]arrow.Array, i int) error {
+	return archive.ReadColumns(path, []string{"user_id", "post_id", "first_seen_at", "found_position", "post", "author"}, func(cols map[string]arrow.Array, i int) error {
 		users, uok := cols["user_id"].(*array.String)
 		posts, pok := cols["post_id"].(*array.String)
 		seen, sok := cols["first_seen_at"].(*array.Timestamp)
@@ -132,20 +131,3 @@ func readBookmarkRows(path string, c Completeness, keep func(userID, postID stri
 	})
 }
 
-// readColumns calls row for each row of the Parquet file at path, with the
-// named columns it has (a column the file lacks is absent from cols). Its
-// errors name the file.
-func readColumns(path string, names []string, row func(cols map[string]arrow.Array, i int) error) error {
-	return pqfile.ReadRecords(context.Background(), path, names, func(rec arrow.RecordBatch) error {
-		cols := map[string]arrow.Array{}
-		for i, f := range rec.Schema().Fields() {
-			cols[f.Name] = rec.Column(i)
-		}
-		for i := range int(rec.NumRows()) {
-			if err := row(cols, i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}

@@ -90,7 +90,7 @@ func ReadChanges(dir string) (*Changes, error) {
 	sort.Strings(paths)
 	at := map[[2]string]time.Time{}
 	for _, path := range paths {
-		err := readColumns(path, []string{"operation_id", "user_id", "post_id", "change", "changed_at"}, func(cols map[string]arrow.Array, i int) error {
+		err := archive.ReadColumns(path, []string{"operation_id", "user_id", "post_id", "change", "changed_at"}, func(cols map[string]arrow.Array, i int) error {
 			op, ok1 := cols["operation_id"].(*array.String)
 			users, ok2 := cols["user_id"].(*array.String)
 			posts, ok3 := cols["post_id"].(*array.String)

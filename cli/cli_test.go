@@ -17,6 +17,7 @@ import (
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // A mistyped command is named once, with the program's name and the
@@ -132,6 +133,55 @@ func TestCompletion(t *testing.T) {
 	mustContain(t, stdout, "--spec\t")
 	_, stdout, _ = runCLI(t, "__complete", "login", "--scopes", "")
 	mustContain(t, stdout, "bookmark.write")
+}
+
+// `completion --help` lists every flag and argument the shell completes
+// other than as any file (which the shell does for the rest): asked for
+// each flag of each command, the completion gives files of some
+// extensions, directories or values only for those it names.
+func TestCompletionHelpListsAllItCompletes(t *testing.T) {
+	_, help, _ := runCLI(t, "completion", "--help")
+	_, listed, ok := strings.Cut(help, "Completed: ")
+	listed, _, _ = strings.Cut(listed, "\n")
+	if !ok {
+		t.Fatalf("completion --help says nothing of what is completed:\n%s", help)
+	}
+	a := &app{}
+	n := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.Fields(c.CommandPath())[1:]
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Hidden || f.Value.Type() == "bool" || f.Name == "help" {
+				return
+			}
+			_, out, _ := runCLI(t, append(append([]string{"__complete"}, path...), "--"+f.Name, "")...)
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			completes, listed := len(lines) > 1 || lines[0] != ":0", regexp.MustCompile("--"+f.Name+"[,;.]").MatchString(listed)
+			if completes != listed {
+				t.Errorf("%s --%s: completes %v (%q), listed by completion --help %v", c.CommandPath(), f.Name, completes, lines, listed)
+			}
+			n++
+		})
+		if c.ValidArgsFunction != nil && c.Name() != "help" && !strings.HasPrefix(c.CommandPath(), "cq-source-x completion") {
+			_, out, _ := runCLI(t, append(append([]string{"__complete"}, path...), "")...)
+			if lines := strings.Split(strings.TrimSpace(out), "\n"); (len(lines) > 1 || lines[0] != ":0") != strings.Contains(listed, c.Name()+"'s argument") {
+				t.Errorf("%s completes its argument (%q), and completion --help lists: %s", c.CommandPath(), lines, listed)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(a.rootCommand())
+	if n < 30 {
+		t.Fatalf("asked for %d flags only", n)
+	}
+	for _, want := range []string{"--spec", "--out", "--compression", "--scopes", "--target"} {
+		if !strings.Contains(listed, want) {
+			t.Errorf("the help does not list %s: %s", want, listed)
+		}
+	}
 }
 
 // version and --version print the resolved version, the commit and the

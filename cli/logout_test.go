@@ -112,7 +112,14 @@ func TestLogoutKeepsTheFileWhenTheRevocationFails(t *testing.T) {
 	if code != ExitError || !exists(path) {
 		t.Fatalf("exit %d, file kept %v: %s", code, exists(path), stderr)
 	}
-	mustContain(t, stderr, "revoking the refresh_token", "was not removed", "--no-revoke")
+	mustContain(t, stderr, "revoking the refresh_token", "was not removed", "--no-revoke", "check the revocation endpoint's URL (--revoke-url)")
+	if strings.Contains(stderr, "--token-url") {
+		t.Errorf("logout, which has no --token-url, names it: %s", stderr)
+	}
+	code, _, stderr = runCLI(t, "logout", "--token-file", path, "--revoke-url", sim.URL()+"/no/revocation/here")
+	if code != ExitError || !strings.Contains(stderr, "there is no revocation endpoint at that URL: check it (--revoke-url)") {
+		t.Errorf("a revocation URL with no endpoint: exit %d: %s", code, stderr)
+	}
 
 	sim.RegisterClient("web-app", "s3cret")
 	confidential := filepath.Join(t.TempDir(), "bob.json")

@@ -42,7 +42,7 @@ func TestRepairCommandRebuildsALostState(t *testing.T) {
 	}
 	code, stdout, stderr = runCLI(t, "repair", "--out", out)
 	for _, want := range []string{"is missing, but the directory holds exported files", "1 x_bookmarks file(s) hold 12 post(s) of 1 account(s)",
-		"The repaired state is written.", "reads every list of every account in full once", "no row is written twice"} {
+		"The archive is repaired.", "reads every list of every account in full once", "no row is written twice"} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Fatalf("repair: exit %d, output lacks %q:\n%s%s", code, want, stdout, stderr)
 		}

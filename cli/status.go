@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/spf13/cobra"
 )
@@ -62,6 +65,9 @@ type StatusReport struct {
 	// credentials are those status holds, masked in what it reports: a
 	// server may echo the token it was sent in an error.
 	credentials *redact.Redactor
+	// archiveOnly: no spec nor token file was given; the accounts are the
+	// archive's, and nothing was sent.
+	archiveOnly bool
 }
 
 // AccountStatus is one account's status.
@@ -79,7 +85,7 @@ type AccountStatus struct {
 	// Refresh is "works", "failed", "not_tried" (--no-refresh) or
 	// "impossible" (a raw access_token, or no refresh token); RefreshNote
 	// says more.
-	Refresh     string `json:"refresh"`
+	Refresh     string `json:"refresh,omitempty"`
 	RefreshNote string `json:"refresh_note,omitempty"`
 	// LastSync is the rows of x_api_usage of the account's latest sync in
 	// the exporter's directory, one per operation.
@@ -95,7 +101,8 @@ type AccountStatus struct {
 const statusLong = `Show, per account, who the token belongs to, its scopes and expiry, whether a
 refresh works, and, with --out, the exporter's last sync of it (what it found
 and cost) and the posts it holds. Give a spec file (--spec) or token files
-(--token-file).
+(--token-file); or --out alone, for every account of the archive, from the
+archive only: no token is read and no request sent.
 
 What it costs: one GET /2/users/me per account (X bills it as a user read,
 user_read_usd, once per UTC day) and, for each token file, one refresh at the
@@ -116,11 +123,12 @@ token file cannot be read)`
 func (a *app) statusCommand() *cobra.Command {
 	o := StatusOptions{Stdout: a.stdout}
 	cmd := &cobra.Command{
-		Use:   "status (--spec FILE | --token-file FILE...) [--out DIR]",
+		Use:   "status (--spec FILE | --token-file FILE...) [--out DIR] | status --out DIR",
 		Short: "Show each account's token, user, last sync and held posts, reading no post",
 		Long:  statusLong,
 		Example: "  " + Name + " status --spec x.yml --out ./archive\n" +
-			"  " + Name + " status --token-file alice.json --no-refresh",
+			"  " + Name + " status --token-file alice.json --no-refresh\n" +
+			"  " + Name + " status --out ./archive",
 		GroupID: groupArchive,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -198,6 +206,9 @@ type statusTarget struct {
 // or the files (exit code 2 for the spec, 1 for the archive); an account's
 // trouble is in its Problems.
 func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
+	if o.Spec == "" && len(o.TokenFiles) == 0 && o.Out != "" {
+		return archiveStatus(ctx, o.Out)
+	}
 	targets, credentials, err := statusTargets(o)
 	if err != nil {
 		return nil, err
@@ -208,10 +219,7 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	rep := &StatusReport{Out: o.Out, meter: billing.NewMeter(billing.DefaultRates()), credentials: credentials}
 	var info *archiveInfo
 	if o.Out != "" {
-		if info, err = readArchive(ctx, o.Out); err != nil {
-			return nil, err
-		}
-		if rep.Damaged, err = archive.DamagedFiles(o.Out); err != nil {
+		if info, err = rep.readArchive(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -234,12 +242,36 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	return rep, nil
 }
 
+// archiveStatus is the status of every account of the archive in out, read
+// from it alone: its state and its x_api_usage files.
+func archiveStatus(ctx context.Context, out string) (*StatusReport, error) {
+	rep := &StatusReport{Out: out, archiveOnly: true}
+	info, err := rep.readArchive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	users := map[string]bool{}
+	for _, ids := range []iter.Seq[string]{maps.Keys(info.state.Archived), maps.Keys(info.state.HeldBookmarks), maps.Keys(info.syncs)} {
+		for uid := range ids {
+			users[uid] = uid != resources.ComplianceUsageUser // the compliance check's rows of x_api_usage
+		}
+	}
+	for _, uid := range slices.Sorted(maps.Keys(users)) {
+		if users[uid] {
+			st := AccountStatus{Account: "user " + uid, UserID: uid}
+			info.fill(&st)
+			rep.Accounts = append(rep.Accounts, st)
+		}
+	}
+	return rep, nil
+}
+
 // statusTargets are the accounts o names, and the credentials they give
 // (token files add theirs as they are read).
 func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
 	switch {
 	case o.Spec == "" && len(o.TokenFiles) == 0:
-		return nil, nil, usageError(errors.New("status: give --spec FILE or --token-file FILE"))
+		return nil, nil, usageError(errors.New("status: give --spec FILE, --token-file FILE or --out DIR"))
 	case o.Spec != "":
 		src, err := cqspec.Read(o.Spec)
 		if err != nil {
@@ -401,7 +433,10 @@ type archiveInfo struct {
 	syncs map[string][]usageRow
 }
 
-func readArchive(ctx context.Context, out string) (*archiveInfo, error) {
+// readArchive reads the archive rep.Out: its state, last syncs and damaged
+// files.
+func (rep *StatusReport) readArchive(ctx context.Context) (*archiveInfo, error) {
+	out := rep.Out
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
 		return nil, usageErrorf("status: --out %s is not a directory an export wrote", out)
 	}
@@ -412,6 +447,9 @@ func readArchive(ctx context.Context, out string) (*archiveInfo, error) {
 	syncs, err := lastSyncs(ctx, out)
 	if err != nil {
 		return nil, fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
+	}
+	if rep.Damaged, err = archive.DamagedFiles(out); err != nil {
+		return nil, err
 	}
 	return &archiveInfo{state: st, syncs: syncs}, nil
 }
@@ -438,10 +476,14 @@ func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		st.writeText(w, rep.Out, now)
+		st.writeText(w, rep.Out, now, !rep.archiveOnly)
 	}
 	for _, d := range rep.Damaged {
 		fmt.Fprintln(w, "\nDAMAGED "+d.Describe(rep.Out))
+	}
+	if rep.archiveOnly {
+		fmt.Fprintf(w, "\nstatus read %s alone: no token, no request. Give --spec or --token-file for the tokens too.\n", rep.Out)
+		return
 	}
 	fmt.Fprintf(w, "\nstatus sent %s to the API (GET /2/users/me: a user read each, no post), which returned %s, and %s.\n",
 		plural.Count(rep.APIRequests, "request", "requests"), plural.Count(rep.PostsBilled, "post", "posts"), plural.Count(rep.TokenRefreshes, "token refresh", "token refreshes"))
@@ -452,7 +494,7 @@ func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
 	}
 }
 
-func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time) {
+func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time, token bool) {
 	head := st.Account + ":"
 	switch {
 	case st.Username != "":
@@ -463,6 +505,10 @@ func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time) {
 	fmt.Fprintln(w, head)
 	line := func(label, format string, a ...any) {
 		fmt.Fprintf(w, "  %-14s %s\n", label+":", fmt.Sprintf(format, a...))
+	}
+	if !token {
+		st.writeArchive(line, out)
+		return
 	}
 	if st.TokenFile != "" {
 		line("token file", "%s (client id %s)", st.TokenFile, orUnknown(st.ClientID))

@@ -93,6 +93,41 @@ func TestStatusShowsEachAccountAndReadsNoPost(t *testing.T) {
 	}
 }
 
+// status --out DIR alone shows every account of the archive, its last sync
+// and held posts, from the archive: no spec, no token, no request.
+func TestStatusOfAnArchiveAloneSendsNothing(t *testing.T) {
+	e := newStatusEnv(t, time.Now().Add(time.Hour))
+	if code, _, stderr := runCLI(t, "export", "--spec", e.spec, "--out", e.out, "--quiet"); code != ExitOK {
+		t.Fatalf("export: exit %d: %s", code, stderr)
+	}
+	requests := func() (n int) {
+		for _, u := range []string{"1001", "1002"} {
+			for _, op := range e.sim.Usage(u) {
+				n += op.Requests
+			}
+		}
+		return n
+	}
+	before := requests()
+	code, stdout, stderr := runCLI(t, "status", "--out", e.out)
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s%s", code, stdout, stderr)
+	}
+	mustContain(t, stdout,
+		"user 1001: user id 1001\n  last sync:",
+		"12 new bookmarks, 0 new folder posts; 12 posts billed (est. USD 0.0600)",
+		"  held posts:    12 in the bookmarks walk's memory; 12 in x_bookmarks\n",
+		"user 1002: user id 1002\n",
+		"5 in the bookmarks walk's memory; 5 in x_bookmarks",
+		"status read "+e.out+" alone: no token, no request.")
+	if strings.Contains(stdout, "refresh") || strings.Contains(stdout, "user app") {
+		t.Errorf("status of the archive alone:\n%s", stdout)
+	}
+	if n := requests() - before; n != 0 {
+		t.Errorf("status sent %d requests", n)
+	}
+}
+
 // With --no-refresh status sends no token request and leaves the file as it
 // was; with an expired access token it does not even ask who the user is.
 func TestStatusNoRefreshChangesNothing(t *testing.T) {
@@ -178,7 +213,8 @@ func TestStatusUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"status"}, "give --spec FILE or --token-file FILE"},
+		{[]string{"status"}, "give --spec FILE, --token-file FILE or --out DIR"},
+		{[]string{"status", "--out", notDir}, "is not a directory an export wrote"},
 		{[]string{"status", "--spec", e.spec, "--token-file", e.alice}, "none of the others can be"},
 		{[]string{"status", "--spec", "/nonexistent.yml"}, "reading the spec file"},
 		{[]string{"status", "--spec", e.spec, "--out", notDir}, "is not a directory an export wrote"},

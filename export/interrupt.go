@@ -100,6 +100,9 @@ func (s *Summary) InterruptedLine() string {
 	if len(again)+len(unread) == 0 {
 		b.WriteString(" Every walk had ended: the next run goes on from here.")
 	}
+	if s.MediaFilesLeft > 0 {
+		fmt.Fprintf(&b, " %s left to fetch, which the next run fetches.", plural.Count(s.MediaFilesLeft, "media file was", "media files were"))
+	}
 	return b.String()
 }
 

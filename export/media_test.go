@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
@@ -142,6 +144,38 @@ func checkMediaStateNotAhead(t *testing.T, dir string, users []demoUser) (stored
 	return stored
 }
 
+// mediaSim is a simulator (closed with the test) with the users' bookmarks,
+// and a spec file that stores their photos, as written and as parsed.
+func mediaSim(t *testing.T, users []demoUser) (*xsim.Server, string, *cqspec.Source) {
+	t.Helper()
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	text := specYAML(sim.URL(), users, seed(sim, users), `["*"]`) + mediaYAML
+	spec := filepath.Join(t.TempDir(), "spec.yml")
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := cqspec.Parse([]byte(text), spec, os.LookupEnv, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sim, spec, src
+}
+
+// faultAllMedia gives every media file of the user's bookmarks the fault.
+func faultAllMedia(sim *xsim.Server, userID string, fault xsim.MediaFault) {
+	for _, id := range sim.Bookmarks(userID) {
+		for _, k := range mediaKeysOf(sim, id) {
+			for _, p := range xsim.MediaPaths(k) {
+				sim.SetMediaFault(p, fault)
+			}
+		}
+	}
+}
+
 // The exporter stores the media files under DIR/media, named by their
 // content, each once: a second run fetches only the files of what is new.
 func TestTheExporterStoresMediaFilesInTheArchiveOnce(t *testing.T) {
@@ -217,16 +251,8 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns a few dozen processes")
 	}
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 30}, {id: "1002", bookmarks: 10}}
-	spec := filepath.Join(t.TempDir(), "spec.yml")
-	if err := os.WriteFile(spec, []byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sim, spec, _ := mediaSim(t, users)
 	base := t.TempDir()
 	n := 0
 	newDir := func() string { n++; return filepath.Join(base, strconv.Itoa(n)) }
@@ -249,7 +275,11 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 		}
 		checkMediaDir(t, dir)
 		checkArchive(t, dir, sim, users)
+		if spools, err := store.Spools(archive.MediaPath(dir)); err != nil || len(spools) > 0 {
+			t.Fatalf("DIR/media/.tmp holds %v after a run that finished (%v)", spools, err)
+		}
 	}
+	var leftSpools atomic.Int64 // kills that left a file being fetched
 	killAtMediaSteps := func(phase, template string) {
 		dir := newDir()
 		if template != "" {
@@ -289,6 +319,9 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 					if !c.killed {
 						t.Fatalf("not killed at step %d: %s", k, c.output)
 					}
+					if spools, _ := store.Spools(archive.MediaPath(dir)); len(spools) > 0 {
+						leftSpools.Add(1)
+					}
 					checkMediaDir(t, dir)
 					checkMediaStateNotAhead(t, dir, users)
 					storedMediaRows(t, dir, tableRows(t, dir, "x_media_files"))
@@ -315,29 +348,18 @@ func TestKill9WhileStoringMediaFiles(t *testing.T) {
 		}
 	}
 	killAtMediaSteps("incremental run", template)
+	if leftSpools.Load() == 0 {
+		t.Error("no kill left a file being fetched in DIR/media/.tmp: the next run's cleanup went untested")
+	}
 }
 
 // An interrupted export (Ctrl-C) stops fetching at once and commits the
 // files it stored with their rows, and nothing of those it had not: the
 // next run stores the rest.
 func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testing.T) {
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
 	users := []demoUser{{id: "1001", bookmarks: 40}}
-	src, err := cqspec.Parse([]byte(specYAML(sim.URL(), users, seed(sim, users), `["*"]`)+mediaYAML), "spec.yml", os.LookupEnv, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range sim.Bookmarks("1001") {
-		for _, k := range mediaKeysOf(sim, id) {
-			for _, p := range xsim.MediaPaths(k) {
-				sim.SetMediaFault(p, xsim.MediaFault{Delay: 100 * time.Millisecond})
-			}
-		}
-	}
+	sim, _, src := mediaSim(t, users)
+	faultAllMedia(sim, "1001", xsim.MediaFault{Delay: 100 * time.Millisecond})
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	go func() {
@@ -353,8 +375,12 @@ func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testi
 	}
 	want := wantedMediaFiles(sim, users)
 	files := storedMediaRows(t, dir, tableRows(t, dir, "x_media_files"))
-	if !res.Summary().Interrupted || len(files) == 0 || len(files) >= want {
-		t.Fatalf("interrupted %v: rows of %d files of %d", res.Summary().Interrupted, len(files), want)
+	sum := res.Summary()
+	if !sum.Interrupted || len(files) == 0 || len(files) >= want {
+		t.Fatalf("interrupted %v: rows of %d files of %d", sum.Interrupted, len(files), want)
+	}
+	if left := want - len(files); sum.MediaFilesLeft != left || !strings.Contains(sum.InterruptedLine(), fmt.Sprintf(" %d media files were left to fetch, which the next run fetches.", left)) {
+		t.Fatalf("%d media files left, want %d: %s", sum.MediaFilesLeft, left, sum.InterruptedLine())
 	}
 	for _, r := range files {
 		if r["status"] != string(media.Stored) {
@@ -373,4 +399,45 @@ func TestAnInterruptedExportCommitsTheFilesItStoredAndTheNextRunTheRest(t *testi
 		t.Fatalf("after the next run: %d rows of %d files, want %d of each", len(rows), len(files), want)
 	}
 	checkMediaDir(t, dir)
+}
+
+// A media host that refuses every file is paused after a few, with one
+// line naming it: the run does not try its files one by one, their rows
+// say transient and why, and the next run tries them again. The progress
+// line counts them by status.
+func TestAMediaHostThatRefusesIsPausedWithOneLine(t *testing.T) {
+	users := []demoUser{{id: "1001", bookmarks: 120}}
+	sim, _, src := mediaSim(t, users)
+	faultAllMedia(sim, "1001", xsim.MediaFault{Status: 503})
+	var progress strings.Builder
+	dir := t.TempDir()
+	if _, err := export.Run(context.Background(), export.Options{Spec: src, Out: dir, Progress: &progress, ProgressInterval: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	want := wantedMediaFiles(sim, users)
+	host := strings.TrimPrefix(sim.MediaURL(), "http://")
+	if n := strings.Count(progress.String(), "media host "+host+" paused for this sync: 5 files in a row got no answer or a 429 or 5xx"); n != 1 {
+		t.Fatalf("the pause told %d times:\n%s", n, progress.String())
+	}
+	if !strings.Contains(progress.String(), fmt.Sprintf("media files: %d of %d files done: 0 stored (0 fetched), %d not (%d transient)", want, want, want, want)) {
+		t.Fatalf("the progress line:\n%s", progress.String())
+	}
+	// Each file asked for at most max_attempts times (1 in specYAML), and
+	// only until the pause: those the media phase had begun at once.
+	if asked := len(sim.MediaRequests()); asked >= want || asked > 2*media.DefaultConcurrency+5 {
+		t.Fatalf("%d requests for %d files", asked, want)
+	}
+	rows := tableRows(t, dir, "x_media_files")
+	paused := 0
+	for _, r := range rows {
+		if r["status"] != string(media.Transient) {
+			t.Fatalf("a file of the refusing host is %v", r)
+		}
+		if strings.Contains(r["error"], "the media host "+host+" is paused for this run") {
+			paused++
+		}
+	}
+	if len(rows) != want || paused < want-len(sim.MediaRequests()) {
+		t.Fatalf("%d rows for %d files, %d saying the host is paused", len(rows), want, paused)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
+	"github.com/cq-source-x/cq-source-x/media"
 )
 
 // progress shows, per account, the bookmarks written, the posts billed, the
@@ -172,13 +173,21 @@ func (p *progress) lines() []string {
 		}
 		out = append(out, line)
 	}
-	if m := p.set.Sessions; len(m) > 0 && m[0].Media != nil && m[0].Media.Saver != nil {
-		// One Saver stores the files of every account.
-		if c := m[0].Media.Saver.Progress().Counts(); c.Wanted > 0 {
+	if sv := saverOf(p.set.Sessions); sv != nil {
+		if c := sv.Progress().Counts(); c.Wanted > 0 {
 			out = append(out, "media files: "+c.String())
 		}
 	}
 	return out
+}
+
+// saverOf is the Saver that stores the media files of every account of
+// sessions, or nil.
+func saverOf(sessions []*account.Session) *media.Saver {
+	if len(sessions) == 0 || sessions[0].Media == nil {
+		return nil
+	}
+	return sessions[0].Media.Saver
 }
 
 // draw prints the current lines. Called with p.mu held.

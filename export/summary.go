@@ -39,8 +39,10 @@ type Summary struct {
 	Totals     Totals   `json:"totals"`
 	SyncErrors []string `json:"sync_errors,omitempty"`
 	// Interrupted: the run was interrupted and committed what it had read
-	// (see InterruptedLine).
-	Interrupted bool `json:"interrupted,omitempty"`
+	// (see InterruptedLine); MediaFilesLeft media files it had to try were
+	// not, which the next run tries.
+	Interrupted    bool `json:"interrupted,omitempty"`
+	MediaFilesLeft int  `json:"media_files_left,omitempty"`
 	// Damaged are files of earlier runs whose footer cannot be read (see
 	// DamagedFile.Describe); the run is not OK.
 	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
@@ -148,6 +150,10 @@ func (r *Result) Summary() *Summary {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if sv := saverOf(r.sessions); sv != nil && r.Interrupted {
+		c := sv.Progress().Counts()
+		s.MediaFilesLeft = int(max(c.Wanted-c.Done, 0))
+	}
 	for _, sess := range r.sessions {
 		a := AccountSum{Account: account.Label(sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
 			name: sess.Name()}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -42,15 +44,26 @@ type Outcome struct {
 // Saver stores files in a store, fetching each URL at most once: a URL the
 // store's index holds is not fetched, requests of one URL at once share
 // one fetch, and a URL that was not stored is not asked for again by the
-// same Saver (one per run). Safe for concurrent use.
+// same Saver (one per run). A host that gave no answer (or a 429 or 5xx)
+// for pauseAfter files in a row is asked for nothing more by the Saver:
+// its other files are left transient, for the next run. Safe for
+// concurrent use.
 type Saver struct {
 	o        SaverOptions
 	sem      chan struct{}
 	progress Progress
+	onPause  func(host, why string)
 
 	mu       sync.Mutex
 	inflight map[string]*call
+	refused  map[string]int    // by host: the files in a row it refused
+	paused   map[string]string // by host: why it is paused
 }
+
+// pauseAfter is how many files in a row a media host may refuse, or let
+// time out, before the run asks it for nothing more: a host that is down
+// would otherwise take each of its files' attempts and waits in turn.
+const pauseAfter = 5
 
 // SaverOptions configure a Saver.
 type SaverOptions struct {
@@ -96,8 +109,12 @@ func NewSaver(o SaverOptions) *Saver {
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = DefaultRetryDelay
 	}
-	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}}
+	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}, refused: map[string]int{}, paused: map[string]string{}}
 }
+
+// OnPause makes f be called once for each host the Saver pauses, with why
+// (a sync logs it). nil calls nothing.
+func (s *Saver) OnPause(f func(host, why string)) { s.onPause = f }
 
 // Store is where the saver stores the files.
 func (s *Saver) Store() *store.Store { return s.o.Store }
@@ -175,12 +192,20 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 	if f != nil {
 		return Outcome{Status: Stored, File: f}
 	}
+	host := hostOf(r.URL)
 	requests := 0
 	for attempt := 1; ; attempt++ {
+		if out, paused := s.pausedOutcome(host); paused {
+			out.Requests = requests
+			return out
+		}
 		out := s.fetchAny(ctx, r)
 		requests += out.Requests
 		out.Requests = requests
 		if out.Status != Transient || attempt >= s.o.Attempts || ctx.Err() != nil {
+			if ctx.Err() == nil {
+				s.answered(host, out)
+			}
 			return out
 		}
 		<-s.sem // others fetch while this one waits
@@ -193,6 +218,48 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 		}
 		held = true
 	}
+}
+
+// refusal reports whether out is a host's refusal: no answer (a
+// connection refused, a timeout), or a 429 or 5xx.
+func refusal(out Outcome) bool {
+	return out.Status == Transient && (out.HTTPStatus == 0 || out.HTTPStatus == http.StatusTooManyRequests || out.HTTPStatus >= 500)
+}
+
+// answered counts a file's outcome against its host, and pauses the host
+// at its pauseAfter-th refusal in a row.
+func (s *Saver) answered(host string, out Outcome) {
+	s.mu.Lock()
+	if !refusal(out) {
+		s.refused[host] = 0
+	} else if s.refused[host]++; s.refused[host] >= pauseAfter && s.paused[host] == "" {
+		s.paused[host] = fmt.Sprintf("%d files in a row got no answer or a 429 or 5xx (the last: %s)", pauseAfter, out.Err)
+		if s.onPause != nil {
+			defer s.onPause(host, s.paused[host])
+		}
+	}
+	s.mu.Unlock()
+}
+
+// pausedOutcome is the outcome of a file of a paused host: transient, for
+// the next run.
+func (s *Saver) pausedOutcome(host string) (Outcome, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	why := s.paused[host]
+	if why == "" {
+		return Outcome{}, false
+	}
+	return Outcome{Status: Transient, Err: fmt.Sprintf("%s: the media host %s is paused for this run: %s", Transient, host, why)}, true
+}
+
+// hostOf is the host of a URL ("" when it does not parse).
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
 }
 
 func (s *Saver) acquire(ctx context.Context) error {

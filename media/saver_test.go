@@ -180,8 +180,67 @@ func TestProgressCountsFilesAndBytes(t *testing.T) {
 	}
 	sv.Save(context.Background(), Request{URL: photo(s, 1)})
 	c := sv.Progress().Counts()
-	if c.Wanted != 3 || c.Done != 4 || c.Stored != 3 || c.Fetched != 2 || c.Bytes != 20<<10 {
+	if c.Wanted != 3 || c.Done != 4 || c.Stored != 3 || c.Fetched != 2 || c.Bytes != 20<<10 || c.Failed[Gone] != 1 || len(c.Failed) != 1 {
 		t.Fatalf("counts %+v", c)
+	}
+}
+
+// The progress line counts the files not stored by why, most first.
+func TestTheProgressLineCountsFailuresByReason(t *testing.T) {
+	c := Counts{Wanted: 777, Done: 330, Stored: 2, Fetched: 1, Failed: map[Status]int64{Gone: 8, Transient: 320}, Bytes: 2e6}
+	if got, want := c.String(), "330 of 777 files done: 2 stored (1 fetched), 328 not (320 transient, 8 gone); 2.0 MB, 447 left"; got != want {
+		t.Errorf("%s\nwant %s", got, want)
+	}
+}
+
+// A host that refuses pauseAfter files in a row (no answer, or a 429 or
+// 5xx, after each file's attempts) is asked for nothing more by the run:
+// its other files are transient at once, saying why, and the pause is told
+// once. A file the store holds is still stored, and another host goes on;
+// a host that answers between refusals is not paused.
+func TestAHostThatRefusesFilesInARowIsPausedForTheRun(t *testing.T) {
+	s := sim(t, 10<<10)
+	for i := 1; i <= 20; i++ {
+		s.SetMediaFault(xsim.MediaPaths(fmt.Sprintf("3_%d", i))[0], xsim.MediaFault{Status: 503})
+	}
+	root := t.TempDir()
+	other := strings.Replace(photo(s, 21), "127.0.0.1", "localhost", 1) // the same server, another host
+	if out := newSaver(t, root, SaverOptions{}).Save(context.Background(), Request{URL: photo(s, 22)}); out.Status != Stored {
+		t.Fatalf("%+v", out)
+	}
+	sv := newSaver(t, root, SaverOptions{Attempts: 2})
+	var paused []string
+	sv.OnPause(func(host, why string) { paused = append(paused, host+": "+why) })
+	for i := 1; i <= 20; i++ {
+		out := sv.Save(context.Background(), Request{URL: photo(s, i)})
+		if out.Status != Transient || (i > pauseAfter) != strings.Contains(out.Err, "is paused for this run") {
+			t.Fatalf("file %d: %+v", i, out)
+		}
+	}
+	host := strings.TrimPrefix(s.MediaURL(), "http://")
+	if len(paused) != 1 || !strings.HasPrefix(paused[0], host+": 5 files in a row got no answer or a 429 or 5xx (the last: transient: the server answered 503") {
+		t.Fatalf("told %q", paused)
+	}
+	for i := 1; i <= 20; i++ {
+		if want := map[bool]int{true: 2, false: 0}[i <= pauseAfter]; requests(s, photo(s, i)) != want {
+			t.Fatalf("file %d: %d requests, want %d", i, requests(s, photo(s, i)), want)
+		}
+	}
+	if out := sv.Save(context.Background(), Request{URL: photo(s, 22)}); out.Status != Stored {
+		t.Fatalf("a file the store holds, of the paused host: %+v", out)
+	}
+	if out := sv.Save(context.Background(), Request{URL: other}); out.Status != Stored || !out.Fetched {
+		t.Fatalf("another host: %+v", out)
+	}
+
+	// Refusals with an answer between them pause nothing.
+	sv = newSaver(t, t.TempDir(), SaverOptions{Attempts: 1})
+	sv.OnPause(func(host, why string) { t.Errorf("paused %s: %s", host, why) })
+	for i := 1; i <= 2*pauseAfter-2; i++ {
+		if i == pauseAfter {
+			sv.Save(context.Background(), Request{URL: photo(s, 23)})
+		}
+		sv.Save(context.Background(), Request{URL: photo(s, i)})
 	}
 }
 

@@ -43,7 +43,7 @@ func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media,
 	fetcher := media.NewFetcher(media.FetcherOptions{Transport: o.Transport, Timeouts: t, MaxSize: m.MaxFileSize, UserAgent: UserAgent()})
 	m.Saver = media.NewSaver(media.SaverOptions{
 		Store: st, Fetcher: fetcher, Budget: media.NewBudget(ms.MaxBytesPerRun.Bytes()),
-		Now: o.Clock.Now, Concurrency: ms.Concurrency, Attempts: s.MaxAttempts, Stop: o.MediaStop,
+		Now: o.Clock.Now, Concurrency: *ms.Concurrency, Attempts: s.MaxAttempts, Stop: o.MediaStop,
 	})
 	return m, closeStore
 }
@@ -73,6 +73,9 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 		return nil
 	}
 	if m.Saver != nil {
+		m.Saver.OnPause(func(host, why string) {
+			logger.Warn().Msg("media host " + host + " paused for this sync: " + why + "; its other files are left transient, for the next sync")
+		})
 		stop := logMediaProgress(m.Saver.Progress(), logger, mediaProgressEvery)
 		defer stop()
 	}

@@ -198,7 +198,8 @@ func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outco
 	}
 	r.mu.Lock()
 	r.report.Add(out)
-	if out.Status == rec.Status {
+	if out.Status == rec.Status && (out.File == nil || out.File.Key == rec.FileKey) {
+		rec.Refetch = false // stored again as the same file: its row stands
 		r.mu.Unlock()
 		return nil
 	}
@@ -260,7 +261,7 @@ func (r *mediaRun) flush(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range changed {
-		c.rec.Status, c.rec.FileKey, c.rec.Limit = c.row.Status, c.row.FileKey, 0
+		c.rec.Status, c.rec.FileKey, c.rec.Limit, c.rec.Refetch = c.row.Status, c.row.FileKey, 0, false
 		if c.row.Status == media.TooLarge {
 			c.rec.Limit = r.s.Media.MaxFileSize
 		}

@@ -23,7 +23,7 @@ type MediaFiles struct {
 	// Most bytes one sync downloads, in bytes or with a unit; `0`: no limit. The files past it are recorded `over_budget` and fetched by the next syncs, oldest first.
 	MaxBytesPerRun *ByteSize `json:"max_bytes_per_run,omitempty" jsonschema:"default=0"`
 	// Files fetched at once, over all accounts.
-	Concurrency int `json:"concurrency,omitempty" jsonschema:"minimum=1,maximum=64,default=4"`
+	Concurrency *int `json:"concurrency,omitempty" jsonschema:"minimum=1,maximum=64,default=4"`
 	// Longest the fetch of one file may take, reading it whole (`connect_timeout` and `header_timeout` bound it as they bound API requests). A file past it is tried again by the next sync.
 	Timeout *Duration `json:"timeout,omitempty" jsonschema:"default=10m"`
 }
@@ -52,8 +52,9 @@ func (m *MediaFiles) setDefaults() {
 		b := NewByteSize(0)
 		m.MaxBytesPerRun = &b
 	}
-	if m.Concurrency == 0 {
-		m.Concurrency = DefaultMediaConcurrency
+	if m.Concurrency == nil {
+		n := DefaultMediaConcurrency
+		m.Concurrency = &n
 	}
 	if m.Timeout == nil {
 		d := NewDuration(DefaultMediaTimeout)
@@ -93,8 +94,8 @@ func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...
 	if budget := m.MaxBytesPerRun.Bytes(); budget > 0 && budget < m.MaxFileSize.Bytes() {
 		add("max_bytes_per_run", "is %d bytes, less than max_file_size (%d): a file larger than the budget would never be stored; raise it, or lower max_file_size", budget, m.MaxFileSize.Bytes())
 	}
-	if m.Concurrency < 1 || m.Concurrency > 64 {
-		add("concurrency", "must be between 1 and 64, got %d", m.Concurrency)
+	if *m.Concurrency < 1 || *m.Concurrency > 64 {
+		add("concurrency", "must be between 1 and 64, got %d", *m.Concurrency)
 	}
 	checkDuration(add, "timeout", m.Timeout.Duration(), MinTimeout, MaxWait)
 }

@@ -17,7 +17,7 @@ func TestMediaFilesAreOffUntilTheSectionIsThereThenPhotosAreOn(t *testing.T) {
 	}
 	m := parseOK(t, `{"accounts":[{"access_token":"a"}],"media_files":{}}`).MediaFiles
 	if !*m.Photos || *m.Videos || m.AllVariants || m.MaxFileSize.Bytes() != 512_000_000 || m.MaxBytesPerRun.Bytes() != 0 ||
-		m.Concurrency != 4 || m.Timeout.Duration() != 10*time.Minute || m.Store != "" {
+		*m.Concurrency != 4 || m.Timeout.Duration() != 10*time.Minute || m.Store != "" {
 		t.Fatalf("defaults %+v", m)
 	}
 }
@@ -44,7 +44,9 @@ func TestBadMediaFilesSectionsNameTheField(t *testing.T) {
 		{"a negative size", `{"max_file_size":-1}`, "media_files.max_file_size: must be a size in bytes"},
 		{"no size", `{"max_file_size":0}`, "media_files.max_file_size: must be at least 1 byte"},
 		{"a budget below the largest file", `{"max_bytes_per_run":"100MB"}`, "media_files.max_bytes_per_run: is 100000000 bytes, less than max_file_size (512000000)"},
-		{"concurrency", `{"concurrency":100}`, "media_files.concurrency: must be between 1 and 64"},
+		{"concurrency", `{"concurrency":100}`, "media_files.concurrency: must be between 1 and 64, got 100"},
+		{"no concurrency", `{"concurrency":0}`, "media_files.concurrency: must be between 1 and 64, got 0"},
+		{"a negative concurrency", `{"concurrency":-1}`, "media_files.concurrency: must be between 1 and 64, got -1"},
 		{"timeout", `{"timeout":"10ms"}`, "media_files.timeout: must be at least 1s"},
 		{"misspelt", `{"photo":true}`, `unknown field "photo"`},
 	} {

@@ -8,23 +8,24 @@ type Resend struct {
 	// Each new row of x_bookmarks (with its content tables' rows) and of x_post_compliance is sent again by the next syncs until this many syncs that sent it have run to their end.
 	// A sync stopped before the destination wrote its last rows (Ctrl-C, a crash, a failed write) then loses none: the next syncs send them again, from the state. A stopped sync does not count.
 	// `1` sends each row once (a sync stopped after saving its state, before the destination's last write, then loses rows).
-	Syncs int `json:"syncs,omitempty" jsonschema:"minimum=1,maximum=100,default=3"`
+	Syncs *int `json:"syncs,omitempty" jsonschema:"minimum=1,maximum=100,default=3"`
 }
 
 // DefaultResendSyncs is resend.syncs when it is not set.
 const DefaultResendSyncs = 3
 
 func (r *Resend) setDefaults() {
-	if r.Syncs == 0 {
-		r.Syncs = DefaultResendSyncs
+	if r.Syncs == nil {
+		n := DefaultResendSyncs
+		r.Syncs = &n
 	}
 }
 
 func (r *Resend) validate(add func(field, format string, args ...any)) {
-	if r.Syncs < 1 || r.Syncs > 100 {
-		add("resend.syncs", "must be between 1 and 100, got %d", r.Syncs)
+	if *r.Syncs < 1 || *r.Syncs > 100 {
+		add("resend.syncs", "must be between 1 and 100, got %d", *r.Syncs)
 	}
 }
 
 // Policy is the outbox policy the section describes.
-func (r *Resend) Policy() outbox.Policy { return outbox.Policy{Syncs: r.Syncs} }
+func (r *Resend) Policy() outbox.Policy { return outbox.Policy{Syncs: *r.Syncs} }

@@ -55,6 +55,8 @@ func TestBadSpecsGetErrorsNamingTheField(t *testing.T) {
 		{"private metrics", `{"fields":{"tweet_fields":["non_public_metrics"]},"accounts":[{"access_token":"a"}]}`, `fields.tweet_fields: "non_public_metrics"`},
 		{"bad duration", `{"rate_limit_wait_cap":"soon","accounts":[{"access_token":"a"}]}`, "invalid plugin spec"},
 		{"attempts", `{"max_attempts":11,"accounts":[{"access_token":"a"}]}`, "max_attempts: must be between 1 and 10, got 11"},
+		{"no resend", `{"resend":{"syncs":0},"accounts":[{"access_token":"a"}]}`, "resend.syncs: must be between 1 and 100, got 0"},
+		{"negative resend", `{"resend":{"syncs":-1},"accounts":[{"access_token":"a"}]}`, "resend.syncs: must be between 1 and 100, got -1"},
 		{"usd", `{"post_read_usd":-1,"accounts":[{"access_token":"a"}]}`, "post_read_usd: must be a price in USD between 0 and 1"},
 		{"huge usd", `{"user_read_usd":1e308,"accounts":[{"access_token":"a"}]}`, "user_read_usd: must be a price in USD between 0 and 1"},
 		{"write usd", `{"bookmark_write_usd":-0.005,"accounts":[{"access_token":"a"}]}`, "bookmark_write_usd: must be a price in USD between 0 and 1 per request, got -0.005"},

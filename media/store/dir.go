@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
@@ -24,7 +23,8 @@ type dir struct {
 }
 
 // spoolDir holds the files being fetched; a spool left by a process that
-// was killed is removed by the next OpenDir once it is staleSpool old.
+// was killed is removed by the next OpenDir once it is staleSpool old, and
+// at once by RemoveSpools.
 const (
 	spoolDir   = ".tmp"
 	spoolExt   = ".part"
@@ -41,26 +41,44 @@ func OpenDir(root string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Join(root, spoolDir), 0o755); err != nil {
 		return nil, fmt.Errorf("media store %s: %w", root, err)
 	}
-	d := &dir{root: root}
-	if err := d.removeStaleSpools(time.Now()); err != nil {
+	// A fetch writes to its spool until it ends, within its timeout.
+	if err := removeSpools(root, staleSpool); err != nil {
 		return nil, fmt.Errorf("media store %s: %w", root, err)
 	}
-	return &Store{b: d, name: root}, nil
+	return ReadDir(root), nil
 }
 
-// removeStaleSpools removes the spools of fetches that were stopped: a
-// fetch writes to its spool until it ends, within its timeout.
-func (d *dir) removeStaleSpools(now time.Time) error {
-	entries, err := os.ReadDir(filepath.Join(d.root, spoolDir))
+// ReadDir is the store in the local directory root, to read: unlike
+// OpenDir, it creates nothing and removes nothing.
+func ReadDir(root string) *Store { return &Store{b: &dir{root: root}, name: root} }
+
+// Spools lists the spools in the directory store root: the files of
+// fetches in progress, or left by a process stopped while it fetched.
+func Spools(root string) ([]string, error) {
+	paths, err := filepath.Glob(filepath.Join(root, spoolDir, "*"+spoolExt))
+	if err != nil {
+		return nil, err
+	}
+	return paths, nil
+}
+
+// RemoveSpools removes every spool of the directory store root. Only for a
+// store no other process writes to: the exporter's, under its lock.
+func RemoveSpools(root string) error { return removeSpools(root, 0) }
+
+// removeSpools removes the spools of root last written longer ago than
+// age.
+func removeSpools(root string, age time.Duration) error {
+	paths, err := Spools(root)
 	if err != nil {
 		return err
 	}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil || !strings.HasSuffix(e.Name(), spoolExt) || now.Sub(info.ModTime()) < staleSpool {
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil || time.Since(info.ModTime()) < age {
 			continue
 		}
-		if err := os.Remove(filepath.Join(d.root, spoolDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}

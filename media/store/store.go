@@ -264,7 +264,7 @@ func (s *Store) Lookup(ctx context.Context, sourceURL string) (*File, error) {
 		return nil, fmt.Errorf("media store %s: reading the file of %s: %w", s.name, sourceURL, err)
 	}
 	var e indexEntry
-	if err := json.Unmarshal(data, &e); err != nil || e.URL != sourceURL || !validKey(e.Key) {
+	if err := json.Unmarshal(data, &e); err != nil || e.URL != sourceURL || !IsKey(e.Key) {
 		// Not what Commit writes: fetch the file again, which rewrites it.
 		return nil, nil
 	}
@@ -280,7 +280,7 @@ func (s *Store) Lookup(ctx context.Context, sourceURL string) (*File, error) {
 
 // Exists reports whether the store holds the file key.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
-	if !validKey(key) {
+	if !IsKey(key) {
 		return false, fmt.Errorf("media store %s: %q is not a file's key", s.name, key)
 	}
 	return s.b.exists(ctx, key)
@@ -290,7 +290,7 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 // The index entries that name it stay, and Lookup ignores them: a URL whose
 // file was deleted is fetched again if asked for.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if !validKey(key) {
+	if !IsKey(key) {
 		return fmt.Errorf("media store %s: %q is not a file's key", s.name, key)
 	}
 	if err := s.b.delete(ctx, key); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -311,7 +311,7 @@ func markKey(key, user string) string { return usersDir + "/" + key + "/" + user
 // Mark records that the account user's record uses the file key. A record
 // names a stored file only once the file is marked.
 func (s *Store) Mark(ctx context.Context, key, user string) error {
-	if !validKey(key) || !validUser(user) {
+	if !IsKey(key) || !validUser(user) {
 		return fmt.Errorf("media store %s: cannot mark %q for %q", s.name, key, user)
 	}
 	if err := s.b.write(ctx, markKey(key, user), nil, func(string) {}); err != nil {
@@ -323,7 +323,7 @@ func (s *Store) Mark(ctx context.Context, key, user string) error {
 // Release removes the mark of user on the file key, and deletes the file
 // when no mark is left: it reports whether it did.
 func (s *Store) Release(ctx context.Context, key, user string) (deleted bool, err error) {
-	if !validKey(key) || !validUser(user) {
+	if !IsKey(key) || !validUser(user) {
 		return false, fmt.Errorf("media store %s: cannot release %q for %q", s.name, key, user)
 	}
 	if err := s.b.delete(ctx, markKey(key, user)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -350,9 +350,9 @@ func ContentKey(sum, contentType string) string {
 	return sum[:2] + "/" + sum + Extension(contentType)
 }
 
-// validKey reports whether key is of ContentKey's form: nothing else is
+// IsKey reports whether key is of ContentKey's form: nothing else is
 // read or deleted.
-func validKey(key string) bool {
+func IsKey(key string) bool {
 	dir, name, ok := strings.Cut(key, "/")
 	if !ok || len(name) < 64 || dir != name[:2] {
 		return false

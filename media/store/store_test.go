@@ -127,7 +127,7 @@ func TestADiscardedSpoolLeavesNothing(t *testing.T) {
 	assertNoSpools(t, root)
 }
 
-func TestStaleSpoolsAreRemovedWhenTheStoreOpens(t *testing.T) {
+func TestStaleSpoolsAreRemovedWhenTheStoreOpensAndAllByRemoveSpools(t *testing.T) {
 	root := t.TempDir()
 	if _, err := OpenDir(root); err != nil {
 		t.Fatal(err)
@@ -151,6 +151,16 @@ func TestStaleSpoolsAreRemovedWhenTheStoreOpens(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("a spool in use was removed: %v", err)
+	}
+	// The exporter, under its lock, removes them all.
+	if spools, err := Spools(root); err != nil || len(spools) != 1 || spools[0] != fresh {
+		t.Fatalf("Spools: %v %v", spools, err)
+	}
+	if err := RemoveSpools(root); err != nil {
+		t.Fatal(err)
+	}
+	if spools, err := Spools(root); err != nil || len(spools) != 0 {
+		t.Errorf("after RemoveSpools: %v %v", spools, err)
 	}
 }
 
@@ -196,8 +206,8 @@ func TestKeysAreOnlyThoseOfFiles(t *testing.T) {
 		"ab/" + h + ".JPG":                  false,
 		"ab/" + h + ".exe":                  false,
 	} {
-		if got := validKey(key); got != want {
-			t.Errorf("validKey(%q) = %v, want %v", key, got, want)
+		if got := IsKey(key); got != want {
+			t.Errorf("IsKey(%q) = %v, want %v", key, got, want)
 		}
 	}
 }

@@ -1,13 +1,11 @@
 package archive
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -25,6 +23,11 @@ type AuthoredPosts struct {
 // ReadAuthored reads the published files of x_bookmarks and
 // x_bookmark_referenced_posts.
 func ReadAuthored(out string) (*AuthoredPosts, error) {
+	snap, err := OpenSnapshot(out)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
 	a := &AuthoredPosts{Bookmarks: map[string][]compliance.Authored{}, Referenced: map[string][]compliance.Authored{}}
 	for _, t := range []struct {
 		table, post string
@@ -33,24 +36,18 @@ func ReadAuthored(out string) (*AuthoredPosts, error) {
 		{resources.BookmarksTable, "post_id", a.Bookmarks},
 		{resources.ReferencedPostsTable, "referenced_post_id", a.Referenced},
 	} {
-		paths, err := tableFiles(out, t.table, nil, nil)
-		if err != nil {
-			return nil, err
-		}
-		for _, path := range paths {
-			if err := readAuthored(path, t.post, t.into); err != nil {
-				return nil, errors.New(cannotRead(err))
-			}
+		if err := readAuthored(snap, t.table, t.post, t.into); err != nil {
+			return nil, errors.New(cannotRead(err))
 		}
 	}
 	return a, nil
 }
 
-// readAuthored adds the posts of a file whose post X returned (created_at
-// is set) to into.
-func readAuthored(path, postColumn string, into map[string][]compliance.Authored) error {
+// readAuthored adds the posts of the table whose post X returned
+// (created_at is set) to into.
+func readAuthored(snap *Snapshot, table, postColumn string, into map[string][]compliance.Authored) error {
 	columns := []string{"user_id", postColumn, "author_id", "created_at"}
-	return pqfile.ReadRecords(context.Background(), path, columns, func(rec arrow.RecordBatch) error {
+	return snap.Read(table, columns, func(rec arrow.RecordBatch) error {
 		var cols [4]arrow.Array
 		for i, name := range columns {
 			f := rec.Schema().FieldIndices(name)

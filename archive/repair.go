@@ -2,7 +2,6 @@ package archive
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -176,11 +174,16 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 	if pending != nil {
 		pending = rep.dropLostFiles(out, pending)
 	}
-	written, files, err := readWritten(out, pending, skip)
+	snap, err := openSnapshot(out, pending, nil, skip)
 	if err != nil {
 		return nil, err
 	}
-	if next.Stray, err = readStray(out, pending, written, skip); err != nil {
+	defer snap.Close()
+	written, err := readWritten(out, snap)
+	if err != nil {
+		return nil, err
+	}
+	if next.Stray, err = readStray(out, snap, written); err != nil {
 		return nil, err
 	}
 	for table, byUser := range next.Stray {
@@ -197,7 +200,7 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 		// next run's files must sort after theirs (see knowsFiles).
 		next.LastRun = newest
 	}
-	rep.BookmarkFiles, rep.Accounts = files, len(written)
+	rep.BookmarkFiles, rep.Accounts = snap.Files(resources.BookmarksTable), len(written)
 	for _, set := range written {
 		rep.Posts += set.Len()
 	}
@@ -260,70 +263,35 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// tableFiles are the files of a table: those published, and those of the
-// committed run still staged; not those of skip.
-func tableFiles(out, table string, pending *Run, skip map[string]bool) ([]string, error) {
-	all, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-	if err != nil {
-		return nil, err
-	}
-	var paths []string
-	for _, p := range all {
-		if !skip[p] {
-			paths = append(paths, p)
-		}
-	}
-	if pending != nil {
-		for _, f := range pending.Files {
-			if staged := pending.StagedPath(out, f.Table); f.Table == table && exists(staged) && !exists(FinalPath(out, f)) {
-				paths = append(paths, staged)
-			}
-		}
-	}
-	return paths, nil
-}
-
 // readWritten reads the (user_id, post_id) of every x_bookmarks file.
-func readWritten(out string, pending *Run, skip map[string]bool) (map[string]*ids.Set, int, error) {
-	paths, err := tableFiles(out, resources.BookmarksTable, pending, skip)
-	if err != nil {
-		return nil, 0, err
-	}
+func readWritten(out string, snap *Snapshot) (map[string]*ids.Set, error) {
 	written := map[string]*ids.Set{}
-	for _, path := range paths {
-		if err := readKeys(path, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
-			return nil, 0, unreadable(out, err)
-		}
+	if err := readKeys(snap, resources.BookmarksTable, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
+		return nil, unreadable(out, err)
 	}
-	return written, len(paths), nil
+	return written, nil
 }
 
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): State.Stray. Nil when there are none.
-func readStray(out string, pending *Run, written map[string]*ids.Set, skip map[string]bool) (map[string]map[string]*ids.Set, error) {
+func readStray(out string, snap *Snapshot, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
 	var stray map[string]map[string]*ids.Set
 	for _, table := range resources.Bookmarks().Relations {
-		paths, err := tableFiles(out, table.Name, pending, skip)
-		if err != nil {
-			return nil, err
-		}
-		for _, path := range paths {
-			err := readKeys(path, func(uid, postID string) {
-				if written[uid].Has(postID) {
-					return
-				}
-				if stray == nil {
-					stray = map[string]map[string]*ids.Set{}
-				}
-				if stray[table.Name] == nil {
-					stray[table.Name] = map[string]*ids.Set{}
-				}
-				addTo(stray[table.Name], uid, postID)
-			})
-			if err != nil {
-				return nil, unreadable(out, err)
+		err := readKeys(snap, table.Name, func(uid, postID string) {
+			if written[uid].Has(postID) {
+				return
 			}
+			if stray == nil {
+				stray = map[string]map[string]*ids.Set{}
+			}
+			if stray[table.Name] == nil {
+				stray[table.Name] = map[string]*ids.Set{}
+			}
+			addTo(stray[table.Name], uid, postID)
+		})
+		if err != nil {
+			return nil, unreadable(out, err)
 		}
 	}
 	return stray, nil
@@ -345,18 +313,14 @@ func unreadable(out string, err error) error {
 		"the next export then fetches again the posts it held that are still bookmarked", cannotRead(err), out)
 }
 
-// readKeys calls add with the (user_id, post_id) of every row of a file of
-// x_bookmarks or of one of its content tables.
-func readKeys(path string, add func(uid, postID string)) error {
-	return pqfile.ReadRecords(context.Background(), path, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
-		ui, pi := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices("post_id")
-		if len(ui) == 0 || len(pi) == 0 {
-			return errors.New("it has no user_id or post_id column")
-		}
-		users, uok := rec.Column(ui[0]).(*array.String)
-		posts, pok := rec.Column(pi[0]).(*array.String)
+// readKeys calls add with the (user_id, post_id) of every row of the files
+// of x_bookmarks or of one of its content tables.
+func readKeys(snap *Snapshot, table string, add func(uid, postID string)) error {
+	return snap.Read(table, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
+		users, uok := Column[*array.String](rec, "user_id")
+		posts, pok := Column[*array.String](rec, "post_id")
 		if !uok || !pok {
-			return errors.New("user_id or post_id is not a string column")
+			return errors.New("it has no user_id or post_id column of strings")
 		}
 		for i := range int(rec.NumRows()) {
 			add(users.Value(i), posts.Value(i))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,30 +46,45 @@ type tableFiles struct {
 }
 
 // OpenSnapshot takes a snapshot of the archive in dir, as its committed
-// state names its files, without the archive's lock. An archive without a
-// state file has all its files in it; a damaged state is a *StateError.
+// state names its files, without the archive's lock. The state's runs are
+// read from the end of its file, where it records them (repair's salvage
+// reads them so): an archive whose state names no run has all its files in
+// the snapshot.
 func OpenSnapshot(dir string) (*Snapshot, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(out, stateDir, stateFile)
+	tail, err := stateTail(filepath.Join(out, stateDir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	pending, last := runAfter(tail, `,"pending":`), runAfter(tail, `,"last_run":`)
+	if pending != nil {
+		last = pending
+	}
+	return openSnapshot(out, pending, last, nil)
+}
+
+// stateTail is the end of the state file at path, which holds its runs
+// (State.writeTo); nil when there is no state file.
+func stateTail(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return openSnapshot(out, nil, nil, nil)
+		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
-	s, err := decodeState(f)
-	f.Close()
-	if err != nil {
-		return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is damaged: %v", path, err)}
+	defer f.Close()
+	const runs = 64 << 10 // two run records of a file per table each
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if fi.Size() > runs {
+		if _, err := f.Seek(fi.Size()-runs, io.SeekStart); err != nil {
+			return nil, err
+		}
 	}
-	last := s.Pending
-	if last == nil {
-		last = s.LastRun
-	}
-	return openSnapshot(out, s.Pending, last, nil)
+	return io.ReadAll(f)
 }
 
 // openSnapshot lists the files of every table of out: the published ones
@@ -166,7 +182,9 @@ func (s *Snapshot) Read(table string, columns []string, batch func(arrow.RecordB
 			f, err = os.Open(staged)
 		}
 		if f == nil && t.dir != nil { // published, or since the listing
-			f, err = t.dir.Open(name)
+			if f, err = t.dir.Open(name); err != nil {
+				err = &fs.PathError{Op: "open", Path: filepath.Join(t.dir.Name(), name), Err: errors.Unwrap(err)}
+			}
 		}
 		if err != nil {
 			return err

@@ -88,7 +88,7 @@ func withReader(f *os.File, read func(*pqarrow.FileReader) error) error {
 	pr, err := file.NewParquetReader(f)
 	if err == nil {
 		var fr *pqarrow.FileReader
-		fr, err = pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: readBatchRows}, memory.DefaultAllocator)
+		fr, err = pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: readBatchRows, Parallel: true}, memory.DefaultAllocator)
 		if err == nil {
 			err = read(fr)
 		}

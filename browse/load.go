@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -69,10 +70,12 @@ type referenced struct {
 	Withdrawn                                               *withdrawal
 }
 
-// withdrawal is X's latest report of a post, when it asks to remove it.
+// withdrawal is X's latest report of a post, when it asks to remove it:
+// why, and when X withdrew it (or, when the report does not say, when the
+// report was read).
 type withdrawal struct {
-	Reason            string
-	RedactedAt, Heard time.Time
+	Reason string
+	At     time.Time
 }
 
 // folder is a bookmark folder of an account.
@@ -96,10 +99,24 @@ func loadSnapshot(dir string) (*library, error) {
 	}
 	defer snap.Close()
 	l := &loader{snap: snap, byKey: map[key]int{}, lib: &library{folders: map[string][]folder{}}}
-	for _, step := range []func() error{l.bookmarks, l.authors, l.media, l.referenced, l.mediaFiles, l.folders, l.compliance} {
-		if err := step(); err != nil {
-			return nil, err
-		}
+	// The bookmarks first; then the tables that say more of them, at once
+	// (each sets fields of its own); then the media files, which belong to
+	// the bookmarks' media and referenced posts.
+	if err := l.bookmarks(); err != nil {
+		return nil, err
+	}
+	steps := []func() error{l.authors, l.media, l.referenced, l.folders, l.compliance}
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Go(func() { errs[i] = step() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := l.mediaFiles(); err != nil {
+		return nil, err
 	}
 	l.finish()
 	return l.lib, nil
@@ -110,7 +127,8 @@ type loader struct {
 	snap  *archive.Snapshot
 	lib   *library
 	byKey map[key]int // index in lib.bookmarks, in the order read
-	last  int         // of the bookmark bookmarkOf found last
+	// reports are the posts X reported withdrawn (x_post_compliance).
+	reports map[key]*withdrawal
 }
 
 // key is the key of a post of an account.
@@ -120,12 +138,13 @@ type key struct{ userID, postID string }
 // column of want that a file lacks, or of another type, is an error, and
 // the optional ones are nil in such a file.
 func (l *loader) read(table string, want, optional []string, row func(c cols, i int)) error {
+	last := 0
 	return l.snap.Read(table, append(want, optional...), func(rec arrow.RecordBatch) error {
-		c := cols{}
+		c := cols{m: map[string]arrow.Array{}, last: &last}
 		for _, name := range append(want, optional...) {
 			col, ok := archive.Column[arrow.Array](rec, name)
 			if ok {
-				c[name] = col
+				c.m[name] = col
 			} else if slices.Contains(want, name) {
 				return fmt.Errorf("it has no column %s", name)
 			}
@@ -137,8 +156,12 @@ func (l *loader) read(table string, want, optional []string, row func(c cols, i 
 	})
 }
 
-// cols are a batch's columns by name.
-type cols map[string]arrow.Array
+// cols are a batch's columns by name, and the place of the bookmark of
+// the table's row bookmarkOf found last.
+type cols struct {
+	m    map[string]arrow.Array
+	last *int
+}
 
 // str is the string at row i of the named column ("" when null or absent),
 // copied out of the batch.
@@ -146,7 +169,7 @@ func (c cols) str(name string, i int) string { return strings.Clone(c.raw(name, 
 
 // raw is str in the batch's memory, to look up, not to keep.
 func (c cols) raw(name string, i int) string {
-	if s, ok := c[name].(*array.String); ok && s.IsValid(i) {
+	if s, ok := c.m[name].(*array.String); ok && s.IsValid(i) {
 		return s.Value(i)
 	}
 	return ""
@@ -155,7 +178,7 @@ func (c cols) raw(name string, i int) string {
 // time is the timestamp at row i of the named column (zero when null or
 // absent).
 func (c cols) time(name string, i int) time.Time {
-	if t, ok := c[name].(*array.Timestamp); ok && t.IsValid(i) {
+	if t, ok := c.m[name].(*array.Timestamp); ok && t.IsValid(i) {
 		return t.Value(i).ToTime(t.DataType().(*arrow.TimestampType).Unit)
 	}
 	return time.Time{}
@@ -169,9 +192,9 @@ func (c cols) time(name string, i int) time.Time {
 func (l *loader) bookmarkOf(c cols, i int) *bookmark {
 	const nearby = 4
 	uid, pid := c.raw("user_id", i), c.raw("post_id", i)
-	for at := max(0, l.last-nearby); at < min(l.last+nearby, len(l.lib.bookmarks)); at++ {
+	for at := max(0, *c.last-nearby); at < min(*c.last+nearby, len(l.lib.bookmarks)); at++ {
 		if l.lib.bookmarks[at].PostID == pid && l.lib.bookmarks[at].UserID == uid {
-			l.last = at
+			*c.last = at
 			return l.lib.bookmarks[at]
 		}
 	}
@@ -179,7 +202,7 @@ func (l *loader) bookmarkOf(c cols, i int) *bookmark {
 	if !ok {
 		return nil
 	}
-	l.last = at
+	*c.last = at
 	return l.lib.bookmarks[at]
 }
 
@@ -192,7 +215,7 @@ func (l *loader) bookmarks() error {
 			if b.Text == "" {
 				b.Text = c.str("text", i)
 			}
-			if pos, ok := c["found_position"].(*array.Int64); ok && pos.IsValid(i) {
+			if pos, ok := c.m["found_position"].(*array.Int64); ok && pos.IsValid(i) {
 				b.position = pos.Value(i)
 			}
 			l.byKey[key{b.UserID, b.PostID}] = len(l.lib.bookmarks)
@@ -212,7 +235,7 @@ func (l *loader) media() error {
 	return l.read("x_bookmark_media", []string{"user_id", "post_id", "media_key"}, []string{"position", "type", "alt_text"}, func(c cols, i int) {
 		if b := l.bookmarkOf(c, i); b != nil {
 			m := media{key: c.str("media_key", i), Type: c.str("type", i), Alt: c.str("alt_text", i)}
-			if pos, ok := c["position"].(*array.Int64); ok && pos.IsValid(i) {
+			if pos, ok := c.m["position"].(*array.Int64); ok && pos.IsValid(i) {
 				m.position = pos.Value(i)
 			}
 			b.Media = append(b.Media, m)
@@ -321,30 +344,34 @@ func (l *loader) compliance() error {
 		}
 		r := report{heard: heard}
 		if reason := c.str("reason", i); c.str("action", i) != "" && reason != "scrub_geo" {
-			r.w = &withdrawal{Reason: reason, RedactedAt: c.time("redacted_at", i), Heard: heard}
+			r.w = &withdrawal{Reason: reason, At: c.time("redacted_at", i)}
+			if r.w.At.IsZero() {
+				r.w.At = heard
+			}
 		}
 		latest[k] = r
 	})
-	if err != nil {
-		return err
-	}
-	for _, b := range l.lib.bookmarks {
-		b.Withdrawn = latest[key{b.UserID, b.PostID}].w
-		for _, r := range b.Referenced {
-			r.Withdrawn = latest[key{b.UserID, r.PostID}].w
+	l.reports = map[key]*withdrawal{}
+	for k, r := range latest {
+		if r.w != nil {
+			l.reports[k] = r.w
 		}
 	}
-	return nil
+	return err
 }
 
-// finish orders the bookmarks newest bookmarked first (first_seen_at,
-// then found_position), their media by position, and lays out the text
-// searches look in.
+// finish marks the posts X reported withdrawn, orders the bookmarks newest
+// bookmarked first (first_seen_at, then found_position) and their media by
+// position, and lays out the text searches look in.
 func (l *loader) finish() {
 	accounts := map[string]bool{}
 	for _, b := range l.lib.bookmarks {
 		accounts[b.UserID] = true
 		slices.SortStableFunc(b.Media, func(x, y media) int { return cmp.Compare(x.position, y.position) })
+		b.Withdrawn = l.reports[key{b.UserID, b.PostID}]
+		for _, r := range b.Referenced {
+			r.Withdrawn = l.reports[key{b.UserID, r.PostID}]
+		}
 	}
 	l.lib.accounts = slices.Sorted(maps.Keys(accounts))
 	slices.SortFunc(l.lib.bookmarks, func(x, y *bookmark) int {

@@ -11,7 +11,7 @@ import (
 //
 //	leaves   ids and the internal/ utilities: nothing of the module above them
 //	core     client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
-//	output   cqspec, archive, archive/pqfile, export
+//	output   cqspec, archive, archive/pqfile, export, browse
 //	program  sandbox (and its simulator, sandbox/xsim), cli, main
 //
 // so that a CloudQuery sync and the exporter run the same resolvers, an
@@ -20,7 +20,7 @@ const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
 	core   = []string{"client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
-	output = []string{"cqspec", "archive", "archive/pqfile", "export", "sandbox", "cli"}
+	output = []string{"cqspec", "archive", "archive/pqfile", "export", "browse", "sandbox", "cli"}
 )
 
 // packages lists the module's packages (but the tests' and tools'), each

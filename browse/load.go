@@ -134,9 +134,9 @@ type loader struct {
 // key is the key of a post of an account.
 type key struct{ userID, postID string }
 
-// read reads the named columns of table, calling row for each row; a
-// column of want that a file lacks, or of another type, is an error, and
-// the optional ones are nil in such a file.
+// read reads the named columns of table, calling row for each row: a
+// column of want that a file lacks is an error, one of optional is absent
+// from such a file's batches.
 func (l *loader) read(table string, want, optional []string, row func(c cols, i int)) error {
 	last := 0
 	return l.snap.Read(table, append(want, optional...), func(rec arrow.RecordBatch) error {

@@ -107,18 +107,18 @@ func (l *library) search(q query) []*bookmark {
 		return found
 	}
 	longest := slices.MaxFunc(q.words, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
-	for at := 0; ; {
-		hit := strings.Index(l.text[at:], longest)
+	for i := 0; i < len(l.bookmarks); i++ {
+		hit := strings.Index(l.text[l.starts[i]:], longest)
 		if hit < 0 {
-			return found
+			break
 		}
-		i, _ := slices.BinarySearch(l.starts, at+hit+1) // the bookmark whose text holds the hit
-		i--
+		for hit += l.starts[i]; l.starts[i+1] <= hit; i++ { // to the bookmark whose text holds it
+		}
 		if l.matches(q, i) {
 			found = append(found, l.bookmarks[i])
 		}
-		at = l.starts[i+1]
 	}
+	return found
 }
 
 // with is the URL of q with one parameter changed ("" removes it).

@@ -90,10 +90,12 @@ spec:
 
 // served is a browse server of an archive, on a loopback port.
 type served struct {
-	url, port string
+	URL, port string
 }
 
-func serve(t *testing.T, dir string) served {
+// Served serves the archive in dir on a loopback port until the test ends
+// (for the tests of package browse_test too).
+func Served(t *testing.T, dir string) served {
 	t.Helper()
 	s, err := Open(dir)
 	if err != nil {
@@ -113,14 +115,14 @@ func serve(t *testing.T, dir string) served {
 		}
 	})
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return served{url: "http://" + ln.Addr().String(), port: port}
+	return served{URL: "http://" + ln.Addr().String(), port: port}
 }
 
 // get requests path (sent as it is, not cleaned) with the Host header
 // host ("" for the server's address) and returns the status and body.
 func (s served) get(t *testing.T, host, path string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.url, nil)
+	req, err := http.NewRequest(http.MethodGet, s.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func articles(page string) (ids []string, html map[string]string) {
 // photo, served from DIR/media as it is stored there.
 func TestTheNewestBookmarkComesFirstWithItsPhotoFromTheArchive(t *testing.T) {
 	e := exportExamples(t)
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	ids, html := articles(s.page(t, ""))
 	want := []string{e.html, e.ex.QuoteOfProtected, e.ex.ReplyToDeleted, e.ex.ArticlePost, e.ex.LongPost}
 	if strings.Join(ids, " ") != strings.Join(want, " ") {
@@ -199,7 +201,7 @@ func TestTheNewestBookmarkComesFirstWithItsPhotoFromTheArchive(t *testing.T) {
 // are, never as HTML; so is a search.
 func TestEveryStringFromXIsShownAsText(t *testing.T) {
 	e := exportExamples(t)
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	escaped := `&lt;img src=x onerror=&#34;document.title=&#39;pwned&#39;&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;`
 	for _, q := range []string{"", "?q=" + url.QueryEscape(htmlText)} {
 		page := s.page(t, q)
@@ -217,7 +219,7 @@ func TestEveryStringFromXIsShownAsText(t *testing.T) {
 // none of its content.
 func TestAWithdrawnBookmarkShowsWhatRemainsOfIt(t *testing.T) {
 	e := exportExamples(t)
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	_, html := articles(s.page(t, ""))
 	got := html[e.ex.LongPost]
 	for _, want := range []string{`class="bookmark withdrawn"`, "Withdrawn: X reported this post deleted", "no longer in the archive"} {
@@ -237,7 +239,7 @@ func TestAWithdrawnBookmarkShowsWhatRemainsOfIt(t *testing.T) {
 // posted; and those with media. Its address is the search.
 func TestSearchFindsByTextAuthorTitleDateAndMedia(t *testing.T) {
 	e := exportExamples(t)
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	for _, tc := range []struct {
 		query string
 		want  []string
@@ -268,7 +270,7 @@ func TestSearchFindsByTextAuthorTitleDateAndMedia(t *testing.T) {
 // (DNS rebinding) cannot read the archive.
 func TestARequestForAnotherHostIsRefused(t *testing.T) {
 	e := exportExamples(t)
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	for host, want := range map[string]int{
 		"":                       http.StatusOK,
 		"localhost:" + s.port:    http.StatusOK,
@@ -291,7 +293,7 @@ func TestOnlyTheFilesOfDIRMediaAreServed(t *testing.T) {
 	if err := os.Symlink(filepath.Join(e.dir, ".state", "state.json"), filepath.Join(e.dir, "media", "link.json")); err != nil {
 		t.Fatal(err)
 	}
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	for _, path := range []string{"/media/../.state/state.json", "/media/%2e%2e/.state/state.json", "/media/..%2f.state%2fstate.json",
 		"/media//etc/passwd", "/media/" + url.PathEscape(filepath.Join(e.dir, ".state", "state.json")), `/media/..\.state\state.json`,
 		"/media/link.json", "/media/", "/media/nothing.jpg", "/.state/state.json", "/x_bookmarks/"} {
@@ -306,7 +308,7 @@ func TestOnlyTheFilesOfDIRMediaAreServed(t *testing.T) {
 func TestNothingIsWrittenToDIR(t *testing.T) {
 	e := exportExamples(t)
 	before := tree(t, e.dir)
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	page := s.page(t, "?q=bo")
 	s.page(t, "?media=1&page=1")
 	for _, m := range regexp.MustCompile(`src="(/media/[^"]+)"`).FindAllStringSubmatch(page, -1) {
@@ -342,7 +344,7 @@ func tree(t *testing.T, dir string) string {
 // archive is read again.
 func TestTheNextPageShowsWhatAnExportAdded(t *testing.T) {
 	e := exportExamples(t)
-	s := serve(t, e.dir)
+	s := Served(t, e.dir)
 	s.page(t, "")
 	added := e.sim.SeedBookmarks("1001", 1)[0]
 	e.next()

@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -43,7 +42,7 @@ func TestTheDemosPageInABrowser(t *testing.T) {
 	if code := cli.Run(context.Background(), []string{"export", "--sandbox", "--out", dir, "--quiet"}, strings.NewReader(""), io.Discard, io.Discard); code != 0 {
 		t.Fatalf("export --sandbox: exit %d", code)
 	}
-	url := serveArchive(t, dir)
+	url := browse.Served(t, dir).URL
 
 	chrome.open(t, url+"/")
 	// Photos load lazily: those in view, after the page.
@@ -101,24 +100,6 @@ func TestTheDemosPageInABrowser(t *testing.T) {
 	if withdrawn != 1 {
 		t.Errorf("%d withdrawn bookmarks shown, want the demo's one", withdrawn)
 	}
-}
-
-// serveArchive serves dir on a loopback port for the test.
-func serveArchive(t *testing.T, dir string) string {
-	t.Helper()
-	s, err := browse.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String()
 }
 
 func get(t *testing.T, url string) string {

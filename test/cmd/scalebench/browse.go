@@ -64,6 +64,9 @@ func (b *bench) browseOnce(out string, r *browseResult, search bool) error {
 	if b.o.bin != "" {
 		bin, args[0] = b.o.bin, "browse"
 	}
+	if b.o.nice != 0 {
+		bin, args = "nice", append([]string{"-n", strconv.Itoa(b.o.nice), bin}, args...)
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = b.log
 	stdout, err := cmd.StdoutPipe()

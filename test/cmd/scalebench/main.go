@@ -84,6 +84,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 0, "the spec's concurrency (0: the plugin's default)")
 	flag.BoolVar(&o.export, "export", true, "run the exporter's first and incremental syncs (false: shards only)")
 	flag.BoolVar(&o.browse, "browse", false, "serve each scenario's archive, exported with authors, referenced posts and photos, with `cq-source-x browse`: time to the first page, search latency, peak RSS")
+	flag.IntVar(&o.nice, "nice", 0, "with -browse, run the browse children at this niceness (nice -n; below 0, ahead of the machine's other work, as root)")
 	flag.BoolVar(&o.largestFirst, "largest-first", false, "list the accounts in the spec largest list first")
 	flag.DurationVar(&o.latency, "latency", 0, "delay the simulator adds to every request of the incremental syncs, as X's round trip would")
 	flag.StringVar(&o.bin, "bin", "", "cq-source-x binary to measure (default: this program as `cq-source-x export`)")
@@ -105,6 +106,7 @@ type options struct {
 	spread              string
 	export              bool
 	browse              bool
+	nice                int
 	largestFirst        bool
 	latency             time.Duration
 	bin                 string

@@ -31,6 +31,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/internal/bearer"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
 
 //go:embed assets
@@ -207,11 +208,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	if first+perPage < len(found) {
 		d.Older = q.with("page", fmt.Sprint(q.Page+1))
 	}
-	switch {
-	case d.Filtered:
-		d.Count = fmt.Sprintf("%d of %d bookmarks", len(found), len(lib.bookmarks))
-	default:
-		d.Count = fmt.Sprintf("%d bookmarks, newest bookmarked first", len(lib.bookmarks))
+	all := plural.Count(len(lib.bookmarks), "bookmark", "bookmarks")
+	if d.Filtered {
+		d.Count = fmt.Sprintf("%d of %s", len(found), all)
+	} else {
+		d.Count = all + ", newest bookmarked first"
 	}
 	if len(found) > perPage {
 		d.Count += fmt.Sprintf(" · %d–%d shown", first+1, first+len(d.Bookmarks))

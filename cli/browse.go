@@ -7,6 +7,7 @@ import (
 	"net"
 
 	view "github.com/cq-source-x/cq-source-x/browse"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/pkg/browser"
 	"github.com/spf13/cobra"
 )
@@ -43,7 +44,7 @@ func (a *app) browseCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&out, "out", "", "the export's output directory")
-	fs.StringVar(&addr, "addr", "127.0.0.1:0", "loopback address to listen on (default: a free port on 127.0.0.1)")
+	fs.StringVar(&addr, "addr", "127.0.0.1:0", "loopback address to listen on (port 0: a free one)")
 	fs.BoolVar(&open, "open", false, "open the page in the browser")
 	_ = cmd.MarkFlagRequired("out")
 	_ = cmd.MarkFlagDirname("out")
@@ -64,7 +65,7 @@ func (a *app) runBrowse(ctx context.Context, out, addr string, open bool) error 
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintln(a.stdout, url)
-	fmt.Fprintf(a.stderr, "Serving the %d bookmarks of %s, read-only, at %s on this computer. Ctrl-C stops.\n", srv.Bookmarks(), out, url)
+	fmt.Fprintf(a.stderr, "Serving %s of %s, read-only, at %s on this computer. Ctrl-C stops.\n", plural.Count(srv.Bookmarks(), "bookmark", "bookmarks"), out, url)
 	if open {
 		browser.Stdout, browser.Stderr = io.Discard, io.Discard
 		if err := browser.OpenURL(url); err != nil {

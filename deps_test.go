@@ -10,8 +10,9 @@ import (
 // Dependencies point one way. Its packages, from the bottom up:
 //
 //	leaves   ids and the internal/ utilities: nothing of the module above them
-//	core     client, auth, walk; media/store, media; spec; account; compliance; resources; plugin
+//	core     plan, billing; client, auth, walk; media/store, media; spec; archived; account; compliance; resources; plugin
 //	output   cqspec, archive, archive/pqfile, export, browse
+//	commands bookmarks: the bookmark commands' operations on an archive
 //	program  sandbox (and its simulator, sandbox/xsim), cli, main
 //
 // so that a CloudQuery sync and the exporter run the same resolvers, an
@@ -19,8 +20,8 @@ import (
 const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
-	core   = []string{"client", "auth", "walk", "media/store", "media", "spec", "account", "compliance", "resources", "plugin"}
-	output = []string{"cqspec", "archive", "archive/pqfile", "export", "browse", "sandbox", "cli"}
+	core   = []string{"plan", "billing", "client", "auth", "walk", "media/store", "media", "spec", "archived", "account", "compliance", "resources", "plugin"}
+	output = []string{"cqspec", "archive", "archive/pqfile", "export", "browse", "bookmarks", "sandbox", "cli"}
 )
 
 // packages lists the module's packages (but the tests' and tools'), each
@@ -69,6 +70,16 @@ func TestTheCoreDependsOnNoOutputPackage(t *testing.T) {
 	}
 }
 
+// The output packages know nothing of the bookmark commands' operations.
+func TestTheOutputPackagesDependOnNoCommand(t *testing.T) {
+	pkgs := packages(t)
+	for _, p := range []string{"cqspec", "archive", "archive/pqfile", "export"} {
+		if slices.Contains(pkgs[p][1], "bookmarks") {
+			t.Errorf("%s depends on bookmarks", p)
+		}
+	}
+}
+
 // The internal/ utilities (and ids) import, of the module, only one
 // another: any package may use them, and none leads back up.
 func TestTheUtilitiesImportNothingAboveThem(t *testing.T) {
@@ -89,8 +100,9 @@ func TestTheUtilitiesImportNothingAboveThem(t *testing.T) {
 	}
 }
 
-// The API client, the login and the walk know nothing of each other, and
-// the Parquet writer nothing of the module.
+// The API client, the login and the walk know nothing of each other, nor
+// X's prices of anything above them; the Parquet writer nothing of the
+// module.
 func TestTheClientTheLoginAndTheWalkStandApart(t *testing.T) {
 	pkgs := packages(t)
 	for _, p := range []string{"client", "auth", "walk"} {
@@ -100,8 +112,27 @@ func TestTheClientTheLoginAndTheWalkStandApart(t *testing.T) {
 			}
 		}
 	}
+	for _, imp := range pkgs["billing"][0] {
+		if imp != "ids" && !strings.HasPrefix(imp, "internal/") {
+			t.Errorf("billing imports %s", imp)
+		}
+	}
 	if imports := pkgs["archive/pqfile"][0]; len(imports) > 0 {
 		t.Errorf("archive/pqfile imports %v", imports)
+	}
+	if imports := pkgs["plan"][0]; len(imports) > 0 {
+		t.Errorf("plan imports %v", imports)
+	}
+}
+
+// The archive is the output directory's protocol: it knows nothing of the
+// plugin's tables, resolvers or compliance checks, which its callers
+// (export, the commands) give it what it needs of.
+func TestTheArchiveKnowsNothingOfThePlugin(t *testing.T) {
+	for _, imp := range packages(t)["archive"][0] {
+		if slices.Contains([]string{"plugin", "resources", "compliance"}, imp) {
+			t.Errorf("archive imports %s", imp)
+		}
 	}
 }
 

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/archived"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -25,22 +25,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Sync identifies one run of the plugin's Sync.
-type Sync struct {
-	ID        string
-	StartedAt time.Time
-	// Ended reports whether an earlier sync ran to its end, of those the
-	// state remembers (LoadEnded).
-	Ended func(id string) bool
-}
-
-// Archive is the record a destination keeps of the posts written to
-// x_bookmarks (the exporter's written ids).
-type Archive interface {
-	// Archived returns the posts of the x_bookmarks rows the destination
-	// holds for userID, every row the sync sent before the call included.
-	Archived(ctx context.Context, userID string) (ids.Sorted, error)
-}
+// Sync identifies one run of the plugin's Sync, and which earlier syncs ran
+// to their end, of those the state remembers (LoadEnded).
+type Sync = outbox.Sync
 
 // Session is one account during one sync.
 type Session struct {
@@ -49,7 +36,7 @@ type Session struct {
 	// Index is the account's place in the spec (accounts[Index]).
 	Index int
 	API   *client.Client
-	Meter *client.Meter
+	Meter *billing.Meter
 
 	Fields client.Fields
 	// AskedBy names the settings of the spec that put value in the request
@@ -71,10 +58,10 @@ type Session struct {
 	// its resolvers runs (resolving the user id needs a request, which an
 	// account in another shard should not make).
 	Setup func(ctx context.Context) error
-	// Archive, when set, is the destination's record of the posts written
-	// to x_bookmarks: the compliance checks read it, and the plugin keeps
-	// none of its own in the state backend.
-	Archive Archive
+	// RowsKept says the destination keeps the rows in the plugin's process
+	// (the exporter): the record of the posts archived then keeps none of
+	// the dates a redacted row is sent again with.
+	RowsKept bool
 	// Resend says how long the rows of incremental tables are kept in the
 	// state and sent again by later syncs (package outbox). The zero Policy
 	// keeps none: the destination commits rows with the state (the
@@ -87,6 +74,8 @@ type Session struct {
 	name      string
 	setupOnce sync.Once
 	report    Report
+	recordMu  sync.Mutex
+	record    *archived.Record // Record
 }
 
 // Media is a sync's media files, shared by its accounts: which files of the

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -18,7 +18,7 @@ import (
 // memory of held posts, from a walk started at syncedAt.
 func ledgerSession(t *testing.T, st *memstate.Store, held []string, syncedAt time.Time) *Session {
 	t.Helper()
-	s := &Session{UserID: "1", Meter: client.NewMeter(0), State: st, Logger: zerolog.Nop()}
+	s := &Session{UserID: "1", Meter: billing.NewMeter(billing.DefaultRates()), State: st, Logger: zerolog.Nop()}
 	if held != nil {
 		if err := s.SaveMemory(context.Background(), BookmarksKey("1"), &walk.Memory{Held: walk.NewIDList(held...), SyncedAt: syncedAt}); err != nil {
 			t.Fatal(err)
@@ -131,7 +131,7 @@ func TestTheDaysBilledResourcesCarryToTheNextSyncThatDay(t *testing.T) {
 	st := memstate.New()
 	day1 := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
 	sess := func() *Session {
-		return &Session{UserID: "1", Meter: client.NewMeter(0), State: st, Logger: zerolog.Nop()}
+		return &Session{UserID: "1", Meter: billing.NewMeter(billing.DefaultRates()), State: st, Logger: zerolog.Nop()}
 	}
 	s1 := sess()
 	s1.Meter.RestoreBilled("1", "2026-05-01", []string{"100", "101"}, []string{"7"})

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
@@ -22,19 +23,22 @@ import (
 //
 //	kind              form                                      value, written by
 //	BookmarksMemory   x_bookmarks/<user>                        the bookmarks walk's memory and the rows to send again (resources)
+//	ArchivedRecord    x_bookmarks/<user>/archived               what the account archived: its posts, their authors and dates, their media files and the rows of x_media_files to send again (this package: record.go, package archived)
 //	FolderMemory      x_bookmark_folder_posts/<user>/<folder>   a folder walk's memory (resources)
 //	CapRecord         <either of the above>/capped              the list's last walk stopped by the cap, or interrupted (resources)
 //	FolderList        x_bookmark_folders/<user>                 the folders of the last listing (resources)
 //	BilledLedger      x_api_usage/billed/<user>                 the posts and users billed today (this package: billed.go)
 //	EndedSyncs        x_api_usage/ended[/<scope>]               the last syncs that ran to their end (this package: ended.go)
-//	ArchivedIDs       x_post_compliance/archived/<user>         the posts archived, which the checks cover (compliance)
-//	ReferencedIDs     x_post_compliance/referenced/<user>       the posts archived bookmarks reference, which the checks cover too (compliance)
-//	AuthorIDs         x_post_compliance/authors/<user>          the author of each of those posts, whose account the checks cover (compliance)
 //	ComplianceChecks  x_post_compliance/checks/<user>           when each archived post was checked, what X said (compliance)
 //	UsersCheck        x_post_compliance/users[/<scope>]         the check of the authors' accounts: its round, what X said (compliance)
 //	ComplianceJob     x_post_compliance/job[/<scope>]           the compliance job of posts in progress (compliance)
 //	                  x_post_compliance/users_job[/<scope>]     the compliance job of accounts in progress (compliance)
-//	MediaFiles        x_media_files/<user>                      the files of the posts read, what became of each, the rows to send again (resources)
+//
+// Versions before the record kept what it holds under keys of their own
+// (LegacyKeys), which the first sync that meets them moves into it
+// (MigrateRecord): x_post_compliance/archived/<user>,
+// x_post_compliance/referenced/<user>, x_post_compliance/authors/<user> and
+// x_media_files/<user>.
 //
 // A value is decoded by CheckKey as its reader reads it; the compliance and
 // resources packages register the decoders of their own values
@@ -58,6 +62,7 @@ const (
 	ReferencedIDs
 	AuthorIDs
 	UsersCheck
+	ArchivedRecord
 )
 
 // BookmarksKey is the key of the account's bookmarks walk.
@@ -81,15 +86,16 @@ func BilledKey(userID string) string { return "x_api_usage/billed/" + userID }
 // EndedKey is the key of a scope's ended syncs ("" = every account).
 func EndedKey(scope string) string { return scoped("x_api_usage/ended", scope) }
 
-// ArchivedKey is the key of the posts the account archived.
-func ArchivedKey(userID string) string { return "x_post_compliance/archived/" + userID }
+// RecordKey is the key of the account's record of what it archived.
+func RecordKey(userID string) string { return BookmarksKey(userID) + "/archived" }
 
-// ReferencedKey is the key of the posts the account's archived bookmarks
-// quote, answer or repost (their rows of x_bookmark_referenced_posts).
-func ReferencedKey(userID string) string { return "x_post_compliance/referenced/" + userID }
-
-// AuthorsKey is the key of the authors of the account's archived posts.
-func AuthorsKey(userID string) string { return "x_post_compliance/authors/" + userID }
+// LegacyKeys are the keys versions before the record kept what it holds
+// under: the posts archived, the posts they reference, their authors, and
+// the media files.
+func LegacyKeys(userID string) [4]string {
+	return [4]string{"x_post_compliance/archived/" + userID, "x_post_compliance/referenced/" + userID,
+		"x_post_compliance/authors/" + userID, "x_media_files/" + userID}
+}
 
 // UsersKey is the key of a scope's check of the authors' accounts.
 func UsersKey(scope string) string { return scoped("x_post_compliance/users", scope) }
@@ -102,9 +108,6 @@ func ChecksKey(userID string) string { return "x_post_compliance/checks/" + user
 
 // JobKey is the key of a scope's compliance job ("" = every account).
 func JobKey(scope string) string { return scoped("x_post_compliance/job", scope) }
-
-// MediaFilesKey is the key of the account's media files.
-func MediaFilesKey(userID string) string { return "x_media_files/" + userID }
 
 func scoped(key, scope string) string {
 	if scope == "" {
@@ -134,6 +137,8 @@ func ParseKey(key string) (k Key, ok bool) {
 		return Key{}, false
 	}
 	switch {
+	case table == "x_bookmarks" && len(parts) == 2 && parts[1] == "archived" && allIDs(parts[:1]):
+		return Key{Kind: ArchivedRecord, User: parts[0]}, true
 	case table == "x_bookmarks" && len(parts) == 1 && allIDs(parts):
 		return Key{Kind: BookmarksMemory, User: parts[0]}, true
 	case table == "x_bookmark_folder_posts" && len(parts) == 2 && allIDs(parts):
@@ -184,6 +189,25 @@ var decoders = map[KeyKind]func(key, value string) error{
 	// The ledger only makes estimates: its reader drops one it cannot read.
 	BilledLedger: func(string, string) error { return nil },
 	EndedSyncs:   func(k, v string) error { _, err := DecodeEnded(k, v); return err },
+	ArchivedRecord: func(k, v string) error {
+		_, err := archived.Unmarshal(v, "state "+strconv.Quote(k))
+		return err
+	},
+	ArchivedIDs:   legacyDecoder(func(l *archived.Legacy, v string) { l.Archived = v }),
+	ReferencedIDs: legacyDecoder(func(l *archived.Legacy, v string) { l.Referenced = v }),
+	AuthorIDs:     legacyDecoder(func(l *archived.Legacy, v string) { l.Authors = v }),
+	MediaFiles:    legacyDecoder(func(l *archived.Legacy, v string) { l.MediaFiles = v }),
+}
+
+// legacyDecoder decodes a value a version before the record kept, as the
+// record's migration reads it.
+func legacyDecoder(set func(*archived.Legacy, string)) func(key, value string) error {
+	return func(key, value string) error {
+		var l archived.Legacy
+		set(&l, value)
+		_, err := archived.Migrate(l, "state "+strconv.Quote(key))
+		return err
+	}
 }
 
 // RegisterDecoder sets how the values of kind are decoded, for the kinds

@@ -1,8 +1,9 @@
 // Package archive is the exporter's output directory: its layout, its
 // lock, its state file (the plugin's state keys, the written ids, the runs),
 // and the protocol that keeps it whole across any crash, with the commands
-// that work on it: compaction, repair, inspection, and the journal of the
-// bookmark commands with the table they write, x_bookmark_changes.
+// that work on it: compaction, repair, inspection. Its tables are the
+// plugin's and x_bookmark_changes, which the bookmark commands write
+// (package bookmarks, with their journal in DIR/.ops).
 //
 // # Layout
 //
@@ -11,7 +12,7 @@
 //	DIR/.staging/<run>/                the files of a run not yet published
 //	DIR/.tables/<table>/<generation>/  the files of a compacted table (generation.go)
 //	DIR/media/                         the media files, by content hash (package media/store)
-//	DIR/.ops/<kind>/<user>.plan|.log   the journal of a bookmark command (journal.go)
+//	DIR/.ops/<kind>/<user>.plan|.log   the journal of a bookmark command (package bookmarks)
 //	DIR/.damaged/<table>/              the files a repair moved aside
 //	DIR/.lock                          held by the command working on DIR
 //
@@ -32,6 +33,16 @@ package archive
 
 import "path/filepath"
 
+// Program is the program that writes an archive's files, which their
+// metadata names: the plugin's name and version.
+type Program struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// String is the program as the files' created_by says it.
+func (p Program) String() string { return "cq-source-x " + p.Version }
+
 // Layout of an output directory.
 const (
 	stateDir   = ".state"
@@ -44,3 +55,11 @@ const (
 // MediaPath is the directory of an archive's media files: its rows of
 // x_media_files name them by their key in it.
 func MediaPath(out string) string { return filepath.Join(out, mediaDir) }
+
+// BookmarkTables names the plugin's tables of bookmarks: the table of the
+// bookmarks, one row per (user_id, post_id), and its content tables, whose
+// rows are written with each bookmark's. The exporter gives them.
+type BookmarkTables struct {
+	Bookmarks string
+	Content   []string
+}

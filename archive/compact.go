@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
-	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/gofrs/flock"
 )
 
@@ -33,6 +32,8 @@ type CompactOptions struct {
 	Compression string
 	// Now is the time (default time.Now).
 	Now func() time.Time
+	// Program writes the merged files.
+	Program Program
 	// Step, when set, is called at each step that matters for crash safety.
 	Step func(name string)
 }
@@ -88,7 +89,7 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	if _, err := pqfile.ParseCodec(o.Compression); err != nil {
 		return nil, err
 	}
-	tables, err := compactTables(o.Tables)
+	tables, err := compactTables(out, o.Tables)
 	if err != nil {
 		return nil, err
 	}
@@ -127,18 +128,18 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 }
 
 // compactTables are the tables asked for, checked, in name order.
-func compactTables(asked []string) ([]string, error) {
+func compactTables(out string, asked []string) ([]string, error) {
 	if len(asked) == 0 {
-		return TableNames(), nil
+		return TablesIn(out)
 	}
 	for _, t := range asked {
-		if !knownTables[t] {
-			return nil, fmt.Errorf("no table %q: the tables are %s", t, strings.Join(TableNames(), ", "))
+		if !isTableName(t) {
+			return nil, fmt.Errorf("%q is not a table's name", t)
 		}
 	}
-	out := slices.Clone(asked)
-	sort.Strings(out)
-	return slices.Compact(out), nil
+	names := slices.Clone(asked)
+	sort.Strings(names)
+	return slices.Compact(names), nil
 }
 
 // compactionPlan is one table's files and the groups of them to merge.
@@ -275,11 +276,11 @@ func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
 	md := g.schema.Metadata().ToMap()
 	delete(md, "cq:export_run")
 	md["cq:compacted_from"] = strings.Join(g.files, ",")
-	md["cq:compacted_by"] = "cq-source-x " + xplugin.Version
+	md["cq:compacted_by"] = o.Program.String()
 	meta := arrow.MetadataFrom(md)
 	sc := arrow.NewSchema(g.schema.Fields(), &meta)
 	path := filepath.Join(dir, g.name)
-	w, err := pqfile.CreateWritten(path, sc, pqfile.Options{Codec: o.Compression, CreatedBy: "cq-source-x " + xplugin.Version})
+	w, err := pqfile.CreateWritten(path, sc, pqfile.Options{Codec: o.Compression, CreatedBy: o.Program.String()})
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,11 @@ func DamagedFiles(dir string) ([]DamagedFile, error) {
 // found; an export stays cheap whatever the size of the archive.
 func damagedFiles(out string) ([]DamagedFile, error) {
 	var damaged []DamagedFile
-	for _, table := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return nil, err
+	}
+	for _, table := range tables {
 		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 		if err != nil {
 			return nil, err
@@ -69,10 +73,10 @@ func damagedFiles(out string) ([]DamagedFile, error) {
 // moveAside moves a damaged file to DIR/.damaged/<table>/, where readers
 // of the table do not see it; the user may inspect it, and remove it.
 func moveAside(out string, d DamagedFile) (string, error) {
-	if err := mkdirSynced(out, damagedDir); err != nil {
+	if err := dirsync.Mkdir(out, damagedDir); err != nil {
 		return "", err
 	}
-	if err := mkdirSynced(filepath.Join(out, damagedDir), d.Table); err != nil {
+	if err := dirsync.Mkdir(filepath.Join(out, damagedDir), d.Table); err != nil {
 		return "", err
 	}
 	to := filepath.Join(out, damagedDir, d.Table, filepath.Base(d.Path))

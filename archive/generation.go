@@ -72,7 +72,7 @@ func currentGeneration(out, table string) (string, error) {
 func newGeneration(out, table string, now time.Time) (gen, dir string, err error) {
 	gen = now.Format(fileTimeLayout) + "-" + newRunID()
 	for _, d := range [][2]string{{out, tablesDir}, {filepath.Join(out, tablesDir), table}, {filepath.Join(out, tablesDir, table), gen}} {
-		if err := mkdirSynced(d[0], d[1]); err != nil {
+		if err := dirsync.Mkdir(d[0], d[1]); err != nil {
 			return "", "", err
 		}
 	}
@@ -118,7 +118,11 @@ func switchGeneration(out, table, gen string) (old string, err error) {
 // before it is switched the old files are the table, after it the new.
 func cleanGenerations(out string, step func(string)) error {
 	cleaned := false
-	for _, table := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return err
+	}
+	for _, table := range tables {
 		tableCleaned := false
 		if fi, err := os.Lstat(swapPath(out, table)); err == nil {
 			// A directory there is the one a switch replaced: retire it.

@@ -46,8 +46,12 @@ func ReadState(dir string) (*StateInfo, error) {
 		return nil, err
 	}
 	info := &StateInfo{Archived: map[string][]string{}, HeldBookmarks: map[string][]string{}, HeldFolders: map[string]map[string][]string{}, Keys: s.Keys}
-	for uid, set := range s.Archived {
-		info.Archived[uid] = set.IDs()
+	posts, err := s.ArchivedPosts()
+	if err != nil {
+		return nil, err
+	}
+	for uid, ids := range posts {
+		info.Archived[uid] = ids.Strings()
 	}
 	for key, value := range s.Keys {
 		if rest, ok := strings.CutPrefix(key, strings.TrimSuffix(account.FolderKey("", ""), "/")); ok {

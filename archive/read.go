@@ -92,15 +92,27 @@ func stateTail(path string) ([]byte, error) {
 // none), and those of pending, published or staged.
 func openSnapshot(out string, pending, last *Run, skip map[string]bool) (*Snapshot, error) {
 	s := &Snapshot{tables: map[string]*tableFiles{}}
-	for _, table := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return nil, err
+	}
+	if pending != nil {
+		for _, f := range pending.Files {
+			tables = append(tables, f.Table)
+		}
+	}
+	for _, table := range tables {
+		if s.tables[table] != nil {
+			continue
+		}
 		t := &tableFiles{staged: map[string]string{}}
 		s.tables[table] = t
-		root, err := os.OpenRoot(filepath.Join(out, table))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.Close()
-			return nil, err
-		}
-		if root != nil {
+		if fi, err := os.Stat(filepath.Join(out, table)); err == nil && fi.IsDir() {
+			root, err := os.OpenRoot(filepath.Join(out, table))
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
 			t.dir = root
 			entries, err := fs.ReadDir(root.FS(), ".")
 			if err != nil {
@@ -164,7 +176,12 @@ func (s *Snapshot) Close() {
 }
 
 // Files is the number of files of table in the snapshot.
-func (s *Snapshot) Files(table string) int { return len(s.tables[table].names) }
+func (s *Snapshot) Files(table string) int {
+	if t := s.tables[table]; t != nil {
+		return len(t.names)
+	}
+	return 0
+}
 
 // Read calls batch with each record batch of the files of table, file
 // after file in name order (time order), as pqfile.ReadRecords reads them:
@@ -173,7 +190,7 @@ func (s *Snapshot) Files(table string) int { return len(s.tables[table].names) }
 func (s *Snapshot) Read(table string, columns []string, batch func(arrow.RecordBatch) error) error {
 	t := s.tables[table]
 	if t == nil {
-		return fmt.Errorf("%s is not a table of an archive", table)
+		return nil // no file of it
 	}
 	for _, name := range t.names {
 		var f *os.File

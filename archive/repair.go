@@ -17,9 +17,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/gofrs/flock"
 )
@@ -28,6 +28,8 @@ import (
 type RepairOptions struct {
 	// DryRun reports what Repair would do, and changes nothing.
 	DryRun bool
+	// Tables names the bookmarks' tables (the exporter's).
+	Tables BookmarkTables
 }
 
 // RepairReport is what Repair found and did.
@@ -92,6 +94,9 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not an output directory: %v", out, err)
 	}
+	if o.Tables.Bookmarks == "" {
+		return nil, errors.New("repair: the table of the bookmarks is not named (RepairOptions.Tables)")
+	}
 	rep := &RepairReport{Out: out, DryRun: o.DryRun}
 	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
 		rep.Empty = true
@@ -124,12 +129,13 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	for _, d := range rep.Damaged {
 		skip[d.Path] = true
 	}
-	next, err := rep.rebuild(out, keys, pending, lastRun, skip)
+	legacy := old != nil && old.Written != nil
+	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun, skip, legacy)
 	if err != nil {
 		return nil, err
 	}
 	rep.Changed = old == nil || len(rep.Dropped) > 0 || len(rep.LostFiles) > 0 || len(rep.Damaged) > 0 ||
-		!sameWritten(old.Archived, next.Archived) || !sameStray(old.Stray, next.Stray)
+		!maps.Equal(old.Keys, next.Keys) || !sameWritten(old.Written, next.Written) || !sameStray(old.Stray, next.Stray)
 	if next.Pending != nil {
 		rep.Publish = next.Pending.ID
 	}
@@ -169,7 +175,7 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 
 // rebuild builds the repaired state from the files (but those of skip)
 // and the trusted parts.
-func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, lastRun *Run, skip map[string]bool) (*State, error) {
+func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run, skip map[string]bool, legacy bool) (*State, error) {
 	next := newState()
 	if pending != nil {
 		pending = rep.dropLostFiles(out, pending)
@@ -179,11 +185,11 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 		return nil, err
 	}
 	defer snap.Close()
-	written, err := readWritten(out, snap)
+	written, err := readWritten(out, snap, tables.Bookmarks)
 	if err != nil {
 		return nil, err
 	}
-	if next.Stray, err = readStray(out, snap, written); err != nil {
+	if next.Stray, err = readStray(out, snap, tables.Content, written); err != nil {
 		return nil, err
 	}
 	for table, byUser := range next.Stray {
@@ -194,13 +200,13 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 			rep.Stray[table] += set.Len()
 		}
 	}
-	next.Archived, next.Pending, next.LastRun = written, pending, lastRun
+	next.Pending, next.LastRun = pending, lastRun
 	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
 		// A state that lost its last run, or is older than the files: the
 		// next run's files must sort after theirs (see knowsFiles).
 		next.LastRun = newest
 	}
-	rep.BookmarkFiles, rep.Accounts = snap.Files(resources.BookmarksTable), len(written)
+	rep.BookmarkFiles, rep.Accounts = snap.Files(tables.Bookmarks), len(written)
 	for _, set := range written {
 		rep.Posts += set.Len()
 	}
@@ -210,12 +216,49 @@ func (rep *RepairReport) rebuild(out string, keys map[string]string, pending, la
 			continue
 		}
 		next.Keys[key] = value
-		if strings.HasPrefix(key, "x_bookmark") {
-			rep.KeptMemories++
+		if k, _ := account.ParseKey(key); strings.HasPrefix(key, "x_bookmark") && k.Kind != account.ArchivedRecord {
+			rep.KeptMemories++ // the lists' memories, folder lists and cap records
 		}
 	}
 	sort.Slice(rep.Dropped, func(i, j int) bool { return rep.Dropped[i].Key < rep.Dropped[j].Key })
-	return next, nil
+	return next, next.setWritten(written, legacy)
+}
+
+// setWritten makes the posts each account's record says it wrote the posts
+// its x_bookmarks files hold, so that no row is written twice, nor a post
+// taken for archived that no file holds; in a state of format 1 (legacy),
+// its written ids, for an account that has no record yet.
+func (s *State) setWritten(written map[string]*ids.Set, legacy bool) error {
+	keys := s.Keys
+	users := map[string]bool{}
+	for uid := range written {
+		users[uid] = true
+	}
+	for key := range keys {
+		if k, ok := account.ParseKey(key); ok && k.Kind == account.ArchivedRecord {
+			users[k.User] = true
+		}
+	}
+	for uid := range users {
+		key := account.RecordKey(uid)
+		if legacy && keys[key] == "" {
+			if s.Written == nil {
+				s.Written = map[string]*ids.Set{}
+			}
+			s.Written[uid] = written[uid]
+			continue
+		}
+		rec, err := archived.Unmarshal(keys[key], "the state key "+key) // checked by distrust
+		if err != nil {
+			return err
+		}
+		if rec.SetBookmarks(written[uid].Numbers()) || keys[key] == "" {
+			if keys[key], err = rec.Marshal(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // distrust says why a walk memory cannot be kept, or "" if it can.
@@ -263,10 +306,11 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// readWritten reads the (user_id, post_id) of every x_bookmarks file.
-func readWritten(out string, snap *Snapshot) (map[string]*ids.Set, error) {
+// readWritten reads the (user_id, post_id) of every file of the bookmarks
+// table.
+func readWritten(out string, snap *Snapshot, bookmarks string) (map[string]*ids.Set, error) {
 	written := map[string]*ids.Set{}
-	if err := readKeys(snap, resources.BookmarksTable, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
+	if err := readKeys(snap, bookmarks, func(uid, postID string) { addTo(written, uid, postID) }); err != nil {
 		return nil, unreadable(out, err)
 	}
 	return written, nil
@@ -275,20 +319,20 @@ func readWritten(out string, snap *Snapshot) (map[string]*ids.Set, error) {
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): State.Stray. Nil when there are none.
-func readStray(out string, snap *Snapshot, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
+func readStray(out string, snap *Snapshot, content []string, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
 	var stray map[string]map[string]*ids.Set
-	for _, table := range resources.Bookmarks().Relations {
-		err := readKeys(snap, table.Name, func(uid, postID string) {
+	for _, table := range content {
+		err := readKeys(snap, table, func(uid, postID string) {
 			if written[uid].Has(postID) {
 				return
 			}
 			if stray == nil {
 				stray = map[string]map[string]*ids.Set{}
 			}
-			if stray[table.Name] == nil {
-				stray[table.Name] = map[string]*ids.Set{}
+			if stray[table] == nil {
+				stray[table] = map[string]*ids.Set{}
 			}
-			addTo(stray[table.Name], uid, postID)
+			addTo(stray[table], uid, postID)
 		})
 		if err != nil {
 			return nil, unreadable(out, err)

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,7 +14,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
-	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/gofrs/flock"
 )
 
@@ -33,12 +34,30 @@ func Lock(out string, busy func(lockPath string) error) (unlock func(), err erro
 	return func() { lock.Unlock() }, nil
 }
 
+// WaitLock takes the lock of out as Lock does, waiting while another
+// command holds it (an export ends in its time) until ctx ends.
+func WaitLock(ctx context.Context, out string) (unlock func(), err error) {
+	lock := flock.New(filepath.Join(out, lockFile))
+	if _, err := lock.TryLockContext(ctx, 200*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("waiting for the lock of %s: %w", out, err)
+	}
+	return func() { lock.Unlock() }, nil
+}
+
 // Run is one run and the files it writes: DIR/.staging/<ID>/<table>.parquet
 // until published, DIR/<table>/<name> after.
 type Run struct {
 	ID    string    `json:"id"`
 	Time  time.Time `json:"time"`
 	Files []File    `json:"files"`
+	// Edits are the edits of the rows of posts X reported (package plan)
+	// that the run applies once its files are published, with Program and
+	// Codec writing the files they rewrite; EditedRows counts the rows they
+	// changed or removed, once applied.
+	Edits      []plan.Edit `json:"edits,omitempty"`
+	Program    Program     `json:"program,omitzero"`
+	Codec      string      `json:"codec,omitempty"`
+	EditedRows int64       `json:"edited_rows,omitempty"`
 }
 
 // File is a file of a run.
@@ -59,10 +78,10 @@ func BeginRun(out string, last *Run, now time.Time) (*Run, error) {
 		now = last.Time.Add(time.Millisecond)
 	}
 	run := &Run{ID: newRunID(), Time: now}
-	if err := mkdirSynced(out, stagingDir); err != nil {
+	if err := dirsync.Mkdir(out, stagingDir); err != nil {
 		return nil, err
 	}
-	if err := mkdirSynced(filepath.Join(out, stagingDir), run.ID); err != nil {
+	if err := dirsync.Mkdir(filepath.Join(out, stagingDir), run.ID); err != nil {
 		return nil, err
 	}
 	return run, nil
@@ -87,19 +106,19 @@ func (r *Run) StagedPath(out, table string) string {
 }
 
 // Create creates the run's staged file of table: Parquet with the metadata
-// of CloudQuery's file destination, and the run's id. codec "" is
-// pqfile.DefaultCodec.
-func (r *Run) Create(out string, table *schema.Table, sourceName, codec string) (*pqfile.Writer, error) {
+// of CloudQuery's file destination, and the run's id, written by by. codec
+// "" is pqfile.DefaultCodec.
+func (r *Run) Create(out string, table *schema.Table, sourceName, codec string, by Program) (*pqfile.Writer, error) {
 	return pqfile.Create(r.StagedPath(out, table.Name), table, pqfile.Options{
 		SyncTime:   r.Time,
 		SourceName: sourceName,
 		Metadata: map[string]string{
-			pqfile.MetadataPluginName:    xplugin.Name,
-			pqfile.MetadataPluginVersion: xplugin.Version,
+			pqfile.MetadataPluginName:    by.Name,
+			pqfile.MetadataPluginVersion: by.Version,
 			"cq:export_run":              r.ID,
 		},
 		Codec:     codec,
-		CreatedBy: "cq-source-x " + xplugin.Version,
+		CreatedBy: by.String(),
 	})
 }
 
@@ -127,14 +146,15 @@ func (r *Run) Commit(out string, next *State, step func(string)) error {
 }
 
 // Publish moves the pending run's staged files into place (step 3), syncs,
-// marks the run published and removes its staging directory. It is
-// idempotent: a crash anywhere in it is finished by the next call.
+// applies the run's edits, marks the run published and removes its staging
+// directory. It is idempotent: a crash anywhere in it is finished by the
+// next call.
 func Publish(out string, s *State, step func(string)) error {
 	run := s.Pending
 	dirs := map[string]bool{}
 	for _, f := range run.Files {
 		staged, final := run.StagedPath(out, f.Table), FinalPath(out, f)
-		if err := mkdirSynced(out, f.Table); err != nil {
+		if err := dirsync.Mkdir(out, f.Table); err != nil {
 			return err
 		}
 		dirs[filepath.Dir(final)] = true
@@ -175,6 +195,14 @@ func Publish(out string, s *State, step func(string)) error {
 		return err
 	}
 	step("published files synced")
+	if len(run.Edits) > 0 {
+		n, err := ApplyEdits(out, run.Edits, EditOptions{Codec: run.Codec, Now: run.Time, Program: run.Program, Step: step})
+		if err != nil {
+			return fmt.Errorf("applying what X's compliance job reported (the run is committed; the next command applies it): %w", err)
+		}
+		run.Edits, run.EditedRows = nil, n
+		step("compliance applied")
+	}
 	s.LastRun, s.Pending = run, nil
 	if err := saveState(out, s, step, "mark published"); err != nil {
 		return err

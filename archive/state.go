@@ -16,13 +16,15 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
-	"github.com/cq-source-x/cq-source-x/resources"
 )
 
-// stateFormat is the format of the state file this version writes.
-const stateFormat = 1
+// stateFormat is the format of the state file this version writes: 2
+// keeps the posts written in the accounts' records (account.RecordKey); 1,
+// which it reads, in written-id sets (State.Written).
+const stateFormat = 2
 
 // archivedRecord: the posts an export archived are its written ids, which
 // the compliance checks read (the exporter is the sync's destination,
@@ -38,10 +40,10 @@ type State struct {
 	// Keys are the key/values the plugin's state client holds: the walk
 	// memories of every account's lists.
 	Keys map[string]string `json:"keys"`
-	// Archived lists, per user id, the post ids of the x_bookmarks rows in
-	// the committed files, so a post bookmarked again after it was removed
-	// (which the walk emits as new) is not written twice.
-	Archived map[string]*ids.Set `json:"written"`
+	// Written lists, per user id, the post ids of the x_bookmarks rows in
+	// the committed files, as format 1 kept them; format 2 keeps them in
+	// the accounts' records (ArchivedPosts), made from these once.
+	Written map[string]*ids.Set `json:"written,omitempty"`
 	// Stray lists, per child table of x_bookmarks (its content: authors,
 	// media, referenced posts) and per user id, the posts whose rows the
 	// table's files hold while no x_bookmarks file holds the post: the
@@ -63,10 +65,12 @@ type State struct {
 // (the encoded JSON, and the buffer it grew in) while it saves them.
 func (s *State) writeTo(w io.Writer) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, `{"format":%d,"keys":`, s.Format)
+	fmt.Fprintf(ew, `{"format":%d,"keys":`, stateFormat)
 	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
-	ew.WriteString(`,"written":`)
-	writeObject(ew, s.Archived, encodeSet)
+	if len(s.Written) > 0 {
+		ew.WriteString(`,"written":`)
+		writeObject(ew, s.Written, encodeSet)
+	}
 	if len(s.Stray) > 0 {
 		ew.WriteString(`,"stray":`)
 		writeObject(ew, s.Stray, func(byUser map[string]*ids.Set) ([]byte, error) {
@@ -149,7 +153,7 @@ func (e *errWriter) Write(b []byte) (int, error) {
 func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
 func newState() *State {
-	return &State{Format: stateFormat, Keys: map[string]string{}, Archived: map[string]*ids.Set{}}
+	return &State{Format: stateFormat, Keys: map[string]string{}}
 }
 
 // Load reads the state of the archive in dir, as it is committed (without
@@ -246,7 +250,11 @@ type exportedFile struct {
 // named as an export names them are passed over too.
 func newestExportedFile(out, skip string) (exportedFile, error) {
 	var newest exportedFile
-	for _, table := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return newest, err
+	}
+	for _, table := range tables {
 		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 		if err != nil {
 			return newest, err
@@ -310,11 +318,11 @@ func decodeState(r io.Reader) (*State, error) {
 		return nil, &newerStateError{s.Format}
 	case s.Format == 0:
 		return nil, errors.New("it holds no state (\"format\" is missing)")
-	case s.Format != stateFormat:
+	case s.Format != stateFormat && s.Format != 1:
 		return nil, fmt.Errorf("\"format\" is %d", s.Format)
 	case s.Keys == nil:
 		return nil, errors.New("its walk memories (\"keys\") are missing")
-	case s.Archived == nil:
+	case s.Format == 1 && s.Written == nil:
 		return nil, errors.New("its written-id sets (\"written\") are missing")
 	}
 	for _, run := range []*Run{s.Pending, s.LastRun} {
@@ -350,13 +358,13 @@ func (s *State) readFrom(r io.Reader) error {
 				return err
 			})
 		case "written":
-			s.Archived = map[string]*ids.Set{}
-			return decodeSets(dec, s.Archived, "the written-id set")
+			s.Written = map[string]*ids.Set{}
+			return decodeSets(dec, s.Written, "the written-id set")
 		case "stray":
 			s.Stray = map[string]map[string]*ids.Set{}
 			return decodeObject(dec, func(table string) error {
-				if !resources.IsBookmarkContent(table) {
-					return fmt.Errorf("stray rows of %q, which is not a content table of x_bookmarks", table)
+				if !isTableName(table) {
+					return fmt.Errorf("stray rows of %q, which is not a table's name", table)
 				}
 				s.Stray[table] = map[string]*ids.Set{}
 				return decodeSets(dec, s.Stray[table], "the stray rows of "+table)
@@ -448,8 +456,13 @@ func (r *Run) check() error {
 		return fmt.Errorf("run id %q is not a run id", r.ID)
 	}
 	for _, f := range r.Files {
-		if !knownTables[f.Table] || f.Name != r.Time.UTC().Format(fileTimeLayout)+"-"+r.ID+".parquet" {
+		if !isTableName(f.Table) || f.Name != r.Time.UTC().Format(fileTimeLayout)+"-"+r.ID+".parquet" {
 			return fmt.Errorf("run %s: file %q of table %q is not a file of that run", r.ID, f.Name, f.Table)
+		}
+	}
+	for _, e := range r.Edits {
+		if !isTableName(e.Table) {
+			return fmt.Errorf("run %s: an edit of %q, which is not a table's name", r.ID, e.Table)
 		}
 	}
 	return nil
@@ -490,26 +503,49 @@ func isArchivedKey(key string) bool {
 	return k.Kind == account.ArchivedIDs
 }
 
-// knownTables are the tables whose files an output directory holds.
-var knownTables = func() map[string]bool {
-	m := map[string]bool{}
-	for _, t := range append(resources.Tables().FlattenTables(), Tables()...) {
-		m[t.Name] = true
+// TablesIn are the tables whose files out holds, in name order: the
+// entries of out that are neither hidden nor its media store, and the
+// tables a compaction has generations, or a switch left a link, of.
+func TablesIn(out string) ([]string, error) {
+	names := map[string]bool{}
+	entries, err := os.ReadDir(out)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
-	return m
-}()
+	for _, e := range entries {
+		if swapped, ok := strings.CutSuffix(strings.TrimPrefix(e.Name(), "."), ".swap"); ok && strings.HasPrefix(e.Name(), ".") {
+			names[swapped] = true
+		} else if !strings.HasPrefix(e.Name(), ".") && e.Name() != mediaDir {
+			names[e.Name()] = true
+		}
+	}
+	compacted, err := os.ReadDir(filepath.Join(out, tablesDir))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range compacted {
+		names[e.Name()] = true
+	}
+	return slices.Sorted(maps.Keys(names)), nil
+}
 
-// TableNames are the tables an output directory can hold, in name order.
-func TableNames() []string {
-	return slices.Sorted(maps.Keys(knownTables))
+// isTableName reports whether name is a table's name, as the plugin names
+// them (lowercase letters, digits and underscores): it becomes a path.
+func isTableName(name string) bool {
+	for _, r := range name {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return name != "" && name != mediaDir
 }
 
 // ForeignEntries returns the entries of dir that no export makes there —
-// named after none of the tables, and not hidden (an export's own entries
-// are hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
+// named after none of tables, and not hidden (an export's own entries are
+// hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
 // alone) — in name order. None when dir does not exist: an export creates
 // it.
-func ForeignEntries(dir string) ([]string, error) {
+func ForeignEntries(dir string, tables []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -519,7 +555,7 @@ func ForeignEntries(dir string) ([]string, error) {
 	}
 	var foreign []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), ".") && !knownTables[e.Name()] && !isMediaDir(dir, e) {
+		if !strings.HasPrefix(e.Name(), ".") && !slices.Contains(tables, e.Name()) && !isMediaDir(dir, e) {
 			foreign = append(foreign, e.Name())
 		}
 	}
@@ -546,7 +582,11 @@ func HasFiles(out, table string) bool {
 // anyExportedFile returns the path of a Parquet file of a table in out, or
 // "" if there is none.
 func anyExportedFile(out string) (string, error) {
-	for _, t := range TableNames() {
+	tables, err := TablesIn(out)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range tables {
 		files, err := filepath.Glob(filepath.Join(out, t, "*.parquet"))
 		if err != nil {
 			return "", err
@@ -564,48 +604,28 @@ func anyExportedFile(out string) (string, error) {
 func saveState(out string, s *State, step func(string), what string) error {
 	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
-	if err := mkdirSynced(out, stateDir); err != nil {
+	if err := dirsync.Mkdir(out, stateDir); err != nil {
 		return err
 	}
-	return writeFileAtomic(dir, stateFile, s.writeTo, func(s string) { step(what + ": " + s) })
+	return dirsync.WriteFile(dir, stateFile, s.writeTo, func(s string) { step(what + ": " + s) })
 }
 
-// writeFileAtomic writes name in dir (its content by write) via a synced
-// temporary file renamed over it, then syncs dir so the rename is durable.
-func writeFileAtomic(dir, name string, write func(io.Writer) error, step func(string)) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
+// ArchivedPosts are, per user id, the posts of the x_bookmarks rows in the
+// committed files: those the accounts' records name, or, for an account a
+// state of format 1 kept no record of, its written ids.
+func (s *State) ArchivedPosts() (map[string]ids.Sorted, error) {
+	out := map[string]ids.Sorted{}
+	for uid, set := range s.Written {
+		out[uid] = set.Numbers()
 	}
-	buf := bufio.NewWriterSize(f, 1<<20)
-	err = write(buf)
-	if err == nil {
-		err = buf.Flush()
+	for key, value := range s.Keys {
+		if k, ok := account.ParseKey(key); ok && k.Kind == account.ArchivedRecord {
+			rec, err := archived.Unmarshal(value, "the state key "+key)
+			if err != nil {
+				return nil, err
+			}
+			out[k.User] = rec.Bookmarks()
+		}
 	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if err := errors.Join(err, f.Close()); err != nil {
-		os.Remove(tmp) // on a full disk, the space it holds is what the next run needs
-		return err
-	}
-	step("temporary file synced")
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	step("renamed")
-	return dirsync.Sync(dir)
-}
-
-// mkdirSynced creates parent/name if needed, and syncs parent when it did.
-func mkdirSynced(parent, name string) error {
-	path := filepath.Join(parent, name)
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		return err
-	}
-	return dirsync.Sync(parent)
+	return out, nil
 }

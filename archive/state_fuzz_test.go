@@ -27,9 +27,9 @@ func fuzzStates(tb testing.TB) [][]byte {
 	var out [][]byte
 	for _, s := range []*State{
 		newState(),
-		{Format: stateFormat, LastRun: run, Archived: map[string]*ids.Set{"1001": written}, Keys: map[string]string{
+		{Format: stateFormat, LastRun: run, Written: map[string]*ids.Set{"1001": written}, Keys: map[string]string{
 			"x_bookmarks/1001": mem, "x_bookmark_folder_posts/1001/77": mem, "x_bookmark_folders/1001": `[{"id":"77","name":"f"}]`}},
-		{Format: stateFormat, Pending: run, Archived: map[string]*ids.Set{}, Keys: map[string]string{}},
+		{Format: stateFormat, Pending: run, Written: map[string]*ids.Set{}, Keys: map[string]string{}},
 	} {
 		var b bytes.Buffer
 		if err := s.writeTo(&b); err != nil {
@@ -85,7 +85,7 @@ func FuzzDecodeState(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a loaded state, written, does not load: %v\n%s", err, b.Bytes())
 		}
-		if !reflect.DeepEqual(back.Keys, s.Keys) || !reflect.DeepEqual(back.Pending, s.Pending) || !reflect.DeepEqual(back.LastRun, s.LastRun) || !sameWritten(back.Archived, s.Archived) {
+		if !reflect.DeepEqual(back.Keys, s.Keys) || !reflect.DeepEqual(back.Pending, s.Pending) || !reflect.DeepEqual(back.LastRun, s.LastRun) || !sameWritten(back.Written, s.Written) {
 			t.Fatalf("a loaded state reads back differently")
 		}
 	})

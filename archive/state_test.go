@@ -13,7 +13,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// The state file is written key by key (Keys and Archived are most of it,
+// The state file is written key by key (Keys and Written are most of it,
 // and are never encoded whole in memory); the bytes must be exactly
 // json.Marshal's, so a state reads back as it always did.
 func TestStateEncodingIsJSONMarshal(t *testing.T) {
@@ -27,12 +27,12 @@ func TestStateEncodingIsJSONMarshal(t *testing.T) {
 	for name, s := range map[string]*State{
 		"empty": newState(),
 		"pending, no last run": {Format: stateFormat, Pending: run,
-			Keys:     map[string]string{"x_bookmarks/1001": `{"version":1,"held":"<&>\"quoted\" é"}`, "x_bookmarks/1002": ""},
-			Archived: map[string]*ids.Set{"1001": written}},
-		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Archived: map[string]*ids.Set{"1001": written, "1002": {}, "<&>": written}},
-		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Archived: map[string]*ids.Set{}},
+			Keys:    map[string]string{"x_bookmarks/1001": `{"version":1,"held":"<&>\"quoted\" é"}`, "x_bookmarks/1002": ""},
+			Written: map[string]*ids.Set{"1001": written}},
+		"published": {Format: stateFormat, LastRun: run, Keys: map[string]string{"k": "v"}, Written: map[string]*ids.Set{"1001": written, "1002": {}, "<&>": written}},
+		"both":      {Format: stateFormat, Pending: run, LastRun: run, Keys: map[string]string{}, Written: map[string]*ids.Set{}},
 		"nil maps":  {Format: stateFormat},
-		"stray content rows": {Format: stateFormat, LastRun: run, Keys: map[string]string{}, Archived: map[string]*ids.Set{"1001": written},
+		"stray content rows": {Format: stateFormat, LastRun: run, Keys: map[string]string{}, Written: map[string]*ids.Set{"1001": written},
 			Stray: map[string]map[string]*ids.Set{"x_bookmark_media": {"1001": written, "1002": {}}, "x_bookmark_authors": {"<&>": written}}},
 	} {
 		want, err := json.Marshal(s)
@@ -87,9 +87,9 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 	run := &Run{ID: "0a1b2c3d", Time: at,
 		Files: []File{{Table: "x_bookmarks", Name: at.Format(fileTimeLayout) + "-0a1b2c3d.parquet", Rows: 5001}}}
 	s := &State{Format: stateFormat, Pending: run, LastRun: run,
-		Keys:     map[string]string{"another/1001": `{"held":"<&>\"q\""}`, "k": ""},
-		Archived: map[string]*ids.Set{"1001": written, "1002": {}},
-		Stray:    map[string]map[string]*ids.Set{"x_bookmark_media": {"1002": written}}}
+		Keys:    map[string]string{"another/1001": `{"held":"<&>\"q\""}`, "k": ""},
+		Written: map[string]*ids.Set{"1001": written, "1002": {}},
+		Stray:   map[string]map[string]*ids.Set{"x_bookmark_media": {"1002": written}}}
 	var buf bytes.Buffer
 	if err := s.writeTo(&buf); err != nil {
 		t.Fatal(err)
@@ -114,12 +114,12 @@ func TestStateReadsBackWhatItWrote(t *testing.T) {
 		t.Fatalf("read back:\n%s\nwant\n%s", again, want)
 	}
 	save(`{"future":{"a":[1,{"b":null}]},"keys":{},"written":{},"format":` + strconv.Itoa(stateFormat) + `}`)
-	if back, err := loadState(dir); err != nil || len(back.Keys) != 0 || len(back.Archived) != 0 {
+	if back, err := loadState(dir); err != nil || len(back.Keys) != 0 || len(back.Written) != 0 {
 		t.Fatalf("an unknown field: %v", err)
 	}
-	save(`{"keys":{},"written":{},"stray":{"x_bookmarks":{}},"format":` + strconv.Itoa(stateFormat) + `}`)
-	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "not a content table") {
-		t.Fatalf("stray rows of x_bookmarks: %v", err)
+	save(`{"keys":{},"written":{},"stray":{"../x_bookmarks":{}},"format":` + strconv.Itoa(stateFormat) + `}`)
+	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "not a table's name") {
+		t.Fatalf("stray rows of ../x_bookmarks: %v", err)
 	}
 	save(`{"keys":null,"written":{},"format":` + strconv.Itoa(stateFormat) + `}`)
 	if _, err := loadState(dir); err == nil || !strings.Contains(err.Error(), "is damaged") {

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/bookmarks"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +40,7 @@ x_bookmark_changes. See docs/cli.md.`,
 }
 
 const bookmarksRemoveLong = `Remove from X bookmarks that the archive holds. X's bookmarks list has long
-returned only the most recent bookmarks (800, per X's documentation):
+returned only the most recent bookmarks (800, as X documented until 2026):
 removing archived ones is the one known way to reach the older ones. The
 archive keeps every row; the removals are recorded in x_bookmark_changes.
 
@@ -51,11 +54,13 @@ x_bookmarks whose post JSON has the post fields the spec asks for that X
 returns for every post (and the author, when content.authors is on). Posts no longer in the list, as the last export saw
 it, and posts removed already are skipped. The oldest are removed first.
 
-Without --yes it only prints what it would remove and what it costs:
-requests are free, X bills no post for them; at 50 per 15 minutes per user,
-1,000 removals take about 5 hours. With --yes it removes them, shows
-progress, waits out the windows, and records each removal. The walk memory
-of the account forgets the removed posts, so the next export bills what it
+Without --yes it only prints what it would remove and what it costs: X
+bills each request (bookmark_write_usd), and a run stops at
+max_billed_writes requests an account; at 50 per 15 minutes per user,
+1,000 removals take about 5 hours.
+With --yes it removes them, shows progress, waits out the windows, and
+records each removal, and what it cost in x_api_usage. The walk memory of
+the account forgets the removed posts, so the next export bills what it
 would have without them.`
 
 const bookmarksAddLong = `Save posts as bookmarks of one account: the bookmarks of another account's
@@ -69,14 +74,16 @@ list ends in their order.
   --ids FILE                   the posts listed in FILE, one id a line, newest
                                first ('-' reads stdin)
 
-Without --yes it only prints what it would add and what it costs: requests
-are free; at 50 per 15 minutes per user, 1,000 additions take about 5 hours;
-the next export reads each added post, as a new bookmark, and X bills it.
-With --yes it adds them, shows progress, waits out the windows, and records
-each addition in x_bookmark_changes.`
+Without --yes it only prints what it would add and what it costs: X bills
+each request (bookmark_write_usd), and a run stops at max_billed_writes
+requests an account; at 50 per 15 minutes per user, 1,000 additions take
+about 5 hours; the next export reads each added post, as a new bookmark,
+and X bills it. With --yes it adds them, shows progress, waits out the
+windows, and records each addition in x_bookmark_changes, and what it cost
+in x_api_usage.`
 
 func (a *app) bookmarksRemoveCommand() *cobra.Command {
-	o := BookmarksOptions{Kind: archive.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := bookmarks.Options{Kind: bookmarks.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	var before string
 	cmd := &cobra.Command{
 		Use:   "remove --spec FILE --out DIR (--archived-before DATE | --folder ID | --ids FILE) [--yes]",
@@ -99,7 +106,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 			}
 			o.Command = "bookmarks remove" + flagsText(cmd, "archived-before", "folder", "ids", "user")
 			o.Step = a.step
-			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
+			return interrupted(cmd.Context(), runBookmarks(cmd.Context(), o))
 		},
 	}
 	fs := cmd.Flags()
@@ -111,7 +118,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 }
 
 func (a *app) bookmarksAddCommand() *cobra.Command {
-	o := BookmarksOptions{Kind: archive.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := bookmarks.Options{Kind: bookmarks.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	cmd := &cobra.Command{
 		Use:   "add --spec FILE --out DIR (--from DIR [--from-user ID] | --ids FILE) [--user ID] [--yes]",
 		Short: "Save posts from an archive or a list as an account's bookmarks (a dry run without --yes)",
@@ -128,7 +135,7 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 			}
 			o.Command = "bookmarks add" + flagsText(cmd, "from", "from-user", "ids", "user")
 			o.Step = a.step
-			return interrupted(cmd.Context(), Bookmarks(cmd.Context(), o))
+			return interrupted(cmd.Context(), runBookmarks(cmd.Context(), o))
 		},
 	}
 	fs := cmd.Flags()
@@ -141,7 +148,7 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 }
 
 // bookmarksFlags are the flags remove and add share.
-func bookmarksFlags(cmd *cobra.Command, o *BookmarksOptions) {
+func bookmarksFlags(cmd *cobra.Command, o *bookmarks.Options) {
 	fs := cmd.Flags()
 	fs.StringVar(&o.Spec, "spec", "", "CloudQuery spec file with the accounts (as for export)")
 	fs.StringVar(&o.Out, "out", "", "the export's output directory: the archive")
@@ -152,6 +159,36 @@ func bookmarksFlags(cmd *cobra.Command, o *BookmarksOptions) {
 	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
 	_ = cmd.MarkFlagDirname("out")
 	_ = cmd.MarkFlagFilename("ids")
+}
+
+// runBookmarks runs `bookmarks remove` or `bookmarks add`: it prints the
+// plan, and without --yes stops there.
+func runBookmarks(ctx context.Context, o bookmarks.Options) error {
+	op, err := bookmarks.Prepare(ctx, o)
+	if ue := (*bookmarks.UsageError)(nil); errors.As(err, &ue) {
+		return usageError(err)
+	}
+	if err != nil {
+		return err
+	}
+	op.WritePlan()
+	cmd := "bookmarks " + o.Kind
+	doing, done, _ := o.Verb()
+	problems, accounts := op.Problems(), plural.Count(op.Accounts(), "account", "accounts")
+	if !o.Yes {
+		fmt.Fprintf(o.Stdout, "\nDry run: nothing was %s. Run the same command with --yes to %s them.\n", done, doing)
+		if problems > 0 {
+			return accountsError(problems, op.Accounts(), fmt.Errorf("%s: %d of %s cannot take part (see PROBLEM above)", cmd, problems, accounts))
+		}
+		return nil
+	}
+	if err := op.CheckScopes(); err != nil {
+		return usageError(err)
+	}
+	if n := op.Do(ctx) + problems; n > 0 {
+		return accountsError(n, op.Accounts(), fmt.Errorf("%s: %d of %s did not finish (see above); run the same command again to resume", cmd, n, accounts))
+	}
+	return nil
 }
 
 // flagsText is the named flags that were set, as a command line.

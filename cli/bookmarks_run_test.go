@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/bookmarks"
 )
 
 // answerFor answers the removal of chosen posts itself; the rest go to X.
@@ -46,7 +46,7 @@ func TestBookmarksRecordsThePostsXRefusesAndGoesOn(t *testing.T) {
 		kept:    jsonResponse(200, `{"data":{"bookmarked":true}}`),
 	}
 	var stdout, stderr bytes.Buffer
-	err := Bookmarks(context.Background(), BookmarksOptions{Kind: archive.OpRemove, Spec: f.spec, Out: f.out, IDsFile: f.ids(removed, kept, missing),
+	err := runBookmarks(context.Background(), bookmarks.Options{Kind: bookmarks.OpRemove, Spec: f.spec, Out: f.out, IDsFile: f.ids(removed, kept, missing),
 		Yes: true, Command: "bookmarks remove --ids test", Stdout: &stdout, Stderr: &stderr, Transport: transport})
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout.String(), stderr.String())

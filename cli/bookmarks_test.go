@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,7 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/bookmarks"
+	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -80,7 +86,7 @@ func billed(sim *xsim.Server, user string) int {
 // changes reads x_bookmark_changes: each post's latest change, by user.
 func (f *archiveFixture) changes() map[string]map[string]string {
 	f.t.Helper()
-	ch, err := archive.ReadChanges(f.out)
+	ch, err := bookmarks.ReadChanges(f.out)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -98,7 +104,7 @@ func TestBookmarksRemoveIsADryRunWithoutYes(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	mustContain(t, stdout, "accounts[0] (user 1001): 120 bookmarks to remove, oldest first",
-		"Cost: 120 requests, which X does not bill, and no post read. X allows 50 removals per 15 minutes per user: 120 requests take about 30m (3 windows",
+		"Cost: 120 requests, USD 0.600 (X bills each write request; bookmark_write_usd: 0.005), and no post read. X allows 50 removals per 15 minutes per user: 120 requests take about 30m (3 windows",
 		"Dry run: nothing was removed. Run the same command with --yes")
 	if !slices.Equal(sim.Bookmarks("1001"), before) || sim.Usage("1001")[xsim.OpRemoveBookmark].Requests != 0 {
 		t.Error("a dry run changed the bookmarks")
@@ -109,6 +115,77 @@ func TestBookmarksRemoveIsADryRunWithoutYes(t *testing.T) {
 	if code, _, stderr := f.bookmarks("remove"); code != ExitUsage || !strings.Contains(stderr, "--archived-before DATE, --folder ID or --ids FILE") {
 		t.Errorf("no selection: exit %d: %s", code, stderr)
 	}
+}
+
+// X bills a bookmark write per request: remove of N posts plans, prints
+// and records (x_api_usage) N × bookmark_write_usd, as X bills it. A run
+// stops at max_billed_writes with what it did recorded, and the next run
+// goes on from there.
+func TestBookmarksRemoveOfNPostsCostsNWritesAndStopsAtItsCap(t *testing.T) {
+	sim := startSim(t)
+	f := newArchive(t, sim, map[string]int{"1001": 40}, "max_billed_writes: 25")
+	_, stdout, _ := f.bookmarks("remove", "--archived-before", "2999-01-01")
+	mustContain(t, stdout, "Cost: 40 requests, USD 0.200 (X bills each write request; bookmark_write_usd: 0.005)",
+		"max_billed_writes (25) stops each account's run at 25 requests: this run sends 25 requests, USD 0.125; run the same command again to go on.")
+
+	code, stdout, stderr := f.bookmarks("remove", "--archived-before", "2999-01-01", "--yes")
+	if code == 0 {
+		t.Fatalf("a run past its cap exited 0:\n%s%s", stdout, stderr)
+	}
+	mustContain(t, stdout, "stopped at max_billed_writes: X billed this run 25 requests, USD 0.125", "25 of 40 removed and recorded: run the same command again to resume")
+	if u := sim.Usage("1001")[xsim.OpRemoveBookmark]; u.WritesBilled != 25 || len(f.changes()["1001"]) != 25 {
+		t.Fatalf("X billed %d removals, x_bookmark_changes has %d; want 25", u.WritesBilled, len(f.changes()["1001"]))
+	}
+	if requests, usd := f.writesRecorded(); requests != 25 || math.Abs(usd-0.125) > 1e-9 {
+		t.Errorf("x_api_usage records %d requests, USD %v; want 25, 0.125", requests, usd)
+	}
+	// The rows are an export's x_api_usage rows: the files have the same
+	// columns, and compact together.
+	files, _ := filepath.Glob(filepath.Join(f.out, "x_api_usage", "*.parquet"))
+	var columns []string
+	for _, path := range files {
+		sc, _, err := pqfile.ReadSchema(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		columns = append(columns, fmt.Sprint(sc.Fields()))
+	}
+	if len(columns) < 2 || len(slices.Compact(columns)) != 1 {
+		t.Errorf("%d x_api_usage files, of %d schemas:\n%s", len(files), len(slices.Compact(columns)), strings.Join(columns, "\n"))
+	}
+
+	code, stdout, stderr = f.bookmarks("remove", "--archived-before", "2999-01-01", "--yes")
+	if code != 0 {
+		t.Fatalf("the next run: exit %d\n%s%s", code, stdout, stderr)
+	}
+	mustContain(t, stdout, "25 of 40 done, 15 to remove", "Cost: 15 requests, USD 0.075", "removed 40 of 40, recorded in x_bookmark_changes")
+	if u := sim.Usage("1001")[xsim.OpRemoveBookmark]; u.WritesBilled != 40 || math.Abs(u.USD-40*0.005) > 1e-9 {
+		t.Errorf("X billed %d removals, USD %v", u.WritesBilled, u.USD)
+	}
+	if requests, usd := f.writesRecorded(); requests != 40 || math.Abs(usd-40*0.005) > 1e-9 {
+		t.Errorf("x_api_usage records %d requests, USD %v; want 40, 0.2", requests, usd)
+	}
+}
+
+// writesRecorded adds up the requests and USD of the archive's
+// x_api_usage rows of bookmark writes.
+func (f *archiveFixture) writesRecorded() (requests int64, usd float64) {
+	f.t.Helper()
+	files, _ := filepath.Glob(filepath.Join(f.out, "x_api_usage", "*.parquet"))
+	for _, path := range files {
+		err := pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
+			return readUsageRecord(rec, func(_ string, r usageRow) {
+				if r.Operation == string(client.OpRemoveBookmark) || r.Operation == string(client.OpAddBookmark) {
+					requests += r.Requests
+					usd += r.EstimatedUSD
+				}
+			})
+		})
+		if err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return requests, usd
 }
 
 // remove removes the selected posts the archive holds with all their
@@ -337,7 +414,7 @@ func TestBookmarksRemoveWaitsOutTheWindows(t *testing.T) {
 	}
 	var stdout, stderr bytes.Buffer
 	start := clk.Now()
-	err = Bookmarks(context.Background(), BookmarksOptions{Kind: archive.OpRemove, Spec: spec, Out: out, ArchivedBefore: start.Add(time.Hour),
+	err = runBookmarks(context.Background(), bookmarks.Options{Kind: bookmarks.OpRemove, Spec: spec, Out: out, ArchivedBefore: start.Add(time.Hour),
 		Yes: true, Command: "bookmarks remove --archived-before test", Stdout: &stdout, Stderr: &stderr, Clock: clk})
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, stdout.String(), stderr.String())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/spf13/cobra"
 )
 
@@ -52,11 +53,11 @@ func (a *app) compactCommand() *cobra.Command {
 				return usageErrorf("compact: --compression: %w", err)
 			}
 			for _, t := range o.Tables {
-				if !slices.Contains(archive.TableNames(), t) {
-					return usageErrorf("compact: --table: no table %q; the tables are %s", t, strings.Join(archive.TableNames(), ", "))
+				if !slices.Contains(export.TableNames(), t) {
+					return usageErrorf("compact: --table: no table %q; the tables are %s", t, strings.Join(export.TableNames(), ", "))
 				}
 			}
-			o.Step = a.step
+			o.Step, o.Program = a.step, export.Program
 			rep, err := archive.Compact(out, o)
 			if rep != nil {
 				if asJSON {
@@ -82,7 +83,7 @@ func (a *app) compactCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("out")
 	_ = cmd.MarkFlagDirname("out")
 	_ = cmd.RegisterFlagCompletionFunc("table", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return archive.TableNames(), cobra.ShellCompDirectiveNoFileComp
+		return export.TableNames(), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp

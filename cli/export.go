@@ -160,7 +160,7 @@ func (f exportFlags) outcomeError(sum *export.Summary) error {
 // checkOut refuses an --out that holds what no export writes there (a
 // home directory, a project's): the archive would mix with it.
 func checkOut(out string) error {
-	foreign, err := archive.ForeignEntries(out)
+	foreign, err := archive.ForeignEntries(out, export.TableNames())
 	if err != nil {
 		return fmt.Errorf("export: --out %s: %w", out, err)
 	}

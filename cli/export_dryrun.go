@@ -48,56 +48,74 @@ func (f exportFlags) estimate(ctx context.Context, src *cqspec.Source) error {
 func writeEstimate(w io.Writer, est *export.Estimate, costs map[string][]syncCost, src *cqspec.Source) {
 	s := src.Plugin
 	for _, a := range est.Accounts {
-		name := a.Account
-		if a.UserID != "" {
-			name += " (user " + a.UserID + ")"
-		}
-		switch {
-		case a.UserID == "":
-			fmt.Fprintf(w, "%s: user id not known without a request (GET /2/users/me, a user read): bounded as a first sync\n", name)
-		case a.First:
-			fmt.Fprintf(w, "%s: first sync: the archive holds nothing of it; it reads every list in full\n", name)
-		default:
-			fmt.Fprintf(w, "%s: incremental: the bookmarks walk holds %s\n", name, plural.Count(a.Held, "post", "posts"))
-		}
-		if a.Interrupted != nil {
-			fmt.Fprintf(w, "  the last run was interrupted after %s of the bookmarks list: it reads them again from the top (not billed again the same UTC day)\n",
-				plural.Count(a.Interrupted.Billed, "post", "posts"))
-		}
-		if len(a.LastBilled) > 0 {
-			billed := make([]string, len(a.LastBilled))
-			for i, n := range a.LastBilled {
-				billed[i] = fmt.Sprint(n)
-			}
-			fmt.Fprintf(w, "  last bookmarks walks billed (newest first): %s posts\n", strings.Join(billed, ", "))
-		}
-		for _, c := range costs[a.UserID] {
-			fmt.Fprintf(w, "  sync of %s billed %s, USD %.3f (x_api_usage)\n", c.StartedAt.Format("2006-01-02 15:04 MST"), plural.Count(int(c.PostsBilled), "post", "posts"), c.EstimatedUSD)
-		}
-		lists := fmt.Sprintf("the newest %d posts of the bookmarks list, and up to %d more for each folder (the run lists them first, at no cost)", export.ServedPosts, export.ServedPosts)
-		switch a.Folders {
-		case -1:
-		case 0:
-			lists = fmt.Sprintf("the newest %d posts of the bookmarks list (it has no folder)", export.ServedPosts)
-		case 1:
-			lists = fmt.Sprintf("the newest %d posts of the bookmarks list and of its folder", export.ServedPosts)
-		default:
-			lists = fmt.Sprintf("the newest %d posts of the bookmarks list and of each of its %d folders", export.ServedPosts, a.Folders)
-		}
-		rate := "post reads"
-		if a.Owned {
-			rate = "owned reads"
-		}
-		fmt.Fprintf(w, "  at most %s (%s) and %s, USD %.2f: %s\n",
-			plural.Count(a.MaxPosts, "post", "posts"), rate, plural.Count(a.MaxUsers, "user", "users"), a.MaxUSD, lists)
+		writeAccountEstimate(w, est, a, costs[a.UserID])
 	}
-	fmt.Fprintf(w, "\nIn all, at most %s and %s: USD %.2f at post_read_usd %v, owned_read_usd %v, user_read_usd %v.\n",
-		plural.Count(est.MaxPosts, "post", "posts"), plural.Count(est.MaxUsers, "user", "users"), est.MaxUSD, *s.PostReadUSD, *s.OwnedReadUSD, *s.UserReadUSD)
-	fmt.Fprintf(w, "The bounds count what X serves of a list, its newest %d posts, with the referenced posts and users the spec's content kinds expand; "+
-		"a post read twice the same UTC day is billed once. Should X serve a list further, a walk stops at planner.max_billed_posts (%d).\n",
-		export.ServedPosts, est.PostsCap)
+	fmt.Fprintln(w)
+	capped := fmt.Sprintf("planner.max_billed_posts (%s a walk)", plural.Count(est.PerWalk, "post", "posts"))
+	if !est.Bounded {
+		capped = "planner.max_billed_posts, which is 0 (no cap): set it to bound what a run can bill"
+	}
+	if est.Bounded {
+		fmt.Fprintf(w, "In all, at most %s and %s, USD %.2f at post_read_usd %v, owned_read_usd %v, user_read_usd %v: the bookmarks lists, "+
+			"and the folders the last syncs listed; each other folder (one a first sync lists, or one made since) adds at most %s, USD %.2f.\n",
+			plural.Count(est.Posts, "post", "posts"), plural.Count(est.Users, "user", "users"), est.USD, *s.PostReadUSD, *s.OwnedReadUSD, *s.UserReadUSD,
+			plural.Count(est.Folder.Posts, "post", "posts"), est.Folder.USD)
+	}
+	fmt.Fprintf(w, "X does not say how long a list is (it documented the newest 800 posts until May 2026; a user has walked 1,120 since), "+
+		"nor how many posts were saved since the last sync: what bounds a walk is %s. A post read twice the same UTC day is billed once.\n", capped)
 	if len(est.Unbounded) > 0 {
 		fmt.Fprintf(w, "Not bounded here: the users that fields.expansions %s adds.\n", strings.Join(est.Unbounded, ", "))
 	}
 	fmt.Fprintln(w, "Dry run: nothing was read from X, and nothing was written.")
+}
+
+// writeAccountEstimate prints one account's part: what the archive knows
+// of its last syncs, and what the run can bill it.
+func writeAccountEstimate(w io.Writer, est *export.Estimate, a export.AccountEstimate, costs []syncCost) {
+	name := a.Account
+	if a.UserID != "" {
+		name += " (user " + a.UserID + ")"
+	}
+	switch {
+	case a.UserID == "":
+		fmt.Fprintf(w, "%s: user id not known without a request (GET /2/users/me, a user read): bounded as a first sync\n", name)
+	case a.First:
+		fmt.Fprintf(w, "%s: first sync: the archive holds nothing of it; it reads every list in full\n", name)
+	default:
+		fmt.Fprintf(w, "%s: incremental: the bookmarks walk holds %s; it reads the posts saved since the last sync, and a few it holds\n", name, plural.Count(a.Held, "post", "posts"))
+	}
+	if a.Interrupted != nil {
+		fmt.Fprintf(w, "  the last run was interrupted after %s of the bookmarks list: it reads them again from the top (not billed again the same UTC day)\n",
+			plural.Count(a.Interrupted.Billed, "post", "posts"))
+	}
+	if len(a.LastBilled) > 0 {
+		billed := make([]string, len(a.LastBilled))
+		for i, n := range a.LastBilled {
+			billed[i] = fmt.Sprint(n)
+		}
+		fmt.Fprintf(w, "  last bookmarks walks billed (newest first): %s posts\n", strings.Join(billed, ", "))
+	}
+	for _, c := range costs {
+		fmt.Fprintf(w, "  sync of %s billed %s, USD %.3f (x_api_usage)\n", c.StartedAt.Format("2006-01-02 15:04 MST"), plural.Count(int(c.PostsBilled), "post", "posts"), c.EstimatedUSD)
+	}
+	if !est.Bounded {
+		fmt.Fprintln(w, "  no bound: planner.max_billed_posts is 0 (no cap)")
+		return
+	}
+	rate := "post reads"
+	if a.Owned {
+		rate = "owned reads"
+	}
+	list := "the bookmarks list"
+	if a.UserID == "" {
+		list = "GET /2/users/me and the bookmarks list"
+	}
+	fmt.Fprintf(w, "  %s: at most %s (%s) and %s, USD %.2f\n",
+		list, plural.Count(a.Bookmarks.Posts, "post", "posts"), rate, plural.Count(a.Bookmarks.Users, "user", "users"), a.Bookmarks.USD)
+	folders := "the run lists them first, at no cost"
+	if a.Folders >= 0 {
+		folders = fmt.Sprintf("%s at the last sync: %s, USD %.2f", plural.Count(a.Folders, "folder", "folders"),
+			plural.Count(a.Folders*a.Folder.Posts, "post", "posts"), float64(a.Folders)*a.Folder.USD)
+	}
+	fmt.Fprintf(w, "  each folder: at most %s, USD %.2f (%s)\n", plural.Count(a.Folder.Posts, "post", "posts"), a.Folder.USD, folders)
 }

@@ -253,7 +253,7 @@ func TestExport_AFailedComplianceCheckIsToldAndTheBookmarksAreKept(t *testing.T)
 				token = sim.IssueToken("1002")
 			}
 			if tc.failJob {
-				sim.FailComplianceJobs(2)
+				sim.FailComplianceJobs(100) // every job, its replacement too, in both runs
 			}
 			compliance := "compliance: {" + strings.Replace(tc.compliance, "%s", token, 1) + "}"
 			spec := specFile(t, t.TempDir(), sim.URL(), "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")), compliance)

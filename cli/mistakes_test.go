@@ -68,7 +68,7 @@ func TestExport_MistakesAreFoundBeforeAnyRequest(t *testing.T) {
 }
 
 // export --dry-run says, before any request, what a run can bill at most
-// — a first sync the newest 800 posts of each list, and the users the
+// — each walk stops at planner.max_billed_posts, with the users the
 // content kinds expand, at the spec's rates — and, once the archive has
 // syncs, what they billed.
 func TestExport_DryRunSaysWhatARunCanBillBeforeItBills(t *testing.T) {
@@ -86,8 +86,10 @@ func TestExport_DryRunSaysWhatARunCanBillBeforeItBills(t *testing.T) {
 	if code != 0 || requests.Load() != 0 {
 		t.Fatalf("exit %d, %d requests:\n%s%s", code, requests.Load(), stdout, stderr)
 	}
-	mustContain(t, stdout, "accounts[0] (user 1001): first sync", "at most 800 posts (post reads) and 800 users, USD 12.00",
-		"and up to 800 more for each folder", "Dry run: nothing was read from X")
+	mustContain(t, stdout, "accounts[0] (user 1001): first sync", "the bookmarks list: at most 100000 posts (post reads) and 100000 users, USD 1500.00",
+		"each folder: at most 100000 posts, USD 500.00 (the run lists them first, at no cost)",
+		"In all, at most 100000 posts and 100000 users, USD 1500.00", "what bounds a walk is planner.max_billed_posts (100000 posts a walk)",
+		"Dry run: nothing was read from X")
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a dry run made the output directory")
 	}
@@ -101,7 +103,8 @@ func TestExport_DryRunSaysWhatARunCanBillBeforeItBills(t *testing.T) {
 		t.Fatalf("exit %d, %d requests:\n%s", code, requests.Load(), stdout)
 	}
 	mustContain(t, stdout, "accounts[0] (user 1001): incremental: the bookmarks walk holds 30 posts", "last bookmarks walks billed (newest first): 30 posts",
-		"billed 30 posts, USD", "at most 1600 posts (post reads) and 800 users, USD 16.00", "the newest 800 posts of the bookmarks list and of its folder")
+		"billed 30 posts, USD", "the bookmarks list: at most 100000 posts (post reads) and 100000 users, USD 1500.00",
+		"each folder: at most 100000 posts, USD 500.00 (1 folder at the last sync: 100000 posts, USD 500.00)", "In all, at most 200000 posts and 100000 users, USD 2000.00")
 }
 
 // Accounts that fail for the same reason are told once: a spec of many

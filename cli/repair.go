@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/spf13/cobra"
 )
 
@@ -46,7 +47,7 @@ something goes wrong".`,
 
 // repair repairs the output directory out and prints what it did.
 func repair(out string, dryRun bool, stdout io.Writer) error {
-	rep, err := archive.Repair(out, archive.RepairOptions{DryRun: dryRun})
+	rep, err := archive.Repair(out, archive.RepairOptions{DryRun: dryRun, Tables: export.BookmarkTables()})
 	if rep != nil {
 		rep.WriteText(stdout)
 	}

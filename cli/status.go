@@ -15,6 +15,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
@@ -57,7 +58,7 @@ type StatusReport struct {
 	PostsBilled    int `json:"posts_billed"`
 	TokenRefreshes int `json:"token_refreshes"`
 
-	meter *client.Meter
+	meter *billing.Meter
 	// credentials are those status holds, masked in what it reports: a
 	// server may echo the token it was sent in an error.
 	credentials *redact.Redactor
@@ -97,7 +98,7 @@ and cost) and the posts it holds. Give a spec file (--spec) or token files
 (--token-file).
 
 What it costs: one GET /2/users/me per account (X bills it as a user read,
-USD 0.010, once per UTC day) and, for each token file, one refresh at the
+user_read_usd, once per UTC day) and, for each token file, one refresh at the
 token endpoint. No post is read.
 Refreshing is the only way to know that a refresh works: X rotates the
 refresh token, and the new pair is saved atomically under the token file's
@@ -204,7 +205,7 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	if o.Transport == nil {
 		o.Transport = http.DefaultTransport
 	}
-	rep := &StatusReport{Out: o.Out, meter: client.NewMeter(0), credentials: credentials}
+	rep := &StatusReport{Out: o.Out, meter: billing.NewMeter(billing.DefaultRates()), credentials: credentials}
 	var info *archiveInfo
 	if o.Out != "" {
 		if info, err = readArchive(ctx, o.Out); err != nil {

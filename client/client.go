@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/internal/bearer"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -163,7 +164,7 @@ type Client struct {
 	limits     map[Operation]int
 	window     time.Duration
 	margin     time.Duration
-	meter      *Meter
+	meter      *billing.Meter
 	userAgent  string
 	maxBody    int64
 	log        zerolog.Logger
@@ -331,8 +332,8 @@ func WithResetMargin(d time.Duration) Option {
 }
 
 // WithMeter records usage in m (which may be shared by several clients).
-// Without it the client has a meter of its own at DefaultUSDPerPost.
-func WithMeter(m *Meter) Option {
+// Without it the client has a meter of its own at X's rates.
+func WithMeter(m *billing.Meter) Option {
 	return func(c *Client) error {
 		if m == nil {
 			return errors.New("client: nil meter")
@@ -445,7 +446,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		}
 	}
 	if c.meter == nil {
-		c.meter = NewMeter(DefaultUSDPerPost)
+		c.meter = billing.NewMeter(billing.DefaultRates())
 	}
 	if c.rng == nil {
 		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -458,7 +459,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 func (c *Client) BaseURL() string { return c.baseURL }
 
 // Meter is the client's usage meter.
-func (c *Client) Meter() *Meter { return c.meter }
+func (c *Client) Meter() *billing.Meter { return c.meter }
 
 // Limits returns a copy of the per-user limits the budget starts from.
 func (c *Client) Limits() map[Operation]int {

@@ -1,14 +1,18 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 // Batch compliance jobs (X API v2, /2/compliance/jobs): a job takes a file
@@ -17,7 +21,8 @@ import (
 // its download URL. The three API operations need the app's app-only
 // bearer token (OAuth 2.0 application-only), not a user's token, and share
 // 150 requests per 15 minutes per app; their budget and meter rows are kept
-// under the user ID "". Nothing is billed. The upload and download URLs
+// under the user ID "". Nothing is metered as billed (X's pricing lists
+// them neither as reads nor as writes). The upload and download URLs
 // point at X's storage, not at the API: they are signed, and the client
 // sends them no Authorization header (see WithStorageClient).
 
@@ -34,7 +39,7 @@ const (
 const complianceLimit = 150
 
 // appOnly reports whether the operation needs an app-only bearer token.
-func (op Operation) appOnly() bool {
+func appOnly(op Operation) bool {
 	return op == OpCreateComplianceJob || op == OpGetComplianceJob || op == OpListComplianceJobs
 }
 
@@ -60,7 +65,6 @@ type ComplianceJob struct {
 	Type              string    `json:"type"`
 	Name              string    `json:"name,omitempty"`
 	Status            string    `json:"status"`
-	Resumable         bool      `json:"resumable,omitempty"`
 	CreatedAt         time.Time `json:"created_at"`
 	UploadURL         string    `json:"upload_url"`
 	UploadExpiresAt   time.Time `json:"upload_expires_at"`
@@ -76,10 +80,10 @@ func (j *ComplianceJob) Active() bool { return j.Status == JobCreated || j.Statu
 type CreateComplianceJobOptions struct {
 	// Type is ComplianceTweets or ComplianceUsers.
 	Type string
-	// Name labels the job (at most 64 characters); optional.
+	// Name labels the job (at most 64 characters); optional. (X's
+	// `resumable` is not asked for: its upload URL then takes Cloud
+	// Storage's resumable protocol only, and a job's ids are a few MB.)
 	Name string
-	// Resumable asks for an upload URL that takes resumable uploads.
-	Resumable bool
 }
 
 // ComplianceResult is one line of a job's results: a post (or user) that X
@@ -89,8 +93,9 @@ type ComplianceResult struct {
 	ID string `json:"id"`
 	// Action is "delete" for every reason X documents.
 	Action string `json:"action"`
-	// Reason is deleted, suspended, deactivated, protected, bounced or
-	// scrub_geo (posts); deleted, suspended, protected or deactivated (users).
+	// Reason is deleted, bounced, protected, suspended or scrub_geo
+	// (posts), deleted, suspended, protected or deactivated (users), as X
+	// lists them; "" when the line has none.
 	Reason     string     `json:"reason"`
 	CreatedAt  *time.Time `json:"created_at,omitempty"`
 	RedactedAt *time.Time `json:"redacted_at,omitempty"`
@@ -141,20 +146,19 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 		return nil, nil, newInputError(op, "name", opts.Name, fmt.Sprintf("must be at most %d characters", MaxComplianceJobName))
 	}
 	body, err := json.Marshal(struct {
-		Type      string `json:"type"`
-		Name      string `json:"name,omitempty"`
-		Resumable bool   `json:"resumable,omitempty"`
-	}{opts.Type, opts.Name, opts.Resumable})
+		Type string `json:"type"`
+		Name string `json:"name,omitempty"`
+	}{opts.Type, opts.Name})
 	if err != nil {
 		return nil, nil, err
 	}
 	var job *ComplianceJob
 	resp, err := c.do(ctx, &call{
 		op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var err error
 			job, err = decodeJob(b)
-			return Billed{}, err
+			return billing.Billed{}, err
 		},
 	})
 	if err != nil {
@@ -173,13 +177,13 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 	var job *ComplianceJob
 	resp, err := c.do(ctx, &call{
 		op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			if detail, missing := onlyErrors(b); missing {
-				return Billed{}, &NotFoundError{Operation: op, ID: id, Detail: detail}
+				return billing.Billed{}, &NotFoundError{Operation: op, ID: id, Detail: detail}
 			}
 			var err error
 			job, err = decodeJob(b)
-			return Billed{}, err
+			return billing.Billed{}, err
 		},
 	})
 	var nf *NotFoundError
@@ -214,20 +218,20 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 	var jobs []ComplianceJob
 	resp, err := c.do(ctx, &call{
 		op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var w struct {
 				Data []ComplianceJob `json:"data"`
 			}
 			if err := decodeSmall(b, &w, func() error { return nil }); err != nil {
-				return Billed{}, err
+				return billing.Billed{}, err
 			}
 			for i, j := range w.Data {
 				if j.ID == "" {
-					return Billed{}, shapef("data[%d] has no id", i)
+					return billing.Billed{}, shapef("data[%d] has no id", i)
 				}
 			}
 			jobs = w.Data
-			return Billed{}, nil
+			return billing.Billed{}, nil
 		},
 	})
 	if err != nil {
@@ -253,31 +257,32 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 		body.WriteString(id)
 		body.WriteByte('\n')
 	}
-	resp, err := c.storageCall(ctx, op, "upload_url", job.UploadURL, http.MethodPut, body.Bytes(),
-		func([]byte) (Billed, error) { return Billed{}, nil })
+	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(),
+		decode: func([]byte) (billing.Billed, error) { return billing.Billed{}, nil }}, "upload_url", job.UploadURL)
 	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
 }
 
 // DownloadComplianceResults reads a complete job's results from its
 // download URL, without the app's token: one JSON object per line, for the
-// ids X reports only.
-func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob) ([]ComplianceResult, *Response, error) {
+// ids X reports only. Each result is passed to each as its line is read, so
+// a file of any size is read with one line in memory; a line longer than
+// MaxComplianceResultLine, or one that is not a result with an id, is a
+// *MalformedResponseError naming it. An attempt retried after a transient
+// fault reads the file again from its first line.
+func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob, each func(ComplianceResult)) (*Response, error) {
 	const op = OpDownloadComplianceResults
 	if job == nil {
-		return nil, nil, newInputError(op, "job", "", "is nil")
+		return nil, newInputError(op, "job", "", "is nil")
 	}
-	var results []ComplianceResult
-	resp, err := c.storageCall(ctx, op, "download_url", job.DownloadURL, http.MethodGet, nil,
-		func(b []byte) (Billed, error) {
-			var err error
-			results, err = decodeComplianceResults(b)
-			return Billed{}, err
-		})
-	if err != nil {
-		return nil, resp, storageHint(err, "the download URL serves the results of a complete job for a week after it was created")
-	}
-	return results, resp, nil
+	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodGet, stream: func(body io.Reader) error {
+		return readComplianceResults(body, each)
+	}}, "download_url", job.DownloadURL)
+	return resp, storageHint(err, "the download URL serves the results of a complete job for a week after it was created")
 }
+
+// MaxComplianceResultLine is the longest line of a job's results read: X's
+// lines (an id, an action, a reason and two dates) are about 150 bytes.
+const MaxComplianceResultLine = 64 << 10
 
 // storageCall sends a request to one of a job's storage URLs through the
 // client's retry, rate-limit and metering rules, but on the storage client
@@ -286,11 +291,11 @@ func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJ
 // reached is judged for the storage host alone: an answer from the API
 // says nothing of it, and a storage host nothing answers is given up on
 // after MaxAttempts, as a wrong base URL is.
-func (c *Client) storageCall(ctx context.Context, op Operation, param, rawURL, method string, body []byte, decode func([]byte) (Billed, error)) (*Response, error) {
+func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		// The value is a signed URL: InputError leaves long values out.
-		return nil, newInputError(op, param, rawURL, "must be the absolute http(s) URL the API gave for the job")
+		return nil, newInputError(cl.op, param, rawURL, "must be the absolute http(s) URL the API gave for the job")
 	}
 	hc := c.storage
 	if hc == nil {
@@ -307,11 +312,11 @@ func (c *Client) storageCall(ctx context.Context, op Operation, param, rawURL, m
 		return nil, err
 	}
 	// The signed query is sent back exactly as given, not re-encoded.
-	path := u.EscapedPath()
+	cl.path = u.EscapedPath()
 	if u.RawQuery != "" {
-		path += "?" + u.RawQuery
+		cl.path += "?" + u.RawQuery
 	}
-	return sc.do(ctx, &call{op: op, method: method, path: path, body: body, decode: decode})
+	return sc.do(ctx, cl)
 }
 
 // plainText sends request bodies as text/plain: an upload is a text file
@@ -390,35 +395,36 @@ func onlyErrors(body []byte) (detail string, ok bool) {
 	return e.Detail, true
 }
 
-// decodeComplianceResults reads newline-delimited JSON results. Blank lines
-// are skipped; a line that is not a result with an id is an error naming it.
-func decodeComplianceResults(body []byte) ([]ComplianceResult, error) {
-	var out []ComplianceResult
-	for n := 1; len(body) > 0; n++ {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			body = nil
-		}
-		line = bytes.TrimSpace(line)
+// readComplianceResults reads newline-delimited JSON results, passing each
+// to each. Blank lines are skipped; a line that is not a result with an id
+// is an error naming it.
+func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 4096), MaxComplianceResultLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
 		var r ComplianceResult
 		if err := unmarshalObject(validText(line), &r); err != nil {
 			if isSyntaxError(err) {
-				return nil, fmt.Errorf("results line %d: %w", n, err)
+				return fmt.Errorf("results line %d: %w", n, err)
 			}
-			return nil, shapef("results line %d: %v", n, err)
+			return shapef("results line %d: %v", n, err)
 		}
 		if r.ID == "" {
-			return nil, shapef("results line %d has no id", n)
+			return shapef("results line %d has no id", n)
 		}
 		if !ValidID(r.ID) {
-			return nil, shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
+			return shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
 		}
-		out = append(out, r)
+		each(r)
 	}
-	return out, nil
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return shapef("results line %d is longer than %d bytes", n+1, MaxComplianceResultLine)
+	}
+	return sc.Err()
 }

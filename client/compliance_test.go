@@ -3,7 +3,9 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +83,8 @@ func TestComplianceStorageGetsTheJobURLsWithoutTheToken(t *testing.T) {
 	if _, err := c.UploadComplianceIDs(ctx, job, []string{"1", "2", "3"}); err != nil {
 		t.Fatal(err)
 	}
-	results, _, err := c.DownloadComplianceResults(ctx, job)
-	if err != nil {
+	var results []ComplianceResult
+	if _, err := c.DownloadComplianceResults(ctx, job, func(r ComplianceResult) { results = append(results, r) }); err != nil {
 		t.Fatal(err)
 	}
 	reqs := storage.Requests()
@@ -109,6 +111,43 @@ func TestComplianceStorageGetsTheJobURLsWithoutTheToken(t *testing.T) {
 	u := c.Meter().Usage("", OpUploadComplianceIDs)
 	if u.Requests != 2 || u.OK != 1 || u.Retries != 1 || c.Meter().Usage("", OpDownloadComplianceResults).OK != 1 {
 		t.Errorf("meter %+v", c.Meter().Snapshot())
+	}
+}
+
+// A job's results are read as a stream, line by line, whatever their size:
+// a file of 200,000 lines, past the cap of a response body, is read whole;
+// one cut short is read again from its first line; a line longer than
+// MaxComplianceResultLine is an error naming it.
+func TestComplianceResultsOfAnySizeAreRead(t *testing.T) {
+	var body string
+	storage := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 { // cut short after a line and a half
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte(body[:(strings.IndexByte(body, '\n')+1)*3/2]))
+			return
+		}
+		writeJSON(w, 200, body)
+	})
+	c := newComplianceClient(t, newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) {}), storage)
+	job := &ComplianceJob{ID: "1", DownloadURL: storage.URL + "/r"}
+	var b strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&b, `{"id":"%d","action":"delete","created_at":"2021-08-07T18:34:13.000Z","redacted_at":"2021-08-10T16:20:47.209Z","reason":"deleted"}`+"\n", 1_400_000_000_000_000_000+i)
+	}
+	body = b.String()
+	if len(body) <= DefaultMaxResponseBytes {
+		t.Fatalf("the file is %d bytes, not past the cap", len(body))
+	}
+	n, last := 0, ""
+	resp, err := c.DownloadComplianceResults(context.Background(), job, func(r ComplianceResult) { n, last = n+1, r.ID })
+	if err != nil || resp.Attempts != 2 || n != 200_001 || last != "1400000000000199999" {
+		t.Fatalf("%d attempts read %d results, the last %s: %v; want the first line, then the 200,000 of the second attempt", resp.Attempts, n, last, err)
+	}
+	body = `{"id":"1","action":"delete","reason":"deleted"}` + "\n" + `{"id":"2","reason":"` + strings.Repeat("x", MaxComplianceResultLine) + `"}`
+	_, err = c.DownloadComplianceResults(context.Background(), job, func(ComplianceResult) {})
+	if !errors.Is(err, ErrMalformedResponse) || !strings.Contains(err.Error(), "line 2 is longer than") {
+		t.Errorf("a line past the cap: %v", err)
 	}
 }
 
@@ -197,7 +236,7 @@ func TestComplianceBadResultsAndInputs(t *testing.T) {
 	job := &ComplianceJob{ID: "1", UploadURL: "/relative?X-Goog-Signature=secretsecretsecretsecret", DownloadURL: storage.URL + "/r"}
 	for _, b := range []string{`{"id":"1"}` + "\n" + `{"action":"delete"}`, `{"id":"1"}` + "\n[1]"} {
 		body = b
-		_, _, err := c.DownloadComplianceResults(context.Background(), job)
+		_, err := c.DownloadComplianceResults(context.Background(), job, func(ComplianceResult) {})
 		if !errors.Is(err, ErrMalformedResponse) || !strings.Contains(err.Error(), "line 2") {
 			t.Errorf("%q: %v", b, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/cq-source-x/cq-source-x/billing"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -308,7 +309,7 @@ type mediaFields struct {
 //
 // Every id in the page must be an X id, and no post may be in it twice;
 // each post and expanded object is kept as valid Unicode (see validText).
-func decodePostPage(body []byte) (page *PostPage, res Billed, err error) {
+func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error) {
 	body = validText(body)
 	opts := bodyOptions(body)
 	var w postPageBody
@@ -316,9 +317,9 @@ func decodePostPage(body []byte) (page *PostPage, res Billed, err error) {
 		return nil, refusedBilled(body, opts), err
 	}
 	if len(w.Data) == 0 && w.Meta == nil && len(w.Errors) > 0 {
-		return nil, Billed{}, errorsOnly(w.Errors)
+		return nil, billing.Billed{}, errorsOnly(w.Errors)
 	}
-	refused := func(err error) (*PostPage, Billed, error) { return nil, refusedBilled(body, opts), err }
+	refused := func(err error) (*PostPage, billing.Billed, error) { return nil, refusedBilled(body, opts), err }
 	if w.Meta == nil || w.Meta.ResultCount == nil {
 		return refused(errNoMeta)
 	}
@@ -345,7 +346,7 @@ func decodePostPage(body []byte) (page *PostPage, res Billed, err error) {
 		return refused(err)
 	}
 	res = page.billed()
-	res.checkCount(page.Meta.ResultCount, len(page.Data))
+	res.CountMismatch = countMismatch(page.Meta.ResultCount, len(page.Data))
 	return page, res, nil
 }
 
@@ -373,8 +374,8 @@ func rawMessages(vs []rawValue) []json.RawMessage {
 }
 
 // resources are what a page holds, by billed type.
-func (p *PostPage) billed() Billed {
-	res := Billed{Posts: make([]string, 0, len(p.Data)+len(p.Includes.Tweets)), Media: len(p.Includes.Media)}
+func (p *PostPage) billed() billing.Billed {
+	res := billing.Billed{Posts: make([]string, 0, len(p.Data)+len(p.Includes.Tweets)), Media: len(p.Includes.Media)}
 	for i := range p.Data {
 		res.Posts = append(res.Posts, p.Data[i].ID)
 	}
@@ -397,10 +398,10 @@ type rawPageBody struct {
 // refusedBilled is what a body refused for its shape holds: the ids
 // that can be read, and a count of the posts whose ids cannot. A body that
 // is not JSON holds none that can be told.
-func refusedBilled(body []byte, opts jsonv2.Options) Billed {
+func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 	var w rawPageBody
 	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
-	res := Billed{Media: len(w.Includes.Media)}
+	res := billing.Billed{Media: len(w.Includes.Media)}
 	for _, objs := range [][]rawValue{w.Data, w.Includes.Tweets, w.Includes.Posts} {
 		for _, raw := range objs {
 			if id, ok := topLevelString(raw, "id"); ok && id != "" {
@@ -418,12 +419,14 @@ func refusedBilled(body []byte, opts jsonv2.Options) Billed {
 	return res
 }
 
-// checkCount notes a meta.result_count that disagrees with the posts a page
-// holds. What is billed is what the body holds, whatever its count says.
-func (r *Billed) checkCount(resultCount, posts int) {
-	if resultCount != posts {
-		r.mismatch = fmt.Sprintf("meta.result_count is %d but the page holds %d posts; billed: %d", resultCount, posts, posts)
+// countMismatch says how a meta.result_count disagrees with the posts a
+// page holds ("" when it does not). What is billed is what the body holds,
+// whatever its count says.
+func countMismatch(resultCount, posts int) string {
+	if resultCount == posts {
+		return ""
 	}
+	return fmt.Sprintf("meta.result_count is %d but the page holds %d posts; billed: %d", resultCount, posts, posts)
 }
 
 // decodeExpanded checks and indexes the includes the resources use: users,
@@ -718,8 +721,8 @@ func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 }
 
 // resources are the posts a folder page holds (its ids): each is billed.
-func (p *FolderPostsPage) billed() Billed {
-	var res Billed
+func (p *FolderPostsPage) billed() billing.Billed {
+	var res billing.Billed
 	for _, d := range p.Data {
 		if d.ID != "" {
 			res.Posts = append(res.Posts, d.ID)
@@ -728,7 +731,7 @@ func (p *FolderPostsPage) billed() Billed {
 		}
 	}
 	if p.counted {
-		res.checkCount(p.Meta.ResultCount, len(p.Data))
+		res.CountMismatch = countMismatch(p.Meta.ResultCount, len(p.Data))
 	}
 	return res
 }

@@ -383,7 +383,9 @@ func TestInvalidUTF8InFoldersAndComplianceResultsBecomesTheReplacementCharacter(
 	if err != nil || len(fp.Data) != 1 || fp.Data[0].Name != "bad \uFFFD" {
 		t.Errorf("folder page: %+v, %v", fp, err)
 	}
-	rs, err := decodeComplianceResults([]byte("{\"id\":\"7\",\"action\":\"delete\",\"reason\":\"del\xffeted\"}\n"))
+	var rs []ComplianceResult
+	err = readComplianceResults(strings.NewReader("{\"id\":\"7\",\"action\":\"delete\",\"reason\":\"del\xffeted\"}\n"),
+		func(r ComplianceResult) { rs = append(rs, r) })
 	if err != nil || len(rs) != 1 || rs[0].Reason != "del\uFFFDeted" {
 		t.Errorf("compliance results: %+v, %v", rs, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -28,7 +29,11 @@ type call struct {
 	pageSize int    // max_results asked for (0 = API default), for PostsUnread
 	// decode decodes a 2xx body and returns the billed resources it holds,
 	// also when it refuses the body for its shape (X billed them all the same).
-	decode func(body []byte) (Billed, error)
+	decode func(body []byte) (billing.Billed, error)
+	// stream, in place of decode, reads a 2xx body as it arrives, for a
+	// body of any size (nothing in it is billed). An attempt retried reads
+	// it again from the start.
+	stream func(body io.Reader) error
 }
 
 // attempts is what one call has been through so far.
@@ -44,6 +49,7 @@ type attempts struct {
 	faults         int // transient faults so far
 	rateLimitWaits int // 429s waited out
 	waitedForReset bool
+	streamErr      error // what stream returned of the last attempt's body
 }
 
 // do sends a call in named steps: acquire a request from the budget, send
@@ -108,7 +114,7 @@ func (c *Client) newAttempts(cl *call) *attempts {
 }
 
 // record adds to the meter row of the call's user and operation.
-func (c *Client) record(a *attempts, f func(u *Usage)) { c.meter.add(a.user, a.op, f) }
+func (c *Client) record(a *attempts, f func(u *billing.Usage)) { c.meter.Record(a.user, a.op, f) }
 
 // acquire reserves a request in the (user, operation) window, waiting for the
 // reset when the window is used up and the wait is within the cap.
@@ -121,7 +127,7 @@ func (c *Client) acquire(ctx context.Context, a *attempts) error {
 		log := c.log.With().Str("operation", string(a.op)).Str("user_id", a.user).
 			Int("limit", rate.Limit).Stringer("wait", wait).Logger()
 		if wait > c.waitCap {
-			c.record(a, func(u *Usage) { u.Refused++ })
+			c.record(a, func(u *billing.Usage) { u.Refused++ })
 			log.Warn().Stringer("wait_cap", c.waitCap).Msg("x api: request budget of the window used up, and its reset is past the wait cap: not sending")
 			return &RateLimitError{Rate: rate, Operation: a.op, Budget: true, Wait: wait, Waited: a.waitedForReset}
 		}
@@ -143,7 +149,7 @@ func (c *Client) waitForWindow(ctx context.Context, a *attempts, wait time.Durat
 	a.waitedForReset = true
 	a.paused += wait
 	a.resp.Waited += wait
-	c.record(a, func(u *Usage) { u.RateLimitWaits++; u.Waited += wait })
+	c.record(a, func(u *billing.Usage) { u.RateLimitWaits++; u.Waited += wait })
 	return nil
 }
 
@@ -171,20 +177,26 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 		req.Header.Set("Content-Type", "application/json")
 	}
 	a.resp.Attempts++
-	c.record(a, func(u *Usage) { u.Requests++ })
+	c.record(a, func(u *billing.Usage) { u.Requests++ })
 	hr, err := c.http.Do(req)
 	deadlines.gotResponse()
 	now := c.clock.Now()
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, now)
-		c.record(a, func(u *Usage) { u.Errors++ })
+		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		return nil, nil, &transportError{deadlines.timedOut(err)}
 	}
 	c.answered.Store(true)
 	// The transport may have put the Authorization header on the request
 	// it returns; hand back the request as built here instead.
 	hr.Request = req
-	body, readErr := c.readBody(hr)
+	var body []byte
+	var readErr error
+	if a.stream != nil && hr.StatusCode/100 == 2 {
+		readErr = a.streamBody(hr)
+	} else {
+		body, readErr = c.readBody(hr)
+	}
 	readErr = deadlines.timedOut(readErr)
 	rate, rateOK := parseRate(hr.Header)
 	a.resp.Response, a.resp.Rate = hr, rate
@@ -202,7 +214,7 @@ func (e *transportError) Unwrap() error { return e.err }
 // *RateLimitError when the wait is past the cap or the call has already
 // waited out MaxRateLimitWaits 429s.
 func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Response, body []byte) error {
-	c.record(a, func(u *Usage) { u.RateLimited++ })
+	c.record(a, func(u *billing.Usage) { u.RateLimited++ })
 	now := c.clock.Now()
 	rate := a.resp.Rate
 	// x-rate-limit-reset is the server's clock; ours may be off.
@@ -240,14 +252,14 @@ func (c *Client) checkResponse(a *attempts, hr *http.Response, body []byte, read
 	status := hr.StatusCode
 	switch {
 	case errors.Is(readErr, ErrResponseTooLarge):
-		c.record(a, func(u *Usage) { u.Errors++ })
+		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, status)
 		return &MalformedResponseError{Operation: a.op, Status: status, Response: hr,
 			Reason: fmt.Sprintf("body larger than the %d-byte cap", c.maxBody), Err: ErrResponseTooLarge}
 	case status/100 == 2:
 		return c.decode(a, hr, body, readErr)
 	}
-	c.record(a, func(u *Usage) { u.Errors++ })
+	c.record(a, func(u *billing.Usage) { u.Errors++ })
 	apiErr := newAPIError(a.op, hr, body)
 	if status/100 == 3 {
 		apiErr.Hint = "the API answered with a redirect, which the client does not follow; check the base URL"
@@ -261,11 +273,17 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		return &MalformedResponseError{Operation: a.op, Status: hr.StatusCode, Response: hr, Reason: reason, Err: err, unreadable: unreadable}
 	}
 	if readErr != nil {
-		c.record(a, func(u *Usage) { u.Errors++ })
+		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, hr.StatusCode)
 		return malformed("body was cut short", readErr, true)
 	}
-	res, err := a.decode(body)
+	var res billing.Billed
+	var err error
+	if a.stream != nil {
+		err = a.streamErr
+	} else {
+		res, err = a.decode(body)
+	}
 	var eo *ErrorsOnlyError
 	switch {
 	case err == nil:
@@ -273,10 +291,10 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		return nil
 	case errors.As(err, &eo):
 		eo.Operation, eo.Status, eo.Response = a.op, hr.StatusCode, hr
-		c.record(a, func(u *Usage) { u.Errors++ })
+		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		return eo
 	case isSyntaxError(err):
-		c.record(a, func(u *Usage) { u.Errors++ })
+		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, hr.StatusCode)
 		reason := "body was not valid JSON"
 		var se *jsontext.SyntacticError
@@ -287,27 +305,26 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 	}
 	// Read whole, but not what the operation returns: the posts in it were
 	// billed, and would be again if it were asked for again.
-	c.record(a, func(u *Usage) { u.Errors++ })
+	c.record(a, func(u *billing.Usage) { u.Errors++ })
 	c.bill(a, res, false)
 	return malformed("body was valid JSON but not what this operation returns", err, false)
 }
 
 // bill meters the resources of a 2xx body (ok: it was decoded) and reports a
 // meta.result_count that disagrees with the posts the body held.
-func (c *Client) bill(a *attempts, res Billed, ok bool) {
+func (c *Client) bill(a *attempts, res billing.Billed, ok bool) {
 	a.resp.PostsReturned = len(res.Posts) + res.UnknownPosts
-	c.meter.bill(a.user, a.op, c.clock.Now(), res, ok)
-	if res.mismatch != "" {
-		c.record(a, func(u *Usage) { u.CountMismatches++ })
-		c.log.Warn().Str("operation", string(a.op)).Str("user_id", a.user).Msg("x api: " + res.mismatch)
+	c.meter.Bill(a.user, a.op, c.clock.Now(), res, ok)
+	if res.CountMismatch != "" {
+		c.log.Warn().Str("operation", string(a.op)).Str("user_id", a.user).Msg("x api: " + res.CountMismatch)
 	}
 }
 
 // recordUnread meters a 2xx post page whose body could not be read: X billed
 // its posts, at most the page size asked for, but how many is not known.
 func (c *Client) recordUnread(a *attempts, status int) {
-	if status/100 == 2 && a.op.returnsPosts() {
-		c.record(a, func(u *Usage) { u.PostsUnread += pageSizeOrDefault(a.pageSize) })
+	if status/100 == 2 && returnsPosts(a.op) {
+		c.record(a, func(u *billing.Usage) { u.PostsUnread += pageSizeOrDefault(a.pageSize) })
 	}
 }
 
@@ -363,7 +380,7 @@ func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fa
 		return false, c.ctxError(a.op, ctx, err)
 	}
 	a.resp.Waited += d
-	c.record(a, func(u *Usage) { u.Retries++; u.Backoff += d })
+	c.record(a, func(u *billing.Usage) { u.Retries++; u.Backoff += d })
 	return true, nil
 }
 
@@ -441,6 +458,30 @@ func (c *Client) readBody(hr *http.Response) ([]byte, error) {
 			return b, err
 		}
 	}
+}
+
+// streamBody hands a 2xx body to the call's stream and closes it. It
+// returns the error of a read of the body (the body was cut short), and
+// keeps what the stream said of what it read in streamErr.
+func (a *attempts) streamBody(hr *http.Response) error {
+	defer hr.Body.Close()
+	r := &bodyReader{r: hr.Body}
+	a.streamErr = a.stream(r)
+	return r.err
+}
+
+// bodyReader keeps the error of a read, other than the end of the body.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
 
 // jitter is the full-jitter backoff before retry n (1-based).

@@ -28,7 +28,8 @@
 // response's x-rate-limit-* headers, and waits for the window to reset rather
 // than send a request the server would answer with 429. All waiting goes
 // through an injected clock.Clock, so tests run rate-limit waits in virtual
-// time. A Meter counts requests, billed posts and waits per (user, operation).
+// time. Its meter (billing.Meter) counts requests, what X bills and waits
+// per (user, operation): each endpoint says what its answers bill.
 // Retries, waits and refusals are logged to a zerolog.Logger (WithLogger).
 //
 // A Client is safe for concurrent use by several goroutines.

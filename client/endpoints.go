@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 // Me resolves the user behind the token: GET /2/users/me. Its budget and
@@ -14,12 +16,12 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 	var u *User
 	resp, err := c.do(ctx, &call{
 		op: OpUsersMe, method: http.MethodGet, path: "/2/users/me",
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var err error
 			if u, err = decodeUser(b); err != nil {
-				return Billed{}, err
+				return billing.Billed{}, err
 			}
-			return Billed{Users: []string{u.ID}}, nil
+			return billing.Billed{Users: []string{u.ID}}, nil
 		},
 	})
 	if err != nil {
@@ -69,10 +71,11 @@ func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOpti
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks", query: q, pageSize: opts.MaxResults,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var err error
-			var res Billed
+			var res billing.Billed
 			page, res, err = decodePostPage(b)
+			res.Owned = true // X's owned read: the bookmarks of the app's owner (Meter.SetOwnedReads)
 			return res, err
 		},
 	})
@@ -114,10 +117,10 @@ func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOption
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var err error
 			page, err = decodeFolderPage(b)
-			return Billed{}, err
+			return billing.Billed{}, err
 		},
 	})
 	if err != nil {
@@ -143,7 +146,7 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders/" + folderID, query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var err error
 			page, err = decodeFolderPostsPage(b)
 			return page.billed(), err // a refused page's posts were billed too
@@ -169,7 +172,8 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 }
 
 // changeBookmark sends the request of op for the user's bookmark of postID
-// and returns data.bookmarked.
+// and returns data.bookmarked. X bills the request ("Bookmark", a write,
+// per request) when it answers with its data, whatever that says.
 func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
 	if err := validID(op, "user id", userID); err != nil {
 		return false, nil, err
@@ -180,10 +184,10 @@ func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userI
 	var bookmarked bool
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: method, path: "/2/users/" + userID + "/bookmarks" + pathTail, body: body,
-		decode: func(b []byte) (Billed, error) {
+		decode: func(b []byte) (billing.Billed, error) {
 			var err error
 			bookmarked, err = decodeBookmarked(b)
-			return Billed{}, err
+			return billing.Billed{Writes: 1}, err
 		},
 	})
 	if err != nil {

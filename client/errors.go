@@ -207,9 +207,9 @@ func (e *APIError) Is(target error) bool {
 	case ErrForbidden:
 		return e.Status == http.StatusForbidden
 	case ErrAppOnlyToken:
-		return e.Status == http.StatusForbidden && titleIs(e.Title, "Unsupported Authentication") && !e.Operation.appOnly()
+		return e.Status == http.StatusForbidden && titleIs(e.Title, "Unsupported Authentication") && !appOnly(e.Operation)
 	case ErrUserContextToken:
-		return e.Status == http.StatusForbidden && titleIs(e.Title, "Unsupported Authentication") && e.Operation.appOnly()
+		return e.Status == http.StatusForbidden && titleIs(e.Title, "Unsupported Authentication") && appOnly(e.Operation)
 	case ErrClientNotEnrolled:
 		return e.Status == http.StatusForbidden &&
 			(titleIs(e.Title, "Client Forbidden") || titleIs(e.Reason, "client-not-enrolled"))
@@ -459,7 +459,7 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 		e.Hint = HintAppOnlyToken
 	case e.Is(ErrUserContextToken):
 		e.Hint = HintUserContextToken
-	case e.Is(ErrUnauthorized) && op.appOnly():
+	case e.Is(ErrUnauthorized) && appOnly(op):
 		e.Hint = HintAppUnauthorized
 	case e.Is(ErrClientNotEnrolled):
 		e.Hint = HintClientNotEnrolled

@@ -2,17 +2,19 @@ package client
 
 import (
 	"context"
-	"errors"
 	"math"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/rs/zerolog"
 )
+
+// x are X's rates.
+var x = billing.DefaultRates()
 
 func TestMeter_CountsRequestsPostsWaitsAndCostPerUserAndOperation(t *testing.T) {
 	var clk *recClock
@@ -37,7 +39,9 @@ func TestMeter_CountsRequestsPostsWaitsAndCostPerUserAndOperation(t *testing.T) 
 			writeJSON(w, 200, pageBody(100, 5, "NEXT"))
 		}
 	})
-	m := NewMeter(0.001)
+	rates := x
+	rates.Post = 0.001
+	m := billing.NewMeter(rates)
 	c, clk0 := newTestClient(t, ts, nil, WithMeter(m))
 	clk = clk0
 	ctx := context.Background()
@@ -77,7 +81,7 @@ func TestMeter_CountsRequestsPostsWaitsAndCostPerUserAndOperation(t *testing.T) 
 	lb := m.Usage("2", OpListBookmarks)
 	backoff := clk.Sleeps()[0]
 	// The three pages hold the same 5 posts: billed once in the UTC day.
-	want := Usage{UserID: "2", Operation: OpListBookmarks, Requests: 6, OK: 3, PostsReturned: 15, PostsBilled: 5, RateLimited: 1,
+	want := billing.Usage{UserID: "2", Operation: OpListBookmarks, Requests: 6, OK: 3, PostsReturned: 15, PostsBilled: 5, RateLimited: 1,
 		RateLimitWaits: 1, Waited: lb.Waited, Retries: 1, Backoff: backoff, Errors: 2, PostsUSD: lb.PostsUSD, USD: lb.USD}
 	// The reset header is in whole seconds, so the wait is the minute, the
 	// margin and what was left of the second.
@@ -93,34 +97,34 @@ func TestMeter_CountsRequestsPostsWaitsAndCostPerUserAndOperation(t *testing.T) 
 	if gf := m.Usage("2", OpGetFolder); gf.PostsReturned != 2 || gf.PostsBilled != 2 || gf.Requests != 1 || gf.OK != 1 {
 		t.Errorf("get_folder usage %+v", gf)
 	}
-	if me := m.Usage("", OpUsersMe); me.UsersReturned != 1 || me.UsersBilled != 1 || me.USD != DefaultUSDPerUser {
+	if me := m.Usage("", OpUsersMe); me.UsersReturned != 1 || me.UsersBilled != 1 || me.USD != x.User {
 		t.Errorf("users_me bills its user: %+v", me)
 	}
 	if lf := m.Usage("2", OpListFolders); lf.PostsReturned != 0 || lf.USD != 0 {
 		t.Errorf("list_folders bills no posts: %+v", lf)
 	}
+	// X bills a bookmark write per request.
+	if add := m.Usage("1", OpAddBookmark); add.WritesBilled != 1 || add.WritesUSD != x.Write || add.USD != x.Write {
+		t.Errorf("add_bookmark bills its request: %+v", add)
+	}
 	tot := m.Total()
 	if tot.Requests != 10 || tot.OK != 7 || tot.PostsReturned != 17 || tot.PostsBilled != 7 || tot.Errors != 2 ||
-		math.Abs(tot.USD-(7*0.001+DefaultUSDPerUser)) > 1e-12 || tot.UserID != "" {
+		math.Abs(tot.USD-(7*0.001+x.User+x.Write)) > 1e-12 || tot.UserID != "" {
 		t.Errorf("total %+v", tot)
 	}
 }
 
-func TestMeter_DefaultRate(t *testing.T) {
-	for _, r := range []float64{0, -1, math.NaN(), math.Inf(1)} {
-		if got := NewMeter(r).USDPerPost(); got != DefaultUSDPerPost {
-			t.Errorf("NewMeter(%v) rate %v", r, got)
-		}
-	}
+// A client without WithMeter has a meter of its own, at X's rates.
+func TestMeter_AClientHasOneAtXsRates(t *testing.T) {
 	c, _ := New(nil)
-	if c.Meter() == nil || c.Meter().USDPerPost() != 0.005 {
-		t.Error("a client without WithMeter has no default meter")
+	if c.Meter() == nil || c.Meter().Rates() != billing.DefaultRates() {
+		t.Error("a client without WithMeter has no meter at X's rates")
 	}
 }
 
 func TestMeter_IsSafeForConcurrentUseAcrossClients(t *testing.T) {
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, pageBody(100, 2, "")) })
-	m := NewMeter(DefaultUSDPerPost)
+	m := billing.NewMeter(billing.DefaultRates())
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		c, _ := newTestClient(t, ts, nil, WithMeter(m))
@@ -134,7 +138,7 @@ func TestMeter_IsSafeForConcurrentUseAcrossClients(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if u := m.Usage(testUser, OpListBookmarks); u.Requests != 100 || u.PostsReturned != 200 || u.PostsBilled != 2 || math.Abs(u.USD-2*DefaultUSDPerPost) > 1e-9 {
+	if u := m.Usage(testUser, OpListBookmarks); u.Requests != 100 || u.PostsReturned != 200 || u.PostsBilled != 2 || math.Abs(u.USD-2*x.Post) > 1e-9 {
 		t.Errorf("usage %+v", u)
 	}
 }
@@ -171,7 +175,7 @@ func TestMeter_USDIsPostsBilledTimesTheRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := c.Meter().Usage(testUser, OpListBookmarks)
-	if u.PostsReturned != 10 || u.PostsBilled != 10 || u.PostsUnread != 90 || math.Abs(u.USD-10*DefaultUSDPerPost) > 1e-12 {
+	if u.PostsReturned != 10 || u.PostsBilled != 10 || u.PostsUnread != 90 || math.Abs(u.USD-10*x.Post) > 1e-12 {
 		t.Errorf("usage %+v; want 10 posts billed, 90 unread, USD 10 × rate", u)
 	}
 }
@@ -182,7 +186,7 @@ func TestMeter_BillsAResourceOncePerUTCDay(t *testing.T) {
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, pageBody(100, 3, "")) })
 	c, clk := newTestClient(t, ts, nil)
 	clk.Set(time.Date(2026, 1, 15, 23, 0, 0, 0, time.UTC))
-	read := func() Usage {
+	read := func() billing.Usage {
 		t.Helper()
 		if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
 			t.Fatal(err)
@@ -212,7 +216,7 @@ func TestMeter_BillsExpandedPostsAndUsersAtTheirRates(t *testing.T) {
 		"includes":{"users":[{"id":"7","name":"A","username":"a"},{"id":"8","name":"B","username":"b"}],"media":[{"media_key":"3_1","type":"photo"}],
 		"tweets":[{"id":"11","author_id":"8","text":"quoted"}]},"meta":{"result_count":2}}`
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, body) })
-	m := NewMeterWithRates(Rates{Post: 0.005, OwnedPost: 0.001, User: 0.01})
+	m := billing.NewMeter(billing.Rates{Post: 0.005, OwnedPost: 0.001, User: 0.01})
 	c, _ := newTestClient(t, ts, nil, WithMeter(m))
 	page, resp, err := c.ListBookmarks(context.Background(), testUser, ListOptions{})
 	if err != nil {
@@ -240,7 +244,7 @@ func TestMeter_OwnedReadsPriceTheOwnersBookmarkPostsOnly(t *testing.T) {
 		}
 		writeJSON(w, 200, pageBody(100, 4, ""))
 	})
-	m := NewMeterWithRates(DefaultRates())
+	m := billing.NewMeter(billing.DefaultRates())
 	m.SetOwnedReads(testUser, true)
 	c, _ := newTestClient(t, ts, nil, WithMeter(m))
 	if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
@@ -249,10 +253,10 @@ func TestMeter_OwnedReadsPriceTheOwnersBookmarkPostsOnly(t *testing.T) {
 	if _, _, err := c.GetFolder(context.Background(), testUser, "9", PageOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if u := m.Usage(testUser, OpListBookmarks); !u.OwnedReads || math.Abs(u.USD-4*DefaultUSDPerOwnedPost) > 1e-12 {
+	if u := m.Usage(testUser, OpListBookmarks); !u.OwnedReads || math.Abs(u.USD-4*x.OwnedPost) > 1e-12 {
 		t.Errorf("list_bookmarks %+v; want 4 posts at the owned rate", u)
 	}
-	if u := m.Usage(testUser, OpGetFolder); u.OwnedReads || math.Abs(u.USD-2*DefaultUSDPerPost) > 1e-12 {
+	if u := m.Usage(testUser, OpGetFolder); u.OwnedReads || math.Abs(u.USD-2*x.Post) > 1e-12 {
 		t.Errorf("get_folder %+v; want 2 posts at the post rate", u)
 	}
 }
@@ -262,7 +266,7 @@ func TestMeter_OwnedReadsPriceTheOwnersBookmarkPostsOnly(t *testing.T) {
 func TestMeter_RestoreBilledContinuesTheSameUTCDay(t *testing.T) {
 	ts := newTestServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, 200, pageBody(100, 3, "")) })
 	c, clk := newTestClient(t, ts, nil)
-	c.Meter().RestoreBilled(testUser, utcDay(clk.Now()), []string{"100", "99", "5"}, []string{"7"})
+	c.Meter().RestoreBilled(testUser, clk.Now().UTC().Format(time.DateOnly), []string{"100", "99", "5"}, []string{"7"})
 	if _, _, err := c.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +274,7 @@ func TestMeter_RestoreBilledContinuesTheSameUTCDay(t *testing.T) {
 		t.Errorf("restored today: %+v; want 1 of 3 billed", u)
 	}
 	c2, clk2 := newTestClient(t, ts, nil)
-	c2.Meter().RestoreBilled(testUser, utcDay(clk2.Now().AddDate(0, 0, -1)), []string{"100", "99", "98"}, nil)
+	c2.Meter().RestoreBilled(testUser, clk2.Now().AddDate(0, 0, -1).UTC().Format(time.DateOnly), []string{"100", "99", "98"}, nil)
 	if _, _, err := c2.ListBookmarks(context.Background(), testUser, ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +297,7 @@ func TestMeter_BillsWhatTheBodyHoldsNotItsResultCount(t *testing.T) {
 			t.Fatalf("result_count %s: %v", count, err)
 		}
 		u := c.Meter().Usage(testUser, OpListBookmarks)
-		if resp.PostsReturned != 2 || u.PostsReturned != 2 || u.PostsBilled != 2 || u.CountMismatches != 1 || math.Abs(u.USD-2*DefaultUSDPerPost) > 1e-12 {
+		if resp.PostsReturned != 2 || u.PostsReturned != 2 || u.PostsBilled != 2 || u.CountMismatches != 1 || math.Abs(u.USD-2*x.Post) > 1e-12 {
 			t.Errorf("result_count %s: usage %+v", count, u)
 		}
 		if !strings.Contains(logs.String(), "meta.result_count is "+count+" but the page holds 2 posts") {
@@ -318,60 +322,5 @@ func TestMeter_FolderPagesBillTheirIDsNotTheirResultCount(t *testing.T) {
 		if u := c.Meter().Usage(testUser, OpGetFolder); u.PostsReturned != 2 || u.PostsBilled != 2 || u.CountMismatches != mismatches {
 			t.Errorf("%s: usage %+v", body, u)
 		}
-	}
-}
-
-// A user's ledger of the day is put away by the last reader billing the
-// user's reads to leave, and brought back by the next to enter: resources
-// read again that day are still billed once, and between readers the meter
-// holds none of it.
-func TestMeter_TheLastReaderOutPutsTheLedgerAway(t *testing.T) {
-	m := NewMeter(0)
-	now := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
-	var stored [][]string
-	loads := 0
-	load := func() (string, []string, []string, error) {
-		loads++
-		if len(stored) == 0 {
-			return "", nil, nil, nil
-		}
-		return "2026-01-15", stored[len(stored)-1], nil, nil
-	}
-	store := func() error {
-		_, posts, _ := m.BilledToday(testUser)
-		stored = append(stored, posts.IDs())
-		return nil
-	}
-	bill := func(ids ...string) { m.bill(testUser, OpListBookmarks, now, Billed{Posts: ids}, true) }
-	_ = m.EnterBilling(testUser, load)
-	_ = m.EnterBilling(testUser, load)
-	bill("1", "2")
-	_ = m.LeaveBilling(testUser, store)
-	if len(stored) != 0 || !m.HoldsBilled(testUser) {
-		t.Fatalf("put away while a reader is still billing: %v", stored)
-	}
-	_ = m.LeaveBilling(testUser, store)
-	if len(stored) != 1 || m.HoldsBilled(testUser) || loads != 1 {
-		t.Fatalf("the last reader out: stored %v, held %v, %d loads", stored, m.HoldsBilled(testUser), loads)
-	}
-	_ = m.EnterBilling(testUser, load)
-	bill("2", "3")
-	_ = m.LeaveBilling(testUser, store)
-	if u := m.Usage(testUser, OpListBookmarks); u.PostsBilled != 3 || loads != 2 || !slices.Equal(stored[1], []string{"1", "2", "3"}) {
-		t.Errorf("%d billed (want 3), %d loads, stored %v", u.PostsBilled, loads, stored)
-	}
-}
-
-// A ledger that could not be brought back is not stored over the one put
-// away: the next reader tries the load again.
-func TestMeter_ALedgerThatCouldNotBeBroughtBackIsNotStored(t *testing.T) {
-	m := NewMeter(0)
-	failing := func() (string, []string, []string, error) { return "", nil, nil, errors.New("backend down") }
-	if err := m.EnterBilling(testUser, failing); err == nil {
-		t.Fatal("a failed load reported no error")
-	}
-	m.bill(testUser, OpListBookmarks, time.Now(), Billed{Posts: []string{"1"}}, true)
-	if err := m.LeaveBilling(testUser, func() error { t.Error("stored"); return nil }); err != nil || !m.HoldsBilled(testUser) {
-		t.Errorf("leave: %v, held %v", err, m.HoldsBilled(testUser))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/rs/zerolog"
 )
 
@@ -142,7 +143,7 @@ func TestAutoSwitchesToThePostsNamingOnceXRefusesTheTweetsNaming(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	meter := NewMeter(0)
+	meter := billing.NewMeter(billing.DefaultRates())
 	f := Fields{TweetFields: []string{"created_at", "author_id", "note_tweet"}, Expansions: []string{"referenced_tweets.id"}}
 	for _, user := range []string{"1001", "1002", "1001"} {
 		c, _ := newTestClient(t, ts, nil, WithNamingPolicy(policy), WithMeter(meter), WithLogger(zerolog.New(&log)))

@@ -352,7 +352,7 @@ func TestRetry_TruncatedBodyIsRetriedAndMeteredAsUnread(t *testing.T) {
 	u := c.Meter().Usage(testUser, OpListBookmarks)
 	// The cut page was billed, but for how many posts is not known: it is
 	// counted as unread (at most its page size), not priced.
-	if u.PostsReturned != 5 || u.PostsUnread != 5 || u.Errors != 1 || u.OK != 1 || u.USD != 5*DefaultUSDPerPost {
+	if u.PostsReturned != 5 || u.PostsUnread != 5 || u.Errors != 1 || u.OK != 1 || u.USD != 5*x.Post {
 		t.Errorf("usage %+v", u)
 	}
 }
@@ -398,7 +398,7 @@ func TestNoRetry_WellFormedBodyOfTheWrongShape(t *testing.T) {
 		if !errors.Is(err, ErrMalformedResponse) || ts.Count() != 1 || resp.Attempts != 1 || len(clk.Sleeps()) != 0 {
 			t.Errorf("%s: %d requests, sleeps %v, err %v", body, ts.Count(), clk.Sleeps(), err)
 		}
-		if u := c.Meter().Usage(testUser, OpListBookmarks); u.PostsReturned != posts || u.PostsUnread != 0 || u.USD != float64(posts)*DefaultUSDPerPost {
+		if u := c.Meter().Usage(testUser, OpListBookmarks); u.PostsReturned != posts || u.PostsUnread != 0 || u.USD != float64(posts)*x.Post {
 			t.Errorf("%s: usage %+v; want %d posts billed", body, u, posts)
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 // Operation names one endpoint. The names are used as keys of limits, budgets
-// and meter rows (docs/architecture.md, "Operations and limits").
-type Operation string
+// and meter rows (docs/architecture.md, "Operations and limits"): the type
+// is the meter's.
+type Operation = billing.Operation
 
 const (
 	OpListBookmarks  Operation = "list_bookmarks"  // GET /2/users/:id/bookmarks
@@ -29,7 +32,7 @@ func Operations() []Operation {
 
 // returnsPosts reports whether the operation's pages are post resources that
 // are billed per post (meta.result_count).
-func (op Operation) returnsPosts() bool {
+func returnsPosts(op Operation) bool {
 	return op == OpListBookmarks || op == OpGetFolder
 }
 

@@ -1,9 +1,7 @@
 package compliance
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,155 +23,7 @@ import (
 // (bookmarked or referenced), and a post whose author X reports is acted on
 // as if X had reported the post itself, unless the post's own report asks
 // for more. What X says of each author is kept per scope (usersCheck), the
-// authors of each account's posts per account (authorship).
-
-// Authored is an archived post and its author's user id ("" when X gave
-// none).
-type Authored struct{ PostID, AuthorID string }
-
-// authorship is the posts of each author an account archived.
-type authorship map[uint64]ids.Sorted
-
-// addAuthors adds posts to the account's record of their authors. The
-// record is written the first time even with none: an account that has
-// one is known not to need seeding (Seed).
-func addAuthors(ctx context.Context, s *account.Session, posts []Authored) error {
-	key := account.AuthorsKey(s.UserID)
-	value, err := account.GetKey(ctx, s.State, key)
-	if err != nil {
-		return err
-	}
-	rec, err := unmarshalAuthors(value, "state "+strconv.Quote(key))
-	if err != nil {
-		return err
-	}
-	added := map[uint64][]uint64{}
-	for _, p := range posts {
-		author, ok1 := ids.Parse(p.AuthorID)
-		post, ok2 := ids.Parse(p.PostID)
-		if ok1 && ok2 && !rec[author].Has(post) {
-			added[author] = append(added[author], post)
-		}
-	}
-	if len(added) == 0 && value != "" {
-		return nil
-	}
-	for author, posts := range added {
-		rec[author] = rec[author].Union(ids.NewSorted(posts))
-	}
-	text, err := rec.marshal()
-	if err != nil {
-		return err
-	}
-	return account.SetKey(ctx, s.State, key, text)
-}
-
-// Seed records an account's referenced posts and the authors of its posts
-// from what the destination holds (the exporter's files:
-// archive.ReadAuthored), for an archive made before the walks recorded
-// them; Seeded tells whether it is needed.
-func Seed(ctx context.Context, s *account.Session, bookmarks, referenced []Authored) error {
-	refs := make([]uint64, 0, len(referenced))
-	for _, r := range referenced {
-		if n, ok := ids.Parse(r.PostID); ok {
-			refs = append(refs, n)
-		}
-	}
-	if err := addReferenced(ctx, s, ids.NewSorted(refs)); err != nil {
-		return err
-	}
-	return addAuthors(ctx, s, append(slices.Clip(bookmarks), referenced...))
-}
-
-// Seeded reports whether the account's walks (or Seed) recorded the
-// authors of its posts already.
-func Seeded(ctx context.Context, s *account.Session) (bool, error) {
-	value, err := account.GetKey(ctx, s.State, account.AuthorsKey(s.UserID))
-	return value != "", err
-}
-
-func loadAuthors(ctx context.Context, s *account.Session) (authorship, error) {
-	key := account.AuthorsKey(s.UserID)
-	value, err := account.GetKey(ctx, s.State, key)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalAuthors(value, "state "+strconv.Quote(key))
-}
-
-type authorsJSON struct {
-	Version int    `json:"version"`
-	Authors int    `json:"authors"`
-	Posts   string `json:"posts"`
-}
-
-const authorsVersion = 1
-
-// marshal encodes the record: per author, in id order, its id's delta from
-// the last, its number of posts and their ids' deltas (uvarints), packed.
-func (r authorship) marshal() (string, error) {
-	var raw []byte
-	var prev uint64
-	for _, author := range slices.Sorted(maps.Keys(r)) {
-		raw = binary.AppendUvarint(raw, author-prev)
-		raw = binary.AppendUvarint(raw, uint64(len(r[author])))
-		var last uint64
-		for _, post := range r[author] {
-			raw = binary.AppendUvarint(raw, post-last)
-			last = post
-		}
-		prev = author
-	}
-	text, err := ids.Pack(raw)
-	if err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(authorsJSON{Version: authorsVersion, Authors: len(r), Posts: string(text)})
-	return string(b), err
-}
-
-func unmarshalAuthors(value, what string) (authorship, error) {
-	r := authorship{}
-	if value == "" {
-		return r, nil
-	}
-	var j authorsJSON
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", what, err)
-	}
-	if j.Version != authorsVersion {
-		return nil, fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, authorsVersion)
-	}
-	raw, err := ids.Unpack([]byte(j.Posts), what)
-	if err != nil {
-		return nil, err
-	}
-	rd := bytes.NewReader(raw)
-	var author uint64
-	for i := range j.Authors {
-		d, err1 := binary.ReadUvarint(rd)
-		n, err2 := binary.ReadUvarint(rd)
-		if errors.Join(err1, err2) != nil || (i > 0 && d == 0) || n > uint64(rd.Len()) {
-			return nil, fmt.Errorf("%s is damaged at author %d of %d", what, i, j.Authors)
-		}
-		author += d
-		posts := make(ids.Sorted, n)
-		var post uint64
-		for k := range posts {
-			pd, err := binary.ReadUvarint(rd)
-			if err != nil || (k > 0 && pd == 0) {
-				return nil, fmt.Errorf("%s is damaged at author %d of %d", what, i, j.Authors)
-			}
-			post += pd
-			posts[k] = post
-		}
-		r[author] = posts
-	}
-	if rd.Len() != 0 {
-		return nil, fmt.Errorf("%s is damaged: trailing bytes", what)
-	}
-	return r, nil
-}
+// authors of each account's posts in its record (package archived).
 
 // usersCheck is a scope's check of the authors' accounts: the round
 // running (roundStart, and next, the smallest author not checked in it
@@ -339,7 +189,7 @@ func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client
 				}
 				row := &Finding{UserID: a.userID, PostID: strconv.FormatUint(post, 10), JobID: rec.ID, CheckedAt: now}
 				if isReported {
-					row.Action, row.Reason, row.RedactedAt = r.Action, r.Reason, r.RedactedAt
+					row.Action, row.Reason, row.RedactedAt, row.ArchiveAction = r.Action, r.Reason, r.RedactedAt, c.archiveAction(code)
 				}
 				rows = append(rows, row)
 				if c.Resend.On() {

@@ -14,10 +14,12 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/rs/zerolog"
 )
 
@@ -30,7 +32,7 @@ type Check struct {
 	// API has the app's app-only bearer token; nil when the spec has no
 	// compliance section, and the table then has no rows.
 	API    *client.Client
-	Meter  *client.Meter
+	Meter  *billing.Meter
 	Set    *account.Set
 	State  state.Client
 	Clock  clock.Clock
@@ -52,7 +54,7 @@ type Check struct {
 	Resend outbox.Policy
 	// ActionOf is what is done to a post X reports for a reason
 	// (compliance.on_change; "" is a reason this version does not name).
-	ActionOf func(reason string) Action
+	ActionOf func(reason string) plan.Action
 
 	mu      sync.Mutex
 	failure error
@@ -74,17 +76,33 @@ func (c *Check) sessionOf(userID string) *account.Session {
 func (*Check) ID() string { return "compliance" }
 
 // Finding is one row of x_post_compliance: what X said of a post an
-// account archived, when it changed. As JSON, it is what an outbox keeps
-// of the row, to send it again.
+// account archived, when it changed, and what the archive does with it. As
+// JSON, it is what an outbox keeps of the row, to send it again.
 type Finding struct {
-	UserID     string     `json:"-"`
-	PostID     string     `json:"post_id"`
-	JobID      string     `json:"job_id"`
-	Action     string     `json:"action,omitempty"`
-	Reason     string     `json:"reason,omitempty"`
-	CreatedAt  *time.Time `json:"created_at,omitempty"`
-	RedactedAt *time.Time `json:"redacted_at,omitempty"`
-	CheckedAt  time.Time  `json:"checked_at"`
+	UserID string `json:"-"`
+	PostID string `json:"post_id"`
+	JobID  string `json:"job_id"`
+	// Action and Reason are X's; ArchiveAction is the archive's
+	// (archiveActions), "" for a post visible again.
+	Action        string     `json:"action,omitempty"`
+	Reason        string     `json:"reason,omitempty"`
+	ArchiveAction string     `json:"archive_action,omitempty"`
+	CreatedAt     *time.Time `json:"created_at,omitempty"`
+	RedactedAt    *time.Time `json:"redacted_at,omitempty"`
+	CheckedAt     time.Time  `json:"checked_at"`
+}
+
+// archiveActions name, in x_post_compliance, what the archive does with a
+// post X reports, by the name of its Action.
+var archiveActions = map[string]string{"keep": "kept", "scrub_geo": "geo_scrubbed", "redact": "redacted", "delete": "deleted"}
+
+// archiveAction is the name of what the archive does with a post X reports
+// for the reason of code (compliance.on_change).
+func (c *Check) archiveAction(code uint8) string {
+	if c.ActionOf == nil {
+		return ""
+	}
+	return archiveActions[c.ActionOf(reasonName(code)).String()]
 }
 
 // Emit sends rows of x_post_compliance on (to the scheduler), unless ctx

@@ -1,9 +1,12 @@
 package compliance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,12 +28,15 @@ import (
 //  3. A complete job's results update each account's checks; a change in
 //     what X says of a post is a row. A round with nothing left due ends.
 //  4. The scope's check of the authors' accounts runs the same way, with
-//     jobs of accounts (checkAuthors).
+//     jobs of accounts (checkAuthors), also when a job of posts failed.
 //
 // The sync waits at most Wait for jobs: one still running is left recorded
 // for the next sync, which polls it instead of creating another. A job that
-// failed or expired is reported (the resolver's error, x_api_usage) and its
-// posts stay due for the next sync.
+// cannot give its results — failed, expired, unknown to X, complete but its
+// results unreadable or past their week, or not finished by then — is
+// given up with a warning, and a new job of its ids is made at once; when
+// that one cannot either, it is reported (the resolver's error,
+// x_api_usage) and its ids stay due for the next sync.
 
 // check runs the sync's part of the checks.
 func (c *Check) check(ctx context.Context, emit Emit) error {
@@ -53,8 +59,9 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	c.accts = accts
 	c.startRounds(accts, start)
 	err = c.runJobs(ctx, accts, start.Add(c.Wait), emit)
-	if err == nil {
-		err = c.checkAuthors(ctx, accts, start.Add(c.Wait), emit)
+	var je *jobError
+	if (err == nil || errors.As(err, &je)) && ctx.Err() == nil {
+		err = errors.Join(err, c.checkAuthors(ctx, accts, start.Add(c.Wait), emit))
 	}
 	for _, a := range accts {
 		if !a.roundStart.IsZero() && !a.hasDue() {
@@ -124,14 +131,12 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 				continue
 			}
 		}
-		bookmarks, referenced, err := loadArchived(ctx, s)
+		rec, err := s.Record(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
-		a := &accountChecks{userID: s.UserID, archived: bookmarks.Union(referenced), bookmarks: bookmarks, referenced: referenced}
-		if a.authors, err = loadAuthors(ctx, s); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.ID(), err)
-		}
+		a := &accountChecks{userID: s.UserID, archived: rec.Bookmarks().Union(rec.Referenced()), bookmarks: rec.Bookmarks(),
+			referenced: rec.Referenced(), authors: rec.Authors(), record: rec}
 		value, err := account.GetKey(ctx, c.State, account.ChecksKey(s.UserID))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
@@ -234,7 +239,7 @@ func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted,
 
 func (c *Check) upload(ctx context.Context, key string, rec *jobRecord, job *client.ComplianceJob) error {
 	if _, err := c.API.UploadComplianceIDs(ctx, job, rec.IDs.Strings()); err != nil {
-		return fmt.Errorf("uploading the ids of compliance job %s (the next sync tries again while the job takes them): %w", rec.ID, err)
+		return &jobError{client.OpUploadComplianceIDs, fmt.Errorf("uploading the ids of compliance job %s (the next sync tries again while the job takes them): %w", rec.ID, err)}
 	}
 	rec.Uploaded = true
 	return saveJob(ctx, c.State, key, rec, true)
@@ -277,56 +282,38 @@ func busyError(j *client.ComplianceJob) error {
 	if j.Name != "" {
 		name = fmt.Sprintf(" %q", j.Name)
 	}
-	return fmt.Errorf("another compliance job of this X app is %s (job %s%s, created %s); X runs one at a time, so the next sync checks the posts",
-		j.Status, j.ID, name, j.CreatedAt.UTC().Format(time.RFC3339))
+	return &jobError{client.OpCreateComplianceJob, fmt.Errorf("another compliance job of this X app is %s (job %s%s, created %s); X runs one at a time, so the next sync checks the posts",
+		j.Status, j.ID, name, j.CreatedAt.UTC().Format(time.RFC3339))}
 }
 
 // finishJob polls the job until it ends or the deadline passes (done is
-// false then: the job stays recorded). It returns a complete job's results,
-// which the caller applies before it clears the record; a failed or
-// expired job is cleared and reported.
+// false then: the job stays recorded), and returns a complete job's
+// results, which the caller applies before it clears the record. A job that
+// cannot give its results (giveUp) is replaced at once, in rec, by a new
+// job of its ids; one that cannot either is cleared and reported, and its
+// ids are checked again at the next sync.
 func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (results []client.ComplianceResult, done bool, err error) {
-	drop := func(format string, args ...any) ([]client.ComplianceResult, bool, error) {
-		if err := saveJob(ctx, c.State, key, nil, true); err != nil {
-			return nil, false, err
-		}
-		return nil, false, &jobError{client.OpGetComplianceJob,
-			fmt.Errorf("compliance job %s "+format+"; its %d %s are checked by a new job at the next sync", append(append([]any{rec.ID}, args...), len(rec.IDs), rec.what())...)}
-	}
+	replaced := false
 	for n := 0; ; n++ {
-		job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
-		if errors.Is(err, client.ErrNotFound) {
-			return drop("is not known to X any more")
+		results, done, g, err := c.poll(ctx, key, rec)
+		if err != nil || done {
+			return results, done, err
 		}
-		if err != nil {
-			return nil, false, explain(err)
-		}
-		switch job.Status {
-		case client.JobCreated:
-			if !rec.Uploaded {
-				// A run that stopped between creating the job and
-				// uploading its ids.
-				if err := c.upload(ctx, key, rec, job); err != nil {
-					return nil, false, err
-				}
-				continue
+		if g != nil {
+			if err := saveJob(ctx, c.State, key, nil, true); err != nil {
+				return nil, false, err
 			}
-		case client.JobInProgress:
-		case client.JobComplete:
-			results, _, err := c.API.DownloadComplianceResults(ctx, job)
+			if replaced {
+				return nil, false, &jobError{g.op, fmt.Errorf("compliance job %s %s; its %d %s are checked by a new job at the next sync", rec.ID, g.why, len(rec.IDs), rec.what())}
+			}
+			typ := cmp.Or(rec.Type, client.ComplianceTweets)
+			c.Logger.Warn().Str("job", rec.ID).Str("type", typ).Str("why", g.why).Int("ids", len(rec.IDs)).Msg("compliance job given up; a new job checks its ids")
+			next, err := c.startJob(ctx, key, typ, rec.IDs, deadline)
 			if err != nil {
-				return nil, false, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)
+				return nil, false, err
 			}
-			return results, true, nil
-		case client.JobFailed:
-			return drop("failed (X gives no reason)")
-		case client.JobExpired:
-			if rec.Uploaded {
-				return drop("expired before its results were read (they are kept a week)")
-			}
-			return drop("expired: its ids were not uploaded within 15 minutes of its creation (the sync that created it stopped)")
-		default:
-			return nil, false, fmt.Errorf("compliance job %s has status %q, which this version does not know", rec.ID, job.Status)
+			*rec, replaced, n = *next, true, -1
+			continue
 		}
 		if !c.Clock.Now().Before(deadline) {
 			return nil, false, nil
@@ -335,6 +322,92 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadl
 			return nil, false, err
 		}
 	}
+}
+
+// giveUp is why a job cannot give its results, found by op.
+type giveUp struct {
+	op  client.Operation
+	why string
+}
+
+// resultsKept is how long X keeps a job's results: "The download_url
+// expires after one week (from when the job was created)".
+const resultsKept = 7 * 24 * time.Hour
+
+// poll reads the job once and, complete, its results. A job that ended
+// without them, or that has not ended when they would expire, is given up
+// (g).
+func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results []client.ComplianceResult, done bool, g *giveUp, err error) {
+	job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, false, &giveUp{client.OpGetComplianceJob, "is not known to X any more"}, nil
+	}
+	if err != nil {
+		return nil, false, nil, explain(err)
+	}
+	expires := job.DownloadExpiresAt
+	if expires.IsZero() {
+		expires = rec.CreatedAt.Add(resultsKept)
+	}
+	past := !c.Clock.Now().Before(expires)
+	at := expires.UTC().Format(time.RFC3339)
+	switch job.Status {
+	case client.JobCreated, client.JobInProgress:
+		if job.Status == client.JobCreated && !rec.Uploaded {
+			// A run that stopped between creating the job and
+			// uploading its ids.
+			return nil, false, nil, c.upload(ctx, key, rec, job)
+		}
+		if past {
+			return nil, false, &giveUp{client.OpGetComplianceJob, "is still " + job.Status + " at " + at + ", when its results would expire"}, nil
+		}
+		return nil, false, nil, nil
+	case client.JobComplete:
+		if past {
+			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results expired at " + at + ", before they were read"}, nil
+		}
+		results, err := c.readResults(ctx, rec, job)
+		var ae *client.APIError
+		var me *client.MalformedResponseError
+		if (errors.As(err, &ae) && ae.Status < 500) || errors.As(err, &me) {
+			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results could not be read: " + err.Error()}, nil
+		}
+		if err != nil {
+			return nil, false, nil, &jobError{client.OpDownloadComplianceResults, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)}
+		}
+		return results, true, nil, nil
+	case client.JobFailed:
+		return nil, false, &giveUp{client.OpGetComplianceJob, "failed (X gives no reason)"}, nil
+	case client.JobExpired:
+		if rec.Uploaded {
+			return nil, false, &giveUp{client.OpGetComplianceJob, "expired before its results were read"}, nil
+		}
+		return nil, false, &giveUp{client.OpGetComplianceJob, "expired: its ids were not uploaded within 15 minutes of its creation (the sync that created it stopped)"}, nil
+	}
+	return nil, false, nil, fmt.Errorf("compliance job %s has status %q, which this version does not know", rec.ID, job.Status)
+}
+
+// readResults reads a complete job's results: the last line of each id the
+// job was given. Only those are kept, so memory follows the job's size,
+// whatever the file's. A line without a reason is acted on as a reason this
+// version does not know (compliance.on_change), with a warning.
+func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.ComplianceJob) ([]client.ComplianceResult, error) {
+	byID := map[uint64]client.ComplianceResult{}
+	_, err := c.API.DownloadComplianceResults(ctx, job, func(r client.ComplianceResult) {
+		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
+			byID[n] = r
+		}
+	})
+	field := "post_id"
+	if rec.Type == client.ComplianceUsers {
+		field = "author_id"
+	}
+	for _, r := range byID {
+		if r.Reason == "" && err == nil {
+			c.Logger.Warn().Str("job", rec.ID).Str(field, r.ID).Msg("compliance result without a reason: acted on as a reason this version does not know (compliance.on_change)")
+		}
+	}
+	return slices.Collect(maps.Values(byID)), err
 }
 
 // apply records a complete job's results: each account's check of every
@@ -362,6 +435,7 @@ func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.Comp
 			row := &Finding{UserID: a.userID, PostID: strconv.FormatUint(id, 10), JobID: rec.ID, CheckedAt: now}
 			if isReported {
 				row.Action, row.Reason, row.CreatedAt, row.RedactedAt = r.Action, r.Reason, r.CreatedAt, r.RedactedAt
+				row.ArchiveAction = c.archiveAction(code)
 			}
 			rows = append(rows, row)
 			if c.Resend.On() {
@@ -374,7 +448,8 @@ func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.Comp
 	return emit(ctx, rows)
 }
 
-// jobError is what the API said of a job, found by op.
+// jobError is a job that could not be run, found by op: the other type's
+// job runs all the same.
 type jobError struct {
 	op  client.Operation
 	err error

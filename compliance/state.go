@@ -14,9 +14,11 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // What the compliance checks keep in the state backend:
@@ -42,18 +44,6 @@ func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
 		return (&accountChecks{}).unmarshalChecks(value, "state "+strconv.Quote(key))
 	})
-	account.RegisterDecoder(account.ArchivedIDs, func(key, value string) error {
-		_, err := unmarshalArchived(value, "state "+strconv.Quote(key))
-		return err
-	})
-	account.RegisterDecoder(account.ReferencedIDs, func(key, value string) error {
-		_, err := ids.UnmarshalSorted(value, "state "+strconv.Quote(key))
-		return err
-	})
-	account.RegisterDecoder(account.AuthorIDs, func(key, value string) error {
-		_, err := unmarshalAuthors(value, "state "+strconv.Quote(key))
-		return err
-	})
 	account.RegisterDecoder(account.UsersCheck, func(key, value string) error {
 		_, err := unmarshalUsers(value, "state "+strconv.Quote(key))
 		return err
@@ -62,10 +52,11 @@ func init() {
 }
 
 // Reasons X reports a post for, by code (a code is kept in the state
-// backend: new reasons go at the end). A reason not listed (X may add some)
-// is kept as reasonOther: checked again every round, like the others but
-// "deleted" (an author's account can be reinstated, reactivated or made
-// public again; a deleted post stays deleted).
+// backend: new reasons go at the end). A reason not listed (X may add
+// some), or none, is kept as reasonOther: acted on as on_change says, and
+// checked again every round, like the others but "deleted" (an author's
+// account can be reinstated, reactivated or made public again; a deleted
+// post stays deleted).
 var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated", "withheld"}
 
 const (
@@ -75,8 +66,9 @@ const (
 	reasonOther    uint8 = 255
 )
 
+// reasonCode is the code of a reason X reported.
 func reasonCode(reason string) uint8 {
-	if i := slices.Index(reasonNames, reason); i >= 0 {
+	if i := slices.Index(reasonNames, reason); i > 0 {
 		return uint8(i)
 	}
 	return reasonOther
@@ -97,7 +89,8 @@ type accountChecks struct {
 	// archived is every post checked: the bookmarked ones and the ones
 	// they reference (referenced), which may overlap.
 	archived, bookmarks, referenced ids.Sorted
-	authors                         authorship
+	authors                         map[uint64]ids.Sorted // the posts of each author
+	record                          *archived.Record
 	checks                          []check // sorted by id
 	// roundStart is when the account's current check round started (zero:
 	// none running); lastRound when its last finished round started.
@@ -240,7 +233,7 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 		if j.Version > 1 {
 			applied, err4 = r.ReadByte()
 		}
-		if err := errors.Join(err1, err2, err3, err4); err != nil || (i > 0 && d == 0) || applied > byte(Delete) {
+		if err := errors.Join(err1, err2, err3, err4); err != nil || (i > 0 && d == 0) || applied > byte(plan.Delete) {
 			return fmt.Errorf("%s is damaged at check %d of %d", what, i, count)
 		}
 		prev += d
@@ -257,54 +250,6 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	}
 	a.outbox, err = outbox.Unmarshal(string(j.Outbox), what)
 	return err
-}
-
-// loadArchived reads an account's archived posts: the bookmarked ones from
-// the destination when it keeps them (Session.Archive), else from the state
-// (loadRecord), and the ones they reference from the state.
-func loadArchived(ctx context.Context, s *account.Session) (bookmarks, referenced ids.Sorted, err error) {
-	if referenced, err = loadReferenced(ctx, s); err != nil {
-		return nil, nil, err
-	}
-	if s.Archive != nil {
-		if bookmarks, err = s.Archive.Archived(ctx, s.UserID); err != nil {
-			return nil, nil, fmt.Errorf("reading the posts archived: %w", err)
-		}
-		return bookmarks, referenced, nil
-	}
-	rec, _, err := loadRecord(ctx, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	return rec.ids, referenced, nil
-}
-
-// loadRecord reads the account's archived posts from the state; recorded
-// is false when none were recorded yet. An account archived before they
-// were recorded has its walk's held list stand in (the posts it still
-// holds: those whose bookmark was removed before are not known), with no
-// dates.
-func loadRecord(ctx context.Context, s *account.Session) (rec *archivedRecord, recorded bool, err error) {
-	key := account.ArchivedKey(s.UserID)
-	value, err := account.GetKey(ctx, s.State, key)
-	if err != nil {
-		return nil, false, err
-	}
-	if value != "" {
-		rec, err := unmarshalArchived(value, "state "+strconv.Quote(key))
-		return rec, true, err
-	}
-	mem, err := s.LoadMemory(ctx, account.BookmarksKey(s.UserID))
-	if err != nil || mem == nil {
-		return &archivedRecord{}, false, err
-	}
-	held := make([]uint64, 0, mem.Held.Len())
-	for i := range mem.Held.Len() {
-		if n, ok := ids.Parse(mem.Held.At(i)); ok {
-			held = append(held, n)
-		}
-	}
-	return &archivedRecord{ids: ids.NewSorted(held)}, false, nil
 }
 
 // jobRecord is the job in progress: enough to resume it in a later run.

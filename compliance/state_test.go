@@ -104,21 +104,11 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	job, _ := st.GetKey(context.Background(), "job")
-	referenced, err := ids.Sorted{1, 2, 3}.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	authors, err := authorship{5: {10, 12}, 7: {11}}.marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
 	users, err := (&usersCheck{lastRound: time.Unix(1, 0), reported: map[uint64]uint8{5: reasonCode("suspended"), 7: reasonOther}}).marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for key, value := range map[string]string{
-		account.ReferencedKey("1001"):  referenced,
-		account.AuthorsKey("1001"):     authors,
 		account.UsersKey(""):           users,
 		account.ChecksKey("1001"):      checks,
 		account.JobKey(""):             job,
@@ -133,18 +123,8 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 	}
 }
 
-// The record of the authors of an account's posts and the check of their
-// accounts read back as written.
-func TestAuthorsAndTheirCheckReadBack(t *testing.T) {
-	for _, rec := range []authorship{{5: {10, 12}, 7: {11}, 1 << 60: {1 << 61}}, {}} {
-		value, err := rec.marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, err := unmarshalAuthors(value, "authors"); err != nil || !reflect.DeepEqual(got, rec) {
-			t.Errorf("authors read back %v (%v), want %v", got, err, rec)
-		}
-	}
+// The check of the authors' accounts reads back as written.
+func TestTheCheckOfTheAuthorsReadsBack(t *testing.T) {
 	u := &usersCheck{roundStart: time.Unix(20, 0).UTC(), next: 7, lastRound: time.Unix(1, 0).UTC(), reported: map[uint64]uint8{5: reasonCode("deactivated")}}
 	value, err := u.marshal()
 	if err != nil {
@@ -162,7 +142,7 @@ func TestAuthorsAndTheirCheckReadBack(t *testing.T) {
 func TestAPostXReportsItselfGetsNoRowFromItsAuthorsAccount(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	c := &Check{Clock: clk, Logger: zerolog.Nop(), users: &usersCheck{reported: map[uint64]uint8{}}}
-	a := &accountChecks{userID: "1001", archived: ids.Sorted{1, 2, 3, 4}, authors: authorship{9: {1, 2, 3, 4}},
+	a := &accountChecks{userID: "1001", archived: ids.Sorted{1, 2, 3, 4}, authors: map[uint64]ids.Sorted{9: {1, 2, 3, 4}},
 		checks: []check{{id: 1, reason: reasonDeleted}, {id: 2, reason: reasonScrubGeo}, {id: 3}}}
 	rec := &jobRecord{ID: "job-1", Type: client.ComplianceUsers, IDs: ids.Sorted{9}}
 	for _, step := range []struct {

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
@@ -71,7 +71,7 @@ func TestKill9Compact(t *testing.T) {
 			t.Fatalf("compacting again %s: %s", what, c.output)
 		}
 		sameRows(t, "compacted again "+what, everyTablesRows(t, dir), before)
-		for _, table := range archive.TableNames() {
+		for _, table := range export.TableNames() {
 			if files := parquetFiles(t, dir, table); len(files) != len(parquetFiles(t, probe, table)) {
 				t.Errorf("%s: %d files after compacting again, the clean compaction left %d", table, len(files), len(parquetFiles(t, probe, table)))
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/bookmarks"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -116,10 +117,10 @@ func (fx compatArchive) readsAfter(t *testing.T) {
 	if err != nil || len(info.Archived["1001"]) != fx.archived || len(info.HeldBookmarks["1001"]) != fx.held || len(info.HeldFolders["1001"]["10011"]) != fx.folderPosts {
 		t.Fatalf("the state of before: %v", err)
 	}
-	if rep, err := archive.Repair(dir, archive.RepairOptions{DryRun: true}); err != nil || rep.Changed || rep.StateProblem != "" {
+	if rep, err := archive.Repair(dir, archive.RepairOptions{DryRun: true, Tables: export.BookmarkTables()}); err != nil || rep.Changed || rep.StateProblem != "" {
 		t.Fatalf("a repair of the archive of before: %+v, %v", rep, err)
 	}
-	changes, err := archive.ReadChanges(dir)
+	changes, err := bookmarks.ReadChanges(dir)
 	if err != nil || len(changes.Latest["1001"]) != 1 {
 		t.Fatalf("the changes of before: %v", err)
 	}

@@ -12,10 +12,12 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
@@ -118,7 +120,7 @@ func TestExportRedactsAReportedBookmarkInPlace(t *testing.T) {
 		t.Fatalf("row before %v, after %v", e.before, row)
 	}
 	for col, v := range row {
-		if !resources.KeptWhenRedacted(col) {
+		if !(plan.Edit{Keeps: keptWhenRedacted()}).Kept(col) {
 			t.Errorf("the redacted row keeps %s = %.40q", col, v)
 		}
 	}
@@ -155,15 +157,14 @@ func storedFiles(t *testing.T, dir string) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := account.MediaFilesKey("1001")
-	uses, err := resources.MediaFileUses(key, info.Keys[key])
+	rec, err := archived.Unmarshal(info.Keys[account.RecordKey("1001")], "record")
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]string{}
-	for _, u := range uses {
-		if u.Status == media.Stored && !slices.Contains(out[u.FileKey], u.PostID) {
-			out[u.FileKey] = append(out[u.FileKey], u.PostID)
+	for _, f := range rec.Files {
+		if f.Status == media.Stored && !slices.Contains(out[f.FileKey], f.PostID) {
+			out[f.FileKey] = append(out[f.FileKey], f.PostID)
 		}
 	}
 	return out
@@ -319,21 +320,27 @@ func TestExportRemovesWhatAnAccountReportedByTheJobOfAccountsWrote(t *testing.T)
 }
 
 // An archive written before the runs recorded the posts bookmarks reference
-// and the authors of all (their state keys absent, as an earlier version
-// left them) has them read from its files by its next run with the
-// compliance section: a quoted post its author deleted since is removed all
-// the same.
+// and the authors of all (its record holds its bookmarks alone, as the
+// record made from an earlier version's state does) has them read from its
+// files by its next run with the compliance section: a quoted post its
+// author deleted since is removed all the same.
 func TestAnArchiveFromBeforeTheRecordsHasItsReferencedPostsChecked(t *testing.T) {
+	key := account.RecordKey("1001")
 	dir, ex := exportExamples(t, func(dir string, sim *xsim.Server, ex xsim.ContentExamples) {
 		st, err := archive.Load(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, key := range []string{account.ReferencedKey("1001"), account.AuthorsKey("1001")} {
-			if st.Keys[key] == "" {
-				t.Fatalf("the first run recorded no %s", key)
-			}
-			delete(st.Keys, key)
+		rec, err := archived.Unmarshal(st.Keys[key], "record")
+		if err != nil || len(rec.Referenced()) == 0 {
+			t.Fatalf("the first run recorded no referenced post: %v", err)
+		}
+		before, err := archived.Migrate(archived.Legacy{Bookmarks: rec.Bookmarks()}, "record")
+		if err == nil {
+			st.Keys[key], err = before.Marshal()
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := archive.SaveState(dir, st, func(string) {}, "test"); err != nil {
 			t.Fatal(err)
@@ -347,7 +354,17 @@ func TestAnArchiveFromBeforeTheRecordsHasItsReferencedPostsChecked(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Keys[account.ReferencedKey("1001")] == "" || st.Keys[account.AuthorsKey("1001")] == "" {
-		t.Error("the records were not kept after the run that read them from the files")
+	if rec, err := archived.Unmarshal(st.Keys[key], "record"); err != nil || !rec.AuthorsKept() || len(rec.Referenced()) == 0 {
+		t.Errorf("the record was not kept whole after the run that read it from the files: %v", err)
 	}
+}
+
+// keptWhenRedacted are the columns x_bookmarks declares a redacted row keeps.
+func keptWhenRedacted() []string {
+	for _, h := range resources.Holdings() {
+		if h.Table == resources.BookmarksTable {
+			return h.Keeps
+		}
+	}
+	return nil
 }

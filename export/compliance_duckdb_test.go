@@ -64,7 +64,7 @@ func TestREADMEDeletedBookmarksQuery(t *testing.T) {
 	}
 	rows := duckdb(t, strings.ReplaceAll(query, "'out/", "'"+dir+"/"))
 	if len(rows) != 1 || rows[0]["post_id"] != deleted || rows[0]["user_id"] != "1001" || rows[0]["created_at"] == nil || rows[0]["first_seen_at"] == nil ||
-		rows[0]["reason"] != "deleted" || rows[0]["redacted_at"] == nil {
+		rows[0]["reason"] != "deleted" || rows[0]["redacted_at"] == nil || rows[0]["archive_action"] != "redacted" {
 		t.Fatalf("rows %v, want post %s of user 1001", rows, deleted)
 	}
 	if text := duckdb(t, "SELECT text FROM '"+dir+"/x_bookmarks/*.parquet' WHERE post_id = '"+deleted+"'"); len(text) != 1 || text[0]["text"] != nil {

@@ -3,44 +3,32 @@ package export
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// ServedPosts is how many of a list's posts X serves: the newest 800, as
-// X documented until May 2026 (docs/design/x-api-facts.md). A list X
-// serves further is bounded by planner.max_billed_posts.
-const ServedPosts = 800
-
-// What each bookmarked post can bring besides itself, by expansion: the
-// posts it references (it quotes one and replies to one at most; a repost
-// references one) and the users X returns with it.
-var (
-	postsPerExpansion = map[string]int{"referenced_tweets.id": 2}
-	usersPerExpansion = map[string]int{"author_id": 1, "referenced_tweets.id.author_id": 2, "in_reply_to_user_id": 1}
-	// free expansions return objects X does not bill (media, polls, places).
-	freeExpansions = []string{"attachments.media_keys", "referenced_tweets.id.attachments.media_keys", "article.cover_media",
-		"article.media_entities", "attachments.poll_ids", "geo.place_id"}
-)
-
-// Estimate is what an export would bill, told before it runs, from the
-// spec and the archive alone: no request is sent.
+// Estimate is what an export can bill at most, told before it runs, from
+// the spec and the archive alone: no request is sent. X does not say how
+// long a list is, nor how many posts were saved since the last sync, so
+// what bounds a walk is planner.max_billed_posts, where it stops.
 type Estimate struct {
 	Accounts []AccountEstimate `json:"accounts"`
-	// MaxPosts, MaxUsers and MaxUSD add up the accounts' bounds.
-	MaxPosts int     `json:"max_posts"`
-	MaxUsers int     `json:"max_users"`
-	MaxUSD   float64 `json:"max_usd"`
-	// Unbounded are the expansions of the spec that bill users this
-	// estimate does not bound (the users a post mentions, ...).
+	// PerWalk is planner.max_billed_posts, the most posts one walk bills;
+	// 0 (no cap) leaves the run without a bound (Bounded false).
+	PerWalk int  `json:"max_billed_posts_per_walk"`
+	Bounded bool `json:"bounded"`
+	// Bound adds up the accounts' bounds of the lists the archive knows.
+	billing.Bound
+	// Folder bounds each other folder: one a first sync lists, or one made
+	// since the last sync.
+	Folder billing.Bound `json:"each_other_folder"`
+	// Unbounded are the expansions of the spec that bill users no bound
+	// counts (the users a post mentions, ...).
 	Unbounded []string `json:"unbounded_expansions,omitempty"`
-	// PostsCap is planner.max_billed_posts: the bound of a walk of a list X
-	// serves beyond ServedPosts (0: no cap).
-	PostsCap int `json:"max_billed_posts_per_walk"`
 }
 
 // AccountEstimate is one account's part.
@@ -65,14 +53,14 @@ type AccountEstimate struct {
 	LastBilled []int `json:"last_walks_billed,omitempty"`
 	// Owned: the account's bookmark reads are owned reads.
 	Owned bool `json:"owned_reads"`
-	// MaxPosts and MaxUsers bound what the run can bill the account (at
-	// most ServedPosts a list), and MaxUSD prices them at the spec's rates.
-	MaxPosts int     `json:"max_posts"`
-	MaxUsers int     `json:"max_users"`
-	MaxUSD   float64 `json:"max_usd"`
+	// Bound is the most the run can bill the account: its Bookmarks walk
+	// and a Folder walk for each folder the last sync listed.
+	billing.Bound
+	Bookmarks billing.Bound `json:"bookmarks"`
+	Folder    billing.Bound `json:"each_folder"`
 }
 
-// EstimateRun tells, for the spec's accounts, what an export into dir would
+// EstimateRun tells, for the spec's accounts, what an export into dir can
 // bill at most, and what the archive knows of the last syncs. userIDs are
 // the accounts' user ids as far as they are known without a request ("" for
 // the others). It reads the state, never X.
@@ -82,41 +70,23 @@ func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, e
 		return nil, err
 	}
 	s := src.Plugin
-	e := &Estimate{PostsCap: *s.Planner.MaxBilledPosts}
-	refs, users := 0, 0
-	for _, x := range s.RequestFields().Expansions {
-		switch {
-		case postsPerExpansion[x] > 0:
-			refs += postsPerExpansion[x]
-		case usersPerExpansion[x] > 0:
-			users += usersPerExpansion[x]
-		case !slices.Contains(freeExpansions, x):
-			e.Unbounded = append(e.Unbounded, x)
-		}
-	}
+	rates, expanded := s.Rates(), billing.Expand(s.RequestFields().Expansions)
+	e := &Estimate{PerWalk: *s.Planner.MaxBilledPosts, Unbounded: expanded.Unbounded}
+	e.Bounded = e.PerWalk > 0
+	e.Folder = rates.FolderWalk(e.PerWalk)
 	for i := range s.Accounts {
 		a := AccountEstimate{Account: account.Label(i), UserID: userIDs[i], Folders: -1}
 		if err := a.fromState(st); err != nil {
 			return nil, err
 		}
-		lists := 1 + max(a.Folders, 0)
-		bookmarks := ServedPosts * (1 + refs)
-		a.MaxPosts = bookmarks + ServedPosts*max(a.Folders, 0)
-		a.MaxUsers = ServedPosts * users
-		if a.UserID == "" {
-			a.MaxUsers++ // GET /2/users/me
-		}
 		a.Owned = s.OwnedReads(i, a.UserID)
-		postRate := *s.PostReadUSD
-		if a.Owned {
-			postRate = *s.OwnedReadUSD
+		a.Bookmarks = rates.BookmarksWalk(e.PerWalk, expanded, a.Owned)
+		if a.UserID == "" {
+			a.Bookmarks = a.Bookmarks.Plus(rates.UserReads(1)) // GET /2/users/me
 		}
-		// Folder entries are billed at the post rate; the bookmarks and
-		// their referenced posts at the owned rate for owned reads.
-		a.MaxUSD = float64(bookmarks)*postRate + float64(ServedPosts*(lists-1))**s.PostReadUSD + float64(a.MaxUsers)**s.UserReadUSD
-		e.MaxPosts += a.MaxPosts
-		e.MaxUsers += a.MaxUsers
-		e.MaxUSD += a.MaxUSD
+		a.Folder = e.Folder
+		a.Bound = a.Bookmarks.Plus(a.Folder.Times(max(a.Folders, 0)))
+		e.Bound = e.Bound.Plus(a.Bound)
 		e.Accounts = append(e.Accounts, a)
 	}
 	return e, nil

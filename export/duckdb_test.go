@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -244,6 +243,7 @@ var duckDBTypes = map[string][][2]string{
 		{"job_id", "VARCHAR"},
 		{"action", "VARCHAR"},
 		{"reason", "VARCHAR"},
+		{"archive_action", "VARCHAR"},
 		{"created_at", "TIMESTAMP WITH TIME ZONE"},
 		{"redacted_at", "TIMESTAMP WITH TIME ZONE"},
 		{"checked_at", "TIMESTAMP WITH TIME ZONE"},
@@ -277,7 +277,7 @@ func TestDuckDBReadsTheExportedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, table := range archive.TableNames() {
+	for _, table := range export.TableNames() {
 		if _, ok := duckDBTypes[table]; !ok {
 			t.Errorf("%s: no column types to check it against", table)
 		}

@@ -11,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,12 +27,14 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/plan"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -141,7 +143,8 @@ type run struct {
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
 	// archived holds, per account, the posts of the x_bookmarks rows
-	// written: by earlier runs (HasEarlier), and by this one.
+	// written: by earlier runs (HasEarlier: their records say so), and by
+	// this one.
 	archived map[string]*ids.Set
 	sess     *account.Set
 	comp     *compliance.Check // the sync's compliance check, if it ran one
@@ -158,6 +161,8 @@ type run struct {
 	// media stores the media files, in DIR/media; nil when the spec
 	// stores none.
 	media *store.Store
+	// edits are what the sync's compliance check reported (Edit).
+	edits []plan.Edit
 }
 
 // tableWriter stages one table's file.
@@ -220,7 +225,6 @@ func (r *run) begin() error {
 		return err
 	}
 	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
-	r.archived = maps.Clone(r.state.Archived)
 	return nil
 }
 
@@ -248,11 +252,8 @@ func (r *run) openMedia() error {
 // backend, progress and logger.
 func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	st := newRunState(r)
-	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
-		st.freeze()
-		if err := r.seedCompliance(ctx, st); err != nil {
-			return nil, err
-		}
+	if err := r.loadRecords(ctx, st); err != nil {
+		return nil, err
 	}
 	r.keys = st
 	// The store holds them now; the walks replace them as they save, and
@@ -266,31 +267,71 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	return p, nil
 }
 
-// seedCompliance records, for the compliance checks, the referenced posts
-// and the authors of the posts of each account whose files were written
-// before the walks recorded them, from the files (compliance.Seed); the
-// state keeps them from then on, committed with the run.
-func (r *run) seedCompliance(ctx context.Context, st *runState) error {
-	var due []*account.Session
-	for uid := range r.state.Archived {
-		s := &account.Session{UserID: uid, State: st}
-		seeded, err := compliance.Seeded(ctx, s)
-		if err != nil {
+// loadRecords reads the posts each account's record says earlier runs
+// wrote (archive.State.ArchivedPosts), the rows of which the run drops,
+// after it made the records of an archive of format 1 from its written ids
+// (account.MigrateRecord). With the compliance section, a record that
+// holds no authors (an archive made before the walks recorded them) gets
+// them from the files, as the referenced posts; the state keeps them from
+// then on, committed with the run.
+func (r *run) loadRecords(ctx context.Context, st *runState) error {
+	for uid, set := range r.state.Written {
+		if err := account.MigrateRecord(ctx, st, uid, set.Numbers()); err != nil {
 			return err
 		}
-		if !seeded {
-			due = append(due, s)
+	}
+	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
+		st.freeze()
+		if err := r.seedAuthors(ctx, st); err != nil {
+			return err
+		}
+	}
+	if err := st.Store.Flush(ctx); err != nil {
+		return err
+	}
+	posts, err := (&archive.State{Keys: st.Committed()}).ArchivedPosts()
+	if err != nil {
+		return err
+	}
+	r.archived = make(map[string]*ids.Set, len(posts))
+	for uid, nums := range posts {
+		r.archived[uid] = ids.SetOf(nums)
+	}
+	return nil
+}
+
+// seedAuthors gives the records that hold no authors those the files say,
+// and the referenced posts.
+func (r *run) seedAuthors(ctx context.Context, st *runState) error {
+	var due []*account.Session
+	for key := range st.Committed() {
+		if k, ok := account.ParseKey(key); ok && k.Kind == account.ArchivedRecord {
+			s := &account.Session{UserID: k.User, State: st, RowsKept: true}
+			if rec, err := s.Record(ctx); err != nil {
+				return err
+			} else if !rec.AuthorsKept() {
+				due = append(due, s)
+			}
 		}
 	}
 	if len(due) == 0 {
 		return nil
 	}
-	files, err := archive.ReadAuthored(r.out)
+	bookmarks, err := archive.ReadAuthored(r.out, resources.BookmarksTable, "post_id")
 	if err != nil {
-		return fmt.Errorf("reading the authors and referenced posts of the archive for the compliance checks: %w", err)
+		return fmt.Errorf("reading the authors of the archive's posts for the compliance checks: %w", err)
+	}
+	referenced, err := archive.ReadAuthored(r.out, resources.ReferencedPostsTable, "referenced_post_id")
+	if err != nil {
+		return fmt.Errorf("reading the posts the archive's bookmarks reference for the compliance checks: %w", err)
 	}
 	for _, s := range due {
-		if err := compliance.Seed(ctx, s, files.Bookmarks[s.UserID], files.Referenced[s.UserID]); err != nil {
+		err := s.EditRecord(ctx, func(rec *archived.Record) error {
+			rec.AddBookmarks(bookmarks[s.UserID], false)
+			rec.AddReferenced(referenced[s.UserID])
+			return nil
+		})
+		if err := errors.Join(err, s.SaveRecord(ctx)); err != nil {
 			return err
 		}
 	}
@@ -345,10 +386,6 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	}()
 	var handleErr error
 	for m := range ch {
-		if c, ok := m.(caughtUp); ok {
-			close(c)
-			continue
-		}
 		if handleErr == nil { // after a failure, drain until the sync stops
 			if handleErr = r.handle(m); handleErr != nil {
 				interrupt(fmt.Errorf("writing the export failed: %w", handleErr))
@@ -382,42 +419,6 @@ func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 // writes, and records of 4,096 rows fill a row group in four
 // (docs/benchmarks.md).
 func (*run) RecordRows() int { return 4096 }
-
-// Archived is the posts of the x_bookmarks rows written for userID, by
-// earlier runs and by this one: the archive's own record of its posts,
-// which the compliance checks read (the plugin keeps none in the state).
-// The checks run once the data tables are synced; the rows those sent are
-// written first.
-func (r *run) Archived(ctx context.Context, userID string) (ids.Sorted, error) {
-	if err := r.catchUp(ctx); err != nil {
-		return nil, err
-	}
-	return r.archived[userID].Numbers(), nil
-}
-
-// catchUp returns once every message the sync sent before the call is
-// handled: it sends one of its own through the same channel, which keeps
-// order, and waits for the run to reach it.
-func (r *run) catchUp(ctx context.Context) error {
-	c := make(caughtUp)
-	select {
-	case r.messages <- c:
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-	select {
-	case <-c:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
-// caughtUp is catchUp's message: the run closes it when it reaches it.
-type caughtUp chan struct{}
-
-func (caughtUp) GetTable() *schema.Table { return nil }
-func (caughtUp) IsSyncMessage() bool     { return true }
 
 // dropRepeats drops the log messages that only repeat a failure (of an
 // account, of the compliance check) the summary and the exit status
@@ -475,7 +476,7 @@ func (r *run) openTable(t *schema.Table) error {
 		return nil
 	}
 	t = withDeclaredKeys(t)
-	w, err := r.rec.Create(r.out, t, r.o.Spec.Name, r.o.Compression)
+	w, err := r.rec.Create(r.out, t, r.o.Spec.Name, r.o.Compression, Program)
 	if err != nil {
 		return err
 	}
@@ -616,10 +617,9 @@ func (r *run) abort() {
 // in that order (see the package documentation).
 func (r *run) commitAndPublish() error {
 	next := &archive.State{
-		Keys:     r.keys.Committed(),
-		Archived: r.archived,
-		Stray:    r.strayLeft(),
-		LastRun:  r.state.LastRun,
+		Keys:    r.keys.Committed(),
+		Stray:   r.strayLeft(),
+		LastRun: r.state.LastRun,
 	}
 	files, err := r.stage()
 	if err != nil {
@@ -627,62 +627,20 @@ func (r *run) commitAndPublish() error {
 		return err
 	}
 	r.rec.Files = files
+	r.rec.Edits, r.rec.Program, r.rec.Codec = r.edits, Program, r.o.Compression
 	if err := r.commit(next); err != nil {
 		r.abort()
 		return err
 	}
-	if err := r.publishCommitted(next, files); err != nil {
-		return err
-	}
-	return r.actOnCompliance(next)
+	return r.publishCommitted(next, files)
 }
 
-// actOnCompliance applies to the files what the run's compliance check,
-// or an earlier one, reported and no run applied yet
-// (compliance.on_change), then records it applied in the state. It runs
-// once the run's own files are published, so that a post the check
-// reports in the run that archived it is acted on too. A run stopped
-// before the state records it leaves the actions to the next run.
-func (r *run) actOnCompliance(next *archive.State) error {
-	if r.comp == nil {
-		return nil
-	}
-	ctx := context.Background()
-	pending, err := r.comp.Pending(ctx)
-	if err != nil || len(pending) == 0 {
-		return err
-	}
-	n, err := archive.ApplyCompliance(r.out, pending, r.o.Compression, r.o.Clock.Now(), r.o.Step)
-	if err != nil {
-		return fmt.Errorf("applying what X's compliance job reported (the run is committed; the next run applies it): %w", err)
-	}
-	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.MediaFiles != nil && r.sess != nil {
-		st, err := store.OpenDir(archive.MediaPath(r.out))
-		if err != nil {
-			return err
-		}
-		_, err = resources.DropMedia(ctx, r.sess.Sessions, nil, pending, st)
-		if cerr := st.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("removing the media files of what X's compliance job reported (the next run does it again): %w", err)
-		}
-	}
-	if err := r.comp.Applied(ctx, pending); err != nil {
-		return err
-	}
-	if err := r.keys.Store.Flush(ctx); err != nil {
-		return err
-	}
-	next.Keys = r.keys.Committed()
-	if err := archive.SaveState(r.out, next, r.o.Step, "compliance applied"); err != nil {
-		return fmt.Errorf("recording what X's compliance job reported as applied (the next run does it again): %w", err)
-	}
-	r.o.Step("compliance applied")
-	r.res.ComplianceRows = n
-	return nil
-}
+// Edit takes the edits of what X's compliance job reported (plugin.Destination):
+// the run commits them with its files and applies them once those are
+// published (archive.Publish), so that a post the check reports in the run
+// that archived it is edited too, and a run stopped before they are
+// applied leaves them to the next command.
+func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
 
 // stage closes (footer, fsync) every file and syncs the staging directory:
 // step 1. A table gets a file of no rows only when it has no file yet: it
@@ -749,7 +707,22 @@ func (r *run) publishCommitted(next *archive.State, files []archive.File) error 
 	for _, f := range files {
 		r.res.Files = append(r.res.Files, FileResult{Table: f.Table, Path: archive.FinalPath(r.out, f), Rows: f.Rows})
 	}
+	r.res.ComplianceRows = next.LastRun.EditedRows
 	return nil
+}
+
+// Program writes the archive's files: the plugin, in its version.
+var Program = archive.Program{Name: xplugin.Name, Version: xplugin.Version}
+
+// TableNames are the tables an archive can hold, in name order: the
+// plugin's, and the archive's own (x_bookmark_changes).
+func TableNames() []string {
+	return slices.Sorted(slices.Values(append(resources.Tables().FlattenTables(), archive.Tables()...).TableNames()))
+}
+
+// BookmarkTables are the tables of the bookmarks, as archive.Repair needs them.
+func BookmarkTables() archive.BookmarkTables {
+	return archive.BookmarkTables{Bookmarks: resources.BookmarksTable, Content: resources.Bookmarks().Relations.TableNames()}
 }
 
 // Result is what a run did.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 )
 
@@ -44,17 +43,12 @@ func isJobKey(key string) bool {
 	return k.Kind == account.ComplianceJob
 }
 
-// freeze keeps the committed state as it is now: its keys, and its
-// written-id sets as snapshots, before the run adds to the sets it shares
-// (a job's save writes back the committed state, not the run's). Only runs
-// that check compliance need it.
+// freeze keeps the committed state as it is now (a job's save writes back
+// the committed state, not the run's). Only runs that check compliance
+// need it.
 func (s *runState) freeze() {
 	old := s.r.state
-	archived := make(map[string]*ids.Set, len(old.Archived))
-	for uid, set := range old.Archived {
-		archived[uid] = set.Clone()
-	}
-	s.committed = &archive.State{Keys: maps.Clone(old.Keys), Archived: archived, Stray: old.Stray, LastRun: old.LastRun}
+	s.committed = &archive.State{Keys: maps.Clone(old.Keys), Written: old.Written, Stray: old.Stray, LastRun: old.LastRun}
 }
 
 // Flush commits the staged keys in memory and writes the job keys to disk

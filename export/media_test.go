@@ -16,11 +16,11 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
@@ -68,8 +68,8 @@ func checkMediaDir(t *testing.T, dir string) int {
 		if os.IsNotExist(err) && path == root {
 			return filepath.SkipDir
 		}
-		if err != nil || d.IsDir() && (d.Name() == ".tmp" || d.Name() == ".urls") || d.IsDir() {
-			if d != nil && d.IsDir() && (d.Name() == ".tmp" || d.Name() == ".urls") {
+		if err != nil || d.IsDir() {
+			if d != nil && d.IsDir() && path != root && strings.HasPrefix(d.Name(), ".") { // the store's own: spools, index, marks
 				return filepath.SkipDir
 			}
 			return err
@@ -125,12 +125,11 @@ func checkMediaStateNotAhead(t *testing.T, dir string, users []demoUser) (stored
 		t.Fatalf("the state does not load: %v", err)
 	}
 	for _, u := range users {
-		key := account.MediaFilesKey(u.id)
-		uses, err := resources.MediaFileUses(key, info.Keys[key])
+		rec, err := archived.Unmarshal(info.Keys[account.RecordKey(u.id)], "record")
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range uses {
+		for _, f := range rec.Files {
 			if f.Status != media.Stored {
 				continue
 			}

@@ -5,12 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/bookmarks"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
+	"github.com/cq-source-x/cq-source-x/test/synctest"
 )
 
 // TestKill9BookmarksRemove kills `cq-source-x bookmarks remove --yes` at
@@ -23,22 +26,22 @@ import (
 // kill the state describes only what is on disk; after the resumed run
 // each removal is in x_bookmark_changes exactly once, the walk memory
 // forgets the removed posts, and the next export archives every bookmark.
-func TestKill9BookmarksRemove(t *testing.T) { testKill9Bookmarks(t, archive.OpRemove) }
+func TestKill9BookmarksRemove(t *testing.T) { testKill9Bookmarks(t, bookmarks.OpRemove) }
 
 // TestKill9BookmarksAdd is TestKill9BookmarksRemove for `bookmarks add
 // --yes`, of posts the account no longer holds: the resumed run adds what
 // is left, never a post twice but the one in flight (X answers
 // bookmarked:true again), each addition is in x_bookmark_changes exactly
 // once, and the next export archives every bookmark, the added ones too.
-func TestKill9BookmarksAdd(t *testing.T) { testKill9Bookmarks(t, archive.OpAdd) }
+func TestKill9BookmarksAdd(t *testing.T) { testKill9Bookmarks(t, bookmarks.OpAdd) }
 
 func testKill9Bookmarks(t *testing.T, kind string) {
 	if testing.Short() {
 		t.Skip("spawns about a hundred processes")
 	}
-	op, change := xsim.OpRemoveBookmark, archive.ChangeRemoved
-	if kind == archive.OpAdd {
-		op, change = xsim.OpAddBookmark, archive.ChangeAdded
+	op, change := xsim.OpRemoveBookmark, bookmarks.ChangeRemoved
+	if kind == bookmarks.OpAdd {
+		op, change = xsim.OpAddBookmark, bookmarks.ChangeAdded
 	}
 	// Each kill sends up to 8 requests: more than X's 50 per 15 minutes
 	// in all (the windows are TestBookmarksRemoveWaitsOutTheWindows').
@@ -55,7 +58,7 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 	}
 	all := sim.Bookmarks("1001")
 	posts := []string{all[0], all[1], all[2], all[10], all[20], all[30], all[39]}
-	if kind == archive.OpAdd {
+	if kind == bookmarks.OpAdd {
 		for _, id := range posts { // removed in X's app before the export
 			sim.Unbookmark("1001", id)
 		}
@@ -102,7 +105,7 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 		}
 		return
 	}
-	done := func(id string) bool { return slices.Contains(sim.Bookmarks("1001"), id) == (kind == archive.OpAdd) }
+	done := func(id string) bool { return slices.Contains(sim.Bookmarks("1001"), id) == (kind == bookmarks.OpAdd) }
 
 	probe := filepath.Join(base, "probe")
 	copyDir(t, template, probe)
@@ -153,10 +156,15 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 					t.Errorf("%s: the change recorded is %q, want %q", id, changes.Latest["1001"][id], change)
 				}
 			}
+			// Every answer the journal holds is recorded as billed once, the
+			// killed run's too; an answer the kill lost is not known.
+			if billed := writesBilled(t, dir, op); billed < len(posts) || billed > total {
+				t.Errorf("killed at %q: x_api_usage records %d writes billed; X billed %d for %d posts", at, billed, total, len(posts))
+			}
 			if _, err := os.Stat(filepath.Join(dir, ".ops", kind, "1001.plan")); err == nil {
 				t.Error("the journal of the finished run is left")
 			}
-			if kind == archive.OpRemove {
+			if kind == bookmarks.OpRemove {
 				info, err := archive.ReadState(dir)
 				if err != nil {
 					t.Fatal(err)
@@ -182,7 +190,7 @@ func testKill9Bookmarks(t *testing.T, kind string) {
 
 // checkChangesOnce checks that x_bookmark_changes has no (operation, user,
 // post) twice, and returns the changes.
-func checkChangesOnce(t *testing.T, dir string) *archive.Changes {
+func checkChangesOnce(t *testing.T, dir string) *bookmarks.Changes {
 	t.Helper()
 	rows := rowSet(t, parquetFiles(t, dir, "x_bookmark_changes"))
 	seen := map[string]int{}
@@ -196,9 +204,29 @@ func checkChangesOnce(t *testing.T, dir string) *archive.Changes {
 			t.Errorf("x_bookmark_changes has %s %d times", k, n)
 		}
 	}
-	ch, err := archive.ReadChanges(dir)
+	ch, err := bookmarks.ReadChanges(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ch
+}
+
+// writesBilled adds up the writes_billed of the archive's x_api_usage rows
+// of op.
+func writesBilled(t *testing.T, dir, op string) int {
+	t.Helper()
+	n := 0
+	for _, path := range parquetFiles(t, dir, "x_api_usage") {
+		_, recs, _ := synctest.ReadParquet(t, path)
+		for _, r := range recs {
+			ops, writes := r.Column(r.Schema().FieldIndices("operation")[0]), r.Column(r.Schema().FieldIndices("writes_billed")[0])
+			for i := range int(r.NumRows()) {
+				if ops.ValueStr(i) == op {
+					w, _ := strconv.Atoi(writes.ValueStr(i))
+					n += w
+				}
+			}
+		}
+	}
+	return n
 }

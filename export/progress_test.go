@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -38,8 +39,8 @@ func TestProgress_LinesAndCountdown(t *testing.T) {
 	var out bytes.Buffer
 	p := newProgress(&out, false, false, clk, time.Hour)
 	p.attach(&account.Set{Sessions: []*account.Session{
-		{Index: 0, UserID: "1001", Meter: client.NewMeter(0)},
-		{Index: 1, UserID: "1002", Meter: client.NewMeter(0)},
+		{Index: 0, UserID: "1001", Meter: billing.NewMeter(billing.DefaultRates())},
+		{Index: 1, UserID: "1002", Meter: billing.NewMeter(billing.DefaultRates())},
 	}})
 	p.addRows("1001", 42)
 	p.addRows("1002", 1)
@@ -64,7 +65,7 @@ func TestProgress_LinesAndCountdown(t *testing.T) {
 	// them without tearing them.
 	var term bytes.Buffer
 	p = newProgress(&term, true, false, clk, 0)
-	p.attach(&account.Set{Sessions: []*account.Session{{Index: 0, UserID: "1001", Meter: client.NewMeter(0)}, {Index: 1, UserID: "1002", Meter: client.NewMeter(0)}}})
+	p.attach(&account.Set{Sessions: []*account.Session{{Index: 0, UserID: "1001", Meter: billing.NewMeter(billing.DefaultRates())}, {Index: 1, UserID: "1002", Meter: billing.NewMeter(billing.DefaultRates())}}})
 	p.mu.Lock()
 	p.draw()
 	p.draw()
@@ -130,7 +131,7 @@ func TestProgress_QuietStillTellsALongWait(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	var out bytes.Buffer
 	p := newProgress(&out, false, true, clk, 0)
-	p.attach(&account.Set{Sessions: []*account.Session{{Index: 3, UserID: "1004", Meter: client.NewMeter(0)}}})
+	p.attach(&account.Set{Sessions: []*account.Session{{Index: 3, UserID: "1004", Meter: billing.NewMeter(billing.DefaultRates())}}})
 	p.start()
 	p.waitStarted("1004", client.OpListBookmarks, 40*time.Second)
 	p.waitStarted("1004", client.OpListBookmarks, 11*time.Minute)

@@ -81,7 +81,7 @@ func TestSummaryShowsTheComplianceRequests(t *testing.T) {
 // bookmarks it read.
 func TestAFailedComplianceCheckFailsTheSummaryAndKeepsTheBookmarks(t *testing.T) {
 	clk, sim := startVirtualSim(t)
-	sim.FailComplianceJobs(1)
+	sim.FailComplianceJobs(2) // the job of posts and the one that replaces it
 	compliance := fmt.Sprintf("    compliance:\n      bearer_token: %q\n", sim.IssueAppOnlyToken())
 	dir := t.TempDir()
 	users := []demoUser{{id: "1001", bookmarks: 12}}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
@@ -55,7 +56,7 @@ func TestSummaryTextSaysOnePostInTheSingular(t *testing.T) {
 // What X left out of its pages with no error saying why is counted per
 // operation and account, and said once per account under the table.
 func TestSummaryCountsWhatXLeftOut(t *testing.T) {
-	sess := &account.Session{UserID: "1001", Meter: client.NewMeter(0)}
+	sess := &account.Session{UserID: "1001", Meter: billing.NewMeter(billing.DefaultRates())}
 	sess.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: "x_bookmarks", List: "bookmarks",
 		Result: &walk.Result{Outcome: walk.ReachedEnd, New: 4}, Missing: 2})
 	s := (&Result{sessions: []*account.Session{sess}}).Summary()

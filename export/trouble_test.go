@@ -90,7 +90,7 @@ func (a *exportDir) writeState(b []byte) {
 
 func (a *exportDir) repair() *archive.RepairReport {
 	a.t.Helper()
-	rep, err := archive.Repair(a.dir, archive.RepairOptions{})
+	rep, err := archive.Repair(a.dir, archive.RepairOptions{Tables: export.BookmarkTables()})
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestAnyFlippedBitOfTheStateIsRepaired(t *testing.T) {
 func everyFile(t *testing.T, dir string) []string {
 	t.Helper()
 	var files []string
-	for _, table := range archive.TableNames() {
+	for _, table := range export.TableNames() {
 		files = append(files, parquetFiles(t, dir, table)...)
 	}
 	return files
@@ -439,7 +439,7 @@ func TestRepairLeavesASoundDirectoryAloneAndADryRunChangesNothing(t *testing.T) 
 	}
 	a.writeState(flipHeldBit(t, good, "x_bookmarks/1002"))
 	damaged := a.readState()
-	rep, err := archive.Repair(a.dir, archive.RepairOptions{DryRun: true})
+	rep, err := archive.Repair(a.dir, archive.RepairOptions{DryRun: true, Tables: export.BookmarkTables()})
 	if err != nil || !rep.Changed || len(rep.Dropped) != 1 {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
@@ -459,8 +459,8 @@ func TestRepairLeavesASoundDirectoryAloneAndADryRunChangesNothing(t *testing.T) 
 func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
 	a := newExportDir(t)
 	a.mustRun()
-	a.writeState([]byte(`{"format":2,"keys":{},"written":{}}`))
-	if _, err := archive.Repair(a.dir, archive.RepairOptions{}); err == nil || !strings.Contains(err.Error(), "has format 2") {
+	a.writeState([]byte(`{"format":3,"keys":{},"written":{}}`))
+	if _, err := archive.Repair(a.dir, archive.RepairOptions{Tables: export.BookmarkTables()}); err == nil || !strings.Contains(err.Error(), "has format 3") {
 		t.Errorf("repair of a newer state: %v", err)
 	}
 	if err := os.Remove(a.statePath()); err != nil {
@@ -470,7 +470,7 @@ func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("PAR1 not really"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dry, err := archive.Repair(a.dir, archive.RepairOptions{DryRun: true})
+	dry, err := archive.Repair(a.dir, archive.RepairOptions{DryRun: true, Tables: export.BookmarkTables()})
 	if err != nil || len(dry.Damaged) != 1 || dry.Damaged[0].Path != bad {
 		t.Fatalf("dry run: %+v, %v", dry, err)
 	}
@@ -493,7 +493,7 @@ func TestRepairRefusesANewerStateAndMovesAnUnreadableFileAside(t *testing.T) {
 // state.
 func TestRepairLeavesADirectoryWithoutAnExportAlone(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := archive.Repair(dir, archive.RepairOptions{})
+	rep, err := archive.Repair(dir, archive.RepairOptions{Tables: export.BookmarkTables()})
 	if err != nil || !rep.Empty || rep.Changed {
 		t.Fatalf("repair of an empty directory: %+v, %v", rep, err)
 	}

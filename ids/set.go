@@ -168,6 +168,9 @@ func (s *Set) others() []string {
 	})
 }
 
+// SetOf is a set that held nums (HasEarlier), which it keeps.
+func SetOf(nums Sorted) *Set { return &Set{held: nums} }
+
 // Clone returns a copy of the set, which changes apart from it. (The held
 // numbers are shared: no set changes them in place.)
 func (s *Set) Clone() *Set {

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -31,7 +32,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 	naming, _ := client.NewNamingPolicy(s.APINaming) // the spec check refused other settings
 	o.ClientOptions = append(slices.Clone(o.ClientOptions), client.WithNamingPolicy(naming))
 	for i, a := range s.Accounts {
-		meter := client.NewMeterWithRates(client.Rates{Post: *s.PostReadUSD, OwnedPost: *s.OwnedReadUSD, User: *s.UserReadUSD})
+		meter := billing.NewMeter(s.Rates())
 		sess := &account.Session{
 			Index:        i,
 			UserID:       a.UserID,
@@ -44,7 +45,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Sync:         info,
 			State:        st,
 			Redact:       r,
-			Archive:      o.archive(),
+			RowsKept:     o.destination() != nil,
 			Resend:       o.resendPolicy(s),
 		}
 		api, userID, err := connect(ctx, s, i, o, meter, logger, r)
@@ -73,15 +74,6 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 		set.Sessions = append(set.Sessions, sess)
 	}
 	return set
-}
-
-// archive is the destination's record of the posts written, if it keeps
-// one (an interface holding a nil Destination is not nil).
-func (o Options) archive() account.Archive {
-	if d := o.destination(); d != nil {
-		return d
-	}
-	return nil
 }
 
 // resolveUserID asks the API whose token this is, once.
@@ -125,7 +117,7 @@ func AuthConfig(s *spec.Spec, i int, storedClientID string) auth.Config {
 // token file names, if any. The client and the token source log to logger,
 // under the account's name; the token source adds the credentials it holds
 // to r.
-func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *client.Meter, logger zerolog.Logger, r *redact.Redactor) (*client.Client, string, error) {
+func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing.Meter, logger zerolog.Logger, r *redact.Redactor) (*client.Client, string, error) {
 	a := s.Accounts[i]
 	var httpClient *http.Client
 	var userID string
@@ -195,7 +187,7 @@ func Credentials(s *spec.Spec) *redact.Redactor {
 // id the token file names, if any. The archive's bookmark commands use it.
 // The token file's tokens are added to r (from Credentials(s)) as they are
 // read and refreshed, so that the caller can mask them in what it prints.
-func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *client.Meter, logger zerolog.Logger, r *redact.Redactor, opts ...Option) (*client.Client, string, error) {
+func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Meter, logger zerolog.Logger, r *redact.Redactor, opts ...Option) (*client.Client, string, error) {
 	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
 	for _, opt := range opts {
 		opt(&o)

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,40 +10,35 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
-// actionOf maps the spec's on_change to the actions of package compliance.
-func actionOf(cs *spec.Compliance) func(reason string) compliance.Action {
-	return func(reason string) compliance.Action {
+// actionOf maps the spec's on_change to the actions of package plan.
+func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
+	return func(reason string) plan.Action {
 		switch cs.Action(reason) {
 		case spec.ActionRedact:
-			return compliance.Redact
+			return plan.Redact
 		case spec.ActionDelete:
-			return compliance.Delete
+			return plan.Delete
 		case spec.ActionScrub:
-			return compliance.ScrubGeo
+			return plan.ScrubGeo
 		}
-		return compliance.Keep
+		return plan.Keep
 	}
 }
 
-// actOnCompliance applies, in a CloudQuery sync, what the compliance checks
-// reported and no sync applied yet (compliance.on_change): the reported
-// posts leave the bookmarks outbox; their stored media files no other post
-// uses are deleted from the media store; a redacted post's x_bookmarks row is
-// sent again without its content (the destination's primary key replaces
-// the row it holds, in overwrite modes); its rows of the content tables,
-// and for delete its x_bookmarks row, are removed with DeleteRecord
-// messages. The state then records the actions as applied, and is
-// flushed. The destination in the plugin's process (the exporter) applies
-// them to its own files instead. elsewhere names the accounts of the other
-// shards, whose files are kept too.
-func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables, elsewhere []string) error {
-	if c.options.destination() != nil {
-		return nil
-	}
+// actOnCompliance applies what the compliance checks reported and no sync
+// applied yet (compliance.on_change). The edits are decided once, from
+// the tables' declarations (plan.Edits); the sync's destination applies
+// them: the destination in the plugin's process (the exporter) to its own
+// files, a CloudQuery destination through DeleteRecord messages and rows
+// sent again (sendEdits). The media files no other post uses are deleted
+// from the media store. The state then records the actions as applied,
+// and is flushed.
+func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables) error {
 	pending, err := comp.Pending(ctx)
 	if err != nil || len(pending) == 0 {
 		return err
@@ -54,30 +48,21 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 		c.logger.Warn().Msg("posts reported by X's compliance job are acted on when x_bookmarks is synced; this sync does not select it")
 		return nil
 	}
-	for _, acct := range pending {
-		for _, s := range comp.Set.Sessions {
-			if s.UserID != acct.UserID {
-				continue
-			}
-			if err := resources.PurgeOutbox(ctx, s, acct.Posts); err != nil {
-				return err
-			}
-		}
+	reported := make([]plan.Reported, len(pending))
+	for i, p := range pending {
+		reported[i] = p.Reported
 	}
-	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
-		if _, err := resources.DropMedia(ctx, ss, elsewhere, pending, ss[0].Media.Saver.Store()); err != nil {
-			return err
-		}
-	}
-	if err := run.sync(ctx, &resources.Redactions{Accounts: pending}, schema.Tables{resources.RedactedBookmarks(bookmarks)}); err != nil {
+	edits := plan.Edits(resources.Holdings(), reported)
+	ix := plan.NewIndex(edits)
+	if d := c.options.destination(); d != nil {
+		d.Edit(edits)
+	} else if err := c.sendEdits(ctx, run, comp, selected, edits, pending); err != nil {
 		return err
 	}
-	content := bookmarks.Relations // their rows are a post's content
-	if t := selected.Get(resources.MediaFilesTable); t != nil {
-		content = append(slices.Clip(content), t)
-	}
-	for _, acct := range pending {
-		c.removeRows(acct, content, run.res)
+	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
+		if _, err := resources.DropMedia(ctx, ss, ix, ss[0].Media.Saver.Store()); err != nil {
+			return err
+		}
 	}
 	if err := comp.Applied(ctx, pending); err != nil {
 		return err
@@ -85,47 +70,53 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 	return flushState(ctx, st)
 }
 
-// removeRows sends the DeleteRecord messages of an account's reported
-// posts: a bookmark's rows of the content tables (and of x_media_files),
-// and its x_bookmarks row when it goes too; a referenced post's rows of
-// x_bookmark_referenced_posts and of x_media_files (its media's files).
-func (c *Client) removeRows(acct compliance.AccountActions, content schema.Tables, res chan<- message.SyncMessage) {
-	var geo []string
-	for _, p := range acct.Posts {
-		switch p.Action {
-		case compliance.ScrubGeo:
-			geo = append(geo, p.PostID)
+// sendEdits applies the edits to a CloudQuery destination: a removal is a
+// DeleteRecord message (user_id = … AND column = …), a blanked bookmark
+// its x_bookmarks row sent again with its key and dates only, which the
+// destination's primary key puts in place of the row it holds (in
+// overwrite modes), and the rows kept to send again are edited alike. A
+// destination's row cannot be edited: a scrub is left to the user, with a
+// warning. Tables the sync does not select get no message.
+func (c *Client) sendEdits(ctx context.Context, run tableSync, comp *compliance.Check, selected schema.Tables, edits []plan.Edit, pending []compliance.Affected) error {
+	ix := plan.NewIndex(edits)
+	for _, s := range comp.Set.Sessions {
+		if err := resources.EditOutbox(ctx, s, ix); err != nil {
+			return err
+		}
+	}
+	dates := map[[2]string]*compliance.Affected{}
+	for i, p := range pending {
+		if p.Dates != nil {
+			dates[[2]string{p.UserID, p.PostID}] = &pending[i]
+		}
+	}
+	var blanked []compliance.Affected
+	scrubbed := map[string][]string{}
+	for _, e := range edits {
+		if selected.Get(e.Table) == nil {
 			continue
-		case compliance.Redact, compliance.Delete:
+		}
+		switch p := dates[[2]string{e.UserID, e.PostID}]; {
+		case e.Op == plan.Scrub:
+			scrubbed[e.UserID] = append(scrubbed[e.UserID], e.PostID)
+		case e.Op == plan.Blank && p != nil:
+			blanked = append(blanked, *p)
 		default:
-			continue
-		}
-		if p.Referenced {
-			if content.Get(resources.ReferencedPostsTable) != nil {
-				res <- deleteRows(resources.ReferencedPostsTable, acct.UserID, "referenced_post_id", p.PostID)
-			}
-			if content.Get(resources.MediaFilesTable) != nil {
-				res <- deleteRows(resources.MediaFilesTable, acct.UserID, "media_post_id", p.PostID)
-			}
-		}
-		if !p.Bookmarked {
-			continue
-		}
-		for _, t := range content {
-			res <- deleteRows(t.Name, acct.UserID, "post_id", p.PostID)
-		}
-		if p.Action == compliance.Delete || p.Dates == nil {
-			if p.Action == compliance.Redact {
-				c.logger.Warn().Str("user_id", acct.UserID).Str("post_id", p.PostID).
+			if e.Op == plan.Blank {
+				c.logger.Warn().Str("user_id", e.UserID).Str("post_id", e.PostID).
 					Msg("the dates of this redacted bookmark are not known (it was archived by an earlier version): its x_bookmarks row is removed; its tombstone stays in x_post_compliance")
 			}
-			res <- deleteRows(resources.BookmarksTable, acct.UserID, "post_id", p.PostID)
+			run.res <- deleteRows(e.Table, e.UserID, e.Column, e.PostID)
 		}
 	}
-	if len(geo) > 0 {
-		c.logger.Warn().Str("user_id", acct.UserID).Strs("post_ids", geo).
+	for user, posts := range scrubbed {
+		c.logger.Warn().Str("user_id", user).Strs("post_ids", posts).
 			Msg("X removed the location of these posts: a source cannot edit a row of the destination, so remove the `geo` of their `post` JSON in x_bookmarks and x_bookmark_referenced_posts yourself (docs/compliance.md)")
 	}
+	if len(blanked) == 0 {
+		return nil
+	}
+	return run.sync(ctx, &resources.Blanked{Posts: blanked}, schema.Tables{resources.BlankedBookmarks(selected.Get(resources.BookmarksTable))})
 }
 
 // deleteRows is the message that removes the account's rows of table

@@ -90,12 +90,6 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		return err
 	}
 	data, mediaTable, compliance, usage := splitTables(tables)
-	var elsewhere []string
-	if mediaTable != nil && compliance != nil && c.spec.Compliance != nil && c.spec.Compliance.RemovesContent() {
-		if elsewhere, err = c.usersOfOtherShards(opts.Shard); err != nil {
-			return err
-		}
-	}
 	var mediaFiles *account.Media
 	if mediaTable != nil {
 		var closeStore func()
@@ -127,7 +121,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		return err
 	}
 	if compliance != nil {
-		if err := c.actOnCompliance(ctx, run, stateClient, comp, tables, elsewhere); err != nil {
+		if err := c.actOnCompliance(ctx, run, stateClient, comp, tables); err != nil {
 			return err
 		}
 	}
@@ -194,30 +188,6 @@ func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info acco
 		set.Sessions = shardOf(set.Sessions, int(sh.Num), int(sh.Total))
 	}
 	return set, nil
-}
-
-// usersOfOtherShards returns the user ids of the spec's accounts that the
-// other shards of a sharded sync hold. They share the media store: a
-// file of a post X reported is deleted only when none of their records
-// uses it either. An account whose id the spec does not give could use
-// any file, so it is an error that names it.
-func (c *Client) usersOfOtherShards(sh *plugin.Shard) ([]string, error) {
-	if sh == nil || sh.Total < 2 {
-		return nil, nil
-	}
-	var ids []string
-	for i, a := range c.spec.Accounts {
-		if i%int(sh.Total) == int(sh.Num)-1 {
-			continue
-		}
-		if a.UserID == "" {
-			return nil, fmt.Errorf("accounts[%d]: user_id is needed with --shard when media files and compliance.on_change are on: "+
-				"a file of a post X reported is deleted only when no account of any shard uses it, and this shard cannot look up another's id; "+
-				"add user_id to accounts[%d] (cq-source-x status prints it)", i, i)
-		}
-		ids = append(ids, a.UserID)
-	}
-	return ids, nil
 }
 
 // splitTables sets apart the tables that run after the data tables, in

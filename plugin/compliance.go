@@ -6,6 +6,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -29,7 +30,7 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 	}
 	c.Every, c.Wait, c.MaxIDsPerJob = cs.Every.Duration(), cs.Wait.Duration(), cs.MaxIDsPerJob
 	c.ActionOf = actionOf(cs)
-	c.Meter = client.NewMeter(*s.PostReadUSD)
+	c.Meter = billing.NewMeter(s.Rates())
 	token, err := cs.ReadBearerToken()
 	if err != nil {
 		c.Err = err

@@ -15,6 +15,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
@@ -99,14 +100,18 @@ func (f ObserverFunc) SyncStarted(s *account.Set, c *compliance.Check) { f(s, c)
 
 // Destination is an Observer that is also the sync's destination, in the
 // plugin's process, and commits the rows of a sync with the state, as the
-// exporter commits its files with its state. It keeps the record of the
-// posts written to x_bookmarks, which the compliance checks read. The rows
-// of incremental tables are then never sent again (spec.Resend), and the
-// state is flushed only when the tables are done. A CloudQuery sync has
-// none.
+// exporter commits its files with its state, and applies the edits of what
+// X reported to the rows it holds. The rows of incremental tables are then
+// never sent again (spec.Resend), the records of what the accounts archived
+// keep none of the dates a redacted row is sent again with, and the state
+// is flushed only when the tables are done. A CloudQuery sync has none.
 type Destination interface {
 	Observer
-	account.Archive
+	// Edit takes the edits of the rows of posts X reported
+	// (compliance.on_change), which the state records as applied from the
+	// next flush on: the destination applies them with the rows of the
+	// sync it commits, or after.
+	Edit([]plan.Edit)
 	// RecordRows is how many rows a record the scheduler sends holds at most
 	// (0: the SDK's default, 50): a destination that writes Parquet pays for
 	// each record it writes.

@@ -19,6 +19,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -503,3 +504,4 @@ type recordRows int
 func (recordRows) SyncStarted(*account.Set, *compliance.Check)          {}
 func (recordRows) Archived(context.Context, string) (ids.Sorted, error) { return nil, nil }
 func (n recordRows) RecordRows() int                                    { return int(n) }
+func (recordRows) Edit([]plan.Edit)                                     {}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -52,7 +53,7 @@ type connError struct {
 // testAccount tests s.Accounts[i].
 func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zerolog.Logger, r *redact.Redactor) *connError {
 	a := s.Accounts[i]
-	api, fileUserID, err := connect(ctx, s, i, o, client.NewMeter(*s.PostReadUSD), logger, r)
+	api, fileUserID, err := connect(ctx, s, i, o, billing.NewMeter(s.Rates()), logger, r)
 	if err != nil {
 		return &connError{codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err)}
 	}

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/redact"
@@ -41,9 +43,11 @@ type Usage struct {
 	UsersReturned  int
 	UsersBilled    int
 	MediaReturned  int
+	WritesBilled   int
 	OwnedReads     bool
 	PostsUSD       float64
 	UsersUSD       float64
+	WritesUSD      float64
 	EstimatedUSD   float64
 	RateLimited    int
 	RateLimitWaits int
@@ -70,7 +74,8 @@ func APIUsage() *schema.Table {
 		Title: "X API Usage",
 		Description: "What each sync cost, per account and operation: requests; posts, users and media returned; posts and users billed after X's same-UTC-day de-duplication, and their estimated USD at the spec's rates; rate-limit waits and how each walk ended " +
 			"(`met_held`: reached the posts already held; `reached_end`: read to the end of the list; `stopped_by_budget`: hit `planner.max_billed_posts`; `interrupted`: the sync was stopped first, and the next reads the list again; `failed`). " +
-			"A failed account shows here with its error, even though the SDK does not fail the sync.",
+			"A failed account shows here with its error, even though the SDK does not fail the sync. " +
+			"In the exporter's archive it also holds what `cq-source-x bookmarks remove` and `add` cost: their write requests, X billing each (operations remove_bookmark and add_bookmark, a row per account each time the command records its changes).",
 		Resolver:  fetchAPIUsage,
 		Multiplex: usageMultiplex,
 		// A history, one sync's rows after another: incremental, so that
@@ -82,23 +87,25 @@ func APIUsage() *schema.Table {
 
 // usageColumns are the columns of x_api_usage.
 var usageColumns = []column[*Usage]{
-	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one).", func(u *Usage) string { return u.SyncID })),
+	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one); for the rows of the bookmark commands, of the archive's run that recorded them.", func(u *Usage) string { return u.SyncID })),
 	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
-	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
-	incrementalKey(timeColumn("sync_started_at", "When the sync started.", func(u *Usage) time.Time { return u.SyncStartedAt })),
+	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
+	incrementalKey(timeColumn("sync_started_at", "When the sync started (for the rows of the bookmark commands, when their changes were recorded).", func(u *Usage) time.Time { return u.SyncStartedAt })),
 	stringColumn("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
 	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
 	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
 	int64Column("posts_returned", "Posts the API returned: those the pages held (bookmarked posts, folder entries) and the referenced posts expanded with them, also of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsReturned) }),
-	int64Column("posts_billed", "Of posts_returned, those X bills: each post once per UTC day per account, so a post this account already read that day (an earlier sync included) is not counted again. An estimate: X calls its de-duplication a soft guarantee, and de-duplicates per developer account, so accounts of one app that read the same posts pay less.", func(u *Usage) int64 { return int64(u.PostsBilled) }),
+	int64Column("posts_billed", "Of posts_returned, those X bills: each post once per UTC day per account, so a post this account already read that day (an earlier sync included) is not counted again. An estimate: X calls its de-duplication a soft guarantee, and does not say whether it de-duplicates per account, per app or per developer account (accounts of one app that read the same posts may pay less).", func(u *Usage) int64 { return int64(u.PostsBilled) }),
 	int64Column("posts_unread", "At most this many more posts may have been billed, in pages whose body could not be read (cut short, not JSON): each counts the page size asked for. Not in `posts_billed` nor `estimated_usd`.", func(u *Usage) int64 { return int64(u.PostsUnread) }),
 	int64Column("users_returned", "Users the API returned: expanded authors (`content.authors`), and the user of users_me.", func(u *Usage) int64 { return int64(u.UsersReturned) }),
 	int64Column("users_billed", "Of users_returned, those billed: each user once per UTC day per account (an estimate, as posts_billed).", func(u *Usage) int64 { return int64(u.UsersBilled) }),
 	int64Column("media_returned", "Media objects the API returned (`content.media`); X bills none.", func(u *Usage) int64 { return int64(u.MediaReturned) }),
+	int64Column("writes_billed", "Bookmark writes X answered (operations add_bookmark and remove_bookmark, rows of `cq-source-x bookmarks add` and `remove` in the exporter's archive): X bills each request, never de-duplicated.", func(u *Usage) int64 { return int64(u.WritesBilled) }),
 	boolColumn("owned_reads", "Whether the posts were priced as owned reads (`owned_read_usd`): the app owner's own bookmarks (`app_owner_user_id`, `accounts[].owned_reads`).", func(u *Usage) bool { return u.OwnedReads }),
 	float64Column("posts_usd", "posts_billed times `post_read_usd`, or `owned_read_usd` for owned reads.", func(u *Usage) float64 { return u.PostsUSD }),
 	float64Column("users_usd", "users_billed times `user_read_usd`.", func(u *Usage) float64 { return u.UsersUSD }),
-	float64Column("estimated_usd", "posts_usd plus users_usd: the estimated cost.", func(u *Usage) float64 { return u.EstimatedUSD }),
+	float64Column("writes_usd", "writes_billed times `bookmark_write_usd`.", func(u *Usage) float64 { return u.WritesUSD }),
+	float64Column("estimated_usd", "posts_usd plus users_usd plus writes_usd: the estimated cost.", func(u *Usage) float64 { return u.EstimatedUSD }),
 	int64Column("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
 	int64Column("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
 	float64Column("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
@@ -110,6 +117,25 @@ var usageColumns = []column[*Usage]{
 	int64Column("files_stored", "Media files stored by the sync (operation media_files): downloaded, or found in the store already.", func(u *Usage) int64 { return int64(u.FilesStored) }),
 	int64Column("bytes_fetched", "Bytes of media files downloaded (operation media_files): the bandwidth they cost; X bills none.", func(u *Usage) int64 { return u.BytesFetched }),
 	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
+}
+
+// UsageRecords are rows as records of x_api_usage, one a row, as a sync's
+// scheduler makes them (a random _cq_id), with the table they are of: for
+// the rows no sync makes, those of the bookmark commands in the exporter's
+// archive.
+func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
+	table := Tables().Get(APIUsageTable)
+	sc := table.ToArrowSchema()
+	recs := make([]arrow.RecordBatch, 0, len(rows))
+	for _, u := range rows {
+		r := schema.NewResourceData(table, nil, u)
+		for _, c := range table.Columns {
+			_ = c.Resolver(context.Background(), nil, r, c) // the getters of usageColumns do not fail
+		}
+		_ = r.CalculateCQID(false)
+		recs = append(recs, r.GetValues().ToArrowRecord(sc))
+	}
+	return table, recs
 }
 
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
@@ -257,7 +283,7 @@ func (r *opRows) get(op string) *Usage {
 
 // addMeter adds what meter counted for userID (and for user "", the app's
 // requests and GET /2/users/me).
-func (r *opRows) addMeter(meter *client.Meter, userID string) {
+func (r *opRows) addMeter(meter *billing.Meter, userID string) {
 	for _, m := range meter.Snapshot() {
 		if m.UserID != userID && m.UserID != "" {
 			continue
@@ -271,9 +297,11 @@ func (r *opRows) addMeter(meter *client.Meter, userID string) {
 		u.UsersReturned += m.UsersReturned
 		u.UsersBilled += m.UsersBilled
 		u.MediaReturned += m.MediaReturned
+		u.WritesBilled += m.WritesBilled
 		u.OwnedReads = u.OwnedReads || m.OwnedReads
 		u.PostsUSD += m.PostsUSD
 		u.UsersUSD += m.UsersUSD
+		u.WritesUSD += m.WritesUSD
 		u.EstimatedUSD += m.USD
 		u.RateLimited += m.RateLimited
 		u.RateLimitWaits += m.RateLimitWaits

@@ -6,10 +6,14 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // BookmarkAuthorsTable is the name of the authors table.
 const BookmarkAuthorsTable = "x_bookmark_authors"
+
+// It is a child table of x_bookmarks: its rows are a bookmark's content.
+func init() { DeclareContent(BookmarkAuthors, plan.Holding{Of: "post_id"}) }
 
 // bookmarkAuthor is one row of x_bookmark_authors.
 type bookmarkAuthor struct {

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -34,9 +33,6 @@ type bookmark struct {
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
 	foundPosition   int64
-	// redacted: the post's content is gone (compliance); its key and
-	// dates stay.
-	redacted bool
 }
 
 // Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
@@ -49,15 +45,23 @@ func Bookmarks() *schema.Table {
 			"Post content is immutable, so a post is never read again for its content. " +
 			"The API gives no bookmark time: the bookmark was made after `bookmarked_after` (the account's previous successful sync; null on the first) and before `first_seen_at`. " +
 			"Rows of removed bookmarks are kept: this is an archive. " +
-			"A post X reports deleted or withheld (x_post_compliance) is redacted by default: its row keeps `user_id`, `post_id`, `created_at`, `first_seen_at`, `bookmarked_after` and `found_position`, every other column is null, and its rows of the child tables are removed (`compliance.on_change`, docs/compliance.md).",
+			"A post X reports deleted or withheld (x_post_compliance) is redacted by default: its row keeps " + columnNames(redactedKeeps) + ", every other column is null, and its rows of the child tables are removed (`compliance.on_change`, docs/compliance.md).",
 		Multiplex:     account.Multiplex,
 		IsIncremental: true,
 		Columns:       columnList(bookmarkColumns),
 		Resolver:      fetchBookmarks,
-		Relations:     schema.Tables{BookmarkAuthors(), BookmarkMedia(), ReferencedPosts()},
+		Relations:     contentTableList(),
 		// Resolved after the row's columns: the child tables it has rows for.
 		PostResourceResolver: withChildrenOfRows,
 	}
+}
+
+// redactedKeeps are the columns a redacted row of x_bookmarks keeps: the
+// bookmark's key and its dates.
+var redactedKeeps = []string{"user_id", "post_id", "created_at", "first_seen_at", "bookmarked_after", "found_position"}
+
+func init() {
+	declareHolding(plan.Holding{Table: BookmarksTable, Of: "post_id", Keeps: redactedKeeps, Geo: "post"})
 }
 
 // hasRows tells, by child table, whether a bookmark has rows of it.
@@ -93,7 +97,7 @@ func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resour
 var bookmarkColumns = []column[*bookmark]{
 	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(b *bookmark) string { return b.userID })),
 	primaryKey(stringColumn("post_id", "Post id.", func(b *bookmark) string { return b.post.ID })),
-	contentColumn("text", "Text of the post (for long posts, the first 280 characters; see `note_tweet`). Null once the post is redacted (docs/compliance.md).", func(b *bookmark) string { return b.post.Text }),
+	stringColumn("text", "Text of the post (for long posts, the first 280 characters; see `note_tweet`). Null once the post is redacted (docs/compliance.md).", func(b *bookmark) string { return b.post.Text }),
 	optTimeColumn("created_at", "When the post was created (not when it was bookmarked).", func(b *bookmark) *time.Time { return b.post.CreatedAt }),
 	optStringColumn("author_id", "User id of the post's author.", func(b *bookmark) string { return b.post.AuthorID }),
 	optStringColumn("conversation_id", "Id of the post that started the conversation.", func(b *bookmark) string { return b.post.ConversationID }),
@@ -106,7 +110,7 @@ var bookmarkColumns = []column[*bookmark]{
 	jsonColumn("referenced_tweets", "Posts this one quotes, replies to or reposts.", func(b *bookmark) []byte { return b.post.ReferencedTweets }),
 	jsonColumn("attachments", "Media keys and poll ids attached to the post.", func(b *bookmark) []byte { return b.post.Attachments }),
 	jsonColumn("note_tweet", "The full text and entities of a long post (`content.long_text`).", func(b *bookmark) []byte { return b.post.NoteTweet }),
-	contentColumn("full_text", "The whole text of the post: `note_tweet.text` for a post longer than 280 characters (`content.long_text`), else `text`. Null once the post is redacted.", func(b *bookmark) string { return fullText(b.post) }),
+	stringColumn("full_text", "The whole text of the post: `note_tweet.text` for a post longer than 280 characters (`content.long_text`), else `text`. Null once the post is redacted.", func(b *bookmark) string { return fullText(b.post) }),
 	optStringColumn("article_title", "Title of the X Article the post carries (`content.articles`).", func(b *bookmark) string { return b.post.ArticleTitle }),
 	optStringColumn("article_text", "The whole body of the X Article, as plain text (`content.articles`).", func(b *bookmark) string { return b.post.ArticleText }),
 	jsonColumn("article", "The X Article object as the API returned it: title, plain_text, cover_media, media_entities, ... (`content.articles`).", func(b *bookmark) []byte { return b.post.Article }),
@@ -116,34 +120,6 @@ var bookmarkColumns = []column[*bookmark]{
 	incrementalKey(timeColumn("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
 	optTimeColumn("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
 	int64Column("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
-}
-
-// contentColumn: a string of the post's content; null once the post is
-// redacted, "" stored as "" before.
-func contentColumn(name, description string, get func(*bookmark) string) column[*bookmark] {
-	return typedColumn(name, description, arrow.BinaryTypes.String, func(b *bookmark) any {
-		if b.redacted {
-			return nil
-		}
-		return get(b)
-	})
-}
-
-// dates are what the row keeps once its post is redacted.
-func (b *bookmark) dates() compliance.Dates {
-	return compliance.Dates{CreatedAt: b.post.CreatedAt, FirstSeenAt: b.firstSeenAt, BookmarkedAfter: b.bookmarkedAfter, FoundPosition: b.foundPosition}
-}
-
-// referenced are the posts whose content the bookmark's rows of
-// x_bookmark_referenced_posts hold (those X returned), with their authors.
-func (b *bookmark) referenced() []compliance.Authored {
-	var out []compliance.Authored
-	for _, r := range b.refs {
-		if r.post != nil {
-			out = append(out, compliance.Authored{PostID: r.id, AuthorID: r.post.AuthorID})
-		}
-	}
-	return out
 }
 
 func (b *bookmark) authorJSON() []byte {
@@ -195,46 +171,44 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	if err != nil {
 		return err
 	}
-	archived := compliance.NewArchiver(s) // the posts the compliance checks cover
 	emit := func(ctx context.Context, rows []*bookmark) error {
 		if err := send(ctx, res, rows); err != nil {
 			return err
 		}
-		for _, b := range rows {
-			archived.Add(compliance.Authored{PostID: b.post.ID, AuthorID: b.post.AuthorID}, b.dates(), b.referenced())
-		}
-		return nil
+		return recordBookmarks(ctx, s, rows)
 	}
 	if bw.resent, err = resendBookmarks(ctx, s.UserID, s.AskedBy, bw.outbox, emit); err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		bw.report(nil, err)
-		return archived.Save(ctx, err)
+		return saveRecord(ctx, s, err)
 	}
-	emitNew, saveMedia := recordMediaFiles(s, emit) // the files x_media_files fetches
 	w := &walk.Walker[*bookmark]{
 		Settings: s.Walk,
 		Clock:    s.Clock,
 		ID:       func(b *bookmark) string { return b.post.ID },
 		Fetch:    bw.fetchPage,
-		Emit:     bw.keepSent(emitNew),
+		Emit:     bw.keepSent(emit),
 	}
 	result, err := w.Run(ctx, bw.prev)
-	err = bw.finish(ctx, result, saveMedia(ctx, archived.Save(ctx, err)))
+	err = bw.finish(ctx, result, saveRecord(ctx, s, err))
 	return errors.Join(err, s.FlushWalk(ctx))
 }
 
-// keepSent records in the walk's outbox entry what emit sends, when rows
-// are sent again (Session.Resend).
+// keepSent records in the walk's outbox what emit sends, when rows are
+// sent again (Session.Resend).
 func (bw *bookmarksWalk) keepSent(emit func(context.Context, []*bookmark) error) func(context.Context, []*bookmark) error {
 	if !bw.s.Resend.On() {
 		return emit
 	}
-	bw.sent = &sentRows{expansions: bw.s.Fields.Expansions}
 	return func(ctx context.Context, rows []*bookmark) error {
 		if err := emit(ctx, rows); err != nil {
 			return err
 		}
-		return bw.sent.add(rows)
+		pages, err := pagesOf(rows, bw.expansions)
+		if err != nil {
+			return err
+		}
+		return bw.outbox.Add(pages...)
 	}
 }
 
@@ -246,24 +220,28 @@ type bookmarksWalk struct {
 	guard           *capGuard
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
-	read            int         // posts of the walk's earlier pages: the place in the list of the next one
-	missing         int         // expanded objects its pages left out with no error saying why
-	outbox          *outbox.Box // rows of earlier walks, sent again by this one
-	resent          int         // rows of outbox sent again
-	sent            *sentRows   // rows this walk sent, when they are to be sent again
+	read            int // posts of the walk's earlier pages: the place in the list of the next one
+	missing         int // expanded objects its pages left out with no error saying why
+	// outbox is the rows of earlier walks, sent again by this one
+	// (resent of them), and its own, when rows are sent again; expansions
+	// are what the last page's request asked to expand.
+	outbox     *outbox.Rows[sentPage]
+	resent     int
+	expansions []string
 }
 
 // startBookmarksWalk reads what the account's last walks left: the list's
 // memory, and the cap record that refuses a walk that would stop where the
 // last capped one did. A walk that cannot start is reported.
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
-	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID)}
+	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID), firstSeenAt: s.Clock.Now(), expansions: s.Fields.Expansions}
 	var err error
+	var kept *outbox.Box
 	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
-		bw.outbox, err = account.MemoryOutbox(bw.prev, bw.key)
+		kept, err = account.MemoryOutbox(bw.prev, bw.key)
 	}
 	if err == nil {
-		bw.outbox = bw.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)
+		bw.outbox = outbox.Open[sentPage](kept, outbox.Sync{ID: s.Sync.ID, StartedAt: bw.firstSeenAt, Ended: s.Sync.Ended}, s.Resend)
 	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
@@ -279,7 +257,6 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 		t := bw.prev.SyncedAt
 		bw.bookmarkedAfter = &t
 	}
-	bw.firstSeenAt = s.Clock.Now()
 	return bw, nil
 }
 
@@ -313,9 +290,7 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 		}
 	}
 	asked := s.Fields.Asked(resp.Naming)
-	if bw.sent != nil {
-		bw.sent.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
-	}
+	bw.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
 	pc := newPageContent(p, askedBy(asked), s.AskedBy)
 	rows := bookmarkRows(s.UserID, pc, bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
 	if n := len(pc.missing); n > 0 {
@@ -358,14 +333,11 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 // keepOutbox puts into mem, the memory of the clean walk, the outbox its
 // state keeps: the rows of earlier walks it sent again, and its own.
 func (bw *bookmarksWalk) keepOutbox(mem *walk.Memory) error {
-	var sent *outbox.Entry
-	if bw.sent != nil {
-		var err error
-		if sent, err = bw.sent.batch.Entry(bw.s.Sync.ID, bw.firstSeenAt); err != nil {
-			return err
-		}
+	box, err := bw.outbox.Box()
+	if err != nil {
+		return err
 	}
-	text, err := bw.outbox.With(sent).Marshal()
+	text, err := box.Marshal()
 	mem.Outbox = json.RawMessage(text)
 	return err
 }

@@ -8,10 +8,14 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // BookmarkMediaTable is the name of the media table.
 const BookmarkMediaTable = "x_bookmark_media"
+
+// It is a child table of x_bookmarks: its rows are a bookmark's content.
+func init() { DeclareContent(BookmarkMedia, plan.Holding{Of: "post_id"}) }
 
 // bookmarkMedia is one row of x_bookmark_media.
 type bookmarkMedia struct {

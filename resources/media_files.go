@@ -2,7 +2,6 @@ package resources
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -10,12 +9,19 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // MediaFilesTable is the name of the media files table.
 const MediaFilesTable = "x_media_files"
+
+func init() {
+	declareHolding(plan.Holding{Table: MediaFilesTable, Of: "post_id", Holds: "media_post_id"})
+}
 
 // mediaFileRow is one row of x_media_files: what became of one file.
 type mediaFileRow struct {
@@ -93,18 +99,23 @@ func fetchMediaFiles(ctx context.Context, meta schema.ClientMeta, _ *schema.Reso
 	if err := s.Ready(ctx); err != nil {
 		return err
 	}
-	st, err := loadMediaState(ctx, s)
+	// The pass is the only user of the account's record while it runs.
+	rec, err := s.Record(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.ID(), err)
 	}
-	resent, err := resendMediaFiles(ctx, s, st, res)
+	run := &mediaRun{s: s, rec: rec, res: res, outbox: outbox.Open[*mediaFileRow](rec.Outbox, s.Sync, s.Resend)}
+	resent := 0
+	err = run.outbox.Each(func(rows []*mediaFileRow) error {
+		resent += len(rows)
+		return send(ctx, res, rows)
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", s.ID(), err)
+		return fmt.Errorf("%s: media files: %w", s.ID(), err)
 	}
-	run := &mediaRun{s: s, st: st, res: res}
 	if s.Media.Saver == nil {
 		err = s.Media.Err
-	} else {
+	} else if err = markStored(ctx, s, rec, s.Media.Saver.Store()); err == nil {
 		err = run.store(ctx)
 	}
 	err = errors.Join(err, run.save(ctx), s.FlushWalk(ctx))
@@ -119,13 +130,13 @@ func fetchMediaFiles(ctx context.Context, meta schema.ClientMeta, _ *schema.Reso
 	return nil
 }
 
-// mediaRun stores the files an account's state has due.
+// mediaRun stores the files an account's record has due.
 type mediaRun struct {
 	s      *account.Session
-	st     *mediaState
+	rec    *archived.Record
 	res    chan<- any
 	report account.MediaReport
-	sent   outbox.Batch // the rows sent, when rows are sent again
+	outbox *outbox.Rows[*mediaFileRow]
 
 	mu      sync.Mutex
 	changed []statusChange // not sent yet
@@ -133,7 +144,7 @@ type mediaRun struct {
 
 // statusChange is a file's new status, recorded once its row is sent.
 type statusChange struct {
-	rec *mediaRecord
+	rec *archived.File
 	row *mediaFileRow
 }
 
@@ -142,7 +153,7 @@ type statusChange struct {
 // changed.
 func (r *mediaRun) store(ctx context.Context) error {
 	m := r.s.Media
-	due := r.st.due(m.MaxFileSize)
+	due := r.rec.DueFiles(m.MaxFileSize)
 	m.Saver.Progress().Want(len(due))
 	work := make(chan int)
 	errs := make(chan error, 1)
@@ -152,7 +163,7 @@ func (r *mediaRun) store(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				rec := &r.st.records[i]
+				rec := &r.rec.Files[i]
 				if err := r.done(ctx, rec, m.Saver.Save(ctx, media.NewRequest(rec.URL))); err != nil {
 					select {
 					case errs <- err:
@@ -181,7 +192,7 @@ func (r *mediaRun) store(ctx context.Context) error {
 // done queues the row of a file whose status changed. A sync stopped
 // meanwhile (ctx done, or the saver interrupted) records nothing of it:
 // the next sync tries it.
-func (r *mediaRun) done(ctx context.Context, rec *mediaRecord, out media.Outcome) error {
+func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outcome) error {
 	if ctx.Err() != nil || out.Status == media.Interrupted {
 		return nil
 	}
@@ -200,7 +211,7 @@ func (r *mediaRun) done(ctx context.Context, rec *mediaRecord, out media.Outcome
 	return nil
 }
 
-func (r *mediaRun) row(rec *mediaRecord, out media.Outcome) *mediaFileRow {
+func (r *mediaRun) row(rec *archived.File, out media.Outcome) *mediaFileRow {
 	row := &mediaFileRow{
 		UserID: r.s.UserID, PostID: rec.PostID, MediaKey: rec.MediaKey, URL: rec.URL, MediaPostID: rec.MediaPostID,
 		MediaType: rec.MediaType, File: rec.File, Status: out.Status, HTTPStatus: out.HTTPStatus, Error: out.Err,
@@ -232,16 +243,16 @@ func (r *mediaRun) flush(ctx context.Context) error {
 	rows := make([]*mediaFileRow, len(changed))
 	for i, c := range changed {
 		rows[i] = c.row
-	}
-	if r.s.Resend.On() {
-		r.mu.Lock()
-		for _, row := range rows {
-			if err := r.sent.Add(row); err != nil {
-				r.mu.Unlock()
+		if c.row.Status == media.Stored {
+			if err := r.s.Media.Saver.Store().Mark(ctx, c.row.FileKey, r.s.UserID); err != nil {
 				return err
 			}
 		}
-		r.mu.Unlock()
+	}
+	if r.s.Resend.On() {
+		if err := r.outbox.Add(rows...); err != nil {
+			return err
+		}
 	}
 	if err := send(ctx, r.res, rows); err != nil {
 		return err
@@ -257,37 +268,29 @@ func (r *mediaRun) flush(ctx context.Context) error {
 	return nil
 }
 
-// save stores the records and the outbox: what earlier syncs sent that
+// save stores the record with the outbox: what earlier syncs sent that
 // this one sent again, and what it sent.
 func (r *mediaRun) save(ctx context.Context) error {
-	entry, err := r.sent.Entry(r.s.Sync.ID, r.s.Sync.StartedAt)
+	box, err := r.outbox.Box()
 	if err != nil {
 		return err
 	}
-	r.st.outbox = r.st.outbox.With(entry)
-	return r.st.save(ctx, r.s)
+	r.rec.Outbox = box
+	return r.s.SaveRecord(ctx)
 }
 
-// resendMediaFiles sends again the rows of the account's outbox that this
-// sync keeps in it (outbox.Box.Resend).
-func resendMediaFiles(ctx context.Context, s *account.Session, st *mediaState, res chan<- any) (int, error) {
-	if len(st.outbox.Entries) == 0 {
-		return 0, nil
+// markStored marks in the store the files the account's record says
+// stored, when an earlier version stored them unmarked (Store.Mark): once,
+// before the pass stores more, or a report deletes any.
+func markStored(ctx context.Context, s *account.Session, rec *archived.Record, st *store.Store) error {
+	if rec.Marked {
+		return nil
 	}
-	st.outbox = st.outbox.Resend(s.Sync.ID, s.Sync.Ended, s.Resend)
-	var rows []*mediaFileRow
-	for i := range st.outbox.Entries {
-		err := st.outbox.Entries[i].Each(func(line []byte) error {
-			var row mediaFileRow
-			if err := json.Unmarshal(line, &row); err != nil {
-				return err
-			}
-			rows = append(rows, &row)
-			return nil
-		})
-		if err != nil {
-			return 0, fmt.Errorf("sending again the media files of the sync of %s: %w", st.outbox.Entries[i].SentAt.Format(time.RFC3339), err)
+	for _, key := range rec.StoredFiles() {
+		if err := st.Mark(ctx, key, s.UserID); err != nil {
+			return err
 		}
 	}
-	return len(rows), send(ctx, res, rows)
+	rec.Marked = true
+	return nil
 }

@@ -32,47 +32,36 @@ type sentPage struct {
 	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 
-// sentRows collects the rows a walk sends into its outbox entry.
-type sentRows struct {
-	batch      outbox.Batch
-	expansions []string
-}
-
-// add records rows as sent, one line per page they were read in.
-func (r *sentRows) add(rows []*bookmark) error {
+// pagesOf are the pages rows were read in, as the outbox keeps them: one
+// per page, with only those rows' posts. expansions are what the request
+// asked to expand.
+func pagesOf(rows []*bookmark, expansions []string) ([]sentPage, error) {
+	var out []sentPage
 	for len(rows) > 0 {
 		page := rows[0].page
 		n := 1
 		for n < len(rows) && rows[n].page == page {
 			n++
 		}
-		if err := r.addPage(page, rows[:n]); err != nil {
-			return err
+		sent := sentPage{FirstSeenAt: rows[0].firstSeenAt.UTC(), BookmarkedAfter: rows[0].bookmarkedAfter, Expansions: expansions}
+		position := make(map[*client.Post]int64, n)
+		for _, b := range rows[:n] {
+			position[b.post] = b.foundPosition
 		}
-		rows = rows[n:]
-	}
-	return nil
-}
-
-// addPage records rows, of posts of page, as sent.
-func (r *sentRows) addPage(page *client.PostPage, rows []*bookmark) error {
-	sent := sentPage{FirstSeenAt: rows[0].firstSeenAt.UTC(), BookmarkedAfter: rows[0].bookmarkedAfter, Expansions: r.expansions}
-	position := make(map[*client.Post]int64, len(rows))
-	for _, b := range rows {
-		position[b.post] = b.foundPosition
-	}
-	var err error
-	sent.Page, err = client.StoredPage(page, func(i int) bool {
-		p, ok := position[&page.Data[i]]
-		if ok {
-			sent.Positions = append(sent.Positions, p) // in the page's order, as StoredPage keeps the posts
+		var err error
+		sent.Page, err = client.StoredPage(page, func(i int) bool {
+			p, ok := position[&page.Data[i]]
+			if ok {
+				sent.Positions = append(sent.Positions, p) // in the page's order, as StoredPage keeps the posts
+			}
+			return ok
+		})
+		if err != nil {
+			return nil, err
 		}
-		return ok
-	})
-	if err != nil {
-		return err
+		out, rows = append(out, sent), rows[n:]
 	}
-	return r.batch.Add(sent)
+	return out, nil
 }
 
 // rows makes the rows of one sent page again (asker: see
@@ -93,26 +82,21 @@ func (p *sentPage) rows(userID string, asker func(param, value string) []string)
 	return rows, nil
 }
 
-// resendBookmarks sends the rows of every entry of box again, oldest first,
-// so that a row first sent in a later sync comes last.
-func resendBookmarks(ctx context.Context, userID string, asker func(param, value string) []string, box *outbox.Box, emit func(context.Context, []*bookmark) error) (int, error) {
+// resendBookmarks sends the rows kept again, and returns how many.
+func resendBookmarks(ctx context.Context, userID string, asker func(param, value string) []string, kept *outbox.Rows[sentPage], emit func(context.Context, []*bookmark) error) (int, error) {
 	sent := 0
-	for i := range box.Entries {
-		err := box.Entries[i].Each(func(line []byte) error {
-			var p sentPage
-			if err := json.Unmarshal(line, &p); err != nil {
-				return err
-			}
-			rows, err := p.rows(userID, asker)
+	err := kept.Each(func(pages []sentPage) error {
+		for i := range pages {
+			rows, err := pages[i].rows(userID, asker)
 			if err != nil {
 				return err
 			}
 			sent += len(rows)
-			return emit(ctx, rows)
-		})
-		if err != nil {
-			return sent, fmt.Errorf("sending again the bookmarks of the sync of %s: %w", box.Entries[i].SentAt.Format(time.RFC3339), err)
+			if err := emit(ctx, rows); err != nil {
+				return err
+			}
 		}
-	}
-	return sent, nil
+		return nil
+	})
+	return sent, err
 }

@@ -5,12 +5,14 @@ package resources
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // Tables returns the plugin's tables, with the SDK's _cq_id and
@@ -66,9 +68,56 @@ func masked(resolve schema.TableResolver) schema.TableResolver {
 	}
 }
 
+// Each table that holds posts declares which of its columns do (plan.Holding),
+// in its own file: what the archive does with the rows of a post X reports
+// is decided from these alone (plan.Edits), for both outputs.
+var (
+	holdings = map[string]plan.Holding{}
+	// contentTables are the child tables of x_bookmarks, in the order they
+	// were declared (DeclareContent).
+	contentTables []func() *schema.Table
+)
+
+// declareHolding records how the table named h.Table holds posts.
+func declareHolding(h plan.Holding) {
+	if _, ok := holdings[h.Table]; ok {
+		panic("resources: " + h.Table + " declared twice")
+	}
+	holdings[h.Table] = h
+}
+
+// DeclareContent declares a child table of x_bookmarks, whose rows are a
+// bookmark's content, written with the bookmark's row: the SDK resolves it
+// for each bookmark, and h says which of its columns hold a post (its
+// Table is the table's name). It is called at initialization, once per
+// table, by the file that defines the table.
+func DeclareContent(table func() *schema.Table, h plan.Holding) {
+	h.Table = table().Name
+	declareHolding(h)
+	contentTables = append(contentTables, table)
+}
+
+// Holdings are the declarations of every table that holds posts, by name.
+func Holdings() []plan.Holding {
+	out := make([]plan.Holding, 0, len(holdings))
+	for _, name := range slices.Sorted(maps.Keys(holdings)) {
+		out = append(out, holdings[name])
+	}
+	return out
+}
+
 // IsBookmarkContent reports whether table is a child table of x_bookmarks
 // (authors, media, referenced posts): its rows are a bookmark's content,
 // written with the bookmark's row.
 func IsBookmarkContent(table string) bool {
 	return slices.ContainsFunc(Bookmarks().Relations, func(t *schema.Table) bool { return t.Name == table })
+}
+
+// contentTableList is the content tables, made anew.
+func contentTableList() schema.Tables {
+	out := make(schema.Tables, len(contentTables))
+	for i, t := range contentTables {
+		out[i] = t()
+	}
+	return out
 }

@@ -1,13 +1,14 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/plan"
+	"github.com/cq-source-x/cq-source-x/resources"
 )
 
 // Finding is a row of x_post_compliance, for the demo to show.
@@ -47,35 +48,40 @@ func readTable(dir, table string, columns []string, row func(col []arrow.Array, 
 }
 
 // CheckRedacted checks that the archive in dir holds nothing of the post's
-// content, as compliance.on_change: redact leaves it: its x_bookmarks row
-// keeps its key and dates only, and no row of the content tables or
-// x_media_files is left.
+// content, as the tables declare a redaction leaves it (plan.Holding): the
+// row of a table that keeps one (x_bookmarks) has every column null but
+// the kept ones, and no other table holds a row of the post.
 func CheckRedacted(dir, userID, postID string) error {
-	var found []string
-	for _, table := range []string{"x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts", "x_media_files"} {
-		columns := []string{"user_id", "post_id"}
-		if table == "x_bookmarks" {
-			columns = append(columns, "text", "full_text", "post")
-		}
-		err := readTable(dir, table, columns, func(col []arrow.Array, i int) {
-			if col[0].ValueStr(i) != userID || col[1].ValueStr(i) != postID {
-				return
+	snap, err := archive.OpenSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	for _, h := range resources.Holdings() {
+		kept := plan.Edit{Keeps: h.Keeps}
+		err := snap.Read(h.Table, nil, func(rec arrow.RecordBatch) error {
+			users, posts := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices(h.Of)
+			if len(users) != 1 || len(posts) != 1 {
+				return fmt.Errorf("no user_id and %s columns", h.Of)
 			}
-			if table != "x_bookmarks" {
-				found = append(found, fmt.Sprintf("%s still holds a row of post %s", table, postID))
-			}
-			for c, name := range columns[2:] {
-				if col[2+c].IsValid(i) {
-					found = append(found, fmt.Sprintf("the x_bookmarks row of post %s still holds its %s", postID, name))
+			for i := range int(rec.NumRows()) {
+				if rec.Column(users[0]).ValueStr(i) != userID || rec.Column(posts[0]).ValueStr(i) != postID {
+					continue
+				}
+				if h.Keeps == nil {
+					return fmt.Errorf("%s still holds a row of post %s", h.Table, postID)
+				}
+				for c, f := range rec.Schema().Fields() {
+					if !kept.Kept(f.Name) && !rec.Column(c).IsNull(i) {
+						return fmt.Errorf("the %s row of post %s still holds its %s", h.Table, postID, f.Name)
+					}
 				}
 			}
+			return nil
 		})
 		if err != nil {
 			return err
 		}
-	}
-	if len(found) > 0 {
-		return errors.New(found[0])
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 // kind it asks for is on. Kinds that cost nothing extra are on by default.
 type Content struct {
 	// Authors of the bookmarked posts (table x_bookmark_authors), with their public profiles (expansion `author_id`, `user.fields`), and the authors of referenced posts when `referenced_posts` is on.
-	// Costs extra: X bills each expanded user as a user read (USD 0.010, once per UTC day per user).
+	// Costs extra: X bills each expanded user as a user read (`user_read_usd`, once per UTC day per user).
 	Authors *bool `json:"authors,omitempty" jsonschema:"default=false"`
 	// Photos, videos and GIFs of the bookmarked posts (table x_bookmark_media): type, URLs, video variants, alt text, size, duration (expansion `attachments.media_keys`, `media.fields`), and those of referenced posts and articles when they are on.
 	// Free: X bills no media objects.

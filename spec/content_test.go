@@ -1,9 +1,12 @@
 package spec
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 func parseOK(t *testing.T, js string) *Spec {
@@ -134,8 +137,8 @@ func TestContentOffThatFieldsAskForIsAnError(t *testing.T) {
 // The rates default to X's published ones; post_read_usd keeps its meaning.
 func TestRatesDefaultToXsPublishedRates(t *testing.T) {
 	s := parseOK(t, `{"accounts":[{"access_token":"a"}]}`)
-	if *s.PostReadUSD != 0.005 || *s.OwnedReadUSD != 0.001 || *s.UserReadUSD != 0.01 {
-		t.Errorf("rates %v %v %v", *s.PostReadUSD, *s.OwnedReadUSD, *s.UserReadUSD)
+	if s.Rates() != (billing.Rates{Post: 0.005, OwnedPost: 0.001, User: 0.01, Write: 0.005}) || *s.MaxBilledWrites != 1000 {
+		t.Errorf("rates %+v, write cap %d", s.Rates(), *s.MaxBilledWrites)
 	}
 	s = parseOK(t, `{"accounts":[{"access_token":"a"}],"post_read_usd":0.004}`)
 	if *s.PostReadUSD != 0.004 || *s.OwnedReadUSD != 0.001 {
@@ -205,6 +208,32 @@ func TestSourcesOfARequestValue(t *testing.T) {
 	} {
 		if got := strings.Join(sourcesOf(tc.param, tc.value), " "); got != tc.want {
 			t.Errorf("%s=%s: %q, want %q", tc.param, tc.value, got, tc.want)
+		}
+	}
+}
+
+// The JSON schema says the defaults the code applies: X's rates, and the
+// cap of bookmark writes.
+func TestTheSchemaDefaultsAreXsRates(t *testing.T) {
+	var doc struct {
+		Defs struct {
+			Spec struct {
+				Properties map[string]struct {
+					OneOf []struct {
+						Default any `json:"default"`
+					} `json:"oneOf"` // a value, or null
+				} `json:"properties"`
+			} `json:"Spec"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal([]byte(JSONSchema), &doc); err != nil {
+		t.Fatal(err)
+	}
+	x, props := billing.DefaultRates(), doc.Defs.Spec.Properties
+	for field, want := range map[string]float64{"post_read_usd": x.Post, "owned_read_usd": x.OwnedPost, "user_read_usd": x.User,
+		"bookmark_write_usd": x.Write, "max_billed_writes": billing.DefaultMaxBilledWrites} {
+		if got, _ := props[field].OneOf[0].Default.(float64); got != want {
+			t.Errorf("%s: the schema's default is %v, the code's %v", field, got, want)
 		}
 	}
 }

@@ -3,18 +3,18 @@ package spec
 import (
 	"fmt"
 	"math"
-)
 
-// X's published pay-per-use rates (2026), the defaults of the rate fields.
-const (
-	DefaultPostReadUSD  = 0.005
-	DefaultOwnedReadUSD = 0.001
-	DefaultUserReadUSD  = 0.010
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 // maxRateUSD bounds every rate: a resource priced above a dollar is a typo,
 // and a huge rate would print as +Inf.
 const maxRateUSD = 1.0
+
+// Rates are the spec's prices (X's by default).
+func (s *Spec) Rates() billing.Rates {
+	return billing.Rates{Post: *s.PostReadUSD, OwnedPost: *s.OwnedReadUSD, User: *s.UserReadUSD, Write: *s.BookmarkWriteUSD}
+}
 
 // OwnedReads reports whether the reads of accounts[i], whose X user id is
 // userID, are "owned reads" (its user owns the developer app that issued its
@@ -30,26 +30,35 @@ func (s *Spec) OwnedReads(i int, userID string) bool {
 }
 
 func (s *Spec) setPricingDefaults() {
+	x := billing.DefaultRates()
 	for _, r := range []struct {
 		v   **float64
 		def float64
-	}{{&s.PostReadUSD, DefaultPostReadUSD}, {&s.OwnedReadUSD, DefaultOwnedReadUSD}, {&s.UserReadUSD, DefaultUserReadUSD}} {
+	}{{&s.PostReadUSD, x.Post}, {&s.OwnedReadUSD, x.OwnedPost}, {&s.UserReadUSD, x.User}, {&s.BookmarkWriteUSD, x.Write}} {
 		if *r.v == nil {
 			usd := r.def
 			*r.v = &usd
 		}
 	}
+	if s.MaxBilledWrites == nil {
+		n := billing.DefaultMaxBilledWrites
+		s.MaxBilledWrites = &n
+	}
 }
 
-// validatePricing reports the rates and owners that cannot be right.
+// validatePricing reports the rates, caps and owners that cannot be right.
 func (s *Spec) validatePricing(add func(field, format string, args ...any)) {
 	for _, r := range []struct {
-		field string
-		v     *float64
-	}{{"post_read_usd", s.PostReadUSD}, {"owned_read_usd", s.OwnedReadUSD}, {"user_read_usd", s.UserReadUSD}} {
+		field, per string
+		v          *float64
+	}{{"post_read_usd", "resource", s.PostReadUSD}, {"owned_read_usd", "resource", s.OwnedReadUSD}, {"user_read_usd", "resource", s.UserReadUSD},
+		{"bookmark_write_usd", "request", s.BookmarkWriteUSD}} {
 		if v := *r.v; v < 0 || v > maxRateUSD || math.IsNaN(v) {
-			add(r.field, "must be a price in USD between 0 and %v per resource, got %v", maxRateUSD, v)
+			add(r.field, "must be a price in USD between 0 and %v per %s, got %v", maxRateUSD, r.per, v)
 		}
+	}
+	if *s.MaxBilledWrites < 0 {
+		add("max_billed_writes", "must be 0 (no cap) or positive, got %d", *s.MaxBilledWrites)
 	}
 	if s.AppOwnerUserID != "" && !userIDPattern.MatchString(s.AppOwnerUserID) {
 		add("app_owner_user_id", "must be a decimal X user id of 1 to 19 digits without a leading zero, got %q", s.AppOwnerUserID)

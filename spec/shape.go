@@ -99,13 +99,10 @@ func shapeObject(m map[string]any, t reflect.Type, path string, ps *problems) {
 	}
 }
 
-// suggestField names the field key was probably meant to be: a close one in
-// the same section, else the field of that name in another section (a
-// planner setting written at the top level, say), else the section's fields.
+// suggestField names the field key was probably meant to be: the field of
+// that name in another section (a planner setting written at the top level,
+// say), else a close one in the same section, else the section's fields.
 func suggestField(key string, siblings []string) string {
-	if s := suggest.Phrase(key, siblings); s != "" {
-		return s
-	}
 	var elsewhere []string
 	for _, p := range allFieldPaths() {
 		if i := strings.LastIndexAny(p, ".]"); i >= 0 && strings.EqualFold(strings.TrimPrefix(p[i+1:], "."), key) {
@@ -114,6 +111,9 @@ func suggestField(key string, siblings []string) string {
 	}
 	if len(elsewhere) == 1 {
 		return fmt.Sprintf(" (did you mean %q? it belongs in another section)", elsewhere[0])
+	}
+	if s := suggest.Phrase(key, siblings); s != "" {
+		return s
 	}
 	return "; this section has " + strings.Join(siblings, ", ")
 }

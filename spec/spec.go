@@ -76,6 +76,13 @@ type Spec struct {
 	// Price of one user read in USD: each expanded author (`content.authors`), and GET /2/users/me.
 	UserReadUSD *float64 `json:"user_read_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.01"`
 
+	// Price of one bookmark write in USD: each request of `cq-source-x bookmarks remove` and `bookmarks add` (X's published rate; X bills writes per request).
+	BookmarkWriteUSD *float64 `json:"bookmark_write_usd,omitempty" jsonschema:"minimum=0,maximum=1,default=0.005"`
+
+	// Most bookmark writes (requests of `cq-source-x bookmarks remove` and `bookmarks add`) one run of those commands may have X bill an account for; 0 means no cap.
+	// A run that reaches it stops, with what it did recorded, and goes on where it stopped when run again.
+	MaxBilledWrites *int `json:"max_billed_writes,omitempty" jsonschema:"minimum=0,default=1000"`
+
 	// X user id of the owner of the developer app (the account that created it in the developer portal).
 	// The bookmark reads of that user's account are owned reads, priced at `owned_read_usd`. Applies to accounts without a `client_id` of their own.
 	AppOwnerUserID string `json:"app_owner_user_id,omitempty" jsonschema:"pattern=^[0-9]{1\\,19}$"`

@@ -57,6 +57,8 @@ func TestBadSpecsGetErrorsNamingTheField(t *testing.T) {
 		{"attempts", `{"max_attempts":11,"accounts":[{"access_token":"a"}]}`, "max_attempts: must be between 1 and 10, got 11"},
 		{"usd", `{"post_read_usd":-1,"accounts":[{"access_token":"a"}]}`, "post_read_usd: must be a price in USD between 0 and 1"},
 		{"huge usd", `{"user_read_usd":1e308,"accounts":[{"access_token":"a"}]}`, "user_read_usd: must be a price in USD between 0 and 1"},
+		{"write usd", `{"bookmark_write_usd":-0.005,"accounts":[{"access_token":"a"}]}`, "bookmark_write_usd: must be a price in USD between 0 and 1 per request, got -0.005"},
+		{"negative write cap", `{"max_billed_writes":-1,"accounts":[{"access_token":"a"}]}`, "max_billed_writes: must be 0 (no cap) or positive, got -1"},
 		{"owner id", `{"app_owner_user_id":"me","accounts":[{"access_token":"a"}]}`, `app_owner_user_id: must be a decimal X user id`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,12 +1,16 @@
 // Package dirsync makes a directory's entries durable: a file created,
 // renamed or removed in it survives a power loss only once the directory
 // itself is synced, which the token file, the archive and the media store
-// each do after a rename.
+// each do after a rename. WriteFile replaces a file so, and Mkdir creates
+// a directory so.
 package dirsync
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 )
 
@@ -26,4 +30,44 @@ func Sync(dir string) error {
 		err = nil
 	}
 	return errors.Join(err, d.Close())
+}
+
+// WriteFile writes name in dir (its content by write) via a synced
+// temporary file renamed over it, then syncs dir so the rename is durable.
+func WriteFile(dir, name string, write func(io.Writer) error, step func(string)) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	buf := bufio.NewWriterSize(f, 1<<20)
+	err = write(buf)
+	if err == nil {
+		err = buf.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
+		os.Remove(tmp) // on a full disk, the space it holds is what the next run needs
+		return err
+	}
+	step("temporary file synced")
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	step("renamed")
+	return Sync(dir)
+}
+
+// Mkdir creates parent/name if needed, and syncs parent when it did.
+func Mkdir(parent, name string) error {
+	path := filepath.Join(parent, name)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return err
+	}
+	return Sync(parent)
 }

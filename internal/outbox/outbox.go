@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -211,4 +212,98 @@ func (b *Box) Rewrite(f func(line []byte) ([]byte, error)) (*Box, error) {
 		}
 	}
 	return next, nil
+}
+
+// Sync is the sync that sends rows: its id, when it started, and which
+// earlier syncs ran to their end (of those the state remembers).
+type Sync struct {
+	ID        string
+	StartedAt time.Time
+	Ended     func(id string) bool
+}
+
+// Rows is one table's outbox of one account during a sync, its rows of
+// type T (each a JSON value): what earlier syncs sent that this one sends
+// again, and what this one sends. It lives at the table's resolver: the
+// rows sent again are those Each gives, the rows sent are Added, and Box
+// is what the state value of the table's memory keeps. Safe for
+// concurrent use.
+type Rows[T any] struct {
+	mu   sync.Mutex
+	kept *Box
+	sent Batch
+	sync Sync
+}
+
+// Open is the outbox box holds, as sync keeps it: p and the syncs that
+// ended decide which entries stay (Box.Resend).
+func Open[T any](box *Box, s Sync, p Policy) *Rows[T] {
+	if len(box.Entries) > 0 {
+		box = box.Resend(s.ID, s.Ended, p)
+	}
+	return &Rows[T]{kept: box, sync: s}
+}
+
+// Each calls f with the rows kept, an entry at a time, oldest first, so
+// that a row first sent in a later sync comes later.
+func (r *Rows[T]) Each(f func([]T) error) error {
+	for i := range r.kept.Entries {
+		e := &r.kept.Entries[i]
+		var rows []T
+		err := e.Each(func(line []byte) error {
+			var row T
+			if err := json.Unmarshal(line, &row); err != nil {
+				return err
+			}
+			rows = append(rows, row)
+			return nil
+		})
+		if err == nil {
+			err = f(rows)
+		}
+		if err != nil {
+			return fmt.Errorf("sending again the rows of the sync of %s: %w", e.SentAt.Format(time.RFC3339), err)
+		}
+	}
+	return nil
+}
+
+// Add records rows the sync sent.
+func (r *Rows[T]) Add(rows ...T) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range rows {
+		if err := r.sent.Add(rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Box is what the state keeps: the rows kept, then the ones the sync sent.
+func (r *Rows[T]) Box() (*Box, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	sent, err := r.sent.Entry(r.sync.ID, r.sync.StartedAt)
+	if err != nil {
+		return nil, err
+	}
+	return r.kept.With(sent), nil
+}
+
+// Edit is box with each row of type T changed by edit, which drops it when
+// it says so: the one way rows a report of X's took out of the archive
+// leave the outboxes too.
+func Edit[T any](box *Box, edit func(*T) (keep bool, err error)) (*Box, error) {
+	return box.Rewrite(func(line []byte) ([]byte, error) {
+		var row T
+		if err := json.Unmarshal(line, &row); err != nil {
+			return nil, err
+		}
+		keep, err := edit(&row)
+		if err != nil || !keep {
+			return nil, err
+		}
+		return json.Marshal(row)
+	})
 }

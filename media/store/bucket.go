@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 
 	"gocloud.dev/blob"
@@ -77,6 +78,14 @@ func (b *bucket) delete(ctx context.Context, key string) error {
 		return errors.Join(os.ErrNotExist, err)
 	}
 	return err
+}
+
+func (b *bucket) hasUnder(ctx context.Context, prefix string) (bool, error) {
+	_, err := b.b.List(&blob.ListOptions{Prefix: prefix + "/"}).Next(ctx)
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (b *bucket) close() error { return b.b.Close() }

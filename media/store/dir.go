@@ -161,4 +161,12 @@ func (d *dir) delete(_ context.Context, key string) error {
 	return dirsync.Sync(filepath.Dir(path))
 }
 
+func (d *dir) hasUnder(_ context.Context, prefix string) (bool, error) {
+	entries, err := os.ReadDir(d.path(prefix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return len(entries) > 0, err
+}
+
 func (*dir) close() error { return nil }

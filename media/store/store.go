@@ -66,6 +66,8 @@ type backend interface {
 	// write writes a small file atomically.
 	write(ctx context.Context, key string, data []byte, step func(string)) error
 	delete(ctx context.Context, key string) error
+	// hasUnder reports whether a key begins with prefix + "/".
+	hasUnder(ctx context.Context, prefix string) (bool, error)
 	close() error
 }
 
@@ -295,6 +297,52 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("media store %s: deleting %s: %w", s.name, key, err)
 	}
 	return nil
+}
+
+// usersDir holds the marks of the accounts whose records use each file
+// (Mark): one empty object per account under the file's key. A file whose
+// last mark is released is deleted (Release): so the files of posts X
+// reported are deleted by what the store itself says of them, and a sync
+// of a share of the accounts (--shard) needs no record of the others'.
+const usersDir = ".users"
+
+func markKey(key, user string) string { return usersDir + "/" + key + "/" + user }
+
+// Mark records that the account user's record uses the file key. A record
+// names a stored file only once the file is marked.
+func (s *Store) Mark(ctx context.Context, key, user string) error {
+	if !validKey(key) || !validUser(user) {
+		return fmt.Errorf("media store %s: cannot mark %q for %q", s.name, key, user)
+	}
+	if err := s.b.write(ctx, markKey(key, user), nil, func(string) {}); err != nil {
+		return fmt.Errorf("media store %s: marking %s: %w", s.name, key, err)
+	}
+	return nil
+}
+
+// Release removes the mark of user on the file key, and deletes the file
+// when no mark is left: it reports whether it did.
+func (s *Store) Release(ctx context.Context, key, user string) (deleted bool, err error) {
+	if !validKey(key) || !validUser(user) {
+		return false, fmt.Errorf("media store %s: cannot release %q for %q", s.name, key, user)
+	}
+	if err := s.b.delete(ctx, markKey(key, user)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("media store %s: releasing %s: %w", s.name, key, err)
+	}
+	if used, err := s.b.hasUnder(ctx, usersDir+"/"+key); err != nil || used {
+		return false, err
+	}
+	return true, s.Delete(ctx, key)
+}
+
+// validUser reports whether user is an X user id: it becomes a key.
+func validUser(user string) bool {
+	for _, r := range user {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return user != ""
 }
 
 // ContentKey is the key of a file of SHA-256 sum (hex) and content type.

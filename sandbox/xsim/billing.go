@@ -5,20 +5,15 @@ import (
 	"time"
 )
 
-// Billing as X publishes it (2026): every resource a 200 returns is billed
-// at its type's rate (posts, users; media are not a billed type), including
-// the expanded objects in includes — X does not document that, its own API
-// simulator (xdevplatform/playground) bills them — and each resource once
-// per UTC day per app (X de-duplicates per developer account, "a soft
-// guarantee"). The bookmarks of the app's owner, read with the app, are
-// "owned reads" at a lower post rate.
-
-// X's published rates, the defaults of Options.
-const (
-	DefaultPostReadUSD  = 0.005
-	DefaultOwnedReadUSD = 0.001
-	DefaultUserReadUSD  = 0.010
-)
+// Billing as X publishes it (2026), at its rates (billing.DefaultRates):
+// every resource a 200 returns is billed at its type's rate (posts, users;
+// media are not a billed type), including the expanded objects in includes
+// — X does not document that, its own API simulator
+// (xdevplatform/playground) bills them — and each resource once per UTC
+// day per app (X says "deduplicated within a 24-hour UTC day window", not
+// per what; a soft guarantee). The bookmarks of the app's owner, read with
+// the app, are "owned reads" at a lower post rate. A bookmark write is
+// billed per request, each 200 of an add or a removal.
 
 // billed is what one 200 returned, by billed type; included of the posts
 // are expanded ones.
@@ -69,10 +64,10 @@ func (s *Server) bill(userID, app, op string, now time.Time, b billed) {
 		s.billedToday[app] = l
 	}
 	posts, users := firstToday(l.posts, b.posts), firstToday(l.users, b.users)
-	postRate := s.rates.post
+	postRate := s.rates.Post
 	if owner, ok := s.appOwners[app]; ok && owner == userID && op == OpListBookmarks {
 		u.OwnedReads = true
-		postRate = s.rates.owned
+		postRate = s.rates.OwnedPost
 	}
 	u.PostsReturned += len(b.posts)
 	u.IncludedPosts += b.included
@@ -80,7 +75,7 @@ func (s *Server) bill(userID, app, op string, now time.Time, b billed) {
 	u.UsersReturned += len(b.users)
 	u.UsersBilled += users
 	u.MediaReturned += b.media
-	u.USD += float64(posts)*postRate + float64(users)*s.rates.user
+	u.USD += float64(posts)*postRate + float64(users)*s.rates.User
 	s.totalBilled += len(b.posts)
 }
 
@@ -96,20 +91,12 @@ func firstToday(seen map[string]struct{}, ids []string) int {
 	return n
 }
 
-// rates are the server's prices.
-type rates struct{ post, owned, user float64 }
-
-func newRates(o Options) rates {
-	r := rates{post: o.PostReadUSD, owned: o.OwnedReadUSD, user: o.UserReadUSD}
-	for _, p := range []struct {
-		v   *float64
-		def float64
-	}{{&r.post, DefaultPostReadUSD}, {&r.owned, DefaultOwnedReadUSD}, {&r.user, DefaultUserReadUSD}} {
-		if *p.v == 0 {
-			*p.v = p.def
-		}
-	}
-	return r
+// billWrite meters a write request X answered: billed per request. s.mu
+// held.
+func (s *Server) billWrite(userID, op string) {
+	u := s.usageRow(userID, op)
+	u.WritesBilled++
+	u.USD += s.rates.Write
 }
 
 // addUniq appends id to list unless it holds it.

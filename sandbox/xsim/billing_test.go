@@ -167,3 +167,24 @@ func TestArticleFieldAndItsMediaExpansions(t *testing.T) {
 		t.Error("no article among 1000 generated posts")
 	}
 }
+
+// X bills a bookmark write per request ("Bookmark", $0.005 per request):
+// each add and each removal X answers, the same post again too; a request
+// refused is not billed.
+func TestBillingWritesPerRequest(t *testing.T) {
+	s, tok := newSimUser(t, Options{Clock: vclock()})
+	ids := s.SeedBookmarks("1", 3)
+	for _, id := range []string{ids[0], ids[0], ids[1]} {
+		if r := doReq(t, "DELETE", s.URL()+"/2/users/1/bookmarks/"+id, tok, nil, nil); r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+	}
+	postJSON(t, s, "/2/users/1/bookmarks", tok, `{"tweet_id":"`+ids[0]+`"}`)
+	postJSON(t, s, "/2/users/1/bookmarks", tok, `{"tweet_id":"abc"}`) // 400
+	if u := s.Usage("1")[OpRemoveBookmark]; u.WritesBilled != 3 || u.PostsBilled != 0 || !near(u.USD, 3*0.005) {
+		t.Errorf("remove_bookmark %+v", u)
+	}
+	if u := s.Usage("1")[OpAddBookmark]; u.WritesBilled != 1 || !near(u.USD, 0.005) {
+		t.Errorf("add_bookmark %+v", u)
+	}
+}

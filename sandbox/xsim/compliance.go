@@ -22,8 +22,13 @@ import (
 //   - PUT upload_url (Content-Type: text/plain) with one id per line starts
 //     the job ("in_progress"); it is "complete" Delay later on the server's
 //     clock, or "failed" (FailComplianceJobs, or more ids than MaxIDs, or a
-//     line that is not an id). A job not uploaded in time is "expired", and
-//     so is a complete job whose results are older than a week.
+//     line that is not an id). A job not uploaded in time is "expired". A
+//     complete job stays "complete" once its download URL has expired (X
+//     documents only that the URL expires, and "expired" as a job that
+//     expired before completion), unless ExpireComplete.
+//   - A job created with "resumable": true takes Cloud Storage's resumable
+//     upload only (its URL is signed for x-goog-resumable): a plain PUT is
+//     refused (403), and not modelled further.
 //   - GET download_url serves the results of a complete job: one JSON line
 //     per id whose post was deleted, suspended, protected, bounced or
 //     geo-scrubbed (SetPostCompliance, DeletePost) before the job completed;
@@ -61,7 +66,9 @@ const (
 	ComplianceDownloadWindow = 7 * 24 * time.Hour
 )
 
-// ComplianceReasons are the reasons a post can be reported for.
+// ComplianceReasons are the reasons a post can be reported for: X's table
+// of them (deleted, bounced, protected, suspended, scrub_geo), and
+// deactivated, which X's earlier pages listed for posts too.
 var ComplianceReasons = []string{"deleted", "suspended", "deactivated", "protected", "bounced", "scrub_geo"}
 
 // UserComplianceReasons are the reasons an account can be reported for.
@@ -77,6 +84,9 @@ type ComplianceOptions struct {
 	// BusyStatus answers a create while a job of the type is active: 409
 	// (the default, problem "Conflict") or 400 (an invalid request).
 	BusyStatus int
+	// ExpireComplete turns a complete job "expired" once its download URL
+	// has expired, which X does not document.
+	ExpireComplete bool
 }
 
 // ComplianceJobInfo is a job as the server holds it, for tests.
@@ -138,7 +148,7 @@ func (c *complianceState) status(j *complianceJob, now time.Time) string {
 		return "in_progress"
 	case j.fail:
 		return "failed"
-	case !now.Before(j.created.Add(ComplianceDownloadWindow)):
+	case c.opts.ExpireComplete && !now.Before(j.created.Add(ComplianceDownloadWindow)):
 		return "expired"
 	}
 	return "complete"
@@ -581,6 +591,9 @@ func (s *Server) serveStorage(op string, r *http.Request, body []byte) (status i
 		}
 		if st := s.comp.status(j, now); st != "created" && st != "in_progress" {
 			return 400, "InvalidArgument", "The job is " + st + ": the upload URL no longer takes ids.", nil
+		}
+		if j.resumable {
+			return 403, "SignatureDoesNotMatch", "The URL was signed for a resumable upload: POST with x-goog-resumable: start, then PUT to the Location it answers.", nil
 		}
 		s.comp.upload(j, body, now)
 		return 200, "", "", nil

@@ -157,20 +157,37 @@ func TestComplianceUploadExpiresAfter15Minutes(t *testing.T) {
 	}
 }
 
-// The results are served for a week after the job's creation; then the job
-// is expired.
+// The results are served for a week after the job's creation; then the
+// download URL refuses, and the job stays complete, as X documents it, or
+// turns expired (ExpireComplete), which X does not document.
 func TestComplianceDownloadExpiresAfterAWeek(t *testing.T) {
-	clk := vclock()
-	s := newSim(t, Options{Clock: clk, Compliance: ComplianceOptions{Delay: time.Minute}})
-	app := s.IssueAppOnlyToken()
-	_, j := createJob(t, s, app, `{"type":"tweets"}`)
-	upload(t, j.UploadURL, "1")
-	clk.Advance(ComplianceDownloadWindow)
-	if r := doReq(t, "GET", j.DownloadURL, "", nil, nil); r.status != 400 {
-		t.Fatalf("download after a week: %d %s", r.status, r.body)
+	for _, expire := range []bool{false, true} {
+		clk := vclock()
+		s := newSim(t, Options{Clock: clk, Compliance: ComplianceOptions{Delay: time.Minute, ExpireComplete: expire}})
+		app := s.IssueAppOnlyToken()
+		_, j := createJob(t, s, app, `{"type":"tweets"}`)
+		upload(t, j.UploadURL, "1")
+		clk.Advance(ComplianceDownloadWindow)
+		if r := doReq(t, "GET", j.DownloadURL, "", nil, nil); r.status != 400 || !strings.Contains(string(r.body), "ExpiredToken") {
+			t.Fatalf("download after a week: %d %s", r.status, r.body)
+		}
+		if got, want := getJob(t, s, app, j.ID).Status, map[bool]string{false: "complete", true: "expired"}[expire]; got != want {
+			t.Fatalf("ExpireComplete %v: status %s, want %s", expire, got, want)
+		}
 	}
-	if got := getJob(t, s, app, j.ID).Status; got != "expired" {
-		t.Fatalf("status %s, want expired", got)
+}
+
+// A job created resumable takes Cloud Storage's resumable protocol only:
+// a plain PUT of its ids is refused, and the job waits for them.
+func TestComplianceResumableJobRefusesAPlainUpload(t *testing.T) {
+	s := newSim(t, Options{Clock: vclock()})
+	app := s.IssueAppOnlyToken()
+	_, j := createJob(t, s, app, `{"type":"tweets","resumable":true}`)
+	if r := upload(t, j.UploadURL, "1"); r.status != 403 || !strings.Contains(string(r.body), "x-goog-resumable") {
+		t.Fatalf("plain upload: %d %s", r.status, r.body)
+	}
+	if got := getJob(t, s, app, j.ID).Status; got != "created" {
+		t.Fatalf("status %s, want created", got)
 	}
 }
 

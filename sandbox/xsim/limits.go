@@ -144,8 +144,11 @@ type OpUsage struct {
 	// OwnedReads says the posts were owned reads: list_bookmarks of the
 	// owner of the token's app (SetAppOwner).
 	OwnedReads bool
-	// USD is what was billed: PostsBilled at PostReadUSD (OwnedReadUSD for
-	// owned reads) plus UsersBilled at UserReadUSD.
+	// WritesBilled is the add and remove requests answered, each billed.
+	WritesBilled int
+	// USD is what was billed: PostsBilled at the post rate (the owned-read
+	// rate for owned reads), UsersBilled at the user rate, WritesBilled at
+	// the write rate.
 	USD float64
 }
 

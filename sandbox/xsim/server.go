@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 )
 
@@ -43,10 +44,7 @@ type Options struct {
 	DisableRateLimits   bool           // never 429 (headers advertise a limit of 1e9)
 	LegacyRateLimitBody bool           // 429 body {"errors":[{"code":88,"message":"Rate limit exceeded"}]}
 	Faults              Faults
-	PostReadUSD         float64 // 0 = 0.005
-	OwnedReadUSD        float64 // 0 = 0.001
-	UserReadUSD         float64 // 0 = 0.010
-	Addr                string  // "" = 127.0.0.1:0
+	Addr                string // "" = 127.0.0.1:0
 	// RevokeAccessOnRefresh makes a refresh also revoke the access token
 	// issued with the spent refresh token (by default it stays valid until it expires).
 	RevokeAccessOnRefresh bool
@@ -85,7 +83,7 @@ type Server struct {
 	opts    Options
 	clk     clock.Clock
 	window  time.Duration
-	rates   rates
+	rates   billing.Rates
 	handler http.Handler
 	pageKey uint64
 
@@ -125,7 +123,7 @@ func New(opts Options) *Server {
 		opts:    opts,
 		clk:     opts.Clock,
 		window:  opts.Window,
-		rates:   newRates(opts),
+		rates:   billing.DefaultRates(),
 		users:   map[string]*user{},
 		clients: map[string]*client{},
 		tokens:  map[string]*tokenRec{},
@@ -765,10 +763,12 @@ func (s *Server) decide(op, pathUser, userKey, bearer string, req *apiReq, fault
 		s.bookmarkLocked(u, req.tweetID)
 		res.body = []byte(`{"data":{"bookmarked":true}}`)
 		s.record(meterUser, op, 200, 0, 0)
+		s.billWrite(meterUser, op)
 	case OpRemoveBookmark:
 		s.unbookmarkLocked(u, req.tweetID)
 		res.body = []byte(`{"data":{"bookmarked":false}}`)
 		s.record(meterUser, op, 200, 0, 0)
+		s.billWrite(meterUser, op)
 	}
 	return res
 }

@@ -51,8 +51,8 @@ func TestComplianceJobReportsDeletedPostsAtNoCharge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	results, _, err := c.DownloadComplianceResults(ctx, job)
-	if err != nil {
+	var results []client.ComplianceResult
+	if _, err := c.DownloadComplianceResults(ctx, job, func(r client.ComplianceResult) { results = append(results, r) }); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}

@@ -390,8 +390,8 @@ func TestBillingRateIsHalfACentPerPost(t *testing.T) {
 	e.sim.SeedBookmarks(alice, 321)
 	c := e.client(e.sim.IssueToken(alice))
 	walkAll(t, c, alice, 100)
-	if client.DefaultUSDPerPost != 0.005 || c.Meter().USDPerPost() != 0.005 {
-		t.Errorf("client rate %v / %v, want 0.005", client.DefaultUSDPerPost, c.Meter().USDPerPost())
+	if c.Meter().Rates().Post != 0.005 {
+		t.Errorf("client rate %v, want 0.005", c.Meter().Rates().Post)
 	}
 	if u := e.usage(alice, xsim.OpListBookmarks); u.PostsReturned != 321 || !approx(u.USD, 1.605) {
 		t.Errorf("simulator: %d posts, USD %v; want 321, 1.605", u.PostsReturned, u.USD)

@@ -196,7 +196,7 @@ func exchanges(t *testing.T, n client.Naming) []exchange {
 	must("add_bookmark", err)
 
 	app := newClient(sim.IssueAppOnlyToken())
-	for _, o := range []client.CreateComplianceJobOptions{{Type: client.ComplianceTweets, Name: "archive check"}, {Type: client.ComplianceUsers, Resumable: true}} {
+	for _, o := range []client.CreateComplianceJobOptions{{Type: client.ComplianceTweets, Name: "archive check"}, {Type: client.ComplianceUsers}} {
 		job, _, err := app.CreateComplianceJob(ctx, o)
 		must("compliance_create_job", err)
 		_, _, err = app.GetComplianceJob(ctx, job.ID)

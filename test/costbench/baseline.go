@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 )
 
@@ -19,7 +20,7 @@ type baselineStrategy struct {
 	schedule func(page int) int
 	env      *env
 	apis     []*client.Client
-	meters   []*client.Meter
+	meters   []*billing.Meter
 	held     []map[string]struct{}
 }
 
@@ -44,7 +45,7 @@ func (s *baselineStrategy) Start(_ context.Context, e *env) error {
 	s.env = e
 	w := e.script.Workload
 	for u := range e.script.UserIDs {
-		meter := client.NewMeter(0)
+		meter := billing.NewMeter(billing.DefaultRates())
 		meter.SetOwnedReads(e.script.UserIDs[u], e.owned)
 		api, err := client.New(client.StaticTokenWithTransport(e.tokens[u], e.transport),
 			client.WithBaseURL(e.sim.URL()),

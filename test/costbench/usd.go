@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/cq-source-x/cq-source-x/billing"
 )
 
 // ContentKinds are the spec's content kinds, in the order the USD table
@@ -83,8 +85,9 @@ func RunUSD(ctx context.Context, cfg Config, configs []ContentConfig, progress i
 // WriteUSDTable prints USD per 1,000 new bookmarks per content section,
 // as owned reads and as ordinary reads.
 func WriteUSDTable(out io.Writer, w *Workload, habits Habits, rows []USDRow) {
-	const postUSD, userUSD = 0.005, 0.010
-	fmt.Fprintf(out, "USD per 1,000 bookmarks archived, by content kind: workload %q, habits %s; X's rates: post 0.005, owned-read post 0.001, user 0.010, each resource once per UTC day\n", w.Name, habits)
+	x := billing.DefaultRates()
+	postUSD, userUSD := x.Post, x.User
+	fmt.Fprintf(out, "USD per 1,000 bookmarks archived, by content kind: workload %q, habits %s; X's rates: post %v, owned-read post %v, user %v, each resource once per UTC day\n", w.Name, habits, x.Post, x.OwnedPost, x.User)
 	fmt.Fprintf(out, "(first = the first sync of every list; incremental = rounds 1-%d; posts and users are what X bills; media are never billed)\n", w.Rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "content\tfirst: archived\tposts\tusers\tUSD/1k\towned\tincremental: archived\tposts\tusers\tmedia\tUSD/1k\towned\t")

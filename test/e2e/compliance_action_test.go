@@ -90,13 +90,17 @@ type complianceEnv struct {
 	deletes  int // DeleteRecord messages of the last sync
 }
 
-func newComplianceEnv(t *testing.T, compliance map[string]any) *complianceEnv {
+func newComplianceEnv(t *testing.T, compliance map[string]any, jobs ...xsim.ComplianceOptions) *complianceEnv {
 	dir, err := os.MkdirTemp("", "cqx") // unix socket paths must be short
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	clk, sim := startSim(t, xsim.Options{})
+	opts := xsim.Options{}
+	if len(jobs) > 0 {
+		opts.Compliance = jobs[0]
+	}
+	clk, sim := startSim(t, opts)
 	e := &complianceEnv{t: t, dir: dir, clk: clk, sim: sim, ex: sim.SeedContentExamples(user),
 		dest: &destination{rows: map[string]map[string]map[string]string{}}}
 	clk.Advance(time.Hour)

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,11 +13,10 @@ import (
 
 	sdkplugin "github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
-	"github.com/cq-source-x/cq-source-x/media"
 	"github.com/cq-source-x/cq-source-x/plugin"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
@@ -30,6 +31,18 @@ type shardEnv struct {
 	state    *memstate.Store
 	storeDir string
 	spec     map[string]any
+	read     []string // the keys the syncs read
+}
+
+// readLog is the state backend, and the keys read of it.
+type readLog struct {
+	*memstate.Store
+	read *[]string
+}
+
+func (l readLog) GetKey(ctx context.Context, key string) (string, error) {
+	*l.read = append(*l.read, key)
+	return l.Store.GetKey(ctx, key)
 }
 
 const shardAlice, shardBob = "1001", "1002"
@@ -58,7 +71,7 @@ func newShardEnv(t *testing.T) *shardEnv {
 // syncShard runs shard n of 2 in a new plugin, and returns its error.
 func (e *shardEnv) syncShard(n int32) error {
 	specJSON, _ := json.Marshal(e.spec)
-	p := plugin.New(plugin.WithClock(e.clk), plugin.WithState(e.state))
+	p := plugin.New(plugin.WithClock(e.clk), plugin.WithState(readLog{e.state, &e.read}))
 	if err := p.Init(context.Background(), specJSON, sdkplugin.NewClientOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
@@ -66,18 +79,15 @@ func (e *shardEnv) syncShard(n int32) error {
 	return err
 }
 
-// storedFiles are the keys of the files an account's media state says stored.
+// storedFiles are the keys of the files an account's record says stored.
 func (e *shardEnv) storedFiles(user string) map[string]bool {
-	key := account.MediaFilesKey(user)
-	uses, err := resources.MediaFileUses(key, e.state.Committed()[key])
+	rec, err := archived.Unmarshal(e.state.Committed()[account.RecordKey(user)], "record")
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	files := map[string]bool{}
-	for _, u := range uses {
-		if u.Status == media.Stored {
-			files[u.FileKey] = true
-		}
+	for _, k := range rec.StoredFiles() {
+		files[k] = true
 	}
 	return files
 }
@@ -118,22 +128,40 @@ func TestShardsKeepTheMediaFilesOtherShardsUse(t *testing.T) {
 	}
 }
 
-// A shard cannot look up the user id of another shard's account, so with
-// media files removed by the compliance actions, an account without
-// user_id is an error that names it, before anything is read.
-func TestAShardedSyncThatRemovesMediaFilesNeedsEveryUserID(t *testing.T) {
+// A shard reads no key of another shard's accounts, and needs no user id
+// of theirs: the files of a post X reported are deleted by the marks the
+// store holds (store.Release), not by the other shards' records. A file
+// only the shard's account used is deleted.
+func TestAShardReadsNothingOfTheOtherShardsAccounts(t *testing.T) {
 	e := newShardEnv(t)
+	for n := int32(1); n <= 2; n++ {
+		if err := e.syncShard(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alices := e.storedFiles(shardAlice)
 	delete(e.spec["accounts"].([]map[string]any)[1], "user_id")
-	err := e.syncShard(1)
-	if err == nil || !strings.Contains(err.Error(), "accounts[1]: user_id is needed with --shard") {
-		t.Fatalf("sync of shard 1: %v", err)
+	if err := e.sim.DeletePost(e.ex.LongPost); err != nil {
+		t.Fatal(err)
 	}
-	if got := e.sim.Usage(shardAlice); len(got) != 0 {
-		t.Errorf("requests made before the error: %v", got)
-	}
-	e.spec["compliance"].(map[string]any)["on_change"] = "keep"
+	e.clk.Advance(24 * time.Hour)
+	e.read = nil
 	if err := e.syncShard(1); err != nil {
-		t.Errorf("with on_change: keep no file is removed, so no id is needed: %v", err)
+		t.Fatal(err)
+	}
+	for _, key := range e.read {
+		if strings.Contains(key, shardBob) {
+			t.Errorf("shard 1 read %s, a key of shard 2's account", key)
+		}
+	}
+	deleted := 0
+	for f := range alices {
+		if _, err := os.Stat(filepath.Join(e.storeDir, filepath.FromSlash(f))); errors.Is(err, fs.ErrNotExist) {
+			deleted++
+		}
+	}
+	if deleted == 0 {
+		t.Error("no file only alice used was deleted")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
@@ -328,7 +329,7 @@ func TestAStoppedSyncLosesNoMediaFileRow(t *testing.T) {
 			// pass's, the second of the sync to write the key, their status.
 			writes := 0
 			isMediaPass := func(key string) bool {
-				if key != "x_media_files/"+user {
+				if key != account.RecordKey(user) {
 					return false
 				}
 				writes++

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/cli"
+	"github.com/cq-source-x/cq-source-x/export"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
@@ -100,7 +100,7 @@ func (a *exportDir) query(t *testing.T, duck, sql string) ([]map[string]any, err
 // archive too.)
 func TestTheQueriesWorkOnAnArchiveWithNoBookmarks(t *testing.T) {
 	a := newExportDir(t, 0)
-	for _, table := range archive.TableNames() {
+	for _, table := range export.TableNames() {
 		if files, _ := filepath.Glob(filepath.Join(a.out(), table, "*.parquet")); len(files) != 1 {
 			t.Errorf("%s: %d files after the first export, want 1", table, len(files))
 		}

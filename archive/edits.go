@@ -14,59 +14,56 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
-	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
-	xplugin "github.com/cq-source-x/cq-source-x/plugin"
-	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What X's compliance job reported, applied to the files (compliance.on_change):
-// the rows of the reported posts are rewritten in place, with compaction's
-// machinery. For each table that holds such rows, a new generation holds
-// the files rewritten (redacted rows with their content columns null,
-// deleted rows left out, a scrub_geo post's JSON without its geo) and the
-// others hard linked; DIR/<table> is switched to it atomically, so a reader
-// sees the old set or the new one; and the old set is removed at once,
-// not kept until the next compaction as compaction keeps it: it holds the
-// content X's Developer Policy asks to delete. So is a retired set that
-// holds the posts' rows (compaction's, or one a crash left). (A reader still listing the
-// old set may then fail to open a file it listed: an error, not rows
-// silently missing.) A crash before a table's switch leaves its old set,
-// which the next command's Recover cleans up, and the state still records
-// the actions as not applied: the next export applies them again. Rows
-// already as asked are left alone, so a table switched before the crash
-// is not rewritten twice.
+// The edits of what X reported (package plan: compliance.on_change),
+// applied to the files: the rows they match are rewritten in place, with
+// compaction's machinery. For each table that holds such rows, a new
+// generation holds the files rewritten (removed rows left out, blanked
+// rows with every column null but the kept ones, a scrubbed post's JSON
+// without its geo) and the others hard linked; DIR/<table> is switched to
+// it atomically, so a reader sees the old set or the new one; and the old
+// set is removed at once, not kept until the next compaction as
+// compaction keeps it: it holds the content X's Developer Policy asks to
+// delete. So is a retired set that holds the posts' rows (compaction's, or
+// one a crash left). (A reader still listing the old set may then fail to
+// open a file it listed: an error, not rows silently missing.) The edits
+// are committed in the state before they are applied (State.Edits), and a
+// crash before a table's switch leaves its old set, which the next
+// command's Recover cleans up before it applies them again. Rows already
+// as asked are left alone, so a table switched before the crash is not
+// rewritten twice.
 
-// complianceTables are the tables whose rows are a post's: x_bookmarks,
-// its content tables, and x_media_files (the URLs of its media).
-// x_bookmark_referenced_posts and x_media_files also hold the posts
-// bookmarks reference: their column refColumn names those.
-var complianceTables = []string{resources.BookmarksTable, resources.BookmarkAuthorsTable, resources.BookmarkMediaTable, resources.ReferencedPostsTable, resources.MediaFilesTable}
+// EditOptions configure ApplyEdits.
+type EditOptions struct {
+	// Codec is the rewritten files' compression.
+	Codec string
+	Now   time.Time
+	// Program writes the files.
+	Program Program
+	// Step is called at each step that matters for crash safety.
+	Step func(string)
+}
 
-var refColumn = map[string]string{resources.ReferencedPostsTable: "referenced_post_id", resources.MediaFilesTable: "media_post_id"}
-
-// actions are the actions of the reported posts by "user_id/post_id": as
-// bookmarks (posts), and as posts bookmarks reference (refs).
-type actions struct{ posts, refs map[string]compliance.Action }
-
-// ApplyCompliance applies the actions to the files of out, under the lock
-// the caller holds, and returns how many rows it changed or removed.
-// codec is the rewritten files' compression.
-func ApplyCompliance(out string, acts []compliance.AccountActions, codec string, now time.Time, step func(string)) (int64, error) {
-	byKey := actions{posts: map[string]compliance.Action{}, refs: map[string]compliance.Action{}}
-	for _, a := range acts {
-		for _, p := range a.Posts {
-			if p.Bookmarked {
-				byKey.posts[a.UserID+"/"+p.PostID] = p.Action
-			}
-			if p.Referenced {
-				byKey.refs[a.UserID+"/"+p.PostID] = p.Action
-			}
+// ApplyEdits applies the edits to the files of out, under the lock the
+// caller holds, and returns how many rows it changed or removed.
+func ApplyEdits(out string, edits []plan.Edit, o EditOptions) (int64, error) {
+	if o.Step == nil {
+		o.Step = func(string) {}
+	}
+	ix := plan.NewIndex(edits)
+	var tables []string
+	for _, e := range edits {
+		if !slices.Contains(tables, e.Table) {
+			tables = append(tables, e.Table)
 		}
 	}
+	slices.Sort(tables)
 	var changed int64
-	for _, table := range complianceTables {
-		n, err := applyToTable(out, table, byKey, codec, now, step)
+	for _, table := range tables {
+		n, err := applyToTable(out, table, ix, o)
 		if err != nil {
 			return changed, fmt.Errorf("%s: %w", table, DiskFull(err, false))
 		}
@@ -76,8 +73,8 @@ func ApplyCompliance(out string, acts []compliance.AccountActions, codec string,
 }
 
 // applyToTable rewrites the table's files that hold rows to change.
-func applyToTable(out, table string, byKey actions, codec string, now time.Time, step func(string)) (int64, error) {
-	if err := removeRetired(out, table, byKey, step); err != nil {
+func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error) {
+	if err := removeRetired(out, table, ix, o.Step); err != nil {
 		return 0, err
 	}
 	paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
@@ -87,7 +84,7 @@ func applyToTable(out, table string, byKey actions, codec string, now time.Time,
 	sort.Strings(paths)
 	var touched []string
 	for _, p := range paths {
-		n, err := rewriteFile(p, "", table, byKey, codec)
+		n, err := rewriteFile(p, "", table, ix, o)
 		if err != nil {
 			return 0, err
 		}
@@ -98,7 +95,7 @@ func applyToTable(out, table string, byKey actions, codec string, now time.Time,
 	if len(touched) == 0 {
 		return 0, nil
 	}
-	gen, genDir, err := newGeneration(out, table, now.UTC())
+	gen, genDir, err := newGeneration(out, table, o.Now.UTC())
 	if err != nil {
 		return 0, err
 	}
@@ -112,7 +109,7 @@ func applyToTable(out, table string, byKey actions, codec string, now time.Time,
 			continue
 		}
 		stamp, _, _ := strings.Cut(name, "-")
-		n, err := rewriteFile(p, filepath.Join(genDir, stamp+"-"+newRunID()+".parquet"), table, byKey, codec)
+		n, err := rewriteFile(p, filepath.Join(genDir, stamp+"-"+newRunID()+".parquet"), table, ix, o)
 		if err != nil {
 			return 0, err
 		}
@@ -121,33 +118,33 @@ func applyToTable(out, table string, byKey actions, codec string, now time.Time,
 	if err := dirsync.Sync(genDir); err != nil {
 		return 0, err
 	}
-	step("compliance staged " + table)
+	o.Step("compliance staged " + table)
 	old, err := switchGeneration(out, table, gen)
 	if err != nil {
 		return 0, err
 	}
-	step("compliance committed " + table)
+	o.Step("compliance committed " + table)
 	if err := os.RemoveAll(old); err != nil {
 		return changed, err
 	}
 	if err := dirsync.Sync(filepath.Dir(old)); err != nil {
 		return changed, err
 	}
-	step("compliance removed the old files of " + table)
+	o.Step("compliance removed the old files of " + table)
 	return changed, nil
 }
 
 // removeRetired removes the table's retired set (compaction's, or one a
 // crash between a switch and the removal of the old set left) when it
 // holds rows of the reported posts.
-func removeRetired(out, table string, byKey actions, step func(string)) error {
+func removeRetired(out, table string, ix plan.Index, step func(string)) error {
 	retired := filepath.Join(out, tablesDir, table, retiredName)
 	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
 	if err != nil {
 		return err
 	}
 	for _, p := range paths {
-		n, err := rewriteFile(p, "", table, byKey, "")
+		n, err := rewriteFile(p, "", table, ix, EditOptions{})
 		if err != nil {
 			return err
 		}
@@ -168,7 +165,7 @@ func removeRetired(out, table string, byKey actions, step func(string)) error {
 
 // rewriteFile counts the rows of the file at path that the actions change
 // and, when dst is not "", writes the file with them changed to dst.
-func rewriteFile(path, dst, table string, byKey actions, codec string) (int64, error) {
+func rewriteFile(path, dst, table string, ix plan.Index, o EditOptions) (int64, error) {
 	sc, _, err := pqfile.ReadSchema(path)
 	if err != nil {
 		return 0, err
@@ -176,16 +173,16 @@ func rewriteFile(path, dst, table string, byKey actions, codec string) (int64, e
 	var w *pqfile.Writer
 	if dst != "" {
 		md := sc.Metadata().ToMap()
-		md["cq:compliance_applied_by"] = "cq-source-x " + xplugin.Version
+		md["cq:compliance_applied_by"] = o.Program.String()
 		meta := arrow.MetadataFrom(md)
 		sc = arrow.NewSchema(sc.Fields(), &meta)
-		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: codec, CreatedBy: "cq-source-x " + xplugin.Version}); err != nil {
+		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: o.Codec, CreatedBy: o.Program.String()}); err != nil {
 			return 0, err
 		}
 	}
 	var changed int64
 	err = pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
-		edits, err := rowEdits(rec, table, byKey)
+		edits, err := rowEdits(rec, table, ix)
 		if err != nil {
 			return err
 		}
@@ -215,9 +212,9 @@ type edit struct {
 	values map[int]*string
 }
 
-// rowEdits are the changes the actions make to the record's rows, by row;
+// rowEdits are the changes the edits make to the record's rows, by row;
 // a row already as asked has none.
-func rowEdits(rec arrow.RecordBatch, table string, byKey actions) (map[int]edit, error) {
+func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit, error) {
 	sc := rec.Schema()
 	column := func(name string) arrow.Array {
 		if c := sc.FieldIndices(name); len(c) == 1 {
@@ -225,36 +222,46 @@ func rowEdits(rec arrow.RecordBatch, table string, byKey actions) (map[int]edit,
 		}
 		return nil
 	}
-	uc, pc, rc := column("user_id"), column("post_id"), column(refColumn[table])
-	if uc == nil || pc == nil || (refColumn[table] != "" && rc == nil) {
-		return nil, fmt.Errorf("no user_id, post_id or %s column", refColumn[table])
+	users := column("user_id")
+	if users == nil {
+		return nil, fmt.Errorf("no user_id column")
+	}
+	keys := map[string]arrow.Array{}
+	for _, name := range ix.Columns(table) {
+		if keys[name] = column(name); keys[name] == nil {
+			return nil, fmt.Errorf("no %s column", name)
+		}
 	}
 	edits := map[int]edit{}
 	for i := 0; i < int(rec.NumRows()); i++ {
-		act, ref := byKey.posts[uc.ValueStr(i)+"/"+pc.ValueStr(i)], compliance.Keep
-		if rc != nil && !rc.IsNull(i) {
-			ref = byKey.refs[uc.ValueStr(i)+"/"+rc.ValueStr(i)]
+		e, ok := ix.Find(table, users.ValueStr(i), func(name string) string {
+			if keys[name].IsNull(i) {
+				return ""
+			}
+			return keys[name].ValueStr(i)
+		})
+		if !ok {
+			continue
 		}
-		bookmarks := table == resources.BookmarksTable
-		switch {
-		case ref >= compliance.Redact, !bookmarks && act >= compliance.Redact, bookmarks && act == compliance.Delete:
+		switch e.Op {
+		case plan.Remove:
 			edits[i] = edit{remove: true}
-		case bookmarks && act == compliance.Redact:
-			e := edit{values: map[int]*string{}}
+		case plan.Blank:
+			ed := edit{values: map[int]*string{}}
 			for c, f := range sc.Fields() {
-				if !resources.KeptWhenRedacted(f.Name) && !rec.Column(c).IsNull(i) {
-					e.values[c] = nil
+				if !e.Kept(f.Name) && !rec.Column(c).IsNull(i) {
+					ed.values[c] = nil
 				}
 			}
-			if len(e.values) > 0 {
-				edits[i] = e
+			if len(ed.values) > 0 {
+				edits[i] = ed
 			}
-		case bookmarks && act == compliance.ScrubGeo, table == resources.ReferencedPostsTable && ref == compliance.ScrubGeo:
-			if c := sc.FieldIndices("post"); len(c) == 1 && !rec.Column(c[0]).IsNull(i) {
+		case plan.Scrub:
+			if c := sc.FieldIndices(e.Geo); len(c) == 1 && !rec.Column(c[0]).IsNull(i) {
 				raw := rec.Column(c[0]).ValueStr(i)
-				scrubbed, err := resources.WithoutGeo([]byte(raw))
+				scrubbed, err := plan.WithoutGeo([]byte(raw))
 				if err != nil {
-					return nil, fmt.Errorf("the post JSON of a row of %s: %w", pc.ValueStr(i), err)
+					return nil, fmt.Errorf("the %s JSON of a row of %s: %w", e.Geo, e.PostID, err)
 				}
 				if v := string(scrubbed); v != raw {
 					edits[i] = edit{values: map[int]*string{c[0]: &v}}

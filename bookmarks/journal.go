@@ -1,4 +1,4 @@
-package archive
+package bookmarks
 
 import (
 	"bufio"
@@ -65,6 +65,9 @@ type Journal struct {
 	// Sent is a post sent whose answer the journal does not have: the run
 	// died, or the request failed, in between.
 	Sent string
+	// replayed is how many of Done the log held when it was opened: the
+	// answers of an earlier run.
+	replayed int
 
 	path string // of the plan; the log is beside it
 	log  *os.File
@@ -92,14 +95,14 @@ func CreateJournal(dir string, plan OpPlan, step func(string)) (*Journal, error)
 		return nil, err
 	}
 	path := journalPath(out, plan.Kind, plan.UserID)
-	if exists(path) {
+	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("%s: an operation is pending already", path)
 	}
 	if !isUserID(plan.UserID) {
 		return nil, fmt.Errorf("user id %q cannot name a journal", plan.UserID)
 	}
 	for _, d := range []string{opsDir, filepath.Join(opsDir, plan.Kind)} {
-		if err := mkdirSynced(out, d); err != nil {
+		if err := dirsync.Mkdir(out, d); err != nil {
 			return nil, err
 		}
 	}
@@ -110,7 +113,7 @@ func CreateJournal(dir string, plan OpPlan, step func(string)) (*Journal, error)
 	if err != nil {
 		return nil, err
 	}
-	err = writeFileAtomic(filepath.Dir(path), filepath.Base(path), func(w io.Writer) error { _, err := w.Write(text); return err }, func(string) {})
+	err = dirsync.WriteFile(filepath.Dir(path), filepath.Base(path), func(w io.Writer) error { _, err := w.Write(text); return err }, func(string) {})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +128,7 @@ func OpenJournal(dir, kind, user string, step func(string)) (*Journal, error) {
 		return nil, err
 	}
 	path := journalPath(out, kind, user)
-	if !exists(path) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	return openJournal(path, step)
@@ -192,6 +195,7 @@ func (j *Journal) replay() error {
 			return fmt.Errorf("line %q is not a journal line", sc.Text())
 		}
 	}
+	j.replayed = len(j.Done)
 	return sc.Err()
 }
 

@@ -1,4 +1,4 @@
-package archive
+package bookmarks
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 )
@@ -86,7 +87,7 @@ func (c Completeness) missing(postID string, post []byte, hasAuthor bool) string
 // ReadBookmarks reads the x_bookmarks rows of an archive that keep says to
 // keep (nil keeps all), with what each lacks of c.
 func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) bool) ([]ArchivedPost, error) {
-	snap, err := OpenSnapshot(dir)
+	snap, err := archive.OpenSnapshot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -94,15 +95,15 @@ func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) 
 	var out []ArchivedPost
 	columns := []string{"user_id", "post_id", "first_seen_at", "found_position", "post", "author"}
 	err = snap.Read(resources.BookmarksTable, columns, func(rec arrow.RecordBatch) error {
-		users, uok := Column[*array.String](rec, "user_id")
-		posts, pok := Column[*array.String](rec, "post_id")
-		seen, sok := Column[*array.Timestamp](rec, "first_seen_at")
-		json, jok := Column[*array.String](rec, "post")
+		users, uok := archive.Column[*array.String](rec, "user_id")
+		posts, pok := archive.Column[*array.String](rec, "post_id")
+		seen, sok := archive.Column[*array.Timestamp](rec, "first_seen_at")
+		json, jok := archive.Column[*array.String](rec, "post")
 		if !uok || !pok || !sok || !jok {
 			return errors.New("user_id, post_id, first_seen_at or post is missing or of another type")
 		}
-		pos, hasPos := Column[*array.Int64](rec, "found_position")
-		author, hasAuthor := Column[arrow.Array](rec, "author")
+		pos, hasPos := archive.Column[*array.Int64](rec, "found_position")
+		author, hasAuthor := archive.Column[arrow.Array](rec, "author")
 		for i := range int(rec.NumRows()) {
 			uid, pid := users.Value(i), posts.Value(i)
 			if keep != nil && !keep(uid, pid) {

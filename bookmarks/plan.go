@@ -1,4 +1,13 @@
-package cli
+// Package bookmarks is what `cq-source-x bookmarks remove` and `add` do to
+// an account's bookmarks on X, from an exporter's archive: which posts they
+// may change (those the archive holds with all their fields, in the list
+// as the last export saw it), each account's plan and what it costs (X
+// bills each write request), the run within X's rate limits and
+// max_billed_writes, its journal (DIR/.ops: a run killed resumes where it
+// stopped), and what it did, recorded in the archive with its protocol:
+// x_bookmark_changes, x_api_usage, and the walk memory that forgets the
+// posts removed. The command line keeps the flags and the exit codes.
+package bookmarks
 
 import (
 	"bufio"
@@ -19,6 +28,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
@@ -28,9 +38,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// BookmarksOptions are the settings of `bookmarks remove` and `bookmarks add`.
-type BookmarksOptions struct {
-	// Kind is archive.OpRemove or archive.OpAdd.
+// Options are the settings of `bookmarks remove` and `bookmarks add`.
+type Options struct {
+	// Kind is OpRemove or OpAdd.
 	Kind      string
 	Spec, Out string
 	// Users limits the accounts to these user ids.
@@ -61,10 +71,24 @@ type BookmarksOptions struct {
 	// what a server answered, before it is printed or journaled: a server
 	// may echo the token it was sent.
 	redact *redact.Redactor
+	// rates and maxWrites are the spec's bookmark_write_usd (with its other
+	// rates) and max_billed_writes.
+	rates     billing.Rates
+	maxWrites int
 }
+
+// UsageError is a mistake in what the command was asked (its selection,
+// the spec, the archive it names): nothing was done.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usageErrorf(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
 
 // opAccount is one account of a bookmark operation.
 type opAccount struct {
+	index     int    // i of accounts[i]
 	label     string // accounts[i] (user ID)
 	userID    string
 	tokenFile string
@@ -73,7 +97,7 @@ type opAccount struct {
 	problem   string // the account cannot take part
 
 	plan    []string // posts to change, in order
-	resumed *archive.Journal
+	resumed *Journal
 	skipped []string // what was left out, and why
 	// examples are posts left out for what their rows lack.
 	examples []string
@@ -82,23 +106,34 @@ type opAccount struct {
 	source   string // add: the account the posts come from
 }
 
-func (o BookmarksOptions) verb() (doing, done, noun string) {
-	if o.Kind == archive.OpRemove {
+// Verb names the operation: what it does, what it did, and its requests.
+func (o Options) Verb() (doing, done, noun string) {
+	if o.Kind == OpRemove {
 		return "remove", "removed", "removals"
 	}
 	return "add", "added", "additions"
 }
 
 // op is the client's operation of the kind.
-func (o BookmarksOptions) op() client.Operation {
-	if o.Kind == archive.OpRemove {
+func (o Options) op() client.Operation {
+	if o.Kind == OpRemove {
 		return client.OpRemoveBookmark
 	}
 	return client.OpAddBookmark
 }
 
-// Bookmarks runs `bookmarks remove` or `bookmarks add`.
-func Bookmarks(ctx context.Context, o BookmarksOptions) error {
+// Operation is one run of `bookmarks remove` or `bookmarks add`: its
+// accounts, each with its plan.
+type Operation struct {
+	o          Options
+	sourceName string
+	accounts   []*opAccount
+}
+
+// Prepare reads the spec, the archive and the accounts' token files, and
+// plans each account's part; it sends no request but GET /2/users/me for
+// an account whose user id neither the spec nor its token file says.
+func Prepare(ctx context.Context, o Options) (*Operation, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
@@ -114,63 +149,74 @@ func Bookmarks(ctx context.Context, o BookmarksOptions) error {
 	cmd := "bookmarks " + o.Kind
 	src, err := cqspec.Read(o.Spec)
 	if err != nil {
-		return usageError(err)
+		return nil, &UsageError{err}
 	}
 	o.redact = xplugin.Credentials(src.Plugin)
+	o.rates, o.maxWrites = src.Plugin.Rates(), *src.Plugin.MaxBilledWrites
 	info, err := archive.ReadState(o.Out)
 	if err != nil {
-		return fmt.Errorf("%s: reading the archive %s: %w", cmd, o.Out, err)
+		return nil, fmt.Errorf("%s: reading the archive %s: %w", cmd, o.Out, err)
 	}
 	if info.LastRun == "" {
-		return usageErrorf("%s: %s holds no export: run `%s export --spec %s --out %s` first", cmd, o.Out, Name, o.Spec, o.Out)
+		return nil, usageErrorf("%s: %s holds no export: run `cq-source-x export --spec %s --out %s` first", cmd, o.Out, o.Spec, o.Out)
 	}
 	accounts, err := o.accounts(ctx, src)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := o.plan(accounts, info, archive.NewCompleteness(src.Plugin.RequestFields())); err != nil {
-		return err
+	if err := o.plan(accounts, info, NewCompleteness(src.Plugin.RequestFields())); err != nil {
+		return nil, err
 	}
-	o.writePlan(accounts, src.Plugin.PostReadUSD)
-	var ready []*opAccount
-	problems := 0
-	for _, a := range accounts {
-		switch {
-		case a.problem != "":
-			problems++
-		case len(a.plan) > 0 || a.resumed != nil:
-			ready = append(ready, a)
+	return &Operation{o: o, sourceName: src.Name, accounts: accounts}, nil
+}
+
+// Accounts and Problems count the operation's accounts, and those that
+// cannot take part.
+func (op *Operation) Accounts() int { return len(op.accounts) }
+
+func (op *Operation) Problems() int {
+	n := 0
+	for _, a := range op.accounts {
+		if a.problem != "" {
+			n++
 		}
 	}
-	doing, done, noun := o.verb()
-	if !o.Yes {
-		fmt.Fprintf(o.Stdout, "\nDry run: nothing was %s. Run the same command with --yes to %s them.\n", done, doing)
-		if problems > 0 {
-			return accountsError(problems, len(accounts), fmt.Errorf("%s: %d of %s cannot take part (see PROBLEM above)", cmd, problems, plural.Count(len(accounts), "account", "accounts")))
-		}
-		return nil
-	}
-	for _, a := range accounts {
+	return n
+}
+
+// CheckScopes refuses a token without the bookmark.write scope, before
+// anything is sent.
+func (op *Operation) CheckScopes() error {
+	_, _, noun := op.o.Verb()
+	for _, a := range op.accounts {
 		if a.problem == "" && a.lacksScope() {
-			return usageErrorf("%s: %s: the token has no %s scope (it has: %s), which %s need: run `%s login --scopes %s --token-file %s`; nothing was done",
-				cmd, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, Name, auth.ScopeBookmarkWrite, a.tokenFile)
+			return usageErrorf("bookmarks %s: %s: the token has no %s scope (it has: %s), which %s need: run `cq-source-x login --scopes %s --token-file %s`; nothing was done",
+				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, auth.ScopeBookmarkWrite, a.tokenFile)
 		}
-	}
-	failed := o.run(ctx, src.Name, ready)
-	if n := failed + problems; n > 0 {
-		return accountsError(n, len(accounts), fmt.Errorf("%s: %d of %s did not finish (see above); run the same command again to resume", cmd, n, plural.Count(len(accounts), "account", "accounts")))
 	}
 	return nil
 }
 
+// Do runs the plans of the accounts that can take part and returns how
+// many did not finish.
+func (op *Operation) Do(ctx context.Context) int {
+	var ready []*opAccount
+	for _, a := range op.accounts {
+		if a.problem == "" && (len(a.plan) > 0 || a.resumed != nil) {
+			ready = append(ready, a)
+		}
+	}
+	return op.o.run(ctx, op.sourceName, ready)
+}
+
 // accounts are the spec's accounts (those of o.Users), each with its API
 // client and user id.
-func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount, error) {
+func (o Options) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount, error) {
 	s := src.Plugin
-	meter := client.NewMeter(*s.PostReadUSD)
+	meter := billing.NewMeter(s.Rates())
 	var out []*opAccount
 	for i, acct := range s.Accounts {
-		a := &opAccount{label: account.Label(i), userID: acct.UserID, tokenFile: acct.TokenFile}
+		a := &opAccount{index: i, label: account.Label(i), userID: acct.UserID, tokenFile: acct.TokenFile}
 		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(), o.redact,
 			xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
 			xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
@@ -180,7 +226,9 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*
 			continue
 		}
 		a.api = api
-		a.userID = firstNonEmpty(a.userID, fileUser)
+		if a.userID == "" {
+			a.userID = fileUser
+		}
 		if acct.TokenFile != "" {
 			if stored, err := (auth.TokenFile{Path: acct.TokenFile}).Load(); err == nil {
 				a.scopes = strings.Fields(stored.Scope)
@@ -209,7 +257,7 @@ func (o BookmarksOptions) accounts(ctx context.Context, src *cqspec.Source) ([]*
 		}
 		out = kept
 	}
-	if o.Kind == archive.OpAdd && len(out) != 1 {
+	if o.Kind == OpAdd && len(out) != 1 {
 		return nil, usageErrorf("bookmarks add: the spec has %d accounts: name the one to add to with --user ID", len(out))
 	}
 	return out, nil
@@ -220,7 +268,7 @@ func (a *opAccount) lacksScope() bool {
 }
 
 // plan fills each account's plan, or finds its pending operation.
-func (o BookmarksOptions) plan(accounts []*opAccount, info *archive.StateInfo, complete archive.Completeness) error {
+func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete Completeness) error {
 	var listed []string
 	if o.IDsFile != "" {
 		ids, err := readIDs(o.IDsFile, o.Stdin)
@@ -229,11 +277,11 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *archive.StateInfo, c
 		}
 		listed = ids
 	}
-	changes, err := archive.ReadChanges(o.Out)
+	changes, err := ReadChanges(o.Out)
 	if err != nil {
 		return err
 	}
-	var from []archive.ArchivedPost
+	var from []ArchivedPost
 	var fromUser string
 	if o.From != "" {
 		if from, fromUser, err = o.sourcePosts(); err != nil {
@@ -244,7 +292,7 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *archive.StateInfo, c
 		if a.problem != "" {
 			continue
 		}
-		j, err := archive.OpenJournal(o.Out, o.Kind, a.userID, o.Step)
+		j, err := OpenJournal(o.Out, o.Kind, a.userID, o.Step)
 		if err != nil {
 			return err
 		}
@@ -254,10 +302,10 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *archive.StateInfo, c
 		}
 		held, ok := info.HeldBookmarks[a.userID]
 		if !ok {
-			a.problem = fmt.Sprintf("the archive has no bookmarks walk of user %s: run `%s export` first", a.userID, Name)
+			a.problem = fmt.Sprintf("the archive has no bookmarks walk of user %s: run `cq-source-x export` first", a.userID)
 			continue
 		}
-		if o.Kind == archive.OpRemove {
+		if o.Kind == OpRemove {
 			err = o.planRemoval(a, held, listed, info, changes, complete)
 		} else {
 			err = o.planAddition(a, held, listed, from, fromUser)
@@ -271,12 +319,12 @@ func (o BookmarksOptions) plan(accounts []*opAccount, info *archive.StateInfo, c
 
 // planRemoval selects the account's archived bookmarks to remove, oldest
 // first.
-func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info *archive.StateInfo, changes *archive.Changes, complete archive.Completeness) error {
+func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.StateInfo, changes *Changes, complete Completeness) error {
 	selected, ok := o.removalSelection(a, listed, info)
 	if !ok {
 		return nil
 	}
-	rows, err := archive.ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
+	rows, err := ReadBookmarks(o.Out, complete, func(uid, pid string) bool {
 		return uid == a.userID && (selected == nil || selected[pid])
 	})
 	if err != nil {
@@ -298,7 +346,7 @@ func (o BookmarksOptions) planRemoval(a *opAccount, held, listed []string, info 
 // removalSelection is the posts --ids and --folder select (nil: every
 // archived post). A folder the archive does not hold is the account's
 // problem (ok is then false).
-func (o BookmarksOptions) removalSelection(a *opAccount, listed []string, info *archive.StateInfo) (selected map[string]bool, ok bool) {
+func (o Options) removalSelection(a *opAccount, listed []string, info *archive.StateInfo) (selected map[string]bool, ok bool) {
 	restrict := func(ids []string) {
 		next := map[string]bool{}
 		for _, id := range ids {
@@ -324,7 +372,7 @@ func (o BookmarksOptions) removalSelection(a *opAccount, listed []string, info *
 }
 
 // removalCandidates are the posts selected, or every archived one.
-func removalCandidates(rows []archive.ArchivedPost, selected map[string]bool) []string {
+func removalCandidates(rows []ArchivedPost, selected map[string]bool) []string {
 	ids := make([]string, 0, len(rows))
 	if selected == nil {
 		for _, r := range rows {
@@ -341,8 +389,8 @@ func removalCandidates(rows []archive.ArchivedPost, selected map[string]bool) []
 // selectRemovals adds to the account's plan the candidates it may remove,
 // and counts the others by why they are skipped, with a few examples of
 // posts archived without all their fields.
-func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows []archive.ArchivedPost, position map[string]int, changes *archive.Changes) (counts map[string]int, incomplete []string) {
-	byPost := map[string]archive.ArchivedPost{}
+func (o Options) selectRemovals(a *opAccount, candidates []string, rows []ArchivedPost, position map[string]int, changes *Changes) (counts map[string]int, incomplete []string) {
+	byPost := map[string]ArchivedPost{}
 	for _, r := range rows {
 		byPost[r.PostID] = r
 	}
@@ -355,8 +403,8 @@ func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows
 			counts["not in the archive"]++
 		case !o.ArchivedBefore.IsZero() && !r.FirstSeenAt.Before(o.ArchivedBefore):
 			// not selected
-		case changes.Latest[a.userID][id] == archive.ChangeRemoved:
-			counts["removed already by "+Name+" bookmarks remove"]++
+		case changes.Latest[a.userID][id] == ChangeRemoved:
+			counts["removed already by cq-source-x bookmarks remove"]++
 		case !inList:
 			counts["no longer in the list, as the last export saw it"]++
 		case r.Missing != "":
@@ -372,8 +420,8 @@ func (o BookmarksOptions) selectRemovals(a *opAccount, candidates []string, rows
 }
 
 // sourcePosts are the posts of --from, oldest first, and their account.
-func (o BookmarksOptions) sourcePosts() ([]archive.ArchivedPost, string, error) {
-	rows, err := archive.ReadBookmarks(o.From, archive.Completeness{}, func(uid, _ string) bool { return o.FromUser == "" || uid == o.FromUser })
+func (o Options) sourcePosts() ([]ArchivedPost, string, error) {
+	rows, err := ReadBookmarks(o.From, Completeness{}, func(uid, _ string) bool { return o.FromUser == "" || uid == o.FromUser })
 	if err != nil {
 		return nil, "", fmt.Errorf("bookmarks add: reading --from %s: %w", o.From, err)
 	}
@@ -400,7 +448,7 @@ func (o BookmarksOptions) sourcePosts() ([]archive.ArchivedPost, string, error) 
 }
 
 // planAddition lists the posts to add to the account, oldest first.
-func (o BookmarksOptions) planAddition(a *opAccount, held, listed []string, from []archive.ArchivedPost, fromUser string) error {
+func (o Options) planAddition(a *opAccount, held, listed []string, from []ArchivedPost, fromUser string) error {
 	var posts []string
 	if o.From != "" {
 		for _, r := range from {
@@ -437,7 +485,7 @@ func (o BookmarksOptions) planAddition(a *opAccount, held, listed []string, from
 	for _, id := range a.plan {
 		planned[id] = true
 	}
-	rows, err := archive.ReadBookmarks(o.Out, archive.Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
+	rows, err := ReadBookmarks(o.Out, Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
 	if err != nil {
 		return err
 	}
@@ -478,24 +526,23 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 	return ids, nil
 }
 
-// writePlan prints what the operation will do, and what it costs.
-func (o BookmarksOptions) writePlan(accounts []*opAccount, postUSD *float64) {
-	total := 0
-	longest := 0
+// WritePlan prints, on Options.Stdout, what the operation will do, and
+// what it costs.
+func (op *Operation) WritePlan() { op.o.writePlan(op.accounts) }
+
+func (o Options) writePlan(accounts []*opAccount) {
+	var sent []int // the requests of each account
 	for _, a := range accounts {
-		n := o.writeAccountPlan(a)
-		total += n
-		longest = max(longest, n)
+		sent = append(sent, o.writeAccountPlan(a))
 	}
-	if total == 0 {
-		return
+	if slices.Max(append(sent, 0)) > 0 {
+		o.writeCost(accounts, sent)
 	}
-	o.writeCost(accounts, total, longest, postUSD)
 }
 
 // writeAccountPlan prints what the operation will do for the account, or
 // why it cannot, and returns how many requests it sends.
-func (o BookmarksOptions) writeAccountPlan(a *opAccount) int {
+func (o Options) writeAccountPlan(a *opAccount) int {
 	n := len(a.plan)
 	switch {
 	case a.problem != "":
@@ -507,15 +554,15 @@ func (o BookmarksOptions) writeAccountPlan(a *opAccount) int {
 		o.writeNewPlan(a)
 	}
 	if a.lacksScope() {
-		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, Name, auth.ScopeBookmarkWrite, a.tokenFile)
+		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `cq-source-x login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, auth.ScopeBookmarkWrite, a.tokenFile)
 	}
 	return n
 }
 
 // writeResumedPlan prints how far the account's pending run got, and
 // returns how many posts it has left.
-func (o BookmarksOptions) writeResumedPlan(a *opAccount) int {
-	doing, _, _ := o.verb()
+func (o Options) writeResumedPlan(a *opAccount) int {
+	doing, _, _ := o.Verb()
 	j := a.resumed
 	n := len(j.Remaining())
 	fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
@@ -530,11 +577,11 @@ func (o BookmarksOptions) writeResumedPlan(a *opAccount) int {
 }
 
 // writeNewPlan prints the account's plan and what it skipped.
-func (o BookmarksOptions) writeNewPlan(a *opAccount) {
-	doing, _, _ := o.verb()
+func (o Options) writeNewPlan(a *opAccount) {
+	doing, _, _ := o.Verb()
 	n := len(a.plan)
 	what := fmt.Sprintf("%s to %s, oldest first", plural.Count(n, "bookmark", "bookmarks"), doing)
-	if o.Kind == archive.OpAdd {
+	if o.Kind == OpAdd {
 		what = plural.Count(n, "post", "posts") + " to add, oldest first"
 		if a.source != "" {
 			what += ", from the archive of user " + a.source
@@ -552,26 +599,38 @@ func (o BookmarksOptions) writeNewPlan(a *opAccount) {
 	}
 }
 
-// writeCost prints what total requests cost: the time the longest
-// account's take, and for additions the posts the next export bills.
-func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, postUSD *float64) {
-	_, _, noun := o.verb()
+// writeCost prints what the requests of each account cost: X bills each,
+// max_billed_writes stops an account's run at its cap, and the longest
+// account's share of the rate limit takes the time; for additions, the
+// posts the next export bills.
+func (o Options) writeCost(accounts []*opAccount, sent []int) {
+	_, _, noun := o.Verb()
+	total, capped, longest := 0, 0, 0
+	for _, n := range sent {
+		total += n
+		if o.maxWrites > 0 {
+			n = min(n, o.maxWrites)
+		}
+		capped += n
+		longest = max(longest, n)
+	}
 	limit := client.DefaultLimits()[o.op()]
-	fmt.Fprintf(o.Stdout, "\nCost: %s, which X does not bill, and no post read. X allows %d %s per 15 minutes per user: %s.\n",
-		plural.Count(total, "request", "requests"), limit, noun, duration(longest, limit))
-	if o.Kind == archive.OpRemove {
+	fmt.Fprintf(o.Stdout, "\nCost: %s, USD %.3f (X bills each write request; bookmark_write_usd: %v), and no post read. X allows %d %s per 15 minutes per user: %s.\n",
+		plural.Count(total, "request", "requests"), o.rates.WritesUSD(total), o.rates.Write, limit, noun, duration(longest, limit))
+	if capped < total {
+		fmt.Fprintf(o.Stdout, "max_billed_writes (%d) stops each account's run at %s: this run sends %s, USD %.3f; run the same command again to go on.\n",
+			o.maxWrites, plural.Count(o.maxWrites, "request", "requests"), plural.Count(capped, "request", "requests"), o.rates.WritesUSD(capped))
+	}
+	if o.Kind == OpRemove {
 		fmt.Fprintln(o.Stdout, "The archive keeps every row; each removal is recorded in x_bookmark_changes, and the walk memory forgets the posts removed, so the next export bills what it would have without them.")
 		return
-	}
-	usd := 0.005
-	if postUSD != nil {
-		usd = *postUSD
 	}
 	archived := 0
 	for _, a := range accounts {
 		archived += a.archived
 	}
-	fmt.Fprintf(o.Stdout, "The next export reads each added post as a new bookmark: about %d posts billed (USD %.2f).", total+2*len(accounts), float64(total+2*len(accounts))*usd)
+	read := total + 2*len(accounts)
+	fmt.Fprintf(o.Stdout, "The next export reads each added post as a new bookmark: about %d posts billed (USD %.2f).", read, float64(read)*o.rates.Post)
 	if archived > 0 {
 		fmt.Fprintf(o.Stdout, " %d of them %s in x_bookmarks already, and %s not written again.", archived, plural.Pick(archived, "is", "are"), plural.Pick(archived, "is", "are"))
 	}
@@ -579,7 +638,7 @@ func (o BookmarksOptions) writeCost(accounts []*opAccount, total, longest int, p
 }
 
 // selects says whether the command was given a selection.
-func (o BookmarksOptions) selects() bool {
+func (o Options) selects() bool {
 	return !o.ArchivedBefore.IsZero() || o.Folder != "" || o.IDsFile != "" || o.From != ""
 }
 

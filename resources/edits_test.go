@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/plan"
 )
 
 // A post a kept bookmark quotes, once X reports it, leaves the page the
@@ -20,7 +20,8 @@ func TestTheOutboxForgetsAReportedReferencedPost(t *testing.T) {
 		"media":[{"media_key":"3_1","type":"photo","url":"https://pbs.twimg.com/media/q.jpg"}]},"meta":{"result_count":1}}`
 	p := sentPage{FirstSeenAt: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), Positions: []int64{0}, Page: json.RawMessage(page),
 		Expansions: []string{"author_id", "referenced_tweets.id", "referenced_tweets.id.author_id", "referenced_tweets.id.attachments.media_keys"}}
-	if err := p.purge(map[string]compliance.Action{"20": compliance.Redact}); err != nil {
+	edits := plan.Edits(Holdings(), []plan.Reported{{UserID: "1001", PostID: "20", Action: plan.Redact, Referenced: true}})
+	if err := p.edit("1001", plan.NewIndex(edits)); err != nil {
 		t.Fatal(err)
 	}
 	for _, gone := range []string{"the quoted text", `"bo"`, "3_1"} {

@@ -1,4 +1,4 @@
-package cli
+package bookmarks
 
 import (
 	"context"
@@ -7,15 +7,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
+	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/google/uuid"
 )
 
 // run does the accounts' operations at once (each user has a window of
 // its own), and returns how many did not finish.
-func (o BookmarksOptions) run(ctx context.Context, sourceName string, accounts []*opAccount) int {
+func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccount) int {
 	id := uuid.NewString()[:8]
 	say := func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) }
 	var wg sync.WaitGroup
@@ -24,7 +26,7 @@ func (o BookmarksOptions) run(ctx context.Context, sourceName string, accounts [
 		j := a.resumed
 		if j == nil {
 			var err error
-			j, err = archive.CreateJournal(o.Out, archive.OpPlan{ID: id, Kind: o.Kind, UserID: a.userID, Created: o.Clock.Now().UTC(),
+			j, err = CreateJournal(o.Out, OpPlan{ID: id, Kind: o.Kind, UserID: a.userID, Created: o.Clock.Now().UTC(),
 				Command: o.Command, Posts: a.plan, SourceUserID: a.source}, o.Step)
 			if err != nil {
 				errs[i] = err
@@ -53,9 +55,9 @@ func (o BookmarksOptions) run(ctx context.Context, sourceName string, accounts [
 const commitEvery = 50
 
 // runAccount does one account's operation, from its journal.
-func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *opAccount, j *archive.Journal, say func(string, ...any)) error {
+func (o Options) runAccount(ctx context.Context, sourceName string, a *opAccount, j *Journal, say func(string, ...any)) error {
 	r := &accountRun{o: o, a: a, j: j, say: say, recorded: len(j.Done),
-		commitOpts: archive.CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step}}
+		commitOpts: CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step, Rates: o.rates}}
 	defer j.Close()
 	rest := j.Remaining()
 	start := o.Clock.Now()
@@ -65,6 +67,10 @@ func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *
 		}
 		if err := r.commitBeforeWaiting(ctx); err != nil {
 			return err
+		}
+		if o.maxWrites > 0 && r.billed >= o.maxWrites {
+			return o.stopped(a, j, r.commit, fmt.Errorf("stopped at max_billed_writes: X billed this run %s, USD %.3f (raise max_billed_writes, or set it to 0, to do more in one run)",
+				plural.Count(r.billed, "request", "requests"), o.rates.WritesUSD(r.billed)))
 		}
 		confirmed, err := r.sendPost(ctx, post)
 		if err != nil {
@@ -86,26 +92,43 @@ func (o BookmarksOptions) runAccount(ctx context.Context, sourceName string, a *
 
 // accountRun is one account's operation under way.
 type accountRun struct {
-	o          BookmarksOptions
+	o          Options
 	a          *opAccount
-	j          *archive.Journal
+	j          *Journal
 	say        func(string, ...any)
-	commitOpts archive.CommitOptions
+	commitOpts CommitOptions
 	recorded   int // of j.Done, recorded in the archive
+	// billed counts the requests X answered in this run: each billed, as
+	// max_billed_writes counts them.
+	billed int
 }
 
 // commit records in the archive what the journal has and the archive does
-// not (all of it once the journal has nothing left to do).
+// not (all of it once the journal has nothing left to do), and what the
+// requests since the last commit cost (x_api_usage).
 func (r *accountRun) commit(ctx context.Context) error {
-	if len(r.j.Done) == r.recorded && len(r.j.Remaining()) > 0 {
+	idle := len(r.j.Done) == r.recorded && r.a.api.Meter().Usage(r.a.userID, r.o.op()).Requests == 0
+	if idle && len(r.j.Remaining()) > 0 {
 		return nil
 	}
-	if _, err := archive.CommitChanges(ctx, r.o.Out, []*archive.Journal{r.j}, r.commitOpts); err != nil {
-		_, _, noun := r.o.verb()
+	opts := r.commitOpts
+	opts.Usage = r.usage()
+	if _, err := CommitChanges(ctx, r.o.Out, r.j, opts); err != nil {
+		_, _, noun := r.o.Verb()
 		return fmt.Errorf("recording the %s in %s: %w", noun, r.o.Out, err)
 	}
 	r.recorded = len(r.j.Done)
 	return nil
+}
+
+// usage is the x_api_usage row of the requests since the last commit.
+// (The answers of a commit that fails are in the journal: the next run
+// records them.)
+func (r *accountRun) usage() *resources.Usage {
+	m := r.a.api.Meter().Take(r.a.userID, r.o.op())
+	return &resources.Usage{UserID: r.a.userID, Account: account.Label(r.a.index), Operation: string(m.Operation),
+		Requests: m.Requests, OKResponses: m.OK, WritesBilled: m.WritesBilled, RateLimited: m.RateLimited,
+		RateLimitWaits: m.RateLimitWaits, WaitedSeconds: m.Waited.Seconds(), Errors: m.Errors}
 }
 
 // commitBeforeWaiting records what is done when the next request would
@@ -128,6 +151,9 @@ func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
 	}
 	bookmarked, err := o.send(ctx, a, post)
 	o.Step("answer received") // and not yet in the journal: the kill tests stop here too
+	if err == nil {
+		r.billed++
+	}
 	if err != nil {
 		if reason, perPost := refusedPost(err); perPost {
 			reason = o.redact.String(reason)
@@ -139,7 +165,7 @@ func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
 		}
 		return false, o.stopped(a, j, r.commit, o.explain(a, err))
 	}
-	if want := o.Kind == archive.OpAdd; bookmarked != want {
+	if want := o.Kind == OpAdd; bookmarked != want {
 		if err := j.Refused(post, fmt.Sprintf("X answered bookmarked:%t", bookmarked)); err != nil {
 			return false, err
 		}
@@ -165,7 +191,7 @@ func (r *accountRun) progressed(ctx context.Context, rest, k int, start time.Tim
 		if eta := (r.o.Clock.Now().Sub(start) / time.Duration(k+1) * time.Duration(rest-k-1)).Round(time.Minute); eta > 0 {
 			left = fmt.Sprintf(" (about %s left)", hoursMinutes(eta))
 		}
-		_, done, _ := r.o.verb()
+		_, done, _ := r.o.Verb()
 		r.say("%s: %s %d of %d%s", r.a.label, done, n, total, left)
 	}
 	return nil
@@ -173,7 +199,7 @@ func (r *accountRun) progressed(ctx context.Context, rest, k int, start time.Tim
 
 // finished says what the run did.
 func (r *accountRun) finished() {
-	_, done, _ := r.o.verb()
+	_, done, _ := r.o.Verb()
 	j := r.j
 	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", r.a.label, done, len(j.Done), len(j.Plan.Posts))
 	if len(j.Failed) > 0 {
@@ -183,8 +209,8 @@ func (r *accountRun) finished() {
 }
 
 // send sends the request for one post and returns X's data.bookmarked.
-func (o BookmarksOptions) send(ctx context.Context, a *opAccount, post string) (bool, error) {
-	if o.Kind == archive.OpRemove {
+func (o Options) send(ctx context.Context, a *opAccount, post string) (bool, error) {
+	if o.Kind == OpRemove {
 		b, _, err := a.api.RemoveBookmark(ctx, a.userID, post)
 		return b, err
 	}
@@ -193,11 +219,11 @@ func (o BookmarksOptions) send(ctx context.Context, a *opAccount, post string) (
 }
 
 // stopped records what is done and returns err, saying how to go on.
-func (o BookmarksOptions) stopped(a *opAccount, j *archive.Journal, commit func(context.Context) error, err error) error {
+func (o Options) stopped(a *opAccount, j *Journal, commit func(context.Context) error, err error) error {
 	if cerr := commit(context.Background()); cerr != nil {
 		return errors.Join(err, cerr)
 	}
-	_, done, _ := o.verb()
+	_, done, _ := o.Verb()
 	return fmt.Errorf("%w; %d of %d %s and recorded: run the same command again to resume", err, len(j.Done), len(j.Plan.Posts), done)
 }
 
@@ -217,27 +243,27 @@ func refusedPost(err error) (string, bool) {
 }
 
 // explain adds what to do to an error that stopped an account.
-func (o BookmarksOptions) explain(a *opAccount, err error) error {
+func (o Options) explain(a *opAccount, err error) error {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == 403 && !errors.Is(err, client.ErrAppOnlyToken) && !errors.Is(err, client.ErrClientNotEnrolled) {
-		login := Name + " login --scopes " + auth.ScopeBookmarkWrite
+		login := "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
 		if a.tokenFile != "" {
 			login += " --token-file " + a.tokenFile
 		}
-		_, _, noun := o.verb()
+		_, _, noun := o.Verb()
 		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, noun, auth.ScopeBookmarkWrite, login)
 	}
 	return err
 }
 
 // waitHook tells the user when a run waits for a rate-limit window.
-func (o BookmarksOptions) waitHook(a *opAccount) func(string, client.Operation, time.Duration) {
+func (o Options) waitHook(a *opAccount) func(string, client.Operation, time.Duration) {
 	return func(_ string, op client.Operation, d time.Duration) {
 		if op != o.op() {
 			return
 		}
 		limit := client.DefaultLimits()[op]
-		_, _, noun := o.verb()
+		_, _, noun := o.Verb()
 		fmt.Fprintf(o.Stderr, "%s: waiting %s for the next rate-limit window (X allows %d %s per 15 minutes per user)\n",
 			a.label, d.Round(time.Second), limit, noun)
 	}

@@ -1,0 +1,197 @@
+package archived
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cq-source-x/cq-source-x/ids"
+	"github.com/cq-source-x/cq-source-x/internal/outbox"
+)
+
+// Legacy is what versions before the record kept of an account's archive,
+// under keys of their own (account.LegacyKeys): each value as the state
+// holds it, "" for none.
+type Legacy struct {
+	// Archived is the posts the compliance checks covered, with their rows'
+	// dates (x_post_compliance/archived), or their ids alone before that.
+	Archived string
+	// Referenced and Authors are the referenced posts and the authors of
+	// every post (x_post_compliance/referenced and /authors).
+	Referenced, Authors string
+	// MediaFiles is the media files and the rows of x_media_files to send
+	// again (x_media_files).
+	MediaFiles string
+	// Bookmarks are posts archived that those do not name: the exporter's
+	// written ids, or, for a state older than Archived, the posts the
+	// bookmarks walk holds.
+	Bookmarks ids.Sorted
+}
+
+// Migrate makes the record of what legacy kept; what names the values in
+// errors. The posts' authors are known only when legacy kept them.
+func Migrate(l Legacy, what string) (*Record, error) {
+	r := &Record{Outbox: &outbox.Box{}}
+	if err := r.readArchived(l.Archived, what); err != nil {
+		return nil, err
+	}
+	more := make([]Post, len(l.Bookmarks))
+	for i, n := range l.Bookmarks {
+		more[i] = Post{ID: idString(n)}
+	}
+	r.bookmarks = r.add(r.bookmarks, more, false)
+	referenced, err := ids.UnmarshalSorted(l.Referenced, what)
+	if err != nil {
+		return nil, err
+	}
+	r.referenced = posts{ids: referenced, author: make([]uint32, len(referenced))}
+	if err := r.readAuthors(l.Authors, what); err != nil {
+		return nil, err
+	}
+	r.authorsKept = l.Authors != ""
+	if err := r.readMediaFiles(l.MediaFiles, what); err != nil {
+		return nil, err
+	}
+	r.Marked = len(r.StoredFiles()) == 0
+	return r, nil
+}
+
+func idString(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// readArchived reads the archived posts: JSON of their ids and dates, or
+// their ids alone (ids.Sorted's text).
+func (r *Record) readArchived(value, what string) error {
+	if !strings.HasPrefix(value, "{") {
+		nums, err := ids.UnmarshalSorted(value, what)
+		r.bookmarks = posts{ids: nums, author: make([]uint32, len(nums))}
+		return err
+	}
+	var j struct {
+		Version int    `json:"version"`
+		IDs     string `json:"ids"`
+		Dates   string `json:"dates"`
+	}
+	if err := json.Unmarshal([]byte(value), &j); err != nil {
+		return fmt.Errorf("%s: the archived posts are not valid JSON: %w", what, err)
+	}
+	if j.Version != 2 {
+		return fmt.Errorf("%s: the archived posts have version %d; this build reads version 2", what, j.Version)
+	}
+	nums, err := ids.UnmarshalSorted(j.IDs, what)
+	if err != nil {
+		return err
+	}
+	raw, err := ids.Unpack([]byte(j.Dates), what)
+	if err != nil {
+		return err
+	}
+	rd := bytes.NewReader(raw)
+	n, err := binary.ReadUvarint(rd)
+	if err != nil || n > uint64(len(raw)) {
+		return fmt.Errorf("%s: the archived posts' dates are damaged", what)
+	}
+	r.sightings = make([]sighting, n)
+	for i := range r.sightings {
+		a, err1 := binary.ReadVarint(rd)
+		b, err2 := binary.ReadVarint(rd)
+		if errors.Join(err1, err2) != nil {
+			return fmt.Errorf("%s: the archived posts' dates are damaged", what)
+		}
+		r.sightings[i] = sighting{a, b}
+	}
+	if count, err := binary.ReadUvarint(rd); err != nil || count != uint64(len(nums)) {
+		return fmt.Errorf("%s: the archived posts' dates do not match their ids", what)
+	}
+	r.bookmarks = posts{ids: nums, author: make([]uint32, len(nums)), dates: make([]postDates, len(nums))}
+	for i, id := range nums {
+		if r.bookmarks.dates[i], err = r.readDates(rd, id); err != nil {
+			return fmt.Errorf("%s: the dates of archived post %d are damaged", what, id)
+		}
+	}
+	if rd.Len() != 0 {
+		return fmt.Errorf("%s: the archived posts' dates are damaged: trailing bytes", what)
+	}
+	return nil
+}
+
+// readAuthors gives the posts their authors: per author, in id order, its
+// id's delta from the last, its number of posts and their ids' deltas.
+func (r *Record) readAuthors(value, what string) error {
+	if value == "" {
+		return nil
+	}
+	var j struct {
+		Version int    `json:"version"`
+		Authors int    `json:"authors"`
+		Posts   string `json:"posts"`
+	}
+	if err := json.Unmarshal([]byte(value), &j); err != nil {
+		return fmt.Errorf("%s: the authors are not valid JSON: %w", what, err)
+	}
+	if j.Version != 1 {
+		return fmt.Errorf("%s: the authors have version %d; this build reads version 1", what, j.Version)
+	}
+	raw, err := ids.Unpack([]byte(j.Posts), what)
+	if err != nil {
+		return err
+	}
+	rd := bytes.NewReader(raw)
+	var author uint64
+	for i := range j.Authors {
+		d, err1 := binary.ReadUvarint(rd)
+		n, err2 := binary.ReadUvarint(rd)
+		if errors.Join(err1, err2) != nil || (i > 0 && d == 0) || n > uint64(rd.Len()) {
+			return fmt.Errorf("%s: the authors are damaged at author %d of %d", what, i, j.Authors)
+		}
+		author += d
+		index := r.authorOf(idString(author))
+		var post uint64
+		for range n {
+			pd, err := binary.ReadUvarint(rd)
+			if err != nil {
+				return fmt.Errorf("%s: the authors are damaged at author %d of %d", what, i, j.Authors)
+			}
+			post += pd
+			for _, p := range []*posts{&r.bookmarks, &r.referenced} {
+				if k, ok := slices.BinarySearch(p.ids, post); ok {
+					p.author[k] = index
+				}
+			}
+		}
+	}
+	if rd.Len() != 0 {
+		return fmt.Errorf("%s: the authors are damaged: trailing bytes", what)
+	}
+	return nil
+}
+
+// readMediaFiles reads the media files and their outbox.
+func (r *Record) readMediaFiles(value, what string) error {
+	if value == "" {
+		return nil
+	}
+	var j struct {
+		Version int             `json:"version"`
+		Files   string          `json:"files,omitempty"`
+		Outbox  json.RawMessage `json:"outbox,omitempty"`
+	}
+	if err := json.Unmarshal([]byte(value), &j); err != nil {
+		return fmt.Errorf("%s: the media files are not valid JSON: %w", what, err)
+	}
+	if j.Version != 1 {
+		return fmt.Errorf("%s: the media files have version %d; this build reads version 1", what, j.Version)
+	}
+	var err error
+	if r.Files, err = unpackLines[File](j.Files); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(j.Outbox) > 0 {
+		r.Outbox, err = outbox.Unmarshal(string(j.Outbox), what)
+	}
+	return err
+}

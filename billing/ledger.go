@@ -1,0 +1,173 @@
+package billing
+
+import (
+	"sync"
+	"time"
+
+	"github.com/cq-source-x/cq-source-x/ids"
+)
+
+// The day's ledger: X bills a resource once per UTC day, so the meter keeps,
+// per user, the ids of the posts and users it saw billed on the current UTC
+// day. A later meter of the same user continues from it (RestoreBilled):
+// the account's state carries it from one sync to the next of the same day
+// (account/billed.go).
+
+// BilledToday is what the meter holds as billed for userID on its current
+// UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and a copy of
+// the posts and users, for a later meter of the same user to continue from
+// (RestoreBilled).
+func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.days[userID]
+	if l == nil {
+		return "", &ids.Set{}, &ids.Set{}
+	}
+	return l.day, l.seen[kindPost].Clone(), l.seen[kindUser].Clone()
+}
+
+// RestoreBilled adds to userID's ledger what an earlier meter saw billed on
+// day: resources read again on that UTC day are not billed again. A day
+// older than the one the ledger is on is ignored; a newer one replaces it.
+func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
+	if day == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.days[userID]
+	if l == nil {
+		l = newLedger(day)
+		m.days[userID] = l
+	}
+	if !l.turn(day) {
+		return
+	}
+	l.add(kindPost, day, posts)
+	l.add(kindUser, day, users)
+}
+
+// A user's ledger of the day holds every post read that day, the most a
+// meter holds. Between the readers that bill the user's reads it can be put
+// away (stored, and let go) and brought back when another starts: a sync of
+// many accounts then holds the ledgers of the accounts being read, not of
+// every account it has read.
+
+// ledgerReaders are the readers billing a user's reads at the moment, and
+// whether the user's ledger of the day is in the meter or put away.
+type ledgerReaders struct {
+	mu     sync.Mutex
+	n      int
+	loaded bool
+}
+
+// EnterBilling is called by a reader before it bills userID's reads: the
+// first since the ledger was put away, or ever, brings it back with load
+// (RestoreBilled). Readers of the same user wait for it, so no request is
+// billed before the ledger is back; a load that fails is tried again by
+// the next reader. Every EnterBilling is followed by one LeaveBilling.
+func (m *Meter) EnterBilling(userID string, load func() (day string, posts, users []string, err error)) error {
+	r := m.ledgerReaders(userID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	if r.loaded {
+		return nil
+	}
+	day, posts, users, err := load()
+	if err != nil {
+		return err
+	}
+	m.RestoreBilled(userID, day, posts, users)
+	r.loaded = true
+	return nil
+}
+
+// LeaveBilling is called by a reader once it bills no more: the last one
+// out puts the ledger away with store and the meter lets go of it. A store
+// that fails keeps the ledger in the meter.
+func (m *Meter) LeaveBilling(userID string, store func() error) error {
+	r := m.ledgerReaders(userID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n--; r.n > 0 || !r.loaded {
+		return nil // a ledger that could not be brought back is not stored over the one put away
+	}
+	if err := store(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	delete(m.days, userID)
+	m.mu.Unlock()
+	r.loaded = false
+	return nil
+}
+
+// HoldsBilled reports whether the meter holds a ledger of userID's that
+// is not put away.
+func (m *Meter) HoldsBilled(userID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.days[userID] != nil
+}
+
+func (m *Meter) ledgerReaders(userID string) *ledgerReaders {
+	m.readersMu.Lock()
+	defer m.readersMu.Unlock()
+	r := m.readers[userID]
+	if r == nil {
+		r = &ledgerReaders{}
+		m.readers[userID] = r
+	}
+	return r
+}
+
+// utcDay is t's UTC date, YYYY-MM-DD: the window X de-duplicates in.
+func utcDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+type resourceKind uint8
+
+const (
+	kindPost resourceKind = iota
+	kindUser
+)
+
+// ledger is the resources of one user billed on one UTC day.
+type ledger struct {
+	day  string
+	seen [2]ids.Set
+}
+
+func newLedger(day string) *ledger {
+	return &ledger{day: day}
+}
+
+// turn moves the ledger to day when day is not older, forgetting an older
+// day, and reports whether the ledger is now on day.
+func (l *ledger) turn(day string) bool {
+	switch {
+	case day == l.day:
+		return true
+	case day > l.day:
+		*l = *newLedger(day)
+		return true
+	}
+	return false
+}
+
+// add records ids of kind billed on day and returns how many were new.
+// Billing on a day older than the ledger's (a clock turned back) counts
+// every id and records none.
+func (l *ledger) add(kind resourceKind, day string, ids []string) int {
+	if day != l.day {
+		return len(ids)
+	}
+	n := 0
+	for _, id := range ids {
+		if l.seen[kind].Add(id) {
+			n++
+		}
+	}
+	return n
+}

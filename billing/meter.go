@@ -1,0 +1,272 @@
+package billing
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Operation names one endpoint of the API client: the meter keeps a row
+// per user and operation (client.Operation is this type).
+type Operation string
+
+// Billed is what one 2xx body held that X bills, by type: the ids of the
+// posts (its data, and expanded posts in includes) and of the expanded
+// users, the number of media objects (X does not bill media), and the write
+// requests (X bills each, not de-duplicated). X bills each resource once per
+// UTC day, so the meter needs the ids, not only the counts. The API client's
+// endpoints say what their answers bill.
+type Billed struct {
+	Posts []string
+	Users []string
+	// UnknownPosts counts posts billed whose ids could not be read (a page
+	// refused for its shape): billed, never de-duplicated.
+	UnknownPosts int
+	Media        int
+	// Writes is the write requests the body answered.
+	Writes int
+	// Owned says the posts are an owned read when the user owns the app
+	// (the bookmarks list of the authenticated user: SetOwnedReads).
+	Owned bool
+	// CountMismatch says how the page's meta.result_count disagreed with
+	// what it held ("" when it did not): what it held is what is billed.
+	CountMismatch string
+}
+
+// Usage is what a Meter recorded for one (user, operation), or a total. Its
+// billed counts and USD are estimates: X publishes rates, not bills per
+// request, and calls its de-duplication a soft guarantee.
+type Usage struct {
+	UserID    string
+	Operation Operation
+	// Requests is the number of HTTP requests sent, retries included.
+	Requests int
+	// OK is the number of 2xx responses decoded successfully.
+	OK int
+	// PostsReturned is the posts 2xx bodies held (and X bills): the posts
+	// of their data and the expanded posts in their includes, also of pages
+	// read whole but refused for their shape.
+	PostsReturned int
+	// PostsBilled is PostsReturned less the posts this meter already saw
+	// billed for the same user on the same UTC day (X bills a resource once
+	// per UTC day).
+	PostsBilled int
+	// UsersReturned and UsersBilled are the same for users: expanded
+	// authors, and the user of GET /2/users/me.
+	UsersReturned int
+	UsersBilled   int
+	// MediaReturned is the media objects expanded (not billed by X).
+	MediaReturned int
+	// WritesBilled is the write requests X answered with its data, each
+	// billed.
+	WritesBilled int
+	// PostsUnread is what X may have billed on top, in 200 post pages whose
+	// body could not be read (cut short, not JSON, over the size cap): how
+	// many posts they held is not known, so each counts the page size asked
+	// for (10 when omitted), an upper bound. Not priced in USD.
+	PostsUnread int
+	// CountMismatches counts pages whose meta.result_count disagreed with
+	// the posts they held (the posts held are what is billed).
+	CountMismatches int
+	// RateLimited is the number of 429 responses received.
+	RateLimited int
+	// RateLimitWaits and Waited are the waits for a window to reset (after a
+	// 429, or because the client's budget was used up) and their total time.
+	RateLimitWaits int
+	Waited         time.Duration
+	// Retries and Backoff are the backoff sleeps before retrying a 5xx, a
+	// connection error or an unreadable body, and their total time.
+	Retries int
+	Backoff time.Duration
+	// Errors counts failed requests other than 429s: error statuses,
+	// connection errors and unreadable bodies (each attempt counts).
+	Errors int
+	// Refused counts calls the client's budget refused without sending.
+	Refused int
+	// OwnedReads says the posts were priced at the owned-read rate.
+	OwnedReads bool
+	// PostsUSD, UsersUSD, WritesUSD and USD are the estimated cost: the
+	// billed posts, users and writes times their rates, and their sum.
+	PostsUSD  float64
+	UsersUSD  float64
+	WritesUSD float64
+	USD       float64
+}
+
+// Meter records usage per (user, operation), and which resources it saw
+// billed per user on the current UTC day (ledger.go). Safe for concurrent
+// use; one Meter may be shared by several API clients.
+type Meter struct {
+	rates  Rates
+	mu     sync.Mutex
+	m      map[rowKey]*Usage
+	owned  map[string]bool    // users who own their app
+	owning map[rowKey]bool    // rows whose posts are owned reads of an owner
+	days   map[string]*ledger // by user id
+
+	readersMu sync.Mutex
+	readers   map[string]*ledgerReaders // by user id
+}
+
+type rowKey struct {
+	user string
+	op   Operation
+}
+
+// NewMeter returns a meter that prices at r (a rate that is not a finite
+// number ≥ 0 is X's).
+func NewMeter(r Rates) *Meter {
+	return &Meter{rates: r.withDefaults(), m: map[rowKey]*Usage{}, owned: map[string]bool{}, owning: map[rowKey]bool{},
+		days: map[string]*ledger{}, readers: map[string]*ledgerReaders{}}
+}
+
+// Rates are the meter's rates.
+func (m *Meter) Rates() Rates { return m.rates }
+
+// SetOwnedReads says that userID owns the developer app its token was issued
+// by: the posts of its owned reads are priced at the owned-read rate.
+func (m *Meter) SetOwnedReads(userID string, owned bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.owned[userID] = owned
+}
+
+// Record changes the row of (user, op) with f.
+func (m *Meter) Record(user string, op Operation, f func(u *Usage)) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f(m.row(user, op))
+}
+
+func (m *Meter) row(user string, op Operation) *Usage {
+	k := rowKey{user, op}
+	u := m.m[k]
+	if u == nil {
+		u = &Usage{UserID: user, Operation: op}
+		m.m[k] = u
+	}
+	return u
+}
+
+// Bill records what one 2xx body of (user, op) billed, at now (ok: it was
+// decoded): each resource is billed unless the user's ledger already holds
+// it for now's UTC day; each write is billed.
+func (m *Meter) Bill(user string, op Operation, now time.Time, res Billed, ok bool) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.row(user, op)
+	if ok {
+		u.OK++
+	}
+	if res.Owned {
+		m.owning[rowKey{user, op}] = true
+	}
+	if res.CountMismatch != "" {
+		u.CountMismatches++
+	}
+	day := utcDay(now)
+	l := m.days[user]
+	if l == nil {
+		l = newLedger(day)
+		m.days[user] = l
+	}
+	l.turn(day)
+	u.PostsReturned += len(res.Posts) + res.UnknownPosts
+	u.PostsBilled += l.add(kindPost, day, res.Posts) + res.UnknownPosts
+	u.UsersReturned += len(res.Users)
+	u.UsersBilled += l.add(kindUser, day, res.Users)
+	u.MediaReturned += res.Media
+	u.WritesBilled += res.Writes
+}
+
+// Usage returns one (user, operation) row (zero when nothing was recorded).
+func (m *Meter) Usage(userID string, op Operation) Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if u := m.m[rowKey{userID, op}]; u != nil {
+		return m.priced(*u)
+	}
+	return Usage{UserID: userID, Operation: op}
+}
+
+// priced fills in the USD of a row. m.mu held.
+func (m *Meter) priced(u Usage) Usage {
+	u.OwnedReads = m.owning[rowKey{u.UserID, u.Operation}] && m.owned[u.UserID]
+	u.PostsUSD = float64(u.PostsBilled) * m.rates.PostRate(u.OwnedReads)
+	u.UsersUSD = float64(u.UsersBilled) * m.rates.User
+	u.WritesUSD = float64(u.WritesBilled) * m.rates.Write
+	u.USD = u.PostsUSD + u.UsersUSD + u.WritesUSD
+	return u
+}
+
+// Take returns one (user, operation) row, as Usage does, and starts it
+// again from zero: what the next Take returns is what was recorded since.
+func (m *Meter) Take(userID string, op Operation) Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := Usage{UserID: userID, Operation: op}
+	if row := m.m[rowKey{userID, op}]; row != nil {
+		u = m.priced(*row)
+		delete(m.m, rowKey{userID, op})
+	}
+	return u
+}
+
+// Snapshot returns every row, sorted by user ID, then operation.
+func (m *Meter) Snapshot() []Usage {
+	m.mu.Lock()
+	out := make([]Usage, 0, len(m.m))
+	for _, u := range m.m {
+		out = append(out, m.priced(*u))
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b Usage) int {
+		if c := cmp.Compare(a.UserID, b.UserID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Operation, b.Operation)
+	})
+	return out
+}
+
+// Total sums every row; UserID and Operation are empty.
+func (m *Meter) Total() Usage {
+	var t Usage
+	for _, u := range m.Snapshot() {
+		t.Add(u)
+	}
+	return t
+}
+
+// Add adds the counts and USD of o to u (not its user, operation or
+// OwnedReads).
+func (u *Usage) Add(o Usage) {
+	u.Requests += o.Requests
+	u.OK += o.OK
+	u.PostsReturned += o.PostsReturned
+	u.PostsBilled += o.PostsBilled
+	u.UsersReturned += o.UsersReturned
+	u.UsersBilled += o.UsersBilled
+	u.MediaReturned += o.MediaReturned
+	u.WritesBilled += o.WritesBilled
+	u.PostsUnread += o.PostsUnread
+	u.CountMismatches += o.CountMismatches
+	u.RateLimited += o.RateLimited
+	u.RateLimitWaits += o.RateLimitWaits
+	u.Waited += o.Waited
+	u.Retries += o.Retries
+	u.Backoff += o.Backoff
+	u.Errors += o.Errors
+	u.Refused += o.Refused
+	u.PostsUSD += o.PostsUSD
+	u.UsersUSD += o.UsersUSD
+	u.WritesUSD += o.WritesUSD
+	u.USD += o.USD
+}

@@ -1,0 +1,57 @@
+// Package billing is what X bills and what the program says it costs: X's
+// rates (per resource read, per write request), the meter of an API
+// client's responses, the ledger of what a user was billed on the current
+// UTC day (X bills a resource once per UTC day), and the estimates told
+// before a run: what an export can bill at most, what bookmark writes cost.
+// Every figure is an estimate: X publishes rates, not bills per request.
+package billing
+
+import "math"
+
+// Rates are X's prices in USD: reads per resource returned, writes per
+// request (X's pricing page, "Read operations" and "Write operations").
+type Rates struct {
+	// Post is a post read.
+	Post float64
+	// OwnedPost is a post of an "owned read": the owner of the developer
+	// app reading their own bookmarks with it (GET /2/users/:id/bookmarks
+	// with :id the authenticated user, who owns the app).
+	OwnedPost float64
+	// User is a user read (an expanded author, or GET /2/users/me).
+	User float64
+	// Write is a bookmark write: one POST or DELETE /2/users/:id/bookmarks
+	// request ("Bookmark", per request).
+	Write float64
+}
+
+// DefaultRates are X's published pay-per-use rates (2026): the one place
+// the program holds them.
+func DefaultRates() Rates {
+	return Rates{Post: 0.005, OwnedPost: 0.001, User: 0.010, Write: 0.005}
+}
+
+// withDefaults replaces a rate that is not a finite number ≥ 0 by X's.
+func (r Rates) withDefaults() Rates {
+	d := DefaultRates()
+	for _, p := range []struct{ v, def *float64 }{{&r.Post, &d.Post}, {&r.OwnedPost, &d.OwnedPost}, {&r.User, &d.User}, {&r.Write, &d.Write}} {
+		if !(*p.v >= 0) || math.IsInf(*p.v, 0) {
+			*p.v = *p.def
+		}
+	}
+	return r
+}
+
+// PostRate is the price of a post of the bookmarks list, an owned read or
+// not.
+func (r Rates) PostRate(owned bool) float64 {
+	if owned {
+		return r.OwnedPost
+	}
+	return r.Post
+}
+
+// DefaultMaxBilledWrites is the spec's default cap of the write requests
+// one run of `bookmarks remove` or `add` may have X bill an account for
+// (max_billed_writes): a spend the plan states before the run, which a
+// user who means more raises once.
+const DefaultMaxBilledWrites = 1000

@@ -1,0 +1,311 @@
+package bookmarks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive"
+	"github.com/cq-source-x/cq-source-x/billing"
+	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/resources"
+	"github.com/cq-source-x/cq-source-x/walk"
+)
+
+// Changes of x_bookmark_changes.
+const (
+	ChangeRemoved = "removed"
+	ChangeAdded   = "added"
+)
+
+// Change is one row of x_bookmark_changes: a bookmark that `cq-source-x
+// bookmarks remove` or `bookmarks add` removed or added, as X confirmed it.
+type Change struct {
+	UserID, PostID string
+	// Change is ChangeRemoved or ChangeAdded.
+	Change string
+	// ChangedAt is when X answered the request.
+	ChangedAt time.Time
+	// Bookmarked is X's answer (data.bookmarked): false after a removal,
+	// true after an addition.
+	Bookmarked bool
+	// Operation is the id of the command's run; Command its command line.
+	Operation, Command string
+	// SourceUserID is, for an addition from an archive, the account whose
+	// archive the post came from.
+	SourceUserID string
+}
+
+// changesRecords are the records of table (x_bookmark_changes) that hold
+// changes: one, or none for no change.
+func changesRecords(table *schema.Table, changes []*Change) []arrow.RecordBatch {
+	if len(changes) == 0 {
+		return nil
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, table.ToArrowSchema())
+	defer b.Release()
+	text := func(i int, s string) { b.Field(i).(*array.StringBuilder).Append(s) }
+	for _, c := range changes {
+		text(0, c.Operation)
+		text(1, c.UserID)
+		text(2, c.PostID)
+		text(3, c.Change)
+		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(c.ChangedAt.UnixMicro()))
+		b.Field(5).(*array.BooleanBuilder).Append(c.Bookmarked)
+		text(6, c.Command)
+		if c.SourceUserID == "" {
+			b.Field(7).AppendNull()
+		} else {
+			text(7, c.SourceUserID)
+		}
+	}
+	return []arrow.RecordBatch{b.NewRecordBatch()}
+}
+
+// Changes are the archive's x_bookmark_changes, by user and post.
+type Changes struct {
+	// Latest is each post's latest change (ChangeRemoved or
+	// ChangeAdded), by user id and post id.
+	Latest map[string]map[string]string
+	// rows counts the rows of each operation and user.
+	rows map[[2]string]int
+}
+
+// ReadChanges reads the archive's x_bookmark_changes.
+func ReadChanges(dir string) (*Changes, error) {
+	ch := &Changes{Latest: map[string]map[string]string{}, rows: map[[2]string]int{}}
+	snap, err := archive.OpenSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	at := map[[2]string]time.Time{}
+	err = snap.Read(archive.ChangesTable, []string{"operation_id", "user_id", "post_id", "change", "changed_at"}, func(rec arrow.RecordBatch) error {
+		op, ok1 := archive.Column[*array.String](rec, "operation_id")
+		users, ok2 := archive.Column[*array.String](rec, "user_id")
+		posts, ok3 := archive.Column[*array.String](rec, "post_id")
+		change, ok4 := archive.Column[*array.String](rec, "change")
+		when, ok5 := archive.Column[*array.Timestamp](rec, "changed_at")
+		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+			return errors.New("a column of x_bookmark_changes is missing or of another type")
+		}
+		for i := range int(rec.NumRows()) {
+			uid, pid := users.Value(i), posts.Value(i)
+			ch.rows[[2]string{op.Value(i), uid}]++
+			k, t := [2]string{uid, pid}, when.Value(i).ToTime(arrow.Microsecond)
+			if prev, ok := at[k]; ok && prev.After(t) {
+				continue
+			}
+			at[k] = t
+			if ch.Latest[uid] == nil {
+				ch.Latest[uid] = map[string]string{}
+			}
+			ch.Latest[uid][pid] = change.Value(i)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// CommitOptions configure CommitChanges.
+type CommitOptions struct {
+	// SourceName is the spec's name, for _cq_source_name.
+	SourceName string
+	// Now is the time of the run (default time.Now).
+	Now func() time.Time
+	// Step, when set, is called at each step that matters for crash safety.
+	Step func(string)
+	// Usage is the x_api_usage row of the requests since the last commit,
+	// and Rates the spec's: the row is written with the changes (its sync
+	// is the run that writes them), priced, with the journal's answers of
+	// an earlier run that the archive does not hold.
+	Usage *resources.Usage
+	Rates billing.Rates
+}
+
+// CommitChanges writes what the journal's operation did and the archive
+// does not hold yet into x_bookmark_changes, with what its requests cost
+// in x_api_usage, and drops the posts removed from the account's bookmarks
+// walk memory (the walk would otherwise read past them as posts removed
+// since it last ran: see docs/walk.md), as one run of the export's
+// protocol: stage, commit, publish. It takes the directory's lock, waiting
+// for an export that holds it. A journal whose operation is over and
+// written is removed. It returns the rows of x_bookmark_changes written.
+func CommitChanges(ctx context.Context, dir string, j *Journal, o CommitOptions) (int, error) {
+	if o.Step == nil {
+		o.Step = func(string) {}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	step := o.Step
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return 0, err
+	}
+	unlock, err := archive.WaitLock(ctx, out)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	s, _, err := archive.Recover(out, step)
+	if err != nil {
+		return 0, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
+	}
+	changes, err := ReadChanges(out)
+	if err != nil {
+		return 0, err
+	}
+	var rows []*Change
+	written := changes.rows[[2]string{j.Plan.ID, j.Plan.UserID}]
+	for _, d := range j.Done[min(written, len(j.Done)):] {
+		rows = append(rows, j.change(d))
+	}
+	if u := o.Usage; u != nil {
+		// An earlier run that stopped before it recorded them left these
+		// answers: requests X answered, and billed.
+		n := max(j.replayed-written, 0)
+		u.Requests, u.OKResponses, u.WritesBilled = u.Requests+n, u.OKResponses+n, u.WritesBilled+n
+		u.WritesUSD = o.Rates.WritesUSD(u.WritesBilled)
+		u.EstimatedUSD = u.WritesUSD
+		if u.Requests == 0 {
+			o.Usage = nil
+		}
+	}
+	next := *s
+	next.Keys = maps.Clone(s.Keys)
+	memoryChanged := false
+	if j.Plan.Kind == OpRemove {
+		if memoryChanged, err = forget(next.Keys, j.Plan.UserID, j.Done); err != nil {
+			return 0, err
+		}
+	}
+	if len(rows) > 0 || o.Usage != nil || memoryChanged {
+		if err := commitChangeRun(out, s, &next, rows, o); err != nil {
+			return 0, err
+		}
+	}
+	if len(j.Remaining()) == 0 && j.Sent == "" {
+		if err := j.remove(); err != nil {
+			return len(rows), err
+		}
+	}
+	return len(rows), nil
+}
+
+func (j *Journal) change(d JournalEntry) *Change {
+	c := &Change{UserID: j.Plan.UserID, PostID: d.PostID, ChangedAt: d.At, Bookmarked: d.Bookmarked,
+		Operation: j.Plan.ID, Command: j.Plan.Command, Change: ChangeAdded, SourceUserID: j.Plan.SourceUserID}
+	if j.Plan.Kind == OpRemove {
+		c.Change = ChangeRemoved
+	}
+	return c
+}
+
+// forget drops the removed posts from the user's bookmarks walk memory in
+// keys; it reports whether the memory changed.
+func forget(keys map[string]string, userID string, removed []JournalEntry) (bool, error) {
+	key := account.BookmarksKey(userID)
+	mem, err := walk.UnmarshalMemory(keys[key])
+	if err != nil || mem == nil || mem.Held == nil {
+		return false, err
+	}
+	gone := map[string]bool{}
+	for _, d := range removed {
+		if !d.Bookmarked {
+			gone[d.PostID] = true
+		}
+	}
+	kept := walk.NewIDList()
+	for i := range mem.Held.Len() {
+		if id := mem.Held.At(i); !gone[id] {
+			kept.Append(id)
+		}
+	}
+	if kept.Len() == mem.Held.Len() {
+		return false, nil
+	}
+	mem.Held = kept
+	value, err := mem.Marshal()
+	if err != nil {
+		return false, err
+	}
+	keys[key] = value
+	return true, nil
+}
+
+// commitChangeRun stages x_bookmark_changes' new rows and the usage rows,
+// commits them with the state next, and publishes them.
+func commitChangeRun(out string, prev, next *archive.State, rows []*Change, o CommitOptions) error {
+	run, err := archive.BeginRun(out, prev.LastRun, o.Now())
+	if err != nil {
+		return err
+	}
+	abort := func(err error) error {
+		run.Abort(out)
+		return archive.DiskFull(err, false)
+	}
+	var usageRows []*resources.Usage
+	if o.Usage != nil {
+		o.Usage.SyncID, o.Usage.SyncStartedAt = run.ID, run.Time
+		usageRows = append(usageRows, o.Usage)
+	}
+	changes := archive.ChangesTableDef()
+	usage, usageRecs := resources.UsageRecords(usageRows)
+	for _, t := range []struct {
+		table *schema.Table
+		recs  []arrow.RecordBatch
+	}{{changes, changesRecords(changes, rows)}, {usage, usageRecs}} {
+		if len(t.recs) == 0 {
+			continue
+		}
+		n, err := stageTable(out, run, t.table, t.recs, o.SourceName)
+		if err != nil {
+			return abort(err)
+		}
+		run.Files = append(run.Files, run.File(t.table.Name, n))
+		o.Step("staged " + t.table.Name)
+	}
+	if err := run.Stage(out); err != nil {
+		return abort(err)
+	}
+	if err := run.Commit(out, next, o.Step); err != nil {
+		return abort(fmt.Errorf("committing the bookmark changes: %w", err))
+	}
+	if err := archive.Publish(out, next, o.Step); err != nil {
+		return fmt.Errorf("publishing the bookmark changes (committed: the next run finishes publishing them): %w", archive.DiskFull(err, true))
+	}
+	return nil
+}
+
+// stageTable writes the run's file of table, of recs (which it releases),
+// and returns its rows.
+func stageTable(out string, run *archive.Run, table *schema.Table, recs []arrow.RecordBatch, sourceName string) (int64, error) {
+	w, err := run.Create(out, table, sourceName, "", archive.Program{Name: xplugin.Name, Version: xplugin.Version})
+	if err != nil {
+		return 0, err
+	}
+	var rows int64
+	for _, rec := range recs {
+		if err == nil {
+			err = w.Write(rec)
+			rows += rec.NumRows()
+		}
+		rec.Release()
+	}
+	if err := errors.Join(err, w.Close()); err != nil {
+		return 0, fmt.Errorf("writing %s: %w", run.StagedPath(out, table.Name), err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,216 @@
+package resources
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/client"
+	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/plan"
+)
+
+// What a CloudQuery sync does with the edits of a plan (package plan) that
+// a DeleteRecord message cannot do: the rows of x_bookmarks a Blank edit
+// leaves are sent again with their kept columns only (BlankedBookmarks),
+// which the destination's primary key puts in place of the rows it holds;
+// and the rows kept to send again are edited as the destination's are
+// (EditOutbox), so that no later sync sends what a report took out.
+
+// Blanked is the client of the table that sends blanked rows again: the
+// bookmarks of the Blank edits whose dates the state keeps.
+type Blanked struct {
+	Posts []compliance.Affected
+}
+
+// ID implements schema.ClientMeta.
+func (*Blanked) ID() string { return "compliance" }
+
+// BlankedBookmarks is bookmarks, the x_bookmarks table as the sync selected
+// it, made to send the rows of a Blanked client: no child table, no walk,
+// and every column but the kept ones null.
+func BlankedBookmarks(bookmarks *schema.Table) *schema.Table {
+	t := *bookmarks
+	t.Relations, t.Multiplex, t.PostResourceResolver = nil, nil, nil
+	e := plan.Edit{Keeps: redactedKeeps}
+	t.Columns = slices.Clone(t.Columns)
+	for i := range t.Columns {
+		if !e.Kept(t.Columns[i].Name) {
+			t.Columns[i].Resolver = resolvedByScheduler // stays null
+		}
+	}
+	t.Resolver = func(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
+		var rows []*bookmark
+		for _, p := range meta.(*Blanked).Posts {
+			d := p.Dates
+			rows = append(rows, &bookmark{userID: p.UserID, post: &client.Post{ID: p.PostID, CreatedAt: d.CreatedAt},
+				firstSeenAt: d.FirstSeenAt, bookmarkedAfter: d.BookmarkedAfter, foundPosition: d.FoundPosition})
+		}
+		return send(ctx, res, rows)
+	}
+	return &t
+}
+
+// EditOutbox applies the edits to the account's bookmarks outbox: a
+// bookmark whose row goes or is blanked leaves its page, with the expanded
+// objects no other post of the page uses; a referenced post whose rows go
+// leaves its page, and its rows of x_bookmark_referenced_posts are not sent
+// again (sentPage.Withdrawn); a scrubbed post loses its geo. It sets the
+// walk's memory in the state, unflushed. (The media files' outbox is
+// edited with their records: DropMedia.)
+func EditOutbox(ctx context.Context, s *account.Session, ix plan.Index) error {
+	key := account.BookmarksKey(s.UserID)
+	mem, err := s.LoadMemory(ctx, key)
+	if err != nil || mem == nil {
+		return err
+	}
+	box, err := account.MemoryOutbox(mem, key)
+	if err != nil || len(box.Entries) == 0 {
+		return err
+	}
+	box, err = box.Rewrite(func(line []byte) ([]byte, error) {
+		var p sentPage
+		if err := json.Unmarshal(line, &p); err != nil {
+			return nil, err
+		}
+		if err := p.edit(s.UserID, ix); err != nil || len(p.Positions) == 0 {
+			return nil, err
+		}
+		return json.Marshal(p)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: taking reported posts out of the outbox of state %q: %w", s.ID(), key, err)
+	}
+	text, err := box.Marshal()
+	if err != nil {
+		return err
+	}
+	mem.Outbox = json.RawMessage(text)
+	return s.SaveMemory(ctx, key, mem)
+}
+
+// edit applies the edits to the page's posts.
+func (p *sentPage) edit(userID string, ix plan.Index) error {
+	page, err := client.ParseStoredPage(p.Page)
+	if err != nil {
+		return err
+	}
+	if page.Includes.Tweets, err = p.withdraw(userID, page.Includes.Tweets, ix); err != nil {
+		return err
+	}
+	var positions []int64
+	keep := make([]bool, len(page.Data))
+	for i := range page.Data {
+		e, ok := ix.Find(BookmarksTable, userID, func(column string) string { return postIDColumn(column, page.Data[i].ID) })
+		switch {
+		case ok && e.Op != plan.Scrub:
+			continue
+		case ok:
+			if page.Data[i].Raw, err = plan.WithoutGeo(page.Data[i].Raw); err != nil {
+				return err
+			}
+		}
+		keep[i] = true
+		positions = append(positions, p.Positions[i])
+	}
+	page.Includes = usedIncludes(page, keep)
+	p.Positions = positions
+	p.Page, err = client.StoredPage(page, func(i int) bool { return keep[i] })
+	return err
+}
+
+// postIDColumn is id as the value of column post_id, and nothing of any
+// other column.
+func postIDColumn(column, id string) string {
+	if column == "post_id" {
+		return id
+	}
+	return ""
+}
+
+// withdraw applies the edits to the page's referenced posts: one whose
+// rows go leaves it, and is recorded withdrawn.
+func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Index) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for _, raw := range tweets {
+		var post struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(raw, &post); err != nil {
+			return nil, err
+		}
+		e, ok := ix.Find(ReferencedPostsTable, userID, func(column string) string {
+			if column == "referenced_post_id" {
+				return post.ID
+			}
+			return ""
+		})
+		switch {
+		case ok && e.Op == plan.Remove:
+			if !slices.Contains(p.Withdrawn, post.ID) {
+				p.Withdrawn = append(p.Withdrawn, post.ID)
+			}
+			continue
+		case ok && e.Op == plan.Scrub:
+			var err error
+			if raw, err = plan.WithoutGeo(raw); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+// usedIncludes is the page's expanded objects that a kept post, or a
+// referenced post a kept one uses, names by id (or media key): the others
+// belonged to posts taken out.
+func usedIncludes(page *client.PostPage, keep []bool) client.Includes {
+	var names [][]byte
+	for i := range page.Data {
+		if keep[i] {
+			names = append(names, page.Data[i].Raw)
+		}
+	}
+	named := func(obj json.RawMessage, field string) bool {
+		var o map[string]any
+		if json.Unmarshal(obj, &o) != nil {
+			return false
+		}
+		id, _ := o[field].(string)
+		if id == "" {
+			return false
+		}
+		quoted := []byte(`"` + id + `"`)
+		for _, n := range names {
+			if bytes.Contains(n, quoted) {
+				return true
+			}
+		}
+		return false
+	}
+	filter := func(objs []json.RawMessage, field string) []json.RawMessage {
+		var out []json.RawMessage
+		for _, o := range objs {
+			if named(o, field) {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	in := page.Includes
+	var out client.Includes
+	out.Tweets = filter(in.Tweets, "id")
+	for _, t := range out.Tweets {
+		names = append(names, t) // their authors and media
+	}
+	out.Users = filter(in.Users, "id")
+	out.Media = filter(in.Media, "media_key")
+	out.Polls = filter(in.Polls, "id")
+	out.Places = filter(in.Places, "id")
+	return out
+}

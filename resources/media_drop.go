@@ -1,0 +1,74 @@
+package resources
+
+import (
+	"context"
+	"slices"
+
+	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archived"
+	"github.com/cq-source-x/cq-source-x/media/store"
+	"github.com/cq-source-x/cq-source-x/plan"
+)
+
+// DropMedia applies the edits of x_media_files to the records of the
+// sessions' accounts: the files whose rows go leave the records, with the
+// rows of them kept to send again, and each account releases its mark on
+// the stored files its record no longer uses. The store deletes a file
+// whose last mark goes (store.Release): whichever process syncs the other
+// accounts that use it (another shard's), their marks keep it, and no
+// record of theirs is read. Every account's files are marked first (a
+// record of an earlier version's has them marked now). The marks go before
+// the records are set (unflushed): a stop between leaves records of files
+// released, which the next application releases again; the other order
+// could leave a file no record names, kept for good. It returns how many
+// files were deleted.
+func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, st *store.Store) (int, error) {
+	var records []*archived.Record
+	for _, s := range sessions {
+		if s.UserID == "" {
+			records = append(records, nil)
+			continue
+		}
+		rec, err := s.Record(ctx)
+		if err == nil {
+			err = markStored(ctx, s, rec, st)
+		}
+		if err != nil {
+			return 0, err
+		}
+		records = append(records, rec)
+	}
+	deleted := 0
+	for i, s := range sessions {
+		rec := records[i]
+		if rec == nil {
+			continue
+		}
+		stored, err := rec.DropFiles(func(postID, mediaPostID string) bool {
+			e, ok := ix.Find(MediaFilesTable, s.UserID, func(column string) string {
+				return map[string]string{"post_id": postID, "media_post_id": mediaPostID}[column]
+			})
+			return ok && e.Op == plan.Remove
+		})
+		if err != nil {
+			return deleted, err
+		}
+		still := rec.StoredFiles()
+		for _, key := range stored {
+			if slices.Contains(still, key) {
+				continue // another post of the account uses it
+			}
+			gone, err := st.Release(ctx, key, s.UserID)
+			if err != nil {
+				return deleted, err
+			}
+			if gone {
+				deleted++
+			}
+		}
+		if err := s.SaveRecord(ctx); err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}

@@ -11,7 +11,7 @@ import (
 //
 //	leaves   ids and the internal/ utilities: nothing of the module above them
 //	core     plan, billing; client, auth, walk; media/store, media; spec; archived; account; compliance; resources; plugin
-//	output   cqspec, archive, archive/pqfile, export
+//	output   cqspec, archive, archive/pqfile, export, browse
 //	commands bookmarks: the bookmark commands' operations on an archive
 //	program  sandbox (and its simulator, sandbox/xsim), cli, main
 //
@@ -21,7 +21,7 @@ const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
 	core   = []string{"plan", "billing", "client", "auth", "walk", "media/store", "media", "spec", "archived", "account", "compliance", "resources", "plugin"}
-	output = []string{"cqspec", "archive", "archive/pqfile", "export", "bookmarks", "sandbox", "cli"}
+	output = []string{"cqspec", "archive", "archive/pqfile", "export", "browse", "bookmarks", "sandbox", "cli"}
 )
 
 // packages lists the module's packages (but the tests' and tools'), each

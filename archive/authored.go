@@ -1,13 +1,11 @@
 package archive
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/archived"
 )
 
@@ -16,24 +14,23 @@ import (
 // of postColumn and its author_id. The records of an archive made before
 // they kept the authors have them from there.
 func ReadAuthored(out, table, postColumn string) (map[string][]archived.Post, error) {
-	into := map[string][]archived.Post{}
-	paths, err := tableFiles(out, table, nil, nil)
+	snap, err := OpenSnapshot(out)
 	if err != nil {
 		return nil, err
 	}
-	for _, path := range paths {
-		if err := readAuthored(path, postColumn, into); err != nil {
-			return nil, errors.New(cannotRead(err))
-		}
+	defer snap.Close()
+	into := map[string][]archived.Post{}
+	if err := readAuthored(snap, table, postColumn, into); err != nil {
+		return nil, errors.New(cannotRead(err))
 	}
 	return into, nil
 }
 
-// readAuthored adds the posts of a file whose post X returned (created_at
-// is set) to into.
-func readAuthored(path, postColumn string, into map[string][]archived.Post) error {
+// readAuthored adds the posts of the table whose post X returned
+// (created_at is set) to into.
+func readAuthored(snap *Snapshot, table, postColumn string, into map[string][]archived.Post) error {
 	columns := []string{"user_id", postColumn, "author_id", "created_at"}
-	return pqfile.ReadRecords(context.Background(), path, columns, func(rec arrow.RecordBatch) error {
+	return snap.Read(table, columns, func(rec arrow.RecordBatch) error {
 		var cols [4]arrow.Array
 		for i, name := range columns {
 			f := rec.Schema().FieldIndices(name)
@@ -53,24 +50,6 @@ func readAuthored(path, postColumn string, into map[string][]archived.Post) erro
 				continue
 			}
 			into[users.Value(i)] = append(into[users.Value(i)], archived.Post{ID: posts.Value(i), AuthorID: authors.Value(i)})
-		}
-		return nil
-	})
-}
-
-// ReadColumns calls row for each row of the Parquet file at path, with the
-// named columns it has (a column the file lacks is absent from cols). Its
-// errors name the file.
-func ReadColumns(path string, names []string, row func(cols map[string]arrow.Array, i int) error) error {
-	return pqfile.ReadRecords(context.Background(), path, names, func(rec arrow.RecordBatch) error {
-		cols := map[string]arrow.Array{}
-		for i, f := range rec.Schema().Fields() {
-			cols[f.Name] = rec.Column(i)
-		}
-		for i := range int(rec.NumRows()) {
-			if err := row(cols, i); err != nil {
-				return err
-			}
 		}
 		return nil
 	})

@@ -351,7 +351,7 @@ func hashFile(path string) (string, error) {
 // the keys of the files any row names, from the table's files but the
 // damaged ones (a file whose rows cannot be read is one).
 func (rep *RepairReport) readMediaRows(out string, pending *Run) (map[mediaID]mediaRow, map[string]bool, error) {
-	paths, err := tableFiles(out, mediaFilesTable, pending, rep.skip())
+	paths, err := tablePaths(out, mediaFilesTable, pending, rep.skip())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -363,7 +363,7 @@ func (rep *RepairReport) readMediaRows(out string, pending *Run) (map[mediaID]me
 			mediaRow
 		}
 		var read []row
-		err := ReadColumns(path, columns, func(cols map[string]arrow.Array, i int) error {
+		err := readColumns(path, columns, func(cols map[string]arrow.Array, i int) error {
 			text := func(name string) string {
 				if c, ok := cols[name].(*array.String); ok && c.IsValid(i) {
 					return strings.Clone(c.Value(i))

@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
@@ -413,9 +414,9 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// tableFiles are the files of a table: those published, and those of the
+// tableFiles are the paths of a table: those published, and those of the
 // committed run still staged; not those of skip.
-func tableFiles(out, table string, pending *Run, skip map[string]bool) ([]string, error) {
+func tablePaths(out, table string, pending *Run, skip map[string]bool) ([]string, error) {
 	all, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	if err != nil {
 		return nil, err
@@ -473,14 +474,14 @@ func (rep *RepairReport) readStray(out string, content []string, pending *Run, w
 // table's files (but the damaged ones), and returns how many files it
 // read. A file whose rows cannot be read adds nothing: it is damaged.
 func (rep *RepairReport) readKeys(out, table string, pending *Run, add func(uid, postID string)) (int, error) {
-	paths, err := tableFiles(out, table, pending, rep.skip())
+	paths, err := tablePaths(out, table, pending, rep.skip())
 	if err != nil {
 		return 0, err
 	}
 	files := 0
 	for _, path := range paths {
 		var keys [][2]string
-		err := ReadColumns(path, []string{"user_id", "post_id"}, func(cols map[string]arrow.Array, i int) error {
+		err := readColumns(path, []string{"user_id", "post_id"}, func(cols map[string]arrow.Array, i int) error {
 			users, uok := cols["user_id"].(*array.String)
 			posts, pok := cols["post_id"].(*array.String)
 			if !uok || !pok {
@@ -710,4 +711,22 @@ func (rep *RepairReport) writeCost(w io.Writer) {
 		fmt.Fprintln(w, "Posts of the damaged files that are no longer bookmarked cannot be fetched again; the rows of other tables they held are lost (the files stay in "+
 			filepath.Join(rep.Out, damagedDir)+" for you to inspect or remove).")
 	}
+}
+
+// readColumns calls row for each row of the Parquet file at path, with the
+// named columns it has (a column the file lacks is absent from cols). Its
+// errors name the file.
+func readColumns(path string, names []string, row func(cols map[string]arrow.Array, i int) error) error {
+	return pqfile.ReadRecords(context.Background(), path, names, func(rec arrow.RecordBatch) error {
+		cols := map[string]arrow.Array{}
+		for i, f := range rec.Schema().Fields() {
+			cols[f.Name] = rec.Column(i)
+		}
+		for i := range int(rec.NumRows()) {
+			if err := row(cols, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

@@ -3,9 +3,7 @@ package bookmarks
 import (
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -89,45 +87,40 @@ func (c Completeness) missing(postID string, post []byte, hasAuthor bool) string
 // ReadBookmarks reads the x_bookmarks rows of an archive that keep says to
 // keep (nil keeps all), with what each lacks of c.
 func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) bool) ([]ArchivedPost, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, resources.BookmarksTable, "*.parquet"))
+	snap, err := archive.OpenSnapshot(dir)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
+	defer snap.Close()
 	var out []ArchivedPost
-	for _, path := range paths {
-		if err := readBookmarkRows(path, c, keep, &out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func readBookmarkRows(path string, c Completeness, keep func(userID, postID string) bool, out *[]ArchivedPost) error {
-	return archive.ReadColumns(path, []string{"user_id", "post_id", "first_seen_at", "found_position", "post", "author"}, func(cols map[string]arrow.Array, i int) error {
-		users, uok := cols["user_id"].(*array.String)
-		posts, pok := cols["post_id"].(*array.String)
-		seen, sok := cols["first_seen_at"].(*array.Timestamp)
-		json, jok := cols["post"].(*array.String)
+	columns := []string{"user_id", "post_id", "first_seen_at", "found_position", "post", "author"}
+	err = snap.Read(resources.BookmarksTable, columns, func(rec arrow.RecordBatch) error {
+		users, uok := archive.Column[*array.String](rec, "user_id")
+		posts, pok := archive.Column[*array.String](rec, "post_id")
+		seen, sok := archive.Column[*array.Timestamp](rec, "first_seen_at")
+		json, jok := archive.Column[*array.String](rec, "post")
 		if !uok || !pok || !sok || !jok {
 			return errors.New("user_id, post_id, first_seen_at or post is missing or of another type")
 		}
-		uid, pid := users.Value(i), posts.Value(i)
-		if keep != nil && !keep(uid, pid) {
-			return nil
+		pos, hasPos := archive.Column[*array.Int64](rec, "found_position")
+		author, hasAuthor := archive.Column[arrow.Array](rec, "author")
+		for i := range int(rec.NumRows()) {
+			uid, pid := users.Value(i), posts.Value(i)
+			if keep != nil && !keep(uid, pid) {
+				continue
+			}
+			p := ArchivedPost{UserID: uid, PostID: pid, FirstSeenAt: seen.Value(i).ToTime(arrow.Microsecond), FoundPosition: -1}
+			if hasPos && pos.IsValid(i) {
+				p.FoundPosition = pos.Value(i)
+			}
+			var post []byte
+			if json.IsValid(i) {
+				post = []byte(json.Value(i))
+			}
+			p.Missing = c.missing(pid, post, hasAuthor && author.IsValid(i))
+			out = append(out, p)
 		}
-		p := ArchivedPost{UserID: uid, PostID: pid, FirstSeenAt: seen.Value(i).ToTime(arrow.Microsecond), FoundPosition: -1}
-		if pos, ok := cols["found_position"].(*array.Int64); ok && pos.IsValid(i) {
-			p.FoundPosition = pos.Value(i)
-		}
-		var post []byte
-		if json.IsValid(i) {
-			post = []byte(json.Value(i))
-		}
-		author := cols["author"]
-		p.Missing = c.missing(pid, post, author != nil && author.IsValid(i))
-		*out = append(*out, p)
 		return nil
 	})
+	return out, err
 }
-

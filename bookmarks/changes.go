@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -83,38 +82,38 @@ type Changes struct {
 // ReadChanges reads the archive's x_bookmark_changes.
 func ReadChanges(dir string) (*Changes, error) {
 	ch := &Changes{Latest: map[string]map[string]string{}, rows: map[[2]string]int{}}
-	paths, err := filepath.Glob(filepath.Join(dir, archive.ChangesTable, "*.parquet"))
+	snap, err := archive.OpenSnapshot(dir)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
+	defer snap.Close()
 	at := map[[2]string]time.Time{}
-	for _, path := range paths {
-		err := archive.ReadColumns(path, []string{"operation_id", "user_id", "post_id", "change", "changed_at"}, func(cols map[string]arrow.Array, i int) error {
-			op, ok1 := cols["operation_id"].(*array.String)
-			users, ok2 := cols["user_id"].(*array.String)
-			posts, ok3 := cols["post_id"].(*array.String)
-			change, ok4 := cols["change"].(*array.String)
-			when, ok5 := cols["changed_at"].(*array.Timestamp)
-			if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
-				return errors.New("a column of x_bookmark_changes is missing or of another type")
-			}
+	err = snap.Read(archive.ChangesTable, []string{"operation_id", "user_id", "post_id", "change", "changed_at"}, func(rec arrow.RecordBatch) error {
+		op, ok1 := archive.Column[*array.String](rec, "operation_id")
+		users, ok2 := archive.Column[*array.String](rec, "user_id")
+		posts, ok3 := archive.Column[*array.String](rec, "post_id")
+		change, ok4 := archive.Column[*array.String](rec, "change")
+		when, ok5 := archive.Column[*array.Timestamp](rec, "changed_at")
+		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 {
+			return errors.New("a column of x_bookmark_changes is missing or of another type")
+		}
+		for i := range int(rec.NumRows()) {
 			uid, pid := users.Value(i), posts.Value(i)
 			ch.rows[[2]string{op.Value(i), uid}]++
 			k, t := [2]string{uid, pid}, when.Value(i).ToTime(arrow.Microsecond)
 			if prev, ok := at[k]; ok && prev.After(t) {
-				return nil
+				continue
 			}
 			at[k] = t
 			if ch.Latest[uid] == nil {
 				ch.Latest[uid] = map[string]string{}
 			}
 			ch.Latest[uid][pid] = change.Value(i)
-			return nil
-		})
-		if err != nil {
-			return nil, err
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return ch, nil
 }

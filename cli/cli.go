@@ -95,7 +95,7 @@ Try it without credentials or cost:  ` + Name + ` export --sandbox --out ./demo
 		&cobra.Group{ID: groupPlugin, Title: "CloudQuery plugin (run by the CloudQuery CLI and for the hub):"},
 	)
 	root.AddCommand(
-		a.exportCommand(), a.bookmarksCommand(), a.compactCommand(), a.checkCommand(), a.repairCommand(), a.statusCommand(), a.sandboxCommand(),
+		a.exportCommand(), a.bookmarksCommand(), a.compactCommand(), a.checkCommand(), a.repairCommand(), a.statusCommand(), a.browseCommand(), a.sandboxCommand(),
 		a.loginCommand(), a.logoutCommand(),
 		a.serveCommand(), a.docCommand(), a.packageCommand(), a.infoCommand(),
 		a.versionCommand(),

@@ -51,6 +51,8 @@ func TestExport_MistakesAreFoundBeforeAnyRequest(t *testing.T) {
 		}, "--out "},
 		{"sandbox --addr 0.0.0.0", func(string) []string { return []string{"sandbox", "--addr", "0.0.0.0:0"} },
 			"sandbox: --addr 0.0.0.0:0: the sandbox serves plain http"},
+		{"browse --addr 0.0.0.0", func(dir string) []string { return []string{"browse", "--out", dir, "--addr", "0.0.0.0:8099"} },
+			"browse: --addr 0.0.0.0:8099: the page shows the archive to whoever reaches it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tc.args(t.TempDir())...)

@@ -82,12 +82,18 @@ func checkSandboxAddr(addr string) error {
 	if addr == "" {
 		return nil
 	}
+	return checkLoopbackAddr("sandbox", addr, "the sandbox serves plain http, which cq-source-x sends tokens over only to a loopback address")
+}
+
+// checkLoopbackAddr refuses a command's --addr that is not HOST:PORT of a
+// loopback host; why says what listening elsewhere would do.
+func checkLoopbackAddr(command, addr, why string) error {
 	host, _, err := net.SplitHostPort(addr)
 	switch {
 	case err != nil:
-		return usageErrorf("sandbox: --addr %s: want HOST:PORT, such as 127.0.0.1:8099 (%v)", addr, err)
+		return usageErrorf("%s: --addr %s: want HOST:PORT, such as 127.0.0.1:8099 (%v)", command, addr, err)
 	case !bearer.Loopback(host):
-		return usageErrorf("sandbox: --addr %s: the sandbox serves plain http, which cq-source-x sends tokens over only to a loopback address: give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr)
+		return usageErrorf("%s: --addr %s: %s: give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", command, addr, why)
 	}
 	return nil
 }

@@ -3,14 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -33,24 +32,18 @@ type usageRow struct {
 // are small (a few rows per account and sync), so all are read: whatever
 // merged or renamed them, the latest sync is the one with the latest start.
 func lastSyncs(ctx context.Context, out string) (map[string][]usageRow, error) {
-	files, err := filepath.Glob(filepath.Join(out, resources.APIUsageTable, "*.parquet"))
+	latest := map[string][]usageRow{}
+	err := readUsage(out, func(user string, r usageRow) {
+		rows := latest[user]
+		switch {
+		case len(rows) == 0 || r.StartedAt.After(rows[0].StartedAt):
+			latest[user] = []usageRow{r}
+		case r.StartedAt.Equal(rows[0].StartedAt) && r.SyncID == rows[0].SyncID:
+			latest[user] = append(rows, r)
+		}
+	})
 	if err != nil {
 		return nil, err
-	}
-	latest := map[string][]usageRow{}
-	for _, path := range files {
-		err := readUsageFile(ctx, path, func(user string, r usageRow) {
-			rows := latest[user]
-			switch {
-			case len(rows) == 0 || r.StartedAt.After(rows[0].StartedAt):
-				latest[user] = []usageRow{r}
-			case r.StartedAt.Equal(rows[0].StartedAt) && r.SyncID == rows[0].SyncID:
-				latest[user] = append(rows, r)
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	for _, rows := range latest {
 		sort.Slice(rows, func(i, j int) bool { return rows[i].Operation < rows[j].Operation })
@@ -70,24 +63,18 @@ type syncCost struct {
 // directory and returns, per user id, what each of its last n syncs
 // billed, the latest first.
 func recentCosts(ctx context.Context, out string, n int) (map[string][]syncCost, error) {
-	files, err := filepath.Glob(filepath.Join(out, resources.APIUsageTable, "*.parquet"))
+	bySync := map[[2]string]*syncCost{}
+	err := readUsage(out, func(user string, r usageRow) {
+		c := bySync[[2]string{user, r.SyncID}]
+		if c == nil {
+			c = &syncCost{StartedAt: r.StartedAt}
+			bySync[[2]string{user, r.SyncID}] = c
+		}
+		c.PostsBilled += r.PostsBilled
+		c.EstimatedUSD += r.EstimatedUSD
+	})
 	if err != nil {
 		return nil, err
-	}
-	bySync := map[[2]string]*syncCost{}
-	for _, path := range files {
-		err := readUsageFile(ctx, path, func(user string, r usageRow) {
-			c := bySync[[2]string{user, r.SyncID}]
-			if c == nil {
-				c = &syncCost{StartedAt: r.StartedAt}
-				bySync[[2]string{user, r.SyncID}] = c
-			}
-			c.PostsBilled += r.PostsBilled
-			c.EstimatedUSD += r.EstimatedUSD
-		})
-		if err != nil {
-			return nil, err
-		}
 	}
 	costs := map[string][]syncCost{}
 	for key, c := range bySync {
@@ -100,10 +87,15 @@ func recentCosts(ctx context.Context, out string, n int) (map[string][]syncCost,
 	return costs, nil
 }
 
-// readUsageFile reads the rows of syncs of an x_api_usage file: the rows
+// readUsage reads the rows of syncs of the archive's x_api_usage: the rows
 // of the bookmark commands' requests are not a sync's.
-func readUsageFile(ctx context.Context, path string, row func(user string, r usageRow)) error {
-	return pqfile.ReadRecords(ctx, path, nil, func(rec arrow.RecordBatch) error {
+func readUsage(out string, row func(user string, r usageRow)) error {
+	snap, err := archive.OpenSnapshot(out)
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	return snap.Read(resources.APIUsageTable, nil, func(rec arrow.RecordBatch) error {
 		return readUsageRecord(rec, func(user string, r usageRow) {
 			if op := client.Operation(r.Operation); op != client.OpAddBookmark && op != client.OpRemoveBookmark {
 				row(user, r)

@@ -1,14 +1,12 @@
 package sandbox
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
 )
@@ -18,35 +16,32 @@ type Finding struct {
 	UserID, PostID, Reason, JobID string
 }
 
-// ReadFindings reads the rows of DIR/x_post_compliance/*.parquet.
+// ReadFindings reads the rows of x_post_compliance.
 func ReadFindings(dir string) ([]Finding, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "x_post_compliance", "*.parquet"))
-	if err != nil {
-		return nil, err
-	}
 	var out []Finding
-	for _, path := range files {
-		if err := readFindings(path, &out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	err := readTable(dir, "x_post_compliance", []string{"user_id", "post_id", "reason", "job_id"}, func(col []arrow.Array, i int) {
+		out = append(out, Finding{UserID: col[0].ValueStr(i), PostID: col[1].ValueStr(i), Reason: col[2].ValueStr(i), JobID: col[3].ValueStr(i)})
+	})
+	return out, err
 }
 
-func readFindings(path string, out *[]Finding) error {
-	return pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
-		col := func(name string) arrow.Array {
-			if idx := rec.Schema().FieldIndices(name); len(idx) == 1 {
-				return rec.Column(idx[0])
+// readTable calls row with each row of the table's columns.
+func readTable(dir, table string, columns []string, row func(col []arrow.Array, i int)) error {
+	snap, err := archive.OpenSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	return snap.Read(table, columns, func(rec arrow.RecordBatch) error {
+		col := make([]arrow.Array, len(columns))
+		for c, name := range columns {
+			var ok bool
+			if col[c], ok = archive.Column[arrow.Array](rec, name); !ok {
+				return fmt.Errorf("not a file of %s: no column %s", table, name)
 			}
-			return nil
-		}
-		users, posts, reasons, jobs := col("user_id"), col("post_id"), col("reason"), col("job_id")
-		if users == nil || posts == nil || reasons == nil || jobs == nil {
-			return fmt.Errorf("not an x_post_compliance file")
 		}
 		for i := range int(rec.NumRows()) {
-			*out = append(*out, Finding{UserID: users.ValueStr(i), PostID: posts.ValueStr(i), Reason: reasons.ValueStr(i), JobID: jobs.ValueStr(i)})
+			row(col, i)
 		}
 		return nil
 	})
@@ -57,36 +52,35 @@ func readFindings(path string, out *[]Finding) error {
 // row of a table that keeps one (x_bookmarks) has every column null but
 // the kept ones, and no other table holds a row of the post.
 func CheckRedacted(dir, userID, postID string) error {
+	snap, err := archive.OpenSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
 	for _, h := range resources.Holdings() {
-		files, err := filepath.Glob(filepath.Join(dir, h.Table, "*.parquet"))
+		kept := plan.Edit{Keeps: h.Keeps}
+		err := snap.Read(h.Table, nil, func(rec arrow.RecordBatch) error {
+			users, posts := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices(h.Of)
+			if len(users) != 1 || len(posts) != 1 {
+				return fmt.Errorf("no user_id and %s columns", h.Of)
+			}
+			for i := range int(rec.NumRows()) {
+				if rec.Column(users[0]).ValueStr(i) != userID || rec.Column(posts[0]).ValueStr(i) != postID {
+					continue
+				}
+				if h.Keeps == nil {
+					return fmt.Errorf("%s still holds a row of post %s", h.Table, postID)
+				}
+				for c, f := range rec.Schema().Fields() {
+					if !kept.Kept(f.Name) && !rec.Column(c).IsNull(i) {
+						return fmt.Errorf("the %s row of post %s still holds its %s", h.Table, postID, f.Name)
+					}
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return err
-		}
-		kept := plan.Edit{Keeps: h.Keeps}
-		for _, path := range files {
-			err := pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
-				users, posts := rec.Schema().FieldIndices("user_id"), rec.Schema().FieldIndices(h.Of)
-				if len(users) != 1 || len(posts) != 1 {
-					return fmt.Errorf("no user_id and %s columns", h.Of)
-				}
-				for i := range int(rec.NumRows()) {
-					if rec.Column(users[0]).ValueStr(i) != userID || rec.Column(posts[0]).ValueStr(i) != postID {
-						continue
-					}
-					if h.Keeps == nil {
-						return fmt.Errorf("%s still holds a row of post %s", h.Table, postID)
-					}
-					for c, f := range rec.Schema().Fields() {
-						if !kept.Kept(f.Name) && !rec.Column(c).IsNull(i) {
-							return fmt.Errorf("the %s row of post %s still holds its %s", h.Table, postID, f.Name)
-						}
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
 		}
 	}
 	return nil
@@ -95,35 +89,14 @@ func CheckRedacted(dir, userID, postID string) error {
 // StoredFiles are the keys of the media files the rows of x_media_files
 // in dir say stored, with the (user id, post id) of each row naming them.
 func StoredFiles(dir string) (map[string][][2]string, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "x_media_files", "*.parquet"))
-	if err != nil {
-		return nil, err
-	}
 	out := map[string][][2]string{}
-	for _, path := range paths {
-		columns := []string{"user_id", "post_id", "file_key", "status"}
-		err := pqfile.ReadRecords(context.Background(), path, columns, func(rec arrow.RecordBatch) error {
-			var col [4]arrow.Array
-			for i, name := range columns {
-				idx := rec.Schema().FieldIndices(name)
-				if len(idx) != 1 {
-					return fmt.Errorf("not an x_media_files file: no column %s", name)
-				}
-				col[i] = rec.Column(idx[0])
-			}
-			for i := range int(rec.NumRows()) {
-				if col[3].ValueStr(i) == "stored" {
-					key := col[2].ValueStr(i)
-					out[key] = append(out[key], [2]string{col[0].ValueStr(i), col[1].ValueStr(i)})
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+	err := readTable(dir, "x_media_files", []string{"user_id", "post_id", "file_key", "status"}, func(col []arrow.Array, i int) {
+		if col[3].ValueStr(i) == "stored" {
+			key := col[2].ValueStr(i)
+			out[key] = append(out[key], [2]string{col[0].ValueStr(i), col[1].ValueStr(i)})
 		}
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // CheckFilesRemoved checks that each media file in keys is gone from

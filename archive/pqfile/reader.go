@@ -26,7 +26,21 @@ const readBatchRows = 4096
 //
 // Every error, batch's own too, is an *fs.PathError naming the file.
 func ReadRecords(ctx context.Context, path string, columns []string, batch func(arrow.RecordBatch) error) error {
-	return withReader(path, func(fr *pqarrow.FileReader) error {
+	// Opened here, not with file.OpenParquetFile, which leaves the file
+	// open when it is not Parquet.
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return ReadFile(ctx, f, columns, batch)
+}
+
+// ReadFile is ReadRecords of an open file (one opened in a directory held
+// open, say, which a rename of the directory does not change); its errors
+// name the file by f.Name().
+func ReadFile(ctx context.Context, f *os.File, columns []string, batch func(arrow.RecordBatch) error) error {
+	return withReader(f, func(fr *pqarrow.FileReader) error {
 		var leaves []int
 		if columns != nil {
 			leaves = leavesOf(fr.ParquetReader().MetaData().Schema, columns)
@@ -54,7 +68,12 @@ func ReadRecords(ctx context.Context, path string, columns []string, batch func(
 func ReadSchema(path string) (*arrow.Schema, int64, error) {
 	var sc *arrow.Schema
 	var rows int64
-	err := withReader(path, func(fr *pqarrow.FileReader) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	err = withReader(f, func(fr *pqarrow.FileReader) error {
 		var err error
 		sc, err = fr.Schema()
 		rows = fr.ParquetReader().NumRows()
@@ -63,26 +82,19 @@ func ReadSchema(path string) (*arrow.Schema, int64, error) {
 	return sc, rows, err
 }
 
-// withReader calls read with a reader of the Parquet file at path, and
-// names the file in any error.
-func withReader(path string, read func(*pqarrow.FileReader) error) error {
-	// Opened here, not with file.OpenParquetFile, which leaves the file
-	// open when it is not Parquet.
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// withReader calls read with a reader of the Parquet file f, and names the
+// file in any error.
+func withReader(f *os.File, read func(*pqarrow.FileReader) error) error {
 	pr, err := file.NewParquetReader(f)
 	if err == nil {
 		var fr *pqarrow.FileReader
-		fr, err = pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: readBatchRows}, memory.DefaultAllocator)
+		fr, err = pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: readBatchRows, Parallel: true}, memory.DefaultAllocator)
 		if err == nil {
 			err = read(fr)
 		}
 	}
 	if err != nil {
-		return &fs.PathError{Op: "read", Path: path, Err: err}
+		return &fs.PathError{Op: "read", Path: f.Name(), Err: err}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -29,6 +30,7 @@ import (
 //
 //	scalebench child-export ARGS...   is `cq-source-x export ARGS...` (cli, as main.go runs it)
 //	scalebench child-shard SPEC N T [TABLES]   is a plugin sync of shard N/T of SPEC's accounts (SPEC's tables, or TABLES), state in memory
+//	scalebench child-browse ARGS...   is `cq-source-x browse ARGS...`, stopped by SIGINT
 //
 // With SCALEBENCH_HEAPPROFILE=FILE set, a child writes a heap profile to
 // FILE each time the Go heap reaches a new high (by a tenth), so the last
@@ -40,6 +42,9 @@ const (
 	envHeapProf = "SCALEBENCH_HEAPPROFILE"
 	envCPUProf  = "SCALEBENCH_CPUPROFILE"
 )
+
+// isChild says whether arg names a child of the benchmark.
+func isChild(arg string) bool { return arg == childExport || arg == childShard || arg == childBrowse }
 
 func runChild(args []string) int {
 	if path := os.Getenv(envHeapProf); path != "" {
@@ -62,6 +67,10 @@ func runChild(args []string) int {
 	switch args[0] {
 	case childExport:
 		return cli.Run(ctx, append([]string{"export"}, args[1:]...), os.Stdin, os.Stdout, os.Stderr)
+	case childBrowse:
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+		defer stop()
+		return cli.Run(ctx, append([]string{"browse"}, args[1:]...), os.Stdin, os.Stdout, os.Stderr)
 	case childShard:
 		if len(args) != 4 && len(args) != 5 {
 			fmt.Fprintln(os.Stderr, "usage: scalebench child-shard SPEC N T [TABLES]")

@@ -4,6 +4,7 @@
 //	go run ./test/cmd/scalebench
 //	go run ./test/cmd/scalebench -scenarios 1x1000000,1000,10000 -shards 4 -shard-spread 2,8,16 -workload test/costbench/workloads/reference.json
 //	go run ./test/cmd/scalebench -scenarios 10000 -export=false -shards 0 -shard-spread 2,4,8,16 -largest-first
+//	go run ./test/cmd/scalebench -scenarios 1x100000 -shards 0 -shard-spread "" -browse
 //
 // A scenario is "ACCOUNTSxPOSTS" (every account holds POSTS bookmarks) or
 // "ACCOUNTS" (list sizes drawn from the workload file's initial_bookmarks,
@@ -26,6 +27,11 @@
 //   - for each n of -shard-spread, the accounts of each shard i/n (a sync
 //     of x_api_usage only, which reads no posts): the same check, and how
 //     far apart the shards are in accounts and in held posts.
+//
+// With -browse, the archive of each scenario's exports (made with the
+// authors, the referenced posts and the photos stored) is then served by
+// `cq-source-x browse` (browse.go): the time from its start to its first
+// page, the latency of searches, and its peak RSS.
 //
 // The exporter child is this program re-run as `cq-source-x export`
 // (cli, as main.go runs it), or the binary given with -bin.
@@ -67,7 +73,7 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == childExport || os.Args[1] == childShard) {
+	if len(os.Args) > 1 && isChild(os.Args[1]) {
 		os.Exit(runChild(os.Args[1:]))
 	}
 	var o options
@@ -77,6 +83,8 @@ func main() {
 	flag.StringVar(&o.spread, "shard-spread", "2,8,16", "comma-separated shard counts n whose accounts and held posts per shard are shown (no posts read)")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "the spec's concurrency (0: the plugin's default)")
 	flag.BoolVar(&o.export, "export", true, "run the exporter's first and incremental syncs (false: shards only)")
+	flag.BoolVar(&o.browse, "browse", false, "serve each scenario's archive, exported with authors, referenced posts and photos, with `cq-source-x browse`: time to the first page, search latency, peak RSS")
+	flag.IntVar(&o.nice, "nice", 0, "with -browse, run the browse children at this niceness (nice -n; below 0, ahead of the machine's other work, as root)")
 	flag.BoolVar(&o.largestFirst, "largest-first", false, "list the accounts in the spec largest list first")
 	flag.DurationVar(&o.latency, "latency", 0, "delay the simulator adds to every request of the incremental syncs, as X's round trip would")
 	flag.StringVar(&o.bin, "bin", "", "cq-source-x binary to measure (default: this program as `cq-source-x export`)")
@@ -97,6 +105,8 @@ type options struct {
 	shards, concurrency int
 	spread              string
 	export              bool
+	browse              bool
+	nice                int
 	largestFirst        bool
 	latency             time.Duration
 	bin                 string
@@ -167,6 +177,7 @@ func run(o options, w io.Writer) error {
 		}
 	}
 	writeTable(w, results)
+	writeBrowse(w, b.browsed)
 	writeGrowth(w, results)
 	for _, sh := range shards {
 		sh.write(w)
@@ -179,6 +190,7 @@ type bench struct {
 	spreads    []int // the shard counts of -shard-spread
 	self, work string
 	log        io.Writer
+	browsed    []*browseResult
 }
 
 // parseCounts reads a comma-separated list of shard counts.
@@ -210,13 +222,20 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 		return nil, nil, err
 	}
 	specFile := filepath.Join(dir, "spec.yml")
-	if err := writeSpec(specFile, sim.URL(), tokens, b.o.concurrency); err != nil {
+	if err := writeSpec(specFile, sim.URL(), tokens, b.o.concurrency, b.o.browse); err != nil {
 		return nil, nil, err
 	}
 	var results []syncResult
 	if b.o.export {
 		if results, err = b.exports(sc, sim, specFile, filepath.Join(dir, "out")); err != nil {
 			return results, nil, err
+		}
+		if b.o.browse {
+			br, err := b.browse(sc, filepath.Join(dir, "out"))
+			b.browsed = append(b.browsed, br)
+			if err != nil {
+				return results, nil, fmt.Errorf("browse: %w", err)
+			}
 		}
 	}
 	if len(sc.Sizes) < 2 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // The benchmark re-runs its own binary as the exporter and the shard syncs;
 // under `go test` that binary is the test binary, which does the same.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == childExport || os.Args[1] == childShard) {
+	if len(os.Args) > 1 && isChild(os.Args[1]) {
 		os.Exit(runChild(os.Args[1:]))
 	}
 	os.Exit(m.Run())
@@ -45,6 +46,18 @@ func TestTinyScenarios(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
 		}
+	}
+}
+
+// -browse serves each scenario's archive with the browse command, pages
+// and searches included; run fails if a page is not served.
+func TestTinyBrowse(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(options{scenarios: "1x150", export: true, browse: true}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`\| 1 × 150 posts \| 150 \| [0-9.]+ s \| [0-9.]+ s \| [0-9.]+ ms \| [0-9.]+ ms \| [0-9]+ MiB \|`).MatchString(out.String()) {
+		t.Errorf("no browse figures in\n%s", out.String())
 	}
 }
 

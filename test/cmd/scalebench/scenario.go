@@ -107,8 +107,9 @@ func (s scenario) seed() (*xsim.Server, []string, error) {
 }
 
 // writeSpec writes a CloudQuery spec file for the accounts, all tables,
-// as a user of the exporter or of `cloudquery sync` would.
-func writeSpec(path, baseURL string, tokens []string, concurrency int) error {
+// as a user of the exporter or of `cloudquery sync` would; with content,
+// the authors and referenced posts too, and the photos stored.
+func writeSpec(path, baseURL string, tokens []string, concurrency int, content bool) error {
 	if len(tokens) == 0 {
 		return errors.New("no accounts")
 	}
@@ -119,6 +120,9 @@ func writeSpec(path, baseURL string, tokens []string, concurrency int) error {
 	b.WriteString("    planner: {max_billed_posts: 0}\n")
 	if concurrency > 0 {
 		fmt.Fprintf(&b, "    concurrency: %d\n", concurrency)
+	}
+	if content {
+		b.WriteString("    content: {authors: true, referenced_posts: true}\n    media_files: {}\n")
 	}
 	b.WriteString("    accounts:\n")
 	for i, tok := range tokens {

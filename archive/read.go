@@ -1,0 +1,225 @@
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/cq-source-x/cq-source-x/archive/pqfile"
+)
+
+// Reading an archive's rows. Every reader of them — the bookmark commands,
+// repair, the compliance records of an old archive, the sandbox demo's
+// checks, browse — reads a Snapshot: the committed files of each table, as
+// one state of the archive names them, each table's directory opened once.
+//
+// So a reader that takes no lock sees one archive while an export, a
+// compaction or a compliance rewrite runs beside it: a switch of
+// DIR/<table> to a new generation leaves it reading the directory it
+// opened (a generation, or the plain directory a first compaction
+// replaces, which is retired, not removed); the files of a run that
+// commits after the state was read are left out, so it never sees part of
+// a run's tables; and the files of the committed run not yet published are
+// read where they are staged. A file removed after the listing (a
+// compliance rewrite removes the set it replaced at once) fails the read
+// with an error that is fs.ErrNotExist: take a new snapshot.
+
+// Snapshot is the committed files of an archive's tables, for reading.
+// Close releases it.
+type Snapshot struct {
+	tables map[string]*tableFiles
+}
+
+// tableFiles are the files of one table in a snapshot.
+type tableFiles struct {
+	dir    *os.Root          // DIR/<table> as opened; nil when it does not exist
+	names  []string          // the files, in name order (time order)
+	staged map[string]string // of names, those of the pending run still staged: their paths
+}
+
+// OpenSnapshot takes a snapshot of the archive in dir, as its committed
+// state names its files, without the archive's lock. The state's runs are
+// read from the end of its file, where it records them (repair's salvage
+// reads them so): an archive whose state names no run has all its files in
+// the snapshot.
+func OpenSnapshot(dir string) (*Snapshot, error) {
+	out, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	tail, err := stateTail(filepath.Join(out, stateDir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	pending, last := runAfter(tail, `,"pending":`), runAfter(tail, `,"last_run":`)
+	if pending != nil {
+		last = pending
+	}
+	return openSnapshot(out, pending, last, nil)
+}
+
+// stateTail is the end of the state file at path, which holds its runs
+// (State.writeTo); nil when there is no state file.
+func stateTail(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	const runs = 64 << 10 // two run records of a file per table each
+	if fi, err := f.Stat(); err != nil {
+		return nil, err
+	} else if fi.Size() > runs {
+		if _, err := f.Seek(fi.Size()-runs, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(f)
+}
+
+// openSnapshot lists the files of every table of out: the published ones
+// but those of skip (paths) and those of runs later than last (nil: of
+// none), and those of pending, published or staged.
+func openSnapshot(out string, pending, last *Run, skip map[string]bool) (*Snapshot, error) {
+	s := &Snapshot{tables: map[string]*tableFiles{}}
+	tables, err := TablesIn(out)
+	if err != nil {
+		return nil, err
+	}
+	if pending != nil {
+		for _, f := range pending.Files {
+			tables = append(tables, f.Table)
+		}
+	}
+	for _, table := range tables {
+		if s.tables[table] != nil {
+			continue
+		}
+		t := &tableFiles{staged: map[string]string{}}
+		s.tables[table] = t
+		if fi, err := os.Stat(filepath.Join(out, table)); err == nil && fi.IsDir() {
+			root, err := os.OpenRoot(filepath.Join(out, table))
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			t.dir = root
+			entries, err := fs.ReadDir(root.FS(), ".")
+			if err != nil {
+				s.Close()
+				return nil, err
+			}
+			for _, e := range entries {
+				name := e.Name()
+				if strings.HasSuffix(name, ".parquet") && !skip[filepath.Join(out, table, name)] && !laterThan(name, last) {
+					t.names = append(t.names, name)
+				}
+			}
+		}
+		if pending == nil {
+			continue
+		}
+		for _, f := range pending.Files {
+			if f.Table == table && !slices.Contains(t.names, f.Name) {
+				if staged := pending.StagedPath(out, table); exists(staged) {
+					t.names = append(t.names, f.Name)
+					t.staged[f.Name] = staged
+				}
+			}
+		}
+		slices.Sort(t.names)
+	}
+	return s, nil
+}
+
+// Version names the archive's committed state in dir: it changes each time
+// the state file is replaced, as each commit and publish of an export, each
+// compliance action and each repair does. "" when there is none.
+func Version(dir string) string {
+	fi, err := os.Stat(filepath.Join(dir, stateDir, stateFile))
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d-%d", fi.ModTime().UnixNano(), fi.Size())
+}
+
+// laterThan says whether the file name names a run later than last: one
+// that committed after the state a snapshot was taken of. A file whose
+// name is not a run's (a compaction names its merged files after the time
+// of the newest it merged) is not.
+func laterThan(name string, last *Run) bool {
+	if last == nil {
+		return false
+	}
+	stamp, _, _ := strings.Cut(name, "-")
+	t, err := time.Parse(fileTimeLayout, stamp)
+	return err == nil && t.After(last.Time)
+}
+
+// Close releases the snapshot's directories.
+func (s *Snapshot) Close() {
+	for _, t := range s.tables {
+		if t.dir != nil {
+			t.dir.Close()
+		}
+	}
+}
+
+// Files is the number of files of table in the snapshot.
+func (s *Snapshot) Files(table string) int {
+	if t := s.tables[table]; t != nil {
+		return len(t.names)
+	}
+	return 0
+}
+
+// Read calls batch with each record batch of the files of table, file
+// after file in name order (time order), as pqfile.ReadRecords reads them:
+// columns names those to read (nil: all); a column a file lacks is absent
+// from its batches (Column). Its errors, batch's too, name the file.
+func (s *Snapshot) Read(table string, columns []string, batch func(arrow.RecordBatch) error) error {
+	t := s.tables[table]
+	if t == nil {
+		return nil // no file of it
+	}
+	for _, name := range t.names {
+		var f *os.File
+		var err error
+		if staged := t.staged[name]; staged != "" {
+			f, err = os.Open(staged)
+		}
+		if f == nil && t.dir != nil { // published, or since the listing
+			if f, err = t.dir.Open(name); err != nil {
+				err = &fs.PathError{Op: "open", Path: filepath.Join(t.dir.Name(), name), Err: errors.Unwrap(err)}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		err = pqfile.ReadFile(context.Background(), f, columns, batch)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Column is the column name of rec as a T (such as *array.String); ok is
+// false when rec has no such column, or one of another type.
+func Column[T arrow.Array](rec arrow.RecordBatch, name string) (col T, ok bool) {
+	if i := rec.Schema().FieldIndices(name); len(i) == 1 {
+		col, ok = rec.Column(i[0]).(T)
+	}
+	return col, ok
+}

@@ -1,0 +1,419 @@
+package browse
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cq-source-x/cq-source-x/archive"
+)
+
+// The archive as the page shows it, read once from a snapshot of its files
+// (archive.Snapshot) and kept in memory: only the columns the page shows,
+// and the lower-cased text each bookmark is searched in.
+
+// library is one load of an archive.
+type library struct {
+	bookmarks []*bookmark // newest bookmarked first
+	accounts  []string    // user ids
+	folders   map[string][]folder
+	// text is what searches look in: of each bookmark in turn, its text,
+	// its author's name and username and its article's title, lower-cased,
+	// each ended by a newline but the last, by a NUL; its text starts at
+	// starts[i] (and starts ends with len(text)).
+	text   string
+	starts []int
+}
+
+// bookmark is one x_bookmarks row, with what the other tables say of it.
+type bookmark struct {
+	UserID, PostID string
+	Text           string
+	Created, Found time.Time
+	position       int64 // found_position; the largest for files from before it
+	AuthorName     string
+	AuthorUsername string
+	ArticleTitle   string
+	ArticleText    string
+	Media          []media
+	Referenced     []*referenced
+	Folders        []string // names
+	folderIDs      []string
+	Withdrawn      *withdrawal
+}
+
+// media is a photo, video or GIF of a post.
+type media struct {
+	key       string
+	position  int64
+	Type, Alt string
+	// File is the stored photo, or the still of a video or GIF, under
+	// DIR/media ("" when the archive holds none); Video the stored video.
+	File, Video string
+}
+
+// referenced is a post a bookmark quotes, answers or reposts.
+type referenced struct {
+	Type, PostID, Text, AuthorUsername, ArticleTitle, Error string
+	Created                                                 time.Time
+	Media                                                   []media
+	Withdrawn                                               *withdrawal
+}
+
+// withdrawal is X's latest report of a post, when it asks to remove it:
+// why, and when X withdrew it (or, when the report does not say, when the
+// report was read).
+type withdrawal struct {
+	Reason string
+	At     time.Time
+}
+
+// folder is a bookmark folder of an account.
+type folder struct{ ID, Name string }
+
+// load reads the archive in dir. A file a compaction or a compliance
+// rewrite removed while it was read makes it read a new snapshot.
+func load(dir string) (*library, error) {
+	for try := 0; ; try++ {
+		lib, err := loadSnapshot(dir)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || try == 4 {
+			return lib, err
+		}
+	}
+}
+
+func loadSnapshot(dir string) (*library, error) {
+	snap, err := archive.OpenSnapshot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.Close()
+	l := &loader{snap: snap, byKey: map[key]int{}, lib: &library{folders: map[string][]folder{}}}
+	// The bookmarks first; then the tables that say more of them, at once
+	// (each sets fields of its own); then the media files, which belong to
+	// the bookmarks' media and referenced posts.
+	if err := l.bookmarks(); err != nil {
+		return nil, err
+	}
+	steps := []func() error{l.authors, l.media, l.referenced, l.folders, l.compliance}
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Go(func() { errs[i] = step() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := l.mediaFiles(); err != nil {
+		return nil, err
+	}
+	l.finish()
+	return l.lib, nil
+}
+
+// loader is one load's work.
+type loader struct {
+	snap  *archive.Snapshot
+	lib   *library
+	byKey map[key]int // index in lib.bookmarks, in the order read
+	// reports are the posts X reported withdrawn (x_post_compliance).
+	reports map[key]*withdrawal
+}
+
+// key is the key of a post of an account.
+type key struct{ userID, postID string }
+
+// read reads the named columns of table, calling row for each row: a
+// column of want that a file lacks is an error, one of optional is absent
+// from such a file's batches.
+func (l *loader) read(table string, want, optional []string, row func(c cols, i int)) error {
+	last := 0
+	return l.snap.Read(table, append(want, optional...), func(rec arrow.RecordBatch) error {
+		c := cols{m: map[string]arrow.Array{}, last: &last}
+		for _, name := range append(want, optional...) {
+			col, ok := archive.Column[arrow.Array](rec, name)
+			if ok {
+				c.m[name] = col
+			} else if slices.Contains(want, name) {
+				return fmt.Errorf("it has no column %s", name)
+			}
+		}
+		for i := range int(rec.NumRows()) {
+			row(c, i)
+		}
+		return nil
+	})
+}
+
+// cols are a batch's columns by name, and the place of the bookmark of
+// the table's row bookmarkOf found last.
+type cols struct {
+	m    map[string]arrow.Array
+	last *int
+}
+
+// str is the string at row i of the named column ("" when null or absent),
+// copied out of the batch.
+func (c cols) str(name string, i int) string { return strings.Clone(c.raw(name, i)) }
+
+// raw is str in the batch's memory, to look up, not to keep.
+func (c cols) raw(name string, i int) string {
+	if s, ok := c.m[name].(*array.String); ok && s.IsValid(i) {
+		return s.Value(i)
+	}
+	return ""
+}
+
+// time is the timestamp at row i of the named column (zero when null or
+// absent).
+func (c cols) time(name string, i int) time.Time {
+	if t, ok := c.m[name].(*array.Timestamp); ok && t.IsValid(i) {
+		return t.Value(i).ToTime(t.DataType().(*arrow.TimestampType).Unit)
+	}
+	return time.Time{}
+}
+
+// bookmarkOf is the bookmark of row i (nil when none was read). The rows
+// of a bookmark in the other tables come about in the order of the
+// bookmarks' rows (the sync writes them so, a few resolved at once, and a
+// compaction keeps the order): it looks near the last one found before it
+// looks up the key.
+func (l *loader) bookmarkOf(c cols, i int) *bookmark {
+	const nearby = 4
+	uid, pid := c.raw("user_id", i), c.raw("post_id", i)
+	for at := max(0, *c.last-nearby); at < min(*c.last+nearby, len(l.lib.bookmarks)); at++ {
+		if l.lib.bookmarks[at].PostID == pid && l.lib.bookmarks[at].UserID == uid {
+			*c.last = at
+			return l.lib.bookmarks[at]
+		}
+	}
+	at, ok := l.byKey[key{uid, pid}]
+	if !ok {
+		return nil
+	}
+	*c.last = at
+	return l.lib.bookmarks[at]
+}
+
+func (l *loader) bookmarks() error {
+	return l.read("x_bookmarks", []string{"user_id", "post_id", "first_seen_at"},
+		[]string{"text", "full_text", "created_at", "article_title", "article_text", "found_position"}, func(c cols, i int) {
+			b := &bookmark{UserID: c.str("user_id", i), PostID: c.str("post_id", i), Text: c.str("full_text", i),
+				Created: c.time("created_at", i), Found: c.time("first_seen_at", i), position: 1<<63 - 1,
+				ArticleTitle: c.str("article_title", i), ArticleText: c.str("article_text", i)}
+			if b.Text == "" {
+				b.Text = c.str("text", i)
+			}
+			if pos, ok := c.m["found_position"].(*array.Int64); ok && pos.IsValid(i) {
+				b.position = pos.Value(i)
+			}
+			l.byKey[key{b.UserID, b.PostID}] = len(l.lib.bookmarks)
+			l.lib.bookmarks = append(l.lib.bookmarks, b)
+		})
+}
+
+func (l *loader) authors() error {
+	return l.read("x_bookmark_authors", []string{"user_id", "post_id", "username", "name"}, nil, func(c cols, i int) {
+		if b := l.bookmarkOf(c, i); b != nil {
+			b.AuthorUsername, b.AuthorName = c.str("username", i), c.str("name", i)
+		}
+	})
+}
+
+func (l *loader) media() error {
+	return l.read("x_bookmark_media", []string{"user_id", "post_id", "media_key"}, []string{"position", "type", "alt_text"}, func(c cols, i int) {
+		if b := l.bookmarkOf(c, i); b != nil {
+			m := media{key: c.str("media_key", i), Type: c.str("type", i), Alt: c.str("alt_text", i)}
+			if pos, ok := c.m["position"].(*array.Int64); ok && pos.IsValid(i) {
+				m.position = pos.Value(i)
+			}
+			b.Media = append(b.Media, m)
+		}
+	})
+}
+
+func (l *loader) referenced() error {
+	return l.read("x_bookmark_referenced_posts", []string{"user_id", "post_id", "referenced_post_id", "type"},
+		[]string{"text", "full_text", "created_at", "author_username", "article_title", "error"}, func(c cols, i int) {
+			if b := l.bookmarkOf(c, i); b != nil {
+				r := &referenced{Type: c.str("type", i), PostID: c.str("referenced_post_id", i), Text: c.str("full_text", i),
+					Created: c.time("created_at", i), AuthorUsername: c.str("author_username", i), ArticleTitle: c.str("article_title", i), Error: c.str("error", i)}
+				if r.Text == "" {
+					r.Text = c.str("text", i)
+				}
+				b.Referenced = append(b.Referenced, r)
+			}
+		})
+}
+
+// mediaFiles attaches the stored files to the media of the bookmarks and
+// of the posts they reference.
+func (l *loader) mediaFiles() error {
+	return l.read("x_media_files", []string{"user_id", "post_id", "media_key", "status", "file_key"}, []string{"media_post_id", "media_type", "file"}, func(c cols, i int) {
+		b := l.bookmarkOf(c, i)
+		if b == nil || c.raw("status", i) != "stored" {
+			return
+		}
+		list := &b.Media
+		if owner := c.raw("media_post_id", i); owner != "" && owner != b.PostID {
+			list = nil
+			for _, r := range b.Referenced {
+				if r.PostID == owner {
+					list = &r.Media
+				}
+			}
+			if list == nil {
+				return
+			}
+		}
+		mk := c.raw("media_key", i)
+		at := slices.IndexFunc(*list, func(m media) bool { return m.key == mk })
+		if at < 0 {
+			*list = append(*list, media{key: strings.Clone(mk), Type: c.str("media_type", i), position: int64(len(*list))})
+			at = len(*list) - 1
+		}
+		if c.raw("file", i) == "video" {
+			(*list)[at].Video = c.str("file_key", i)
+		} else {
+			(*list)[at].File = c.str("file_key", i)
+		}
+	})
+}
+
+// folders reads each account's folders and their posts as the account's
+// latest sync found them: each sync writes them all (_cq_sync_time).
+func (l *loader) folders() error {
+	latest := map[string]time.Time{} // by user id
+	names := map[string]map[string]string{}
+	err := l.read("x_bookmark_folders", []string{"user_id", "folder_id", "name", "_cq_sync_time"}, nil, func(c cols, i int) {
+		uid, at := c.str("user_id", i), c.time("_cq_sync_time", i)
+		if at.Before(latest[uid]) {
+			return
+		}
+		if at.After(latest[uid]) {
+			latest[uid], names[uid] = at, map[string]string{}
+		}
+		names[uid][c.str("folder_id", i)] = c.str("name", i)
+	})
+	if err != nil {
+		return err
+	}
+	for uid, byID := range names {
+		for id, name := range byID {
+			l.lib.folders[uid] = append(l.lib.folders[uid], folder{ID: id, Name: name})
+		}
+		slices.SortFunc(l.lib.folders[uid], func(a, b folder) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
+	}
+	return l.read("x_bookmark_folder_posts", []string{"user_id", "folder_id", "post_id", "_cq_sync_time"}, nil, func(c cols, i int) {
+		uid, fid := c.raw("user_id", i), c.raw("folder_id", i)
+		b := l.bookmarkOf(c, i)
+		if _, known := names[uid][fid]; b == nil || !known || !c.time("_cq_sync_time", i).Equal(latest[uid]) {
+			return
+		}
+		if !slices.Contains(b.folderIDs, fid) {
+			b.folderIDs = append(b.folderIDs, strings.Clone(fid))
+			b.Folders = append(b.Folders, names[uid][fid])
+		}
+	})
+}
+
+// compliance reads X's latest report of each post (x_post_compliance):
+// a post it asks to remove shows as withdrawn (but for scrub_geo, which
+// removes only its place).
+func (l *loader) compliance() error {
+	type report struct {
+		w     *withdrawal
+		heard time.Time
+	}
+	latest := map[key]report{}
+	err := l.read("x_post_compliance", []string{"user_id", "post_id", "checked_at"}, []string{"action", "reason", "redacted_at"}, func(c cols, i int) {
+		k, heard := key{c.str("user_id", i), c.str("post_id", i)}, c.time("checked_at", i)
+		if prev, ok := latest[k]; ok && prev.heard.After(heard) {
+			return
+		}
+		r := report{heard: heard}
+		if reason := c.str("reason", i); c.str("action", i) != "" && reason != "scrub_geo" {
+			r.w = &withdrawal{Reason: reason, At: c.time("redacted_at", i)}
+			if r.w.At.IsZero() {
+				r.w.At = heard
+			}
+		}
+		latest[k] = r
+	})
+	l.reports = map[key]*withdrawal{}
+	for k, r := range latest {
+		if r.w != nil {
+			l.reports[k] = r.w
+		}
+	}
+	return err
+}
+
+// finish marks the posts X reported withdrawn, orders the bookmarks newest
+// bookmarked first (first_seen_at, then found_position) and their media by
+// position, and lays out the text searches look in.
+func (l *loader) finish() {
+	accounts := map[string]bool{}
+	for _, b := range l.lib.bookmarks {
+		accounts[b.UserID] = true
+		slices.SortStableFunc(b.Media, func(x, y media) int { return cmp.Compare(x.position, y.position) })
+		b.Withdrawn = l.reports[key{b.UserID, b.PostID}]
+		for _, r := range b.Referenced {
+			r.Withdrawn = l.reports[key{b.UserID, r.PostID}]
+		}
+	}
+	l.lib.accounts = slices.Sorted(maps.Keys(accounts))
+	slices.SortFunc(l.lib.bookmarks, func(x, y *bookmark) int {
+		return cmp.Or(y.Found.Compare(x.Found), cmp.Compare(x.position, y.position), cmp.Compare(x.UserID, y.UserID), cmp.Compare(y.PostID, x.PostID))
+	})
+	size := 0
+	for _, b := range l.lib.bookmarks {
+		size += len(b.Text) + len(b.AuthorName) + len(b.AuthorUsername) + len(b.ArticleTitle) + 4
+	}
+	text := make([]byte, 0, size+size/8) // lower case is seldom longer
+	l.lib.starts = make([]int, 0, len(l.lib.bookmarks)+1)
+	for _, b := range l.lib.bookmarks {
+		l.lib.starts = append(l.lib.starts, len(text))
+		for _, field := range []string{b.Text, b.AuthorName, b.AuthorUsername, b.ArticleTitle} {
+			text = appendLower(text, field)
+			text = append(text, '\n')
+		}
+		text[len(text)-1] = 0
+	}
+	l.lib.text = string(text)
+	l.lib.starts = append(l.lib.starts, len(text))
+}
+
+// appendLower appends s to b in lower case, as strings.ToLower would.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b = append(b, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, c) // not UTF-8: kept as it is, as strings.ToLower keeps it
+		} else {
+			b = utf8.AppendRune(b, unicode.ToLower(r))
+		}
+		i += n
+	}
+	return b
+}

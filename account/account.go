@@ -19,7 +19,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/media"
 	"github.com/cq-source-x/cq-source-x/walk"
 	"github.com/rs/zerolog"
@@ -50,7 +50,7 @@ type Session struct {
 	State        state.Client
 	// Redact masks the credentials of the sync in text made from its errors
 	// (nil: none).
-	Redact *redact.Redactor
+	Secrets *secrets.Mask
 	// Err is set when the account could not be prepared (bad token file,
 	// unknown user): its resolvers fail with it, the others go on.
 	Err error

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 )
 
 // Defaults of the FileTokenSource.
@@ -71,13 +71,13 @@ func WithLogger(l zerolog.Logger) SourceOption {
 	return func(s *FileTokenSource) { s.log = l }
 }
 
-// WithRedactor makes the source add to r every credential it holds: the
+// WithSecrets makes the source add to r every credential it holds: the
 // client secret (as it is, and as the Basic header carries it), and each
 // access and refresh token it reads from the file or receives from the
 // token endpoint, as soon as it has it. Text the program prints or stores
 // is masked with r (a server may echo any of them).
-func WithRedactor(r *redact.Redactor) SourceOption {
-	return func(s *FileTokenSource) { s.redactor = r }
+func WithSecrets(r *secrets.Mask) SourceOption {
+	return func(s *FileTokenSource) { s.secrets = r }
 }
 
 // withAfterTokenResponse (tests) runs after the token endpoint answered a refresh and before the
@@ -102,7 +102,7 @@ type FileTokenSource struct {
 	requestTimeout time.Duration
 	httpClient     *http.Client
 	log            zerolog.Logger
-	redactor       *redact.Redactor
+	secrets        *secrets.Mask
 
 	afterTokenResponse func() error
 
@@ -145,7 +145,7 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 	if s.margin < 0 || s.margin > time.Hour {
 		return nil, fmt.Errorf("auth: refresh margin %v is out of range (0 to 1h; access tokens live 2h)", s.margin)
 	}
-	s.redactor.AddBasic(cfg.ClientID, cfg.ClientSecret)
+	s.secrets.AddBasic(cfg.ClientID, cfg.ClientSecret)
 	st, err := file.Load()
 	if err != nil {
 		return nil, err
@@ -158,10 +158,10 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 	return s, nil
 }
 
-// remember adds the tokens of st to the redactor.
+// remember adds the tokens of st to the secrets it masks.
 func (s *FileTokenSource) remember(st *StoredToken) {
 	if st != nil {
-		s.redactor.Add(st.AccessToken, st.RefreshToken)
+		s.secrets.Add(st.AccessToken, st.RefreshToken)
 	}
 }
 
@@ -210,7 +210,7 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 		// be saved: the refresh token on disk is spent, and the caller must hear of it now, not
 		// when the process has ended and the new one with it.
 		s.retryAfter = now.Add(earlyRetryBackoff)
-		s.log.Warn().Str("token_file", s.file.Path).Time("expiry", s.cur.Expiry).Str("error", s.redactor.String(err.Error())).
+		s.log.Warn().Str("token_file", s.file.Path).Time("expiry", s.cur.Expiry).Str("error", s.secrets.String(err.Error())).
 			Msg("auth: early token refresh failed; using the current access token until it expires")
 		return s.cur.OAuth2(), nil
 	}

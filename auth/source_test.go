@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 )
 
 // env is one fake X, one token file holding a freshly issued pair, and a virtual clock.
@@ -571,17 +571,17 @@ func TestAnEarlyRefreshThatCannotBeSavedIsReported(t *testing.T) {
 	}
 }
 
-// A source given a Redactor adds every credential it holds as soon as it
+// A source given a Mask adds every credential it holds as soon as it
 // has it: the client secret (and its Basic header), the pair it read, and
 // the pair a refresh gave it, so that a server echoing any of them later
 // gets it masked.
-func TestTheRedactorLearnsEveryTokenTheSourceHolds(t *testing.T) {
+func TestTheMaskLearnsEveryTokenTheSourceHolds(t *testing.T) {
 	e := newEnv(t, "app-client-secret-123")
-	r := redact.New()
-	s := e.source(WithRedactor(r))
+	r := secrets.New()
+	s := e.source(WithSecrets(r))
 	basic := base64.StdEncoding.EncodeToString([]byte("app:app-client-secret-123"))
 	for _, secret := range []string{e.orig.AccessToken, e.orig.RefreshToken, "app-client-secret-123", basic} {
-		if got := r.String("x " + secret); got != "x "+redact.Mask {
+		if got := r.String("x " + secret); got != "x "+secrets.Hidden {
 			t.Errorf("not masked before any refresh: %q", got)
 		}
 	}
@@ -591,7 +591,7 @@ func TestTheRedactorLearnsEveryTokenTheSourceHolds(t *testing.T) {
 		t.Fatalf("no refresh: %v", err)
 	}
 	for _, secret := range []string{tok.AccessToken, e.load().RefreshToken} {
-		if got := r.String("x " + secret); got != "x "+redact.Mask {
+		if got := r.String("x " + secret); got != "x "+secrets.Hidden {
 			t.Errorf("the refreshed pair is not masked: %q", got)
 		}
 	}

@@ -33,7 +33,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/rs/zerolog"
 )
@@ -67,10 +67,10 @@ type Options struct {
 	// Step marks the crash-safety steps (the kill tests).
 	Step func(string)
 
-	// redact masks the credentials of the spec and of its token files in
+	// mask masks the credentials of the spec and of its token files in
 	// what a server answered, before it is printed or journaled: a server
 	// may echo the token it was sent.
-	redact *redact.Redactor
+	mask *secrets.Mask
 	// rates and maxWrites are the spec's bookmark_write_usd (with its other
 	// rates) and max_billed_writes.
 	rates     billing.Rates
@@ -151,7 +151,7 @@ func Prepare(ctx context.Context, o Options) (*Operation, error) {
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	o.redact = xplugin.Credentials(src.Plugin)
+	o.mask = xplugin.Credentials(src.Plugin)
 	o.rates, o.maxWrites = src.Plugin.Rates(), *src.Plugin.MaxBilledWrites
 	info, err := archive.ReadState(o.Out)
 	if err != nil {
@@ -217,11 +217,11 @@ func (o Options) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount
 	var out []*opAccount
 	for i, acct := range s.Accounts {
 		a := &opAccount{index: i, label: account.Label(i), userID: acct.UserID, tokenFile: acct.TokenFile}
-		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(), o.redact,
+		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(), o.mask,
 			xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
 			xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
 		if err != nil {
-			a.problem = o.redact.String(err.Error())
+			a.problem = o.mask.String(err.Error())
 			out = append(out, a)
 			continue
 		}
@@ -237,7 +237,7 @@ func (o Options) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount
 		if a.userID == "" {
 			userID, err := xplugin.UserID(ctx, api, i)
 			if err != nil {
-				a.problem = o.redact.String(err.Error())
+				a.problem = o.mask.String(err.Error())
 				out = append(out, a)
 				continue
 			}

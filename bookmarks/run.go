@@ -44,7 +44,7 @@ func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccou
 	for i, err := range errs {
 		if err != nil {
 			failed++
-			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", accounts[i].label, o.redact.Error(err))
+			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", accounts[i].label, o.mask.Error(err))
 		}
 	}
 	return failed
@@ -156,7 +156,7 @@ func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
 	}
 	if err != nil {
 		if reason, perPost := refusedPost(err); perPost {
-			reason = o.redact.String(reason)
+			reason = o.mask.String(reason)
 			if err := j.Refused(post, reason); err != nil {
 				return false, err
 			}

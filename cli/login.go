@@ -16,7 +16,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/spf13/cobra"
@@ -56,7 +56,7 @@ func Login(ctx context.Context, o LoginOptions) error {
 	// The token endpoint and the API may echo what they were sent (the
 	// Basic header of a confidential app, the token): the errors say none
 	// of the credentials the login holds.
-	credentials := redact.New()
+	credentials := secrets.New()
 	credentials.AddBasic(o.ClientID, o.ClientSecret)
 	tok, err := auth.Login(ctx, cfg, auth.LoginOptions{
 		Headless:    o.Headless,
@@ -115,13 +115,13 @@ func (o LoginOptions) authConfig() (auth.Config, error) {
 }
 
 // me is the user the access token is for, from GET /2/users/me.
-func (o LoginOptions) me(ctx context.Context, accessToken string, credentials *redact.Redactor) (*client.User, error) {
+func (o LoginOptions) me(ctx context.Context, accessToken string, credentials *secrets.Mask) (*client.User, error) {
 	transport := http.DefaultTransport
 	if o.HTTPClient != nil && o.HTTPClient.Transport != nil {
 		transport = o.HTTPClient.Transport
 	}
 	api, err := client.New(client.StaticTokenWithTransport(accessToken, transport), client.WithBaseURL(o.APIURL),
-		client.WithRedactor(credentials), client.WithUserAgent(xplugin.UserAgent()))
+		client.WithSecrets(credentials), client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		return nil, fmt.Errorf("login: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/cq-source-x/cq-source-x/auth"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +69,7 @@ func Logout(ctx context.Context, o LogoutOptions) error {
 		}
 		// The endpoint may echo what it was sent (the Basic header of a
 		// confidential app too): the error says none of it.
-		credentials := redact.New(stored.RefreshToken, stored.AccessToken)
+		credentials := secrets.New(stored.RefreshToken, stored.AccessToken)
 		credentials.AddBasic(cfg.ClientID, cfg.ClientSecret)
 		for _, t := range []struct{ token, hint string }{
 			{stored.RefreshToken, auth.HintRefreshToken},

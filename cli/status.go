@@ -21,7 +21,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
@@ -64,7 +64,7 @@ type StatusReport struct {
 	meter *billing.Meter
 	// credentials are those status holds, masked in what it reports: a
 	// server may echo the token it was sent in an error.
-	credentials *redact.Redactor
+	credentials *secrets.Mask
 	// archiveOnly: no spec nor token file was given; the accounts are the
 	// archive's, and nothing was sent.
 	archiveOnly bool
@@ -268,7 +268,7 @@ func archiveStatus(ctx context.Context, out string) (*StatusReport, error) {
 
 // statusTargets are the accounts o names, and the credentials they give
 // (token files add theirs as they are read).
-func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
+func statusTargets(o StatusOptions) ([]statusTarget, *secrets.Mask, error) {
 	switch {
 	case o.Spec == "" && len(o.TokenFiles) == 0:
 		return nil, nil, usageError(errors.New("status: give --spec FILE, --token-file FILE or --out DIR"))
@@ -294,7 +294,7 @@ func statusTargets(o StatusOptions) ([]statusTarget, *redact.Redactor, error) {
 				cfg: auth.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL},
 			})
 		}
-		credentials := redact.New()
+		credentials := secrets.New()
 		credentials.AddBasic(o.ClientID, o.ClientSecret)
 		return ts, credentials, nil
 	}
@@ -351,7 +351,7 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 // which refreshes an expired token; unless that refreshed it, it refreshes
 // then. Either way the rotated pair is saved under the file's lock.
 func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken, transport http.RoundTripper) {
-	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithRedactor(rep.credentials),
+	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithSecrets(rep.credentials),
 		auth.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}))
 	if err != nil {
 		st.Refresh = "failed"
@@ -387,7 +387,7 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
 		client.WithRateLimitWaitCap(0),
 		client.WithMeter(rep.meter),
-		client.WithRedactor(rep.credentials),
+		client.WithSecrets(rep.credentials),
 		client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		st.Problems = append(st.Problems, err.Error())
@@ -407,7 +407,7 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 
 // maskCredentials masks the credentials r holds in what st reports of what
 // servers answered.
-func (st *AccountStatus) maskCredentials(r *redact.Redactor) {
+func (st *AccountStatus) maskCredentials(r *secrets.Mask) {
 	r.Strings(st.Problems)
 	st.RefreshNote = r.String(st.RefreshNote)
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/internal/bearer"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/rs/zerolog"
 )
 
@@ -172,7 +172,7 @@ type Client struct {
 	tokenCheck TokenCheck
 	storage    *http.Client // compliance job upload and download URLs (WithStorageClient)
 	timeouts   Timeouts
-	redactor   *redact.Redactor
+	redactor   *secrets.Mask
 	stop       context.Context // WithStop
 	stopGrace  time.Duration
 	naming     *NamingPolicy // nil: the tweets naming
@@ -250,10 +250,10 @@ func WithNamingPolicy(p *NamingPolicy) Option {
 	}
 }
 
-// WithRedactor masks the credentials r holds in the lines the client logs
+// WithSecrets masks the credentials r holds in the lines the client logs
 // (a fault's text may repeat what a server sent). The errors it returns
-// are masked where they become text (see package internal/redact).
-func WithRedactor(r *redact.Redactor) Option {
+// are masked where they become text (see package internal/secrets).
+func WithSecrets(r *secrets.Mask) Option {
 	return func(c *Client) error {
 		c.redactor = r
 		return nil

@@ -307,7 +307,7 @@ func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string
 		WithClock(c.clock), WithMeter(c.meter), WithRetryPolicy(c.retry),
 		WithRateLimitWaitCap(c.waitCap), WithResetMargin(c.margin), WithUserAgent(c.userAgent),
 		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook),
-		WithTimeouts(c.timeouts), WithRedactor(c.redactor), WithStop(c.stop, c.stopGrace))
+		WithTimeouts(c.timeouts), WithSecrets(c.redactor), WithStop(c.stop, c.stopGrace))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/outbox"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/rs/zerolog"
 )
@@ -48,7 +48,7 @@ type Check struct {
 	// token file): the table fails with it.
 	Err error
 	// Redact masks the credentials of the sync in text made from errors.
-	Redact *redact.Redactor
+	Secrets *secrets.Mask
 	// Resend says how long the rows of the table are sent again
 	// (account.Session.Resend).
 	Resend outbox.Policy
@@ -123,7 +123,7 @@ func (c *Check) Run(ctx context.Context, emit Emit) error {
 		c.mu.Lock()
 		c.failure = err
 		c.mu.Unlock()
-		c.Logger.Error().Err(c.Redact.Error(err)).Msg("compliance check did not finish")
+		c.Logger.Error().Err(c.Secrets.Error(err)).Msg("compliance check did not finish")
 	}
 	return err
 }

@@ -127,7 +127,7 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 		if s.UserID == "" {
 			// Resolved by the data tables' first resolver, or here.
 			if err := s.Ready(ctx); err != nil || s.UserID == "" {
-				c.Logger.Warn().Err(c.Redact.Error(err)).Str("account", s.ID()).Msg("account not checked: its user id is not known")
+				c.Logger.Warn().Err(c.Secrets.Error(err)).Str("account", s.ID()).Msg("account not checked: its user id is not known")
 				continue
 			}
 		}

@@ -160,7 +160,7 @@ func (r *Result) Summary() *Summary {
 		if r.plugin != nil {
 			a.problems = xplugin.AccountFailure(r.plugin, sess)
 		} else if err := sessionErr(sess); err != nil {
-			a.problems = sess.Redact.Strings(strings.Split(err.Error(), "\n"))
+			a.problems = sess.Secrets.Strings(strings.Split(err.Error(), "\n"))
 		}
 		done, failed := sess.Report().Tables()
 		if a.problems != nil {
@@ -225,7 +225,7 @@ func complianceSum(c *compliance.Check) *ComplianceSum {
 	case errors.Is(err, walk.ErrInterrupted):
 		cs.Interrupted = true
 	case err != nil:
-		cs.OK, cs.Error = false, c.Redact.String(err.Error())
+		cs.OK, cs.Error = false, c.Secrets.String(err.Error())
 	}
 	return cs
 }

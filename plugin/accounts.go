@@ -13,7 +13,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
@@ -25,7 +25,7 @@ const tokenRequestTimeout = 30 * time.Second
 // touching the network: token files are read here, and a user id that is in
 // neither the spec nor the token file is resolved (GET /2/users/me) by the
 // session's first resolver, so accounts in other shards cost nothing.
-func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *redact.Redactor) *account.Set {
+func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *secrets.Mask) *account.Set {
 	set := &account.Set{}
 	request := fields(s.RequestFields())
 	// One naming for the sync: X names things one way for every account.
@@ -44,7 +44,7 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			Clock:        o.Clock,
 			Sync:         info,
 			State:        st,
-			Redact:       r,
+			Secrets:      r,
 			RowsKept:     o.destination() != nil,
 			Resend:       o.resendPolicy(s),
 		}
@@ -117,7 +117,7 @@ func AuthConfig(s *spec.Spec, i int, storedClientID string) auth.Config {
 // token file names, if any. The client and the token source log to logger,
 // under the account's name; the token source adds the credentials it holds
 // to r.
-func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing.Meter, logger zerolog.Logger, r *redact.Redactor) (*client.Client, string, error) {
+func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask) (*client.Client, string, error) {
 	a := s.Accounts[i]
 	var httpClient *http.Client
 	var userID string
@@ -139,7 +139,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 		src, err := auth.NewFileTokenSource(ctx, cfg, file,
 			auth.WithClock(o.Clock),
 			auth.WithLogger(log),
-			auth.WithRedactor(r),
+			auth.WithSecrets(r),
 			auth.WithHTTPClient(&http.Client{Transport: o.Transport, Timeout: tokenRequestTimeout}))
 		if err != nil {
 			return nil, "", err
@@ -154,7 +154,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 		client.WithRetryPolicy(retryPolicy(s)),
 		client.WithTimeouts(s.Timeouts()),
 		client.WithLogger(log),
-		client.WithRedactor(r),
+		client.WithSecrets(r),
 		client.WithUserAgent(UserAgent()),
 		// Tokens come from the server and are sent back untouched. The document
 		// calls them base32hex, but real X tokens use the whole alphabet
@@ -165,12 +165,12 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 	return api, userID, err
 }
 
-// Credentials returns a Redactor holding the credentials the spec gives:
+// Credentials returns a Mask holding the credentials the spec gives:
 // access tokens, client secrets (also as a Basic header carries them) and
 // the compliance bearer token. Token sources add the tokens of token files
 // as they read and refresh them, and prepareCompliance a bearer token file's.
-func Credentials(s *spec.Spec) *redact.Redactor {
-	r := redact.New()
+func Credentials(s *spec.Spec) *secrets.Mask {
+	r := secrets.New()
 	if s.Compliance != nil {
 		r.Add(s.Compliance.BearerToken)
 	}
@@ -187,7 +187,7 @@ func Credentials(s *spec.Spec) *redact.Redactor {
 // id the token file names, if any. The archive's bookmark commands use it.
 // The token file's tokens are added to r (from Credentials(s)) as they are
 // read and refreshed, so that the caller can mask them in what it prints.
-func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Meter, logger zerolog.Logger, r *redact.Redactor, opts ...Option) (*client.Client, string, error) {
+func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask, opts ...Option) (*client.Client, string, error) {
 	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
 	for _, opt := range opts {
 		opt(&o)

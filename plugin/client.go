@@ -12,7 +12,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/compliance"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/google/uuid"
@@ -24,7 +24,7 @@ type Client struct {
 	plugin.UnimplementedDestination
 	logger       zerolog.Logger
 	spec         *spec.Spec // nil when created without a connection (doc, package)
-	redact       *redact.Redactor
+	mask         *secrets.Mask
 	tables       schema.Tables
 	options      Options
 	invocationID string
@@ -41,7 +41,7 @@ func newClientFunc(o Options) plugin.NewClientFunc {
 		if err != nil {
 			return nil, err
 		}
-		c.spec, c.redact = s, Credentials(s)
+		c.spec, c.mask = s, Credentials(s)
 		return c, nil
 	}
 }
@@ -99,7 +99,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 			s.Media = mediaFiles
 		}
 	}
-	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.redact)
+	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.mask)
 	if o := c.options.Observer; o != nil {
 		if compliance != nil && c.spec.Compliance != nil {
 			o.SyncStarted(set, comp)
@@ -176,7 +176,7 @@ func (c *Client) syncInfo() account.Sync {
 // accountsOfShard prepares the spec's accounts and keeps those of the shard,
 // when the sync is one.
 func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info account.Sync, sh *plugin.Shard) (*account.Set, error) {
-	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.redact)
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.mask)
 	if sh != nil && (sh.Total < 1 || sh.Num < 1 || sh.Num > sh.Total) {
 		return nil, fmt.Errorf("shard %d/%d: want N/T with 1 <= N <= T", sh.Num, sh.Total)
 	}

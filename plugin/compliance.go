@@ -9,7 +9,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
@@ -18,9 +18,9 @@ import (
 // prepareCompliance builds the client of x_post_compliance for the
 // accounts of this sync (of its shard), without touching the network. Its
 // API is nil when the spec has no compliance section.
-func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard, r *redact.Redactor) *compliance.Check {
+func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard, r *secrets.Mask) *compliance.Check {
 	c := &compliance.Check{
-		Set: set, State: st, Clock: o.Clock, Sync: info, Redact: r, Resend: o.resendPolicy(s),
+		Set: set, State: st, Clock: o.Clock, Sync: info, Secrets: r, Resend: o.resendPolicy(s),
 		Logger: logger.With().Str("table", resources.PostComplianceTable).Logger(),
 	}
 	c.Scope = shardScope(shard)
@@ -47,7 +47,7 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
 		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}),
 		client.WithTimeouts(s.Timeouts()),
-		client.WithRedactor(r),
+		client.WithSecrets(r),
 		client.WithUserAgent(UserAgent()),
 	}, o.ClientOptions...)...)
 	return c

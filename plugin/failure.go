@@ -28,9 +28,9 @@ import (
 // where the plugin knows. When no request of the account got an answer it
 // says to check base_url, in one line, rather than repeat the same refused
 // connection for every list. It returns nil for an account that synced.
-// The lines hold no credential of the sync (sess.Redact).
+// The lines hold no credential of the sync (sess.Secrets).
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
-	return sess.Redact.Strings(accountFailure(s, sess))
+	return sess.Secrets.Strings(accountFailure(s, sess))
 }
 
 func accountFailure(s *spec.Spec, sess *account.Session) []string {

@@ -9,7 +9,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
@@ -51,7 +51,7 @@ type connError struct {
 }
 
 // testAccount tests s.Accounts[i].
-func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zerolog.Logger, r *redact.Redactor) *connError {
+func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zerolog.Logger, r *secrets.Mask) *connError {
 	a := s.Accounts[i]
 	api, fileUserID, err := connect(ctx, s, i, o, billing.NewMeter(s.Rates()), logger, r)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
@@ -168,7 +168,7 @@ func UsageRows(s *account.Session) []*Usage {
 	ops.addMeter(s.Meter, s.UserID)
 	ops.addWalks(s.Report().Walks())
 	ops.addMedia(s.Report().Media())
-	return ops.rows(s.Redact)
+	return ops.rows(s.Secrets)
 }
 
 // addMedia adds what the account's media files pass did.
@@ -227,7 +227,7 @@ func ComplianceUsageRows(c *compliance.Check) []*Usage {
 	ops := newOpRows(Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: ComplianceUsageAccount})
 	ops.addMeter(c.Meter, "")
 	if failure := c.Failure(); failure != nil {
-		ops.get(string(c.FailedOperation())).Failure = failureText(c.Redact, failure.Error())
+		ops.get(string(c.FailedOperation())).Failure = failureText(c.Secrets, failure.Error())
 	}
 	return ops.rows(nil)
 }
@@ -235,7 +235,7 @@ func ComplianceUsageRows(c *compliance.Check) []*Usage {
 // failureText is an error's text for the failure column: the credentials
 // masked, and valid UTF-8 (an error may quote what the system said; what X
 // says the API client makes valid).
-func failureText(r *redact.Redactor, text string) string {
+func failureText(r *secrets.Mask, text string) string {
 	return strings.ToValidUTF8(r.String(text), "\uFFFD")
 }
 
@@ -244,7 +244,7 @@ func failureText(r *redact.Redactor, text string) string {
 func setupRow(s *account.Session, base Usage) *Usage {
 	u := base
 	u.Operation = OpSetup
-	u.Failure = failureText(s.Redact, s.Err.Error())
+	u.Failure = failureText(s.Secrets, s.Err.Error())
 	if s.Meter != nil {
 		for _, m := range s.Meter.Snapshot() {
 			u.Requests += m.Requests
@@ -334,13 +334,13 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 }
 
 // rows returns the rows, with their walks' outcomes and errors (masked with
-// redactor), in the order of client.Operations.
-func (r *opRows) rows(redactor *redact.Redactor) []*Usage {
+// mask), in the order of client.Operations.
+func (r *opRows) rows(mask *secrets.Mask) []*Usage {
 	rows := make([]*Usage, 0, len(r.byOp))
 	for op, u := range r.byOp {
 		u.WalkOutcomes = formatOutcomes(r.outcomes[op], u.Walks)
 		if failures := r.failures[op]; len(failures) > 0 {
-			u.Failure = failureText(redactor, strings.Join(failures, "; "))
+			u.Failure = failureText(mask, strings.Join(failures, "; "))
 		}
 		rows = append(rows, u)
 	}

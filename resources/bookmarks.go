@@ -286,7 +286,7 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 	}
 	for _, pe := range p.Errors {
 		if partialErrorKind(&pe) == "" {
-			s.Logger.Warn().Str("error", s.Redact.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
+			s.Logger.Warn().Str("error", s.Secrets.String(pe.String())).Msg("partial error in a bookmarks page; the posts beside it are kept")
 		}
 	}
 	asked := s.Fields.Asked(resp.Naming)

@@ -51,7 +51,7 @@ func maskErrors(tables schema.Tables) {
 	}
 }
 
-// masked returns resolve with its error masked by the sync's Redactor. The
+// masked returns resolve with its error masked by the sync's Mask. The
 // SDK logs what a resolver returns and sends it as a sync error: a server
 // may have put a credential of the sync in it. (The resolvers' own log
 // lines, x_api_usage.failure and plugin.AccountFailure mask theirs.)
@@ -60,9 +60,9 @@ func masked(resolve schema.TableResolver) schema.TableResolver {
 		err := resolve(ctx, meta, parent, res)
 		switch m := meta.(type) {
 		case *account.Session:
-			return m.Redact.Error(err)
+			return m.Secrets.Error(err)
 		case *compliance.Check:
-			return m.Redact.Error(err)
+			return m.Secrets.Error(err)
 		}
 		return err
 	}

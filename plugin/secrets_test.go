@@ -21,7 +21,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
@@ -148,7 +148,7 @@ func TestEchoedCredentialsAreMaskedEverywhere(t *testing.T) {
 		"log": log.String(), "x_api_usage.failure": strings.Join(failures, "\n"),
 		"sync errors": strings.Join(syncErrors, "\n"), "account failures": strings.Join(printed, "\n"),
 	} {
-		if !strings.Contains(text, redact.Mask) {
+		if !strings.Contains(text, secrets.Hidden) {
 			t.Errorf("%s: nothing was masked, so the test tests nothing:\n%s", name, text)
 		}
 		if l := leaks(text); len(l) > 0 {
@@ -158,12 +158,12 @@ func TestEchoedCredentialsAreMaskedEverywhere(t *testing.T) {
 	// Each kind was echoed, and is masked where it lands.
 	all := strings.Join(failures, "\n")
 	for _, want := range []string{
-		"Internal Error: Bearer " + redact.Mask + ": upstream refused " + redact.Mask, // the spec's access token
-		"bad token " + redact.Mask,                    // in an element of "errors"
-		"refresh_token=" + redact.Mask,                // a refresh token
-		"Authorization: Basic " + redact.Mask,         // client_id:secret, as sent
-		"that is " + echoClientID + ":" + redact.Mask, // and decoded
-		"Forbidden for Bearer " + redact.Mask,         // the compliance bearer token
+		"Internal Error: Bearer " + secrets.Hidden + ": upstream refused " + secrets.Hidden, // the spec's access token
+		"bad token " + secrets.Hidden,                    // in an element of "errors"
+		"refresh_token=" + secrets.Hidden,                // a refresh token
+		"Authorization: Basic " + secrets.Hidden,         // client_id:secret, as sent
+		"that is " + echoClientID + ":" + secrets.Hidden, // and decoded
+		"Forbidden for Bearer " + secrets.Hidden,         // the compliance bearer token
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("x_api_usage.failure lacks %q:\n%s", want, all)
@@ -177,7 +177,7 @@ func TestConnectionTestMasksEchoedCredentials(t *testing.T) {
 	specJSON, _ := json.Marshal(map[string]any{"base_url": ts.URL, "max_attempts": 1,
 		"accounts": []map[string]any{{"access_token": echoAccessToken}}})
 	err := New().TestConnection(context.Background(), zerolog.Nop(), specJSON)
-	if err == nil || !strings.Contains(err.Error(), "Internal Error: Bearer "+redact.Mask) || len(leaks(err.Error())) > 0 {
+	if err == nil || !strings.Contains(err.Error(), "Internal Error: Bearer "+secrets.Hidden) || len(leaks(err.Error())) > 0 {
 		t.Errorf("error %v", err)
 	}
 }

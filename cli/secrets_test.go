@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/internal/redact"
+	"github.com/cq-source-x/cq-source-x/internal/secrets"
 )
 
 // echoingServer stands in front of a simulator: the requests its rule
@@ -107,7 +107,7 @@ func (e *echoingServer) leaks(t *testing.T, text string) []string {
 	}
 	var out []string
 	for secret := range e.echoed {
-		if len(secret) >= redact.MinLength && strings.Contains(text, secret) {
+		if len(secret) >= secrets.MinLength && strings.Contains(text, secret) {
 			out = append(out, secret)
 		}
 	}
@@ -152,7 +152,7 @@ func TestStatusMasksCredentialsAServerEchoes(t *testing.T) {
 	if code != ExitAllAccountsFailed {
 		t.Fatalf("exit %d, want %d:\n%s%s", code, ExitAllAccountsFailed, stdout, stderr)
 	}
-	mustContain(t, stdout, "PROBLEM: GET /2/users/me:", "Internal Error: Bearer "+redact.Mask)
+	mustContain(t, stdout, "PROBLEM: GET /2/users/me:", "Internal Error: Bearer "+secrets.Hidden)
 	if leaks := echo.leaks(t, stdout+stderr); len(leaks) > 0 {
 		t.Errorf("status printed %q:\n%s%s", leaks, stdout, stderr)
 	}
@@ -163,7 +163,7 @@ func TestStatusMasksCredentialsAServerEchoes(t *testing.T) {
 	if code != ExitAllAccountsFailed {
 		t.Fatalf("exit %d, want %d:\n%s%s", code, ExitAllAccountsFailed, stdout, stderr)
 	}
-	mustContain(t, stdout, "refresh: auth: token endpoint refresh failed: HTTP 401 invalid_request (Basic "+redact.Mask)
+	mustContain(t, stdout, "refresh: auth: token endpoint refresh failed: HTTP 401 invalid_request (Basic "+secrets.Hidden)
 	if leaks := echo.leaks(t, stdout+stderr); len(leaks) > 0 {
 		t.Errorf("status --json printed %q:\n%s%s", leaks, stdout, stderr)
 	}
@@ -204,8 +204,8 @@ func TestBookmarksMaskCredentialsAServerEchoes(t *testing.T) {
 	if code == ExitOK {
 		t.Fatalf("add: exit 0:\n%s%s", stdout, stderr)
 	}
-	mustContain(t, stderr, "X refused post 1900000000000000001", "Bearer "+redact.Mask)
-	mustContain(t, stdout, "FAILED accounts[0] (user 1001)", "Bearer "+redact.Mask)
+	mustContain(t, stderr, "X refused post 1900000000000000001", "Bearer "+secrets.Hidden)
+	mustContain(t, stdout, "FAILED accounts[0] (user 1001)", "Bearer "+secrets.Hidden)
 	journal := filesUnder(t, filepath.Join(add.out, ".ops"))
 	mustContain(t, journal, "fail 1900000000000000001")
 	if leaks := echo.leaks(t, stdout+stderr+journal); len(leaks) > 0 {
@@ -218,7 +218,7 @@ func TestBookmarksMaskCredentialsAServerEchoes(t *testing.T) {
 	if code == ExitOK {
 		t.Fatalf("remove: exit 0:\n%s%s", stdout, stderr)
 	}
-	mustContain(t, stdout, "FAILED accounts[0] (user 1002)", "Bearer "+redact.Mask)
+	mustContain(t, stdout, "FAILED accounts[0] (user 1002)", "Bearer "+secrets.Hidden)
 	if leaks := echo.leaks(t, stdout+stderr+filesUnder(t, remove.out)); len(leaks) > 0 {
 		t.Errorf("remove printed or stored %q:\n%s%s", leaks, stdout, stderr)
 	}
@@ -246,9 +246,9 @@ func TestLoginAndLogoutMaskCredentialsAServerEchoes(t *testing.T) {
 		return printed
 	}
 	exchange := login(echo.URL + "/echo/2/oauth2/token")
-	mustContain(t, exchange, "token endpoint exchange failed", "Basic "+redact.Mask)
+	mustContain(t, exchange, "token endpoint exchange failed", "Basic "+secrets.Hidden)
 	me := login(sim.TokenURL())
-	mustContain(t, me, "GET /2/users/me failed", "Bearer "+redact.Mask)
+	mustContain(t, me, "GET /2/users/me failed", "Bearer "+secrets.Hidden)
 	if leaks := echo.leaks(t, exchange+me); len(leaks) > 0 {
 		t.Errorf("login printed %q:\n%s%s", leaks, exchange, me)
 	}
@@ -259,7 +259,7 @@ func TestLoginAndLogoutMaskCredentialsAServerEchoes(t *testing.T) {
 	if code == ExitOK {
 		t.Fatalf("logout: exit 0:\n%s%s", stdout, stderr)
 	}
-	mustContain(t, stderr, "revoking the refresh_token", "Basic "+redact.Mask)
+	mustContain(t, stderr, "revoking the refresh_token", "Basic "+secrets.Hidden)
 	if leaks := echo.leaks(t, stdout+stderr); len(leaks) > 0 {
 		t.Errorf("logout printed %q:\n%s%s", leaks, stdout, stderr)
 	}

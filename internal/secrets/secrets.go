@@ -1,11 +1,11 @@
-// Package redact keeps credentials out of the text the program prints and
+// Package secrets keeps credentials out of the text the program prints and
 // stores. A server may echo what it was sent — the bearer token, the Basic
 // client_id:secret of a token request, a refresh token — in an error title
 // or detail, and that text ends in log lines, in x_api_usage.failure and in
-// the exporter's summary. A Redactor holds every credential the process
+// the exporter's summary. A Mask holds every credential the process
 // holds, learns the ones it receives while it runs (a refreshed token), and
 // is applied where errors become text.
-package redact
+package secrets
 
 import (
 	"cmp"
@@ -16,34 +16,34 @@ import (
 	"sync"
 )
 
-// Mask replaces a credential (as package auth masks the secrets of its own
-// messages).
-const Mask = "[redacted]"
+// Hidden replaces a credential (as package auth masks the secrets of its
+// own messages).
+const Hidden = "[redacted]"
 
-// MinLength is the shortest value redacted. Real credentials are tens of
+// MinLength is the shortest value masked. Real credentials are tens of
 // characters; masking every occurrence of a short value ("t", a test token)
 // would mangle the messages it appears in and protect nothing.
 const MinLength = 8
 
-// Redactor replaces the credentials it was given in any text. The zero
-// value holds none; a nil *Redactor leaves text as it is. Safe for
+// Mask replaces the credentials it was given in any text. The zero
+// value holds none; a nil *Mask leaves text as it is. Safe for
 // concurrent use.
-type Redactor struct {
+type Mask struct {
 	mu       sync.RWMutex
 	secrets  map[string]struct{}
 	replacer *strings.Replacer // nil until the first secret
 }
 
-// New returns a Redactor holding secrets.
-func New(secrets ...string) *Redactor {
-	r := &Redactor{}
+// New returns a Mask holding secrets.
+func New(secrets ...string) *Mask {
+	r := &Mask{}
 	r.Add(secrets...)
 	return r
 }
 
 // Add adds credentials, as they are and as they look in a URL query or
 // form body. Values shorter than MinLength are ignored.
-func (r *Redactor) Add(secrets ...string) {
+func (r *Mask) Add(secrets ...string) {
 	var forms []string
 	for _, s := range secrets {
 		forms = append(forms, s, url.QueryEscape(s))
@@ -54,7 +54,7 @@ func (r *Redactor) Add(secrets ...string) {
 // AddBasic adds the credentials of HTTP Basic authentication with clientID
 // and secret: the secret, and the header's base64 value as clients encode it
 // (golang.org/x/oauth2 form-escapes both parts first, RFC 6749 2.3.1).
-func (r *Redactor) AddBasic(clientID, secret string) {
+func (r *Mask) AddBasic(clientID, secret string) {
 	if secret == "" {
 		return
 	}
@@ -65,7 +65,7 @@ func (r *Redactor) AddBasic(clientID, secret string) {
 	})
 }
 
-func (r *Redactor) add(values []string) {
+func (r *Mask) add(values []string) {
 	if r == nil {
 		return
 	}
@@ -97,13 +97,13 @@ func (r *Redactor) add(values []string) {
 	slices.SortFunc(all, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
 	pairs := make([]string, 0, 2*len(all))
 	for _, s := range all {
-		pairs = append(pairs, s, Mask)
+		pairs = append(pairs, s, Hidden)
 	}
 	r.replacer = strings.NewReplacer(pairs...)
 }
 
-// String returns s with every credential replaced by Mask.
-func (r *Redactor) String(s string) string {
+// String returns s with every credential replaced by Hidden.
+func (r *Mask) String(s string) string {
 	if r == nil {
 		return s
 	}
@@ -117,7 +117,7 @@ func (r *Redactor) String(s string) string {
 }
 
 // Strings redacts each element of ss in place and returns it.
-func (r *Redactor) Strings(ss []string) []string {
+func (r *Mask) Strings(ss []string) []string {
 	for i, s := range ss {
 		ss[i] = r.String(s)
 	}
@@ -128,7 +128,7 @@ func (r *Redactor) Strings(ss []string) []string {
 // without credentials, and errors.Is and errors.As still see err. Code that
 // takes a wrapped error out with errors.As and prints it must redact that
 // text itself. nil stays nil.
-func (r *Redactor) Error(err error) error {
+func (r *Mask) Error(err error) error {
 	if err == nil || r == nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (r *Redactor) Error(err error) error {
 }
 
 type redactedError struct {
-	r   *Redactor
+	r   *Mask
 	err error
 }
 

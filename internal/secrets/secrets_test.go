@@ -1,4 +1,4 @@
-package redact
+package secrets
 
 import (
 	"encoding/base64"
@@ -29,7 +29,7 @@ func TestEveryFormOfACredentialIsMasked(t *testing.T) {
 				t.Errorf("%q leaks %q: %q", leak, part, got)
 			}
 		}
-		if !strings.Contains(got, Mask) || !strings.HasPrefix(got, "the server said: ") {
+		if !strings.Contains(got, Hidden) || !strings.HasPrefix(got, "the server said: ") {
 			t.Errorf("%q: %q", leak, got)
 		}
 	}
@@ -43,22 +43,22 @@ func TestShortValuesAreNotCredentials(t *testing.T) {
 }
 
 func TestANilRedactorLeavesTextAlone(t *testing.T) {
-	var r *Redactor
+	var r *Mask
 	r.Add("a-long-secret-value")
 	err := errors.New("x")
 	if r.String("a-long-secret-value") != "a-long-secret-value" || r.Error(err) != err || r.Error(nil) != nil {
-		t.Error("a nil Redactor changed something")
+		t.Error("a nil Mask changed something")
 	}
 }
 
 // An error keeps what errors.Is and errors.As see, and its text is masked
-// with what the Redactor holds when the text is asked for.
+// with what the Mask holds when the text is asked for.
 func TestErrorsAreMaskedWhenPrinted(t *testing.T) {
 	r := New()
 	inner := fmt.Errorf("401: echoed refreshed-token-0123456789: %w", io.ErrUnexpectedEOF)
 	err := r.Error(inner)
 	r.Add("refreshed-token-0123456789")
-	if got := err.Error(); got != "401: echoed "+Mask+": unexpected EOF" {
+	if got := err.Error(); got != "401: echoed "+Hidden+": unexpected EOF" {
 		t.Errorf("%q", got)
 	}
 	if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Unwrap(err) != inner {

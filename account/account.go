@@ -25,6 +25,11 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// Reported is the field of a log line that repeats a failure the sync's
+// reports tell (Report, the compliance check's Failure): a destination that
+// prints those (the exporter's summary) leaves such a line out.
+const Reported = "reported"
+
 // Sync identifies one run of the plugin's Sync, and which earlier syncs ran
 // to their end, of those the state remembers (LoadEnded).
 type Sync = outbox.Sync

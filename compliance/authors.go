@@ -193,7 +193,10 @@ func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client
 				}
 				rows = append(rows, row)
 				if c.Resend.On() {
-					a.sent, a.changed = append(a.sent, row), true
+					a.changed = true
+					if err := a.rows.Add(row); err != nil {
+						return err
+					}
 				}
 			}
 		}

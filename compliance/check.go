@@ -6,7 +6,6 @@ package compliance
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -123,7 +122,7 @@ func (c *Check) Run(ctx context.Context, emit Emit) error {
 		c.mu.Lock()
 		c.failure = err
 		c.mu.Unlock()
-		c.Logger.Error().Err(c.Secrets.Error(err)).Msg("compliance check did not finish")
+		c.Logger.Error().Bool(account.Reported, true).Err(c.Secrets.Error(err)).Msg("compliance check did not finish")
 	}
 	return err
 }
@@ -157,42 +156,32 @@ func (c *Check) FailedOperation() client.Operation {
 }
 
 // resendFindings sends again the rows of the account's outbox that sync
-// keeps in it (outbox.Box.Resend): a sync's rows are sent again by the
-// next ones, with the same checked_at (package outbox).
+// keeps in it (outbox.Open): a sync's rows are sent again by the next
+// ones, with the same checked_at (package outbox).
 func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p outbox.Policy, emit Emit) error {
-	if len(a.outbox.Entries) > 0 {
-		a.outbox, a.changed = a.outbox.Resend(sync.ID, sync.Ended, p), true
-	}
-	a.syncID, a.sentAt = sync.ID, sync.StartedAt
-	var rows []*Finding
-	for i := range a.outbox.Entries {
-		err := a.outbox.Entries[i].Each(func(line []byte) error {
-			f := &Finding{UserID: a.userID}
-			if err := json.Unmarshal(line, f); err != nil {
-				return err
-			}
-			rows = append(rows, f)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("sending again the compliance findings of user %s: %w", a.userID, err)
+	a.changed = a.changed || len(a.outbox.Entries) > 0
+	a.rows = outbox.Open[*Finding](a.outbox, sync, p)
+	err := a.rows.Each(func(rows []*Finding) error {
+		for _, f := range rows {
+			f.UserID = a.userID
 		}
+		return emit(ctx, rows)
+	})
+	if err != nil {
+		return fmt.Errorf("the compliance findings of user %s: %w", a.userID, err)
 	}
-	return emit(ctx, rows)
+	return nil
 }
 
 // outboxToSave is the account's outbox as its checks are saved: what
 // resendFindings kept, then the rows this sync sent.
 func (a *accountChecks) outboxToSave() (string, error) {
-	var batch outbox.Batch
-	for _, f := range a.sent {
-		if err := batch.Add(f); err != nil {
+	box := a.outbox
+	if a.rows != nil {
+		var err error
+		if box, err = a.rows.Box(); err != nil {
 			return "", err
 		}
 	}
-	sent, err := batch.Entry(a.syncID, a.sentAt)
-	if err != nil {
-		return "", err
-	}
-	return a.outbox.With(sent).Marshal()
+	return box.Marshal()
 }

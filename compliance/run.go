@@ -439,7 +439,9 @@ func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.Comp
 			}
 			rows = append(rows, row)
 			if c.Resend.On() {
-				a.sent = append(a.sent, row)
+				if err := a.rows.Add(row); err != nil {
+					return err
+				}
 			}
 		}
 		a.setAll(updates)

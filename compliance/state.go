@@ -96,12 +96,11 @@ type accountChecks struct {
 	// none running); lastRound when its last finished round started.
 	roundStart, lastRound time.Time
 	changed               bool
-	// outbox holds the rows earlier syncs sent that this one sends again
-	// (resendFindings), sent the rows this sync found, at sentAt.
+	// outbox holds the rows earlier syncs sent, as the state keeps them;
+	// rows, once resendFindings opened it, those this sync sends again and
+	// the ones it found.
 	outbox *outbox.Box
-	sent   []*Finding
-	syncID string
-	sentAt time.Time
+	rows   *outbox.Rows[*Finding]
 }
 
 // find returns the post's check.

@@ -8,6 +8,7 @@ package export
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -344,8 +345,8 @@ func (r *run) logger() zerolog.Logger {
 	if r.o.Quiet { // the run's error says what failed
 		return zerolog.Nop()
 	}
-	return zerolog.New(zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}).
-		Hook(dropRepeats{}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
+	console := zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}
+	return zerolog.New(dropReported{console}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 }
 
 // pluginOptions connect the plugin to the run: its state backend, the
@@ -420,17 +421,20 @@ func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 // (docs/benchmarks.md).
 func (*run) RecordRows() int { return 4096 }
 
-// dropRepeats drops the log messages that only repeat a failure (of an
-// account, of the compliance check) the summary and the exit status
-// already report.
-type dropRepeats struct{}
+// dropReported leaves out the log lines that only repeat a failure the
+// summary and the exit status report: the plugin's, which say so
+// (account.Reported), and the scheduler's of a table resolver that failed,
+// which names the table and the client (an account) it failed for, as the
+// summary does, and no column.
+type dropReported struct{ w io.Writer }
 
-func (dropRepeats) Run(e *zerolog.Event, _ zerolog.Level, msg string) {
-	switch msg {
-	case "table resolver finished with error", "account did not sync completely; its state was not advanced where walks failed",
-		"listing folders failed; emitting the folders of the last successful sync", "compliance check did not finish":
-		e.Discard()
+func (d dropReported) Write(p []byte) (int, error) {
+	var e map[string]any
+	if json.Unmarshal(p, &e) == nil && (e[account.Reported] == true ||
+		e[zerolog.LevelFieldName] == zerolog.LevelErrorValue && e["table"] != nil && e["client"] != nil && e["column"] == nil) {
+		return len(p), nil
 	}
+	return d.w.Write(p)
 }
 
 // withDeclaredKeys is t with the primary key the table declares. With

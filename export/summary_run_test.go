@@ -143,3 +143,37 @@ func TestTheSummarysNewPostsAreBookmarksAndFolderEntriesAreToldApart(t *testing.
 		t.Errorf("summary:\n%s", text)
 	}
 }
+
+// The progress output does not repeat the failures the summary tells: an
+// account whose token X refuses and a compliance check that fails are told
+// once, by the summary, and the log lines of the plugin that say the same
+// (the account's, the check's, the scheduler's of each table that failed)
+// are left out; a warning of another kind is not.
+func TestTheProgressDoesNotRepeatTheFailuresTheSummaryTells(t *testing.T) {
+	clk, sim := startVirtualSim(t)
+	sim.FailComplianceJobs(2)
+	users := []demoUser{{id: "1001", bookmarks: 12}, {id: "1002", bookmarks: 3}}
+	tokens := seed(sim, users)
+	sim.RevokeToken(tokens["1002"])
+	text := specYAML(sim.URL(), users, tokens, `["*"]`) + fmt.Sprintf("    compliance:\n      bearer_token: %q\n", sim.IssueAppOnlyToken())
+	src, err := cqspec.Parse([]byte(text), "spec.yml", os.LookupEnv, clk.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	res, err := export.Run(context.Background(), export.Options{Spec: src, Out: t.TempDir(), Clock: clk, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed()) != 1 || res.Summary().Compliance.OK {
+		t.Fatalf("failed %v, compliance %+v: the failures did not happen", res.Failed(), res.Summary().Compliance)
+	}
+	for _, repeat := range []string{"did not sync completely", "table resolver finished", "compliance check did not finish"} {
+		if strings.Contains(progress.String(), repeat) {
+			t.Errorf("the progress repeats %q:\n%s", repeat, progress.String())
+		}
+	}
+	if !strings.Contains(progress.String(), "WRN") {
+		t.Errorf("no warning of another kind was left:\n%s", progress.String())
+	}
+}

@@ -305,7 +305,7 @@ func (c *Client) logAccountFailures(set *account.Set) {
 	for _, s := range set.Sessions {
 		if problems := AccountFailure(c.spec, s); problems != nil {
 			done, failed := s.Report().Tables()
-			c.logger.Error().Str("account", s.ID()).Strs("failed_tables", failed).Strs("done_tables", done).Strs("problems", problems).
+			c.logger.Error().Bool(account.Reported, true).Str("account", s.ID()).Strs("failed_tables", failed).Strs("done_tables", done).Strs("problems", problems).
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}

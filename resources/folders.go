@@ -73,7 +73,7 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 			listErr = errors.Join(listErr, err)
 		}
 		folders = remembered
-		s.Logger.Error().Err(s.Secrets.Error(listErr)).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
+		s.Logger.Error().Bool(account.Reported, true).Err(s.Secrets.Error(listErr)).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
 	}
 	s.SetFolderCount(len(folders))
 	emitFolders(s, folders, res)

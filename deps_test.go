@@ -10,7 +10,7 @@ import (
 // Dependencies point one way. Its packages, from the bottom up:
 //
 //	leaves   ids and the internal/ utilities: nothing of the module above them
-//	core     plan, billing; client, auth, walk; media/store, media; spec; archived; account; compliance; resources; plugin
+//	core     plan, outbox, billing; client, auth, walk; media/store, media; spec; archived; account; compliance; resources; plugin
 //	output   cqspec, archive, archive/pqfile, export, browse
 //	commands bookmarks: the bookmark commands' operations on an archive
 //	program  sandbox (and its simulator, sandbox/xsim), cli, main
@@ -20,7 +20,7 @@ import (
 const module = "github.com/cq-source-x/cq-source-x/"
 
 var (
-	core   = []string{"plan", "billing", "client", "auth", "walk", "media/store", "media", "spec", "archived", "account", "compliance", "resources", "plugin"}
+	core   = []string{"plan", "outbox", "billing", "client", "auth", "walk", "media/store", "media", "spec", "archived", "account", "compliance", "resources", "plugin"}
 	output = []string{"cqspec", "archive", "archive/pqfile", "export", "browse", "bookmarks", "sandbox", "cli"}
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/ids"
-	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/outbox"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 

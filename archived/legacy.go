@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/ids"
-	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/outbox"
 )
 
 // Legacy is what versions before the record kept of an account's archive,

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/ids"
-	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/outbox"
 )
 
 // Dates are what a bookmark's row keeps once redacted, besides its key.

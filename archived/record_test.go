@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/ids"
-	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/media"
+	"github.com/cq-source-x/cq-source-x/outbox"
 )
 
 func readBack(t *testing.T, r *Record) *Record {

@@ -16,8 +16,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
-	"github.com/cq-source-x/cq-source-x/internal/outbox"
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
+	"github.com/cq-source-x/cq-source-x/outbox"
 	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/rs/zerolog"
 )

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/outbox"
+	"github.com/cq-source-x/cq-source-x/outbox"
 )
 
 // What a sync sends of x_bookmarks is sent again by the next ones, from an

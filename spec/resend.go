@@ -1,6 +1,6 @@
 package spec
 
-import "github.com/cq-source-x/cq-source-x/internal/outbox"
+import "github.com/cq-source-x/cq-source-x/outbox"
 
 // Resend says how long a CloudQuery sync sends again the rows of its
 // incremental tables (docs/delivery.md).

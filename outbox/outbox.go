@@ -288,7 +288,8 @@ func (r *Rows[T]) Box() (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.kept.With(sent), nil
+	r.kept = r.kept.With(sent)
+	return r.kept, nil
 }
 
 // Edit is box with each row of type T changed by edit, which drops it when

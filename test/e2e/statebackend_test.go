@@ -16,21 +16,24 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	pbdiscovery "github.com/cloudquery/plugin-pb-go/pb/discovery/v1"
 	pb "github.com/cloudquery/plugin-pb-go/pb/plugin/v3"
+	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"google.golang.org/grpc"
 )
 
 // stateBackend is a small destination plugin that the SDK's state client
 // talks to, as the CloudQuery CLI's state backend (a destination such as
-// PostgreSQL) would: Write stores key/value rows, Read returns them.
+// PostgreSQL) would: Write stores key/value rows in their table, Read
+// returns a table's rows.
 type stateBackend struct {
 	pb.UnimplementedPluginServer
 	pbdiscovery.UnimplementedDiscoveryServer
 
 	mu      sync.Mutex
-	values  map[string]string
+	tables  map[string]map[string]string // table → key → value
 	writes  int
 	written func(keys []string) // called after each write, with its keys
 	refuse  bool                // writes fail: the plugin writing is dead
+	read    map[string]int      // table → rows read
 }
 
 // onWrite has f called after each write, with the keys it wrote (nil: none).
@@ -59,7 +62,7 @@ func startStateBackend(t *testing.T, dir string) (*stateBackend, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &stateBackend{values: map[string]string{}}
+	b := &stateBackend{tables: map[string]map[string]string{}, read: map[string]int{}}
 	srv := grpc.NewServer()
 	pb.RegisterPluginServer(srv, b)
 	pbdiscovery.RegisterDiscoveryServer(srv, b)
@@ -81,9 +84,19 @@ func (b *stateBackend) Write(stream grpc.ClientStreamingServer[pb.Write_Request,
 		if err != nil {
 			return err
 		}
+		if m, ok := req.Message.(*pb.Write_Request_MigrateTable); ok {
+			sc, err := pb.NewSchemaFromBytes(m.MigrateTable.Table)
+			if err != nil {
+				return err
+			}
+			b.mu.Lock()
+			b.table(sc)
+			b.mu.Unlock()
+			continue
+		}
 		ins, ok := req.Message.(*pb.Write_Request_Insert)
 		if !ok {
-			continue // table migrations need nothing here
+			continue
 		}
 		rec, err := pb.NewRecordFromBytes(ins.Insert.Record)
 		if err != nil {
@@ -95,9 +108,10 @@ func (b *stateBackend) Write(stream grpc.ClientStreamingServer[pb.Write_Request,
 			b.mu.Unlock()
 			return errors.New("the state backend lost its writer")
 		}
+		table := b.table(rec.Schema())
 		var written []string
 		for i := 0; i < keys.Len(); i++ {
-			b.values[keys.Value(i)] = values.Value(i)
+			table[keys.Value(i)] = values.Value(i)
 			written = append(written, keys.Value(i))
 		}
 		b.writes++
@@ -117,7 +131,9 @@ func (b *stateBackend) Read(req *pb.Read_Request, stream grpc.ServerStreamingSer
 	bldr := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer bldr.Release()
 	b.mu.Lock()
-	for k, v := range b.values {
+	table := b.table(sc)
+	b.read[tableName(sc)] += len(table)
+	for k, v := range table {
 		bldr.Field(0).(*array.StringBuilder).Append(k)
 		bldr.Field(1).(*array.StringBuilder).Append(v)
 		if sc.NumFields() > 2 {
@@ -137,10 +153,41 @@ func (b *stateBackend) Read(req *pb.Read_Request, stream grpc.ServerStreamingSer
 	return stream.Send(&pb.Read_Response{Record: buf.Bytes()})
 }
 
+// table is the rows of the table sc names, created empty when missing.
+func (b *stateBackend) table(sc *arrow.Schema) map[string]string {
+	name := tableName(sc)
+	if b.tables[name] == nil {
+		b.tables[name] = map[string]string{}
+	}
+	return b.tables[name]
+}
+
+func tableName(sc *arrow.Schema) string {
+	name, _ := sc.Metadata().GetValue(schema.MetadataTableName)
+	return name
+}
+
+// oldTable is the table the syncs are given (backend_options.table_name),
+// where versions before buckets kept every key.
+const oldTable = "cq_state_x"
+
+// value is the value of key in the state's buckets (not the old table).
 func (b *stateBackend) value(key string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.values[key]
+	for name, table := range b.tables {
+		if v, ok := table[key]; ok && name != oldTable {
+			return v
+		}
+	}
+	return ""
 }
 
-var _ arrow.RecordBatch
+// rowsRead counts the rows read of each table, and clears the counts.
+func (b *stateBackend) rowsRead() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	read := b.read
+	b.read = map[string]int{}
+	return read
+}

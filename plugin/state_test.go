@@ -1,0 +1,90 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cloudquery/plugin-sdk/v4/message"
+	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
+)
+
+// An account's state is in the bucket of its user id: that bucket never
+// changes, whatever the spec or the number of shards.
+func TestTheBucketOfAnAccountNeverChanges(t *testing.T) {
+	for id, want := range map[string]int{"1001": 87, "1002": 234, "2244994945": 27} {
+		if got := userBucket(id); got != want {
+			t.Errorf("user %s is in bucket %d, was in %d: its state would be lost", id, got, want)
+		}
+	}
+}
+
+// Accounts spread evenly over the buckets, so that each shard reads about
+// its share of the state.
+func TestAccountsSpreadOverTheBuckets(t *testing.T) {
+	var counts [stateBuckets]int
+	const accounts = 100_000
+	for i := range accounts {
+		counts[userBucket(xsimLikeID(i))]++
+	}
+	for b, n := range counts {
+		if mean := accounts / stateBuckets; n < mean*8/10 || n > mean*12/10 {
+			t.Errorf("bucket %d holds %d accounts, %d on average", b, n, mean)
+		}
+	}
+}
+
+// xsimLikeID is the i-th of a series of user ids of the forms X's have:
+// old ones short, new ones snowflakes of 19 digits (a new one every ms).
+func xsimLikeID(i int) string {
+	if i%2 == 0 {
+		return strconv.Itoa(1000 + i*7919)
+	}
+	return strconv.Itoa(1_400_000_000_000_000_000 + i<<22)
+}
+
+// A sharded sync needs each account's user id without a request: an
+// account with neither user_id nor a token file that records it fails,
+// in one shard, saying what to set; it sends no request.
+func TestAShardedSyncNeedsTheUserIDs(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	sim.SeedBookmarks("1001", 3)
+	specJSON, _ := json.Marshal(map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{{"access_token": sim.IssueToken("1001")}},
+	})
+	failed := 0
+	for n := int32(1); n <= 2; n++ {
+		p := New(WithState(memstate.New()))
+		ctx := context.Background()
+		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}, Shard: &plugin.Shard{Num: n, Total: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if e, ok := m.(*message.SyncError); ok {
+				failed++
+				if !strings.Contains(e.Error, "a sharded sync needs the user id of every account: set accounts[0].user_id") {
+					t.Errorf("shard %d/2: %s", n, e.Error)
+				}
+			}
+		}
+	}
+	if failed != 1 {
+		t.Errorf("the account failed in %d shards, want 1", failed)
+	}
+	if u := sim.Usage("1001"); u[xsim.OpUsersMe].Requests+u[xsim.OpListBookmarks].Requests != 0 {
+		t.Errorf("requests were sent: %+v", u)
+	}
+}

@@ -1,6 +1,8 @@
 package outbox
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -118,7 +120,7 @@ func TestADamagedOutboxIsRefusedNamingTheValue(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &j); err != nil {
 		t.Fatal(err)
 	}
-	j.Entries[0].Rows[len(j.Entries[0].Rows)-3] ^= 0xff // the gzip trailer's checksum
+	j.Entries[0].Rows[len(j.Entries[0].Rows)-3] ^= 0xff // zstd's checksum
 	damaged, _ := json.Marshal(j)
 	if _, err := Unmarshal(string(damaged), `state "x_bookmarks/1"`); err == nil || !strings.Contains(err.Error(), `state "x_bookmarks/1"`) {
 		t.Fatalf("a damaged outbox gives %v, want an error naming the value", err)
@@ -159,5 +161,44 @@ func TestRewriteDropsLinesAndEmptyEntries(t *testing.T) {
 	_ = box.Entries[0].Each(func(line []byte) error { lines = append(lines, string(line)); return nil })
 	if len(lines) != 1 || lines[0] != `"A"` {
 		t.Errorf("lines %q", lines)
+	}
+}
+
+// An outbox written before entries were zstd'd, gzip'd, is read as it was
+// written, and kept so.
+func TestAnOutboxOfGzipdEntriesIsRead(t *testing.T) {
+	var rows bytes.Buffer
+	zw := gzip.NewWriter(&rows)
+	_, _ = zw.Write([]byte("\"a\"\n\"b\"\n"))
+	_ = zw.Close()
+	old := &Box{Entries: []Entry{{SentAt: t0, LastSync: "s1", Rows: rows.Bytes()}}}
+	text, err := old.With(entry(t, "s2", "c")).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Unmarshal(text, "state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, back); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("rows %v, want a, b, c", got)
+	}
+}
+
+// Box is what the state keeps however often a sync saves it: a second
+// save keeps the rows the sync sent, and the rows it adds after.
+func TestEverySaveKeepsTheRowsSent(t *testing.T) {
+	r := Open[string](&Box{}, Sync{ID: "s1", StartedAt: t0}, Policy{Syncs: 3})
+	_ = r.Add("a")
+	if _, err := r.Box(); err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Add("b")
+	box, err := r.Box()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rowsOf(t, box); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("the second save keeps %v, want a, b", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
+	"github.com/cq-source-x/cq-source-x/test/statebackend"
 )
 
 // A CloudQuery sync's rows go source → CLI → destination, which buffers
@@ -94,7 +95,7 @@ type deliveryEnv struct {
 	dir     string
 	clk     *clock.Virtual
 	sim     *xsim.Server
-	backend *stateBackend
+	backend *statebackend.Backend
 	conn    string
 	dest    *destination
 	spec    map[string]any
@@ -139,11 +140,11 @@ func (e *deliveryEnv) sync(stop *stopKind, stopAt func(key string) bool) bool {
 	var once sync.Once
 	stopped := make(chan struct{})
 	if stop != nil && *stop != failedWrite {
-		e.backend.onWrite(func(keys []string) {
+		e.backend.OnWrite(func(keys []string) {
 			if slices.ContainsFunc(keys, stopAt) {
 				once.Do(func() {
 					if *stop == kill9 {
-						e.backend.refuseWrites(true) // the plugin is dead: it writes nothing more
+						e.backend.RefuseWrites(true) // the plugin is dead: it writes nothing more
 					}
 					close(stopped)
 					cancel()
@@ -151,8 +152,8 @@ func (e *deliveryEnv) sync(stop *stopKind, stopAt func(key string) bool) bool {
 			}
 		})
 	}
-	defer e.backend.onWrite(nil)
-	defer e.backend.refuseWrites(false)
+	defer e.backend.OnWrite(nil)
+	defer e.backend.RefuseWrites(false)
 
 	if _, err := c.Init(ctx, &pb.Init_Request{Spec: specJSON, InvocationId: "00000000-0000-4000-8000-000000000002"}); err != nil {
 		e.t.Fatal(err)

@@ -58,9 +58,7 @@ func newMigrationEnv(t *testing.T, ref *migrationEnv) *migrationEnv {
 		return e
 	}
 	e.clk.Advance(ref.clk.Now().Sub(e.clk.Now()))
-	e.backend.mu.Lock()
-	e.backend.tables[oldTable] = stateBeforeBuckets(t)
-	e.backend.mu.Unlock()
+	e.backend.SetTable(oldTable, stateBeforeBuckets(t))
 	return e
 }
 
@@ -86,20 +84,21 @@ func TestTheStateBeforeBucketsIsMovedOnce(t *testing.T) {
 	ref := newMigrationEnv(t, nil)
 	e := newMigrationEnv(t, ref)
 	for round, n := range []int{5, 3} {
-		e.backend.rowsRead()
+		e.backend.TakeRead()
 		if got, want := e.newRound(n, nil, nil), ref.newRound(n, nil, nil); got != want {
 			t.Fatalf("sync %d after the move billed %d posts, %d after a state of this version", round+1, got, want)
 		}
-		read := e.backend.rowsRead()
+		read := e.backend.TakeRead().Rows
 		if moved := read[oldTable] > 0; moved != (round == 0) {
 			t.Errorf("sync %d read %d rows of the old table", round+1, read[oldTable])
 		}
 	}
 	e.mustHoldTheLists()
-	if !maps.Equal(e.backend.tables[oldTable], stateBeforeBuckets(t)) {
+	if !maps.Equal(e.backend.Table(oldTable), stateBeforeBuckets(t)) {
 		t.Error("the old table was written")
 	}
-	for name, table := range e.backend.tables {
+	for _, name := range e.backend.Tables() {
+		table := e.backend.Table(name)
 		if name == oldTable {
 			continue
 		}
@@ -163,7 +162,7 @@ func TestAStopWhileTheStateIsMovedLosesNothing(t *testing.T) {
 					t.Errorf("the sync after billed %d posts, %d when the move was not stopped", got, want[1])
 				}
 				e.mustHoldTheLists()
-				if !maps.Equal(e.backend.tables[oldTable], stateBeforeBuckets(t)) {
+				if !maps.Equal(e.backend.Table(oldTable), stateBeforeBuckets(t)) {
 					t.Error("the old table was written")
 				}
 			})
@@ -198,10 +197,10 @@ func TestAShardReadsTheTablesOfItsBucketsAlone(t *testing.T) {
 			for _, u := range users {
 				before[u] = e.sim.Usage(u)[xsim.OpListBookmarks]
 			}
-			e.backend.rowsRead()
+			e.backend.TakeRead()
 			e.shard = &pb.Sync_Request_Shard{Num: num, Total: total}
 			e.sync(nil, nil)
-			for name := range e.backend.rowsRead() {
+			for name := range e.backend.TakeRead().Rows {
 				if b, _ := strconv.Atoi(name[strings.LastIndexByte(name, '_')+1:]); name != oldTable && int32(b)%total != num-1 {
 					t.Errorf("shard %d/%d read %s", num, total, name)
 				}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -188,16 +189,15 @@ func (c *Client) syncInfo() account.Sync {
 	return info
 }
 
-// accountsOfShard prepares the spec's accounts and keeps those of the shard,
-// when the sync is one.
+// accountsOfShard prepares the spec's accounts of the shard, when the sync
+// is one. The plugin shards accounts itself. The scheduler's shards split
+// (table, account) pairs table by table, which would give one account's
+// bookmarks to one machine and its folders to another: both would use, and
+// may refresh, the same rotating token.
 func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info account.Sync, sh *plugin.Shard) *account.Set {
-	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.mask)
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.mask, sh)
 	if sh != nil {
-		// The plugin shards accounts itself. The scheduler's shards split
-		// (table, account) pairs table by table, which would give one
-		// account's bookmarks to one machine and its folders to another:
-		// both would use, and may refresh, the same rotating token.
-		set.Sessions = shardOf(set.Sessions, int(sh.Num), int(sh.Total))
+		set.Sessions = shardOf(set.Sessions, c.spec.Accounts, sh)
 	}
 	return set
 }
@@ -350,24 +350,27 @@ func checkShard(sh *plugin.Shard) error {
 	return nil
 }
 
-// shardOf is shard num (1-based) of total: the accounts of the state
-// buckets b with b % total == num-1, so that a shard reads its buckets
-// alone (state.go). Every account is in exactly one shard, with all its
-// tables, whatever the number of shards. An account needs its user id for
-// that, from the spec or its token file: one whose id would take a request
-// fails, in shard i % total + 1 (accounts[i]), as one that could not be
-// prepared does.
-func shardOf(sessions []*account.Session, num, total int) []*account.Session {
+// inShard reports whether the account of user userID may be in shard sh:
+// the shard of the state bucket b of its user is b % T + 1, so that a
+// shard reads its buckets alone (state.go); every account is in exactly
+// one shard, with all its tables, whatever the number of shards. An
+// unknown user ("") may be in any.
+func inShard(userID string, sh *plugin.Shard) bool {
+	return sh == nil || userID == "" || userBucket(userID)%int(sh.Total) == int(sh.Num)-1
+}
+
+// shardOf is the sessions of shard sh, of those prepared: by the user id
+// of the spec, else of the token file. An account needs one for that: one
+// whose id would take a request fails, in shard i % T + 1 (accounts[i]),
+// as one that could not be prepared does.
+func shardOf(sessions []*account.Session, accounts []spec.Account, sh *plugin.Shard) []*account.Session {
 	var out []*account.Session
-	for i, s := range sessions {
-		b := i
-		switch {
-		case s.UserID != "":
-			b = userBucket(s.UserID)
-		case s.Err == nil:
-			s.Err, s.API, s.Setup = fmt.Errorf("a sharded sync needs the user id of every account: set %s.user_id, or log in again (cq-source-x login writes it in the token file)", account.Label(i)), nil, nil
+	for _, s := range sessions {
+		id := cmp.Or(accounts[s.Index].UserID, s.UserID)
+		if id == "" && s.Err == nil {
+			s.Err, s.API, s.Setup = fmt.Errorf("a sharded sync needs the user id of every account: set %s.user_id, or log in again (cq-source-x login writes it in the token file)", account.Label(s.Index)), nil, nil
 		}
-		if b%total == num-1 {
+		if id != "" && inShard(id, sh) || id == "" && s.Index%int(sh.Total) == int(sh.Num)-1 {
 			out = append(out, s)
 		}
 	}

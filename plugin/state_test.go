@@ -3,12 +3,15 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
@@ -86,5 +89,49 @@ func TestAShardedSyncNeedsTheUserIDs(t *testing.T) {
 	}
 	if u := sim.Usage("1001"); u[xsim.OpUsersMe].Requests+u[xsim.OpListBookmarks].Requests != 0 {
 		t.Errorf("requests were sent: %+v", u)
+	}
+}
+
+// A shard reads the token files of its own accounts alone, when the spec
+// gives the user ids: the others may be on other machines, or not what
+// the spec says (that is for their shard to report).
+func TestAShardReadsTheTokenFilesOfItsAccountsAlone(t *testing.T) {
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	sim.SeedBookmarks("1001", 3)
+	file := auth.TokenFile{Path: filepath.Join(t.TempDir(), "tokens.json")}
+	if err := file.Save(&auth.StoredToken{Version: auth.FileFormatVersion, AccessToken: "a", RefreshToken: "r",
+		TokenType: "bearer", Expiry: time.Now().Add(time.Hour), ClientID: "c", UserID: "9999"}); err != nil {
+		t.Fatal(err)
+	}
+	specJSON, _ := json.Marshal(map[string]any{
+		"base_url": sim.URL(),
+		"accounts": []map[string]any{ // 1001 is in shard 2 of 2, 1002 in shard 1
+			{"user_id": "1001", "access_token": sim.IssueToken("1001")},
+			{"user_id": "1002", "token_file": file.Path},
+		},
+	})
+	for n, want := range []string{"", "accounts[1].user_id is 1002 but the token file belongs to user 9999"} {
+		p := New(WithState(memstate.New()))
+		ctx := context.Background()
+		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}, Shard: &plugin.Shard{Num: int32(2 - n), Total: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []string
+		for _, m := range msgs {
+			if e, ok := m.(*message.SyncError); ok {
+				errs = append(errs, e.Error)
+			}
+		}
+		if got := strings.Join(errs, "\n"); want == "" && got != "" || !strings.Contains(got, want) {
+			t.Errorf("shard %d/2: errors %q, want %q", 2-n, got, want)
+		}
 	}
 }

@@ -250,7 +250,7 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 		return results, nil, nil
 	}
 	if b.o.state > 0 {
-		st, err := b.stateSyncs(sc, specFile, b.o.state)
+		st, err := b.stateSyncs(sc, sim.URL(), tokens, b.o.state)
 		if st != nil {
 			b.states = append(b.states, st)
 		}

@@ -39,8 +39,25 @@ type stateSync struct {
 	process
 }
 
-// stateSyncs runs the -state syncs of a scenario.
-func (b *bench) stateSyncs(sc scenario, specFile string, total int) (*stateResult, error) {
+// stateSyncs runs the -state syncs of a scenario of the simulator at
+// baseURL.
+func (b *bench) stateSyncs(sc scenario, baseURL string, tokens []string, total int) (*stateResult, error) {
+	accounts := make([]map[string]string, len(tokens))
+	for i, tok := range tokens {
+		accounts[i] = map[string]string{"user_id": userID(i), "access_token": tok}
+	}
+	spec := map[string]any{"base_url": baseURL, "accounts": accounts}
+	if b.o.concurrency > 0 {
+		spec["concurrency"] = b.o.concurrency
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	specFile := filepath.Join(b.work, "plugin-spec.json")
+	if err := os.WriteFile(specFile, specJSON, 0o600); err != nil {
+		return nil, err
+	}
 	sock := filepath.Join(b.work, "state.sock")
 	lis, err := net.Listen("unix", sock)
 	if err != nil {

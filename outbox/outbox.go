@@ -172,16 +172,19 @@ func (w *Batch) addLine(line []byte) error {
 	return nil
 }
 
-// Entry ends the batch: the entry of sync syncID, which started at sentAt,
-// or nil when nothing was added.
+// Entry is the entry of sync syncID, which started at sentAt, of every line
+// added so far, or nil when none was. It may be taken again as lines are
+// added: the state keeps what a sync sent each time it is saved.
 func (w *Batch) Entry(syncID string, sentAt time.Time) (*Entry, error) {
-	if w.zw == nil {
+	if w.zw != nil {
+		if err := w.zw.Close(); err != nil {
+			return nil, err
+		}
+		w.zw = nil // a line added later starts a gzip member of its own
+	}
+	if w.buf.Len() == 0 {
 		return nil, nil
 	}
-	if err := w.zw.Close(); err != nil {
-		return nil, err
-	}
-	w.zw = nil
 	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: bytes.Clone(w.buf.Bytes())}, nil
 }
 

@@ -91,16 +91,28 @@ func (s *Spec) Kinds() Kinds {
 func (s *Spec) askedFor(ck contentKind) []string {
 	var out []string
 	for _, e := range s.Fields.Expansions {
-		if slices.Contains(ck.expand, e) || slices.Contains(ck.implied, e) {
+		if ck.archivedBy("expansions", e) {
 			out = append(out, "fields.expansions "+e)
 		}
 	}
 	for _, f := range s.Fields.TweetFields {
-		if slices.Contains(ck.tweet, f) && len(ck.expand) == 0 {
+		if ck.archivedBy("tweet.fields", f) {
 			out = append(out, "fields.tweet_fields "+f)
 		}
 	}
 	return out
+}
+
+// archivedBy reports whether value in the request parameter param archives
+// kind ck, and so turns it on.
+func (ck contentKind) archivedBy(param, value string) bool {
+	switch param {
+	case "tweet.fields", "post.fields":
+		return slices.Contains(ck.tweet, value) && len(ck.expand) == 0
+	case "expansions":
+		return slices.Contains(ck.expand, value) || slices.Contains(ck.implied, value)
+	}
+	return false
 }
 
 // validateContent reports a kind turned off in `content` that the `fields`
@@ -238,15 +250,8 @@ func sourcesOf(param, value string) []string {
 	var out []string
 	kind := func(name string) { out = union(out, "content."+name) }
 	for _, ck := range contentKinds {
-		switch param {
-		case "tweet.fields", "post.fields":
-			if slices.Contains(ck.tweet, value) && len(ck.expand) == 0 {
-				kind(ck.name)
-			}
-		case "expansions":
-			if slices.Contains(ck.expand, value) || slices.Contains(ck.implied, value) {
-				kind(ck.name)
-			}
+		if ck.archivedBy(param, value) {
+			kind(ck.name)
 		}
 	}
 	if param == "user.fields" && slices.Contains(AuthorUserFields, value) {

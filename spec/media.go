@@ -36,30 +36,12 @@ const (
 )
 
 func (m *MediaFiles) setDefaults() {
-	if m.Photos == nil {
-		on := true
-		m.Photos = &on
-	}
-	if m.Videos == nil {
-		off := false
-		m.Videos = &off
-	}
-	if m.MaxFileSize == nil {
-		b := NewByteSize(DefaultMediaMaxFileSize)
-		m.MaxFileSize = &b
-	}
-	if m.MaxBytesPerRun == nil {
-		b := NewByteSize(0)
-		m.MaxBytesPerRun = &b
-	}
-	if m.Concurrency == nil {
-		n := DefaultMediaConcurrency
-		m.Concurrency = &n
-	}
-	if m.Timeout == nil {
-		d := NewDuration(DefaultMediaTimeout)
-		m.Timeout = &d
-	}
+	orDefault(&m.Photos, true)
+	orDefault(&m.Videos, false)
+	orDefault(&m.MaxFileSize, NewByteSize(DefaultMediaMaxFileSize))
+	orDefault(&m.MaxBytesPerRun, NewByteSize(0))
+	orDefault(&m.Concurrency, DefaultMediaConcurrency)
+	orDefault(&m.Timeout, NewDuration(DefaultMediaTimeout))
 }
 
 func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...any)) {

@@ -5,6 +5,7 @@ package spec
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -267,69 +268,43 @@ func setButEmpty(raw any) problems {
 
 // SetDefaults fills in what was left out.
 func (s *Spec) SetDefaults() {
-	if s.BaseURL == "" {
-		s.BaseURL = DefaultBaseURL
-	}
-	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
-	if s.OAuth.TokenURL == "" {
-		s.OAuth.TokenURL = DefaultTokenURL
-	}
+	s.BaseURL = strings.TrimRight(cmp.Or(s.BaseURL, DefaultBaseURL), "/")
+	s.OAuth.TokenURL = cmp.Or(s.OAuth.TokenURL, DefaultTokenURL)
 	// The lists add to what the tables need: empty is unset, in one form.
 	for _, list := range []*[]string{&s.Fields.TweetFields, &s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
 		if len(*list) == 0 {
 			*list = nil
 		}
 	}
-	if s.APINaming == "" {
-		s.APINaming = "auto"
-	}
-	if s.Planner.MaxPageSize == 0 {
-		s.Planner.MaxPageSize = walk.DefaultMaxPageSize
-	}
-	if s.Planner.RequestBudget == 0 {
-		s.Planner.RequestBudget = walk.DefaultRequestBudget
-	}
-	if s.Planner.FolderRequestBudget == 0 {
-		s.Planner.FolderRequestBudget = DefaultFolderRequestBudget
-	}
-	if s.Planner.Confirmations == 0 {
-		s.Planner.Confirmations = walk.DefaultConfirmations
-	}
-	if s.RateLimitWaitCap == nil {
-		d := NewDuration(DefaultRateLimitWaitCap)
-		s.RateLimitWaitCap = &d
-	}
-	if s.RetryBudget == nil {
-		d := NewDuration(DefaultRetryBudget)
-		s.RetryBudget = &d
-	}
-	if s.MaxAttempts == 0 {
-		s.MaxAttempts = DefaultMaxAttempts
-	}
-	for _, d := range []struct {
-		v   **Duration
-		def time.Duration
-	}{{&s.ConnectTimeout, DefaultConnectTimeout}, {&s.HeaderTimeout, DefaultHeaderTimeout}, {&s.RequestTimeout, DefaultRequestTimeout}} {
-		if *d.v == nil {
-			v := NewDuration(d.def)
-			*d.v = &v
-		}
-	}
-	if s.Planner.MaxBilledPosts == nil {
-		n := walk.DefaultMaxBilledPosts
-		s.Planner.MaxBilledPosts = &n
-	}
+	s.APINaming = cmp.Or(s.APINaming, "auto")
+	p := &s.Planner
+	p.MaxPageSize = cmp.Or(p.MaxPageSize, walk.DefaultMaxPageSize)
+	p.RequestBudget = cmp.Or(p.RequestBudget, walk.DefaultRequestBudget)
+	p.FolderRequestBudget = cmp.Or(p.FolderRequestBudget, DefaultFolderRequestBudget)
+	p.Confirmations = cmp.Or(p.Confirmations, walk.DefaultConfirmations)
+	orDefault(&p.MaxBilledPosts, walk.DefaultMaxBilledPosts)
+	orDefault(&s.RateLimitWaitCap, NewDuration(DefaultRateLimitWaitCap))
+	orDefault(&s.RetryBudget, NewDuration(DefaultRetryBudget))
+	orDefault(&s.ConnectTimeout, NewDuration(DefaultConnectTimeout))
+	orDefault(&s.HeaderTimeout, NewDuration(DefaultHeaderTimeout))
+	orDefault(&s.RequestTimeout, NewDuration(DefaultRequestTimeout))
+	s.MaxAttempts = cmp.Or(s.MaxAttempts, DefaultMaxAttempts)
+	s.Concurrency = cmp.Or(s.Concurrency, DefaultConcurrency)
 	s.setPricingDefaults()
-	if s.Concurrency == 0 {
-		s.Concurrency = DefaultConcurrency
-	}
 	if s.Compliance != nil {
 		s.Compliance.setDefaults()
 	}
 	if s.MediaFiles != nil {
 		s.MediaFiles.setDefaults()
 	}
-	s.Resend.setDefaults()
+	orDefault(&s.Resend.Syncs, DefaultResendSyncs)
+}
+
+// orDefault points *p at def when it is nil.
+func orDefault[T any](p **T, def T) {
+	if *p == nil {
+		*p = &def
+	}
 }
 
 var userIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,18}$`)

@@ -97,13 +97,10 @@ const maxRedirects = 5
 
 // NewFetcher returns a Fetcher.
 func NewFetcher(o FetcherOptions) *Fetcher {
-	rt := o.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
+	return &Fetcher{
+		http:     &http.Client{Transport: o.Transport, CheckRedirect: checkRedirect},
+		timeouts: o.Timeouts, maxSize: o.MaxSize, userAgent: o.UserAgent,
 	}
-	f := &Fetcher{timeouts: o.Timeouts, maxSize: o.MaxSize, userAgent: o.UserAgent}
-	f.http = &http.Client{Transport: rt, CheckRedirect: checkRedirect}
-	return f
 }
 
 // checkRedirect follows a redirect only to https (or, from plain http on a
@@ -265,10 +262,14 @@ func statusError(code int) error {
 // refused, or a transient fault (no connection, a timeout).
 func requestError(err error) error {
 	var fe *Error
-	if errors.As(err, &fe) {
+	var ue *url.Error
+	switch {
+	case errors.As(err, &fe):
 		return fe
+	case errors.As(err, &ue):
+		err = ue.Err // it repeats the URL
 	}
-	return &Error{Status: Transient, Err: unwrapURLError(err)}
+	return &Error{Status: Transient, Err: err}
 }
 
 // bodyError is the error of a body that could not be read whole.
@@ -282,15 +283,6 @@ func bodyError(err error) error {
 		return &Error{Status: Transient, Err: te}
 	}
 	return &Error{Status: Transient, Err: fmt.Errorf("reading the file: %w", err)}
-}
-
-// unwrapURLError drops the *url.Error around err, which repeats the URL.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 func oneLine(s string) string {
@@ -343,16 +335,6 @@ func (b *Budget) give(n int64) {
 	b.mu.Lock()
 	b.left += n
 	b.mu.Unlock()
-}
-
-// Left is what is left of the budget; -1 for no limit.
-func (b *Budget) Left() int64 {
-	if b == nil {
-		return -1
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.left
 }
 
 // charge is what one fetch took of a budget: the bytes it read count,

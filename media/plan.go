@@ -3,6 +3,7 @@ package media
 import (
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/client"
@@ -40,12 +41,7 @@ type File struct {
 func Files(m *client.Media, k Kinds) []File {
 	var out []File
 	add := func(what, u string) {
-		for _, f := range out {
-			if f.URL == u {
-				return
-			}
-		}
-		if u != "" {
+		if u != "" && !slices.ContainsFunc(out, func(f File) bool { return f.URL == u }) {
 			out = append(out, File{What: what, Request: NewRequest(u)})
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
@@ -210,7 +211,7 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 		}
 		<-s.sem // others fetch while this one waits
 		held = false
-		if err := sleep(ctx, backoff(s.o.RetryDelay, attempt)); err != nil {
+		if err := (clock.Real{}).Sleep(ctx, backoff(s.o.RetryDelay, attempt)); err != nil {
 			return out
 		}
 		if err := s.acquire(ctx); err != nil {
@@ -315,15 +316,4 @@ func failed(err error) Outcome {
 
 func canceled(ctx context.Context) Outcome {
 	return Outcome{Status: Transient, Err: fmt.Sprintf("%s: %v", Transient, context.Cause(ctx))}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

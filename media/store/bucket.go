@@ -47,7 +47,11 @@ func (b *bucket) commit(ctx context.Context, f *os.File, key, contentType string
 	if err != nil {
 		return err
 	}
-	if err := copyFile(w, f); err != nil {
+	_, err = f.Seek(0, io.SeekStart) // the synced spool, from its start
+	if err == nil {
+		_, err = io.Copy(w, f)
+	}
+	if err != nil {
 		cancel()
 		w.Close()
 		return err

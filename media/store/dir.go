@@ -55,11 +55,7 @@ func ReadDir(root string) *Store { return &Store{b: &dir{root: root}, name: root
 // Spools lists the spools in the directory store root: the files of
 // fetches in progress, or left by a process stopped while it fetched.
 func Spools(root string) ([]string, error) {
-	paths, err := filepath.Glob(filepath.Join(root, spoolDir, "*"+spoolExt))
-	if err != nil {
-		return nil, err
-	}
-	return paths, nil
+	return filepath.Glob(filepath.Join(root, spoolDir, "*"+spoolExt))
 }
 
 // RemoveSpools removes every spool of the directory store root. Only for a

@@ -21,10 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
+	"maps"
 	"mime"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -101,8 +102,8 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 // CheckURL says what is wrong with a store URL, or nil; it opens nothing.
 func CheckURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return fmt.Errorf("media store URL does not parse: %w", unwrapURLError(err))
+	if err != nil { // a *url.Error, which repeats the URL
+		return fmt.Errorf("media store URL does not parse: %w", errors.Unwrap(err))
 	}
 	switch u.Scheme {
 	case "file":
@@ -116,17 +117,6 @@ func CheckURL(rawURL string) error {
 	}
 	return fmt.Errorf("media store URL %s: the scheme must be file, s3, gs or azblob", Redacted(u))
 }
-
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err // it repeats the URL
-	}
-	return err
-}
-
-// Schemes are the URL schemes Open takes.
-var Schemes = []string{"file", "s3", "gs", "azblob"}
 
 // FilePath is the directory of a file:// URL, which must be absolute and
 // have no host but localhost, query or fragment.
@@ -278,14 +268,6 @@ func (s *Store) Lookup(ctx context.Context, sourceURL string) (*File, error) {
 	return &e.File, nil
 }
 
-// Exists reports whether the store holds the file key.
-func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
-	if !IsKey(key) {
-		return false, fmt.Errorf("media store %s: %q is not a file's key", s.name, key)
-	}
-	return s.b.exists(ctx, key)
-}
-
 // Delete removes the file key; a file that is not there is not an error.
 // The index entries that name it stay, and Lookup ignores them: a URL whose
 // file was deleted is fetched again if asked for.
@@ -336,14 +318,7 @@ func (s *Store) Release(ctx context.Context, key, user string) (deleted bool, er
 }
 
 // validUser reports whether user is an X user id: it becomes a key.
-func validUser(user string) bool {
-	for _, r := range user {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return user != ""
-}
+func validUser(user string) bool { return user != "" && strings.Trim(user, "0123456789") == "" }
 
 // ContentKey is the key of a file of SHA-256 sum (hex) and content type.
 func ContentKey(sum, contentType string) string {
@@ -394,20 +369,4 @@ func Extension(contentType string) string {
 	return extensions[mt]
 }
 
-func validExt(ext string) bool {
-	for _, e := range extensions {
-		if e == ext {
-			return true
-		}
-	}
-	return false
-}
-
-// copyFile uploads the synced spool f through w: from its start.
-func copyFile(w io.Writer, f *os.File) error {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	_, err := io.Copy(w, f)
-	return err
-}
+func validExt(ext string) bool { return slices.Contains(slices.Collect(maps.Values(extensions)), ext) }

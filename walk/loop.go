@@ -62,7 +62,7 @@ func (l *loopCheck) send(token string, page, returned int) error {
 func (l *loopCheck) read(n int, id func(i int) string, page, returned int) error {
 	seen := 0
 	for i := range n {
-		if !l.add(id(i)) {
+		if !l.posts.Add(id(i)) {
 			seen++
 		}
 	}
@@ -92,6 +92,3 @@ func (l *loopCheck) postsRead(returned int) string {
 }
 
 const loopHint = " (the server at base_url does not page as the X API does; the next sync starts again from the top)"
-
-// add records id and reports whether it is new to the walk.
-func (l *loopCheck) add(id string) bool { return l.posts.Add(id) }

@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -47,28 +48,16 @@ const (
 
 // DefaultMaxBilledPosts is the spec's default billed-post cap of one walk:
 // a bound on what a server that never stops sending new posts can bill,
-// set where no honest walk reaches. The API has served at most the newest
-// 800 bookmarks (X's documentation until 2026) and one user has walked
-// 1,120 since; a first sync reads the whole list once, incremental walks
-// read what was saved since the last. 100,000 is about ninety times the
-// longest walk seen (an hour and a half of paging at 180 requests of 90
-// posts per 15 minutes). Reaching it costs USD 500 at the post-read price
-// (100 at the owned-read price), where X's own cap is 3 million post
-// reads a month. An account past it is not stuck: its first walk stops
-// there and says to raise the cap once (see CapError).
+// set far above the longest list the API has served (docs/cost.md). An
+// account past it is not stuck: its first walk stops there and says to
+// raise the cap once (see CapError).
 const DefaultMaxBilledPosts = 100_000
 
 // WithDefaults fills zero fields.
 func (s Settings) WithDefaults() Settings {
-	if s.MaxPageSize == 0 {
-		s.MaxPageSize = DefaultMaxPageSize
-	}
-	if s.RequestBudget == 0 {
-		s.RequestBudget = DefaultRequestBudget
-	}
-	if s.Confirmations == 0 {
-		s.Confirmations = DefaultConfirmations
-	}
+	s.MaxPageSize = cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
+	s.RequestBudget = cmp.Or(s.RequestBudget, DefaultRequestBudget)
+	s.Confirmations = cmp.Or(s.Confirmations, DefaultConfirmations)
 	return s
 }
 

@@ -67,22 +67,18 @@ func (c *Compliance) Action(reason string) string {
 	return c.OnChange
 }
 
-// Defaults of the compliance section.
-const (
-	DefaultComplianceEvery = 12 * time.Hour
-	DefaultComplianceWait  = 10 * time.Minute
-	// DefaultMaxIDsPerJob: X publishes no limit on a job's size (2026); a
-	// personal archive fits in one job, and more jobs cost nothing but time.
-	DefaultMaxIDsPerJob = 100_000
-)
+// DefaultComplianceEvery is compliance.every when it is not set.
+const DefaultComplianceEvery = 12 * time.Hour
 
 // HintAppOnlyBearerToken says where the right token comes from.
 const HintAppOnlyBearerToken = "compliance jobs need the app's app-only bearer token: in the X developer portal (developer.x.com), open your app's \"Keys and tokens\" page and copy its Bearer Token"
 
 func (c *Compliance) setDefaults() {
 	orDefault(&c.Every, NewDuration(DefaultComplianceEvery))
-	orDefault(&c.Wait, NewDuration(DefaultComplianceWait))
-	c.MaxIDsPerJob = cmp.Or(c.MaxIDsPerJob, DefaultMaxIDsPerJob)
+	orDefault(&c.Wait, NewDuration(10*time.Minute))
+	// X publishes no limit on a job's size; a personal archive fits in one
+	// job, and more jobs cost nothing but time.
+	c.MaxIDsPerJob = cmp.Or(c.MaxIDsPerJob, 100_000)
 	c.OnChange = cmp.Or(c.OnChange, ActionRedact)
 }
 

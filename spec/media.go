@@ -28,20 +28,13 @@ type MediaFiles struct {
 	Timeout *Duration `json:"timeout,omitempty" jsonschema:"default=10m"`
 }
 
-// Defaults of the media_files section.
-const (
-	DefaultMediaMaxFileSize = 512_000_000
-	DefaultMediaConcurrency = 4
-	DefaultMediaTimeout     = 10 * time.Minute
-)
-
 func (m *MediaFiles) setDefaults() {
 	orDefault(&m.Photos, true)
 	orDefault(&m.Videos, false)
-	orDefault(&m.MaxFileSize, NewByteSize(DefaultMediaMaxFileSize))
+	orDefault(&m.MaxFileSize, NewByteSize(512_000_000))
 	orDefault(&m.MaxBytesPerRun, NewByteSize(0))
-	orDefault(&m.Concurrency, DefaultMediaConcurrency)
-	orDefault(&m.Timeout, NewDuration(DefaultMediaTimeout))
+	orDefault(&m.Concurrency, 4)
+	orDefault(&m.Timeout, NewDuration(10*time.Minute))
 }
 
 func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...any)) {

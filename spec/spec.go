@@ -167,18 +167,10 @@ type Planner struct {
 	Confirmations int `json:"confirmations,omitempty" jsonschema:"minimum=1,maximum=10,default=1"`
 }
 
-// Defaults.
+// X's addresses, where a spec leaves base_url and oauth.token_url out.
 const (
-	DefaultBaseURL             = "https://api.x.com"
-	DefaultTokenURL            = "https://api.x.com/2/oauth2/token"
-	DefaultRateLimitWaitCap    = 16 * time.Minute
-	DefaultRetryBudget         = 5 * time.Minute
-	DefaultMaxAttempts         = 4
-	DefaultConcurrency         = 10000
-	DefaultFolderRequestBudget = 40
-	DefaultConnectTimeout      = client.DefaultConnectTimeout
-	DefaultHeaderTimeout       = client.DefaultHeaderTimeout
-	DefaultRequestTimeout      = client.DefaultRequestTimeout
+	DefaultBaseURL  = "https://api.x.com"
+	DefaultTokenURL = "https://api.x.com/2/oauth2/token"
 )
 
 // Bounds of the values the spec check accepts: beyond them a value is a
@@ -280,16 +272,16 @@ func (s *Spec) SetDefaults() {
 	p := &s.Planner
 	p.MaxPageSize = cmp.Or(p.MaxPageSize, walk.DefaultMaxPageSize)
 	p.RequestBudget = cmp.Or(p.RequestBudget, walk.DefaultRequestBudget)
-	p.FolderRequestBudget = cmp.Or(p.FolderRequestBudget, DefaultFolderRequestBudget)
+	p.FolderRequestBudget = cmp.Or(p.FolderRequestBudget, 40)
 	p.Confirmations = cmp.Or(p.Confirmations, walk.DefaultConfirmations)
 	orDefault(&p.MaxBilledPosts, walk.DefaultMaxBilledPosts)
-	orDefault(&s.RateLimitWaitCap, NewDuration(DefaultRateLimitWaitCap))
-	orDefault(&s.RetryBudget, NewDuration(DefaultRetryBudget))
-	orDefault(&s.ConnectTimeout, NewDuration(DefaultConnectTimeout))
-	orDefault(&s.HeaderTimeout, NewDuration(DefaultHeaderTimeout))
-	orDefault(&s.RequestTimeout, NewDuration(DefaultRequestTimeout))
-	s.MaxAttempts = cmp.Or(s.MaxAttempts, DefaultMaxAttempts)
-	s.Concurrency = cmp.Or(s.Concurrency, DefaultConcurrency)
+	orDefault(&s.RateLimitWaitCap, NewDuration(16*time.Minute))
+	orDefault(&s.RetryBudget, NewDuration(5*time.Minute))
+	orDefault(&s.ConnectTimeout, NewDuration(client.DefaultConnectTimeout))
+	orDefault(&s.HeaderTimeout, NewDuration(client.DefaultHeaderTimeout))
+	orDefault(&s.RequestTimeout, NewDuration(client.DefaultRequestTimeout))
+	s.MaxAttempts = cmp.Or(s.MaxAttempts, 4)
+	s.Concurrency = cmp.Or(s.Concurrency, 10000)
 	s.setPricingDefaults()
 	if s.Compliance != nil {
 		s.Compliance.setDefaults()
@@ -297,7 +289,7 @@ func (s *Spec) SetDefaults() {
 	if s.MediaFiles != nil {
 		s.MediaFiles.setDefaults()
 	}
-	orDefault(&s.Resend.Syncs, DefaultResendSyncs)
+	orDefault(&s.Resend.Syncs, 3)
 }
 
 // orDefault points *p at def when it is nil.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -97,23 +98,19 @@ type Positions struct {
 
 // Positions builds the index of l.
 func (l *IDList) Positions() *Positions {
-	p := &Positions{}
 	if l.strs != nil {
-		p.strs = make(map[string]int, len(l.strs))
-		for i, s := range l.strs {
-			if _, dup := p.strs[s]; !dup {
-				p.strs[s] = i
-			}
-		}
-		return p
+		return &Positions{strs: index(l.strs)}
 	}
-	p.nums = make(map[uint64]int, len(l.nums))
-	for i, n := range l.nums {
-		if _, dup := p.nums[n]; !dup {
-			p.nums[n] = i
-		}
+	return &Positions{nums: index(l.nums)}
+}
+
+// index maps each value of list to its first index.
+func index[K comparable](list []K) map[K]int {
+	m := make(map[K]int, len(list))
+	for i, k := range slices.Backward(list) {
+		m[k] = i
 	}
-	return p
+	return m
 }
 
 // Of returns the index of id, and whether the list holds it.

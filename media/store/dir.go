@@ -105,7 +105,7 @@ func (d *dir) commit(_ context.Context, f *os.File, key, _ string, step func(str
 // exists is kept unless replace: files are named by their content.
 func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
 	final := d.path(key)
-	if err := d.mkdir(filepath.Dir(final)); err != nil {
+	if err := dirsync.Mkdir(d.root, filepath.Dir(filepath.FromSlash(key))); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -118,24 +118,6 @@ func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
 	}
 	step("renamed")
 	return dirsync.Sync(filepath.Dir(final))
-}
-
-// mkdir creates dir, a directory of the store, if missing, and syncs its
-// parent when it did.
-func (d *dir) mkdir(path string) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	parent := filepath.Dir(path)
-	if parent != d.root {
-		if err := d.mkdir(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return dirsync.Sync(parent)
 }
 
 func (d *dir) exists(_ context.Context, key string) (bool, error) {

@@ -72,10 +72,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Fetcher fetches media files. Create it with NewFetcher.
 type Fetcher struct {
-	http      *http.Client
-	timeouts  client.Timeouts
-	maxSize   int64
-	userAgent string
+	http *http.Client
+	o    FetcherOptions
 }
 
 // FetcherOptions configure a Fetcher.
@@ -87,20 +85,14 @@ type FetcherOptions struct {
 	// Request the whole file.
 	Timeouts client.Timeouts
 	// MaxSize is the largest file fetched; 0: no limit.
-	MaxSize int64
-	// UserAgent of the requests.
+	MaxSize   int64
 	UserAgent string
 }
 
-// maxRedirects is how many redirects a fetch follows.
 const maxRedirects = 5
 
-// NewFetcher returns a Fetcher.
 func NewFetcher(o FetcherOptions) *Fetcher {
-	return &Fetcher{
-		http:     &http.Client{Transport: o.Transport, CheckRedirect: checkRedirect},
-		timeouts: o.Timeouts, maxSize: o.MaxSize, userAgent: o.UserAgent,
-	}
+	return &Fetcher{http: &http.Client{Transport: o.Transport, CheckRedirect: checkRedirect}, o: o}
 }
 
 // checkRedirect follows a redirect only to https (or, from plain http on a
@@ -147,14 +139,14 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := CheckURL(rawURL); err != nil {
 		return nil, err
 	}
-	d := client.StartDeadlines(ctx, f.timeouts)
+	d := client.StartDeadlines(ctx, f.o.Timeouts)
 	defer d.Stop()
 	req, err := http.NewRequestWithContext(d.Context(), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, &Error{Status: Failed, Err: err}
 	}
-	if f.userAgent != "" {
-		req.Header.Set("User-Agent", f.userAgent)
+	if f.o.UserAgent != "" {
+		req.Header.Set("User-Agent", f.o.UserAgent)
 	}
 	resp, err := f.http.Do(req)
 	if err != nil {
@@ -165,8 +157,8 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := statusError(resp.StatusCode); err != nil {
 		return nil, err
 	}
-	if n := resp.ContentLength; n > 0 && f.maxSize > 0 && n > f.maxSize {
-		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.maxSize)}
+	if n := resp.ContentLength; n > 0 && f.o.MaxSize > 0 && n > f.o.MaxSize {
+		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.o.MaxSize)}
 	}
 	charge := &charge{budget: budget}
 	if resp.ContentLength > 0 && !charge.take(resp.ContentLength) {
@@ -194,8 +186,8 @@ func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, c *charge) (*Result
 		if k > 0 {
 			n += int64(k)
 			c.read = n
-			if f.maxSize > 0 && n > f.maxSize {
-				return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.maxSize)}
+			if f.o.MaxSize > 0 && n > f.o.MaxSize {
+				return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.o.MaxSize)}
 			}
 			if resp.ContentLength <= 0 && !c.take(int64(k)) {
 				return nil, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}
@@ -227,10 +219,8 @@ func isMedia(contentType string) bool {
 	return strings.HasPrefix(contentType, "image/") || strings.HasPrefix(contentType, "video/")
 }
 
-// bufSize is the size of the buffer of each fetch.
-const bufSize = 256 << 10
-
-var buffers = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+// buffers hold the buffer of each fetch.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // contentType is the Content-Type the server gave, when it is a media type,
 // else the one the file's first bytes say.
@@ -243,7 +233,6 @@ func contentType(header string, w *wholeFile) string {
 	return ct
 }
 
-// statusError is the error of a response that is not 200 OK.
 func statusError(code int) error {
 	switch {
 	case code == http.StatusOK:

@@ -19,12 +19,11 @@ type Kinds struct {
 	Videos, AllVariants bool
 }
 
-// On reports whether any file is stored.
 func (k Kinds) On() bool { return k.Photos || k.Videos }
 
 // What a file is to its media object.
 const (
-	FilePhoto = "photo" // a photo
+	FilePhoto = "photo"
 	FileStill = "still" // a video's or GIF's preview image
 	FileVideo = "video" // an mp4 variant of a video or GIF
 )
@@ -33,7 +32,6 @@ const (
 type File struct {
 	// What is FilePhoto, FileStill or FileVideo.
 	What string
-	// Request fetches it.
 	Request
 }
 

@@ -89,14 +89,9 @@ type SaverOptions struct {
 	Stop context.Context
 }
 
-// Defaults of SaverOptions.
-const (
-	DefaultConcurrency = 4
-	DefaultAttempts    = 3
-	DefaultRetryDelay  = time.Second
-)
+// DefaultConcurrency is SaverOptions.Concurrency when it is not set.
+const DefaultConcurrency = 4
 
-// NewSaver returns a Saver.
 func NewSaver(o SaverOptions) *Saver {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -105,10 +100,10 @@ func NewSaver(o SaverOptions) *Saver {
 		o.Concurrency = DefaultConcurrency
 	}
 	if o.Attempts <= 0 {
-		o.Attempts = DefaultAttempts
+		o.Attempts = 3
 	}
 	if o.RetryDelay <= 0 {
-		o.RetryDelay = DefaultRetryDelay
+		o.RetryDelay = time.Second
 	}
 	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}, refused: map[string]int{}, paused: map[string]string{}}
 }
@@ -117,13 +112,8 @@ func NewSaver(o SaverOptions) *Saver {
 // (a sync logs it). nil calls nothing.
 func (s *Saver) OnPause(f func(host, why string)) { s.onPause = f }
 
-// Store is where the saver stores the files.
 func (s *Saver) Store() *store.Store { return s.o.Store }
-
-// Concurrency is how many files the saver fetches at once.
-func (s *Saver) Concurrency() int { return s.o.Concurrency }
-
-// Progress counts what the saver did.
+func (s *Saver) Concurrency() int    { return s.o.Concurrency }
 func (s *Saver) Progress() *Progress { return &s.progress }
 
 type call struct {

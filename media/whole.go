@@ -46,7 +46,6 @@ func (w *wholeFile) Write(p []byte) (int, error) {
 // contentType is the type the file's first bytes say.
 func (w *wholeFile) contentType() string { return http.DetectContentType(w.head) }
 
-// whole reports whether the bytes seen make a whole file.
 func (w *wholeFile) whole() bool {
 	h, t := w.head, w.tail
 	switch {

@@ -20,14 +20,6 @@ type bucket struct {
 	b *blob.Bucket
 }
 
-func openBucket(ctx context.Context, rawURL string) (*bucket, error) {
-	b, err := blob.OpenBucket(ctx, rawURL)
-	if err != nil {
-		return nil, err
-	}
-	return &bucket{b: b}, nil
-}
-
 func (*bucket) spool() (*os.File, error) {
 	return os.CreateTemp("", "cq-source-x-media-*"+spoolExt)
 }

@@ -28,6 +28,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"gocloud.dev/blob"
 )
 
 // File is a stored file.
@@ -91,12 +93,12 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		dir, _ := FilePath(u)
 		return OpenDir(dir)
 	}
-	b, err := openBucket(ctx, rawURL)
+	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
 		// gocloud's errors repeat the URL, query values and all.
 		return nil, fmt.Errorf("opening the media store %s: %s", Redacted(u), strings.ReplaceAll(err.Error(), rawURL, Redacted(u)))
 	}
-	return &Store{b: b, name: Redacted(u)}, nil
+	return &Store{b: &bucket{b}, name: Redacted(u)}, nil
 }
 
 // CheckURL says what is wrong with a store URL, or nil; it opens nothing.
@@ -153,10 +155,8 @@ func Redacted(u *url.URL) string {
 // nil calls nothing.
 func (s *Store) OnStep(step func(name string)) { s.step = step }
 
-// String names the store: its directory, or its URL without query values.
 func (s *Store) String() string { return s.name }
 
-// Close releases the store's connections.
 func (s *Store) Close() error { return s.b.close() }
 
 // Spool is a file being fetched: what is written to it goes to a temporary
@@ -167,7 +167,6 @@ type Spool struct {
 	n int64
 }
 
-// NewSpool starts a file.
 func (s *Store) NewSpool() (*Spool, error) {
 	f, err := s.b.spool()
 	if err != nil {
@@ -176,7 +175,6 @@ func (s *Store) NewSpool() (*Spool, error) {
 	return &Spool{f: f, h: sha256.New()}, nil
 }
 
-// Write writes p to the file and the hash.
 func (sp *Spool) Write(p []byte) (int, error) {
 	n, err := sp.f.Write(p)
 	sp.h.Write(p[:n])
@@ -184,7 +182,6 @@ func (sp *Spool) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Size is the number of bytes written.
 func (sp *Spool) Size() int64 { return sp.n }
 
 // Discard removes the temporary file. It does nothing after Commit.

@@ -19,10 +19,8 @@ type ByteSize struct {
 	n int64
 }
 
-// NewByteSize returns n bytes as a ByteSize.
 func NewByteSize(n int64) ByteSize { return ByteSize{n: n} }
 
-// Bytes is the size in bytes.
 func (b *ByteSize) Bytes() int64 {
 	if b == nil {
 		return 0
@@ -42,7 +40,6 @@ var byteUnits = map[string]float64{
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 }
 
-// ParseByteSize reads a size.
 func ParseByteSize(s string) (int64, error) {
 	if !byteSizeRE.MatchString(s) {
 		return 0, fmt.Errorf("%q is not %s", s, ByteSizeHint)
@@ -59,7 +56,6 @@ func ParseByteSize(s string) (int64, error) {
 	return int64(f), nil
 }
 
-// UnmarshalJSON reads a size from a JSON number or string.
 func (b *ByteSize) UnmarshalJSON(data []byte) error {
 	if len(data) > 0 && data[0] != '"' {
 		var n json.Number
@@ -87,7 +83,6 @@ func (b *ByteSize) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the size as a number of bytes.
 func (b ByteSize) MarshalJSON() ([]byte, error) { return json.Marshal(b.n) }
 
 // JSONSchema is the schema `cloudquery validate-config` checks a size

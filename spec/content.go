@@ -43,8 +43,9 @@ type contentKind struct {
 	set    func(*Kinds) *bool
 	tweet  []string // tweet.fields
 	expand []string // expansions
-	// implied are fields-section values that archive this kind, besides
-	// tweet and expand: asking for one turns the kind on.
+	// implied are the expansions that join this kind to another (the
+	// authors of referenced posts, the media of articles): asking for one
+	// turns the kind on, and one is asked for when every kind it joins is.
 	implied []string
 }
 
@@ -70,7 +71,6 @@ var AuthorUserFields = []string{"created_at", "description", "location", "profil
 // MediaFields are the media.fields asked for with media.
 var MediaFields = []string{"alt_text", "duration_ms", "height", "preview_image_url", "public_metrics", "url", "variants", "width"}
 
-// Kinds are the content kinds in effect.
 func (s *Spec) Kinds() Kinds {
 	var k Kinds
 	for _, ck := range contentKinds {
@@ -152,14 +152,12 @@ func (s *Spec) RequestFields() Fields {
 	if k.Media {
 		f.MediaFields = union(f.MediaFields, MediaFields...)
 	}
-	if k.ReferencedPosts && k.Authors {
-		f.Expansions = union(f.Expansions, "referenced_tweets.id.author_id")
-	}
-	if k.ReferencedPosts && k.Media {
-		f.Expansions = union(f.Expansions, "referenced_tweets.id.attachments.media_keys")
-	}
-	if k.Articles && k.Media {
-		f.Expansions = union(f.Expansions, "article.cover_media", "article.media_entities")
+	for _, ck := range contentKinds {
+		for _, e := range ck.implied {
+			if !slices.ContainsFunc(contentKinds, func(o contentKind) bool { return slices.Contains(o.implied, e) && !*o.set(&k) }) {
+				f.Expansions = union(f.Expansions, e)
+			}
+		}
 	}
 	return f
 }

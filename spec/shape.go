@@ -180,7 +180,6 @@ func joinPath(path, name string) string {
 	return path + "." + name
 }
 
-// decodeAs decodes v into a new value of type t.
 func decodeAs(v any, t reflect.Type) error {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -463,7 +463,6 @@ func (s *Spec) validateFields(add func(field, format string, args ...any)) {
 	}
 }
 
-// WalkSettings are the planner settings for bookmark walks.
 func (s *Spec) WalkSettings() walk.Settings {
 	ws := walk.Settings{
 		MaxPageSize:   s.Planner.MaxPageSize,
@@ -476,7 +475,6 @@ func (s *Spec) WalkSettings() walk.Settings {
 	return ws
 }
 
-// Timeouts are the timeouts of every request.
 func (s *Spec) Timeouts() client.Timeouts {
 	return client.Timeouts{Connect: s.ConnectTimeout.Duration(), Headers: s.HeaderTimeout.Duration(), Request: s.RequestTimeout.Duration()}
 }

@@ -160,12 +160,15 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if n := resp.ContentLength; n > 0 && f.o.MaxSize > 0 && n > f.o.MaxSize {
 		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.o.MaxSize)}
 	}
-	charge := &charge{budget: budget}
-	if resp.ContentLength > 0 && !charge.take(resp.ContentLength) {
+	if resp.ContentLength > 0 && !budget.take(resp.ContentLength) {
 		return nil, &Error{Status: OverBudget, Size: resp.ContentLength, Err: fmt.Errorf("the file's %d bytes do not fit in what is left of the run's byte budget", resp.ContentLength)}
 	}
-	res, err := f.copyBody(resp, w, charge)
-	charge.settle()
+	res, n, err := f.copyBody(resp, w, budget)
+	if resp.ContentLength > 0 {
+		// The bytes read count, whether the file is stored or not (they
+		// were downloaded); a body that ended early gives the rest back.
+		budget.give(resp.ContentLength - n)
+	}
 	if err != nil {
 		return nil, bodyError(d.Err(err))
 	}
@@ -174,8 +177,8 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 
 // copyBody copies the body to w through one pooled buffer, checking the
 // size limit, the budget (when the size was not announced) and that the
-// file is whole.
-func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, c *charge) (*Result, error) {
+// file is whole. It returns the bytes read too.
+func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, budget *Budget) (*Result, int64, error) {
 	bufp := buffers.Get().(*[]byte)
 	defer buffers.Put(bufp)
 	buf := *bufp
@@ -185,34 +188,33 @@ func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, c *charge) (*Result
 		k, rerr := resp.Body.Read(buf)
 		if k > 0 {
 			n += int64(k)
-			c.read = n
 			if f.o.MaxSize > 0 && n > f.o.MaxSize {
-				return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.o.MaxSize)}
+				return nil, n, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.o.MaxSize)}
 			}
-			if resp.ContentLength <= 0 && !c.take(int64(k)) {
-				return nil, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}
+			if resp.ContentLength <= 0 && !budget.take(int64(k)) {
+				return nil, n, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}
 			}
 			check.Write(buf[:k])
 			if _, err := w.Write(buf[:k]); err != nil {
-				return nil, fmt.Errorf("writing the file: %w", err)
+				return nil, n, fmt.Errorf("writing the file: %w", err)
 			}
 		}
 		if errors.Is(rerr, io.EOF) {
 			break
 		}
 		if rerr != nil {
-			return nil, bodyError(rerr)
+			return nil, n, bodyError(rerr)
 		}
 	}
 	if !check.whole() {
-		return nil, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the body ended after %d bytes, before the end of the file it began", n)}
+		return nil, n, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the body ended after %d bytes, before the end of the file it began", n)}
 	}
 	ct := contentType(resp.Header.Get("Content-Type"), &check)
 	if !isMedia(ct) {
 		// An error page or a captive portal's, answered 200.
-		return nil, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the server sent %s, not a photo or a video", ct)}
+		return nil, n, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the server sent %s, not a photo or a video", ct)}
 	}
-	return &Result{Size: n, ContentType: ct}, nil
+	return &Result{Size: n, ContentType: ct}, n, nil
 }
 
 func isMedia(contentType string) bool {
@@ -325,25 +327,6 @@ func (b *Budget) give(n int64) {
 	b.left += n
 	b.mu.Unlock()
 }
-
-// charge is what one fetch took of a budget: the bytes it read count,
-// whether the file is stored or not (they were downloaded).
-type charge struct {
-	budget      *Budget
-	taken, read int64
-}
-
-func (c *charge) take(n int64) bool {
-	if !c.budget.take(n) {
-		return false
-	}
-	c.taken += n
-	return true
-}
-
-// settle gives back what was taken beyond the bytes read: a Content-Length
-// is taken whole before the body is read, which may end early.
-func (c *charge) settle() { c.budget.give(c.taken - c.read) }
 
 // backoff is the wait before attempt n (from 1) of a transient fault.
 func backoff(base time.Duration, n int) time.Duration {

@@ -22,7 +22,6 @@ type IDList struct {
 	strs []string // non-nil once the list holds a non-numeric id
 }
 
-// NewIDList returns a list holding ids in order.
 func NewIDList(ids ...string) *IDList {
 	l := &IDList{}
 	for _, id := range ids {
@@ -31,7 +30,6 @@ func NewIDList(ids ...string) *IDList {
 	return l
 }
 
-// Len is the number of ids.
 func (l *IDList) Len() int {
 	if l == nil {
 		return 0
@@ -42,7 +40,6 @@ func (l *IDList) Len() int {
 	return len(l.nums)
 }
 
-// At returns the i-th id.
 func (l *IDList) At(i int) string {
 	if l.strs != nil {
 		return l.strs[i]
@@ -50,7 +47,6 @@ func (l *IDList) At(i int) string {
 	return strconv.FormatUint(l.nums[i], 10)
 }
 
-// Append adds id at the end.
 func (l *IDList) Append(id string) {
 	if l.strs == nil {
 		if n, ok := ids.Parse(id); ok {
@@ -96,7 +92,6 @@ type Positions struct {
 	strs map[string]int
 }
 
-// Positions builds the index of l.
 func (l *IDList) Positions() *Positions {
 	if l.strs != nil {
 		return &Positions{strs: index(l.strs)}
@@ -136,7 +131,6 @@ const (
 	formatStrings byte = 2
 )
 
-// MarshalText implements encoding.TextMarshaler.
 func (l *IDList) MarshalText() ([]byte, error) {
 	var raw []byte
 	if l.strs != nil {
@@ -156,7 +150,6 @@ func (l *IDList) MarshalText() ([]byte, error) {
 	return ids.Pack(raw)
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
 func (l *IDList) UnmarshalText(text []byte) error {
 	raw, err := ids.Unpack(text, "held post list")
 	if err != nil {

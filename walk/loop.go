@@ -35,7 +35,6 @@ type loopCheck struct {
 	from     int // the first of those pages
 }
 
-// maxShift is the most posts the pages of repeats in a row may hold.
 const maxShift = 20
 
 func newLoopCheck() *loopCheck {

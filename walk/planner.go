@@ -39,7 +39,6 @@ type Settings struct {
 	Confirmations int
 }
 
-// Defaults for Settings.
 const (
 	DefaultMaxPageSize   = 90
 	DefaultRequestBudget = 150
@@ -53,7 +52,6 @@ const (
 // raise the cap once (see CapError).
 const DefaultMaxBilledPosts = 100_000
 
-// WithDefaults fills zero fields.
 func (s Settings) WithDefaults() Settings {
 	s.MaxPageSize = cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
 	s.RequestBudget = cmp.Or(s.RequestBudget, DefaultRequestBudget)

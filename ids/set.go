@@ -120,7 +120,6 @@ func (s *Set) hasString(id string) bool {
 	return found
 }
 
-// Len is the number of ids in the set.
 func (s *Set) Len() int {
 	if s == nil {
 		return 0

@@ -35,7 +35,6 @@ type Mask struct {
 	replacer *strings.Replacer // nil until the first secret
 }
 
-// New returns a Mask holding secrets.
 func New(secrets ...string) *Mask {
 	r := &Mask{}
 	r.Add(secrets...)

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -59,9 +58,7 @@ func ParseByteSize(s string) (int64, error) {
 func (b *ByteSize) UnmarshalJSON(data []byte) error {
 	if len(data) > 0 && data[0] != '"' {
 		var n json.Number
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		if err := dec.Decode(&n); err != nil {
+		if err := json.Unmarshal(data, &n); err != nil {
 			return fmt.Errorf("must be %s", ByteSizeHint)
 		}
 		v, err := strconv.ParseInt(n.String(), 10, 64)
@@ -72,15 +69,11 @@ func (b *ByteSize) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(data, &s); err != nil {
-		return err
+	err := json.Unmarshal(data, &s)
+	if err == nil {
+		b.n, err = ParseByteSize(s)
 	}
-	v, err := ParseByteSize(s)
-	if err != nil {
-		return err
-	}
-	b.n = v
-	return nil
+	return err
 }
 
 func (b ByteSize) MarshalJSON() ([]byte, error) { return json.Marshal(b.n) }

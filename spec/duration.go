@@ -63,15 +63,11 @@ func ParseDuration(s string) (time.Duration, error) {
 
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+	err := json.Unmarshal(b, &s)
+	if err == nil {
+		d.d, err = ParseDuration(s)
 	}
-	v, err := ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	d.d = v
-	return nil
+	return err
 }
 
 // MarshalJSON writes the duration as time.Duration prints it ("168h0m0s"),

@@ -42,13 +42,7 @@ func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...
 	if m == nil {
 		return
 	}
-	add := func(field, format string, args ...any) {
-		path := "media_files"
-		if field != "" {
-			path += "." + field
-		}
-		addProblem(path, format, args...)
-	}
+	add := func(field, format string, args ...any) { addProblem("media_files."+field, format, args...) }
 	if m.Store != "" {
 		if err := store.CheckURL(m.Store); err != nil {
 			add("store", "%v", err)
@@ -61,7 +55,7 @@ func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...
 		add("all_variants", "is true, but videos is off: turn videos on, or all_variants off")
 	}
 	if !s.Kinds().Media {
-		add("", "stores the files of the media objects, which content.media turns off: turn content.media on")
+		addProblem("media_files", "stores the files of the media objects, which content.media turns off: turn content.media on")
 	}
 	if m.MaxFileSize.Bytes() < 1 {
 		add("max_file_size", "must be at least 1 byte")

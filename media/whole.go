@@ -30,13 +30,9 @@ func (w *wholeFile) Write(p []byte) (int, error) {
 	if len(w.head) < sniffLen {
 		w.head = append(w.head, p[:min(len(p), sniffLen-len(w.head))]...)
 	}
-	if len(p) >= tailLen {
-		w.tail = append(w.tail[:0], p[len(p)-tailLen:]...)
-	} else {
-		w.tail = append(w.tail, p...)
-		if len(w.tail) > tailLen {
-			w.tail = append(w.tail[:0], w.tail[len(w.tail)-tailLen:]...)
-		}
+	w.tail = append(w.tail, p[max(0, len(p)-tailLen):]...)
+	if len(w.tail) > tailLen {
+		w.tail = append(w.tail[:0], w.tail[len(w.tail)-tailLen:]...)
 	}
 	w.mp4.write(w.n, p)
 	w.n += int64(len(p))

@@ -34,10 +34,7 @@ func (l *IDList) Len() int {
 	if l == nil {
 		return 0
 	}
-	if l.strs != nil {
-		return len(l.strs)
-	}
-	return len(l.nums)
+	return len(l.nums) + len(l.strs) // one of them is empty
 }
 
 func (l *IDList) At(i int) string {

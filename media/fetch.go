@@ -76,7 +76,6 @@ type Fetcher struct {
 	o    FetcherOptions
 }
 
-// FetcherOptions configure a Fetcher.
 type FetcherOptions struct {
 	// Transport sends the requests; nil: http.DefaultTransport. It must add
 	// no credential: give the base transport, never the API's.

@@ -66,7 +66,6 @@ type Saver struct {
 // would otherwise take each of its files' attempts and waits in turn.
 const pauseAfter = 5
 
-// SaverOptions configure a Saver.
 type SaverOptions struct {
 	Store   *store.Store
 	Fetcher *Fetcher

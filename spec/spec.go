@@ -219,11 +219,8 @@ func Parse(data []byte) (*Spec, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, &Error{Problems: []Problem{{Msg: "not valid JSON: " + err.Error()}}}
 	}
-	if ps := checkShape(raw); len(ps) > 0 {
-		return nil, ps.err()
-	}
-	if ps := setButEmpty(raw); len(ps) > 0 {
-		return nil, ps.err()
+	if err := cmp.Or(checkShape(raw).err(), setButEmpty(raw).err()); err != nil {
+		return nil, err
 	}
 	var s Spec
 	dec = json.NewDecoder(bytes.NewReader(data))

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -60,15 +61,9 @@ type Config struct {
 
 // WithDefaults returns c with empty fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.AuthURL == "" {
-		c.AuthURL = DefaultAuthURL
-	}
-	if c.TokenURL == "" {
-		c.TokenURL = DefaultTokenURL
-	}
-	if c.RedirectURL == "" {
-		c.RedirectURL = DefaultRedirectURL
-	}
+	c.AuthURL = cmp.Or(c.AuthURL, DefaultAuthURL)
+	c.TokenURL = cmp.Or(c.TokenURL, DefaultTokenURL)
+	c.RedirectURL = cmp.Or(c.RedirectURL, DefaultRedirectURL)
 	if len(c.Scopes) == 0 {
 		c.Scopes = slices.Clone(ReadScopes)
 	}
@@ -135,27 +130,16 @@ func checkEndpoint(field, raw string) error {
 }
 
 // OAuth2 returns the golang.org/x/oauth2 configuration for c (after defaults). The client
-// authentication style is always explicit, never auto-detected (auto-detection is reported to
-// fail against X): a public client (no secret) sends client_id in the form body
-// (AuthStyleInParams); a confidential client sends HTTP Basic client_id:client_secret
-// (AuthStyleInHeader).
+// authentication style is explicit, never auto-detected (which is reported to fail against X): a
+// public client (no secret) sends client_id in the form body, a confidential one HTTP Basic.
 func (c Config) OAuth2() *oauth2.Config {
 	c = c.WithDefaults()
 	style := oauth2.AuthStyleInParams
 	if c.Confidential() {
 		style = oauth2.AuthStyleInHeader
 	}
-	return &oauth2.Config{
-		ClientID:     c.ClientID,
-		ClientSecret: c.ClientSecret,
-		Endpoint: oauth2.Endpoint{
-			AuthURL:   c.AuthURL,
-			TokenURL:  c.TokenURL,
-			AuthStyle: style,
-		},
-		RedirectURL: c.RedirectURL,
-		Scopes:      slices.Clone(c.Scopes),
-	}
+	return &oauth2.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, RedirectURL: c.RedirectURL, Scopes: slices.Clone(c.Scopes),
+		Endpoint: oauth2.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL, AuthStyle: style}}
 }
 
 // String describes c without the client secret.
@@ -164,14 +148,11 @@ func (c Config) String() string {
 		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
 }
 
-// GoString describes c without the client secret.
-func (c Config) GoString() string {
-	return fmt.Sprintf("auth.Config{ClientID:%q, ClientSecret:%s, AuthURL:%q, TokenURL:%q, RedirectURL:%q, Scopes:%#v}",
-		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
+// Format makes every fmt verb safe: %#v is Go syntax, everything else String.
+func (c Config) Format(f fmt.State, verb rune) {
+	formatRedacted(f, verb, c.String(), fmt.Sprintf("auth.Config{ClientID:%q, ClientSecret:%s, AuthURL:%q, TokenURL:%q, RedirectURL:%q, Scopes:%#v}",
+		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes))
 }
-
-// Format makes every fmt verb safe: %#v uses GoString, everything else String.
-func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String(), c.GoString()) }
 
 // LogValue makes slog show c without the client secret.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }

@@ -71,11 +71,8 @@ func WithLogger(l zerolog.Logger) SourceOption {
 	return func(s *FileTokenSource) { s.log = l }
 }
 
-// WithSecrets makes the source add to r every credential it holds: the
-// client secret (as it is, and as the Basic header carries it), and each
-// access and refresh token it reads from the file or receives from the
-// token endpoint, as soon as it has it. Text the program prints or stores
-// is masked with r (a server may echo any of them).
+// WithSecrets makes the source add to r every credential it holds, as soon as it has it: the
+// client secret (also as the Basic header carries it) and each access and refresh token.
 func WithSecrets(r *secrets.Mask) SourceOption {
 	return func(s *FileTokenSource) { s.secrets = r }
 }
@@ -89,20 +86,17 @@ func withAfterTokenResponse(fn func() error) SourceOption {
 // FileTokenSource is an oauth2.TokenSource backed by a TokenFile. It refreshes the access token
 // shortly before it expires (and once after Invalidate), persisting the rotated pair before
 // returning it. It is safe for concurrent use, and any number of processes may share one file:
-// refreshes are serialised by the file lock and each re-reads the file first. See the package
-// documentation for the exact guarantees.
+// refreshes are serialised by the file lock and each re-reads the file first (docs/auth.md).
 type FileTokenSource struct {
-	ctx            context.Context
-	cfg            Config
-	oc             *oauth2.Config
-	file           TokenFile
-	clock          clock.Clock
-	margin         time.Duration
-	lockTimeout    time.Duration
-	requestTimeout time.Duration
-	httpClient     *http.Client
-	log            zerolog.Logger
-	secrets        *secrets.Mask
+	ctx         context.Context
+	oc          *oauth2.Config
+	file        TokenFile
+	clock       clock.Clock
+	margin      time.Duration
+	lockTimeout time.Duration
+	httpClient  *http.Client
+	log         zerolog.Logger
+	secrets     *secrets.Mask
 
 	afterTokenResponse func() error
 
@@ -128,16 +122,14 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 	}
 	cfg = cfg.WithDefaults()
 	s := &FileTokenSource{
-		ctx:            ctx,
-		cfg:            cfg,
-		oc:             cfg.OAuth2(),
-		file:           file,
-		clock:          clock.Real{},
-		margin:         DefaultRefreshMargin,
-		lockTimeout:    DefaultLockTimeout,
-		requestTimeout: DefaultRequestTimeout,
-		httpClient:     defaultHTTPClient(),
-		log:            zerolog.Nop(),
+		ctx:         ctx,
+		oc:          cfg.OAuth2(),
+		file:        file,
+		clock:       clock.Real{},
+		margin:      DefaultRefreshMargin,
+		lockTimeout: DefaultLockTimeout,
+		httpClient:  defaultHTTPClient(),
+		log:         zerolog.Nop(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -146,34 +138,15 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 		return nil, fmt.Errorf("auth: refresh margin %v is out of range (0 to 1h; access tokens live 2h)", s.margin)
 	}
 	s.secrets.AddBasic(cfg.ClientID, cfg.ClientSecret)
-	st, err := file.Load()
+	st, err := s.reload()
 	if err != nil {
-		return nil, err
-	}
-	s.remember(st)
-	if err := s.checkClient(st); err != nil {
 		return nil, err
 	}
 	s.cur = st
 	return s, nil
 }
 
-// remember adds the tokens of st to the secrets it masks.
-func (s *FileTokenSource) remember(st *StoredToken) {
-	if st != nil {
-		s.secrets.Add(st.AccessToken, st.RefreshToken)
-	}
-}
-
 func defaultHTTPClient() *http.Client { return &http.Client{Timeout: 30 * time.Second} }
-
-func (s *FileTokenSource) checkClient(st *StoredToken) error {
-	if st.ClientID != "" && st.ClientID != s.cfg.ClientID {
-		return fmt.Errorf("auth: token file %s was issued to client id %q but the configuration uses client id %q; a refresh token works only with the app that issued it: %w",
-			s.file.Path, st.ClientID, s.cfg.ClientID, ErrLoginRequired)
-	}
-	return nil
-}
 
 // Stored returns a copy of the token currently in use (formatting it is safe; see StoredToken).
 func (s *FileTokenSource) Stored() StoredToken {
@@ -215,6 +188,24 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 		return s.cur.OAuth2(), nil
 	}
 	return nil, err
+}
+
+// Refresh refreshes the token now, whatever its expiry, by the rules every
+// refresh follows (under the file lock, the file re-read first, the rotated
+// pair saved before it is returned), and returns the pair in use afterwards.
+// When another process refreshed the file since it was read, that pair is
+// returned and no request is sent. After a failure the access token read
+// before is no longer used by s.
+func (s *FileTokenSource) Refresh(ctx context.Context) (StoredToken, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.invalid = s.cur.AccessToken
+	st, err := s.refreshLocked(ctx)
+	if err != nil {
+		return StoredToken{}, err
+	}
+	s.retryAfter = time.Time{}
+	return *st, nil
 }
 
 // Invalidate reports that accessToken was rejected (HTTP 401). The next Token call refreshes,
@@ -286,15 +277,17 @@ func (s *FileTokenSource) lockFile(ctx context.Context) (unlock func() error, er
 	return unlock, nil
 }
 
-// reload reads the token file again, as another process may have changed it.
+// reload reads the token file (again: another process may have changed it), adds its tokens to
+// the secrets masked, and checks it was issued to this client.
 func (s *FileTokenSource) reload() (*StoredToken, error) {
 	disk, err := s.file.Load()
 	if err != nil {
 		return nil, err
 	}
-	s.remember(disk)
-	if err := s.checkClient(disk); err != nil {
-		return nil, err
+	s.secrets.Add(disk.AccessToken, disk.RefreshToken)
+	if disk.ClientID != "" && disk.ClientID != s.oc.ClientID {
+		return nil, fmt.Errorf("auth: token file %s was issued to client id %q but the configuration uses client id %q; a refresh token works only with the app that issued it: %w",
+			s.file.Path, disk.ClientID, s.oc.ClientID, ErrLoginRequired)
 	}
 	return disk, nil
 }
@@ -370,7 +363,7 @@ func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp
 	}
 	// From here on the refresh token may be spent at X: do not let the caller's cancellation
 	// abandon the answer.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.requestTimeout)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRequestTimeout)
 	defer rcancel()
 	rctx = context.WithValue(rctx, oauth2.HTTPClient, s.httpClient)
 	start := s.clock.Now()
@@ -389,7 +382,7 @@ func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp
 // refreshFailed is the error of a refresh request that failed. A refresh token X rejected is
 // remembered, so that it is never sent again.
 func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint string) error {
-	te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.cfg.ClientSecret)
+	te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.oc.ClientSecret)
 	if te.LoginRequired {
 		te.Hint = hint
 		s.dead, s.deadErr = fp, te
@@ -406,8 +399,8 @@ func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint s
 // saveRefreshed saves the pair X returned, completed from the one it replaces, before it is
 // used. A pair that cannot be saved is kept in memory and saving it is retried on next use.
 func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk *StoredToken) (*StoredToken, error) {
-	next := NewStoredToken(tok, s.cfg.ClientID, start)
-	s.remember(next)
+	next := NewStoredToken(tok, s.oc.ClientID, start)
+	s.secrets.Add(next.AccessToken, next.RefreshToken)
 	if next.RefreshToken == "" {
 		next.RefreshToken = disk.RefreshToken // not rotated this time: keep the old one
 	}

@@ -182,10 +182,7 @@ type Client struct {
 
 	budgets *budgets
 
-	// answered is set once any HTTP response has come from the base URL,
-	// whatever its status: from then on a fault that reached no server is
-	// a blip in a server known to be there (see neverAnswered).
-	answered atomic.Bool
+	answered atomic.Bool // the base URL's (attempts.answered)
 }
 
 // Option configures a Client.
@@ -196,36 +193,42 @@ type Option func(*Client) error
 // accepted only for a loopback host (a simulator, a test server): anywhere
 // else it would send the bearer token in clear.
 func WithBaseURL(base string) Option {
-	return func(c *Client) error {
-		u, err := url.Parse(base)
-		if err != nil {
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err // url.Error repeats the URL, user info and all
-			}
-			return fmt.Errorf("client: base URL does not parse: %w", err)
-		}
-		if u.User != nil {
-			return errors.New("client: base URL must not carry user info")
-		}
-		shown := oneLine(u.String(), 100)
-		switch {
-		case u.Scheme != "http" && u.Scheme != "https":
-			return fmt.Errorf("client: base URL %q: scheme must be https", shown)
-		case u.Host == "":
-			return fmt.Errorf("client: base URL %q: no host", shown)
-		case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
-			return fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
-		case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-			return fmt.Errorf("client: base URL %q holds white space", shown)
-		case u.RawQuery != "" || u.ForceQuery:
-			return fmt.Errorf("client: base URL %q: must not have a query", shown)
-		case u.Fragment != "":
-			return fmt.Errorf("client: base URL %q: must not have a fragment", shown)
-		}
-		c.baseURL = strings.TrimRight(u.String(), "/")
-		return nil
+	return func(c *Client) (err error) {
+		c.baseURL, err = checkBaseURL(base)
+		return err
 	}
+}
+
+// checkBaseURL checks base as WithBaseURL says and returns it without a
+// trailing slash.
+func checkBaseURL(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL, user info and all
+		}
+		return "", fmt.Errorf("client: base URL does not parse: %w", err)
+	}
+	if u.User != nil {
+		return "", errors.New("client: base URL must not carry user info")
+	}
+	shown := oneLine(u.String(), 100)
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("client: base URL %q: scheme must be https", shown)
+	case u.Host == "":
+		return "", fmt.Errorf("client: base URL %q: no host", shown)
+	case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
+		return "", fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
+	case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return "", fmt.Errorf("client: base URL %q holds white space", shown)
+	case u.RawQuery != "" || u.ForceQuery:
+		return "", fmt.Errorf("client: base URL %q: must not have a query", shown)
+	case u.Fragment != "":
+		return "", fmt.Errorf("client: base URL %q: must not have a fragment", shown)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
 
 // WithTimeouts sets the timeouts of each attempt at a request; zero fields
@@ -412,17 +415,7 @@ func WithTokenCheck(tc TokenCheck) Option {
 // http.DefaultClient. The client works on a copy of httpClient that does not
 // follow redirects, so a redirect can never carry the token to another host.
 func New(httpClient *http.Client, opts ...Option) (*Client, error) {
-	if httpClient == nil {
-		httpClient = http.DefaultClient
-	}
-	hc := &http.Client{
-		Transport: httpClient.Transport,
-		Jar:       httpClient.Jar,
-		Timeout:   httpClient.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	hc := noRedirects(cmp.Or(httpClient, http.DefaultClient))
 	c := &Client{
 		http:      hc,
 		baseURL:   DefaultBaseURL,
@@ -451,8 +444,18 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 	if c.rng == nil {
 		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
+	if c.storage == nil {
+		c.storage = noRedirects(&http.Client{})
+	}
 	c.budgets = newBudgets(c.limits, c.window, c.margin)
 	return c, nil
+}
+
+// noRedirects is a copy of hc that does not follow redirects, so that a
+// redirect can never carry the token to another host.
+func noRedirects(hc *http.Client) *http.Client {
+	return &http.Client{Transport: hc.Transport, Jar: hc.Jar, Timeout: hc.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
 // BaseURL is the API address the client sends to.

@@ -129,7 +129,7 @@ func WithStorageClient(hc *http.Client) Option {
 		if hc == nil {
 			return errors.New("client: nil storage client")
 		}
-		c.storage = hc
+		c.storage = noRedirects(hc)
 		return nil
 	}
 }
@@ -257,7 +257,7 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 		body.WriteString(id)
 		body.WriteByte('\n')
 	}
-	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(),
+	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(), contentType: "text/plain",
 		decode: func([]byte) (billing.Billed, error) { return billing.Billed{}, nil }}, "upload_url", job.UploadURL)
 	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
 }
@@ -286,58 +286,25 @@ const MaxComplianceResultLine = 64 << 10
 
 // storageCall sends a request to one of a job's storage URLs through the
 // client's retry, rate-limit and metering rules, but on the storage client
-// (no Authorization header) and to that URL, not the API's base URL. Each
-// call sends through a client of its own, so whether a server was ever
-// reached is judged for the storage host alone: an answer from the API
-// says nothing of it, and a storage host nothing answers is given up on
-// after MaxAttempts, as a wrong base URL is.
+// (no Authorization header), to that URL as given (its signed query is not
+// re-encoded). Whether a server was ever reached is judged for the call
+// alone: an answer from the API says nothing of the storage host, and a
+// storage host nothing answers is given up on after MaxAttempts, as a
+// wrong base URL is.
 func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		// The value is a signed URL: InputError leaves long values out.
 		return nil, newInputError(cl.op, param, rawURL, "must be the absolute http(s) URL the API gave for the job")
 	}
-	hc := c.storage
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	hc = &http.Client{Transport: plainText{hc.Transport}, Jar: hc.Jar, Timeout: hc.Timeout}
-	sc, err := New(hc,
-		WithBaseURL(u.Scheme+"://"+u.Host),
-		WithClock(c.clock), WithMeter(c.meter), WithRetryPolicy(c.retry),
-		WithRateLimitWaitCap(c.waitCap), WithResetMargin(c.margin), WithUserAgent(c.userAgent),
-		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook),
-		WithTimeouts(c.timeouts), WithSecrets(c.redactor), WithStop(c.stop, c.stopGrace))
-	if err != nil {
+	if _, err := checkBaseURL(u.Scheme + "://" + u.Host); err != nil {
 		return nil, err
 	}
-	// The signed query is sent back exactly as given, not re-encoded.
-	cl.path = u.EscapedPath()
+	cl.storageURL = u.Scheme + "://" + u.Host + u.EscapedPath()
 	if u.RawQuery != "" {
-		cl.path += "?" + u.RawQuery
+		cl.storageURL += "?" + u.RawQuery
 	}
-	return sc.do(ctx, cl)
-}
-
-// plainText sends request bodies as text/plain: an upload is a text file
-// of ids, one per line.
-type plainText struct{ base http.RoundTripper }
-
-func (t plainText) RoundTrip(req *http.Request) (*http.Response, error) {
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if req.Body == nil || req.Header.Get("Content-Type") == "text/plain" {
-		return base.RoundTrip(req)
-	}
-	r2 := req.Clone(req.Context())
-	r2.Header.Set("Content-Type", "text/plain")
-	resp, err := base.RoundTrip(r2)
-	if resp != nil {
-		resp.Request = req
-	}
-	return resp, err
+	return c.do(ctx, cl)
 }
 
 // storageHint adds what the URLs' lifetimes are to a storage refusal.

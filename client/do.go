@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,13 +22,17 @@ import (
 
 // call is one API call: what to send and how to decode a 2xx body.
 type call struct {
-	op       Operation
-	user     string // budget and meter key ("" for users_me)
-	method   string
-	path     string
-	query    url.Values
-	body     []byte // JSON request body, or nil
-	pageSize int    // max_results asked for (0 = API default), for PostsUnread
+	op          Operation
+	user        string // budget and meter key ("" for users_me)
+	method      string
+	path        string
+	query       url.Values
+	body        []byte // request body, or nil
+	contentType string // body's; "" is application/json
+	// storageURL, when set, is a compliance job's signed URL, sent on the
+	// storage client in place of the base URL and path (storageCall).
+	storageURL string
+	pageSize   int // max_results asked for (0 = API default), for PostsUnread
 	// decode decodes a 2xx body and returns the billed resources it holds,
 	// also when it refuses the body for its shape (X billed them all the same).
 	decode func(body []byte) (billing.Billed, error)
@@ -39,10 +45,16 @@ type call struct {
 // attempts is what one call has been through so far.
 type attempts struct {
 	*call
-	resp  *Response
-	key   budgetKey
-	url   string
-	start time.Time // first send, for the retry budget
+	resp *Response
+	key  budgetKey
+	url  string
+	http *http.Client
+	// answered is set once any HTTP response has come from the call's
+	// server: the base URL's (the client's), or a storage URL's (the call's
+	// own). From then on a fault that reached no server is a blip in a
+	// server known to be there (see neverAnswered).
+	answered *atomic.Bool
+	start    time.Time // first send, for the retry budget
 	// paused is the time spent waiting for rate-limit windows, which does
 	// not count against the retry budget.
 	paused         time.Duration
@@ -110,7 +122,11 @@ func (c *Client) newAttempts(cl *call) *attempts {
 	if len(cl.query) > 0 {
 		target += "?" + cl.query.Encode()
 	}
-	return &attempts{call: cl, resp: &Response{Operation: cl.op}, key: budgetKey{cl.user, cl.op}, url: target}
+	a := &attempts{call: cl, resp: &Response{Operation: cl.op}, key: budgetKey{cl.user, cl.op}, url: target, http: c.http, answered: &c.answered}
+	if cl.storageURL != "" {
+		a.url, a.http, a.answered = cl.storageURL, c.storage, new(atomic.Bool)
+	}
+	return a
 }
 
 // record adds to the meter row of the call's user and operation.
@@ -164,9 +180,9 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	if a.body != nil {
 		reqBody = bytes.NewReader(a.body)
 	}
-	deadlines := startAttempt(ctx, c.timeouts)
-	defer deadlines.stop()
-	req, err := http.NewRequestWithContext(deadlines.ctx, a.method, a.url, reqBody)
+	deadlines := StartDeadlines(ctx, c.timeouts)
+	defer deadlines.Stop()
+	req, err := http.NewRequestWithContext(deadlines.Context(), a.method, a.url, reqBody)
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, c.clock.Now())
 		return nil, nil, fmt.Errorf("%s%s: building request: %w", errPrefix, a.op, err)
@@ -174,19 +190,19 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if a.body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", cmp.Or(a.contentType, "application/json"))
 	}
 	a.resp.Attempts++
 	c.record(a, func(u *billing.Usage) { u.Requests++ })
-	hr, err := c.http.Do(req)
-	deadlines.gotResponse()
+	hr, err := a.http.Do(req)
+	deadlines.GotResponse()
 	now := c.clock.Now()
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, now)
 		c.record(a, func(u *billing.Usage) { u.Errors++ })
-		return nil, nil, &transportError{deadlines.timedOut(err)}
+		return nil, nil, &transportError{deadlines.Err(err)}
 	}
-	c.answered.Store(true)
+	a.answered.Store(true)
 	// The transport may have put the Authorization header on the request
 	// it returns; hand back the request as built here instead.
 	hr.Request = req
@@ -197,7 +213,7 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	} else {
 		body, readErr = c.readBody(hr)
 	}
-	readErr = deadlines.timedOut(readErr)
+	readErr = deadlines.Err(readErr)
 	rate, rateOK := parseRate(hr.Header)
 	a.resp.Response, a.resp.Rate = hr, rate
 	c.budgets.settle(a.key, rate, rateOK, hr.StatusCode == http.StatusTooManyRequests, now)
@@ -324,7 +340,7 @@ func (c *Client) bill(a *attempts, res billing.Billed, ok bool) {
 // its posts, at most the page size asked for, but how many is not known.
 func (c *Client) recordUnread(a *attempts, status int) {
 	if status/100 == 2 && returnsPosts(a.op) {
-		c.record(a, func(u *billing.Usage) { u.PostsUnread += pageSizeOrDefault(a.pageSize) })
+		c.record(a, func(u *billing.Usage) { u.PostsUnread += cmp.Or(a.pageSize, 10) })
 	}
 }
 
@@ -356,7 +372,7 @@ func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fa
 	now := c.clock.Now()
 	left := c.retry.Budget - (now.Sub(a.start) - a.paused)
 	floor := a.resp.Attempts < c.retry.MaxAttempts
-	if !floor && (left <= 0 || c.neverAnswered(fault)) {
+	if !floor && (left <= 0 || a.neverAnswered(fault)) {
 		return false, nil
 	}
 	d := c.jitter(a.faults)
@@ -436,28 +452,11 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // readBody reads and closes the body, at most maxBody bytes.
 func (c *Client) readBody(hr *http.Response) ([]byte, error) {
 	defer hr.Body.Close()
-	size := 4096
-	if cl := hr.ContentLength; cl >= 0 && cl <= c.maxBody {
-		size = int(cl) + 1
+	b, err := io.ReadAll(io.LimitReader(hr.Body, c.maxBody+1))
+	if int64(len(b)) > c.maxBody {
+		return nil, ErrResponseTooLarge
 	}
-	lr := io.LimitReader(hr.Body, c.maxBody+1)
-	b := make([]byte, 0, size)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := lr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > c.maxBody {
-			return nil, ErrResponseTooLarge
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
+	return b, err
 }
 
 // streamBody hands a 2xx body to the call's stream and closes it. It
@@ -486,37 +485,29 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 
 // jitter is the full-jitter backoff before retry n (1-based).
 func (c *Client) jitter(n int) time.Duration {
-	ceil := c.retry.BaseDelay
-	for i := 1; i < n && ceil < c.retry.MaxDelay; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.retry.MaxDelay)
-	c.rngMu.Lock()
-	d := time.Duration(c.rng.Int64N(int64(ceil) + 1))
-	c.rngMu.Unlock()
-	return d
+	return c.random(doubled(c.retry.BaseDelay, c.retry.MaxDelay, n))
 }
 
 // rateLimitBackoff is the wait after the n-th 429 without a reset header:
 // half of min(cap, base×2^(n-1)) plus a random part up to the other half.
 func (c *Client) rateLimitBackoff(n int) time.Duration {
-	ceil := c.retry.RateLimitBaseDelay
-	for i := 1; i < n && ceil < c.waitCap; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.waitCap)
-	half := ceil / 2
-	c.rngMu.Lock()
-	d := half + time.Duration(c.rng.Int64N(int64(ceil-half)+1))
-	c.rngMu.Unlock()
-	return d
+	ceil := doubled(c.retry.RateLimitBaseDelay, c.waitCap, n)
+	return ceil/2 + c.random(ceil-ceil/2)
 }
 
-func pageSizeOrDefault(n int) int {
-	if n <= 0 {
-		return 10
+// doubled is min(limit, base×2^(n-1)).
+func doubled(base, limit time.Duration, n int) time.Duration {
+	for i := 1; i < n && base < limit; i++ {
+		base *= 2
 	}
-	return n
+	return min(base, limit)
+}
+
+// random is a uniformly random duration in [0, d].
+func (c *Client) random(d time.Duration) time.Duration {
+	c.rngMu.Lock()
+	defer c.rngMu.Unlock()
+	return time.Duration(c.rng.Int64N(int64(d) + 1))
 }
 
 // neverAnswered reports whether a fault reached no server (see unreached)
@@ -527,8 +518,8 @@ func pageSizeOrDefault(n int) int {
 // middle of a walk (a network drop, a load balancer refusing connections
 // during a deploy): giving up on it would throw away the walk's billed
 // progress, so it is retried within the budget.
-func (c *Client) neverAnswered(fault error) bool {
-	return unreached(fault) && !c.answered.Load()
+func (a *attempts) neverAnswered(fault error) bool {
+	return unreached(fault) && !a.answered.Load()
 }
 
 // unreached reports whether a fault happened before any server was reached:

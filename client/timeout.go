@@ -41,24 +41,27 @@ func (e *TimeoutError) Timeout() bool { return true }
 // Temporary reports true (net.Error).
 func (e *TimeoutError) Temporary() bool { return true }
 
-// attemptDeadlines bounds one attempt by the client's Timeouts: its context
-// is cancelled, with a *TimeoutError as the cause, when the whole attempt,
+// Deadlines bound one attempt at a request by Timeouts: its Context is
+// cancelled, with a *TimeoutError as the cause, when the whole attempt,
 // getting a connection, or waiting for the headers takes too long. The
+// client bounds each attempt so; so do the requests of this program that
+// do not go through a Client (media files, which X's CDN serves). The
 // timers are the wall clock's: they bound real I/O, which a virtual clock
 // does not see.
-type attemptDeadlines struct {
+type Deadlines struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	t      Timeouts
 
 	mu                      sync.Mutex
 	whole, connect, headers *time.Timer
 	answered                bool
 }
 
-func startAttempt(parent context.Context, t Timeouts) *attemptDeadlines {
+// StartDeadlines starts the deadlines of one request, which must be sent
+// with their Context.
+func StartDeadlines(parent context.Context, t Timeouts) *Deadlines {
 	ctx, cancel := context.WithCancelCause(parent)
-	d := &attemptDeadlines{cancel: cancel, t: t}
+	d := &Deadlines{cancel: cancel}
 	d.whole = time.AfterFunc(t.Request, d.expire(PhaseRequest, t.Request))
 	d.ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GetConn: func(string) {
@@ -84,12 +87,15 @@ func startAttempt(parent context.Context, t Timeouts) *attemptDeadlines {
 	return d
 }
 
-func (d *attemptDeadlines) expire(phase string, after time.Duration) func() {
+func (d *Deadlines) expire(phase string, after time.Duration) func() {
 	return func() { d.cancel(&TimeoutError{Phase: phase, After: after}) }
 }
 
-// gotResponse ends the wait for the headers (the round trip returned).
-func (d *attemptDeadlines) gotResponse() {
+// Context is the request's context: cancelled when a deadline passes.
+func (d *Deadlines) Context() context.Context { return d.ctx }
+
+// GotResponse ends the wait for the headers (the round trip returned).
+func (d *Deadlines) GotResponse() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.answered = true
@@ -97,22 +103,19 @@ func (d *attemptDeadlines) gotResponse() {
 	stopTimer(d.headers)
 }
 
-// stop ends the attempt: its body has been read and closed.
-func (d *attemptDeadlines) stop() {
-	d.gotResponse()
+// Stop ends the request: its body has been read and closed.
+func (d *Deadlines) Stop() {
+	d.GotResponse()
 	d.whole.Stop()
 	d.cancel(nil)
 }
 
-// timedOut returns err, or the *TimeoutError that cancelled the attempt
-// when one did: the round trip or the body read then fails with a bare
+// Err returns err, or the *TimeoutError that cancelled the request when
+// one did: the round trip or the body read then fails with a bare
 // "context canceled" that does not say why.
-func (d *attemptDeadlines) timedOut(err error) error {
-	if err == nil {
-		return nil
-	}
+func (d *Deadlines) Err(err error) error {
 	var te *TimeoutError
-	if errors.As(context.Cause(d.ctx), &te) {
+	if err != nil && errors.As(context.Cause(d.ctx), &te) {
 		return te
 	}
 	return err
@@ -123,27 +126,3 @@ func stopTimer(t *time.Timer) {
 		t.Stop()
 	}
 }
-
-// Deadlines bound one HTTP request by Timeouts as the client bounds each
-// attempt, for the requests of this program that do not go through a
-// Client (media files, which X's CDN serves).
-type Deadlines struct{ a *attemptDeadlines }
-
-// StartDeadlines starts the deadlines of one request, which must be sent
-// with their Context.
-func StartDeadlines(ctx context.Context, t Timeouts) Deadlines {
-	return Deadlines{startAttempt(ctx, t)}
-}
-
-// Context is the request's context: cancelled when a deadline passes.
-func (d Deadlines) Context() context.Context { return d.a.ctx }
-
-// GotResponse ends the wait for the headers.
-func (d Deadlines) GotResponse() { d.a.gotResponse() }
-
-// Stop ends the request: its body has been read and closed.
-func (d Deadlines) Stop() { d.a.stop() }
-
-// Err returns err, or the *TimeoutError of the deadline that cancelled the
-// request when one did.
-func (d Deadlines) Err(err error) error { return d.a.timedOut(err) }

@@ -171,15 +171,6 @@ func (in *Includes) UsersByID() map[string]json.RawMessage { return indexBy(in.U
 // MediaByKey indexes Media by their "media_key".
 func (in *Includes) MediaByKey() map[string]json.RawMessage { return indexBy(in.Media, "media_key") }
 
-// TweetsByID indexes Tweets (referenced posts) by their "id".
-func (in *Includes) TweetsByID() map[string]json.RawMessage { return indexBy(in.Tweets, "id") }
-
-// PollsByID indexes Polls by their "id".
-func (in *Includes) PollsByID() map[string]json.RawMessage { return indexBy(in.Polls, "id") }
-
-// PlacesByID indexes Places by their "id".
-func (in *Includes) PlacesByID() map[string]json.RawMessage { return indexBy(in.Places, "id") }
-
 func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
 	m := make(map[string]json.RawMessage, len(objs))
 	for _, raw := range objs {

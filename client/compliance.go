@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -161,10 +162,7 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 			return billing.Billed{}, err
 		},
 	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return job, resp, nil
+	return result(job, resp, err)
 }
 
 // GetComplianceJob reads a job: GET /2/compliance/jobs/:id. A job the API
@@ -178,25 +176,20 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 	resp, err := c.do(ctx, &call{
 		op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id,
 		decode: func(b []byte) (billing.Billed, error) {
-			if detail, missing := onlyErrors(b); missing {
-				return billing.Billed{}, &NotFoundError{Operation: op, ID: id, Detail: detail}
-			}
 			var err error
 			job, err = decodeJob(b)
 			return billing.Billed{}, err
 		},
 	})
-	var nf *NotFoundError
+	var eo *ErrorsOnlyError
 	var ae *APIError
 	switch {
-	case errors.As(err, &nf):
-		return nil, resp, nf
+	case errors.As(err, &eo): // X's answer to a lookup of what does not exist
+		return nil, resp, &NotFoundError{Operation: op, ID: id, Detail: cmp.Or(eo.Errors[0].Detail, eo.Errors[0].Title)}
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
 		return nil, resp, &NotFoundError{Operation: op, ID: id, Detail: ae.message()}
-	case err != nil:
-		return nil, resp, err
 	}
-	return job, resp, nil
+	return result(job, resp, err)
 }
 
 // ListComplianceJobs lists the app's jobs of a type, optionally of one
@@ -234,10 +227,7 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 			return billing.Billed{}, nil
 		},
 	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return jobs, resp, nil
+	return result(jobs, resp, err)
 }
 
 // UploadComplianceIDs uploads a job's ids, one per line, to its upload URL
@@ -340,26 +330,6 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 		return nil, shapeError("no data.status in the body")
 	}
 	return w.Data, nil
-}
-
-// onlyErrors reports whether a 200 body has errors and no data: X's answer
-// to a lookup of something that does not exist. detail is the first error's.
-func onlyErrors(body []byte) (detail string, ok bool) {
-	var w struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Title  string `json:"title"`
-			Detail string `json:"detail"`
-		} `json:"errors"`
-	}
-	if json.Unmarshal(body, &w) != nil || len(w.Data) > 0 || len(w.Errors) == 0 {
-		return "", false
-	}
-	e := w.Errors[0]
-	if e.Detail == "" {
-		return e.Title, true
-	}
-	return e.Detail, true
 }
 
 // readComplianceResults reads newline-delimited JSON results, passing each

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
@@ -24,10 +25,16 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 			return billing.Billed{Users: []string{u.ID}}, nil
 		},
 	})
+	return result(u, resp, err)
+}
+
+// result is what an endpoint returns: v only without an error.
+func result[T any](v T, resp *Response, err error) (T, *Response, error) {
 	if err != nil {
-		return nil, resp, err
+		var zero T
+		return zero, resp, err
 	}
-	return u, resp, nil
+	return v, resp, nil
 }
 
 // ListBookmarks reads one page of the user's bookmarks, newest-bookmarked
@@ -42,13 +49,7 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 // a refused request bills nothing, so no post is billed twice.
 func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOptions) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
-	if err := validID(op, "user id", userID); err != nil {
-		return nil, nil, err
-	}
-	if err := validPage(op, opts.PageOptions, c.tokenCheck); err != nil {
-		return nil, nil, err
-	}
-	if err := validFields(op, opts.Fields); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts.PageOptions, c.tokenCheck), validFields(op, opts.Fields)); err != nil {
 		return nil, nil, err
 	}
 	used := c.naming.Current()
@@ -82,10 +83,7 @@ func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOpti
 	if resp != nil {
 		resp.Naming = n
 	}
-	if err != nil {
-		return nil, resp, err
-	}
-	return page, resp, nil
+	return result(page, resp, err)
 }
 
 // logSwitch says, once a sync, that X refused the tweets naming and what
@@ -107,10 +105,7 @@ func (c *Client) logSwitch(userID string, f Fields, refused error) {
 // GET /2/users/:id/bookmarks/folders.
 func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOptions) (*FolderPage, *Response, error) {
 	const op = OpListFolders
-	if err := validID(op, "user id", userID); err != nil {
-		return nil, nil, err
-	}
-	if err := validPage(op, opts, c.tokenCheck); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts, c.tokenCheck)); err != nil {
 		return nil, nil, err
 	}
 	var page *FolderPage
@@ -123,23 +118,14 @@ func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOption
 			return billing.Billed{}, err
 		},
 	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return page, resp, nil
+	return result(page, resp, err)
 }
 
 // GetFolder reads one page of the post ids in a bookmark folder:
 // GET /2/users/:id/bookmarks/folders/:folder_id. Only ids are returned.
 func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts PageOptions) (*FolderPostsPage, *Response, error) {
 	const op = OpGetFolder
-	if err := validID(op, "user id", userID); err != nil {
-		return nil, nil, err
-	}
-	if err := validID(op, "folder id", folderID); err != nil {
-		return nil, nil, err
-	}
-	if err := validPage(op, opts, c.tokenCheck); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validID(op, "folder id", folderID), validPage(op, opts, c.tokenCheck)); err != nil {
 		return nil, nil, err
 	}
 	var page *FolderPostsPage
@@ -152,10 +138,7 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 			return page.billed(), err // a refused page's posts were billed too
 		},
 	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return page, resp, nil
+	return result(page, resp, err)
 }
 
 // AddBookmark bookmarks a post: POST /2/users/:id/bookmarks with
@@ -175,10 +158,7 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 // and returns data.bookmarked. X bills the request ("Bookmark", a write,
 // per request) when it answers with its data, whatever that says.
 func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
-	if err := validID(op, "user id", userID); err != nil {
-		return false, nil, err
-	}
-	if err := validID(op, "post id", postID); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validID(op, "post id", postID)); err != nil {
 		return false, nil, err
 	}
 	var bookmarked bool
@@ -190,10 +170,7 @@ func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userI
 			return billing.Billed{Writes: 1}, err
 		},
 	})
-	if err != nil {
-		return false, resp, err
-	}
-	return bookmarked, resp, nil
+	return result(bookmarked, resp, err)
 }
 
 func pageQuery(o PageOptions) url.Values {

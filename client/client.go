@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -130,28 +131,21 @@ func DefaultRetryPolicy() RetryPolicy {
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	d := DefaultRetryPolicy()
-	if p.Budget == 0 {
-		p.Budget = d.Budget
-	}
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = d.MaxAttempts
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = d.BaseDelay
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = d.MaxDelay
-	}
-	if p.MaxDelay < p.BaseDelay {
-		p.MaxDelay = p.BaseDelay
-	}
-	if p.MaxRateLimitWaits <= 0 {
-		p.MaxRateLimitWaits = d.MaxRateLimitWaits
-	}
-	if p.RateLimitBaseDelay <= 0 {
-		p.RateLimitBaseDelay = d.RateLimitBaseDelay
-	}
+	p.Budget = cmp.Or(p.Budget, d.Budget)
+	p.MaxAttempts = positive(p.MaxAttempts, d.MaxAttempts)
+	p.BaseDelay = positive(p.BaseDelay, d.BaseDelay)
+	p.MaxDelay = max(positive(p.MaxDelay, d.MaxDelay), p.BaseDelay)
+	p.MaxRateLimitWaits = positive(p.MaxRateLimitWaits, d.MaxRateLimitWaits)
+	p.RateLimitBaseDelay = positive(p.RateLimitBaseDelay, d.RateLimitBaseDelay)
 	return p
+}
+
+// positive is v, or def when v is not positive.
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // Client calls the X API v2. Create it with New; safe for concurrent use.
@@ -235,51 +229,48 @@ func checkBaseURL(base string) (string, error) {
 // keep their defaults (DefaultTimeouts).
 func WithTimeouts(t Timeouts) Option {
 	return func(c *Client) error {
-		if t.Connect < 0 || t.Headers < 0 || t.Request < 0 {
-			return fmt.Errorf("client: negative timeout in %+v", t)
-		}
 		d := DefaultTimeouts()
 		c.timeouts = Timeouts{Connect: cmp.Or(t.Connect, d.Connect), Headers: cmp.Or(t.Headers, d.Headers), Request: cmp.Or(t.Request, d.Request)}
+		return errIf(t.Connect < 0 || t.Headers < 0 || t.Request < 0, "client: negative timeout in %+v", t)
+	}
+}
+
+// errIf is the error of an option's value: bad, and what format says.
+func errIf(bad bool, format string, args ...any) error {
+	if bad {
+		return fmt.Errorf(format, args...)
+	}
+	return nil
+}
+
+// setting is an option that cannot fail.
+func setting(f func(c *Client)) Option {
+	return func(c *Client) error {
+		f(c)
 		return nil
 	}
 }
 
 // WithNamingPolicy makes the client ask for bookmarks in the naming of p
 // (default: the tweets naming). The clients of a sync share one policy.
-func WithNamingPolicy(p *NamingPolicy) Option {
-	return func(c *Client) error {
-		c.naming = p
-		return nil
-	}
-}
+func WithNamingPolicy(p *NamingPolicy) Option { return setting(func(c *Client) { c.naming = p }) }
 
 // WithSecrets masks the credentials r holds in the lines the client logs
 // (a fault's text may repeat what a server sent). The errors it returns
 // are masked where they become text (see package internal/secrets).
-func WithSecrets(r *secrets.Mask) Option {
-	return func(c *Client) error {
-		c.redactor = r
-		return nil
-	}
-}
+func WithSecrets(r *secrets.Mask) Option { return setting(func(c *Client) { c.redactor = r }) }
 
 // WithClock sets the clock used for all time and sleeping (default clock.Real{}).
 func WithClock(clk clock.Clock) Option {
 	return func(c *Client) error {
-		if clk == nil {
-			return errors.New("client: nil clock")
-		}
 		c.clock = clk
-		return nil
+		return errIf(clk == nil, "client: nil clock")
 	}
 }
 
 // WithRetryPolicy sets the retry policy; zero fields keep their defaults.
 func WithRetryPolicy(p RetryPolicy) Option {
-	return func(c *Client) error {
-		c.retry = p.withDefaults()
-		return nil
-	}
+	return setting(func(c *Client) { c.retry = p.withDefaults() })
 }
 
 // WithRateLimitWaitCap sets the longest wait for a rate-limit window to
@@ -287,11 +278,8 @@ func WithRetryPolicy(p RetryPolicy) Option {
 // 0 never waits.
 func WithRateLimitWaitCap(d time.Duration) Option {
 	return func(c *Client) error {
-		if d < 0 {
-			return fmt.Errorf("client: negative rate-limit wait cap %s", d)
-		}
 		c.waitCap = d
-		return nil
+		return errIf(d < 0, "client: negative rate-limit wait cap %s", d)
 	}
 }
 
@@ -314,11 +302,8 @@ func WithLimits(m map[Operation]int) Option {
 // otherwise (default 15m).
 func WithWindow(d time.Duration) Option {
 	return func(c *Client) error {
-		if d <= 0 {
-			return fmt.Errorf("client: window must be positive, not %s", d)
-		}
 		c.window = d
-		return nil
+		return errIf(d <= 0, "client: window must be positive, not %s", d)
 	}
 }
 
@@ -326,11 +311,8 @@ func WithWindow(d time.Duration) Option {
 // again (default 1s).
 func WithResetMargin(d time.Duration) Option {
 	return func(c *Client) error {
-		if d < 0 {
-			return fmt.Errorf("client: negative reset margin %s", d)
-		}
 		c.margin = d
-		return nil
+		return errIf(d < 0, "client: negative reset margin %s", d)
 	}
 }
 
@@ -338,45 +320,31 @@ func WithResetMargin(d time.Duration) Option {
 // Without it the client has a meter of its own at X's rates.
 func WithMeter(m *billing.Meter) Option {
 	return func(c *Client) error {
-		if m == nil {
-			return errors.New("client: nil meter")
-		}
 		c.meter = m
-		return nil
+		return errIf(m == nil, "client: nil meter")
 	}
 }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option {
 	return func(c *Client) error {
-		if ua == "" || strings.ContainsAny(ua, "\r\n") {
-			return errors.New("client: user agent must be one non-empty line")
-		}
 		c.userAgent = ua
-		return nil
+		return errIf(ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
 	}
 }
 
 // WithMaxResponseBytes caps the size of a response body (default 16 MiB).
 func WithMaxResponseBytes(n int64) Option {
 	return func(c *Client) error {
-		if n <= 0 {
-			return fmt.Errorf("client: max response bytes must be positive, not %d", n)
-		}
 		c.maxBody = n
-		return nil
+		return errIf(n <= 0, "client: max response bytes must be positive, not %d", n)
 	}
 }
 
 // WithLogger sets the logger for retries, rate-limit waits and requests
 // the budget refused (default: none). Lines name the operation and the user
 // id, never a token.
-func WithLogger(l zerolog.Logger) Option {
-	return func(c *Client) error {
-		c.log = l
-		return nil
-	}
-}
+func WithLogger(l zerolog.Logger) Option { return setting(func(c *Client) { c.log = l }) }
 
 // WithWaitHook registers f, called when a rate-limit wait starts (after a 429,
 // or because the request budget of the window is used up) with the user
@@ -384,29 +352,20 @@ func WithLogger(l zerolog.Logger) Option {
 // records a wait only once it has ended; f lets a caller show a countdown.
 // f runs on the goroutine that waits and must not block.
 func WithWaitHook(f func(userID string, op Operation, d time.Duration)) Option {
-	return func(c *Client) error {
-		c.waitHook = f
-		return nil
-	}
+	return setting(func(c *Client) { c.waitHook = f })
 }
 
 // WithRandom seeds the backoff jitter, for reproducible tests.
 func WithRandom(seed uint64) Option {
-	return func(c *Client) error {
-		c.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		return nil
-	}
+	return setting(func(c *Client) { c.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) })
 }
 
 // WithTokenCheck selects how pagination tokens are checked (default
 // TokenBase32Hex, as the interface document specifies).
 func WithTokenCheck(tc TokenCheck) Option {
 	return func(c *Client) error {
-		if tc != TokenBase32Hex && tc != TokenOpaque {
-			return fmt.Errorf("client: unknown token check %d", tc)
-		}
 		c.tokenCheck = tc
-		return nil
+		return errIf(tc != TokenBase32Hex && tc != TokenOpaque, "client: unknown token check %d", tc)
 	}
 }
 
@@ -465,13 +424,7 @@ func (c *Client) BaseURL() string { return c.baseURL }
 func (c *Client) Meter() *billing.Meter { return c.meter }
 
 // Limits returns a copy of the per-user limits the budget starts from.
-func (c *Client) Limits() map[Operation]int {
-	m := make(map[Operation]int, len(c.limits))
-	for k, v := range c.limits {
-		m[k] = v
-	}
-	return m
-}
+func (c *Client) Limits() map[Operation]int { return maps.Clone(c.limits) }
 
 // Budget returns the client's view of the (user, operation) window now: the
 // limit, how many requests it will still send before the reset, and the

@@ -63,15 +63,19 @@ var renames = []rename{
 	{"user.fields", "", "subscribes_to_you"},
 }
 
+// in is the value in naming n.
+func (r rename) in(n Naming) string {
+	if n == NamingPosts {
+		return r.posts
+	}
+	return r.tweets
+}
+
 // named is value of param in naming n, and whether the naming has one.
 func named(n Naming, param, value string) (string, bool) {
 	for _, r := range renames {
 		if r.param == param && value != "" && (r.tweets == value || r.posts == value) {
-			name := r.tweets
-			if n == NamingPosts {
-				name = r.posts
-			}
-			return name, name != ""
+			return r.in(n), r.in(n) != ""
 		}
 	}
 	return value, true
@@ -134,17 +138,22 @@ func (f Fields) Asked(n Naming) Fields {
 // query adds f, in naming n, to q.
 func (f Fields) query(q url.Values, n Naming) {
 	g, _ := f.In(n)
-	for _, p := range []struct {
-		name   string
-		values []string
-	}{
-		{n.fieldsParam(), g.TweetFields}, {"expansions", g.Expansions}, {"user.fields", g.UserFields},
-		{"media.fields", g.MediaFields}, {"poll.fields", g.PollFields}, {"place.fields", g.PlaceFields},
-	} {
+	for _, p := range g.params(n) {
 		if len(p.values) > 0 {
 			q[p.name] = []string{strings.Join(p.values, ",")}
 		}
 	}
+}
+
+type param struct {
+	name   string
+	values []string
+}
+
+// params are the request parameters of f, with the names of naming n.
+func (f Fields) params(n Naming) []param {
+	return []param{{n.fieldsParam(), f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
+		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields}}
 }
 
 // Namings are the settings of NamingPolicy.
@@ -226,10 +235,7 @@ func renamedIn(n Naming, param, value string) bool {
 		kind = "fields"
 	}
 	for _, r := range renames {
-		if r.param != kind {
-			continue
-		}
-		if n == NamingTweets && r.tweets == value || n == NamingPosts && r.posts == value {
+		if r.param == kind && r.in(n) == value {
 			return true
 		}
 	}

@@ -31,15 +31,8 @@ const (
 // snowflakes, below 2^63). Ids in a response that are not are refused with
 // the page: they would be written to the archive and its state as they are.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil && len(s) <= 19 && s[0] != '0'
 }
 
 // idRule is what ValidID checks, for messages.
@@ -92,17 +85,10 @@ func validToken(op Operation, t string, check TokenCheck) error {
 // validFields checks the field-selection and expansion names: letters,
 // digits, '_' and '.', e.g. "created_at" or "attachments.media_keys".
 func validFields(op Operation, f Fields) error {
-	lists := []struct {
-		param string
-		v     []string
-	}{
-		{"tweet.fields", f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
-		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields},
-	}
-	for _, l := range lists {
-		for _, name := range l.v {
+	for _, p := range f.params(NamingTweets) {
+		for _, name := range p.values {
 			if problem := FieldNameProblem(name); problem != "" {
-				return newInputError(op, l.param+" element", name, problem)
+				return newInputError(op, p.name+" element", name, problem)
 			}
 		}
 	}

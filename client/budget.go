@@ -76,9 +76,7 @@ func (b *budgets) reserve(k budgetKey, now time.Time) (ok bool, wait time.Durati
 	if bk == nil {
 		return true, 0, Rate{}
 	}
-	if bk.reset.IsZero() || !now.Before(bk.reset.Add(b.margin)) {
-		b.rollLocked(bk, now)
-	}
+	b.rollLocked(bk, now)
 	r = Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
 	if bk.remaining > 0 {
 		bk.remaining--

@@ -255,37 +255,31 @@ func renameMember(obj rawValue, from, to string) rawValue {
 	if !isObject(obj) {
 		return obj
 	}
-	var names map[string]jsontext.Value
-	if jsonv2.Unmarshal(obj, &names, duplicateNames) != nil {
-		return obj
-	}
-	if _, ok := names[from]; !ok {
-		return obj
-	}
-	if _, ok := names[to]; ok {
-		return obj
-	}
 	dec := jsontext.NewDecoder(bytes.NewReader(obj), duplicateNames)
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out, duplicateNames)
 	if tok, err := dec.ReadToken(); err != nil || enc.WriteToken(tok) != nil {
 		return obj
 	}
+	renamed := false
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return obj
 		}
 		name := tok.String() // a token lasts until the next read
-		if name == from {
-			name = to
+		switch name {
+		case to:
+			return obj
+		case from:
+			name, renamed = to, true
 		}
 		value, err := dec.ReadValue()
 		if err != nil || enc.WriteToken(jsontext.String(name)) != nil || enc.WriteValue(value) != nil {
 			return obj
 		}
 	}
-	if enc.WriteToken(jsontext.EndObject) != nil {
+	if !renamed || enc.WriteToken(jsontext.EndObject) != nil {
 		return obj
 	}
 	return rawValue(bytes.TrimRight(out.Bytes(), "\n"))
@@ -703,10 +697,7 @@ func decodeFolderPage(body []byte) (*FolderPage, error) {
 func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 	var w struct {
 		FolderPostsPage
-		Meta struct {
-			Meta
-			ResultCount *int `json:"result_count"`
-		} `json:"meta"`
+		Meta pageMeta `json:"meta"`
 	}
 	err := decodeSmall(body, &w, func() error {
 		return checkIDs(len(w.Data), func(i int) string { return w.Data[i].ID })
@@ -806,17 +797,7 @@ func validUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}
-	out := make([]byte, 0, len(b)+64)
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		} else {
-			out = append(out, b[:size]...)
-		}
-		b = b[size:]
-	}
-	return out
+	return bytes.Map(func(r rune) rune { return r }, b) // each invalid byte is read as RuneError
 }
 
 // loneSurrogates returns b with every \u escape of half a surrogate pair
@@ -863,20 +844,8 @@ func escapedRune(b []byte, i int) (rune, bool) {
 	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i+2 : i+6] {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 32)
+	return rune(r), err == nil
 }
 
 func decodeUser(body []byte) (*User, error) {

@@ -128,25 +128,17 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	var b strings.Builder
-	b.WriteString(errPrefix)
-	b.WriteString(string(e.Operation))
-	b.WriteString(": ")
-	b.WriteString(strconv.Itoa(e.Status))
+	s := fmt.Sprintf("%s%s: %d", errPrefix, e.Operation, e.Status)
 	if t := http.StatusText(e.Status); t != "" {
-		b.WriteByte(' ')
-		b.WriteString(t)
+		s += " " + t
 	}
 	if msg := e.message(); msg != "" {
-		b.WriteString(": ")
-		b.WriteString(msg)
+		s += ": " + msg
 	}
 	if e.Hint != "" {
-		b.WriteString(" (hint: ")
-		b.WriteString(e.Hint)
-		b.WriteByte(')')
+		s += " (hint: " + e.Hint + ")"
 	}
-	return b.String()
+	return s
 }
 
 // message is "title: detail" (either may be missing), then what each
@@ -181,7 +173,7 @@ func (e *APIError) saidByAnItem(s string) bool {
 }
 
 // itemsLine is what the first three items say, one after the other.
-func itemsLine(items []ErrorItem) string {
+func itemsLine[T fmt.Stringer](items []T) string {
 	var out []string
 	for i, it := range items {
 		if i == 3 {
@@ -253,34 +245,29 @@ type RateLimitError struct {
 }
 
 func (e *RateLimitError) Error() string {
-	var b strings.Builder
-	b.WriteString(errPrefix)
-	b.WriteString(string(e.Operation))
-	if e.Budget {
-		b.WriteString(": request budget for this window used up")
-		if e.Rate.Limit > 0 {
-			fmt.Fprintf(&b, " (%d requests)", e.Rate.Limit)
-		}
-		b.WriteString(", not sent")
-	} else {
-		b.WriteString(": 429 Too Many Requests")
-		if e.Message != "" {
-			b.WriteString(": ")
-			b.WriteString(oneLine(e.Message, 200))
-		}
+	s := errPrefix + string(e.Operation)
+	switch {
+	case e.Budget && e.Rate.Limit > 0:
+		s += fmt.Sprintf(": request budget for this window used up (%d requests), not sent", e.Rate.Limit)
+	case e.Budget:
+		s += ": request budget for this window used up, not sent"
+	case e.Message != "":
+		s += ": 429 Too Many Requests: " + oneLine(e.Message, 200)
+	default:
+		s += ": 429 Too Many Requests"
 	}
-	if !e.Rate.Reset.IsZero() {
-		fmt.Fprintf(&b, "; window resets at %s", e.Rate.Reset.UTC().Format(time.RFC3339))
-		if e.Wait > 0 {
-			fmt.Fprintf(&b, " (in %s)", e.Wait.Round(time.Second))
-		}
-	} else {
-		b.WriteString("; reset time unknown")
+	switch {
+	case e.Rate.Reset.IsZero():
+		s += "; reset time unknown"
+	case e.Wait > 0:
+		s += fmt.Sprintf("; window resets at %s (in %s)", e.Rate.Reset.UTC().Format(time.RFC3339), e.Wait.Round(time.Second))
+	default:
+		s += "; window resets at " + e.Rate.Reset.UTC().Format(time.RFC3339)
 	}
 	if e.Waited {
-		b.WriteString("; already waited once")
+		s += "; already waited once"
 	}
-	return b.String()
+	return s
 }
 
 // Is matches ErrRateLimited.
@@ -362,21 +349,11 @@ type ErrorsOnlyError struct {
 }
 
 func (e *ErrorsOnlyError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s%s: %d response with errors and no data", errPrefix, e.Operation, e.Status)
-	for i, pe := range e.Errors {
-		if i == 3 {
-			fmt.Fprintf(&b, "; and %d more", len(e.Errors)-3)
-			break
-		}
-		sep := ": "
-		if i > 0 {
-			sep = "; "
-		}
-		b.WriteString(sep)
-		b.WriteString(pe.String())
+	s := fmt.Sprintf("%s%s: %d response with errors and no data", errPrefix, e.Operation, e.Status)
+	if items := itemsLine(e.Errors); items != "" {
+		s += ": " + items
 	}
-	return b.String()
+	return s
 }
 
 // Is matches ErrNotFound when an error says a resource was not found.

@@ -40,18 +40,11 @@ const (
 // Timeouts bound each attempt at a request, so that a server that accepts
 // a connection and never answers, or sends its answer a byte at a time,
 // cannot hold a sync. An attempt past one is a transient fault
-// (*TimeoutError), retried within the retry budget; past Connect (no
-// server was reached) only for MaxAttempts attempts while the base URL has
-// never answered (see RetryPolicy).
+// (*TimeoutError).
 type Timeouts struct {
-	// Connect bounds getting a connection: the dial and the TLS handshake.
-	Connect time.Duration
-	// Headers bounds the wait for the response's status line and headers,
-	// from the moment the request (and its body) was sent.
-	Headers time.Duration
-	// Request bounds the whole attempt: connecting, sending, the headers
-	// and reading the whole body.
-	Request time.Duration
+	Connect time.Duration // the dial and the TLS handshake
+	Headers time.Duration // from the request sent to the status line and headers
+	Request time.Duration // the whole attempt, the body read included
 }
 
 // Default timeouts. X answers a page of 100 posts in a second or two; a
@@ -67,50 +60,33 @@ func DefaultTimeouts() Timeouts {
 	return Timeouts{Connect: DefaultConnectTimeout, Headers: DefaultHeaderTimeout, Request: DefaultRequestTimeout}
 }
 
-// RetryPolicy says what is retried and for how long. Zero fields take the
-// defaults of DefaultRetryPolicy.
-//
-// Transient faults (a 5xx, a dropped connection, a 2xx body cut short or not
-// JSON) are retried while the call's Budget lasts, and in any case for its
-// first MaxAttempts attempts: a walk that gave up on one request would have
-// to be read, and billed, again from its start.
-//
-// A fault that reached no server (the name did not resolve, the connection
-// was refused or did not come within the connect timeout) gets only
-// MaxAttempts attempts while the client has never had an answer from its
-// base URL: that is a wrong base URL or no network, which the user should
-// hear of in seconds. Once any response has come, whatever its status, such
-// a fault is a blip (a network drop, a load balancer refusing connections
-// during a deploy) and is retried within the Budget like any other.
+// RetryPolicy says what is retried and for how long; zero fields take the
+// defaults of DefaultRetryPolicy. Transient faults (a 5xx, a dropped
+// connection, a 2xx body cut short or not JSON) are retried while the call's
+// Budget lasts, and in any case for its first MaxAttempts attempts: a walk
+// that gave up on one request would be read, and billed, again from its
+// start. A fault that reached no server gets only MaxAttempts attempts while
+// the base URL has never answered (see neverAnswered).
 type RetryPolicy struct {
-	// Budget is how long one call may keep retrying transient faults,
-	// counted from its first attempt, without the time spent waiting for
-	// rate-limit windows. Default 5m; negative: none, MaxAttempts alone
-	// bounds the attempts.
+	// Budget is how long one call may keep retrying, from its first attempt,
+	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.
 	Budget time.Duration
-	// MaxAttempts is how many attempts a call gets at transient faults even
-	// when its Budget is spent (1 = none past it), and all it gets at a fault
-	// that reached no server before the base URL has ever answered. Default 4.
+	// MaxAttempts is how many attempts a call gets even when its Budget is
+	// spent (1 = none past it).
 	MaxAttempts int
-	// BaseDelay and MaxDelay shape the backoff: before retry n the client
-	// sleeps a uniformly random time in [0, min(MaxDelay, BaseDelay×2^(n-1))]
-	// ("full jitter"), or what a Retry-After header asks. Defaults 500ms
-	// and 30s.
+	// Before retry n the client sleeps a uniformly random time in
+	// [0, min(MaxDelay, BaseDelay×2^(n-1))], or what a Retry-After asks.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
-	// cut short or was not JSON. The page was billed, and a retry is billed
-	// again, but the caller usually needs the page, so by default it retries
-	// (and the meter records the page in PostsUnread). A body read whole and
-	// valid JSON but of the wrong shape is never retried: it would come back
-	// the same.
+	// cut short or was not JSON: a retry is billed again, but the caller
+	// usually needs the page (the meter counts it in PostsUnread). A body of
+	// the wrong shape is never retried: it would come back the same.
 	NoRetryUnreadable bool
-	// MaxRateLimitWaits bounds how many 429s one call waits out before it
-	// returns a *RateLimitError. Default 2.
+	// MaxRateLimitWaits bounds the 429s one call waits out.
 	MaxRateLimitWaits int
-	// RateLimitBaseDelay is the first backoff after a 429 that carries no
-	// x-rate-limit-reset header; it doubles per 429 (with jitter), capped by
-	// the rate-limit wait cap. Default 30s.
+	// RateLimitBaseDelay is the first wait after a 429 without a reset
+	// header; it doubles per 429 (with jitter), up to the wait cap.
 	RateLimitBaseDelay time.Duration
 }
 
@@ -148,7 +124,7 @@ func positive[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// Client calls the X API v2. Create it with New; safe for concurrent use.
+// Client calls the X API v2. Create it with New.
 type Client struct {
 	http       *http.Client
 	baseURL    string // no trailing slash
@@ -183,9 +159,8 @@ type Client struct {
 type Option func(*Client) error
 
 // WithBaseURL sets the API address: an absolute https URL without query,
-// fragment, user info or white space; a path prefix is kept. Plain http is
-// accepted only for a loopback host (a simulator, a test server): anywhere
-// else it would send the bearer token in clear.
+// fragment, user info or white space; a path prefix is kept. Plain http,
+// which would send the token in clear, is for a loopback host only.
 func WithBaseURL(base string) Option {
 	return func(c *Client) (err error) {
 		c.baseURL, err = checkBaseURL(base)
@@ -255,9 +230,8 @@ func setting(f func(c *Client)) Option {
 // (default: the tweets naming). The clients of a sync share one policy.
 func WithNamingPolicy(p *NamingPolicy) Option { return setting(func(c *Client) { c.naming = p }) }
 
-// WithSecrets masks the credentials r holds in the lines the client logs
-// (a fault's text may repeat what a server sent). The errors it returns
-// are masked where they become text (see package internal/secrets).
+// WithSecrets masks the credentials r holds in the lines the client logs (a
+// fault's text may repeat what a server sent).
 func WithSecrets(r *secrets.Mask) Option { return setting(func(c *Client) { c.redactor = r }) }
 
 // WithClock sets the clock used for all time and sleeping (default clock.Real{}).
@@ -342,14 +316,11 @@ func WithMaxResponseBytes(n int64) Option {
 }
 
 // WithLogger sets the logger for retries, rate-limit waits and requests
-// the budget refused (default: none). Lines name the operation and the user
-// id, never a token.
+// the budget refused (default: none).
 func WithLogger(l zerolog.Logger) Option { return setting(func(c *Client) { c.log = l }) }
 
-// WithWaitHook registers f, called when a rate-limit wait starts (after a 429,
-// or because the request budget of the window is used up) with the user
-// ("" for users_me), the operation and how long the wait will be. The meter
-// records a wait only once it has ended; f lets a caller show a countdown.
+// WithWaitHook registers f, called as a rate-limit wait starts, so that a
+// caller can show a countdown (the meter records a wait once it has ended).
 // f runs on the goroutine that waits and must not block.
 func WithWaitHook(f func(userID string, op Operation, d time.Duration)) Option {
 	return setting(func(c *Client) { c.waitHook = f })
@@ -369,10 +340,9 @@ func WithTokenCheck(tc TokenCheck) Option {
 	}
 }
 
-// New returns a client that sends through httpClient, which must already add
-// the Authorization header (an oauth2 transport, or StaticToken); nil uses
-// http.DefaultClient. The client works on a copy of httpClient that does not
-// follow redirects, so a redirect can never carry the token to another host.
+// New returns a client that sends through a copy of httpClient that does
+// not follow redirects; httpClient must add the Authorization header (nil is
+// http.DefaultClient).
 func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 	hc := noRedirects(cmp.Or(httpClient, http.DefaultClient))
 	c := &Client{
@@ -427,9 +397,8 @@ func (c *Client) Meter() *billing.Meter { return c.meter }
 func (c *Client) Limits() map[Operation]int { return maps.Clone(c.limits) }
 
 // Budget returns the client's view of the (user, operation) window now: the
-// limit, how many requests it will still send before the reset, and the
-// reset (zero before the first request of a window). Operations without a
-// limit return the zero Rate. users_me is kept under the user ID "".
+// limit, the requests it will still send before the reset, and the reset
+// (zero before the window's first request; the zero Rate without a limit).
 func (c *Client) Budget(userID string, op Operation) Rate {
 	return c.budgets.get(budgetKey{userID, op}, c.clock.Now())
 }

@@ -300,17 +300,17 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 	} else {
 		res, err = a.decode(body)
 	}
-	var eo *ErrorsOnlyError
-	switch {
-	case err == nil:
+	if err == nil {
 		c.bill(a, res, true)
 		return nil
+	}
+	c.record(a, func(u *billing.Usage) { u.Errors++ })
+	var eo *ErrorsOnlyError
+	switch {
 	case errors.As(err, &eo):
 		eo.Operation, eo.Status, eo.Response = a.op, hr.StatusCode, hr
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		return eo
 	case isSyntaxError(err):
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, hr.StatusCode)
 		reason := "body was not valid JSON"
 		var se *jsontext.SyntacticError
@@ -321,7 +321,6 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 	}
 	// Read whole, but not what the operation returns: the posts in it were
 	// billed, and would be again if it were asked for again.
-	c.record(a, func(u *billing.Usage) { u.Errors++ })
 	c.bill(a, res, false)
 	return malformed("body was valid JSON but not what this operation returns", err, false)
 }

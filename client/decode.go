@@ -17,16 +17,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Bodies are decoded with encoding/json/v2 (github.com/go-json-experiment/json,
-// which the standard library's encoding/json/v2 is): one pass over a page,
-// which keeps each post as the bytes it was read from (docs/design/decoder.md).
-//
-// What the decoders guarantee: a body that is not JSON is told apart from
-// valid JSON of the wrong shape (the first may be a cut connection and is
-// asked for again; the second would come back the same); wrong shapes are
-// refused, never half-read; a bookmarks page must carry meta.result_count;
-// partial errors beside the data are kept; a body that holds only "errors"
-// is reported with what they say.
+// Bodies are decoded with encoding/json/v2 in one pass over a page, which
+// keeps each post as the bytes it was read from (docs/design/decoder.md). A
+// body that is not JSON (maybe a cut connection: asked for again) is told
+// apart from valid JSON of the wrong shape (it would come back the same:
+// refused, never half-read).
 
 // shapeError is valid JSON of the wrong shape for the operation.
 type shapeError string
@@ -39,17 +34,15 @@ var (
 	errEmptyBody = errors.New("empty body")
 	errNotObject = shapeError("top-level value is not a JSON object")
 	// errNoMeta refuses a bookmarks page without meta.result_count, which the
-	// document says every page has. (The folder payloads are not shown in the
-	// document, and X's own schema leaves their meta free-form: they are taken
-	// as they come.) Taken as it is, such a page has no next_token: the walk
-	// would end there as if the list did, and count every post it holds below
-	// as removed — the next sync would read, and bill, all of them again.
+	// document says every page has (folder pages are taken as they come).
+	// Taken as it is, such a page has no next_token: the walk would end there
+	// as if the list did, and the next sync would read, and bill, all the
+	// posts below it again.
 	errNoMeta = shapeError("no meta.result_count (every page has one)")
 )
 
 // duplicateNames lets an object name a member twice, the later winning, as
-// encoding/json and json.Valid do (RFC 8259 only says names SHOULD be
-// unique): such a body is JSON, of a shape that is judged as any other.
+// encoding/json and json.Valid do (RFC 8259 only says names SHOULD be unique).
 var duplicateNames = jsontext.AllowDuplicateNames(true)
 
 // isSyntaxError reports whether err says the body was not valid JSON.
@@ -147,9 +140,8 @@ type withRaw[T any] struct {
 }
 
 // bodyOptions are the options that decode body: rawValue and withRaw are
-// kept as slices of it, so a page is read once and each of its objects
-// kept as it came. (A slice's capacity ends with it: appending to one
-// copies, and never writes over the rest of the body.)
+// kept as slices of it, whose capacity ends with them (appending to one
+// copies, and never writes over the rest of the body).
 func bodyOptions(body []byte) jsonv2.Options {
 	span := func(start, end int64) []byte {
 		b := body[start:end:end]
@@ -206,8 +198,7 @@ type pageMeta struct {
 }
 
 // postFields are the members of a post object that are decoded, in both
-// namings (client.Naming): a post of either, or with members of both, is
-// read into the same Post.
+// namings (client.Naming).
 type postFields struct {
 	ID                  string   `json:"id"`
 	Text                string   `json:"text"`
@@ -233,9 +224,8 @@ type postFields struct {
 
 // inTweetsNaming reads the members of the posts naming as those of the
 // tweets naming where the post has none of the latter, and public_metrics'
-// repost_count as retweet_count (and a user's post_count as tweet_count,
-// makeUser): the columns of a post say the same whichever naming X
-// answered in.
+// repost_count as retweet_count (and makeUser a user's post_count as
+// tweet_count): a post's columns say the same whichever naming X answered in.
 func (f *postFields) inTweetsNaming() {
 	if f.EditHistoryTweetIDs == nil {
 		f.EditHistoryTweetIDs = f.EditHistoryPostIDs
@@ -299,10 +289,8 @@ type mediaFields struct {
 }
 
 // decodePostPage decodes a list_bookmarks page. res is what the body holds,
-// by billed type, also when it is refused for its shape: X billed it.
-//
-// Every id in the page must be an X id, and no post may be in it twice;
-// each post and expanded object is kept as valid Unicode (see validText).
+// also when it is refused for its shape: X billed it. Every id in the page
+// must be an X id, and no post may be in it twice.
 func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error) {
 	body = validText(body)
 	opts := bodyOptions(body)
@@ -367,7 +355,6 @@ func rawMessages(vs []rawValue) []json.RawMessage {
 	return out
 }
 
-// resources are what a page holds, by billed type.
 func (p *PostPage) billed() billing.Billed {
 	res := billing.Billed{Posts: make([]string, 0, len(p.Data)+len(p.Includes.Tweets)), Media: len(p.Includes.Media)}
 	for i := range p.Data {
@@ -389,9 +376,8 @@ type rawPageBody struct {
 	} `json:"includes"`
 }
 
-// refusedBilled is what a body refused for its shape holds: the ids
-// that can be read, and a count of the posts whose ids cannot. A body that
-// is not JSON holds none that can be told.
+// refusedBilled is what a body refused for its shape holds: the ids that can
+// be read, and a count of the posts whose ids cannot.
 func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 	var w rawPageBody
 	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
@@ -414,8 +400,7 @@ func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 }
 
 // countMismatch says how a meta.result_count disagrees with the posts a
-// page holds ("" when it does not). What is billed is what the body holds,
-// whatever its count says.
+// page holds ("" when it does not).
 func countMismatch(resultCount, posts int) string {
 	if resultCount == posts {
 		return ""
@@ -423,8 +408,7 @@ func countMismatch(resultCount, posts int) string {
 	return fmt.Sprintf("meta.result_count is %d but the page holds %d posts; billed: %d", resultCount, posts, posts)
 }
 
-// decodeExpanded checks and indexes the includes the resources use: users,
-// media and posts. Each must be an object and carry its id.
+// decodeExpanded checks and indexes the includes: users, media and posts.
 func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], posts []withRaw[postFields]) (Expanded, error) {
 	var e Expanded
 	if len(users) > 0 {
@@ -482,8 +466,7 @@ func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], p
 
 func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
-// decodePost decodes one post object on its own (as an element of "data"
-// or of includes.tweets is decoded).
+// decodePost decodes one post object on its own, as a page's are.
 func decodePost(raw json.RawMessage, p *Post) error {
 	var w withRaw[postFields]
 	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
@@ -551,19 +534,16 @@ func makePost(w *withRaw[postFields], p *Post) error {
 // parseTime reads an RFC 3339 time, with or without fractional seconds; nil
 // when absent or unreadable (the object's Raw keeps it).
 func parseTime(s *string) *time.Time {
-	if s == nil {
-		return nil
+	if s != nil {
+		if t, err := time.Parse(time.RFC3339, *s); err == nil {
+			return &t
+		}
 	}
-	t, err := time.Parse(time.RFC3339, *s)
-	if err != nil {
-		return nil
-	}
-	return &t
+	return nil
 }
 
-// decodeArticle reads an X Article's title, body and media keys. The
-// article object is not in X's published schema: members of other shapes
-// are left in Raw, not refused.
+// decodeArticle reads an X Article's title, body and media keys. The article
+// is not in X's published schema: members of other shapes are not refused.
 func decodeArticle(p *Post) {
 	var a struct {
 		Title         rawValue   `json:"title"`
@@ -601,14 +581,11 @@ func articleTitle(raw rawValue) string {
 	if jsonv2.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	if t, ok := topLevelString(raw, "title"); ok {
-		return t
-	}
-	return ""
+	t, _ := topLevelString(raw, "title")
+	return t
 }
 
-// decodeUserObject decodes a user object on its own (as an element of
-// includes.users is decoded).
+// decodeUserObject decodes a user object on its own, as a page's are.
 func decodeUserObject(raw json.RawMessage) (*User, error) {
 	var w withRaw[userFields]
 	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
@@ -617,15 +594,13 @@ func decodeUserObject(raw json.RawMessage) (*User, error) {
 	return makeUser(&w)
 }
 
-// makeUser checks a user object as it was decoded and makes it a User; a
-// created_at that does not parse is kept in Raw only.
+// makeUser checks a user object as it was decoded and makes it a User.
 func makeUser(w *withRaw[userFields]) (*User, error) {
 	if !isObject(w.raw) {
 		return nil, shapeError("not an object")
 	}
 	u := w.v.User
 	u.CreatedAt = parseTime(w.v.CreatedAt)
-	// The posts naming counts a user's posts in post_count.
 	u.PublicMetrics, u.Raw = json.RawMessage(renameMember(w.v.PublicMetrics, "post_count", "tweet_count")), w.raw
 	return &u, nil
 }
@@ -670,8 +645,7 @@ func checkErrorsOnly(body []byte) error {
 
 // decodeSmall decodes the body of a small operation into v; check says
 // whether it held what the operation returns. A body with only "errors" is
-// reported as such, whatever check would say. Its strings are kept as valid
-// Unicode, as a page's are (validText).
+// reported as such, whatever check would say.
 func decodeSmall(body []byte, v any, check func() error) error {
 	body = validText(body)
 	err := unmarshalObject(body, v, bodyOptions(body))
@@ -728,10 +702,9 @@ func (p *FolderPostsPage) billed() billing.Billed {
 }
 
 // checkIDs checks the ids of the n items of a page's data: each an X id,
-// and none twice. A list that shifts between two requests repeats an item
-// across pages, never within one: a page that repeats an item of its own
-// is broken, and taken for a shift it would make the walk keep a state
-// that does not hold the list.
+// and none twice. A list that shifts repeats an item across pages, never
+// within one: such a page is broken, and taken for a shift it would make
+// the walk keep a state that does not hold the list.
 func checkIDs(n int, id func(i int) string) error {
 	seen := make(map[string]int, n)
 	for i := range n {
@@ -771,8 +744,7 @@ func checkPostIDs(p *Post) error {
 }
 
 // shown is a value from a response as an error may show it: quoted when
-// short, else only its length (a long value may be anything a server
-// echoes, a credential included).
+// short, else only its length (it may be a credential a server echoes).
 func shown(v string) string {
 	if len(v) > maxQuoted {
 		return fmt.Sprintf("(%d characters, not shown)", len(v))
@@ -781,18 +753,14 @@ func shown(v string) string {
 }
 
 // validText returns body with what is not Unicode made U+FFFD, as
-// encoding/json decodes it: bytes that are not UTF-8 (validUTF8) and
-// escaped halves of a surrogate pair that have no other half
-// (loneSurrogates). The raw objects kept from a page (a post's "post"
-// column, its entities, the expanded author) then say what the decoded
-// fields say, and every reader of the archive can read them: DuckDB
-// refuses a Parquet file whose strings are not UTF-8, and its JSON
-// functions a lone surrogate. A valid body is returned as it is.
+// encoding/json decodes it: bytes that are not UTF-8 and escaped halves of
+// a surrogate pair without their other half. The raw objects kept from a
+// page then say what the decoded fields say, and every reader of the
+// archive can read them (DuckDB refuses both).
 func validText(body []byte) []byte { return loneSurrogates(validUTF8(body)) }
 
 // validUTF8 returns b with every byte that is not part of valid UTF-8
-// replaced by U+FFFD, one per byte, as encoding/json decodes such bytes in
-// a string. Outside strings such bytes are not JSON either way.
+// replaced by U+FFFD, one per byte, as encoding/json decodes such bytes.
 func validUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b

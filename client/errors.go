@@ -14,44 +14,28 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors. Match them with errors.Is; the concrete errors (*APIError,
-// *RateLimitError, *InputError, *MalformedResponseError, *ErrorsOnlyError)
-// carry the details.
+// Sentinel errors, matched with errors.Is; the concrete errors carry the
+// details.
 var (
-	// ErrInvalidRequest: the server answered 400.
-	ErrInvalidRequest = errors.New("invalid request")
-	// ErrUnauthorized: the server answered 401 (expired, revoked or bad token).
-	ErrUnauthorized = errors.New("unauthorized")
-	// ErrCreditsDepleted: the server answered 402 (title "CreditsDepleted").
-	// Terminal: the client never retries it.
-	ErrCreditsDepleted = errors.New("credits depleted")
-	// ErrForbidden: the server answered 403.
-	ErrForbidden = errors.New("forbidden")
-	// ErrAppOnlyToken: a 403 "Unsupported Authentication", the answer to an
-	// app-only (application context) token on a user-context endpoint.
-	ErrAppOnlyToken = errors.New("app-only token where a user-context token is required")
-	// ErrUserContextToken: a 403 "Unsupported Authentication" from an
-	// app-only operation (the compliance jobs): a user's token where the
-	// app's bearer token is required.
-	ErrUserContextToken = errors.New("user-context token where an app-only bearer token is required")
-	// ErrClientNotEnrolled: a 403 "Client Forbidden" (reason
-	// client-not-enrolled): the developer app is not attached to a project.
-	ErrClientNotEnrolled = errors.New("developer app not enrolled in a project")
-	// ErrNotFound: the server answered 404.
-	ErrNotFound = errors.New("not found")
-	// ErrServer: the server answered 5xx (after the client's retries).
-	ErrServer = errors.New("server error")
-	// ErrRateLimited: a *RateLimitError, either a 429 from the server or a
-	// request the client's own budget refused to send.
+	ErrInvalidRequest  = errors.New("invalid request")  // a 400
+	ErrUnauthorized    = errors.New("unauthorized")     // a 401: an expired, revoked or bad token
+	ErrCreditsDepleted = errors.New("credits depleted") // a 402 (title "CreditsDepleted"): never retried
+	ErrForbidden       = errors.New("forbidden")        // a 403
+	// ErrAppOnlyToken is a 403 "Unsupported Authentication" on a user-context
+	// endpoint, ErrUserContextToken one on an app-only operation (the
+	// compliance jobs).
+	ErrAppOnlyToken      = errors.New("app-only token where a user-context token is required")
+	ErrUserContextToken  = errors.New("user-context token where an app-only bearer token is required")
+	ErrClientNotEnrolled = errors.New("developer app not enrolled in a project") // a 403 "Client Forbidden"
+	ErrNotFound          = errors.New("not found")                               // a 404
+	ErrServer            = errors.New("server error")                            // a 5xx, after the retries
+	// ErrRateLimited is a 429, or a request the client's own budget refused.
 	ErrRateLimited = errors.New("rate limited")
-	// ErrMalformedResponse: a response body that could not be read in full or
-	// was not the JSON the operation returns.
+	// ErrMalformedResponse is a body not read in full, or not the JSON the
+	// operation returns; ErrResponseTooLarge one over WithMaxResponseBytes.
 	ErrMalformedResponse = errors.New("malformed response")
-	// ErrResponseTooLarge: a response body larger than the configured cap
-	// (WithMaxResponseBytes). Not retried.
-	ErrResponseTooLarge = errors.New("response body too large")
-	// ErrInvalidInput: an argument rejected before any request was sent.
-	ErrInvalidInput = errors.New("invalid input")
+	ErrResponseTooLarge  = errors.New("response body too large")
+	ErrInvalidInput      = errors.New("invalid input") // an argument refused before anything was sent
 )
 
 // Hints attached to APIError.Hint.
@@ -67,16 +51,13 @@ const (
 
 const errPrefix = "x api: "
 
-// ErrorItem is one element of the "errors" array of an error body: the part
-// that says what was wrong. X sends the legacy {"code":88,"message":"..."},
-// and, on a 400, {"parameters":{"expansions":["x"]},"message":"The
-// `expansions` query parameter value [x] is not one of [...]"}; some
-// endpoints put a problem-details object (title, detail, type) there.
+// ErrorItem is one element of the "errors" of an error body: X's legacy
+// {"code":88,"message":"..."}, a 400's {"parameters":{"expansions":["x"]},
+// "message":"..."}, or a problem-details object.
 type ErrorItem struct {
-	Code    int
-	Message string
-	// Parameters are the query parameters refused and their values.
-	Parameters map[string][]string
+	Code       int
+	Message    string
+	Parameters map[string][]string // the query parameters refused, and their values
 	Title      string
 	Detail     string
 	Type       string
@@ -104,27 +85,19 @@ func (it ErrorItem) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// APIError is an error status (other than 429) from the API. The problem
-// details {"title","detail","type","status"} and each element of "errors"
-// are kept. Match it with errors.Is against the sentinels (ErrUnauthorized,
-// ErrForbidden, ErrAppOnlyToken, ...); matching uses the status code and the
-// title, never the host inside Type.
+// APIError is an error status (other than 429) from the API, with its
+// problem details and its "errors". errors.Is matches it against the
+// sentinels by status and title, never by the host inside Type.
 type APIError struct {
-	// Response is the HTTP response; its body has been read and closed.
-	Response  *http.Response
+	Response  *http.Response // its body read and closed
 	Operation Operation
 	Status    int
 	Title     string
 	Detail    string
-	// Type is the problem type URI, e.g.
-	// https://api.x.com/2/problems/invalid-request or about:blank.
-	Type string
-	// Reason is the problem's "reason" member when present (e.g. client-not-enrolled).
-	Reason string
-	// Errors are the elements of the body's "errors" array.
-	Errors []ErrorItem
-	// Hint says what to do about it, when the client knows.
-	Hint string
+	Type      string      // the problem type URI, e.g. https://api.x.com/2/problems/invalid-request
+	Reason    string      // the problem's "reason", e.g. client-not-enrolled
+	Errors    []ErrorItem // the body's "errors"
+	Hint      string      // what to do about it, when the client knows
 }
 
 func (e *APIError) Error() string {
@@ -221,27 +194,15 @@ func titleIs(got, want string) bool {
 }
 
 // RateLimitError is a 429 from the server, or a request the client's budget
-// refused to send because the per-user window was used up and its reset was
-// further away than the wait cap (Response is nil then). errors.Is(err,
-// ErrRateLimited) holds for both.
+// refused to send: the window was used up and its reset past the wait cap.
 type RateLimitError struct {
-	// Rate is the window as last known: Reset is when requests may be sent
-	// again (zero when unknown).
-	Rate      Rate
+	Rate      Rate // the window as last known: Reset is zero when unknown
 	Operation Operation
-	// Response is the 429 response (body read and closed); nil when the
-	// client's own budget refused to send.
-	Response *http.Response
-	// Waited reports whether the client already waited for a reset during
-	// this call before giving up.
-	Waited bool
-	// Budget is true when no request was sent: the client's own budget said
-	// the window was used up.
-	Budget bool
-	// Wait is how long the caller would have to wait for the reset (zero when unknown).
-	Wait time.Duration
-	// Message is the server's title/detail or legacy message, if any.
-	Message string
+	Response  *http.Response // the 429 (body read and closed); nil for Budget
+	Waited    bool           // the call already waited for a reset
+	Budget    bool           // nothing was sent: the client's budget refused
+	Wait      time.Duration  // until the reset (zero when unknown)
+	Message   string         // what the server said, if anything
 }
 
 func (e *RateLimitError) Error() string {
@@ -277,9 +238,8 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 type InputError struct {
 	Operation Operation
 	Parameter string // e.g. "user id", "pagination_token", "max_results"
-	// Value is the bad value when it is short (at most maxQuoted bytes);
-	// longer values are left out, since a long string in the wrong argument
-	// may well be a credential, and only Length is given.
+	// Value is the bad value when it is at most maxQuoted bytes: a long
+	// string in the wrong argument may well be a credential.
 	Value  string
 	Length int
 	Reason string
@@ -312,13 +272,11 @@ func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 type MalformedResponseError struct {
 	Operation Operation
 	Status    int
-	// Response is the HTTP response; its body has been read and closed.
-	Response *http.Response
-	// Reason says what was wrong, e.g. "body was not valid JSON".
-	Reason string
-	Err    error
-	// unreadable: cut short or not JSON (a dropped connection), so worth
-	// asking for again; a body of the wrong shape would come back the same.
+	Response  *http.Response // its body read and closed
+	Reason    string         // e.g. "body was not valid JSON"
+	Err       error
+	// unreadable: cut short or not JSON, so worth asking for again; a body
+	// of the wrong shape would come back the same.
 	unreadable bool
 }
 
@@ -335,17 +293,14 @@ func (e *MalformedResponseError) Unwrap() error { return e.Err }
 // Is matches ErrMalformedResponse (and ErrResponseTooLarge through Unwrap).
 func (e *MalformedResponseError) Is(target error) bool { return target == ErrMalformedResponse }
 
-// ErrorsOnlyError is a 2xx response whose body holds only "errors": no
-// "data" and no "meta". X's OpenAPI allows it, and X answers so, for one, a
-// request for an unknown user id. Nothing was billed; it is not retried (the
-// answer would be the same). errors.Is(err, ErrNotFound) holds when an error
-// says a resource was not found.
+// ErrorsOnlyError is a 2xx response whose body holds only "errors", as X
+// answers a request for an unknown user id. Nothing was billed; it is not
+// retried (the answer would be the same).
 type ErrorsOnlyError struct {
 	Operation Operation
 	Status    int
-	// Response is the HTTP response; its body has been read and closed.
-	Response *http.Response
-	Errors   []PartialError
+	Response  *http.Response // its body read and closed
+	Errors    []PartialError
 }
 
 func (e *ErrorsOnlyError) Error() string {
@@ -469,9 +424,6 @@ func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate
 // oneLine makes s safe for a one-line message: control characters become
 // spaces, runs of spaces collapse, and it is cut to at most max runes.
 func oneLine(s string, max int) string {
-	if s == "" {
-		return s
-	}
 	var b strings.Builder
 	space := false
 	n := 0

@@ -11,21 +11,19 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/billing"
 )
 
-// Batch compliance jobs (X API v2, /2/compliance/jobs): a job takes a file
-// of post ids, uploaded to the job's upload URL, and reports those that were
-// deleted, or whose authors were suspended or made protected, in a file at
-// its download URL. The three API operations need the app's app-only
-// bearer token (OAuth 2.0 application-only), not a user's token, and share
-// 150 requests per 15 minutes per app; their budget and meter rows are kept
-// under the user ID "". Nothing is metered as billed (X's pricing lists
-// them neither as reads nor as writes). The upload and download URLs
-// point at X's storage, not at the API: they are signed, and the client
-// sends them no Authorization header (see WithStorageClient).
+// Batch compliance jobs (/2/compliance/jobs): a job takes a file of post
+// ids, uploaded to its upload URL, and reports those deleted, or whose
+// authors were suspended or made protected, in a file at its download URL.
+// The API operations need the app's app-only bearer token and share 150
+// requests per 15 minutes per app (kept under the user ID ""); X bills none
+// of them. The upload and download URLs are signed URLs of X's storage,
+// sent no Authorization header (WithStorageClient).
 
 // Operations of the compliance jobs.
 const (
@@ -36,7 +34,6 @@ const (
 	OpDownloadComplianceResults Operation = "compliance_download"   // GET the job's download_url
 )
 
-// complianceLimit is the per-app limit of each compliance API operation.
 const complianceLimit = 150
 
 // appOnly reports whether the operation needs an app-only bearer token.
@@ -77,26 +74,21 @@ type ComplianceJob struct {
 // type: created or in progress.
 func (j *ComplianceJob) Active() bool { return j.Status == JobCreated || j.Status == JobInProgress }
 
-// CreateComplianceJobOptions are the body of POST /2/compliance/jobs.
+// CreateComplianceJobOptions are the body of POST /2/compliance/jobs. (X's
+// `resumable` is not asked for: its upload URL then takes Cloud Storage's
+// resumable protocol only, and a job's ids are a few MB.)
 type CreateComplianceJobOptions struct {
-	// Type is ComplianceTweets or ComplianceUsers.
-	Type string
-	// Name labels the job (at most 64 characters); optional. (X's
-	// `resumable` is not asked for: its upload URL then takes Cloud
-	// Storage's resumable protocol only, and a job's ids are a few MB.)
-	Name string
+	Type string // ComplianceTweets or ComplianceUsers
+	Name string // optional, at most MaxComplianceJobName characters
 }
 
-// ComplianceResult is one line of a job's results: a post (or user) that X
-// asks stored copies of to be changed. Posts not in the results are as they
-// were.
+// ComplianceResult is one line of a job's results: a post (or user) whose
+// stored copies X asks to be changed.
 type ComplianceResult struct {
-	ID string `json:"id"`
-	// Action is "delete" for every reason X documents.
-	Action string `json:"action"`
+	ID     string `json:"id"`
+	Action string `json:"action"` // "delete" for every reason X documents
 	// Reason is deleted, bounced, protected, suspended or scrub_geo
-	// (posts), deleted, suspended, protected or deactivated (users), as X
-	// lists them; "" when the line has none.
+	// (posts), deleted, suspended, protected or deactivated (users).
 	Reason     string     `json:"reason"`
 	CreatedAt  *time.Time `json:"created_at,omitempty"`
 	RedactedAt *time.Time `json:"redacted_at,omitempty"`
@@ -122,9 +114,8 @@ func (e *NotFoundError) Error() string {
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // WithStorageClient sets the HTTP client for the compliance jobs' upload and
-// download URLs. It must not add the app's Authorization header: the URLs
-// are signed, on X's storage, not the API. Default: a client on
-// http.DefaultTransport. The client never follows its redirects.
+// download URLs, which must not add the app's Authorization header (default:
+// one on http.DefaultTransport). Its redirects are not followed.
 func WithStorageClient(hc *http.Client) Option {
 	return func(c *Client) error {
 		if hc == nil {
@@ -154,14 +145,7 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 		return nil, nil, err
 	}
 	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{
-		op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			job, err = decodeJob(b)
-			return billing.Billed{}, err
-		},
-	})
+	resp, err := c.do(ctx, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body, decode: unbilled(&job, decodeJob)})
 	return result(job, resp, err)
 }
 
@@ -173,14 +157,7 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 		return nil, nil, err
 	}
 	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{
-		op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			job, err = decodeJob(b)
-			return billing.Billed{}, err
-		},
-	})
+	resp, err := c.do(ctx, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id, decode: unbilled(&job, decodeJob)})
 	var eo *ErrorsOnlyError
 	var ae *APIError
 	switch {
@@ -201,9 +178,7 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 	}
 	q := url.Values{"type": {jobType}}
 	if status != "" {
-		switch status {
-		case JobCreated, JobInProgress, JobComplete, JobFailed: // X's description lists no other
-		default:
+		if !slices.Contains([]string{JobCreated, JobInProgress, JobComplete, JobFailed}, status) { // X's description lists no other
 			return nil, nil, newInputError(op, "status", status, "must be created, in_progress, complete or failed")
 		}
 		q.Set("status", status)
@@ -254,11 +229,10 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 
 // DownloadComplianceResults reads a complete job's results from its
 // download URL, without the app's token: one JSON object per line, for the
-// ids X reports only. Each result is passed to each as its line is read, so
-// a file of any size is read with one line in memory; a line longer than
-// MaxComplianceResultLine, or one that is not a result with an id, is a
-// *MalformedResponseError naming it. An attempt retried after a transient
-// fault reads the file again from its first line.
+// ids X reports only, each passed to each as it is read. A line longer than
+// MaxComplianceResultLine, or not a result with an id, is a
+// *MalformedResponseError naming it. A retried attempt reads the file again
+// from its first line.
 func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob, each func(ComplianceResult)) (*Response, error) {
 	const op = OpDownloadComplianceResults
 	if job == nil {
@@ -274,13 +248,11 @@ func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJ
 // lines (an id, an action, a reason and two dates) are about 150 bytes.
 const MaxComplianceResultLine = 64 << 10
 
-// storageCall sends a request to one of a job's storage URLs through the
-// client's retry, rate-limit and metering rules, but on the storage client
-// (no Authorization header), to that URL as given (its signed query is not
-// re-encoded). Whether a server was ever reached is judged for the call
-// alone: an answer from the API says nothing of the storage host, and a
-// storage host nothing answers is given up on after MaxAttempts, as a
-// wrong base URL is.
+// storageCall sends a request to one of a job's storage URLs, as given (its
+// signed query is not re-encoded), through the client's retry, rate-limit
+// and metering rules but on the storage client. Whether a server was ever
+// reached is judged for the call alone: an answer from the API says nothing
+// of the storage host.
 func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -290,10 +262,7 @@ func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string
 	if _, err := checkBaseURL(u.Scheme + "://" + u.Host); err != nil {
 		return nil, err
 	}
-	cl.storageURL = u.Scheme + "://" + u.Host + u.EscapedPath()
-	if u.RawQuery != "" {
-		cl.storageURL += "?" + u.RawQuery
-	}
+	cl.storageURL = rawURL
 	return c.do(ctx, cl)
 }
 

@@ -28,6 +28,15 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 	return result(u, resp, err)
 }
 
+// unbilled decodes into *v a body X bills nothing for.
+func unbilled[T any](v *T, decode func([]byte) (T, error)) func([]byte) (billing.Billed, error) {
+	return func(b []byte) (billing.Billed, error) {
+		var err error
+		*v, err = decode(b)
+		return billing.Billed{}, err
+	}
+}
+
 // result is what an endpoint returns: v only without an error.
 func result[T any](v T, resp *Response, err error) (T, *Response, error) {
 	if err != nil {
@@ -112,11 +121,7 @@ func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOption
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			page, err = decodeFolderPage(b)
-			return billing.Billed{}, err
-		},
+		decode: unbilled(&page, decodeFolderPage),
 	})
 	return result(page, resp, err)
 }

@@ -18,10 +18,8 @@ import (
 type Naming string
 
 const (
-	// NamingTweets: tweet.fields, referenced_tweets.id, note_tweet, ...
-	NamingTweets Naming = "tweets"
-	// NamingPosts: post.fields, referenced_posts, note_post, ...
-	NamingPosts Naming = "posts"
+	NamingTweets Naming = "tweets" // tweet.fields, referenced_tweets.id, note_tweet, ...
+	NamingPosts  Naming = "posts"  // post.fields, referenced_posts, note_post, ...
 )
 
 // fieldsParam is the post-fields parameter of the naming.
@@ -39,10 +37,9 @@ type rename struct {
 	tweets, posts string
 }
 
-// renames are the values the two namings (revisions 2.166 and 2.167 of X's
-// description) do not share. Revision 2.167 offers author_id,
-// in_reply_to_user_id and the referenced posts only as expansions, which
-// expand users and posts that X bills, and has no nested expansions of the
+// renames are the values the two namings do not share. The posts naming
+// offers author_id, in_reply_to_user_id and the referenced posts only as
+// expansions (of users and posts X bills), and no nested expansions of the
 // referenced posts.
 var renames = []rename{
 	{"fields", "note_tweet", "note_post"},
@@ -161,9 +158,8 @@ var Namings = []string{"auto", string(NamingTweets), string(NamingPosts)}
 
 // NamingPolicy chooses the naming of a sync's bookmarks requests: one
 // naming, or auto: the tweets naming until X answers 400 to a name only it
-// has, then the posts naming for the rest of the sync. One policy is shared
-// by the clients of every account of a sync (WithNamingPolicy): X names
-// things one way for all of them. Safe for concurrent use.
+// has, then the posts naming for the rest of the sync. The clients of every
+// account of a sync share one: X names things one way for all of them.
 type NamingPolicy struct {
 	auto  bool
 	posts atomic.Bool

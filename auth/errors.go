@@ -30,34 +30,28 @@ type TokenEndpointError struct {
 	Code        string // OAuth "error", e.g. "invalid_request"
 	Description string // OAuth "error_description", sanitised and truncated
 	// Transient is true for failures that may go away by themselves (network errors, timeouts,
-	// 429, 5xx, an unparseable 2xx). The caller may retry later; the refresh token was not
-	// consumed as far as we can tell.
+	// 429, 5xx, an unparseable 2xx): the refresh token was not consumed as far as we can tell.
 	Transient bool
 	// LoginRequired is true when X rejected the grant (HTTP 400/401 invalid_grant or
 	// invalid_request): errors.Is(err, ErrLoginRequired) holds.
 	LoginRequired bool
-	// Hint is extra context appended to the message (for example that an earlier refresh was
-	// interrupted).
-	Hint string
-	err  error // sanitised cause (network errors); never a *oauth2.RetrieveError
+	Hint          string // appended to the message (e.g. that an earlier refresh was interrupted)
+	err           error  // sanitised cause (network errors); never a *oauth2.RetrieveError
 }
 
 func (e *TokenEndpointError) Error() string {
-	var b strings.Builder
-	b.WriteString("auth: token endpoint ")
-	b.WriteString(e.Op)
-	b.WriteString(" failed")
+	s := "auth: token endpoint " + e.Op + " failed"
 	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, ": HTTP %d", e.StatusCode)
+		s += fmt.Sprintf(": HTTP %d", e.StatusCode)
 	}
 	if e.Code != "" {
-		fmt.Fprintf(&b, " %s", e.Code)
+		s += " " + e.Code
 	}
 	if e.Description != "" {
-		fmt.Fprintf(&b, " (%s)", e.Description)
+		s += " (" + e.Description + ")"
 	}
 	if e.err != nil {
-		fmt.Fprintf(&b, ": %v", e.err)
+		s += ": " + e.err.Error()
 	}
 	endpoint, where := "token endpoint", "oauth.token_url in a spec, --token-url"
 	if e.Op == "revoke" {
@@ -65,29 +59,27 @@ func (e *TokenEndpointError) Error() string {
 	}
 	switch {
 	case e.LoginRequired && e.Op == "refresh":
-		b.WriteString(": X no longer accepts the stored refresh token (refresh tokens are single-use and rotate on every refresh; it was spent, revoked or belongs to another app)")
+		s += ": X no longer accepts the stored refresh token (refresh tokens are single-use and rotate on every refresh; it was spent, revoked or belongs to another app)"
 	case e.LoginRequired:
-		b.WriteString(": X rejected the authorization code (codes are single-use and live 30 seconds)")
+		s += ": X rejected the authorization code (codes are single-use and live 30 seconds)"
 	case e.StatusCode == 404 || e.StatusCode == 405:
-		fmt.Fprintf(&b, ": there is no %s at that URL: check it (%s)", endpoint, where)
+		s += fmt.Sprintf(": there is no %s at that URL: check it (%s)", endpoint, where)
 	case e.Transient && e.StatusCode/100 == 2:
-		fmt.Fprintf(&b, ": the answer is not a token response: check the %s's URL (%s)", endpoint, where)
+		s += fmt.Sprintf(": the answer is not a token response: check the %s's URL (%s)", endpoint, where)
 	case e.Transient && e.StatusCode == 0:
-		fmt.Fprintf(&b, " (no answer: check the %s's URL (%s) and the network; an outage passes by itself)", endpoint, where)
+		s += fmt.Sprintf(" (no answer: check the %s's URL (%s) and the network; an outage passes by itself)", endpoint, where)
 	case e.Transient:
-		b.WriteString(" (transient; try again later)")
+		s += " (transient; try again later)"
 	case e.Code == "invalid_client" || e.Code == "unauthorized_client":
-		b.WriteString(": check the client id and secret (a confidential app needs its client secret; a public app must have none)")
+		s += ": check the client id and secret (a confidential app needs its client secret; a public app must have none)"
 	}
 	if e.Hint != "" {
-		b.WriteString("; ")
-		b.WriteString(e.Hint)
+		s += "; " + e.Hint
 	}
 	if e.LoginRequired {
-		b.WriteString(": ")
-		b.WriteString(ErrLoginRequired.Error())
+		s += ": " + ErrLoginRequired.Error()
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap exposes ErrLoginRequired (when LoginRequired) and the sanitised network cause.

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -401,12 +402,8 @@ func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint s
 func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk *StoredToken) (*StoredToken, error) {
 	next := NewStoredToken(tok, s.oc.ClientID, start)
 	s.secrets.Add(next.AccessToken, next.RefreshToken)
-	if next.RefreshToken == "" {
-		next.RefreshToken = disk.RefreshToken // not rotated this time: keep the old one
-	}
-	if next.Scope == "" {
-		next.Scope = disk.Scope
-	}
+	next.RefreshToken = cmp.Or(next.RefreshToken, disk.RefreshToken) // not rotated this time: keep the old one
+	next.Scope = cmp.Or(next.Scope, disk.Scope)
 	next.UserID, next.Username = disk.UserID, disk.Username
 	if err := s.file.Save(next); err != nil {
 		s.unsaved, s.unsavedFrom = next, disk.RefreshToken

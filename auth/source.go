@@ -35,20 +35,12 @@ type SourceOption func(*FileTokenSource)
 // WithHTTPClient sets the HTTP client for the token endpoint. The default has a 30-second
 // timeout (never http.DefaultClient, which waits forever).
 func WithHTTPClient(c *http.Client) SourceOption {
-	return func(s *FileTokenSource) {
-		if c != nil {
-			s.httpClient = c
-		}
-	}
+	return func(s *FileTokenSource) { s.httpClient = cmp.Or(c, s.httpClient) }
 }
 
 // WithClock sets the clock that decides expiry (default clock.Real).
 func WithClock(c clock.Clock) SourceOption {
-	return func(s *FileTokenSource) {
-		if c != nil {
-			s.clock = c
-		}
-	}
+	return func(s *FileTokenSource) { s.clock = cmp.Or(c, s.clock) }
 }
 
 // WithRefreshMargin sets how long before expiry the token is refreshed (default 5m; 0 to 1h).
@@ -79,12 +71,6 @@ func WithSecrets(r *secrets.Mask) SourceOption {
 	return func(s *FileTokenSource) { s.secrets = r }
 }
 
-// withAfterTokenResponse (tests) runs after the token endpoint answered a refresh and before the
-// new pair is saved; an error aborts there, as a crash would.
-func withAfterTokenResponse(fn func() error) SourceOption {
-	return func(s *FileTokenSource) { s.afterTokenResponse = fn }
-}
-
 // FileTokenSource is an oauth2.TokenSource backed by a TokenFile. It refreshes the access token
 // shortly before it expires (and once after Invalidate), persisting the rotated pair before
 // returning it. It is safe for concurrent use, and any number of processes may share one file:
@@ -100,7 +86,7 @@ type FileTokenSource struct {
 	log         zerolog.Logger
 	secrets     *secrets.Mask
 
-	afterTokenResponse func() error
+	afterTokenResponse func() error // tests: withAfterTokenResponse
 
 	mu          sync.Mutex
 	cur         *StoredToken // last token read from or written to the file

@@ -696,3 +696,9 @@ func TestRefreshesAreLoggedWithoutTokens(t *testing.T) {
 		}
 	}
 }
+
+// withAfterTokenResponse runs after the token endpoint answered a refresh and before the
+// new pair is saved; an error aborts there, as a crash would.
+func withAfterTokenResponse(fn func() error) SourceOption {
+	return func(s *FileTokenSource) { s.afterTokenResponse = fn }
+}

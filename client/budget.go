@@ -7,16 +7,11 @@ import (
 
 // budgets keeps the client's own view of each (user, operation) rate-limit
 // window, so that it never sends a request the server would refuse with 429.
-//
-// A window starts from the configured limit when the client first sends for
-// a key (reset = the first response's time + window) and is replaced by what the server says as soon
-// as a response carries x-rate-limit-* headers. Each send reserves one request
-// before it goes out. When a response's headers arrive, requests still in
-// flight for the same key may or may not have been counted by the server, so
-// the client assumes they have not: remaining = header remaining - in flight.
-// Within one server window the count only goes down (a response that was
-// overtaken by a later one cannot raise it); a header with a later reset
-// starts a new window.
+// A window starts from the configured limit, and takes what the server says
+// as soon as a response carries x-rate-limit-* headers. Requests in flight
+// may not have been counted by the server: remaining = header remaining -
+// in flight. Within one server window the count only goes down (an
+// overtaken response cannot raise it); a later reset starts a new window.
 type budgets struct {
 	mu     sync.Mutex
 	limits map[Operation]int

@@ -407,40 +407,24 @@ func (c *Client) Budget(userID string, op Operation) Rate {
 func (c *Client) String() string { return "client.Client{" + c.baseURL + "}" }
 
 // StaticToken returns an *http.Client that sends "Authorization: Bearer
-// <token>" on every request, through http.DefaultTransport. It does not
-// follow redirects (the header would go wherever the redirect points). The
-// token never appears in errors, nor when the client or its transport is
-// printed: the transport holds it in a function.
+// <token>" on every request, and does not follow redirects. The transport
+// holds the token in a function: printing it does not show the token.
 func StaticToken(token string) *http.Client { return StaticTokenWithTransport(token, nil) }
 
 // StaticTokenWithTransport is StaticToken sending through base (nil =
 // http.DefaultTransport), e.g. a transport that dials an in-process simulator.
 func StaticTokenWithTransport(token string, base http.RoundTripper) *http.Client {
-	return &http.Client{
-		Transport: &bearer.Transport{Base: base, Token: func(context.Context) (string, error) { return token, nil }},
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	return noRedirects(&http.Client{Transport: &bearer.Transport{Base: base, Token: func(context.Context) (string, error) { return token, nil }}})
 }
 
-// WithStop makes the client stop reading from the API once stop ends,
-// whatever the context of each call: a call not yet sent returns at once
-// and sends nothing, and a wait (for a rate-limit window, or before a
-// retry) ends. A request in flight may finish within grace — X bills a page
-// when it sends it, so the page is received and kept — and is cancelled
-// after. The error wraps context.Cause(stop), so the caller that stops the
-// client says why.
-//
-// It is for a caller that must stop the reads without cancelling the
-// context the calls run in: the CloudQuery SDK's scheduler drops the rows
-// it holds when its context ends, so the exporter stops a sync by stopping
-// its clients, and the resolvers end on their own, keeping what they read.
+// WithStop makes the client stop reading once stop ends, whatever the
+// context of each call: a call not yet sent returns at once, a wait ends,
+// and a request in flight may finish within grace (X bills a page when it
+// sends it, so it is kept). The error wraps context.Cause(stop). The
+// CloudQuery SDK's scheduler drops the rows it holds when its context ends,
+// so the exporter stops a sync by stopping its clients, not that context.
 func WithStop(stop context.Context, grace time.Duration) Option {
-	return func(c *Client) error {
-		c.stop, c.stopGrace = stop, grace
-		return nil
-	}
+	return setting(func(c *Client) { c.stop, c.stopGrace = stop, grace })
 }
 
 // Sleep waits d on the client's clock, or until ctx ends or the client is

@@ -466,15 +466,6 @@ func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], p
 
 func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
-// decodePost decodes one post object on its own, as a page's are.
-func decodePost(raw json.RawMessage, p *Post) error {
-	var w withRaw[postFields]
-	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
-		return err
-	}
-	return makePost(&w, p)
-}
-
 // makePost checks a post object as it was decoded and makes it a Post.
 func makePost(w *withRaw[postFields], p *Post) error {
 	if !isObject(w.raw) {

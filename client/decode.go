@@ -200,21 +200,14 @@ type pageMeta struct {
 // postFields are the members of a post object that are decoded, in both
 // namings (client.Naming).
 type postFields struct {
-	ID                  string   `json:"id"`
-	Text                string   `json:"text"`
-	CreatedAt           *string  `json:"created_at"` // a time that does not parse is kept in Raw only
-	AuthorID            string   `json:"author_id"`
-	ConversationID      string   `json:"conversation_id"`
-	Lang                string   `json:"lang"`
-	InReplyToUserID     string   `json:"in_reply_to_user_id"`
-	PossiblySensitive   *bool    `json:"possibly_sensitive"`
-	EditHistoryTweetIDs []string `json:"edit_history_tweet_ids"`
-	PublicMetrics       rawValue `json:"public_metrics"`
-	Entities            rawValue `json:"entities"`
-	ReferencedTweets    rawValue `json:"referenced_tweets"`
-	Attachments         rawValue `json:"attachments"`
-	NoteTweet           rawValue `json:"note_tweet"`
-	Article             rawValue `json:"article"`
+	Post
+	CreatedAt        *string  `json:"created_at"` // a time that does not parse is kept in Raw only
+	PublicMetrics    rawValue `json:"public_metrics"`
+	Entities         rawValue `json:"entities"`
+	ReferencedTweets rawValue `json:"referenced_tweets"`
+	Attachments      rawValue `json:"attachments"`
+	NoteTweet        rawValue `json:"note_tweet"`
+	Article          rawValue `json:"article"`
 	// The posts naming's members.
 	EditHistoryPostIDs []string `json:"edit_history_post_ids"`
 	ReferencedPosts    rawValue `json:"referenced_posts"`
@@ -411,57 +404,52 @@ func countMismatch(resultCount, posts int) string {
 // decodeExpanded checks and indexes the includes: users, media and posts.
 func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], posts []withRaw[postFields]) (Expanded, error) {
 	var e Expanded
-	if len(users) > 0 {
-		e.Users = make(map[string]*User, len(users))
-		for i := range users {
-			u, err := makeUser(&users[i])
-			switch {
-			case err != nil:
-			case u.ID == "":
-				err = shapeError("no id")
-			case !ValidID(u.ID):
-				err = shapef("id %s is not an X id (%s)", shown(u.ID), idRule)
-			}
-			if err != nil {
-				return e, fmt.Errorf("includes.users[%d]: %w", i, err)
-			}
-			e.userIDs = append(e.userIDs, u.ID)
-			if _, dup := e.Users[u.ID]; !dup {
-				e.Users[u.ID] = u
-			}
+	for i := range users {
+		u, err := makeUser(&users[i])
+		switch {
+		case err != nil:
+		case u.ID == "":
+			err = shapeError("no id")
+		case !ValidID(u.ID):
+			err = shapef("id %s is not an X id (%s)", shown(u.ID), idRule)
 		}
+		if err != nil {
+			return e, fmt.Errorf("includes.users[%d]: %w", i, err)
+		}
+		e.userIDs = append(e.userIDs, u.ID)
+		keepFirst(&e.Users, u.ID, u, len(users))
 	}
-	if len(media) > 0 {
-		e.Media = make(map[string]*Media, len(media))
-		for i := range media {
-			w := &media[i]
-			if !isObject(w.raw) {
-				return e, shapef("includes.media[%d]: not an object", i)
-			}
-			if w.v.MediaKey == "" {
-				return e, shapef("includes.media[%d]: no media_key", i)
-			}
-			m := w.v.Media
-			m.PublicMetrics, m.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
-			if _, dup := e.Media[m.MediaKey]; !dup {
-				e.Media[m.MediaKey] = &m
-			}
+	for i := range media {
+		w := &media[i]
+		if !isObject(w.raw) {
+			return e, shapef("includes.media[%d]: not an object", i)
 		}
+		if w.v.MediaKey == "" {
+			return e, shapef("includes.media[%d]: no media_key", i)
+		}
+		m := w.v.Media
+		m.PublicMetrics, m.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
+		keepFirst(&e.Media, m.MediaKey, &m, len(media))
 	}
-	if len(posts) > 0 {
-		e.Posts = make(map[string]*Post, len(posts))
-		for i := range posts {
-			p := &Post{}
-			if err := makePost(&posts[i], p); err != nil {
-				return e, fmt.Errorf("includes.tweets[%d]: %w", i, err)
-			}
-			e.postIDs = append(e.postIDs, p.ID)
-			if _, dup := e.Posts[p.ID]; !dup {
-				e.Posts[p.ID] = p
-			}
+	for i := range posts {
+		p := &Post{}
+		if err := makePost(&posts[i], p); err != nil {
+			return e, fmt.Errorf("includes.tweets[%d]: %w", i, err)
 		}
+		e.postIDs = append(e.postIDs, p.ID)
+		keepFirst(&e.Posts, p.ID, p, len(posts))
 	}
 	return e, nil
+}
+
+// keepFirst indexes v under key in *m (made for n) unless it holds the key.
+func keepFirst[T any](m *map[string]*T, key string, v *T, n int) {
+	if *m == nil {
+		*m = make(map[string]*T, n)
+	}
+	if _, dup := (*m)[key]; !dup {
+		(*m)[key] = v
+	}
 }
 
 func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
@@ -473,10 +461,9 @@ func makePost(w *withRaw[postFields], p *Post) error {
 	}
 	f := &w.v
 	f.inTweetsNaming()
-	*p = Post{ID: f.ID, Text: f.Text, AuthorID: f.AuthorID, ConversationID: f.ConversationID, Lang: f.Lang,
-		InReplyToUserID: f.InReplyToUserID, PossiblySensitive: f.PossiblySensitive, EditHistoryTweetIDs: f.EditHistoryTweetIDs,
-		PublicMetrics: json.RawMessage(f.PublicMetrics), Entities: json.RawMessage(f.Entities), ReferencedTweets: json.RawMessage(f.ReferencedTweets),
-		Attachments: json.RawMessage(f.Attachments), NoteTweet: json.RawMessage(f.NoteTweet), Article: json.RawMessage(f.Article)}
+	*p = f.Post
+	p.PublicMetrics, p.Entities, p.ReferencedTweets = json.RawMessage(f.PublicMetrics), json.RawMessage(f.Entities), json.RawMessage(f.ReferencedTweets)
+	p.Attachments, p.NoteTweet, p.Article = json.RawMessage(f.Attachments), json.RawMessage(f.NoteTweet), json.RawMessage(f.Article)
 	if p.ID == "" {
 		return shapeError("no id")
 	}

@@ -15,12 +15,8 @@ var (
 
 // Expanded is what a request's expansions bill with each post it reads.
 type Expanded struct {
-	// Posts and Users are the most referenced posts and users one post
-	// brings.
-	Posts, Users int
-	// Unbounded are the expansions that bill users no bound counts (the
-	// users a post mentions, ...).
-	Unbounded []string
+	Posts, Users int      // the most referenced posts and users one post brings
+	Unbounded    []string // expansions that bill users no bound counts (the users a post mentions, ...)
 }
 
 // Expand is what the expansions bill with each post.

@@ -11,17 +11,12 @@ import "math"
 // Rates are X's prices in USD: reads per resource returned, writes per
 // request (X's pricing page, "Read operations" and "Write operations").
 type Rates struct {
-	// Post is a post read.
-	Post float64
+	Post float64 // a post read
 	// OwnedPost is a post of an "owned read": the owner of the developer
-	// app reading their own bookmarks with it (GET /2/users/:id/bookmarks
-	// with :id the authenticated user, who owns the app).
+	// app reading their own bookmarks with it.
 	OwnedPost float64
-	// User is a user read (an expanded author, or GET /2/users/me).
-	User float64
-	// Write is a bookmark write: one POST or DELETE /2/users/:id/bookmarks
-	// request ("Bookmark", per request).
-	Write float64
+	User      float64 // a user read (an expanded author, or GET /2/users/me)
+	Write     float64 // a bookmark write: one POST or DELETE /2/users/:id/bookmarks
 }
 
 // DefaultRates are X's published pay-per-use rates (2026): the one place
@@ -41,8 +36,7 @@ func (r Rates) withDefaults() Rates {
 	return r
 }
 
-// PostRate is the price of a post of the bookmarks list, an owned read or
-// not.
+// PostRate is the price of a post, an owned read or not.
 func (r Rates) PostRate(owned bool) float64 {
 	if owned {
 		return r.OwnedPost

@@ -64,27 +64,22 @@ func StartDeadlines(parent context.Context, t Timeouts) *Deadlines {
 	d := &Deadlines{cancel: cancel}
 	d.whole = time.AfterFunc(t.Request, d.expire(PhaseRequest, t.Request))
 	d.ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn: func(string) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			stopTimer(d.connect)
-			d.connect = time.AfterFunc(t.Connect, d.expire(PhaseConnect, t.Connect))
-		},
-		GotConn: func(httptrace.GotConnInfo) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			stopTimer(d.connect)
-		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			if !d.answered {
-				stopTimer(d.headers)
-				d.headers = time.AfterFunc(t.Headers, d.expire(PhaseHeaders, t.Headers))
-			}
-		},
+		GetConn:      func(string) { d.arm(&d.connect, PhaseConnect, t.Connect) },
+		GotConn:      func(httptrace.GotConnInfo) { d.arm(&d.connect, "", 0) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { d.arm(&d.headers, PhaseHeaders, t.Headers) },
 	})
 	return d
+}
+
+// arm stops *timer and, unless phase is "" or the response has come, starts
+// it again: phase's deadline is after from now.
+func (d *Deadlines) arm(timer **time.Timer, phase string, after time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	stopTimer(*timer)
+	if phase != "" && !d.answered {
+		*timer = time.AfterFunc(after, d.expire(phase, after))
+	}
 }
 
 func (d *Deadlines) expire(phase string, after time.Duration) func() {

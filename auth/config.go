@@ -86,12 +86,7 @@ func (c Config) Validate() error {
 	if c.ClientSecret != "" && c.ClientSecret != strings.TrimSpace(c.ClientSecret) {
 		errs = append(errs, errors.New("auth: ClientSecret has leading or trailing white space"))
 	}
-	if err := checkEndpoint("AuthURL", c.AuthURL); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkEndpoint("TokenURL", c.TokenURL); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, checkEndpoint("AuthURL", c.AuthURL), checkEndpoint("TokenURL", c.TokenURL)) // Join drops nils
 	if u, err := url.Parse(c.RedirectURL); err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		errs = append(errs, fmt.Errorf("auth: RedirectURL %q is not an absolute http(s) URL; use the callback URL registered for your app, e.g. %s", c.RedirectURL, DefaultRedirectURL))
 	}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,14 +31,9 @@ func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *h
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if endpoint == "" {
-		endpoint = DefaultRevokeURL
-	}
+	endpoint, hc = cmp.Or(endpoint, DefaultRevokeURL), cmp.Or(hc, defaultHTTPClient())
 	if err := checkEndpoint("RevokeURL", endpoint); err != nil {
 		return err
-	}
-	if hc == nil {
-		hc = defaultHTTPClient()
 	}
 	secrets := []string{token, cfg.ClientSecret}
 	form := url.Values{"token": {token}, "token_type_hint": {hint}}

@@ -408,23 +408,10 @@ func (c *Client) finalError(a *attempts, err error) error {
 	case errors.As(err, &te):
 		return fmt.Errorf("%s%s: request failed after %d attempt(s) in %s: %w", errPrefix, a.op, a.resp.Attempts, tried, te.err)
 	case a.resp.Attempts > 1 && c.transient(err):
-		return &retriesError{err: err, attempts: a.resp.Attempts, tried: tried}
+		return fmt.Errorf("%w (after %d attempts in %s)", err, a.resp.Attempts, tried)
 	}
 	return err
 }
-
-// retriesError is a transient fault that outlasted the call's retries.
-type retriesError struct {
-	err      error
-	attempts int
-	tried    time.Duration
-}
-
-func (e *retriesError) Error() string {
-	return fmt.Sprintf("%s (after %d attempts in %s)", e.err, e.attempts, e.tried)
-}
-
-func (e *retriesError) Unwrap() error { return e.err }
 
 func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil {
@@ -436,9 +423,6 @@ func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
 // retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
 	if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 0 {
 		return time.Duration(n) * time.Second, true
 	}
@@ -510,13 +494,10 @@ func (c *Client) random(d time.Duration) time.Duration {
 }
 
 // neverAnswered reports whether a fault reached no server (see unreached)
-// and no response has ever come from the base URL. That is a wrong base_url
-// or no network far more often than a server in trouble, so it gets
-// MaxAttempts tries, not the retry budget, and the user hears of it in
-// seconds. Once the server has answered, the same fault is a blip in the
-// middle of a walk (a network drop, a load balancer refusing connections
-// during a deploy): giving up on it would throw away the walk's billed
-// progress, so it is retried within the budget.
+// and no response has ever come from it: a wrong base_url or no network,
+// which gets MaxAttempts tries, so that the user hears of it in seconds.
+// Once the server has answered, such a fault is a blip in a walk (a load
+// balancer refusing connections during a deploy), retried within the budget.
 func (a *attempts) neverAnswered(fault error) bool {
 	return unreached(fault) && !a.answered.Load()
 }

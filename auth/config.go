@@ -22,7 +22,6 @@ const (
 	DefaultRedirectURL = "http://127.0.0.1:8085/callback"
 )
 
-// Scope names.
 const (
 	// ScopeOfflineAccess makes X issue a refresh token. Unattended runs need it.
 	ScopeOfflineAccess = "offline.access"

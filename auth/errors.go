@@ -94,7 +94,6 @@ func (e *TokenEndpointError) Unwrap() []error {
 	return errs
 }
 
-// Temporary reports whether retrying later may succeed.
 func (e *TokenEndpointError) Temporary() bool { return e.Transient }
 
 // tokenEndpointError turns an error from golang.org/x/oauth2 into a *TokenEndpointError whose

@@ -24,7 +24,6 @@ import (
 // DefaultLoginTimeout is how long Login waits for the redirect.
 const DefaultLoginTimeout = 5 * time.Minute
 
-// LoginOptions configures Login.
 type LoginOptions struct {
 	// Headless prints the authorize URL and reads the redirect URL the user pastes from In,
 	// instead of listening on the loopback redirect URL (for machines without a browser).

@@ -29,7 +29,6 @@ const (
 	earlyRetryBackoff = 30 * time.Second
 )
 
-// SourceOption configures a FileTokenSource.
 type SourceOption func(*FileTokenSource)
 
 // WithHTTPClient sets the HTTP client for the token endpoint. The default has a 30-second

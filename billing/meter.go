@@ -2,6 +2,7 @@ package billing
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -219,28 +220,16 @@ func (m *Meter) Total() Usage {
 	return t
 }
 
-// Add adds the counts and USD of o to u (not its user, operation or
-// OwnedReads).
+// Add adds the counts, times and USD of o to u: every number of Usage (not
+// its user, operation or OwnedReads), so a field added is summed too.
 func (u *Usage) Add(o Usage) {
-	u.Requests += o.Requests
-	u.OK += o.OK
-	u.PostsReturned += o.PostsReturned
-	u.PostsBilled += o.PostsBilled
-	u.UsersReturned += o.UsersReturned
-	u.UsersBilled += o.UsersBilled
-	u.MediaReturned += o.MediaReturned
-	u.WritesBilled += o.WritesBilled
-	u.PostsUnread += o.PostsUnread
-	u.CountMismatches += o.CountMismatches
-	u.RateLimited += o.RateLimited
-	u.RateLimitWaits += o.RateLimitWaits
-	u.Waited += o.Waited
-	u.Retries += o.Retries
-	u.Backoff += o.Backoff
-	u.Errors += o.Errors
-	u.Refused += o.Refused
-	u.PostsUSD += o.PostsUSD
-	u.UsersUSD += o.UsersUSD
-	u.WritesUSD += o.WritesUSD
-	u.USD += o.USD
+	to, from := reflect.ValueOf(u).Elem(), reflect.ValueOf(o)
+	for i := range to.NumField() {
+		switch f := to.Field(i); f.Kind() {
+		case reflect.Int, reflect.Int64: // Int64: the time.Durations
+			f.SetInt(f.Int() + from.Field(i).Int())
+		case reflect.Float64:
+			f.SetFloat(f.Float() + from.Field(i).Float())
+		}
+	}
 }

@@ -25,7 +25,6 @@ import (
 // DefaultBaseURL is the X API's address.
 const DefaultBaseURL = "https://api.x.com"
 
-// Defaults of the options.
 const (
 	DefaultUserAgent        = "cq-source-x (+https://github.com/cq-source-x/cq-source-x)"
 	DefaultMaxResponseBytes = 16 << 20
@@ -155,7 +154,6 @@ type Client struct {
 	answered atomic.Bool // the base URL's (attempts.answered)
 }
 
-// Option configures a Client.
 type Option func(*Client) error
 
 // WithBaseURL sets the API address: an absolute https URL without query,
@@ -387,10 +385,8 @@ func noRedirects(hc *http.Client) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// BaseURL is the API address the client sends to.
 func (c *Client) BaseURL() string { return c.baseURL }
 
-// Meter is the client's usage meter.
 func (c *Client) Meter() *billing.Meter { return c.meter }
 
 // Limits returns a copy of the per-user limits the budget starts from.

@@ -110,7 +110,6 @@ func (e *NotFoundError) Error() string {
 	return s
 }
 
-// Is matches ErrNotFound.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // WithStorageClient sets the HTTP client for the compliance jobs' upload and

@@ -162,7 +162,6 @@ func bodyOptions(body []byte) jsonv2.Options {
 	))
 }
 
-// keepRaw decodes a withRaw[T].
 func keepRaw[T any](span func(start, end int64) []byte) *jsonv2.Unmarshalers {
 	return jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, w *withRaw[T]) error {
 		start := dec.InputOffset()

@@ -186,7 +186,6 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-// Temporary reports whether retrying later may succeed (5xx).
 func (e *APIError) Temporary() bool { return e.Status >= 500 }
 
 func titleIs(got, want string) bool {
@@ -231,7 +230,6 @@ func (e *RateLimitError) Error() string {
 	return s
 }
 
-// Is matches ErrRateLimited.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // InputError is an argument rejected before anything was sent.
@@ -264,7 +262,6 @@ func (e *InputError) Error() string {
 	return fmt.Sprintf("%s%s: invalid %s %s: %s", errPrefix, e.Operation, e.Parameter, shown, e.Reason)
 }
 
-// Is matches ErrInvalidInput.
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 
 // MalformedResponseError is a response body that could not be read in full

@@ -60,7 +60,6 @@ var renames = []rename{
 	{"user.fields", "", "subscribes_to_you"},
 }
 
-// in is the value in naming n.
 func (r rename) in(n Naming) string {
 	if n == NamingPosts {
 		return r.posts

@@ -38,7 +38,6 @@ func (e *TimeoutError) Error() string {
 // Timeout reports true: a TimeoutError is a net.Error that timed out.
 func (e *TimeoutError) Timeout() bool { return true }
 
-// Temporary reports true (net.Error).
 func (e *TimeoutError) Temporary() bool { return true }
 
 // Deadlines bound one attempt at a request by Timeouts: its Context is

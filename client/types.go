@@ -61,7 +61,6 @@ type PageOptions struct {
 	PaginationToken string // a next_token or previous_token of the same walk; "" for the first page
 }
 
-// ListOptions are the options of ListBookmarks.
 type ListOptions struct {
 	PageOptions
 	Fields Fields
@@ -248,7 +247,6 @@ type FolderPage struct {
 	Meta Meta     `json:"meta"`
 }
 
-// Folder is a bookmark folder.
 type Folder struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`

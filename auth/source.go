@@ -221,9 +221,11 @@ func (s *FileTokenSource) fresh(t *StoredToken, now time.Time) bool {
 // refreshLocked runs with s.mu held. Under the file lock it re-reads the file, uses a token
 // someone else refreshed, or refreshes, saves and only then returns the new token.
 func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, error) {
-	unlock, err := s.lockFile(ctx)
+	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
+	unlock, err := s.file.Lock(lctx)
+	cancel()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("auth: waiting for the token file lock (another cq-source-x process may be refreshing): %w", err)
 	}
 	defer func() { _ = unlock() }()
 
@@ -252,16 +254,6 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 		return nil, err
 	}
 	return s.saveRefreshed(tok, start, disk)
-}
-
-// lockFile takes the token file lock, waiting at most the lock timeout.
-func (s *FileTokenSource) lockFile(ctx context.Context) (unlock func() error, err error) {
-	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
-	defer cancel()
-	if unlock, err = s.file.Lock(lctx); err != nil {
-		return nil, fmt.Errorf("auth: waiting for the token file lock (another cq-source-x process may be refreshing): %w", err)
-	}
-	return unlock, nil
 }
 
 // reload reads the token file (again: another process may have changed it), adds its tokens to

@@ -112,19 +112,18 @@ func kindOf(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
+	switch k := t.Kind(); {
+	case k == reflect.Struct || k == reflect.Map:
 		return "an object"
-	case reflect.Slice, reflect.Array:
+	case k == reflect.Slice || k == reflect.Array:
 		return "an array"
-	case reflect.String:
+	case k == reflect.String:
 		return "a string"
-	case reflect.Bool:
+	case k == reflect.Bool:
 		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	case k >= reflect.Int && k <= reflect.Uint64:
 		return "an integer"
-	case reflect.Float32, reflect.Float64:
+	case k == reflect.Float32 || k == reflect.Float64:
 		return "a number"
 	}
 	return "another value"

@@ -66,18 +66,16 @@ func validToken(op Operation, t string, check TokenCheck) error {
 	if body == "" {
 		return bad("is only padding")
 	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch check {
-		case TokenOpaque:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
-				return bad(fmt.Sprintf("must be a token returned by the API (letters, digits, '-', '_', '=' padding); character %d is %q", i+1, c))
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'v' || c >= 'A' && c <= 'V') {
-				return bad(fmt.Sprintf("must be base32hex (0-9, A-V, optional '=' padding), pass back a next_token or previous_token unchanged; character %d is %q", i+1, c))
-			}
+	rule := "must be base32hex (0-9, A-V, optional '=' padding), pass back a next_token or previous_token unchanged"
+	refused := func(c rune) bool { return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'v' || c >= 'A' && c <= 'V') }
+	if check == TokenOpaque {
+		rule = "must be a token returned by the API (letters, digits, '-', '_', '=' padding)"
+		refused = func(c rune) bool {
+			return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_')
 		}
+	}
+	if i := strings.IndexFunc(body, refused); i >= 0 {
+		return bad(fmt.Sprintf("%s; character %d is %q", rule, i+1, body[i]))
 	}
 	return nil
 }
@@ -98,17 +96,15 @@ func validFields(op Operation, f Fields) error {
 // FieldNameProblem says what is wrong with a field-selection or expansion
 // name, or returns "" for a good one.
 func FieldNameProblem(name string) string {
-	if name == "" {
+	switch {
+	case name == "":
 		return "is empty"
-	}
-	if len(name) > 64 {
+	case len(name) > 64:
 		return "is longer than 64 characters"
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
-			return "must be a field name (letters, digits, '_', '.'), one per element"
-		}
+	case strings.ContainsFunc(name, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.')
+	}):
+		return "must be a field name (letters, digits, '_', '.'), one per element"
 	}
 	return ""
 }

@@ -15,15 +15,13 @@ import (
 
 // ErrLoginRequired means the stored credentials can no longer be used and only an interactive
 // login can fix it: the token file is missing, holds no usable refresh token, was issued to a
-// different app, or X rejected the refresh token (spent, revoked or invalid). Retrying does not
-// help. Test for it with errors.Is.
+// different app, or X rejected the refresh token.
 var ErrLoginRequired = errors.New("login required: run `cq-source-x login` again")
 
 const redacted = "[redacted]"
 
-// TokenEndpointError is a failed call to the token endpoint (code exchange or refresh). Its
-// message never contains a token, an authorization code or the client secret: only the HTTP
-// status, the OAuth error code and a sanitised error description.
+// TokenEndpointError is a failed call to the token endpoint. Its message never contains a token,
+// an authorization code or the client secret.
 type TokenEndpointError struct {
 	Op          string // "refresh" or "exchange"
 	StatusCode  int    // HTTP status; 0 when no response was received
@@ -117,10 +115,7 @@ func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointE
 			// A 2xx carrying an "error" field: unusual; the outcome is unknown.
 			e.Transient = true
 		}
-	default:
-		// Network errors, timeouts, context errors and unparseable bodies. None of them
-		// carries the request body, but url.Error carries the URL: keep only the operation
-		// and the innermost cause, and redact it anyway.
+	default: // network errors, timeouts, unparseable bodies
 		e.Transient = true
 		e.err = sanitizedError(err, secrets)
 	}
@@ -143,9 +138,7 @@ type netError struct {
 }
 
 func (e *netError) Error() string { return e.msg }
-func (e *netError) Unwrap() error {
-	// Only expose well-known sentinel errors; never the original chain, whose messages could
-	// in theory carry request data.
+func (e *netError) Unwrap() error { // never the original chain, whose text may hold request data
 	switch {
 	case errors.Is(e.cause, context.DeadlineExceeded):
 		return context.DeadlineExceeded
@@ -165,9 +158,7 @@ func sanitizedError(err error, secrets []string) error {
 	}
 	msg := err.Error()
 	var ue *url.Error
-	if errors.As(err, &ue) {
-		// "Post \"https://api.x.com/2/oauth2/token\": dial tcp: ..." – keep the verb and
-		// host only.
+	if errors.As(err, &ue) { // keep the verb and the host of the URL only
 		host := ""
 		if u, perr := url.Parse(ue.URL); perr == nil {
 			host = u.Host

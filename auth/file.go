@@ -212,10 +212,9 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Lock takes the cross-process exclusive lock on Path+".lock" (flock(2) on Unix, LockFileEx on
-// Windows), waiting until ctx is done. The lock is per open file, so two locks in the same
-// process exclude each other too. The lock file is not removed while the token file exists
-// (removing it would let two processes lock different files).
+// Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done; two
+// locks in one process exclude each other too. The lock file is not removed while the token
+// file exists (two processes would lock different files).
 func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")

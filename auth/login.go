@@ -25,8 +25,7 @@ import (
 const DefaultLoginTimeout = 5 * time.Minute
 
 type LoginOptions struct {
-	// Headless prints the authorize URL and reads the redirect URL the user pastes from In,
-	// instead of listening on the loopback redirect URL (for machines without a browser).
+	// Headless reads the redirect URL the user pastes from In instead of listening for it.
 	Headless bool
 	In       io.Reader // default os.Stdin (headless only)
 	Out      io.Writer // prompts and the authorize URL; default os.Stderr

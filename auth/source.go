@@ -22,11 +22,8 @@ const (
 	DefaultRefreshMargin  = 5 * time.Minute
 	DefaultLockTimeout    = 2 * time.Minute
 	DefaultRequestTimeout = 60 * time.Second
-	// expiryDelta: a token this close to its expiry is treated as expired (clock skew, latency).
-	expiryDelta = 10 * time.Second
-	// earlyRetryBackoff: after a failed refresh while the current token is still valid, the
-	// current token is used for this long before the next attempt.
-	earlyRetryBackoff = 30 * time.Second
+	expiryDelta           = 10 * time.Second // a token this close to its expiry is expired (clock skew, latency)
+	earlyRetryBackoff     = 30 * time.Second // after an early refresh failed, the wait before the next
 )
 
 type SourceOption func(*FileTokenSource)
@@ -47,8 +44,8 @@ func WithRefreshMargin(d time.Duration) SourceOption {
 	return func(s *FileTokenSource) { s.margin = d }
 }
 
-// WithLockTimeout bounds the wait for the token file lock during a refresh (default 2m), so a
-// stuck process cannot hang a cron job forever. The context also bounds it.
+// WithLockTimeout bounds the wait for the token file lock (default 2m): a stuck process cannot
+// hang a cron job.
 func WithLockTimeout(d time.Duration) SourceOption {
 	return func(s *FileTokenSource) {
 		if d > 0 {
@@ -57,9 +54,8 @@ func WithLockTimeout(d time.Duration) SourceOption {
 	}
 }
 
-// WithLogger sets the logger for refreshes: each refresh, a token another process refreshed, an
-// early refresh that failed while the current token is still valid, a 401 answered with a new
-// token. Lines name the token file, never a token or secret. Default: none.
+// WithLogger sets the logger for refreshes (default: none). Lines name the token file, never a
+// token or secret.
 func WithLogger(l zerolog.Logger) SourceOption {
 	return func(s *FileTokenSource) { s.log = l }
 }
@@ -99,9 +95,8 @@ type FileTokenSource struct {
 
 var _ oauth2.TokenSource = (*FileTokenSource)(nil)
 
-// NewFileTokenSource loads file and returns a token source for it. ctx is used by Token for the
-// lock wait and the token endpoint (TokenContext takes a per-call context instead). A missing
-// file, a file without tokens and a file issued to another client id are errors wrapping
+// NewFileTokenSource loads file and returns a token source for it; Token runs in ctx. A missing
+// file, one without tokens and one issued to another client id are errors wrapping
 // ErrLoginRequired.
 func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ...SourceOption) (*FileTokenSource, error) {
 	if err := cfg.Validate(); err != nil {

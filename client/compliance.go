@@ -94,8 +94,7 @@ type ComplianceResult struct {
 	RedactedAt *time.Time `json:"redacted_at,omitempty"`
 }
 
-// NotFoundError is a job the API does not know (any more): a 200 that
-// carries only errors, as X's lookups answer, or a 404.
+// NotFoundError is a job the API does not know (any more).
 type NotFoundError struct {
 	Operation Operation
 	ID        string
@@ -227,11 +226,9 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 }
 
 // DownloadComplianceResults reads a complete job's results from its
-// download URL, without the app's token: one JSON object per line, for the
-// ids X reports only, each passed to each as it is read. A line longer than
-// MaxComplianceResultLine, or not a result with an id, is a
-// *MalformedResponseError naming it. A retried attempt reads the file again
-// from its first line.
+// download URL, without the app's token: one JSON object per line, each
+// passed to each as it is read. A line that is not a result with an id is a
+// *MalformedResponseError naming it. A retried attempt reads the file again.
 func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob, each func(ComplianceResult)) (*Response, error) {
 	const op = OpDownloadComplianceResults
 	if job == nil {
@@ -301,8 +298,7 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 }
 
 // readComplianceResults reads newline-delimited JSON results, passing each
-// to each. Blank lines are skipped; a line that is not a result with an id
-// is an error naming it.
+// to each; blank lines are skipped.
 func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 4096), MaxComplianceResultLine)

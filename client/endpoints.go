@@ -11,8 +11,7 @@ import (
 )
 
 // Me resolves the user behind the token: GET /2/users/me. Its budget and
-// meter rows are kept under the user ID "" (the user is not known before it
-// answers).
+// meter rows are under the user ID "" (the user is not known before).
 func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 	var u *User
 	resp, err := c.do(ctx, &call{
@@ -47,15 +46,11 @@ func result[T any](v T, resp *Response, err error) (T, *Response, error) {
 }
 
 // ListBookmarks reads one page of the user's bookmarks, newest-bookmarked
-// first: GET /2/users/:id/bookmarks. The next page is asked for with
-// opts.PaginationToken = page.Meta.NextToken; a page without a NextToken is
-// the last. A 200 may carry partial errors in page.Errors beside the data.
-//
-// opts.Fields are asked for in the naming of the client's policy
-// (WithNamingPolicy; resp.Naming says which). Under auto, a 400 that
-// refuses a name of the tweets naming switches the sync to the posts
-// naming, which is said once in the log, and the page is asked for again:
-// a refused request bills nothing, so no post is billed twice.
+// first: GET /2/users/:id/bookmarks. A 200 may carry partial errors in
+// page.Errors beside the data. opts.Fields are asked for in the naming of
+// the client's policy (resp.Naming says which); under auto, a 400 that
+// refuses a name of the tweets naming switches the sync to the posts naming
+// and the page is asked for again (a refused request bills nothing).
 func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOptions) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
 	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts.PageOptions, c.tokenCheck), validFields(op, opts.Fields)); err != nil {
@@ -160,8 +155,8 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 }
 
 // changeBookmark sends the request of op for the user's bookmark of postID
-// and returns data.bookmarked. X bills the request ("Bookmark", a write,
-// per request) when it answers with its data, whatever that says.
+// and returns data.bookmarked. X bills the request when it answers with its
+// data, whatever that says.
 func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
 	if err := cmp.Or(validID(op, "user id", userID), validID(op, "post id", postID)); err != nil {
 		return false, nil, err

@@ -36,9 +36,8 @@ type call struct {
 	// decode decodes a 2xx body and returns the billed resources it holds,
 	// also when it refuses the body for its shape (X billed them all the same).
 	decode func(body []byte) (billing.Billed, error)
-	// stream, in place of decode, reads a 2xx body as it arrives, for a
-	// body of any size (nothing in it is billed). An attempt retried reads
-	// it again from the start.
+	// stream, in place of decode, reads a 2xx body of any size as it
+	// arrives (nothing in it is billed).
 	stream func(body io.Reader) error
 }
 
@@ -49,25 +48,20 @@ type attempts struct {
 	key  budgetKey
 	url  string
 	http *http.Client
-	// answered is set once any HTTP response has come from the call's
-	// server: the base URL's (the client's), or a storage URL's (the call's
-	// own). From then on a fault that reached no server is a blip in a
-	// server known to be there (see neverAnswered).
-	answered *atomic.Bool
-	start    time.Time // first send, for the retry budget
-	// paused is the time spent waiting for rate-limit windows, which does
-	// not count against the retry budget.
-	paused         time.Duration
-	faults         int // transient faults so far
-	rateLimitWaits int // 429s waited out
+	// answered is set once any response has come from the call's server:
+	// the base URL's (the client's), or a storage URL's (the call's own).
+	answered       *atomic.Bool
+	start          time.Time     // first send, for the retry budget
+	paused         time.Duration // waiting for rate-limit windows: not counted in the retry budget
+	faults         int           // transient faults so far
+	rateLimitWaits int           // 429s waited out
 	waitedForReset bool
 	streamErr      error // what stream returned of the last attempt's body
 }
 
 // do sends a call in named steps: acquire a request from the budget, send
-// it, wait out a 429, check the response (decoding and metering a 2xx), and
-// after a transient fault back off and send again while the retry budget
-// lasts.
+// it, wait out a 429, check the response, and after a transient fault back
+// off and send again while the retry budget lasts.
 func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -241,9 +235,7 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	if wait <= c.margin {
 		// No reset, or one that looks past although the server refused
 		// (our clock is ahead of X's): wait what a Retry-After asks, or
-		// back off, longer each time, rather than send again at once. (A
-		// reset far ahead is taken as it is: it may be a daily cap, and one
-		// past the wait cap is reported, not waited for.)
+		// back off, longer each time, rather than send again at once.
 		if ra, ok := retryAfter(hr.Header, now); ok && ra > 0 {
 			wait = ra + c.margin
 		} else {
@@ -262,8 +254,7 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 }
 
 // checkResponse turns a response other than a 429 into the call's result:
-// nil when a 2xx body decoded, else an *APIError for an error status, or a
-// *MalformedResponseError or *ErrorsOnlyError for a 2xx.
+// nil when a 2xx body decoded.
 func (c *Client) checkResponse(a *attempts, hr *http.Response, body []byte, readErr error) error {
 	status := hr.StatusCode
 	switch {
@@ -361,11 +352,8 @@ func (c *Client) transient(err error) bool {
 }
 
 // backoff sleeps before the next attempt at a call that met a transient
-// fault, and reports whether there is one: while the call's retry budget
-// lasts (rate-limit waits do not count), and in any case for its first
-// MaxAttempts attempts — only those for a server never reached (see
-// neverAnswered). A Retry-After is honoured; one past the budget ends the
-// call at once.
+// fault, and reports whether there is one (RetryPolicy). A Retry-After is
+// honoured; one past the budget ends the call at once.
 func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
 	a.faults++
 	now := c.clock.Now()

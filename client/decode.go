@@ -561,15 +561,6 @@ func articleTitle(raw rawValue) string {
 	return t
 }
 
-// decodeUserObject decodes a user object on its own, as a page's are.
-func decodeUserObject(raw json.RawMessage) (*User, error) {
-	var w withRaw[userFields]
-	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
-		return nil, err
-	}
-	return makeUser(&w)
-}
-
 // makeUser checks a user object as it was decoded and makes it a User.
 func makeUser(w *withRaw[userFields]) (*User, error) {
 	if !isObject(w.raw) {
@@ -794,15 +785,15 @@ func escapedRune(b []byte, i int) (rune, bool) {
 
 func decodeUser(body []byte) (*User, error) {
 	var w struct {
-		Data rawValue `json:"data"`
+		Data *withRaw[userFields] `json:"data"`
 	}
 	var u *User
 	err := decodeSmall(body, &w, func() error {
-		if len(w.Data) == 0 || string(w.Data) == "null" {
+		if w.Data == nil {
 			return shapeError("no data.id in the body")
 		}
 		var err error
-		if u, err = decodeUserObject(json.RawMessage(w.Data)); err != nil {
+		if u, err = makeUser(w.Data); err != nil {
 			return shapef("data: %v", err)
 		}
 		switch {

@@ -132,9 +132,8 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// block empties the window until `until` (a 429 without a reset header).
-// The reset is stored one margin early because a window counts as over only
-// a margin after its reset.
+// block empties the window until `until` (a 429 without a reset header),
+// stored one margin early: a window is over a margin after its reset.
 func (b *budgets) block(k budgetKey, until time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -59,13 +59,10 @@ func DefaultTimeouts() Timeouts {
 	return Timeouts{Connect: DefaultConnectTimeout, Headers: DefaultHeaderTimeout, Request: DefaultRequestTimeout}
 }
 
-// RetryPolicy says what is retried and for how long; zero fields take the
-// defaults of DefaultRetryPolicy. Transient faults (a 5xx, a dropped
-// connection, a 2xx body cut short or not JSON) are retried while the call's
-// Budget lasts, and in any case for its first MaxAttempts attempts: a walk
-// that gave up on one request would be read, and billed, again from its
-// start. A fault that reached no server gets only MaxAttempts attempts while
-// the base URL has never answered (see neverAnswered).
+// RetryPolicy says how long transient faults (a 5xx, a dropped connection, a
+// 2xx body cut short or not JSON) are retried: a walk that gave up on one
+// request would be read, and billed, again from its start. Zero fields take
+// the defaults of DefaultRetryPolicy.
 type RetryPolicy struct {
 	// Budget is how long one call may keep retrying, from its first attempt,
 	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.
@@ -338,9 +335,8 @@ func WithTokenCheck(tc TokenCheck) Option {
 	}
 }
 
-// New returns a client that sends through a copy of httpClient that does
-// not follow redirects; httpClient must add the Authorization header (nil is
-// http.DefaultClient).
+// New returns a client that sends through a copy of httpClient (which adds
+// the Authorization header) that does not follow redirects.
 func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 	hc := noRedirects(cmp.Or(httpClient, http.DefaultClient))
 	c := &Client{
@@ -392,9 +388,8 @@ func (c *Client) Meter() *billing.Meter { return c.meter }
 // Limits returns a copy of the per-user limits the budget starts from.
 func (c *Client) Limits() map[Operation]int { return maps.Clone(c.limits) }
 
-// Budget returns the client's view of the (user, operation) window now: the
-// limit, the requests it will still send before the reset, and the reset
-// (zero before the window's first request; the zero Rate without a limit).
+// Budget returns the client's view of the (user, operation) window now (the
+// zero Rate without a limit).
 func (c *Client) Budget(userID string, op Operation) Rate {
 	return c.budgets.get(budgetKey{userID, op}, c.clock.Now())
 }

@@ -10,11 +10,9 @@ import (
 	"sync/atomic"
 )
 
-// Naming is the set of names a bookmarks request is made in. X's API
-// reference and OpenAPI description up to revision 2.166 name posts
-// "tweets"; its OpenAPI description from revision 2.167 names them "posts"
-// (docs/design/x-api-facts.md). Fields are always given in the tweets
-// naming; a request in the posts naming says them in its own.
+// Naming is the set of names a bookmarks request is made in: X's OpenAPI
+// description names posts "tweets" up to revision 2.166, "posts" from 2.167
+// (docs/design/x-api-facts.md). Fields are always given in the tweets naming.
 type Naming string
 
 const (
@@ -188,10 +186,9 @@ func (p *NamingPolicy) Current() Naming {
 	return NamingTweets
 }
 
-// switchAfter says whether a request of fields f made in naming used, which
-// X refused with err, is to be made again in the posts naming: auto, used
-// the tweets naming, and the 400 refuses a name only it has. first is true
-// for the request that made the switch.
+// switchAfter says whether a request made in naming used, which X refused
+// with err, is to be made again in the posts naming; first is true for the
+// request that made the switch.
 func (p *NamingPolicy) switchAfter(used Naming, f Fields, err error) (again, first bool) {
 	if p == nil || !p.auto || used != NamingTweets || !refusesNaming(err, used, f) {
 		return false, false

@@ -41,12 +41,9 @@ func (e *TimeoutError) Timeout() bool { return true }
 func (e *TimeoutError) Temporary() bool { return true }
 
 // Deadlines bound one attempt at a request by Timeouts: its Context is
-// cancelled, with a *TimeoutError as the cause, when the whole attempt,
-// getting a connection, or waiting for the headers takes too long. The
-// client bounds each attempt so; so do the requests of this program that
-// do not go through a Client (media files, which X's CDN serves). The
-// timers are the wall clock's: they bound real I/O, which a virtual clock
-// does not see.
+// cancelled, with a *TimeoutError as the cause, when a phase takes too long.
+// The media files use them too. The timers are the wall clock's: they bound
+// real I/O, which a virtual clock does not see.
 type Deadlines struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -104,9 +101,8 @@ func (d *Deadlines) Stop() {
 	d.cancel(nil)
 }
 
-// Err returns err, or the *TimeoutError that cancelled the request when
-// one did: the round trip or the body read then fails with a bare
-// "context canceled" that does not say why.
+// Err returns err, or the *TimeoutError that cancelled the request, which
+// the bare "context canceled" of the round trip or body read does not say.
 func (d *Deadlines) Err(err error) error {
 	var te *TimeoutError
 	if err != nil && errors.As(context.Cause(d.ctx), &te) {

@@ -220,9 +220,8 @@ func (e PartialError) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// UnmarshalJSON reads the fields leniently: one that is not a string is
-// kept as its JSON text. An odd element of "errors" must not cost the page
-// it describes: the posts beside it are valid, and already billed.
+// UnmarshalJSON keeps a field that is not a string as its JSON text: an odd
+// element of "errors" must not cost the valid, billed posts beside it.
 func (e *PartialError) UnmarshalJSON(b []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {

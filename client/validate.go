@@ -26,10 +26,9 @@ const (
 	TokenOpaque
 )
 
-// ValidID reports whether s has the form of an X id (a post, user, folder
-// or job id): 1 to 19 decimal digits, without a leading zero (ids are
-// snowflakes, below 2^63). Ids in a response that are not are refused with
-// the page: they would be written to the archive and its state as they are.
+// ValidID reports whether s has the form of an X id: 1 to 19 decimal digits,
+// without a leading zero (ids are snowflakes, below 2^63). A response's ids
+// that are not are refused: they would be written to the archive as they are.
 func ValidID(s string) bool {
 	_, err := strconv.ParseUint(s, 10, 64)
 	return err == nil && len(s) <= 19 && s[0] != '0'

@@ -42,13 +42,9 @@ func Scopes(write bool) []string {
 	return s
 }
 
-// Config identifies the X developer app and its endpoints. Empty AuthURL, TokenURL,
-// RedirectURL and Scopes mean the defaults (DefaultAuthURL, DefaultTokenURL,
-// DefaultRedirectURL, ReadScopes).
-//
-// ClientSecret is set only for confidential clients (X "Web App, Automated App or Bot"); public
-// clients ("Native App", "Single page App") have none. Formatting a Config with fmt (%v, %+v,
-// %#v, %s) or slog never shows the secret.
+// Config identifies the X developer app and its endpoints; empty fields take the defaults.
+// ClientSecret is set only for confidential clients (X "Web App, Automated App or Bot"), not
+// for public ones ("Native App", "Single page App"). fmt and slog never show it.
 type Config struct {
 	ClientID     string
 	ClientSecret string

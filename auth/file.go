@@ -42,9 +42,8 @@ type StoredToken struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// NewStoredToken converts the token returned by Login (or a refresh) for the file. The expiry is
-// recomputed from expires_in against now (so a virtual clock works); UserID and Username are
-// left for the caller.
+// NewStoredToken converts the token returned by Login (or a refresh) for the file, its expiry
+// counted from now (so a virtual clock works). UserID and Username are left for the caller.
 func NewStoredToken(tok *oauth2.Token, clientID string, now time.Time) *StoredToken {
 	st := &StoredToken{Version: FileFormatVersion, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 		TokenType: cmp.Or(tok.TokenType, "bearer"), Expiry: tok.Expiry, ClientID: clientID, UpdatedAt: now.UTC()}
@@ -102,9 +101,8 @@ func (f TokenFile) rename(oldpath, newpath string) error {
 }
 
 // Load reads the token file. A missing file, or one holding no token, is an error wrapping
-// ErrLoginRequired. On Unix, a file that group or others may read or write is refused (like ssh
-// refuses a private key with loose permissions): Save always writes 0600, so loose permissions
-// mean someone copied or edited it by hand.
+// ErrLoginRequired. On Unix, a file that group or others may access is refused, as ssh refuses
+// such a private key.
 func (f TokenFile) Load() (*StoredToken, error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
@@ -146,10 +144,8 @@ func (f TokenFile) Load() (*StoredToken, error) {
 	return &t, nil
 }
 
-// Save replaces the token file atomically with t: readers see the old complete file or the new
-// one, never a mixture; on failure the old file is left as it was. The directory is created
-// (0700) if missing. Save does not take the lock: hold Lock when another process may use the
-// file.
+// Save replaces the token file atomically with t, creating its directory (0700) if missing. It
+// does not take the lock: hold Lock when another process may use the file.
 func (f TokenFile) Save(t *StoredToken) error {
 	if f.Path == "" {
 		return errors.New("auth: token file path is empty")
@@ -234,11 +230,9 @@ func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	return fl.Unlock, nil
 }
 
-// refreshIntent is the content of Path+".refreshing": written under the lock before a refresh
-// request is sent and removed once its result is saved. Still there, with the fingerprint of the
-// refresh token on disk, it says a refresh of that very token was interrupted (crash, kill, lost
-// response), so X has probably rotated it already. The fingerprint is 8 bytes of SHA-256 of the
-// refresh token: no secret.
+// refreshIntent is the content of Path+".refreshing", written before a refresh request is sent
+// and removed once its result is saved: still there for the refresh token on disk, it says a
+// refresh of that token was interrupted. The fingerprint is 8 bytes of its SHA-256: no secret.
 type refreshIntent struct {
 	StartedAt   time.Time `json:"started_at"`
 	Fingerprint string    `json:"refresh_token_sha256_prefix"`

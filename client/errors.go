@@ -122,7 +122,9 @@ func (e *APIError) message() string {
 	if title != "" && !strings.EqualFold(title, http.StatusText(e.Status)) {
 		parts = append(parts, title)
 	}
-	if detail != "" && !strings.EqualFold(detail, title) && !strings.EqualFold(detail, http.StatusText(e.Status)) && !e.saidByAnItem(e.Detail) {
+	// Some servers repeat an element of "errors" as the detail.
+	said := slices.ContainsFunc(e.Errors, func(it ErrorItem) bool { return it.Message == e.Detail || it.Detail == e.Detail })
+	if detail != "" && !strings.EqualFold(detail, title) && !strings.EqualFold(detail, http.StatusText(e.Status)) && !said {
 		parts = append(parts, detail)
 	}
 	if e.Reason != "" && title == "" && detail == "" {
@@ -132,17 +134,6 @@ func (e *APIError) message() string {
 		parts = append(parts, items)
 	}
 	return strings.Join(parts, ": ")
-}
-
-// saidByAnItem reports whether an element of "errors" says s (some servers
-// repeat the first one's message as the detail).
-func (e *APIError) saidByAnItem(s string) bool {
-	for _, it := range e.Errors {
-		if it.Message == s || it.Detail == s {
-			return true
-		}
-	}
-	return false
 }
 
 // itemsLine is what the first three items say, one after the other.

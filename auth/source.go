@@ -173,11 +173,9 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 }
 
 // Refresh refreshes the token now, whatever its expiry, by the rules every
-// refresh follows (under the file lock, the file re-read first, the rotated
-// pair saved before it is returned), and returns the pair in use afterwards.
-// When another process refreshed the file since it was read, that pair is
-// returned and no request is sent. After a failure the access token read
-// before is no longer used by s.
+// refresh follows, and returns the pair in use afterwards (another process's,
+// when it refreshed the file since). After a failure s no longer uses the
+// access token read before.
 func (s *FileTokenSource) Refresh(ctx context.Context) (StoredToken, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -388,13 +386,9 @@ func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk
 	return next, nil
 }
 
-// NewTransport returns a RoundTripper that sends src's access token as
-// "Authorization: Bearer <token>" and, when the response is 401, invalidates that token and
-// retries the request ONCE with a refreshed one. Only requests whose body can be replayed
-// (no body, or GetBody set, as http.NewRequest does for in-memory bodies) are retried; others
-// get the 401 back. A second 401 is returned as is: never a loop. When the refresh itself fails
-// the error is returned (it wraps ErrLoginRequired when a login is needed). base nil means
-// http.DefaultTransport.
+// NewTransport returns a RoundTripper that sends src's access token and, when the response is
+// 401, invalidates that token and retries the request once with a refreshed one (see
+// bearer.Transport). A refresh that fails is the error. base nil means http.DefaultTransport.
 func NewTransport(src *FileTokenSource, base http.RoundTripper) http.RoundTripper {
 	return &bearer.Transport{
 		Base: base,

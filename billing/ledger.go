@@ -13,9 +13,8 @@ import (
 // day (account/billed.go).
 
 // BilledToday is what the meter holds as billed for userID on its current
-// UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and a copy of
-// the posts and users, for a later meter of the same user to continue from
-// (RestoreBilled).
+// UTC day (YYYY-MM-DD, "" when nothing was billed), for a later meter of the
+// same user to continue from (RestoreBilled).
 func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -1,8 +1,6 @@
 // Package billing is what X bills and what the program says it costs: X's
-// rates (per resource read, per write request), the meter of an API
-// client's responses, the ledger of what a user was billed on the current
-// UTC day (X bills a resource once per UTC day), and the estimates told
-// before a run: what an export can bill at most, what bookmark writes cost.
+// rates, the meter of an API client's responses, the ledger of what a user
+// was billed on the current UTC day, and the estimates told before a run.
 // Every figure is an estimate: X publishes rates, not bills per request.
 package billing
 
@@ -44,8 +42,6 @@ func (r Rates) PostRate(owned bool) float64 {
 	return r.Post
 }
 
-// DefaultMaxBilledWrites is the spec's default cap of the write requests
-// one run of `bookmarks remove` or `add` may have X bill an account for
-// (max_billed_writes): a spend the plan states before the run, which a
-// user who means more raises once.
+// DefaultMaxBilledWrites is the spec's default max_billed_writes: the write
+// requests one run of `bookmarks remove` or `add` may have X bill an account.
 const DefaultMaxBilledWrites = 1000

@@ -124,9 +124,8 @@ func WithStorageClient(hc *http.Client) Option {
 	}
 }
 
-// CreateComplianceJob creates a job: POST /2/compliance/jobs. Upload its ids
-// with UploadComplianceIDs before job.UploadExpiresAt. X runs one job of a
-// type per app at a time.
+// CreateComplianceJob creates a job: POST /2/compliance/jobs. X runs one job
+// of a type per app at a time.
 func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJobOptions) (*ComplianceJob, *Response, error) {
 	const op = OpCreateComplianceJob
 	if err := validJobType(op, opts.Type); err != nil {
@@ -135,13 +134,10 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 	if len(opts.Name) > MaxComplianceJobName {
 		return nil, nil, newInputError(op, "name", opts.Name, fmt.Sprintf("must be at most %d characters", MaxComplianceJobName))
 	}
-	body, err := json.Marshal(struct {
+	body, _ := json.Marshal(struct { // two strings: it cannot fail
 		Type string `json:"type"`
 		Name string `json:"name,omitempty"`
 	}{opts.Type, opts.Name})
-	if err != nil {
-		return nil, nil, err
-	}
 	var job *ComplianceJob
 	resp, err := c.do(ctx, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body, decode: unbilled(&job, decodeJob)})
 	return result(job, resp, err)
@@ -204,8 +200,7 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 }
 
 // UploadComplianceIDs uploads a job's ids, one per line, to its upload URL
-// (PUT, Content-Type: text/plain), without the app's token. Uploading again
-// before the URL expires replaces the file.
+// without the app's token. Uploading again replaces the file.
 func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, ids []string) (*Response, error) {
 	const op = OpUploadComplianceIDs
 	if job == nil {

@@ -51,9 +51,7 @@ func isSyntaxError(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, errEmptyBody)
 }
 
-// unmarshalObject decodes body, which must be one JSON object, into v. A body
-// that is not JSON gives a *jsontext.SyntacticError; valid JSON of another
-// shape a shapeError.
+// unmarshalObject decodes body, which must be one JSON object, into v.
 func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
@@ -69,9 +67,8 @@ func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 }
 
 // classify tells why body could not be decoded: the decoder stops at the
-// first value of the wrong shape, before it has seen whether the rest of
-// the body is JSON, and a body that is not is a syntax error whatever its
-// start was.
+// first value of the wrong shape, before it has seen whether the rest is
+// JSON, and a body that is not is a syntax error whatever its start was.
 func classify(body []byte, err error) error {
 	if isSyntaxError(err) {
 		return err
@@ -736,10 +733,8 @@ func validUTF8(b []byte) []byte {
 }
 
 // loneSurrogates returns b with every \u escape of half a surrogate pair
-// that is not part of a pair replaced by \ufffd (as long). In valid JSON
-// a backslash is always inside a string and starts an escape, so the
-// escapes are found by reading them in turn; b is copied only when one is
-// replaced.
+// that is not part of a pair replaced by \ufffd (as long); b is copied only
+// when one is. In valid JSON a backslash always starts an escape.
 func loneSurrogates(b []byte) []byte {
 	out := b
 	for i := 0; i < len(b)-1; i++ {
@@ -846,8 +841,7 @@ type storedPage struct {
 }
 
 // StoredPage is the JSON of page as X returned it, with only the posts
-// keep selects: what a sync sent, kept to send again. ParseStoredPage reads
-// it back into the same posts and expanded objects.
+// keep selects: what a sync sent, kept to send again (ParseStoredPage).
 func StoredPage(page *PostPage, keep func(i int) bool) ([]byte, error) {
 	s := storedPage{Includes: page.Includes}
 	for i := range page.Data {

@@ -141,9 +141,8 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 	return result(page, resp, err)
 }
 
-// AddBookmark bookmarks a post: POST /2/users/:id/bookmarks with
-// {"tweet_id":"..."}. It returns data.bookmarked (true on success). Needs
-// the bookmark.write scope.
+// AddBookmark bookmarks a post: POST /2/users/:id/bookmarks. It returns
+// data.bookmarked (true on success). Needs the bookmark.write scope.
 func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
 	return c.changeBookmark(ctx, OpAddBookmark, http.MethodPost, userID, postID, "", []byte(`{"tweet_id":"`+postID+`"}`))
 }

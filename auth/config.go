@@ -138,22 +138,20 @@ func (c Config) String() string {
 		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
 }
 
-// Format makes every fmt verb safe: %#v is Go syntax, everything else String.
-func (c Config) Format(f fmt.State, verb rune) {
-	formatRedacted(f, verb, c.String(), fmt.Sprintf("auth.Config{ClientID:%q, ClientSecret:%s, AuthURL:%q, TokenURL:%q, RedirectURL:%q, Scopes:%#v}",
-		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes))
-}
+// Format makes every fmt verb safe.
+func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, "auth.Config", c.String()) }
 
 // LogValue makes slog show c without the client secret.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-func formatRedacted(f fmt.State, verb rune, s, gs string) {
+// formatRedacted writes s, what String says, for every verb: quoted for %q,
+// after the type's name for %#v.
+func formatRedacted(f fmt.State, verb rune, typeName, s string) {
 	switch {
 	case verb == 'v' && f.Flag('#'):
-		_, _ = io.WriteString(f, gs)
+		s = typeName + s
 	case verb == 'q':
-		_, _ = io.WriteString(f, strconv.Quote(s))
-	default:
-		_, _ = io.WriteString(f, s)
+		s = strconv.Quote(s)
 	}
+	_, _ = io.WriteString(f, s)
 }

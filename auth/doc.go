@@ -9,7 +9,7 @@
 // crash guarantee.
 //
 // Access and refresh tokens, authorization codes and the client secret never appear in an error
-// message or log line of this package. Config and StoredToken implement String, GoString, Format
+// message or log line of this package. Config and StoredToken implement String, Format
 // and slog.LogValuer with the secrets redacted; json.Marshal of a StoredToken is the file format
 // and does contain the tokens.
 package auth

@@ -153,9 +153,6 @@ func (e *netError) Timeout() bool {
 }
 
 func sanitizedError(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
 	msg := err.Error()
 	var ue *url.Error
 	if errors.As(err, &ue) { // keep the verb and the host of the URL only

@@ -67,12 +67,9 @@ func (t StoredToken) String() string {
 		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt))
 }
 
-// Format makes every fmt verb safe: %#v is Go syntax, everything else String.
+// Format makes every fmt verb safe.
 func (t StoredToken) Format(f fmt.State, verb rune) {
-	formatRedacted(f, verb, t.String(), fmt.Sprintf(
-		"auth.StoredToken{AccessToken:%s, RefreshToken:%s, TokenType:%q, Expiry:%q, Scope:%q, UserID:%q, Username:%q, ClientID:%q, UpdatedAt:%q}",
-		redactString(t.AccessToken), redactString(t.RefreshToken), t.TokenType, fmtTime(t.Expiry), t.Scope,
-		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt)))
+	formatRedacted(f, verb, "auth.StoredToken", t.String())
 }
 
 // LogValue makes slog show t without its tokens.

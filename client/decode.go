@@ -155,6 +155,7 @@ func bodyOptions(body []byte) jsonv2.Options {
 		keepRaw[postFields](span),
 		keepRaw[userFields](span),
 		keepRaw[mediaFields](span),
+		keepRaw[jsontext.Value](span),
 	))
 }
 
@@ -178,9 +179,9 @@ type postPageBody struct {
 		Tweets []withRaw[postFields]  `json:"tweets"`
 		// X's later OpenAPI revision calls the expanded posts "posts",
 		// which are taken as "tweets".
-		Posts  []withRaw[postFields] `json:"posts"`
-		Polls  []rawValue            `json:"polls"`
-		Places []rawValue            `json:"places"`
+		Posts  []withRaw[postFields]     `json:"posts"`
+		Polls  []withRaw[jsontext.Value] `json:"polls"`
+		Places []withRaw[jsontext.Value] `json:"places"`
 	} `json:"includes"`
 	Errors []rawValue `json:"errors"`
 	Meta   *pageMeta  `json:"meta"`
@@ -308,7 +309,7 @@ func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error)
 	}
 	in := &w.Includes
 	in.Tweets = append(in.Tweets, in.Posts...)
-	page.Includes = Includes{Users: raws(in.Users), Media: raws(in.Media), Tweets: raws(in.Tweets), Polls: rawMessages(in.Polls), Places: rawMessages(in.Places)}
+	page.Includes = Includes{Users: raws(in.Users), Media: raws(in.Media), Tweets: raws(in.Tweets), Polls: raws(in.Polls), Places: raws(in.Places)}
 	if page.Expanded, err = decodeExpanded(in.Users, in.Media, in.Tweets); err != nil {
 		return refused(err)
 	}
@@ -328,17 +329,6 @@ func raws[T any](objs []withRaw[T]) []json.RawMessage {
 	out := make([]json.RawMessage, len(objs))
 	for i := range objs {
 		out[i] = objs[i].raw
-	}
-	return out
-}
-
-func rawMessages(vs []rawValue) []json.RawMessage {
-	if len(vs) == 0 {
-		return nil
-	}
-	out := make([]json.RawMessage, len(vs))
-	for i, v := range vs {
-		out[i] = json.RawMessage(v)
 	}
 	return out
 }

@@ -58,10 +58,7 @@ func Login(ctx context.Context, cfg Config, opts LoginOptions) (*oauth2.Token, e
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultLoginTimeout
 	}
-	redirect, err := url.Parse(cfg.RedirectURL)
-	if err != nil {
-		return nil, fmt.Errorf("auth: RedirectURL: %w", err)
-	}
+	redirect, _ := url.Parse(cfg.RedirectURL) // Validate parsed it
 
 	state := oauth2.GenerateVerifier() // 256 random bits, base64url-encoded: a state as good
 	verifier := oauth2.GenerateVerifier()

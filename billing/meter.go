@@ -120,9 +120,6 @@ func (m *Meter) SetOwnedReads(userID string, owned bool) {
 
 // Record changes the row of (user, op) with f.
 func (m *Meter) Record(user string, op Operation, f func(u *Usage)) {
-	if m == nil {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f(m.row(user, op))
@@ -142,9 +139,6 @@ func (m *Meter) row(user string, op Operation) *Usage {
 // decoded): each resource is billed unless the user's ledger already holds
 // it for now's UTC day; each write is billed.
 func (m *Meter) Bill(user string, op Operation, now time.Time, res Billed, ok bool) {
-	if m == nil {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := m.row(user, op)

@@ -123,11 +123,8 @@ func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointE
 }
 
 func isGrantRejection(re *oauth2.RetrieveError) bool {
-	switch re.ErrorCode {
-	case "invalid_grant", "invalid_request":
-		return true
-	}
-	return strings.Contains(strings.ToLower(re.ErrorDescription), "token was invalid")
+	return re.ErrorCode == "invalid_grant" || re.ErrorCode == "invalid_request" ||
+		strings.Contains(strings.ToLower(re.ErrorDescription), "token was invalid")
 }
 
 // netError keeps the classification of a network error (errors.Is context.DeadlineExceeded,

@@ -90,25 +90,15 @@ type RetryPolicy struct {
 const DefaultRetryBudget = 5 * time.Minute
 
 // DefaultRetryPolicy returns the default policy.
-func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{
-		Budget:             DefaultRetryBudget,
-		MaxAttempts:        4,
-		BaseDelay:          500 * time.Millisecond,
-		MaxDelay:           30 * time.Second,
-		MaxRateLimitWaits:  2,
-		RateLimitBaseDelay: 30 * time.Second,
-	}
-}
+func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	d := DefaultRetryPolicy()
-	p.Budget = cmp.Or(p.Budget, d.Budget)
-	p.MaxAttempts = positive(p.MaxAttempts, d.MaxAttempts)
-	p.BaseDelay = positive(p.BaseDelay, d.BaseDelay)
-	p.MaxDelay = max(positive(p.MaxDelay, d.MaxDelay), p.BaseDelay)
-	p.MaxRateLimitWaits = positive(p.MaxRateLimitWaits, d.MaxRateLimitWaits)
-	p.RateLimitBaseDelay = positive(p.RateLimitBaseDelay, d.RateLimitBaseDelay)
+	p.Budget = cmp.Or(p.Budget, DefaultRetryBudget)
+	p.MaxAttempts = positive(p.MaxAttempts, 4)
+	p.BaseDelay = positive(p.BaseDelay, 500*time.Millisecond)
+	p.MaxDelay = max(positive(p.MaxDelay, 30*time.Second), p.BaseDelay)
+	p.MaxRateLimitWaits = positive(p.MaxRateLimitWaits, 2)
+	p.RateLimitBaseDelay = positive(p.RateLimitBaseDelay, 30*time.Second)
 	return p
 }
 

@@ -393,20 +393,11 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 
 func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate, wait time.Duration, waited bool) *RateLimitError {
 	title, detail, _, _, items := parseProblem(body)
-	var parts []string
-	if title != "" {
-		parts = append(parts, title)
+	if detail == title {
+		detail = ""
 	}
-	if detail != "" && detail != title {
-		parts = append(parts, detail)
-	}
-	if s := itemsLine(items); s != "" {
-		parts = append(parts, s)
-	}
-	return &RateLimitError{
-		Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait,
-		Message: strings.Join(parts, ": "),
-	}
+	parts := slices.DeleteFunc([]string{title, detail, itemsLine(items)}, func(s string) bool { return s == "" })
+	return &RateLimitError{Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait, Message: strings.Join(parts, ": ")}
 }
 
 // oneLine makes s safe for a one-line message: control characters become

@@ -68,8 +68,7 @@ func (c Config) WithDefaults() Config {
 // Confidential reports whether c is a confidential client (it has a client secret).
 func (c Config) Confidential() bool { return c.ClientSecret != "" }
 
-// Validate checks c (after defaults). Errors name the offending field and never contain the
-// client secret.
+// Validate checks c (after defaults); errors name the field, never the client secret.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
@@ -96,8 +95,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkEndpoint requires an absolute https URL; plain http is allowed only on a loopback host
-// (test servers and simulators).
+// checkEndpoint requires an absolute https URL, or plain http to a loopback host.
 func checkEndpoint(field, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" {

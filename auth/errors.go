@@ -94,8 +94,7 @@ func (e *TokenEndpointError) Unwrap() []error {
 
 func (e *TokenEndpointError) Temporary() bool { return e.Transient }
 
-// tokenEndpointError turns an error from golang.org/x/oauth2 into a *TokenEndpointError whose
-// text holds none of the secrets.
+// tokenEndpointError turns an error of golang.org/x/oauth2 into one whose text holds no secret.
 func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointError {
 	e := &TokenEndpointError{Op: op}
 	var re *oauth2.RetrieveError
@@ -162,8 +161,7 @@ func sanitizedError(err error, secrets []string) error {
 	return &netError{msg: sanitize(msg, 300, secrets), cause: err}
 }
 
-// sanitize removes secrets and control characters from text that came from the network and
-// truncates it.
+// sanitize removes secrets and control characters from text from the network and truncates it.
 func sanitize(s string, max int, secrets []string) string {
 	for _, sec := range secrets {
 		if len(sec) >= 4 {

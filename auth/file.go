@@ -82,8 +82,7 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// TokenFile is the token file at Path. Its lock file is Path+".lock"; a refresh in flight is
-// recorded in Path+".refreshing".
+// TokenFile is the token file at Path, locked by Path+".lock".
 type TokenFile struct {
 	Path string
 
@@ -171,8 +170,7 @@ func (f TokenFile) realPath() string {
 	return f.Path
 }
 
-// writeAtomic writes a temporary file (0600) beside path, fsyncs it, renames it over path and
-// fsyncs the directory.
+// writeAtomic writes a temporary file (0600), fsyncs it, renames it over path, fsyncs the dir.
 func (f TokenFile) writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -44,8 +44,7 @@ func WithRefreshMargin(d time.Duration) SourceOption {
 	return func(s *FileTokenSource) { s.margin = d }
 }
 
-// WithLockTimeout bounds the wait for the token file lock (default 2m): a stuck process cannot
-// hang a cron job.
+// WithLockTimeout bounds the wait for the token file lock (default 2m).
 func WithLockTimeout(d time.Duration) SourceOption {
 	return func(s *FileTokenSource) {
 		if d > 0 {
@@ -137,8 +136,8 @@ func (s *FileTokenSource) Stored() StoredToken {
 	return *s.cur
 }
 
-// Token returns a valid access token, refreshing it first when it expires within the refresh
-// margin or was invalidated. It uses the context given to NewFileTokenSource.
+// Token returns a valid access token, refreshed first when it expires within the refresh margin
+// or was invalidated.
 func (s *FileTokenSource) Token() (*oauth2.Token, error) { return s.TokenContext(s.ctx) }
 
 // TokenContext is Token with a per-call context. The context bounds the wait for the lock; once a
@@ -351,8 +350,7 @@ func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp
 	return tok, start, nil
 }
 
-// refreshFailed is the error of a refresh request that failed. A refresh token X rejected is
-// remembered, so that it is never sent again.
+// refreshFailed is the error of a failed refresh; a refresh token X rejected is never sent again.
 func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint string) error {
 	te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.oc.ClientSecret)
 	if te.LoginRequired {

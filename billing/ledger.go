@@ -95,8 +95,7 @@ func (m *Meter) LeaveBilling(userID string, store func() error) error {
 	return nil
 }
 
-// HoldsBilled reports whether the meter holds a ledger of userID's that
-// is not put away.
+// HoldsBilled reports whether the meter holds userID's ledger (not put away).
 func (m *Meter) HoldsBilled(userID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()

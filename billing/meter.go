@@ -8,8 +8,7 @@ import (
 	"time"
 )
 
-// Operation names one endpoint of the API client: the meter keeps a row
-// per user and operation (client.Operation is this type).
+// Operation names one endpoint of the API client (client.Operation).
 type Operation string
 
 // Billed is what one 2xx body held that X bills: the ids of the posts (its
@@ -101,8 +100,7 @@ type rowKey struct {
 	op   Operation
 }
 
-// NewMeter returns a meter that prices at r (a rate that is not a finite
-// number ≥ 0 is X's).
+// NewMeter returns a meter that prices at r (an invalid rate is X's).
 func NewMeter(r Rates) *Meter {
 	return &Meter{rates: r.withDefaults(), m: map[rowKey]*Usage{}, owned: map[string]bool{}, owning: map[rowKey]bool{},
 		days: map[string]*ledger{}, readers: map[string]*ledgerReaders{}}

@@ -17,8 +17,7 @@ type Rates struct {
 	Write     float64 // a bookmark write: one POST or DELETE /2/users/:id/bookmarks
 }
 
-// DefaultRates are X's published pay-per-use rates (2026): the one place
-// the program holds them.
+// DefaultRates are X's published pay-per-use rates (2026), held here only.
 func DefaultRates() Rates {
 	return Rates{Post: 0.005, OwnedPost: 0.001, User: 0.010, Write: 0.005}
 }

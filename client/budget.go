@@ -38,8 +38,7 @@ func newBudgets(limits map[Operation]int, window, margin time.Duration) *budgets
 	return &budgets{limits: limits, window: window, margin: margin, m: map[budgetKey]*bucket{}}
 }
 
-// bucketLocked returns the key's bucket, or nil when the operation has no
-// limit. b.mu must be held.
+// bucketLocked returns the key's bucket, nil without a limit. b.mu held.
 func (b *budgets) bucketLocked(k budgetKey) *bucket {
 	if bk := b.m[k]; bk != nil {
 		return bk

@@ -153,8 +153,7 @@ func WithBaseURL(base string) Option {
 	}
 }
 
-// checkBaseURL checks base as WithBaseURL says and returns it without a
-// trailing slash.
+// checkBaseURL checks base as WithBaseURL says; it returns it without a trailing slash.
 func checkBaseURL(base string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
@@ -185,8 +184,7 @@ func checkBaseURL(base string) (string, error) {
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-// WithTimeouts sets the timeouts of each attempt at a request; zero fields
-// keep their defaults (DefaultTimeouts).
+// WithTimeouts sets the timeouts of each attempt; zero fields keep DefaultTimeouts'.
 func WithTimeouts(t Timeouts) Option {
 	return func(c *Client) error {
 		d := DefaultTimeouts()
@@ -257,8 +255,7 @@ func WithLimits(m map[Operation]int) Option {
 	}
 }
 
-// WithWindow sets the rate-limit window used until the server's headers say
-// otherwise (default 15m).
+// WithWindow sets the rate-limit window until the server's headers say one (default 15m).
 func WithWindow(d time.Duration) Option {
 	return func(c *Client) error {
 		c.window = d
@@ -266,8 +263,7 @@ func WithWindow(d time.Duration) Option {
 	}
 }
 
-// WithResetMargin sets the time added to a window's reset before sending
-// again (default 1s).
+// WithResetMargin sets the time added to a window's reset before sending again (default 1s).
 func WithResetMargin(d time.Duration) Option {
 	return func(c *Client) error {
 		c.margin = d

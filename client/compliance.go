@@ -280,13 +280,12 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	if err := decodeSmall(body, &w, func() error { return nil }); err != nil {
 		return nil, err
 	}
-	if w.Data == nil || w.Data.ID == "" {
+	switch {
+	case w.Data == nil || w.Data.ID == "":
 		return nil, shapeError("no data.id in the body")
-	}
-	if !ValidID(w.Data.ID) {
+	case !ValidID(w.Data.ID):
 		return nil, shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
-	}
-	if w.Data.Status == "" {
+	case w.Data.Status == "":
 		return nil, shapeError("no data.status in the body")
 	}
 	return w.Data, nil
@@ -311,10 +310,10 @@ func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 			}
 			return shapef("results line %d: %v", n, err)
 		}
-		if r.ID == "" {
+		switch {
+		case r.ID == "":
 			return shapef("results line %d has no id", n)
-		}
-		if !ValidID(r.ID) {
+		case !ValidID(r.ID):
 			return shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
 		}
 		each(r)

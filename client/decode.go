@@ -449,9 +449,6 @@ func makePost(w *withRaw[postFields], p *Post) error {
 	*p = f.Post
 	p.PublicMetrics, p.Entities, p.ReferencedTweets = json.RawMessage(f.PublicMetrics), json.RawMessage(f.Entities), json.RawMessage(f.ReferencedTweets)
 	p.Attachments, p.NoteTweet, p.Article = json.RawMessage(f.Attachments), json.RawMessage(f.NoteTweet), json.RawMessage(f.Article)
-	if p.ID == "" {
-		return shapeError("no id")
-	}
 	if err := checkPostIDs(p); err != nil {
 		return err
 	}
@@ -484,9 +481,7 @@ func makePost(w *withRaw[postFields], p *Post) error {
 		}
 		p.NoteText = n.Text
 	}
-	if isObject(p.Article) {
-		decodeArticle(p)
-	}
+	decodeArticle(p)
 	if p.ArticleTitle == "" {
 		p.ArticleTitle = articleTitle(f.ArticleTitle)
 	}
@@ -505,8 +500,8 @@ func parseTime(s *string) *time.Time {
 	return nil
 }
 
-// decodeArticle reads an X Article's title, body and media keys. The article
-// is not in X's published schema: members of other shapes are not refused.
+// decodeArticle reads an X Article's title, body and media keys, when it is
+// an object. It is not in X's published schema: odd members are not refused.
 func decodeArticle(p *Post) {
 	var a struct {
 		Title         rawValue   `json:"title"`
@@ -679,6 +674,9 @@ func checkIDs(n int, id func(i int) string) error {
 // checkPostIDs checks the ids a post carries: its own and, when present,
 // those that are columns of the archive.
 func checkPostIDs(p *Post) error {
+	if p.ID == "" {
+		return shapeError("no id")
+	}
 	if !ValidID(p.ID) {
 		return shapef("id %s is not an X id (%s)", shown(p.ID), idRule)
 	}

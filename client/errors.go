@@ -301,38 +301,28 @@ func (e *ErrorsOnlyError) Error() string {
 
 // Is matches ErrNotFound when an error says a resource was not found.
 func (e *ErrorsOnlyError) Is(target error) bool {
-	if target != ErrNotFound {
-		return false
-	}
-	for _, pe := range e.Errors {
-		if titleIs(pe.Title, "Not Found Error") || strings.HasSuffix(pe.Type, "/problems/resource-not-found") {
-			return true
-		}
-	}
-	return false
-}
-
-// problemBody is the union of the error body shapes.
-type problemBody struct {
-	Title  string          `json:"title"`
-	Detail string          `json:"detail"`
-	Type   string          `json:"type"`
-	Status json.RawMessage `json:"status"`
-	Reason string          `json:"reason"`
-	Errors []struct {
-		Code       json.RawMessage            `json:"code"`
-		Message    string                     `json:"message"`
-		Parameters map[string]json.RawMessage `json:"parameters"`
-		Title      string                     `json:"title"`
-		Detail     string                     `json:"detail"`
-		Type       string                     `json:"type"`
-	} `json:"errors"`
+	return target == ErrNotFound && slices.ContainsFunc(e.Errors, func(pe PartialError) bool {
+		return titleIs(pe.Title, "Not Found Error") || strings.HasSuffix(pe.Type, "/problems/resource-not-found")
+	})
 }
 
 // parseProblem reads the error body shapes. It never fails: a body that is
 // not JSON yields an empty problem (the status still classifies the error).
 func parseProblem(body []byte) (title, detail, typ, reason string, items []ErrorItem) {
-	var p problemBody
+	var p struct {
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+		Errors []struct {
+			Code       json.RawMessage            `json:"code"`
+			Message    string                     `json:"message"`
+			Parameters map[string]json.RawMessage `json:"parameters"`
+			Title      string                     `json:"title"`
+			Detail     string                     `json:"detail"`
+			Type       string                     `json:"type"`
+		} `json:"errors"`
+	}
 	if len(body) == 0 || json.Unmarshal(body, &p) != nil {
 		return "", "", "", "", nil
 	}

@@ -209,10 +209,8 @@ func refusesNaming(err error, used Naming, f Fields) bool {
 	whole := strings.Join(g.TweetFields, ",")
 	for _, it := range apiErr.Errors {
 		for param, values := range it.Parameters {
-			for _, v := range values {
-				if param == used.fieldsParam() && v == whole || renamedIn(used, param, v) {
-					return true
-				}
+			if slices.ContainsFunc(values, func(v string) bool { return param == used.fieldsParam() && v == whole || renamedIn(used, param, v) }) {
+				return true
 			}
 		}
 	}
@@ -226,10 +224,5 @@ func renamedIn(n Naming, param, value string) bool {
 	if param == n.fieldsParam() {
 		kind = "fields"
 	}
-	for _, r := range renames {
-		if r.param == kind && r.in(n) == value {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(renames, func(r rename) bool { return r.param == kind && r.in(n) == value })
 }

@@ -34,10 +34,9 @@ var (
 	errEmptyBody = errors.New("empty body")
 	errNotObject = shapeError("top-level value is not a JSON object")
 	// errNoMeta refuses a bookmarks page without meta.result_count, which the
-	// document says every page has (folder pages are taken as they come).
-	// Taken as it is, such a page has no next_token: the walk would end there
-	// as if the list did, and the next sync would read, and bill, all the
-	// posts below it again.
+	// document says every page has. Taken as it is, it has no next_token: the
+	// walk would end there as if the list did, and the next sync would bill
+	// again every post below it.
 	errNoMeta = shapeError("no meta.result_count (every page has one)")
 )
 
@@ -177,8 +176,7 @@ type postPageBody struct {
 		Users  []withRaw[userFields]  `json:"users"`
 		Media  []withRaw[mediaFields] `json:"media"`
 		Tweets []withRaw[postFields]  `json:"tweets"`
-		// X's later OpenAPI revision calls the expanded posts "posts",
-		// which are taken as "tweets".
+		// The posts naming's expanded posts, taken as "tweets".
 		Posts  []withRaw[postFields]     `json:"posts"`
 		Polls  []withRaw[jsontext.Value] `json:"polls"`
 		Places []withRaw[jsontext.Value] `json:"places"`

@@ -29,12 +29,10 @@ type call struct {
 	query       url.Values
 	body        []byte // request body, or nil
 	contentType string // body's; "" is application/json
-	// storageURL, when set, is a compliance job's signed URL, sent on the
-	// storage client in place of the base URL and path (storageCall).
-	storageURL string
-	pageSize   int // max_results asked for (0 = API default), for PostsUnread
+	storageURL  string // a compliance job's signed URL, in place of the base URL and path (storageCall)
+	pageSize    int    // max_results asked for (0 = API default), for PostsUnread
 	// decode decodes a 2xx body and returns the billed resources it holds,
-	// also when it refuses the body for its shape (X billed them all the same).
+	// also when it refuses the body (X billed them all the same).
 	decode func(body []byte) (billing.Billed, error)
 	// stream, in place of decode, reads a 2xx body of any size as it
 	// arrives (nothing in it is billed).
@@ -310,8 +308,7 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		}
 		return malformed(reason, err, true)
 	}
-	// Read whole, but not what the operation returns: the posts in it were
-	// billed, and would be again if it were asked for again.
+	// Read whole, but not what the operation returns: billed, not asked again.
 	c.bill(a, res, false)
 	return malformed("body was valid JSON but not what this operation returns", err, false)
 }

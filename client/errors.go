@@ -258,14 +258,12 @@ func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 // MalformedResponseError is a response body that could not be read in full
 // (cut short, or over the size cap) or did not decode as the operation's JSON.
 type MalformedResponseError struct {
-	Operation Operation
-	Status    int
-	Response  *http.Response // its body read and closed
-	Reason    string         // e.g. "body was not valid JSON"
-	Err       error
-	// unreadable: cut short or not JSON, so worth asking for again; a body
-	// of the wrong shape would come back the same.
-	unreadable bool
+	Operation  Operation
+	Status     int
+	Response   *http.Response // its body read and closed
+	Reason     string         // e.g. "body was not valid JSON"
+	Err        error
+	unreadable bool // cut short or not JSON: worth asking for again, unlike a wrong shape
 }
 
 func (e *MalformedResponseError) Error() string {
@@ -329,8 +327,7 @@ func parseProblem(body []byte) (title, detail, typ, reason string, items []Error
 	title, detail, typ, reason = p.Title, p.Detail, p.Type, p.Reason
 	for _, e := range p.Errors {
 		if title == "" && detail == "" && e.Message == "" && len(e.Parameters) == 0 && len(e.Code) == 0 {
-			// A problem-details object inside "errors" (seen on some
-			// endpoints) stands for the whole body.
+			// A problem-details object in "errors" stands for the whole body.
 			title, detail, typ = e.Title, e.Detail, e.Type
 			continue
 		}

@@ -19,10 +19,8 @@ const (
 // TimeoutError is an attempt that ran past one of the client's Timeouts.
 // It is a transient fault: a net.Error whose Timeout is true.
 type TimeoutError struct {
-	// Phase is PhaseConnect, PhaseHeaders or PhaseRequest.
-	Phase string
-	// After is the timeout that ran out.
-	After time.Duration
+	Phase string        // PhaseConnect, PhaseHeaders or PhaseRequest
+	After time.Duration // the timeout that ran out
 }
 
 func (e *TimeoutError) Error() string {

@@ -288,9 +288,8 @@ type Response struct {
 	*http.Response
 	Operation Operation
 	Rate      Rate // from the final response's x-rate-limit-* headers
-	// PostsReturned is the posts a page of list_bookmarks or get_folder
-	// held, expanded ones included: what X billed, before its same-day
-	// de-duplication.
+	// PostsReturned is the posts a page held, expanded ones included: what X
+	// billed, before its same-day de-duplication.
 	PostsReturned int
 	Attempts      int           // HTTP requests sent, retries included
 	Waited        time.Duration // rate-limit waits and backoff

@@ -16,13 +16,11 @@ const maxTokenLen = 512
 type TokenCheck int
 
 const (
-	// TokenBase32Hex accepts base32hex only (alphabet 0-9A-V, either case,
-	// optional trailing '=' padding), as the interface document specifies.
+	// TokenBase32Hex accepts base32hex only (0-9A-V, either case, '='
+	// padding), as the interface document specifies.
 	TokenBase32Hex TokenCheck = iota
-	// TokenOpaque accepts any token of letters, digits, '=', '-' and '_'.
-	// Tokens from the real X API (e.g. "7140dibdnow9c7btw3w29grvxfcgvpb9n9coehpk7xz5i")
-	// use letters beyond V, so use this against the real API if the strict
-	// check rejects tokens the server issued.
+	// TokenOpaque accepts letters, digits, '=', '-' and '_': the real X
+	// API's tokens use letters beyond V.
 	TokenOpaque
 )
 

@@ -55,9 +55,7 @@ func Login(ctx context.Context, cfg Config, opts LoginOptions) (*oauth2.Token, e
 	if opts.OpenBrowser == nil {
 		opts.OpenBrowser = browser.OpenURL
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultLoginTimeout
-	}
+	opts.Timeout = cmp.Or(max(opts.Timeout, 0), DefaultLoginTimeout)
 	redirect, _ := url.Parse(cfg.RedirectURL) // Validate parsed it
 
 	state := oauth2.GenerateVerifier() // 256 random bits, base64url-encoded: a state as good

@@ -46,11 +46,7 @@ func WithRefreshMargin(d time.Duration) SourceOption {
 
 // WithLockTimeout bounds the wait for the token file lock (default 2m).
 func WithLockTimeout(d time.Duration) SourceOption {
-	return func(s *FileTokenSource) {
-		if d > 0 {
-			s.lockTimeout = d
-		}
-	}
+	return func(s *FileTokenSource) { s.lockTimeout = cmp.Or(max(d, 0), s.lockTimeout) }
 }
 
 // WithLogger sets the logger for refreshes (default: none). Lines name the token file, never a

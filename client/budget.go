@@ -96,7 +96,9 @@ func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time)
 		// Without headers the server's window started somewhere between
 		// the first send and its response: count it from the response, so
 		// the estimate never ends before the server's window does.
-		bk.reset = maxTime(bk.reset, now.Add(b.window))
+		if end := now.Add(b.window); end.After(bk.reset) {
+			bk.reset = end
+		}
 		bk.anchored = true
 	}
 	if ok {
@@ -122,13 +124,6 @@ func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time)
 			bk.reset = now
 		}
 	}
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // block empties the window until `until` (a 429 without a reset header),

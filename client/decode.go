@@ -139,8 +139,7 @@ type withRaw[T any] struct {
 // copies, and never writes over the rest of the body).
 func bodyOptions(body []byte) jsonv2.Options {
 	span := func(start, end int64) []byte {
-		b := body[start:end:end]
-		return bytes.TrimLeft(b, " \t\r\n,:") // the separator read before the value
+		return bytes.TrimLeft(body[start:end:end], " \t\r\n,:") // the separator read before the value
 	}
 	return jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *rawValue) error {

@@ -61,9 +61,7 @@ type attempts struct {
 // it, wait out a 429, check the response, and after a transient fault back
 // off and send again while the retry budget lasts.
 func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = cmp.Or(ctx, context.Background())
 	a := c.newAttempts(cl)
 	// Once the client is stopped, waits end at once and a request in
 	// flight within the grace (see WithStop).

@@ -22,17 +22,14 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DefaultBaseURL is the X API's address.
-const DefaultBaseURL = "https://api.x.com"
-
+// Defaults of the options.
 const (
+	DefaultBaseURL          = "https://api.x.com"
 	DefaultUserAgent        = "cq-source-x (+https://github.com/cq-source-x/cq-source-x)"
 	DefaultMaxResponseBytes = 16 << 20
-	// DefaultRateLimitWaitCap is the longest the client waits for a window
-	// to reset before returning a *RateLimitError: one window plus a minute.
-	DefaultRateLimitWaitCap = DefaultWindow + time.Minute
-	// DefaultResetMargin is added to every x-rate-limit-reset before the
-	// client sends again, for clock skew and the reset's one-second resolution.
+	DefaultRateLimitWaitCap = DefaultWindow + time.Minute // the longest wait for a window: one window and a minute
+	// DefaultResetMargin is added to every reset, for clock skew and the
+	// reset's one-second resolution.
 	DefaultResetMargin = time.Second
 )
 

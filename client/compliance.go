@@ -85,11 +85,9 @@ type CreateComplianceJobOptions struct {
 // ComplianceResult is one line of a job's results: a post (or user) whose
 // stored copies X asks to be changed.
 type ComplianceResult struct {
-	ID     string `json:"id"`
-	Action string `json:"action"` // "delete" for every reason X documents
-	// Reason is deleted, bounced, protected, suspended or scrub_geo
-	// (posts), deleted, suspended, protected or deactivated (users).
-	Reason     string     `json:"reason"`
+	ID         string     `json:"id"`
+	Action     string     `json:"action"` // "delete" for every reason X documents
+	Reason     string     `json:"reason"` // deleted, bounced, protected, suspended, scrub_geo, deactivated
 	CreatedAt  *time.Time `json:"created_at,omitempty"`
 	RedactedAt *time.Time `json:"redacted_at,omitempty"`
 }

@@ -150,9 +150,7 @@ func (f TokenFile) Save(t *StoredToken) error {
 		return errors.New("auth: Save: nil token")
 	}
 	st := *t
-	if st.Version == 0 {
-		st.Version = FileFormatVersion
-	}
+	st.Version = cmp.Or(st.Version, FileFormatVersion)
 	data, err := json.MarshalIndent(&st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("auth: encode token file: %w", err)

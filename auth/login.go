@@ -198,10 +198,7 @@ func loopbackLogin(ctx context.Context, redirect *url.URL, authURL string, opts 
 	}
 	calls := make(chan callback)
 	stop := make(chan struct{})
-	srv := &http.Server{
-		Handler:           callbackHandler(path, calls, stop),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := &http.Server{Handler: callbackHandler(path, calls, stop), ReadHeaderTimeout: 10 * time.Second}
 	for _, ln := range lns {
 		go func() { _ = srv.Serve(ln) }()
 	}

@@ -89,9 +89,7 @@ func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time)
 	if bk == nil {
 		return
 	}
-	if bk.inflight > 0 {
-		bk.inflight--
-	}
+	bk.inflight = max(bk.inflight-1, 0)
 	if !ok && !bk.fromServer && !bk.anchored {
 		// Without headers the server's window started somewhere between
 		// the first send and its response: count it from the response, so

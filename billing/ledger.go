@@ -39,11 +39,9 @@ func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
 	l.add(&l.users, day, users)
 }
 
-// A user's ledger of the day holds every post read that day, the most a
-// meter holds. Between the readers that bill the user's reads it is put
-// away (stored, and let go) and brought back when another starts: a sync of
-// many accounts then holds the ledgers of the accounts being read, not of
-// every account it has read.
+// A user's ledger of the day holds every post read that day: between the
+// readers that bill the user's reads it is put away (stored, and let go), so
+// a sync of many accounts holds the ledgers of the accounts being read only.
 
 // ledgerReaders are the readers billing a user's reads at the moment, and
 // whether the user's ledger of the day is in the meter or put away.

@@ -7,11 +7,9 @@ import (
 
 // budgets keeps the client's own view of each (user, operation) rate-limit
 // window, so that it never sends a request the server would refuse with 429.
-// A window starts from the configured limit, and takes what the server says
-// as soon as a response carries x-rate-limit-* headers. Requests in flight
-// may not have been counted by the server: remaining = header remaining -
-// in flight. Within one server window the count only goes down (an
-// overtaken response cannot raise it); a later reset starts a new window.
+// A window starts from the configured limit and takes what the headers say,
+// less the requests in flight (which the server may not have counted). In
+// one server window the count only goes down; a later reset starts another.
 type budgets struct {
 	mu     sync.Mutex
 	limits map[Operation]int

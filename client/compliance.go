@@ -18,12 +18,10 @@ import (
 )
 
 // Batch compliance jobs (/2/compliance/jobs): a job takes a file of post
-// ids, uploaded to its upload URL, and reports those deleted, or whose
-// authors were suspended or made protected, in a file at its download URL.
-// The API operations need the app's app-only bearer token and share 150
-// requests per 15 minutes per app (kept under the user ID ""); X bills none
-// of them. The upload and download URLs are signed URLs of X's storage,
-// sent no Authorization header (WithStorageClient).
+// ids at its upload URL and reports those deleted, or whose authors were
+// suspended or made protected, at its download URL (signed URLs of X's
+// storage). Its API operations need the app's app-only bearer token and
+// share 150 requests per 15 minutes per app; X bills none of them.
 
 // Operations of the compliance jobs.
 const (

@@ -84,9 +84,7 @@ func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOpti
 			return res, err
 		},
 	})
-	if resp != nil {
-		resp.Naming = n
-	}
+	resp.Naming = n // do always returns a Response
 	return result(page, resp, err)
 }
 

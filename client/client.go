@@ -58,8 +58,9 @@ func DefaultTimeouts() Timeouts {
 
 // RetryPolicy says how long transient faults (a 5xx, a dropped connection, a
 // 2xx body cut short or not JSON) are retried: a walk that gave up on one
-// request would be read, and billed, again from its start. Zero fields take
-// the defaults of DefaultRetryPolicy.
+// request would be read, and billed, again from its start. A fault that
+// reached no server gets MaxAttempts only until the base URL has answered
+// (neverAnswered). Zero fields take the defaults of DefaultRetryPolicy.
 type RetryPolicy struct {
 	// Budget is how long one call may keep retrying, from its first attempt,
 	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.

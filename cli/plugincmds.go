@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -209,12 +210,11 @@ func (a *app) runSDK(cmd *cobra.Command, p *plugin.Plugin, args []string) error 
 }
 
 // withoutSDKFailureText runs the SDK's command line (run) with os.Stderr
-// replaced by a pipe whose output goes on to w as it comes, but for the text
-// the SDK's own cobra prints when the command fails: "Error: …" and the
-// SDK's usage, which calls the program "x". From a write that starts with
-// "Error: " on, the output is held, and dropped when it is run's error;
-// Run prints that error once, as every command's. The SDK's logs go to
-// stdout, untouched.
+// a pipe whose lines go on to w as they come, but for the text the SDK's
+// cobra prints when the command fails: "Error: …" and a usage that calls
+// the program "x". From a line that starts with "Error: " on, the output is
+// held, and dropped when it is run's error, which Run prints once, as
+// every command's. The SDK's logs go to stdout, untouched.
 func withoutSDKFailureText(w io.Writer, run func() error) error {
 	r, pw, err := os.Pipe()
 	if err != nil {
@@ -225,16 +225,14 @@ func withoutSDKFailureText(w io.Writer, run func() error) error {
 	held := make(chan []byte, 1)
 	go func() {
 		var hold bytes.Buffer
-		buf := make([]byte, 32<<10)
+		lines := bufio.NewReader(r)
 		for {
-			n, err := r.Read(buf)
-			chunk := buf[:n]
-			if hold.Len() == 0 {
-				i := failureTextStart(chunk)
-				_, _ = w.Write(chunk[:i])
-				chunk = chunk[i:]
+			line, err := lines.ReadBytes('\n')
+			if hold.Len() > 0 || bytes.HasPrefix(line, []byte("Error: ")) {
+				hold.Write(line)
+			} else {
+				_, _ = w.Write(line)
 			}
-			hold.Write(chunk)
 			if err != nil {
 				held <- hold.Bytes()
 				return
@@ -250,18 +248,6 @@ func withoutSDKFailureText(w io.Writer, run func() error) error {
 		_, _ = w.Write(rest)
 	}
 	return runErr
-}
-
-// failureTextStart is where "Error: " starts a line in b, or len(b).
-func failureTextStart(b []byte) int {
-	const prefix = "Error: "
-	if bytes.HasPrefix(b, []byte(prefix)) {
-		return 0
-	}
-	if i := bytes.Index(b, []byte("\n"+prefix)); i >= 0 {
-		return i + 1
-	}
-	return len(b)
 }
 
 // sdkFlags are the flags set on the command line, as arguments for the SDK's

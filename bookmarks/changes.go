@@ -14,7 +14,6 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/billing"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -118,90 +117,64 @@ func ReadChanges(dir string) (*Changes, error) {
 	return ch, nil
 }
 
-// CommitOptions configure CommitChanges.
-type CommitOptions struct {
-	// SourceName is the spec's name, for _cq_source_name.
-	SourceName string
-	// Now is the time of the run (default time.Now).
-	Now func() time.Time
-	// Step, when set, is called at each step that matters for crash safety.
-	Step func(string)
-	// Usage is the x_api_usage row of the requests since the last commit,
-	// and Rates the spec's: the row is written with the changes (its sync
-	// is the run that writes them), priced, with the journal's answers of
-	// an earlier run that the archive does not hold.
-	Usage *resources.Usage
-	Rates billing.Rates
-}
-
-// CommitChanges writes what the journal's operation did and the archive
-// does not hold yet into x_bookmark_changes, with what its requests cost
-// in x_api_usage, and drops the posts removed from the account's bookmarks
-// walk memory (the walk would otherwise read past them as posts removed
-// since it last ran: see docs/walk.md), as one run of the export's
-// protocol: stage, commit, publish. It takes the directory's lock, waiting
-// for an export that holds it. A journal whose operation is over and
-// written is removed. It returns the rows of x_bookmark_changes written.
-func CommitChanges(ctx context.Context, dir string, j *Journal, o CommitOptions) (int, error) {
-	if o.Step == nil {
-		o.Step = func(string) {}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	step := o.Step
-	out, err := filepath.Abs(dir)
+// record writes what the journal's operation did and the archive does not
+// hold yet into x_bookmark_changes, with usage, what the requests since the
+// last commit cost, in x_api_usage, and drops the posts removed from the
+// account's bookmarks walk memory (the walk would otherwise read past them
+// as posts removed since it last ran: see docs/walk.md), as one run of the
+// export's protocol: stage, commit, publish, under the directory's lock
+// (waiting for an export that holds it). A journal whose operation is over
+// and written is removed.
+func (r *accountRun) record(ctx context.Context, usage *resources.Usage) error {
+	j := r.j
+	out, err := filepath.Abs(r.o.Out)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	unlock, err := archive.WaitLock(ctx, out)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer unlock()
-	s, _, err := archive.Recover(out, step)
+	s, _, err := archive.Recover(out, r.o.Step)
 	if err != nil {
-		return 0, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
+		return fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
 	}
 	changes, err := ReadChanges(out)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var rows []*Change
 	written := changes.rows[[2]string{j.Plan.ID, j.Plan.UserID}]
 	for _, d := range j.Done[min(written, len(j.Done)):] {
 		rows = append(rows, j.change(d))
 	}
-	if u := o.Usage; u != nil {
-		// An earlier run that stopped before it recorded them left these
-		// answers: requests X answered, and billed.
-		n := max(j.replayed-written, 0)
-		u.Requests, u.OKResponses, u.WritesBilled = u.Requests+n, u.OKResponses+n, u.WritesBilled+n
-		u.WritesUSD = o.Rates.WritesUSD(u.WritesBilled)
-		u.EstimatedUSD = u.WritesUSD
-		if u.Requests == 0 {
-			o.Usage = nil
-		}
+	// An earlier run that stopped before it recorded them left these
+	// answers: requests X answered, and billed.
+	n := max(j.replayed-written, 0)
+	usage.Requests, usage.OKResponses, usage.WritesBilled = usage.Requests+n, usage.OKResponses+n, usage.WritesBilled+n
+	usage.WritesUSD = r.o.rates.WritesUSD(usage.WritesBilled)
+	usage.EstimatedUSD = usage.WritesUSD
+	if usage.Requests == 0 {
+		usage = nil
 	}
 	next := *s
 	next.Keys = maps.Clone(s.Keys)
 	memoryChanged := false
 	if j.Plan.Kind == OpRemove {
 		if memoryChanged, err = forget(next.Keys, j.Plan.UserID, j.Done); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	if len(rows) > 0 || o.Usage != nil || memoryChanged {
-		if err := commitChangeRun(out, s, &next, rows, o); err != nil {
-			return 0, err
+	if len(rows) > 0 || usage != nil || memoryChanged {
+		if err := r.commitRun(out, s, &next, rows, usage); err != nil {
+			return err
 		}
 	}
 	if len(j.Remaining()) == 0 && j.Sent == "" {
-		if err := j.remove(); err != nil {
-			return len(rows), err
-		}
+		return j.remove()
 	}
-	return len(rows), nil
+	return nil
 }
 
 func (j *Journal) change(d JournalEntry) *Change {
@@ -245,10 +218,11 @@ func forget(keys map[string]string, userID string, removed []JournalEntry) (bool
 	return true, nil
 }
 
-// commitChangeRun stages x_bookmark_changes' new rows and the usage rows,
+// commitRun stages x_bookmark_changes' new rows and the usage row,
 // commits them with the state next, and publishes them.
-func commitChangeRun(out string, prev, next *archive.State, rows []*Change, o CommitOptions) error {
-	run, err := archive.BeginRun(out, prev.LastRun, o.Now())
+func (r *accountRun) commitRun(out string, prev, next *archive.State, rows []*Change, usage *resources.Usage) error {
+	step := r.o.Step
+	run, err := archive.BeginRun(out, prev.LastRun, r.o.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -257,33 +231,33 @@ func commitChangeRun(out string, prev, next *archive.State, rows []*Change, o Co
 		return archive.DiskFull(err, false)
 	}
 	var usageRows []*resources.Usage
-	if o.Usage != nil {
-		o.Usage.SyncID, o.Usage.SyncStartedAt = run.ID, run.Time
-		usageRows = append(usageRows, o.Usage)
+	if usage != nil {
+		usage.SyncID, usage.SyncStartedAt = run.ID, run.Time
+		usageRows = append(usageRows, usage)
 	}
 	changes := archive.ChangesTableDef()
-	usage, usageRecs := resources.UsageRecords(usageRows)
+	usageTable, usageRecs := resources.UsageRecords(usageRows)
 	for _, t := range []struct {
 		table *schema.Table
 		recs  []arrow.RecordBatch
-	}{{changes, changesRecords(changes, rows)}, {usage, usageRecs}} {
+	}{{changes, changesRecords(changes, rows)}, {usageTable, usageRecs}} {
 		if len(t.recs) == 0 {
 			continue
 		}
-		n, err := stageTable(out, run, t.table, t.recs, o.SourceName)
+		n, err := stageTable(out, run, t.table, t.recs, r.sourceName)
 		if err != nil {
 			return abort(err)
 		}
 		run.Files = append(run.Files, run.File(t.table.Name, n))
-		o.Step("staged " + t.table.Name)
+		step("staged " + t.table.Name)
 	}
 	if err := run.Stage(out); err != nil {
 		return abort(err)
 	}
-	if err := run.Commit(out, next, o.Step); err != nil {
+	if err := run.Commit(out, next, step); err != nil {
 		return abort(fmt.Errorf("committing the bookmark changes: %w", err))
 	}
-	if err := archive.Publish(out, next, o.Step); err != nil {
+	if err := archive.Publish(out, next, step); err != nil {
 		return fmt.Errorf("publishing the bookmark changes (committed: the next run finishes publishing them): %w", archive.DiskFull(err, true))
 	}
 	return nil

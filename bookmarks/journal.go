@@ -1,7 +1,6 @@
 package bookmarks
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +29,7 @@ import (
 // sending it again is safe, since X answers the request with the state it
 // leaves (a DELETE of a post no longer bookmarked answers bookmarked:false,
 // a POST of one bookmarked already bookmarked:true). The done posts are
-// written to x_bookmark_changes by CommitChanges; the journal is removed
+// recorded in x_bookmark_changes as the run goes; the journal is removed
 // once all of them are.
 
 // Operation kinds.
@@ -98,7 +98,7 @@ func CreateJournal(dir string, plan OpPlan, step func(string)) (*Journal, error)
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("%s: an operation is pending already", path)
 	}
-	if !isUserID(plan.UserID) {
+	if plan.UserID == "" || len(plan.UserID) > 64 || strings.Trim(plan.UserID, "0123456789") != "" { // X user ids are digits
 		return nil, fmt.Errorf("user id %q cannot name a journal", plan.UserID)
 	}
 	for _, d := range []string{opsDir, filepath.Join(opsDir, plan.Kind)} {
@@ -135,9 +135,6 @@ func OpenJournal(dir, kind, user string, step func(string)) (*Journal, error) {
 }
 
 func openJournal(path string, step func(string)) (*Journal, error) {
-	if step == nil {
-		step = func(string) {}
-	}
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -174,17 +171,16 @@ func (j *Journal) replay() error {
 	if _, err := j.log.Seek(int64(whole), io.SeekStart); err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(text[:whole]))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), " ", 4)
+	for line := range strings.Lines(string(text[:whole])) {
+		line = strings.TrimSuffix(line, "\n")
+		f := strings.SplitN(line, " ", 4)
 		switch {
 		case len(f) == 2 && f[0] == "send":
 			j.Sent = f[1]
 		case len(f) == 4 && f[0] == "done":
 			at, err := time.Parse(time.RFC3339Nano, f[3])
 			if err != nil {
-				return fmt.Errorf("line %q: %w", sc.Text(), err)
+				return fmt.Errorf("line %q: %w", line, err)
 			}
 			j.Done = append(j.Done, JournalEntry{PostID: f[1], Bookmarked: f[2] == "true", At: at})
 			j.Sent = ""
@@ -192,29 +188,23 @@ func (j *Journal) replay() error {
 			j.Failed[f[1]] = strings.Join(f[2:], " ")
 			j.Sent = ""
 		default:
-			return fmt.Errorf("line %q is not a journal line", sc.Text())
+			return fmt.Errorf("line %q is not a journal line", line)
 		}
 	}
 	j.replayed = len(j.Done)
-	return sc.Err()
+	return nil
 }
 
 // Remaining are the posts of the plan with no answer yet, in order.
 func (j *Journal) Remaining() []string {
-	answered := map[string]bool{}
+	done := map[string]bool{}
 	for _, d := range j.Done {
-		answered[d.PostID] = true
+		done[d.PostID] = true
 	}
-	for id := range j.Failed {
-		answered[id] = true
-	}
-	var rest []string
-	for _, id := range j.Plan.Posts {
-		if !answered[id] {
-			rest = append(rest, id)
-		}
-	}
-	return rest
+	return slices.DeleteFunc(slices.Clone(j.Plan.Posts), func(id string) bool {
+		_, failed := j.Failed[id]
+		return done[id] || failed
+	})
 }
 
 // Sending records, durably, that the request for post is about to be sent.
@@ -269,17 +259,4 @@ func (j *Journal) remove() error {
 		return err
 	}
 	return dirsync.Sync(filepath.Dir(j.path))
-}
-
-// isUserID reports whether id can name a file: X user ids are digits.
-func isUserID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -29,28 +29,16 @@ import (
 	yamlv3 "gopkg.in/yaml.v3"
 )
 
-// Source is the source document of a CloudQuery spec file: the part the
-// exporter uses, checked as the CloudQuery CLI checks it.
+// Source is the source document of a CloudQuery spec file, checked as the
+// CloudQuery CLI checks it: its fields are the CLI's source spec
+// (cli/internal/specs, "Source Spec Reference"), every documented one and
+// no other.
 type Source struct {
 	// File is the spec file's path and Document the 1-based index of the
 	// source document in it.
-	File     string
-	Document int
+	File     string `json:"-"`
+	Document int    `json:"-"`
 
-	Name, Path, Registry, Version string
-	Tables, SkipTables            []string
-	SkipDependentTables           bool
-	DeterministicCQID             bool
-	Destinations                  []string
-	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
-	// Plugin the same parsed and validated by spec.Parse.
-	PluginSpec json.RawMessage
-	Plugin     *spec.Spec
-}
-
-// sourceFields is the source spec of the CloudQuery CLI (cli/internal/specs,
-// "Source Spec Reference"): every documented field, and no other.
-type sourceFields struct {
 	Name                    string          `json:"name"`
 	Version                 string          `json:"version"`
 	Path                    string          `json:"path"`
@@ -58,13 +46,16 @@ type sourceFields struct {
 	DockerRegistryAuthToken string          `json:"docker_registry_auth_token"`
 	Tables                  []string        `json:"tables"`
 	SkipTables              []string        `json:"skip_tables"`
-	SkipDependentTables     *bool           `json:"skip_dependent_tables"`
+	SkipDependentTables     bool            `json:"skip_dependent_tables"` // default true
 	Destinations            []string        `json:"destinations"`
 	BackendOptions          *backendOptions `json:"backend_options"`
-	Spec                    json.RawMessage `json:"spec"`
 	DeterministicCQID       bool            `json:"deterministic_cq_id"`
 	OtelEndpoint            string          `json:"otel_endpoint"`
 	OtelEndpointInsecure    bool            `json:"otel_endpoint_insecure"`
+	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
+	// Plugin the same parsed and validated by spec.Parse.
+	PluginSpec json.RawMessage `json:"spec"`
+	Plugin     *spec.Spec      `json:"-"`
 }
 
 type backendOptions struct {
@@ -97,7 +88,7 @@ var (
 	envRef  = regexp.MustCompile(`\$\{([^}]+)\}`)
 )
 
-// Env looks up environment variables; os.LookupEnv in production.
+// Env looks up environment variables (os.LookupEnv).
 type Env func(string) (string, bool)
 
 // Read reads and checks a CloudQuery spec file and returns its
@@ -106,7 +97,7 @@ type Env func(string) (string, bool)
 // the spec file's directory: the exporter is run from cron and scripts,
 // from any directory, and the file names its token files.
 func Read(path string) (*Source, error) {
-	data, err := smallfile.Read(path, maxSpecFile)
+	data, err := smallfile.Read(path, maxFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the spec file: %w", err)
 	}
@@ -518,7 +509,7 @@ func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref strin
 
 func expandFiles(doc []byte) ([]byte, error) {
 	return expandRefs(doc, fileRef, "file", func(path string) ([]byte, error) {
-		content, err := smallfile.Read(path, maxFileRef)
+		content, err := smallfile.Read(path, maxFile)
 		if err != nil {
 			return nil, err
 		}
@@ -531,13 +522,10 @@ func expandFiles(doc []byte) ([]byte, error) {
 	})
 }
 
-// maxFileRef bounds what a ${file:PATH} reads, as token files are bounded:
-// a secret or a snippet of spec is far smaller.
-const maxFileRef = 1 << 20
-
-// maxSpecFile bounds the spec file: a spec is a few kilobytes, and a file
-// of more is a mistake (a data file, a device) that must not be read whole.
-const maxSpecFile = 1 << 20
+// maxFile bounds the spec file and what a ${file:PATH} reads: a spec, a
+// secret or a snippet of spec is a few kilobytes, and a file of more is a
+// mistake (a data file, a device) that must not be read whole.
+const maxFile = 1 << 20
 
 func expandTimes(doc []byte, now time.Time) ([]byte, error) {
 	return expandRefs(doc, timeRef, "time", func(ref string) ([]byte, error) {
@@ -626,8 +614,8 @@ func parseSource(body []byte) (*Source, error) {
 	if len(bytes.TrimSpace(body)) == 0 || bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		return nil, errors.New("`spec` is missing or empty: it needs at least name, path, tables, destinations and the plugin's own spec")
 	}
-	var f sourceFields
-	if err := strictDecode(body, &f); err != nil {
+	s := &Source{SkipDependentTables: true}
+	if err := strictDecode(body, s); err != nil {
 		var synErr *json.SyntaxError
 		if errors.As(err, &synErr) {
 			return nil, fmt.Errorf("`spec` must be a map: %w", err)
@@ -638,25 +626,12 @@ func parseSource(body []byte) (*Source, error) {
 				BackendOptions json.RawMessage `json:"backend_options"`
 			}
 			if json.Unmarshal(body, &probe) == nil && len(probe.BackendOptions) > 0 {
-				var bo backendOptions
-				if berr := strictDecode(probe.BackendOptions, &bo); berr != nil {
+				if berr := strictDecode(probe.BackendOptions, &backendOptions{}); berr != nil {
 					return nil, decodeError(berr, []any{"spec", "backend_options"}, []string{"table_name", "connection"})
 				}
 			}
 		}
 		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
-	}
-	s := &Source{
-		Name:                f.Name,
-		Path:                f.Path,
-		Registry:            f.Registry,
-		Version:             f.Version,
-		Tables:              f.Tables,
-		SkipTables:          f.SkipTables,
-		SkipDependentTables: f.SkipDependentTables == nil || *f.SkipDependentTables,
-		DeterministicCQID:   f.DeterministicCQID,
-		Destinations:        f.Destinations,
-		PluginSpec:          f.Spec,
 	}
 	if s.Registry == "" {
 		s.Registry = "cloudquery"

@@ -65,8 +65,8 @@ func (a *app) runSandbox(ctx context.Context, addr string) error {
 	if err != nil {
 		return errors.New("sandbox: cannot find this program's path for the spec's `path`")
 	}
-	sb.Sim.RegisterClient(SandboxClientID, "", auth.DefaultRedirectURL)
-	sb.Sim.ShowConsentPage(SandboxClientID)
+	sb.RegisterClient(SandboxClientID, "", auth.DefaultRedirectURL)
+	sb.ShowConsentPage(SandboxClientID)
 	fmt.Fprint(a.stdout, sb.Spec(exe, false))
 	if f, ok := a.stdout.(*os.File); ok {
 		f.Sync()

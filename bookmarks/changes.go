@@ -19,51 +19,38 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// Changes of x_bookmark_changes.
+// The changes of x_bookmark_changes: what a bookmark command did, as X
+// confirmed it.
 const (
 	ChangeRemoved = "removed"
 	ChangeAdded   = "added"
 )
 
-// Change is one row of x_bookmark_changes: a bookmark that `cq-source-x
-// bookmarks remove` or `bookmarks add` removed or added, as X confirmed it.
-type Change struct {
-	UserID, PostID string
-	// Change is ChangeRemoved or ChangeAdded.
-	Change string
-	// ChangedAt is when X answered the request.
-	ChangedAt time.Time
-	// Bookmarked is X's answer (data.bookmarked): false after a removal,
-	// true after an addition.
-	Bookmarked bool
-	// Operation is the id of the command's run; Command its command line.
-	Operation, Command string
-	// SourceUserID is, for an addition from an archive, the account whose
-	// archive the post came from.
-	SourceUserID string
-}
-
-// changesRecords are the records of table (x_bookmark_changes) that hold
-// changes: one, or none for no change.
-func changesRecords(table *schema.Table, changes []*Change) []arrow.RecordBatch {
-	if len(changes) == 0 {
+// changesRecords are the records of table (x_bookmark_changes) of the
+// posts of plan done, as X confirmed them: one, or none for no post.
+func changesRecords(table *schema.Table, plan OpPlan, done []JournalEntry) []arrow.RecordBatch {
+	if len(done) == 0 {
 		return nil
+	}
+	change := ChangeAdded
+	if plan.Kind == OpRemove {
+		change = ChangeRemoved
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, table.ToArrowSchema())
 	defer b.Release()
 	text := func(i int, s string) { b.Field(i).(*array.StringBuilder).Append(s) }
-	for _, c := range changes {
-		text(0, c.Operation)
-		text(1, c.UserID)
-		text(2, c.PostID)
-		text(3, c.Change)
-		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(c.ChangedAt.UnixMicro()))
-		b.Field(5).(*array.BooleanBuilder).Append(c.Bookmarked)
-		text(6, c.Command)
-		if c.SourceUserID == "" {
+	for _, d := range done {
+		text(0, plan.ID)
+		text(1, plan.UserID)
+		text(2, d.PostID)
+		text(3, change)
+		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(d.At.UnixMicro()))
+		b.Field(5).(*array.BooleanBuilder).Append(d.Bookmarked)
+		text(6, plan.Command)
+		if plan.SourceUserID == "" {
 			b.Field(7).AppendNull()
 		} else {
-			text(7, c.SourceUserID)
+			text(7, plan.SourceUserID)
 		}
 	}
 	return []arrow.RecordBatch{b.NewRecordBatch()}
@@ -144,11 +131,8 @@ func (r *accountRun) record(ctx context.Context, usage *resources.Usage) error {
 	if err != nil {
 		return err
 	}
-	var rows []*Change
 	written := changes.rows[[2]string{j.Plan.ID, j.Plan.UserID}]
-	for _, d := range j.Done[min(written, len(j.Done)):] {
-		rows = append(rows, j.change(d))
-	}
+	done := j.Done[min(written, len(j.Done)):]
 	// An earlier run that stopped before it recorded them left these
 	// answers: requests X answered, and billed.
 	n := max(j.replayed-written, 0)
@@ -166,8 +150,8 @@ func (r *accountRun) record(ctx context.Context, usage *resources.Usage) error {
 			return err
 		}
 	}
-	if len(rows) > 0 || usage != nil || memoryChanged {
-		if err := r.commitRun(out, s, &next, rows, usage); err != nil {
+	if len(done) > 0 || usage != nil || memoryChanged {
+		if err := r.commitRun(out, s, &next, done, usage); err != nil {
 			return err
 		}
 	}
@@ -175,15 +159,6 @@ func (r *accountRun) record(ctx context.Context, usage *resources.Usage) error {
 		return j.remove()
 	}
 	return nil
-}
-
-func (j *Journal) change(d JournalEntry) *Change {
-	c := &Change{UserID: j.Plan.UserID, PostID: d.PostID, ChangedAt: d.At, Bookmarked: d.Bookmarked,
-		Operation: j.Plan.ID, Command: j.Plan.Command, Change: ChangeAdded, SourceUserID: j.Plan.SourceUserID}
-	if j.Plan.Kind == OpRemove {
-		c.Change = ChangeRemoved
-	}
-	return c
 }
 
 // forget drops the removed posts from the user's bookmarks walk memory in
@@ -218,9 +193,9 @@ func forget(keys map[string]string, userID string, removed []JournalEntry) (bool
 	return true, nil
 }
 
-// commitRun stages x_bookmark_changes' new rows and the usage row,
-// commits them with the state next, and publishes them.
-func (r *accountRun) commitRun(out string, prev, next *archive.State, rows []*Change, usage *resources.Usage) error {
+// commitRun stages the rows of x_bookmark_changes of the posts done and the
+// usage row, commits them with the state next, and publishes them.
+func (r *accountRun) commitRun(out string, prev, next *archive.State, done []JournalEntry, usage *resources.Usage) error {
 	step := r.o.Step
 	run, err := archive.BeginRun(out, prev.LastRun, r.o.Clock.Now())
 	if err != nil {
@@ -240,7 +215,7 @@ func (r *accountRun) commitRun(out string, prev, next *archive.State, rows []*Ch
 	for _, t := range []struct {
 		table *schema.Table
 		recs  []arrow.RecordBatch
-	}{{changes, changesRecords(changes, rows)}, {usageTable, usageRecs}} {
+	}{{changes, changesRecords(changes, r.j.Plan, done)}, {usageTable, usageRecs}} {
 		if len(t.recs) == 0 {
 			continue
 		}

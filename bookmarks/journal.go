@@ -41,18 +41,17 @@ const (
 // opsDir holds the journals.
 const opsDir = ".ops"
 
-// OpPlan is what a bookmark operation of one account is to do.
+// OpPlan is what a bookmark operation of one account is to do: the posts
+// to remove or add, in order, and for x_bookmark_changes the command line
+// and, for additions from an archive, the archive's account.
 type OpPlan struct {
-	ID      string    `json:"id"`
-	Kind    string    `json:"kind"`
-	UserID  string    `json:"user_id"`
-	Created time.Time `json:"created"`
-	// Command is the command line, for x_bookmark_changes.
-	Command string `json:"command"`
-	// Posts are the posts to remove or add, in the order to do it.
-	Posts []string `json:"posts"`
-	// SourceUserID is, for additions from an archive, its account.
-	SourceUserID string `json:"source_user_id,omitempty"`
+	ID           string    `json:"id"`
+	Kind         string    `json:"kind"`
+	UserID       string    `json:"user_id"`
+	Created      time.Time `json:"created"`
+	Command      string    `json:"command"`
+	Posts        []string  `json:"posts"`
+	SourceUserID string    `json:"source_user_id,omitempty"`
 }
 
 // Journal is the journal of one account's operation.
@@ -172,26 +171,33 @@ func (j *Journal) replay() error {
 		return err
 	}
 	for line := range strings.Lines(string(text[:whole])) {
-		line = strings.TrimSuffix(line, "\n")
-		f := strings.SplitN(line, " ", 4)
-		switch {
-		case len(f) == 2 && f[0] == "send":
-			j.Sent = f[1]
-		case len(f) == 4 && f[0] == "done":
-			at, err := time.Parse(time.RFC3339Nano, f[3])
-			if err != nil {
-				return fmt.Errorf("line %q: %w", line, err)
-			}
-			j.Done = append(j.Done, JournalEntry{PostID: f[1], Bookmarked: f[2] == "true", At: at})
-			j.Sent = ""
-		case len(f) >= 3 && f[0] == "fail":
-			j.Failed[f[1]] = strings.Join(f[2:], " ")
-			j.Sent = ""
-		default:
-			return fmt.Errorf("line %q is not a journal line", line)
+		if err := j.apply(strings.TrimSuffix(line, "\n")); err != nil {
+			return err
 		}
 	}
 	j.replayed = len(j.Done)
+	return nil
+}
+
+// apply is what a line of the log says: a post sent, done or refused.
+func (j *Journal) apply(line string) error {
+	f := strings.SplitN(line, " ", 4)
+	switch {
+	case len(f) == 2 && f[0] == "send":
+		j.Sent = f[1]
+	case len(f) == 4 && f[0] == "done":
+		at, err := time.Parse(time.RFC3339Nano, f[3])
+		if err != nil {
+			return fmt.Errorf("line %q: %w", line, err)
+		}
+		j.Done = append(j.Done, JournalEntry{PostID: f[1], Bookmarked: f[2] == "true", At: at})
+		j.Sent = ""
+	case len(f) >= 3 && f[0] == "fail":
+		j.Failed[f[1]] = strings.Join(f[2:], " ")
+		j.Sent = ""
+	default:
+		return fmt.Errorf("line %q is not a journal line", line)
+	}
 	return nil
 }
 
@@ -209,45 +215,37 @@ func (j *Journal) Remaining() []string {
 
 // Sending records, durably, that the request for post is about to be sent.
 func (j *Journal) Sending(post string) error {
-	if err := j.append("send " + post); err != nil {
+	if err := j.write("send " + post); err != nil {
 		return err
 	}
-	j.Sent = post
 	j.step("journal sending")
 	return nil
 }
 
 // Answered records, durably, X's answer for post.
 func (j *Journal) Answered(post string, bookmarked bool, at time.Time) error {
-	if err := j.append(fmt.Sprintf("done %s %t %s", post, bookmarked, at.UTC().Format(time.RFC3339Nano))); err != nil {
+	if err := j.write(fmt.Sprintf("done %s %t %s", post, bookmarked, at.UTC().Format(time.RFC3339Nano))); err != nil {
 		return err
 	}
-	j.Done = append(j.Done, JournalEntry{PostID: post, Bookmarked: bookmarked, At: at.UTC()})
-	j.Sent = ""
 	j.step("journal answered")
 	return nil
 }
 
 // Refused records that X refused the request for post (it is not retried).
 func (j *Journal) Refused(post, reason string) error {
-	reason = strings.Join(strings.Fields(reason), " ")
-	if err := j.append("fail " + post + " " + reason); err != nil {
-		return err
-	}
-	j.Failed[post] = reason
-	j.Sent = ""
-	return nil
+	return j.write("fail " + post + " " + strings.Join(strings.Fields(reason), " "))
 }
 
-func (j *Journal) append(line string) error {
+// write appends line to the log, durably, and applies it.
+func (j *Journal) write(line string) error {
 	if _, err := j.log.WriteString(line + "\n"); err != nil {
 		return err
 	}
-	return j.log.Sync()
+	if err := j.log.Sync(); err != nil {
+		return err
+	}
+	return j.apply(line)
 }
-
-// Close closes the log.
-func (j *Journal) Close() error { return j.log.Close() }
 
 // remove deletes the journal of a finished operation.
 func (j *Journal) remove() error {

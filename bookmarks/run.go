@@ -71,7 +71,7 @@ type accountRun struct {
 // run does the account's operation, from its journal.
 func (r *accountRun) run(ctx context.Context) error {
 	o, a := r.o, r.a
-	defer r.j.Close()
+	defer r.j.log.Close()
 	rest := r.j.Remaining()
 	start := o.Clock.Now()
 	for k, post := range rest {

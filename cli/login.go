@@ -103,7 +103,14 @@ func (o LoginOptions) authConfig() (auth.Config, error) {
 	if err != nil {
 		return auth.Config{}, usageError(err)
 	}
-	return auth.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, AuthURL: o.AuthURL, TokenURL: o.TokenURL, RedirectURL: o.RedirectURL, Scopes: scopes}, nil
+	return auth.Config{
+		ClientID:     o.ClientID,
+		ClientSecret: o.ClientSecret,
+		AuthURL:      o.AuthURL,
+		TokenURL:     o.TokenURL,
+		RedirectURL:  o.RedirectURL,
+		Scopes:       scopes,
+	}, nil
 }
 
 // me is the user the access token is for, from GET /2/users/me.

@@ -59,6 +59,9 @@ type StatusReport struct {
 	credentials *secrets.Mask
 	// archiveOnly: the accounts are the archive's, and nothing was sent.
 	archiveOnly bool
+	// What Out says of its accounts: its state and their last syncs.
+	state *archive.StateInfo
+	syncs map[string][]usageRow
 }
 
 // AccountStatus is one account's status.
@@ -197,9 +200,8 @@ func status(ctx context.Context, o statusOptions) (*StatusReport, error) {
 		return nil, err
 	}
 	rep := &StatusReport{Out: o.out, meter: billing.NewMeter(billing.DefaultRates()), credentials: credentials}
-	var info *archiveInfo
 	if o.out != "" {
-		if info, err = rep.readArchive(); err != nil {
+		if err := rep.readArchive(); err != nil {
 			return nil, err
 		}
 	}
@@ -213,7 +215,7 @@ func status(ctx context.Context, o statusOptions) (*StatusReport, error) {
 		} else if st.UserID != "" {
 			users[st.UserID] = st.Account
 		}
-		info.fill(&st)
+		rep.fill(&st)
 		rep.Accounts = append(rep.Accounts, st)
 	}
 	total := rep.meter.Total()
@@ -225,12 +227,11 @@ func status(ctx context.Context, o statusOptions) (*StatusReport, error) {
 // its state and its x_api_usage files alone.
 func archiveStatus(out string) (*StatusReport, error) {
 	rep := &StatusReport{Out: out, archiveOnly: true}
-	info, err := rep.readArchive()
-	if err != nil {
+	if err := rep.readArchive(); err != nil {
 		return nil, err
 	}
 	users := map[string]bool{}
-	for _, ids := range []iter.Seq[string]{maps.Keys(info.state.Archived), maps.Keys(info.state.HeldBookmarks), maps.Keys(info.syncs)} {
+	for _, ids := range []iter.Seq[string]{maps.Keys(rep.state.Archived), maps.Keys(rep.state.HeldBookmarks), maps.Keys(rep.syncs)} {
 		for uid := range ids {
 			users[uid] = uid != resources.ComplianceUsageUser // the compliance check's rows of x_api_usage
 		}
@@ -238,7 +239,7 @@ func archiveStatus(out string) (*StatusReport, error) {
 	for _, uid := range slices.Sorted(maps.Keys(users)) {
 		if users[uid] {
 			st := AccountStatus{Account: "user " + uid, UserID: uid}
-			info.fill(&st)
+			rep.fill(&st)
 			rep.Accounts = append(rep.Accounts, st)
 		}
 	}
@@ -383,43 +384,33 @@ func (st *AccountStatus) refreshed(t auth.StoredToken, how string) {
 	st.describeToken(&t)
 }
 
-// archiveInfo is what an exporter's directory says of its accounts.
-type archiveInfo struct {
-	state *archive.StateInfo
-	syncs map[string][]usageRow
-}
-
 // readArchive reads the archive rep.Out: its state, last syncs and damaged
 // files.
-func (rep *StatusReport) readArchive() (*archiveInfo, error) {
+func (rep *StatusReport) readArchive() (err error) {
 	out := rep.Out
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
-		return nil, usageErrorf("status: --out %s is not a directory an export wrote", out)
+		return usageErrorf("status: --out %s is not a directory an export wrote", out)
 	}
-	st, err := archive.ReadState(out)
-	if err != nil {
-		return nil, fmt.Errorf("status: reading the state of %s: %w", out, err)
+	if rep.state, err = archive.ReadState(out); err != nil {
+		return fmt.Errorf("status: reading the state of %s: %w", out, err)
 	}
-	syncs, err := lastSyncs(out)
-	if err != nil {
-		return nil, fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
+	if rep.syncs, err = lastSyncs(out); err != nil {
+		return fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
 	}
-	if rep.Damaged, err = archive.DamagedFiles(out); err != nil {
-		return nil, err
-	}
-	return &archiveInfo{state: st, syncs: syncs}, nil
+	rep.Damaged, err = archive.DamagedFiles(out)
+	return err
 }
 
 // fill adds the archive's last sync and held posts of st's user.
-func (a *archiveInfo) fill(st *AccountStatus) {
-	if a == nil || st.UserID == "" {
+func (rep *StatusReport) fill(st *AccountStatus) {
+	if rep.state == nil || st.UserID == "" {
 		return
 	}
-	st.LastSync = a.syncs[st.UserID]
-	if held, ok := a.state.HeldBookmarks[st.UserID]; ok {
+	st.LastSync = rep.syncs[st.UserID]
+	if held, ok := rep.state.HeldBookmarks[st.UserID]; ok {
 		st.HeldPosts = ptr(len(held))
 	}
-	if written, ok := a.state.Archived[st.UserID]; ok {
+	if written, ok := rep.state.Archived[st.UserID]; ok {
 		st.ArchivedPosts = ptr(len(written))
 	}
 }

@@ -163,50 +163,35 @@ func (s *Source) resolveTokenFiles(dir string) error {
 	if !changed {
 		return nil
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(s.PluginSpec, &top); err != nil {
+	var top map[string]any
+	dec := json.NewDecoder(bytes.NewReader(s.PluginSpec))
+	dec.UseNumber() // numbers as written
+	if err := dec.Decode(&top); err != nil {
 		return err
 	}
-	err := editJSON(top, "accounts", func(accounts []map[string]json.RawMessage) {
-		for i, a := range accounts {
-			if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
-				setJSONString(a, "token_file", tf)
-			}
+	set := func(obj any, name, value string) {
+		if m, ok := obj.(map[string]any); ok {
+			delete(m, jsonKey(m, name))
+			m[name] = value
 		}
-	})
-	if err == nil && c != nil && c.BearerTokenFile != "" {
-		err = editJSON(top, "compliance", func(o map[string]json.RawMessage) { setJSONString(o, "bearer_token_file", c.BearerTokenFile) })
 	}
-	if err != nil {
-		return err
+	accounts, _ := top[jsonKey(top, "accounts")].([]any)
+	for i, a := range accounts {
+		if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
+			set(a, "token_file", tf)
+		}
 	}
+	if c != nil && c.BearerTokenFile != "" {
+		set(top[jsonKey(top, "compliance")], "bearer_token_file", c.BearerTokenFile)
+	}
+	var err error
 	s.PluginSpec, err = json.Marshal(top)
 	return err
 }
 
-// editJSON decodes the value of obj's key name (an object or a list of
-// them) into a V, lets edit change it in place and encodes it back.
-func editJSON[V any](obj map[string]json.RawMessage, name string, edit func(V)) error {
-	key := jsonKey(obj, name)
-	var v V
-	if err := json.Unmarshal(obj[key], &v); err != nil {
-		return err
-	}
-	edit(v)
-	raw, err := json.Marshal(v)
-	obj[key] = raw
-	return err
-}
-
-// setJSONString sets obj's field name (however its key is cased) to value.
-func setJSONString(obj map[string]json.RawMessage, name, value string) {
-	delete(obj, jsonKey(obj, name))
-	obj[name], _ = json.Marshal(value)
-}
-
 // jsonKey returns the key of m that encoding/json decodes into the field
 // name: name itself, or a key that differs only in case.
-func jsonKey[V any](m map[string]V, name string) string {
+func jsonKey(m map[string]any, name string) string {
 	if _, ok := m[name]; ok {
 		return name
 	}

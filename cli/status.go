@@ -233,15 +233,14 @@ func archiveStatus(out string) (*StatusReport, error) {
 	users := map[string]bool{}
 	for _, ids := range []iter.Seq[string]{maps.Keys(rep.state.Archived), maps.Keys(rep.state.HeldBookmarks), maps.Keys(rep.syncs)} {
 		for uid := range ids {
-			users[uid] = uid != resources.ComplianceUsageUser // the compliance check's rows of x_api_usage
+			users[uid] = true
 		}
 	}
+	delete(users, resources.ComplianceUsageUser) // the compliance check's rows of x_api_usage
 	for _, uid := range slices.Sorted(maps.Keys(users)) {
-		if users[uid] {
-			st := AccountStatus{Account: "user " + uid, UserID: uid}
-			rep.fill(&st)
-			rep.Accounts = append(rep.Accounts, st)
-		}
+		st := AccountStatus{Account: "user " + uid, UserID: uid}
+		rep.fill(&st)
+		rep.Accounts = append(rep.Accounts, st)
 	}
 	return rep, nil
 }

@@ -112,19 +112,14 @@ spec:
 		fmt.Fprintf(&b, "      - user_id: %q # %s: bookmarks %d, folders %d\n        access_token: %q\n",
 			a.UserID, a.Username, a.Bookmarks, a.Folders, a.Token)
 	}
-	section := fmt.Sprintf(`compliance: # free checks for deleted posts (x_post_compliance); needs a state backend
-  bearer_token: %q # the app's app-only bearer token
-  every: 0s # at every sync, for the demo (the default is 12h: a daily sync checks daily)
-`, s.AppToken)
 	prefix := "    "
 	if !checkCompliance {
 		prefix = "    # "
 	}
-	for _, line := range strings.SplitAfter(section, "\n") {
-		if line != "" {
-			b.WriteString(prefix + line)
-		}
-	}
+	fmt.Fprintf(&b, `%[1]scompliance: # free checks for deleted posts (x_post_compliance); needs a state backend
+%[1]s  bearer_token: %[2]q # the app's app-only bearer token
+%[1]s  every: 0s # at every sync, for the demo (the default is 12h: a daily sync checks daily)
+`, prefix, s.AppToken)
 	b.WriteString(`---
 kind: destination
 spec:

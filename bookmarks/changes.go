@@ -104,14 +104,11 @@ func ReadChanges(dir string) (*Changes, error) {
 	return ch, nil
 }
 
-// record writes what the journal's operation did and the archive does not
-// hold yet into x_bookmark_changes, with usage, what the requests since the
-// last commit cost, in x_api_usage, and drops the posts removed from the
-// account's bookmarks walk memory (the walk would otherwise read past them
-// as posts removed since it last ran: see docs/walk.md), as one run of the
-// export's protocol: stage, commit, publish, under the directory's lock
-// (waiting for an export that holds it). A journal whose operation is over
-// and written is removed.
+// record writes, as one run of the export's protocol under the
+// directory's lock, what the journal has and x_bookmark_changes does not,
+// usage in x_api_usage, and the walk memory without the posts removed (the
+// walk would otherwise read past them as removed since it last ran). A
+// journal whose operation is over and written is removed.
 func (r *accountRun) record(ctx context.Context, usage *resources.Usage) error {
 	j := r.j
 	out, err := filepath.Abs(r.o.Out)

@@ -16,30 +16,21 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// A bookmark operation (`cq-source-x bookmarks remove` or `add`) of one
-// account keeps a journal in the output directory, so that a run that is
-// killed resumes where it stopped:
+// A bookmark operation of one account keeps a journal in the output
+// directory, so that a run that is killed resumes where it stopped
+// (docs/cli.md):
 //
 //	DIR/.ops/<kind>/<user id>.plan   what to do: the posts, in order (written once, atomically)
 //	DIR/.ops/<kind>/<user id>.log    a line before each request ("send ID") and after its
 //	                                 answer ("done ID true|false TIME", or "fail ID REASON"),
 //	                                 each fsynced before the program goes on
-//
-// A post with "send" and no answer when the run died was sent, or not:
-// sending it again is safe, since X answers the request with the state it
-// leaves (a DELETE of a post no longer bookmarked answers bookmarked:false,
-// a POST of one bookmarked already bookmarked:true). The done posts are
-// recorded in x_bookmark_changes as the run goes; the journal is removed
-// once all of them are.
+const opsDir = ".ops"
 
 // Operation kinds.
 const (
 	OpRemove = "remove"
 	OpAdd    = "add"
 )
-
-// opsDir holds the journals.
-const opsDir = ".ops"
 
 // OpPlan is what a bookmark operation of one account is to do: the posts
 // to remove or add, in order, and for x_bookmark_changes the command line

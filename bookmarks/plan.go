@@ -1,12 +1,8 @@
 // Package bookmarks is what `cq-source-x bookmarks remove` and `add` do to
-// an account's bookmarks on X, from an exporter's archive: which posts they
-// may change (those the archive holds with all their fields, in the list
-// as the last export saw it), each account's plan and what it costs (X
-// bills each write request), the run within X's rate limits and
-// max_billed_writes, its journal (DIR/.ops: a run killed resumes where it
-// stopped), and what it did, recorded in the archive with its protocol:
-// x_bookmark_changes, x_api_usage, and the walk memory that forgets the
-// posts removed. The command line keeps the flags and the exit codes.
+// an account's bookmarks on X from an exporter's archive: which posts they
+// may change, each account's plan and its cost, the run within X's rate
+// limits and max_billed_writes, its journal, and what it did, recorded in
+// the archive (x_bookmark_changes, x_api_usage, the walk memory).
 package bookmarks
 
 import (
@@ -58,16 +54,14 @@ type Options struct {
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Clock and Transport reach X (tests); nil: the wall clock and
-	// http.DefaultTransport. Step marks the crash-safety steps (the kill
-	// tests).
+	// Clock and Transport reach X (tests; nil: the real ones); Step marks
+	// the crash-safety steps (the kill tests).
 	Clock     clock.Clock
 	Transport http.RoundTripper
 	Step      func(string)
 
-	// mask masks the credentials of the spec and its token files in what a
-	// server answered (it may echo a token) before it is printed or
-	// journaled.
+	// mask hides the spec's credentials in what a server answered (it may
+	// echo a token) before it is printed or journaled.
 	mask      *secrets.Mask
 	rates     billing.Rates // the spec's, with its bookmark_write_usd
 	maxWrites int           // max_billed_writes
@@ -189,20 +183,7 @@ func (op *Operation) CheckScopes() error {
 	return nil
 }
 
-// Do runs the plans of the accounts that can take part and returns how
-// many did not finish.
-func (op *Operation) Do(ctx context.Context) int {
-	var ready []*opAccount
-	for _, a := range op.accounts {
-		if a.problem == "" && (len(a.plan) > 0 || a.resumed != nil) {
-			ready = append(ready, a)
-		}
-	}
-	return op.o.run(ctx, op.sourceName, ready)
-}
-
-// accounts are the spec's accounts (those of o.Users), each with its API
-// client and user id.
+// accounts are the spec's accounts (those of o.Users).
 func (o Options) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount, error) {
 	meter := billing.NewMeter(src.Plugin.Rates())
 	var out []*opAccount
@@ -305,9 +286,8 @@ func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete C
 	return nil
 }
 
-// planRemoval plans the removal of the account's archived bookmarks the
-// command selects, oldest first, and counts the others by why they are
-// skipped, with a few examples of posts archived without all their fields.
+// planRemoval plans the removal of the selected archived bookmarks, oldest
+// first, and counts the others by why they are skipped.
 func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.StateInfo, changes *Changes, complete Completeness) error {
 	selected, ok := o.removalSelection(a, listed, info)
 	if !ok {
@@ -485,8 +465,7 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 	return ids, nil
 }
 
-// WritePlan prints, on Options.Stdout, what the operation will do, and
-// what it costs.
+// WritePlan prints what the operation will do, and what it costs.
 func (op *Operation) WritePlan() { op.o.writePlan(op.accounts) }
 
 func (o Options) writePlan(accounts []*opAccount) {
@@ -558,10 +537,8 @@ func (o Options) writeNewPlan(a *opAccount) {
 	}
 }
 
-// writeCost prints what the requests of each account cost: X bills each,
-// max_billed_writes stops an account's run at its cap, and the longest
-// account's share of the rate limit takes the time; for additions, the
-// posts the next export bills.
+// writeCost prints what the requests each account sends cost, how long
+// the longest account takes, and, for additions, what the next export bills.
 func (o Options) writeCost(accounts []*opAccount, sent []int) {
 	_, _, noun := o.Verb()
 	total, capped, longest := 0, 0, 0

@@ -15,14 +15,17 @@ import (
 	"github.com/google/uuid"
 )
 
-// run does the accounts' operations at once (each user has a window of
-// its own), and returns how many did not finish.
-func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccount) int {
-	id := uuid.NewString()[:8]
+// Do runs the plans of the accounts that can take part, at once (each user
+// has a window of its own), and returns how many did not finish.
+func (op *Operation) Do(ctx context.Context) int {
+	o, id := op.o, uuid.NewString()[:8]
 	say := func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) }
 	var wg sync.WaitGroup
-	errs := make([]error, len(accounts))
-	for i, a := range accounts {
+	errs := make([]error, len(op.accounts))
+	for i, a := range op.accounts {
+		if a.problem != "" || (len(a.plan) == 0 && a.resumed == nil) {
+			continue
+		}
 		j := a.resumed
 		if j == nil {
 			var err error
@@ -36,7 +39,7 @@ func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccou
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := &accountRun{o: o, a: a, j: j, say: say, sourceName: sourceName, recorded: len(j.Done)}
+			r := &accountRun{o: o, a: a, j: j, say: say, sourceName: op.sourceName, recorded: len(j.Done)}
 			errs[i] = r.run(ctx)
 		}()
 	}
@@ -45,7 +48,7 @@ func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccou
 	for i, err := range errs {
 		if err != nil {
 			failed++
-			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", accounts[i].label, o.mask.Error(err))
+			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", op.accounts[i].label, o.mask.Error(err))
 		}
 	}
 	return failed

@@ -75,8 +75,6 @@ func (a *app) compactCommand() *cobra.Command {
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	_ = cmd.MarkFlagRequired("out")
 	_ = cmd.MarkFlagDirname("out")
-	_ = cmd.RegisterFlagCompletionFunc("table", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return export.TableNames(), cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("table", cobra.FixedCompletions(export.TableNames(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -92,9 +92,7 @@ func (a *app) exportCommand() *cobra.Command {
 // compressionFlag is the --compression flag of export and compact.
 func compressionFlag(cmd *cobra.Command, codec *string, usage string) {
 	cmd.Flags().StringVar(codec, "compression", pqfile.DefaultCodec, usage)
-	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("compression", cobra.FixedCompletions(slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (f exportFlags) run(ctx context.Context) error {

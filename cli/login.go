@@ -239,8 +239,6 @@ func (a *app) loginCommand() *cobra.Command {
 	fs.StringVar(&o.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint")
 	fs.StringVar(&o.APIURL, "api-url", spec.DefaultBaseURL, "X API base URL, for GET /2/users/me")
 	_ = cmd.MarkFlagFilename("token-file", "json")
-	_ = cmd.RegisterFlagCompletionFunc("scopes", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return []string{auth.ScopeBookmarkWrite}, cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("scopes", cobra.FixedCompletions([]string{auth.ScopeBookmarkWrite}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

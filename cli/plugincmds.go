@@ -94,9 +94,7 @@ own table x_bookmark_changes); with --format json, the SDK's __tables.json.`,
 		},
 	}
 	cmd.Flags().Var(format, "format", "output format. one of: json,markdown")
-	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return nil, cobra.ShellCompDirectiveFilterDirs
-	}
+	cmd.ValidArgsFunction = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs)
 	return cmd
 }
 
@@ -156,9 +154,7 @@ Then publish it (after 'cloudquery login'):
 	_ = cmd.MarkFlagRequired("message")
 	_ = cmd.MarkFlagDirname("dist-dir")
 	_ = cmd.MarkFlagDirname("docs-dir")
-	_ = cmd.RegisterFlagCompletionFunc("target", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return targetNames(plugin.DefaultBuildTargets), cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("target", cobra.FixedCompletions(targetNames(plugin.DefaultBuildTargets), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

@@ -98,10 +98,7 @@ func ReadChanges(dir string) (*Changes, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ch, nil
+	return ch, err
 }
 
 // record writes, as one run of the export's protocol under the

@@ -55,7 +55,6 @@ the second run billed only what was new. DIR keeps the files.
 // data outgrow it. GOGC or GOMEMLIMIT, when set, win.
 const exportGCPercent = 50
 
-// exportFlags are the flags of `cq-source-x export`.
 type exportFlags struct {
 	spec, out, compression       string
 	json, quiet, sandbox, dryRun bool
@@ -125,13 +124,9 @@ func (f exportFlags) run(ctx context.Context) error {
 	if f.dryRun {
 		return f.estimate(src)
 	}
-	res, err := export.Run(ctx, f.options(src, f.out))
+	sum, err := f.export(ctx, src)
 	if err != nil {
 		return interrupted(ctx, err)
-	}
-	sum := res.Summary()
-	if !f.quiet {
-		sum.WriteText(f.stderr)
 	}
 	if f.json {
 		if err := sum.WriteJSON(f.stdout); err != nil {
@@ -173,13 +168,22 @@ func checkOut(out string) error {
 	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
 }
 
-func (f exportFlags) options(src *cqspec.Source, out string) export.Options {
+// export runs one export of src and prints its summary, unless --quiet.
+func (f exportFlags) export(ctx context.Context, src *cqspec.Source) (*export.Summary, error) {
 	// With --quiet, progress prints only the rate-limit waits of a minute
 	// or more: a run that says nothing for 15 minutes looks hung.
-	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: f.step, Progress: f.stderr}
+	o := export.Options{Spec: src, Out: f.out, Quiet: f.quiet, Compression: f.compression, Step: f.step, Progress: f.stderr}
 	file, ok := f.stderr.(*os.File)
 	o.Terminal = ok && !f.quiet && isatty.IsTerminal(file.Fd())
-	return o
+	res, err := export.Run(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	sum := res.Summary()
+	if !f.quiet {
+		sum.WriteText(f.stderr)
+	}
+	return sum, nil
 }
 
 // failuresError names what failed (accounts, the tables of those that got
@@ -260,20 +264,9 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 			fmt.Fprintf(f.stderr, format, a...)
 		}
 	}
-	run := func() (*export.Summary, error) {
-		res, err := export.Run(ctx, f.options(src, f.out))
-		if err != nil {
-			return nil, err
-		}
-		sum := res.Summary()
-		if !f.quiet {
-			sum.WriteText(f.stderr)
-		}
-		return sum, nil
-	}
 	say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
 	say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
-	sum1, err := run()
+	sum1, err := f.export(ctx, src)
 	if err != nil {
 		return err
 	}
@@ -293,7 +286,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 		say("  - %s\n", l)
 	}
 	say("\n== Run 2: only what changed ==\n")
-	sum2, err := run()
+	sum2, err := f.export(ctx, src)
 	if err != nil {
 		return err
 	}
@@ -367,7 +360,6 @@ func checkSandboxCompliance(out, deleted string, deletedFiles []string) ([]sandb
 	return findings, nil
 }
 
-// writeIndentedJSON writes v as JSON indented by two spaces.
 func writeIndentedJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

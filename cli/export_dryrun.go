@@ -11,8 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
 
-// recentSyncsShown is how many of an account's last syncs a dry run shows.
-const recentSyncsShown = 3
+const recentSyncsShown = 3 // of an account's last syncs, in a dry run
 
 // estimate prints what an export of src into f.out would bill at most, and
 // what the last syncs billed, from the spec, the token files and the

@@ -15,9 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// logoutOptions are the flags of `cq-source-x logout`. The client id
-// defaults to the one the token file records; a confidential app needs its
-// secret, as for refreshing.
+// logoutOptions are the flags of `cq-source-x logout`.
 type logoutOptions struct {
 	tokenFile, clientID, clientSecret, revokeURL string
 	noRevoke                                     bool

@@ -15,14 +15,11 @@ import (
 // The SDK's package command builds each binary with -ldflags of its own,
 // which set the version only, and -buildvcs=false, so Go records no commit
 // either. package gives the binaries their commit and build date in a
-// source file of the plugin package, compiled only with a build tag that
-// package adds to each target: plugin.releaseStamp (plugin/version.go).
-
-// releaseStampTag is the build tag of the stamp file.
+// source file of the plugin package (git-ignored: it is there only while
+// package builds), compiled only with a build tag that package adds to
+// each target: plugin.releaseStamp (plugin/version.go).
 const releaseStampTag = "cqx_release_stamp"
 
-// releaseStampFile is the stamp file, in the plugin's source directory
-// (git-ignored: it is there only while package builds).
 var releaseStampFile = filepath.Join("plugin", "release_stamp.go")
 
 // writeReleaseStamp writes the stamp of a build, at now, of the source in

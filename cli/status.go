@@ -28,9 +28,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// statusOptions are the flags of `cq-source-x status`: a spec file, or
-// token files with the API, the token endpoint and the app (the client id
-// defaults to the one each file records); Out is an exporter's directory.
+// statusOptions are the flags of `cq-source-x status`.
 type statusOptions struct {
 	spec                   string
 	tokenFiles             []string
@@ -43,8 +41,8 @@ type statusOptions struct {
 // StatusReport is what status found (and prints with --json).
 type StatusReport struct {
 	Accounts []AccountStatus `json:"accounts"`
-	// Out is the exporter's directory the last syncs come from, if given,
-	// and Damaged the files of it whose footer cannot be read.
+	// Out is the exporter's directory, if given, and Damaged its files
+	// whose footer cannot be read.
 	Out     string                `json:"out,omitempty"`
 	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 	// What status sent, as its API client metered it: GET /2/users/me, one
@@ -383,8 +381,7 @@ func (st *AccountStatus) refreshed(t auth.StoredToken, how string) {
 	st.describeToken(&t)
 }
 
-// readArchive reads the archive rep.Out: its state, last syncs and damaged
-// files.
+// readArchive reads rep.Out's state, last syncs and damaged files.
 func (rep *StatusReport) readArchive() (err error) {
 	out := rep.Out
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {

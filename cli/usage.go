@@ -49,8 +49,7 @@ func lastSyncs(out string) (map[string][]usageRow, error) {
 	return latest, err
 }
 
-// syncCost is what one sync billed for one account: its x_api_usage rows
-// added up.
+// syncCost is what one sync billed for one account.
 type syncCost struct {
 	StartedAt    time.Time `json:"sync_started_at"`
 	PostsBilled  int64     `json:"posts_billed"`

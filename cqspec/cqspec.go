@@ -370,22 +370,17 @@ func lineOf(n *yamlv3.Node, path []any) int {
 // keys and list indexes.
 func splitPath(path string) []any {
 	var out []any
-	for _, part := range strings.Split(path, ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name != "" {
-			out = append(out, name)
-		}
-		for rest != "" {
-			var idx string
-			idx, rest, _ = strings.Cut(rest, "]")
-			if i, err := strconv.Atoi(idx); err == nil {
-				out = append(out, i)
-			}
-			rest = strings.TrimPrefix(rest, "[")
+	for _, part := range pathPart.FindAllString(path, -1) {
+		if i, err := strconv.Atoi(part); err == nil {
+			out = append(out, i)
+		} else {
+			out = append(out, part)
 		}
 	}
 	return out
 }
+
+var pathPart = regexp.MustCompile(`[^.\[\]]+`)
 
 // readDocument expands one document and returns its kind and its `spec`
 // as JSON.

@@ -27,12 +27,10 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-// The plugin commands keep the flags of the SDK's serve.Plugin command line
-// (github.com/cloudquery/plugin-sdk/v4/serve), which the CloudQuery CLI and
-// the hub's tooling use, with the same names, shorthands, types and
-// defaults (TestPluginCommandsKeepTheSDKsFlags checks it). serve and package
-// run the SDK's own command with the flags given; doc and info are
-// rewritten here, doc so that its Markdown works.
+// The plugin commands keep the flags of the SDK's serve.Plugin command
+// line, which the CloudQuery CLI and the hub's tooling use. serve and
+// package run the SDK's own command; doc and info are rewritten here, doc
+// so that its Markdown works.
 
 func (a *app) serveCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -206,11 +204,10 @@ func (a *app) runSDK(cmd *cobra.Command, p *plugin.Plugin, args []string) error 
 }
 
 // withoutSDKFailureText runs the SDK's command line (run) with os.Stderr
-// a pipe whose lines go on to w as they come, but for the text the SDK's
-// cobra prints when the command fails: "Error: …" and a usage that calls
-// the program "x". From a line that starts with "Error: " on, the output is
-// held, and dropped when it is run's error, which Run prints once, as
-// every command's. The SDK's logs go to stdout, untouched.
+// a pipe whose lines go on to w, but for what the SDK's cobra prints when
+// the command fails ("Error: …" and a usage that calls the program "x"),
+// which is held from its first line and dropped when it is run's error:
+// Run prints that once, as every command's.
 func withoutSDKFailureText(w io.Writer, run func() error) error {
 	r, pw, err := os.Pipe()
 	if err != nil {

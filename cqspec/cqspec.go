@@ -21,6 +21,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/smallfile"
 	"github.com/cq-source-x/cq-source-x/internal/suggest"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -91,11 +92,10 @@ var (
 // Env looks up environment variables (os.LookupEnv).
 type Env func(string) (string, bool)
 
-// Read reads and checks a CloudQuery spec file and returns its
-// source document for this plugin, with each relative path of a token file
-// (accounts[].token_file, compliance.bearer_token_file) made relative to
-// the spec file's directory: the exporter is run from cron and scripts,
-// from any directory, and the file names its token files.
+// Read reads and checks a CloudQuery spec file and returns its source
+// document for this plugin, with the token files' relative paths made
+// relative to the spec file's directory: the exporter is run from cron and
+// scripts, from any directory.
 func Read(path string) (*Source, error) {
 	data, err := smallfile.Read(path, maxFile)
 	if err != nil {
@@ -119,11 +119,9 @@ func Read(path string) (*Source, error) {
 }
 
 // checkTokenFiles refuses, before any request, what a sync finds only as
-// it runs: two accounts whose token files are one file, named in other
+// it runs: two accounts whose token files are one file named in other
 // words (spec.Validate compares the paths as written), and a
-// compliance.bearer_token_file that is not there or holds no bearer token
-// (the check would fail after the bookmarks were read). Paths are resolved
-// already.
+// compliance.bearer_token_file that holds no bearer token.
 func (s *Source) checkTokenFiles() error {
 	seen := map[string]int{}
 	for i, a := range s.Plugin.Accounts {
@@ -143,9 +141,8 @@ func (s *Source) checkTokenFiles() error {
 	return nil
 }
 
-// resolveTokenFiles joins dir to every relative path of a token file (each
-// accounts[].token_file, and compliance.bearer_token_file), in Plugin and
-// in PluginSpec (what the plugin is started with).
+// resolveTokenFiles joins dir to every relative path of a token file, in
+// Plugin and in PluginSpec (what the plugin is started with).
 func (s *Source) resolveTokenFiles(dir string) error {
 	changed := false
 	resolve := func(path *string) {
@@ -203,13 +200,11 @@ func jsonKey(m map[string]any, name string) string {
 	return name
 }
 
-// Parse parses the text of a spec file named name, as the CloudQuery CLI
+// Parse parses the text of a spec file named name as the CloudQuery CLI
 // does: documents separated by "---" lines, comments dropped, then in each
-// document ${file:PATH} replaced by the file's contents (PATH relative to
-// the current directory), ${time:...} by the time it names, and ${VAR} by
-// the environment variable, an unset variable being an error. Every field
-// is checked: unknown fields and missing required ones are errors naming
-// the document and the field.
+// document ${file:PATH} (relative to the current directory), ${time:...}
+// and ${VAR} (an unset variable is an error) replaced. Unknown fields and
+// missing required ones are errors naming the document, line and field.
 func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	text := bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	docs := bytes.Split(text, []byte("\n---\n"))
@@ -471,8 +466,7 @@ func stripComments(doc []byte) ([]byte, error) {
 }
 
 // expandRefs replaces each match of re (whose group 1 is the reference)
-// by what value makes of it; the errors are joined, each named by the
-// reference written as ${<kind>:<ref>}.
+// by what value makes of it; the errors are joined.
 func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref string) ([]byte, error)) ([]byte, error) {
 	var expandErr error
 	doc = re.ReplaceAllFunc(doc, func(m []byte) []byte {
@@ -522,23 +516,14 @@ func expandEnv(doc []byte, env Env) ([]byte, error) {
 	doc = envRef.ReplaceAllFunc(doc, func(m []byte) []byte {
 		name := string(envRef.FindSubmatch(m)[1])
 		v, ok := env(name)
-		if !ok {
-			if !slices.Contains(missing, name) {
-				missing = append(missing, name)
-			}
-			return nil
+		if ref := "${" + name + "}"; !ok && !slices.Contains(missing, ref) {
+			missing = append(missing, ref)
 		}
 		return []byte(v)
 	})
-	if len(missing) > 0 {
-		for i, m := range missing {
-			missing[i] = "${" + m + "}"
-		}
-		what := "environment variable " + missing[0] + " is"
-		if len(missing) > 1 {
-			what = "environment variables " + strings.Join(missing, ", ") + " are"
-		}
-		return nil, fmt.Errorf("%s not set (the CloudQuery CLI fails on unset variables too; set it, even to an empty value)", what)
+	if n := len(missing); n > 0 {
+		return nil, fmt.Errorf("%s %s %s not set (the CloudQuery CLI fails on unset variables too; set it, even to an empty value)",
+			plural.Pick(n, "environment variable", "environment variables"), strings.Join(missing, ", "), plural.Pick(n, "is", "are"))
 	}
 	return doc, nil
 }
@@ -628,12 +613,7 @@ func pickSource(sources []*Source, file string) (*Source, error) {
 	case 1:
 		return sources[0], nil
 	}
-	var mine []*Source
-	for _, s := range sources {
-		if isThisPlugin(s) {
-			mine = append(mine, s)
-		}
-	}
+	mine := slices.DeleteFunc(slices.Clone(sources), func(s *Source) bool { return !isThisPlugin(s) })
 	if len(mine) == 1 {
 		return mine[0], nil
 	}
@@ -697,12 +677,9 @@ func checkSource(s *Source) error {
 	if _, err := SelectTables(s.Tables, s.SkipTables, s.SkipDependentTables); err != nil {
 		return err
 	}
-	p, err := spec.Parse(s.PluginSpec)
-	if err != nil {
-		return err
-	}
-	s.Plugin = p
-	return nil
+	var err error
+	s.Plugin, err = spec.Parse(s.PluginSpec)
+	return err
 }
 
 // SelectTables returns the tables a sync with these patterns covers, in the

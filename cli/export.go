@@ -47,12 +47,8 @@ the second run billed only what was new. DIR keeps the files.
 
 ` + exitCodesHelp
 
-// exportGCPercent is the heap growth the exporter allows between
-// collections (GOGC; Go's default is 100). Its live data is a few pages, a
-// row group and a few bytes per post held: at 50 the heap stays within one
-// and a half times that (docs/benchmarks.md). A fixed soft limit would
-// make the collector run without pause once thousands of accounts' live
-// data outgrow it. GOGC or GOMEMLIMIT, when set, win.
+// exportGCPercent is the exporter's GOGC, unless GOGC or GOMEMLIMIT is
+// set: why 50 and not a soft limit is in docs/benchmarks.md.
 const exportGCPercent = 50
 
 type exportFlags struct {

@@ -115,8 +115,7 @@ func (r *accountRun) run(ctx context.Context) error {
 }
 
 // commit records in the archive what the journal has and the archive does
-// not (all of it once the journal has nothing left to do), and what the
-// requests since the last commit cost.
+// not, unless there is nothing new and the journal has work left.
 func (r *accountRun) commit(ctx context.Context) error {
 	idle := len(r.j.Done) == r.recorded && r.a.api.Meter().Usage(r.a.userID, r.o.op()).Requests == 0
 	if idle && len(r.j.Remaining()) > 0 {
@@ -141,8 +140,7 @@ func (r *accountRun) usage() *resources.Usage {
 }
 
 // send sends the request for post, journaled before and after, and
-// reports whether X confirmed it did what was asked; a post X refused is
-// journaled and said, and the run goes on (false, nil).
+// reports whether X confirmed it; a post X refused is journaled and said.
 func (r *accountRun) send(ctx context.Context, post string) (bool, error) {
 	o, a, j := r.o, r.a, r.j
 	if err := j.Sending(post); err != nil {
@@ -176,9 +174,8 @@ func (r *accountRun) send(ctx context.Context, post string) (bool, error) {
 	return true, j.Answered(post, bookmarked, o.Clock.Now())
 }
 
-// progressed follows the k-th of the rest posts, which X confirmed: the
-// archive gets the changes every commitEvery, the user a progress line
-// every 10 and at the last.
+// progressed records the changes every commitEvery posts X confirmed, and
+// tells the user every 10 and at the last (k of rest).
 func (r *accountRun) progressed(ctx context.Context, rest, k int, start time.Time) error {
 	total := len(r.j.Plan.Posts)
 	n := total - rest + k + 1

@@ -182,11 +182,9 @@ func (f exportFlags) export(ctx context.Context, src *cqspec.Source) (*export.Su
 	return sum, nil
 }
 
-// failuresError names what failed (accounts, the tables of those that got
-// something done, the compliance check, damaged files) with the exit code:
-// ExitAllAccountsFailed only when no account got anything done. The
-// summary printed above says what went wrong, so the error points at it;
-// with --quiet it says it.
+// failuresError names what failed, with the exit code: all failed only
+// when no account got anything done. It points at the summary printed
+// above, or, with --quiet, says what it would have.
 func (f exportFlags) failuresError(sum *export.Summary) error {
 	var what, accounts, lines, after []string // after: what the failures mean for the next run
 	if failed := sum.Failed(); len(failed) > 0 {

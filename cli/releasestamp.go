@@ -53,11 +53,9 @@ func gitCommit(dir string) (commit string, modified bool) {
 	return strings.TrimSpace(string(head)), err != nil || len(status) > 0
 }
 
-// stampedTargets are targets that build with the stamp's tag. The SDK runs
-// go build with the environment, then GOFLAGS=-tags=<the target's tags>,
-// which replaces the environment's GOFLAGS, then the target's Env: a
-// GOFLAGS there carries the environment's flags, with their tags, the
-// target's and the stamp's.
+// stampedTargets are targets that build with the stamp's tag. The SDK's
+// GOFLAGS=-tags=<the target's tags> replaces the environment's GOFLAGS, and
+// the target's Env comes last: its GOFLAGS carries all the flags and tags.
 func stampedTargets(targets []plugin.BuildTarget, goflags string) []plugin.BuildTarget {
 	out := make([]plugin.BuildTarget, len(targets))
 	for i, t := range targets {

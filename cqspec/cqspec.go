@@ -436,10 +436,9 @@ func repeatedKeys(doc []byte) error {
 	return nil
 }
 
-// stripComments drops YAML comments by converting to JSON and back, with the
-// ${...} references replaced by numbers meanwhile (so that a reference in a
-// comment is not expanded, and one in a value keeps its quoting), as the
-// CLI does.
+// stripComments drops YAML comments, as the CLI does, by converting to JSON
+// and back with the ${...} references replaced by numbers meanwhile: one in
+// a comment is not expanded, and one in a value keeps its quoting.
 func stripComments(doc []byte) ([]byte, error) {
 	r := rand.New(rand.NewSource(1))
 	placeholders := map[string]string{}

@@ -79,12 +79,11 @@ func Start(o Options) (*Sandbox, error) {
 	return s, nil
 }
 
-// Spec returns a CloudQuery spec file for the sandbox: the source (the
-// binary at pluginPath, registry local) and a file destination, so the same
-// file works with `cq-source-x export --spec` and `cloudquery sync`. The
-// compliance section is commented out unless checkCompliance: it needs a
-// state backend, which the exporter has and this spec gives `cloudquery
-// sync` none.
+// Spec returns a CloudQuery spec file for the sandbox (the binary at
+// pluginPath, registry local, and a file destination) for both `cq-source-x
+// export --spec` and `cloudquery sync`. The compliance section, which needs
+// a state backend this spec gives `cloudquery sync` none of, is commented
+// out unless checkCompliance.
 func (s *Sandbox) Spec(pluginPath string, checkCompliance bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# A CloudQuery spec for the cq-source-x sandbox: a simulated X API at %s

@@ -176,8 +176,8 @@ func (op *Operation) CheckScopes() error {
 	_, _, noun := op.o.Verb()
 	for _, a := range op.accounts {
 		if a.problem == "" && a.lacksScope() {
-			return usageErrorf("bookmarks %s: %s: the token has no %s scope (it has: %s), which %s need: run `cq-source-x login --scopes %s --token-file %s`; nothing was done",
-				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, auth.ScopeBookmarkWrite, a.tokenFile)
+			return usageErrorf("bookmarks %s: %s: the token has no %s scope (it has: %s), which %s need: run `%s`; nothing was done",
+				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, a.login())
 		}
 	}
 	return nil
@@ -237,6 +237,14 @@ func (o Options) connect(ctx context.Context, s *spec.Spec, meter *billing.Meter
 
 func (a *opAccount) lacksScope() bool {
 	return len(a.scopes) > 0 && !slices.Contains(a.scopes, auth.ScopeBookmarkWrite)
+}
+
+// login is the command that gives the account's token the scope it lacks.
+func (a *opAccount) login() string {
+	if a.tokenFile == "" {
+		return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
+	}
+	return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite + " --token-file " + a.tokenFile
 }
 
 // plan fills each account's plan, or finds its pending operation.
@@ -492,7 +500,7 @@ func (o Options) writeAccountPlan(a *opAccount) int {
 		o.writeNewPlan(a)
 	}
 	if a.lacksScope() {
-		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `cq-source-x login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, auth.ScopeBookmarkWrite, a.tokenFile)
+		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s` first\n", auth.ScopeBookmarkWrite, a.login())
 	}
 	return n
 }

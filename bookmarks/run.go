@@ -223,12 +223,8 @@ func refusedPost(err error) (string, bool) {
 func (o Options) explain(a *opAccount, err error) error {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == 403 && !errors.Is(err, client.ErrAppOnlyToken) && !errors.Is(err, client.ErrClientNotEnrolled) {
-		login := "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
-		if a.tokenFile != "" {
-			login += " --token-file " + a.tokenFile
-		}
 		_, _, noun := o.Verb()
-		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, noun, auth.ScopeBookmarkWrite, login)
+		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, noun, auth.ScopeBookmarkWrite, a.login())
 	}
 	return err
 }

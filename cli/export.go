@@ -120,7 +120,7 @@ func (f exportFlags) run(ctx context.Context) error {
 	if f.dryRun {
 		return f.estimate(src)
 	}
-	sum, err := f.export(ctx, src)
+	sum, err := f.exportOnce(ctx, src)
 	if err != nil {
 		return interrupted(ctx, err)
 	}
@@ -164,8 +164,8 @@ func checkOut(out string) error {
 	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
 }
 
-// export runs one export of src and prints its summary, unless --quiet.
-func (f exportFlags) export(ctx context.Context, src *cqspec.Source) (*export.Summary, error) {
+// exportOnce runs one export of src and prints its summary, unless --quiet.
+func (f exportFlags) exportOnce(ctx context.Context, src *cqspec.Source) (*export.Summary, error) {
 	// With --quiet, progress prints only the rate-limit waits of a minute
 	// or more: a run that says nothing for 15 minutes looks hung.
 	o := export.Options{Spec: src, Out: f.out, Quiet: f.quiet, Compression: f.compression, Step: f.step, Progress: f.stderr}
@@ -260,7 +260,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 	}
 	say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
 	say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
-	sum1, err := f.export(ctx, src)
+	sum1, err := f.exportOnce(ctx, src)
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 		say("  - %s\n", l)
 	}
 	say("\n== Run 2: only what changed ==\n")
-	sum2, err := f.export(ctx, src)
+	sum2, err := f.exportOnce(ctx, src)
 	if err != nil {
 		return err
 	}

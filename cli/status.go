@@ -208,7 +208,7 @@ func status(ctx context.Context, o statusOptions) (*StatusReport, error) {
 		st := rep.check(ctx, t, o.noRefresh)
 		credentials.Strings(st.Problems)
 		st.RefreshNote = credentials.String(st.RefreshNote)
-		if first, ok := users[st.UserID]; ok && st.UserID != "" {
+		if first, ok := users[st.UserID]; ok {
 			st.Problems = append(st.Problems, fmt.Sprintf("user %s is also %s: each user may appear once (a sync fails the repeat)", st.UserID, first))
 		} else if st.UserID != "" {
 			users[st.UserID] = st.Account

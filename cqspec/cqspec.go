@@ -213,12 +213,15 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	for i := 1; i < len(docs); i++ {
 		firstLines[i] = firstLines[i-1] + bytes.Count(docs[i-1], []byte("\n")) + 2
 	}
+	docName := func(i int) string { // i is 1-based
+		if len(docs) == 1 {
+			return name
+		}
+		return fmt.Sprintf("%s, document %d", name, i)
+	}
 	var sources []*Source
 	for i, doc := range docs {
-		where := fmt.Sprintf("%s, document %d", name, i+1)
-		if len(docs) == 1 {
-			where = name
-		}
+		where := docName(i + 1)
 		kind, body, err := readDocument(doc, env, now)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, locate(err, doc, firstLines[i]))
@@ -246,12 +249,8 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	where := fmt.Sprintf("%s, document %d (source %q)", name, src.Document, src.Name)
-	if len(docs) == 1 {
-		where = fmt.Sprintf("%s (source %q)", name, src.Name)
-	}
 	if err := checkSource(src); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, locate(err, docs[src.Document-1], firstLines[src.Document-1]))
+		return nil, fmt.Errorf("%s (source %q): %w", docName(src.Document), src.Name, locate(err, docs[src.Document-1], firstLines[src.Document-1]))
 	}
 	return src, nil
 }

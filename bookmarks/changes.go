@@ -103,11 +103,17 @@ func ReadChanges(dir string) (*Changes, error) {
 
 // record writes, as one run of the export's protocol under the
 // directory's lock, what the journal has and x_bookmark_changes does not,
-// usage in x_api_usage, and the walk memory without the posts removed (the
-// walk would otherwise read past them as removed since it last ran). A
-// journal whose operation is over and written is removed.
-func (r *accountRun) record(ctx context.Context, usage *resources.Usage) error {
-	j := r.j
+// what the requests since the last commit cost in x_api_usage, and the
+// walk memory without the posts removed (the walk would otherwise read past
+// them as removed since it last ran). A journal whose operation is over and
+// written is removed.
+func (r *accountRun) record(ctx context.Context) error {
+	// The answers of a commit that fails are in the journal: the next run
+	// records them.
+	j, m := r.j, r.a.api.Meter().Take(r.a.userID, r.o.op())
+	usage := &resources.Usage{UserID: r.a.userID, Account: account.Label(r.a.index), Operation: string(m.Operation),
+		Requests: m.Requests, OKResponses: m.OK, WritesBilled: m.WritesBilled, RateLimited: m.RateLimited,
+		RateLimitWaits: m.RateLimitWaits, WaitedSeconds: m.Waited.Seconds(), Errors: m.Errors}
 	out, err := filepath.Abs(r.o.Out)
 	if err != nil {
 		return err

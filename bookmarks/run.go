@@ -7,11 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/google/uuid"
 )
 
@@ -121,22 +119,12 @@ func (r *accountRun) commit(ctx context.Context) error {
 	if idle && len(r.j.Remaining()) > 0 {
 		return nil
 	}
-	if err := r.record(ctx, r.usage()); err != nil {
+	if err := r.record(ctx); err != nil {
 		_, _, noun := r.o.Verb()
 		return fmt.Errorf("recording the %s in %s: %w", noun, r.o.Out, err)
 	}
 	r.recorded = len(r.j.Done)
 	return nil
-}
-
-// usage is the x_api_usage row of the requests since the last commit.
-// (The answers of a commit that fails are in the journal: the next run
-// records them.)
-func (r *accountRun) usage() *resources.Usage {
-	m := r.a.api.Meter().Take(r.a.userID, r.o.op())
-	return &resources.Usage{UserID: r.a.userID, Account: account.Label(r.a.index), Operation: string(m.Operation),
-		Requests: m.Requests, OKResponses: m.OK, WritesBilled: m.WritesBilled, RateLimited: m.RateLimited,
-		RateLimitWaits: m.RateLimitWaits, WaitedSeconds: m.Waited.Seconds(), Errors: m.Errors}
 }
 
 // send sends the request for post, journaled before and after, and

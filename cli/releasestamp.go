@@ -76,11 +76,7 @@ func withTags(goflags string, tags []string) string {
 			flags = append(flags, f)
 			continue
 		}
-		for _, tag := range strings.Split(value, ",") {
-			if tag != "" {
-				all = append(all, tag)
-			}
-		}
+		all = append(all, strings.FieldsFunc(value, func(r rune) bool { return r == ',' })...)
 	}
 	for _, tag := range tags {
 		if !slices.Contains(all, tag) {

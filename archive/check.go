@@ -187,12 +187,12 @@ type mediaRow struct {
 	size, at int64
 }
 
-// inspectMedia fills rep.Media from the files of out (but the damaged
-// ones) and the records in next's keys, and marks in them what the next
-// export must do again; it reports whether it marked anything.
-func (rep *RepairReport) inspectMedia(out string, next *State, o RepairOptions) (bool, error) {
+// inspectMedia fills rep.Media from the files of snap and DIR/media and
+// the records in next's keys, and marks in them what the next export must
+// do again; it reports whether it marked anything.
+func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o RepairOptions) (bool, error) {
 	f, root := &rep.Media, MediaPath(out)
-	rows, named, err := rep.readMediaRows(out, next.Pending)
+	rows, named, err := rep.readMediaRows(snap)
 	if err != nil {
 		return false, err
 	}
@@ -348,55 +348,39 @@ func hashFile(path string) (string, error) {
 }
 
 // readMediaRows reads the newest row of each file of x_media_files, and
-// the keys of the files any row names, from the table's files but the
-// damaged ones (a file whose rows cannot be read is one).
-func (rep *RepairReport) readMediaRows(out string, pending *Run) (map[mediaID]mediaRow, map[string]bool, error) {
-	paths, err := tablePaths(out, mediaFilesTable, pending, rep.skip())
-	if err != nil {
-		return nil, nil, err
-	}
+// the keys of the files any row names, from the table's files that read
+// whole.
+func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool, error) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
-	for _, path := range paths {
-		type row struct {
-			id mediaID
-			mediaRow
+	_, err := rep.readWhole(snap, mediaFilesTable, columns, func(rec arrow.RecordBatch) error {
+		size, sok := Column[*array.Int64](rec, "size")
+		at, aok := Column[*array.Timestamp](rec, "checked_at")
+		if !sok || !aok || rec.NumCols() != int64(len(columns)) {
+			return errors.New("it is not a file of x_media_files: a column is missing or of another type")
 		}
-		var read []row
-		err := readColumns(path, columns, func(cols map[string]arrow.Array, i int) error {
+		for i := range int(rec.NumRows()) {
 			text := func(name string) string {
-				if c, ok := cols[name].(*array.String); ok && c.IsValid(i) {
+				if c, ok := Column[*array.String](rec, name); ok && c.IsValid(i) {
 					return strings.Clone(c.Value(i))
 				}
 				return ""
 			}
-			size, sok := cols["size"].(*array.Int64)
-			at, aok := cols["checked_at"].(*array.Timestamp)
-			if !sok || !aok || len(cols) != len(columns) {
-				return errors.New("it is not a file of x_media_files: a column is missing or of another type")
-			}
-			r := row{mediaID{text("user_id"), text("post_id"), text("media_key"), text("url")},
-				mediaRow{status: media.Status(text("status")), fileKey: text("file_key"), size: -1, at: int64(at.Value(i))}}
+			id := mediaID{text("user_id"), text("post_id"), text("media_key"), text("url")}
+			r := mediaRow{status: media.Status(text("status")), fileKey: text("file_key"), size: -1, at: int64(at.Value(i))}
 			if size.IsValid(i) {
 				r.size = size.Value(i)
 			}
-			read = append(read, r)
-			return nil
-		})
-		if err != nil {
-			rep.Damaged = append(rep.Damaged, damagedFile(mediaFilesTable, path, "its rows", err))
-			continue
-		}
-		for _, r := range read {
-			if old, ok := rows[r.id]; !ok || r.at >= old.at {
-				rows[r.id] = r.mediaRow
+			if old, ok := rows[id]; !ok || r.at >= old.at {
+				rows[id] = r
 			}
 			if r.fileKey != "" {
 				named[r.fileKey] = true
 			}
 		}
-	}
-	return rows, named, nil
+		return nil
+	})
+	return rows, named, err
 }
 
 // mediaFiles lists the files of the store in root, by key, with their

@@ -188,31 +188,43 @@ func (s *Snapshot) Files(table string) int {
 // columns names those to read (nil: all); a column a file lacks is absent
 // from its batches (Column). Its errors, batch's too, name the file.
 func (s *Snapshot) Read(table string, columns []string, batch func(arrow.RecordBatch) error) error {
+	return s.readFiles(table, columns, batch, func(_ string, err error) error { return err })
+}
+
+// readFiles is Read file by file: after each file, done is told its path
+// and the error that stopped its read (nil: it read whole), and returns
+// the error that stops the reading.
+func (s *Snapshot) readFiles(table string, columns []string, batch func(arrow.RecordBatch) error, done func(path string, err error) error) error {
 	t := s.tables[table]
 	if t == nil {
 		return nil // no file of it
 	}
 	for _, name := range t.names {
-		var f *os.File
-		var err error
-		if staged := t.staged[name]; staged != "" {
-			f, err = os.Open(staged)
-		}
-		if f == nil && t.dir != nil { // published, or since the listing
-			if f, err = t.dir.Open(name); err != nil {
-				err = &fs.PathError{Op: "open", Path: filepath.Join(t.dir.Name(), name), Err: errors.Unwrap(err)}
-			}
-		}
-		if err != nil {
-			return err
-		}
-		err = pqfile.ReadFile(context.Background(), f, columns, batch)
-		f.Close()
-		if err != nil {
+		if err := done(t.read(name, columns, batch)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// read reads the file name where it is staged, else in the directory as
+// opened, and returns its path.
+func (t *tableFiles) read(name string, columns []string, batch func(arrow.RecordBatch) error) (path string, err error) {
+	var f *os.File
+	if path = t.staged[name]; path != "" {
+		f, err = os.Open(path)
+	}
+	if f == nil && t.dir != nil { // published, or since the listing
+		path = filepath.Join(t.dir.Name(), name)
+		if f, err = t.dir.Open(name); err != nil {
+			err = &fs.PathError{Op: "open", Path: path, Err: errors.Unwrap(err)}
+		}
+	}
+	if err != nil {
+		return path, err
+	}
+	defer f.Close()
+	return path, pqfile.ReadFile(context.Background(), f, columns, batch)
 }
 
 // Column is the column name of rec as a T (such as *array.String); ok is

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
@@ -161,14 +160,26 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if rep.Damaged, rep.Checked, err = damagedFiles(out, o.ReadData); err != nil {
 		return nil, err
 	}
-	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun)
+	if pending != nil {
+		pending = rep.dropLostFiles(out, pending)
+	}
+	skip := map[string]bool{}
+	for _, d := range rep.Damaged {
+		skip[d.Path] = true
+	}
+	snap, err := openSnapshot(out, pending, nil, skip)
 	if err != nil {
 		return nil, err
 	}
-	if err := rep.compare(old, next); err != nil {
-		return nil, err
+	next, err := rep.rebuild(snap, out, o.Tables, keys, pending, lastRun)
+	if err == nil {
+		err = rep.compare(old, next)
 	}
-	marked, err := rep.inspectMedia(out, next, o)
+	var marked bool
+	if err == nil {
+		marked, err = rep.inspectMedia(snap, out, next, o)
+	}
+	snap.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -203,15 +214,6 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		return rep, fmt.Errorf("the state is repaired, but recovering %s failed: %w", out, err)
 	}
 	return rep, nil
-}
-
-// skip are the files Repair does not read: the damaged ones.
-func (rep *RepairReport) skip() map[string]bool {
-	skip := map[string]bool{}
-	for _, d := range rep.Damaged {
-		skip[d.Path] = true
-	}
-	return skip
 }
 
 // compare records how the state old (nil when it did not load) differs
@@ -278,18 +280,16 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 	return keys, pending, lastRun, nil
 }
 
-// rebuild builds the repaired state from the files (but the damaged ones)
-// and the trusted parts.
-func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
+// rebuild builds the repaired state from the files of snap and the
+// trusted parts.
+func (rep *RepairReport) rebuild(snap *Snapshot, out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
 	next := newState()
-	if pending != nil {
-		pending = rep.dropLostFiles(out, pending)
-	}
-	written, files, err := rep.readWritten(out, tables.Bookmarks, pending)
+	written := map[string]*ids.Set{}
+	files, err := rep.readKeys(snap, tables.Bookmarks, func(uid, postID string) { addTo(written, uid, postID) })
 	if err != nil {
 		return nil, err
 	}
-	if next.Stray, err = rep.readStray(out, tables.Content, pending, written); err != nil {
+	if next.Stray, err = rep.readStray(snap, tables.Content, written); err != nil {
 		return nil, err
 	}
 	for table, byUser := range next.Stray {
@@ -414,44 +414,13 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// tableFiles are the paths of a table: those published, and those of the
-// committed run still staged; not those of skip.
-func tablePaths(out, table string, pending *Run, skip map[string]bool) ([]string, error) {
-	all, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-	if err != nil {
-		return nil, err
-	}
-	var paths []string
-	for _, p := range all {
-		if !skip[p] {
-			paths = append(paths, p)
-		}
-	}
-	if pending != nil {
-		for _, f := range pending.Files {
-			if staged := pending.StagedPath(out, f.Table); f.Table == table && exists(staged) && !exists(FinalPath(out, f)) {
-				paths = append(paths, staged)
-			}
-		}
-	}
-	return paths, nil
-}
-
-// readWritten reads the (user_id, post_id) of every file of the bookmarks
-// table.
-func (rep *RepairReport) readWritten(out, bookmarks string, pending *Run) (map[string]*ids.Set, int, error) {
-	written := map[string]*ids.Set{}
-	files, err := rep.readKeys(out, bookmarks, pending, func(uid, postID string) { addTo(written, uid, postID) })
-	return written, files, err
-}
-
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): State.Stray. Nil when there are none.
-func (rep *RepairReport) readStray(out string, content []string, pending *Run, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
+func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
 	var stray map[string]map[string]*ids.Set
 	for _, table := range content {
-		_, err := rep.readKeys(out, table, pending, func(uid, postID string) {
+		_, err := rep.readKeys(snap, table, func(uid, postID string) {
 			if written[uid].Has(postID) {
 				return
 			}
@@ -471,35 +440,49 @@ func (rep *RepairReport) readStray(out string, content []string, pending *Run, w
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
-// table's files (but the damaged ones), and returns how many files it
-// read. A file whose rows cannot be read adds nothing: it is damaged.
-func (rep *RepairReport) readKeys(out, table string, pending *Run, add func(uid, postID string)) (int, error) {
-	paths, err := tablePaths(out, table, pending, rep.skip())
-	if err != nil {
-		return 0, err
-	}
-	files := 0
-	for _, path := range paths {
-		var keys [][2]string
-		err := readColumns(path, []string{"user_id", "post_id"}, func(cols map[string]arrow.Array, i int) error {
-			users, uok := cols["user_id"].(*array.String)
-			posts, pok := cols["post_id"].(*array.String)
-			if !uok || !pok {
-				return errors.New("it has no user_id or post_id column of strings")
+// table's files that read whole, and returns how many did.
+func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, postID string)) (int, error) {
+	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
+		users, uok := Column[*array.String](rec, "user_id")
+		posts, pok := Column[*array.String](rec, "post_id")
+		if !uok || !pok {
+			return errors.New("it has no user_id or post_id column of strings")
+		}
+		for i := range int(rec.NumRows()) {
+			add(strings.Clone(users.Value(i)), strings.Clone(posts.Value(i)))
+		}
+		return nil
+	})
+}
+
+// readWhole calls rows with the batches of each file of table in snap
+// once the file has read whole, and returns how many did. A file that
+// does not, or whose batch rows refuses, is damaged, and adds no row: rows
+// checks a batch's columns before it takes a row (a file's batches all
+// have the same).
+func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []string, rows func(arrow.RecordBatch) error) (int, error) {
+	var batches []arrow.RecordBatch
+	whole := 0
+	err := snap.readFiles(table, columns, func(rec arrow.RecordBatch) error {
+		rec.Retain()
+		batches = append(batches, rec)
+		return nil
+	}, func(path string, err error) error {
+		for _, rec := range batches {
+			if err == nil {
+				err = rows(rec)
 			}
-			keys = append(keys, [2]string{strings.Clone(users.Value(i)), strings.Clone(posts.Value(i))})
-			return nil
-		})
+			rec.Release()
+		}
+		batches = batches[:0]
 		if err != nil {
 			rep.Damaged = append(rep.Damaged, damagedFile(table, path, "its rows", err))
-			continue
+		} else {
+			whole++
 		}
-		for _, k := range keys {
-			add(k[0], k[1])
-		}
-		files++
-	}
-	return files, nil
+		return nil
+	})
+	return whole, err
 }
 
 // addTo adds the post to the user's set in sets.
@@ -711,22 +694,4 @@ func (rep *RepairReport) writeCost(w io.Writer) {
 		fmt.Fprintln(w, "Posts of the damaged files that are no longer bookmarked cannot be fetched again; the rows of other tables they held are lost (the files stay in "+
 			filepath.Join(rep.Out, damagedDir)+" for you to inspect or remove).")
 	}
-}
-
-// readColumns calls row for each row of the Parquet file at path, with the
-// named columns it has (a column the file lacks is absent from cols). Its
-// errors name the file.
-func readColumns(path string, names []string, row func(cols map[string]arrow.Array, i int) error) error {
-	return pqfile.ReadRecords(context.Background(), path, names, func(rec arrow.RecordBatch) error {
-		cols := map[string]arrow.Array{}
-		for i, f := range rec.Schema().Fields() {
-			cols[f.Name] = rec.Column(i)
-		}
-		for i := range int(rec.NumRows()) {
-			if err := row(cols, i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

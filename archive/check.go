@@ -192,10 +192,7 @@ type mediaRow struct {
 // do again; it reports whether it marked anything.
 func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o RepairOptions) (bool, error) {
 	f, root := &rep.Media, MediaPath(out)
-	rows, named, err := rep.readMediaRows(snap)
-	if err != nil {
-		return false, err
-	}
+	rows, named := rep.readMediaRows(snap)
 	files, err := mediaFiles(root)
 	if err != nil {
 		return false, err
@@ -350,10 +347,10 @@ func hashFile(path string) (string, error) {
 // readMediaRows reads the newest row of each file of x_media_files, and
 // the keys of the files any row names, from the table's files that read
 // whole.
-func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool, error) {
+func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
-	_, err := rep.readWhole(snap, mediaFilesTable, columns, func(rec arrow.RecordBatch) error {
+	rep.readWhole(snap, mediaFilesTable, columns, func(rec arrow.RecordBatch) error {
 		size, sok := Column[*array.Int64](rec, "size")
 		at, aok := Column[*array.Timestamp](rec, "checked_at")
 		if !sok || !aok || rec.NumCols() != int64(len(columns)) {
@@ -380,7 +377,7 @@ func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, ma
 		}
 		return nil
 	})
-	return rows, named, err
+	return rows, named
 }
 
 // mediaFiles lists the files of the store in root, by key, with their

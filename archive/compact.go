@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
-	"github.com/gofrs/flock"
 )
 
 // CompactOptions configure Compact.
@@ -98,13 +97,13 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	} else if file == "" {
 		return nil, fmt.Errorf("%s holds no exported file: nothing to compact", out)
 	}
-	lock := flock.New(filepath.Join(out, lockFile))
-	if locked, err := lock.TryLock(); err != nil {
-		return nil, fmt.Errorf("locking %s: %w", out, err)
-	} else if !locked {
-		return nil, fmt.Errorf("an export is running in %s (it holds %s); compact it when it has finished", out, filepath.Join(out, lockFile))
+	unlock, err := Lock(out, func(lock string) error {
+		return fmt.Errorf("an export is running in %s (it holds %s); compact it when it has finished", out, lock)
+	})
+	if err != nil {
+		return nil, err
 	}
-	defer lock.Unlock()
+	defer unlock()
 	if _, _, err := Recover(out, o.Step); err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, DiskFull(err, true))
 	}
@@ -137,9 +136,7 @@ func compactTables(out string, asked []string) ([]string, error) {
 			return nil, fmt.Errorf("%q is not a table's name", t)
 		}
 	}
-	names := slices.Clone(asked)
-	sort.Strings(names)
-	return slices.Compact(names), nil
+	return slices.Compact(slices.Sorted(slices.Values(asked))), nil
 }
 
 // compactionPlan is one table's files and the groups of them to merge.

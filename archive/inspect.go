@@ -2,7 +2,6 @@ package archive
 
 import (
 	"path/filepath"
-	"strings"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -54,32 +53,25 @@ func ReadState(dir string) (*StateInfo, error) {
 		info.Archived[uid] = ids.Strings()
 	}
 	for key, value := range s.Keys {
-		if rest, ok := strings.CutPrefix(key, strings.TrimSuffix(account.FolderKey("", ""), "/")); ok {
-			if uid, folder, ok := strings.Cut(rest, "/"); ok && folder != "" && !strings.Contains(folder, "/") {
-				mem, err := walk.UnmarshalMemory(value)
-				if err != nil {
-					return nil, err
-				}
-				if mem != nil && mem.Held != nil {
-					if info.HeldFolders[uid] == nil {
-						info.HeldFolders[uid] = map[string][]string{}
-					}
-					info.HeldFolders[uid][folder] = mem.Held.IDs()
-				}
-			}
-			continue
-		}
-		uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
-		if !ok || strings.Contains(uid, "/") {
+		k, _ := account.ParseKey(key)
+		if k.Kind != account.BookmarksMemory && k.Kind != account.FolderMemory {
 			continue
 		}
 		mem, err := walk.UnmarshalMemory(value)
 		if err != nil {
 			return nil, err
 		}
-		if mem != nil && mem.Held != nil {
-			info.HeldBookmarks[uid] = mem.Held.IDs()
+		if mem == nil || mem.Held == nil {
+			continue
 		}
+		if k.Kind == account.BookmarksMemory {
+			info.HeldBookmarks[k.User] = mem.Held.IDs()
+			continue
+		}
+		if info.HeldFolders[k.User] == nil {
+			info.HeldFolders[k.User] = map[string][]string{}
+		}
+		info.HeldFolders[k.User][k.Folder] = mem.Held.IDs()
 	}
 	if s.Pending != nil {
 		for _, f := range s.Pending.Files {

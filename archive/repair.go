@@ -23,7 +23,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/walk"
-	"github.com/gofrs/flock"
 )
 
 // RepairOptions configure Repair.
@@ -137,13 +136,13 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		rep.Empty = true
 		return rep, err // nothing exported there: nothing to repair, not even a lock to take
 	}
-	lock := flock.New(filepath.Join(out, lockFile))
-	if locked, err := lock.TryLock(); err != nil {
-		return nil, fmt.Errorf("locking %s: %w", out, err)
-	} else if !locked {
-		return nil, fmt.Errorf("an export is running in %s (it holds %s); run this when it has finished", out, filepath.Join(out, lockFile))
+	unlock, err := Lock(out, func(lock string) error {
+		return fmt.Errorf("an export is running in %s (it holds %s); run this when it has finished", out, lock)
+	})
+	if err != nil {
+		return nil, err
 	}
-	defer lock.Unlock()
+	defer unlock()
 
 	old, err := loadState(out)
 	var stateErr *StateError
@@ -206,7 +205,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		return nil, err
 	}
 	if stateChanged {
-		if err := saveState(out, next, o.Step, "repair"); err != nil {
+		if err := SaveState(out, next, o.Step, "repair"); err != nil {
 			return nil, fmt.Errorf("writing the repaired state: %w", err)
 		}
 	}
@@ -285,21 +284,8 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 func (rep *RepairReport) rebuild(snap *Snapshot, out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
 	next := newState()
 	written := map[string]*ids.Set{}
-	files, err := rep.readKeys(snap, tables.Bookmarks, func(uid, postID string) { addTo(written, uid, postID) })
-	if err != nil {
-		return nil, err
-	}
-	if next.Stray, err = rep.readStray(snap, tables.Content, written); err != nil {
-		return nil, err
-	}
-	for table, byUser := range next.Stray {
-		if rep.Stray == nil {
-			rep.Stray = map[string]int{}
-		}
-		for _, set := range byUser {
-			rep.Stray[table] += set.Len()
-		}
-	}
+	files := rep.readKeys(snap, tables.Bookmarks, func(uid, postID string) { addTo(written, uid, postID) })
+	next.Stray = rep.readStray(snap, tables.Content, written)
 	next.Pending, next.LastRun = pending, lastRun
 	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
 		// A state that lost its last run, or is older than the files: the
@@ -416,32 +402,34 @@ func exists(path string) bool {
 
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
-// file was removed): State.Stray. Nil when there are none.
-func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
+// file was removed): State.Stray, nil when there are none, which it counts
+// in rep.Stray.
+func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) map[string]map[string]*ids.Set {
 	var stray map[string]map[string]*ids.Set
 	for _, table := range content {
-		_, err := rep.readKeys(snap, table, func(uid, postID string) {
-			if written[uid].Has(postID) {
-				return
+		byUser := map[string]*ids.Set{}
+		rep.readKeys(snap, table, func(uid, postID string) {
+			if !written[uid].Has(postID) {
+				addTo(byUser, uid, postID)
 			}
-			if stray == nil {
-				stray = map[string]map[string]*ids.Set{}
-			}
-			if stray[table] == nil {
-				stray[table] = map[string]*ids.Set{}
-			}
-			addTo(stray[table], uid, postID)
 		})
-		if err != nil {
-			return nil, err
+		if len(byUser) == 0 {
+			continue
+		}
+		if stray == nil {
+			stray, rep.Stray = map[string]map[string]*ids.Set{}, map[string]int{}
+		}
+		stray[table] = byUser
+		for _, set := range byUser {
+			rep.Stray[table] += set.Len()
 		}
 	}
-	return stray, nil
+	return stray
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
 // table's files that read whole, and returns how many did.
-func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, postID string)) (int, error) {
+func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, postID string)) int {
 	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
 		users, uok := Column[*array.String](rec, "user_id")
 		posts, pok := Column[*array.String](rec, "post_id")
@@ -460,10 +448,10 @@ func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, po
 // does not, or whose batch rows refuses, is damaged, and adds no row: rows
 // checks a batch's columns before it takes a row (a file's batches all
 // have the same).
-func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []string, rows func(arrow.RecordBatch) error) (int, error) {
+func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []string, rows func(arrow.RecordBatch) error) int {
 	var batches []arrow.RecordBatch
 	whole := 0
-	err := snap.readFiles(table, columns, func(rec arrow.RecordBatch) error {
+	snap.readFiles(table, columns, func(rec arrow.RecordBatch) error {
 		rec.Retain()
 		batches = append(batches, rec)
 		return nil
@@ -482,7 +470,7 @@ func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []strin
 		}
 		return nil
 	})
-	return whole, err
+	return whole
 }
 
 // addTo adds the post to the user's set in sets.
@@ -522,35 +510,11 @@ func newestRun(out string, pending *Run) *Run {
 
 // sameWritten reports whether two sets of written ids are equal.
 func sameWritten(a, b map[string]*ids.Set) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for uid, set := range a {
-		other := b[uid]
-		if other == nil || set.Len() != other.Len() {
-			return false
-		}
-		for _, id := range set.IDs() {
-			if !other.Has(id) {
-				return false
-			}
-		}
-	}
-	return true
+	return maps.EqualFunc(a, b, func(x, y *ids.Set) bool { return slices.Equal(x.IDs(), y.IDs()) })
 }
 
 // sameStray reports whether two records of stray content rows are equal.
-func sameStray(a, b map[string]map[string]*ids.Set) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for table, byUser := range a {
-		if !sameWritten(byUser, b[table]) {
-			return false
-		}
-	}
-	return true
-}
+func sameStray(a, b map[string]map[string]*ids.Set) bool { return maps.EqualFunc(a, b, sameWritten) }
 
 // salvage finds in the text of a damaged state file every walk memory and
 // run record that reads whole, wherever the damage is: each key is looked
@@ -566,7 +530,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 		}
 		i += at
 		key, end, ok := jsonString(text, i)
-		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' { // see archivedRecord
+		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' {
 			continue
 		}
 		value, _, ok := jsonString(text, end+1)

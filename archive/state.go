@@ -2,7 +2,6 @@ package archive
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,12 +24,6 @@ import (
 // keeps the posts written in the accounts' records (account.RecordKey); 1,
 // which it reads, in written-id sets (State.Written).
 const stateFormat = 2
-
-// archivedRecord: the posts an export archived are its written ids, which
-// the compliance checks read (the exporter is the sync's destination,
-// plugin.Destination); the plugin keeps no record of its own beside them.
-// Earlier versions kept one among the keys, a few bytes a post: it is left
-// out when a state is read, and so when it is next saved.
 
 // State is DIR/.state/state.json. It is replaced atomically (write a
 // temporary file, fsync, rename, fsync the directory), so it is always
@@ -64,93 +57,65 @@ type State struct {
 // export of many accounts would otherwise hold them twice more in memory
 // (the encoded JSON, and the buffer it grew in) while it saves them.
 func (s *State) writeTo(w io.Writer) error {
-	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, `{"format":%d,"keys":`, stateFormat)
-	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
+	bw := bufio.NewWriter(w)
+	writeSet := func(set *ids.Set) error {
+		text, err := set.MarshalText() // base64: a JSON string with nothing to escape
+		bw.WriteString(`"` + string(text) + `"`)
+		return err
+	}
+	fmt.Fprintf(bw, `{"format":%d,"keys":`, stateFormat)
+	errs := []error{writeObject(bw, s.Keys, func(v string) error { return writeJSON(bw, v) })}
 	if len(s.Written) > 0 {
-		ew.WriteString(`,"written":`)
-		writeObject(ew, s.Written, encodeSet)
+		bw.WriteString(`,"written":`)
+		errs = append(errs, writeObject(bw, s.Written, writeSet))
 	}
 	if len(s.Stray) > 0 {
-		ew.WriteString(`,"stray":`)
-		writeObject(ew, s.Stray, func(byUser map[string]*ids.Set) ([]byte, error) {
-			var b bytes.Buffer
-			inner := &errWriter{w: &b}
-			writeObject(inner, byUser, encodeSet)
-			return b.Bytes(), inner.err
-		})
+		bw.WriteString(`,"stray":`)
+		errs = append(errs, writeObject(bw, s.Stray, func(byUser map[string]*ids.Set) error { return writeObject(bw, byUser, writeSet) }))
 	}
 	for _, f := range []struct {
 		name string
 		run  *Run
 	}{{"pending", s.Pending}, {"last_run", s.LastRun}} {
-		if f.run == nil {
-			continue
+		if f.run != nil {
+			fmt.Fprintf(bw, `,%q:`, f.name)
+			errs = append(errs, writeJSON(bw, f.run))
 		}
-		run, err := json.Marshal(f.run)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(ew, `,%q:`, f.name)
-		ew.Write(run)
 	}
-	ew.WriteString("}")
-	return ew.err
-}
-
-// encodeSet is a set as JSON: its text, a string (base64: nothing to
-// escape).
-func encodeSet(set *ids.Set) ([]byte, error) {
-	text, err := set.MarshalText()
-	return append(append([]byte{'"'}, text...), '"'), err
+	bw.WriteString("}")
+	return errors.Join(append(errs, bw.Flush())...)
 }
 
 // writeObject writes m as json.Marshal does (keys sorted, null when nil),
-// each value encoded by value.
-func writeObject[V any](ew *errWriter, m map[string]V, value func(V) ([]byte, error)) {
+// each value written by value.
+func writeObject[V any](w *bufio.Writer, m map[string]V, value func(V) error) error {
 	if m == nil {
-		ew.WriteString("null")
-		return
+		_, err := w.WriteString("null")
+		return err
 	}
-	keys := slices.Sorted(maps.Keys(m))
-	ew.WriteString("{")
-	for i, k := range keys {
+	w.WriteString("{")
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
-			ew.WriteString(",")
+			w.WriteString(",")
 		}
-		key, err := json.Marshal(k)
-		ew.fail(err)
-		v, err := value(m[k])
-		ew.fail(err)
-		ew.Write(key)
-		ew.WriteString(":")
-		ew.Write(v)
+		if err := writeJSON(w, k); err != nil {
+			return err
+		}
+		w.WriteString(":")
+		if err := value(m[k]); err != nil {
+			return err
+		}
 	}
-	ew.WriteString("}")
+	_, err := w.WriteString("}")
+	return err
 }
 
-// errWriter keeps the first error of a sequence of writes.
-type errWriter struct {
-	w   io.Writer
-	err error
+// writeJSON writes v as json.Marshal encodes it.
+func writeJSON(w *bufio.Writer, v any) error {
+	b, err := json.Marshal(v)
+	w.Write(b)
+	return err
 }
-
-func (e *errWriter) fail(err error) {
-	if e.err == nil {
-		e.err = err
-	}
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.fail(err)
-	return n, err
-}
-
-func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
 func newState() *State {
 	return &State{Format: stateFormat, Keys: map[string]string{}}
@@ -164,13 +129,6 @@ func Load(dir string) (*State, error) {
 		return nil, err
 	}
 	return loadState(out)
-}
-
-// SaveState replaces the state of the archive in out with s, atomically
-// (for a state that describes no file: see export's compliance jobs).
-// what names the step in the crash points step marks.
-func SaveState(out string, s *State, step func(string), what string) error {
-	return saveState(out, s, step, what)
 }
 
 // loadState reads DIR/.state/state.json. A missing file is an empty state
@@ -352,7 +310,7 @@ func (s *State) readFrom(r io.Reader) error {
 			return decodeObject(dec, func(key string) error {
 				var v string
 				err := dec.Decode(&v)
-				if !isArchivedKey(key) { // see archivedRecord
+				if !isArchivedKey(key) {
 					s.Keys[key] = v
 				}
 				return err
@@ -470,15 +428,7 @@ func (r *Run) check() error {
 
 // isRunID reports whether id is a run id: 8 lowercase hex digits (newRunID).
 func isRunID(id string) bool {
-	if len(id) != 8 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
 }
 
 // checkKey decodes one state key of the plugin's, as the plugin will read
@@ -496,8 +446,9 @@ func isStateKey(key string) bool {
 	return ok
 }
 
-// isArchivedKey reports whether key records an account's archived post ids
-// (see archivedRecord).
+// isArchivedKey reports whether key is where versions before the
+// accounts' records kept their archived post ids, a few bytes a post:
+// such keys are left out as a state is read, and so when it is next saved.
 func isArchivedKey(key string) bool {
 	k, _ := account.ParseKey(key)
 	return k.Kind == account.ArchivedIDs
@@ -532,12 +483,7 @@ func TablesIn(out string) ([]string, error) {
 // isTableName reports whether name is a table's name, as the plugin names
 // them (lowercase letters, digits and underscores): it becomes a path.
 func isTableName(name string) bool {
-	for _, r := range name {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-			return false
-		}
-	}
-	return name != "" && name != mediaDir
+	return name != "" && name != mediaDir && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
 }
 
 // ForeignEntries returns the entries of dir that no export makes there —
@@ -573,7 +519,7 @@ func isMediaDir(dir string, e fs.DirEntry) bool {
 	return err == nil && fi.IsDir()
 }
 
-// hasFiles reports whether DIR/<table> holds a Parquet file.
+// HasFiles reports whether DIR/<table> holds a Parquet file.
 func HasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	return len(files) > 0
@@ -598,10 +544,11 @@ func anyExportedFile(out string) (string, error) {
 	return "", nil
 }
 
-// saveState replaces DIR/.state/state.json atomically. step marks the crash
-// points: the new version written and synced under a temporary name, then
-// renamed over the old one (the rename is the commit).
-func saveState(out string, s *State, step func(string), what string) error {
+// SaveState replaces DIR/.state/state.json atomically. step marks the
+// crash points, named after what: the new version written and synced
+// under a temporary name, then renamed over the old one (the rename is the
+// commit).
+func SaveState(out string, s *State, step func(string), what string) error {
 	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
 	if err := dirsync.Mkdir(out, stateDir); err != nil {

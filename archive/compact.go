@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
-	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
 // CompactOptions configure Compact.
@@ -164,7 +161,6 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
 	p := &compactionPlan{table: table}
 	byKey := map[string]*mergeGroup{}
 	var order []*mergeGroup
@@ -221,40 +217,29 @@ func (p *compactionPlan) report() TableCompaction {
 	return tc
 }
 
-// run stages the table's new generation, switches the table to it and
-// removes the old files.
+// run makes the table a new generation of its files, the groups merged,
+// and retires the old one.
 func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *TableCompaction) error {
-	gen, genDir, err := newGeneration(out, p.table, now)
-	if err != nil {
-		return err
-	}
 	merged := map[string]bool{}
-	for i, g := range p.groups {
-		if err := g.merge(out, p.table, genDir, o); err != nil {
-			return err
-		}
-		tc.Merged[i].Name = g.name
-		o.Step("compact merged " + p.table)
+	for _, g := range p.groups {
 		for _, f := range g.files {
 			merged[f] = true
 		}
 	}
-	for _, f := range p.files {
-		if !merged[f] {
-			if err := os.Link(filepath.Join(out, p.table, f), filepath.Join(genDir, f)); err != nil {
+	keep := slices.DeleteFunc(slices.Clone(p.files), func(f string) bool { return merged[f] })
+	gen, old, err := replaceFiles(out, p.table, now, keep, func(dir string) error {
+		for i, g := range p.groups {
+			if err := g.merge(out, p.table, dir, o); err != nil {
 				return err
 			}
+			tc.Merged[i].Name = g.name
+			o.Step("compact merged " + p.table)
 		}
-	}
-	if err := dirsync.Sync(genDir); err != nil {
-		return err
-	}
-	o.Step("compact staged " + p.table)
-	old, err := switchGeneration(out, p.table, gen)
+		return nil
+	}, o.Step, "compact")
 	if err != nil {
 		return err
 	}
-	o.Step("compact committed " + p.table)
 	tc.Generation = filepath.Join(tablesDir, p.table, gen)
 	if err := retire(out, p.table, old); err != nil {
 		return fmt.Errorf("the table is compacted; retiring its old files (%s) failed, and the next export or compaction does: %w", old, err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -81,8 +80,7 @@ func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	sort.Strings(paths)
-	var touched []string
+	var touched, keep []string
 	for _, p := range paths {
 		n, err := rewriteFile(p, "", table, ix, o)
 		if err != nil {
@@ -90,40 +88,28 @@ func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error
 		}
 		if n > 0 {
 			touched = append(touched, p)
+		} else {
+			keep = append(keep, filepath.Base(p))
 		}
 	}
 	if len(touched) == 0 {
 		return 0, nil
 	}
-	gen, genDir, err := newGeneration(out, table, o.Now.UTC())
-	if err != nil {
-		return 0, err
-	}
 	var changed int64
-	for _, p := range paths {
-		name := filepath.Base(p)
-		if !slices.Contains(touched, p) {
-			if err := os.Link(p, filepath.Join(genDir, name)); err != nil {
-				return 0, err
+	_, old, err := replaceFiles(out, table, o.Now.UTC(), keep, func(dir string) error {
+		for _, p := range touched {
+			stamp, _, _ := strings.Cut(filepath.Base(p), "-")
+			n, err := rewriteFile(p, filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix, o)
+			if err != nil {
+				return err
 			}
-			continue
+			changed += n
 		}
-		stamp, _, _ := strings.Cut(name, "-")
-		n, err := rewriteFile(p, filepath.Join(genDir, stamp+"-"+newRunID()+".parquet"), table, ix, o)
-		if err != nil {
-			return 0, err
-		}
-		changed += n
-	}
-	if err := dirsync.Sync(genDir); err != nil {
-		return 0, err
-	}
-	o.Step("compliance staged " + table)
-	old, err := switchGeneration(out, table, gen)
+		return nil
+	}, o.Step, "compliance")
 	if err != nil {
 		return 0, err
 	}
-	o.Step("compliance committed " + table)
 	if err := os.RemoveAll(old); err != nil {
 		return changed, err
 	}

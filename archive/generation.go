@@ -84,6 +84,35 @@ func generationDir(out, table, gen string) string {
 	return filepath.Join(out, tablesDir, table, gen)
 }
 
+// replaceFiles makes DIR/<table> a new generation of it, named for now:
+// the files of keep (names in DIR/<table>) hard linked, and those write
+// writes in its directory. step is told "<what> staged <table>", then
+// "<what> committed <table>". It returns the generation, and the set of
+// files it replaced, for the caller to retire or remove.
+func replaceFiles(out, table string, now time.Time, keep []string, write func(dir string) error, step func(string), what string) (gen, old string, err error) {
+	gen, dir, err := newGeneration(out, table, now)
+	if err != nil {
+		return "", "", err
+	}
+	if err := write(dir); err != nil {
+		return "", "", err
+	}
+	for _, name := range keep {
+		if err := os.Link(filepath.Join(out, table, name), filepath.Join(dir, name)); err != nil {
+			return "", "", err
+		}
+	}
+	if err := dirsync.Sync(dir); err != nil {
+		return "", "", err
+	}
+	step(what + " staged " + table)
+	if old, err = switchGeneration(out, table, gen); err != nil {
+		return "", "", err
+	}
+	step(what + " committed " + table)
+	return gen, old, nil
+}
+
 // switchGeneration makes DIR/<table> the generation gen, atomically, and
 // returns what to retire once that is durable: the previous generation, or
 // the plain directory it replaced.

@@ -22,8 +22,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
+	"github.com/google/uuid"
 )
 
 // Metadata keys added to every file's schema metadata, beside the SDK's
@@ -52,8 +54,8 @@ type converter struct {
 	table      *schema.Table
 	out        *arrow.Schema
 	kinds      []columnKind
-	syncTime   time.Time
-	sourceName string
+	// the values of the CLI's columns, the same in every row
+	syncTime, sourceName scalar.Scalar
 }
 
 // newConverter prepares the conversion of table's records. extra is added to
@@ -73,7 +75,11 @@ func newConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 	for k, v := range extra {
 		md[k] = v
 	}
-	c := &converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName}
+	ts, err := arrow.TimestampFromTime(syncTime, arrow.Microsecond)
+	if err != nil {
+		return nil, err
+	}
+	c := &converter{table: table, syncTime: scalar.NewTimestampScalar(ts, arrow.FixedWidthTypes.Timestamp_us), sourceName: scalar.NewStringScalar(sourceName)}
 	// The CLI's columns, in front as the CLI puts them.
 	syncTimeColumn, sourceNameColumn := schema.CqSyncTimeColumn.Name, schema.CqSourceNameColumn.Name
 	fields := []arrow.Field{
@@ -145,11 +151,13 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			a.Release()
 		}
 	}()
-	syncTime, err := timestampArray(memory.DefaultAllocator, c.syncTime, n)
-	if err != nil {
-		return nil, err
+	for _, value := range []scalar.Scalar{c.syncTime, c.sourceName} {
+		col, err := scalar.MakeArrayFromScalar(value, n, memory.DefaultAllocator)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, col)
 	}
-	cols = append(cols, syncTime, stringArray(memory.DefaultAllocator, c.sourceName, n))
 	for i, kind := range c.kinds {
 		col := rec.Column(i)
 		switch kind {
@@ -177,63 +185,17 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(c.out, cols, int64(n)), nil
 }
 
-func timestampArray(mem memory.Allocator, t time.Time, n int) (arrow.Array, error) {
-	b := array.NewTimestampBuilder(mem, arrow.FixedWidthTypes.Timestamp_us.(*arrow.TimestampType))
-	defer b.Release()
-	v, err := arrow.TimestampFromTime(t, arrow.Microsecond)
-	if err != nil {
-		return nil, err
-	}
-	b.Reserve(n)
-	for range n {
-		b.UnsafeAppend(v)
-	}
-	return b.NewArray(), nil
-}
-
-func stringArray(mem memory.Allocator, s string, n int) arrow.Array {
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	b.ReserveData(n * len(s))
-	for range n {
-		b.Append(s)
-	}
-	return b.NewArray()
-}
-
-const hexDigits = "0123456789abcdef"
-
-// uuidText writes the 16-byte UUID u to buf[:36] as 8-4-4-4-12 lowercase
-// hex.
-func uuidText(buf, u []byte) {
-	j := 0
-	for k, x := range u {
-		if k == 4 || k == 6 || k == 8 || k == 10 {
-			buf[j] = '-'
-			j++
-		}
-		buf[j] = hexDigits[x>>4]
-		buf[j+1] = hexDigits[x&0x0f]
-		j += 2
-	}
-}
-
 // uuidStrings formats 16-byte UUIDs as 8-4-4-4-12 lowercase hex.
 func uuidStrings(mem memory.Allocator, in *array.FixedSizeBinary) arrow.Array {
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
-	n := in.Len()
-	b.Reserve(n)
-	b.ReserveData(36 * (n - in.NullN()))
-	var buf [36]byte
-	for i := range n {
+	b.Reserve(in.Len())
+	for i := range in.Len() {
 		if in.IsNull(i) {
 			b.AppendNull()
-			continue
+		} else {
+			b.Append(uuid.UUID(in.Value(i)).String())
 		}
-		uuidText(buf[:], in.Value(i))
-		b.BinaryBuilder.Append(buf[:])
 	}
 	return b.NewArray()
 }

@@ -61,23 +61,11 @@ func Create(path string, table *schema.Table, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	props, err := writerProperties(conv.out, o)
+	w, err := CreateWritten(path, conv.out, o)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("table %s: %w", table.Name, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	w := &Writer{conv: conv, f: f, buf: bufio.NewWriterSize(f, 1<<20)}
-	// pqarrow closes the writer it is given when it closes: it is given
-	// the buffer alone, and Close flushes and syncs the file after it.
-	w.fw, err = pqarrow.NewFileWriter(conv.out, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("parquet schema of table %s: %w", table.Name, err)
-	}
+	w.conv = conv
 	return w, nil
 }
 
@@ -95,6 +83,8 @@ func CreateWritten(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	// pqarrow closes the writer it is given when it closes: it is given
+	// the buffer alone, and Close flushes and syncs the file after it.
 	w.fw, err = pqarrow.NewFileWriter(sc, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		f.Close()

@@ -51,9 +51,9 @@ const (
 
 // converter turns the records of one table into the records written.
 type converter struct {
-	table      *schema.Table
-	out        *arrow.Schema
-	kinds      []columnKind
+	table *schema.Table
+	out   *arrow.Schema
+	kinds []columnKind
 	// the values of the CLI's columns, the same in every row
 	syncTime, sourceName scalar.Scalar
 }

@@ -89,9 +89,9 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if file, err := anyExportedFile(out); err != nil {
+	if files, err := publishedFiles(out); err != nil {
 		return nil, err
-	} else if file == "" {
+	} else if len(files) == 0 {
 		return nil, fmt.Errorf("%s holds no exported file: nothing to compact", out)
 	}
 	unlock, err := Lock(out, func(lock string) error {

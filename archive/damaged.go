@@ -51,30 +51,23 @@ func DamagedFiles(dir string) ([]DamagedFile, error) {
 // pages of a sound file is not found, and an export stays cheap whatever
 // the size of the archive.
 func damagedFiles(out string, readData bool) ([]DamagedFile, int, error) {
-	var damaged []DamagedFile
-	tables, err := TablesIn(out)
+	paths, err := publishedFiles(out)
 	if err != nil {
 		return nil, 0, err
 	}
-	checked := 0
-	for _, table := range tables {
-		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, path := range paths {
-			checked++
-			if _, _, err := pqfile.ReadSchema(path); err != nil {
-				damaged = append(damaged, damagedFile(table, path, "the footer", err))
-			} else if readData {
-				err := pqfile.ReadRecords(context.Background(), path, nil, func(arrow.RecordBatch) error { return nil })
-				if err != nil {
-					damaged = append(damaged, damagedFile(table, path, "a page", err))
-				}
+	var damaged []DamagedFile
+	for _, path := range paths {
+		table := filepath.Base(filepath.Dir(path))
+		if _, _, err := pqfile.ReadSchema(path); err != nil {
+			damaged = append(damaged, damagedFile(table, path, "the footer", err))
+		} else if readData {
+			err := pqfile.ReadRecords(context.Background(), path, nil, func(arrow.RecordBatch) error { return nil })
+			if err != nil {
+				damaged = append(damaged, damagedFile(table, path, "a page", err))
 			}
 		}
 	}
-	return damaged, checked, nil
+	return damaged, len(paths), nil
 }
 
 // damagedFile is the file of table at path, whose part cannot be read.

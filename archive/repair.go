@@ -132,7 +132,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		o.Step = func(string) {}
 	}
 	rep := &RepairReport{Out: out, DryRun: o.DryRun, ReadData: o.ReadData}
-	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
+	if files, err := publishedFiles(out); err != nil || (len(files) == 0 && !exists(filepath.Join(out, stateDir, stateFile))) {
 		rep.Empty = true
 		return rep, err // nothing exported there: nothing to repair, not even a lock to take
 	}
@@ -501,11 +501,8 @@ func newestRun(out string, pending *Run) *Run {
 	if pending != nil {
 		skip = pending.ID
 	}
-	newest, err := newestExportedFile(out, skip)
-	if err != nil || newest.path == "" {
-		return nil
-	}
-	return &newest.run
+	_, run, _ := newestExportedFile(out, skip) // none when the files cannot be listed
+	return run
 }
 
 // sameWritten reports whether two sets of written ids are equal.

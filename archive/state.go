@@ -140,10 +140,10 @@ func loadState(out string) (*State, error) {
 	path := filepath.Join(out, stateDir, stateFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if file, err := anyExportedFile(out); err != nil {
+		if files, err := publishedFiles(out); err != nil {
 			return nil, err
-		} else if file != "" {
-			return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is missing, but the directory holds exported files (%s)", path, file)}
+		} else if len(files) > 0 {
+			return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is missing, but the directory holds exported files (%s)", path, files[0])}
 		}
 		return newState(), nil
 	}
@@ -181,51 +181,52 @@ func (s *State) knowsFiles(out, path string) error {
 			known = run.Time
 		}
 	}
-	newest, err := newestExportedFile(out, "")
+	newest, run, err := newestExportedFile(out, "")
 	switch {
 	case err != nil:
 		return err
-	case newest.path == "":
+	case run == nil:
 		return nil
 	case known.IsZero():
-		return &StateError{Dir: out, Problem: fmt.Sprintf("%s records no export, but the directory holds exported files (%s): it is not this directory's state", path, newest.path)}
-	case newest.run.Time.After(known):
+		return &StateError{Dir: out, Problem: fmt.Sprintf("%s records no export, but the directory holds exported files (%s): it is not this directory's state", path, newest)}
+	case run.Time.After(known):
 		return &StateError{Dir: out, Problem: fmt.Sprintf("%s is older than the files beside it: %s was written after the last export it records (%s), so it is not this directory's state (restored from a backup, or copied from elsewhere?)",
-			path, newest.path, known.Format("2006-01-02 15:04:05.000 MST"))}
+			path, newest, known.Format("2006-01-02 15:04:05.000 MST"))}
 	}
 	return nil
 }
 
-// exportedFile is a Parquet file of a table, and the run its name names
-// (its id and time).
-type exportedFile struct {
-	path string
-	run  Run
+// newestExportedFile is the file of out named after the latest time, and
+// the run its name names (none: "" and nil), passing over the files of the
+// run skip, and the files not named as an export names them.
+func newestExportedFile(out, skip string) (path string, run *Run, err error) {
+	paths, err := publishedFiles(out)
+	for _, p := range paths {
+		stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
+		t, err := time.Parse(fileTimeLayout, stamp)
+		if ok && err == nil && isRunID(id) && id != skip && (run == nil || t.After(run.Time)) {
+			path, run = p, &Run{ID: id, Time: t}
+		}
+	}
+	return path, run, err
 }
 
-// newestExportedFile is the file of out named after the latest time (path
-// "" when there is none), passing over the files of the run skip. Files not
-// named as an export names them are passed over too.
-func newestExportedFile(out, skip string) (exportedFile, error) {
-	var newest exportedFile
+// publishedFiles are the paths of the Parquet files of every table of out
+// (DIR/<table>/*.parquet), in table then name order.
+func publishedFiles(out string) ([]string, error) {
 	tables, err := TablesIn(out)
 	if err != nil {
-		return newest, err
+		return nil, err
 	}
+	var paths []string
 	for _, table := range tables {
-		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+		found, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 		if err != nil {
-			return newest, err
+			return nil, err
 		}
-		for _, p := range paths {
-			stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
-			t, err := time.Parse(fileTimeLayout, stamp)
-			if ok && err == nil && isRunID(id) && id != skip && (newest.path == "" || t.After(newest.run.Time)) {
-				newest = exportedFile{path: p, run: Run{ID: id, Time: t}}
-			}
-		}
+		paths = append(paths, found...)
 	}
-	return newest, nil
+	return paths, nil
 }
 
 // StateError is a state that cannot be used as it is: damaged, or lost
@@ -523,25 +524,6 @@ func isMediaDir(dir string, e fs.DirEntry) bool {
 func HasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	return len(files) > 0
-}
-
-// anyExportedFile returns the path of a Parquet file of a table in out, or
-// "" if there is none.
-func anyExportedFile(out string) (string, error) {
-	tables, err := TablesIn(out)
-	if err != nil {
-		return "", err
-	}
-	for _, t := range tables {
-		files, err := filepath.Glob(filepath.Join(out, t, "*.parquet"))
-		if err != nil {
-			return "", err
-		}
-		if len(files) > 0 {
-			return files[0], nil
-		}
-	}
-	return "", nil
 }
 
 // SaveState replaces DIR/.state/state.json atomically. step marks the

@@ -3,11 +3,11 @@ package archive
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -17,52 +17,27 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// The edits of what X reported (package plan: compliance.on_change),
-// applied to the files: the rows they match are rewritten in place, with
-// compaction's machinery. For each table that holds such rows, a new
-// generation holds the files rewritten (removed rows left out, blanked
-// rows with every column null but the kept ones, a scrubbed post's JSON
-// without its geo) and the others hard linked; DIR/<table> is switched to
-// it atomically, so a reader sees the old set or the new one; and the old
-// set is removed at once, not kept until the next compaction as
-// compaction keeps it: it holds the content X's Developer Policy asks to
-// delete. So is a retired set that holds the posts' rows (compaction's, or
-// one a crash left). (A reader still listing the old set may then fail to
-// open a file it listed: an error, not rows silently missing.) The edits
-// are committed in the state before they are applied (State.Edits), and a
-// crash before a table's switch leaves its old set, which the next
-// command's Recover cleans up before it applies them again. Rows already
-// as asked are left alone, so a table switched before the crash is not
-// rewritten twice.
+// The edits of what X reported (package plan: compliance.on_change) are
+// applied to the files as compaction replaces them: a new generation per
+// table, its files holding such rows rewritten (docs/compliance.md, "With
+// the exporter"). The old set, and a retired set that holds such rows, are
+// removed at once: they hold what X's Developer Policy asks to delete. The
+// edits are committed in the state before they are applied (Run.Edits); a
+// crash leaves the old set or the new one, and rows already as asked are
+// left alone, so the next command applies them again without rewriting a
+// table twice.
 
-// EditOptions configure ApplyEdits.
-type EditOptions struct {
-	// Codec is the rewritten files' compression.
-	Codec string
-	Now   time.Time
-	// Program writes the files.
-	Program Program
-	// Step is called at each step that matters for crash safety.
-	Step func(string)
-}
-
-// ApplyEdits applies the edits to the files of out, under the lock the
-// caller holds, and returns how many rows it changed or removed.
-func ApplyEdits(out string, edits []plan.Edit, o EditOptions) (int64, error) {
-	if o.Step == nil {
-		o.Step = func(string) {}
+// applyEdits applies the run's edits to the files of out, under the lock
+// the caller holds, and returns how many rows it changed or removed.
+func (r *Run) applyEdits(out string, step func(string)) (int64, error) {
+	ix := plan.NewIndex(r.Edits)
+	tables := map[string]bool{}
+	for _, e := range r.Edits {
+		tables[e.Table] = true
 	}
-	ix := plan.NewIndex(edits)
-	var tables []string
-	for _, e := range edits {
-		if !slices.Contains(tables, e.Table) {
-			tables = append(tables, e.Table)
-		}
-	}
-	slices.Sort(tables)
 	var changed int64
-	for _, table := range tables {
-		n, err := applyToTable(out, table, ix, o)
+	for _, table := range slices.Sorted(maps.Keys(tables)) {
+		n, err := r.applyToTable(out, table, ix, step)
 		if err != nil {
 			return changed, fmt.Errorf("%s: %w", table, DiskFull(err, false))
 		}
@@ -72,8 +47,8 @@ func ApplyEdits(out string, edits []plan.Edit, o EditOptions) (int64, error) {
 }
 
 // applyToTable rewrites the table's files that hold rows to change.
-func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error) {
-	if err := removeRetired(out, table, ix, o.Step); err != nil {
+func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) (int64, error) {
+	if err := r.removeRetired(out, table, ix, step); err != nil {
 		return 0, err
 	}
 	paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
@@ -82,7 +57,7 @@ func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error
 	}
 	var touched, keep []string
 	for _, p := range paths {
-		n, err := rewriteFile(p, "", table, ix, o)
+		n, err := r.rewriteFile(p, "", table, ix)
 		if err != nil {
 			return 0, err
 		}
@@ -96,17 +71,17 @@ func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error
 		return 0, nil
 	}
 	var changed int64
-	_, old, err := replaceFiles(out, table, o.Now.UTC(), keep, func(dir string) error {
+	_, old, err := replaceFiles(out, table, r.Time.UTC(), keep, func(dir string) error {
 		for _, p := range touched {
 			stamp, _, _ := strings.Cut(filepath.Base(p), "-")
-			n, err := rewriteFile(p, filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix, o)
+			n, err := r.rewriteFile(p, filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix)
 			if err != nil {
 				return err
 			}
 			changed += n
 		}
 		return nil
-	}, o.Step, "compliance")
+	}, step, "compliance")
 	if err != nil {
 		return 0, err
 	}
@@ -116,21 +91,21 @@ func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error
 	if err := dirsync.Sync(filepath.Dir(old)); err != nil {
 		return changed, err
 	}
-	o.Step("compliance removed the old files of " + table)
+	step("compliance removed the old files of " + table)
 	return changed, nil
 }
 
 // removeRetired removes the table's retired set (compaction's, or one a
 // crash between a switch and the removal of the old set left) when it
 // holds rows of the reported posts.
-func removeRetired(out, table string, ix plan.Index, step func(string)) error {
+func (r *Run) removeRetired(out, table string, ix plan.Index, step func(string)) error {
 	retired := filepath.Join(out, tablesDir, table, retiredName)
 	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
 	if err != nil {
 		return err
 	}
 	for _, p := range paths {
-		n, err := rewriteFile(p, "", table, ix, EditOptions{})
+		n, err := r.rewriteFile(p, "", table, ix)
 		if err != nil {
 			return err
 		}
@@ -149,9 +124,9 @@ func removeRetired(out, table string, ix plan.Index, step func(string)) error {
 	return nil
 }
 
-// rewriteFile counts the rows of the file at path that the actions change
+// rewriteFile counts the rows of the file at path that the edits change
 // and, when dst is not "", writes the file with them changed to dst.
-func rewriteFile(path, dst, table string, ix plan.Index, o EditOptions) (int64, error) {
+func (r *Run) rewriteFile(path, dst, table string, ix plan.Index) (int64, error) {
 	sc, _, err := pqfile.ReadSchema(path)
 	if err != nil {
 		return 0, err
@@ -159,10 +134,10 @@ func rewriteFile(path, dst, table string, ix plan.Index, o EditOptions) (int64, 
 	var w *pqfile.Writer
 	if dst != "" {
 		md := sc.Metadata().ToMap()
-		md["cq:compliance_applied_by"] = o.Program.String()
+		md["cq:compliance_applied_by"] = r.Program.String()
 		meta := arrow.MetadataFrom(md)
 		sc = arrow.NewSchema(sc.Fields(), &meta)
-		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: o.Codec, CreatedBy: o.Program.String()}); err != nil {
+		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: r.Codec, CreatedBy: r.Program.String()}); err != nil {
 			return 0, err
 		}
 	}
@@ -176,7 +151,7 @@ func rewriteFile(path, dst, table string, ix plan.Index, o EditOptions) (int64, 
 		if w == nil {
 			return nil
 		}
-		next, err := applyEdits(rec, sc, edits)
+		next, err := editedBatch(rec, sc, edits)
 		if err != nil {
 			return err
 		}
@@ -258,8 +233,8 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// applyEdits is rec with the edits made, as a record of sc.
-func applyEdits(rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) (arrow.RecordBatch, error) {
+// editedBatch is rec with the edits made, as a record of sc.
+func editedBatch(rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	kept := 0
 	for i := 0; i < n; i++ {

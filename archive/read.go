@@ -16,24 +16,15 @@ import (
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
-// Reading an archive's rows. Every reader of them — the bookmark commands,
-// repair, the compliance records of an old archive, the sandbox demo's
-// checks, browse — reads a Snapshot: the committed files of each table, as
-// one state of the archive names them, each table's directory opened once.
-//
-// So a reader that takes no lock sees one archive while an export, a
-// compaction or a compliance rewrite runs beside it: a switch of
-// DIR/<table> to a new generation leaves it reading the directory it
-// opened (a generation, or the plain directory a first compaction
-// replaces, which is retired, not removed); the files of a run that
-// commits after the state was read are left out, so it never sees part of
-// a run's tables; and the files of the committed run not yet published are
-// read where they are staged. A file removed after the listing (a
-// compliance rewrite removes the set it replaced at once) fails the read
-// with an error that is fs.ErrNotExist: take a new snapshot.
-
-// Snapshot is the committed files of an archive's tables, for reading.
-// Close releases it.
+// Snapshot is the committed files of an archive's tables, as one state of
+// it names them, each table's directory opened once: every reader of the
+// rows reads one. So a reader that takes no lock sees one archive while
+// an export, a compaction or a compliance rewrite runs beside it: it reads
+// the generation it opened (a replaced one is retired, not removed), not
+// the files of a run that committed after the state was read, and the
+// committed run's files where they are staged. A file removed after the
+// listing (a compliance rewrite removes the set it replaced at once) fails
+// the read with fs.ErrNotExist: take a new snapshot. Close releases it.
 type Snapshot struct {
 	tables map[string]*tableFiles
 }
@@ -45,11 +36,9 @@ type tableFiles struct {
 	staged map[string]string // of names, those of the pending run still staged: their paths
 }
 
-// OpenSnapshot takes a snapshot of the archive in dir, as its committed
-// state names its files, without the archive's lock. The state's runs are
-// read from the end of its file, where it records them (repair's salvage
-// reads them so): an archive whose state names no run has all its files in
-// the snapshot.
+// OpenSnapshot takes a snapshot of the archive in dir without its lock.
+// The state's runs are read from the end of its file, where it records
+// them: an archive whose state names no run has all its files in it.
 func OpenSnapshot(dir string) (*Snapshot, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -153,10 +142,9 @@ func Version(dir string) string {
 	return fmt.Sprintf("%d-%d", fi.ModTime().UnixNano(), fi.Size())
 }
 
-// laterThan says whether the file name names a run later than last: one
-// that committed after the state a snapshot was taken of. A file whose
-// name is not a run's (a compaction names its merged files after the time
-// of the newest it merged) is not.
+// laterThan says whether the file name names a time later than last's: a
+// run that committed after the state a snapshot was taken of. (A
+// compaction names its merged files after the newest they merge.)
 func laterThan(name string, last *Run) bool {
 	if last == nil {
 		return false
@@ -166,7 +154,6 @@ func laterThan(name string, last *Run) bool {
 	return err == nil && t.After(last.Time)
 }
 
-// Close releases the snapshot's directories.
 func (s *Snapshot) Close() {
 	for _, t := range s.tables {
 		if t.dir != nil {

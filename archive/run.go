@@ -193,7 +193,7 @@ func Publish(out string, s *State, step func(string)) error {
 	}
 	step("published files synced")
 	if len(run.Edits) > 0 {
-		n, err := ApplyEdits(out, run.Edits, EditOptions{Codec: run.Codec, Now: run.Time, Program: run.Program, Step: step})
+		n, err := run.applyEdits(out, step)
 		if err != nil {
 			return fmt.Errorf("applying what X's compliance job reported (the run is committed; the next command applies it): %w", err)
 		}

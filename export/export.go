@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -112,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer unlock()
 
-	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin}
+	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
 	st, rec, err := archive.Recover(out, o.Step)
 	if err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
@@ -186,9 +185,11 @@ func (r *run) sync(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return errors.New("export interrupted before it read anything from X; nothing was committed")
 	}
-	if err := r.begin(); err != nil {
+	var err error
+	if r.rec, err = archive.BeginRun(r.out, r.state.LastRun, r.o.Clock.Now()); err != nil {
 		return err
 	}
+	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
 	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
 	stop, interrupt, unwatch := r.stopRun(ctx)
 	defer unwatch()
@@ -216,16 +217,6 @@ func (r *run) sync(ctx context.Context) error {
 		r.res.sessions = r.sess.Sessions
 	}
 	r.res.compliance = r.comp
-	return nil
-}
-
-// begin names the run and creates its staging directory.
-func (r *run) begin() error {
-	var err error
-	if r.rec, err = archive.BeginRun(r.out, r.state.LastRun, r.o.Clock.Now()); err != nil {
-		return err
-	}
-	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
 	return nil
 }
 
@@ -547,20 +538,22 @@ func (r *run) firstWrite(uid, postID string) bool {
 		r.archived[uid] = set
 	}
 	if !set.Add(postID) {
-		r.res.skipped(uid)
+		r.res.skip[uid]++
 		return false
 	}
-	r.res.wroteBookmark(uid)
+	r.res.rows[uid]++
 	r.prog.addRows(uid, 1)
 	return true
 }
 
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
-// its bookmark or the table holds the post's rows already (diskState.Stray).
+// its bookmark or the table holds the post's rows already (State.Stray).
+// (Content rows may come before or after their bookmark's row: records of
+// different tables are not ordered.)
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
-		return !r.archivedBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
+		return !r.archived[uid].HasEarlier(postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
 	}
 	return r.firstWrite(uid, postID)
 }
@@ -590,13 +583,6 @@ func (r *run) strayLeft() map[string]map[string]*ids.Set {
 		}
 	}
 	return out
-}
-
-// archivedBefore reports whether an earlier run wrote the account's
-// bookmark of postID. (Content rows may come before or after their
-// bookmark's row: records of different tables are not ordered.)
-func (r *run) archivedBefore(uid, postID string) bool {
-	return r.archived[uid].HasEarlier(postID)
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
@@ -632,9 +618,9 @@ func (r *run) commitAndPublish() error {
 	}
 	r.rec.Files = files
 	r.rec.Edits, r.rec.Program, r.rec.Codec = r.edits, Program, r.o.Compression
-	if err := r.commit(next); err != nil {
+	if err := r.rec.Commit(r.out, next, r.o.Step); err != nil {
 		r.abort()
-		return err
+		return archive.DiskFull(fmt.Errorf("committing the run: %w", err), false)
 	}
 	return r.publishCommitted(next, files)
 }
@@ -690,15 +676,6 @@ func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
 	return r.rec.File(name, tw.w.Rows()), true, nil
 }
 
-// commit replaces the state with next, the run pending in it, atomically:
-// step 2. On an error the caller aborts the run.
-func (r *run) commit(next *archive.State) error {
-	if err := r.rec.Commit(r.out, next, r.o.Step); err != nil {
-		return archive.DiskFull(fmt.Errorf("committing the run: %w", err), false)
-	}
-	return nil
-}
-
 // publishCommitted moves the committed run's files into place (step 3)
 // and adds them to the result. The run is committed: nothing is aborted.
 func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
@@ -751,8 +728,7 @@ type Result struct {
 	// the run redacted or removed (compliance.on_change).
 	ComplianceRows int64
 
-	plugin     *spec.Spec // the plugin's spec, for the summary's messages
-	mu         sync.Mutex
+	plugin     *spec.Spec     // the plugin's spec, for the summary's messages
 	rows       map[string]int // x_bookmarks rows written, by user id
 	skip       map[string]int // x_bookmarks rows dropped as already written
 	sessions   []*account.Session
@@ -764,24 +740,6 @@ type FileResult struct {
 	Table string `json:"table"`
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`
-}
-
-func (r *Result) wroteBookmark(uid string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.rows == nil {
-		r.rows = map[string]int{}
-	}
-	r.rows[uid]++
-}
-
-func (r *Result) skipped(uid string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.skip == nil {
-		r.skip = map[string]int{}
-	}
-	r.skip[uid]++
 }
 
 // Failed lists the accounts that failed, each as an error naming it.

@@ -148,8 +148,6 @@ func (r *Result) Summary() *Summary {
 	if s.Files == nil {
 		s.Files = []FileResult{}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if sv := saverOf(r.sessions); sv != nil && r.Interrupted {
 		c := sv.Progress().Counts()
 		s.MediaFilesLeft = int(max(c.Wanted-c.Done, 0))

@@ -27,9 +27,7 @@ import (
 
 // RepairOptions configure Repair.
 type RepairOptions struct {
-	// DryRun reports what Repair would do, and changes nothing.
 	DryRun bool
-	// Tables names the bookmarks' tables (the exporter's).
 	Tables BookmarkTables
 	// ReadData reads every page of every file, and hashes every media file
 	// a row says stored; otherwise only footers and sizes are checked.
@@ -47,9 +45,8 @@ type RepairReport struct {
 	Empty bool
 	// StateProblem is what made the state unusable; "" when it was sound.
 	StateProblem string
-	// Checked Parquet files, and with ReadData every page of them.
-	Checked  int
-	ReadData bool
+	Checked      int // Parquet files
+	ReadData     bool
 	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
 	// (user_id, post_id) of Accounts accounts.
 	BookmarkFiles, Posts, Accounts int
@@ -69,13 +66,10 @@ type RepairReport struct {
 	// LostFiles are files of the committed run that were neither staged nor
 	// published: the run is published without them.
 	LostFiles []string
-	// Damaged are the files whose footer (or with ReadData, a page) cannot
-	// be read: they are moved to DIR/.damaged/<table>/ (with DryRun: would
-	// be), and the state rebuilt without them.
+	// Damaged are the files that cannot be read: they are moved to
+	// DIR/.damaged/<table>/, and the state rebuilt without them.
 	Damaged []DamagedFile
-	// Media is what the media files, their rows and the state's records of
-	// them say of each other.
-	Media MediaFindings
+	Media   MediaFindings
 	// Leftovers are what a stopped run left, which Recover removes or
 	// finishes: a run committed and not published, the files of runs that
 	// did not commit, a state file half written.
@@ -83,9 +77,8 @@ type RepairReport struct {
 	// Changed says that the archive was (with DryRun: would be) changed.
 	Changed bool
 	// Publish is the committed run whose publishing is finished (or would be).
-	Publish string
-	// Recovered is what finishing the directory's recovery did (not DryRun).
-	Recovered *Recovery
+	Publish   string
+	Recovered *Recovery // not with DryRun
 }
 
 // DroppedMemory is a walk memory Repair did not keep: the next export reads
@@ -94,29 +87,14 @@ type DroppedMemory struct {
 	Key, Reason string
 }
 
-// Repair checks an output directory and makes it whole where it can,
-// under the directory's lock:
-//
-//   - the written-id sets are rebuilt from the x_bookmarks files (the
-//     published ones and those of a committed run still staged), so no row
-//     is ever written twice;
-//   - each walk memory is kept if it is intact and every post it holds is
-//     in a file. Any other is dropped, never guessed: the files record
-//     neither a list's current order nor which posts left it since, and a
-//     memory that vouches for posts no file holds would stop the walk above
-//     them. The next export reads a dropped memory's list in full once;
-//   - a committed run's files that are neither staged nor published are
-//     dropped from it, and the run is published without them;
-//   - a file that cannot be read is moved aside (DIR/.damaged/<table>/);
-//   - the media files are made to agree with their rows (see
-//     MediaFindings): a file whose last row was lost is marked to be tried
-//     again, which writes its row; a stored file lost or damaged is marked
-//     to be fetched again (a damaged one moved aside first); a file that
-//     no row names and no post uses is removed. Each mark is a record of
-//     the state the next export acts on once, so no row is written twice;
-//   - what a stopped run left is finished or removed (Recover).
-//
-// A sound directory is left as it is.
+// Repair checks an output directory and makes it whole where it can, under
+// its lock, as docs/export.md ("cq-source-x repair") tells: the written
+// ids rebuilt from the x_bookmarks files, each walk memory kept if it is
+// intact and holds only posts in a file (never guessed), a committed run
+// published without its lost files, the files that cannot be read moved
+// aside, the media files made to agree with their rows (MediaFindings),
+// and what a stopped run left finished (Recover). A sound directory is
+// left as it is.
 func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -551,19 +529,12 @@ func jsonString(text []byte, at int) (string, int, bool) {
 	if at >= len(text) || text[at] != '"' {
 		return "", 0, false
 	}
-	for i := at + 1; i < len(text); i++ {
-		switch text[i] {
-		case '\\':
-			i++
-		case '"':
-			var s string
-			if json.Unmarshal(text[at:i+1], &s) != nil {
-				return "", 0, false
-			}
-			return s, i + 1, true
-		}
+	dec := json.NewDecoder(bytes.NewReader(text[at:]))
+	var s string
+	if dec.Decode(&s) != nil {
+		return "", 0, false
 	}
-	return "", 0, false
+	return s, at + int(dec.InputOffset()), true
 }
 
 // runAfter decodes the run record that follows the last occurrence of

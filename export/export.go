@@ -146,11 +146,7 @@ type run struct {
 	// written: by earlier runs (HasEarlier: their records say so), and by
 	// this one.
 	archived map[string]*ids.Set
-	sess     *account.Set
-	comp     *compliance.Check // the sync's compliance check, if it ran one
 	prog     *progress
-	// messages is the channel the sync sends its messages to.
-	messages chan message.SyncMessage
 	// keys is the plugin's state backend during the run: it starts from
 	// the committed keys, and what the plugin flushes is committed with the
 	// run's files. Nothing reaches the disk before the data it describes.
@@ -213,10 +209,6 @@ func (r *run) sync(ctx context.Context) error {
 		return err
 	}
 	r.res.Interrupted = errors.Is(context.Cause(stop), walk.ErrInterrupted)
-	if r.sess != nil {
-		r.res.sessions = r.sess.Sessions
-	}
-	r.res.compliance = r.comp
 	return nil
 }
 
@@ -365,7 +357,6 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p *plugin.Plugin) error {
 	o := r.o
 	ch := make(chan message.SyncMessage, 8)
-	r.messages = ch
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
@@ -402,7 +393,7 @@ var _ xplugin.Destination = (*run)(nil)
 // SyncStarted keeps the sync's accounts, for the progress and the summary,
 // and its compliance check, for the summary.
 func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
-	r.sess, r.comp = s, c
+	r.res.sessions, r.res.compliance = s.Sessions, c
 	r.prog.attach(s)
 }
 

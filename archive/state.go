@@ -25,9 +25,7 @@ import (
 // which it reads, in written-id sets (State.Written).
 const stateFormat = 2
 
-// State is DIR/.state/state.json. It is replaced atomically (write a
-// temporary file, fsync, rename, fsync the directory), so it is always
-// either the old or the new version.
+// State is DIR/.state/state.json, replaced atomically (SaveState).
 type State struct {
 	Format int `json:"format"`
 	// Keys are the key/values the plugin's state client holds: the walk
@@ -37,25 +35,18 @@ type State struct {
 	// the committed files, as format 1 kept them; format 2 keeps them in
 	// the accounts' records (ArchivedPosts), made from these once.
 	Written map[string]*ids.Set `json:"written,omitempty"`
-	// Stray lists, per child table of x_bookmarks (its content: authors,
-	// media, referenced posts) and per user id, the posts whose rows the
-	// table's files hold while no x_bookmarks file holds the post: the
-	// x_bookmarks file was removed by hand, and the repair found them. A
-	// walk that reads such a post again writes its x_bookmarks row, and not
-	// its rows of that table, which holds them already; the post then
-	// leaves this list. Empty but after such a repair.
+	// Stray lists, per content table of x_bookmarks and per user id, the
+	// posts whose rows the table's files hold while no x_bookmarks file
+	// does (a repair found its file removed): a walk that reads such a post
+	// again writes its bookmark's row, not these rows again.
 	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
-	// Pending is a committed run whose files may not all be published yet.
-	Pending *Run `json:"pending,omitempty"`
-	// LastRun is the last run published.
-	LastRun *Run `json:"last_run,omitempty"`
+	Pending *Run `json:"pending,omitempty"` // committed, maybe not all published
+	LastRun *Run `json:"last_run,omitempty"` // the last run published
 }
 
-// writeTo writes json.Marshal(s) to w (TestStateEncodingIsJSONMarshal holds
-// it to that), one key and one set at a time: the walk memories and the
-// written ids are most of the state, a few bytes per post held, and an
-// export of many accounts would otherwise hold them twice more in memory
-// (the encoded JSON, and the buffer it grew in) while it saves them.
+// writeTo writes json.Marshal(s) to w, one key and one set at a time: the
+// keys and written ids, a few bytes per post, are most of the state, and
+// are not held twice more in memory (the JSON, and its buffer) to save them.
 func (s *State) writeTo(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	writeSet := func(set *ids.Set) error {
@@ -166,14 +157,10 @@ func loadState(out string) (*State, error) {
 }
 
 // knowsFiles checks that the state s (read from path) is the state of the
-// files in out. Every run that writes a file records itself in the state
-// as it commits (Pending, then LastRun), and a run's files are named after
-// its time, which is later than any run before it. So no file may be
-// named after a time later than the last run the state records: a state
-// that records no run beside files (an empty one), or one older than the
-// files (restored from a backup, copied from another directory), would
-// have the next run write again rows the files hold. Only the names are
-// read, never the files.
+// files in out: a run's files are named after its time, later than any run
+// before it, so no file may be named after a time later than the last run
+// the state records. A state without runs beside files, or older than them
+// (a backup), would have the next run write again rows the files hold.
 func (s *State) knowsFiles(out, path string) error {
 	var known time.Time // the latest run the state records
 	for _, run := range []*Run{s.LastRun, s.Pending} {
@@ -261,12 +248,9 @@ func (e *newerStateError) Error() string {
 	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
 }
 
-// decodeState decodes and checks a state file. Every state this
-// program writes has a format, keys (possibly empty), written-id sets
-// (possibly empty) and runs whose ids and files name paths inside the
-// output directory; anything else is damaged. Every walk memory is decoded
-// too, so that a damaged one stops the export before anything is billed,
-// rather than failing its account at every run.
+// decodeState decodes and checks a state file: anything this program does
+// not write is damaged. Every walk memory is decoded too, so that a damaged
+// one stops the export before anything is billed.
 func decodeState(r io.Reader) (*State, error) {
 	s := &State{}
 	if err := s.readFrom(r); err != nil {
@@ -298,8 +282,7 @@ func decodeState(r io.Reader) (*State, error) {
 }
 
 // readFrom decodes the JSON writeTo writes, one key and one set at a time,
-// so that the file is not held in memory beside what it decodes to (at
-// 10,000 accounts, hundreds of megabytes each).
+// so that the file is not held in memory beside what it decodes to.
 func (s *State) readFrom(r io.Reader) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	err := decodeObject(dec, func(field string) error {

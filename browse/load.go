@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -386,34 +384,10 @@ func (l *loader) finish() {
 	for _, b := range l.lib.bookmarks {
 		l.lib.starts = append(l.lib.starts, len(text))
 		for _, field := range []string{b.Text, b.AuthorName, b.AuthorUsername, b.ArticleTitle} {
-			text = appendLower(text, field)
-			text = append(text, '\n')
+			text = append(append(text, strings.ToLower(field)...), '\n')
 		}
 		text[len(text)-1] = 0
 	}
 	l.lib.text = string(text)
 	l.lib.starts = append(l.lib.starts, len(text))
-}
-
-// appendLower appends s to b in lower case, as strings.ToLower would.
-func appendLower(b []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			b = append(b, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			b = append(b, c) // not UTF-8: kept as it is, as strings.ToLower keeps it
-		} else {
-			b = utf8.AppendRune(b, unicode.ToLower(r))
-		}
-		i += n
-	}
-	return b
 }

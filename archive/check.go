@@ -25,28 +25,19 @@ import (
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
-// What `cq-source-x check` finds, trusting nothing (restic's check is the
-// model), and what `repair` makes whole of it: Repair's dry run, told as
-// problems, each with the command that fixes it.
-
-// CheckOptions configure Check.
+// CheckOptions configure Check, as RepairOptions do Repair.
 type CheckOptions struct {
-	// ReadData reads every page of every file and hashes every media file.
 	ReadData bool
-	// Tables names the bookmarks' tables (RepairOptions).
-	Tables BookmarkTables
+	Tables   BookmarkTables
 }
 
 // CheckReport is what Check found.
 type CheckReport struct {
-	Out string `json:"out"`
-	// Files Parquet files and MediaFiles media files were checked, with
-	// ReadData every page and every media file's hash.
-	Files      int  `json:"files"`
-	MediaFiles int  `json:"media_files"`
-	ReadData   bool `json:"read_data"`
-	// Problems are what is not whole; none when the archive is.
-	Problems []Problem `json:"problems"`
+	Out        string    `json:"out"`
+	Files      int       `json:"files"` // Parquet files
+	MediaFiles int       `json:"media_files"`
+	ReadData   bool      `json:"read_data"`
+	Problems   []Problem `json:"problems"` // none when the archive is whole
 }
 
 // Problem is one thing Check found wrong: where (a file, a table, the
@@ -59,10 +50,9 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Where + ": " + p.What + ". Fix: " + p.Fix }
 
-// Check reads the archive in dir and reports what is not whole: files that
-// cannot be read, rows and media files that disagree, a state that
-// disagrees with the files, what a stopped run left. It changes nothing,
-// and sends no request.
+// Check is `cq-source-x check`: Repair's dry run, trusting nothing
+// (restic's check is the model), told as problems, each with the command
+// that fixes it. It changes nothing, and sends no request.
 func Check(dir string, o CheckOptions) (*CheckReport, error) {
 	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: o.ReadData, Tables: o.Tables})
 	if err != nil {
@@ -79,13 +69,9 @@ func (c *CheckReport) WriteText(w io.Writer) {
 	for _, p := range c.Problems {
 		fmt.Fprintln(w, p)
 	}
-	what := "footers"
+	what, media := "footers", "sizes"
 	if c.ReadData {
-		what = "every page"
-	}
-	media := "sizes"
-	if c.ReadData {
-		media = "hashes"
+		what, media = "every page", "hashes"
 	}
 	fmt.Fprintf(w, "checked %s (%s), %s (%s) and the state of %s: ", plural.Count(c.Files, "Parquet file", "Parquet files"), what,
 		plural.Count(c.MediaFiles, "media file", "media files"), media, c.Out)
@@ -141,16 +127,14 @@ func (rep *RepairReport) problems() []Problem {
 	return ps
 }
 
-// mediaFilesTable is the table of the media files' rows
-// (resources.MediaFilesTable).
+// mediaFilesTable is resources.MediaFilesTable.
 const mediaFilesTable = "x_media_files"
 
 // MediaFindings is what the media files (DIR/media), their rows
 // (x_media_files: the newest row of a file is its status) and the state's
 // records of them say of each other.
 type MediaFindings struct {
-	// Files in DIR/media were checked.
-	Files int
+	Files int // in DIR/media
 	// Lost are the stored files the newest rows name that DIR/media lacks,
 	// or holds with other content.
 	Lost []LostMedia
@@ -162,16 +146,13 @@ type MediaFindings struct {
 	// or a repair marked their rows lost): that export records them.
 	// Unused are those no record uses either.
 	Unrecorded, Unused []string
-	// Spools are the files a stopped run was fetching (DIR/media/.tmp).
-	Spools []string
+	Spools             []string // the files a stopped run was fetching (DIR/media/.tmp)
 }
 
 // LostMedia is a stored file lost from DIR/media.
 type LostMedia struct {
 	Key, Problem string
-	// Damaged: the file is there with other content; a repair moves it
-	// aside.
-	Damaged bool
+	Damaged      bool // there with other content: a repair moves it aside
 	// Records of the state use it, of which Marked are marked to fetch it
 	// again.
 	Records, Marked int
@@ -330,7 +311,6 @@ func lostFiles(root string, sizes, files map[string]int64, readData bool) (map[s
 	return lost, nil
 }
 
-// hashFile is the SHA-256 of the file at path, in hex.
 func hashFile(path string) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
@@ -420,7 +400,6 @@ func (f *MediaFindings) damaged(out string) []DamagedFile {
 	return files
 }
 
-// toRemove reports whether a repair moves or removes media files.
 func (f *MediaFindings) toRemove() bool {
 	return len(f.Unused) > 0 || len(f.Spools) > 0 || slices.ContainsFunc(f.Lost, func(l LostMedia) bool { return l.Damaged })
 }
@@ -503,7 +482,6 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 	}
 }
 
-// pick is what when dryRun, else done.
 func pick(dryRun bool, what, done string) string {
 	if dryRun {
 		return what

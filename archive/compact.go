@@ -22,14 +22,10 @@ type CompactOptions struct {
 	// default only months that are over are, so that a month's files are
 	// merged once.
 	CurrentMonth bool
-	// DryRun says what would be merged, and changes nothing.
-	DryRun bool
-	// Compression is the merged files' codec ("" is pqfile.DefaultCodec).
-	Compression string
-	// Now is the time (default time.Now).
-	Now func() time.Time
-	// Program writes the merged files.
-	Program Program
+	DryRun       bool
+	Compression  string // "" is pqfile.DefaultCodec
+	Now          func() time.Time
+	Program      Program
 	// Step, when set, is called at each step that matters for crash safety.
 	Step func(name string)
 }
@@ -56,21 +52,13 @@ type MergedFiles struct {
 	Month string `json:"month"`
 	Files int    `json:"files"`
 	Rows  int64  `json:"rows"`
-	// Name is the merged file's name.
-	Name string `json:"name,omitempty"`
+	Name  string `json:"name,omitempty"`
 }
 
 // Compact merges each month's files of each table into one file, under
-// the export's lock. Every file keeps its rows: a merged file holds its
-// inputs' rows, in their order, with their _cq_sync_time. Files of
-// different columns (written by different versions) are merged apart.
-//
-// The protocol is an export's: stage (the table's new set of files in a
-// new generation directory, written and fsynced), commit (DIR/<table>
-// switched to it by one atomic rename), publish (the old set retired, and
-// the set retired by the compaction before removed). A crash before the
-// switch leaves the old set, after it the new one; the next export,
-// compaction or repair removes what is left of the other.
+// the export's lock, as docs/export.md ("Compaction") tells: a merged file
+// holds its inputs' rows, in their order, with their _cq_sync_time; files
+// of different columns (written by different versions) are merged apart.
 func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {

@@ -40,8 +40,10 @@ type State struct {
 	// does (a repair found its file removed): a walk that reads such a post
 	// again writes its bookmark's row, not these rows again.
 	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
-	Pending *Run `json:"pending,omitempty"` // committed, maybe not all published
-	LastRun *Run `json:"last_run,omitempty"` // the last run published
+	// Pending is a run committed, maybe not all published; LastRun the last
+	// run published.
+	Pending *Run `json:"pending,omitempty"`
+	LastRun *Run `json:"last_run,omitempty"`
 }
 
 // writeTo writes json.Marshal(s) to w, one key and one set at a time: the

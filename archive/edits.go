@@ -151,12 +151,7 @@ func (r *Run) rewriteFile(path, dst, table string, ix plan.Index) (int64, error)
 		if w == nil {
 			return nil
 		}
-		next, err := editedBatch(rec, sc, edits)
-		if err != nil {
-			return err
-		}
-		defer next.Release()
-		return w.Write(next)
+		return writeEdited(w, rec, sc, edits)
 	})
 	if w != nil {
 		if cerr := w.Close(); err == nil {
@@ -233,66 +228,51 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// editedBatch is rec with the edits made, as a record of sc.
-func editedBatch(rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) (arrow.RecordBatch, error) {
-	n := int(rec.NumRows())
-	kept := 0
-	for i := 0; i < n; i++ {
-		if !edits[i].remove {
-			kept++
-		}
-	}
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
+// writeEdited writes rec to w, as records of sc, with the edits made: the
+// rows between edited ones as they are, an edited row with its new values,
+// a removed one left out.
+func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) error {
+	write := func(from, to int64, values map[int]*string) error {
+		cols := make([]arrow.Array, rec.NumCols())
+		defer func() {
+			for _, c := range cols {
+				if c != nil {
+					c.Release()
+				}
 			}
-		}
-	}()
-	for c := range cols {
-		var parts []arrow.Array
-		start := 0
-		flush := func(end int) {
-			if end > start {
-				parts = append(parts, array.NewSlice(rec.Column(c), int64(start), int64(end)))
+		}()
+		for c := range cols {
+			var err error
+			if v, set := values[c]; set {
+				cols[c], err = valueArray(rec.Column(c).DataType(), v)
+			} else {
+				cols[c] = array.NewSlice(rec.Column(c), from, to)
 			}
-		}
-		for i := 0; i < n; i++ {
-			e, ok := edits[i]
-			if !ok {
-				continue
-			}
-			v, set := e.values[c]
-			if !e.remove && !set {
-				continue
-			}
-			flush(i)
-			start = i + 1
-			if e.remove {
-				continue
-			}
-			one, err := valueArray(rec.Column(c).DataType(), v)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			parts = append(parts, one)
 		}
-		flush(n)
-		var err error
-		if len(parts) == 0 {
-			cols[c] = array.MakeArrayOfNull(memory.DefaultAllocator, rec.Column(c).DataType(), 0)
-		} else {
-			cols[c], err = array.Concatenate(parts, memory.DefaultAllocator)
+		part := array.NewRecordBatch(sc, cols, to-from)
+		defer part.Release()
+		return w.Write(part)
+	}
+	start, n := int64(0), rec.NumRows()
+	for i := int64(0); i <= n; i++ {
+		e, edited := edits[int(i)]
+		if i < n && !edited {
+			continue
 		}
-		for _, p := range parts {
-			p.Release()
+		if err := write(start, i, nil); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, err
+		start = i + 1
+		if edited && !e.remove {
+			if err := write(i, i+1, e.values); err != nil {
+				return err
+			}
 		}
 	}
-	return array.NewRecordBatch(sc, cols, int64(kept)), nil
+	return nil
 }
 
 // valueArray is an array of one value of type dt: v, or null.

@@ -1,9 +1,8 @@
 // Package export runs an export: the plugin in-process, with the spec file a
-// CloudQuery sync uses (same tables, resolvers, walks and state logic), as
-// the destination of its sync (plugin.Destination). It drops the rows an
-// earlier run wrote, stages each table's records in a Parquet file of the
-// run and commits them with the state (package archive), and shows the
-// run's progress and summary.
+// CloudQuery sync uses, as the destination of its sync (plugin.Destination).
+// It drops the rows an earlier run wrote, stages each table's records in a
+// Parquet file of the run and commits them with the state (package
+// archive), and shows the run's progress and summary.
 package export
 
 import (
@@ -45,31 +44,21 @@ import (
 
 // Options configure a Run.
 type Options struct {
-	// Spec is the source spec, from cqspec.Read or cqspec.Parse.
 	Spec *cqspec.Source
-	// Out is the output directory; created if missing.
-	Out string
-	// Clock for the plugin (rate-limit waits, timestamps) and the run's
-	// time. Default: the wall clock.
-	Clock clock.Clock
-	// Transport for API requests. Default: http.DefaultTransport.
-	Transport http.RoundTripper
+	Out  string // the output directory; created if missing
+	// Clock for the plugin and the run's time; default the wall clock.
+	Clock     clock.Clock
+	Transport http.RoundTripper // default http.DefaultTransport
 	// Progress receives progress lines and log messages (stderr); nil
 	// discards them. With Quiet, it receives only a line for each
 	// rate-limit wait of a minute or more.
 	Progress io.Writer
-	// Terminal makes progress redraw its lines in place (Progress is a
-	// terminal). Otherwise a line per account is printed every
-	// ProgressInterval and at the end.
-	Terminal bool
-	// ProgressInterval between progress lines when not on a terminal;
-	// 0 means 10s.
+	// Terminal makes progress redraw its lines in place; otherwise a line
+	// per account is printed every ProgressInterval (0: 10s) and at the end.
+	Terminal         bool
 	ProgressInterval time.Duration
-	// Quiet prints only errors, and the long rate-limit waits (Progress).
-	Quiet bool
-	// Compression is the Parquet codec, one of pqfile.Codecs; "" means
-	// pqfile.DefaultCodec.
-	Compression string
+	Quiet            bool   // prints only errors, and the long rate-limit waits
+	Compression      string // one of pqfile.Codecs; "" is pqfile.DefaultCodec
 	// Step, when set, is called at each step that matters for crash safety
 	// (the kill tests stop the process there).
 	Step func(name string)
@@ -143,22 +132,16 @@ type run struct {
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
 	// archived holds, per account, the posts of the x_bookmarks rows
-	// written: by earlier runs (HasEarlier: their records say so), and by
-	// this one.
+	// written, by earlier runs (HasEarlier) and by this one.
 	archived map[string]*ids.Set
 	prog     *progress
-	// keys is the plugin's state backend during the run: it starts from
-	// the committed keys, and what the plugin flushes is committed with the
-	// run's files. Nothing reaches the disk before the data it describes.
-	keys *runState
-	// stop ends the run's reads from X (stopRun); the sync's own context
-	// never ends.
-	stop context.Context
-	// media stores the media files, in DIR/media; nil when the spec
-	// stores none.
-	media *store.Store
-	// edits are what the sync's compliance check reported (Edit).
-	edits []plan.Edit
+	// keys is the plugin's state backend: what it flushes is committed with
+	// the run's files, so nothing reaches the disk before the data it
+	// describes.
+	keys  *runState
+	stop  context.Context // ends the run's reads from X (stopRun)
+	media *store.Store    // DIR/media; nil when the spec stores no media
+	edits []plan.Edit     // what the sync's compliance check reported (Edit)
 }
 
 // tableWriter stages one table's file.
@@ -166,12 +149,10 @@ type tableWriter struct {
 	table *schema.Table
 	w     *pqfile.Writer
 	path  string
-	// for x_bookmarks and its child tables: the columns of the bookmark's
-	// key, by which rows already written are dropped; -1 for the other tables
+	// for x_bookmarks and its content tables: the columns of the bookmark's
+	// key, by which rows already written are dropped; -1 for the others
 	userCol, postCol int
-	// child is a child table of x_bookmarks (its content: authors, media,
-	// referenced posts): its rows are dropped with their bookmark's.
-	child bool
+	child            bool // a content table: its rows go with their bookmark's
 }
 
 // sync runs the plugin's sync, writing its records to the staged files.
@@ -212,13 +193,10 @@ func (r *run) sync(ctx context.Context) error {
 	return nil
 }
 
-// openMedia opens the run's media store, DIR/media, when the spec stores
-// media files: the archive keeps them beside the tables, whatever
-// media_files.store says (which a CloudQuery sync uses). A file is stored
-// (synced and renamed into place) before the row and the state that name
-// it are committed with the run's files: the state never says stored what
-// is not, and a file a run stored but did not commit is found by its URL,
-// or its content, by the next.
+// openMedia opens DIR/media when the spec stores media files, whatever
+// media_files.store says (a CloudQuery sync's). A file is stored before
+// the row and the state that name it are committed: a file a run stored but
+// did not commit is found by its URL, or its content, by the next.
 func (r *run) openMedia() error {
 	if r.o.Spec.Plugin == nil || r.o.Spec.Plugin.MediaFiles == nil {
 		return nil
@@ -252,12 +230,10 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 }
 
 // loadRecords reads the posts each account's record says earlier runs
-// wrote (archive.State.ArchivedPosts), the rows of which the run drops,
-// after it made the records of an archive of format 1 from its written ids
-// (account.MigrateRecord). With the compliance section, a record that
+// wrote, whose rows the run drops, once the records of a state of format 1
+// are made from its written ids. With the compliance section, a record that
 // holds no authors (an archive made before the walks recorded them) gets
-// them from the files, as the referenced posts; the state keeps them from
-// then on, committed with the run.
+// them, and the referenced posts, from the files.
 func (r *run) loadRecords(ctx context.Context, st *runState) error {
 	for uid, set := range r.state.Written {
 		if err := account.MigrateRecord(ctx, st, uid, set.Numbers()); err != nil {
@@ -332,8 +308,6 @@ func (r *run) logger() zerolog.Logger {
 	return zerolog.New(dropReported{console}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 }
 
-// pluginOptions connect the plugin to the run: its state backend, the
-// progress, the clock and the transport.
 func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	opts := []xplugin.Option{
 		xplugin.WithClock(r.o.Clock),
@@ -385,13 +359,9 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	return nil
 }
 
-// The run is the sync's destination (plugin.Destination): it commits the
-// rows with the state, and its written ids are the record of the posts
-// archived.
+// The run is the sync's destination: it commits the rows with the state.
 var _ xplugin.Destination = (*run)(nil)
 
-// SyncStarted keeps the sync's accounts, for the progress and the summary,
-// and its compliance check, for the summary.
 func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 	r.res.sessions, r.res.compliance = s.Sessions, c
 	r.prog.attach(s)
@@ -549,8 +519,7 @@ func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	return r.firstWrite(uid, postID)
 }
 
-// strayLeft is the state's stray content rows (diskState.Stray) but those
-// of the posts whose bookmark is written now: the written ids cover them.
+// strayLeft is State.Stray but the posts whose bookmark is written now.
 func (r *run) strayLeft() map[string]map[string]*ids.Set {
 	var out map[string]map[string]*ids.Set
 	for table, byUser := range r.state.Stray {
@@ -594,8 +563,7 @@ func (r *run) abort() {
 	}
 }
 
-// commitAndPublish ends a run whose sync succeeded: stage, commit, publish,
-// in that order (see the package documentation).
+// commitAndPublish ends a run whose sync succeeded: stage, commit, publish.
 func (r *run) commitAndPublish() error {
 	next := &archive.State{
 		Keys:    r.keys.Committed(),
@@ -616,18 +584,16 @@ func (r *run) commitAndPublish() error {
 	return r.publishCommitted(next, files)
 }
 
-// Edit takes the edits of what X's compliance job reported (plugin.Destination):
-// the run commits them with its files and applies them once those are
-// published (archive.Publish), so that a post the check reports in the run
-// that archived it is edited too, and a run stopped before they are
-// applied leaves them to the next command.
+// Edit takes the edits of what X's compliance job reported: the run commits
+// them with its files and applies them once those are published
+// (archive.Publish), so a post reported in the run that archived it is
+// edited too, and a run stopped before leaves them to the next command.
 func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
 
-// stage closes (footer, fsync) every file and syncs the staging directory:
-// step 1. A table gets a file of no rows only when it has no file yet: it
-// tells readers globbing DIR/<table>/*.parquet the table's columns. The
-// archive's own table of bookmark changes, which no sync writes, gets its
-// own beside x_bookmarks. On an error the caller aborts the run.
+// stage closes (footer, fsync) every file and syncs the staging directory.
+// A table gets a file of no rows only when it has none yet: it tells readers
+// of DIR/<table>/*.parquet its columns. The archive's own tables get theirs
+// beside x_bookmarks. On an error the caller aborts the run.
 func (r *run) stage() ([]archive.File, error) {
 	for _, t := range archive.Tables() {
 		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
@@ -667,8 +633,8 @@ func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
 	return r.rec.File(name, tw.w.Rows()), true, nil
 }
 
-// publishCommitted moves the committed run's files into place (step 3)
-// and adds them to the result. The run is committed: nothing is aborted.
+// publishCommitted publishes the committed run, and adds its files to the
+// result. Nothing is aborted now.
 func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
 	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
 		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
@@ -708,10 +674,8 @@ type Result struct {
 	Recovered  *archive.Recovery
 	// SyncErrors are the errors the SDK's scheduler reported (a resolver
 	// that failed); the accounts' reports say the same per account.
-	SyncErrors []string
-	// Interrupted: the run was interrupted (its context ended) and
-	// committed what it had read.
-	Interrupted bool
+	SyncErrors  []string
+	Interrupted bool // committed what it had read
 	// Damaged are the files of earlier runs whose footer the run found
 	// damaged (the run goes on: the state knows what they held).
 	Damaged []archive.DamagedFile

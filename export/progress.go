@@ -32,7 +32,6 @@ type progress struct {
 	rows   map[string]int
 	waits  map[string]waitInfo // by user id
 	drawn  int                 // lines currently drawn (terminal)
-	last   time.Time
 	stopCh chan struct{}
 	done   chan struct{}
 }
@@ -103,7 +102,6 @@ func (p *progress) addRows(userID string, n int) {
 	p.rows[userID] += n
 }
 
-// start begins refreshing in the background.
 func (p *progress) start() {
 	if p.quiet {
 		return

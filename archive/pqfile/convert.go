@@ -1,17 +1,9 @@
 // Package pqfile writes one table's rows, the Arrow records the CloudQuery
 // SDK's scheduler builds, to a Parquet file that DuckDB, pyarrow and Spark
-// read directly. It does what CloudQuery's file destination does with the
-// same records: extension types become plain ones — JSON columns UTF-8
-// strings (field metadata cq:extension:json marks them), UUID columns
-// (_cq_id, _cq_parent_id) their canonical 36-character text — the CLI's
-// _cq_sync_time and _cq_source_name columns are put in front, and pqarrow
-// writes the records into buffered row groups.
-//
-// Strings are Parquet STRING, timestamps TIMESTAMP(MICROS, UTC), lists
-// LIST, nulls nulls. The Arrow schema is stored in the file (ARROW:schema)
-// with each column's description as field metadata, and the schema
-// metadata — table name, description, primary keys, incremental flag,
-// plugin version — is also the Parquet key/value metadata.
+// read directly, as CloudQuery's file destination does (docs/parquet.md):
+// JSON and UUID columns become text, the CLI's _cq_sync_time and
+// _cq_source_name columns are put in front, the Arrow schema and its
+// metadata are stored in the file, and pqarrow writes buffered row groups.
 package pqfile
 
 import (
@@ -40,7 +32,6 @@ const (
 	MetadataSyncTime      = "cq:sync_time" // RFC 3339, UTC
 )
 
-// columnKind is how one input column is converted.
 type columnKind int
 
 const (
@@ -58,8 +49,8 @@ type converter struct {
 	syncTime, sourceName scalar.Scalar
 }
 
-// newConverter prepares the conversion of table's records. extra is added to
-// the schema metadata (plugin name and version, run id, ...).
+// newConverter prepares the conversion of table's records; extra is added
+// to the schema metadata.
 func newConverter(table *schema.Table, syncTime time.Time, sourceName string, extra map[string]string) (*converter, error) {
 	in := table.ToArrowSchema()
 	md := in.Metadata().ToMap()
@@ -138,8 +129,8 @@ func plain(t arrow.DataType) error {
 	return nil
 }
 
-// convert returns rec in the output schema. The caller releases the result.
-// JSON columns are converted without copying (same buffers, string type).
+// convert returns rec in the output schema; the caller releases it. JSON
+// columns keep their buffers, as strings.
 func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if int(rec.NumCols()) != len(c.kinds) {
 		return nil, fmt.Errorf("table %s: record has %d columns, the table %d", c.table.Name, rec.NumCols(), len(c.kinds))

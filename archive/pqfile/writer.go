@@ -20,23 +20,14 @@ type Options struct {
 	// columns of every row.
 	SyncTime   time.Time
 	SourceName string
-	// Metadata is added to the schema metadata (plugin name and version,
-	// the export's run, ...).
-	Metadata map[string]string
-	// Codec is the compression codec's name, one of Codecs; "" means
-	// DefaultCodec.
-	Codec string
-	// CreatedBy is written as the file's created_by.
-	CreatedBy string
-	// RowGroupRows is the most rows a row group holds; 0 means
-	// DefaultRowGroupRows.
-	RowGroupRows int64
+	Metadata     map[string]string // added to the schema metadata
+	Codec        string            // one of Codecs; "" is DefaultCodec
+	CreatedBy    string
+	RowGroupRows int64 // the most rows a row group holds; 0 is DefaultRowGroupRows
 }
 
-// DefaultRowGroupRows bounds a row group. The row group being written is
-// held in memory, encoded, until it is full (pqarrow's buffered row
-// groups, as CloudQuery's file destination writes them): a bounded amount
-// whatever the size of the export (docs/benchmarks.md).
+// DefaultRowGroupRows bounds a row group: the one being written is held
+// in memory, encoded, until it is full (docs/benchmarks.md).
 const DefaultRowGroupRows = 16384
 
 // Writer writes one table's rows, as the SDK's records of the table, to a
@@ -150,7 +141,6 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// Rows is the number of rows written so far.
 func (w *Writer) Rows() int64 { return w.rows }
 
 // Close writes the last row group and the footer, syncs the file to disk

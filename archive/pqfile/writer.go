@@ -18,8 +18,8 @@ import (
 type Options struct {
 	// SyncTime and SourceName fill the _cq_sync_time and _cq_source_name
 	// columns of every row.
-	SyncTime   time.Time
-	SourceName string
+	SyncTime     time.Time
+	SourceName   string
 	Metadata     map[string]string // added to the schema metadata
 	Codec        string            // one of Codecs; "" is DefaultCodec
 	CreatedBy    string

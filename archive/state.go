@@ -18,6 +18,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // stateFormat is the format of the state file this version writes: 2
@@ -46,68 +48,14 @@ type State struct {
 	LastRun *Run `json:"last_run,omitempty"`
 }
 
-// writeTo writes json.Marshal(s) to w, one key and one set at a time: the
-// keys and written ids, a few bytes per post, are most of the state, and
-// are not held twice more in memory (the JSON, and its buffer) to save them.
+// writeTo writes json.Marshal(s), in this version's format, to w as it
+// encodes it (jsonv2 streams, as json.Marshal with jsonv1's options): the
+// keys and written ids, a few bytes a post, are most of the state, and are
+// not held twice more in memory (the JSON, and its buffer) to save them.
 func (s *State) writeTo(w io.Writer) error {
-	bw := bufio.NewWriter(w)
-	writeSet := func(set *ids.Set) error {
-		text, err := set.MarshalText() // base64: a JSON string with nothing to escape
-		bw.WriteString(`"` + string(text) + `"`)
-		return err
-	}
-	fmt.Fprintf(bw, `{"format":%d,"keys":`, stateFormat)
-	errs := []error{writeObject(bw, s.Keys, func(v string) error { return writeJSON(bw, v) })}
-	if len(s.Written) > 0 {
-		bw.WriteString(`,"written":`)
-		errs = append(errs, writeObject(bw, s.Written, writeSet))
-	}
-	if len(s.Stray) > 0 {
-		bw.WriteString(`,"stray":`)
-		errs = append(errs, writeObject(bw, s.Stray, func(byUser map[string]*ids.Set) error { return writeObject(bw, byUser, writeSet) }))
-	}
-	for _, f := range []struct {
-		name string
-		run  *Run
-	}{{"pending", s.Pending}, {"last_run", s.LastRun}} {
-		if f.run != nil {
-			fmt.Fprintf(bw, `,%q:`, f.name)
-			errs = append(errs, writeJSON(bw, f.run))
-		}
-	}
-	bw.WriteString("}")
-	return errors.Join(append(errs, bw.Flush())...)
-}
-
-// writeObject writes m as json.Marshal does (keys sorted, null when nil),
-// each value written by value.
-func writeObject[V any](w *bufio.Writer, m map[string]V, value func(V) error) error {
-	if m == nil {
-		_, err := w.WriteString("null")
-		return err
-	}
-	w.WriteString("{")
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			w.WriteString(",")
-		}
-		if err := writeJSON(w, k); err != nil {
-			return err
-		}
-		w.WriteString(":")
-		if err := value(m[k]); err != nil {
-			return err
-		}
-	}
-	_, err := w.WriteString("}")
-	return err
-}
-
-// writeJSON writes v as json.Marshal encodes it.
-func writeJSON(w *bufio.Writer, v any) error {
-	b, err := json.Marshal(v)
-	w.Write(b)
-	return err
+	out := *s
+	out.Format = stateFormat
+	return jsonv2.MarshalWrite(w, &out, jsonv1.DefaultOptionsV1())
 }
 
 func newState() *State {

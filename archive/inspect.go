@@ -11,21 +11,15 @@ import (
 // and troubleshooting.
 type StateInfo struct {
 	// Archived lists, per user id, the post ids of the x_bookmarks rows in
-	// committed files.
-	Archived map[string][]string
-	// HeldBookmarks lists, per user id, the posts the bookmarks walk
-	// remembers (its memory's held list), newest first.
-	HeldBookmarks map[string][]string
-	// HeldFolders lists, per user id and folder id, the posts each
-	// folder's walk remembers, newest first.
-	HeldFolders map[string]map[string][]string
+	// committed files; HeldBookmarks the posts the bookmarks walk remembers,
+	// newest first, and HeldFolders, per folder id, each folder walk's.
+	Archived, HeldBookmarks map[string][]string
+	HeldFolders             map[string]map[string][]string
 	// Pending lists the files of a committed run that is not marked
 	// published yet: each is at its staged path or its final one.
 	Pending []PendingFile
-	// LastRun is the id of the last published run.
-	LastRun string
-	// Keys are the plugin's state keys, as committed.
-	Keys map[string]string
+	LastRun string // the id of the last published run
+	Keys    map[string]string
 }
 
 // PendingFile is one file of a committed, unpublished run.

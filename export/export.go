@@ -490,23 +490,6 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 	return nil
 }
 
-// firstWrite records that the post of the account is written, and reports
-// whether it was not already.
-func (r *run) firstWrite(uid, postID string) bool {
-	set := r.archived[uid]
-	if set == nil {
-		set = &ids.Set{}
-		r.archived[uid] = set
-	}
-	if !set.Add(postID) {
-		r.res.skip[uid]++
-		return false
-	}
-	r.res.rows[uid]++
-	r.prog.addRows(uid, 1)
-	return true
-}
-
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
 // its bookmark or the table holds the post's rows already (State.Stray).
@@ -516,30 +499,39 @@ func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
 		return !r.archived[uid].HasEarlier(postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
 	}
-	return r.firstWrite(uid, postID)
+	if r.archived[uid] == nil {
+		r.archived[uid] = &ids.Set{}
+	}
+	if !r.archived[uid].Add(postID) {
+		r.res.skip[uid]++
+		return false
+	}
+	r.res.rows[uid]++
+	r.prog.addRows(uid, 1)
+	return true
 }
 
 // strayLeft is State.Stray but the posts whose bookmark is written now.
 func (r *run) strayLeft() map[string]map[string]*ids.Set {
 	var out map[string]map[string]*ids.Set
 	for table, byUser := range r.state.Stray {
+		left := map[string]*ids.Set{}
 		for uid, set := range byUser {
-			left := &ids.Set{}
 			for _, id := range set.IDs() {
-				if !r.archived[uid].Has(id) {
-					left.Add(id)
+				if r.archived[uid].Has(id) {
+					continue
 				}
+				if left[uid] == nil {
+					left[uid] = &ids.Set{}
+				}
+				left[uid].Add(id)
 			}
-			if left.Len() == 0 {
-				continue
-			}
+		}
+		if len(left) > 0 {
 			if out == nil {
 				out = map[string]map[string]*ids.Set{}
 			}
-			if out[table] == nil {
-				out[table] = map[string]*ids.Set{}
-			}
-			out[table][uid] = left
+			out[table] = left
 		}
 	}
 	return out

@@ -18,32 +18,24 @@
 //
 // # Crash safety
 //
-// A run stages every table's file under DIR/.staging/<run>/ (written and
-// fsynced), then commits by atomically replacing DIR/.state/state.json with
-// the new walk state, the ids written, and the list of the run's files
-// (pending). It then publishes: renames each staged file into DIR/<table>/,
-// syncs the directories, and marks the run published in the state file.
-// Every start first finishes publishing a committed run and deletes the
-// staging directories of runs that never committed (their posts are fetched
-// again: billed again, never lost): Recover. The state therefore never
-// describes data that is not durably on disk, and since the state lists the
-// post ids already written per account, no (user_id, post_id) is written
-// twice. The lock keeps two commands apart. See docs/export.md.
+// A run stages its files (written, fsynced), commits by replacing the
+// state file atomically with the new walk state, the ids written and the
+// run's files (Pending), then publishes them into DIR/<table>/. Every
+// command that changes the archive starts with Recover, under the lock:
+// so the state never describes data not durably on disk, and no
+// (user_id, post_id) is written twice (docs/export.md, "Crash safety").
 package archive
 
 import "path/filepath"
 
-// Program is the program that writes an archive's files, which their
-// metadata names: the plugin's name and version.
+// Program writes an archive's files, which their metadata names.
 type Program struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 }
 
-// String is the program as the files' created_by says it.
 func (p Program) String() string { return "cq-source-x " + p.Version }
 
-// Layout of an output directory.
 const (
 	stateDir   = ".state"
 	stateFile  = "state.json"
@@ -56,9 +48,9 @@ const (
 // x_media_files name them by their key in it.
 func MediaPath(out string) string { return filepath.Join(out, mediaDir) }
 
-// BookmarkTables names the plugin's tables of bookmarks: the table of the
-// bookmarks, one row per (user_id, post_id), and its content tables, whose
-// rows are written with each bookmark's. The exporter gives them.
+// BookmarkTables names the plugin's table of the bookmarks, a row per
+// (user_id, post_id), and its content tables, written with each
+// bookmark's row. The exporter gives them.
 type BookmarkTables struct {
 	Bookmarks string
 	Content   []string

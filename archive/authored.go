@@ -20,37 +20,23 @@ func ReadAuthored(out, table, postColumn string) (map[string][]archived.Post, er
 	}
 	defer snap.Close()
 	into := map[string][]archived.Post{}
-	if err := readAuthored(snap, table, postColumn, into); err != nil {
-		return nil, errors.New(cannotRead(err))
-	}
-	return into, nil
-}
-
-// readAuthored adds the posts of the table whose post X returned
-// (created_at is set) to into.
-func readAuthored(snap *Snapshot, table, postColumn string, into map[string][]archived.Post) error {
-	columns := []string{"user_id", postColumn, "author_id", "created_at"}
-	return snap.Read(table, columns, func(rec arrow.RecordBatch) error {
-		var cols [4]arrow.Array
-		for i, name := range columns {
-			f := rec.Schema().FieldIndices(name)
-			if len(f) != 1 {
-				return fmt.Errorf("it has no column %s", name)
-			}
-			cols[i] = rec.Column(f[0])
-		}
-		users, uok := cols[0].(*array.String)
-		posts, pok := cols[1].(*array.String)
-		authors, aok := cols[2].(*array.String)
-		if !uok || !pok || !aok {
-			return fmt.Errorf("user_id, %s or author_id is not a string column", postColumn)
+	err = snap.Read(table, []string{"user_id", postColumn, "author_id", "created_at"}, func(rec arrow.RecordBatch) error {
+		users, uok := Column[*array.String](rec, "user_id")
+		posts, pok := Column[*array.String](rec, postColumn)
+		authors, aok := Column[*array.String](rec, "author_id")
+		created, cok := Column[arrow.Array](rec, "created_at")
+		if !uok || !pok || !aok || !cok {
+			return fmt.Errorf("it has no user_id, %s, author_id and created_at columns, of strings but the last", postColumn)
 		}
 		for i := range int(rec.NumRows()) {
-			if cols[3].IsNull(i) {
-				continue
+			if created.IsValid(i) {
+				into[users.Value(i)] = append(into[users.Value(i)], archived.Post{ID: posts.Value(i), AuthorID: authors.Value(i)})
 			}
-			into[users.Value(i)] = append(into[users.Value(i)], archived.Post{ID: posts.Value(i), AuthorID: authors.Value(i)})
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, errors.New(cannotRead(err))
+	}
+	return into, nil
 }

@@ -25,28 +25,19 @@ import (
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
-// What `cq-source-x check` finds, trusting nothing (restic's check is the
-// model), and what `repair` makes whole of it: Repair's dry run, told as
-// problems, each with the command that fixes it.
-
-// CheckOptions configure Check.
+// CheckOptions configure Check, as RepairOptions do Repair.
 type CheckOptions struct {
-	// ReadData reads every page of every file and hashes every media file.
 	ReadData bool
-	// Tables names the bookmarks' tables (RepairOptions).
-	Tables BookmarkTables
+	Tables   BookmarkTables
 }
 
 // CheckReport is what Check found.
 type CheckReport struct {
-	Out string `json:"out"`
-	// Files Parquet files and MediaFiles media files were checked, with
-	// ReadData every page and every media file's hash.
-	Files      int  `json:"files"`
-	MediaFiles int  `json:"media_files"`
-	ReadData   bool `json:"read_data"`
-	// Problems are what is not whole; none when the archive is.
-	Problems []Problem `json:"problems"`
+	Out        string    `json:"out"`
+	Files      int       `json:"files"` // Parquet files
+	MediaFiles int       `json:"media_files"`
+	ReadData   bool      `json:"read_data"`
+	Problems   []Problem `json:"problems"` // none when the archive is whole
 }
 
 // Problem is one thing Check found wrong: where (a file, a table, the
@@ -59,10 +50,9 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Where + ": " + p.What + ". Fix: " + p.Fix }
 
-// Check reads the archive in dir and reports what is not whole: files that
-// cannot be read, rows and media files that disagree, a state that
-// disagrees with the files, what a stopped run left. It changes nothing,
-// and sends no request.
+// Check is `cq-source-x check`: Repair's dry run, trusting nothing
+// (restic's check is the model), told as problems, each with the command
+// that fixes it. It changes nothing, and sends no request.
 func Check(dir string, o CheckOptions) (*CheckReport, error) {
 	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: o.ReadData, Tables: o.Tables})
 	if err != nil {
@@ -79,13 +69,9 @@ func (c *CheckReport) WriteText(w io.Writer) {
 	for _, p := range c.Problems {
 		fmt.Fprintln(w, p)
 	}
-	what := "footers"
+	what, media := "footers", "sizes"
 	if c.ReadData {
-		what = "every page"
-	}
-	media := "sizes"
-	if c.ReadData {
-		media = "hashes"
+		what, media = "every page", "hashes"
 	}
 	fmt.Fprintf(w, "checked %s (%s), %s (%s) and the state of %s: ", plural.Count(c.Files, "Parquet file", "Parquet files"), what,
 		plural.Count(c.MediaFiles, "media file", "media files"), media, c.Out)
@@ -141,16 +127,14 @@ func (rep *RepairReport) problems() []Problem {
 	return ps
 }
 
-// mediaFilesTable is the table of the media files' rows
-// (resources.MediaFilesTable).
+// mediaFilesTable is resources.MediaFilesTable.
 const mediaFilesTable = "x_media_files"
 
 // MediaFindings is what the media files (DIR/media), their rows
 // (x_media_files: the newest row of a file is its status) and the state's
 // records of them say of each other.
 type MediaFindings struct {
-	// Files in DIR/media were checked.
-	Files int
+	Files int // in DIR/media
 	// Lost are the stored files the newest rows name that DIR/media lacks,
 	// or holds with other content.
 	Lost []LostMedia
@@ -162,16 +146,13 @@ type MediaFindings struct {
 	// or a repair marked their rows lost): that export records them.
 	// Unused are those no record uses either.
 	Unrecorded, Unused []string
-	// Spools are the files a stopped run was fetching (DIR/media/.tmp).
-	Spools []string
+	Spools             []string // the files a stopped run was fetching (DIR/media/.tmp)
 }
 
 // LostMedia is a stored file lost from DIR/media.
 type LostMedia struct {
 	Key, Problem string
-	// Damaged: the file is there with other content; a repair moves it
-	// aside.
-	Damaged bool
+	Damaged      bool // there with other content: a repair moves it aside
 	// Records of the state use it, of which Marked are marked to fetch it
 	// again.
 	Records, Marked int
@@ -187,15 +168,12 @@ type mediaRow struct {
 	size, at int64
 }
 
-// inspectMedia fills rep.Media from the files of out (but the damaged
-// ones) and the records in next's keys, and marks in them what the next
-// export must do again; it reports whether it marked anything.
-func (rep *RepairReport) inspectMedia(out string, next *State, o RepairOptions) (bool, error) {
+// inspectMedia fills rep.Media from the files of snap and DIR/media and
+// the records in next's keys, and marks in them what the next export must
+// do again; it reports whether it marked anything.
+func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o RepairOptions) (bool, error) {
 	f, root := &rep.Media, MediaPath(out)
-	rows, named, err := rep.readMediaRows(out, next.Pending)
-	if err != nil {
-		return false, err
-	}
+	rows, named := rep.readMediaRows(snap)
 	files, err := mediaFiles(root)
 	if err != nil {
 		return false, err
@@ -333,7 +311,6 @@ func lostFiles(root string, sizes, files map[string]int64, readData bool) (map[s
 	return lost, nil
 }
 
-// hashFile is the SHA-256 of the file at path, in hex.
 func hashFile(path string) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
@@ -348,55 +325,39 @@ func hashFile(path string) (string, error) {
 }
 
 // readMediaRows reads the newest row of each file of x_media_files, and
-// the keys of the files any row names, from the table's files but the
-// damaged ones (a file whose rows cannot be read is one).
-func (rep *RepairReport) readMediaRows(out string, pending *Run) (map[mediaID]mediaRow, map[string]bool, error) {
-	paths, err := tablePaths(out, mediaFilesTable, pending, rep.skip())
-	if err != nil {
-		return nil, nil, err
-	}
+// the keys of the files any row names, from the table's files that read
+// whole.
+func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
-	for _, path := range paths {
-		type row struct {
-			id mediaID
-			mediaRow
+	rep.readWhole(snap, mediaFilesTable, columns, func(rec arrow.RecordBatch) error {
+		size, sok := Column[*array.Int64](rec, "size")
+		at, aok := Column[*array.Timestamp](rec, "checked_at")
+		if !sok || !aok || rec.NumCols() != int64(len(columns)) {
+			return errors.New("it is not a file of x_media_files: a column is missing or of another type")
 		}
-		var read []row
-		err := readColumns(path, columns, func(cols map[string]arrow.Array, i int) error {
+		for i := range int(rec.NumRows()) {
 			text := func(name string) string {
-				if c, ok := cols[name].(*array.String); ok && c.IsValid(i) {
+				if c, ok := Column[*array.String](rec, name); ok && c.IsValid(i) {
 					return strings.Clone(c.Value(i))
 				}
 				return ""
 			}
-			size, sok := cols["size"].(*array.Int64)
-			at, aok := cols["checked_at"].(*array.Timestamp)
-			if !sok || !aok || len(cols) != len(columns) {
-				return errors.New("it is not a file of x_media_files: a column is missing or of another type")
-			}
-			r := row{mediaID{text("user_id"), text("post_id"), text("media_key"), text("url")},
-				mediaRow{status: media.Status(text("status")), fileKey: text("file_key"), size: -1, at: int64(at.Value(i))}}
+			id := mediaID{text("user_id"), text("post_id"), text("media_key"), text("url")}
+			r := mediaRow{status: media.Status(text("status")), fileKey: text("file_key"), size: -1, at: int64(at.Value(i))}
 			if size.IsValid(i) {
 				r.size = size.Value(i)
 			}
-			read = append(read, r)
-			return nil
-		})
-		if err != nil {
-			rep.Damaged = append(rep.Damaged, damagedFile(mediaFilesTable, path, "its rows", err))
-			continue
-		}
-		for _, r := range read {
-			if old, ok := rows[r.id]; !ok || r.at >= old.at {
-				rows[r.id] = r.mediaRow
+			if old, ok := rows[id]; !ok || r.at >= old.at {
+				rows[id] = r
 			}
 			if r.fileKey != "" {
 				named[r.fileKey] = true
 			}
 		}
-	}
-	return rows, named, nil
+		return nil
+	})
+	return rows, named
 }
 
 // mediaFiles lists the files of the store in root, by key, with their
@@ -439,7 +400,6 @@ func (f *MediaFindings) damaged(out string) []DamagedFile {
 	return files
 }
 
-// toRemove reports whether a repair moves or removes media files.
 func (f *MediaFindings) toRemove() bool {
 	return len(f.Unused) > 0 || len(f.Spools) > 0 || slices.ContainsFunc(f.Lost, func(l LostMedia) bool { return l.Damaged })
 }
@@ -522,7 +482,6 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 	}
 }
 
-// pick is what when dryRun, else done.
 func pick(dryRun bool, what, done string) string {
 	if dryRun {
 		return what

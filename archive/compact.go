@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
-	"github.com/cq-source-x/cq-source-x/internal/dirsync"
-	"github.com/gofrs/flock"
 )
 
 // CompactOptions configure Compact.
@@ -26,14 +22,10 @@ type CompactOptions struct {
 	// default only months that are over are, so that a month's files are
 	// merged once.
 	CurrentMonth bool
-	// DryRun says what would be merged, and changes nothing.
-	DryRun bool
-	// Compression is the merged files' codec ("" is pqfile.DefaultCodec).
-	Compression string
-	// Now is the time (default time.Now).
-	Now func() time.Time
-	// Program writes the merged files.
-	Program Program
+	DryRun       bool
+	Compression  string // "" is pqfile.DefaultCodec
+	Now          func() time.Time
+	Program      Program
 	// Step, when set, is called at each step that matters for crash safety.
 	Step func(name string)
 }
@@ -60,21 +52,13 @@ type MergedFiles struct {
 	Month string `json:"month"`
 	Files int    `json:"files"`
 	Rows  int64  `json:"rows"`
-	// Name is the merged file's name.
-	Name string `json:"name,omitempty"`
+	Name  string `json:"name,omitempty"`
 }
 
 // Compact merges each month's files of each table into one file, under
-// the export's lock. Every file keeps its rows: a merged file holds its
-// inputs' rows, in their order, with their _cq_sync_time. Files of
-// different columns (written by different versions) are merged apart.
-//
-// The protocol is an export's: stage (the table's new set of files in a
-// new generation directory, written and fsynced), commit (DIR/<table>
-// switched to it by one atomic rename), publish (the old set retired, and
-// the set retired by the compaction before removed). A crash before the
-// switch leaves the old set, after it the new one; the next export,
-// compaction or repair removes what is left of the other.
+// the export's lock, as docs/export.md ("Compaction") tells: a merged file
+// holds its inputs' rows, in their order, with their _cq_sync_time; files
+// of different columns (written by different versions) are merged apart.
 func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -93,18 +77,18 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if file, err := anyExportedFile(out); err != nil {
+	if files, err := publishedFiles(out); err != nil {
 		return nil, err
-	} else if file == "" {
+	} else if len(files) == 0 {
 		return nil, fmt.Errorf("%s holds no exported file: nothing to compact", out)
 	}
-	lock := flock.New(filepath.Join(out, lockFile))
-	if locked, err := lock.TryLock(); err != nil {
-		return nil, fmt.Errorf("locking %s: %w", out, err)
-	} else if !locked {
-		return nil, fmt.Errorf("an export is running in %s (it holds %s); compact it when it has finished", out, filepath.Join(out, lockFile))
+	unlock, err := Lock(out, func(lock string) error {
+		return fmt.Errorf("an export is running in %s (it holds %s); compact it when it has finished", out, lock)
+	})
+	if err != nil {
+		return nil, err
 	}
-	defer lock.Unlock()
+	defer unlock()
 	if _, _, err := Recover(out, o.Step); err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, DiskFull(err, true))
 	}
@@ -137,9 +121,7 @@ func compactTables(out string, asked []string) ([]string, error) {
 			return nil, fmt.Errorf("%q is not a table's name", t)
 		}
 	}
-	names := slices.Clone(asked)
-	sort.Strings(names)
-	return slices.Compact(names), nil
+	return slices.Compact(slices.Sorted(slices.Values(asked))), nil
 }
 
 // compactionPlan is one table's files and the groups of them to merge.
@@ -167,7 +149,6 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
 	p := &compactionPlan{table: table}
 	byKey := map[string]*mergeGroup{}
 	var order []*mergeGroup
@@ -224,40 +205,29 @@ func (p *compactionPlan) report() TableCompaction {
 	return tc
 }
 
-// run stages the table's new generation, switches the table to it and
-// removes the old files.
+// run makes the table a new generation of its files, the groups merged,
+// and retires the old one.
 func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *TableCompaction) error {
-	gen, genDir, err := newGeneration(out, p.table, now)
-	if err != nil {
-		return err
-	}
 	merged := map[string]bool{}
-	for i, g := range p.groups {
-		if err := g.merge(out, p.table, genDir, o); err != nil {
-			return err
-		}
-		tc.Merged[i].Name = g.name
-		o.Step("compact merged " + p.table)
+	for _, g := range p.groups {
 		for _, f := range g.files {
 			merged[f] = true
 		}
 	}
-	for _, f := range p.files {
-		if !merged[f] {
-			if err := os.Link(filepath.Join(out, p.table, f), filepath.Join(genDir, f)); err != nil {
+	keep := slices.DeleteFunc(slices.Clone(p.files), func(f string) bool { return merged[f] })
+	gen, old, err := replaceFiles(out, p.table, now, keep, func(dir string) error {
+		for i, g := range p.groups {
+			if err := g.merge(out, p.table, dir, o); err != nil {
 				return err
 			}
+			tc.Merged[i].Name = g.name
+			o.Step("compact merged " + p.table)
 		}
-	}
-	if err := dirsync.Sync(genDir); err != nil {
-		return err
-	}
-	o.Step("compact staged " + p.table)
-	old, err := switchGeneration(out, p.table, gen)
+		return nil
+	}, o.Step, "compact")
 	if err != nil {
 		return err
 	}
-	o.Step("compact committed " + p.table)
 	tc.Generation = filepath.Join(tablesDir, p.table, gen)
 	if err := retire(out, p.table, old); err != nil {
 		return fmt.Errorf("the table is compacted; retiring its old files (%s) failed, and the next export or compaction does: %w", old, err)

@@ -16,17 +16,17 @@ import (
 // damagedDir holds the files repair moved aside: DIR/.damaged/<table>/.
 const damagedDir = ".damaged"
 
-// DamagedFile is a file of an archive whose footer cannot be read: cut
-// short, or overwritten. Readers of DIR/<table>/*.parquet fail on it, and
-// what it holds is out of reach until `cq-source-x repair` moves it aside.
+// DamagedFile is a file of an archive that cannot be read (cut short, or
+// overwritten): readers of its table fail on it until `cq-source-x repair`
+// moves it aside.
 type DamagedFile struct {
 	Table   string `json:"table"`
 	Path    string `json:"path"`
 	Problem string `json:"problem"`
 }
 
-// Describe says what is wrong with the file, and what to do: the repair
-// command of the archive in out.
+// Describe says what is wrong with the file, and the command that repairs
+// the archive in out.
 func (d DamagedFile) Describe(out string) string {
 	return fmt.Sprintf("%s: %s; readers of %s/*.parquet fail on it. Run `%s`: it moves the file to %s, "+
 		"and the next export fetches again the bookmarks it held that are still in the lists",
@@ -34,7 +34,7 @@ func (d DamagedFile) Describe(out string) string {
 }
 
 // DamagedFiles are the files of the archive in dir whose footer cannot be
-// read (see damagedFiles).
+// read.
 func DamagedFiles(dir string) ([]DamagedFile, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -44,40 +44,30 @@ func DamagedFiles(dir string) ([]DamagedFile, error) {
 	return damaged, err
 }
 
-// damagedFiles checks the footer of every file of every table of out (not
-// the files still staged), and with readData every page, and returns the
-// damaged ones and how many files it checked. A file cut short or
-// overwritten fails the footer's check. Without readData damage inside the
-// pages of a sound file is not found, and an export stays cheap whatever
-// the size of the archive.
+// damagedFiles checks the footer of every published file of out, and with
+// readData every page, and returns the damaged ones and how many files it
+// checked. Without readData, an export stays cheap whatever the size of the
+// archive.
 func damagedFiles(out string, readData bool) ([]DamagedFile, int, error) {
-	var damaged []DamagedFile
-	tables, err := TablesIn(out)
+	paths, err := publishedFiles(out)
 	if err != nil {
 		return nil, 0, err
 	}
-	checked := 0
-	for _, table := range tables {
-		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, path := range paths {
-			checked++
-			if _, _, err := pqfile.ReadSchema(path); err != nil {
-				damaged = append(damaged, damagedFile(table, path, "the footer", err))
-			} else if readData {
-				err := pqfile.ReadRecords(context.Background(), path, nil, func(arrow.RecordBatch) error { return nil })
-				if err != nil {
-					damaged = append(damaged, damagedFile(table, path, "a page", err))
-				}
+	var damaged []DamagedFile
+	for _, path := range paths {
+		table := filepath.Base(filepath.Dir(path))
+		if _, _, err := pqfile.ReadSchema(path); err != nil {
+			damaged = append(damaged, damagedFile(table, path, "the footer", err))
+		} else if readData {
+			err := pqfile.ReadRecords(context.Background(), path, nil, func(arrow.RecordBatch) error { return nil })
+			if err != nil {
+				damaged = append(damaged, damagedFile(table, path, "a page", err))
 			}
 		}
 	}
-	return damaged, checked, nil
+	return damaged, len(paths), nil
 }
 
-// damagedFile is the file of table at path, whose part cannot be read.
 func damagedFile(table, path, part string, err error) DamagedFile {
 	var pe *fs.PathError
 	problem := err.Error()

@@ -3,12 +3,11 @@ package archive
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -18,52 +17,27 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// The edits of what X reported (package plan: compliance.on_change),
-// applied to the files: the rows they match are rewritten in place, with
-// compaction's machinery. For each table that holds such rows, a new
-// generation holds the files rewritten (removed rows left out, blanked
-// rows with every column null but the kept ones, a scrubbed post's JSON
-// without its geo) and the others hard linked; DIR/<table> is switched to
-// it atomically, so a reader sees the old set or the new one; and the old
-// set is removed at once, not kept until the next compaction as
-// compaction keeps it: it holds the content X's Developer Policy asks to
-// delete. So is a retired set that holds the posts' rows (compaction's, or
-// one a crash left). (A reader still listing the old set may then fail to
-// open a file it listed: an error, not rows silently missing.) The edits
-// are committed in the state before they are applied (State.Edits), and a
-// crash before a table's switch leaves its old set, which the next
-// command's Recover cleans up before it applies them again. Rows already
-// as asked are left alone, so a table switched before the crash is not
-// rewritten twice.
+// The edits of what X reported (package plan: compliance.on_change) are
+// applied to the files as compaction replaces them: a new generation per
+// table, its files holding such rows rewritten (docs/compliance.md, "With
+// the exporter"). The old set, and a retired set that holds such rows, are
+// removed at once: they hold what X's Developer Policy asks to delete. The
+// edits are committed in the state before they are applied (Run.Edits); a
+// crash leaves the old set or the new one, and rows already as asked are
+// left alone, so the next command applies them again without rewriting a
+// table twice.
 
-// EditOptions configure ApplyEdits.
-type EditOptions struct {
-	// Codec is the rewritten files' compression.
-	Codec string
-	Now   time.Time
-	// Program writes the files.
-	Program Program
-	// Step is called at each step that matters for crash safety.
-	Step func(string)
-}
-
-// ApplyEdits applies the edits to the files of out, under the lock the
-// caller holds, and returns how many rows it changed or removed.
-func ApplyEdits(out string, edits []plan.Edit, o EditOptions) (int64, error) {
-	if o.Step == nil {
-		o.Step = func(string) {}
+// applyEdits applies the run's edits to the files of out, under the lock
+// the caller holds, and returns how many rows it changed or removed.
+func (r *Run) applyEdits(out string, step func(string)) (int64, error) {
+	ix := plan.NewIndex(r.Edits)
+	tables := map[string]bool{}
+	for _, e := range r.Edits {
+		tables[e.Table] = true
 	}
-	ix := plan.NewIndex(edits)
-	var tables []string
-	for _, e := range edits {
-		if !slices.Contains(tables, e.Table) {
-			tables = append(tables, e.Table)
-		}
-	}
-	slices.Sort(tables)
 	var changed int64
-	for _, table := range tables {
-		n, err := applyToTable(out, table, ix, o)
+	for _, table := range slices.Sorted(maps.Keys(tables)) {
+		n, err := r.applyToTable(out, table, ix, step)
 		if err != nil {
 			return changed, fmt.Errorf("%s: %w", table, DiskFull(err, false))
 		}
@@ -73,78 +47,65 @@ func ApplyEdits(out string, edits []plan.Edit, o EditOptions) (int64, error) {
 }
 
 // applyToTable rewrites the table's files that hold rows to change.
-func applyToTable(out, table string, ix plan.Index, o EditOptions) (int64, error) {
-	if err := removeRetired(out, table, ix, o.Step); err != nil {
+func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) (int64, error) {
+	if err := r.removeRetired(out, table, ix, step); err != nil {
 		return 0, err
 	}
 	paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	if err != nil {
 		return 0, err
 	}
-	sort.Strings(paths)
-	var touched []string
+	var touched, keep []string
 	for _, p := range paths {
-		n, err := rewriteFile(p, "", table, ix, o)
+		n, err := r.rewriteFile(p, "", table, ix)
 		if err != nil {
 			return 0, err
 		}
 		if n > 0 {
 			touched = append(touched, p)
+		} else {
+			keep = append(keep, filepath.Base(p))
 		}
 	}
 	if len(touched) == 0 {
 		return 0, nil
 	}
-	gen, genDir, err := newGeneration(out, table, o.Now.UTC())
-	if err != nil {
-		return 0, err
-	}
 	var changed int64
-	for _, p := range paths {
-		name := filepath.Base(p)
-		if !slices.Contains(touched, p) {
-			if err := os.Link(p, filepath.Join(genDir, name)); err != nil {
-				return 0, err
+	_, old, err := replaceFiles(out, table, r.Time.UTC(), keep, func(dir string) error {
+		for _, p := range touched {
+			stamp, _, _ := strings.Cut(filepath.Base(p), "-")
+			n, err := r.rewriteFile(p, filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix)
+			if err != nil {
+				return err
 			}
-			continue
+			changed += n
 		}
-		stamp, _, _ := strings.Cut(name, "-")
-		n, err := rewriteFile(p, filepath.Join(genDir, stamp+"-"+newRunID()+".parquet"), table, ix, o)
-		if err != nil {
-			return 0, err
-		}
-		changed += n
-	}
-	if err := dirsync.Sync(genDir); err != nil {
-		return 0, err
-	}
-	o.Step("compliance staged " + table)
-	old, err := switchGeneration(out, table, gen)
+		return nil
+	}, step, "compliance")
 	if err != nil {
 		return 0, err
 	}
-	o.Step("compliance committed " + table)
 	if err := os.RemoveAll(old); err != nil {
 		return changed, err
 	}
 	if err := dirsync.Sync(filepath.Dir(old)); err != nil {
 		return changed, err
 	}
-	o.Step("compliance removed the old files of " + table)
+	step("compliance removed the old files of " + table)
 	return changed, nil
 }
 
 // removeRetired removes the table's retired set (compaction's, or one a
 // crash between a switch and the removal of the old set left) when it
 // holds rows of the reported posts.
-func removeRetired(out, table string, ix plan.Index, step func(string)) error {
+func (r *Run) removeRetired(out, table string, ix plan.Index, step func(string)) error {
 	retired := filepath.Join(out, tablesDir, table, retiredName)
 	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
 	if err != nil {
 		return err
 	}
 	for _, p := range paths {
-		n, err := rewriteFile(p, "", table, ix, EditOptions{})
+		n, err := r.rewriteFile(p, "", table, ix)
 		if err != nil {
 			return err
 		}
@@ -163,9 +124,9 @@ func removeRetired(out, table string, ix plan.Index, step func(string)) error {
 	return nil
 }
 
-// rewriteFile counts the rows of the file at path that the actions change
+// rewriteFile counts the rows of the file at path that the edits change
 // and, when dst is not "", writes the file with them changed to dst.
-func rewriteFile(path, dst, table string, ix plan.Index, o EditOptions) (int64, error) {
+func (r *Run) rewriteFile(path, dst, table string, ix plan.Index) (int64, error) {
 	sc, _, err := pqfile.ReadSchema(path)
 	if err != nil {
 		return 0, err
@@ -173,10 +134,10 @@ func rewriteFile(path, dst, table string, ix plan.Index, o EditOptions) (int64, 
 	var w *pqfile.Writer
 	if dst != "" {
 		md := sc.Metadata().ToMap()
-		md["cq:compliance_applied_by"] = o.Program.String()
+		md["cq:compliance_applied_by"] = r.Program.String()
 		meta := arrow.MetadataFrom(md)
 		sc = arrow.NewSchema(sc.Fields(), &meta)
-		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: o.Codec, CreatedBy: o.Program.String()}); err != nil {
+		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: r.Codec, CreatedBy: r.Program.String()}); err != nil {
 			return 0, err
 		}
 	}
@@ -190,12 +151,7 @@ func rewriteFile(path, dst, table string, ix plan.Index, o EditOptions) (int64, 
 		if w == nil {
 			return nil
 		}
-		next, err := applyEdits(rec, sc, edits)
-		if err != nil {
-			return err
-		}
-		defer next.Release()
-		return w.Write(next)
+		return writeEdited(w, rec, sc, edits)
 	})
 	if w != nil {
 		if cerr := w.Close(); err == nil {
@@ -272,66 +228,51 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// applyEdits is rec with the edits made, as a record of sc.
-func applyEdits(rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) (arrow.RecordBatch, error) {
-	n := int(rec.NumRows())
-	kept := 0
-	for i := 0; i < n; i++ {
-		if !edits[i].remove {
-			kept++
-		}
-	}
-	cols := make([]arrow.Array, rec.NumCols())
-	defer func() {
-		for _, c := range cols {
-			if c != nil {
-				c.Release()
+// writeEdited writes rec to w, as records of sc, with the edits made: the
+// rows between edited ones as they are, an edited row with its new values,
+// a removed one left out.
+func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) error {
+	write := func(from, to int64, values map[int]*string) error {
+		cols := make([]arrow.Array, rec.NumCols())
+		defer func() {
+			for _, c := range cols {
+				if c != nil {
+					c.Release()
+				}
 			}
-		}
-	}()
-	for c := range cols {
-		var parts []arrow.Array
-		start := 0
-		flush := func(end int) {
-			if end > start {
-				parts = append(parts, array.NewSlice(rec.Column(c), int64(start), int64(end)))
+		}()
+		for c := range cols {
+			var err error
+			if v, set := values[c]; set {
+				cols[c], err = valueArray(rec.Column(c).DataType(), v)
+			} else {
+				cols[c] = array.NewSlice(rec.Column(c), from, to)
 			}
-		}
-		for i := 0; i < n; i++ {
-			e, ok := edits[i]
-			if !ok {
-				continue
-			}
-			v, set := e.values[c]
-			if !e.remove && !set {
-				continue
-			}
-			flush(i)
-			start = i + 1
-			if e.remove {
-				continue
-			}
-			one, err := valueArray(rec.Column(c).DataType(), v)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			parts = append(parts, one)
 		}
-		flush(n)
-		var err error
-		if len(parts) == 0 {
-			cols[c] = array.MakeArrayOfNull(memory.DefaultAllocator, rec.Column(c).DataType(), 0)
-		} else {
-			cols[c], err = array.Concatenate(parts, memory.DefaultAllocator)
+		part := array.NewRecordBatch(sc, cols, to-from)
+		defer part.Release()
+		return w.Write(part)
+	}
+	start, n := int64(0), rec.NumRows()
+	for i := int64(0); i <= n; i++ {
+		e, edited := edits[int(i)]
+		if i < n && !edited {
+			continue
 		}
-		for _, p := range parts {
-			p.Release()
+		if err := write(start, i, nil); err != nil {
+			return err
 		}
-		if err != nil {
-			return nil, err
+		start = i + 1
+		if edited && !e.remove {
+			if err := write(i, i+1, e.values); err != nil {
+				return err
+			}
 		}
 	}
-	return array.NewRecordBatch(sc, cols, int64(kept)), nil
+	return nil
 }
 
 // valueArray is an array of one value of type dt: v, or null.

@@ -12,30 +12,17 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// Generations of a table's directory.
-//
-// An export writes DIR/<table>/ as a plain directory. Compaction replaces a
-// table's set of files at once: it builds the new set in a generation
-// directory, DIR/.tables/<table>/<generation>/ (the files it keeps, hard
-// linked, and the merged ones), and makes DIR/<table> a symbolic link to
-// it in one atomic step — a rename of a new link over the old one, or, the
-// first time, an exchange of the link with the plain directory. A reader
-// lists DIR/<table>/ through one lookup of the link, so it lists the old
-// set or the new one, never a mix. Exports write through the link, into
-// the current generation.
-//
-// The set a switch replaces is not removed at once: it is retired, kept as
-// DIR/.tables/<table>/retired until the next compaction of the table. A
-// reader that opened DIR/<table> before the switch may still be reading
-// its entries; removing them would cut its listing short, and a listing
-// cut short is a table missing rows, with no error.
-
-// tablesDir holds the generations of every compacted table.
-const tablesDir = ".tables"
-
-// retiredName is the name of a table's retired set in tablesDir; no
-// generation has it (theirs are a time and a run id).
-const retiredName = "retired"
+// Generations of a table's directory (docs/export.md, "Compaction"): a
+// new set of a table's files is built in DIR/.tables/<table>/<generation>/
+// and DIR/<table> made a symbolic link to it in one atomic step, so a
+// reader lists the old set or the new one, never a mix. The set replaced
+// is retired, kept until the next compaction of the table: a reader may
+// still be listing it, and a listing cut short is rows missing, with no
+// error.
+const (
+	tablesDir   = ".tables"
+	retiredName = "retired" // no generation's name: theirs are a time and a run id
+)
 
 // swapPath is where the link to a new generation is made before it
 // replaces DIR/<table>, and where the plain directory it replaced lands.
@@ -68,7 +55,7 @@ func currentGeneration(out, table string) (string, error) {
 }
 
 // newGeneration creates, durably, the directory of a new generation of
-// table named for now, and returns its name and path.
+// table named for now.
 func newGeneration(out, table string, now time.Time) (gen, dir string, err error) {
 	gen = now.Format(fileTimeLayout) + "-" + newRunID()
 	for _, d := range [][2]string{{out, tablesDir}, {filepath.Join(out, tablesDir), table}, {filepath.Join(out, tablesDir, table), gen}} {
@@ -79,9 +66,37 @@ func newGeneration(out, table string, now time.Time) (gen, dir string, err error
 	return gen, generationDir(out, table, gen), nil
 }
 
-// generationDir is the directory of a generation of table.
 func generationDir(out, table, gen string) string {
 	return filepath.Join(out, tablesDir, table, gen)
+}
+
+// replaceFiles makes DIR/<table> a new generation of it, named for now:
+// the files of keep (names in DIR/<table>) hard linked, and those write
+// writes in its directory. step is told "<what> staged <table>", then
+// "<what> committed <table>". It returns the generation, and the set of
+// files it replaced, for the caller to retire or remove.
+func replaceFiles(out, table string, now time.Time, keep []string, write func(dir string) error, step func(string), what string) (gen, old string, err error) {
+	gen, dir, err := newGeneration(out, table, now)
+	if err != nil {
+		return "", "", err
+	}
+	if err := write(dir); err != nil {
+		return "", "", err
+	}
+	for _, name := range keep {
+		if err := os.Link(filepath.Join(out, table, name), filepath.Join(dir, name)); err != nil {
+			return "", "", err
+		}
+	}
+	if err := dirsync.Sync(dir); err != nil {
+		return "", "", err
+	}
+	step(what + " staged " + table)
+	if old, err = switchGeneration(out, table, gen); err != nil {
+		return "", "", err
+	}
+	step(what + " committed " + table)
+	return gen, old, nil
 }
 
 // switchGeneration makes DIR/<table> the generation gen, atomically, and
@@ -114,8 +129,7 @@ func switchGeneration(out, table, gen string) (old string, err error) {
 
 // cleanGenerations removes what compactions that did not finish left: a
 // link that never replaced its table's directory, a directory a link
-// replaced, and every generation no table links to. The link decides:
-// before it is switched the old files are the table, after it the new.
+// replaced, and every generation no table links to.
 func cleanGenerations(out string, step func(string)) error {
 	cleaned := false
 	tables, err := TablesIn(out)

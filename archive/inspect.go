@@ -2,7 +2,6 @@ package archive
 
 import (
 	"path/filepath"
-	"strings"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -12,21 +11,15 @@ import (
 // and troubleshooting.
 type StateInfo struct {
 	// Archived lists, per user id, the post ids of the x_bookmarks rows in
-	// committed files.
-	Archived map[string][]string
-	// HeldBookmarks lists, per user id, the posts the bookmarks walk
-	// remembers (its memory's held list), newest first.
-	HeldBookmarks map[string][]string
-	// HeldFolders lists, per user id and folder id, the posts each
-	// folder's walk remembers, newest first.
-	HeldFolders map[string]map[string][]string
+	// committed files; HeldBookmarks the posts the bookmarks walk remembers,
+	// newest first, and HeldFolders, per folder id, each folder walk's.
+	Archived, HeldBookmarks map[string][]string
+	HeldFolders             map[string]map[string][]string
 	// Pending lists the files of a committed run that is not marked
 	// published yet: each is at its staged path or its final one.
 	Pending []PendingFile
-	// LastRun is the id of the last published run.
-	LastRun string
-	// Keys are the plugin's state keys, as committed.
-	Keys map[string]string
+	LastRun string // the id of the last published run
+	Keys    map[string]string
 }
 
 // PendingFile is one file of a committed, unpublished run.
@@ -54,32 +47,25 @@ func ReadState(dir string) (*StateInfo, error) {
 		info.Archived[uid] = ids.Strings()
 	}
 	for key, value := range s.Keys {
-		if rest, ok := strings.CutPrefix(key, strings.TrimSuffix(account.FolderKey("", ""), "/")); ok {
-			if uid, folder, ok := strings.Cut(rest, "/"); ok && folder != "" && !strings.Contains(folder, "/") {
-				mem, err := walk.UnmarshalMemory(value)
-				if err != nil {
-					return nil, err
-				}
-				if mem != nil && mem.Held != nil {
-					if info.HeldFolders[uid] == nil {
-						info.HeldFolders[uid] = map[string][]string{}
-					}
-					info.HeldFolders[uid][folder] = mem.Held.IDs()
-				}
-			}
-			continue
-		}
-		uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
-		if !ok || strings.Contains(uid, "/") {
+		k, _ := account.ParseKey(key)
+		if k.Kind != account.BookmarksMemory && k.Kind != account.FolderMemory {
 			continue
 		}
 		mem, err := walk.UnmarshalMemory(value)
 		if err != nil {
 			return nil, err
 		}
-		if mem != nil && mem.Held != nil {
-			info.HeldBookmarks[uid] = mem.Held.IDs()
+		if mem == nil || mem.Held == nil {
+			continue
 		}
+		if k.Kind == account.BookmarksMemory {
+			info.HeldBookmarks[k.User] = mem.Held.IDs()
+			continue
+		}
+		if info.HeldFolders[k.User] == nil {
+			info.HeldFolders[k.User] = map[string][]string{}
+		}
+		info.HeldFolders[k.User][k.Folder] = mem.Held.IDs()
 	}
 	if s.Pending != nil {
 		for _, f := range s.Pending.Files {

@@ -16,24 +16,15 @@ import (
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
-// Reading an archive's rows. Every reader of them — the bookmark commands,
-// repair, the compliance records of an old archive, the sandbox demo's
-// checks, browse — reads a Snapshot: the committed files of each table, as
-// one state of the archive names them, each table's directory opened once.
-//
-// So a reader that takes no lock sees one archive while an export, a
-// compaction or a compliance rewrite runs beside it: a switch of
-// DIR/<table> to a new generation leaves it reading the directory it
-// opened (a generation, or the plain directory a first compaction
-// replaces, which is retired, not removed); the files of a run that
-// commits after the state was read are left out, so it never sees part of
-// a run's tables; and the files of the committed run not yet published are
-// read where they are staged. A file removed after the listing (a
-// compliance rewrite removes the set it replaced at once) fails the read
-// with an error that is fs.ErrNotExist: take a new snapshot.
-
-// Snapshot is the committed files of an archive's tables, for reading.
-// Close releases it.
+// Snapshot is the committed files of an archive's tables, as one state of
+// it names them, each table's directory opened once: every reader of the
+// rows reads one. So a reader that takes no lock sees one archive while
+// an export, a compaction or a compliance rewrite runs beside it: it reads
+// the generation it opened (a replaced one is retired, not removed), not
+// the files of a run that committed after the state was read, and the
+// committed run's files where they are staged. A file removed after the
+// listing (a compliance rewrite removes the set it replaced at once) fails
+// the read with fs.ErrNotExist: take a new snapshot. Close releases it.
 type Snapshot struct {
 	tables map[string]*tableFiles
 }
@@ -45,11 +36,9 @@ type tableFiles struct {
 	staged map[string]string // of names, those of the pending run still staged: their paths
 }
 
-// OpenSnapshot takes a snapshot of the archive in dir, as its committed
-// state names its files, without the archive's lock. The state's runs are
-// read from the end of its file, where it records them (repair's salvage
-// reads them so): an archive whose state names no run has all its files in
-// the snapshot.
+// OpenSnapshot takes a snapshot of the archive in dir without its lock.
+// The state's runs are read from the end of its file, where it records
+// them: an archive whose state names no run has all its files in it.
 func OpenSnapshot(dir string) (*Snapshot, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -153,10 +142,9 @@ func Version(dir string) string {
 	return fmt.Sprintf("%d-%d", fi.ModTime().UnixNano(), fi.Size())
 }
 
-// laterThan says whether the file name names a run later than last: one
-// that committed after the state a snapshot was taken of. A file whose
-// name is not a run's (a compaction names its merged files after the time
-// of the newest it merged) is not.
+// laterThan says whether the file name names a time later than last's: a
+// run that committed after the state a snapshot was taken of. (A
+// compaction names its merged files after the newest they merge.)
 func laterThan(name string, last *Run) bool {
 	if last == nil {
 		return false
@@ -166,7 +154,6 @@ func laterThan(name string, last *Run) bool {
 	return err == nil && t.After(last.Time)
 }
 
-// Close releases the snapshot's directories.
 func (s *Snapshot) Close() {
 	for _, t := range s.tables {
 		if t.dir != nil {
@@ -188,31 +175,43 @@ func (s *Snapshot) Files(table string) int {
 // columns names those to read (nil: all); a column a file lacks is absent
 // from its batches (Column). Its errors, batch's too, name the file.
 func (s *Snapshot) Read(table string, columns []string, batch func(arrow.RecordBatch) error) error {
+	return s.readFiles(table, columns, batch, func(_ string, err error) error { return err })
+}
+
+// readFiles is Read file by file: after each file, done is told its path
+// and the error that stopped its read (nil: it read whole), and returns
+// the error that stops the reading.
+func (s *Snapshot) readFiles(table string, columns []string, batch func(arrow.RecordBatch) error, done func(path string, err error) error) error {
 	t := s.tables[table]
 	if t == nil {
 		return nil // no file of it
 	}
 	for _, name := range t.names {
-		var f *os.File
-		var err error
-		if staged := t.staged[name]; staged != "" {
-			f, err = os.Open(staged)
-		}
-		if f == nil && t.dir != nil { // published, or since the listing
-			if f, err = t.dir.Open(name); err != nil {
-				err = &fs.PathError{Op: "open", Path: filepath.Join(t.dir.Name(), name), Err: errors.Unwrap(err)}
-			}
-		}
-		if err != nil {
-			return err
-		}
-		err = pqfile.ReadFile(context.Background(), f, columns, batch)
-		f.Close()
-		if err != nil {
+		if err := done(t.read(name, columns, batch)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// read reads the file name where it is staged, else in the directory as
+// opened, and returns its path.
+func (t *tableFiles) read(name string, columns []string, batch func(arrow.RecordBatch) error) (path string, err error) {
+	var f *os.File
+	if path = t.staged[name]; path != "" {
+		f, err = os.Open(path)
+	}
+	if f == nil && t.dir != nil { // published, or since the listing
+		path = filepath.Join(t.dir.Name(), name)
+		if f, err = t.dir.Open(name); err != nil {
+			err = &fs.PathError{Op: "open", Path: path, Err: errors.Unwrap(err)}
+		}
+	}
+	if err != nil {
+		return path, err
+	}
+	defer f.Close()
+	return path, pqfile.ReadFile(context.Background(), f, columns, batch)
 }
 
 // Column is the column name of rec as a T (such as *array.String); ok is

@@ -18,20 +18,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
-	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/walk"
-	"github.com/gofrs/flock"
 )
 
 // RepairOptions configure Repair.
 type RepairOptions struct {
-	// DryRun reports what Repair would do, and changes nothing.
 	DryRun bool
-	// Tables names the bookmarks' tables (the exporter's).
 	Tables BookmarkTables
 	// ReadData reads every page of every file, and hashes every media file
 	// a row says stored; otherwise only footers and sizes are checked.
@@ -49,9 +45,8 @@ type RepairReport struct {
 	Empty bool
 	// StateProblem is what made the state unusable; "" when it was sound.
 	StateProblem string
-	// Checked Parquet files, and with ReadData every page of them.
-	Checked  int
-	ReadData bool
+	Checked      int // Parquet files
+	ReadData     bool
 	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
 	// (user_id, post_id) of Accounts accounts.
 	BookmarkFiles, Posts, Accounts int
@@ -71,13 +66,10 @@ type RepairReport struct {
 	// LostFiles are files of the committed run that were neither staged nor
 	// published: the run is published without them.
 	LostFiles []string
-	// Damaged are the files whose footer (or with ReadData, a page) cannot
-	// be read: they are moved to DIR/.damaged/<table>/ (with DryRun: would
-	// be), and the state rebuilt without them.
+	// Damaged are the files that cannot be read: they are moved to
+	// DIR/.damaged/<table>/, and the state rebuilt without them.
 	Damaged []DamagedFile
-	// Media is what the media files, their rows and the state's records of
-	// them say of each other.
-	Media MediaFindings
+	Media   MediaFindings
 	// Leftovers are what a stopped run left, which Recover removes or
 	// finishes: a run committed and not published, the files of runs that
 	// did not commit, a state file half written.
@@ -85,9 +77,8 @@ type RepairReport struct {
 	// Changed says that the archive was (with DryRun: would be) changed.
 	Changed bool
 	// Publish is the committed run whose publishing is finished (or would be).
-	Publish string
-	// Recovered is what finishing the directory's recovery did (not DryRun).
-	Recovered *Recovery
+	Publish   string
+	Recovered *Recovery // not with DryRun
 }
 
 // DroppedMemory is a walk memory Repair did not keep: the next export reads
@@ -96,29 +87,14 @@ type DroppedMemory struct {
 	Key, Reason string
 }
 
-// Repair checks an output directory and makes it whole where it can,
-// under the directory's lock:
-//
-//   - the written-id sets are rebuilt from the x_bookmarks files (the
-//     published ones and those of a committed run still staged), so no row
-//     is ever written twice;
-//   - each walk memory is kept if it is intact and every post it holds is
-//     in a file. Any other is dropped, never guessed: the files record
-//     neither a list's current order nor which posts left it since, and a
-//     memory that vouches for posts no file holds would stop the walk above
-//     them. The next export reads a dropped memory's list in full once;
-//   - a committed run's files that are neither staged nor published are
-//     dropped from it, and the run is published without them;
-//   - a file that cannot be read is moved aside (DIR/.damaged/<table>/);
-//   - the media files are made to agree with their rows (see
-//     MediaFindings): a file whose last row was lost is marked to be tried
-//     again, which writes its row; a stored file lost or damaged is marked
-//     to be fetched again (a damaged one moved aside first); a file that
-//     no row names and no post uses is removed. Each mark is a record of
-//     the state the next export acts on once, so no row is written twice;
-//   - what a stopped run left is finished or removed (Recover).
-//
-// A sound directory is left as it is.
+// Repair checks an output directory and makes it whole where it can, under
+// its lock, as docs/export.md ("cq-source-x repair") tells: the written
+// ids rebuilt from the x_bookmarks files, each walk memory kept if it is
+// intact and holds only posts in a file (never guessed), a committed run
+// published without its lost files, the files that cannot be read moved
+// aside, the media files made to agree with their rows (MediaFindings),
+// and what a stopped run left finished (Recover). A sound directory is
+// left as it is.
 func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -134,17 +110,17 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		o.Step = func(string) {}
 	}
 	rep := &RepairReport{Out: out, DryRun: o.DryRun, ReadData: o.ReadData}
-	if file, err := anyExportedFile(out); err != nil || (file == "" && !exists(filepath.Join(out, stateDir, stateFile))) {
+	if files, err := publishedFiles(out); err != nil || (len(files) == 0 && !exists(filepath.Join(out, stateDir, stateFile))) {
 		rep.Empty = true
 		return rep, err // nothing exported there: nothing to repair, not even a lock to take
 	}
-	lock := flock.New(filepath.Join(out, lockFile))
-	if locked, err := lock.TryLock(); err != nil {
-		return nil, fmt.Errorf("locking %s: %w", out, err)
-	} else if !locked {
-		return nil, fmt.Errorf("an export is running in %s (it holds %s); run this when it has finished", out, filepath.Join(out, lockFile))
+	unlock, err := Lock(out, func(lock string) error {
+		return fmt.Errorf("an export is running in %s (it holds %s); run this when it has finished", out, lock)
+	})
+	if err != nil {
+		return nil, err
 	}
-	defer lock.Unlock()
+	defer unlock()
 
 	old, err := loadState(out)
 	var stateErr *StateError
@@ -161,14 +137,26 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	if rep.Damaged, rep.Checked, err = damagedFiles(out, o.ReadData); err != nil {
 		return nil, err
 	}
-	next, err := rep.rebuild(out, o.Tables, keys, pending, lastRun)
+	if pending != nil {
+		pending = rep.dropLostFiles(out, pending)
+	}
+	skip := map[string]bool{}
+	for _, d := range rep.Damaged {
+		skip[d.Path] = true
+	}
+	snap, err := openSnapshot(out, pending, nil, skip)
 	if err != nil {
 		return nil, err
 	}
-	if err := rep.compare(old, next); err != nil {
-		return nil, err
+	next, err := rep.rebuild(snap, out, o.Tables, keys, pending, lastRun)
+	if err == nil {
+		err = rep.compare(old, next)
 	}
-	marked, err := rep.inspectMedia(out, next, o)
+	var marked bool
+	if err == nil {
+		marked, err = rep.inspectMedia(snap, out, next, o)
+	}
+	snap.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +183,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		return nil, err
 	}
 	if stateChanged {
-		if err := saveState(out, next, o.Step, "repair"); err != nil {
+		if err := SaveState(out, next, o.Step, "repair"); err != nil {
 			return nil, fmt.Errorf("writing the repaired state: %w", err)
 		}
 	}
@@ -203,15 +191,6 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 		return rep, fmt.Errorf("the state is repaired, but recovering %s failed: %w", out, err)
 	}
 	return rep, nil
-}
-
-// skip are the files Repair does not read: the damaged ones.
-func (rep *RepairReport) skip() map[string]bool {
-	skip := map[string]bool{}
-	for _, d := range rep.Damaged {
-		skip[d.Path] = true
-	}
-	return skip
 }
 
 // compare records how the state old (nil when it did not load) differs
@@ -278,28 +257,13 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 	return keys, pending, lastRun, nil
 }
 
-// rebuild builds the repaired state from the files (but the damaged ones)
-// and the trusted parts.
-func (rep *RepairReport) rebuild(out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
+// rebuild builds the repaired state from the files of snap and the
+// trusted parts.
+func (rep *RepairReport) rebuild(snap *Snapshot, out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
 	next := newState()
-	if pending != nil {
-		pending = rep.dropLostFiles(out, pending)
-	}
-	written, files, err := rep.readWritten(out, tables.Bookmarks, pending)
-	if err != nil {
-		return nil, err
-	}
-	if next.Stray, err = rep.readStray(out, tables.Content, pending, written); err != nil {
-		return nil, err
-	}
-	for table, byUser := range next.Stray {
-		if rep.Stray == nil {
-			rep.Stray = map[string]int{}
-		}
-		for _, set := range byUser {
-			rep.Stray[table] += set.Len()
-		}
-	}
+	written := map[string]*ids.Set{}
+	files := rep.readKeys(snap, tables.Bookmarks, func(uid, postID string) { addTo(written, uid, postID) })
+	next.Stray = rep.readStray(snap, tables.Content, written)
 	next.Pending, next.LastRun = pending, lastRun
 	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
 		// A state that lost its last run, or is older than the files: the
@@ -414,92 +378,77 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// tableFiles are the paths of a table: those published, and those of the
-// committed run still staged; not those of skip.
-func tablePaths(out, table string, pending *Run, skip map[string]bool) ([]string, error) {
-	all, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-	if err != nil {
-		return nil, err
-	}
-	var paths []string
-	for _, p := range all {
-		if !skip[p] {
-			paths = append(paths, p)
-		}
-	}
-	if pending != nil {
-		for _, f := range pending.Files {
-			if staged := pending.StagedPath(out, f.Table); f.Table == table && exists(staged) && !exists(FinalPath(out, f)) {
-				paths = append(paths, staged)
-			}
-		}
-	}
-	return paths, nil
-}
-
-// readWritten reads the (user_id, post_id) of every file of the bookmarks
-// table.
-func (rep *RepairReport) readWritten(out, bookmarks string, pending *Run) (map[string]*ids.Set, int, error) {
-	written := map[string]*ids.Set{}
-	files, err := rep.readKeys(out, bookmarks, pending, func(uid, postID string) { addTo(written, uid, postID) })
-	return written, files, err
-}
-
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
-// file was removed): State.Stray. Nil when there are none.
-func (rep *RepairReport) readStray(out string, content []string, pending *Run, written map[string]*ids.Set) (map[string]map[string]*ids.Set, error) {
+// file was removed): State.Stray, nil when there are none, which it counts
+// in rep.Stray.
+func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) map[string]map[string]*ids.Set {
 	var stray map[string]map[string]*ids.Set
 	for _, table := range content {
-		_, err := rep.readKeys(out, table, pending, func(uid, postID string) {
-			if written[uid].Has(postID) {
-				return
+		byUser := map[string]*ids.Set{}
+		rep.readKeys(snap, table, func(uid, postID string) {
+			if !written[uid].Has(postID) {
+				addTo(byUser, uid, postID)
 			}
-			if stray == nil {
-				stray = map[string]map[string]*ids.Set{}
-			}
-			if stray[table] == nil {
-				stray[table] = map[string]*ids.Set{}
-			}
-			addTo(stray[table], uid, postID)
 		})
-		if err != nil {
-			return nil, err
+		if len(byUser) == 0 {
+			continue
+		}
+		if stray == nil {
+			stray, rep.Stray = map[string]map[string]*ids.Set{}, map[string]int{}
+		}
+		stray[table] = byUser
+		for _, set := range byUser {
+			rep.Stray[table] += set.Len()
 		}
 	}
-	return stray, nil
+	return stray
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
-// table's files (but the damaged ones), and returns how many files it
-// read. A file whose rows cannot be read adds nothing: it is damaged.
-func (rep *RepairReport) readKeys(out, table string, pending *Run, add func(uid, postID string)) (int, error) {
-	paths, err := tablePaths(out, table, pending, rep.skip())
-	if err != nil {
-		return 0, err
-	}
-	files := 0
-	for _, path := range paths {
-		var keys [][2]string
-		err := readColumns(path, []string{"user_id", "post_id"}, func(cols map[string]arrow.Array, i int) error {
-			users, uok := cols["user_id"].(*array.String)
-			posts, pok := cols["post_id"].(*array.String)
-			if !uok || !pok {
-				return errors.New("it has no user_id or post_id column of strings")
+// table's files that read whole, and returns how many did.
+func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, postID string)) int {
+	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
+		users, uok := Column[*array.String](rec, "user_id")
+		posts, pok := Column[*array.String](rec, "post_id")
+		if !uok || !pok {
+			return errors.New("it has no user_id or post_id column of strings")
+		}
+		for i := range int(rec.NumRows()) {
+			add(strings.Clone(users.Value(i)), strings.Clone(posts.Value(i)))
+		}
+		return nil
+	})
+}
+
+// readWhole calls rows with the batches of each file of table in snap
+// once the file has read whole, and returns how many did. A file that
+// does not, or whose batch rows refuses, is damaged, and adds no row: rows
+// checks a batch's columns before it takes a row (a file's batches all
+// have the same).
+func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []string, rows func(arrow.RecordBatch) error) int {
+	var batches []arrow.RecordBatch
+	whole := 0
+	snap.readFiles(table, columns, func(rec arrow.RecordBatch) error {
+		rec.Retain()
+		batches = append(batches, rec)
+		return nil
+	}, func(path string, err error) error {
+		for _, rec := range batches {
+			if err == nil {
+				err = rows(rec)
 			}
-			keys = append(keys, [2]string{strings.Clone(users.Value(i)), strings.Clone(posts.Value(i))})
-			return nil
-		})
+			rec.Release()
+		}
+		batches = batches[:0]
 		if err != nil {
 			rep.Damaged = append(rep.Damaged, damagedFile(table, path, "its rows", err))
-			continue
+		} else {
+			whole++
 		}
-		for _, k := range keys {
-			add(k[0], k[1])
-		}
-		files++
-	}
-	return files, nil
+		return nil
+	})
+	return whole
 }
 
 // addTo adds the post to the user's set in sets.
@@ -530,44 +479,17 @@ func newestRun(out string, pending *Run) *Run {
 	if pending != nil {
 		skip = pending.ID
 	}
-	newest, err := newestExportedFile(out, skip)
-	if err != nil || newest.path == "" {
-		return nil
-	}
-	return &newest.run
+	_, run, _ := newestExportedFile(out, skip) // none when the files cannot be listed
+	return run
 }
 
 // sameWritten reports whether two sets of written ids are equal.
 func sameWritten(a, b map[string]*ids.Set) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for uid, set := range a {
-		other := b[uid]
-		if other == nil || set.Len() != other.Len() {
-			return false
-		}
-		for _, id := range set.IDs() {
-			if !other.Has(id) {
-				return false
-			}
-		}
-	}
-	return true
+	return maps.EqualFunc(a, b, func(x, y *ids.Set) bool { return slices.Equal(x.IDs(), y.IDs()) })
 }
 
 // sameStray reports whether two records of stray content rows are equal.
-func sameStray(a, b map[string]map[string]*ids.Set) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for table, byUser := range a {
-		if !sameWritten(byUser, b[table]) {
-			return false
-		}
-	}
-	return true
-}
+func sameStray(a, b map[string]map[string]*ids.Set) bool { return maps.EqualFunc(a, b, sameWritten) }
 
 // salvage finds in the text of a damaged state file every walk memory and
 // run record that reads whole, wherever the damage is: each key is looked
@@ -583,7 +505,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 		}
 		i += at
 		key, end, ok := jsonString(text, i)
-		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' { // see archivedRecord
+		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' {
 			continue
 		}
 		value, _, ok := jsonString(text, end+1)
@@ -607,19 +529,12 @@ func jsonString(text []byte, at int) (string, int, bool) {
 	if at >= len(text) || text[at] != '"' {
 		return "", 0, false
 	}
-	for i := at + 1; i < len(text); i++ {
-		switch text[i] {
-		case '\\':
-			i++
-		case '"':
-			var s string
-			if json.Unmarshal(text[at:i+1], &s) != nil {
-				return "", 0, false
-			}
-			return s, i + 1, true
-		}
+	dec := json.NewDecoder(bytes.NewReader(text[at:]))
+	var s string
+	if dec.Decode(&s) != nil {
+		return "", 0, false
 	}
-	return "", 0, false
+	return s, at + int(dec.InputOffset()), true
 }
 
 // runAfter decodes the run record that follows the last occurrence of
@@ -711,22 +626,4 @@ func (rep *RepairReport) writeCost(w io.Writer) {
 		fmt.Fprintln(w, "Posts of the damaged files that are no longer bookmarked cannot be fetched again; the rows of other tables they held are lost (the files stay in "+
 			filepath.Join(rep.Out, damagedDir)+" for you to inspect or remove).")
 	}
-}
-
-// readColumns calls row for each row of the Parquet file at path, with the
-// named columns it has (a column the file lacks is absent from cols). Its
-// errors name the file.
-func readColumns(path string, names []string, row func(cols map[string]arrow.Array, i int) error) error {
-	return pqfile.ReadRecords(context.Background(), path, names, func(rec arrow.RecordBatch) error {
-		cols := map[string]arrow.Array{}
-		for i, f := range rec.Schema().Fields() {
-			cols[f.Name] = rec.Column(i)
-		}
-		for i := range int(rec.NumRows()) {
-			if err := row(cols, i); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

@@ -6,9 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -139,7 +140,7 @@ func (r *Run) Abort(out string) { os.RemoveAll(filepath.Join(out, stagingDir, r.
 // step 2. On an error the caller aborts the run.
 func (r *Run) Commit(out string, next *State, step func(string)) error {
 	next.Pending = r
-	if err := saveState(out, next, step, "commit"); err != nil {
+	if err := SaveState(out, next, step, "commit"); err != nil {
 		return err
 	}
 	step("committed")
@@ -182,12 +183,7 @@ func Publish(out string, s *State, step func(string)) error {
 				run.ID, final, staged, RepairCommand(out))
 		}
 	}
-	names := make([]string, 0, len(dirs))
-	for d := range dirs {
-		names = append(names, d)
-	}
-	sort.Strings(names)
-	for _, d := range names {
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		if err := dirsync.Sync(d); err != nil {
 			return err
 		}
@@ -197,7 +193,7 @@ func Publish(out string, s *State, step func(string)) error {
 	}
 	step("published files synced")
 	if len(run.Edits) > 0 {
-		n, err := ApplyEdits(out, run.Edits, EditOptions{Codec: run.Codec, Now: run.Time, Program: run.Program, Step: step})
+		n, err := run.applyEdits(out, step)
 		if err != nil {
 			return fmt.Errorf("applying what X's compliance job reported (the run is committed; the next command applies it): %w", err)
 		}
@@ -205,7 +201,7 @@ func Publish(out string, s *State, step func(string)) error {
 		step("compliance applied")
 	}
 	s.LastRun, s.Pending = run, nil
-	if err := saveState(out, s, step, "mark published"); err != nil {
+	if err := SaveState(out, s, step, "mark published"); err != nil {
 		return err
 	}
 	step("marked published")

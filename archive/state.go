@@ -2,7 +2,6 @@ package archive
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // stateFormat is the format of the state file this version writes: 2
@@ -26,15 +27,7 @@ import (
 // which it reads, in written-id sets (State.Written).
 const stateFormat = 2
 
-// archivedRecord: the posts an export archived are its written ids, which
-// the compliance checks read (the exporter is the sync's destination,
-// plugin.Destination); the plugin keeps no record of its own beside them.
-// Earlier versions kept one among the keys, a few bytes a post: it is left
-// out when a state is read, and so when it is next saved.
-
-// State is DIR/.state/state.json. It is replaced atomically (write a
-// temporary file, fsync, rename, fsync the directory), so it is always
-// either the old or the new version.
+// State is DIR/.state/state.json, replaced atomically (SaveState).
 type State struct {
 	Format int `json:"format"`
 	// Keys are the key/values the plugin's state client holds: the walk
@@ -44,113 +37,26 @@ type State struct {
 	// the committed files, as format 1 kept them; format 2 keeps them in
 	// the accounts' records (ArchivedPosts), made from these once.
 	Written map[string]*ids.Set `json:"written,omitempty"`
-	// Stray lists, per child table of x_bookmarks (its content: authors,
-	// media, referenced posts) and per user id, the posts whose rows the
-	// table's files hold while no x_bookmarks file holds the post: the
-	// x_bookmarks file was removed by hand, and the repair found them. A
-	// walk that reads such a post again writes its x_bookmarks row, and not
-	// its rows of that table, which holds them already; the post then
-	// leaves this list. Empty but after such a repair.
+	// Stray lists, per content table of x_bookmarks and per user id, the
+	// posts whose rows the table's files hold while no x_bookmarks file
+	// does (a repair found its file removed): a walk that reads such a post
+	// again writes its bookmark's row, not these rows again.
 	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
-	// Pending is a committed run whose files may not all be published yet.
+	// Pending is a run committed, maybe not all published; LastRun the last
+	// run published.
 	Pending *Run `json:"pending,omitempty"`
-	// LastRun is the last run published.
 	LastRun *Run `json:"last_run,omitempty"`
 }
 
-// writeTo writes json.Marshal(s) to w (TestStateEncodingIsJSONMarshal holds
-// it to that), one key and one set at a time: the walk memories and the
-// written ids are most of the state, a few bytes per post held, and an
-// export of many accounts would otherwise hold them twice more in memory
-// (the encoded JSON, and the buffer it grew in) while it saves them.
+// writeTo writes json.Marshal(s), in this version's format, to w as it
+// encodes it (jsonv2 streams, as json.Marshal with jsonv1's options): the
+// keys and written ids, a few bytes a post, are most of the state, and are
+// not held twice more in memory (the JSON, and its buffer) to save them.
 func (s *State) writeTo(w io.Writer) error {
-	ew := &errWriter{w: w}
-	fmt.Fprintf(ew, `{"format":%d,"keys":`, stateFormat)
-	writeObject(ew, s.Keys, func(v string) ([]byte, error) { return json.Marshal(v) })
-	if len(s.Written) > 0 {
-		ew.WriteString(`,"written":`)
-		writeObject(ew, s.Written, encodeSet)
-	}
-	if len(s.Stray) > 0 {
-		ew.WriteString(`,"stray":`)
-		writeObject(ew, s.Stray, func(byUser map[string]*ids.Set) ([]byte, error) {
-			var b bytes.Buffer
-			inner := &errWriter{w: &b}
-			writeObject(inner, byUser, encodeSet)
-			return b.Bytes(), inner.err
-		})
-	}
-	for _, f := range []struct {
-		name string
-		run  *Run
-	}{{"pending", s.Pending}, {"last_run", s.LastRun}} {
-		if f.run == nil {
-			continue
-		}
-		run, err := json.Marshal(f.run)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(ew, `,%q:`, f.name)
-		ew.Write(run)
-	}
-	ew.WriteString("}")
-	return ew.err
+	out := *s
+	out.Format = stateFormat
+	return jsonv2.MarshalWrite(w, &out, jsonv1.DefaultOptionsV1())
 }
-
-// encodeSet is a set as JSON: its text, a string (base64: nothing to
-// escape).
-func encodeSet(set *ids.Set) ([]byte, error) {
-	text, err := set.MarshalText()
-	return append(append([]byte{'"'}, text...), '"'), err
-}
-
-// writeObject writes m as json.Marshal does (keys sorted, null when nil),
-// each value encoded by value.
-func writeObject[V any](ew *errWriter, m map[string]V, value func(V) ([]byte, error)) {
-	if m == nil {
-		ew.WriteString("null")
-		return
-	}
-	keys := slices.Sorted(maps.Keys(m))
-	ew.WriteString("{")
-	for i, k := range keys {
-		if i > 0 {
-			ew.WriteString(",")
-		}
-		key, err := json.Marshal(k)
-		ew.fail(err)
-		v, err := value(m[k])
-		ew.fail(err)
-		ew.Write(key)
-		ew.WriteString(":")
-		ew.Write(v)
-	}
-	ew.WriteString("}")
-}
-
-// errWriter keeps the first error of a sequence of writes.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) fail(err error) {
-	if e.err == nil {
-		e.err = err
-	}
-}
-
-func (e *errWriter) Write(b []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(b)
-	e.fail(err)
-	return n, err
-}
-
-func (e *errWriter) WriteString(s string) { e.Write([]byte(s)) }
 
 func newState() *State {
 	return &State{Format: stateFormat, Keys: map[string]string{}}
@@ -166,13 +72,6 @@ func Load(dir string) (*State, error) {
 	return loadState(out)
 }
 
-// SaveState replaces the state of the archive in out with s, atomically
-// (for a state that describes no file: see export's compliance jobs).
-// what names the step in the crash points step marks.
-func SaveState(out string, s *State, step func(string), what string) error {
-	return saveState(out, s, step, what)
-}
-
 // loadState reads DIR/.state/state.json. A missing file is an empty state
 // only in a directory that holds no exported file: beside files, it is a
 // lost state, and an empty one would have the next run bill every post
@@ -182,10 +81,10 @@ func loadState(out string) (*State, error) {
 	path := filepath.Join(out, stateDir, stateFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if file, err := anyExportedFile(out); err != nil {
+		if files, err := publishedFiles(out); err != nil {
 			return nil, err
-		} else if file != "" {
-			return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is missing, but the directory holds exported files (%s)", path, file)}
+		} else if len(files) > 0 {
+			return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is missing, but the directory holds exported files (%s)", path, files[0])}
 		}
 		return newState(), nil
 	}
@@ -208,14 +107,10 @@ func loadState(out string) (*State, error) {
 }
 
 // knowsFiles checks that the state s (read from path) is the state of the
-// files in out. Every run that writes a file records itself in the state
-// as it commits (Pending, then LastRun), and a run's files are named after
-// its time, which is later than any run before it. So no file may be
-// named after a time later than the last run the state records: a state
-// that records no run beside files (an empty one), or one older than the
-// files (restored from a backup, copied from another directory), would
-// have the next run write again rows the files hold. Only the names are
-// read, never the files.
+// files in out: a run's files are named after its time, later than any run
+// before it, so no file may be named after a time later than the last run
+// the state records. A state without runs beside files, or older than them
+// (a backup), would have the next run write again rows the files hold.
 func (s *State) knowsFiles(out, path string) error {
 	var known time.Time // the latest run the state records
 	for _, run := range []*Run{s.LastRun, s.Pending} {
@@ -223,51 +118,52 @@ func (s *State) knowsFiles(out, path string) error {
 			known = run.Time
 		}
 	}
-	newest, err := newestExportedFile(out, "")
+	newest, run, err := newestExportedFile(out, "")
 	switch {
 	case err != nil:
 		return err
-	case newest.path == "":
+	case run == nil:
 		return nil
 	case known.IsZero():
-		return &StateError{Dir: out, Problem: fmt.Sprintf("%s records no export, but the directory holds exported files (%s): it is not this directory's state", path, newest.path)}
-	case newest.run.Time.After(known):
+		return &StateError{Dir: out, Problem: fmt.Sprintf("%s records no export, but the directory holds exported files (%s): it is not this directory's state", path, newest)}
+	case run.Time.After(known):
 		return &StateError{Dir: out, Problem: fmt.Sprintf("%s is older than the files beside it: %s was written after the last export it records (%s), so it is not this directory's state (restored from a backup, or copied from elsewhere?)",
-			path, newest.path, known.Format("2006-01-02 15:04:05.000 MST"))}
+			path, newest, known.Format("2006-01-02 15:04:05.000 MST"))}
 	}
 	return nil
 }
 
-// exportedFile is a Parquet file of a table, and the run its name names
-// (its id and time).
-type exportedFile struct {
-	path string
-	run  Run
+// newestExportedFile is the file of out named after the latest time, and
+// the run its name names (none: "" and nil), passing over the files of the
+// run skip, and the files not named as an export names them.
+func newestExportedFile(out, skip string) (path string, run *Run, err error) {
+	paths, err := publishedFiles(out)
+	for _, p := range paths {
+		stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
+		t, err := time.Parse(fileTimeLayout, stamp)
+		if ok && err == nil && isRunID(id) && id != skip && (run == nil || t.After(run.Time)) {
+			path, run = p, &Run{ID: id, Time: t}
+		}
+	}
+	return path, run, err
 }
 
-// newestExportedFile is the file of out named after the latest time (path
-// "" when there is none), passing over the files of the run skip. Files not
-// named as an export names them are passed over too.
-func newestExportedFile(out, skip string) (exportedFile, error) {
-	var newest exportedFile
+// publishedFiles are the paths of the Parquet files of every table of out
+// (DIR/<table>/*.parquet), in table then name order.
+func publishedFiles(out string) ([]string, error) {
 	tables, err := TablesIn(out)
 	if err != nil {
-		return newest, err
+		return nil, err
 	}
+	var paths []string
 	for _, table := range tables {
-		paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
+		found, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 		if err != nil {
-			return newest, err
+			return nil, err
 		}
-		for _, p := range paths {
-			stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
-			t, err := time.Parse(fileTimeLayout, stamp)
-			if ok && err == nil && isRunID(id) && id != skip && (newest.path == "" || t.After(newest.run.Time)) {
-				newest = exportedFile{path: p, run: Run{ID: id, Time: t}}
-			}
-		}
+		paths = append(paths, found...)
 	}
-	return newest, nil
+	return paths, nil
 }
 
 // StateError is a state that cannot be used as it is: damaged, or lost
@@ -302,12 +198,9 @@ func (e *newerStateError) Error() string {
 	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
 }
 
-// decodeState decodes and checks a state file. Every state this
-// program writes has a format, keys (possibly empty), written-id sets
-// (possibly empty) and runs whose ids and files name paths inside the
-// output directory; anything else is damaged. Every walk memory is decoded
-// too, so that a damaged one stops the export before anything is billed,
-// rather than failing its account at every run.
+// decodeState decodes and checks a state file: anything this program does
+// not write is damaged. Every walk memory is decoded too, so that a damaged
+// one stops the export before anything is billed.
 func decodeState(r io.Reader) (*State, error) {
 	s := &State{}
 	if err := s.readFrom(r); err != nil {
@@ -339,8 +232,7 @@ func decodeState(r io.Reader) (*State, error) {
 }
 
 // readFrom decodes the JSON writeTo writes, one key and one set at a time,
-// so that the file is not held in memory beside what it decodes to (at
-// 10,000 accounts, hundreds of megabytes each).
+// so that the file is not held in memory beside what it decodes to.
 func (s *State) readFrom(r io.Reader) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	err := decodeObject(dec, func(field string) error {
@@ -352,7 +244,7 @@ func (s *State) readFrom(r io.Reader) error {
 			return decodeObject(dec, func(key string) error {
 				var v string
 				err := dec.Decode(&v)
-				if !isArchivedKey(key) { // see archivedRecord
+				if !isArchivedKey(key) {
 					s.Keys[key] = v
 				}
 				return err
@@ -470,15 +362,7 @@ func (r *Run) check() error {
 
 // isRunID reports whether id is a run id: 8 lowercase hex digits (newRunID).
 func isRunID(id string) bool {
-	if len(id) != 8 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
 }
 
 // checkKey decodes one state key of the plugin's, as the plugin will read
@@ -496,8 +380,9 @@ func isStateKey(key string) bool {
 	return ok
 }
 
-// isArchivedKey reports whether key records an account's archived post ids
-// (see archivedRecord).
+// isArchivedKey reports whether key is where versions before the
+// accounts' records kept their archived post ids, a few bytes a post:
+// such keys are left out as a state is read, and so when it is next saved.
 func isArchivedKey(key string) bool {
 	k, _ := account.ParseKey(key)
 	return k.Kind == account.ArchivedIDs
@@ -532,12 +417,7 @@ func TablesIn(out string) ([]string, error) {
 // isTableName reports whether name is a table's name, as the plugin names
 // them (lowercase letters, digits and underscores): it becomes a path.
 func isTableName(name string) bool {
-	for _, r := range name {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-			return false
-		}
-	}
-	return name != "" && name != mediaDir
+	return name != "" && name != mediaDir && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
 }
 
 // ForeignEntries returns the entries of dir that no export makes there —
@@ -573,35 +453,17 @@ func isMediaDir(dir string, e fs.DirEntry) bool {
 	return err == nil && fi.IsDir()
 }
 
-// hasFiles reports whether DIR/<table> holds a Parquet file.
+// HasFiles reports whether DIR/<table> holds a Parquet file.
 func HasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	return len(files) > 0
 }
 
-// anyExportedFile returns the path of a Parquet file of a table in out, or
-// "" if there is none.
-func anyExportedFile(out string) (string, error) {
-	tables, err := TablesIn(out)
-	if err != nil {
-		return "", err
-	}
-	for _, t := range tables {
-		files, err := filepath.Glob(filepath.Join(out, t, "*.parquet"))
-		if err != nil {
-			return "", err
-		}
-		if len(files) > 0 {
-			return files[0], nil
-		}
-	}
-	return "", nil
-}
-
-// saveState replaces DIR/.state/state.json atomically. step marks the crash
-// points: the new version written and synced under a temporary name, then
-// renamed over the old one (the rename is the commit).
-func saveState(out string, s *State, step func(string), what string) error {
+// SaveState replaces DIR/.state/state.json atomically. step marks the
+// crash points, named after what: the new version written and synced
+// under a temporary name, then renamed over the old one (the rename is the
+// commit).
+func SaveState(out string, s *State, step func(string), what string) error {
 	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
 	if err := dirsync.Mkdir(out, stateDir); err != nil {

@@ -5,17 +5,13 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 )
 
-// The archive holds the tables of the plugin (package resources), and its
-// own, which no sync writes: the records of the bookmark commands (package
-// bookmarks writes and reads their rows).
-
 // ChangesTable is the name of the table of bookmarks removed and added by
 // `cq-source-x bookmarks remove` and `bookmarks add`.
 const ChangesTable = "x_bookmark_changes"
 
-// Tables are the tables of an archive that no sync writes: the records of
-// the archive's own commands. They are documented with the plugin's
-// (docs/tables).
+// Tables are the archive's own tables, which no sync writes: the records
+// of the bookmark commands (package bookmarks writes and reads their rows).
+// They are documented with the plugin's (docs/tables).
 func Tables() schema.Tables { return schema.Tables{ChangesTableDef()} }
 
 // ChangesTableDef is the x_bookmark_changes table.

@@ -13,6 +13,7 @@ package archived
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -123,7 +124,7 @@ func (r *Record) add(to posts, ps []Post, keepDates bool) posts {
 	if len(news) == 0 {
 		return to
 	}
-	slices.SortStableFunc(news, func(a, b added) int { return cmpUint(a.id, b.id) })
+	slices.SortStableFunc(news, func(a, b added) int { return cmp.Compare(a.id, b.id) })
 	news = slices.CompactFunc(news, func(a, b added) bool { return a.id == b.id })
 	withDates := keepDates || to.dates != nil
 	out := posts{ids: make(ids.Sorted, 0, len(to.ids)+len(news)), author: make([]uint32, 0, len(to.ids)+len(news))}
@@ -137,7 +138,7 @@ func (r *Record) add(to posts, ps []Post, keepDates bool) posts {
 		}
 		out.ids, out.author = append(out.ids, a.id), append(out.author, a.author)
 		if withDates {
-			out.dates = append(out.dates, r.postDates(a.id, a.dates))
+			out.dates = append(out.dates, r.postDates(a.dates))
 		}
 	}
 	for ; i < len(to.ids); i++ {
@@ -158,16 +159,6 @@ func (p posts) datesAt(i int) postDates {
 		return unknownDates
 	}
 	return p.dates[i]
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // authorOf is the index + 1 of the author, added when new; 0 for none.
@@ -192,7 +183,7 @@ func (r *Record) authorOf(id string) uint32 {
 }
 
 // postDates is d as kept, its sighting added when new.
-func (r *Record) postDates(id uint64, d *Dates) postDates {
+func (r *Record) postDates(d *Dates) postDates {
 	if d == nil {
 		return unknownDates
 	}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,6 @@ const (
 	DefaultRedirectURL = "http://127.0.0.1:8085/callback"
 )
 
-// Scope names.
 const (
 	// ScopeOfflineAccess makes X issue a refresh token. Unattended runs need it.
 	ScopeOfflineAccess = "offline.access"
@@ -42,13 +42,9 @@ func Scopes(write bool) []string {
 	return s
 }
 
-// Config identifies the X developer app and its endpoints. Empty AuthURL, TokenURL,
-// RedirectURL and Scopes mean the defaults (DefaultAuthURL, DefaultTokenURL,
-// DefaultRedirectURL, ReadScopes).
-//
-// ClientSecret is set only for confidential clients (X "Web App, Automated App or Bot"); public
-// clients ("Native App", "Single page App") have none. Formatting a Config with fmt (%v, %+v,
-// %#v, %s) or slog never shows the secret.
+// Config identifies the X developer app and its endpoints; empty fields take the defaults.
+// ClientSecret is set only for confidential clients (X "Web App, Automated App or Bot"), not
+// for public ones ("Native App", "Single page App"). fmt and slog never show it.
 type Config struct {
 	ClientID     string
 	ClientSecret string
@@ -60,15 +56,9 @@ type Config struct {
 
 // WithDefaults returns c with empty fields set to their defaults.
 func (c Config) WithDefaults() Config {
-	if c.AuthURL == "" {
-		c.AuthURL = DefaultAuthURL
-	}
-	if c.TokenURL == "" {
-		c.TokenURL = DefaultTokenURL
-	}
-	if c.RedirectURL == "" {
-		c.RedirectURL = DefaultRedirectURL
-	}
+	c.AuthURL = cmp.Or(c.AuthURL, DefaultAuthURL)
+	c.TokenURL = cmp.Or(c.TokenURL, DefaultTokenURL)
+	c.RedirectURL = cmp.Or(c.RedirectURL, DefaultRedirectURL)
 	if len(c.Scopes) == 0 {
 		c.Scopes = slices.Clone(ReadScopes)
 	}
@@ -78,8 +68,7 @@ func (c Config) WithDefaults() Config {
 // Confidential reports whether c is a confidential client (it has a client secret).
 func (c Config) Confidential() bool { return c.ClientSecret != "" }
 
-// Validate checks c (after defaults). Errors name the offending field and never contain the
-// client secret.
+// Validate checks c (after defaults); errors name the field, never the client secret.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
@@ -91,12 +80,7 @@ func (c Config) Validate() error {
 	if c.ClientSecret != "" && c.ClientSecret != strings.TrimSpace(c.ClientSecret) {
 		errs = append(errs, errors.New("auth: ClientSecret has leading or trailing white space"))
 	}
-	if err := checkEndpoint("AuthURL", c.AuthURL); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkEndpoint("TokenURL", c.TokenURL); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, checkEndpoint("AuthURL", c.AuthURL), checkEndpoint("TokenURL", c.TokenURL)) // Join drops nils
 	if u, err := url.Parse(c.RedirectURL); err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		errs = append(errs, fmt.Errorf("auth: RedirectURL %q is not an absolute http(s) URL; use the callback URL registered for your app, e.g. %s", c.RedirectURL, DefaultRedirectURL))
 	}
@@ -111,8 +95,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkEndpoint requires an absolute https URL; plain http is allowed only on a loopback host
-// (test servers and simulators).
+// checkEndpoint requires an absolute https URL, or plain http to a loopback host.
 func checkEndpoint(field, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" {
@@ -135,27 +118,16 @@ func checkEndpoint(field, raw string) error {
 }
 
 // OAuth2 returns the golang.org/x/oauth2 configuration for c (after defaults). The client
-// authentication style is always explicit, never auto-detected (auto-detection is reported to
-// fail against X): a public client (no secret) sends client_id in the form body
-// (AuthStyleInParams); a confidential client sends HTTP Basic client_id:client_secret
-// (AuthStyleInHeader).
+// authentication style is explicit, never auto-detected (which is reported to fail against X): a
+// public client (no secret) sends client_id in the form body, a confidential one HTTP Basic.
 func (c Config) OAuth2() *oauth2.Config {
 	c = c.WithDefaults()
 	style := oauth2.AuthStyleInParams
 	if c.Confidential() {
 		style = oauth2.AuthStyleInHeader
 	}
-	return &oauth2.Config{
-		ClientID:     c.ClientID,
-		ClientSecret: c.ClientSecret,
-		Endpoint: oauth2.Endpoint{
-			AuthURL:   c.AuthURL,
-			TokenURL:  c.TokenURL,
-			AuthStyle: style,
-		},
-		RedirectURL: c.RedirectURL,
-		Scopes:      slices.Clone(c.Scopes),
-	}
+	return &oauth2.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, RedirectURL: c.RedirectURL, Scopes: slices.Clone(c.Scopes),
+		Endpoint: oauth2.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL, AuthStyle: style}}
 }
 
 // String describes c without the client secret.
@@ -164,25 +136,20 @@ func (c Config) String() string {
 		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
 }
 
-// GoString describes c without the client secret.
-func (c Config) GoString() string {
-	return fmt.Sprintf("auth.Config{ClientID:%q, ClientSecret:%s, AuthURL:%q, TokenURL:%q, RedirectURL:%q, Scopes:%#v}",
-		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
-}
-
-// Format makes every fmt verb safe: %#v uses GoString, everything else String.
-func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, c.String(), c.GoString()) }
+// Format makes every fmt verb safe.
+func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, "auth.Config", c.String()) }
 
 // LogValue makes slog show c without the client secret.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-func formatRedacted(f fmt.State, verb rune, s, gs string) {
+// formatRedacted writes s, what String says, for every verb: quoted for %q,
+// after the type's name for %#v.
+func formatRedacted(f fmt.State, verb rune, typeName, s string) {
 	switch {
 	case verb == 'v' && f.Flag('#'):
-		_, _ = io.WriteString(f, gs)
+		s = typeName + s
 	case verb == 'q':
-		_, _ = io.WriteString(f, strconv.Quote(s))
-	default:
-		_, _ = io.WriteString(f, s)
+		s = strconv.Quote(s)
 	}
+	_, _ = io.WriteString(f, s)
 }

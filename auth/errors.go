@@ -15,49 +15,41 @@ import (
 
 // ErrLoginRequired means the stored credentials can no longer be used and only an interactive
 // login can fix it: the token file is missing, holds no usable refresh token, was issued to a
-// different app, or X rejected the refresh token (spent, revoked or invalid). Retrying does not
-// help. Test for it with errors.Is.
+// different app, or X rejected the refresh token.
 var ErrLoginRequired = errors.New("login required: run `cq-source-x login` again")
 
 const redacted = "[redacted]"
 
-// TokenEndpointError is a failed call to the token endpoint (code exchange or refresh). Its
-// message never contains a token, an authorization code or the client secret: only the HTTP
-// status, the OAuth error code and a sanitised error description.
+// TokenEndpointError is a failed call to the token endpoint. Its message never contains a token,
+// an authorization code or the client secret.
 type TokenEndpointError struct {
 	Op          string // "refresh" or "exchange"
 	StatusCode  int    // HTTP status; 0 when no response was received
 	Code        string // OAuth "error", e.g. "invalid_request"
 	Description string // OAuth "error_description", sanitised and truncated
 	// Transient is true for failures that may go away by themselves (network errors, timeouts,
-	// 429, 5xx, an unparseable 2xx). The caller may retry later; the refresh token was not
-	// consumed as far as we can tell.
+	// 429, 5xx, an unparseable 2xx): the refresh token was not consumed as far as we can tell.
 	Transient bool
 	// LoginRequired is true when X rejected the grant (HTTP 400/401 invalid_grant or
 	// invalid_request): errors.Is(err, ErrLoginRequired) holds.
 	LoginRequired bool
-	// Hint is extra context appended to the message (for example that an earlier refresh was
-	// interrupted).
-	Hint string
-	err  error // sanitised cause (network errors); never a *oauth2.RetrieveError
+	Hint          string // appended to the message (e.g. that an earlier refresh was interrupted)
+	err           error  // sanitised cause (network errors); never a *oauth2.RetrieveError
 }
 
 func (e *TokenEndpointError) Error() string {
-	var b strings.Builder
-	b.WriteString("auth: token endpoint ")
-	b.WriteString(e.Op)
-	b.WriteString(" failed")
+	s := "auth: token endpoint " + e.Op + " failed"
 	if e.StatusCode != 0 {
-		fmt.Fprintf(&b, ": HTTP %d", e.StatusCode)
+		s += fmt.Sprintf(": HTTP %d", e.StatusCode)
 	}
 	if e.Code != "" {
-		fmt.Fprintf(&b, " %s", e.Code)
+		s += " " + e.Code
 	}
 	if e.Description != "" {
-		fmt.Fprintf(&b, " (%s)", e.Description)
+		s += " (" + e.Description + ")"
 	}
 	if e.err != nil {
-		fmt.Fprintf(&b, ": %v", e.err)
+		s += ": " + e.err.Error()
 	}
 	endpoint, where := "token endpoint", "oauth.token_url in a spec, --token-url"
 	if e.Op == "revoke" {
@@ -65,29 +57,27 @@ func (e *TokenEndpointError) Error() string {
 	}
 	switch {
 	case e.LoginRequired && e.Op == "refresh":
-		b.WriteString(": X no longer accepts the stored refresh token (refresh tokens are single-use and rotate on every refresh; it was spent, revoked or belongs to another app)")
+		s += ": X no longer accepts the stored refresh token (refresh tokens are single-use and rotate on every refresh; it was spent, revoked or belongs to another app)"
 	case e.LoginRequired:
-		b.WriteString(": X rejected the authorization code (codes are single-use and live 30 seconds)")
+		s += ": X rejected the authorization code (codes are single-use and live 30 seconds)"
 	case e.StatusCode == 404 || e.StatusCode == 405:
-		fmt.Fprintf(&b, ": there is no %s at that URL: check it (%s)", endpoint, where)
+		s += fmt.Sprintf(": there is no %s at that URL: check it (%s)", endpoint, where)
 	case e.Transient && e.StatusCode/100 == 2:
-		fmt.Fprintf(&b, ": the answer is not a token response: check the %s's URL (%s)", endpoint, where)
+		s += fmt.Sprintf(": the answer is not a token response: check the %s's URL (%s)", endpoint, where)
 	case e.Transient && e.StatusCode == 0:
-		fmt.Fprintf(&b, " (no answer: check the %s's URL (%s) and the network; an outage passes by itself)", endpoint, where)
+		s += fmt.Sprintf(" (no answer: check the %s's URL (%s) and the network; an outage passes by itself)", endpoint, where)
 	case e.Transient:
-		b.WriteString(" (transient; try again later)")
+		s += " (transient; try again later)"
 	case e.Code == "invalid_client" || e.Code == "unauthorized_client":
-		b.WriteString(": check the client id and secret (a confidential app needs its client secret; a public app must have none)")
+		s += ": check the client id and secret (a confidential app needs its client secret; a public app must have none)"
 	}
 	if e.Hint != "" {
-		b.WriteString("; ")
-		b.WriteString(e.Hint)
+		s += "; " + e.Hint
 	}
 	if e.LoginRequired {
-		b.WriteString(": ")
-		b.WriteString(ErrLoginRequired.Error())
+		s += ": " + ErrLoginRequired.Error()
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap exposes ErrLoginRequired (when LoginRequired) and the sanitised network cause.
@@ -102,11 +92,9 @@ func (e *TokenEndpointError) Unwrap() []error {
 	return errs
 }
 
-// Temporary reports whether retrying later may succeed.
 func (e *TokenEndpointError) Temporary() bool { return e.Transient }
 
-// tokenEndpointError turns an error from golang.org/x/oauth2 into a *TokenEndpointError whose
-// text holds none of the secrets.
+// tokenEndpointError turns an error of golang.org/x/oauth2 into one whose text holds no secret.
 func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointError {
 	e := &TokenEndpointError{Op: op}
 	var re *oauth2.RetrieveError
@@ -126,10 +114,7 @@ func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointE
 			// A 2xx carrying an "error" field: unusual; the outcome is unknown.
 			e.Transient = true
 		}
-	default:
-		// Network errors, timeouts, context errors and unparseable bodies. None of them
-		// carries the request body, but url.Error carries the URL: keep only the operation
-		// and the innermost cause, and redact it anyway.
+	default: // network errors, timeouts, unparseable bodies
 		e.Transient = true
 		e.err = sanitizedError(err, secrets)
 	}
@@ -137,11 +122,8 @@ func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointE
 }
 
 func isGrantRejection(re *oauth2.RetrieveError) bool {
-	switch re.ErrorCode {
-	case "invalid_grant", "invalid_request":
-		return true
-	}
-	return strings.Contains(strings.ToLower(re.ErrorDescription), "token was invalid")
+	return re.ErrorCode == "invalid_grant" || re.ErrorCode == "invalid_request" ||
+		strings.Contains(strings.ToLower(re.ErrorDescription), "token was invalid")
 }
 
 // netError keeps the classification of a network error (errors.Is context.DeadlineExceeded,
@@ -152,9 +134,7 @@ type netError struct {
 }
 
 func (e *netError) Error() string { return e.msg }
-func (e *netError) Unwrap() error {
-	// Only expose well-known sentinel errors; never the original chain, whose messages could
-	// in theory carry request data.
+func (e *netError) Unwrap() error { // never the original chain, whose text may hold request data
 	switch {
 	case errors.Is(e.cause, context.DeadlineExceeded):
 		return context.DeadlineExceeded
@@ -169,14 +149,9 @@ func (e *netError) Timeout() bool {
 }
 
 func sanitizedError(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
 	msg := err.Error()
 	var ue *url.Error
-	if errors.As(err, &ue) {
-		// "Post \"https://api.x.com/2/oauth2/token\": dial tcp: ..." – keep the verb and
-		// host only.
+	if errors.As(err, &ue) { // keep the verb and the host of the URL only
 		host := ""
 		if u, perr := url.Parse(ue.URL); perr == nil {
 			host = u.Host
@@ -186,8 +161,7 @@ func sanitizedError(err error, secrets []string) error {
 	return &netError{msg: sanitize(msg, 300, secrets), cause: err}
 }
 
-// sanitize removes secrets and control characters from text that came from the network and
-// truncates it.
+// sanitize removes secrets and control characters from text from the network and truncates it.
 func sanitize(s string, max int, secrets []string) string {
 	for _, sec := range secrets {
 		if len(sec) >= 4 {

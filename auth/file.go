@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,12 +24,11 @@ import (
 // FileFormatVersion is the version written to the token file's "version" field.
 const FileFormatVersion = 1
 
-// maxTokenFileSize bounds how much of a token file is read.
 const maxTokenFileSize = 1 << 20
 
-// StoredToken is the content of the token file. See the package documentation for the JSON
-// format. Formatting a StoredToken with fmt (%v, %+v, %#v, %s) or slog never shows the access
-// or refresh token; json.Marshal does (it is the file format), so never log its JSON.
+// StoredToken is the content of the token file (its format: docs/auth.md). Formatting a
+// StoredToken with fmt or slog never shows the access or refresh token; json.Marshal does (it is
+// the file format), so never log its JSON.
 type StoredToken struct {
 	Version      int       `json:"version"`
 	AccessToken  string    `json:"access_token"`
@@ -42,28 +42,15 @@ type StoredToken struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// NewStoredToken converts the token returned by Login (or a refresh) for the file. The expiry is
-// recomputed from expires_in against now (so a virtual clock works); UserID and Username are
-// left for the caller.
+// NewStoredToken converts the token returned by Login (or a refresh) for the file, its expiry
+// counted from now (so a virtual clock works). UserID and Username are left for the caller.
 func NewStoredToken(tok *oauth2.Token, clientID string, now time.Time) *StoredToken {
-	st := &StoredToken{
-		Version:      FileFormatVersion,
-		AccessToken:  tok.AccessToken,
-		RefreshToken: tok.RefreshToken,
-		TokenType:    tok.TokenType,
-		Expiry:       tok.Expiry,
-		ClientID:     clientID,
-		UpdatedAt:    now.UTC(),
-	}
+	st := &StoredToken{Version: FileFormatVersion, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
+		TokenType: cmp.Or(tok.TokenType, "bearer"), Expiry: tok.Expiry, ClientID: clientID, UpdatedAt: now.UTC()}
 	if tok.ExpiresIn > 0 {
 		st.Expiry = now.Add(time.Duration(tok.ExpiresIn) * time.Second).UTC()
 	}
-	if s, ok := tok.Extra("scope").(string); ok {
-		st.Scope = s
-	}
-	if st.TokenType == "" {
-		st.TokenType = "bearer"
-	}
+	st.Scope, _ = tok.Extra("scope").(string)
 	return st
 }
 
@@ -80,16 +67,9 @@ func (t StoredToken) String() string {
 		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt))
 }
 
-// GoString describes t without its tokens.
-func (t StoredToken) GoString() string {
-	return fmt.Sprintf("auth.StoredToken{AccessToken:%s, RefreshToken:%s, TokenType:%q, Expiry:%q, Scope:%q, UserID:%q, Username:%q, ClientID:%q, UpdatedAt:%q}",
-		redactString(t.AccessToken), redactString(t.RefreshToken), t.TokenType, fmtTime(t.Expiry), t.Scope,
-		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt))
-}
-
-// Format makes every fmt verb safe: %#v uses GoString, everything else String.
+// Format makes every fmt verb safe.
 func (t StoredToken) Format(f fmt.State, verb rune) {
-	formatRedacted(f, verb, t.String(), t.GoString())
+	formatRedacted(f, verb, "auth.StoredToken", t.String())
 }
 
 // LogValue makes slog show t without its tokens.
@@ -102,35 +82,23 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// TokenFile is the token file at Path. Its lock file is Path+".lock"; a refresh in flight is
-// recorded in Path+".refreshing" (see the package documentation).
+// TokenFile is the token file at Path, locked by Path+".lock".
 type TokenFile struct {
 	Path string
 
-	hooks *fileHooks // tests only
-}
-
-type fileHooks struct {
-	rename func(oldpath, newpath string) error
+	renameHook func(oldpath, newpath string) error // tests only
 }
 
 func (f TokenFile) rename(oldpath, newpath string) error {
-	if f.hooks != nil && f.hooks.rename != nil {
-		return f.hooks.rename(oldpath, newpath)
+	if f.renameHook != nil {
+		return f.renameHook(oldpath, newpath)
 	}
 	return os.Rename(oldpath, newpath)
 }
 
-// Load reads the token file.
-//
-//   - A missing file is an error wrapping ErrLoginRequired.
-//   - A file that is not a regular file (a FIFO, a device) is refused before it is opened.
-//   - On Unix, a file that group or others may read or write is refused (like ssh refuses a
-//     private key with loose permissions): run `chmod 600 FILE`. The file holds a long-lived
-//     credential, and Save always writes 0600, so loose permissions mean someone copied or
-//     edited it by hand.
-//   - Bad JSON is an error naming the file (without its content).
-//   - A file holding neither an access nor a refresh token wraps ErrLoginRequired.
+// Load reads the token file. A missing file, or one holding no token, is an error wrapping
+// ErrLoginRequired. On Unix, a file that group or others may access is refused, as ssh refuses
+// such a private key.
 func (f TokenFile) Load() (*StoredToken, error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
@@ -172,13 +140,8 @@ func (f TokenFile) Load() (*StoredToken, error) {
 	return &t, nil
 }
 
-// Save replaces the token file atomically with t: it writes a temporary file (mode 0600) in the
-// same directory, fsyncs it, renames it over Path and fsyncs the directory. Readers see the old
-// complete file or the new complete file, never a mixture. On failure the temporary file is
-// removed and the old file is left as it was. The directory is created (0700) if missing.
-//
-// Save does not take the lock: hold Lock when another process may use the file (the
-// FileTokenSource does; the login command should).
+// Save replaces the token file atomically with t, creating its directory (0700) if missing. It
+// does not take the lock: hold Lock when another process may use the file.
 func (f TokenFile) Save(t *StoredToken) error {
 	if f.Path == "" {
 		return errors.New("auth: token file path is empty")
@@ -187,15 +150,12 @@ func (f TokenFile) Save(t *StoredToken) error {
 		return errors.New("auth: Save: nil token")
 	}
 	st := *t
-	if st.Version == 0 {
-		st.Version = FileFormatVersion
-	}
+	st.Version = cmp.Or(st.Version, FileFormatVersion)
 	data, err := json.MarshalIndent(&st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("auth: encode token file: %w", err)
 	}
-	data = append(data, '\n')
-	return f.writeAtomic(f.realPath(), data)
+	return f.writeAtomic(f.realPath(), append(data, '\n'))
 }
 
 // realPath is Path with symlinks resolved: the file a symlink points to is
@@ -208,7 +168,8 @@ func (f TokenFile) realPath() string {
 	return f.Path
 }
 
-func (f TokenFile) writeAtomic(path string, data []byte) (err error) {
+// writeAtomic writes a temporary file (0600), fsyncs it, renames it over path, fsyncs the dir.
+func (f TokenFile) writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("auth: create directory for %s: %w", path, err)
@@ -217,44 +178,32 @@ func (f TokenFile) writeAtomic(path string, data []byte) (err error) {
 	if err != nil {
 		return fmt.Errorf("auth: write %s: %w", path, err)
 	}
-	tmpName := tmp.Name()
-	renamed := false
-	defer func() {
-		if !renamed {
-			_ = tmp.Close()
-			_ = os.Remove(tmpName)
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+	err = tmp.Chmod(0o600)
+	if runtime.GOOS == "windows" {
+		err = nil
+	}
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = f.rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("auth: write %s: %w", path, err)
 	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("auth: write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("auth: write %s: fsync: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("auth: write %s: %w", path, err)
-	}
-	if err := f.rename(tmpName, path); err != nil {
-		return fmt.Errorf("auth: write %s: rename: %w", path, err)
-	}
-	renamed = true
 	if err := dirsync.Sync(dir); err != nil {
 		return fmt.Errorf("auth: write %s: fsync directory: %w", path, err)
 	}
 	return nil
 }
 
-// lockRetryDelay is how often Lock polls a lock held by someone else.
-const lockRetryDelay = 20 * time.Millisecond
-
-// Lock takes the cross-process exclusive lock on Path+".lock" (flock(2) on Unix, LockFileEx on
-// Windows), waiting until ctx is done. The lock is per open file, so two locks in the same
-// process exclude each other too. The lock file is not removed while the token file exists
-// (removing it would let two processes lock different files); the logout command removes it
-// after the token file.
+// Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done; two
+// locks in one process exclude each other too. The lock file is not removed while the token
+// file exists (two processes would lock different files).
 func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
@@ -264,7 +213,7 @@ func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 		return nil, fmt.Errorf("auth: lock token file: %w", err)
 	}
 	fl := flock.New(path+".lock", flock.SetPermissions(0o600))
-	ok, err := fl.TryLockContext(ctx, lockRetryDelay)
+	ok, err := fl.TryLockContext(ctx, 20*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("auth: lock %s: %w", fl.Path(), err)
 	}
@@ -274,11 +223,9 @@ func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	return fl.Unlock, nil
 }
 
-// refreshIntent is the content of Path+".refreshing": written (fsynced) under the lock before a
-// refresh request is sent and removed once its result is saved. If it is still there, and its
-// fingerprint matches the refresh token on disk, a refresh of that very token was interrupted
-// (crash, kill, lost response) and X has probably already rotated it. It holds no secret: the
-// fingerprint is 8 bytes of SHA-256 of the refresh token.
+// refreshIntent is the content of Path+".refreshing", written before a refresh request is sent
+// and removed once its result is saved: still there for the refresh token on disk, it says a
+// refresh of that token was interrupted. The fingerprint is 8 bytes of its SHA-256: no secret.
 type refreshIntent struct {
 	StartedAt   time.Time `json:"started_at"`
 	Fingerprint string    `json:"refresh_token_sha256_prefix"`
@@ -294,12 +241,9 @@ func fingerprint(secret string) string {
 func (f TokenFile) intentPath() string { return f.realPath() + ".refreshing" }
 
 func (f TokenFile) readIntent() *refreshIntent {
-	data, err := os.ReadFile(f.intentPath())
-	if err != nil {
-		return nil
-	}
 	var in refreshIntent
-	if json.Unmarshal(data, &in) != nil {
+	data, err := os.ReadFile(f.intentPath())
+	if err != nil || json.Unmarshal(data, &in) != nil {
 		return nil
 	}
 	return &in

@@ -97,14 +97,14 @@ func TestTokenFileSaveKeepsOldContentWhenRenameFails(t *testing.T) {
 	before, _ := os.ReadFile(f.Path)
 
 	var tmpSeen string
-	f.hooks = &fileHooks{rename: func(oldpath, newpath string) error {
+	f.renameHook = func(oldpath, newpath string) error {
 		tmpSeen = oldpath
 		data, err := os.ReadFile(oldpath)
 		if err != nil || !strings.Contains(string(data), "AT-new") {
 			t.Errorf("temporary file not complete before rename: %v", err)
 		}
 		return errors.New("simulated rename failure")
-	}}
+	}
 	next := sampleToken()
 	next.AccessToken, next.RefreshToken = "AT-new", "RT-new"
 	err := f.Save(next)

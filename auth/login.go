@@ -2,10 +2,9 @@ package auth
 
 import (
 	"bufio"
+	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"html"
@@ -25,63 +24,41 @@ import (
 // DefaultLoginTimeout is how long Login waits for the redirect.
 const DefaultLoginTimeout = 5 * time.Minute
 
-// LoginOptions configures Login.
 type LoginOptions struct {
-	// Headless prints the authorize URL and reads the redirect URL the user pastes from In,
-	// instead of listening on the loopback redirect URL (for machines without a browser).
+	// Headless reads the redirect URL the user pastes from In instead of listening for it.
 	Headless bool
 	In       io.Reader // default os.Stdin (headless only)
 	Out      io.Writer // prompts and the authorize URL; default os.Stderr
-	// OpenBrowser opens the authorize URL; default github.com/pkg/browser.OpenURL. A failure is
-	// not fatal: the URL is printed anyway.
+	// OpenBrowser opens the authorize URL (default github.com/pkg/browser.OpenURL); the URL is
+	// printed anyway.
 	OpenBrowser func(url string) error
-	// HTTPClient is used for the token exchange; default a client with a 30s timeout.
-	HTTPClient *http.Client
-	// Timeout bounds the wait for the redirect (default 5m).
-	Timeout time.Duration
+	HTTPClient  *http.Client  // for the token exchange; default a client with a 30s timeout
+	Timeout     time.Duration // the wait for the redirect (default 5m)
 }
 
-// Login runs the OAuth 2.0 authorization-code flow with PKCE (S256) and returns the token.
+// Login runs the OAuth 2.0 authorization-code flow with PKCE (S256) and returns the token. It
+// prints the authorize URL to Out and opens the browser; then it listens on the loopback
+// address of cfg.RedirectURL (http://127.0.0.1:PORT/path or http://localhost:PORT/path,
+// registered as the app's callback URL exactly), or with Headless reads the redirect the user
+// pastes. A state that is not this login's, or an error redirect, ends it without an exchange.
 //
-// It generates a random state (256 bits from crypto/rand) and a PKCE verifier, prints the
-// authorize URL to Out and opens the browser. Without Headless, it listens on 127.0.0.1 at the
-// port and path of cfg.RedirectURL, which must be http://127.0.0.1:PORT/path or
-// http://localhost:PORT/path and registered as the app's callback URL exactly. With Headless,
-// the user pastes the address the browser was redirected to (or just its query). The state is
-// checked before anything else; a mismatch or an error redirect (e.g. error=access_denied) ends
-// the login without an exchange. The exchange sends code_verifier and redirect_uri.
-//
-// Login does not save anything: the caller resolves the user with GET /2/users/me, builds a
-// StoredToken (NewStoredToken) and saves it with TokenFile.Save under TokenFile.Lock.
+// Login saves nothing: the caller resolves the user with GET /2/users/me, builds a StoredToken
+// (NewStoredToken) and saves it with TokenFile.Save under TokenFile.Lock.
 func Login(ctx context.Context, cfg Config, opts LoginOptions) (*oauth2.Token, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	if opts.Out == nil {
-		opts.Out = os.Stderr
-	}
-	if opts.In == nil {
-		opts.In = os.Stdin
-	}
+	opts.Out = cmp.Or[io.Writer](opts.Out, os.Stderr)
+	opts.In = cmp.Or[io.Reader](opts.In, os.Stdin)
+	opts.HTTPClient = cmp.Or(opts.HTTPClient, defaultHTTPClient())
 	if opts.OpenBrowser == nil {
 		opts.OpenBrowser = browser.OpenURL
 	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = defaultHTTPClient()
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultLoginTimeout
-	}
-	redirect, err := url.Parse(cfg.RedirectURL)
-	if err != nil {
-		return nil, fmt.Errorf("auth: RedirectURL: %w", err)
-	}
+	opts.Timeout = cmp.Or(max(opts.Timeout, 0), DefaultLoginTimeout)
+	redirect, _ := url.Parse(cfg.RedirectURL) // Validate parsed it
 
-	state, err := randomState()
-	if err != nil {
-		return nil, err
-	}
+	state := oauth2.GenerateVerifier() // 256 random bits, base64url-encoded: a state as good
 	verifier := oauth2.GenerateVerifier()
 	oc := cfg.OAuth2()
 	authURL := oc.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier))
@@ -113,14 +90,6 @@ func Login(ctx context.Context, cfg Config, opts LoginOptions) (*oauth2.Token, e
 		return exchange(q)
 	}
 	return loopbackLogin(wctx, redirect, authURL, opts, exchange)
-}
-
-func randomState() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("auth: random state: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 var errStateMismatch = errors.New("auth: state mismatch: the redirect does not belong to this login attempt (an old browser tab, or a forged request); nothing was exchanged; run the login again")
@@ -163,12 +132,7 @@ func warnGrant(out io.Writer, cfg Config, tok *oauth2.Token) {
 		return
 	}
 	have := strings.Fields(granted)
-	var missing []string
-	for _, s := range cfg.Scopes {
-		if !slices.Contains(have, s) {
-			missing = append(missing, s)
-		}
-	}
+	missing := slices.DeleteFunc(slices.Clone(cfg.Scopes), func(s string) bool { return slices.Contains(have, s) })
 	if len(missing) > 0 {
 		fmt.Fprintf(out, "warning: X did not grant the scopes %s (granted: %s)\n", strings.Join(missing, " "), granted)
 	}
@@ -207,13 +171,9 @@ func readPastedRedirect(ctx context.Context, authURL, redirectURL string, opts L
 // parsePastedRedirect accepts the full redirect URL, or its query with or without the "?".
 // Errors never echo the input (it holds the authorization code).
 func parsePastedRedirect(s string) (url.Values, error) {
-	s = strings.TrimSpace(s)
-	s = strings.Trim(s, `"'<>`)
-	if i := strings.IndexByte(s, '#'); i >= 0 {
-		s = s[:i]
-	}
-	if i := strings.IndexByte(s, '?'); i >= 0 {
-		s = s[i+1:]
+	s, _, _ = strings.Cut(strings.Trim(strings.TrimSpace(s), `"'<>`), "#")
+	if _, query, ok := strings.Cut(s, "?"); ok {
+		s = query
 	}
 	q, err := url.ParseQuery(s)
 	if err != nil {
@@ -238,10 +198,7 @@ func loopbackLogin(ctx context.Context, redirect *url.URL, authURL string, opts 
 	}
 	calls := make(chan callback)
 	stop := make(chan struct{})
-	srv := &http.Server{
-		Handler:           callbackHandler(path, calls, stop),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := &http.Server{Handler: callbackHandler(path, calls, stop), ReadHeaderTimeout: 10 * time.Second}
 	for _, ln := range lns {
 		go func() { _ = srv.Serve(ln) }()
 	}
@@ -278,10 +235,7 @@ func listenRedirect(redirect *url.URL) ([]net.Listener, string, error) {
 	if port == "" {
 		return nil, "", fmt.Errorf("auth: RedirectURL %q has no port: give one explicitly, e.g. %s, and register exactly that URL with the X app", redirect.String(), DefaultRedirectURL)
 	}
-	path := redirect.EscapedPath()
-	if path == "" {
-		path = "/"
-	}
+	path := cmp.Or(redirect.EscapedPath(), "/")
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
 	if err != nil {
 		return nil, "", fmt.Errorf("auth: cannot listen for the redirect on 127.0.0.1:%s (is another login running, or the port in use?): %w", port, err)

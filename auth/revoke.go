@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,24 +21,17 @@ const (
 )
 
 // Revoke asks X to revoke token at endpoint ("" means DefaultRevokeURL),
-// authenticating the client as at the token endpoint (a public client sends
-// client_id in the form body, a confidential one HTTP Basic). X answers 200
-// for a token it does not know (RFC 7009), so revoking twice is no error.
-// Failures are *TokenEndpointError with Op "revoke"; like every error of
-// this package, they never contain the token or the client secret. hc nil
-// means a client with a 30-second timeout.
+// authenticating the client as at the token endpoint. X answers 200 for a
+// token it does not know (RFC 7009), so revoking twice is no error. Failures
+// are *TokenEndpointError with Op "revoke". hc nil means a client with a
+// 30-second timeout.
 func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *http.Client) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if endpoint == "" {
-		endpoint = DefaultRevokeURL
-	}
+	endpoint, hc = cmp.Or(endpoint, DefaultRevokeURL), cmp.Or(hc, defaultHTTPClient())
 	if err := checkEndpoint("RevokeURL", endpoint); err != nil {
 		return err
-	}
-	if hc == nil {
-		hc = defaultHTTPClient()
 	}
 	secrets := []string{token, cfg.ClientSecret}
 	form := url.Values{"token": {token}, "token_type_hint": {hint}}

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 
+	"github.com/cq-source-x/cq-source-x/internal/bearer"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
 )
@@ -20,33 +22,21 @@ const (
 	DefaultRefreshMargin  = 5 * time.Minute
 	DefaultLockTimeout    = 2 * time.Minute
 	DefaultRequestTimeout = 60 * time.Second
-	// expiryDelta: a token this close to its expiry is treated as expired (clock skew, latency).
-	expiryDelta = 10 * time.Second
-	// earlyRetryBackoff: after a failed refresh while the current token is still valid, the
-	// current token is used for this long before the next attempt.
-	earlyRetryBackoff = 30 * time.Second
+	expiryDelta           = 10 * time.Second // a token this close to its expiry is expired (clock skew, latency)
+	earlyRetryBackoff     = 30 * time.Second // after an early refresh failed, the wait before the next
 )
 
-// SourceOption configures a FileTokenSource.
 type SourceOption func(*FileTokenSource)
 
 // WithHTTPClient sets the HTTP client for the token endpoint. The default has a 30-second
 // timeout (never http.DefaultClient, which waits forever).
 func WithHTTPClient(c *http.Client) SourceOption {
-	return func(s *FileTokenSource) {
-		if c != nil {
-			s.httpClient = c
-		}
-	}
+	return func(s *FileTokenSource) { s.httpClient = cmp.Or(c, s.httpClient) }
 }
 
 // WithClock sets the clock that decides expiry (default clock.Real).
 func WithClock(c clock.Clock) SourceOption {
-	return func(s *FileTokenSource) {
-		if c != nil {
-			s.clock = c
-		}
-	}
+	return func(s *FileTokenSource) { s.clock = cmp.Or(c, s.clock) }
 }
 
 // WithRefreshMargin sets how long before expiry the token is refreshed (default 5m; 0 to 1h).
@@ -54,57 +44,39 @@ func WithRefreshMargin(d time.Duration) SourceOption {
 	return func(s *FileTokenSource) { s.margin = d }
 }
 
-// WithLockTimeout bounds the wait for the token file lock during a refresh (default 2m), so a
-// stuck process cannot hang a cron job forever. The context also bounds it.
+// WithLockTimeout bounds the wait for the token file lock (default 2m).
 func WithLockTimeout(d time.Duration) SourceOption {
-	return func(s *FileTokenSource) {
-		if d > 0 {
-			s.lockTimeout = d
-		}
-	}
+	return func(s *FileTokenSource) { s.lockTimeout = cmp.Or(max(d, 0), s.lockTimeout) }
 }
 
-// WithLogger sets the logger for refreshes: each refresh, a token another process refreshed, an
-// early refresh that failed while the current token is still valid, a 401 answered with a new
-// token. Lines name the token file, never a token or secret. Default: none.
+// WithLogger sets the logger for refreshes (default: none). Lines name the token file, never a
+// token or secret.
 func WithLogger(l zerolog.Logger) SourceOption {
 	return func(s *FileTokenSource) { s.log = l }
 }
 
-// WithSecrets makes the source add to r every credential it holds: the
-// client secret (as it is, and as the Basic header carries it), and each
-// access and refresh token it reads from the file or receives from the
-// token endpoint, as soon as it has it. Text the program prints or stores
-// is masked with r (a server may echo any of them).
+// WithSecrets makes the source add to r every credential it holds, as soon as it has it: the
+// client secret (also as the Basic header carries it) and each access and refresh token.
 func WithSecrets(r *secrets.Mask) SourceOption {
 	return func(s *FileTokenSource) { s.secrets = r }
-}
-
-// withAfterTokenResponse (tests) runs after the token endpoint answered a refresh and before the
-// new pair is saved; an error aborts there, as a crash would.
-func withAfterTokenResponse(fn func() error) SourceOption {
-	return func(s *FileTokenSource) { s.afterTokenResponse = fn }
 }
 
 // FileTokenSource is an oauth2.TokenSource backed by a TokenFile. It refreshes the access token
 // shortly before it expires (and once after Invalidate), persisting the rotated pair before
 // returning it. It is safe for concurrent use, and any number of processes may share one file:
-// refreshes are serialised by the file lock and each re-reads the file first. See the package
-// documentation for the exact guarantees.
+// refreshes are serialised by the file lock and each re-reads the file first (docs/auth.md).
 type FileTokenSource struct {
-	ctx            context.Context
-	cfg            Config
-	oc             *oauth2.Config
-	file           TokenFile
-	clock          clock.Clock
-	margin         time.Duration
-	lockTimeout    time.Duration
-	requestTimeout time.Duration
-	httpClient     *http.Client
-	log            zerolog.Logger
-	secrets        *secrets.Mask
+	ctx         context.Context
+	oc          *oauth2.Config
+	file        TokenFile
+	clock       clock.Clock
+	margin      time.Duration
+	lockTimeout time.Duration
+	httpClient  *http.Client
+	log         zerolog.Logger
+	secrets     *secrets.Mask
 
-	afterTokenResponse func() error
+	afterTokenResponse func() error // tests: withAfterTokenResponse
 
 	mu          sync.Mutex
 	cur         *StoredToken // last token read from or written to the file
@@ -118,9 +90,8 @@ type FileTokenSource struct {
 
 var _ oauth2.TokenSource = (*FileTokenSource)(nil)
 
-// NewFileTokenSource loads file and returns a token source for it. ctx is used by Token for the
-// lock wait and the token endpoint (TokenContext takes a per-call context instead). A missing
-// file, a file without tokens and a file issued to another client id are errors wrapping
+// NewFileTokenSource loads file and returns a token source for it; Token runs in ctx. A missing
+// file, one without tokens and one issued to another client id are errors wrapping
 // ErrLoginRequired.
 func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ...SourceOption) (*FileTokenSource, error) {
 	if err := cfg.Validate(); err != nil {
@@ -128,16 +99,14 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 	}
 	cfg = cfg.WithDefaults()
 	s := &FileTokenSource{
-		ctx:            ctx,
-		cfg:            cfg,
-		oc:             cfg.OAuth2(),
-		file:           file,
-		clock:          clock.Real{},
-		margin:         DefaultRefreshMargin,
-		lockTimeout:    DefaultLockTimeout,
-		requestTimeout: DefaultRequestTimeout,
-		httpClient:     defaultHTTPClient(),
-		log:            zerolog.Nop(),
+		ctx:         ctx,
+		oc:          cfg.OAuth2(),
+		file:        file,
+		clock:       clock.Real{},
+		margin:      DefaultRefreshMargin,
+		lockTimeout: DefaultLockTimeout,
+		httpClient:  defaultHTTPClient(),
+		log:         zerolog.Nop(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -146,34 +115,15 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 		return nil, fmt.Errorf("auth: refresh margin %v is out of range (0 to 1h; access tokens live 2h)", s.margin)
 	}
 	s.secrets.AddBasic(cfg.ClientID, cfg.ClientSecret)
-	st, err := file.Load()
+	st, err := s.reload()
 	if err != nil {
-		return nil, err
-	}
-	s.remember(st)
-	if err := s.checkClient(st); err != nil {
 		return nil, err
 	}
 	s.cur = st
 	return s, nil
 }
 
-// remember adds the tokens of st to the secrets it masks.
-func (s *FileTokenSource) remember(st *StoredToken) {
-	if st != nil {
-		s.secrets.Add(st.AccessToken, st.RefreshToken)
-	}
-}
-
 func defaultHTTPClient() *http.Client { return &http.Client{Timeout: 30 * time.Second} }
-
-func (s *FileTokenSource) checkClient(st *StoredToken) error {
-	if st.ClientID != "" && st.ClientID != s.cfg.ClientID {
-		return fmt.Errorf("auth: token file %s was issued to client id %q but the configuration uses client id %q; a refresh token works only with the app that issued it: %w",
-			s.file.Path, st.ClientID, s.cfg.ClientID, ErrLoginRequired)
-	}
-	return nil
-}
 
 // Stored returns a copy of the token currently in use (formatting it is safe; see StoredToken).
 func (s *FileTokenSource) Stored() StoredToken {
@@ -182,8 +132,8 @@ func (s *FileTokenSource) Stored() StoredToken {
 	return *s.cur
 }
 
-// Token returns a valid access token, refreshing it first when it expires within the refresh
-// margin or was invalidated. It uses the context given to NewFileTokenSource.
+// Token returns a valid access token, refreshed first when it expires within the refresh margin
+// or was invalidated.
 func (s *FileTokenSource) Token() (*oauth2.Token, error) { return s.TokenContext(s.ctx) }
 
 // TokenContext is Token with a per-call context. The context bounds the wait for the lock; once a
@@ -217,6 +167,22 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 	return nil, err
 }
 
+// Refresh refreshes the token now, whatever its expiry, by the rules every
+// refresh follows, and returns the pair in use afterwards (another process's,
+// when it refreshed the file since). After a failure s no longer uses the
+// access token read before.
+func (s *FileTokenSource) Refresh(ctx context.Context) (StoredToken, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.invalid = s.cur.AccessToken
+	st, err := s.refreshLocked(ctx)
+	if err != nil {
+		return StoredToken{}, err
+	}
+	s.retryAfter = time.Time{}
+	return *st, nil
+}
+
 // Invalidate reports that accessToken was rejected (HTTP 401). The next Token call refreshes,
 // unless the file already holds a different token, which is then used instead. Tokens other
 // than the current one are ignored.
@@ -243,9 +209,11 @@ func (s *FileTokenSource) fresh(t *StoredToken, now time.Time) bool {
 // refreshLocked runs with s.mu held. Under the file lock it re-reads the file, uses a token
 // someone else refreshed, or refreshes, saves and only then returns the new token.
 func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, error) {
-	unlock, err := s.lockFile(ctx)
+	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
+	unlock, err := s.file.Lock(lctx)
+	cancel()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("auth: waiting for the token file lock (another cq-source-x process may be refreshing): %w", err)
 	}
 	defer func() { _ = unlock() }()
 
@@ -276,25 +244,17 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	return s.saveRefreshed(tok, start, disk)
 }
 
-// lockFile takes the token file lock, waiting at most the lock timeout.
-func (s *FileTokenSource) lockFile(ctx context.Context) (unlock func() error, err error) {
-	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
-	defer cancel()
-	if unlock, err = s.file.Lock(lctx); err != nil {
-		return nil, fmt.Errorf("auth: waiting for the token file lock (another cq-source-x process may be refreshing): %w", err)
-	}
-	return unlock, nil
-}
-
-// reload reads the token file again, as another process may have changed it.
+// reload reads the token file (again: another process may have changed it), adds its tokens to
+// the secrets masked, and checks it was issued to this client.
 func (s *FileTokenSource) reload() (*StoredToken, error) {
 	disk, err := s.file.Load()
 	if err != nil {
 		return nil, err
 	}
-	s.remember(disk)
-	if err := s.checkClient(disk); err != nil {
-		return nil, err
+	s.secrets.Add(disk.AccessToken, disk.RefreshToken)
+	if disk.ClientID != "" && disk.ClientID != s.oc.ClientID {
+		return nil, fmt.Errorf("auth: token file %s was issued to client id %q but the configuration uses client id %q; a refresh token works only with the app that issued it: %w",
+			s.file.Path, disk.ClientID, s.oc.ClientID, ErrLoginRequired)
 	}
 	return disk, nil
 }
@@ -370,7 +330,7 @@ func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp
 	}
 	// From here on the refresh token may be spent at X: do not let the caller's cancellation
 	// abandon the answer.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.requestTimeout)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultRequestTimeout)
 	defer rcancel()
 	rctx = context.WithValue(rctx, oauth2.HTTPClient, s.httpClient)
 	start := s.clock.Now()
@@ -386,10 +346,9 @@ func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp
 	return tok, start, nil
 }
 
-// refreshFailed is the error of a refresh request that failed. A refresh token X rejected is
-// remembered, so that it is never sent again.
+// refreshFailed is the error of a failed refresh; a refresh token X rejected is never sent again.
 func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint string) error {
-	te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.cfg.ClientSecret)
+	te := tokenEndpointError("refresh", err, disk.RefreshToken, disk.AccessToken, s.oc.ClientSecret)
 	if te.LoginRequired {
 		te.Hint = hint
 		s.dead, s.deadErr = fp, te
@@ -406,14 +365,10 @@ func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint s
 // saveRefreshed saves the pair X returned, completed from the one it replaces, before it is
 // used. A pair that cannot be saved is kept in memory and saving it is retried on next use.
 func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk *StoredToken) (*StoredToken, error) {
-	next := NewStoredToken(tok, s.cfg.ClientID, start)
-	s.remember(next)
-	if next.RefreshToken == "" {
-		next.RefreshToken = disk.RefreshToken // not rotated this time: keep the old one
-	}
-	if next.Scope == "" {
-		next.Scope = disk.Scope
-	}
+	next := NewStoredToken(tok, s.oc.ClientID, start)
+	s.secrets.Add(next.AccessToken, next.RefreshToken)
+	next.RefreshToken = cmp.Or(next.RefreshToken, disk.RefreshToken) // not rotated this time: keep the old one
+	next.Scope = cmp.Or(next.Scope, disk.Scope)
 	next.UserID, next.Username = disk.UserID, disk.Username
 	if err := s.file.Save(next); err != nil {
 		s.unsaved, s.unsavedFrom = next, disk.RefreshToken
@@ -423,4 +378,29 @@ func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk
 	s.cur = next
 	s.log.Info().Str("token_file", s.file.Path).Time("expiry", next.Expiry).Msg("auth: access token refreshed")
 	return next, nil
+}
+
+// NewTransport returns a RoundTripper that sends src's access token and, when the response is
+// 401, invalidates that token and retries the request once with a refreshed one (see
+// bearer.Transport). A refresh that fails is the error. base nil means http.DefaultTransport.
+func NewTransport(src *FileTokenSource, base http.RoundTripper) http.RoundTripper {
+	return &bearer.Transport{
+		Base: base,
+		Token: func(ctx context.Context) (string, error) {
+			tok, err := src.TokenContext(ctx)
+			if err != nil {
+				return "", err
+			}
+			return tok.AccessToken, nil
+		},
+		Renew: func(ctx context.Context, refused string) (string, error) {
+			src.log.Info().Str("token_file", src.file.Path).Msg("auth: the API answered 401; refreshing the access token and sending the request again")
+			src.Invalidate(refused)
+			tok, err := src.TokenContext(ctx)
+			if err != nil {
+				return "", fmt.Errorf("auth: the API answered 401 and the access token could not be refreshed: %w", err)
+			}
+			return tok.AccessToken, nil
+		},
+	}
 }

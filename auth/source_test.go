@@ -436,14 +436,14 @@ func TestSaveFailureKeepsRefreshedPairAndRetries(t *testing.T) {
 	e := newEnv(t, "")
 	fail := true
 	var mu sync.Mutex
-	e.file.hooks = &fileHooks{rename: func(o, n string) error {
+	e.file.renameHook = func(o, n string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if fail && filepath.Base(n) == "token.json" {
 			return errors.New("disk full")
 		}
 		return os.Rename(o, n)
-	}}
+	}
 	s := e.source()
 	e.clk.Advance(2 * time.Hour)
 	_, err := s.Token()
@@ -523,7 +523,7 @@ func TestLockWaitIsBounded(t *testing.T) {
 // and the one on disk would be spent.
 func TestNoRefreshIsSentWhenTheDirectoryCannotBeWritten(t *testing.T) {
 	e := newEnv(t, "")
-	e.file.hooks = &fileHooks{rename: func(o, n string) error { return errors.New("disk full") }}
+	e.file.renameHook = func(o, n string) error { return errors.New("disk full") }
 	s := e.source()
 	e.clk.Advance(2 * time.Hour)
 	_, err := s.Token()
@@ -546,14 +546,14 @@ func TestAnEarlyRefreshThatCannotBeSavedIsReported(t *testing.T) {
 	e := newEnv(t, "")
 	var mu sync.Mutex
 	fail := true
-	e.file.hooks = &fileHooks{rename: func(o, n string) error {
+	e.file.renameHook = func(o, n string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if fail && filepath.Base(n) == "token.json" {
 			return errors.New("disk full")
 		}
 		return os.Rename(o, n)
-	}}
+	}
 	s := e.source()
 	e.clk.Advance(2*time.Hour - 3*time.Minute) // inside the refresh margin, not expired
 	if _, err := s.Token(); err == nil || !strings.Contains(err.Error(), "could not save it") {
@@ -598,15 +598,15 @@ func TestTheMaskLearnsEveryTokenTheSourceHolds(t *testing.T) {
 }
 
 // failingRename makes Saves of the token file fail ("disk full") while *fail is true.
-func failingRename(mu *sync.Mutex, fail *bool) *fileHooks {
-	return &fileHooks{rename: func(o, n string) error {
+func failingRename(mu *sync.Mutex, fail *bool) func(o, n string) error {
+	return func(o, n string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if *fail && filepath.Base(n) == "token.json" {
 			return errors.New("disk full")
 		}
 		return os.Rename(o, n)
-	}}
+	}
 }
 
 // A refreshed pair kept in memory because its Save failed is obsolete once
@@ -616,7 +616,7 @@ func TestAnUnsavedPairIsDroppedAfterANewLogin(t *testing.T) {
 	e := newEnv(t, "")
 	var mu sync.Mutex
 	fail := true
-	e.file.hooks = failingRename(&mu, &fail)
+	e.file.renameHook = failingRename(&mu, &fail)
 	s := e.source()
 	e.clk.Advance(2 * time.Hour)
 	if _, err := s.Token(); err == nil || !strings.Contains(err.Error(), "could not save it") {
@@ -644,7 +644,7 @@ func TestAFailedRetryToSaveTheKeptPairIsReported(t *testing.T) {
 	e := newEnv(t, "")
 	var mu sync.Mutex
 	fail := true
-	e.file.hooks = failingRename(&mu, &fail)
+	e.file.renameHook = failingRename(&mu, &fail)
 	s := e.source()
 	e.clk.Advance(2 * time.Hour)
 	if _, err := s.Token(); err == nil || !strings.Contains(err.Error(), "could not save it") {
@@ -695,4 +695,10 @@ func TestRefreshesAreLoggedWithoutTokens(t *testing.T) {
 			}
 		}
 	}
+}
+
+// withAfterTokenResponse runs after the token endpoint answered a refresh and before the
+// new pair is saved; an error aborts there, as a crash would.
+func withAfterTokenResponse(fn func() error) SourceOption {
+	return func(s *FileTokenSource) { s.afterTokenResponse = fn }
 }

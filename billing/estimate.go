@@ -2,9 +2,8 @@ package billing
 
 import "slices"
 
-// What each bookmarked post can bring besides itself, by expansion, that X
-// bills: the posts it references (it quotes one and replies to one at most;
-// a repost references one) and the users X returns with it.
+// What X bills with each bookmarked post, by expansion: the posts it
+// references (it quotes one and replies to one at most) and their users.
 var (
 	postsPerExpansion = map[string]int{"referenced_tweets.id": 2}
 	usersPerExpansion = map[string]int{"author_id": 1, "referenced_tweets.id.author_id": 2, "in_reply_to_user_id": 1}
@@ -15,12 +14,8 @@ var (
 
 // Expanded is what a request's expansions bill with each post it reads.
 type Expanded struct {
-	// Posts and Users are the most referenced posts and users one post
-	// brings.
-	Posts, Users int
-	// Unbounded are the expansions that bill users no bound counts (the
-	// users a post mentions, ...).
-	Unbounded []string
+	Posts, Users int      // the most referenced posts and users one post brings
+	Unbounded    []string // expansions that bill users no bound counts (the users a post mentions, ...)
 }
 
 // Expand is what the expansions bill with each post.

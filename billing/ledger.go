@@ -9,14 +9,12 @@ import (
 
 // The day's ledger: X bills a resource once per UTC day, so the meter keeps,
 // per user, the ids of the posts and users it saw billed on the current UTC
-// day. A later meter of the same user continues from it (RestoreBilled):
-// the account's state carries it from one sync to the next of the same day
-// (account/billed.go).
+// day. The account's state carries it from one sync to the next of the same
+// day (account/billed.go).
 
 // BilledToday is what the meter holds as billed for userID on its current
-// UTC day: the day (YYYY-MM-DD, "" when nothing was billed) and a copy of
-// the posts and users, for a later meter of the same user to continue from
-// (RestoreBilled).
+// UTC day (YYYY-MM-DD, "" when nothing was billed), for a later meter of the
+// same user to continue from (RestoreBilled).
 func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -24,7 +22,7 @@ func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 	if l == nil {
 		return "", &ids.Set{}, &ids.Set{}
 	}
-	return l.day, l.seen[kindPost].Clone(), l.seen[kindUser].Clone()
+	return l.day, l.posts.Clone(), l.users.Clone()
 }
 
 // RestoreBilled adds to userID's ledger what an earlier meter saw billed on
@@ -36,23 +34,14 @@ func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l := m.days[userID]
-	if l == nil {
-		l = newLedger(day)
-		m.days[userID] = l
-	}
-	if !l.turn(day) {
-		return
-	}
-	l.add(kindPost, day, posts)
-	l.add(kindUser, day, users)
+	l := m.ledger(userID, day)
+	l.add(&l.posts, day, posts)
+	l.add(&l.users, day, users)
 }
 
-// A user's ledger of the day holds every post read that day, the most a
-// meter holds. Between the readers that bill the user's reads it can be put
-// away (stored, and let go) and brought back when another starts: a sync of
-// many accounts then holds the ledgers of the accounts being read, not of
-// every account it has read.
+// A user's ledger of the day holds every post read that day: between the
+// readers that bill the user's reads it is put away (stored, and let go), so
+// a sync of many accounts holds the ledgers of the accounts being read only.
 
 // ledgerReaders are the readers billing a user's reads at the moment, and
 // whether the user's ledger of the day is in the meter or put away.
@@ -104,8 +93,7 @@ func (m *Meter) LeaveBilling(userID string, store func() error) error {
 	return nil
 }
 
-// HoldsBilled reports whether the meter holds a ledger of userID's that
-// is not put away.
+// HoldsBilled reports whether the meter holds userID's ledger (not put away).
 func (m *Meter) HoldsBilled(userID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -123,51 +111,41 @@ func (m *Meter) ledgerReaders(userID string) *ledgerReaders {
 	return r
 }
 
-// utcDay is t's UTC date, YYYY-MM-DD: the window X de-duplicates in.
-func utcDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
-
-type resourceKind uint8
-
-const (
-	kindPost resourceKind = iota
-	kindUser
-)
-
 // ledger is the resources of one user billed on one UTC day.
 type ledger struct {
-	day  string
-	seen [2]ids.Set
+	day          string
+	posts, users ids.Set
 }
 
-func newLedger(day string) *ledger {
-	return &ledger{day: day}
-}
-
-// turn moves the ledger to day when day is not older, forgetting an older
-// day, and reports whether the ledger is now on day.
-func (l *ledger) turn(day string) bool {
+// ledger returns userID's ledger, moved to day unless day is older than
+// the day it is on (an older day is forgotten). m.mu held.
+func (m *Meter) ledger(userID, day string) *ledger {
+	l := m.days[userID]
 	switch {
-	case day == l.day:
-		return true
+	case l == nil:
+		l = &ledger{day: day}
+		m.days[userID] = l
 	case day > l.day:
-		*l = *newLedger(day)
-		return true
+		*l = ledger{day: day}
 	}
-	return false
+	return l
 }
 
-// add records ids of kind billed on day and returns how many were new.
-// Billing on a day older than the ledger's (a clock turned back) counts
-// every id and records none.
-func (l *ledger) add(kind resourceKind, day string, ids []string) int {
+// add records ids billed on day in seen, one of l's sets, and returns how
+// many were new. Billing on a day older than the ledger's (a clock turned
+// back) counts every id and records none.
+func (l *ledger) add(seen *ids.Set, day string, ids []string) int {
 	if day != l.day {
 		return len(ids)
 	}
 	n := 0
 	for _, id := range ids {
-		if l.seen[kind].Add(id) {
+		if seen.Add(id) {
 			n++
 		}
 	}
 	return n
 }
+
+// utcDay is t's UTC date, YYYY-MM-DD: the window X de-duplicates in.
+func utcDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }

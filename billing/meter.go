@@ -2,21 +2,19 @@ package billing
 
 import (
 	"cmp"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
 )
 
-// Operation names one endpoint of the API client: the meter keeps a row
-// per user and operation (client.Operation is this type).
+// Operation names one endpoint of the API client (client.Operation).
 type Operation string
 
-// Billed is what one 2xx body held that X bills, by type: the ids of the
-// posts (its data, and expanded posts in includes) and of the expanded
-// users, the number of media objects (X does not bill media), and the write
-// requests (X bills each, not de-duplicated). X bills each resource once per
-// UTC day, so the meter needs the ids, not only the counts. The API client's
-// endpoints say what their answers bill.
+// Billed is what one 2xx body held that X bills: the ids of the posts (its
+// data, and expanded posts in includes) and of the expanded users (X bills
+// each once per UTC day, so the meter needs the ids), the media objects (X
+// does not bill them), and the write requests (X bills each).
 type Billed struct {
 	Posts []string
 	Users []string
@@ -24,10 +22,9 @@ type Billed struct {
 	// refused for its shape): billed, never de-duplicated.
 	UnknownPosts int
 	Media        int
-	// Writes is the write requests the body answered.
-	Writes int
+	Writes       int
 	// Owned says the posts are an owned read when the user owns the app
-	// (the bookmarks list of the authenticated user: SetOwnedReads).
+	// (SetOwnedReads).
 	Owned bool
 	// CountMismatch says how the page's meta.result_count disagreed with
 	// what it held ("" when it did not): what it held is what is billed.
@@ -40,37 +37,28 @@ type Billed struct {
 type Usage struct {
 	UserID    string
 	Operation Operation
-	// Requests is the number of HTTP requests sent, retries included.
-	Requests int
-	// OK is the number of 2xx responses decoded successfully.
-	OK int
-	// PostsReturned is the posts 2xx bodies held (and X bills): the posts
-	// of their data and the expanded posts in their includes, also of pages
-	// read whole but refused for their shape.
+	Requests  int // HTTP requests sent, retries included
+	OK        int // 2xx responses decoded
+	// PostsReturned is the posts 2xx bodies held (and X bills), data and
+	// includes, also of pages refused for their shape; PostsBilled is less
+	// those this meter saw billed for the same user on the same UTC day.
 	PostsReturned int
-	// PostsBilled is PostsReturned less the posts this meter already saw
-	// billed for the same user on the same UTC day (X bills a resource once
-	// per UTC day).
-	PostsBilled int
+	PostsBilled   int
 	// UsersReturned and UsersBilled are the same for users: expanded
 	// authors, and the user of GET /2/users/me.
 	UsersReturned int
 	UsersBilled   int
-	// MediaReturned is the media objects expanded (not billed by X).
-	MediaReturned int
-	// WritesBilled is the write requests X answered with its data, each
-	// billed.
+	MediaReturned int // not billed by X
+	// WritesBilled is the write requests X answered with its data.
 	WritesBilled int
 	// PostsUnread is what X may have billed on top, in 200 post pages whose
-	// body could not be read (cut short, not JSON, over the size cap): how
-	// many posts they held is not known, so each counts the page size asked
-	// for (10 when omitted), an upper bound. Not priced in USD.
+	// body could not be read: each counts the page size asked for, an upper
+	// bound. Not priced in USD.
 	PostsUnread int
 	// CountMismatches counts pages whose meta.result_count disagreed with
 	// the posts they held (the posts held are what is billed).
 	CountMismatches int
-	// RateLimited is the number of 429 responses received.
-	RateLimited int
+	RateLimited     int // 429 responses
 	// RateLimitWaits and Waited are the waits for a window to reset (after a
 	// 429, or because the client's budget was used up) and their total time.
 	RateLimitWaits int
@@ -81,11 +69,9 @@ type Usage struct {
 	Backoff time.Duration
 	// Errors counts failed requests other than 429s: error statuses,
 	// connection errors and unreadable bodies (each attempt counts).
-	Errors int
-	// Refused counts calls the client's budget refused without sending.
-	Refused int
-	// OwnedReads says the posts were priced at the owned-read rate.
-	OwnedReads bool
+	Errors     int
+	Refused    int  // calls the client's budget refused without sending
+	OwnedReads bool // the posts were priced at the owned-read rate
 	// PostsUSD, UsersUSD, WritesUSD and USD are the estimated cost: the
 	// billed posts, users and writes times their rates, and their sum.
 	PostsUSD  float64
@@ -114,14 +100,12 @@ type rowKey struct {
 	op   Operation
 }
 
-// NewMeter returns a meter that prices at r (a rate that is not a finite
-// number ≥ 0 is X's).
+// NewMeter returns a meter that prices at r (an invalid rate is X's).
 func NewMeter(r Rates) *Meter {
 	return &Meter{rates: r.withDefaults(), m: map[rowKey]*Usage{}, owned: map[string]bool{}, owning: map[rowKey]bool{},
 		days: map[string]*ledger{}, readers: map[string]*ledgerReaders{}}
 }
 
-// Rates are the meter's rates.
 func (m *Meter) Rates() Rates { return m.rates }
 
 // SetOwnedReads says that userID owns the developer app its token was issued
@@ -134,9 +118,6 @@ func (m *Meter) SetOwnedReads(userID string, owned bool) {
 
 // Record changes the row of (user, op) with f.
 func (m *Meter) Record(user string, op Operation, f func(u *Usage)) {
-	if m == nil {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f(m.row(user, op))
@@ -156,9 +137,6 @@ func (m *Meter) row(user string, op Operation) *Usage {
 // decoded): each resource is billed unless the user's ledger already holds
 // it for now's UTC day; each write is billed.
 func (m *Meter) Bill(user string, op Operation, now time.Time, res Billed, ok bool) {
-	if m == nil {
-		return
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := m.row(user, op)
@@ -172,28 +150,33 @@ func (m *Meter) Bill(user string, op Operation, now time.Time, res Billed, ok bo
 		u.CountMismatches++
 	}
 	day := utcDay(now)
-	l := m.days[user]
-	if l == nil {
-		l = newLedger(day)
-		m.days[user] = l
-	}
-	l.turn(day)
+	l := m.ledger(user, day)
 	u.PostsReturned += len(res.Posts) + res.UnknownPosts
-	u.PostsBilled += l.add(kindPost, day, res.Posts) + res.UnknownPosts
+	u.PostsBilled += l.add(&l.posts, day, res.Posts) + res.UnknownPosts
 	u.UsersReturned += len(res.Users)
-	u.UsersBilled += l.add(kindUser, day, res.Users)
+	u.UsersBilled += l.add(&l.users, day, res.Users)
 	u.MediaReturned += res.Media
 	u.WritesBilled += res.Writes
 }
 
 // Usage returns one (user, operation) row (zero when nothing was recorded).
-func (m *Meter) Usage(userID string, op Operation) Usage {
+func (m *Meter) Usage(userID string, op Operation) Usage { return m.usage(userID, op, false) }
+
+// Take returns one (user, operation) row, as Usage does, and starts it
+// again from zero: what the next Take returns is what was recorded since.
+func (m *Meter) Take(userID string, op Operation) Usage { return m.usage(userID, op, true) }
+
+func (m *Meter) usage(userID string, op Operation, take bool) Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if u := m.m[rowKey{userID, op}]; u != nil {
-		return m.priced(*u)
+	u := Usage{UserID: userID, Operation: op}
+	if row := m.m[rowKey{userID, op}]; row != nil {
+		u = m.priced(*row)
 	}
-	return Usage{UserID: userID, Operation: op}
+	if take {
+		delete(m.m, rowKey{userID, op})
+	}
+	return u
 }
 
 // priced fills in the USD of a row. m.mu held.
@@ -206,19 +189,6 @@ func (m *Meter) priced(u Usage) Usage {
 	return u
 }
 
-// Take returns one (user, operation) row, as Usage does, and starts it
-// again from zero: what the next Take returns is what was recorded since.
-func (m *Meter) Take(userID string, op Operation) Usage {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	u := Usage{UserID: userID, Operation: op}
-	if row := m.m[rowKey{userID, op}]; row != nil {
-		u = m.priced(*row)
-		delete(m.m, rowKey{userID, op})
-	}
-	return u
-}
-
 // Snapshot returns every row, sorted by user ID, then operation.
 func (m *Meter) Snapshot() []Usage {
 	m.mu.Lock()
@@ -228,10 +198,7 @@ func (m *Meter) Snapshot() []Usage {
 	}
 	m.mu.Unlock()
 	slices.SortFunc(out, func(a, b Usage) int {
-		if c := cmp.Compare(a.UserID, b.UserID); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Operation, b.Operation)
+		return cmp.Or(cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.Operation, b.Operation))
 	})
 	return out
 }
@@ -245,28 +212,16 @@ func (m *Meter) Total() Usage {
 	return t
 }
 
-// Add adds the counts and USD of o to u (not its user, operation or
-// OwnedReads).
+// Add adds the counts, times and USD of o to u: every number of Usage (not
+// its user, operation or OwnedReads), so a field added is summed too.
 func (u *Usage) Add(o Usage) {
-	u.Requests += o.Requests
-	u.OK += o.OK
-	u.PostsReturned += o.PostsReturned
-	u.PostsBilled += o.PostsBilled
-	u.UsersReturned += o.UsersReturned
-	u.UsersBilled += o.UsersBilled
-	u.MediaReturned += o.MediaReturned
-	u.WritesBilled += o.WritesBilled
-	u.PostsUnread += o.PostsUnread
-	u.CountMismatches += o.CountMismatches
-	u.RateLimited += o.RateLimited
-	u.RateLimitWaits += o.RateLimitWaits
-	u.Waited += o.Waited
-	u.Retries += o.Retries
-	u.Backoff += o.Backoff
-	u.Errors += o.Errors
-	u.Refused += o.Refused
-	u.PostsUSD += o.PostsUSD
-	u.UsersUSD += o.UsersUSD
-	u.WritesUSD += o.WritesUSD
-	u.USD += o.USD
+	to, from := reflect.ValueOf(u).Elem(), reflect.ValueOf(o)
+	for i := range to.NumField() {
+		switch f := to.Field(i); f.Kind() {
+		case reflect.Int, reflect.Int64: // Int64: the time.Durations
+			f.SetInt(f.Int() + from.Field(i).Int())
+		case reflect.Float64:
+			f.SetFloat(f.Float() + from.Field(i).Float())
+		}
+	}
 }

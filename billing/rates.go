@@ -1,8 +1,6 @@
 // Package billing is what X bills and what the program says it costs: X's
-// rates (per resource read, per write request), the meter of an API
-// client's responses, the ledger of what a user was billed on the current
-// UTC day (X bills a resource once per UTC day), and the estimates told
-// before a run: what an export can bill at most, what bookmark writes cost.
+// rates, the meter of an API client's responses, the ledger of what a user
+// was billed on the current UTC day, and the estimates told before a run.
 // Every figure is an estimate: X publishes rates, not bills per request.
 package billing
 
@@ -11,21 +9,15 @@ import "math"
 // Rates are X's prices in USD: reads per resource returned, writes per
 // request (X's pricing page, "Read operations" and "Write operations").
 type Rates struct {
-	// Post is a post read.
-	Post float64
+	Post float64 // a post read
 	// OwnedPost is a post of an "owned read": the owner of the developer
-	// app reading their own bookmarks with it (GET /2/users/:id/bookmarks
-	// with :id the authenticated user, who owns the app).
+	// app reading their own bookmarks with it.
 	OwnedPost float64
-	// User is a user read (an expanded author, or GET /2/users/me).
-	User float64
-	// Write is a bookmark write: one POST or DELETE /2/users/:id/bookmarks
-	// request ("Bookmark", per request).
-	Write float64
+	User      float64 // a user read (an expanded author, or GET /2/users/me)
+	Write     float64 // a bookmark write: one POST or DELETE /2/users/:id/bookmarks
 }
 
-// DefaultRates are X's published pay-per-use rates (2026): the one place
-// the program holds them.
+// DefaultRates are X's published pay-per-use rates (2026), held here only.
 func DefaultRates() Rates {
 	return Rates{Post: 0.005, OwnedPost: 0.001, User: 0.010, Write: 0.005}
 }
@@ -41,8 +33,7 @@ func (r Rates) withDefaults() Rates {
 	return r
 }
 
-// PostRate is the price of a post of the bookmarks list, an owned read or
-// not.
+// PostRate is the price of a post, an owned read or not.
 func (r Rates) PostRate(owned bool) float64 {
 	if owned {
 		return r.OwnedPost
@@ -50,8 +41,6 @@ func (r Rates) PostRate(owned bool) float64 {
 	return r.Post
 }
 
-// DefaultMaxBilledWrites is the spec's default cap of the write requests
-// one run of `bookmarks remove` or `add` may have X bill an account for
-// (max_billed_writes): a spend the plan states before the run, which a
-// user who means more raises once.
+// DefaultMaxBilledWrites is the spec's default max_billed_writes: the write
+// requests one run of `bookmarks remove` or `add` may have X bill an account.
 const DefaultMaxBilledWrites = 1000

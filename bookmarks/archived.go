@@ -85,7 +85,7 @@ func (c Completeness) missing(postID string, post []byte, hasAuthor bool) string
 }
 
 // ReadBookmarks reads the x_bookmarks rows of an archive that keep says to
-// keep (nil keeps all), with what each lacks of c.
+// keep, with what each lacks of c.
 func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) bool) ([]ArchivedPost, error) {
 	snap, err := archive.OpenSnapshot(dir)
 	if err != nil {
@@ -106,7 +106,7 @@ func ReadBookmarks(dir string, c Completeness, keep func(userID, postID string) 
 		author, hasAuthor := archive.Column[arrow.Array](rec, "author")
 		for i := range int(rec.NumRows()) {
 			uid, pid := users.Value(i), posts.Value(i)
-			if keep != nil && !keep(uid, pid) {
+			if !keep(uid, pid) {
 				continue
 			}
 			p := ArchivedPost{UserID: uid, PostID: pid, FirstSeenAt: seen.Value(i).ToTime(arrow.Microsecond), FoundPosition: -1}

@@ -14,57 +14,43 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archive"
-	"github.com/cq-source-x/cq-source-x/billing"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// Changes of x_bookmark_changes.
+// The changes of x_bookmark_changes: what a bookmark command did, as X
+// confirmed it.
 const (
 	ChangeRemoved = "removed"
 	ChangeAdded   = "added"
 )
 
-// Change is one row of x_bookmark_changes: a bookmark that `cq-source-x
-// bookmarks remove` or `bookmarks add` removed or added, as X confirmed it.
-type Change struct {
-	UserID, PostID string
-	// Change is ChangeRemoved or ChangeAdded.
-	Change string
-	// ChangedAt is when X answered the request.
-	ChangedAt time.Time
-	// Bookmarked is X's answer (data.bookmarked): false after a removal,
-	// true after an addition.
-	Bookmarked bool
-	// Operation is the id of the command's run; Command its command line.
-	Operation, Command string
-	// SourceUserID is, for an addition from an archive, the account whose
-	// archive the post came from.
-	SourceUserID string
-}
-
-// changesRecords are the records of table (x_bookmark_changes) that hold
-// changes: one, or none for no change.
-func changesRecords(table *schema.Table, changes []*Change) []arrow.RecordBatch {
-	if len(changes) == 0 {
+// changesRecords are the records of table (x_bookmark_changes) of the
+// posts of plan done, as X confirmed them: one, or none for no post.
+func changesRecords(table *schema.Table, plan OpPlan, done []JournalEntry) []arrow.RecordBatch {
+	if len(done) == 0 {
 		return nil
+	}
+	change := ChangeAdded
+	if plan.Kind == OpRemove {
+		change = ChangeRemoved
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, table.ToArrowSchema())
 	defer b.Release()
 	text := func(i int, s string) { b.Field(i).(*array.StringBuilder).Append(s) }
-	for _, c := range changes {
-		text(0, c.Operation)
-		text(1, c.UserID)
-		text(2, c.PostID)
-		text(3, c.Change)
-		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(c.ChangedAt.UnixMicro()))
-		b.Field(5).(*array.BooleanBuilder).Append(c.Bookmarked)
-		text(6, c.Command)
-		if c.SourceUserID == "" {
+	for _, d := range done {
+		text(0, plan.ID)
+		text(1, plan.UserID)
+		text(2, d.PostID)
+		text(3, change)
+		b.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(d.At.UnixMicro()))
+		b.Field(5).(*array.BooleanBuilder).Append(d.Bookmarked)
+		text(6, plan.Command)
+		if plan.SourceUserID == "" {
 			b.Field(7).AppendNull()
 		} else {
-			text(7, c.SourceUserID)
+			text(7, plan.SourceUserID)
 		}
 	}
 	return []arrow.RecordBatch{b.NewRecordBatch()}
@@ -112,105 +98,67 @@ func ReadChanges(dir string) (*Changes, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return ch, nil
+	return ch, err
 }
 
-// CommitOptions configure CommitChanges.
-type CommitOptions struct {
-	// SourceName is the spec's name, for _cq_source_name.
-	SourceName string
-	// Now is the time of the run (default time.Now).
-	Now func() time.Time
-	// Step, when set, is called at each step that matters for crash safety.
-	Step func(string)
-	// Usage is the x_api_usage row of the requests since the last commit,
-	// and Rates the spec's: the row is written with the changes (its sync
-	// is the run that writes them), priced, with the journal's answers of
-	// an earlier run that the archive does not hold.
-	Usage *resources.Usage
-	Rates billing.Rates
-}
-
-// CommitChanges writes what the journal's operation did and the archive
-// does not hold yet into x_bookmark_changes, with what its requests cost
-// in x_api_usage, and drops the posts removed from the account's bookmarks
-// walk memory (the walk would otherwise read past them as posts removed
-// since it last ran: see docs/walk.md), as one run of the export's
-// protocol: stage, commit, publish. It takes the directory's lock, waiting
-// for an export that holds it. A journal whose operation is over and
-// written is removed. It returns the rows of x_bookmark_changes written.
-func CommitChanges(ctx context.Context, dir string, j *Journal, o CommitOptions) (int, error) {
-	if o.Step == nil {
-		o.Step = func(string) {}
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	step := o.Step
-	out, err := filepath.Abs(dir)
+// record writes, as one run of the export's protocol under the
+// directory's lock, what the journal has and x_bookmark_changes does not,
+// what the requests since the last commit cost in x_api_usage, and the
+// walk memory without the posts removed (the walk would otherwise read past
+// them as removed since it last ran). A journal whose operation is over and
+// written is removed.
+func (r *accountRun) record(ctx context.Context) error {
+	// The answers of a commit that fails are in the journal: the next run
+	// records them.
+	j, m := r.j, r.a.api.Meter().Take(r.a.userID, r.o.op())
+	usage := &resources.Usage{UserID: r.a.userID, Account: account.Label(r.a.index), Operation: string(m.Operation),
+		Requests: m.Requests, OKResponses: m.OK, WritesBilled: m.WritesBilled, RateLimited: m.RateLimited,
+		RateLimitWaits: m.RateLimitWaits, WaitedSeconds: m.Waited.Seconds(), Errors: m.Errors}
+	out, err := filepath.Abs(r.o.Out)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	unlock, err := archive.WaitLock(ctx, out)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer unlock()
-	s, _, err := archive.Recover(out, step)
+	s, _, err := archive.Recover(out, r.o.Step)
 	if err != nil {
-		return 0, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
+		return fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
 	}
 	changes, err := ReadChanges(out)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var rows []*Change
 	written := changes.rows[[2]string{j.Plan.ID, j.Plan.UserID}]
-	for _, d := range j.Done[min(written, len(j.Done)):] {
-		rows = append(rows, j.change(d))
-	}
-	if u := o.Usage; u != nil {
-		// An earlier run that stopped before it recorded them left these
-		// answers: requests X answered, and billed.
-		n := max(j.replayed-written, 0)
-		u.Requests, u.OKResponses, u.WritesBilled = u.Requests+n, u.OKResponses+n, u.WritesBilled+n
-		u.WritesUSD = o.Rates.WritesUSD(u.WritesBilled)
-		u.EstimatedUSD = u.WritesUSD
-		if u.Requests == 0 {
-			o.Usage = nil
-		}
+	done := j.Done[min(written, len(j.Done)):]
+	// An earlier run that stopped before it recorded them left these
+	// answers: requests X answered, and billed.
+	n := max(j.replayed-written, 0)
+	usage.Requests, usage.OKResponses, usage.WritesBilled = usage.Requests+n, usage.OKResponses+n, usage.WritesBilled+n
+	usage.WritesUSD = r.o.rates.WritesUSD(usage.WritesBilled)
+	usage.EstimatedUSD = usage.WritesUSD
+	if usage.Requests == 0 {
+		usage = nil
 	}
 	next := *s
 	next.Keys = maps.Clone(s.Keys)
 	memoryChanged := false
 	if j.Plan.Kind == OpRemove {
 		if memoryChanged, err = forget(next.Keys, j.Plan.UserID, j.Done); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	if len(rows) > 0 || o.Usage != nil || memoryChanged {
-		if err := commitChangeRun(out, s, &next, rows, o); err != nil {
-			return 0, err
+	if len(done) > 0 || usage != nil || memoryChanged {
+		if err := r.commitRun(out, s, &next, done, usage); err != nil {
+			return err
 		}
 	}
 	if len(j.Remaining()) == 0 && j.Sent == "" {
-		if err := j.remove(); err != nil {
-			return len(rows), err
-		}
+		return j.remove()
 	}
-	return len(rows), nil
-}
-
-func (j *Journal) change(d JournalEntry) *Change {
-	c := &Change{UserID: j.Plan.UserID, PostID: d.PostID, ChangedAt: d.At, Bookmarked: d.Bookmarked,
-		Operation: j.Plan.ID, Command: j.Plan.Command, Change: ChangeAdded, SourceUserID: j.Plan.SourceUserID}
-	if j.Plan.Kind == OpRemove {
-		c.Change = ChangeRemoved
-	}
-	return c
+	return nil
 }
 
 // forget drops the removed posts from the user's bookmarks walk memory in
@@ -245,10 +193,11 @@ func forget(keys map[string]string, userID string, removed []JournalEntry) (bool
 	return true, nil
 }
 
-// commitChangeRun stages x_bookmark_changes' new rows and the usage rows,
-// commits them with the state next, and publishes them.
-func commitChangeRun(out string, prev, next *archive.State, rows []*Change, o CommitOptions) error {
-	run, err := archive.BeginRun(out, prev.LastRun, o.Now())
+// commitRun stages the rows of x_bookmark_changes of the posts done and the
+// usage row, commits them with the state next, and publishes them.
+func (r *accountRun) commitRun(out string, prev, next *archive.State, done []JournalEntry, usage *resources.Usage) error {
+	step := r.o.Step
+	run, err := archive.BeginRun(out, prev.LastRun, r.o.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -257,33 +206,33 @@ func commitChangeRun(out string, prev, next *archive.State, rows []*Change, o Co
 		return archive.DiskFull(err, false)
 	}
 	var usageRows []*resources.Usage
-	if o.Usage != nil {
-		o.Usage.SyncID, o.Usage.SyncStartedAt = run.ID, run.Time
-		usageRows = append(usageRows, o.Usage)
+	if usage != nil {
+		usage.SyncID, usage.SyncStartedAt = run.ID, run.Time
+		usageRows = append(usageRows, usage)
 	}
 	changes := archive.ChangesTableDef()
-	usage, usageRecs := resources.UsageRecords(usageRows)
+	usageTable, usageRecs := resources.UsageRecords(usageRows)
 	for _, t := range []struct {
 		table *schema.Table
 		recs  []arrow.RecordBatch
-	}{{changes, changesRecords(changes, rows)}, {usage, usageRecs}} {
+	}{{changes, changesRecords(changes, r.j.Plan, done)}, {usageTable, usageRecs}} {
 		if len(t.recs) == 0 {
 			continue
 		}
-		n, err := stageTable(out, run, t.table, t.recs, o.SourceName)
+		n, err := stageTable(out, run, t.table, t.recs, r.sourceName)
 		if err != nil {
 			return abort(err)
 		}
 		run.Files = append(run.Files, run.File(t.table.Name, n))
-		o.Step("staged " + t.table.Name)
+		step("staged " + t.table.Name)
 	}
 	if err := run.Stage(out); err != nil {
 		return abort(err)
 	}
-	if err := run.Commit(out, next, o.Step); err != nil {
+	if err := run.Commit(out, next, step); err != nil {
 		return abort(fmt.Errorf("committing the bookmark changes: %w", err))
 	}
-	if err := archive.Publish(out, next, o.Step); err != nil {
+	if err := archive.Publish(out, next, step); err != nil {
 		return fmt.Errorf("publishing the bookmark changes (committed: the next run finishes publishing them): %w", archive.DiskFull(err, true))
 	}
 	return nil

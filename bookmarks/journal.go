@@ -1,7 +1,6 @@
 package bookmarks
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,27 +9,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// A bookmark operation (`cq-source-x bookmarks remove` or `add`) of one
-// account keeps a journal in the output directory, so that a run that is
-// killed resumes where it stopped:
+// A bookmark operation of one account keeps a journal in the output
+// directory, so that a run that is killed resumes where it stopped
+// (docs/cli.md):
 //
 //	DIR/.ops/<kind>/<user id>.plan   what to do: the posts, in order (written once, atomically)
 //	DIR/.ops/<kind>/<user id>.log    a line before each request ("send ID") and after its
 //	                                 answer ("done ID true|false TIME", or "fail ID REASON"),
 //	                                 each fsynced before the program goes on
-//
-// A post with "send" and no answer when the run died was sent, or not:
-// sending it again is safe, since X answers the request with the state it
-// leaves (a DELETE of a post no longer bookmarked answers bookmarked:false,
-// a POST of one bookmarked already bookmarked:true). The done posts are
-// written to x_bookmark_changes by CommitChanges; the journal is removed
-// once all of them are.
+const opsDir = ".ops"
 
 // Operation kinds.
 const (
@@ -38,21 +32,17 @@ const (
 	OpAdd    = "add"
 )
 
-// opsDir holds the journals.
-const opsDir = ".ops"
-
-// OpPlan is what a bookmark operation of one account is to do.
+// OpPlan is what a bookmark operation of one account is to do: the posts
+// to remove or add, in order, and for x_bookmark_changes the command line
+// and, for additions from an archive, the archive's account.
 type OpPlan struct {
-	ID      string    `json:"id"`
-	Kind    string    `json:"kind"`
-	UserID  string    `json:"user_id"`
-	Created time.Time `json:"created"`
-	// Command is the command line, for x_bookmark_changes.
-	Command string `json:"command"`
-	// Posts are the posts to remove or add, in the order to do it.
-	Posts []string `json:"posts"`
-	// SourceUserID is, for additions from an archive, its account.
-	SourceUserID string `json:"source_user_id,omitempty"`
+	ID           string    `json:"id"`
+	Kind         string    `json:"kind"`
+	UserID       string    `json:"user_id"`
+	Created      time.Time `json:"created"`
+	Command      string    `json:"command"`
+	Posts        []string  `json:"posts"`
+	SourceUserID string    `json:"source_user_id,omitempty"`
 }
 
 // Journal is the journal of one account's operation.
@@ -98,7 +88,7 @@ func CreateJournal(dir string, plan OpPlan, step func(string)) (*Journal, error)
 	if _, err := os.Stat(path); err == nil {
 		return nil, fmt.Errorf("%s: an operation is pending already", path)
 	}
-	if !isUserID(plan.UserID) {
+	if plan.UserID == "" || len(plan.UserID) > 64 || strings.Trim(plan.UserID, "0123456789") != "" { // X user ids are digits
 		return nil, fmt.Errorf("user id %q cannot name a journal", plan.UserID)
 	}
 	for _, d := range []string{opsDir, filepath.Join(opsDir, plan.Kind)} {
@@ -135,9 +125,6 @@ func OpenJournal(dir, kind, user string, step func(string)) (*Journal, error) {
 }
 
 func openJournal(path string, step func(string)) (*Journal, error) {
-	if step == nil {
-		step = func(string) {}
-	}
 	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -174,90 +161,82 @@ func (j *Journal) replay() error {
 	if _, err := j.log.Seek(int64(whole), io.SeekStart); err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(text[:whole]))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		f := strings.SplitN(sc.Text(), " ", 4)
-		switch {
-		case len(f) == 2 && f[0] == "send":
-			j.Sent = f[1]
-		case len(f) == 4 && f[0] == "done":
-			at, err := time.Parse(time.RFC3339Nano, f[3])
-			if err != nil {
-				return fmt.Errorf("line %q: %w", sc.Text(), err)
-			}
-			j.Done = append(j.Done, JournalEntry{PostID: f[1], Bookmarked: f[2] == "true", At: at})
-			j.Sent = ""
-		case len(f) >= 3 && f[0] == "fail":
-			j.Failed[f[1]] = strings.Join(f[2:], " ")
-			j.Sent = ""
-		default:
-			return fmt.Errorf("line %q is not a journal line", sc.Text())
+	for line := range strings.Lines(string(text[:whole])) {
+		if err := j.apply(strings.TrimSuffix(line, "\n")); err != nil {
+			return err
 		}
 	}
 	j.replayed = len(j.Done)
-	return sc.Err()
+	return nil
+}
+
+// apply is what a line of the log says: a post sent, done or refused.
+func (j *Journal) apply(line string) error {
+	f := strings.SplitN(line, " ", 4)
+	switch {
+	case len(f) == 2 && f[0] == "send":
+		j.Sent = f[1]
+	case len(f) == 4 && f[0] == "done":
+		at, err := time.Parse(time.RFC3339Nano, f[3])
+		if err != nil {
+			return fmt.Errorf("line %q: %w", line, err)
+		}
+		j.Done = append(j.Done, JournalEntry{PostID: f[1], Bookmarked: f[2] == "true", At: at})
+		j.Sent = ""
+	case len(f) >= 3 && f[0] == "fail":
+		j.Failed[f[1]] = strings.Join(f[2:], " ")
+		j.Sent = ""
+	default:
+		return fmt.Errorf("line %q is not a journal line", line)
+	}
+	return nil
 }
 
 // Remaining are the posts of the plan with no answer yet, in order.
 func (j *Journal) Remaining() []string {
-	answered := map[string]bool{}
+	done := map[string]bool{}
 	for _, d := range j.Done {
-		answered[d.PostID] = true
+		done[d.PostID] = true
 	}
-	for id := range j.Failed {
-		answered[id] = true
-	}
-	var rest []string
-	for _, id := range j.Plan.Posts {
-		if !answered[id] {
-			rest = append(rest, id)
-		}
-	}
-	return rest
+	return slices.DeleteFunc(slices.Clone(j.Plan.Posts), func(id string) bool {
+		_, failed := j.Failed[id]
+		return done[id] || failed
+	})
 }
 
 // Sending records, durably, that the request for post is about to be sent.
 func (j *Journal) Sending(post string) error {
-	if err := j.append("send " + post); err != nil {
+	if err := j.write("send " + post); err != nil {
 		return err
 	}
-	j.Sent = post
 	j.step("journal sending")
 	return nil
 }
 
 // Answered records, durably, X's answer for post.
 func (j *Journal) Answered(post string, bookmarked bool, at time.Time) error {
-	if err := j.append(fmt.Sprintf("done %s %t %s", post, bookmarked, at.UTC().Format(time.RFC3339Nano))); err != nil {
+	if err := j.write(fmt.Sprintf("done %s %t %s", post, bookmarked, at.UTC().Format(time.RFC3339Nano))); err != nil {
 		return err
 	}
-	j.Done = append(j.Done, JournalEntry{PostID: post, Bookmarked: bookmarked, At: at.UTC()})
-	j.Sent = ""
 	j.step("journal answered")
 	return nil
 }
 
 // Refused records that X refused the request for post (it is not retried).
 func (j *Journal) Refused(post, reason string) error {
-	reason = strings.Join(strings.Fields(reason), " ")
-	if err := j.append("fail " + post + " " + reason); err != nil {
-		return err
-	}
-	j.Failed[post] = reason
-	j.Sent = ""
-	return nil
+	return j.write("fail " + post + " " + strings.Join(strings.Fields(reason), " "))
 }
 
-func (j *Journal) append(line string) error {
+// write appends line to the log, durably, and applies it.
+func (j *Journal) write(line string) error {
 	if _, err := j.log.WriteString(line + "\n"); err != nil {
 		return err
 	}
-	return j.log.Sync()
+	if err := j.log.Sync(); err != nil {
+		return err
+	}
+	return j.apply(line)
 }
-
-// Close closes the log.
-func (j *Journal) Close() error { return j.log.Close() }
 
 // remove deletes the journal of a finished operation.
 func (j *Journal) remove() error {
@@ -269,17 +248,4 @@ func (j *Journal) remove() error {
 		return err
 	}
 	return dirsync.Sync(filepath.Dir(j.path))
-}
-
-// isUserID reports whether id can name a file: X user ids are digits.
-func isUserID(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -1,16 +1,13 @@
 // Package bookmarks is what `cq-source-x bookmarks remove` and `add` do to
-// an account's bookmarks on X, from an exporter's archive: which posts they
-// may change (those the archive holds with all their fields, in the list
-// as the last export saw it), each account's plan and what it costs (X
-// bills each write request), the run within X's rate limits and
-// max_billed_writes, its journal (DIR/.ops: a run killed resumes where it
-// stopped), and what it did, recorded in the archive with its protocol:
-// x_bookmark_changes, x_api_usage, and the walk memory that forgets the
-// posts removed. The command line keeps the flags and the exit codes.
+// an account's bookmarks on X from an exporter's archive: which posts they
+// may change, each account's plan and its cost, the run within X's rate
+// limits and max_billed_writes, its journal, and what it did, recorded in
+// the archive (x_bookmark_changes, x_api_usage, the walk memory).
 package bookmarks
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,46 +32,39 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
+	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
 
 // Options are the settings of `bookmarks remove` and `bookmarks add`.
 type Options struct {
-	// Kind is OpRemove or OpAdd.
-	Kind      string
+	Kind      string // OpRemove or OpAdd
 	Spec, Out string
-	// Users limits the accounts to these user ids.
-	Users []string
-	// The selection of remove (a post must match each one given).
+	Users     []string // only the accounts of these user ids
+	// remove's selection: a post must match each one given.
 	ArchivedBefore time.Time
 	Folder         string
 	// IDsFile lists posts, one a line ("-": Stdin): remove's selection, or
-	// what add saves.
-	IDsFile string
-	// From and FromUser are the archive, and its account, add saves from.
+	// what add saves. From and FromUser are the archive, and its account,
+	// add saves from.
+	IDsFile        string
 	From, FromUser string
-	// Yes does it; otherwise a dry run.
-	Yes bool
-	// Command is what x_bookmark_changes records of the command.
-	Command string
+	Yes            bool   // do it; otherwise a dry run
+	Command        string // what x_bookmark_changes records of the command
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Clock and Transport reach X (tests); nil: the wall clock and
-	// http.DefaultTransport.
+	// Clock and Transport reach X (tests; nil: the real ones); Step marks
+	// the crash-safety steps (the kill tests).
 	Clock     clock.Clock
 	Transport http.RoundTripper
-	// Step marks the crash-safety steps (the kill tests).
-	Step func(string)
+	Step      func(string)
 
-	// mask masks the credentials of the spec and of its token files in
-	// what a server answered, before it is printed or journaled: a server
-	// may echo the token it was sent.
-	mask *secrets.Mask
-	// rates and maxWrites are the spec's bookmark_write_usd (with its other
-	// rates) and max_billed_writes.
-	rates     billing.Rates
-	maxWrites int
+	// mask hides the spec's credentials in what a server answered (it may
+	// echo a token) before it is printed or journaled.
+	mask      *secrets.Mask
+	rates     billing.Rates // the spec's, with its bookmark_write_usd
+	maxWrites int           // max_billed_writes
 }
 
 // UsageError is a mistake in what the command was asked (its selection,
@@ -94,16 +84,14 @@ type opAccount struct {
 	tokenFile string
 	scopes    []string // as the token file records them; nil when unknown
 	api       *client.Client
-	problem   string // the account cannot take part
+	problem   string // why the account cannot take part
 
-	plan    []string // posts to change, in order
-	resumed *Journal
-	skipped []string // what was left out, and why
-	// examples are posts left out for what their rows lack.
-	examples []string
-	// archived counts, for add, the posts the account's archive holds.
-	archived int
-	source   string // add: the account the posts come from
+	plan     []string // posts to change, in order
+	resumed  *Journal
+	skipped  []string // what was left out, and why
+	examples []string // posts left out for what their rows lack
+	archived int      // add: the posts planned the account's archive holds
+	source   string   // add: the account the posts come from
 }
 
 // Verb names the operation: what it does, what it did, and its requests.
@@ -114,7 +102,6 @@ func (o Options) Verb() (doing, done, noun string) {
 	return "add", "added", "additions"
 }
 
-// op is the client's operation of the kind.
 func (o Options) op() client.Operation {
 	if o.Kind == OpRemove {
 		return client.OpRemoveBookmark
@@ -146,7 +133,6 @@ func Prepare(ctx context.Context, o Options) (*Operation, error) {
 	// Accounts run at once: one writer at a time.
 	var mu sync.Mutex
 	o.Stdout, o.Stderr = &syncWriter{mu: &mu, w: o.Stdout}, &syncWriter{mu: &mu, w: o.Stderr}
-	cmd := "bookmarks " + o.Kind
 	src, err := cqspec.Read(o.Spec)
 	if err != nil {
 		return nil, &UsageError{err}
@@ -155,10 +141,10 @@ func Prepare(ctx context.Context, o Options) (*Operation, error) {
 	o.rates, o.maxWrites = src.Plugin.Rates(), *src.Plugin.MaxBilledWrites
 	info, err := archive.ReadState(o.Out)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading the archive %s: %w", cmd, o.Out, err)
+		return nil, fmt.Errorf("bookmarks %s: reading the archive %s: %w", o.Kind, o.Out, err)
 	}
 	if info.LastRun == "" {
-		return nil, usageErrorf("%s: %s holds no export: run `cq-source-x export --spec %s --out %s` first", cmd, o.Out, o.Spec, o.Out)
+		return nil, usageErrorf("bookmarks %s: %s holds no export: run `cq-source-x export --spec %s --out %s` first", o.Kind, o.Out, o.Spec, o.Out)
 	}
 	accounts, err := o.accounts(ctx, src)
 	if err != nil {
@@ -190,60 +176,22 @@ func (op *Operation) CheckScopes() error {
 	_, _, noun := op.o.Verb()
 	for _, a := range op.accounts {
 		if a.problem == "" && a.lacksScope() {
-			return usageErrorf("bookmarks %s: %s: the token has no %s scope (it has: %s), which %s need: run `cq-source-x login --scopes %s --token-file %s`; nothing was done",
-				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, auth.ScopeBookmarkWrite, a.tokenFile)
+			return usageErrorf("bookmarks %s: %s: the token has no %s scope (it has: %s), which %s need: run `%s`; nothing was done",
+				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, a.login())
 		}
 	}
 	return nil
 }
 
-// Do runs the plans of the accounts that can take part and returns how
-// many did not finish.
-func (op *Operation) Do(ctx context.Context) int {
-	var ready []*opAccount
-	for _, a := range op.accounts {
-		if a.problem == "" && (len(a.plan) > 0 || a.resumed != nil) {
-			ready = append(ready, a)
-		}
-	}
-	return op.o.run(ctx, op.sourceName, ready)
-}
-
-// accounts are the spec's accounts (those of o.Users), each with its API
-// client and user id.
+// accounts are the spec's accounts (those of o.Users).
 func (o Options) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount, error) {
-	s := src.Plugin
-	meter := billing.NewMeter(s.Rates())
+	meter := billing.NewMeter(src.Plugin.Rates())
 	var out []*opAccount
-	for i, acct := range s.Accounts {
+	for i, acct := range src.Plugin.Accounts {
 		a := &opAccount{index: i, label: account.Label(i), userID: acct.UserID, tokenFile: acct.TokenFile}
-		api, fileUser, err := xplugin.AccountClient(ctx, s, i, meter, zerolog.Nop(), o.mask,
-			xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
-			xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
-		if err != nil {
+		if err := o.connect(ctx, src.Plugin, meter, a); err != nil {
 			a.problem = o.mask.String(err.Error())
-			out = append(out, a)
-			continue
 		}
-		a.api = api
-		if a.userID == "" {
-			a.userID = fileUser
-		}
-		if acct.TokenFile != "" {
-			if stored, err := (auth.TokenFile{Path: acct.TokenFile}).Load(); err == nil {
-				a.scopes = strings.Fields(stored.Scope)
-			}
-		}
-		if a.userID == "" {
-			userID, err := xplugin.UserID(ctx, api, i)
-			if err != nil {
-				a.problem = o.mask.String(err.Error())
-				out = append(out, a)
-				continue
-			}
-			a.userID = userID
-		}
-		a.label = account.Name(i, a.userID)
 		out = append(out, a)
 	}
 	if len(o.Users) > 0 {
@@ -263,19 +211,50 @@ func (o Options) accounts(ctx context.Context, src *cqspec.Source) ([]*opAccount
 	return out, nil
 }
 
+// connect gives the account its API client, its token's scopes and its
+// user id.
+func (o Options) connect(ctx context.Context, s *spec.Spec, meter *billing.Meter, a *opAccount) error {
+	api, fileUser, err := xplugin.AccountClient(ctx, s, a.index, meter, zerolog.Nop(), o.mask,
+		xplugin.WithClock(o.Clock), xplugin.WithTransport(o.Transport),
+		xplugin.WithClientOptions(client.WithWaitHook(o.waitHook(a))))
+	if err != nil {
+		return err
+	}
+	a.api, a.userID = api, cmp.Or(a.userID, fileUser)
+	if a.tokenFile != "" {
+		if stored, err := (auth.TokenFile{Path: a.tokenFile}).Load(); err == nil {
+			a.scopes = strings.Fields(stored.Scope)
+		}
+	}
+	if a.userID == "" {
+		if a.userID, err = xplugin.UserID(ctx, api, a.index); err != nil {
+			return err
+		}
+	}
+	a.label = account.Name(a.index, a.userID)
+	return nil
+}
+
 func (a *opAccount) lacksScope() bool {
 	return len(a.scopes) > 0 && !slices.Contains(a.scopes, auth.ScopeBookmarkWrite)
+}
+
+// login is the command that gives the account's token the scope it lacks.
+func (a *opAccount) login() string {
+	if a.tokenFile == "" {
+		return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
+	}
+	return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite + " --token-file " + a.tokenFile
 }
 
 // plan fills each account's plan, or finds its pending operation.
 func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete Completeness) error {
 	var listed []string
+	var err error
 	if o.IDsFile != "" {
-		ids, err := readIDs(o.IDsFile, o.Stdin)
-		if err != nil {
+		if listed, err = readIDs(o.IDsFile, o.Stdin); err != nil {
 			return usageErrorf("bookmarks %s: --ids: %w", o.Kind, err)
 		}
-		listed = ids
 	}
 	changes, err := ReadChanges(o.Out)
 	if err != nil {
@@ -292,12 +271,10 @@ func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete C
 		if a.problem != "" {
 			continue
 		}
-		j, err := OpenJournal(o.Out, o.Kind, a.userID, o.Step)
-		if err != nil {
+		if a.resumed, err = OpenJournal(o.Out, o.Kind, a.userID, o.Step); err != nil {
 			return err
 		}
-		if j != nil {
-			a.resumed = j
+		if a.resumed != nil {
 			continue
 		}
 		held, ok := info.HeldBookmarks[a.userID]
@@ -317,8 +294,8 @@ func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete C
 	return nil
 }
 
-// planRemoval selects the account's archived bookmarks to remove, oldest
-// first.
+// planRemoval plans the removal of the selected archived bookmarks, oldest
+// first, and counts the others by why they are skipped.
 func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.StateInfo, changes *Changes, complete Completeness) error {
 	selected, ok := o.removalSelection(a, listed, info)
 	if !ok {
@@ -334,12 +311,40 @@ func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.
 	for i, id := range held {
 		position[id] = i
 	}
-	counts, incomplete := o.selectRemovals(a, removalCandidates(rows, selected), rows, position, changes)
+	byPost := map[string]ArchivedPost{}
+	candidates := slices.Collect(maps.Keys(selected)) // or, with no selection, every archived post
+	for _, r := range rows {
+		byPost[r.PostID] = r
+		if selected == nil {
+			candidates = append(candidates, r.PostID)
+		}
+	}
+	counts := map[string]int{}
+	for _, id := range candidates {
+		r, archived := byPost[id]
+		_, inList := position[id]
+		switch {
+		case !archived:
+			counts["not in the archive"]++
+		case !o.ArchivedBefore.IsZero() && !r.FirstSeenAt.Before(o.ArchivedBefore):
+			// not selected
+		case changes.Latest[a.userID][id] == ChangeRemoved:
+			counts["removed already by cq-source-x bookmarks remove"]++
+		case !inList:
+			counts["no longer in the list, as the last export saw it"]++
+		case r.Missing != "":
+			counts["in the archive without all their fields"]++
+			if len(a.examples) < 3 {
+				a.examples = append(a.examples, id+": "+r.Missing)
+			}
+		default:
+			a.plan = append(a.plan, id)
+		}
+	}
 	sort.Slice(a.plan, func(i, j int) bool { return position[a.plan[i]] > position[a.plan[j]] })
 	for _, why := range slices.Sorted(maps.Keys(counts)) {
 		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
 	}
-	a.examples = incomplete
 	return nil
 }
 
@@ -362,61 +367,13 @@ func (o Options) removalSelection(a *opAccount, listed []string, info *archive.S
 	if o.Folder != "" {
 		posts, found := info.HeldFolders[a.userID][o.Folder]
 		if !found {
-			folders := slices.Sorted(maps.Keys(info.HeldFolders[a.userID]))
-			a.problem = fmt.Sprintf("the archive has no folder %s of user %s (its folders: %s)", o.Folder, a.userID, orNone(strings.Join(folders, ", ")))
+			folders := strings.Join(slices.Sorted(maps.Keys(info.HeldFolders[a.userID])), ", ")
+			a.problem = fmt.Sprintf("the archive has no folder %s of user %s (its folders: %s)", o.Folder, a.userID, cmp.Or(folders, "none"))
 			return nil, false
 		}
 		restrict(posts)
 	}
 	return selected, true
-}
-
-// removalCandidates are the posts selected, or every archived one.
-func removalCandidates(rows []ArchivedPost, selected map[string]bool) []string {
-	ids := make([]string, 0, len(rows))
-	if selected == nil {
-		for _, r := range rows {
-			ids = append(ids, r.PostID)
-		}
-	} else {
-		for id := range selected {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
-// selectRemovals adds to the account's plan the candidates it may remove,
-// and counts the others by why they are skipped, with a few examples of
-// posts archived without all their fields.
-func (o Options) selectRemovals(a *opAccount, candidates []string, rows []ArchivedPost, position map[string]int, changes *Changes) (counts map[string]int, incomplete []string) {
-	byPost := map[string]ArchivedPost{}
-	for _, r := range rows {
-		byPost[r.PostID] = r
-	}
-	counts = map[string]int{}
-	for _, id := range candidates {
-		r, archived := byPost[id]
-		_, inList := position[id]
-		switch {
-		case !archived:
-			counts["not in the archive"]++
-		case !o.ArchivedBefore.IsZero() && !r.FirstSeenAt.Before(o.ArchivedBefore):
-			// not selected
-		case changes.Latest[a.userID][id] == ChangeRemoved:
-			counts["removed already by cq-source-x bookmarks remove"]++
-		case !inList:
-			counts["no longer in the list, as the last export saw it"]++
-		case r.Missing != "":
-			counts["in the archive without all their fields"]++
-			if len(incomplete) < 3 {
-				incomplete = append(incomplete, id+": "+r.Missing)
-			}
-		default:
-			a.plan = append(a.plan, id)
-		}
-	}
-	return counts, incomplete
 }
 
 // sourcePosts are the posts of --from, oldest first, and their account.
@@ -437,12 +394,8 @@ func (o Options) sourcePosts() ([]ArchivedPost, string, error) {
 	case len(users) > 1:
 		return nil, "", usageErrorf("bookmarks add: --from %s holds the bookmarks of users %s: pick one with --from-user ID", o.From, strings.Join(slices.Sorted(maps.Keys(users)), ", "))
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if !a.FirstSeenAt.Equal(b.FirstSeenAt) {
-			return a.FirstSeenAt.Before(b.FirstSeenAt)
-		}
-		return a.FoundPosition > b.FoundPosition
+	slices.SortStableFunc(rows, func(a, b ArchivedPost) int {
+		return cmp.Or(a.FirstSeenAt.Compare(b.FirstSeenAt), cmp.Compare(b.FoundPosition, a.FoundPosition))
 	})
 	return rows, rows[0].UserID, nil
 }
@@ -451,11 +404,11 @@ func (o Options) sourcePosts() ([]ArchivedPost, string, error) {
 func (o Options) planAddition(a *opAccount, held, listed []string, from []ArchivedPost, fromUser string) error {
 	var posts []string
 	if o.From != "" {
-		for _, r := range from {
-			posts = append(posts, r.PostID)
-		}
 		if fromUser == a.userID && filepath.Clean(o.From) == filepath.Clean(o.Out) {
 			return usageErrorf("bookmarks add: --from %s is the account's own archive", o.From)
+		}
+		for _, r := range from {
+			posts = append(posts, r.PostID)
 		}
 		a.source = fromUser
 	} else {
@@ -466,7 +419,7 @@ func (o Options) planAddition(a *opAccount, held, listed []string, from []Archiv
 	for _, id := range held {
 		inList[id] = true
 	}
-	seen := map[string]bool{}
+	seen, planned := map[string]bool{}, map[string]bool{}
 	alreadyHeld := 0
 	for _, id := range posts {
 		switch {
@@ -475,22 +428,16 @@ func (o Options) planAddition(a *opAccount, held, listed []string, from []Archiv
 			alreadyHeld++
 		default:
 			a.plan = append(a.plan, id)
+			planned[id] = true
 		}
 		seen[id] = true
 	}
 	if alreadyHeld > 0 {
 		a.skipped = append(a.skipped, fmt.Sprintf("%d bookmarked already, as the last export saw the list", alreadyHeld))
 	}
-	planned := map[string]bool{}
-	for _, id := range a.plan {
-		planned[id] = true
-	}
 	rows, err := ReadBookmarks(o.Out, Completeness{}, func(uid, pid string) bool { return uid == a.userID && planned[pid] })
-	if err != nil {
-		return err
-	}
 	a.archived = len(rows)
-	return nil
+	return err
 }
 
 // readIDs reads post ids, one a line; blank lines and # comments are
@@ -526,8 +473,7 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 	return ids, nil
 }
 
-// WritePlan prints, on Options.Stdout, what the operation will do, and
-// what it costs.
+// WritePlan prints what the operation will do, and what it costs.
 func (op *Operation) WritePlan() { op.o.writePlan(op.accounts) }
 
 func (o Options) writePlan(accounts []*opAccount) {
@@ -554,7 +500,7 @@ func (o Options) writeAccountPlan(a *opAccount) int {
 		o.writeNewPlan(a)
 	}
 	if a.lacksScope() {
-		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `cq-source-x login --scopes %s --token-file %s` first\n", auth.ScopeBookmarkWrite, auth.ScopeBookmarkWrite, a.tokenFile)
+		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s` first\n", auth.ScopeBookmarkWrite, a.login())
 	}
 	return n
 }
@@ -570,7 +516,7 @@ func (o Options) writeResumedPlan(a *opAccount) int {
 	if j.Sent != "" {
 		fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
 	}
-	if o.selects() {
+	if !o.ArchivedBefore.IsZero() || o.Folder != "" || o.IDsFile != "" || o.From != "" {
 		fmt.Fprintln(o.Stdout, "  (this command's selection is not used: the pending run is finished first)")
 	}
 	return n
@@ -599,10 +545,8 @@ func (o Options) writeNewPlan(a *opAccount) {
 	}
 }
 
-// writeCost prints what the requests of each account cost: X bills each,
-// max_billed_writes stops an account's run at its cap, and the longest
-// account's share of the rate limit takes the time; for additions, the
-// posts the next export bills.
+// writeCost prints what the requests each account sends cost, how long
+// the longest account takes, and, for additions, what the next export bills.
 func (o Options) writeCost(accounts []*opAccount, sent []int) {
 	_, _, noun := o.Verb()
 	total, capped, longest := 0, 0, 0
@@ -637,11 +581,6 @@ func (o Options) writeCost(accounts []*opAccount, sent []int) {
 	fmt.Fprintln(o.Stdout, " Each addition is recorded in x_bookmark_changes.")
 }
 
-// selects says whether the command was given a selection.
-func (o Options) selects() bool {
-	return !o.ArchivedBefore.IsZero() || o.Folder != "" || o.IDsFile != "" || o.From != ""
-}
-
 // duration says how long n requests take at limit per window.
 func duration(n, limit int) string {
 	if n <= limit {
@@ -674,11 +613,4 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

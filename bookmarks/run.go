@@ -7,22 +7,23 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
-	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/google/uuid"
 )
 
-// run does the accounts' operations at once (each user has a window of
-// its own), and returns how many did not finish.
-func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccount) int {
-	id := uuid.NewString()[:8]
+// Do runs the plans of the accounts that can take part, at once (each user
+// has a window of its own), and returns how many did not finish.
+func (op *Operation) Do(ctx context.Context) int {
+	o, id := op.o, uuid.NewString()[:8]
 	say := func(format string, a ...any) { fmt.Fprintf(o.Stderr, format+"\n", a...) }
 	var wg sync.WaitGroup
-	errs := make([]error, len(accounts))
-	for i, a := range accounts {
+	errs := make([]error, len(op.accounts))
+	for i, a := range op.accounts {
+		if a.problem != "" || (len(a.plan) == 0 && a.resumed == nil) {
+			continue
+		}
 		j := a.resumed
 		if j == nil {
 			var err error
@@ -36,7 +37,8 @@ func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccou
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = o.runAccount(ctx, sourceName, a, j, say)
+			r := &accountRun{o: o, a: a, j: j, say: say, sourceName: op.sourceName, recorded: len(j.Done)}
+			errs[i] = r.run(ctx)
 		}()
 	}
 	wg.Wait()
@@ -44,7 +46,7 @@ func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccou
 	for i, err := range errs {
 		if err != nil {
 			failed++
-			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", accounts[i].label, o.mask.Error(err))
+			fmt.Fprintf(o.Stdout, "FAILED %s: %v\n", op.accounts[i].label, o.mask.Error(err))
 		}
 	}
 	return failed
@@ -54,25 +56,40 @@ func (o Options) run(ctx context.Context, sourceName string, accounts []*opAccou
 // one window's worth, so a long run's changes reach the archive as it goes.
 const commitEvery = 50
 
-// runAccount does one account's operation, from its journal.
-func (o Options) runAccount(ctx context.Context, sourceName string, a *opAccount, j *Journal, say func(string, ...any)) error {
-	r := &accountRun{o: o, a: a, j: j, say: say, recorded: len(j.Done),
-		commitOpts: CommitOptions{SourceName: sourceName, Now: o.Clock.Now, Step: o.Step, Rates: o.rates}}
-	defer j.Close()
-	rest := j.Remaining()
+// accountRun is one account's operation under way.
+type accountRun struct {
+	o          Options
+	a          *opAccount
+	j          *Journal
+	say        func(string, ...any)
+	sourceName string // the spec's, for _cq_source_name
+	recorded   int    // of j.Done, recorded in the archive
+	// billed counts the requests X answered in this run: each billed, as
+	// max_billed_writes counts them.
+	billed int
+}
+
+// run does the account's operation, from its journal.
+func (r *accountRun) run(ctx context.Context) error {
+	o, a := r.o, r.a
+	defer r.j.log.Close()
+	rest := r.j.Remaining()
 	start := o.Clock.Now()
 	for k, post := range rest {
 		if err := ctx.Err(); err != nil {
-			return o.stopped(a, j, r.commit, fmt.Errorf("interrupted (%w)", context.Cause(ctx)))
+			return r.stopped(fmt.Errorf("interrupted (%w)", context.Cause(ctx)))
 		}
-		if err := r.commitBeforeWaiting(ctx); err != nil {
-			return err
+		if b := a.api.Budget(a.userID, o.op()); b.Limit > 0 && b.Remaining == 0 {
+			// The window is used up: record what is done before waiting.
+			if err := r.commit(ctx); err != nil {
+				return err
+			}
 		}
 		if o.maxWrites > 0 && r.billed >= o.maxWrites {
-			return o.stopped(a, j, r.commit, fmt.Errorf("stopped at max_billed_writes: X billed this run %s, USD %.3f (raise max_billed_writes, or set it to 0, to do more in one run)",
+			return r.stopped(fmt.Errorf("stopped at max_billed_writes: X billed this run %s, USD %.3f (raise max_billed_writes, or set it to 0, to do more in one run)",
 				plural.Count(r.billed, "request", "requests"), o.rates.WritesUSD(r.billed)))
 		}
-		confirmed, err := r.sendPost(ctx, post)
+		confirmed, err := r.send(ctx, post)
 		if err != nil {
 			return err
 		}
@@ -86,34 +103,23 @@ func (o Options) runAccount(ctx context.Context, sourceName string, a *opAccount
 	if err := r.commit(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	r.finished()
+	_, done, _ := o.Verb()
+	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", a.label, done, len(r.j.Done), len(r.j.Plan.Posts))
+	if len(r.j.Failed) > 0 {
+		msg += fmt.Sprintf("; X refused %d (listed above)", len(r.j.Failed))
+	}
+	fmt.Fprintln(o.Stdout, msg)
 	return nil
 }
 
-// accountRun is one account's operation under way.
-type accountRun struct {
-	o          Options
-	a          *opAccount
-	j          *Journal
-	say        func(string, ...any)
-	commitOpts CommitOptions
-	recorded   int // of j.Done, recorded in the archive
-	// billed counts the requests X answered in this run: each billed, as
-	// max_billed_writes counts them.
-	billed int
-}
-
 // commit records in the archive what the journal has and the archive does
-// not (all of it once the journal has nothing left to do), and what the
-// requests since the last commit cost (x_api_usage).
+// not, unless there is nothing new and the journal has work left.
 func (r *accountRun) commit(ctx context.Context) error {
 	idle := len(r.j.Done) == r.recorded && r.a.api.Meter().Usage(r.a.userID, r.o.op()).Requests == 0
 	if idle && len(r.j.Remaining()) > 0 {
 		return nil
 	}
-	opts := r.commitOpts
-	opts.Usage = r.usage()
-	if _, err := CommitChanges(ctx, r.o.Out, r.j, opts); err != nil {
+	if err := r.record(ctx); err != nil {
 		_, _, noun := r.o.Verb()
 		return fmt.Errorf("recording the %s in %s: %w", noun, r.o.Out, err)
 	}
@@ -121,39 +127,19 @@ func (r *accountRun) commit(ctx context.Context) error {
 	return nil
 }
 
-// usage is the x_api_usage row of the requests since the last commit.
-// (The answers of a commit that fails are in the journal: the next run
-// records them.)
-func (r *accountRun) usage() *resources.Usage {
-	m := r.a.api.Meter().Take(r.a.userID, r.o.op())
-	return &resources.Usage{UserID: r.a.userID, Account: account.Label(r.a.index), Operation: string(m.Operation),
-		Requests: m.Requests, OKResponses: m.OK, WritesBilled: m.WritesBilled, RateLimited: m.RateLimited,
-		RateLimitWaits: m.RateLimitWaits, WaitedSeconds: m.Waited.Seconds(), Errors: m.Errors}
-}
-
-// commitBeforeWaiting records what is done when the next request would
-// wait for the next rate-limit window.
-func (r *accountRun) commitBeforeWaiting(ctx context.Context) error {
-	if b := r.a.api.Budget(r.a.userID, r.o.op()); b.Limit > 0 && b.Remaining == 0 {
-		// The window is used up: record what is done before waiting.
-		return r.commit(ctx)
-	}
-	return nil
-}
-
-// sendPost sends the request for post, journaled before and after, and
-// reports whether X confirmed it did what was asked; a post X refused is
-// journaled and said, and the run goes on (false, nil).
-func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
+// send sends the request for post, journaled before and after, and
+// reports whether X confirmed it; a post X refused is journaled and said.
+func (r *accountRun) send(ctx context.Context, post string) (bool, error) {
 	o, a, j := r.o, r.a, r.j
 	if err := j.Sending(post); err != nil {
 		return false, err
 	}
-	bookmarked, err := o.send(ctx, a, post)
-	o.Step("answer received") // and not yet in the journal: the kill tests stop here too
-	if err == nil {
-		r.billed++
+	send := a.api.AddBookmark
+	if o.Kind == OpRemove {
+		send = a.api.RemoveBookmark
 	}
+	bookmarked, _, err := send(ctx, a.userID, post)
+	o.Step("answer received") // and not yet in the journal: the kill tests stop here too
 	if err != nil {
 		if reason, perPost := refusedPost(err); perPost {
 			reason = o.mask.String(reason)
@@ -163,8 +149,9 @@ func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
 			r.say("%s: X refused post %s: %s", a.label, post, reason)
 			return false, nil
 		}
-		return false, o.stopped(a, j, r.commit, o.explain(a, err))
+		return false, r.stopped(o.explain(a, err))
 	}
+	r.billed++
 	if want := o.Kind == OpAdd; bookmarked != want {
 		if err := j.Refused(post, fmt.Sprintf("X answered bookmarked:%t", bookmarked)); err != nil {
 			return false, err
@@ -172,12 +159,11 @@ func (r *accountRun) sendPost(ctx context.Context, post string) (bool, error) {
 		r.say("%s: X answered bookmarked:%t for post %s", a.label, bookmarked, post)
 		return false, nil
 	}
-	return true, r.j.Answered(post, bookmarked, o.Clock.Now())
+	return true, j.Answered(post, bookmarked, o.Clock.Now())
 }
 
-// progressed follows the k-th of the rest posts, which X confirmed: the
-// archive gets the changes every commitEvery, the user a progress line
-// every 10 and at the last.
+// progressed records the changes every commitEvery posts X confirmed, and
+// tells the user every 10 and at the last (k of rest).
 func (r *accountRun) progressed(ctx context.Context, rest, k int, start time.Time) error {
 	total := len(r.j.Plan.Posts)
 	n := total - rest + k + 1
@@ -197,34 +183,13 @@ func (r *accountRun) progressed(ctx context.Context, rest, k int, start time.Tim
 	return nil
 }
 
-// finished says what the run did.
-func (r *accountRun) finished() {
-	_, done, _ := r.o.Verb()
-	j := r.j
-	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", r.a.label, done, len(j.Done), len(j.Plan.Posts))
-	if len(j.Failed) > 0 {
-		msg += fmt.Sprintf("; X refused %d (listed above)", len(j.Failed))
-	}
-	fmt.Fprintln(r.o.Stdout, msg)
-}
-
-// send sends the request for one post and returns X's data.bookmarked.
-func (o Options) send(ctx context.Context, a *opAccount, post string) (bool, error) {
-	if o.Kind == OpRemove {
-		b, _, err := a.api.RemoveBookmark(ctx, a.userID, post)
-		return b, err
-	}
-	b, _, err := a.api.AddBookmark(ctx, a.userID, post)
-	return b, err
-}
-
 // stopped records what is done and returns err, saying how to go on.
-func (o Options) stopped(a *opAccount, j *Journal, commit func(context.Context) error, err error) error {
-	if cerr := commit(context.Background()); cerr != nil {
+func (r *accountRun) stopped(err error) error {
+	if cerr := r.commit(context.Background()); cerr != nil {
 		return errors.Join(err, cerr)
 	}
-	_, done, _ := o.Verb()
-	return fmt.Errorf("%w; %d of %d %s and recorded: run the same command again to resume", err, len(j.Done), len(j.Plan.Posts), done)
+	_, done, _ := r.o.Verb()
+	return fmt.Errorf("%w; %d of %d %s and recorded: run the same command again to resume", err, len(r.j.Done), len(r.j.Plan.Posts), done)
 }
 
 // refusedPost tells an answer about the post itself (it does not exist,
@@ -246,12 +211,8 @@ func refusedPost(err error) (string, bool) {
 func (o Options) explain(a *opAccount, err error) error {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == 403 && !errors.Is(err, client.ErrAppOnlyToken) && !errors.Is(err, client.ErrClientNotEnrolled) {
-		login := "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
-		if a.tokenFile != "" {
-			login += " --token-file " + a.tokenFile
-		}
 		_, _, noun := o.Verb()
-		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, noun, auth.ScopeBookmarkWrite, login)
+		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, noun, auth.ScopeBookmarkWrite, a.login())
 	}
 	return err
 }
@@ -262,9 +223,8 @@ func (o Options) waitHook(a *opAccount) func(string, client.Operation, time.Dura
 		if op != o.op() {
 			return
 		}
-		limit := client.DefaultLimits()[op]
 		_, _, noun := o.Verb()
 		fmt.Fprintf(o.Stderr, "%s: waiting %s for the next rate-limit window (X allows %d %s per 15 minutes per user)\n",
-			a.label, d.Round(time.Second), limit, noun)
+			a.label, d.Round(time.Second), client.DefaultLimits()[op], noun)
 	}
 }

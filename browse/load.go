@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -98,7 +96,7 @@ func loadSnapshot(dir string) (*library, error) {
 		return nil, err
 	}
 	defer snap.Close()
-	l := &loader{snap: snap, byKey: map[key]int{}, lib: &library{folders: map[string][]folder{}}}
+	l := &loader{snap: snap, byKey: map[key]*bookmark{}, lib: &library{folders: map[string][]folder{}}}
 	// The bookmarks first; then the tables that say more of them, at once
 	// (each sets fields of its own); then the media files, which belong to
 	// the bookmarks' media and referenced posts.
@@ -126,7 +124,7 @@ func loadSnapshot(dir string) (*library, error) {
 type loader struct {
 	snap  *archive.Snapshot
 	lib   *library
-	byKey map[key]int // index in lib.bookmarks, in the order read
+	byKey map[key]*bookmark
 	// reports are the posts X reported withdrawn (x_post_compliance).
 	reports map[key]*withdrawal
 }
@@ -138,13 +136,12 @@ type key struct{ userID, postID string }
 // column of want that a file lacks is an error, one of optional is absent
 // from such a file's batches.
 func (l *loader) read(table string, want, optional []string, row func(c cols, i int)) error {
-	last := 0
 	return l.snap.Read(table, append(want, optional...), func(rec arrow.RecordBatch) error {
-		c := cols{m: map[string]arrow.Array{}, last: &last}
+		c := cols{}
 		for _, name := range append(want, optional...) {
 			col, ok := archive.Column[arrow.Array](rec, name)
 			if ok {
-				c.m[name] = col
+				c[name] = col
 			} else if slices.Contains(want, name) {
 				return fmt.Errorf("it has no column %s", name)
 			}
@@ -156,12 +153,8 @@ func (l *loader) read(table string, want, optional []string, row func(c cols, i 
 	})
 }
 
-// cols are a batch's columns by name, and the place of the bookmark of
-// the table's row bookmarkOf found last.
-type cols struct {
-	m    map[string]arrow.Array
-	last *int
-}
+// cols are a batch's columns by name.
+type cols map[string]arrow.Array
 
 // str is the string at row i of the named column ("" when null or absent),
 // copied out of the batch.
@@ -169,7 +162,7 @@ func (c cols) str(name string, i int) string { return strings.Clone(c.raw(name, 
 
 // raw is str in the batch's memory, to look up, not to keep.
 func (c cols) raw(name string, i int) string {
-	if s, ok := c.m[name].(*array.String); ok && s.IsValid(i) {
+	if s, ok := c[name].(*array.String); ok && s.IsValid(i) {
 		return s.Value(i)
 	}
 	return ""
@@ -178,32 +171,15 @@ func (c cols) raw(name string, i int) string {
 // time is the timestamp at row i of the named column (zero when null or
 // absent).
 func (c cols) time(name string, i int) time.Time {
-	if t, ok := c.m[name].(*array.Timestamp); ok && t.IsValid(i) {
+	if t, ok := c[name].(*array.Timestamp); ok && t.IsValid(i) {
 		return t.Value(i).ToTime(t.DataType().(*arrow.TimestampType).Unit)
 	}
 	return time.Time{}
 }
 
-// bookmarkOf is the bookmark of row i (nil when none was read). The rows
-// of a bookmark in the other tables come about in the order of the
-// bookmarks' rows (the sync writes them so, a few resolved at once, and a
-// compaction keeps the order): it looks near the last one found before it
-// looks up the key.
+// bookmarkOf is the bookmark of row i (nil when none was read).
 func (l *loader) bookmarkOf(c cols, i int) *bookmark {
-	const nearby = 4
-	uid, pid := c.raw("user_id", i), c.raw("post_id", i)
-	for at := max(0, *c.last-nearby); at < min(*c.last+nearby, len(l.lib.bookmarks)); at++ {
-		if l.lib.bookmarks[at].PostID == pid && l.lib.bookmarks[at].UserID == uid {
-			*c.last = at
-			return l.lib.bookmarks[at]
-		}
-	}
-	at, ok := l.byKey[key{uid, pid}]
-	if !ok {
-		return nil
-	}
-	*c.last = at
-	return l.lib.bookmarks[at]
+	return l.byKey[key{c.raw("user_id", i), c.raw("post_id", i)}]
 }
 
 func (l *loader) bookmarks() error {
@@ -215,10 +191,10 @@ func (l *loader) bookmarks() error {
 			if b.Text == "" {
 				b.Text = c.str("text", i)
 			}
-			if pos, ok := c.m["found_position"].(*array.Int64); ok && pos.IsValid(i) {
+			if pos, ok := c["found_position"].(*array.Int64); ok && pos.IsValid(i) {
 				b.position = pos.Value(i)
 			}
-			l.byKey[key{b.UserID, b.PostID}] = len(l.lib.bookmarks)
+			l.byKey[key{b.UserID, b.PostID}] = b
 			l.lib.bookmarks = append(l.lib.bookmarks, b)
 		})
 }
@@ -235,7 +211,7 @@ func (l *loader) media() error {
 	return l.read("x_bookmark_media", []string{"user_id", "post_id", "media_key"}, []string{"position", "type", "alt_text"}, func(c cols, i int) {
 		if b := l.bookmarkOf(c, i); b != nil {
 			m := media{key: c.str("media_key", i), Type: c.str("type", i), Alt: c.str("alt_text", i)}
-			if pos, ok := c.m["position"].(*array.Int64); ok && pos.IsValid(i) {
+			if pos, ok := c["position"].(*array.Int64); ok && pos.IsValid(i) {
 				m.position = pos.Value(i)
 			}
 			b.Media = append(b.Media, m)
@@ -386,34 +362,10 @@ func (l *loader) finish() {
 	for _, b := range l.lib.bookmarks {
 		l.lib.starts = append(l.lib.starts, len(text))
 		for _, field := range []string{b.Text, b.AuthorName, b.AuthorUsername, b.ArticleTitle} {
-			text = appendLower(text, field)
-			text = append(text, '\n')
+			text = append(append(text, strings.ToLower(field)...), '\n')
 		}
 		text[len(text)-1] = 0
 	}
 	l.lib.text = string(text)
 	l.lib.starts = append(l.lib.starts, len(text))
-}
-
-// appendLower appends s to b in lower case, as strings.ToLower would.
-func appendLower(b []byte, s string) []byte {
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			b = append(b, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			b = append(b, c) // not UTF-8: kept as it is, as strings.ToLower keeps it
-		} else {
-			b = utf8.AppendRune(b, unicode.ToLower(r))
-		}
-		i += n
-	}
-	return b
 }

@@ -13,10 +13,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The `bookmarks` commands change an account's bookmarks on X, from what
-// the exporter's archive holds: remove archived ones, add posts from an
-// archive or a list.
-
 func (a *app) bookmarksCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "bookmarks",
@@ -83,7 +79,7 @@ windows, and records each addition in x_bookmark_changes, and what it cost
 in x_api_usage.`
 
 func (a *app) bookmarksRemoveCommand() *cobra.Command {
-	o := bookmarks.Options{Kind: bookmarks.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := bookmarks.Options{Kind: bookmarks.OpRemove, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Step: a.step}
 	var before string
 	cmd := &cobra.Command{
 		Use:   "remove --spec FILE --out DIR (--archived-before DATE | --folder ID | --ids FILE) [--yes]",
@@ -95,17 +91,15 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if before != "" {
-				t, err := parseDate(before)
-				if err != nil {
+				var err error
+				if o.ArchivedBefore, err = parseDate(before); err != nil {
 					return usageErrorf("bookmarks remove: --archived-before: %w", err)
 				}
-				o.ArchivedBefore = t
 			}
 			if o.ArchivedBefore.IsZero() && o.Folder == "" && o.IDsFile == "" {
 				return usageErrorf("bookmarks remove: select the bookmarks with --archived-before DATE, --folder ID or --ids FILE")
 			}
 			o.Command = "bookmarks remove" + flagsText(cmd, "archived-before", "folder", "ids", "user")
-			o.Step = a.step
 			return interrupted(cmd.Context(), runBookmarks(cmd.Context(), o))
 		},
 	}
@@ -118,7 +112,7 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 }
 
 func (a *app) bookmarksAddCommand() *cobra.Command {
-	o := bookmarks.Options{Kind: bookmarks.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	o := bookmarks.Options{Kind: bookmarks.OpAdd, Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, Step: a.step}
 	cmd := &cobra.Command{
 		Use:   "add --spec FILE --out DIR (--from DIR [--from-user ID] | --ids FILE) [--user ID] [--yes]",
 		Short: "Save posts from an archive or a list as an account's bookmarks (a dry run without --yes)",
@@ -134,7 +128,6 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 				return usageErrorf("bookmarks add: --from-user goes with --from DIR")
 			}
 			o.Command = "bookmarks add" + flagsText(cmd, "from", "from-user", "ids", "user")
-			o.Step = a.step
 			return interrupted(cmd.Context(), runBookmarks(cmd.Context(), o))
 		},
 	}

@@ -43,12 +43,10 @@ func (a *app) checkCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("check: %w", err)
 			}
-			if asJSON {
-				if err := writeIndentedJSON(a.stdout, rep); err != nil {
-					return err
-				}
-			} else {
+			if !asJSON {
 				rep.WriteText(a.stdout)
+			} else if err := writeIndentedJSON(a.stdout, rep); err != nil {
+				return err
 			}
 			if n := len(rep.Problems); n > 0 {
 				return &exitError{code: ExitSomeAccountsFailed, err: fmt.Errorf("check: %s in %s", plural.Count(n, "problem", "problems"), rep.Out)}

@@ -5,6 +5,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 // Name is the program's name in every message and help text.
 const Name = "cq-source-x"
 
-// Command groups of the root's help. Commands added later join one.
+// Command groups of the root's help.
 const (
 	groupArchive  = "archive"
 	groupAccounts = "accounts"
@@ -29,15 +30,14 @@ const (
 )
 
 // Run runs the command line args (without the program name) and returns the
-// process exit code (see exit.go).
+// process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return RunWithSteps(ctx, nil, args, stdin, stdout, stderr)
 }
 
 // RunWithSteps is Run with step called at each step of export, compact and
-// the bookmark commands that matters for crash safety: the kill tests (a
-// test binary of their own) stop the process there. The program passes
-// none, and has no way to stop itself.
+// the bookmark commands that matters for crash safety, where the kill tests
+// (a test binary of their own) stop the process. The program passes none.
 func RunWithSteps(ctx context.Context, step func(string), args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, step: step}
 	root := a.rootCommand()
@@ -52,7 +52,7 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	started        bool
-	step           func(string) // nil: none (RunWithSteps)
+	step           func(string) // see RunWithSteps
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -71,13 +71,9 @@ Try it without credentials or cost:  ` + Name + ` export --sandbox --out ./demo
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		// Cobra checks required and exclusive flags after this hook: check
-		// them here, so that everything before a command's code runs is the
-		// command line's to fail.
+		// them here, so that their errors are the command line's.
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if err := cmd.ValidateRequiredFlags(); err != nil {
-				return usageError(err)
-			}
-			if err := cmd.ValidateFlagGroups(); err != nil {
+			if err := cmp.Or(cmd.ValidateRequiredFlags(), cmd.ValidateFlagGroups()); err != nil {
 				return usageError(err)
 			}
 			a.started = true
@@ -147,7 +143,7 @@ func helpRun(c *cobra.Command, args []string) error {
 }
 
 // strictGroups makes every command below the root that only groups others
-// (`completion`, and later `bookmarks`) refuse an unknown subcommand with
+// (`completion`, `bookmarks`) refuse an unknown subcommand with
 // suggestions, as the root does, rather than print its help and succeed.
 func strictGroups(cmd *cobra.Command) {
 	for _, c := range cmd.Commands() {

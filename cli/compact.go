@@ -1,8 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
-	"maps"
+	"cmp"
 	"slices"
 	"strings"
 
@@ -59,16 +58,10 @@ func (a *app) compactCommand() *cobra.Command {
 			}
 			o.Step, o.Program = a.step, export.Program
 			rep, err := archive.Compact(out, o)
-			if rep != nil {
-				if asJSON {
-					enc := json.NewEncoder(a.stdout)
-					enc.SetIndent("", "  ")
-					if err := enc.Encode(rep); err != nil {
-						return err
-					}
-				} else {
-					rep.WriteText(a.stdout)
-				}
+			if rep != nil && asJSON {
+				return cmp.Or(writeIndentedJSON(a.stdout, rep), err)
+			} else if rep != nil {
+				rep.WriteText(a.stdout)
 			}
 			return err
 		},
@@ -78,15 +71,10 @@ func (a *app) compactCommand() *cobra.Command {
 	fs.StringSliceVar(&o.Tables, "table", nil, "compact only these tables (comma-separated or repeated; default: all)")
 	fs.BoolVar(&o.CurrentMonth, "current-month", false, "merge the current month's files too")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "say what would be merged, and change nothing")
-	fs.StringVar(&o.Compression, "compression", pqfile.DefaultCodec, "Parquet compression of the merged files: snappy, zstd, gzip, lz4_raw or none")
+	compressionFlag(cmd, &o.Compression, "Parquet compression of the merged files: snappy, zstd, gzip, lz4_raw or none")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	_ = cmd.MarkFlagRequired("out")
 	_ = cmd.MarkFlagDirname("out")
-	_ = cmd.RegisterFlagCompletionFunc("table", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return export.TableNames(), cobra.ShellCompDirectiveNoFileComp
-	})
-	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("table", cobra.FixedCompletions(export.TableNames(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -6,27 +6,19 @@ import (
 	"fmt"
 )
 
-// Exit codes. They are documented in the root command's help and in
-// docs/cli.md; scripts and cron jobs branch on them.
+// Exit codes, documented in exitCodesHelp and docs/cli.md: scripts and
+// cron jobs branch on them.
 const (
-	// ExitOK: the command did all it was asked.
-	ExitOK = 0
-	// ExitError: the command failed (the network, the disk, the output
-	// directory, a refused login).
+	ExitOK    = 0
 	ExitError = 1
-	// ExitUsage: the command line or the configuration (spec file, token
-	// file path, flags) is wrong; nothing was done.
+	// ExitUsage: the command line or the configuration is wrong; nothing
+	// was done.
 	ExitUsage = 2
-	// ExitSomeAccountsFailed: some part failed, the rest was done (its
-	// files written, its walks advanced): some accounts, some tables of an
-	// account, or export's compliance check.
+	// ExitSomeAccountsFailed: some part failed (accounts, a table of an
+	// account, export's compliance check), the rest was done.
 	ExitSomeAccountsFailed = 3
-	// ExitAllAccountsFailed: nothing was done: every account failed (with
-	// export, with none of its tables done and no row written).
-	ExitAllAccountsFailed = 4
-	// ExitInterrupted: a Ctrl-C or SIGTERM stopped the command (128 + 2,
-	// as a shell reports a process SIGINT ended); export committed what it
-	// had read.
+	ExitAllAccountsFailed  = 4
+	// ExitInterrupted is 128 + SIGINT, as a shell reports it.
 	ExitInterrupted = 130
 )
 
@@ -49,12 +41,7 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // usageError marks err as a mistake in the command line or configuration.
-func usageError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: ExitUsage, err: err}
-}
+func usageError(err error) error { return &exitError{code: ExitUsage, err: err} }
 
 func usageErrorf(format string, a ...any) error { return usageError(fmt.Errorf(format, a...)) }
 
@@ -69,7 +56,7 @@ func accountsError(failed, total int, err error) error {
 }
 
 // interrupted is err with ExitInterrupted when ctx ended (Ctrl-C,
-// SIGTERM): the command stopped for that, whatever else err says.
+// SIGTERM), whatever else err says.
 func interrupted(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil {
 		return err

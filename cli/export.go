@@ -47,31 +47,15 @@ the second run billed only what was new. DIR keeps the files.
 
 ` + exitCodesHelp
 
-// exportGCPercent is the heap growth the exporter allows between
-// collections (GOGC; Go's default is 100). Its live data is a few pages, a
-// Parquet row group, and what it holds per post: the walk memories and the
-// written ids of every account, a few bytes a post. At 50 the heap stays
-// within one and a half times that (docs/benchmarks.md). A fixed soft limit
-// does as well for one account, but once thousands of accounts' live data
-// outgrow it the collector runs without pause. GOGC or GOMEMLIMIT, when
-// set, win.
+// exportGCPercent is the exporter's GOGC, unless GOGC or GOMEMLIMIT is
+// set: why 50 and not a soft limit is in docs/benchmarks.md.
 const exportGCPercent = 50
 
-func limitMemory() {
-	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetGCPercent(exportGCPercent)
-	}
-}
-
-// exportFlags are the flags of `cq-source-x export`.
 type exportFlags struct {
-	spec, out      string
-	compression    string
-	json, quiet    bool
-	sandbox        bool
-	dryRun         bool
-	stdout, stderr io.Writer
-	step           func(string) // see RunWithSteps
+	spec, out, compression       string
+	json, quiet, sandbox, dryRun bool
+	stdout, stderr               io.Writer
+	step                         func(string) // see RunWithSteps
 }
 
 func (a *app) exportCommand() *cobra.Command {
@@ -90,17 +74,20 @@ func (a *app) exportCommand() *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&f.spec, "spec", "", "CloudQuery spec file with the plugin's source spec")
 	fs.StringVar(&f.out, "out", "", "output directory: Parquet files per table, and the incremental state")
-	fs.StringVar(&f.compression, "compression", pqfile.DefaultCodec, "Parquet compression: snappy, zstd, gzip, lz4_raw or none")
+	compressionFlag(cmd, &f.compression, "Parquet compression: snappy, zstd, gzip, lz4_raw or none")
 	fs.BoolVar(&f.json, "json", false, "print the summary as JSON on stdout")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only errors, and rate-limit waits of a minute or more (one line each)")
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the demo against the built-in simulator (no --spec)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "say what the run would bill at most, and what the last syncs billed; read nothing from X")
 	_ = cmd.MarkFlagFilename("spec", "yml", "yaml")
 	_ = cmd.MarkFlagDirname("out")
-	_ = cmd.RegisterFlagCompletionFunc("compression", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp
-	})
 	return cmd
+}
+
+// compressionFlag is the --compression flag of export and compact.
+func compressionFlag(cmd *cobra.Command, codec *string, usage string) {
+	cmd.Flags().StringVar(codec, "compression", pqfile.DefaultCodec, usage)
+	_ = cmd.RegisterFlagCompletionFunc("compression", cobra.FixedCompletions(slices.Sorted(maps.Keys(pqfile.Codecs)), cobra.ShellCompDirectiveNoFileComp))
 }
 
 func (f exportFlags) run(ctx context.Context) error {
@@ -120,7 +107,9 @@ func (f exportFlags) run(ctx context.Context) error {
 	if err := checkOut(f.out); err != nil {
 		return err
 	}
-	limitMemory()
+	if os.Getenv("GOGC") == "" && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetGCPercent(exportGCPercent)
+	}
 	if f.sandbox {
 		return exportSandbox(ctx, f)
 	}
@@ -129,15 +118,16 @@ func (f exportFlags) run(ctx context.Context) error {
 		return usageError(err)
 	}
 	if f.dryRun {
-		return f.estimate(ctx, src)
+		return f.estimate(src)
 	}
-	res, err := export.Run(ctx, f.options(src, f.out))
+	sum, err := f.exportOnce(ctx, src)
 	if err != nil {
 		return interrupted(ctx, err)
 	}
-	sum := res.Summary()
-	if err := f.report(sum); err != nil {
-		return err
+	if f.json {
+		if err := sum.WriteJSON(f.stdout); err != nil {
+			return err
+		}
 	}
 	return f.outcomeError(sum)
 }
@@ -174,104 +164,83 @@ func checkOut(out string) error {
 	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
 }
 
-func (f exportFlags) options(src *cqspec.Source, out string) export.Options {
+// exportOnce runs one export of src and prints its summary, unless --quiet.
+func (f exportFlags) exportOnce(ctx context.Context, src *cqspec.Source) (*export.Summary, error) {
 	// With --quiet, progress prints only the rate-limit waits of a minute
 	// or more: a run that says nothing for 15 minutes looks hung.
-	o := export.Options{Spec: src, Out: out, Quiet: f.quiet, Compression: f.compression, Step: f.step, Progress: f.stderr}
-	if file, ok := f.stderr.(*os.File); ok && !f.quiet && isatty.IsTerminal(file.Fd()) {
-		o.Terminal = true
+	o := export.Options{Spec: src, Out: f.out, Quiet: f.quiet, Compression: f.compression, Step: f.step, Progress: f.stderr}
+	file, ok := f.stderr.(*os.File)
+	o.Terminal = ok && !f.quiet && isatty.IsTerminal(file.Fd())
+	res, err := export.Run(ctx, o)
+	if err != nil {
+		return nil, err
 	}
-	return o
-}
-
-// report prints a run's summary: the table on stderr (unless --quiet), the
-// JSON on stdout with --json.
-func (f exportFlags) report(sum *export.Summary) error {
+	sum := res.Summary()
 	if !f.quiet {
 		sum.WriteText(f.stderr)
 	}
-	if f.json {
-		return sum.WriteJSON(f.stdout)
-	}
-	return nil
+	return sum, nil
 }
 
-// failuresError names what failed — accounts, the tables of those that got
-// something done, the compliance check — with the exit code: ExitAllAccountsFailed
-// only when no account got anything done, else ExitSomeAccountsFailed (the
-// run committed the rest). The summary printed above says what went wrong,
-// so the error only points at it; with --quiet it says it.
+// failuresError names what failed, with the exit code: all failed only
+// when no account got anything done. It points at the summary printed
+// above, or, with --quiet, says what it would have.
 func (f exportFlags) failuresError(sum *export.Summary) error {
-	rf := failuresOf(sum)
-	if len(rf.what) == 0 {
+	var what, accounts, lines, after []string // after: what the failures mean for the next run
+	if failed := sum.Failed(); len(failed) > 0 {
+		what = append(what, plural.Count(len(failed), "account", "accounts")+" failed")
+		for _, a := range failed {
+			name := a.Account
+			if a.InPart() && len(a.FailedTables) > 0 {
+				name += " (" + strings.Join(a.FailedTables, ", ") + ")"
+			}
+			accounts = append(accounts, name)
+		}
+		lines = append(lines, sum.FailureLines()...)
+		after = append(after, "the failed walks did not advance")
+	}
+	if c := sum.Compliance; c != nil && !c.OK {
+		what = append(what, "the compliance check failed")
+		lines = append(lines, c.Failure())
+		after = append(after, "the compliance check is retried at the next run")
+	}
+	if n := len(sum.Damaged); n > 0 {
+		what = append(what, plural.Count(n, "file of the archive is", "files of the archive are")+" damaged")
+		for _, d := range sum.Damaged {
+			lines = append(lines, "DAMAGED "+d.Describe(sum.Out))
+		}
+		after = append(after, "run `"+archive.RepairCommand(sum.Out)+"`")
+	}
+	if len(what) == 0 {
 		return nil
 	}
-	what := strings.Join(rf.what, " and ")
-	tail := "the files of this run were written; " + strings.Join(rf.after, "; ")
+	tail := "the files of this run were written; " + strings.Join(after, "; ")
 	see := "see FAILED above"
 	if len(sum.Damaged) > 0 {
 		see = "see DAMAGED above"
-		if len(rf.what) > 1 {
+		if len(what) > 1 {
 			see = "see FAILED and DAMAGED above"
 		}
 	}
-	if n := len(rf.accounts); n > 0 {
-		names := strings.Join(rf.accounts[:min(n, 4)], ", ")
+	if n := len(accounts); n > 0 {
+		names := strings.Join(accounts[:min(n, 4)], ", ")
 		if n > 4 {
 			names += fmt.Sprintf(" and %d more", n-4)
 		}
 		see = names + ": " + see
 	}
-	err := fmt.Errorf("%s (%s); %s", what, see, tail)
+	err := fmt.Errorf("%s (%s); %s", strings.Join(what, " and "), see, tail)
 	if f.quiet {
-		lines := make([]string, len(rf.lines))
-		for i, l := range rf.lines {
+		for i, l := range lines {
 			lines[i] = strings.ReplaceAll(strings.TrimPrefix(l, "FAILED "), "\n", "\n  ")
 		}
-		err = fmt.Errorf("%s; %s:\n  %s", what, tail, strings.Join(lines, "\n  "))
+		err = fmt.Errorf("%s; %s:\n  %s", strings.Join(what, " and "), tail, strings.Join(lines, "\n  "))
 	}
 	code := ExitSomeAccountsFailed
 	if sum.NothingDone() {
 		code = ExitAllAccountsFailed
 	}
 	return &exitError{code: code, err: err}
-}
-
-// runFailures is what failed in a run, in the words of its final error.
-type runFailures struct {
-	what     []string // "2 accounts failed", "the compliance check failed"
-	accounts []string // the accounts that failed, as accounts[i], with the tables that failed of one that got something done
-	lines    []string // the summary's FAILED lines
-	after    []string // what their failing means for the next run
-}
-
-func failuresOf(sum *export.Summary) runFailures {
-	var rf runFailures
-	if failed := sum.Failed(); len(failed) > 0 {
-		rf.what = append(rf.what, plural.Count(len(failed), "account", "accounts")+" failed")
-		for _, a := range failed {
-			name := a.Account
-			if a.InPart() && len(a.FailedTables) > 0 {
-				name += " (" + strings.Join(a.FailedTables, ", ") + ")"
-			}
-			rf.accounts = append(rf.accounts, name)
-		}
-		rf.lines = append(rf.lines, sum.FailureLines()...)
-		rf.after = append(rf.after, "the failed walks did not advance")
-	}
-	if c := sum.Compliance; c != nil && !c.OK {
-		rf.what = append(rf.what, "the compliance check failed")
-		rf.lines = append(rf.lines, c.Failure())
-		rf.after = append(rf.after, "the compliance check is retried at the next run")
-	}
-	if n := len(sum.Damaged); n > 0 {
-		rf.what = append(rf.what, plural.Count(n, "file of the archive is", "files of the archive are")+" damaged")
-		for _, d := range sum.Damaged {
-			rf.lines = append(rf.lines, "DAMAGED "+d.Describe(sum.Out))
-		}
-		rf.after = append(rf.after, "run `"+archive.RepairCommand(sum.Out)+"`")
-	}
-	return rf
 }
 
 // exportSandbox runs the demo: export, change the lists, export again.
@@ -284,17 +253,19 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 		return err
 	}
 	defer sb.Close()
-	d := sandboxDemo{ctx: ctx, f: f, src: src}
-	d.say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
-
-	d.say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
-	res1, sum1, err := d.run()
+	say := func(format string, a ...any) {
+		if !f.quiet {
+			fmt.Fprintf(f.stderr, format, a...)
+		}
+	}
+	say("Sandbox: a simulated X API at %s with %d demo accounts (no credentials, no cost).\n\n", sb.URL(), len(sb.Accounts))
+	say("== Run 1: nothing archived yet, every bookmark and folder entry is read ==\n")
+	sum1, err := f.exportOnce(ctx, src)
 	if err != nil {
 		return err
 	}
-
 	changes := sb.Mutate()
-	files, err := sandbox.StoredFiles(res1.Out)
+	files, err := sandbox.StoredFiles(sum1.Out)
 	if err != nil {
 		return err
 	}
@@ -304,23 +275,34 @@ func exportSandbox(ctx context.Context, f exportFlags) error {
 			deletedFiles = append(deletedFiles, key)
 		}
 	}
-	d.say("\n== Meanwhile, the users change their bookmarks ==\n")
+	say("\n== Meanwhile, the users change their bookmarks ==\n")
 	for _, l := range changes.Lines {
-		d.say("  - %s\n", l)
+		say("  - %s\n", l)
 	}
-
-	d.say("\n== Run 2: only what changed ==\n")
-	res2, sum2, err := d.run()
+	say("\n== Run 2: only what changed ==\n")
+	sum2, err := f.exportOnce(ctx, src)
 	if err != nil {
 		return err
 	}
-	cmp := compareRuns(sb, changes, sum1, sum2)
-	d.sayComparison(cmp)
-	findings, err := d.checkCompliance(res2.Out, changes.Deleted, deletedFiles)
+	cmp := sandboxComparison{
+		BilledPosts: sum2.Totals.PostsBilled, BookmarkReads: sum2.ReadFor(client.OpListBookmarks), NewBookmarks: changes.NewBookmarks,
+		FolderReads: sum2.ReadFor(client.OpGetFolder), FolderAdditions: changes.FolderAdds, FullReadPosts: sb.FullReadPosts(),
+		FirstRunBilled: sum1.Totals.PostsBilled, BookmarksWritten: sum2.Totals.BookmarksWritten,
+	}
+	say("\nRun 2 read %d bookmarked posts for %d new bookmarks (each walk also reads where it stops and one confirmation, "+
+		"plus alice's re-bookmarked post) and %d folder entries for %d folder additions; X bills %d posts for them "+
+		"(a post read again on the same UTC day is billed once), where reading everything again would bill %d (run 1 billed %d).\n",
+		cmp.BookmarkReads, cmp.NewBookmarks, cmp.FolderReads, cmp.FolderAdditions, cmp.BilledPosts, cmp.FullReadPosts, cmp.FirstRunBilled)
+	out := sum2.Out
+	findings, err := checkSandboxCompliance(out, changes.Deleted, deletedFiles)
 	if err != nil {
 		return err
 	}
-	d.sayHowToQuery(res2.Out)
+	say("\nThe free compliance jobs checked every archived post and its author's account, and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
+		"as X's Developer Policy asks, its content is gone from the archive (compliance.on_change: redact): its x_bookmarks row keeps its key and dates, "+
+		"its rows of the content tables and its media files no other post uses (it had %d) are removed.\n", changes.Deleted, len(deletedFiles))
+	say("\nThe files are in %s. For example, with DuckDB:\n  duckdb -c \"SELECT user_id, post_id, created_at, text FROM '%s/x_bookmarks/*.parquet' ORDER BY first_seen_at DESC LIMIT 5\"\n", out, out)
+	say("  duckdb -c \"SELECT b.user_id, b.post_id, b.created_at, b.first_seen_at, c.reason, c.redacted_at FROM '%s/x_bookmarks/*.parquet' b JOIN '%s/x_post_compliance/*.parquet' c USING (user_id, post_id)\"\n", out, out)
 	if f.json {
 		if err := writeIndentedJSON(f.stdout, map[string]any{"run1": sum1, "changes": changes.Lines, "run2": sum2, "comparison": cmp, "compliance": findings}); err != nil {
 			return err
@@ -350,65 +332,14 @@ func startSandbox() (*sandbox.Sandbox, *cqspec.Source, error) {
 	return sb, src, nil
 }
 
-// sandboxDemo is the demo's runs and what it says between them.
-type sandboxDemo struct {
-	ctx context.Context
-	f   exportFlags
-	src *cqspec.Source
-}
-
-// say prints a line of the demo, unless --quiet.
-func (d sandboxDemo) say(format string, a ...any) {
-	if !d.f.quiet {
-		fmt.Fprintf(d.f.stderr, format, a...)
-	}
-}
-
-// run exports once and prints the summary, unless --quiet.
-func (d sandboxDemo) run() (*export.Result, *export.Summary, error) {
-	res, err := export.Run(d.ctx, d.f.options(d.src, d.f.out))
-	if err != nil {
-		return nil, nil, err
-	}
-	sum := res.Summary()
-	if !d.f.quiet {
-		sum.WriteText(d.f.stderr)
-	}
-	return res, sum, nil
-}
-
-// compareRuns is what the second run read and billed, beside the changes
-// and what reading everything again would bill.
-func compareRuns(sb *sandbox.Sandbox, changes sandbox.Changes, sum1, sum2 *export.Summary) sandboxComparison {
-	return sandboxComparison{
-		BilledPosts:      sum2.Totals.PostsBilled,
-		BookmarkReads:    sum2.ReadFor(client.OpListBookmarks),
-		NewBookmarks:     changes.NewBookmarks,
-		FolderReads:      sum2.ReadFor(client.OpGetFolder),
-		FolderAdditions:  changes.FolderAdds,
-		FullReadPosts:    sb.FullReadPosts(),
-		FirstRunBilled:   sum1.Totals.PostsBilled,
-		BookmarksWritten: sum2.Totals.BookmarksWritten,
-	}
-}
-
-// sayComparison says what the second run read and billed.
-func (d sandboxDemo) sayComparison(cmp sandboxComparison) {
-	d.say("\nRun 2 read %d bookmarked posts for %d new bookmarks (each walk also reads where it stops and one confirmation, "+
-		"plus alice's re-bookmarked post) and %d folder entries for %d folder additions; X bills %d posts for them "+
-		"(a post read again on the same UTC day is billed once), where reading everything again would bill %d (run 1 billed %d).\n",
-		cmp.BookmarkReads, cmp.NewBookmarks, cmp.FolderReads, cmp.FolderAdditions, cmp.BilledPosts, cmp.FullReadPosts, cmp.FirstRunBilled)
-}
-
-// checkCompliance reads the compliance findings of the archive in out,
-// which must report the deleted post, and says so.
-func (d sandboxDemo) checkCompliance(out, deleted string, deletedFiles []string) ([]sandbox.Finding, error) {
+// checkSandboxCompliance checks that the compliance job reported the
+// deleted post, and that its content and media files left the archive.
+func checkSandboxCompliance(out, deleted string, deletedFiles []string) ([]sandbox.Finding, error) {
 	findings, err := sandbox.ReadFindings(out)
 	if err != nil {
 		return nil, err
 	}
-	found := slices.ContainsFunc(findings, func(fd sandbox.Finding) bool { return fd.PostID == deleted && fd.Reason == "deleted" })
-	if !found {
+	if !slices.ContainsFunc(findings, func(fd sandbox.Finding) bool { return fd.PostID == deleted && fd.Reason == "deleted" }) {
 		return nil, fmt.Errorf("export --sandbox: the compliance job did not report the deleted post %s (x_post_compliance: %v)", deleted, findings)
 	}
 	if err := sandbox.CheckRedacted(out, "1001", deleted); err != nil {
@@ -420,27 +351,17 @@ func (d sandboxDemo) checkCompliance(out, deleted string, deletedFiles []string)
 	if err := sandbox.CheckFilesRemoved(out, deletedFiles); err != nil {
 		return nil, fmt.Errorf("export --sandbox: the media of the deleted post %s: %w", deleted, err)
 	}
-	d.say("\nThe free compliance jobs checked every archived post and its author's account, and reported alice's deleted bookmark %s (reason \"deleted\") in x_post_compliance; "+
-		"as X's Developer Policy asks, its content is gone from the archive (compliance.on_change: redact): its x_bookmarks row keeps its key and dates, "+
-		"its rows of the content tables and its media files no other post uses (it had %d) are removed.\n", deleted, len(deletedFiles))
 	return findings, nil
 }
 
-// sayHowToQuery says where the files are and how to query them.
-func (d sandboxDemo) sayHowToQuery(out string) {
-	d.say("\nThe files are in %s. For example, with DuckDB:\n  duckdb -c \"SELECT user_id, post_id, created_at, text FROM '%s/x_bookmarks/*.parquet' ORDER BY first_seen_at DESC LIMIT 5\"\n",
-		out, out)
-	d.say("  duckdb -c \"SELECT b.user_id, b.post_id, b.created_at, b.first_seen_at, c.reason, c.redacted_at FROM '%s/x_bookmarks/*.parquet' b JOIN '%s/x_post_compliance/*.parquet' c USING (user_id, post_id)\"\n",
-		out, out)
-}
-
-// writeIndentedJSON writes v as JSON indented by two spaces.
 func writeIndentedJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
+// sandboxComparison is what the demo's second run read and billed, beside
+// the changes and what reading everything again would bill.
 type sandboxComparison struct {
 	BilledPosts      int `json:"billed_posts"`
 	BookmarkReads    int `json:"bookmark_reads"`

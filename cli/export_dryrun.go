@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -12,14 +11,12 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
 
-// recentSyncsShown is how many of an account's last syncs a dry run shows.
-const recentSyncsShown = 3
+const recentSyncsShown = 3 // of an account's last syncs, in a dry run
 
 // estimate prints what an export of src into f.out would bill at most, and
-// what the last syncs billed: from the spec, the token files and the
-// archive, with no request (GET /2/users/me is a user read, and the
-// bookmarks are what X bills).
-func (f exportFlags) estimate(ctx context.Context, src *cqspec.Source) error {
+// what the last syncs billed, from the spec, the token files and the
+// archive: GET /2/users/me would be a billed user read.
+func (f exportFlags) estimate(src *cqspec.Source) error {
 	userIDs := make([]string, len(src.Plugin.Accounts))
 	for i, a := range src.Plugin.Accounts {
 		userIDs[i] = a.UserID
@@ -33,7 +30,7 @@ func (f exportFlags) estimate(ctx context.Context, src *cqspec.Source) error {
 	if err != nil {
 		return err
 	}
-	costs, err := recentCosts(ctx, f.out, recentSyncsShown)
+	costs, err := recentCosts(f.out, recentSyncsShown)
 	if err != nil {
 		return fmt.Errorf("export --dry-run: reading %s's x_api_usage files: %w", f.out, err)
 	}
@@ -44,18 +41,15 @@ func (f exportFlags) estimate(ctx context.Context, src *cqspec.Source) error {
 	return nil
 }
 
-// writeEstimate prints the estimate for a person.
 func writeEstimate(w io.Writer, est *export.Estimate, costs map[string][]syncCost, src *cqspec.Source) {
 	s := src.Plugin
 	for _, a := range est.Accounts {
 		writeAccountEstimate(w, est, a, costs[a.UserID])
 	}
 	fmt.Fprintln(w)
-	capped := fmt.Sprintf("planner.max_billed_posts (%s a walk)", plural.Count(est.PerWalk, "post", "posts"))
-	if !est.Bounded {
-		capped = "planner.max_billed_posts, which is 0 (no cap): set it to bound what a run can bill"
-	}
+	capped := "planner.max_billed_posts, which is 0 (no cap): set it to bound what a run can bill"
 	if est.Bounded {
+		capped = fmt.Sprintf("planner.max_billed_posts (%s a walk)", plural.Count(est.PerWalk, "post", "posts"))
 		fmt.Fprintf(w, "In all, at most %s and %s, USD %.2f at post_read_usd %v, owned_read_usd %v, user_read_usd %v: the bookmarks lists, "+
 			"and the folders the last syncs listed; each other folder (one a first sync lists, or one made since) adds at most %s, USD %.2f.\n",
 			plural.Count(est.Posts, "post", "posts"), plural.Count(est.Users, "user", "users"), est.USD, *s.PostReadUSD, *s.OwnedReadUSD, *s.UserReadUSD,

@@ -22,8 +22,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// LoginOptions are the settings of `cq-source-x login`; tests fill them in
-// directly, the command line through flags.
+// LoginOptions are the settings of `cq-source-x login`.
 type LoginOptions struct {
 	ClientID, ClientSecret string
 	RedirectURL            string
@@ -135,11 +134,15 @@ func (o LoginOptions) me(ctx context.Context, accessToken string, credentials *s
 // mayOverwrite refuses to overwrite a token file that holds another
 // user's token, unless Replace.
 func (o LoginOptions) mayOverwrite(file auth.TokenFile, me *client.User) error {
+	// The file's refresh token may be the only one its account has: a
+	// second login with the default --token-file must not destroy it.
 	if old, err := file.Load(); err == nil && old.UserID != "" && old.UserID != me.ID && !o.Replace {
-		// The file is another account's, and its refresh token may be the only one that account
-		// has: a second login with the default --token-file must not destroy it.
+		at := ""
+		if old.Username != "" {
+			at = ", @" + old.Username
+		}
 		return fmt.Errorf("login: %s holds the token of another user (id %s%s); logging in as @%s (id %s) would overwrite it, and that account would need to log in again: choose another --token-file, or pass --replace (the token just granted was not saved)",
-			o.TokenFile, old.UserID, atName(old.Username), me.Username, me.ID)
+			o.TokenFile, old.UserID, at, me.Username, me.ID)
 	}
 	return nil
 }
@@ -173,13 +176,6 @@ func (o LoginOptions) sayLoggedIn(me *client.User, stored *auth.StoredToken) {
 	}
 	fmt.Fprintf(o.Out, "  accounts:\n    - token_file: %q\n\nSee who it is and whether a refresh works, and revoke it when it is no longer needed:\n\n  %s\n  %s\n",
 		specPath, strings.Join(status, " "), strings.Join(logout, " "))
-}
-
-func atName(username string) string {
-	if username == "" {
-		return ""
-	}
-	return ", @" + username
 }
 
 // loginScopes are the read scopes and offline.access, plus extra (given
@@ -243,8 +239,6 @@ func (a *app) loginCommand() *cobra.Command {
 	fs.StringVar(&o.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint")
 	fs.StringVar(&o.APIURL, "api-url", spec.DefaultBaseURL, "X API base URL, for GET /2/users/me")
 	_ = cmd.MarkFlagFilename("token-file", "json")
-	_ = cmd.RegisterFlagCompletionFunc("scopes", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return []string{auth.ScopeBookmarkWrite}, cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("scopes", cobra.FixedCompletions([]string{auth.ScopeBookmarkWrite}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -26,12 +27,10 @@ import (
 	"golang.org/x/mod/semver"
 )
 
-// The plugin commands keep the flags of the SDK's serve.Plugin command line
-// (github.com/cloudquery/plugin-sdk/v4/serve), which the CloudQuery CLI and
-// the hub's tooling use, with the same names, shorthands, types and
-// defaults (TestPluginCommandsKeepTheSDKsFlags checks it). serve and package
-// run the SDK's own command with the flags given; doc and info are
-// rewritten here, doc so that its Markdown works.
+// The plugin commands keep the flags of the SDK's serve.Plugin command
+// line, which the CloudQuery CLI and the hub's tooling use. serve and
+// package run the SDK's own command; doc and info are rewritten here, doc
+// so that its Markdown works.
 
 func (a *app) serveCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -93,9 +92,7 @@ own table x_bookmark_changes); with --format json, the SDK's __tables.json.`,
 		},
 	}
 	cmd.Flags().Var(format, "format", "output format. one of: json,markdown")
-	cmd.ValidArgsFunction = func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return nil, cobra.ShellCompDirectiveFilterDirs
-	}
+	cmd.ValidArgsFunction = cobra.FixedCompletions(nil, cobra.ShellCompDirectiveFilterDirs)
 	return cmd
 }
 
@@ -155,9 +152,7 @@ Then publish it (after 'cloudquery login'):
 	_ = cmd.MarkFlagRequired("message")
 	_ = cmd.MarkFlagDirname("dist-dir")
 	_ = cmd.MarkFlagDirname("docs-dir")
-	_ = cmd.RegisterFlagCompletionFunc("target", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return targetNames(plugin.DefaultBuildTargets), cobra.ShellCompDirectiveNoFileComp
-	})
+	_ = cmd.RegisterFlagCompletionFunc("target", cobra.FixedCompletions(targetNames(plugin.DefaultBuildTargets), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -209,12 +204,10 @@ func (a *app) runSDK(cmd *cobra.Command, p *plugin.Plugin, args []string) error 
 }
 
 // withoutSDKFailureText runs the SDK's command line (run) with os.Stderr
-// replaced by a pipe whose output goes on to w as it comes, but for the text
-// the SDK's own cobra prints when the command fails: "Error: …" and the
-// SDK's usage, which calls the program "x". From a write that starts with
-// "Error: " on, the output is held, and dropped when it is run's error;
-// Run prints that error once, as every command's. The SDK's logs go to
-// stdout, untouched.
+// a pipe whose lines go on to w, but for what the SDK's cobra prints when
+// the command fails ("Error: …" and a usage that calls the program "x"),
+// which is held from its first line and dropped when it is run's error:
+// Run prints that once, as every command's.
 func withoutSDKFailureText(w io.Writer, run func() error) error {
 	r, pw, err := os.Pipe()
 	if err != nil {
@@ -225,16 +218,14 @@ func withoutSDKFailureText(w io.Writer, run func() error) error {
 	held := make(chan []byte, 1)
 	go func() {
 		var hold bytes.Buffer
-		buf := make([]byte, 32<<10)
+		lines := bufio.NewReader(r)
 		for {
-			n, err := r.Read(buf)
-			chunk := buf[:n]
-			if hold.Len() == 0 {
-				i := failureTextStart(chunk)
-				_, _ = w.Write(chunk[:i])
-				chunk = chunk[i:]
+			line, err := lines.ReadBytes('\n')
+			if hold.Len() > 0 || bytes.HasPrefix(line, []byte("Error: ")) {
+				hold.Write(line)
+			} else {
+				_, _ = w.Write(line)
 			}
-			hold.Write(chunk)
 			if err != nil {
 				held <- hold.Bytes()
 				return
@@ -250,18 +241,6 @@ func withoutSDKFailureText(w io.Writer, run func() error) error {
 		_, _ = w.Write(rest)
 	}
 	return runErr
-}
-
-// failureTextStart is where "Error: " starts a line in b, or len(b).
-func failureTextStart(b []byte) int {
-	const prefix = "Error: "
-	if bytes.HasPrefix(b, []byte(prefix)) {
-		return 0
-	}
-	if i := bytes.Index(b, []byte("\n"+prefix)); i >= 0 {
-		return i + 1
-	}
-	return len(b)
 }
 
 // sdkFlags are the flags set on the command line, as arguments for the SDK's

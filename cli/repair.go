@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/export"
@@ -42,8 +41,16 @@ something goes wrong".`,
 		Example: "  " + Name + " repair --out ./archive --dry-run\n  " + Name + " repair --out ./archive --read-data",
 		GroupID: groupArchive,
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return repair(out, o, a.stdout)
+		RunE: func(*cobra.Command, []string) error {
+			o.Tables = export.BookmarkTables()
+			rep, err := archive.Repair(out, o)
+			if rep != nil {
+				rep.WriteText(a.stdout)
+			}
+			if err != nil {
+				return fmt.Errorf("repair: %w", err)
+			}
+			return nil
 		},
 	}
 	fs := cmd.Flags()
@@ -53,17 +60,4 @@ something goes wrong".`,
 	_ = cmd.MarkFlagRequired("out")
 	_ = cmd.MarkFlagDirname("out")
 	return cmd
-}
-
-// repair repairs the output directory out and prints what it did.
-func repair(out string, o archive.RepairOptions, stdout io.Writer) error {
-	o.Tables = export.BookmarkTables()
-	rep, err := archive.Repair(out, o)
-	if rep != nil {
-		rep.WriteText(stdout)
-	}
-	if err != nil {
-		return fmt.Errorf("repair: %w", err)
-	}
-	return nil
 }

@@ -49,8 +49,12 @@ func (a *app) sandboxCommand() *cobra.Command {
 }
 
 func (a *app) runSandbox(ctx context.Context, addr string) error {
-	if err := checkSandboxAddr(addr); err != nil {
-		return err
+	// The plugin sends a token over plain http only to a loopback host
+	// (0.0.0.0 and :PORT would print a base_url export refuses).
+	if addr != "" {
+		if err := checkLoopbackAddr("sandbox", addr, "the sandbox serves plain http, which cq-source-x sends tokens over only to a loopback address"); err != nil {
+			return err
+		}
 	}
 	sb, err := sandbox.Start(sandbox.Options{Addr: addr})
 	if err != nil {
@@ -61,8 +65,8 @@ func (a *app) runSandbox(ctx context.Context, addr string) error {
 	if err != nil {
 		return errors.New("sandbox: cannot find this program's path for the spec's `path`")
 	}
-	sb.Sim.RegisterClient(SandboxClientID, "", auth.DefaultRedirectURL)
-	sb.Sim.ShowConsentPage(SandboxClientID)
+	sb.RegisterClient(SandboxClientID, "", auth.DefaultRedirectURL)
+	sb.ShowConsentPage(SandboxClientID)
 	fmt.Fprint(a.stdout, sb.Spec(exe, false))
 	if f, ok := a.stdout.(*os.File); ok {
 		f.Sync()
@@ -72,17 +76,6 @@ func (a *app) runSandbox(ctx context.Context, addr string) error {
 	fmt.Fprintln(a.stderr, "\nPress Ctrl-C to stop.")
 	<-ctx.Done()
 	return nil
-}
-
-// checkSandboxAddr refuses an address the spec the sandbox prints could
-// not use: the sandbox serves plain http, which the plugin sends a token
-// over only to a loopback host (0.0.0.0 and :PORT listen on every
-// interface, and print a base_url export refuses).
-func checkSandboxAddr(addr string) error {
-	if addr == "" {
-		return nil
-	}
-	return checkLoopbackAddr("sandbox", addr, "the sandbox serves plain http, which cq-source-x sends tokens over only to a loopback address")
 }
 
 // checkLoopbackAddr refuses a command's --addr that is not HOST:PORT of a

@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,46 +28,38 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// StatusOptions are the settings of `cq-source-x status`.
-type StatusOptions struct {
-	// Spec is a spec file, whose accounts, base_url and oauth are used; or
-	// TokenFiles, with APIURL, TokenURL and the app's ClientID (default:
-	// the one each file records) and ClientSecret.
-	Spec                   string
-	TokenFiles             []string
-	APIURL, TokenURL       string
-	ClientID, ClientSecret string
-	// Out is an exporter's output directory, for the last sync and the
-	// posts held.
-	Out       string
-	NoRefresh bool
-	JSON      bool
-	Stdout    io.Writer
-	// Transport for API and token requests; nil is http.DefaultTransport.
-	Transport http.RoundTripper
+// statusOptions are the flags of `cq-source-x status`.
+type statusOptions struct {
+	spec                   string
+	tokenFiles             []string
+	apiURL, tokenURL       string
+	clientID, clientSecret string
+	out                    string
+	noRefresh, json        bool
 }
 
 // StatusReport is what status found (and prints with --json).
 type StatusReport struct {
 	Accounts []AccountStatus `json:"accounts"`
-	// Out is the exporter's directory the last syncs come from, if given.
-	Out string `json:"out,omitempty"`
-	// Damaged are the files of Out whose footer cannot be read.
+	// Out is the exporter's directory, if given, and Damaged its files
+	// whose footer cannot be read.
+	Out     string                `json:"out,omitempty"`
 	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
-	// What status sent, as its API client metered it: requests to the API
-	// (GET /2/users/me, one per account whose token could be tried, and
-	// retries), the posts those returned (none), and token refreshes.
+	// What status sent, as its API client metered it: GET /2/users/me, one
+	// per account whose token could be tried, and retries; and refreshes.
 	APIRequests    int `json:"api_requests"`
 	PostsBilled    int `json:"posts_billed"`
 	TokenRefreshes int `json:"token_refreshes"`
 
 	meter *billing.Meter
-	// credentials are those status holds, masked in what it reports: a
-	// server may echo the token it was sent in an error.
+	// credentials are masked in what status reports: a server may echo the
+	// token it was sent in an error.
 	credentials *secrets.Mask
-	// archiveOnly: no spec nor token file was given; the accounts are the
-	// archive's, and nothing was sent.
+	// archiveOnly: the accounts are the archive's, and nothing was sent.
 	archiveOnly bool
+	// What Out says of its accounts: its state and their last syncs.
+	state *archive.StateInfo
+	syncs map[string][]usageRow
 }
 
 // AccountStatus is one account's status.
@@ -78,24 +70,21 @@ type AccountStatus struct {
 	Username  string `json:"username,omitempty"`
 	Name      string `json:"name,omitempty"`
 	ClientID  string `json:"client_id,omitempty"`
-	// Scopes as granted; absent for a raw access_token (X does not say).
-	Scopes []string `json:"scopes,omitempty"`
-	// AccessTokenExpiry is absent when unknown.
+	// Scopes are absent for a raw access_token (X does not say).
+	Scopes            []string   `json:"scopes,omitempty"`
 	AccessTokenExpiry *time.Time `json:"access_token_expiry,omitempty"`
 	// Refresh is "works", "failed", "not_tried" (--no-refresh) or
-	// "impossible" (a raw access_token, or no refresh token); RefreshNote
-	// says more.
+	// "impossible" (a raw access_token, or no refresh token).
 	Refresh     string `json:"refresh,omitempty"`
 	RefreshNote string `json:"refresh_note,omitempty"`
-	// LastSync is the rows of x_api_usage of the account's latest sync in
-	// the exporter's directory, one per operation.
-	LastSync []usageRow `json:"last_sync,omitempty"`
-	// HeldPosts are the posts the bookmarks walk remembers as in the list;
+	// LastSync is the account's latest sync in x_api_usage, a row per
+	// operation; HeldPosts the posts the bookmarks walk remembers and
 	// ArchivedPosts those written to x_bookmarks.
-	HeldPosts     *int     `json:"held_posts,omitempty"`
-	ArchivedPosts *int     `json:"archived_posts,omitempty"`
-	Problems      []string `json:"problems,omitempty"`
-	Notes         []string `json:"notes,omitempty"`
+	LastSync      []usageRow `json:"last_sync,omitempty"`
+	HeldPosts     *int       `json:"held_posts,omitempty"`
+	ArchivedPosts *int       `json:"archived_posts,omitempty"`
+	Problems      []string   `json:"problems,omitempty"`
+	Notes         []string   `json:"notes,omitempty"`
 }
 
 const statusLong = `Show, per account, who the token belongs to, its scopes and expiry, whether a
@@ -121,7 +110,7 @@ query x_api_usage for them. --out reads the exporter's directory.
 token file cannot be read)`
 
 func (a *app) statusCommand() *cobra.Command {
-	o := StatusOptions{Stdout: a.stdout}
+	var o statusOptions
 	cmd := &cobra.Command{
 		Use:   "status (--spec FILE | --token-file FILE...) [--out DIR] | status --out DIR",
 		Short: "Show each account's token, user, last sync and held posts, reading no post",
@@ -132,22 +121,22 @@ func (a *app) statusCommand() *cobra.Command {
 		GroupID: groupArchive,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Spec == "" {
-				fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")
+			if o.spec == "" {
+				fromEnv(&o.clientSecret, "X_CLIENT_SECRET")
 			}
 			return a.status(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.Spec, "spec", "", "CloudQuery spec file: its accounts, base_url and oauth")
-	fs.StringSliceVar(&o.TokenFiles, "token-file", nil, "token file(s) written by login (comma-separated or repeated)")
-	fs.StringVar(&o.Out, "out", "", "an exporter's output directory: the last sync and the posts held")
-	fs.StringVar(&o.APIURL, "api-url", spec.DefaultBaseURL, "X API base URL, with --token-file")
-	fs.StringVar(&o.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint, with --token-file")
-	fs.StringVar(&o.ClientID, "client-id", "", "the app's Client ID, with --token-file (default: the one each file records)")
-	fs.StringVar(&o.ClientSecret, "client-secret", "", "client secret of a confidential app, with --token-file (env X_CLIENT_SECRET)")
-	fs.BoolVar(&o.NoRefresh, "no-refresh", false, "do not refresh the tokens (only try the access token)")
-	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	fs.StringVar(&o.spec, "spec", "", "CloudQuery spec file: its accounts, base_url and oauth")
+	fs.StringSliceVar(&o.tokenFiles, "token-file", nil, "token file(s) written by login (comma-separated or repeated)")
+	fs.StringVar(&o.out, "out", "", "an exporter's output directory: the last sync and the posts held")
+	fs.StringVar(&o.apiURL, "api-url", spec.DefaultBaseURL, "X API base URL, with --token-file")
+	fs.StringVar(&o.tokenURL, "token-url", auth.DefaultTokenURL, "token endpoint, with --token-file")
+	fs.StringVar(&o.clientID, "client-id", "", "the app's Client ID, with --token-file (default: the one each file records)")
+	fs.StringVar(&o.clientSecret, "client-secret", "", "client secret of a confidential app, with --token-file (env X_CLIENT_SECRET)")
+	fs.BoolVar(&o.noRefresh, "no-refresh", false, "do not refresh the tokens (only try the access token)")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	for _, f := range []string{"api-url", "token-url", "client-id", "client-secret", "token-file"} {
 		cmd.MarkFlagsMutuallyExclusive("spec", f)
 	}
@@ -157,19 +146,15 @@ func (a *app) statusCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) status(ctx context.Context, o StatusOptions) error {
-	rep, err := Status(ctx, o)
+func (a *app) status(ctx context.Context, o statusOptions) error {
+	rep, err := status(ctx, o)
 	if err != nil {
 		return err
 	}
-	if o.JSON {
-		enc := json.NewEncoder(o.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
-		}
-	} else {
-		rep.WriteText(o.Stdout, time.Now())
+	if !o.json {
+		rep.WriteText(a.stdout, time.Now())
+	} else if err := writeIndentedJSON(a.stdout, rep); err != nil {
+		return err
 	}
 	failed := 0
 	for _, s := range rep.Accounts {
@@ -183,7 +168,7 @@ func (a *app) status(ctx context.Context, o StatusOptions) error {
 	}
 	if failed > 0 {
 		where := "PROBLEM above"
-		if o.JSON {
+		if o.json {
 			where = `"problems" in the report`
 		}
 		return accountsError(failed, len(rep.Accounts), fmt.Errorf("status: %d of %s %s a problem (see %s)%s", failed, plural.Count(len(rep.Accounts), "account", "accounts"), plural.Pick(failed, "has", "have"), where, damaged))
@@ -202,39 +187,33 @@ type statusTarget struct {
 	cfg     auth.Config // the app and token endpoint, for a token file
 }
 
-// Status looks at every account of o. Its error is about the command line
-// or the files (exit code 2 for the spec, 1 for the archive); an account's
-// trouble is in its Problems.
-func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
-	if o.Spec == "" && len(o.TokenFiles) == 0 && o.Out != "" {
-		return archiveStatus(ctx, o.Out)
+// status looks at every account of o. Its error is about the command line
+// or the files; an account's trouble is in its Problems.
+func status(ctx context.Context, o statusOptions) (*StatusReport, error) {
+	if o.spec == "" && len(o.tokenFiles) == 0 && o.out != "" {
+		return archiveStatus(o.out)
 	}
 	targets, credentials, err := statusTargets(o)
 	if err != nil {
 		return nil, err
 	}
-	if o.Transport == nil {
-		o.Transport = http.DefaultTransport
-	}
-	rep := &StatusReport{Out: o.Out, meter: billing.NewMeter(billing.DefaultRates()), credentials: credentials}
-	var info *archiveInfo
-	if o.Out != "" {
-		if info, err = rep.readArchive(ctx); err != nil {
+	rep := &StatusReport{Out: o.out, meter: billing.NewMeter(billing.DefaultRates()), credentials: credentials}
+	if o.out != "" {
+		if err := rep.readArchive(); err != nil {
 			return nil, err
 		}
 	}
 	users := map[string]string{} // user id → the account that has it
 	for _, t := range targets {
-		st := rep.check(ctx, t, o)
-		st.maskCredentials(rep.credentials)
-		if st.UserID != "" {
-			if first, ok := users[st.UserID]; ok {
-				st.Problems = append(st.Problems, fmt.Sprintf("user %s is also %s: each user may appear once (a sync fails the repeat)", st.UserID, first))
-			} else {
-				users[st.UserID] = st.Account
-			}
+		st := rep.check(ctx, t, o.noRefresh)
+		credentials.Strings(st.Problems)
+		st.RefreshNote = credentials.String(st.RefreshNote)
+		if first, ok := users[st.UserID]; ok {
+			st.Problems = append(st.Problems, fmt.Sprintf("user %s is also %s: each user may appear once (a sync fails the repeat)", st.UserID, first))
+		} else if st.UserID != "" {
+			users[st.UserID] = st.Account
 		}
-		info.fill(&st)
+		rep.fill(&st)
 		rep.Accounts = append(rep.Accounts, st)
 	}
 	total := rep.meter.Total()
@@ -242,70 +221,61 @@ func Status(ctx context.Context, o StatusOptions) (*StatusReport, error) {
 	return rep, nil
 }
 
-// archiveStatus is the status of every account of the archive in out, read
-// from it alone: its state and its x_api_usage files.
-func archiveStatus(ctx context.Context, out string) (*StatusReport, error) {
+// archiveStatus is the status of every account of the archive in out, from
+// its state and its x_api_usage files alone.
+func archiveStatus(out string) (*StatusReport, error) {
 	rep := &StatusReport{Out: out, archiveOnly: true}
-	info, err := rep.readArchive(ctx)
-	if err != nil {
+	if err := rep.readArchive(); err != nil {
 		return nil, err
 	}
 	users := map[string]bool{}
-	for _, ids := range []iter.Seq[string]{maps.Keys(info.state.Archived), maps.Keys(info.state.HeldBookmarks), maps.Keys(info.syncs)} {
+	for _, ids := range []iter.Seq[string]{maps.Keys(rep.state.Archived), maps.Keys(rep.state.HeldBookmarks), maps.Keys(rep.syncs)} {
 		for uid := range ids {
-			users[uid] = uid != resources.ComplianceUsageUser // the compliance check's rows of x_api_usage
+			users[uid] = true
 		}
 	}
+	delete(users, resources.ComplianceUsageUser) // the compliance check's rows of x_api_usage
 	for _, uid := range slices.Sorted(maps.Keys(users)) {
-		if users[uid] {
-			st := AccountStatus{Account: "user " + uid, UserID: uid}
-			info.fill(&st)
-			rep.Accounts = append(rep.Accounts, st)
-		}
+		st := AccountStatus{Account: "user " + uid, UserID: uid}
+		rep.fill(&st)
+		rep.Accounts = append(rep.Accounts, st)
 	}
 	return rep, nil
 }
 
 // statusTargets are the accounts o names, and the credentials they give
 // (token files add theirs as they are read).
-func statusTargets(o StatusOptions) ([]statusTarget, *secrets.Mask, error) {
+func statusTargets(o statusOptions) ([]statusTarget, *secrets.Mask, error) {
+	var ts []statusTarget
 	switch {
-	case o.Spec == "" && len(o.TokenFiles) == 0:
+	case o.spec == "" && len(o.tokenFiles) == 0:
 		return nil, nil, usageError(errors.New("status: give --spec FILE, --token-file FILE or --out DIR"))
-	case o.Spec != "":
-		src, err := cqspec.Read(o.Spec)
+	case o.spec != "":
+		src, err := cqspec.Read(o.spec)
 		if err != nil {
 			return nil, nil, usageError(err)
 		}
 		s := src.Plugin
-		var ts []statusTarget
 		for i, acct := range s.Accounts {
-			ts = append(ts, statusTarget{
-				label: account.Label(i), account: acct, baseURL: s.BaseURL,
-				cfg: xplugin.AuthConfig(s, i, ""),
-			})
+			ts = append(ts, statusTarget{label: account.Label(i), account: acct, baseURL: s.BaseURL, cfg: xplugin.AuthConfig(s, i, "")})
 		}
 		return ts, xplugin.Credentials(s), nil
-	default:
-		var ts []statusTarget
-		for _, f := range o.TokenFiles {
-			ts = append(ts, statusTarget{
-				label: f, account: spec.Account{TokenFile: f}, baseURL: o.APIURL,
-				cfg: auth.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenURL},
-			})
-		}
-		credentials := secrets.New()
-		credentials.AddBasic(o.ClientID, o.ClientSecret)
-		return ts, credentials, nil
 	}
+	for _, f := range o.tokenFiles {
+		ts = append(ts, statusTarget{label: f, account: spec.Account{TokenFile: f}, baseURL: o.apiURL,
+			cfg: auth.Config{ClientID: o.clientID, ClientSecret: o.clientSecret, TokenURL: o.tokenURL}})
+	}
+	credentials := secrets.New()
+	credentials.AddBasic(o.clientID, o.clientSecret)
+	return ts, credentials, nil
 }
 
 // check looks at one account: its token, the user behind it, a refresh.
-func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOptions) AccountStatus {
+func (rep *StatusReport) check(ctx context.Context, t statusTarget, noRefresh bool) AccountStatus {
 	st := AccountStatus{Account: t.label, UserID: t.account.UserID}
 	if t.account.AccessToken != "" {
 		st.Refresh, st.RefreshNote = "impossible", "a raw access_token lasts two hours and cannot be refreshed: use token_file for scheduled syncs"
-		_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(t.account.AccessToken, o.Transport))
+		_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(t.account.AccessToken, nil))
 		return st
 	}
 	st.TokenFile = t.account.TokenFile
@@ -318,9 +288,9 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 	}
 	rep.credentials.Add(stored.AccessToken, stored.RefreshToken)
 	st.describeToken(stored)
-	st.UserID = firstNonEmpty(st.UserID, stored.UserID)
+	st.UserID = cmp.Or(st.UserID, stored.UserID)
 	cfg := t.cfg
-	cfg.ClientID = firstNonEmpty(cfg.ClientID, stored.ClientID)
+	cfg.ClientID = cmp.Or(cfg.ClientID, stored.ClientID)
 	st.ClientID = cfg.ClientID
 	if len(st.Scopes) > 0 && !slices.Contains(st.Scopes, auth.ScopeBookmarkWrite) {
 		st.Notes = append(st.Notes, "no "+auth.ScopeBookmarkWrite+" scope: adding and removing bookmarks need `"+Name+" login --scopes "+auth.ScopeBookmarkWrite+"`")
@@ -333,44 +303,41 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, o StatusOpti
 			st.Problems = append(st.Problems, "the access token has expired and cannot be refreshed: run `"+Name+" login` again")
 			return st
 		}
-	case o.NoRefresh:
+	case noRefresh:
 		st.Refresh, st.RefreshNote = "not_tried", "--no-refresh"
 		if !live {
 			st.RefreshNote += ", and the access token has expired: the user was not checked (a sync would refresh it)"
 			return st
 		}
 	default:
-		rep.checkRefresh(ctx, &st, t, cfg, file, stored, o.Transport)
+		rep.checkRefresh(ctx, &st, t, cfg, file, stored)
 		return st
 	}
-	_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(stored.AccessToken, o.Transport))
+	_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(stored.AccessToken, nil))
 	return st
 }
 
 // checkRefresh asks who the user is through the token file's token source,
 // which refreshes an expired token; unless that refreshed it, it refreshes
 // then. Either way the rotated pair is saved under the file's lock.
-func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken, transport http.RoundTripper) {
-	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithSecrets(rep.credentials),
-		auth.WithHTTPClient(&http.Client{Transport: transport, Timeout: 30 * time.Second}))
+func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken) {
+	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithSecrets(rep.credentials), auth.WithHTTPClient(&http.Client{Timeout: 30 * time.Second}))
 	if err != nil {
 		st.Refresh = "failed"
 		st.Problems = append(st.Problems, err.Error())
 		return
 	}
-	err = rep.whoAmI(ctx, st, t, &http.Client{Transport: auth.NewTransport(src, transport)})
+	err = rep.whoAmI(ctx, st, t, &http.Client{Transport: auth.NewTransport(src, nil)})
+	rep.TokenRefreshes++
 	var te *auth.TokenEndpointError
 	switch cur := src.Stored(); {
 	case cur.RefreshToken != stored.RefreshToken:
-		rep.TokenRefreshes++
 		st.refreshed(cur, "refreshed when the expired access token was used")
 		return
 	case errors.As(err, &te):
-		rep.TokenRefreshes++
 		st.Refresh = "failed"
 		return
 	}
-	rep.TokenRefreshes++
 	cur, err := src.Refresh(ctx)
 	if err != nil {
 		st.Refresh = "failed"
@@ -382,13 +349,8 @@ func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t 
 
 // whoAmI asks GET /2/users/me with hc who the token belongs to.
 func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t statusTarget, hc *http.Client) error {
-	api, err := client.New(hc,
-		client.WithBaseURL(t.baseURL),
-		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
-		client.WithRateLimitWaitCap(0),
-		client.WithMeter(rep.meter),
-		client.WithSecrets(rep.credentials),
-		client.WithUserAgent(xplugin.UserAgent()))
+	api, err := client.New(hc, client.WithBaseURL(t.baseURL), client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
+		client.WithRateLimitWaitCap(0), client.WithMeter(rep.meter), client.WithSecrets(rep.credentials), client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		st.Problems = append(st.Problems, err.Error())
 		return err
@@ -405,13 +367,6 @@ func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t status
 	return nil
 }
 
-// maskCredentials masks the credentials r holds in what st reports of what
-// servers answered.
-func (st *AccountStatus) maskCredentials(r *secrets.Mask) {
-	r.Strings(st.Problems)
-	st.RefreshNote = r.String(st.RefreshNote)
-}
-
 func (st *AccountStatus) describeToken(t *auth.StoredToken) {
 	st.Scopes = strings.Fields(t.Scope)
 	if !t.Expiry.IsZero() {
@@ -422,53 +377,41 @@ func (st *AccountStatus) describeToken(t *auth.StoredToken) {
 
 // refreshed records a refresh that worked: the pair now in the file.
 func (st *AccountStatus) refreshed(t auth.StoredToken, how string) {
-	st.Refresh = "works"
-	st.RefreshNote = how + "; the new pair is saved in the token file"
+	st.Refresh, st.RefreshNote = "works", how+"; the new pair is saved in the token file"
 	st.describeToken(&t)
 }
 
-// archiveInfo is what an exporter's directory says of its accounts.
-type archiveInfo struct {
-	state *archive.StateInfo
-	syncs map[string][]usageRow
-}
-
-// readArchive reads the archive rep.Out: its state, last syncs and damaged
-// files.
-func (rep *StatusReport) readArchive(ctx context.Context) (*archiveInfo, error) {
+// readArchive reads rep.Out's state, last syncs and damaged files.
+func (rep *StatusReport) readArchive() (err error) {
 	out := rep.Out
 	if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
-		return nil, usageErrorf("status: --out %s is not a directory an export wrote", out)
+		return usageErrorf("status: --out %s is not a directory an export wrote", out)
 	}
-	st, err := archive.ReadState(out)
-	if err != nil {
-		return nil, fmt.Errorf("status: reading the state of %s: %w", out, err)
+	if rep.state, err = archive.ReadState(out); err != nil {
+		return fmt.Errorf("status: reading the state of %s: %w", out, err)
 	}
-	syncs, err := lastSyncs(ctx, out)
-	if err != nil {
-		return nil, fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
+	if rep.syncs, err = lastSyncs(out); err != nil {
+		return fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
 	}
-	if rep.Damaged, err = archive.DamagedFiles(out); err != nil {
-		return nil, err
-	}
-	return &archiveInfo{state: st, syncs: syncs}, nil
+	rep.Damaged, err = archive.DamagedFiles(out)
+	return err
 }
 
 // fill adds the archive's last sync and held posts of st's user.
-func (a *archiveInfo) fill(st *AccountStatus) {
-	if a == nil || st.UserID == "" {
+func (rep *StatusReport) fill(st *AccountStatus) {
+	if rep.state == nil || st.UserID == "" {
 		return
 	}
-	st.LastSync = a.syncs[st.UserID]
-	if held, ok := a.state.HeldBookmarks[st.UserID]; ok {
-		n := len(held)
-		st.HeldPosts = &n
+	st.LastSync = rep.syncs[st.UserID]
+	if held, ok := rep.state.HeldBookmarks[st.UserID]; ok {
+		st.HeldPosts = ptr(len(held))
 	}
-	if written, ok := a.state.Archived[st.UserID]; ok {
-		n := len(written)
-		st.ArchivedPosts = &n
+	if written, ok := rep.state.Archived[st.UserID]; ok {
+		st.ArchivedPosts = ptr(len(written))
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // WriteText prints the report for a person.
 func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
@@ -511,19 +454,17 @@ func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time, token
 		return
 	}
 	if st.TokenFile != "" {
-		line("token file", "%s (client id %s)", st.TokenFile, orUnknown(st.ClientID))
+		line("token file", "%s (client id %s)", st.TokenFile, cmp.Or(st.ClientID, "unknown"))
 		if len(st.Scopes) > 0 {
 			line("scopes", "%s", strings.Join(st.Scopes, " "))
 		}
 	} else {
 		line("token", "a raw access_token from the spec; its scopes and expiry are unknown")
 	}
-	if e := st.AccessTokenExpiry; e != nil {
-		if now.Before(*e) {
-			line("access token", "valid until %s (%s from now)", e.Format("2006-01-02 15:04:05 MST"), e.Sub(now).Round(time.Minute))
-		} else {
-			line("access token", "expired at %s", e.Format("2006-01-02 15:04:05 MST"))
-		}
+	if e := st.AccessTokenExpiry; e != nil && now.Before(*e) {
+		line("access token", "valid until %s (%s from now)", e.Format(timeLayout), e.Sub(now).Round(time.Minute))
+	} else if e != nil {
+		line("access token", "expired at %s", e.Format(timeLayout))
 	}
 	refresh := strings.ReplaceAll(st.Refresh, "_", " ")
 	if st.RefreshNote != "" {
@@ -540,6 +481,8 @@ func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time, token
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
 }
+
+const timeLayout = "2006-01-02 15:04:05 MST"
 
 func (st *AccountStatus) writeArchive(line func(label, format string, a ...any), out string) {
 	if len(st.LastSync) == 0 {
@@ -561,7 +504,7 @@ func (st *AccountStatus) writeArchive(line func(label, format string, a ...any),
 		}
 		r0 := st.LastSync[0]
 		line("last sync", "%s (sync %s): %s, %s; %s billed (est. USD %.4f), %s",
-			r0.StartedAt.Format("2006-01-02 15:04:05 MST"), r0.SyncID, plural.Count(found[string(client.OpListBookmarks)], "new bookmark", "new bookmarks"),
+			r0.StartedAt.Format(timeLayout), r0.SyncID, plural.Count(found[string(client.OpListBookmarks)], "new bookmark", "new bookmarks"),
 			plural.Count(found[string(client.OpGetFolder)], "new folder post", "new folder posts"), plural.Count(billed, "post", "posts"), usd, plural.Count(requests, "request", "requests"))
 		if len(walks) > 0 {
 			line("walks", "%s", strings.Join(walks, "; "))
@@ -578,11 +521,4 @@ func (st *AccountStatus) writeArchive(line func(label, format string, a ...any),
 		archived = fmt.Sprint(*st.ArchivedPosts)
 	}
 	line("held posts", "%s; %s in x_bookmarks", held, archived)
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }

@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,78 +27,71 @@ type usageRow struct {
 	Failure      string    `json:"failure,omitempty"`
 }
 
-// lastSyncs reads the x_api_usage files of an exporter's output directory
-// and returns, per user id, the rows of that user's latest sync. The files
-// are small (a few rows per account and sync), so all are read: whatever
-// merged or renamed them, the latest sync is the one with the latest start.
-func lastSyncs(ctx context.Context, out string) (map[string][]usageRow, error) {
+// lastSyncs are, per user id, the rows of the user's latest sync in the
+// x_api_usage files of an exporter's output directory: the one with the
+// latest start, whatever merged or renamed the files.
+func lastSyncs(out string) (map[string][]usageRow, error) {
+	all, err := readUsage(out)
 	latest := map[string][]usageRow{}
-	err := readUsage(out, func(user string, r usageRow) {
-		rows := latest[user]
-		switch {
-		case len(rows) == 0 || r.StartedAt.After(rows[0].StartedAt):
-			latest[user] = []usageRow{r}
-		case r.StartedAt.Equal(rows[0].StartedAt) && r.SyncID == rows[0].SyncID:
-			latest[user] = append(rows, r)
+	for user, rows := range all {
+		var last []usageRow
+		for _, r := range rows {
+			switch {
+			case len(last) == 0 || r.StartedAt.After(last[0].StartedAt):
+				last = []usageRow{r}
+			case r.StartedAt.Equal(last[0].StartedAt) && r.SyncID == last[0].SyncID:
+				last = append(last, r)
+			}
 		}
-	})
-	if err != nil {
-		return nil, err
+		slices.SortFunc(last, func(a, b usageRow) int { return strings.Compare(a.Operation, b.Operation) })
+		latest[user] = last
 	}
-	for _, rows := range latest {
-		sort.Slice(rows, func(i, j int) bool { return rows[i].Operation < rows[j].Operation })
-	}
-	return latest, nil
+	return latest, err
 }
 
-// syncCost is what one sync billed for one account: its x_api_usage rows
-// added up.
+// syncCost is what one sync billed for one account.
 type syncCost struct {
 	StartedAt    time.Time `json:"sync_started_at"`
 	PostsBilled  int64     `json:"posts_billed"`
 	EstimatedUSD float64   `json:"estimated_usd"`
 }
 
-// recentCosts reads the x_api_usage files of an exporter's output
-// directory and returns, per user id, what each of its last n syncs
-// billed, the latest first.
-func recentCosts(ctx context.Context, out string, n int) (map[string][]syncCost, error) {
-	bySync := map[[2]string]*syncCost{}
-	err := readUsage(out, func(user string, r usageRow) {
-		c := bySync[[2]string{user, r.SyncID}]
-		if c == nil {
-			c = &syncCost{StartedAt: r.StartedAt}
-			bySync[[2]string{user, r.SyncID}] = c
+// recentCosts are, per user id, what each of the user's last n syncs in
+// the exporter's output directory billed, the latest first.
+func recentCosts(out string, n int) (map[string][]syncCost, error) {
+	all, err := readUsage(out)
+	costs := map[string][]syncCost{}
+	for user, rows := range all {
+		bySync := map[string]syncCost{}
+		for _, r := range rows {
+			c, ok := bySync[r.SyncID]
+			if !ok {
+				c.StartedAt = r.StartedAt
+			}
+			c.PostsBilled += r.PostsBilled
+			c.EstimatedUSD += r.EstimatedUSD
+			bySync[r.SyncID] = c
 		}
-		c.PostsBilled += r.PostsBilled
-		c.EstimatedUSD += r.EstimatedUSD
-	})
+		list := slices.SortedFunc(maps.Values(bySync), func(a, b syncCost) int { return b.StartedAt.Compare(a.StartedAt) })
+		costs[user] = list[:min(n, len(list))]
+	}
+	return costs, err
+}
+
+// readUsage reads the rows of syncs of the archive's x_api_usage, by user
+// id (the files are small: a few rows per account and sync). The rows of
+// the bookmark commands' requests are not a sync's.
+func readUsage(out string) (map[string][]usageRow, error) {
+	snap, err := archive.OpenSnapshot(out)
 	if err != nil {
 		return nil, err
 	}
-	costs := map[string][]syncCost{}
-	for key, c := range bySync {
-		costs[key[0]] = append(costs[key[0]], *c)
-	}
-	for user, list := range costs {
-		sort.Slice(list, func(i, j int) bool { return list[i].StartedAt.After(list[j].StartedAt) })
-		costs[user] = list[:min(n, len(list))]
-	}
-	return costs, nil
-}
-
-// readUsage reads the rows of syncs of the archive's x_api_usage: the rows
-// of the bookmark commands' requests are not a sync's.
-func readUsage(out string, row func(user string, r usageRow)) error {
-	snap, err := archive.OpenSnapshot(out)
-	if err != nil {
-		return err
-	}
 	defer snap.Close()
-	return snap.Read(resources.APIUsageTable, nil, func(rec arrow.RecordBatch) error {
+	rows := map[string][]usageRow{}
+	return rows, snap.Read(resources.APIUsageTable, nil, func(rec arrow.RecordBatch) error {
 		return readUsageRecord(rec, func(user string, r usageRow) {
 			if op := client.Operation(r.Operation); op != client.OpAddBookmark && op != client.OpRemoveBookmark {
-				row(user, r)
+				rows[user] = append(rows[user], r)
 			}
 		})
 	})

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
+	"cmp"
 	"fmt"
 	"io"
 
@@ -17,15 +17,12 @@ func (a *app) versionCommand() *cobra.Command {
 		Long: `Print the version, commit and build date of this binary: those the release
 build gave it (` + Name + ` package, or -ldflags), otherwise what Go recorded when
 it was built (the module version of 'go install …@vX', the commit of a build in
-a checkout). The same
-version is in 'info', in the User-Agent of every API request and in the
-metadata of every Parquet file the exporter writes.`,
+a checkout). The same version is in 'info', in the User-Agent of every API
+request and in the metadata of every Parquet file the exporter writes.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return writeIndentedJSON(a.stdout, struct {
 					xplugin.Build
 					Plugin string `json:"plugin"`
 				}{xplugin.BuildInfo(), packageAndVersion()})
@@ -41,18 +38,12 @@ metadata of every Parquet file the exporter writes.`,
 // versionText is what `version` and --version print.
 func versionText() string {
 	b := xplugin.BuildInfo()
-	commit, date := "unknown (built without version control information)", "unknown"
-	if b.Commit != "" {
-		commit = b.Commit
-		if b.Modified {
-			commit += " (with uncommitted changes)"
-		}
-	}
-	if b.Date != "" {
-		date = b.Date
+	commit := cmp.Or(b.Commit, "unknown (built without version control information)")
+	if b.Commit != "" && b.Modified {
+		commit += " (with uncommitted changes)"
 	}
 	return fmt.Sprintf("%s version %s\ncommit:  %s\nbuilt:   %s\ngo:      %s %s\nplugin:  %s\n",
-		Name, b.Version, commit, date, b.GoVersion, b.Platform, packageAndVersion())
+		Name, b.Version, commit, cmp.Or(b.Date, "unknown"), b.GoVersion, b.Platform, packageAndVersion())
 }
 
 // packageAndVersion is the plugin as the CloudQuery CLI and hub name it.

@@ -7,16 +7,9 @@ import (
 
 // budgets keeps the client's own view of each (user, operation) rate-limit
 // window, so that it never sends a request the server would refuse with 429.
-//
-// A window starts from the configured limit when the client first sends for
-// a key (reset = the first response's time + window) and is replaced by what the server says as soon
-// as a response carries x-rate-limit-* headers. Each send reserves one request
-// before it goes out. When a response's headers arrive, requests still in
-// flight for the same key may or may not have been counted by the server, so
-// the client assumes they have not: remaining = header remaining - in flight.
-// Within one server window the count only goes down (a response that was
-// overtaken by a later one cannot raise it); a header with a later reset
-// starts a new window.
+// A window starts from the configured limit and takes what the headers say,
+// less the requests in flight (which the server may not have counted). In
+// one server window the count only goes down; a later reset starts another.
 type budgets struct {
 	mu     sync.Mutex
 	limits map[Operation]int
@@ -43,8 +36,7 @@ func newBudgets(limits map[Operation]int, window, margin time.Duration) *budgets
 	return &budgets{limits: limits, window: window, margin: margin, m: map[budgetKey]*bucket{}}
 }
 
-// bucketLocked returns the key's bucket, or nil when the operation has no
-// limit. b.mu must be held.
+// bucketLocked returns the key's bucket, nil without a limit. b.mu held.
 func (b *budgets) bucketLocked(k budgetKey) *bucket {
 	if bk := b.m[k]; bk != nil {
 		return bk
@@ -76,9 +68,7 @@ func (b *budgets) reserve(k budgetKey, now time.Time) (ok bool, wait time.Durati
 	if bk == nil {
 		return true, 0, Rate{}
 	}
-	if bk.reset.IsZero() || !now.Before(bk.reset.Add(b.margin)) {
-		b.rollLocked(bk, now)
-	}
+	b.rollLocked(bk, now)
 	r = Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
 	if bk.remaining > 0 {
 		bk.remaining--
@@ -97,14 +87,14 @@ func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time)
 	if bk == nil {
 		return
 	}
-	if bk.inflight > 0 {
-		bk.inflight--
-	}
+	bk.inflight = max(bk.inflight-1, 0)
 	if !ok && !bk.fromServer && !bk.anchored {
 		// Without headers the server's window started somewhere between
 		// the first send and its response: count it from the response, so
 		// the estimate never ends before the server's window does.
-		bk.reset = maxTime(bk.reset, now.Add(b.window))
+		if end := now.Add(b.window); end.After(bk.reset) {
+			bk.reset = end
+		}
 		bk.anchored = true
 	}
 	if ok {
@@ -132,16 +122,8 @@ func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time)
 	}
 }
 
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// block empties the window until `until` (a 429 without a reset header).
-// The reset is stored one margin early because a window counts as over only
-// a margin after its reset.
+// block empties the window until `until` (a 429 without a reset header),
+// stored one margin early: a window is over a margin after its reset.
 func (b *budgets) block(k budgetKey, until time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -21,36 +22,25 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DefaultBaseURL is the X API's address.
-const DefaultBaseURL = "https://api.x.com"
-
 // Defaults of the options.
 const (
+	DefaultBaseURL          = "https://api.x.com"
 	DefaultUserAgent        = "cq-source-x (+https://github.com/cq-source-x/cq-source-x)"
 	DefaultMaxResponseBytes = 16 << 20
-	// DefaultRateLimitWaitCap is the longest the client waits for a window
-	// to reset before returning a *RateLimitError: one window plus a minute.
-	DefaultRateLimitWaitCap = DefaultWindow + time.Minute
-	// DefaultResetMargin is added to every x-rate-limit-reset before the
-	// client sends again, for clock skew and the reset's one-second resolution.
+	DefaultRateLimitWaitCap = DefaultWindow + time.Minute // the longest wait for a window: one window and a minute
+	// DefaultResetMargin is added to every reset, for clock skew and the
+	// reset's one-second resolution.
 	DefaultResetMargin = time.Second
 )
 
 // Timeouts bound each attempt at a request, so that a server that accepts
 // a connection and never answers, or sends its answer a byte at a time,
 // cannot hold a sync. An attempt past one is a transient fault
-// (*TimeoutError), retried within the retry budget; past Connect (no
-// server was reached) only for MaxAttempts attempts while the base URL has
-// never answered (see RetryPolicy).
+// (*TimeoutError).
 type Timeouts struct {
-	// Connect bounds getting a connection: the dial and the TLS handshake.
-	Connect time.Duration
-	// Headers bounds the wait for the response's status line and headers,
-	// from the moment the request (and its body) was sent.
-	Headers time.Duration
-	// Request bounds the whole attempt: connecting, sending, the headers
-	// and reading the whole body.
-	Request time.Duration
+	Connect time.Duration // the dial and the TLS handshake
+	Headers time.Duration // from the request sent to the status line and headers
+	Request time.Duration // the whole attempt, the body read included
 }
 
 // Default timeouts. X answers a page of 100 posts in a second or two; a
@@ -66,50 +56,31 @@ func DefaultTimeouts() Timeouts {
 	return Timeouts{Connect: DefaultConnectTimeout, Headers: DefaultHeaderTimeout, Request: DefaultRequestTimeout}
 }
 
-// RetryPolicy says what is retried and for how long. Zero fields take the
-// defaults of DefaultRetryPolicy.
-//
-// Transient faults (a 5xx, a dropped connection, a 2xx body cut short or not
-// JSON) are retried while the call's Budget lasts, and in any case for its
-// first MaxAttempts attempts: a walk that gave up on one request would have
-// to be read, and billed, again from its start.
-//
-// A fault that reached no server (the name did not resolve, the connection
-// was refused or did not come within the connect timeout) gets only
-// MaxAttempts attempts while the client has never had an answer from its
-// base URL: that is a wrong base URL or no network, which the user should
-// hear of in seconds. Once any response has come, whatever its status, such
-// a fault is a blip (a network drop, a load balancer refusing connections
-// during a deploy) and is retried within the Budget like any other.
+// RetryPolicy says how long transient faults (a 5xx, a dropped connection, a
+// 2xx body cut short or not JSON) are retried: a walk that gave up on one
+// request would be read, and billed, again from its start. A fault that
+// reached no server gets MaxAttempts only until the base URL has answered
+// (neverAnswered). Zero fields take the defaults of DefaultRetryPolicy.
 type RetryPolicy struct {
-	// Budget is how long one call may keep retrying transient faults,
-	// counted from its first attempt, without the time spent waiting for
-	// rate-limit windows. Default 5m; negative: none, MaxAttempts alone
-	// bounds the attempts.
+	// Budget is how long one call may keep retrying, from its first attempt,
+	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.
 	Budget time.Duration
-	// MaxAttempts is how many attempts a call gets at transient faults even
-	// when its Budget is spent (1 = none past it), and all it gets at a fault
-	// that reached no server before the base URL has ever answered. Default 4.
+	// MaxAttempts is how many attempts a call gets even when its Budget is
+	// spent (1 = none past it).
 	MaxAttempts int
-	// BaseDelay and MaxDelay shape the backoff: before retry n the client
-	// sleeps a uniformly random time in [0, min(MaxDelay, BaseDelay×2^(n-1))]
-	// ("full jitter"), or what a Retry-After header asks. Defaults 500ms
-	// and 30s.
+	// Before retry n the client sleeps a uniformly random time in
+	// [0, min(MaxDelay, BaseDelay×2^(n-1))], or what a Retry-After asks.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
-	// cut short or was not JSON. The page was billed, and a retry is billed
-	// again, but the caller usually needs the page, so by default it retries
-	// (and the meter records the page in PostsUnread). A body read whole and
-	// valid JSON but of the wrong shape is never retried: it would come back
-	// the same.
+	// cut short or was not JSON: a retry is billed again, but the caller
+	// usually needs the page (the meter counts it in PostsUnread). A body of
+	// the wrong shape is never retried: it would come back the same.
 	NoRetryUnreadable bool
-	// MaxRateLimitWaits bounds how many 429s one call waits out before it
-	// returns a *RateLimitError. Default 2.
+	// MaxRateLimitWaits bounds the 429s one call waits out.
 	MaxRateLimitWaits int
-	// RateLimitBaseDelay is the first backoff after a 429 that carries no
-	// x-rate-limit-reset header; it doubles per 429 (with jitter), capped by
-	// the rate-limit wait cap. Default 30s.
+	// RateLimitBaseDelay is the first wait after a 429 without a reset
+	// header; it doubles per 429 (with jitter), up to the wait cap.
 	RateLimitBaseDelay time.Duration
 }
 
@@ -117,44 +88,27 @@ type RetryPolicy struct {
 const DefaultRetryBudget = 5 * time.Minute
 
 // DefaultRetryPolicy returns the default policy.
-func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{
-		Budget:             DefaultRetryBudget,
-		MaxAttempts:        4,
-		BaseDelay:          500 * time.Millisecond,
-		MaxDelay:           30 * time.Second,
-		MaxRateLimitWaits:  2,
-		RateLimitBaseDelay: 30 * time.Second,
-	}
-}
+func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	d := DefaultRetryPolicy()
-	if p.Budget == 0 {
-		p.Budget = d.Budget
-	}
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = d.MaxAttempts
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = d.BaseDelay
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = d.MaxDelay
-	}
-	if p.MaxDelay < p.BaseDelay {
-		p.MaxDelay = p.BaseDelay
-	}
-	if p.MaxRateLimitWaits <= 0 {
-		p.MaxRateLimitWaits = d.MaxRateLimitWaits
-	}
-	if p.RateLimitBaseDelay <= 0 {
-		p.RateLimitBaseDelay = d.RateLimitBaseDelay
-	}
+	p.Budget = cmp.Or(p.Budget, DefaultRetryBudget)
+	p.MaxAttempts = positive(p.MaxAttempts, 4)
+	p.BaseDelay = positive(p.BaseDelay, 500*time.Millisecond)
+	p.MaxDelay = max(positive(p.MaxDelay, 30*time.Second), p.BaseDelay)
+	p.MaxRateLimitWaits = positive(p.MaxRateLimitWaits, 2)
+	p.RateLimitBaseDelay = positive(p.RateLimitBaseDelay, 30*time.Second)
 	return p
 }
 
-// Client calls the X API v2. Create it with New; safe for concurrent use.
+// positive is v, or def when v is not positive.
+func positive[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Client calls the X API v2. Create it with New.
 type Client struct {
 	http       *http.Client
 	baseURL    string // no trailing slash
@@ -182,101 +136,96 @@ type Client struct {
 
 	budgets *budgets
 
-	// answered is set once any HTTP response has come from the base URL,
-	// whatever its status: from then on a fault that reached no server is
-	// a blip in a server known to be there (see neverAnswered).
-	answered atomic.Bool
+	answered atomic.Bool // the base URL's (attempts.answered)
 }
 
-// Option configures a Client.
 type Option func(*Client) error
 
 // WithBaseURL sets the API address: an absolute https URL without query,
-// fragment, user info or white space; a path prefix is kept. Plain http is
-// accepted only for a loopback host (a simulator, a test server): anywhere
-// else it would send the bearer token in clear.
+// fragment, user info or white space; a path prefix is kept. Plain http,
+// which would send the token in clear, is for a loopback host only.
 func WithBaseURL(base string) Option {
-	return func(c *Client) error {
-		u, err := url.Parse(base)
-		if err != nil {
-			var ue *url.Error
-			if errors.As(err, &ue) {
-				err = ue.Err // url.Error repeats the URL, user info and all
-			}
-			return fmt.Errorf("client: base URL does not parse: %w", err)
-		}
-		if u.User != nil {
-			return errors.New("client: base URL must not carry user info")
-		}
-		shown := oneLine(u.String(), 100)
-		switch {
-		case u.Scheme != "http" && u.Scheme != "https":
-			return fmt.Errorf("client: base URL %q: scheme must be https", shown)
-		case u.Host == "":
-			return fmt.Errorf("client: base URL %q: no host", shown)
-		case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
-			return fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
-		case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-			return fmt.Errorf("client: base URL %q holds white space", shown)
-		case u.RawQuery != "" || u.ForceQuery:
-			return fmt.Errorf("client: base URL %q: must not have a query", shown)
-		case u.Fragment != "":
-			return fmt.Errorf("client: base URL %q: must not have a fragment", shown)
-		}
-		c.baseURL = strings.TrimRight(u.String(), "/")
-		return nil
+	return func(c *Client) (err error) {
+		c.baseURL, err = checkBaseURL(base)
+		return err
 	}
 }
 
-// WithTimeouts sets the timeouts of each attempt at a request; zero fields
-// keep their defaults (DefaultTimeouts).
+// checkBaseURL checks base as WithBaseURL says; it returns it without a trailing slash.
+func checkBaseURL(base string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL, user info and all
+		}
+		return "", fmt.Errorf("client: base URL does not parse: %w", err)
+	}
+	if u.User != nil {
+		return "", errors.New("client: base URL must not carry user info")
+	}
+	shown := oneLine(u.String(), 100)
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("client: base URL %q: scheme must be https", shown)
+	case u.Host == "":
+		return "", fmt.Errorf("client: base URL %q: no host", shown)
+	case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
+		return "", fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
+	case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return "", fmt.Errorf("client: base URL %q holds white space", shown)
+	case u.RawQuery != "" || u.ForceQuery:
+		return "", fmt.Errorf("client: base URL %q: must not have a query", shown)
+	case u.Fragment != "":
+		return "", fmt.Errorf("client: base URL %q: must not have a fragment", shown)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// WithTimeouts sets the timeouts of each attempt; zero fields keep DefaultTimeouts'.
 func WithTimeouts(t Timeouts) Option {
 	return func(c *Client) error {
-		if t.Connect < 0 || t.Headers < 0 || t.Request < 0 {
-			return fmt.Errorf("client: negative timeout in %+v", t)
-		}
 		d := DefaultTimeouts()
 		c.timeouts = Timeouts{Connect: cmp.Or(t.Connect, d.Connect), Headers: cmp.Or(t.Headers, d.Headers), Request: cmp.Or(t.Request, d.Request)}
+		return errIf(t.Connect < 0 || t.Headers < 0 || t.Request < 0, "client: negative timeout in %+v", t)
+	}
+}
+
+// errIf is the error of an option's value: bad, and what format says.
+func errIf(bad bool, format string, args ...any) error {
+	if bad {
+		return fmt.Errorf(format, args...)
+	}
+	return nil
+}
+
+// setting is an option that cannot fail.
+func setting(f func(c *Client)) Option {
+	return func(c *Client) error {
+		f(c)
 		return nil
 	}
 }
 
 // WithNamingPolicy makes the client ask for bookmarks in the naming of p
 // (default: the tweets naming). The clients of a sync share one policy.
-func WithNamingPolicy(p *NamingPolicy) Option {
-	return func(c *Client) error {
-		c.naming = p
-		return nil
-	}
-}
+func WithNamingPolicy(p *NamingPolicy) Option { return setting(func(c *Client) { c.naming = p }) }
 
-// WithSecrets masks the credentials r holds in the lines the client logs
-// (a fault's text may repeat what a server sent). The errors it returns
-// are masked where they become text (see package internal/secrets).
-func WithSecrets(r *secrets.Mask) Option {
-	return func(c *Client) error {
-		c.redactor = r
-		return nil
-	}
-}
+// WithSecrets masks the credentials r holds in the lines the client logs (a
+// fault's text may repeat what a server sent).
+func WithSecrets(r *secrets.Mask) Option { return setting(func(c *Client) { c.redactor = r }) }
 
 // WithClock sets the clock used for all time and sleeping (default clock.Real{}).
 func WithClock(clk clock.Clock) Option {
 	return func(c *Client) error {
-		if clk == nil {
-			return errors.New("client: nil clock")
-		}
 		c.clock = clk
-		return nil
+		return errIf(clk == nil, "client: nil clock")
 	}
 }
 
 // WithRetryPolicy sets the retry policy; zero fields keep their defaults.
 func WithRetryPolicy(p RetryPolicy) Option {
-	return func(c *Client) error {
-		c.retry = p.withDefaults()
-		return nil
-	}
+	return setting(func(c *Client) { c.retry = p.withDefaults() })
 }
 
 // WithRateLimitWaitCap sets the longest wait for a rate-limit window to
@@ -284,11 +233,8 @@ func WithRetryPolicy(p RetryPolicy) Option {
 // 0 never waits.
 func WithRateLimitWaitCap(d time.Duration) Option {
 	return func(c *Client) error {
-		if d < 0 {
-			return fmt.Errorf("client: negative rate-limit wait cap %s", d)
-		}
 		c.waitCap = d
-		return nil
+		return errIf(d < 0, "client: negative rate-limit wait cap %s", d)
 	}
 }
 
@@ -307,27 +253,19 @@ func WithLimits(m map[Operation]int) Option {
 	}
 }
 
-// WithWindow sets the rate-limit window used until the server's headers say
-// otherwise (default 15m).
+// WithWindow sets the rate-limit window until the server's headers say one (default 15m).
 func WithWindow(d time.Duration) Option {
 	return func(c *Client) error {
-		if d <= 0 {
-			return fmt.Errorf("client: window must be positive, not %s", d)
-		}
 		c.window = d
-		return nil
+		return errIf(d <= 0, "client: window must be positive, not %s", d)
 	}
 }
 
-// WithResetMargin sets the time added to a window's reset before sending
-// again (default 1s).
+// WithResetMargin sets the time added to a window's reset before sending again (default 1s).
 func WithResetMargin(d time.Duration) Option {
 	return func(c *Client) error {
-		if d < 0 {
-			return fmt.Errorf("client: negative reset margin %s", d)
-		}
 		c.margin = d
-		return nil
+		return errIf(d < 0, "client: negative reset margin %s", d)
 	}
 }
 
@@ -335,94 +273,56 @@ func WithResetMargin(d time.Duration) Option {
 // Without it the client has a meter of its own at X's rates.
 func WithMeter(m *billing.Meter) Option {
 	return func(c *Client) error {
-		if m == nil {
-			return errors.New("client: nil meter")
-		}
 		c.meter = m
-		return nil
+		return errIf(m == nil, "client: nil meter")
 	}
 }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option {
 	return func(c *Client) error {
-		if ua == "" || strings.ContainsAny(ua, "\r\n") {
-			return errors.New("client: user agent must be one non-empty line")
-		}
 		c.userAgent = ua
-		return nil
+		return errIf(ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
 	}
 }
 
 // WithMaxResponseBytes caps the size of a response body (default 16 MiB).
 func WithMaxResponseBytes(n int64) Option {
 	return func(c *Client) error {
-		if n <= 0 {
-			return fmt.Errorf("client: max response bytes must be positive, not %d", n)
-		}
 		c.maxBody = n
-		return nil
+		return errIf(n <= 0, "client: max response bytes must be positive, not %d", n)
 	}
 }
 
 // WithLogger sets the logger for retries, rate-limit waits and requests
-// the budget refused (default: none). Lines name the operation and the user
-// id, never a token.
-func WithLogger(l zerolog.Logger) Option {
-	return func(c *Client) error {
-		c.log = l
-		return nil
-	}
-}
+// the budget refused (default: none).
+func WithLogger(l zerolog.Logger) Option { return setting(func(c *Client) { c.log = l }) }
 
-// WithWaitHook registers f, called when a rate-limit wait starts (after a 429,
-// or because the request budget of the window is used up) with the user
-// ("" for users_me), the operation and how long the wait will be. The meter
-// records a wait only once it has ended; f lets a caller show a countdown.
+// WithWaitHook registers f, called as a rate-limit wait starts, so that a
+// caller can show a countdown (the meter records a wait once it has ended).
 // f runs on the goroutine that waits and must not block.
 func WithWaitHook(f func(userID string, op Operation, d time.Duration)) Option {
-	return func(c *Client) error {
-		c.waitHook = f
-		return nil
-	}
+	return setting(func(c *Client) { c.waitHook = f })
 }
 
 // WithRandom seeds the backoff jitter, for reproducible tests.
 func WithRandom(seed uint64) Option {
-	return func(c *Client) error {
-		c.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-		return nil
-	}
+	return setting(func(c *Client) { c.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) })
 }
 
 // WithTokenCheck selects how pagination tokens are checked (default
 // TokenBase32Hex, as the interface document specifies).
 func WithTokenCheck(tc TokenCheck) Option {
 	return func(c *Client) error {
-		if tc != TokenBase32Hex && tc != TokenOpaque {
-			return fmt.Errorf("client: unknown token check %d", tc)
-		}
 		c.tokenCheck = tc
-		return nil
+		return errIf(tc != TokenBase32Hex && tc != TokenOpaque, "client: unknown token check %d", tc)
 	}
 }
 
-// New returns a client that sends through httpClient, which must already add
-// the Authorization header (an oauth2 transport, or StaticToken); nil uses
-// http.DefaultClient. The client works on a copy of httpClient that does not
-// follow redirects, so a redirect can never carry the token to another host.
+// New returns a client that sends through a copy of httpClient (which adds
+// the Authorization header) that does not follow redirects.
 func New(httpClient *http.Client, opts ...Option) (*Client, error) {
-	if httpClient == nil {
-		httpClient = http.DefaultClient
-	}
-	hc := &http.Client{
-		Transport: httpClient.Transport,
-		Jar:       httpClient.Jar,
-		Timeout:   httpClient.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	hc := noRedirects(cmp.Or(httpClient, http.DefaultClient))
 	c := &Client{
 		http:      hc,
 		baseURL:   DefaultBaseURL,
@@ -451,32 +351,86 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 	if c.rng == nil {
 		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	}
+	if c.storage == nil {
+		c.storage = noRedirects(&http.Client{})
+	}
 	c.budgets = newBudgets(c.limits, c.window, c.margin)
 	return c, nil
 }
 
-// BaseURL is the API address the client sends to.
+// noRedirects is a copy of hc that does not follow redirects, so that a
+// redirect can never carry the token to another host.
+func noRedirects(hc *http.Client) *http.Client {
+	return &http.Client{Transport: hc.Transport, Jar: hc.Jar, Timeout: hc.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
 func (c *Client) BaseURL() string { return c.baseURL }
 
-// Meter is the client's usage meter.
 func (c *Client) Meter() *billing.Meter { return c.meter }
 
 // Limits returns a copy of the per-user limits the budget starts from.
-func (c *Client) Limits() map[Operation]int {
-	m := make(map[Operation]int, len(c.limits))
-	for k, v := range c.limits {
-		m[k] = v
-	}
-	return m
-}
+func (c *Client) Limits() map[Operation]int { return maps.Clone(c.limits) }
 
-// Budget returns the client's view of the (user, operation) window now: the
-// limit, how many requests it will still send before the reset, and the
-// reset (zero before the first request of a window). Operations without a
-// limit return the zero Rate. users_me is kept under the user ID "".
+// Budget returns the client's view of the (user, operation) window now (the
+// zero Rate without a limit).
 func (c *Client) Budget(userID string, op Operation) Rate {
 	return c.budgets.get(budgetKey{userID, op}, c.clock.Now())
 }
 
 // String describes the client without any credentials.
 func (c *Client) String() string { return "client.Client{" + c.baseURL + "}" }
+
+// StaticToken returns an *http.Client that sends "Authorization: Bearer
+// <token>" on every request, and does not follow redirects. The transport
+// holds the token in a function: printing it does not show the token.
+func StaticToken(token string) *http.Client { return StaticTokenWithTransport(token, nil) }
+
+// StaticTokenWithTransport is StaticToken sending through base (nil =
+// http.DefaultTransport), e.g. a transport that dials an in-process simulator.
+func StaticTokenWithTransport(token string, base http.RoundTripper) *http.Client {
+	return noRedirects(&http.Client{Transport: &bearer.Transport{Base: base, Token: func(context.Context) (string, error) { return token, nil }}})
+}
+
+// WithStop makes the client stop reading once stop ends, whatever the
+// context of each call: a call not yet sent returns at once, a wait ends,
+// and a request in flight may finish within grace (X bills a page when it
+// sends it, so it is kept). The error wraps context.Cause(stop). The
+// CloudQuery SDK's scheduler drops the rows it holds when its context ends,
+// so the exporter stops a sync by stopping its clients, not that context.
+func WithStop(stop context.Context, grace time.Duration) Option {
+	return setting(func(c *Client) { c.stop, c.stopGrace = stop, grace })
+}
+
+// Sleep waits d on the client's clock, or until ctx ends or the client is
+// stopped (WithStop), and then returns the cause.
+func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
+	ctx, done := c.stopping(ctx, 0)
+	defer done()
+	return c.clock.Sleep(ctx, d)
+}
+
+// stopping returns ctx, ended also after the client is stopped (at once,
+// or after grace), and the function that lets go of it.
+func (c *Client) stopping(ctx context.Context, grace time.Duration) (context.Context, func()) {
+	if c.stop == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	end := func() {
+		if grace <= 0 {
+			cancel(context.Cause(c.stop))
+			return
+		}
+		time.AfterFunc(grace, func() { cancel(context.Cause(c.stop)) })
+	}
+	if c.stop.Err() != nil {
+		end()
+		return ctx, func() { cancel(nil) }
+	}
+	unhook := context.AfterFunc(c.stop, end)
+	return ctx, func() {
+		unhook()
+		cancel(nil)
+	}
+}

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,21 +11,17 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/billing"
 )
 
-// Batch compliance jobs (X API v2, /2/compliance/jobs): a job takes a file
-// of post ids, uploaded to the job's upload URL, and reports those that were
-// deleted, or whose authors were suspended or made protected, in a file at
-// its download URL. The three API operations need the app's app-only
-// bearer token (OAuth 2.0 application-only), not a user's token, and share
-// 150 requests per 15 minutes per app; their budget and meter rows are kept
-// under the user ID "". Nothing is metered as billed (X's pricing lists
-// them neither as reads nor as writes). The upload and download URLs
-// point at X's storage, not at the API: they are signed, and the client
-// sends them no Authorization header (see WithStorageClient).
+// Batch compliance jobs (/2/compliance/jobs): a job takes a file of post
+// ids at its upload URL and reports those deleted, or whose authors were
+// suspended or made protected, at its download URL (signed URLs of X's
+// storage). Its API operations need the app's app-only bearer token and
+// share 150 requests per 15 minutes per app; X bills none of them.
 
 // Operations of the compliance jobs.
 const (
@@ -35,7 +32,6 @@ const (
 	OpDownloadComplianceResults Operation = "compliance_download"   // GET the job's download_url
 )
 
-// complianceLimit is the per-app limit of each compliance API operation.
 const complianceLimit = 150
 
 // appOnly reports whether the operation needs an app-only bearer token.
@@ -76,33 +72,25 @@ type ComplianceJob struct {
 // type: created or in progress.
 func (j *ComplianceJob) Active() bool { return j.Status == JobCreated || j.Status == JobInProgress }
 
-// CreateComplianceJobOptions are the body of POST /2/compliance/jobs.
+// CreateComplianceJobOptions are the body of POST /2/compliance/jobs. (X's
+// `resumable` is not asked for: its upload URL then takes Cloud Storage's
+// resumable protocol only, and a job's ids are a few MB.)
 type CreateComplianceJobOptions struct {
-	// Type is ComplianceTweets or ComplianceUsers.
-	Type string
-	// Name labels the job (at most 64 characters); optional. (X's
-	// `resumable` is not asked for: its upload URL then takes Cloud
-	// Storage's resumable protocol only, and a job's ids are a few MB.)
-	Name string
+	Type string // ComplianceTweets or ComplianceUsers
+	Name string // optional, at most MaxComplianceJobName characters
 }
 
-// ComplianceResult is one line of a job's results: a post (or user) that X
-// asks stored copies of to be changed. Posts not in the results are as they
-// were.
+// ComplianceResult is one line of a job's results: a post (or user) whose
+// stored copies X asks to be changed.
 type ComplianceResult struct {
-	ID string `json:"id"`
-	// Action is "delete" for every reason X documents.
-	Action string `json:"action"`
-	// Reason is deleted, bounced, protected, suspended or scrub_geo
-	// (posts), deleted, suspended, protected or deactivated (users), as X
-	// lists them; "" when the line has none.
-	Reason     string     `json:"reason"`
+	ID         string     `json:"id"`
+	Action     string     `json:"action"` // "delete" for every reason X documents
+	Reason     string     `json:"reason"` // deleted, bounced, protected, suspended, scrub_geo, deactivated
 	CreatedAt  *time.Time `json:"created_at,omitempty"`
 	RedactedAt *time.Time `json:"redacted_at,omitempty"`
 }
 
-// NotFoundError is a job the API does not know (any more): a 200 that
-// carries only errors, as X's lookups answer, or a 404.
+// NotFoundError is a job the API does not know (any more).
 type NotFoundError struct {
 	Operation Operation
 	ID        string
@@ -117,26 +105,23 @@ func (e *NotFoundError) Error() string {
 	return s
 }
 
-// Is matches ErrNotFound.
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // WithStorageClient sets the HTTP client for the compliance jobs' upload and
-// download URLs. It must not add the app's Authorization header: the URLs
-// are signed, on X's storage, not the API. Default: a client on
-// http.DefaultTransport. The client never follows its redirects.
+// download URLs, which must not add the app's Authorization header (default:
+// one on http.DefaultTransport). Its redirects are not followed.
 func WithStorageClient(hc *http.Client) Option {
 	return func(c *Client) error {
 		if hc == nil {
 			return errors.New("client: nil storage client")
 		}
-		c.storage = hc
+		c.storage = noRedirects(hc)
 		return nil
 	}
 }
 
-// CreateComplianceJob creates a job: POST /2/compliance/jobs. Upload its ids
-// with UploadComplianceIDs before job.UploadExpiresAt. X runs one job of a
-// type per app at a time.
+// CreateComplianceJob creates a job: POST /2/compliance/jobs. X runs one job
+// of a type per app at a time.
 func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJobOptions) (*ComplianceJob, *Response, error) {
 	const op = OpCreateComplianceJob
 	if err := validJobType(op, opts.Type); err != nil {
@@ -145,26 +130,13 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 	if len(opts.Name) > MaxComplianceJobName {
 		return nil, nil, newInputError(op, "name", opts.Name, fmt.Sprintf("must be at most %d characters", MaxComplianceJobName))
 	}
-	body, err := json.Marshal(struct {
+	body, _ := json.Marshal(struct { // two strings: it cannot fail
 		Type string `json:"type"`
 		Name string `json:"name,omitempty"`
 	}{opts.Type, opts.Name})
-	if err != nil {
-		return nil, nil, err
-	}
 	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{
-		op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			job, err = decodeJob(b)
-			return billing.Billed{}, err
-		},
-	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return job, resp, nil
+	resp, err := c.do(ctx, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body, decode: unbilled(&job, decodeJob)})
+	return result(job, resp, err)
 }
 
 // GetComplianceJob reads a job: GET /2/compliance/jobs/:id. A job the API
@@ -175,28 +147,16 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 		return nil, nil, err
 	}
 	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{
-		op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id,
-		decode: func(b []byte) (billing.Billed, error) {
-			if detail, missing := onlyErrors(b); missing {
-				return billing.Billed{}, &NotFoundError{Operation: op, ID: id, Detail: detail}
-			}
-			var err error
-			job, err = decodeJob(b)
-			return billing.Billed{}, err
-		},
-	})
-	var nf *NotFoundError
+	resp, err := c.do(ctx, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id, decode: unbilled(&job, decodeJob)})
+	var eo *ErrorsOnlyError
 	var ae *APIError
 	switch {
-	case errors.As(err, &nf):
-		return nil, resp, nf
+	case errors.As(err, &eo): // X's answer to a lookup of what does not exist
+		return nil, resp, &NotFoundError{Operation: op, ID: id, Detail: cmp.Or(eo.Errors[0].Detail, eo.Errors[0].Title)}
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
 		return nil, resp, &NotFoundError{Operation: op, ID: id, Detail: ae.message()}
-	case err != nil:
-		return nil, resp, err
 	}
-	return job, resp, nil
+	return result(job, resp, err)
 }
 
 // ListComplianceJobs lists the app's jobs of a type, optionally of one
@@ -208,9 +168,7 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 	}
 	q := url.Values{"type": {jobType}}
 	if status != "" {
-		switch status {
-		case JobCreated, JobInProgress, JobComplete, JobFailed: // X's description lists no other
-		default:
+		if !slices.Contains([]string{JobCreated, JobInProgress, JobComplete, JobFailed}, status) { // X's description lists no other
 			return nil, nil, newInputError(op, "status", status, "must be created, in_progress, complete or failed")
 		}
 		q.Set("status", status)
@@ -234,15 +192,11 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 			return billing.Billed{}, nil
 		},
 	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return jobs, resp, nil
+	return result(jobs, resp, err)
 }
 
 // UploadComplianceIDs uploads a job's ids, one per line, to its upload URL
-// (PUT, Content-Type: text/plain), without the app's token. Uploading again
-// before the URL expires replaces the file.
+// without the app's token. Uploading again replaces the file.
 func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, ids []string) (*Response, error) {
 	const op = OpUploadComplianceIDs
 	if job == nil {
@@ -257,18 +211,15 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 		body.WriteString(id)
 		body.WriteByte('\n')
 	}
-	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(),
+	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(), contentType: "text/plain",
 		decode: func([]byte) (billing.Billed, error) { return billing.Billed{}, nil }}, "upload_url", job.UploadURL)
 	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
 }
 
 // DownloadComplianceResults reads a complete job's results from its
-// download URL, without the app's token: one JSON object per line, for the
-// ids X reports only. Each result is passed to each as its line is read, so
-// a file of any size is read with one line in memory; a line longer than
-// MaxComplianceResultLine, or one that is not a result with an id, is a
-// *MalformedResponseError naming it. An attempt retried after a transient
-// fault reads the file again from its first line.
+// download URL, without the app's token: one JSON object per line, each
+// passed to each as it is read. A line that is not a result with an id is a
+// *MalformedResponseError naming it. A retried attempt reads the file again.
 func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob, each func(ComplianceResult)) (*Response, error) {
 	const op = OpDownloadComplianceResults
 	if job == nil {
@@ -284,60 +235,22 @@ func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJ
 // lines (an id, an action, a reason and two dates) are about 150 bytes.
 const MaxComplianceResultLine = 64 << 10
 
-// storageCall sends a request to one of a job's storage URLs through the
-// client's retry, rate-limit and metering rules, but on the storage client
-// (no Authorization header) and to that URL, not the API's base URL. Each
-// call sends through a client of its own, so whether a server was ever
-// reached is judged for the storage host alone: an answer from the API
-// says nothing of it, and a storage host nothing answers is given up on
-// after MaxAttempts, as a wrong base URL is.
+// storageCall sends a request to one of a job's storage URLs, as given (its
+// signed query is not re-encoded), through the client's retry, rate-limit
+// and metering rules but on the storage client. Whether a server was ever
+// reached is judged for the call alone: an answer from the API says nothing
+// of the storage host.
 func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		// The value is a signed URL: InputError leaves long values out.
 		return nil, newInputError(cl.op, param, rawURL, "must be the absolute http(s) URL the API gave for the job")
 	}
-	hc := c.storage
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	hc = &http.Client{Transport: plainText{hc.Transport}, Jar: hc.Jar, Timeout: hc.Timeout}
-	sc, err := New(hc,
-		WithBaseURL(u.Scheme+"://"+u.Host),
-		WithClock(c.clock), WithMeter(c.meter), WithRetryPolicy(c.retry),
-		WithRateLimitWaitCap(c.waitCap), WithResetMargin(c.margin), WithUserAgent(c.userAgent),
-		WithMaxResponseBytes(c.maxBody), WithLogger(c.log), WithWaitHook(c.waitHook),
-		WithTimeouts(c.timeouts), WithSecrets(c.redactor), WithStop(c.stop, c.stopGrace))
-	if err != nil {
+	if _, err := checkBaseURL(u.Scheme + "://" + u.Host); err != nil {
 		return nil, err
 	}
-	// The signed query is sent back exactly as given, not re-encoded.
-	cl.path = u.EscapedPath()
-	if u.RawQuery != "" {
-		cl.path += "?" + u.RawQuery
-	}
-	return sc.do(ctx, cl)
-}
-
-// plainText sends request bodies as text/plain: an upload is a text file
-// of ids, one per line.
-type plainText struct{ base http.RoundTripper }
-
-func (t plainText) RoundTrip(req *http.Request) (*http.Response, error) {
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if req.Body == nil || req.Header.Get("Content-Type") == "text/plain" {
-		return base.RoundTrip(req)
-	}
-	r2 := req.Clone(req.Context())
-	r2.Header.Set("Content-Type", "text/plain")
-	resp, err := base.RoundTrip(r2)
-	if resp != nil {
-		resp.Request = req
-	}
-	return resp, err
+	cl.storageURL = rawURL
+	return c.do(ctx, cl)
 }
 
 // storageHint adds what the URLs' lifetimes are to a storage refusal.
@@ -363,41 +276,19 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	if err := decodeSmall(body, &w, func() error { return nil }); err != nil {
 		return nil, err
 	}
-	if w.Data == nil || w.Data.ID == "" {
+	switch {
+	case w.Data == nil || w.Data.ID == "":
 		return nil, shapeError("no data.id in the body")
-	}
-	if !ValidID(w.Data.ID) {
+	case !ValidID(w.Data.ID):
 		return nil, shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
-	}
-	if w.Data.Status == "" {
+	case w.Data.Status == "":
 		return nil, shapeError("no data.status in the body")
 	}
 	return w.Data, nil
 }
 
-// onlyErrors reports whether a 200 body has errors and no data: X's answer
-// to a lookup of something that does not exist. detail is the first error's.
-func onlyErrors(body []byte) (detail string, ok bool) {
-	var w struct {
-		Data   json.RawMessage `json:"data"`
-		Errors []struct {
-			Title  string `json:"title"`
-			Detail string `json:"detail"`
-		} `json:"errors"`
-	}
-	if json.Unmarshal(body, &w) != nil || len(w.Data) > 0 || len(w.Errors) == 0 {
-		return "", false
-	}
-	e := w.Errors[0]
-	if e.Detail == "" {
-		return e.Title, true
-	}
-	return e.Detail, true
-}
-
 // readComplianceResults reads newline-delimited JSON results, passing each
-// to each. Blank lines are skipped; a line that is not a result with an id
-// is an error naming it.
+// to each; blank lines are skipped.
 func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 4096), MaxComplianceResultLine)
@@ -415,10 +306,10 @@ func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 			}
 			return shapef("results line %d: %v", n, err)
 		}
-		if r.ID == "" {
+		switch {
+		case r.ID == "":
 			return shapef("results line %d has no id", n)
-		}
-		if !ValidID(r.ID) {
+		case !ValidID(r.ID):
 			return shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
 		}
 		each(r)

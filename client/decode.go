@@ -17,16 +17,11 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Bodies are decoded with encoding/json/v2 (github.com/go-json-experiment/json,
-// which the standard library's encoding/json/v2 is): one pass over a page,
-// which keeps each post as the bytes it was read from (docs/design/decoder.md).
-//
-// What the decoders guarantee: a body that is not JSON is told apart from
-// valid JSON of the wrong shape (the first may be a cut connection and is
-// asked for again; the second would come back the same); wrong shapes are
-// refused, never half-read; a bookmarks page must carry meta.result_count;
-// partial errors beside the data are kept; a body that holds only "errors"
-// is reported with what they say.
+// Bodies are decoded with encoding/json/v2 in one pass over a page, which
+// keeps each post as the bytes it was read from (docs/design/decoder.md). A
+// body that is not JSON (maybe a cut connection: asked for again) is told
+// apart from valid JSON of the wrong shape (it would come back the same:
+// refused, never half-read).
 
 // shapeError is valid JSON of the wrong shape for the operation.
 type shapeError string
@@ -39,17 +34,14 @@ var (
 	errEmptyBody = errors.New("empty body")
 	errNotObject = shapeError("top-level value is not a JSON object")
 	// errNoMeta refuses a bookmarks page without meta.result_count, which the
-	// document says every page has. (The folder payloads are not shown in the
-	// document, and X's own schema leaves their meta free-form: they are taken
-	// as they come.) Taken as it is, such a page has no next_token: the walk
-	// would end there as if the list did, and count every post it holds below
-	// as removed — the next sync would read, and bill, all of them again.
+	// document says every page has. Taken as it is, it has no next_token: the
+	// walk would end there as if the list did, and the next sync would bill
+	// again every post below it.
 	errNoMeta = shapeError("no meta.result_count (every page has one)")
 )
 
 // duplicateNames lets an object name a member twice, the later winning, as
-// encoding/json and json.Valid do (RFC 8259 only says names SHOULD be
-// unique): such a body is JSON, of a shape that is judged as any other.
+// encoding/json and json.Valid do (RFC 8259 only says names SHOULD be unique).
 var duplicateNames = jsontext.AllowDuplicateNames(true)
 
 // isSyntaxError reports whether err says the body was not valid JSON.
@@ -58,9 +50,7 @@ func isSyntaxError(err error) bool {
 	return errors.As(err, &se) || errors.Is(err, errEmptyBody)
 }
 
-// unmarshalObject decodes body, which must be one JSON object, into v. A body
-// that is not JSON gives a *jsontext.SyntacticError; valid JSON of another
-// shape a shapeError.
+// unmarshalObject decodes body, which must be one JSON object, into v.
 func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {
@@ -76,9 +66,8 @@ func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 }
 
 // classify tells why body could not be decoded: the decoder stops at the
-// first value of the wrong shape, before it has seen whether the rest of
-// the body is JSON, and a body that is not is a syntax error whatever its
-// start was.
+// first value of the wrong shape, before it has seen whether the rest is
+// JSON, and a body that is not is a syntax error whatever its start was.
 func classify(body []byte, err error) error {
 	if isSyntaxError(err) {
 		return err
@@ -119,19 +108,18 @@ func kindOf(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t.Kind() {
-	case reflect.Struct, reflect.Map:
+	switch k := t.Kind(); {
+	case k == reflect.Struct || k == reflect.Map:
 		return "an object"
-	case reflect.Slice, reflect.Array:
+	case k == reflect.Slice || k == reflect.Array:
 		return "an array"
-	case reflect.String:
+	case k == reflect.String:
 		return "a string"
-	case reflect.Bool:
+	case k == reflect.Bool:
 		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+	case k >= reflect.Int && k <= reflect.Uint64:
 		return "an integer"
-	case reflect.Float32, reflect.Float64:
+	case k == reflect.Float32 || k == reflect.Float64:
 		return "a number"
 	}
 	return "another value"
@@ -147,13 +135,11 @@ type withRaw[T any] struct {
 }
 
 // bodyOptions are the options that decode body: rawValue and withRaw are
-// kept as slices of it, so a page is read once and each of its objects
-// kept as it came. (A slice's capacity ends with it: appending to one
-// copies, and never writes over the rest of the body.)
+// kept as slices of it, whose capacity ends with them (appending to one
+// copies, and never writes over the rest of the body).
 func bodyOptions(body []byte) jsonv2.Options {
 	span := func(start, end int64) []byte {
-		b := body[start:end:end]
-		return bytes.TrimLeft(b, " \t\r\n,:") // the separator read before the value
+		return bytes.TrimLeft(body[start:end:end], " \t\r\n,:") // the separator read before the value
 	}
 	return jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
 		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *rawValue) error {
@@ -167,10 +153,10 @@ func bodyOptions(body []byte) jsonv2.Options {
 		keepRaw[postFields](span),
 		keepRaw[userFields](span),
 		keepRaw[mediaFields](span),
+		keepRaw[jsontext.Value](span),
 	))
 }
 
-// keepRaw decodes a withRaw[T].
 func keepRaw[T any](span func(start, end int64) []byte) *jsonv2.Unmarshalers {
 	return jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, w *withRaw[T]) error {
 		start := dec.InputOffset()
@@ -189,11 +175,10 @@ type postPageBody struct {
 		Users  []withRaw[userFields]  `json:"users"`
 		Media  []withRaw[mediaFields] `json:"media"`
 		Tweets []withRaw[postFields]  `json:"tweets"`
-		// X's later OpenAPI revision calls the expanded posts "posts",
-		// which are taken as "tweets".
-		Posts  []withRaw[postFields] `json:"posts"`
-		Polls  []rawValue            `json:"polls"`
-		Places []rawValue            `json:"places"`
+		// The posts naming's expanded posts, taken as "tweets".
+		Posts  []withRaw[postFields]     `json:"posts"`
+		Polls  []withRaw[jsontext.Value] `json:"polls"`
+		Places []withRaw[jsontext.Value] `json:"places"`
 	} `json:"includes"`
 	Errors []rawValue `json:"errors"`
 	Meta   *pageMeta  `json:"meta"`
@@ -206,24 +191,16 @@ type pageMeta struct {
 }
 
 // postFields are the members of a post object that are decoded, in both
-// namings (client.Naming): a post of either, or with members of both, is
-// read into the same Post.
+// namings (client.Naming).
 type postFields struct {
-	ID                  string   `json:"id"`
-	Text                string   `json:"text"`
-	CreatedAt           *string  `json:"created_at"` // a time that does not parse is kept in Raw only
-	AuthorID            string   `json:"author_id"`
-	ConversationID      string   `json:"conversation_id"`
-	Lang                string   `json:"lang"`
-	InReplyToUserID     string   `json:"in_reply_to_user_id"`
-	PossiblySensitive   *bool    `json:"possibly_sensitive"`
-	EditHistoryTweetIDs []string `json:"edit_history_tweet_ids"`
-	PublicMetrics       rawValue `json:"public_metrics"`
-	Entities            rawValue `json:"entities"`
-	ReferencedTweets    rawValue `json:"referenced_tweets"`
-	Attachments         rawValue `json:"attachments"`
-	NoteTweet           rawValue `json:"note_tweet"`
-	Article             rawValue `json:"article"`
+	Post
+	CreatedAt        *string  `json:"created_at"` // a time that does not parse is kept in Raw only
+	PublicMetrics    rawValue `json:"public_metrics"`
+	Entities         rawValue `json:"entities"`
+	ReferencedTweets rawValue `json:"referenced_tweets"`
+	Attachments      rawValue `json:"attachments"`
+	NoteTweet        rawValue `json:"note_tweet"`
+	Article          rawValue `json:"article"`
 	// The posts naming's members.
 	EditHistoryPostIDs []string `json:"edit_history_post_ids"`
 	ReferencedPosts    rawValue `json:"referenced_posts"`
@@ -233,9 +210,8 @@ type postFields struct {
 
 // inTweetsNaming reads the members of the posts naming as those of the
 // tweets naming where the post has none of the latter, and public_metrics'
-// repost_count as retweet_count (and a user's post_count as tweet_count,
-// makeUser): the columns of a post say the same whichever naming X
-// answered in.
+// repost_count as retweet_count (and makeUser a user's post_count as
+// tweet_count): a post's columns say the same whichever naming X answered in.
 func (f *postFields) inTweetsNaming() {
 	if f.EditHistoryTweetIDs == nil {
 		f.EditHistoryTweetIDs = f.EditHistoryPostIDs
@@ -255,37 +231,31 @@ func renameMember(obj rawValue, from, to string) rawValue {
 	if !isObject(obj) {
 		return obj
 	}
-	var names map[string]jsontext.Value
-	if jsonv2.Unmarshal(obj, &names, duplicateNames) != nil {
-		return obj
-	}
-	if _, ok := names[from]; !ok {
-		return obj
-	}
-	if _, ok := names[to]; ok {
-		return obj
-	}
 	dec := jsontext.NewDecoder(bytes.NewReader(obj), duplicateNames)
 	var out bytes.Buffer
 	enc := jsontext.NewEncoder(&out, duplicateNames)
 	if tok, err := dec.ReadToken(); err != nil || enc.WriteToken(tok) != nil {
 		return obj
 	}
+	renamed := false
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return obj
 		}
 		name := tok.String() // a token lasts until the next read
-		if name == from {
-			name = to
+		switch name {
+		case to:
+			return obj
+		case from:
+			name, renamed = to, true
 		}
 		value, err := dec.ReadValue()
 		if err != nil || enc.WriteToken(jsontext.String(name)) != nil || enc.WriteValue(value) != nil {
 			return obj
 		}
 	}
-	if enc.WriteToken(jsontext.EndObject) != nil {
+	if !renamed || enc.WriteToken(jsontext.EndObject) != nil {
 		return obj
 	}
 	return rawValue(bytes.TrimRight(out.Bytes(), "\n"))
@@ -305,10 +275,8 @@ type mediaFields struct {
 }
 
 // decodePostPage decodes a list_bookmarks page. res is what the body holds,
-// by billed type, also when it is refused for its shape: X billed it.
-//
-// Every id in the page must be an X id, and no post may be in it twice;
-// each post and expanded object is kept as valid Unicode (see validText).
+// also when it is refused for its shape: X billed it. Every id in the page
+// must be an X id, and no post may be in it twice.
 func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error) {
 	body = validText(body)
 	opts := bodyOptions(body)
@@ -338,7 +306,7 @@ func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error)
 	}
 	in := &w.Includes
 	in.Tweets = append(in.Tweets, in.Posts...)
-	page.Includes = Includes{Users: raws(in.Users), Media: raws(in.Media), Tweets: raws(in.Tweets), Polls: rawMessages(in.Polls), Places: rawMessages(in.Places)}
+	page.Includes = Includes{Users: raws(in.Users), Media: raws(in.Media), Tweets: raws(in.Tweets), Polls: raws(in.Polls), Places: raws(in.Places)}
 	if page.Expanded, err = decodeExpanded(in.Users, in.Media, in.Tweets); err != nil {
 		return refused(err)
 	}
@@ -362,18 +330,6 @@ func raws[T any](objs []withRaw[T]) []json.RawMessage {
 	return out
 }
 
-func rawMessages(vs []rawValue) []json.RawMessage {
-	if len(vs) == 0 {
-		return nil
-	}
-	out := make([]json.RawMessage, len(vs))
-	for i, v := range vs {
-		out[i] = json.RawMessage(v)
-	}
-	return out
-}
-
-// resources are what a page holds, by billed type.
 func (p *PostPage) billed() billing.Billed {
 	res := billing.Billed{Posts: make([]string, 0, len(p.Data)+len(p.Includes.Tweets)), Media: len(p.Includes.Media)}
 	for i := range p.Data {
@@ -395,9 +351,8 @@ type rawPageBody struct {
 	} `json:"includes"`
 }
 
-// refusedBilled is what a body refused for its shape holds: the ids
-// that can be read, and a count of the posts whose ids cannot. A body that
-// is not JSON holds none that can be told.
+// refusedBilled is what a body refused for its shape holds: the ids that can
+// be read, and a count of the posts whose ids cannot.
 func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 	var w rawPageBody
 	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
@@ -420,8 +375,7 @@ func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 }
 
 // countMismatch says how a meta.result_count disagrees with the posts a
-// page holds ("" when it does not). What is billed is what the body holds,
-// whatever its count says.
+// page holds ("" when it does not).
 func countMismatch(resultCount, posts int) string {
 	if resultCount == posts {
 		return ""
@@ -429,74 +383,58 @@ func countMismatch(resultCount, posts int) string {
 	return fmt.Sprintf("meta.result_count is %d but the page holds %d posts; billed: %d", resultCount, posts, posts)
 }
 
-// decodeExpanded checks and indexes the includes the resources use: users,
-// media and posts. Each must be an object and carry its id.
+// decodeExpanded checks and indexes the includes: users, media and posts.
 func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], posts []withRaw[postFields]) (Expanded, error) {
 	var e Expanded
-	if len(users) > 0 {
-		e.Users = make(map[string]*User, len(users))
-		for i := range users {
-			u, err := makeUser(&users[i])
-			switch {
-			case err != nil:
-			case u.ID == "":
-				err = shapeError("no id")
-			case !ValidID(u.ID):
-				err = shapef("id %s is not an X id (%s)", shown(u.ID), idRule)
-			}
-			if err != nil {
-				return e, fmt.Errorf("includes.users[%d]: %w", i, err)
-			}
-			e.userIDs = append(e.userIDs, u.ID)
-			if _, dup := e.Users[u.ID]; !dup {
-				e.Users[u.ID] = u
-			}
+	for i := range users {
+		u, err := makeUser(&users[i])
+		switch {
+		case err != nil:
+		case u.ID == "":
+			err = shapeError("no id")
+		case !ValidID(u.ID):
+			err = shapef("id %s is not an X id (%s)", shown(u.ID), idRule)
 		}
+		if err != nil {
+			return e, fmt.Errorf("includes.users[%d]: %w", i, err)
+		}
+		e.userIDs = append(e.userIDs, u.ID)
+		keepFirst(&e.Users, u.ID, u, len(users))
 	}
-	if len(media) > 0 {
-		e.Media = make(map[string]*Media, len(media))
-		for i := range media {
-			w := &media[i]
-			if !isObject(w.raw) {
-				return e, shapef("includes.media[%d]: not an object", i)
-			}
-			if w.v.MediaKey == "" {
-				return e, shapef("includes.media[%d]: no media_key", i)
-			}
-			m := w.v.Media
-			m.PublicMetrics, m.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
-			if _, dup := e.Media[m.MediaKey]; !dup {
-				e.Media[m.MediaKey] = &m
-			}
+	for i := range media {
+		w := &media[i]
+		if !isObject(w.raw) {
+			return e, shapef("includes.media[%d]: not an object", i)
 		}
+		if w.v.MediaKey == "" {
+			return e, shapef("includes.media[%d]: no media_key", i)
+		}
+		m := w.v.Media
+		m.PublicMetrics, m.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
+		keepFirst(&e.Media, m.MediaKey, &m, len(media))
 	}
-	if len(posts) > 0 {
-		e.Posts = make(map[string]*Post, len(posts))
-		for i := range posts {
-			p := &Post{}
-			if err := makePost(&posts[i], p); err != nil {
-				return e, fmt.Errorf("includes.tweets[%d]: %w", i, err)
-			}
-			e.postIDs = append(e.postIDs, p.ID)
-			if _, dup := e.Posts[p.ID]; !dup {
-				e.Posts[p.ID] = p
-			}
+	for i := range posts {
+		p := &Post{}
+		if err := makePost(&posts[i], p); err != nil {
+			return e, fmt.Errorf("includes.tweets[%d]: %w", i, err)
 		}
+		e.postIDs = append(e.postIDs, p.ID)
+		keepFirst(&e.Posts, p.ID, p, len(posts))
 	}
 	return e, nil
 }
 
-func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
-
-// decodePost decodes one post object on its own (as an element of "data"
-// or of includes.tweets is decoded).
-func decodePost(raw json.RawMessage, p *Post) error {
-	var w withRaw[postFields]
-	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
-		return err
+// keepFirst indexes v under key in *m (made for n) unless it holds the key.
+func keepFirst[T any](m *map[string]*T, key string, v *T, n int) {
+	if *m == nil {
+		*m = make(map[string]*T, n)
 	}
-	return makePost(&w, p)
+	if _, dup := (*m)[key]; !dup {
+		(*m)[key] = v
+	}
 }
+
+func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
 // makePost checks a post object as it was decoded and makes it a Post.
 func makePost(w *withRaw[postFields], p *Post) error {
@@ -505,13 +443,9 @@ func makePost(w *withRaw[postFields], p *Post) error {
 	}
 	f := &w.v
 	f.inTweetsNaming()
-	*p = Post{ID: f.ID, Text: f.Text, AuthorID: f.AuthorID, ConversationID: f.ConversationID, Lang: f.Lang,
-		InReplyToUserID: f.InReplyToUserID, PossiblySensitive: f.PossiblySensitive, EditHistoryTweetIDs: f.EditHistoryTweetIDs,
-		PublicMetrics: json.RawMessage(f.PublicMetrics), Entities: json.RawMessage(f.Entities), ReferencedTweets: json.RawMessage(f.ReferencedTweets),
-		Attachments: json.RawMessage(f.Attachments), NoteTweet: json.RawMessage(f.NoteTweet), Article: json.RawMessage(f.Article)}
-	if p.ID == "" {
-		return shapeError("no id")
-	}
+	*p = f.Post
+	p.PublicMetrics, p.Entities, p.ReferencedTweets = json.RawMessage(f.PublicMetrics), json.RawMessage(f.Entities), json.RawMessage(f.ReferencedTweets)
+	p.Attachments, p.NoteTweet, p.Article = json.RawMessage(f.Attachments), json.RawMessage(f.NoteTweet), json.RawMessage(f.Article)
 	if err := checkPostIDs(p); err != nil {
 		return err
 	}
@@ -544,9 +478,7 @@ func makePost(w *withRaw[postFields], p *Post) error {
 		}
 		p.NoteText = n.Text
 	}
-	if isObject(p.Article) {
-		decodeArticle(p)
-	}
+	decodeArticle(p)
 	if p.ArticleTitle == "" {
 		p.ArticleTitle = articleTitle(f.ArticleTitle)
 	}
@@ -557,19 +489,16 @@ func makePost(w *withRaw[postFields], p *Post) error {
 // parseTime reads an RFC 3339 time, with or without fractional seconds; nil
 // when absent or unreadable (the object's Raw keeps it).
 func parseTime(s *string) *time.Time {
-	if s == nil {
-		return nil
+	if s != nil {
+		if t, err := time.Parse(time.RFC3339, *s); err == nil {
+			return &t
+		}
 	}
-	t, err := time.Parse(time.RFC3339, *s)
-	if err != nil {
-		return nil
-	}
-	return &t
+	return nil
 }
 
-// decodeArticle reads an X Article's title, body and media keys. The
-// article object is not in X's published schema: members of other shapes
-// are left in Raw, not refused.
+// decodeArticle reads an X Article's title, body and media keys, when it is
+// an object. It is not in X's published schema: odd members are not refused.
 func decodeArticle(p *Post) {
 	var a struct {
 		Title         rawValue   `json:"title"`
@@ -607,31 +536,17 @@ func articleTitle(raw rawValue) string {
 	if jsonv2.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	if t, ok := topLevelString(raw, "title"); ok {
-		return t
-	}
-	return ""
+	t, _ := topLevelString(raw, "title")
+	return t
 }
 
-// decodeUserObject decodes a user object on its own (as an element of
-// includes.users is decoded).
-func decodeUserObject(raw json.RawMessage) (*User, error) {
-	var w withRaw[userFields]
-	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
-		return nil, err
-	}
-	return makeUser(&w)
-}
-
-// makeUser checks a user object as it was decoded and makes it a User; a
-// created_at that does not parse is kept in Raw only.
+// makeUser checks a user object as it was decoded and makes it a User.
 func makeUser(w *withRaw[userFields]) (*User, error) {
 	if !isObject(w.raw) {
 		return nil, shapeError("not an object")
 	}
 	u := w.v.User
 	u.CreatedAt = parseTime(w.v.CreatedAt)
-	// The posts naming counts a user's posts in post_count.
 	u.PublicMetrics, u.Raw = json.RawMessage(renameMember(w.v.PublicMetrics, "post_count", "tweet_count")), w.raw
 	return &u, nil
 }
@@ -676,8 +591,7 @@ func checkErrorsOnly(body []byte) error {
 
 // decodeSmall decodes the body of a small operation into v; check says
 // whether it held what the operation returns. A body with only "errors" is
-// reported as such, whatever check would say. Its strings are kept as valid
-// Unicode, as a page's are (validText).
+// reported as such, whatever check would say.
 func decodeSmall(body []byte, v any, check func() error) error {
 	body = validText(body)
 	err := unmarshalObject(body, v, bodyOptions(body))
@@ -703,10 +617,7 @@ func decodeFolderPage(body []byte) (*FolderPage, error) {
 func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 	var w struct {
 		FolderPostsPage
-		Meta struct {
-			Meta
-			ResultCount *int `json:"result_count"`
-		} `json:"meta"`
+		Meta pageMeta `json:"meta"`
 	}
 	err := decodeSmall(body, &w, func() error {
 		return checkIDs(len(w.Data), func(i int) string { return w.Data[i].ID })
@@ -737,10 +648,9 @@ func (p *FolderPostsPage) billed() billing.Billed {
 }
 
 // checkIDs checks the ids of the n items of a page's data: each an X id,
-// and none twice. A list that shifts between two requests repeats an item
-// across pages, never within one: a page that repeats an item of its own
-// is broken, and taken for a shift it would make the walk keep a state
-// that does not hold the list.
+// and none twice. A list that shifts repeats an item across pages, never
+// within one: such a page is broken, and taken for a shift it would make
+// the walk keep a state that does not hold the list.
 func checkIDs(n int, id func(i int) string) error {
 	seen := make(map[string]int, n)
 	for i := range n {
@@ -761,6 +671,9 @@ func checkIDs(n int, id func(i int) string) error {
 // checkPostIDs checks the ids a post carries: its own and, when present,
 // those that are columns of the archive.
 func checkPostIDs(p *Post) error {
+	if p.ID == "" {
+		return shapeError("no id")
+	}
 	if !ValidID(p.ID) {
 		return shapef("id %s is not an X id (%s)", shown(p.ID), idRule)
 	}
@@ -780,8 +693,7 @@ func checkPostIDs(p *Post) error {
 }
 
 // shown is a value from a response as an error may show it: quoted when
-// short, else only its length (a long value may be anything a server
-// echoes, a credential included).
+// short, else only its length (it may be a credential a server echoes).
 func shown(v string) string {
 	if len(v) > maxQuoted {
 		return fmt.Sprintf("(%d characters, not shown)", len(v))
@@ -790,40 +702,24 @@ func shown(v string) string {
 }
 
 // validText returns body with what is not Unicode made U+FFFD, as
-// encoding/json decodes it: bytes that are not UTF-8 (validUTF8) and
-// escaped halves of a surrogate pair that have no other half
-// (loneSurrogates). The raw objects kept from a page (a post's "post"
-// column, its entities, the expanded author) then say what the decoded
-// fields say, and every reader of the archive can read them: DuckDB
-// refuses a Parquet file whose strings are not UTF-8, and its JSON
-// functions a lone surrogate. A valid body is returned as it is.
+// encoding/json decodes it: bytes that are not UTF-8 and escaped halves of
+// a surrogate pair without their other half. The raw objects kept from a
+// page then say what the decoded fields say, and every reader of the
+// archive can read them (DuckDB refuses both).
 func validText(body []byte) []byte { return loneSurrogates(validUTF8(body)) }
 
 // validUTF8 returns b with every byte that is not part of valid UTF-8
-// replaced by U+FFFD, one per byte, as encoding/json decodes such bytes in
-// a string. Outside strings such bytes are not JSON either way.
+// replaced by U+FFFD, one per byte, as encoding/json decodes such bytes.
 func validUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}
-	out := make([]byte, 0, len(b)+64)
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		} else {
-			out = append(out, b[:size]...)
-		}
-		b = b[size:]
-	}
-	return out
+	return bytes.Map(func(r rune) rune { return r }, b) // each invalid byte is read as RuneError
 }
 
 // loneSurrogates returns b with every \u escape of half a surrogate pair
-// that is not part of a pair replaced by \ufffd (as long). In valid JSON
-// a backslash is always inside a string and starts an escape, so the
-// escapes are found by reading them in turn; b is copied only when one is
-// replaced.
+// that is not part of a pair replaced by \ufffd (as long); b is copied only
+// when one is. In valid JSON a backslash always starts an escape.
 func loneSurrogates(b []byte) []byte {
 	out := b
 	for i := 0; i < len(b)-1; i++ {
@@ -863,33 +759,21 @@ func escapedRune(b []byte, i int) (rune, bool) {
 	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
 		return 0, false
 	}
-	var r rune
-	for _, c := range b[i+2 : i+6] {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	r, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 32)
+	return rune(r), err == nil
 }
 
 func decodeUser(body []byte) (*User, error) {
 	var w struct {
-		Data rawValue `json:"data"`
+		Data *withRaw[userFields] `json:"data"`
 	}
 	var u *User
 	err := decodeSmall(body, &w, func() error {
-		if len(w.Data) == 0 || string(w.Data) == "null" {
+		if w.Data == nil {
 			return shapeError("no data.id in the body")
 		}
 		var err error
-		if u, err = decodeUserObject(json.RawMessage(w.Data)); err != nil {
+		if u, err = makeUser(w.Data); err != nil {
 			return shapef("data: %v", err)
 		}
 		switch {
@@ -929,4 +813,40 @@ func topLevelString(raw []byte, key string) (string, bool) {
 		return "", false
 	}
 	return v, true
+}
+
+// storedPage is a bookmarks page as StoredPage writes it: X's own shape.
+type storedPage struct {
+	Data     []json.RawMessage `json:"data"`
+	Includes Includes          `json:"includes"`
+	Errors   []json.RawMessage `json:"errors,omitempty"`
+	Meta     struct {
+		ResultCount int `json:"result_count"`
+	} `json:"meta"`
+}
+
+// StoredPage is the JSON of page as X returned it, with only the posts
+// keep selects: what a sync sent, kept to send again (ParseStoredPage).
+func StoredPage(page *PostPage, keep func(i int) bool) ([]byte, error) {
+	s := storedPage{Includes: page.Includes}
+	for i := range page.Data {
+		if keep(i) {
+			s.Data = append(s.Data, page.Data[i].Raw)
+		}
+	}
+	for _, pe := range page.Errors {
+		s.Errors = append(s.Errors, pe.Raw)
+	}
+	s.Meta.ResultCount = len(s.Data)
+	return json.Marshal(s)
+}
+
+// ParseStoredPage decodes what StoredPage wrote, with the checks of a page
+// read from X.
+func ParseStoredPage(body []byte) (*PostPage, error) {
+	page, _, err := decodePostPage(body)
+	if err != nil {
+		return nil, fmt.Errorf("a stored bookmarks page: %w", err)
+	}
+	return page, nil
 }

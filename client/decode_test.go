@@ -524,3 +524,12 @@ func TestDecodePostPage_RefusesExpandedObjectsOfTheWrongShape(t *testing.T) {
 		}
 	}
 }
+
+// decodePost decodes one post object on its own, as a page's are.
+func decodePost(raw json.RawMessage, p *Post) error {
+	var w withRaw[postFields]
+	if err := unmarshalObject(raw, &w, bodyOptions(raw)); err != nil {
+		return err
+	}
+	return makePost(&w, p)
+}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,46 +22,46 @@ import (
 
 // call is one API call: what to send and how to decode a 2xx body.
 type call struct {
-	op       Operation
-	user     string // budget and meter key ("" for users_me)
-	method   string
-	path     string
-	query    url.Values
-	body     []byte // JSON request body, or nil
-	pageSize int    // max_results asked for (0 = API default), for PostsUnread
+	op          Operation
+	user        string // budget and meter key ("" for users_me)
+	method      string
+	path        string
+	query       url.Values
+	body        []byte // request body, or nil
+	contentType string // body's; "" is application/json
+	storageURL  string // a compliance job's signed URL, in place of the base URL and path (storageCall)
+	pageSize    int    // max_results asked for (0 = API default), for PostsUnread
 	// decode decodes a 2xx body and returns the billed resources it holds,
-	// also when it refuses the body for its shape (X billed them all the same).
+	// also when it refuses the body (X billed them all the same).
 	decode func(body []byte) (billing.Billed, error)
-	// stream, in place of decode, reads a 2xx body as it arrives, for a
-	// body of any size (nothing in it is billed). An attempt retried reads
-	// it again from the start.
+	// stream, in place of decode, reads a 2xx body of any size as it
+	// arrives (nothing in it is billed).
 	stream func(body io.Reader) error
 }
 
 // attempts is what one call has been through so far.
 type attempts struct {
 	*call
-	resp  *Response
-	key   budgetKey
-	url   string
-	start time.Time // first send, for the retry budget
-	// paused is the time spent waiting for rate-limit windows, which does
-	// not count against the retry budget.
-	paused         time.Duration
-	faults         int // transient faults so far
-	rateLimitWaits int // 429s waited out
+	resp *Response
+	key  budgetKey
+	url  string
+	http *http.Client
+	// answered is set once any response has come from the call's server:
+	// the base URL's (the client's), or a storage URL's (the call's own).
+	answered       *atomic.Bool
+	start          time.Time     // first send, for the retry budget
+	paused         time.Duration // waiting for rate-limit windows: not counted in the retry budget
+	faults         int           // transient faults so far
+	rateLimitWaits int           // 429s waited out
 	waitedForReset bool
 	streamErr      error // what stream returned of the last attempt's body
 }
 
 // do sends a call in named steps: acquire a request from the budget, send
-// it, wait out a 429, check the response (decoding and metering a 2xx), and
-// after a transient fault back off and send again while the retry budget
-// lasts.
+// it, wait out a 429, check the response, and after a transient fault back
+// off and send again while the retry budget lasts.
 func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx = cmp.Or(ctx, context.Background())
 	a := c.newAttempts(cl)
 	// Once the client is stopped, waits end at once and a request in
 	// flight within the grace (see WithStop).
@@ -110,7 +112,11 @@ func (c *Client) newAttempts(cl *call) *attempts {
 	if len(cl.query) > 0 {
 		target += "?" + cl.query.Encode()
 	}
-	return &attempts{call: cl, resp: &Response{Operation: cl.op}, key: budgetKey{cl.user, cl.op}, url: target}
+	a := &attempts{call: cl, resp: &Response{Operation: cl.op}, key: budgetKey{cl.user, cl.op}, url: target, http: c.http, answered: &c.answered}
+	if cl.storageURL != "" {
+		a.url, a.http, a.answered = cl.storageURL, c.storage, new(atomic.Bool)
+	}
+	return a
 }
 
 // record adds to the meter row of the call's user and operation.
@@ -164,9 +170,9 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	if a.body != nil {
 		reqBody = bytes.NewReader(a.body)
 	}
-	deadlines := startAttempt(ctx, c.timeouts)
-	defer deadlines.stop()
-	req, err := http.NewRequestWithContext(deadlines.ctx, a.method, a.url, reqBody)
+	deadlines := StartDeadlines(ctx, c.timeouts)
+	defer deadlines.Stop()
+	req, err := http.NewRequestWithContext(deadlines.Context(), a.method, a.url, reqBody)
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, c.clock.Now())
 		return nil, nil, fmt.Errorf("%s%s: building request: %w", errPrefix, a.op, err)
@@ -174,19 +180,19 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if a.body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", cmp.Or(a.contentType, "application/json"))
 	}
 	a.resp.Attempts++
 	c.record(a, func(u *billing.Usage) { u.Requests++ })
-	hr, err := c.http.Do(req)
-	deadlines.gotResponse()
+	hr, err := a.http.Do(req)
+	deadlines.GotResponse()
 	now := c.clock.Now()
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, now)
 		c.record(a, func(u *billing.Usage) { u.Errors++ })
-		return nil, nil, &transportError{deadlines.timedOut(err)}
+		return nil, nil, &transportError{deadlines.Err(err)}
 	}
-	c.answered.Store(true)
+	a.answered.Store(true)
 	// The transport may have put the Authorization header on the request
 	// it returns; hand back the request as built here instead.
 	hr.Request = req
@@ -197,7 +203,7 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	} else {
 		body, readErr = c.readBody(hr)
 	}
-	readErr = deadlines.timedOut(readErr)
+	readErr = deadlines.Err(readErr)
 	rate, rateOK := parseRate(hr.Header)
 	a.resp.Response, a.resp.Rate = hr, rate
 	c.budgets.settle(a.key, rate, rateOK, hr.StatusCode == http.StatusTooManyRequests, now)
@@ -225,9 +231,7 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	if wait <= c.margin {
 		// No reset, or one that looks past although the server refused
 		// (our clock is ahead of X's): wait what a Retry-After asks, or
-		// back off, longer each time, rather than send again at once. (A
-		// reset far ahead is taken as it is: it may be a daily cap, and one
-		// past the wait cap is reported, not waited for.)
+		// back off, longer each time, rather than send again at once.
 		if ra, ok := retryAfter(hr.Header, now); ok && ra > 0 {
 			wait = ra + c.margin
 		} else {
@@ -246,8 +250,7 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 }
 
 // checkResponse turns a response other than a 429 into the call's result:
-// nil when a 2xx body decoded, else an *APIError for an error status, or a
-// *MalformedResponseError or *ErrorsOnlyError for a 2xx.
+// nil when a 2xx body decoded.
 func (c *Client) checkResponse(a *attempts, hr *http.Response, body []byte, readErr error) error {
 	status := hr.StatusCode
 	switch {
@@ -284,17 +287,17 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 	} else {
 		res, err = a.decode(body)
 	}
-	var eo *ErrorsOnlyError
-	switch {
-	case err == nil:
+	if err == nil {
 		c.bill(a, res, true)
 		return nil
+	}
+	c.record(a, func(u *billing.Usage) { u.Errors++ })
+	var eo *ErrorsOnlyError
+	switch {
 	case errors.As(err, &eo):
 		eo.Operation, eo.Status, eo.Response = a.op, hr.StatusCode, hr
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		return eo
 	case isSyntaxError(err):
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, hr.StatusCode)
 		reason := "body was not valid JSON"
 		var se *jsontext.SyntacticError
@@ -303,9 +306,7 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		}
 		return malformed(reason, err, true)
 	}
-	// Read whole, but not what the operation returns: the posts in it were
-	// billed, and would be again if it were asked for again.
-	c.record(a, func(u *billing.Usage) { u.Errors++ })
+	// Read whole, but not what the operation returns: billed, not asked again.
 	c.bill(a, res, false)
 	return malformed("body was valid JSON but not what this operation returns", err, false)
 }
@@ -324,7 +325,7 @@ func (c *Client) bill(a *attempts, res billing.Billed, ok bool) {
 // its posts, at most the page size asked for, but how many is not known.
 func (c *Client) recordUnread(a *attempts, status int) {
 	if status/100 == 2 && returnsPosts(a.op) {
-		c.record(a, func(u *billing.Usage) { u.PostsUnread += pageSizeOrDefault(a.pageSize) })
+		c.record(a, func(u *billing.Usage) { u.PostsUnread += cmp.Or(a.pageSize, 10) })
 	}
 }
 
@@ -346,17 +347,14 @@ func (c *Client) transient(err error) bool {
 }
 
 // backoff sleeps before the next attempt at a call that met a transient
-// fault, and reports whether there is one: while the call's retry budget
-// lasts (rate-limit waits do not count), and in any case for its first
-// MaxAttempts attempts — only those for a server never reached (see
-// neverAnswered). A Retry-After is honoured; one past the budget ends the
-// call at once.
+// fault, and reports whether there is one (RetryPolicy). A Retry-After is
+// honoured; one past the budget ends the call at once.
 func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
 	a.faults++
 	now := c.clock.Now()
 	left := c.retry.Budget - (now.Sub(a.start) - a.paused)
 	floor := a.resp.Attempts < c.retry.MaxAttempts
-	if !floor && (left <= 0 || c.neverAnswered(fault)) {
+	if !floor && (left <= 0 || a.neverAnswered(fault)) {
 		return false, nil
 	}
 	d := c.jitter(a.faults)
@@ -393,23 +391,10 @@ func (c *Client) finalError(a *attempts, err error) error {
 	case errors.As(err, &te):
 		return fmt.Errorf("%s%s: request failed after %d attempt(s) in %s: %w", errPrefix, a.op, a.resp.Attempts, tried, te.err)
 	case a.resp.Attempts > 1 && c.transient(err):
-		return &retriesError{err: err, attempts: a.resp.Attempts, tried: tried}
+		return fmt.Errorf("%w (after %d attempts in %s)", err, a.resp.Attempts, tried)
 	}
 	return err
 }
-
-// retriesError is a transient fault that outlasted the call's retries.
-type retriesError struct {
-	err      error
-	attempts int
-	tried    time.Duration
-}
-
-func (e *retriesError) Error() string {
-	return fmt.Sprintf("%s (after %d attempts in %s)", e.err, e.attempts, e.tried)
-}
-
-func (e *retriesError) Unwrap() error { return e.err }
 
 func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil {
@@ -421,9 +406,6 @@ func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
 // retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
 	if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 0 {
 		return time.Duration(n) * time.Second, true
 	}
@@ -436,28 +418,11 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // readBody reads and closes the body, at most maxBody bytes.
 func (c *Client) readBody(hr *http.Response) ([]byte, error) {
 	defer hr.Body.Close()
-	size := 4096
-	if cl := hr.ContentLength; cl >= 0 && cl <= c.maxBody {
-		size = int(cl) + 1
+	b, err := io.ReadAll(io.LimitReader(hr.Body, c.maxBody+1))
+	if int64(len(b)) > c.maxBody {
+		return nil, ErrResponseTooLarge
 	}
-	lr := io.LimitReader(hr.Body, c.maxBody+1)
-	b := make([]byte, 0, size)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := lr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > c.maxBody {
-			return nil, ErrResponseTooLarge
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
+	return b, err
 }
 
 // streamBody hands a 2xx body to the call's stream and closes it. It
@@ -486,49 +451,38 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 
 // jitter is the full-jitter backoff before retry n (1-based).
 func (c *Client) jitter(n int) time.Duration {
-	ceil := c.retry.BaseDelay
-	for i := 1; i < n && ceil < c.retry.MaxDelay; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.retry.MaxDelay)
-	c.rngMu.Lock()
-	d := time.Duration(c.rng.Int64N(int64(ceil) + 1))
-	c.rngMu.Unlock()
-	return d
+	return c.random(doubled(c.retry.BaseDelay, c.retry.MaxDelay, n))
 }
 
 // rateLimitBackoff is the wait after the n-th 429 without a reset header:
 // half of min(cap, base×2^(n-1)) plus a random part up to the other half.
 func (c *Client) rateLimitBackoff(n int) time.Duration {
-	ceil := c.retry.RateLimitBaseDelay
-	for i := 1; i < n && ceil < c.waitCap; i++ {
-		ceil *= 2
-	}
-	ceil = min(ceil, c.waitCap)
-	half := ceil / 2
-	c.rngMu.Lock()
-	d := half + time.Duration(c.rng.Int64N(int64(ceil-half)+1))
-	c.rngMu.Unlock()
-	return d
+	ceil := doubled(c.retry.RateLimitBaseDelay, c.waitCap, n)
+	return ceil/2 + c.random(ceil-ceil/2)
 }
 
-func pageSizeOrDefault(n int) int {
-	if n <= 0 {
-		return 10
+// doubled is min(limit, base×2^(n-1)).
+func doubled(base, limit time.Duration, n int) time.Duration {
+	for i := 1; i < n && base < limit; i++ {
+		base *= 2
 	}
-	return n
+	return min(base, limit)
+}
+
+// random is a uniformly random duration in [0, d].
+func (c *Client) random(d time.Duration) time.Duration {
+	c.rngMu.Lock()
+	defer c.rngMu.Unlock()
+	return time.Duration(c.rng.Int64N(int64(d) + 1))
 }
 
 // neverAnswered reports whether a fault reached no server (see unreached)
-// and no response has ever come from the base URL. That is a wrong base_url
-// or no network far more often than a server in trouble, so it gets
-// MaxAttempts tries, not the retry budget, and the user hears of it in
-// seconds. Once the server has answered, the same fault is a blip in the
-// middle of a walk (a network drop, a load balancer refusing connections
-// during a deploy): giving up on it would throw away the walk's billed
-// progress, so it is retried within the budget.
-func (c *Client) neverAnswered(fault error) bool {
-	return unreached(fault) && !c.answered.Load()
+// and no response has ever come from it: a wrong base_url or no network,
+// which gets MaxAttempts tries, so that the user hears of it in seconds.
+// Once the server has answered, such a fault is a blip in a walk (a load
+// balancer refusing connections during a deploy), retried within the budget.
+func (a *attempts) neverAnswered(fault error) bool {
+	return unreached(fault) && !a.answered.Load()
 }
 
 // unreached reports whether a fault happened before any server was reached:

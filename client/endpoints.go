@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
@@ -10,8 +11,7 @@ import (
 )
 
 // Me resolves the user behind the token: GET /2/users/me. Its budget and
-// meter rows are kept under the user ID "" (the user is not known before it
-// answers).
+// meter rows are under the user ID "" (the user is not known before).
 func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 	var u *User
 	resp, err := c.do(ctx, &call{
@@ -24,31 +24,36 @@ func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
 			return billing.Billed{Users: []string{u.ID}}, nil
 		},
 	})
-	if err != nil {
-		return nil, resp, err
+	return result(u, resp, err)
+}
+
+// unbilled decodes into *v a body X bills nothing for.
+func unbilled[T any](v *T, decode func([]byte) (T, error)) func([]byte) (billing.Billed, error) {
+	return func(b []byte) (billing.Billed, error) {
+		var err error
+		*v, err = decode(b)
+		return billing.Billed{}, err
 	}
-	return u, resp, nil
+}
+
+// result is what an endpoint returns: v only without an error.
+func result[T any](v T, resp *Response, err error) (T, *Response, error) {
+	if err != nil {
+		var zero T
+		return zero, resp, err
+	}
+	return v, resp, nil
 }
 
 // ListBookmarks reads one page of the user's bookmarks, newest-bookmarked
-// first: GET /2/users/:id/bookmarks. The next page is asked for with
-// opts.PaginationToken = page.Meta.NextToken; a page without a NextToken is
-// the last. A 200 may carry partial errors in page.Errors beside the data.
-//
-// opts.Fields are asked for in the naming of the client's policy
-// (WithNamingPolicy; resp.Naming says which). Under auto, a 400 that
-// refuses a name of the tweets naming switches the sync to the posts
-// naming, which is said once in the log, and the page is asked for again:
-// a refused request bills nothing, so no post is billed twice.
+// first: GET /2/users/:id/bookmarks. A 200 may carry partial errors in
+// page.Errors beside the data. opts.Fields are asked for in the naming of
+// the client's policy (resp.Naming says which); under auto, a 400 that
+// refuses a name of the tweets naming switches the sync to the posts naming
+// and the page is asked for again (a refused request bills nothing).
 func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOptions) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
-	if err := validID(op, "user id", userID); err != nil {
-		return nil, nil, err
-	}
-	if err := validPage(op, opts.PageOptions, c.tokenCheck); err != nil {
-		return nil, nil, err
-	}
-	if err := validFields(op, opts.Fields); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts.PageOptions, c.tokenCheck), validFields(op, opts.Fields)); err != nil {
 		return nil, nil, err
 	}
 	used := c.naming.Current()
@@ -79,13 +84,8 @@ func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOpti
 			return res, err
 		},
 	})
-	if resp != nil {
-		resp.Naming = n
-	}
-	if err != nil {
-		return nil, resp, err
-	}
-	return page, resp, nil
+	resp.Naming = n // do always returns a Response
+	return result(page, resp, err)
 }
 
 // logSwitch says, once a sync, that X refused the tweets naming and what
@@ -107,39 +107,23 @@ func (c *Client) logSwitch(userID string, f Fields, refused error) {
 // GET /2/users/:id/bookmarks/folders.
 func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOptions) (*FolderPage, *Response, error) {
 	const op = OpListFolders
-	if err := validID(op, "user id", userID); err != nil {
-		return nil, nil, err
-	}
-	if err := validPage(op, opts, c.tokenCheck); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts, c.tokenCheck)); err != nil {
 		return nil, nil, err
 	}
 	var page *FolderPage
 	resp, err := c.do(ctx, &call{
 		op: op, user: userID, method: http.MethodGet,
 		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			page, err = decodeFolderPage(b)
-			return billing.Billed{}, err
-		},
+		decode: unbilled(&page, decodeFolderPage),
 	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return page, resp, nil
+	return result(page, resp, err)
 }
 
 // GetFolder reads one page of the post ids in a bookmark folder:
 // GET /2/users/:id/bookmarks/folders/:folder_id. Only ids are returned.
 func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts PageOptions) (*FolderPostsPage, *Response, error) {
 	const op = OpGetFolder
-	if err := validID(op, "user id", userID); err != nil {
-		return nil, nil, err
-	}
-	if err := validID(op, "folder id", folderID); err != nil {
-		return nil, nil, err
-	}
-	if err := validPage(op, opts, c.tokenCheck); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validID(op, "folder id", folderID), validPage(op, opts, c.tokenCheck)); err != nil {
 		return nil, nil, err
 	}
 	var page *FolderPostsPage
@@ -152,15 +136,11 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 			return page.billed(), err // a refused page's posts were billed too
 		},
 	})
-	if err != nil {
-		return nil, resp, err
-	}
-	return page, resp, nil
+	return result(page, resp, err)
 }
 
-// AddBookmark bookmarks a post: POST /2/users/:id/bookmarks with
-// {"tweet_id":"..."}. It returns data.bookmarked (true on success). Needs
-// the bookmark.write scope.
+// AddBookmark bookmarks a post: POST /2/users/:id/bookmarks. It returns
+// data.bookmarked (true on success). Needs the bookmark.write scope.
 func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
 	return c.changeBookmark(ctx, OpAddBookmark, http.MethodPost, userID, postID, "", []byte(`{"tweet_id":"`+postID+`"}`))
 }
@@ -172,13 +152,10 @@ func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (boo
 }
 
 // changeBookmark sends the request of op for the user's bookmark of postID
-// and returns data.bookmarked. X bills the request ("Bookmark", a write,
-// per request) when it answers with its data, whatever that says.
+// and returns data.bookmarked. X bills the request when it answers with its
+// data, whatever that says.
 func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
-	if err := validID(op, "user id", userID); err != nil {
-		return false, nil, err
-	}
-	if err := validID(op, "post id", postID); err != nil {
+	if err := cmp.Or(validID(op, "user id", userID), validID(op, "post id", postID)); err != nil {
 		return false, nil, err
 	}
 	var bookmarked bool
@@ -190,10 +167,7 @@ func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userI
 			return billing.Billed{Writes: 1}, err
 		},
 	})
-	if err != nil {
-		return false, resp, err
-	}
-	return bookmarked, resp, nil
+	return result(bookmarked, resp, err)
 }
 
 func pageQuery(o PageOptions) url.Values {

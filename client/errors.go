@@ -14,44 +14,28 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors. Match them with errors.Is; the concrete errors (*APIError,
-// *RateLimitError, *InputError, *MalformedResponseError, *ErrorsOnlyError)
-// carry the details.
+// Sentinel errors, matched with errors.Is; the concrete errors carry the
+// details.
 var (
-	// ErrInvalidRequest: the server answered 400.
-	ErrInvalidRequest = errors.New("invalid request")
-	// ErrUnauthorized: the server answered 401 (expired, revoked or bad token).
-	ErrUnauthorized = errors.New("unauthorized")
-	// ErrCreditsDepleted: the server answered 402 (title "CreditsDepleted").
-	// Terminal: the client never retries it.
-	ErrCreditsDepleted = errors.New("credits depleted")
-	// ErrForbidden: the server answered 403.
-	ErrForbidden = errors.New("forbidden")
-	// ErrAppOnlyToken: a 403 "Unsupported Authentication", the answer to an
-	// app-only (application context) token on a user-context endpoint.
-	ErrAppOnlyToken = errors.New("app-only token where a user-context token is required")
-	// ErrUserContextToken: a 403 "Unsupported Authentication" from an
-	// app-only operation (the compliance jobs): a user's token where the
-	// app's bearer token is required.
-	ErrUserContextToken = errors.New("user-context token where an app-only bearer token is required")
-	// ErrClientNotEnrolled: a 403 "Client Forbidden" (reason
-	// client-not-enrolled): the developer app is not attached to a project.
-	ErrClientNotEnrolled = errors.New("developer app not enrolled in a project")
-	// ErrNotFound: the server answered 404.
-	ErrNotFound = errors.New("not found")
-	// ErrServer: the server answered 5xx (after the client's retries).
-	ErrServer = errors.New("server error")
-	// ErrRateLimited: a *RateLimitError, either a 429 from the server or a
-	// request the client's own budget refused to send.
+	ErrInvalidRequest  = errors.New("invalid request")  // a 400
+	ErrUnauthorized    = errors.New("unauthorized")     // a 401: an expired, revoked or bad token
+	ErrCreditsDepleted = errors.New("credits depleted") // a 402 (title "CreditsDepleted"): never retried
+	ErrForbidden       = errors.New("forbidden")        // a 403
+	// ErrAppOnlyToken is a 403 "Unsupported Authentication" on a user-context
+	// endpoint, ErrUserContextToken one on an app-only operation (the
+	// compliance jobs).
+	ErrAppOnlyToken      = errors.New("app-only token where a user-context token is required")
+	ErrUserContextToken  = errors.New("user-context token where an app-only bearer token is required")
+	ErrClientNotEnrolled = errors.New("developer app not enrolled in a project") // a 403 "Client Forbidden"
+	ErrNotFound          = errors.New("not found")                               // a 404
+	ErrServer            = errors.New("server error")                            // a 5xx, after the retries
+	// ErrRateLimited is a 429, or a request the client's own budget refused.
 	ErrRateLimited = errors.New("rate limited")
-	// ErrMalformedResponse: a response body that could not be read in full or
-	// was not the JSON the operation returns.
+	// ErrMalformedResponse is a body not read in full, or not the JSON the
+	// operation returns; ErrResponseTooLarge one over WithMaxResponseBytes.
 	ErrMalformedResponse = errors.New("malformed response")
-	// ErrResponseTooLarge: a response body larger than the configured cap
-	// (WithMaxResponseBytes). Not retried.
-	ErrResponseTooLarge = errors.New("response body too large")
-	// ErrInvalidInput: an argument rejected before any request was sent.
-	ErrInvalidInput = errors.New("invalid input")
+	ErrResponseTooLarge  = errors.New("response body too large")
+	ErrInvalidInput      = errors.New("invalid input") // an argument refused before anything was sent
 )
 
 // Hints attached to APIError.Hint.
@@ -67,16 +51,13 @@ const (
 
 const errPrefix = "x api: "
 
-// ErrorItem is one element of the "errors" array of an error body: the part
-// that says what was wrong. X sends the legacy {"code":88,"message":"..."},
-// and, on a 400, {"parameters":{"expansions":["x"]},"message":"The
-// `expansions` query parameter value [x] is not one of [...]"}; some
-// endpoints put a problem-details object (title, detail, type) there.
+// ErrorItem is one element of the "errors" of an error body: X's legacy
+// {"code":88,"message":"..."}, a 400's {"parameters":{"expansions":["x"]},
+// "message":"..."}, or a problem-details object.
 type ErrorItem struct {
-	Code    int
-	Message string
-	// Parameters are the query parameters refused and their values.
-	Parameters map[string][]string
+	Code       int
+	Message    string
+	Parameters map[string][]string // the query parameters refused, and their values
 	Title      string
 	Detail     string
 	Type       string
@@ -104,49 +85,33 @@ func (it ErrorItem) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// APIError is an error status (other than 429) from the API. The problem
-// details {"title","detail","type","status"} and each element of "errors"
-// are kept. Match it with errors.Is against the sentinels (ErrUnauthorized,
-// ErrForbidden, ErrAppOnlyToken, ...); matching uses the status code and the
-// title, never the host inside Type.
+// APIError is an error status (other than 429) from the API, with its
+// problem details and its "errors". errors.Is matches it against the
+// sentinels by status and title, never by the host inside Type.
 type APIError struct {
-	// Response is the HTTP response; its body has been read and closed.
-	Response  *http.Response
+	Response  *http.Response // its body read and closed
 	Operation Operation
 	Status    int
 	Title     string
 	Detail    string
-	// Type is the problem type URI, e.g.
-	// https://api.x.com/2/problems/invalid-request or about:blank.
-	Type string
-	// Reason is the problem's "reason" member when present (e.g. client-not-enrolled).
-	Reason string
-	// Errors are the elements of the body's "errors" array.
-	Errors []ErrorItem
-	// Hint says what to do about it, when the client knows.
-	Hint string
+	Type      string      // the problem type URI, e.g. https://api.x.com/2/problems/invalid-request
+	Reason    string      // the problem's "reason", e.g. client-not-enrolled
+	Errors    []ErrorItem // the body's "errors"
+	Hint      string      // what to do about it, when the client knows
 }
 
 func (e *APIError) Error() string {
-	var b strings.Builder
-	b.WriteString(errPrefix)
-	b.WriteString(string(e.Operation))
-	b.WriteString(": ")
-	b.WriteString(strconv.Itoa(e.Status))
+	s := fmt.Sprintf("%s%s: %d", errPrefix, e.Operation, e.Status)
 	if t := http.StatusText(e.Status); t != "" {
-		b.WriteByte(' ')
-		b.WriteString(t)
+		s += " " + t
 	}
 	if msg := e.message(); msg != "" {
-		b.WriteString(": ")
-		b.WriteString(msg)
+		s += ": " + msg
 	}
 	if e.Hint != "" {
-		b.WriteString(" (hint: ")
-		b.WriteString(e.Hint)
-		b.WriteByte(')')
+		s += " (hint: " + e.Hint + ")"
 	}
-	return b.String()
+	return s
 }
 
 // message is "title: detail" (either may be missing), then what each
@@ -157,7 +122,9 @@ func (e *APIError) message() string {
 	if title != "" && !strings.EqualFold(title, http.StatusText(e.Status)) {
 		parts = append(parts, title)
 	}
-	if detail != "" && !strings.EqualFold(detail, title) && !strings.EqualFold(detail, http.StatusText(e.Status)) && !e.saidByAnItem(e.Detail) {
+	// Some servers repeat an element of "errors" as the detail.
+	said := slices.ContainsFunc(e.Errors, func(it ErrorItem) bool { return it.Message == e.Detail || it.Detail == e.Detail })
+	if detail != "" && !strings.EqualFold(detail, title) && !strings.EqualFold(detail, http.StatusText(e.Status)) && !said {
 		parts = append(parts, detail)
 	}
 	if e.Reason != "" && title == "" && detail == "" {
@@ -169,19 +136,8 @@ func (e *APIError) message() string {
 	return strings.Join(parts, ": ")
 }
 
-// saidByAnItem reports whether an element of "errors" says s (some servers
-// repeat the first one's message as the detail).
-func (e *APIError) saidByAnItem(s string) bool {
-	for _, it := range e.Errors {
-		if it.Message == s || it.Detail == s {
-			return true
-		}
-	}
-	return false
-}
-
 // itemsLine is what the first three items say, one after the other.
-func itemsLine(items []ErrorItem) string {
+func itemsLine[T fmt.Stringer](items []T) string {
 	var out []string
 	for i, it := range items {
 		if i == 3 {
@@ -221,7 +177,6 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-// Temporary reports whether retrying later may succeed (5xx).
 func (e *APIError) Temporary() bool { return e.Status >= 500 }
 
 func titleIs(got, want string) bool {
@@ -229,70 +184,51 @@ func titleIs(got, want string) bool {
 }
 
 // RateLimitError is a 429 from the server, or a request the client's budget
-// refused to send because the per-user window was used up and its reset was
-// further away than the wait cap (Response is nil then). errors.Is(err,
-// ErrRateLimited) holds for both.
+// refused to send: the window was used up and its reset past the wait cap.
 type RateLimitError struct {
-	// Rate is the window as last known: Reset is when requests may be sent
-	// again (zero when unknown).
-	Rate      Rate
+	Rate      Rate // the window as last known: Reset is zero when unknown
 	Operation Operation
-	// Response is the 429 response (body read and closed); nil when the
-	// client's own budget refused to send.
-	Response *http.Response
-	// Waited reports whether the client already waited for a reset during
-	// this call before giving up.
-	Waited bool
-	// Budget is true when no request was sent: the client's own budget said
-	// the window was used up.
-	Budget bool
-	// Wait is how long the caller would have to wait for the reset (zero when unknown).
-	Wait time.Duration
-	// Message is the server's title/detail or legacy message, if any.
-	Message string
+	Response  *http.Response // the 429 (body read and closed); nil for Budget
+	Waited    bool           // the call already waited for a reset
+	Budget    bool           // nothing was sent: the client's budget refused
+	Wait      time.Duration  // until the reset (zero when unknown)
+	Message   string         // what the server said, if anything
 }
 
 func (e *RateLimitError) Error() string {
-	var b strings.Builder
-	b.WriteString(errPrefix)
-	b.WriteString(string(e.Operation))
-	if e.Budget {
-		b.WriteString(": request budget for this window used up")
-		if e.Rate.Limit > 0 {
-			fmt.Fprintf(&b, " (%d requests)", e.Rate.Limit)
-		}
-		b.WriteString(", not sent")
-	} else {
-		b.WriteString(": 429 Too Many Requests")
-		if e.Message != "" {
-			b.WriteString(": ")
-			b.WriteString(oneLine(e.Message, 200))
-		}
+	s := errPrefix + string(e.Operation)
+	switch {
+	case e.Budget && e.Rate.Limit > 0:
+		s += fmt.Sprintf(": request budget for this window used up (%d requests), not sent", e.Rate.Limit)
+	case e.Budget:
+		s += ": request budget for this window used up, not sent"
+	case e.Message != "":
+		s += ": 429 Too Many Requests: " + oneLine(e.Message, 200)
+	default:
+		s += ": 429 Too Many Requests"
 	}
-	if !e.Rate.Reset.IsZero() {
-		fmt.Fprintf(&b, "; window resets at %s", e.Rate.Reset.UTC().Format(time.RFC3339))
-		if e.Wait > 0 {
-			fmt.Fprintf(&b, " (in %s)", e.Wait.Round(time.Second))
-		}
-	} else {
-		b.WriteString("; reset time unknown")
+	switch {
+	case e.Rate.Reset.IsZero():
+		s += "; reset time unknown"
+	case e.Wait > 0:
+		s += fmt.Sprintf("; window resets at %s (in %s)", e.Rate.Reset.UTC().Format(time.RFC3339), e.Wait.Round(time.Second))
+	default:
+		s += "; window resets at " + e.Rate.Reset.UTC().Format(time.RFC3339)
 	}
 	if e.Waited {
-		b.WriteString("; already waited once")
+		s += "; already waited once"
 	}
-	return b.String()
+	return s
 }
 
-// Is matches ErrRateLimited.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
 
 // InputError is an argument rejected before anything was sent.
 type InputError struct {
 	Operation Operation
 	Parameter string // e.g. "user id", "pagination_token", "max_results"
-	// Value is the bad value when it is short (at most maxQuoted bytes);
-	// longer values are left out, since a long string in the wrong argument
-	// may well be a credential, and only Length is given.
+	// Value is the bad value when it is at most maxQuoted bytes: a long
+	// string in the wrong argument may well be a credential.
 	Value  string
 	Length int
 	Reason string
@@ -317,22 +253,17 @@ func (e *InputError) Error() string {
 	return fmt.Sprintf("%s%s: invalid %s %s: %s", errPrefix, e.Operation, e.Parameter, shown, e.Reason)
 }
 
-// Is matches ErrInvalidInput.
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 
 // MalformedResponseError is a response body that could not be read in full
 // (cut short, or over the size cap) or did not decode as the operation's JSON.
 type MalformedResponseError struct {
-	Operation Operation
-	Status    int
-	// Response is the HTTP response; its body has been read and closed.
-	Response *http.Response
-	// Reason says what was wrong, e.g. "body was not valid JSON".
-	Reason string
-	Err    error
-	// unreadable: cut short or not JSON (a dropped connection), so worth
-	// asking for again; a body of the wrong shape would come back the same.
-	unreadable bool
+	Operation  Operation
+	Status     int
+	Response   *http.Response // its body read and closed
+	Reason     string         // e.g. "body was not valid JSON"
+	Err        error
+	unreadable bool // cut short or not JSON: worth asking for again, unlike a wrong shape
 }
 
 func (e *MalformedResponseError) Error() string {
@@ -348,79 +279,55 @@ func (e *MalformedResponseError) Unwrap() error { return e.Err }
 // Is matches ErrMalformedResponse (and ErrResponseTooLarge through Unwrap).
 func (e *MalformedResponseError) Is(target error) bool { return target == ErrMalformedResponse }
 
-// ErrorsOnlyError is a 2xx response whose body holds only "errors": no
-// "data" and no "meta". X's OpenAPI allows it, and X answers so, for one, a
-// request for an unknown user id. Nothing was billed; it is not retried (the
-// answer would be the same). errors.Is(err, ErrNotFound) holds when an error
-// says a resource was not found.
+// ErrorsOnlyError is a 2xx response whose body holds only "errors", as X
+// answers a request for an unknown user id. Nothing was billed; it is not
+// retried (the answer would be the same).
 type ErrorsOnlyError struct {
 	Operation Operation
 	Status    int
-	// Response is the HTTP response; its body has been read and closed.
-	Response *http.Response
-	Errors   []PartialError
+	Response  *http.Response // its body read and closed
+	Errors    []PartialError
 }
 
 func (e *ErrorsOnlyError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s%s: %d response with errors and no data", errPrefix, e.Operation, e.Status)
-	for i, pe := range e.Errors {
-		if i == 3 {
-			fmt.Fprintf(&b, "; and %d more", len(e.Errors)-3)
-			break
-		}
-		sep := ": "
-		if i > 0 {
-			sep = "; "
-		}
-		b.WriteString(sep)
-		b.WriteString(pe.String())
+	s := fmt.Sprintf("%s%s: %d response with errors and no data", errPrefix, e.Operation, e.Status)
+	if items := itemsLine(e.Errors); items != "" {
+		s += ": " + items
 	}
-	return b.String()
+	return s
 }
 
 // Is matches ErrNotFound when an error says a resource was not found.
 func (e *ErrorsOnlyError) Is(target error) bool {
-	if target != ErrNotFound {
-		return false
-	}
-	for _, pe := range e.Errors {
-		if titleIs(pe.Title, "Not Found Error") || strings.HasSuffix(pe.Type, "/problems/resource-not-found") {
-			return true
-		}
-	}
-	return false
-}
-
-// problemBody is the union of the error body shapes.
-type problemBody struct {
-	Title  string          `json:"title"`
-	Detail string          `json:"detail"`
-	Type   string          `json:"type"`
-	Status json.RawMessage `json:"status"`
-	Reason string          `json:"reason"`
-	Errors []struct {
-		Code       json.RawMessage            `json:"code"`
-		Message    string                     `json:"message"`
-		Parameters map[string]json.RawMessage `json:"parameters"`
-		Title      string                     `json:"title"`
-		Detail     string                     `json:"detail"`
-		Type       string                     `json:"type"`
-	} `json:"errors"`
+	return target == ErrNotFound && slices.ContainsFunc(e.Errors, func(pe PartialError) bool {
+		return titleIs(pe.Title, "Not Found Error") || strings.HasSuffix(pe.Type, "/problems/resource-not-found")
+	})
 }
 
 // parseProblem reads the error body shapes. It never fails: a body that is
 // not JSON yields an empty problem (the status still classifies the error).
 func parseProblem(body []byte) (title, detail, typ, reason string, items []ErrorItem) {
-	var p problemBody
+	var p struct {
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+		Type   string `json:"type"`
+		Reason string `json:"reason"`
+		Errors []struct {
+			Code       json.RawMessage            `json:"code"`
+			Message    string                     `json:"message"`
+			Parameters map[string]json.RawMessage `json:"parameters"`
+			Title      string                     `json:"title"`
+			Detail     string                     `json:"detail"`
+			Type       string                     `json:"type"`
+		} `json:"errors"`
+	}
 	if len(body) == 0 || json.Unmarshal(body, &p) != nil {
 		return "", "", "", "", nil
 	}
 	title, detail, typ, reason = p.Title, p.Detail, p.Type, p.Reason
 	for _, e := range p.Errors {
 		if title == "" && detail == "" && e.Message == "" && len(e.Parameters) == 0 && len(e.Code) == 0 {
-			// A problem-details object inside "errors" (seen on some
-			// endpoints) stands for the whole body.
+			// A problem-details object in "errors" stands for the whole body.
 			title, detail, typ = e.Title, e.Detail, e.Type
 			continue
 		}
@@ -473,28 +380,16 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 
 func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate, wait time.Duration, waited bool) *RateLimitError {
 	title, detail, _, _, items := parseProblem(body)
-	var parts []string
-	if title != "" {
-		parts = append(parts, title)
+	if detail == title {
+		detail = ""
 	}
-	if detail != "" && detail != title {
-		parts = append(parts, detail)
-	}
-	if s := itemsLine(items); s != "" {
-		parts = append(parts, s)
-	}
-	return &RateLimitError{
-		Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait,
-		Message: strings.Join(parts, ": "),
-	}
+	parts := slices.DeleteFunc([]string{title, detail, itemsLine(items)}, func(s string) bool { return s == "" })
+	return &RateLimitError{Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait, Message: strings.Join(parts, ": ")}
 }
 
 // oneLine makes s safe for a one-line message: control characters become
 // spaces, runs of spaces collapse, and it is cut to at most max runes.
 func oneLine(s string, max int) string {
-	if s == "" {
-		return s
-	}
 	var b strings.Builder
 	space := false
 	n := 0

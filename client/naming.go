@@ -10,18 +10,14 @@ import (
 	"sync/atomic"
 )
 
-// Naming is the set of names a bookmarks request is made in. X's API
-// reference and OpenAPI description up to revision 2.166 name posts
-// "tweets"; its OpenAPI description from revision 2.167 names them "posts"
-// (docs/design/x-api-facts.md). Fields are always given in the tweets
-// naming; a request in the posts naming says them in its own.
+// Naming is the set of names a bookmarks request is made in: X's OpenAPI
+// description names posts "tweets" up to revision 2.166, "posts" from 2.167
+// (docs/design/x-api-facts.md). Fields are always given in the tweets naming.
 type Naming string
 
 const (
-	// NamingTweets: tweet.fields, referenced_tweets.id, note_tweet, ...
-	NamingTweets Naming = "tweets"
-	// NamingPosts: post.fields, referenced_posts, note_post, ...
-	NamingPosts Naming = "posts"
+	NamingTweets Naming = "tweets" // tweet.fields, referenced_tweets.id, note_tweet, ...
+	NamingPosts  Naming = "posts"  // post.fields, referenced_posts, note_post, ...
 )
 
 // fieldsParam is the post-fields parameter of the naming.
@@ -39,10 +35,9 @@ type rename struct {
 	tweets, posts string
 }
 
-// renames are the values the two namings (revisions 2.166 and 2.167 of X's
-// description) do not share. Revision 2.167 offers author_id,
-// in_reply_to_user_id and the referenced posts only as expansions, which
-// expand users and posts that X bills, and has no nested expansions of the
+// renames are the values the two namings do not share. The posts naming
+// offers author_id, in_reply_to_user_id and the referenced posts only as
+// expansions (of users and posts X bills), and no nested expansions of the
 // referenced posts.
 var renames = []rename{
 	{"fields", "note_tweet", "note_post"},
@@ -63,15 +58,18 @@ var renames = []rename{
 	{"user.fields", "", "subscribes_to_you"},
 }
 
+func (r rename) in(n Naming) string {
+	if n == NamingPosts {
+		return r.posts
+	}
+	return r.tweets
+}
+
 // named is value of param in naming n, and whether the naming has one.
 func named(n Naming, param, value string) (string, bool) {
 	for _, r := range renames {
 		if r.param == param && value != "" && (r.tweets == value || r.posts == value) {
-			name := r.tweets
-			if n == NamingPosts {
-				name = r.posts
-			}
-			return name, name != ""
+			return r.in(n), r.in(n) != ""
 		}
 	}
 	return value, true
@@ -134,17 +132,22 @@ func (f Fields) Asked(n Naming) Fields {
 // query adds f, in naming n, to q.
 func (f Fields) query(q url.Values, n Naming) {
 	g, _ := f.In(n)
-	for _, p := range []struct {
-		name   string
-		values []string
-	}{
-		{n.fieldsParam(), g.TweetFields}, {"expansions", g.Expansions}, {"user.fields", g.UserFields},
-		{"media.fields", g.MediaFields}, {"poll.fields", g.PollFields}, {"place.fields", g.PlaceFields},
-	} {
+	for _, p := range g.params(n) {
 		if len(p.values) > 0 {
 			q[p.name] = []string{strings.Join(p.values, ",")}
 		}
 	}
+}
+
+type param struct {
+	name   string
+	values []string
+}
+
+// params are the request parameters of f, with the names of naming n.
+func (f Fields) params(n Naming) []param {
+	return []param{{n.fieldsParam(), f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
+		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields}}
 }
 
 // Namings are the settings of NamingPolicy.
@@ -152,9 +155,8 @@ var Namings = []string{"auto", string(NamingTweets), string(NamingPosts)}
 
 // NamingPolicy chooses the naming of a sync's bookmarks requests: one
 // naming, or auto: the tweets naming until X answers 400 to a name only it
-// has, then the posts naming for the rest of the sync. One policy is shared
-// by the clients of every account of a sync (WithNamingPolicy): X names
-// things one way for all of them. Safe for concurrent use.
+// has, then the posts naming for the rest of the sync. The clients of every
+// account of a sync share one: X names things one way for all of them.
 type NamingPolicy struct {
 	auto  bool
 	posts atomic.Bool
@@ -184,10 +186,9 @@ func (p *NamingPolicy) Current() Naming {
 	return NamingTweets
 }
 
-// switchAfter says whether a request of fields f made in naming used, which
-// X refused with err, is to be made again in the posts naming: auto, used
-// the tweets naming, and the 400 refuses a name only it has. first is true
-// for the request that made the switch.
+// switchAfter says whether a request made in naming used, which X refused
+// with err, is to be made again in the posts naming; first is true for the
+// request that made the switch.
 func (p *NamingPolicy) switchAfter(used Naming, f Fields, err error) (again, first bool) {
 	if p == nil || !p.auto || used != NamingTweets || !refusesNaming(err, used, f) {
 		return false, false
@@ -208,10 +209,8 @@ func refusesNaming(err error, used Naming, f Fields) bool {
 	whole := strings.Join(g.TweetFields, ",")
 	for _, it := range apiErr.Errors {
 		for param, values := range it.Parameters {
-			for _, v := range values {
-				if param == used.fieldsParam() && v == whole || renamedIn(used, param, v) {
-					return true
-				}
+			if slices.ContainsFunc(values, func(v string) bool { return param == used.fieldsParam() && v == whole || renamedIn(used, param, v) }) {
+				return true
 			}
 		}
 	}
@@ -225,13 +224,5 @@ func renamedIn(n Naming, param, value string) bool {
 	if param == n.fieldsParam() {
 		kind = "fields"
 	}
-	for _, r := range renames {
-		if r.param != kind {
-			continue
-		}
-		if n == NamingTweets && r.tweets == value || n == NamingPosts && r.posts == value {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(renames, func(r rename) bool { return r.param == kind && r.in(n) == value })
 }

@@ -19,10 +19,8 @@ const (
 // TimeoutError is an attempt that ran past one of the client's Timeouts.
 // It is a transient fault: a net.Error whose Timeout is true.
 type TimeoutError struct {
-	// Phase is PhaseConnect, PhaseHeaders or PhaseRequest.
-	Phase string
-	// After is the timeout that ran out.
-	After time.Duration
+	Phase string        // PhaseConnect, PhaseHeaders or PhaseRequest
+	After time.Duration // the timeout that ran out
 }
 
 func (e *TimeoutError) Error() string {
@@ -38,58 +36,55 @@ func (e *TimeoutError) Error() string {
 // Timeout reports true: a TimeoutError is a net.Error that timed out.
 func (e *TimeoutError) Timeout() bool { return true }
 
-// Temporary reports true (net.Error).
 func (e *TimeoutError) Temporary() bool { return true }
 
-// attemptDeadlines bounds one attempt by the client's Timeouts: its context
-// is cancelled, with a *TimeoutError as the cause, when the whole attempt,
-// getting a connection, or waiting for the headers takes too long. The
-// timers are the wall clock's: they bound real I/O, which a virtual clock
-// does not see.
-type attemptDeadlines struct {
+// Deadlines bound one attempt at a request by Timeouts: its Context is
+// cancelled, with a *TimeoutError as the cause, when a phase takes too long.
+// The media files use them too. The timers are the wall clock's: they bound
+// real I/O, which a virtual clock does not see.
+type Deadlines struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	t      Timeouts
 
 	mu                      sync.Mutex
 	whole, connect, headers *time.Timer
 	answered                bool
 }
 
-func startAttempt(parent context.Context, t Timeouts) *attemptDeadlines {
+// StartDeadlines starts the deadlines of one request, which must be sent
+// with their Context.
+func StartDeadlines(parent context.Context, t Timeouts) *Deadlines {
 	ctx, cancel := context.WithCancelCause(parent)
-	d := &attemptDeadlines{cancel: cancel, t: t}
+	d := &Deadlines{cancel: cancel}
 	d.whole = time.AfterFunc(t.Request, d.expire(PhaseRequest, t.Request))
 	d.ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn: func(string) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			stopTimer(d.connect)
-			d.connect = time.AfterFunc(t.Connect, d.expire(PhaseConnect, t.Connect))
-		},
-		GotConn: func(httptrace.GotConnInfo) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			stopTimer(d.connect)
-		},
-		WroteRequest: func(httptrace.WroteRequestInfo) {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			if !d.answered {
-				stopTimer(d.headers)
-				d.headers = time.AfterFunc(t.Headers, d.expire(PhaseHeaders, t.Headers))
-			}
-		},
+		GetConn:      func(string) { d.arm(&d.connect, PhaseConnect, t.Connect) },
+		GotConn:      func(httptrace.GotConnInfo) { d.arm(&d.connect, "", 0) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { d.arm(&d.headers, PhaseHeaders, t.Headers) },
 	})
 	return d
 }
 
-func (d *attemptDeadlines) expire(phase string, after time.Duration) func() {
+// arm stops *timer and, unless phase is "" or the response has come, starts
+// it again: phase's deadline is after from now.
+func (d *Deadlines) arm(timer **time.Timer, phase string, after time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	stopTimer(*timer)
+	if phase != "" && !d.answered {
+		*timer = time.AfterFunc(after, d.expire(phase, after))
+	}
+}
+
+func (d *Deadlines) expire(phase string, after time.Duration) func() {
 	return func() { d.cancel(&TimeoutError{Phase: phase, After: after}) }
 }
 
-// gotResponse ends the wait for the headers (the round trip returned).
-func (d *attemptDeadlines) gotResponse() {
+// Context is the request's context: cancelled when a deadline passes.
+func (d *Deadlines) Context() context.Context { return d.ctx }
+
+// GotResponse ends the wait for the headers (the round trip returned).
+func (d *Deadlines) GotResponse() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.answered = true
@@ -97,22 +92,18 @@ func (d *attemptDeadlines) gotResponse() {
 	stopTimer(d.headers)
 }
 
-// stop ends the attempt: its body has been read and closed.
-func (d *attemptDeadlines) stop() {
-	d.gotResponse()
+// Stop ends the request: its body has been read and closed.
+func (d *Deadlines) Stop() {
+	d.GotResponse()
 	d.whole.Stop()
 	d.cancel(nil)
 }
 
-// timedOut returns err, or the *TimeoutError that cancelled the attempt
-// when one did: the round trip or the body read then fails with a bare
-// "context canceled" that does not say why.
-func (d *attemptDeadlines) timedOut(err error) error {
-	if err == nil {
-		return nil
-	}
+// Err returns err, or the *TimeoutError that cancelled the request, which
+// the bare "context canceled" of the round trip or body read does not say.
+func (d *Deadlines) Err(err error) error {
 	var te *TimeoutError
-	if errors.As(context.Cause(d.ctx), &te) {
+	if err != nil && errors.As(context.Cause(d.ctx), &te) {
 		return te
 	}
 	return err
@@ -123,27 +114,3 @@ func stopTimer(t *time.Timer) {
 		t.Stop()
 	}
 }
-
-// Deadlines bound one HTTP request by Timeouts as the client bounds each
-// attempt, for the requests of this program that do not go through a
-// Client (media files, which X's CDN serves).
-type Deadlines struct{ a *attemptDeadlines }
-
-// StartDeadlines starts the deadlines of one request, which must be sent
-// with their Context.
-func StartDeadlines(ctx context.Context, t Timeouts) Deadlines {
-	return Deadlines{startAttempt(ctx, t)}
-}
-
-// Context is the request's context: cancelled when a deadline passes.
-func (d Deadlines) Context() context.Context { return d.a.ctx }
-
-// GotResponse ends the wait for the headers.
-func (d Deadlines) GotResponse() { d.a.gotResponse() }
-
-// Stop ends the request: its body has been read and closed.
-func (d Deadlines) Stop() { d.a.stop() }
-
-// Err returns err, or the *TimeoutError of the deadline that cancelled the
-// request when one did.
-func (d Deadlines) Err(err error) error { return d.a.timedOut(err) }

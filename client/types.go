@@ -10,9 +10,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 )
 
-// Operation names one endpoint. The names are used as keys of limits, budgets
-// and meter rows (docs/architecture.md, "Operations and limits"): the type
-// is the meter's.
+// Operation names one endpoint: the key of limits, budgets and meter rows
+// (docs/architecture.md, "Operations and limits").
 type Operation = billing.Operation
 
 const (
@@ -30,8 +29,7 @@ func Operations() []Operation {
 		OpCreateComplianceJob, OpGetComplianceJob, OpListComplianceJobs, OpUploadComplianceIDs, OpDownloadComplianceResults}
 }
 
-// returnsPosts reports whether the operation's pages are post resources that
-// are billed per post (meta.result_count).
+// returnsPosts reports whether the operation's pages are posts, billed each.
 func returnsPosts(op Operation) bool {
 	return op == OpListBookmarks || op == OpGetFolder
 }
@@ -39,11 +37,9 @@ func returnsPosts(op Operation) bool {
 // DefaultWindow is the rate-limit window of every operation (document Part 8).
 const DefaultWindow = 15 * time.Minute
 
-// DefaultLimits returns the per-user request limits per window from the
-// interface document, Part 8, plus users_me (75 per 15 minutes on the real
-// API) and the compliance job operations (150 per 15 minutes per app; their
-// budget is kept under the user ID ""). The map is a fresh copy the caller
-// may change.
+// DefaultLimits returns the per-user request limits per window of the
+// interface document, Part 8, plus users_me's (75 on the real API) and the
+// compliance jobs' (150 per app, kept under the user ID ""): a fresh map.
 func DefaultLimits() map[Operation]int {
 	return map[Operation]int{
 		OpListBookmarks:  180,
@@ -61,15 +57,10 @@ func DefaultLimits() map[Operation]int {
 
 // PageOptions selects a page of a paginated operation.
 type PageOptions struct {
-	// MaxResults is the page size, 1..100; 0 omits the parameter (the API
-	// default is 10).
-	MaxResults int
-	// PaginationToken is a next_token or previous_token from an earlier
-	// response of the same walk; empty for the first page.
-	PaginationToken string
+	MaxResults      int    // 1..100; 0 omits it (the API's default is 10)
+	PaginationToken string // a next_token or previous_token of the same walk; "" for the first page
 }
 
-// ListOptions are the options of ListBookmarks.
 type ListOptions struct {
 	PageOptions
 	Fields Fields
@@ -91,10 +82,8 @@ type Meta struct {
 	ResultCount   int    `json:"result_count"`
 	NextToken     string `json:"next_token,omitempty"`
 	PreviousToken string `json:"previous_token,omitempty"`
-	// NewestID and OldestID are returned by some list endpoints; bookmarks
-	// pages usually carry neither.
-	NewestID string `json:"newest_id,omitempty"`
-	OldestID string `json:"oldest_id,omitempty"`
+	NewestID      string `json:"newest_id,omitempty"` // some list endpoints; bookmarks pages usually carry neither
+	OldestID      string `json:"oldest_id,omitempty"`
 }
 
 // PostPage is one page of ListBookmarks.
@@ -103,8 +92,7 @@ type PostPage struct {
 	Includes Includes       `json:"includes"`
 	Errors   []PartialError `json:"errors"`
 	Meta     Meta           `json:"meta"`
-	// Expanded is Includes decoded.
-	Expanded Expanded `json:"-"`
+	Expanded Expanded       `json:"-"` // Includes decoded
 }
 
 // Post is a post resource. The commonly used fields are decoded; Raw is the
@@ -119,40 +107,28 @@ type Post struct {
 	InReplyToUserID     string     `json:"in_reply_to_user_id,omitempty"`
 	PossiblySensitive   *bool      `json:"possibly_sensitive,omitempty"`
 	EditHistoryTweetIDs []string   `json:"edit_history_tweet_ids,omitempty"`
-	// Objects returned when asked for in tweet.fields, kept raw (nil when
-	// absent): sub-slices of Raw.
+	// Objects asked for in tweet.fields, kept raw (nil when absent).
 	PublicMetrics    json.RawMessage `json:"public_metrics,omitempty"`
 	Entities         json.RawMessage `json:"entities,omitempty"`
 	ReferencedTweets json.RawMessage `json:"referenced_tweets,omitempty"`
 	Attachments      json.RawMessage `json:"attachments,omitempty"`
 	NoteTweet        json.RawMessage `json:"note_tweet,omitempty"`
 	Article          json.RawMessage `json:"article,omitempty"`
-	// MediaKeys is attachments.media_keys: the keys of the post's media in
-	// the page's includes.
-	MediaKeys []string `json:"-"`
-	// References is referenced_tweets: the posts this one quotes, replies
-	// to or reposts.
-	References []Reference `json:"-"`
-	// NoteText is note_tweet.text: the whole text of a post longer than 280
-	// characters, whose Text is then cut short ("" when absent).
-	NoteText string `json:"-"`
-	// ArticleTitle and ArticleText are article.title and article.plain_text:
-	// an X Article's title and whole body ("" when absent).
-	ArticleTitle string `json:"-"`
-	ArticleText  string `json:"-"`
-	// ArticleCover and ArticleMediaKeys are article.cover_media and
-	// article.media_entities: the keys of the article's cover and of the
-	// media in its body, in the page's includes.
-	ArticleCover     string   `json:"-"`
-	ArticleMediaKeys []string `json:"-"`
-	// Raw is the post object exactly as returned.
-	Raw json.RawMessage `json:"-"`
+	// What the objects hold, "" or nil when absent: note_tweet.text is the
+	// whole text of a post whose Text is cut short at 280 characters.
+	MediaKeys        []string        `json:"-"` // attachments.media_keys
+	References       []Reference     `json:"-"` // referenced_tweets
+	NoteText         string          `json:"-"` // note_tweet.text
+	ArticleTitle     string          `json:"-"` // article.title
+	ArticleText      string          `json:"-"` // article.plain_text
+	ArticleCover     string          `json:"-"` // article.cover_media
+	ArticleMediaKeys []string        `json:"-"` // article.media_entities
+	Raw              json.RawMessage `json:"-"` // the post object exactly as returned
 }
 
 // Reference is one element of a post's referenced_tweets.
 type Reference struct {
-	// Type is "quoted", "replied_to" or "retweeted".
-	Type string `json:"type"`
+	Type string `json:"type"` // "quoted", "replied_to" or "retweeted"
 	ID   string `json:"id"`
 }
 
@@ -171,15 +147,6 @@ func (in *Includes) UsersByID() map[string]json.RawMessage { return indexBy(in.U
 // MediaByKey indexes Media by their "media_key".
 func (in *Includes) MediaByKey() map[string]json.RawMessage { return indexBy(in.Media, "media_key") }
 
-// TweetsByID indexes Tweets (referenced posts) by their "id".
-func (in *Includes) TweetsByID() map[string]json.RawMessage { return indexBy(in.Tweets, "id") }
-
-// PollsByID indexes Polls by their "id".
-func (in *Includes) PollsByID() map[string]json.RawMessage { return indexBy(in.Polls, "id") }
-
-// PlacesByID indexes Places by their "id".
-func (in *Includes) PlacesByID() map[string]json.RawMessage { return indexBy(in.Places, "id") }
-
 func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
 	m := make(map[string]json.RawMessage, len(objs))
 	for _, raw := range objs {
@@ -190,24 +157,20 @@ func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
 	return m
 }
 
-// Expanded is a page's includes decoded and indexed: the expanded users by
-// id, media by media key and posts (referenced posts) by id. The first of
-// two objects with one id is kept.
+// Expanded is a page's includes decoded and indexed by id (media by media
+// key). The first of two objects with one id is kept.
 type Expanded struct {
 	Users map[string]*User
 	Media map[string]*Media
 	Posts map[string]*Post
 
-	// the ids of every expanded user and post, repeats included: each is
-	// billed (once a UTC day).
-	userIDs, postIDs []string
+	userIDs, postIDs []string // every one, repeats included: each is billed
 }
 
 // Media is an expanded media object (includes.media).
 type Media struct {
-	MediaKey string `json:"media_key"`
-	// Type is "photo", "video" or "animated_gif".
-	Type            string          `json:"type"`
+	MediaKey        string          `json:"media_key"`
+	Type            string          `json:"type"`          // "photo", "video" or "animated_gif"
 	URL             string          `json:"url,omitempty"` // photos
 	PreviewImageURL string          `json:"preview_image_url,omitempty"`
 	AltText         string          `json:"alt_text,omitempty"`
@@ -216,8 +179,7 @@ type Media struct {
 	DurationMS      *int64          `json:"duration_ms,omitempty"`
 	Variants        []Variant       `json:"variants,omitempty"` // videos and GIFs
 	PublicMetrics   json.RawMessage `json:"public_metrics,omitempty"`
-	// Raw is the media object exactly as returned.
-	Raw json.RawMessage `json:"-"`
+	Raw             json.RawMessage `json:"-"` // the media object exactly as returned
 }
 
 // Variant is one playback variant of a video or GIF.
@@ -227,9 +189,8 @@ type Variant struct {
 	URL         string `json:"url,omitempty"`
 }
 
-// PartialError is an element of the "errors" array of a 200 response: a
-// problem with part of the result (e.g. a referenced post that was deleted).
-// The data beside it is still valid.
+// PartialError is an element of the "errors" of a 200 response: a problem
+// with part of the result (e.g. a deleted referenced post).
 type PartialError struct {
 	Title        string          `json:"title"`
 	Detail       string          `json:"detail"`
@@ -259,10 +220,8 @@ func (e PartialError) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// UnmarshalJSON reads the fields leniently: one that is not a string (a
-// list of values, a numeric id) is kept as its JSON text. An odd element of
-// "errors" must not cost the page it describes: the posts beside it are
-// valid, and already billed.
+// UnmarshalJSON keeps a field that is not a string as its JSON text: an odd
+// element of "errors" must not cost the valid, billed posts beside it.
 func (e *PartialError) UnmarshalJSON(b []byte) error {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(b, &fields); err != nil {
@@ -271,11 +230,8 @@ func (e *PartialError) UnmarshalJSON(b []byte) error {
 	text := func(key string) string {
 		raw := fields[key]
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if json.Unmarshal(raw, &s) == nil || len(raw) == 0 {
 			return s
-		}
-		if len(raw) == 0 || string(raw) == "null" {
-			return ""
 		}
 		return string(raw)
 	}
@@ -290,7 +246,6 @@ type FolderPage struct {
 	Meta Meta     `json:"meta"`
 }
 
-// Folder is a bookmark folder.
 type Folder struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -309,9 +264,7 @@ type FolderPost struct {
 	ID string `json:"id"`
 }
 
-// User is a user: the one behind a token (GET /2/users/me), or an
-// expanded author (includes.users), with the fields asked for in
-// user.fields.
+// User is the user behind a token (GET /2/users/me), or an expanded author.
 type User struct {
 	ID              string          `json:"id"`
 	Name            string          `json:"name"`
@@ -325,31 +278,22 @@ type User struct {
 	Verified        *bool           `json:"verified,omitempty"`
 	VerifiedType    string          `json:"verified_type,omitempty"`
 	PublicMetrics   json.RawMessage `json:"public_metrics,omitempty"`
-	// Raw is the user object exactly as returned.
-	Raw json.RawMessage `json:"-"`
+	Raw             json.RawMessage `json:"-"` // the user object exactly as returned
 }
 
 // Response is the HTTP response of a call (body already read and closed) plus
 // what the client learnt from it. Methods return it with errors too; its
-// embedded *http.Response is nil when no response was received (connection
-// error, or a request the budget refused), so check it before reading
-// StatusCode or Header.
+// embedded *http.Response is nil when no response was received.
 type Response struct {
 	*http.Response
 	Operation Operation
-	// Rate is read from the final response's x-rate-limit-* headers (zero
-	// when they are absent).
-	Rate Rate
-	// PostsReturned is the number of posts a post-returning page
-	// (list_bookmarks, get_folder) held, its expanded posts included: the
-	// posts X billed, before its same-day de-duplication.
+	Rate      Rate // from the final response's x-rate-limit-* headers
+	// PostsReturned is the posts a page held, expanded ones included: what X
+	// billed, before its same-day de-duplication.
 	PostsReturned int
-	// Attempts is the number of HTTP requests sent for this call, retries included.
-	Attempts int
-	// Waited is the total time the call slept: rate-limit waits and backoff.
-	Waited time.Duration
-	// Naming is the naming a bookmarks request was made in.
-	Naming Naming
+	Attempts      int           // HTTP requests sent, retries included
+	Waited        time.Duration // rate-limit waits and backoff
+	Naming        Naming        // the naming a bookmarks request was made in
 }
 
 // Rate is a rate-limit window: from the x-rate-limit-limit, -remaining and

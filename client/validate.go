@@ -16,30 +16,20 @@ const maxTokenLen = 512
 type TokenCheck int
 
 const (
-	// TokenBase32Hex accepts base32hex only (alphabet 0-9A-V, either case,
-	// optional trailing '=' padding), as the interface document specifies.
+	// TokenBase32Hex accepts base32hex only (0-9A-V, either case, '='
+	// padding), as the interface document specifies.
 	TokenBase32Hex TokenCheck = iota
-	// TokenOpaque accepts any token of letters, digits, '=', '-' and '_'.
-	// Tokens from the real X API (e.g. "7140dibdnow9c7btw3w29grvxfcgvpb9n9coehpk7xz5i")
-	// use letters beyond V, so use this against the real API if the strict
-	// check rejects tokens the server issued.
+	// TokenOpaque accepts letters, digits, '=', '-' and '_': the real X
+	// API's tokens use letters beyond V.
 	TokenOpaque
 )
 
-// ValidID reports whether s has the form of an X id (a post, user, folder
-// or job id): 1 to 19 decimal digits, without a leading zero (ids are
-// snowflakes, below 2^63). Ids in a response that are not are refused with
-// the page: they would be written to the archive and its state as they are.
+// ValidID reports whether s has the form of an X id: 1 to 19 decimal digits,
+// without a leading zero (ids are snowflakes, below 2^63). A response's ids
+// that are not are refused: they would be written to the archive as they are.
 func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > 19 || s[0] == '0' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil && len(s) <= 19 && s[0] != '0'
 }
 
 // idRule is what ValidID checks, for messages.
@@ -73,18 +63,16 @@ func validToken(op Operation, t string, check TokenCheck) error {
 	if body == "" {
 		return bad("is only padding")
 	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch check {
-		case TokenOpaque:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_') {
-				return bad(fmt.Sprintf("must be a token returned by the API (letters, digits, '-', '_', '=' padding); character %d is %q", i+1, c))
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'v' || c >= 'A' && c <= 'V') {
-				return bad(fmt.Sprintf("must be base32hex (0-9, A-V, optional '=' padding), pass back a next_token or previous_token unchanged; character %d is %q", i+1, c))
-			}
+	rule := "must be base32hex (0-9, A-V, optional '=' padding), pass back a next_token or previous_token unchanged"
+	refused := func(c rune) bool { return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'v' || c >= 'A' && c <= 'V') }
+	if check == TokenOpaque {
+		rule = "must be a token returned by the API (letters, digits, '-', '_', '=' padding)"
+		refused = func(c rune) bool {
+			return !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_')
 		}
+	}
+	if i := strings.IndexFunc(body, refused); i >= 0 {
+		return bad(fmt.Sprintf("%s; character %d is %q", rule, i+1, body[i]))
 	}
 	return nil
 }
@@ -92,17 +80,10 @@ func validToken(op Operation, t string, check TokenCheck) error {
 // validFields checks the field-selection and expansion names: letters,
 // digits, '_' and '.', e.g. "created_at" or "attachments.media_keys".
 func validFields(op Operation, f Fields) error {
-	lists := []struct {
-		param string
-		v     []string
-	}{
-		{"tweet.fields", f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
-		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields},
-	}
-	for _, l := range lists {
-		for _, name := range l.v {
+	for _, p := range f.params(NamingTweets) {
+		for _, name := range p.values {
 			if problem := FieldNameProblem(name); problem != "" {
-				return newInputError(op, l.param+" element", name, problem)
+				return newInputError(op, p.name+" element", name, problem)
 			}
 		}
 	}
@@ -112,17 +93,15 @@ func validFields(op Operation, f Fields) error {
 // FieldNameProblem says what is wrong with a field-selection or expansion
 // name, or returns "" for a good one.
 func FieldNameProblem(name string) string {
-	if name == "" {
+	switch {
+	case name == "":
 		return "is empty"
-	}
-	if len(name) > 64 {
+	case len(name) > 64:
 		return "is longer than 64 characters"
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.') {
-			return "must be a field name (letters, digits, '_', '.'), one per element"
-		}
+	case strings.ContainsFunc(name, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.')
+	}):
+		return "must be a field name (letters, digits, '_', '.'), one per element"
 	}
 	return ""
 }

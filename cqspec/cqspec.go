@@ -21,6 +21,7 @@ import (
 
 	"github.com/cloudquery/plugin-sdk/v4/configtype"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
+	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/internal/smallfile"
 	"github.com/cq-source-x/cq-source-x/internal/suggest"
 	"github.com/cq-source-x/cq-source-x/resources"
@@ -29,28 +30,16 @@ import (
 	yamlv3 "gopkg.in/yaml.v3"
 )
 
-// Source is the source document of a CloudQuery spec file: the part the
-// exporter uses, checked as the CloudQuery CLI checks it.
+// Source is the source document of a CloudQuery spec file, checked as the
+// CloudQuery CLI checks it: its fields are the CLI's source spec
+// (cli/internal/specs, "Source Spec Reference"), every documented one and
+// no other.
 type Source struct {
 	// File is the spec file's path and Document the 1-based index of the
 	// source document in it.
-	File     string
-	Document int
+	File     string `json:"-"`
+	Document int    `json:"-"`
 
-	Name, Path, Registry, Version string
-	Tables, SkipTables            []string
-	SkipDependentTables           bool
-	DeterministicCQID             bool
-	Destinations                  []string
-	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
-	// Plugin the same parsed and validated by spec.Parse.
-	PluginSpec json.RawMessage
-	Plugin     *spec.Spec
-}
-
-// sourceFields is the source spec of the CloudQuery CLI (cli/internal/specs,
-// "Source Spec Reference"): every documented field, and no other.
-type sourceFields struct {
 	Name                    string          `json:"name"`
 	Version                 string          `json:"version"`
 	Path                    string          `json:"path"`
@@ -58,13 +47,16 @@ type sourceFields struct {
 	DockerRegistryAuthToken string          `json:"docker_registry_auth_token"`
 	Tables                  []string        `json:"tables"`
 	SkipTables              []string        `json:"skip_tables"`
-	SkipDependentTables     *bool           `json:"skip_dependent_tables"`
+	SkipDependentTables     bool            `json:"skip_dependent_tables"` // default true
 	Destinations            []string        `json:"destinations"`
 	BackendOptions          *backendOptions `json:"backend_options"`
-	Spec                    json.RawMessage `json:"spec"`
 	DeterministicCQID       bool            `json:"deterministic_cq_id"`
 	OtelEndpoint            string          `json:"otel_endpoint"`
 	OtelEndpointInsecure    bool            `json:"otel_endpoint_insecure"`
+	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
+	// Plugin the same parsed and validated by spec.Parse.
+	PluginSpec json.RawMessage `json:"spec"`
+	Plugin     *spec.Spec      `json:"-"`
 }
 
 type backendOptions struct {
@@ -97,16 +89,15 @@ var (
 	envRef  = regexp.MustCompile(`\$\{([^}]+)\}`)
 )
 
-// Env looks up environment variables; os.LookupEnv in production.
+// Env looks up environment variables (os.LookupEnv).
 type Env func(string) (string, bool)
 
-// Read reads and checks a CloudQuery spec file and returns its
-// source document for this plugin, with each relative path of a token file
-// (accounts[].token_file, compliance.bearer_token_file) made relative to
-// the spec file's directory: the exporter is run from cron and scripts,
-// from any directory, and the file names its token files.
+// Read reads and checks a CloudQuery spec file and returns its source
+// document for this plugin, with the token files' relative paths made
+// relative to the spec file's directory: the exporter is run from cron and
+// scripts, from any directory.
 func Read(path string) (*Source, error) {
-	data, err := smallfile.Read(path, maxSpecFile)
+	data, err := smallfile.Read(path, maxFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading the spec file: %w", err)
 	}
@@ -128,11 +119,9 @@ func Read(path string) (*Source, error) {
 }
 
 // checkTokenFiles refuses, before any request, what a sync finds only as
-// it runs: two accounts whose token files are one file, named in other
+// it runs: two accounts whose token files are one file named in other
 // words (spec.Validate compares the paths as written), and a
-// compliance.bearer_token_file that is not there or holds no bearer token
-// (the check would fail after the bookmarks were read). Paths are resolved
-// already.
+// compliance.bearer_token_file that holds no bearer token.
 func (s *Source) checkTokenFiles() error {
 	seen := map[string]int{}
 	for i, a := range s.Plugin.Accounts {
@@ -152,9 +141,8 @@ func (s *Source) checkTokenFiles() error {
 	return nil
 }
 
-// resolveTokenFiles joins dir to every relative path of a token file (each
-// accounts[].token_file, and compliance.bearer_token_file), in Plugin and
-// in PluginSpec (what the plugin is started with).
+// resolveTokenFiles joins dir to every relative path of a token file, in
+// Plugin and in PluginSpec (what the plugin is started with).
 func (s *Source) resolveTokenFiles(dir string) error {
 	changed := false
 	resolve := func(path *string) {
@@ -172,50 +160,35 @@ func (s *Source) resolveTokenFiles(dir string) error {
 	if !changed {
 		return nil
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(s.PluginSpec, &top); err != nil {
+	var top map[string]any
+	dec := json.NewDecoder(bytes.NewReader(s.PluginSpec))
+	dec.UseNumber() // numbers as written
+	if err := dec.Decode(&top); err != nil {
 		return err
 	}
-	err := editJSON(top, "accounts", func(accounts []map[string]json.RawMessage) {
-		for i, a := range accounts {
-			if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
-				setJSONString(a, "token_file", tf)
-			}
+	set := func(obj any, name, value string) {
+		if m, ok := obj.(map[string]any); ok {
+			delete(m, jsonKey(m, name))
+			m[name] = value
 		}
-	})
-	if err == nil && c != nil && c.BearerTokenFile != "" {
-		err = editJSON(top, "compliance", func(o map[string]json.RawMessage) { setJSONString(o, "bearer_token_file", c.BearerTokenFile) })
 	}
-	if err != nil {
-		return err
+	accounts, _ := top[jsonKey(top, "accounts")].([]any)
+	for i, a := range accounts {
+		if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
+			set(a, "token_file", tf)
+		}
 	}
+	if c != nil && c.BearerTokenFile != "" {
+		set(top[jsonKey(top, "compliance")], "bearer_token_file", c.BearerTokenFile)
+	}
+	var err error
 	s.PluginSpec, err = json.Marshal(top)
 	return err
 }
 
-// editJSON decodes the value of obj's key name (an object or a list of
-// them) into a V, lets edit change it in place and encodes it back.
-func editJSON[V any](obj map[string]json.RawMessage, name string, edit func(V)) error {
-	key := jsonKey(obj, name)
-	var v V
-	if err := json.Unmarshal(obj[key], &v); err != nil {
-		return err
-	}
-	edit(v)
-	raw, err := json.Marshal(v)
-	obj[key] = raw
-	return err
-}
-
-// setJSONString sets obj's field name (however its key is cased) to value.
-func setJSONString(obj map[string]json.RawMessage, name, value string) {
-	delete(obj, jsonKey(obj, name))
-	obj[name], _ = json.Marshal(value)
-}
-
 // jsonKey returns the key of m that encoding/json decodes into the field
 // name: name itself, or a key that differs only in case.
-func jsonKey[V any](m map[string]V, name string) string {
+func jsonKey(m map[string]any, name string) string {
 	if _, ok := m[name]; ok {
 		return name
 	}
@@ -227,13 +200,11 @@ func jsonKey[V any](m map[string]V, name string) string {
 	return name
 }
 
-// Parse parses the text of a spec file named name, as the CloudQuery CLI
+// Parse parses the text of a spec file named name as the CloudQuery CLI
 // does: documents separated by "---" lines, comments dropped, then in each
-// document ${file:PATH} replaced by the file's contents (PATH relative to
-// the current directory), ${time:...} by the time it names, and ${VAR} by
-// the environment variable, an unset variable being an error. Every field
-// is checked: unknown fields and missing required ones are errors naming
-// the document and the field.
+// document ${file:PATH} (relative to the current directory), ${time:...}
+// and ${VAR} (an unset variable is an error) replaced. Unknown fields and
+// missing required ones are errors naming the document, line and field.
 func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	text := bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	docs := bytes.Split(text, []byte("\n---\n"))
@@ -242,12 +213,15 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	for i := 1; i < len(docs); i++ {
 		firstLines[i] = firstLines[i-1] + bytes.Count(docs[i-1], []byte("\n")) + 2
 	}
+	docName := func(i int) string { // i is 1-based
+		if len(docs) == 1 {
+			return name
+		}
+		return fmt.Sprintf("%s, document %d", name, i)
+	}
 	var sources []*Source
 	for i, doc := range docs {
-		where := fmt.Sprintf("%s, document %d", name, i+1)
-		if len(docs) == 1 {
-			where = name
-		}
+		where := docName(i + 1)
 		kind, body, err := readDocument(doc, env, now)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, locate(err, doc, firstLines[i]))
@@ -275,12 +249,8 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	where := fmt.Sprintf("%s, document %d (source %q)", name, src.Document, src.Name)
-	if len(docs) == 1 {
-		where = fmt.Sprintf("%s (source %q)", name, src.Name)
-	}
 	if err := checkSource(src); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, locate(err, docs[src.Document-1], firstLines[src.Document-1]))
+		return nil, fmt.Errorf("%s (source %q): %w", docName(src.Document), src.Name, locate(err, docs[src.Document-1], firstLines[src.Document-1]))
 	}
 	return src, nil
 }
@@ -394,22 +364,17 @@ func lineOf(n *yamlv3.Node, path []any) int {
 // keys and list indexes.
 func splitPath(path string) []any {
 	var out []any
-	for _, part := range strings.Split(path, ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name != "" {
-			out = append(out, name)
-		}
-		for rest != "" {
-			var idx string
-			idx, rest, _ = strings.Cut(rest, "]")
-			if i, err := strconv.Atoi(idx); err == nil {
-				out = append(out, i)
-			}
-			rest = strings.TrimPrefix(rest, "[")
+	for _, part := range pathPart.FindAllString(path, -1) {
+		if i, err := strconv.Atoi(part); err == nil {
+			out = append(out, i)
+		} else {
+			out = append(out, part)
 		}
 	}
 	return out
 }
+
+var pathPart = regexp.MustCompile(`[^.\[\]]+`)
 
 // readDocument expands one document and returns its kind and its `spec`
 // as JSON.
@@ -470,10 +435,9 @@ func repeatedKeys(doc []byte) error {
 	return nil
 }
 
-// stripComments drops YAML comments by converting to JSON and back, with the
-// ${...} references replaced by numbers meanwhile (so that a reference in a
-// comment is not expanded, and one in a value keeps its quoting), as the
-// CLI does.
+// stripComments drops YAML comments, as the CLI does, by converting to JSON
+// and back with the ${...} references replaced by numbers meanwhile: one in
+// a comment is not expanded, and one in a value keeps its quoting.
 func stripComments(doc []byte) ([]byte, error) {
 	r := rand.New(rand.NewSource(1))
 	placeholders := map[string]string{}
@@ -500,8 +464,7 @@ func stripComments(doc []byte) ([]byte, error) {
 }
 
 // expandRefs replaces each match of re (whose group 1 is the reference)
-// by what value makes of it; the errors are joined, each named by the
-// reference written as ${<kind>:<ref>}.
+// by what value makes of it; the errors are joined.
 func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref string) ([]byte, error)) ([]byte, error) {
 	var expandErr error
 	doc = re.ReplaceAllFunc(doc, func(m []byte) []byte {
@@ -518,7 +481,7 @@ func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref strin
 
 func expandFiles(doc []byte) ([]byte, error) {
 	return expandRefs(doc, fileRef, "file", func(path string) ([]byte, error) {
-		content, err := smallfile.Read(path, maxFileRef)
+		content, err := smallfile.Read(path, maxFile)
 		if err != nil {
 			return nil, err
 		}
@@ -531,13 +494,10 @@ func expandFiles(doc []byte) ([]byte, error) {
 	})
 }
 
-// maxFileRef bounds what a ${file:PATH} reads, as token files are bounded:
-// a secret or a snippet of spec is far smaller.
-const maxFileRef = 1 << 20
-
-// maxSpecFile bounds the spec file: a spec is a few kilobytes, and a file
-// of more is a mistake (a data file, a device) that must not be read whole.
-const maxSpecFile = 1 << 20
+// maxFile bounds the spec file and what a ${file:PATH} reads: a spec, a
+// secret or a snippet of spec is a few kilobytes, and a file of more is a
+// mistake (a data file, a device) that must not be read whole.
+const maxFile = 1 << 20
 
 func expandTimes(doc []byte, now time.Time) ([]byte, error) {
 	return expandRefs(doc, timeRef, "time", func(ref string) ([]byte, error) {
@@ -554,23 +514,14 @@ func expandEnv(doc []byte, env Env) ([]byte, error) {
 	doc = envRef.ReplaceAllFunc(doc, func(m []byte) []byte {
 		name := string(envRef.FindSubmatch(m)[1])
 		v, ok := env(name)
-		if !ok {
-			if !slices.Contains(missing, name) {
-				missing = append(missing, name)
-			}
-			return nil
+		if ref := "${" + name + "}"; !ok && !slices.Contains(missing, ref) {
+			missing = append(missing, ref)
 		}
 		return []byte(v)
 	})
-	if len(missing) > 0 {
-		for i, m := range missing {
-			missing[i] = "${" + m + "}"
-		}
-		what := "environment variable " + missing[0] + " is"
-		if len(missing) > 1 {
-			what = "environment variables " + strings.Join(missing, ", ") + " are"
-		}
-		return nil, fmt.Errorf("%s not set (the CloudQuery CLI fails on unset variables too; set it, even to an empty value)", what)
+	if n := len(missing); n > 0 {
+		return nil, fmt.Errorf("%s %s %s not set (the CloudQuery CLI fails on unset variables too; set it, even to an empty value)",
+			plural.Pick(n, "environment variable", "environment variables"), strings.Join(missing, ", "), plural.Pick(n, "is", "are"))
 	}
 	return doc, nil
 }
@@ -626,8 +577,8 @@ func parseSource(body []byte) (*Source, error) {
 	if len(bytes.TrimSpace(body)) == 0 || bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
 		return nil, errors.New("`spec` is missing or empty: it needs at least name, path, tables, destinations and the plugin's own spec")
 	}
-	var f sourceFields
-	if err := strictDecode(body, &f); err != nil {
+	s := &Source{SkipDependentTables: true}
+	if err := strictDecode(body, s); err != nil {
 		var synErr *json.SyntaxError
 		if errors.As(err, &synErr) {
 			return nil, fmt.Errorf("`spec` must be a map: %w", err)
@@ -638,25 +589,12 @@ func parseSource(body []byte) (*Source, error) {
 				BackendOptions json.RawMessage `json:"backend_options"`
 			}
 			if json.Unmarshal(body, &probe) == nil && len(probe.BackendOptions) > 0 {
-				var bo backendOptions
-				if berr := strictDecode(probe.BackendOptions, &bo); berr != nil {
+				if berr := strictDecode(probe.BackendOptions, &backendOptions{}); berr != nil {
 					return nil, decodeError(berr, []any{"spec", "backend_options"}, []string{"table_name", "connection"})
 				}
 			}
 		}
 		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
-	}
-	s := &Source{
-		Name:                f.Name,
-		Path:                f.Path,
-		Registry:            f.Registry,
-		Version:             f.Version,
-		Tables:              f.Tables,
-		SkipTables:          f.SkipTables,
-		SkipDependentTables: f.SkipDependentTables == nil || *f.SkipDependentTables,
-		DeterministicCQID:   f.DeterministicCQID,
-		Destinations:        f.Destinations,
-		PluginSpec:          f.Spec,
 	}
 	if s.Registry == "" {
 		s.Registry = "cloudquery"
@@ -673,12 +611,7 @@ func pickSource(sources []*Source, file string) (*Source, error) {
 	case 1:
 		return sources[0], nil
 	}
-	var mine []*Source
-	for _, s := range sources {
-		if isThisPlugin(s) {
-			mine = append(mine, s)
-		}
-	}
+	mine := slices.DeleteFunc(slices.Clone(sources), func(s *Source) bool { return !isThisPlugin(s) })
 	if len(mine) == 1 {
 		return mine[0], nil
 	}
@@ -742,12 +675,9 @@ func checkSource(s *Source) error {
 	if _, err := SelectTables(s.Tables, s.SkipTables, s.SkipDependentTables); err != nil {
 		return err
 	}
-	p, err := spec.Parse(s.PluginSpec)
-	if err != nil {
-		return err
-	}
-	s.Plugin = p
-	return nil
+	var err error
+	s.Plugin, err = spec.Parse(s.PluginSpec)
+	return err
 }
 
 // SelectTables returns the tables a sync with these patterns covers, in the

@@ -1,9 +1,8 @@
 // Package export runs an export: the plugin in-process, with the spec file a
-// CloudQuery sync uses (same tables, resolvers, walks and state logic), as
-// the destination of its sync (plugin.Destination). It drops the rows an
-// earlier run wrote, stages each table's records in a Parquet file of the
-// run and commits them with the state (package archive), and shows the
-// run's progress and summary.
+// CloudQuery sync uses, as the destination of its sync (plugin.Destination).
+// It drops the rows an earlier run wrote, stages each table's records in a
+// Parquet file of the run and commits them with the state (package
+// archive), and shows the run's progress and summary.
 package export
 
 import (
@@ -17,7 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -46,31 +44,21 @@ import (
 
 // Options configure a Run.
 type Options struct {
-	// Spec is the source spec, from cqspec.Read or cqspec.Parse.
 	Spec *cqspec.Source
-	// Out is the output directory; created if missing.
-	Out string
-	// Clock for the plugin (rate-limit waits, timestamps) and the run's
-	// time. Default: the wall clock.
-	Clock clock.Clock
-	// Transport for API requests. Default: http.DefaultTransport.
-	Transport http.RoundTripper
+	Out  string // the output directory; created if missing
+	// Clock for the plugin and the run's time; default the wall clock.
+	Clock     clock.Clock
+	Transport http.RoundTripper // default http.DefaultTransport
 	// Progress receives progress lines and log messages (stderr); nil
 	// discards them. With Quiet, it receives only a line for each
 	// rate-limit wait of a minute or more.
 	Progress io.Writer
-	// Terminal makes progress redraw its lines in place (Progress is a
-	// terminal). Otherwise a line per account is printed every
-	// ProgressInterval and at the end.
-	Terminal bool
-	// ProgressInterval between progress lines when not on a terminal;
-	// 0 means 10s.
+	// Terminal makes progress redraw its lines in place; otherwise a line
+	// per account is printed every ProgressInterval (0: 10s) and at the end.
+	Terminal         bool
 	ProgressInterval time.Duration
-	// Quiet prints only errors, and the long rate-limit waits (Progress).
-	Quiet bool
-	// Compression is the Parquet codec, one of pqfile.Codecs; "" means
-	// pqfile.DefaultCodec.
-	Compression string
+	Quiet            bool   // prints only errors, and the long rate-limit waits
+	Compression      string // one of pqfile.Codecs; "" is pqfile.DefaultCodec
 	// Step, when set, is called at each step that matters for crash safety
 	// (the kill tests stop the process there).
 	Step func(name string)
@@ -112,7 +100,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer unlock()
 
-	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin}
+	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
 	st, rec, err := archive.Recover(out, o.Step)
 	if err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
@@ -144,26 +132,16 @@ type run struct {
 	writers map[string]*tableWriter
 	order   []string // tables in the order announced
 	// archived holds, per account, the posts of the x_bookmarks rows
-	// written: by earlier runs (HasEarlier: their records say so), and by
-	// this one.
+	// written, by earlier runs (HasEarlier) and by this one.
 	archived map[string]*ids.Set
-	sess     *account.Set
-	comp     *compliance.Check // the sync's compliance check, if it ran one
 	prog     *progress
-	// messages is the channel the sync sends its messages to.
-	messages chan message.SyncMessage
-	// keys is the plugin's state backend during the run: it starts from
-	// the committed keys, and what the plugin flushes is committed with the
-	// run's files. Nothing reaches the disk before the data it describes.
-	keys *runState
-	// stop ends the run's reads from X (stopRun); the sync's own context
-	// never ends.
-	stop context.Context
-	// media stores the media files, in DIR/media; nil when the spec
-	// stores none.
-	media *store.Store
-	// edits are what the sync's compliance check reported (Edit).
-	edits []plan.Edit
+	// keys is the plugin's state backend: what it flushes is committed with
+	// the run's files, so nothing reaches the disk before the data it
+	// describes.
+	keys  *runState
+	stop  context.Context // ends the run's reads from X (stopRun)
+	media *store.Store    // DIR/media; nil when the spec stores no media
+	edits []plan.Edit     // what the sync's compliance check reported (Edit)
 }
 
 // tableWriter stages one table's file.
@@ -171,12 +149,10 @@ type tableWriter struct {
 	table *schema.Table
 	w     *pqfile.Writer
 	path  string
-	// for x_bookmarks and its child tables: the columns of the bookmark's
-	// key, by which rows already written are dropped; -1 for the other tables
+	// for x_bookmarks and its content tables: the columns of the bookmark's
+	// key, by which rows already written are dropped; -1 for the others
 	userCol, postCol int
-	// child is a child table of x_bookmarks (its content: authors, media,
-	// referenced posts): its rows are dropped with their bookmark's.
-	child bool
+	child            bool // a content table: its rows go with their bookmark's
 }
 
 // sync runs the plugin's sync, writing its records to the staged files.
@@ -186,9 +162,11 @@ func (r *run) sync(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return errors.New("export interrupted before it read anything from X; nothing was committed")
 	}
-	if err := r.begin(); err != nil {
+	var err error
+	if r.rec, err = archive.BeginRun(r.out, r.state.LastRun, r.o.Clock.Now()); err != nil {
 		return err
 	}
+	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
 	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
 	stop, interrupt, unwatch := r.stopRun(ctx)
 	defer unwatch()
@@ -212,30 +190,13 @@ func (r *run) sync(ctx context.Context) error {
 		return err
 	}
 	r.res.Interrupted = errors.Is(context.Cause(stop), walk.ErrInterrupted)
-	if r.sess != nil {
-		r.res.sessions = r.sess.Sessions
-	}
-	r.res.compliance = r.comp
 	return nil
 }
 
-// begin names the run and creates its staging directory.
-func (r *run) begin() error {
-	var err error
-	if r.rec, err = archive.BeginRun(r.out, r.state.LastRun, r.o.Clock.Now()); err != nil {
-		return err
-	}
-	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
-	return nil
-}
-
-// openMedia opens the run's media store, DIR/media, when the spec stores
-// media files: the archive keeps them beside the tables, whatever
-// media_files.store says (which a CloudQuery sync uses). A file is stored
-// (synced and renamed into place) before the row and the state that name
-// it are committed with the run's files: the state never says stored what
-// is not, and a file a run stored but did not commit is found by its URL,
-// or its content, by the next.
+// openMedia opens DIR/media when the spec stores media files, whatever
+// media_files.store says (a CloudQuery sync's). A file is stored before
+// the row and the state that name it are committed: a file a run stored but
+// did not commit is found by its URL, or its content, by the next.
 func (r *run) openMedia() error {
 	if r.o.Spec.Plugin == nil || r.o.Spec.Plugin.MediaFiles == nil {
 		return nil
@@ -269,12 +230,10 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 }
 
 // loadRecords reads the posts each account's record says earlier runs
-// wrote (archive.State.ArchivedPosts), the rows of which the run drops,
-// after it made the records of an archive of format 1 from its written ids
-// (account.MigrateRecord). With the compliance section, a record that
+// wrote, whose rows the run drops, once the records of a state of format 1
+// are made from its written ids. With the compliance section, a record that
 // holds no authors (an archive made before the walks recorded them) gets
-// them from the files, as the referenced posts; the state keeps them from
-// then on, committed with the run.
+// them, and the referenced posts, from the files.
 func (r *run) loadRecords(ctx context.Context, st *runState) error {
 	for uid, set := range r.state.Written {
 		if err := account.MigrateRecord(ctx, st, uid, set.Numbers()); err != nil {
@@ -349,8 +308,6 @@ func (r *run) logger() zerolog.Logger {
 	return zerolog.New(dropReported{console}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 }
 
-// pluginOptions connect the plugin to the run: its state backend, the
-// progress, the clock and the transport.
 func (r *run) pluginOptions(st *runState) []xplugin.Option {
 	opts := []xplugin.Option{
 		xplugin.WithClock(r.o.Clock),
@@ -374,7 +331,6 @@ func (r *run) pluginOptions(st *runState) []xplugin.Option {
 func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p *plugin.Plugin) error {
 	o := r.o
 	ch := make(chan message.SyncMessage, 8)
-	r.messages = ch
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
@@ -403,15 +359,11 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	return nil
 }
 
-// The run is the sync's destination (plugin.Destination): it commits the
-// rows with the state, and its written ids are the record of the posts
-// archived.
+// The run is the sync's destination: it commits the rows with the state.
 var _ xplugin.Destination = (*run)(nil)
 
-// SyncStarted keeps the sync's accounts, for the progress and the summary,
-// and its compliance check, for the summary.
 func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
-	r.sess, r.comp = s, c
+	r.res.sessions, r.res.compliance = s.Sessions, c
 	r.prog.attach(s)
 }
 
@@ -538,65 +490,51 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 	return nil
 }
 
-// firstWrite records that the post of the account is written, and reports
-// whether it was not already.
-func (r *run) firstWrite(uid, postID string) bool {
-	set := r.archived[uid]
-	if set == nil {
-		set = &ids.Set{}
-		r.archived[uid] = set
+// keep reports whether a row of the account's bookmark of postID is
+// written: a bookmark the first time, content unless an earlier run wrote
+// its bookmark or the table holds the post's rows already (State.Stray).
+// (Content rows may come before or after their bookmark's row: records of
+// different tables are not ordered.)
+func (r *run) keep(tw *tableWriter, uid, postID string) bool {
+	if tw.child {
+		return !r.archived[uid].HasEarlier(postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
 	}
-	if !set.Add(postID) {
-		r.res.skipped(uid)
+	if r.archived[uid] == nil {
+		r.archived[uid] = &ids.Set{}
+	}
+	if !r.archived[uid].Add(postID) {
+		r.res.skip[uid]++
 		return false
 	}
-	r.res.wroteBookmark(uid)
+	r.res.rows[uid]++
 	r.prog.addRows(uid, 1)
 	return true
 }
 
-// keep reports whether a row of the account's bookmark of postID is
-// written: a bookmark the first time, content unless an earlier run wrote
-// its bookmark or the table holds the post's rows already (diskState.Stray).
-func (r *run) keep(tw *tableWriter, uid, postID string) bool {
-	if tw.child {
-		return !r.archivedBefore(uid, postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
-	}
-	return r.firstWrite(uid, postID)
-}
-
-// strayLeft is the state's stray content rows (diskState.Stray) but those
-// of the posts whose bookmark is written now: the written ids cover them.
+// strayLeft is State.Stray but the posts whose bookmark is written now.
 func (r *run) strayLeft() map[string]map[string]*ids.Set {
 	var out map[string]map[string]*ids.Set
 	for table, byUser := range r.state.Stray {
+		left := map[string]*ids.Set{}
 		for uid, set := range byUser {
-			left := &ids.Set{}
 			for _, id := range set.IDs() {
-				if !r.archived[uid].Has(id) {
-					left.Add(id)
+				if r.archived[uid].Has(id) {
+					continue
 				}
+				if left[uid] == nil {
+					left[uid] = &ids.Set{}
+				}
+				left[uid].Add(id)
 			}
-			if left.Len() == 0 {
-				continue
-			}
+		}
+		if len(left) > 0 {
 			if out == nil {
 				out = map[string]map[string]*ids.Set{}
 			}
-			if out[table] == nil {
-				out[table] = map[string]*ids.Set{}
-			}
-			out[table][uid] = left
+			out[table] = left
 		}
 	}
 	return out
-}
-
-// archivedBefore reports whether an earlier run wrote the account's
-// bookmark of postID. (Content rows may come before or after their
-// bookmark's row: records of different tables are not ordered.)
-func (r *run) archivedBefore(uid, postID string) bool {
-	return r.archived[uid].HasEarlier(postID)
 }
 
 func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
@@ -617,8 +555,7 @@ func (r *run) abort() {
 	}
 }
 
-// commitAndPublish ends a run whose sync succeeded: stage, commit, publish,
-// in that order (see the package documentation).
+// commitAndPublish ends a run whose sync succeeded: stage, commit, publish.
 func (r *run) commitAndPublish() error {
 	next := &archive.State{
 		Keys:    r.keys.Committed(),
@@ -632,25 +569,23 @@ func (r *run) commitAndPublish() error {
 	}
 	r.rec.Files = files
 	r.rec.Edits, r.rec.Program, r.rec.Codec = r.edits, Program, r.o.Compression
-	if err := r.commit(next); err != nil {
+	if err := r.rec.Commit(r.out, next, r.o.Step); err != nil {
 		r.abort()
-		return err
+		return archive.DiskFull(fmt.Errorf("committing the run: %w", err), false)
 	}
 	return r.publishCommitted(next, files)
 }
 
-// Edit takes the edits of what X's compliance job reported (plugin.Destination):
-// the run commits them with its files and applies them once those are
-// published (archive.Publish), so that a post the check reports in the run
-// that archived it is edited too, and a run stopped before they are
-// applied leaves them to the next command.
+// Edit takes the edits of what X's compliance job reported: the run commits
+// them with its files and applies them once those are published
+// (archive.Publish), so a post reported in the run that archived it is
+// edited too, and a run stopped before leaves them to the next command.
 func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
 
-// stage closes (footer, fsync) every file and syncs the staging directory:
-// step 1. A table gets a file of no rows only when it has no file yet: it
-// tells readers globbing DIR/<table>/*.parquet the table's columns. The
-// archive's own table of bookmark changes, which no sync writes, gets its
-// own beside x_bookmarks. On an error the caller aborts the run.
+// stage closes (footer, fsync) every file and syncs the staging directory.
+// A table gets a file of no rows only when it has none yet: it tells readers
+// of DIR/<table>/*.parquet its columns. The archive's own tables get theirs
+// beside x_bookmarks. On an error the caller aborts the run.
 func (r *run) stage() ([]archive.File, error) {
 	for _, t := range archive.Tables() {
 		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
@@ -690,17 +625,8 @@ func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
 	return r.rec.File(name, tw.w.Rows()), true, nil
 }
 
-// commit replaces the state with next, the run pending in it, atomically:
-// step 2. On an error the caller aborts the run.
-func (r *run) commit(next *archive.State) error {
-	if err := r.rec.Commit(r.out, next, r.o.Step); err != nil {
-		return archive.DiskFull(fmt.Errorf("committing the run: %w", err), false)
-	}
-	return nil
-}
-
-// publishCommitted moves the committed run's files into place (step 3)
-// and adds them to the result. The run is committed: nothing is aborted.
+// publishCommitted publishes the committed run, and adds its files to the
+// result. Nothing is aborted now.
 func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
 	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
 		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
@@ -740,10 +666,8 @@ type Result struct {
 	Recovered  *archive.Recovery
 	// SyncErrors are the errors the SDK's scheduler reported (a resolver
 	// that failed); the accounts' reports say the same per account.
-	SyncErrors []string
-	// Interrupted: the run was interrupted (its context ended) and
-	// committed what it had read.
-	Interrupted bool
+	SyncErrors  []string
+	Interrupted bool // committed what it had read
 	// Damaged are the files of earlier runs whose footer the run found
 	// damaged (the run goes on: the state knows what they held).
 	Damaged []archive.DamagedFile
@@ -751,8 +675,7 @@ type Result struct {
 	// the run redacted or removed (compliance.on_change).
 	ComplianceRows int64
 
-	plugin     *spec.Spec // the plugin's spec, for the summary's messages
-	mu         sync.Mutex
+	plugin     *spec.Spec     // the plugin's spec, for the summary's messages
 	rows       map[string]int // x_bookmarks rows written, by user id
 	skip       map[string]int // x_bookmarks rows dropped as already written
 	sessions   []*account.Session
@@ -764,24 +687,6 @@ type FileResult struct {
 	Table string `json:"table"`
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`
-}
-
-func (r *Result) wroteBookmark(uid string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.rows == nil {
-		r.rows = map[string]int{}
-	}
-	r.rows[uid]++
-}
-
-func (r *Result) skipped(uid string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.skip == nil {
-		r.skip = map[string]int{}
-	}
-	r.skip[uid]++
 }
 
 // Failed lists the accounts that failed, each as an error naming it.

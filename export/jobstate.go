@@ -59,17 +59,14 @@ func (s *runState) Flush(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	jobs := map[string]string{}
+	// A job that ended is cleared with the run's commit, with what it
+	// reported: a run killed before then reads its results again.
+	jobs, started := map[string]string{}, false
 	for k, v := range s.Committed() {
 		if isJobKey(k) {
 			jobs[k] = v
+			started = started || (v != "" && v != s.onDisk[k])
 		}
-	}
-	// A job that ended is cleared with the run's commit, with what it
-	// reported: a run killed before then reads its results again.
-	started := false
-	for k, v := range jobs {
-		started = started || (v != "" && v != s.onDisk[k])
 	}
 	if !started {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
@@ -32,7 +33,6 @@ type progress struct {
 	rows   map[string]int
 	waits  map[string]waitInfo // by user id
 	drawn  int                 // lines currently drawn (terminal)
-	last   time.Time
 	stopCh chan struct{}
 	done   chan struct{}
 }
@@ -103,7 +103,6 @@ func (p *progress) addRows(userID string, n int) {
 	p.rows[userID] += n
 }
 
-// start begins refreshing in the background.
 func (p *progress) start() {
 	if p.quiet {
 		return
@@ -155,16 +154,13 @@ func (p *progress) lines() []string {
 	now := p.clk.Now()
 	out := make([]string, 0, len(p.set.Sessions))
 	for _, s := range p.set.Sessions {
-		var billed, requests int
+		var total billing.Usage
 		if s.Meter != nil {
-			for _, u := range s.Meter.Snapshot() {
-				billed += u.PostsBilled
-				requests += u.Requests
-			}
+			total = s.Meter.Total()
 		}
 		// The counts are the summary's: x_bookmarks rows written, and the
 		// posts billed and requests of every operation.
-		line := fmt.Sprintf("%s: %s written, %s billed, %s", s.Name(), plural.Count(p.rows[s.UserID], "bookmark", "bookmarks"), plural.Count(billed, "post", "posts"), plural.Count(requests, "request", "requests"))
+		line := fmt.Sprintf("%s: %s written, %s billed, %s", s.Name(), plural.Count(p.rows[s.UserID], "bookmark", "bookmarks"), plural.Count(total.PostsBilled, "post", "posts"), plural.Count(total.Requests, "request", "requests"))
 		if w, ok := p.waits[s.UserID]; ok && w.until.After(now) {
 			line += fmt.Sprintf(", waiting %s for the %s rate-limit window", w.until.Sub(now).Round(time.Second), w.op)
 		}
@@ -199,17 +195,10 @@ func (p *progress) draw() {
 	var b strings.Builder
 	if p.terminal {
 		p.clear(&b)
-		for i, l := range lines {
-			if i > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(l)
-		}
+		b.WriteString(strings.Join(lines, "\n"))
 		p.drawn = len(lines)
 	} else {
-		for _, l := range lines {
-			b.WriteString(l + "\n")
-		}
+		b.WriteString(strings.Join(lines, "\n") + "\n")
 	}
 	io.WriteString(p.w, b.String())
 }
@@ -217,14 +206,10 @@ func (p *progress) draw() {
 // clear erases the lines drawn on a terminal and leaves the cursor at the
 // start of the first. Called with p.mu held.
 func (p *progress) clear(b *strings.Builder) {
-	if p.drawn == 0 {
-		return
+	if p.drawn > 0 {
+		b.WriteString("\r\x1b[2K" + strings.Repeat("\x1b[1A\x1b[2K", p.drawn-1))
+		p.drawn = 0
 	}
-	b.WriteString("\r\x1b[2K")
-	for i := 1; i < p.drawn; i++ {
-		b.WriteString("\x1b[1A\x1b[2K")
-	}
-	p.drawn = 0
 }
 
 // logWriter returns a writer for log lines that keeps the progress lines

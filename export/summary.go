@@ -148,8 +148,6 @@ func (r *Result) Summary() *Summary {
 	if s.Files == nil {
 		s.Files = []FileResult{}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if sv := saverOf(r.sessions); sv != nil && r.Interrupted {
 		c := sv.Progress().Counts()
 		s.MediaFilesLeft = int(max(c.Wanted-c.Done, 0))
@@ -361,12 +359,6 @@ func (c *ComplianceSum) Failure() string {
 	return "FAILED compliance check: " + c.Error
 }
 
-// Failure tells what went wrong for the account, naming it: on one line for
-// one problem, a line per problem after the name for several.
-func (a AccountSum) Failure() string {
-	return failureLine(a.displayName(), a.problemList())
-}
-
 func (a AccountSum) problemList() []string {
 	if a.problems == nil {
 		return strings.Split(a.Error, "; ")
@@ -411,7 +403,7 @@ func (s *Summary) FailureLines() []string {
 	lines := make([]string, 0, len(groups))
 	for _, g := range groups {
 		if len(g.names) == 1 {
-			lines = append(lines, g.first.Failure())
+			lines = append(lines, failureLine(g.names[0], g.first.problemList()))
 			continue
 		}
 		lines = append(lines, failureLine(plural.Count(len(g.names), "account", "accounts")+" ("+listSome(g.names)+")", g.problems))

@@ -16,11 +16,6 @@ func Parse(id string) (uint64, bool) {
 	if id == "" || len(id) > 20 || (id[0] == '0' && len(id) > 1) {
 		return 0, false
 	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < '0' || id[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(id, 10, 64)
+	n, err := strconv.ParseUint(id, 10, 64) // digits only: no sign, no underscore in base 10
 	return n, err == nil
 }

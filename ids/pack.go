@@ -29,7 +29,10 @@ import (
 // level, a reader a 32 KiB window, and a sync packs and unpacks a value
 // per list of every account.
 var (
-	writers sync.Pool // *gzip.Writer at gzip.NoCompression
+	writers = sync.Pool{New: func() any {
+		zw, _ := gzip.NewWriterLevel(nil, gzip.NoCompression) // a valid level: no error
+		return zw
+	}}
 	readers sync.Pool // *gzip.Reader
 )
 
@@ -38,15 +41,8 @@ func Pack(raw []byte) ([]byte, error) {
 	var packed bytes.Buffer
 	// Stored blocks take 5 bytes of header per 64 KiB; gzip adds 18.
 	packed.Grow(len(raw) + len(raw)/(64<<10)*5 + 64)
-	zw, _ := writers.Get().(*gzip.Writer)
-	if zw == nil {
-		var err error
-		if zw, err = gzip.NewWriterLevel(&packed, gzip.NoCompression); err != nil {
-			return nil, err
-		}
-	} else {
-		zw.Reset(&packed)
-	}
+	zw := writers.Get().(*gzip.Writer)
+	zw.Reset(&packed)
 	if _, err := zw.Write(raw); err != nil {
 		return nil, err
 	}

@@ -14,15 +14,14 @@ import (
 // (and at least minMerge); any other id is kept as it came. The zero Set is
 // empty and ready.
 //
-// The ids added are kept apart from those the set held when it was decoded
-// (or last settled), so that it also tells those (HasEarlier): the
-// exporter's written ids tell the bookmarks an earlier run wrote without a
-// second set of the run's.
+// The ids added are kept apart from those the set held when it was decoded,
+// so that it also tells those (HasEarlier): the exporter's written ids tell
+// the bookmarks an earlier run wrote without a second set of the run's.
 type Set struct {
-	held   []uint64 // sorted: the numbers held when decoded or settled
+	held   []uint64 // sorted: the numbers held when decoded
 	added  []uint64 // sorted: the numbers added since, merged from latest
 	latest map[uint64]struct{}
-	strs   []string // sorted: the other ids held when decoded or settled
+	strs   []string // sorted: the other ids held when decoded
 	more   map[string]struct{}
 	// filter holds every number once the set has been asked about many
 	// (a first export asks about every post): it answers "not held" for
@@ -89,7 +88,7 @@ func (s *Set) Has(id string) bool {
 }
 
 // HasEarlier reports whether id was in the set before the ids added since it
-// was decoded (or last settled).
+// was decoded.
 func (s *Set) HasEarlier(id string) bool {
 	if s == nil {
 		return false
@@ -121,7 +120,6 @@ func (s *Set) hasString(id string) bool {
 	return found
 }
 
-// Len is the number of ids in the set.
 func (s *Set) Len() int {
 	if s == nil {
 		return 0
@@ -151,21 +149,9 @@ func (s *Set) IDs() []string {
 
 // others are the ids that are not numbers, sorted.
 func (s *Set) others() []string {
-	if len(s.more) == 0 {
-		return slices.Clone(s.strs)
-	}
-	return slices.Sorted(func(yield func(string) bool) {
-		for _, id := range s.strs {
-			if !yield(id) {
-				return
-			}
-		}
-		for id := range s.more {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	out := append(slices.Clone(s.strs), slices.Collect(maps.Keys(s.more))...)
+	slices.Sort(out)
+	return out
 }
 
 // SetOf is a set that held nums (HasEarlier), which it keeps.
@@ -175,14 +161,6 @@ func SetOf(nums Sorted) *Set { return &Set{held: nums} }
 // numbers are shared: no set changes them in place.)
 func (s *Set) Clone() *Set {
 	return &Set{held: s.held, added: slices.Clone(s.added), latest: maps.Clone(s.latest), strs: s.strs, more: maps.Clone(s.more)}
-}
-
-// Settle makes every id added so far one the set held before (HasEarlier).
-func (s *Set) Settle() {
-	s.held = s.Numbers()
-	s.added = nil
-	s.strs = s.others()
-	s.more = nil
 }
 
 // merge moves the latest additions into the sorted added slice, merging

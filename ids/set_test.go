@@ -347,7 +347,7 @@ func TestTheFilterIsSizedForItsIDs(t *testing.T) {
 }
 
 // A set tells the ids it was decoded with (an earlier run's) from those
-// added since, merged or not, until it is settled: the run needs no second
+// added since, merged or not, until it is decoded again: the run needs no second
 // set of the bookmarks it wrote to know which content rows an earlier run
 // did.
 func TestASetTellsTheIDsItWasDecodedWith(t *testing.T) {
@@ -371,7 +371,13 @@ func TestASetTellsTheIDsItWasDecodedWith(t *testing.T) {
 	if !s.HasEarlier("1050") || s.HasEarlier("1000007") || !s.Has("1000007") || s.Add("1050") {
 		t.Errorf("earlier 1050 %v, earlier 1000007 %v, has 1000007 %v", s.HasEarlier("1050"), s.HasEarlier("1000007"), s.Has("1000007"))
 	}
-	s.Settle()
+	text, err = s.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UnmarshalText(text); err != nil {
+		t.Fatal(err)
+	}
 	if s.Len() != 100+3*filterAfter || !s.HasEarlier("1000007") {
 		t.Errorf("settled: %d ids, earlier 1000007 %v", s.Len(), s.HasEarlier("1000007"))
 	}

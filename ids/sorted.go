@@ -18,16 +18,13 @@ func NewSorted(nums []uint64) Sorted {
 	return slices.Compact(nums)
 }
 
-// Union is the ids of p and o.
 func (p Sorted) Union(o Sorted) Sorted { return merge(p, o) }
 
-// Has reports whether the list holds n.
 func (p Sorted) Has(n uint64) bool {
 	_, ok := slices.BinarySearch(p, n)
 	return ok
 }
 
-// Strings are the ids as strings.
 func (p Sorted) Strings() []string {
 	out := make([]string, len(p))
 	for i, n := range p {

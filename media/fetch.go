@@ -72,13 +72,10 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Fetcher fetches media files. Create it with NewFetcher.
 type Fetcher struct {
-	http      *http.Client
-	timeouts  client.Timeouts
-	maxSize   int64
-	userAgent string
+	http *http.Client
+	o    FetcherOptions
 }
 
-// FetcherOptions configure a Fetcher.
 type FetcherOptions struct {
 	// Transport sends the requests; nil: http.DefaultTransport. It must add
 	// no credential: give the base transport, never the API's.
@@ -87,23 +84,14 @@ type FetcherOptions struct {
 	// Request the whole file.
 	Timeouts client.Timeouts
 	// MaxSize is the largest file fetched; 0: no limit.
-	MaxSize int64
-	// UserAgent of the requests.
+	MaxSize   int64
 	UserAgent string
 }
 
-// maxRedirects is how many redirects a fetch follows.
 const maxRedirects = 5
 
-// NewFetcher returns a Fetcher.
 func NewFetcher(o FetcherOptions) *Fetcher {
-	rt := o.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	f := &Fetcher{timeouts: o.Timeouts, maxSize: o.MaxSize, userAgent: o.UserAgent}
-	f.http = &http.Client{Transport: rt, CheckRedirect: checkRedirect}
-	return f
+	return &Fetcher{http: &http.Client{Transport: o.Transport, CheckRedirect: checkRedirect}, o: o}
 }
 
 // checkRedirect follows a redirect only to https (or, from plain http on a
@@ -150,14 +138,14 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := CheckURL(rawURL); err != nil {
 		return nil, err
 	}
-	d := client.StartDeadlines(ctx, f.timeouts)
+	d := client.StartDeadlines(ctx, f.o.Timeouts)
 	defer d.Stop()
 	req, err := http.NewRequestWithContext(d.Context(), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, &Error{Status: Failed, Err: err}
 	}
-	if f.userAgent != "" {
-		req.Header.Set("User-Agent", f.userAgent)
+	if f.o.UserAgent != "" {
+		req.Header.Set("User-Agent", f.o.UserAgent)
 	}
 	resp, err := f.http.Do(req)
 	if err != nil {
@@ -168,15 +156,18 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := statusError(resp.StatusCode); err != nil {
 		return nil, err
 	}
-	if n := resp.ContentLength; n > 0 && f.maxSize > 0 && n > f.maxSize {
-		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.maxSize)}
+	if n := resp.ContentLength; n > 0 && f.o.MaxSize > 0 && n > f.o.MaxSize {
+		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.o.MaxSize)}
 	}
-	charge := &charge{budget: budget}
-	if resp.ContentLength > 0 && !charge.take(resp.ContentLength) {
+	if resp.ContentLength > 0 && !budget.take(resp.ContentLength) {
 		return nil, &Error{Status: OverBudget, Size: resp.ContentLength, Err: fmt.Errorf("the file's %d bytes do not fit in what is left of the run's byte budget", resp.ContentLength)}
 	}
-	res, err := f.copyBody(resp, w, charge)
-	charge.settle()
+	res, n, err := f.copyBody(resp, w, budget)
+	if resp.ContentLength > 0 {
+		// The bytes read count, whether the file is stored or not (they
+		// were downloaded); a body that ended early gives the rest back.
+		budget.give(resp.ContentLength - n)
+	}
 	if err != nil {
 		return nil, bodyError(d.Err(err))
 	}
@@ -185,8 +176,8 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 
 // copyBody copies the body to w through one pooled buffer, checking the
 // size limit, the budget (when the size was not announced) and that the
-// file is whole.
-func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, c *charge) (*Result, error) {
+// file is whole. It returns the bytes read too.
+func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, budget *Budget) (*Result, int64, error) {
 	bufp := buffers.Get().(*[]byte)
 	defer buffers.Put(bufp)
 	buf := *bufp
@@ -196,44 +187,41 @@ func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, c *charge) (*Result
 		k, rerr := resp.Body.Read(buf)
 		if k > 0 {
 			n += int64(k)
-			c.read = n
-			if f.maxSize > 0 && n > f.maxSize {
-				return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.maxSize)}
+			if f.o.MaxSize > 0 && n > f.o.MaxSize {
+				return nil, n, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.o.MaxSize)}
 			}
-			if resp.ContentLength <= 0 && !c.take(int64(k)) {
-				return nil, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}
+			if resp.ContentLength <= 0 && !budget.take(int64(k)) {
+				return nil, n, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}
 			}
 			check.Write(buf[:k])
 			if _, err := w.Write(buf[:k]); err != nil {
-				return nil, fmt.Errorf("writing the file: %w", err)
+				return nil, n, fmt.Errorf("writing the file: %w", err)
 			}
 		}
 		if errors.Is(rerr, io.EOF) {
 			break
 		}
 		if rerr != nil {
-			return nil, bodyError(rerr)
+			return nil, n, bodyError(rerr)
 		}
 	}
 	if !check.whole() {
-		return nil, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the body ended after %d bytes, before the end of the file it began", n)}
+		return nil, n, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the body ended after %d bytes, before the end of the file it began", n)}
 	}
 	ct := contentType(resp.Header.Get("Content-Type"), &check)
 	if !isMedia(ct) {
 		// An error page or a captive portal's, answered 200.
-		return nil, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the server sent %s, not a photo or a video", ct)}
+		return nil, n, &Error{Status: Transient, HTTPStatus: resp.StatusCode, Err: fmt.Errorf("the server sent %s, not a photo or a video", ct)}
 	}
-	return &Result{Size: n, ContentType: ct}, nil
+	return &Result{Size: n, ContentType: ct}, n, nil
 }
 
 func isMedia(contentType string) bool {
 	return strings.HasPrefix(contentType, "image/") || strings.HasPrefix(contentType, "video/")
 }
 
-// bufSize is the size of the buffer of each fetch.
-const bufSize = 256 << 10
-
-var buffers = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+// buffers hold the buffer of each fetch.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // contentType is the Content-Type the server gave, when it is a media type,
 // else the one the file's first bytes say.
@@ -246,7 +234,6 @@ func contentType(header string, w *wholeFile) string {
 	return ct
 }
 
-// statusError is the error of a response that is not 200 OK.
 func statusError(code int) error {
 	switch {
 	case code == http.StatusOK:
@@ -265,10 +252,14 @@ func statusError(code int) error {
 // refused, or a transient fault (no connection, a timeout).
 func requestError(err error) error {
 	var fe *Error
-	if errors.As(err, &fe) {
+	var ue *url.Error
+	switch {
+	case errors.As(err, &fe):
 		return fe
+	case errors.As(err, &ue):
+		err = ue.Err // it repeats the URL
 	}
-	return &Error{Status: Transient, Err: unwrapURLError(err)}
+	return &Error{Status: Transient, Err: err}
 }
 
 // bodyError is the error of a body that could not be read whole.
@@ -282,15 +273,6 @@ func bodyError(err error) error {
 		return &Error{Status: Transient, Err: te}
 	}
 	return &Error{Status: Transient, Err: fmt.Errorf("reading the file: %w", err)}
-}
-
-// unwrapURLError drops the *url.Error around err, which repeats the URL.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 func oneLine(s string) string {
@@ -344,35 +326,6 @@ func (b *Budget) give(n int64) {
 	b.left += n
 	b.mu.Unlock()
 }
-
-// Left is what is left of the budget; -1 for no limit.
-func (b *Budget) Left() int64 {
-	if b == nil {
-		return -1
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.left
-}
-
-// charge is what one fetch took of a budget: the bytes it read count,
-// whether the file is stored or not (they were downloaded).
-type charge struct {
-	budget      *Budget
-	taken, read int64
-}
-
-func (c *charge) take(n int64) bool {
-	if !c.budget.take(n) {
-		return false
-	}
-	c.taken += n
-	return true
-}
-
-// settle gives back what was taken beyond the bytes read: a Content-Length
-// is taken whole before the body is read, which may end early.
-func (c *charge) settle() { c.budget.give(c.taken - c.read) }
 
 // backoff is the wait before attempt n (from 1) of a transient fault.
 func backoff(base time.Duration, n int) time.Duration {

@@ -230,7 +230,7 @@ func TestTheBudgetIsSpentByTheBytesRead(t *testing.T) {
 			t.Errorf("file %d: %v, want %q", i+1, err, want)
 		}
 	}
-	if left := b.Left(); left != 0 {
+	if left := b.left; left != 0 {
 		t.Errorf("after a file that did not fit, %d bytes left; the next files wait for the next run", left)
 	}
 	if _, _, err := fetch(t, f, photo(s, 4), b); statusOf(err) != OverBudget {

@@ -3,6 +3,7 @@ package media
 import (
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/client"
@@ -18,12 +19,11 @@ type Kinds struct {
 	Videos, AllVariants bool
 }
 
-// On reports whether any file is stored.
 func (k Kinds) On() bool { return k.Photos || k.Videos }
 
 // What a file is to its media object.
 const (
-	FilePhoto = "photo" // a photo
+	FilePhoto = "photo"
 	FileStill = "still" // a video's or GIF's preview image
 	FileVideo = "video" // an mp4 variant of a video or GIF
 )
@@ -32,7 +32,6 @@ const (
 type File struct {
 	// What is FilePhoto, FileStill or FileVideo.
 	What string
-	// Request fetches it.
 	Request
 }
 
@@ -40,12 +39,7 @@ type File struct {
 func Files(m *client.Media, k Kinds) []File {
 	var out []File
 	add := func(what, u string) {
-		for _, f := range out {
-			if f.URL == u {
-				return
-			}
-		}
-		if u != "" {
+		if u != "" && !slices.ContainsFunc(out, func(f File) bool { return f.URL == u }) {
 			out = append(out, File{What: what, Request: NewRequest(u)})
 		}
 	}

@@ -84,7 +84,6 @@ func (c Counts) String() string {
 
 func megabytes(n float64) string { return fmt.Sprintf("%.1f MB", n/1e6) }
 
-// Counts returns the counts so far.
 func (p *Progress) Counts() Counts {
 	c := Counts{Wanted: p.wanted.Load(), Done: p.done_.Load(), Stored: p.stored.Load(), Fetched: p.fetched.Load(), Bytes: p.bytes.Load()}
 	p.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
@@ -65,7 +66,6 @@ type Saver struct {
 // would otherwise take each of its files' attempts and waits in turn.
 const pauseAfter = 5
 
-// SaverOptions configure a Saver.
 type SaverOptions struct {
 	Store   *store.Store
 	Fetcher *Fetcher
@@ -88,14 +88,9 @@ type SaverOptions struct {
 	Stop context.Context
 }
 
-// Defaults of SaverOptions.
-const (
-	DefaultConcurrency = 4
-	DefaultAttempts    = 3
-	DefaultRetryDelay  = time.Second
-)
+// DefaultConcurrency is SaverOptions.Concurrency when it is not set.
+const DefaultConcurrency = 4
 
-// NewSaver returns a Saver.
 func NewSaver(o SaverOptions) *Saver {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -104,10 +99,10 @@ func NewSaver(o SaverOptions) *Saver {
 		o.Concurrency = DefaultConcurrency
 	}
 	if o.Attempts <= 0 {
-		o.Attempts = DefaultAttempts
+		o.Attempts = 3
 	}
 	if o.RetryDelay <= 0 {
-		o.RetryDelay = DefaultRetryDelay
+		o.RetryDelay = time.Second
 	}
 	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}, refused: map[string]int{}, paused: map[string]string{}}
 }
@@ -116,13 +111,8 @@ func NewSaver(o SaverOptions) *Saver {
 // (a sync logs it). nil calls nothing.
 func (s *Saver) OnPause(f func(host, why string)) { s.onPause = f }
 
-// Store is where the saver stores the files.
 func (s *Saver) Store() *store.Store { return s.o.Store }
-
-// Concurrency is how many files the saver fetches at once.
-func (s *Saver) Concurrency() int { return s.o.Concurrency }
-
-// Progress counts what the saver did.
+func (s *Saver) Concurrency() int    { return s.o.Concurrency }
 func (s *Saver) Progress() *Progress { return &s.progress }
 
 type call struct {
@@ -210,7 +200,7 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 		}
 		<-s.sem // others fetch while this one waits
 		held = false
-		if err := sleep(ctx, backoff(s.o.RetryDelay, attempt)); err != nil {
+		if err := (clock.Real{}).Sleep(ctx, backoff(s.o.RetryDelay, attempt)); err != nil {
 			return out
 		}
 		if err := s.acquire(ctx); err != nil {
@@ -315,15 +305,4 @@ func failed(err error) Outcome {
 
 func canceled(ctx context.Context) Outcome {
 	return Outcome{Status: Transient, Err: fmt.Sprintf("%s: %v", Transient, context.Cause(ctx))}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -30,13 +30,9 @@ func (w *wholeFile) Write(p []byte) (int, error) {
 	if len(w.head) < sniffLen {
 		w.head = append(w.head, p[:min(len(p), sniffLen-len(w.head))]...)
 	}
-	if len(p) >= tailLen {
-		w.tail = append(w.tail[:0], p[len(p)-tailLen:]...)
-	} else {
-		w.tail = append(w.tail, p...)
-		if len(w.tail) > tailLen {
-			w.tail = append(w.tail[:0], w.tail[len(w.tail)-tailLen:]...)
-		}
+	w.tail = append(w.tail, p[max(0, len(p)-tailLen):]...)
+	if len(w.tail) > tailLen {
+		w.tail = append(w.tail[:0], w.tail[len(w.tail)-tailLen:]...)
 	}
 	w.mp4.write(w.n, p)
 	w.n += int64(len(p))
@@ -46,7 +42,6 @@ func (w *wholeFile) Write(p []byte) (int, error) {
 // contentType is the type the file's first bytes say.
 func (w *wholeFile) contentType() string { return http.DetectContentType(w.head) }
 
-// whole reports whether the bytes seen make a whole file.
 func (w *wholeFile) whole() bool {
 	h, t := w.head, w.tail
 	switch {

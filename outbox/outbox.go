@@ -186,15 +186,14 @@ func (w *Batch) addLine(line []byte) error {
 	return w.lines.WriteByte('\n')
 }
 
-// Entry ends the batch: the entry of sync syncID, which started at sentAt,
-// or nil when nothing was added.
+// Entry is the entry of sync syncID, which started at sentAt, of every line
+// added so far, or nil when none was. It may be taken again as lines are
+// added: the state keeps what a sync sent each time it is saved.
 func (w *Batch) Entry(syncID string, sentAt time.Time) (*Entry, error) {
 	if w.lines.Len() == 0 {
 		return nil, nil
 	}
-	rows := encoder.EncodeAll(w.lines.Bytes(), nil)
-	w.lines.Reset()
-	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: rows}, nil
+	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: encoder.EncodeAll(w.lines.Bytes(), nil)}, nil
 }
 
 // Rewrite is b with each line of each entry replaced by what f makes of
@@ -300,8 +299,7 @@ func (r *Rows[T]) Box() (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.kept = r.kept.With(sent)
-	return r.kept, nil
+	return r.kept.With(sent), nil
 }
 
 // Edit is box with each row of type T changed by edit, which drops it when

@@ -23,22 +23,17 @@ type Account struct {
 
 // Sandbox is a running simulator with the demo accounts.
 type Sandbox struct {
-	Sim      *xsim.Server
+	*xsim.Server
 	Accounts []Account
-	// AppToken is the app-only bearer token of the demo app, for the
-	// compliance checks.
+	// AppToken is the demo app's app-only bearer token, for the compliance
+	// checks.
 	AppToken string
 }
 
-// ComplianceDelay is how long the sandbox's compliance jobs run: X's take
-// minutes, the demo's a second.
-const ComplianceDelay = time.Second
-
-// Options configure Start.
+// Options configure Start: the address ("" picks a free port on
+// 127.0.0.1) and the simulator's clock (nil is the wall clock).
 type Options struct {
-	// Addr to listen on; "" picks a free port on 127.0.0.1.
-	Addr string
-	// Clock of the simulator; nil is the wall clock.
+	Addr  string
 	Clock clock.Clock
 }
 
@@ -46,11 +41,12 @@ type Options struct {
 // alice with a few thousand bookmarks and three folders, bob with none,
 // carol with a few and one folder.
 func Start(o Options) (*Sandbox, error) {
-	sim := xsim.New(xsim.Options{Addr: o.Addr, Clock: o.Clock, Compliance: xsim.ComplianceOptions{Delay: ComplianceDelay}})
+	// X's compliance jobs take minutes, the demo's a second.
+	sim := xsim.New(xsim.Options{Addr: o.Addr, Clock: o.Clock, Compliance: xsim.ComplianceOptions{Delay: time.Second}})
 	if err := sim.Start(); err != nil {
 		return nil, fmt.Errorf("starting the simulator: %w", err)
 	}
-	s := &Sandbox{Sim: sim, AppToken: sim.IssueAppOnlyToken()}
+	s := &Sandbox{Server: sim, AppToken: sim.IssueAppOnlyToken()}
 	seed := func(id, username string, bookmarks int, folders map[string]int) {
 		sim.AddUser(id, username)
 		ids := sim.SeedBookmarks(id, bookmarks) // newest first
@@ -83,18 +79,11 @@ func Start(o Options) (*Sandbox, error) {
 	return s, nil
 }
 
-// Close stops the simulator.
-func (s *Sandbox) Close() { s.Sim.Close() }
-
-// URL is the simulator's base URL.
-func (s *Sandbox) URL() string { return s.Sim.URL() }
-
-// Spec returns a CloudQuery spec file for the sandbox: the source (the
-// binary at pluginPath, registry local) and a file destination, so the same
-// file works with `cq-source-x export --spec` and `cloudquery sync`. The
-// compliance section is commented out unless checkCompliance: it needs a
-// state backend, which the exporter has and this spec gives `cloudquery
-// sync` none.
+// Spec returns a CloudQuery spec file for the sandbox (the binary at
+// pluginPath, registry local, and a file destination) for both `cq-source-x
+// export --spec` and `cloudquery sync`. The compliance section, which needs
+// a state backend this spec gives `cloudquery sync` none of, is commented
+// out unless checkCompliance.
 func (s *Sandbox) Spec(pluginPath string, checkCompliance bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# A CloudQuery spec for the cq-source-x sandbox: a simulated X API at %s
@@ -122,19 +111,14 @@ spec:
 		fmt.Fprintf(&b, "      - user_id: %q # %s: bookmarks %d, folders %d\n        access_token: %q\n",
 			a.UserID, a.Username, a.Bookmarks, a.Folders, a.Token)
 	}
-	section := fmt.Sprintf(`compliance: # free checks for deleted posts (x_post_compliance); needs a state backend
-  bearer_token: %q # the app's app-only bearer token
-  every: 0s # at every sync, for the demo (the default is 12h: a daily sync checks daily)
-`, s.AppToken)
 	prefix := "    "
 	if !checkCompliance {
 		prefix = "    # "
 	}
-	for _, line := range strings.SplitAfter(section, "\n") {
-		if line != "" {
-			b.WriteString(prefix + line)
-		}
-	}
+	fmt.Fprintf(&b, `%[1]scompliance: # free checks for deleted posts (x_post_compliance); needs a state backend
+%[1]s  bearer_token: %[2]q # the app's app-only bearer token
+%[1]s  every: 0s # at every sync, for the demo (the default is 12h: a daily sync checks daily)
+`, prefix, s.AppToken)
 	b.WriteString(`---
 kind: destination
 spec:
@@ -164,25 +148,20 @@ func mediaStoreURL() string {
 	return "file://" + path
 }
 
-// Changes is what Mutate did.
+// Changes is what Mutate did: the posts bookmarked for the first time,
+// those added to folders (new folders included), the archived post its
+// author deleted, and a line for each change.
 type Changes struct {
-	// NewBookmarks are posts bookmarked for the first time.
-	NewBookmarks int
-	// Rebookmarked are posts moved to the top of a list by bookmarking them
-	// again; Removed, bookmarks removed.
-	Rebookmarked, Removed int
-	// FolderAdds are posts added to folders (new folders included).
-	FolderAdds int
-	// Deleted is the archived post its author deleted.
-	Deleted string
-	Lines   []string
+	NewBookmarks, FolderAdds int
+	Deleted                  string
+	Lines                    []string
 }
 
 // Mutate changes the demo lists as a user would between two syncs: new
 // bookmarks, the newest one removed, an old one bookmarked again, and
 // folder changes.
 func (s *Sandbox) Mutate() Changes {
-	sim := s.Sim
+	sim := s.Server
 	var c Changes
 	note := func(f string, a ...any) { c.Lines = append(c.Lines, fmt.Sprintf(f, a...)) }
 
@@ -198,10 +177,8 @@ func (s *Sandbox) Mutate() Changes {
 	c.Deleted = gone
 	note("the author of alice's bookmark %s deleted the post (it leaves her list; only the compliance job says so)", gone)
 	_ = sim.Unbookmark("1001", newest)
-	c.Removed++
 	note("alice removed her newest bookmark %s", newest)
 	_ = sim.Bookmark("1001", old)
-	c.Rebookmarked++
 	note("alice bookmarked an old post again: %s moves to the top", old)
 	added := sim.SeedBookmarks("1001", 10)
 	c.NewBookmarks += len(added)
@@ -228,9 +205,9 @@ func (s *Sandbox) Mutate() Changes {
 func (s *Sandbox) FullReadPosts() int {
 	n := 0
 	for _, a := range s.Accounts {
-		n += len(s.Sim.Bookmarks(a.UserID))
-		for _, f := range s.Sim.Folders(a.UserID) {
-			n += len(s.Sim.FolderPosts(a.UserID, f.ID))
+		n += len(s.Bookmarks(a.UserID))
+		for _, f := range s.Folders(a.UserID) {
+			n += len(s.FolderPosts(a.UserID, f.ID))
 		}
 	}
 	return n

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -19,10 +18,8 @@ type ByteSize struct {
 	n int64
 }
 
-// NewByteSize returns n bytes as a ByteSize.
 func NewByteSize(n int64) ByteSize { return ByteSize{n: n} }
 
-// Bytes is the size in bytes.
 func (b *ByteSize) Bytes() int64 {
 	if b == nil {
 		return 0
@@ -42,7 +39,6 @@ var byteUnits = map[string]float64{
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 }
 
-// ParseByteSize reads a size.
 func ParseByteSize(s string) (int64, error) {
 	if !byteSizeRE.MatchString(s) {
 		return 0, fmt.Errorf("%q is not %s", s, ByteSizeHint)
@@ -59,13 +55,10 @@ func ParseByteSize(s string) (int64, error) {
 	return int64(f), nil
 }
 
-// UnmarshalJSON reads a size from a JSON number or string.
 func (b *ByteSize) UnmarshalJSON(data []byte) error {
 	if len(data) > 0 && data[0] != '"' {
 		var n json.Number
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		if err := dec.Decode(&n); err != nil {
+		if err := json.Unmarshal(data, &n); err != nil {
 			return fmt.Errorf("must be %s", ByteSizeHint)
 		}
 		v, err := strconv.ParseInt(n.String(), 10, 64)
@@ -76,18 +69,13 @@ func (b *ByteSize) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	var s string
-	if err := json.Unmarshal(data, &s); err != nil {
-		return err
+	err := json.Unmarshal(data, &s)
+	if err == nil {
+		b.n, err = ParseByteSize(s)
 	}
-	v, err := ParseByteSize(s)
-	if err != nil {
-		return err
-	}
-	b.n = v
-	return nil
+	return err
 }
 
-// MarshalJSON writes the size as a number of bytes.
 func (b ByteSize) MarshalJSON() ([]byte, error) { return json.Marshal(b.n) }
 
 // JSONSchema is the schema `cloudquery validate-config` checks a size

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -66,42 +67,19 @@ func (c *Compliance) Action(reason string) string {
 	return c.OnChange
 }
 
-// RemovesContent reports whether a reason's action removes a post's
-// content (redact or delete), and with it the post's stored media files.
-func (c *Compliance) RemovesContent() bool {
-	return slices.ContainsFunc(Reasons, func(r string) bool {
-		a := c.Action(r)
-		return a == ActionRedact || a == ActionDelete
-	}) || c.OnChange != ActionKeep // a reason X adds later
-}
-
-// Defaults of the compliance section.
-const (
-	DefaultComplianceEvery = 12 * time.Hour
-	DefaultComplianceWait  = 10 * time.Minute
-	// DefaultMaxIDsPerJob: X publishes no limit on a job's size (2026); a
-	// personal archive fits in one job, and more jobs cost nothing but time.
-	DefaultMaxIDsPerJob = 100_000
-)
+// DefaultComplianceEvery is compliance.every when it is not set.
+const DefaultComplianceEvery = 12 * time.Hour
 
 // HintAppOnlyBearerToken says where the right token comes from.
 const HintAppOnlyBearerToken = "compliance jobs need the app's app-only bearer token: in the X developer portal (developer.x.com), open your app's \"Keys and tokens\" page and copy its Bearer Token"
 
 func (c *Compliance) setDefaults() {
-	if c.Every == nil {
-		d := NewDuration(DefaultComplianceEvery)
-		c.Every = &d
-	}
-	if c.Wait == nil {
-		d := NewDuration(DefaultComplianceWait)
-		c.Wait = &d
-	}
-	if c.MaxIDsPerJob == 0 {
-		c.MaxIDsPerJob = DefaultMaxIDsPerJob
-	}
-	if c.OnChange == "" {
-		c.OnChange = ActionRedact
-	}
+	orDefault(&c.Every, NewDuration(DefaultComplianceEvery))
+	orDefault(&c.Wait, NewDuration(10*time.Minute))
+	// X publishes no limit on a job's size; a personal archive fits in one
+	// job, and more jobs cost nothing but time.
+	c.MaxIDsPerJob = cmp.Or(c.MaxIDsPerJob, 100_000)
+	c.OnChange = cmp.Or(c.OnChange, ActionRedact)
 }
 
 // validateCompliance reports the compliance section's problems, each naming

@@ -43,8 +43,9 @@ type contentKind struct {
 	set    func(*Kinds) *bool
 	tweet  []string // tweet.fields
 	expand []string // expansions
-	// implied are fields-section values that archive this kind, besides
-	// tweet and expand: asking for one turns the kind on.
+	// implied are the expansions that join this kind to another (the
+	// authors of referenced posts, the media of articles): asking for one
+	// turns the kind on, and one is asked for when every kind it joins is.
 	implied []string
 }
 
@@ -70,7 +71,6 @@ var AuthorUserFields = []string{"created_at", "description", "location", "profil
 // MediaFields are the media.fields asked for with media.
 var MediaFields = []string{"alt_text", "duration_ms", "height", "preview_image_url", "public_metrics", "url", "variants", "width"}
 
-// Kinds are the content kinds in effect.
 func (s *Spec) Kinds() Kinds {
 	var k Kinds
 	for _, ck := range contentKinds {
@@ -91,16 +91,28 @@ func (s *Spec) Kinds() Kinds {
 func (s *Spec) askedFor(ck contentKind) []string {
 	var out []string
 	for _, e := range s.Fields.Expansions {
-		if slices.Contains(ck.expand, e) || slices.Contains(ck.implied, e) {
+		if ck.archivedBy("expansions", e) {
 			out = append(out, "fields.expansions "+e)
 		}
 	}
 	for _, f := range s.Fields.TweetFields {
-		if slices.Contains(ck.tweet, f) && len(ck.expand) == 0 {
+		if ck.archivedBy("tweet.fields", f) {
 			out = append(out, "fields.tweet_fields "+f)
 		}
 	}
 	return out
+}
+
+// archivedBy reports whether value in the request parameter param archives
+// kind ck, and so turns it on.
+func (ck contentKind) archivedBy(param, value string) bool {
+	switch param {
+	case "tweet.fields", "post.fields":
+		return slices.Contains(ck.tweet, value) && len(ck.expand) == 0
+	case "expansions":
+		return slices.Contains(ck.expand, value) || slices.Contains(ck.implied, value)
+	}
+	return false
 }
 
 // validateContent reports a kind turned off in `content` that the `fields`
@@ -140,14 +152,12 @@ func (s *Spec) RequestFields() Fields {
 	if k.Media {
 		f.MediaFields = union(f.MediaFields, MediaFields...)
 	}
-	if k.ReferencedPosts && k.Authors {
-		f.Expansions = union(f.Expansions, "referenced_tweets.id.author_id")
-	}
-	if k.ReferencedPosts && k.Media {
-		f.Expansions = union(f.Expansions, "referenced_tweets.id.attachments.media_keys")
-	}
-	if k.Articles && k.Media {
-		f.Expansions = union(f.Expansions, "article.cover_media", "article.media_entities")
+	for _, ck := range contentKinds {
+		for _, e := range ck.implied {
+			if !slices.ContainsFunc(contentKinds, func(o contentKind) bool { return slices.Contains(o.implied, e) && !*o.set(&k) }) {
+				f.Expansions = union(f.Expansions, e)
+			}
+		}
 	}
 	return f
 }
@@ -238,15 +248,8 @@ func sourcesOf(param, value string) []string {
 	var out []string
 	kind := func(name string) { out = union(out, "content."+name) }
 	for _, ck := range contentKinds {
-		switch param {
-		case "tweet.fields", "post.fields":
-			if slices.Contains(ck.tweet, value) && len(ck.expand) == 0 {
-				kind(ck.name)
-			}
-		case "expansions":
-			if slices.Contains(ck.expand, value) || slices.Contains(ck.implied, value) {
-				kind(ck.name)
-			}
+		if ck.archivedBy(param, value) {
+			kind(ck.name)
 		}
 	}
 	if param == "user.fields" && slices.Contains(AuthorUserFields, value) {

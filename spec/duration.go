@@ -20,10 +20,8 @@ type Duration struct {
 	d time.Duration
 }
 
-// NewDuration returns d as a Duration.
 func NewDuration(d time.Duration) Duration { return Duration{d: d} }
 
-// Duration is the time.Duration.
 func (d *Duration) Duration() time.Duration { return d.d }
 
 // durationPattern is what ParseDuration reads, for the JSON schema: an
@@ -63,18 +61,13 @@ func ParseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// UnmarshalJSON reads a duration from a JSON string.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+	err := json.Unmarshal(b, &s)
+	if err == nil {
+		d.d, err = ParseDuration(s)
 	}
-	v, err := ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	d.d = v
-	return nil
+	return err
 }
 
 // MarshalJSON writes the duration as time.Duration prints it ("168h0m0s"),

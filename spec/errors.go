@@ -41,7 +41,6 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("invalid plugin spec: %d problems:\n  %s", len(lines), strings.Join(lines, "\n  "))
 }
 
-// problems collects Problems.
 type problems []Problem
 
 func (ps *problems) add(path, format string, args ...any) {

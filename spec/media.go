@@ -28,38 +28,13 @@ type MediaFiles struct {
 	Timeout *Duration `json:"timeout,omitempty" jsonschema:"default=10m"`
 }
 
-// Defaults of the media_files section.
-const (
-	DefaultMediaMaxFileSize = 512_000_000
-	DefaultMediaConcurrency = 4
-	DefaultMediaTimeout     = 10 * time.Minute
-)
-
 func (m *MediaFiles) setDefaults() {
-	if m.Photos == nil {
-		on := true
-		m.Photos = &on
-	}
-	if m.Videos == nil {
-		off := false
-		m.Videos = &off
-	}
-	if m.MaxFileSize == nil {
-		b := NewByteSize(DefaultMediaMaxFileSize)
-		m.MaxFileSize = &b
-	}
-	if m.MaxBytesPerRun == nil {
-		b := NewByteSize(0)
-		m.MaxBytesPerRun = &b
-	}
-	if m.Concurrency == nil {
-		n := DefaultMediaConcurrency
-		m.Concurrency = &n
-	}
-	if m.Timeout == nil {
-		d := NewDuration(DefaultMediaTimeout)
-		m.Timeout = &d
-	}
+	orDefault(&m.Photos, true)
+	orDefault(&m.Videos, false)
+	orDefault(&m.MaxFileSize, NewByteSize(512_000_000))
+	orDefault(&m.MaxBytesPerRun, NewByteSize(0))
+	orDefault(&m.Concurrency, 4)
+	orDefault(&m.Timeout, NewDuration(10*time.Minute))
 }
 
 func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...any)) {
@@ -67,13 +42,7 @@ func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...
 	if m == nil {
 		return
 	}
-	add := func(field, format string, args ...any) {
-		path := "media_files"
-		if field != "" {
-			path += "." + field
-		}
-		addProblem(path, format, args...)
-	}
+	add := func(field, format string, args ...any) { addProblem("media_files."+field, format, args...) }
 	if m.Store != "" {
 		if err := store.CheckURL(m.Store); err != nil {
 			add("store", "%v", err)
@@ -86,7 +55,7 @@ func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...
 		add("all_variants", "is true, but videos is off: turn videos on, or all_variants off")
 	}
 	if !s.Kinds().Media {
-		add("", "stores the files of the media objects, which content.media turns off: turn content.media on")
+		addProblem("media_files", "stores the files of the media objects, which content.media turns off: turn content.media on")
 	}
 	if m.MaxFileSize.Bytes() < 1 {
 		add("max_file_size", "must be at least 1 byte")

@@ -31,19 +31,11 @@ func (s *Spec) OwnedReads(i int, userID string) bool {
 
 func (s *Spec) setPricingDefaults() {
 	x := billing.DefaultRates()
-	for _, r := range []struct {
-		v   **float64
-		def float64
-	}{{&s.PostReadUSD, x.Post}, {&s.OwnedReadUSD, x.OwnedPost}, {&s.UserReadUSD, x.User}, {&s.BookmarkWriteUSD, x.Write}} {
-		if *r.v == nil {
-			usd := r.def
-			*r.v = &usd
-		}
-	}
-	if s.MaxBilledWrites == nil {
-		n := billing.DefaultMaxBilledWrites
-		s.MaxBilledWrites = &n
-	}
+	orDefault(&s.PostReadUSD, x.Post)
+	orDefault(&s.OwnedReadUSD, x.OwnedPost)
+	orDefault(&s.UserReadUSD, x.User)
+	orDefault(&s.BookmarkWriteUSD, x.Write)
+	orDefault(&s.MaxBilledWrites, billing.DefaultMaxBilledWrites)
 }
 
 // validatePricing reports the rates, caps and owners that cannot be right.

@@ -11,16 +11,6 @@ type Resend struct {
 	Syncs *int `json:"syncs,omitempty" jsonschema:"minimum=1,maximum=100,default=3"`
 }
 
-// DefaultResendSyncs is resend.syncs when it is not set.
-const DefaultResendSyncs = 3
-
-func (r *Resend) setDefaults() {
-	if r.Syncs == nil {
-		n := DefaultResendSyncs
-		r.Syncs = &n
-	}
-}
-
 func (r *Resend) validate(add func(field, format string, args ...any)) {
 	if *r.Syncs < 1 || *r.Syncs > 100 {
 		add("resend.syncs", "must be between 1 and 100, got %d", *r.Syncs)

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -33,12 +34,15 @@ func shape(v any, t reflect.Type, path string, ps *problems) {
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		if err := decodeAs(v, t); err != nil {
-			if t == durationType {
-				ps.add(path, "%s", durationProblem(v))
-			} else {
-				ps.add(path, "%v", err)
-			}
+		_, isString := v.(string)
+		switch err := decodeAs(v, t); {
+		case err == nil:
+		case t == durationType && isString:
+			ps.add(path, "must be %s", DurationHint) // a string may be a token: not repeated
+		case t == durationType:
+			ps.add(path, "must be %s, not %s", DurationHint, describeValue(v))
+		default:
+			ps.add(path, "%v", err)
 		}
 		return
 	}
@@ -89,13 +93,18 @@ func shapeObject(m map[string]any, t reflect.Type, path string, ps *problems) {
 	for i, f := range fields {
 		names[i] = f.name
 	}
-	for _, key := range sortedKeys(m) {
-		f, ok := fieldNamed(fields, key)
-		if !ok {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
+		// The field encoding/json decodes key into: the exact name, else
+		// one that differs only in case.
+		i := slices.IndexFunc(fields, func(f jsonField) bool { return f.name == key })
+		if i < 0 {
+			i = slices.IndexFunc(fields, func(f jsonField) bool { return strings.EqualFold(f.name, key) })
+		}
+		if i < 0 {
 			*ps = append(*ps, Problem{Path: path, Key: key, Msg: fmt.Sprintf("unknown field %q%s", key, suggestField(key, names))})
 			continue
 		}
-		shape(m[key], t.Field(f.index).Type, joinPath(path, f.name), ps)
+		shape(m[key], t.Field(fields[i].index).Type, joinPath(path, fields[i].name), ps)
 	}
 }
 
@@ -139,22 +148,6 @@ func jsonFields(t reflect.Type) []jsonField {
 	return out
 }
 
-// fieldNamed finds the field encoding/json decodes key into: the exact
-// name, else one that differs only in case.
-func fieldNamed(fields []jsonField, key string) (jsonField, bool) {
-	for _, f := range fields {
-		if f.name == key {
-			return f, true
-		}
-	}
-	for _, f := range fields {
-		if strings.EqualFold(f.name, key) {
-			return f, true
-		}
-	}
-	return jsonField{}, false
-}
-
 // allFieldPaths lists the path of every field of Spec, with [] for list
 // elements: accounts[].user_id, planner.max_page_size, ...
 func allFieldPaths() []string {
@@ -187,16 +180,6 @@ func joinPath(path, name string) string {
 	return path + "." + name
 }
 
-// durationProblem says what a duration field needs; a string is not
-// repeated (see describeValue).
-func durationProblem(v any) string {
-	if _, ok := v.(string); ok {
-		return "must be " + DurationHint
-	}
-	return "must be " + DurationHint + ", not " + describeValue(v)
-}
-
-// decodeAs decodes v into a new value of type t.
 func decodeAs(v any, t reflect.Type) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -221,15 +204,4 @@ func describeValue(v any) string {
 		return "a map"
 	}
 	return "null"
-}
-
-// sortedKeys returns m's keys in order, so problems come out in the same
-// order every time.
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -5,6 +5,7 @@ package spec
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -166,18 +167,10 @@ type Planner struct {
 	Confirmations int `json:"confirmations,omitempty" jsonschema:"minimum=1,maximum=10,default=1"`
 }
 
-// Defaults.
+// X's addresses, where a spec leaves base_url and oauth.token_url out.
 const (
-	DefaultBaseURL             = "https://api.x.com"
-	DefaultTokenURL            = "https://api.x.com/2/oauth2/token"
-	DefaultRateLimitWaitCap    = 16 * time.Minute
-	DefaultRetryBudget         = 5 * time.Minute
-	DefaultMaxAttempts         = 4
-	DefaultConcurrency         = 10000
-	DefaultFolderRequestBudget = 40
-	DefaultConnectTimeout      = client.DefaultConnectTimeout
-	DefaultHeaderTimeout       = client.DefaultHeaderTimeout
-	DefaultRequestTimeout      = client.DefaultRequestTimeout
+	DefaultBaseURL  = "https://api.x.com"
+	DefaultTokenURL = "https://api.x.com/2/oauth2/token"
 )
 
 // Bounds of the values the spec check accepts: beyond them a value is a
@@ -226,11 +219,8 @@ func Parse(data []byte) (*Spec, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, &Error{Problems: []Problem{{Msg: "not valid JSON: " + err.Error()}}}
 	}
-	if ps := checkShape(raw); len(ps) > 0 {
-		return nil, ps.err()
-	}
-	if ps := setButEmpty(raw); len(ps) > 0 {
-		return nil, ps.err()
+	if err := cmp.Or(checkShape(raw).err(), setButEmpty(raw).err()); err != nil {
+		return nil, err
 	}
 	var s Spec
 	dec = json.NewDecoder(bytes.NewReader(data))
@@ -267,69 +257,43 @@ func setButEmpty(raw any) problems {
 
 // SetDefaults fills in what was left out.
 func (s *Spec) SetDefaults() {
-	if s.BaseURL == "" {
-		s.BaseURL = DefaultBaseURL
-	}
-	s.BaseURL = strings.TrimRight(s.BaseURL, "/")
-	if s.OAuth.TokenURL == "" {
-		s.OAuth.TokenURL = DefaultTokenURL
-	}
+	s.BaseURL = strings.TrimRight(cmp.Or(s.BaseURL, DefaultBaseURL), "/")
+	s.OAuth.TokenURL = cmp.Or(s.OAuth.TokenURL, DefaultTokenURL)
 	// The lists add to what the tables need: empty is unset, in one form.
 	for _, list := range []*[]string{&s.Fields.TweetFields, &s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
 		if len(*list) == 0 {
 			*list = nil
 		}
 	}
-	if s.APINaming == "" {
-		s.APINaming = "auto"
-	}
-	if s.Planner.MaxPageSize == 0 {
-		s.Planner.MaxPageSize = walk.DefaultMaxPageSize
-	}
-	if s.Planner.RequestBudget == 0 {
-		s.Planner.RequestBudget = walk.DefaultRequestBudget
-	}
-	if s.Planner.FolderRequestBudget == 0 {
-		s.Planner.FolderRequestBudget = DefaultFolderRequestBudget
-	}
-	if s.Planner.Confirmations == 0 {
-		s.Planner.Confirmations = walk.DefaultConfirmations
-	}
-	if s.RateLimitWaitCap == nil {
-		d := NewDuration(DefaultRateLimitWaitCap)
-		s.RateLimitWaitCap = &d
-	}
-	if s.RetryBudget == nil {
-		d := NewDuration(DefaultRetryBudget)
-		s.RetryBudget = &d
-	}
-	if s.MaxAttempts == 0 {
-		s.MaxAttempts = DefaultMaxAttempts
-	}
-	for _, d := range []struct {
-		v   **Duration
-		def time.Duration
-	}{{&s.ConnectTimeout, DefaultConnectTimeout}, {&s.HeaderTimeout, DefaultHeaderTimeout}, {&s.RequestTimeout, DefaultRequestTimeout}} {
-		if *d.v == nil {
-			v := NewDuration(d.def)
-			*d.v = &v
-		}
-	}
-	if s.Planner.MaxBilledPosts == nil {
-		n := walk.DefaultMaxBilledPosts
-		s.Planner.MaxBilledPosts = &n
-	}
+	s.APINaming = cmp.Or(s.APINaming, "auto")
+	p := &s.Planner
+	p.MaxPageSize = cmp.Or(p.MaxPageSize, walk.DefaultMaxPageSize)
+	p.RequestBudget = cmp.Or(p.RequestBudget, walk.DefaultRequestBudget)
+	p.FolderRequestBudget = cmp.Or(p.FolderRequestBudget, 40)
+	p.Confirmations = cmp.Or(p.Confirmations, walk.DefaultConfirmations)
+	orDefault(&p.MaxBilledPosts, walk.DefaultMaxBilledPosts)
+	orDefault(&s.RateLimitWaitCap, NewDuration(16*time.Minute))
+	orDefault(&s.RetryBudget, NewDuration(5*time.Minute))
+	orDefault(&s.ConnectTimeout, NewDuration(client.DefaultConnectTimeout))
+	orDefault(&s.HeaderTimeout, NewDuration(client.DefaultHeaderTimeout))
+	orDefault(&s.RequestTimeout, NewDuration(client.DefaultRequestTimeout))
+	s.MaxAttempts = cmp.Or(s.MaxAttempts, 4)
+	s.Concurrency = cmp.Or(s.Concurrency, 10000)
 	s.setPricingDefaults()
-	if s.Concurrency == 0 {
-		s.Concurrency = DefaultConcurrency
-	}
 	if s.Compliance != nil {
 		s.Compliance.setDefaults()
 	}
 	if s.MediaFiles != nil {
 		s.MediaFiles.setDefaults()
 	}
-	s.Resend.setDefaults()
+	orDefault(&s.Resend.Syncs, 3)
+}
+
+// orDefault points *p at def when it is nil.
+func orDefault[T any](p **T, def T) {
+	if *p == nil {
+		*p = &def
+	}
 }
 
 var userIDPattern = regexp.MustCompile(`^[1-9][0-9]{0,18}$`)
@@ -496,7 +460,6 @@ func (s *Spec) validateFields(add func(field, format string, args ...any)) {
 	}
 }
 
-// WalkSettings are the planner settings for bookmark walks.
 func (s *Spec) WalkSettings() walk.Settings {
 	ws := walk.Settings{
 		MaxPageSize:   s.Planner.MaxPageSize,
@@ -509,7 +472,6 @@ func (s *Spec) WalkSettings() walk.Settings {
 	return ws
 }
 
-// Timeouts are the timeouts of every request.
 func (s *Spec) Timeouts() client.Timeouts {
 	return client.Timeouts{Connect: s.ConnectTimeout.Duration(), Headers: s.HeaderTimeout.Duration(), Request: s.RequestTimeout.Duration()}
 }

@@ -44,7 +44,6 @@ func NewCapStop(s Settings, prev *Memory, res *Result) *CapStop {
 // First reports whether the capped walk was a first walk (nothing held).
 func (c *CapStop) First() bool { return c.From.IsZero() }
 
-// Marshal encodes c for the state backend.
 func (c *CapStop) Marshal() (string, error) {
 	b, err := json.Marshal(c)
 	return string(b), err

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,7 +22,6 @@ type IDList struct {
 	strs []string // non-nil once the list holds a non-numeric id
 }
 
-// NewIDList returns a list holding ids in order.
 func NewIDList(ids ...string) *IDList {
 	l := &IDList{}
 	for _, id := range ids {
@@ -30,18 +30,13 @@ func NewIDList(ids ...string) *IDList {
 	return l
 }
 
-// Len is the number of ids.
 func (l *IDList) Len() int {
 	if l == nil {
 		return 0
 	}
-	if l.strs != nil {
-		return len(l.strs)
-	}
-	return len(l.nums)
+	return len(l.nums) + len(l.strs) // one of them is empty
 }
 
-// At returns the i-th id.
 func (l *IDList) At(i int) string {
 	if l.strs != nil {
 		return l.strs[i]
@@ -49,7 +44,6 @@ func (l *IDList) At(i int) string {
 	return strconv.FormatUint(l.nums[i], 10)
 }
 
-// Append adds id at the end.
 func (l *IDList) Append(id string) {
 	if l.strs == nil {
 		if n, ok := ids.Parse(id); ok {
@@ -95,25 +89,20 @@ type Positions struct {
 	strs map[string]int
 }
 
-// Positions builds the index of l.
 func (l *IDList) Positions() *Positions {
-	p := &Positions{}
 	if l.strs != nil {
-		p.strs = make(map[string]int, len(l.strs))
-		for i, s := range l.strs {
-			if _, dup := p.strs[s]; !dup {
-				p.strs[s] = i
-			}
-		}
-		return p
+		return &Positions{strs: index(l.strs)}
 	}
-	p.nums = make(map[uint64]int, len(l.nums))
-	for i, n := range l.nums {
-		if _, dup := p.nums[n]; !dup {
-			p.nums[n] = i
-		}
+	return &Positions{nums: index(l.nums)}
+}
+
+// index maps each value of list to its first index.
+func index[K comparable](list []K) map[K]int {
+	m := make(map[K]int, len(list))
+	for i, k := range slices.Backward(list) {
+		m[k] = i
 	}
-	return p
+	return m
 }
 
 // Of returns the index of id, and whether the list holds it.
@@ -139,7 +128,6 @@ const (
 	formatStrings byte = 2
 )
 
-// MarshalText implements encoding.TextMarshaler.
 func (l *IDList) MarshalText() ([]byte, error) {
 	var raw []byte
 	if l.strs != nil {
@@ -159,7 +147,6 @@ func (l *IDList) MarshalText() ([]byte, error) {
 	return ids.Pack(raw)
 }
 
-// UnmarshalText implements encoding.TextUnmarshaler.
 func (l *IDList) UnmarshalText(text []byte) error {
 	raw, err := ids.Unpack(text, "held post list")
 	if err != nil {

@@ -13,21 +13,14 @@ import (
 var ErrLoop = errors.New("the API led the walk back to posts it had already read")
 
 // loopCheck stops a walk the API leads in a circle, before it bills the
-// same posts again.
-//
-// A walk never sends the same token twice: tokens encode a position, which
-// only moves down the list. A page of nothing but posts this walk has
-// already read is what the list shifting down between two requests shows
-// when the user saved at least as many posts as the page holds in between
-// (docs/walk.md, the list moving during a walk): with the pages of one or
-// two posts the planner asks for, one or two saves do it, and a few pages
-// in a row may. So pages of repeats in a row are taken for the list moving
-// while they hold maxShift posts or fewer together; more would take that
-// many saves in the moments between requests. A server that sends a page
-// of 90 posts again is stopped at that page.
-//
-// It remembers every post the walk has read, so that a page that leads
-// back to the top of a long walk is seen too, in 12 bytes or so an X id.
+// same posts again. A walk never sends the same token twice: tokens encode
+// a position, which only moves down the list. A page of nothing but posts
+// the walk has read is what the list shifting down between two requests
+// shows when the user saved as many posts as the page holds in between
+// (docs/walk.md): with pages of one or two posts, a few such pages in a row
+// may come, so they are taken for the list moving while they hold maxShift
+// posts or fewer together. It remembers every post the walk has read, so
+// that a page that leads back to the top of a long walk is seen too.
 type loopCheck struct {
 	sent     map[string]int // token → the page it was sent for
 	posts    ids.Set
@@ -35,7 +28,6 @@ type loopCheck struct {
 	from     int // the first of those pages
 }
 
-// maxShift is the most posts the pages of repeats in a row may hold.
 const maxShift = 20
 
 func newLoopCheck() *loopCheck {
@@ -62,7 +54,7 @@ func (l *loopCheck) send(token string, page, returned int) error {
 func (l *loopCheck) read(n int, id func(i int) string, page, returned int) error {
 	seen := 0
 	for i := range n {
-		if !l.add(id(i)) {
+		if !l.posts.Add(id(i)) {
 			seen++
 		}
 	}
@@ -92,6 +84,3 @@ func (l *loopCheck) postsRead(returned int) string {
 }
 
 const loopHint = " (the server at base_url does not page as the X API does; the next sync starts again from the top)"
-
-// add records id and reports whether it is new to the walk.
-func (l *loopCheck) add(id string) bool { return l.posts.Add(id) }

@@ -1,6 +1,7 @@
 package walk
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -14,15 +15,13 @@ const (
 
 // Settings tune the planner. The zero value of a field means its default.
 type Settings struct {
-	// MaxPageSize is the largest max_results the planner asks for. Default 90,
-	// not the API's 100: X staff confirmed (2026) that walks with
-	// max_results=100 can end early without a next_token, while 90 walked the
-	// same lists to the end. A first sync bills every post whatever the page
-	// size, so 90 costs nothing but 11% more requests.
+	// MaxPageSize is the largest max_results the planner asks for: 90 by
+	// default, not the API's 100, with which X's walks can end early
+	// without a next_token (docs/cost.md).
 	MaxPageSize int
 	// RequestBudget is how many requests one incremental walk may spend before
-	// the planner stops preferring small pages. Default 150 of the 180 a user
-	// has per 15 minutes, leaving headroom for the user's other apps.
+	// the planner stops preferring small pages: by default 150 of the 180 a
+	// user has per 15 minutes, leaving headroom for the user's other apps.
 	RequestBudget int
 	// MaxBilledPosts caps the posts one walk may be billed for; 0 = no cap.
 	// A walk that reaches the cap stops cleanly and does not advance. (The
@@ -30,15 +29,11 @@ type Settings struct {
 	MaxBilledPosts int
 	// Confirmations is how many held posts must follow the first held post,
 	// next to it in the remembered order, before the walk believes it has
-	// reached the posts it already holds (see Walker). Any number keeps posts
-	// saved again above new ones from being taken for the tail, except the
-	// newest Confirmations+1 held posts saved again in their old order: each
-	// one more closes that for one more post, at one post per sync. The
-	// default is 1: see docs/walk.md for the rates and the cost.
+	// reached the posts it already holds (the package comment; docs/walk.md
+	// has what each one more guards against, and its cost).
 	Confirmations int
 }
 
-// Defaults for Settings.
 const (
 	DefaultMaxPageSize   = 90
 	DefaultRequestBudget = 150
@@ -47,28 +42,15 @@ const (
 
 // DefaultMaxBilledPosts is the spec's default billed-post cap of one walk:
 // a bound on what a server that never stops sending new posts can bill,
-// set where no honest walk reaches. The API has served at most the newest
-// 800 bookmarks (X's documentation until 2026) and one user has walked
-// 1,120 since; a first sync reads the whole list once, incremental walks
-// read what was saved since the last. 100,000 is about ninety times the
-// longest walk seen (an hour and a half of paging at 180 requests of 90
-// posts per 15 minutes). Reaching it costs USD 500 at the post-read price
-// (100 at the owned-read price), where X's own cap is 3 million post
-// reads a month. An account past it is not stuck: its first walk stops
-// there and says to raise the cap once (see CapError).
+// set far above the longest list the API has served (docs/cost.md). An
+// account past it is not stuck: its first walk stops there and says to
+// raise the cap once (see CapError).
 const DefaultMaxBilledPosts = 100_000
 
-// WithDefaults fills zero fields.
 func (s Settings) WithDefaults() Settings {
-	if s.MaxPageSize == 0 {
-		s.MaxPageSize = DefaultMaxPageSize
-	}
-	if s.RequestBudget == 0 {
-		s.RequestBudget = DefaultRequestBudget
-	}
-	if s.Confirmations == 0 {
-		s.Confirmations = DefaultConfirmations
-	}
+	s.MaxPageSize = cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
+	s.RequestBudget = cmp.Or(s.RequestBudget, DefaultRequestBudget)
+	s.Confirmations = cmp.Or(s.Confirmations, DefaultConfirmations)
 	return s
 }
 
@@ -87,26 +69,16 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// Planner chooses the size of each page of a walk.
+// Planner chooses the size of each page of a walk (docs/cost.md).
 //
 // Requests are free and posts are billed, so the cheapest walk reads exactly
-// the posts it needs: the k posts above the first held one, that one, and the
-// confirmations. The walk knows a lower bound of what it still needs (the
-// minimum: a new post needs a held one and its confirmations after it), and a
-// page of exactly that size can never over-read. Pages grow beyond it only
-// when the request budget would otherwise run out before the walk can have
-// covered the posts it might still need (the ceiling). With r requests left,
-// n posts read and a ceiling C, pages proportional to n reach C in about
-// c·ln(C/n) requests, so the planner picks the page n·ln(C/n)/r: as small as
-// the budget allows, growing only when the remaining budget forces it.
-//
-// The ceiling comes from the account's past walks (the most any recent walk
-// needed, scaled to the time since the last sync) and is never less than
-// four times what this walk has read so far: a walk that keeps finding new
-// posts beyond what its history predicted expects many more.
-//
-// First syncs (nothing held) bill every post in the list whatever the page
-// size, so they use the largest page: fewest requests.
+// the posts it needs. A page of the fewest posts the walk can still need can
+// never over-read; pages grow beyond it only when the request budget would
+// otherwise run out before the walk can have covered the posts it might
+// still need (the ceiling, from the account's past walks): with r requests
+// left, n posts read and a ceiling C, pages proportional to n reach C in
+// about c·ln(C/n) requests, so the page is n·ln(C/n)/r. First syncs bill
+// every post whatever the page size, so they use the largest page.
 type Planner struct {
 	s       Settings
 	first   bool

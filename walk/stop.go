@@ -15,7 +15,7 @@ const (
 const recentWindow = 2 * APIMaxPage
 
 // stopState follows a walk post by post and applies the stop rule (see
-// Walker and docs/walk.md).
+// the package comment and docs/walk.md).
 type stopState struct {
 	prev    *IDList
 	pos     *Positions // nil when nothing is held

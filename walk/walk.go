@@ -3,54 +3,25 @@
 // as soon as it has reached, as far as order can tell, the posts it already
 // holds.
 //
-// # The stop rule
-//
-// Between two syncs the user bookmarks new posts (they go to the top),
-// removes bookmarks (the rest shifts up) and saves held posts again (they
-// move to the top). So the list now is: the posts saved since the last sync,
-// newest first, above the tail — the held posts left alone, in exactly the
-// order the last walk remembered (document Part 3).
-//
-// The document's rule — stop at the first held post — loses posts when that
-// post was saved again above new ones. Only order tells the two apart, so
-// the walk stops when the posts it has read end with a run of held posts in
-// strictly increasing remembered position that
+// Between two syncs the list becomes the posts saved since, newest first,
+// above the tail: the held posts left alone, in exactly the order the last
+// walk remembered (document Part 3). Stopping at the first held post loses
+// posts when that post was saved again above new ones, so the walk stops when
+// the posts it has read end with a run of held posts in strictly increasing
+// remembered position that
 //
 //   - holds Settings.Confirmations+1 posts at consecutive remembered
 //     positions, read one after the other, and
 //   - is at least Confirmations+1 posts longer than the number of
 //     remembered posts, up to its last one, that the walk has not read.
 //
-// If the run is the head of the tail, the posts it skipped were removed. If
-// it is not, new posts lie below it, and every post of the run was saved
-// again, oldest first: a run that passes both tests is then a block of
-// consecutive remembered posts, saved again bottom-up, and at least as long
-// as the tail explanation needs removals. docs/walk.md has the proof, the
-// sequences that can still hide a post, and how often they do.
-//
-// # The list moving during a walk
-//
-// Tokens encode a position (document Part 2). A post bookmarked while the
-// walk runs pushes everything down one place: the next page repeats a post,
-// which the walk drops (it is billed twice) — the new post itself is at the
-// top and the next sync finds it. A bookmark removed above the walk's read
-// position pulls everything up one place: the post at the page boundary is
-// skipped. If that post was new, this walk does not see it. See
-// docs/walk.md for what follows and what the next sync does about it.
-//
-// A walk never sends the same token twice, and takes pages of nothing but
-// posts it has read for the list moving down only while they hold a few
-// posts together: a server that leads it back to pages already read is
-// stopped there (loopCheck), rather than billed for them without end.
-//
-// # What is remembered
-//
-// Memory.Held, the list as last seen (newest first), is updated after a clean
-// walk to: the posts read, in list order, then the remembered tail after the
-// run's last post, without the posts that moved above it. Remembered posts
-// up to the run's last one that the walk did not read are dropped: if the
-// run is the tail, they are gone. Posts removed further down are not seen
-// and stay; they cost nothing, since the walk never reaches them.
+// The list may move while the walk runs (tokens encode a position): a post
+// saved meanwhile makes the next page repeat one, which is dropped; a
+// bookmark removed above the read position skips one. A walk never sends a
+// token twice, and stops a server that leads it back to pages it has read
+// (loopCheck). After a clean walk Memory.Held is the posts read, then the
+// remembered tail after the run. docs/walk.md has the proof, the sequences
+// that can still hide a post, and what the next sync does about them.
 package walk
 
 import (

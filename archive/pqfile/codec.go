@@ -2,6 +2,7 @@ package pqfile
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -30,12 +31,7 @@ func ParseCodec(name string) (compress.Compression, error) {
 	}
 	c, ok := Codecs[strings.ToLower(name)]
 	if !ok {
-		names := make([]string, 0, len(Codecs))
-		for n := range Codecs {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		return 0, fmt.Errorf("unknown compression %q (one of: %s)", name, strings.Join(names, ", "))
+		return 0, fmt.Errorf("unknown compression %q (one of: %s)", name, strings.Join(slices.Sorted(maps.Keys(Codecs)), ", "))
 	}
 	return c, nil
 }

@@ -1,17 +1,9 @@
 // Package pqfile writes one table's rows, the Arrow records the CloudQuery
 // SDK's scheduler builds, to a Parquet file that DuckDB, pyarrow and Spark
-// read directly. It does what CloudQuery's file destination does with the
-// same records: extension types become plain ones — JSON columns UTF-8
-// strings (field metadata cq:extension:json marks them), UUID columns
-// (_cq_id, _cq_parent_id) their canonical 36-character text — the CLI's
-// _cq_sync_time and _cq_source_name columns are put in front, and pqarrow
-// writes the records into buffered row groups.
-//
-// Strings are Parquet STRING, timestamps TIMESTAMP(MICROS, UTC), lists
-// LIST, nulls nulls. The Arrow schema is stored in the file (ARROW:schema)
-// with each column's description as field metadata, and the schema
-// metadata — table name, description, primary keys, incremental flag,
-// plugin version — is also the Parquet key/value metadata.
+// read directly, as CloudQuery's file destination does (docs/parquet.md):
+// JSON and UUID columns become text, the CLI's _cq_sync_time and
+// _cq_source_name columns are put in front, the Arrow schema and its
+// metadata are stored in the file, and pqarrow writes buffered row groups.
 package pqfile
 
 import (
@@ -22,8 +14,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
+	"github.com/google/uuid"
 )
 
 // Metadata keys added to every file's schema metadata, beside the SDK's
@@ -38,7 +32,6 @@ const (
 	MetadataSyncTime      = "cq:sync_time" // RFC 3339, UTC
 )
 
-// columnKind is how one input column is converted.
 type columnKind int
 
 const (
@@ -49,15 +42,15 @@ const (
 
 // converter turns the records of one table into the records written.
 type converter struct {
-	table      *schema.Table
-	out        *arrow.Schema
-	kinds      []columnKind
-	syncTime   time.Time
-	sourceName string
+	table *schema.Table
+	out   *arrow.Schema
+	kinds []columnKind
+	// the values of the CLI's columns, the same in every row
+	syncTime, sourceName scalar.Scalar
 }
 
-// newConverter prepares the conversion of table's records. extra is added to
-// the schema metadata (plugin name and version, run id, ...).
+// newConverter prepares the conversion of table's records; extra is added
+// to the schema metadata.
 func newConverter(table *schema.Table, syncTime time.Time, sourceName string, extra map[string]string) (*converter, error) {
 	in := table.ToArrowSchema()
 	md := in.Metadata().ToMap()
@@ -73,7 +66,11 @@ func newConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 	for k, v := range extra {
 		md[k] = v
 	}
-	c := &converter{table: table, syncTime: syncTime.UTC(), sourceName: sourceName}
+	ts, err := arrow.TimestampFromTime(syncTime, arrow.Microsecond)
+	if err != nil {
+		return nil, err
+	}
+	c := &converter{table: table, syncTime: scalar.NewTimestampScalar(ts, arrow.FixedWidthTypes.Timestamp_us), sourceName: scalar.NewStringScalar(sourceName)}
 	// The CLI's columns, in front as the CLI puts them.
 	syncTimeColumn, sourceNameColumn := schema.CqSyncTimeColumn.Name, schema.CqSourceNameColumn.Name
 	fields := []arrow.Field{
@@ -132,8 +129,8 @@ func plain(t arrow.DataType) error {
 	return nil
 }
 
-// convert returns rec in the output schema. The caller releases the result.
-// JSON columns are converted without copying (same buffers, string type).
+// convert returns rec in the output schema; the caller releases it. JSON
+// columns keep their buffers, as strings.
 func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if int(rec.NumCols()) != len(c.kinds) {
 		return nil, fmt.Errorf("table %s: record has %d columns, the table %d", c.table.Name, rec.NumCols(), len(c.kinds))
@@ -145,11 +142,13 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			a.Release()
 		}
 	}()
-	syncTime, err := timestampArray(memory.DefaultAllocator, c.syncTime, n)
-	if err != nil {
-		return nil, err
+	for _, value := range []scalar.Scalar{c.syncTime, c.sourceName} {
+		col, err := scalar.MakeArrayFromScalar(value, n, memory.DefaultAllocator)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, col)
 	}
-	cols = append(cols, syncTime, stringArray(memory.DefaultAllocator, c.sourceName, n))
 	for i, kind := range c.kinds {
 		col := rec.Column(i)
 		switch kind {
@@ -177,63 +176,17 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(c.out, cols, int64(n)), nil
 }
 
-func timestampArray(mem memory.Allocator, t time.Time, n int) (arrow.Array, error) {
-	b := array.NewTimestampBuilder(mem, arrow.FixedWidthTypes.Timestamp_us.(*arrow.TimestampType))
-	defer b.Release()
-	v, err := arrow.TimestampFromTime(t, arrow.Microsecond)
-	if err != nil {
-		return nil, err
-	}
-	b.Reserve(n)
-	for range n {
-		b.UnsafeAppend(v)
-	}
-	return b.NewArray(), nil
-}
-
-func stringArray(mem memory.Allocator, s string, n int) arrow.Array {
-	b := array.NewStringBuilder(mem)
-	defer b.Release()
-	b.Reserve(n)
-	b.ReserveData(n * len(s))
-	for range n {
-		b.Append(s)
-	}
-	return b.NewArray()
-}
-
-const hexDigits = "0123456789abcdef"
-
-// uuidText writes the 16-byte UUID u to buf[:36] as 8-4-4-4-12 lowercase
-// hex.
-func uuidText(buf, u []byte) {
-	j := 0
-	for k, x := range u {
-		if k == 4 || k == 6 || k == 8 || k == 10 {
-			buf[j] = '-'
-			j++
-		}
-		buf[j] = hexDigits[x>>4]
-		buf[j+1] = hexDigits[x&0x0f]
-		j += 2
-	}
-}
-
 // uuidStrings formats 16-byte UUIDs as 8-4-4-4-12 lowercase hex.
 func uuidStrings(mem memory.Allocator, in *array.FixedSizeBinary) arrow.Array {
 	b := array.NewStringBuilder(mem)
 	defer b.Release()
-	n := in.Len()
-	b.Reserve(n)
-	b.ReserveData(36 * (n - in.NullN()))
-	var buf [36]byte
-	for i := range n {
+	b.Reserve(in.Len())
+	for i := range in.Len() {
 		if in.IsNull(i) {
 			b.AppendNull()
-			continue
+		} else {
+			b.Append(uuid.UUID(in.Value(i)).String())
 		}
-		uuidText(buf[:], in.Value(i))
-		b.BinaryBuilder.Append(buf[:])
 	}
 	return b.NewArray()
 }

@@ -18,25 +18,16 @@ import (
 type Options struct {
 	// SyncTime and SourceName fill the _cq_sync_time and _cq_source_name
 	// columns of every row.
-	SyncTime   time.Time
-	SourceName string
-	// Metadata is added to the schema metadata (plugin name and version,
-	// the export's run, ...).
-	Metadata map[string]string
-	// Codec is the compression codec's name, one of Codecs; "" means
-	// DefaultCodec.
-	Codec string
-	// CreatedBy is written as the file's created_by.
-	CreatedBy string
-	// RowGroupRows is the most rows a row group holds; 0 means
-	// DefaultRowGroupRows.
-	RowGroupRows int64
+	SyncTime     time.Time
+	SourceName   string
+	Metadata     map[string]string // added to the schema metadata
+	Codec        string            // one of Codecs; "" is DefaultCodec
+	CreatedBy    string
+	RowGroupRows int64 // the most rows a row group holds; 0 is DefaultRowGroupRows
 }
 
-// DefaultRowGroupRows bounds a row group. The row group being written is
-// held in memory, encoded, until it is full (pqarrow's buffered row
-// groups, as CloudQuery's file destination writes them): a bounded amount
-// whatever the size of the export (docs/benchmarks.md).
+// DefaultRowGroupRows bounds a row group: the one being written is held
+// in memory, encoded, until it is full (docs/benchmarks.md).
 const DefaultRowGroupRows = 16384
 
 // Writer writes one table's rows, as the SDK's records of the table, to a
@@ -61,23 +52,11 @@ func Create(path string, table *schema.Table, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	props, err := writerProperties(conv.out, o)
+	w, err := CreateWritten(path, conv.out, o)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("table %s: %w", table.Name, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	w := &Writer{conv: conv, f: f, buf: bufio.NewWriterSize(f, 1<<20)}
-	// pqarrow closes the writer it is given when it closes: it is given
-	// the buffer alone, and Close flushes and syncs the file after it.
-	w.fw, err = pqarrow.NewFileWriter(conv.out, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("parquet schema of table %s: %w", table.Name, err)
-	}
+	w.conv = conv
 	return w, nil
 }
 
@@ -95,6 +74,8 @@ func CreateWritten(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	// pqarrow closes the writer it is given when it closes: it is given
+	// the buffer alone, and Close flushes and syncs the file after it.
 	w.fw, err = pqarrow.NewFileWriter(sc, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		f.Close()
@@ -160,7 +141,6 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 
-// Rows is the number of rows written so far.
 func (w *Writer) Rows() int64 { return w.rows }
 
 // Close writes the last row group and the footer, syncs the file to disk

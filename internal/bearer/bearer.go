@@ -37,7 +37,6 @@ type Transport struct {
 	Renew func(ctx context.Context, refused string) (string, error)
 }
 
-// RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	token, err := t.Token(ctx)

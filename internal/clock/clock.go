@@ -16,7 +16,6 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// Real is the wall clock.
 type Real struct{}
 
 func (Real) Now() time.Time { return time.Now() }

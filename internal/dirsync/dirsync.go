@@ -2,13 +2,14 @@
 // renamed or removed in it survives a power loss only once the directory
 // itself is synced, which the token file, the archive and the media store
 // each do after a rename. WriteFile replaces a file so, and Mkdir creates
-// a directory so.
+// directories so.
 package dirsync
 
 import (
 	"bufio"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -60,13 +61,21 @@ func WriteFile(dir, name string, write func(io.Writer) error, step func(string))
 	return Sync(dir)
 }
 
-// Mkdir creates parent/name if needed, and syncs parent when it did.
-func Mkdir(parent, name string) error {
-	path := filepath.Join(parent, name)
+// Mkdir creates parent/name if needed, and any directory above it that is
+// missing, syncing the parent of each one it creates.
+func Mkdir(parent, name string) error { return mkdir(filepath.Join(parent, name)) }
+
+func mkdir(path string) error {
 	if _, err := os.Stat(path); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	parent := filepath.Dir(path)
+	if parent != path {
+		if err := mkdir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return Sync(parent)

@@ -23,7 +23,6 @@ type Store struct {
 
 var _ state.Client = (*Store)(nil)
 
-// New returns an empty store.
 func New() *Store { return NewWith(nil) }
 
 // NewWith returns a store holding a copy of committed.
@@ -35,7 +34,6 @@ func NewWith(committed map[string]string) *Store {
 	return &Store{committed: c, staged: map[string]string{}}
 }
 
-// SetKey stages a value until Flush.
 func (s *Store) SetKey(_ context.Context, key, value string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -53,7 +51,6 @@ func (s *Store) GetKey(_ context.Context, key string) (string, error) {
 	return s.committed[key], nil
 }
 
-// Flush commits the staged values.
 func (s *Store) Flush(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,14 +63,12 @@ func (s *Store) Flush(context.Context) error {
 // Close does nothing; the store outlives syncs.
 func (*Store) Close() error { return nil }
 
-// Committed returns a copy of the committed values.
 func (s *Store) Committed() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.committed)
 }
 
-// Flushes counts the Flush calls.
 func (s *Store) Flushes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()

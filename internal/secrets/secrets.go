@@ -10,6 +10,7 @@ package secrets
 import (
 	"cmp"
 	"encoding/base64"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -34,7 +35,6 @@ type Mask struct {
 	replacer *strings.Replacer // nil until the first secret
 }
 
-// New returns a Mask holding secrets.
 func New(secrets ...string) *Mask {
 	r := &Mask{}
 	r.Add(secrets...)
@@ -71,30 +71,21 @@ func (r *Mask) add(values []string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	changed := false
-	for _, v := range values {
-		if len(v) < MinLength {
-			continue
-		}
-		if _, ok := r.secrets[v]; ok {
-			continue
-		}
-		if r.secrets == nil {
-			r.secrets = map[string]struct{}{}
-		}
-		r.secrets[v] = struct{}{}
-		changed = true
+	if r.secrets == nil {
+		r.secrets = map[string]struct{}{}
 	}
-	if !changed {
+	known := len(r.secrets)
+	for _, v := range values {
+		if len(v) >= MinLength {
+			r.secrets[v] = struct{}{}
+		}
+	}
+	if len(r.secrets) == known {
 		return
 	}
 	// Longest first: a secret inside another (a client secret inside the
 	// decoded Basic value) must not leave the rest of the longer one behind.
-	all := make([]string, 0, len(r.secrets))
-	for s := range r.secrets {
-		all = append(all, s)
-	}
-	slices.SortFunc(all, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	all := slices.SortedFunc(maps.Keys(r.secrets), func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
 	pairs := make([]string, 0, 2*len(all))
 	for _, s := range all {
 		pairs = append(pairs, s, Hidden)

@@ -20,14 +20,6 @@ type bucket struct {
 	b *blob.Bucket
 }
 
-func openBucket(ctx context.Context, rawURL string) (*bucket, error) {
-	b, err := blob.OpenBucket(ctx, rawURL)
-	if err != nil {
-		return nil, err
-	}
-	return &bucket{b: b}, nil
-}
-
 func (*bucket) spool() (*os.File, error) {
 	return os.CreateTemp("", "cq-source-x-media-*"+spoolExt)
 }
@@ -47,7 +39,11 @@ func (b *bucket) commit(ctx context.Context, f *os.File, key, contentType string
 	if err != nil {
 		return err
 	}
-	if err := copyFile(w, f); err != nil {
+	_, err = f.Seek(0, io.SeekStart) // the synced spool, from its start
+	if err == nil {
+		_, err = io.Copy(w, f)
+	}
+	if err != nil {
 		cancel()
 		w.Close()
 		return err

@@ -55,11 +55,7 @@ func ReadDir(root string) *Store { return &Store{b: &dir{root: root}, name: root
 // Spools lists the spools in the directory store root: the files of
 // fetches in progress, or left by a process stopped while it fetched.
 func Spools(root string) ([]string, error) {
-	paths, err := filepath.Glob(filepath.Join(root, spoolDir, "*"+spoolExt))
-	if err != nil {
-		return nil, err
-	}
-	return paths, nil
+	return filepath.Glob(filepath.Join(root, spoolDir, "*"+spoolExt))
 }
 
 // RemoveSpools removes every spool of the directory store root. Only for a
@@ -109,7 +105,7 @@ func (d *dir) commit(_ context.Context, f *os.File, key, _ string, step func(str
 // exists is kept unless replace: files are named by their content.
 func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
 	final := d.path(key)
-	if err := d.mkdir(filepath.Dir(final)); err != nil {
+	if err := dirsync.Mkdir(d.root, filepath.Dir(filepath.FromSlash(key))); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -122,24 +118,6 @@ func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
 	}
 	step("renamed")
 	return dirsync.Sync(filepath.Dir(final))
-}
-
-// mkdir creates dir, a directory of the store, if missing, and syncs its
-// parent when it did.
-func (d *dir) mkdir(path string) error {
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
-	parent := filepath.Dir(path)
-	if parent != d.root {
-		if err := d.mkdir(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return dirsync.Sync(parent)
 }
 
 func (d *dir) exists(_ context.Context, key string) (bool, error) {

@@ -67,7 +67,8 @@ func TestKillChild(t *testing.T) {
 func killAt(t *testing.T, storeURL, src, step string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillChild$")
-	cmd.Env = append(os.Environ(), envKillAt+"="+step, envKillURL+"="+storeURL, envKillSrc+"="+src)
+	// A killed child cannot remove its spool: it is left in a directory the test removes.
+	cmd.Env = append(os.Environ(), envKillAt+"="+step, envKillURL+"="+storeURL, envKillSrc+"="+src, "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {

@@ -21,12 +21,15 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
+	"maps"
 	"mime"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
+
+	"gocloud.dev/blob"
 )
 
 // File is a stored file.
@@ -90,19 +93,19 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		dir, _ := FilePath(u)
 		return OpenDir(dir)
 	}
-	b, err := openBucket(ctx, rawURL)
+	b, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
 		// gocloud's errors repeat the URL, query values and all.
 		return nil, fmt.Errorf("opening the media store %s: %s", Redacted(u), strings.ReplaceAll(err.Error(), rawURL, Redacted(u)))
 	}
-	return &Store{b: b, name: Redacted(u)}, nil
+	return &Store{b: &bucket{b}, name: Redacted(u)}, nil
 }
 
 // CheckURL says what is wrong with a store URL, or nil; it opens nothing.
 func CheckURL(rawURL string) error {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return fmt.Errorf("media store URL does not parse: %w", unwrapURLError(err))
+	if err != nil { // a *url.Error, which repeats the URL
+		return fmt.Errorf("media store URL does not parse: %w", errors.Unwrap(err))
 	}
 	switch u.Scheme {
 	case "file":
@@ -116,17 +119,6 @@ func CheckURL(rawURL string) error {
 	}
 	return fmt.Errorf("media store URL %s: the scheme must be file, s3, gs or azblob", Redacted(u))
 }
-
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err // it repeats the URL
-	}
-	return err
-}
-
-// Schemes are the URL schemes Open takes.
-var Schemes = []string{"file", "s3", "gs", "azblob"}
 
 // FilePath is the directory of a file:// URL, which must be absolute and
 // have no host but localhost, query or fragment.
@@ -163,10 +155,8 @@ func Redacted(u *url.URL) string {
 // nil calls nothing.
 func (s *Store) OnStep(step func(name string)) { s.step = step }
 
-// String names the store: its directory, or its URL without query values.
 func (s *Store) String() string { return s.name }
 
-// Close releases the store's connections.
 func (s *Store) Close() error { return s.b.close() }
 
 // Spool is a file being fetched: what is written to it goes to a temporary
@@ -177,7 +167,6 @@ type Spool struct {
 	n int64
 }
 
-// NewSpool starts a file.
 func (s *Store) NewSpool() (*Spool, error) {
 	f, err := s.b.spool()
 	if err != nil {
@@ -186,7 +175,6 @@ func (s *Store) NewSpool() (*Spool, error) {
 	return &Spool{f: f, h: sha256.New()}, nil
 }
 
-// Write writes p to the file and the hash.
 func (sp *Spool) Write(p []byte) (int, error) {
 	n, err := sp.f.Write(p)
 	sp.h.Write(p[:n])
@@ -194,7 +182,6 @@ func (sp *Spool) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Size is the number of bytes written.
 func (sp *Spool) Size() int64 { return sp.n }
 
 // Discard removes the temporary file. It does nothing after Commit.
@@ -278,14 +265,6 @@ func (s *Store) Lookup(ctx context.Context, sourceURL string) (*File, error) {
 	return &e.File, nil
 }
 
-// Exists reports whether the store holds the file key.
-func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
-	if !IsKey(key) {
-		return false, fmt.Errorf("media store %s: %q is not a file's key", s.name, key)
-	}
-	return s.b.exists(ctx, key)
-}
-
 // Delete removes the file key; a file that is not there is not an error.
 // The index entries that name it stay, and Lookup ignores them: a URL whose
 // file was deleted is fetched again if asked for.
@@ -336,14 +315,7 @@ func (s *Store) Release(ctx context.Context, key, user string) (deleted bool, er
 }
 
 // validUser reports whether user is an X user id: it becomes a key.
-func validUser(user string) bool {
-	for _, r := range user {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return user != ""
-}
+func validUser(user string) bool { return user != "" && strings.Trim(user, "0123456789") == "" }
 
 // ContentKey is the key of a file of SHA-256 sum (hex) and content type.
 func ContentKey(sum, contentType string) string {
@@ -394,20 +366,4 @@ func Extension(contentType string) string {
 	return extensions[mt]
 }
 
-func validExt(ext string) bool {
-	for _, e := range extensions {
-		if e == ext {
-			return true
-		}
-	}
-	return false
-}
-
-// copyFile uploads the synced spool f through w: from its start.
-func copyFile(w io.Writer, f *os.File) error {
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	_, err := io.Copy(w, f)
-	return err
-}
+func validExt(ext string) bool { return slices.Contains(slices.Collect(maps.Values(extensions)), ext) }

@@ -95,7 +95,7 @@ func TestADeletedFileIsNotLookedUp(t *testing.T) {
 	if err := s.Delete(ctx, f.Key); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.Exists(ctx, f.Key); ok || err != nil {
+	if ok, err := s.b.exists(ctx, f.Key); ok || err != nil {
 		t.Fatalf("Exists after Delete = %v, %v", ok, err)
 	}
 	if got, err := s.Lookup(ctx, "https://pbs.twimg.com/media/A.png"); got != nil || err != nil {

@@ -66,21 +66,10 @@ func TestAShardedSyncNeedsTheUserIDs(t *testing.T) {
 	})
 	failed := 0
 	for n := int32(1); n <= 2; n++ {
-		p := New(WithState(memstate.New()))
-		ctx := context.Background()
-		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}, Shard: &plugin.Shard{Num: n, Total: 2}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range msgs {
-			if e, ok := m.(*message.SyncError); ok {
-				failed++
-				if !strings.Contains(e.Error, "a sharded sync needs the user id of every account: set accounts[0].user_id") {
-					t.Errorf("shard %d/2: %s", n, e.Error)
-				}
+		for _, e := range shardErrors(t, specJSON, n, 2) {
+			failed++
+			if !strings.Contains(e, "a sharded sync needs the user id of every account: set accounts[0].user_id") {
+				t.Errorf("shard %d/2: %s", n, e)
 			}
 		}
 	}
@@ -115,23 +104,31 @@ func TestAShardReadsTheTokenFilesOfItsAccountsAlone(t *testing.T) {
 		},
 	})
 	for n, want := range []string{"", "accounts[1].user_id is 1002 but the token file belongs to user 9999"} {
-		p := New(WithState(memstate.New()))
-		ctx := context.Background()
-		if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}, Shard: &plugin.Shard{Num: int32(2 - n), Total: 2}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var errs []string
-		for _, m := range msgs {
-			if e, ok := m.(*message.SyncError); ok {
-				errs = append(errs, e.Error)
-			}
-		}
-		if got := strings.Join(errs, "\n"); want == "" && got != "" || !strings.Contains(got, want) {
+		got := strings.Join(shardErrors(t, specJSON, int32(2-n), 2), "\n")
+		if want == "" && got != "" || !strings.Contains(got, want) {
 			t.Errorf("shard %d/2: errors %q, want %q", 2-n, got, want)
 		}
 	}
+}
+
+// shardErrors is the errors of a sync of x_bookmarks of shard num/total of
+// the spec, the state in memory.
+func shardErrors(t *testing.T, specJSON []byte, num, total int32) []string {
+	t.Helper()
+	p := New(WithState(memstate.New()))
+	ctx := context.Background()
+	if err := p.Init(ctx, specJSON, plugin.NewClientOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := p.SyncAll(ctx, plugin.SyncOptions{Tables: []string{"x_bookmarks"}, Shard: &plugin.Shard{Num: num, Total: total}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for _, m := range msgs {
+		if e, ok := m.(*message.SyncError); ok {
+			errs = append(errs, e.Error)
+		}
+	}
+	return errs
 }

@@ -68,10 +68,10 @@ func (e *Entry) Each(f func(line []byte) error) error {
 	var lines io.Reader
 	if bytes.HasPrefix(e.Rows, []byte{0x28, 0xb5, 0x2f, 0xfd}) { // zstd's magic number
 		plain, err := decoder.DecodeAll(e.Rows, nil)
-		lines = bytes.NewReader(plain)
 		if err != nil {
 			return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
 		}
+		lines = bytes.NewReader(plain)
 	} else {
 		zr, err := gzip.NewReader(bytes.NewReader(e.Rows))
 		if err != nil {

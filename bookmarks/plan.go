@@ -94,19 +94,18 @@ type opAccount struct {
 	source   string   // add: the account the posts come from
 }
 
-// Verb names the operation: what it does, what it did, and its requests.
-func (o Options) Verb() (doing, done, noun string) {
-	if o.Kind == OpRemove {
-		return "remove", "removed", "removals"
-	}
-	return "add", "added", "additions"
+// Verb names an operation: what it does, what it did, its requests, and
+// the API operation each is.
+type Verb struct {
+	Doing, Done, Noun string
+	Op                client.Operation
 }
 
-func (o Options) op() client.Operation {
+func (o Options) Verb() Verb {
 	if o.Kind == OpRemove {
-		return client.OpRemoveBookmark
+		return Verb{"remove", "removed", "removals", client.OpRemoveBookmark}
 	}
-	return client.OpAddBookmark
+	return Verb{"add", "added", "additions", client.OpAddBookmark}
 }
 
 // Operation is one run of `bookmarks remove` or `bookmarks add`: its
@@ -121,12 +120,8 @@ type Operation struct {
 // plans each account's part; it sends no request but GET /2/users/me for
 // an account whose user id neither the spec nor its token file says.
 func Prepare(ctx context.Context, o Options) (*Operation, error) {
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Transport == nil {
-		o.Transport = http.DefaultTransport
-	}
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
+	o.Transport = cmp.Or(o.Transport, http.DefaultTransport)
 	if o.Step == nil {
 		o.Step = func(string) {}
 	}
@@ -173,11 +168,10 @@ func (op *Operation) Problems() int {
 // CheckScopes refuses a token without the bookmark.write scope, before
 // anything is sent.
 func (op *Operation) CheckScopes() error {
-	_, _, noun := op.o.Verb()
 	for _, a := range op.accounts {
 		if a.problem == "" && a.lacksScope() {
 			return usageErrorf("bookmarks %s: %s: the token has no %s scope (it has: %s), which %s need: run `%s`; nothing was done",
-				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, a.login())
+				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), op.o.Verb().Noun, a.login())
 		}
 	}
 	return nil
@@ -241,10 +235,11 @@ func (a *opAccount) lacksScope() bool {
 
 // login is the command that gives the account's token the scope it lacks.
 func (a *opAccount) login() string {
-	if a.tokenFile == "" {
-		return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
+	cmd := "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
+	if a.tokenFile != "" {
+		cmd += " --token-file " + a.tokenFile
 	}
-	return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite + " --token-file " + a.tokenFile
+	return cmd
 }
 
 // plan fills each account's plan, or finds its pending operation.
@@ -508,11 +503,10 @@ func (o Options) writeAccountPlan(a *opAccount) int {
 // writeResumedPlan prints how far the account's pending run got, and
 // returns how many posts it has left.
 func (o Options) writeResumedPlan(a *opAccount) int {
-	doing, _, _ := o.Verb()
 	j := a.resumed
 	n := len(j.Remaining())
 	fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
-		j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, doing)
+		j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, o.Verb().Doing)
 	if j.Sent != "" {
 		fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
 	}
@@ -524,8 +518,7 @@ func (o Options) writeResumedPlan(a *opAccount) int {
 
 // writeNewPlan prints the account's plan and what it skipped.
 func (o Options) writeNewPlan(a *opAccount) {
-	doing, _, _ := o.Verb()
-	n := len(a.plan)
+	doing, n := o.Verb().Doing, len(a.plan)
 	what := fmt.Sprintf("%s to %s, oldest first", plural.Count(n, "bookmark", "bookmarks"), doing)
 	if o.Kind == OpAdd {
 		what = plural.Count(n, "post", "posts") + " to add, oldest first"
@@ -548,7 +541,6 @@ func (o Options) writeNewPlan(a *opAccount) {
 // writeCost prints what the requests each account sends cost, how long
 // the longest account takes, and, for additions, what the next export bills.
 func (o Options) writeCost(accounts []*opAccount, sent []int) {
-	_, _, noun := o.Verb()
 	total, capped, longest := 0, 0, 0
 	for _, n := range sent {
 		total += n
@@ -558,9 +550,9 @@ func (o Options) writeCost(accounts []*opAccount, sent []int) {
 		capped += n
 		longest = max(longest, n)
 	}
-	limit := client.DefaultLimits()[o.op()]
+	limit := client.DefaultLimits()[o.Verb().Op]
 	fmt.Fprintf(o.Stdout, "\nCost: %s, USD %.3f (X bills each write request; bookmark_write_usd: %v), and no post read. X allows %d %s per 15 minutes per user: %s.\n",
-		plural.Count(total, "request", "requests"), o.rates.WritesUSD(total), o.rates.Write, limit, noun, duration(longest, limit))
+		plural.Count(total, "request", "requests"), o.rates.WritesUSD(total), o.rates.Write, limit, o.Verb().Noun, duration(longest, limit))
 	if capped < total {
 		fmt.Fprintf(o.Stdout, "max_billed_writes (%d) stops each account's run at %s: this run sends %s, USD %.3f; run the same command again to go on.\n",
 			o.maxWrites, plural.Count(o.maxWrites, "request", "requests"), plural.Count(capped, "request", "requests"), o.rates.WritesUSD(capped))

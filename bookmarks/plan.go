@@ -277,10 +277,14 @@ func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete C
 			a.problem = fmt.Sprintf("the archive has no bookmarks walk of user %s: run `cq-source-x export` first", a.userID)
 			continue
 		}
+		position := map[string]int{} // in the list, as the last export saw it
+		for i, id := range held {
+			position[id] = i
+		}
 		if o.Kind == OpRemove {
-			err = o.planRemoval(a, held, listed, info, changes, complete)
+			err = o.planRemoval(a, position, listed, info, changes, complete)
 		} else {
-			err = o.planAddition(a, held, listed, from, fromUser)
+			err = o.planAddition(a, position, listed, from, fromUser)
 		}
 		if err != nil {
 			return err
@@ -291,7 +295,7 @@ func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete C
 
 // planRemoval plans the removal of the selected archived bookmarks, oldest
 // first, and counts the others by why they are skipped.
-func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.StateInfo, changes *Changes, complete Completeness) error {
+func (o Options) planRemoval(a *opAccount, position map[string]int, listed []string, info *archive.StateInfo, changes *Changes, complete Completeness) error {
 	selected, ok := o.removalSelection(a, listed, info)
 	if !ok {
 		return nil
@@ -301,10 +305,6 @@ func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.
 	})
 	if err != nil {
 		return err
-	}
-	position := map[string]int{}
-	for i, id := range held {
-		position[id] = i
 	}
 	byPost := map[string]ArchivedPost{}
 	candidates := slices.Collect(maps.Keys(selected)) // or, with no selection, every archived post
@@ -396,7 +396,7 @@ func (o Options) sourcePosts() ([]ArchivedPost, string, error) {
 }
 
 // planAddition lists the posts to add to the account, oldest first.
-func (o Options) planAddition(a *opAccount, held, listed []string, from []ArchivedPost, fromUser string) error {
+func (o Options) planAddition(a *opAccount, position map[string]int, listed []string, from []ArchivedPost, fromUser string) error {
 	var posts []string
 	if o.From != "" {
 		if fromUser == a.userID && filepath.Clean(o.From) == filepath.Clean(o.Out) {
@@ -410,16 +410,13 @@ func (o Options) planAddition(a *opAccount, held, listed []string, from []Archiv
 		posts = slices.Clone(listed)
 		slices.Reverse(posts)
 	}
-	inList := map[string]bool{}
-	for _, id := range held {
-		inList[id] = true
-	}
 	seen, planned := map[string]bool{}, map[string]bool{}
 	alreadyHeld := 0
 	for _, id := range posts {
+		_, inList := position[id]
 		switch {
 		case seen[id]:
-		case inList[id]:
+		case inList:
 			alreadyHeld++
 		default:
 			a.plan = append(a.plan, id)

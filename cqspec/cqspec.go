@@ -7,6 +7,7 @@ package cqspec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -556,9 +557,7 @@ func parseSource(body []byte) (*Source, error) {
 		}
 		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
 	}
-	if s.Registry == "" {
-		s.Registry = "cloudquery"
-	}
+	s.Registry = cmp.Or(s.Registry, "cloudquery")
 	return s, nil
 }
 

@@ -54,8 +54,9 @@ type Source struct {
 	DeterministicCQID       bool            `json:"deterministic_cq_id"`
 	OtelEndpoint            string          `json:"otel_endpoint"`
 	OtelEndpointInsecure    bool            `json:"otel_endpoint_insecure"`
-	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
-	// Plugin the same parsed and validated by spec.Parse.
+	// Plugin is the nested `spec:` (the plugin's own spec), parsed and
+	// validated by spec.Parse; PluginSpec, what the plugin is started with:
+	// Plugin as JSON, its token files' paths made absolute.
 	PluginSpec json.RawMessage `json:"spec"`
 	Plugin     *spec.Spec      `json:"-"`
 }

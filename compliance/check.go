@@ -61,16 +61,6 @@ type Check struct {
 	users   *usersCheck      // of the last Run
 }
 
-// sessionOf is the account's session.
-func (c *Check) sessionOf(userID string) *account.Session {
-	for _, s := range c.Set.Sessions {
-		if s.UserID == userID {
-			return s
-		}
-	}
-	return nil
-}
-
 // ID implements schema.ClientMeta.
 func (*Check) ID() string { return "compliance" }
 
@@ -138,19 +128,17 @@ func (c *Check) Failure() error {
 // (compliance_create_job when it names none).
 func (c *Check) FailedOperation() client.Operation {
 	failure := c.Failure()
-	var je *jobError
-	var ae *client.APIError
-	var re *client.RateLimitError
-	var me *client.MalformedResponseError
-	switch {
-	case errors.As(failure, &je):
-		return je.op
-	case errors.As(failure, &ae):
-		return ae.Operation
-	case errors.As(failure, &re):
-		return re.Operation
-	case errors.As(failure, &me):
-		return me.Operation
+	if e, ok := errors.AsType[*jobError](failure); ok {
+		return e.op
+	}
+	if e, ok := errors.AsType[*client.APIError](failure); ok {
+		return e.Operation
+	}
+	if e, ok := errors.AsType[*client.RateLimitError](failure); ok {
+		return e.Operation
+	}
+	if e, ok := errors.AsType[*client.MalformedResponseError](failure); ok {
+		return e.Operation
 	}
 	return client.OpCreateComplianceJob
 }

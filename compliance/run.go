@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
@@ -16,27 +17,16 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// A check of the archive, run by x_post_compliance's resolver after the
-// bookmark walks of the sync (so their new posts are included):
-//
-//  1. Each account whose last round started at least Every ago starts a
-//     round: every archived post not checked since the round started, and
-//     not reported deleted, is due.
-//  2. The due ids of all accounts, each once and in id order, go to X in
-//     jobs of at most MaxIDsPerJob ids, one job at a time: create, record
-//     the job in the state backend and flush it, upload, poll.
-//  3. A complete job's results update each account's checks; a change in
-//     what X says of a post is a row. A round with nothing left due ends.
-//  4. The scope's check of the authors' accounts runs the same way, with
-//     jobs of accounts (checkAuthors), also when a job of posts failed.
-//
-// The sync waits at most Wait for jobs: one still running is left recorded
-// for the next sync, which polls it instead of creating another. A job that
-// cannot give its results — failed, expired, unknown to X, complete but its
-// results unreadable or past their week, or not finished by then — is
-// given up with a warning, and a new job of its ids is made at once; when
-// that one cannot either, it is reported (the resolver's error,
-// x_api_usage) and its ids stay due for the next sync.
+// A check of the archive (docs/compliance.md), run by x_post_compliance's
+// resolver after the bookmark walks of the sync, so their new posts are in
+// it: each account starts a round once per Every; the ids due in all
+// accounts go to X, each once and in id order, in jobs of posts run one at a
+// time (create, record and flush, upload, poll); a complete job's results
+// update each account's checks, and a change in what X says of a post is a
+// row. The scope's job of accounts (checkAuthors) runs the same way, also
+// when a job of posts failed. A job still running after Wait is left
+// recorded for the next sync; one that cannot give its results is replaced
+// at once by a new job of its ids (finishJob).
 
 // check runs the sync's part of the checks.
 func (c *Check) check(ctx context.Context, emit Emit) error {
@@ -104,10 +94,7 @@ func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline ti
 		if err := c.apply(ctx, rec, results, accts, emit); err != nil {
 			return err
 		}
-		if err := saveJob(ctx, c.State, key, nil, false); err != nil {
-			return err
-		}
-		if err := c.saveAccounts(ctx, accts); err != nil {
+		if err := errors.Join(saveJob(ctx, c.State, key, nil, false), c.saveAccounts(ctx, accts)); err != nil {
 			return err
 		}
 		rec = nil
@@ -164,9 +151,6 @@ func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
 func dueBatch(accts []*accountChecks, max int) ids.Sorted {
 	var all ids.Sorted
 	for _, a := range accts {
-		if a.roundStart.IsZero() {
-			continue
-		}
 		var due []uint64
 		for _, id := range a.archived {
 			if a.due(id) {
@@ -198,13 +182,6 @@ func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error 
 	return nil
 }
 
-func (c *Check) jobName() string {
-	if c.Scope == "" {
-		return "cq-source-x"
-	}
-	return "cq-source-x " + c.Scope
-}
-
 // startJob creates a job of type typ (client.ComplianceTweets or
 // client.ComplianceUsers) for batch, records it under key and uploads its
 // ids.
@@ -212,10 +189,9 @@ func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted,
 	if err := c.waitForIdle(ctx, typ, deadline); err != nil {
 		return nil, err
 	}
-	job, _, err := c.API.CreateComplianceJob(ctx, client.CreateComplianceJobOptions{Type: typ, Name: c.jobName()})
+	job, _, err := c.API.CreateComplianceJob(ctx, client.CreateComplianceJobOptions{Type: typ, Name: strings.TrimSpace("cq-source-x " + c.Scope)})
 	if err != nil {
-		var ae *client.APIError
-		if errors.As(err, &ae) && (ae.Status == 400 || ae.Status == 409) {
+		if ae, ok := errors.AsType[*client.APIError](err); ok && (ae.Status == 400 || ae.Status == 409) {
 			// X refuses a second job of a type; how is not documented.
 			if busy, lerr := c.activeJob(ctx, typ); lerr == nil && busy != nil {
 				return nil, busyError(busy)
@@ -367,9 +343,8 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results expired at " + at + ", before they were read"}, nil
 		}
 		results, err := c.readResults(ctx, rec, job)
-		var ae *client.APIError
-		var me *client.MalformedResponseError
-		if (errors.As(err, &ae) && ae.Status < 500) || errors.As(err, &me) {
+		ae, isAPI := errors.AsType[*client.APIError](err)
+		if _, malformed := errors.AsType[*client.MalformedResponseError](err); (isAPI && ae.Status < 500) || malformed {
 			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results could not be read: " + err.Error()}, nil
 		}
 		if err != nil {
@@ -462,8 +437,7 @@ func (e *jobError) Unwrap() error { return e.err }
 
 // explain says which credential a refusal is about.
 func explain(err error) error {
-	var ae *client.APIError
-	if errors.Is(err, client.ErrUserContextToken) || (errors.As(err, &ae) && ae.Hint == client.HintAppUnauthorized) {
+	if ae, ok := errors.AsType[*client.APIError](err); errors.Is(err, client.ErrUserContextToken) || (ok && ae.Hint == client.HintAppUnauthorized) {
 		return fmt.Errorf("the compliance bearer token was refused: %w", err)
 	}
 	return err
@@ -471,18 +445,10 @@ func explain(err error) error {
 
 // pollInterval is the wait before the n-th poll (0-based): 1s, doubling up
 // to a minute.
-func pollInterval(n int) time.Duration {
-	if n >= 6 {
-		return time.Minute
-	}
-	return time.Second << n
-}
+func pollInterval(n int) time.Duration { return min(time.Second<<min(n, 6), time.Minute) }
 
 func (c *Check) sleep(ctx context.Context, d time.Duration, deadline time.Time) error {
-	if left := deadline.Sub(c.Clock.Now()); left < d {
-		d = left
-	}
-	if d <= 0 {
+	if d = min(d, deadline.Sub(c.Clock.Now())); d <= 0 {
 		return nil
 	}
 	return c.API.Sleep(ctx, d) // the client's clock, and its stop

@@ -21,24 +21,13 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What the compliance checks keep in the state backend:
-//
-//   - per account, the ids of every post written to x_bookmarks (archived
-//     ids) and to x_bookmark_referenced_posts, added to by the bookmarks
-//     walk (Archiver): the walk's held list alone would forget posts whose
-//     bookmark was removed. A destination that keeps the record of
-//     x_bookmarks itself (the exporter's written ids) is read for those
-//     instead (Session.Archive); the referenced posts are kept under a key
-//     of their own, in both cases;
-//   - per account, when each archived post was last checked and what X said
-//     of it then, and the account's check rounds (checks);
-//   - per account, the author of each of those posts (authorship), and per
-//     sync scope what X said of the authors' accounts (usersCheck);
-//   - per sync scope (all accounts, or one shard), the job in progress of
-//     each type, with the ids it was given (jobRecord). Unlike a pagination
-//     token, a job id stays valid between runs: a run that stopped while a
-//     job ran picks it up instead of starting another (X runs one at a
-//     time).
+// What the checks keep in the state backend (account/keys.go lists the
+// keys): per account, when each archived post was last checked, what X said
+// of it then and its check rounds (accountChecks); per sync scope, what X
+// said of the authors' accounts (usersCheck) and the job in progress of each
+// type (jobRecord). Unlike a pagination token, a job id stays valid between
+// runs: a run that stopped while a job ran picks it up instead of starting
+// another (X runs one at a time).
 
 func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
@@ -103,36 +92,31 @@ type accountChecks struct {
 	rows   *outbox.Rows[*Finding]
 }
 
+func byID(c check, id uint64) int { return cmp.Compare(c.id, id) }
+
 // find returns the post's check.
 func (a *accountChecks) find(id uint64) (check, bool) {
-	i, ok := slices.BinarySearchFunc(a.checks, id, func(c check, id uint64) int { return cmp.Compare(c.id, id) })
+	i, ok := slices.BinarySearchFunc(a.checks, id, byID)
 	if !ok {
 		return check{}, false
 	}
 	return a.checks[i], true
 }
 
-// setAll records checks sorted by id, in one merge.
+// setAll records checks, each id once.
 func (a *accountChecks) setAll(updates []check) {
-	if len(updates) == 0 {
-		return
-	}
-	out := make([]check, 0, len(a.checks)+len(updates))
-	i, j := 0, 0
-	for i < len(a.checks) || j < len(updates) {
-		switch {
-		case j == len(updates) || (i < len(a.checks) && a.checks[i].id < updates[j].id):
-			out = append(out, a.checks[i])
-			i++
-		case i == len(a.checks) || updates[j].id < a.checks[i].id:
-			out = append(out, updates[j])
-			j++
-		default:
-			out = append(out, updates[j])
-			i, j = i+1, j+1
+	n := len(a.checks)
+	for _, u := range updates {
+		if i, ok := slices.BinarySearchFunc(a.checks[:n], u.id, byID); ok {
+			a.checks[i] = u
+		} else {
+			a.checks = append(a.checks, u)
 		}
 	}
-	a.checks, a.changed = out, true
+	if len(a.checks) > n {
+		slices.SortFunc(a.checks, func(x, y check) int { return cmp.Compare(x.id, y.id) })
+	}
+	a.changed = a.changed || len(updates) > 0
 }
 
 // due reports whether the round running checks id: not checked since the
@@ -146,21 +130,14 @@ func (a *accountChecks) due(id uint64) bool {
 }
 
 // hasDue reports whether the round has posts left to check.
-func (a *accountChecks) hasDue() bool {
-	for _, id := range a.archived {
-		if a.due(id) {
-			return true
-		}
-	}
-	return false
-}
+func (a *accountChecks) hasDue() bool { return slices.ContainsFunc(a.archived, a.due) }
 
 type checksJSON struct {
-	Version    int        `json:"version"`
-	RoundStart *time.Time `json:"round_started,omitempty"`
-	LastRound  *time.Time `json:"last_round,omitempty"`
-	Count      int        `json:"count"`
-	Checks     string     `json:"checks"`
+	Version    int       `json:"version"`
+	RoundStart time.Time `json:"round_started,omitzero"`
+	LastRound  time.Time `json:"last_round,omitzero"`
+	Count      int       `json:"count"`
+	Checks     string    `json:"checks"`
 	// Outbox is the rows of x_post_compliance to send again (package outbox).
 	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
@@ -182,21 +159,12 @@ func (a *accountChecks) marshalChecks() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	j := checksJSON{Version: checksVersion, Count: len(a.checks), Checks: string(text)}
-	if !a.roundStart.IsZero() {
-		t := a.roundStart.UTC()
-		j.RoundStart = &t
-	}
-	if !a.lastRound.IsZero() {
-		t := a.lastRound.UTC()
-		j.LastRound = &t
-	}
 	box, err := a.outboxToSave()
 	if err != nil {
 		return "", err
 	}
-	j.Outbox = json.RawMessage(box)
-	b, err := json.Marshal(j)
+	b, err := json.Marshal(checksJSON{Version: checksVersion, RoundStart: a.roundStart.UTC(), LastRound: a.lastRound.UTC(),
+		Count: len(a.checks), Checks: string(text), Outbox: json.RawMessage(box)})
 	return string(b), err
 }
 
@@ -241,12 +209,7 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	if r.Len() != 0 {
 		return fmt.Errorf("%s is damaged: trailing bytes", what)
 	}
-	if j.RoundStart != nil {
-		a.roundStart = *j.RoundStart
-	}
-	if j.LastRound != nil {
-		a.lastRound = *j.LastRound
-	}
+	a.roundStart, a.lastRound = j.RoundStart, j.LastRound
 	a.outbox, err = outbox.Unmarshal(string(j.Outbox), what)
 	return err
 }

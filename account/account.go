@@ -312,9 +312,7 @@ func (r *Report) Err() error {
 	defer r.mu.Unlock()
 	var errs []error
 	for _, w := range r.walks {
-		if w.Err != nil {
-			errs = append(errs, w.Err)
-		}
+		errs = append(errs, w.Err) // Join drops the nils
 	}
 	return errors.Join(errs...)
 }
@@ -351,21 +349,13 @@ func (s *Session) SetFolderCount(n int) {
 // and never less than minFolderWalkBudget.
 func (s *Session) FolderWalkBudget() int {
 	s.report.mu.Lock()
-	n := s.report.folders
-	s.report.mu.Unlock()
-	if n < 1 {
-		n = 1
-	}
-	return max(minFolderWalkBudget, s.FolderBudget/n)
+	defer s.report.mu.Unlock()
+	return max(minFolderWalkBudget, s.FolderBudget/max(1, s.report.folders))
 }
 
 // minFolderWalkBudget is the fewest requests a folder walk plans for. The
-// budget shapes page sizes, not how many requests a walk makes: a walk that
-// finds nothing new makes one request whatever its budget, but one planned
-// for a single request must read a whole page in it to be sure to finish
-// (90 posts billed for each unchanged folder of an account with 21 folders
-// or more). With three, such a walk reads the held post and its
-// confirmation, and one that finds a few new posts reads them in small
-// pages; the requests are free, and a sync that needs more than the folder
-// operation's 50 per 15 minutes waits for them.
+// budget shapes page sizes, not how many requests a walk makes: planned for
+// one request, a walk must read a whole page to be sure to finish; with
+// three, an unchanged folder costs its held post and its confirmation. The
+// requests are free; a sync that needs more waits for the folders' limit.
 const minFolderWalkBudget = 3

@@ -71,16 +71,9 @@ func (r *Record) readArchived(value, what string) error {
 		r.bookmarks = posts{ids: nums, author: make([]uint32, len(nums))}
 		return err
 	}
-	var j struct {
-		Version int    `json:"version"`
-		IDs     string `json:"ids"`
-		Dates   string `json:"dates"`
-	}
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return fmt.Errorf("%s: the archived posts are not valid JSON: %w", what, err)
-	}
-	if j.Version != 2 {
-		return fmt.Errorf("%s: the archived posts have version %d; this build reads version 2", what, j.Version)
+	var j struct{ IDs, Dates string }
+	if err := decodeJSON(value, what+": the list of archived posts", 2, &j); err != nil {
+		return err
 	}
 	nums, err := ids.UnmarshalSorted(j.IDs, what)
 	if err != nil {
@@ -91,18 +84,8 @@ func (r *Record) readArchived(value, what string) error {
 		return err
 	}
 	rd := bytes.NewReader(raw)
-	n, err := binary.ReadUvarint(rd)
-	if err != nil || n > uint64(len(raw)) {
+	if err := r.readSightings(rd, len(raw)); err != nil {
 		return fmt.Errorf("%s: the archived posts' dates are damaged", what)
-	}
-	r.sightings = make([]sighting, n)
-	for i := range r.sightings {
-		a, err1 := binary.ReadVarint(rd)
-		b, err2 := binary.ReadVarint(rd)
-		if errors.Join(err1, err2) != nil {
-			return fmt.Errorf("%s: the archived posts' dates are damaged", what)
-		}
-		r.sightings[i] = sighting{a, b}
 	}
 	if count, err := binary.ReadUvarint(rd); err != nil || count != uint64(len(nums)) {
 		return fmt.Errorf("%s: the archived posts' dates do not match their ids", what)
@@ -126,15 +109,11 @@ func (r *Record) readAuthors(value, what string) error {
 		return nil
 	}
 	var j struct {
-		Version int    `json:"version"`
-		Authors int    `json:"authors"`
-		Posts   string `json:"posts"`
+		Authors int
+		Posts   string
 	}
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return fmt.Errorf("%s: the authors are not valid JSON: %w", what, err)
-	}
-	if j.Version != 1 {
-		return fmt.Errorf("%s: the authors have version %d; this build reads version 1", what, j.Version)
+	if err := decodeJSON(value, what+": the list of authors", 1, &j); err != nil {
+		return err
 	}
 	raw, err := ids.Unpack([]byte(j.Posts), what)
 	if err != nil {
@@ -176,22 +155,11 @@ func (r *Record) readMediaFiles(value, what string) error {
 		return nil
 	}
 	var j struct {
-		Version int             `json:"version"`
-		Files   string          `json:"files,omitempty"`
-		Outbox  json.RawMessage `json:"outbox,omitempty"`
+		Files  string
+		Outbox json.RawMessage
 	}
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return fmt.Errorf("%s: the media files are not valid JSON: %w", what, err)
+	if err := decodeJSON(value, what+": the list of media files", 1, &j); err != nil {
+		return err
 	}
-	if j.Version != 1 {
-		return fmt.Errorf("%s: the media files have version %d; this build reads version 1", what, j.Version)
-	}
-	var err error
-	if r.Files, err = unpackLines[File](j.Files); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if len(j.Outbox) > 0 {
-		r.Outbox, err = outbox.Unmarshal(string(j.Outbox), what)
-	}
-	return err
+	return r.readFiles(j.Files, j.Outbox, what)
 }

@@ -375,11 +375,8 @@ func Unmarshal(value, what string) (*Record, error) {
 		return r, nil
 	}
 	var j recordJSON
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", what, err)
-	}
-	if j.Version != recordVersion {
-		return nil, fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, recordVersion)
+	if err := decodeJSON(value, what, recordVersion, &j); err != nil {
+		return nil, err
 	}
 	raw, err := ids.Unpack([]byte(j.Posts), what)
 	if err != nil {
@@ -389,13 +386,32 @@ func Unmarshal(value, what string) (*Record, error) {
 		return nil, fmt.Errorf("%s is damaged: %w", what, err)
 	}
 	r.authorsKept, r.Marked = !j.NoAuthors, j.Marked
-	if r.Files, err = unpackLines[File](j.Files); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+	return r, r.readFiles(j.Files, j.Outbox, what)
+}
+
+// decodeJSON decodes value, JSON whose version must be version, into v;
+// what names the value in errors.
+func decodeJSON(value, what string, version int, v any) error {
+	var j struct{ Version int }
+	if err := json.Unmarshal([]byte(value), &j); err != nil {
+		return fmt.Errorf("%s is not valid JSON: %w", what, err)
 	}
-	if len(j.Outbox) > 0 {
-		r.Outbox, err = outbox.Unmarshal(string(j.Outbox), what)
+	if j.Version != version {
+		return fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, version)
 	}
-	return r, err
+	return json.Unmarshal([]byte(value), v)
+}
+
+// readFiles reads the media files and their outbox.
+func (r *Record) readFiles(files string, box json.RawMessage, what string) error {
+	var err error
+	if r.Files, err = unpackLines[File](files); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(box) > 0 {
+		r.Outbox, err = outbox.Unmarshal(string(box), what)
+	}
+	return err
 }
 
 func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
@@ -406,20 +422,11 @@ func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
 		}
 		return int(n), nil
 	}
-	n, err := count()
-	if err != nil {
+	if err := r.readSightings(rd, size); err != nil {
 		return err
 	}
-	r.sightings = make([]sighting, n)
-	for i := range r.sightings {
-		a, err1 := binary.ReadVarint(rd)
-		b, err2 := binary.ReadVarint(rd)
-		if errors.Join(err1, err2) != nil {
-			return fmt.Errorf("sighting %d", i)
-		}
-		r.sightings[i] = sighting{a, b}
-	}
-	if n, err = count(); err != nil {
+	n, err := count()
+	if err != nil {
 		return err
 	}
 	r.authors = make([]uint64, n)
@@ -440,6 +447,24 @@ func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
 	}
 	if rd.Len() != 0 {
 		return errors.New("trailing bytes")
+	}
+	return nil
+}
+
+// readSightings reads the sightings: their count, then each one's pair.
+func (r *Record) readSightings(rd *bytes.Reader, size int) error {
+	n, err := binary.ReadUvarint(rd)
+	if err != nil || n > uint64(size) {
+		return errors.New("bad count")
+	}
+	r.sightings = make([]sighting, n)
+	for i := range r.sightings {
+		a, err1 := binary.ReadVarint(rd)
+		b, err2 := binary.ReadVarint(rd)
+		if errors.Join(err1, err2) != nil {
+			return fmt.Errorf("sighting %d", i)
+		}
+		r.sightings[i] = sighting{a, b}
 	}
 	return nil
 }

@@ -7,10 +7,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/media"
 )
 
@@ -176,17 +176,9 @@ func unpackLines[T any](text string) ([]T, error) {
 	if text == "" {
 		return nil, nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(text)
+	data, err := ids.Unpack([]byte(text), "files")
 	if err != nil {
-		return nil, fmt.Errorf("files are not base64: %w", err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("files: %w", err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("files: %w", err)
+		return nil, err
 	}
 	var out []T
 	for line := range bytes.Lines(data) {

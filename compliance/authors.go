@@ -85,60 +85,44 @@ func (u *usersCheck) marshal() (string, error) {
 }
 
 // checkAuthors runs the scope's check of the authors' accounts: a round
-// starts when the last one started at least Every ago, and its jobs (one
-// at a time, of at most MaxIDsPerJob authors each, in id order) run until
-// every author of the accounts' posts is checked or the deadline passes.
-// A job still running then is picked up by the next sync.
+// starts when the last one started at least Every ago, and its jobs, of at
+// most MaxIDsPerJob authors each in id order, run until every author of the
+// accounts' posts is checked or the deadline passes.
 func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadline time.Time, emit Emit) error {
-	u := c.users
-	key := account.UsersJobKey(c.Scope)
-	rec, err := loadJob(ctx, c.State, key)
-	if err != nil {
-		return err
-	}
+	u, key := c.users, account.UsersJobKey(c.Scope)
 	var authors ids.Sorted
 	for _, a := range accts {
 		authors = authors.Union(ids.NewSorted(slices.Collect(maps.Keys(a.authors))))
 	}
-	if rec == nil && u.RoundStart.IsZero() {
-		if len(authors) == 0 || (!u.LastRound.IsZero() && c.Clock.Now().Sub(u.LastRound) < c.Every) {
-			return nil
+	if u.RoundStart.IsZero() {
+		job, err := account.GetKey(ctx, c.State, key)
+		if err != nil || (job == "" && (len(authors) == 0 || (!u.LastRound.IsZero() && c.Clock.Now().Sub(u.LastRound) < c.Every))) {
+			return err
 		}
 		u.RoundStart, u.Next = c.Clock.Now(), 0
 	}
-	for {
-		if rec == nil {
-			i, _ := slices.BinarySearch(authors, u.Next)
-			batch := authors[i:min(len(authors), i+c.MaxIDsPerJob)]
-			if len(batch) == 0 {
-				u.LastRound, u.RoundStart, u.Next = u.RoundStart, time.Time{}, 0
-				return u.save(ctx, c)
-			}
-			if rec, err = c.startJob(ctx, key, client.ComplianceUsers, batch, deadline); err != nil {
-				return errors.Join(fmt.Errorf("checking the authors' accounts: %w", err), u.save(ctx, c))
-			}
-		}
-		results, done, err := c.finishJob(ctx, key, rec, deadline)
-		if err != nil || !done {
-			if err != nil {
-				err = fmt.Errorf("checking the authors' accounts: %w", err)
-			} else {
-				c.Logger.Warn().Str("job", rec.ID).Dur("waited", c.Wait).Msg("compliance job of accounts still running; the next sync picks it up")
-			}
-			return errors.Join(err, u.save(ctx, c))
-		}
+	applyFailed := false // then u is not saved: the job's results are applied again
+	done, err := c.runJobs(ctx, key, client.ComplianceUsers, func() ids.Sorted {
+		i, _ := slices.BinarySearch(authors, u.Next)
+		return authors[i:min(len(authors), i+c.MaxIDsPerJob)]
+	}, func(rec *jobRecord, results []client.ComplianceResult) error {
 		if err := c.applyUsers(ctx, rec, results, accts, emit); err != nil {
+			applyFailed = true
 			return err
 		}
 		u.Next = rec.IDs[len(rec.IDs)-1] + 1
-		if err := errors.Join(saveJob(ctx, c.State, key, nil, false), u.save(ctx, c), c.saveAccounts(ctx, accts)); err != nil {
-			return err
-		}
-		rec = nil
-		if !c.Clock.Now().Before(deadline) {
-			return nil
-		}
+		return u.save(ctx, c)
+	}, accts, deadline)
+	if applyFailed {
+		return err
 	}
+	if done {
+		u.LastRound, u.RoundStart, u.Next = u.RoundStart, time.Time{}, 0
+	}
+	if err != nil {
+		err = fmt.Errorf("checking the authors' accounts: %w", err)
+	}
+	return errors.Join(err, u.save(ctx, c))
 }
 
 // applyUsers records what a complete job of accounts reports, and a row

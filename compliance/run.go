@@ -48,9 +48,11 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	}
 	c.accts = accts
 	c.startRounds(accts, start)
-	err = c.runJobs(ctx, accts, start.Add(c.Wait), emit)
-	var je *jobError
-	if (err == nil || errors.As(err, &je)) && ctx.Err() == nil {
+	_, err = c.runJobs(ctx, account.JobKey(c.Scope), client.ComplianceTweets, func() ids.Sorted { return dueBatch(accts, c.MaxIDsPerJob) },
+		func(rec *jobRecord, results []client.ComplianceResult) error {
+			return c.apply(ctx, rec, results, accts, emit)
+		}, accts, start.Add(c.Wait))
+	if _, ok := errors.AsType[*jobError](err); (err == nil || ok) && ctx.Err() == nil {
 		err = errors.Join(err, c.checkAuthors(ctx, accts, start.Add(c.Wait), emit))
 	}
 	for _, a := range accts {
@@ -62,47 +64,48 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	return errors.Join(err, c.saveAccounts(ctx, accts))
 }
 
-// runJobs resumes the job in progress, if any, then runs jobs until
-// nothing is due or the deadline has passed.
-func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, emit Emit) error {
-	key := account.JobKey(c.Scope)
+// runJobs resumes the job of type typ recorded under key, if any, then runs
+// jobs of the ids next gives until it gives none (done) or the deadline has
+// passed. A complete job's results are applied, then its record is cleared
+// and the accounts' checks are saved.
+func (c *Check) runJobs(ctx context.Context, key, typ string, next func() ids.Sorted, apply func(*jobRecord, []client.ComplianceResult) error,
+	accts []*accountChecks, deadline time.Time) (done bool, err error) {
 	rec, err := loadJob(ctx, c.State, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if rec != nil {
-		c.Logger.Info().Str("job", rec.ID).Msg("resuming the compliance job of an earlier sync")
+		c.Logger.Info().Str("job", rec.ID).Str("type", typ).Msg("resuming the compliance job of an earlier sync")
 	}
 	for {
 		if rec == nil {
-			batch := dueBatch(accts, c.MaxIDsPerJob)
+			batch := next()
 			if len(batch) == 0 {
-				return nil
+				return true, nil
 			}
-			if rec, err = c.startJob(ctx, key, client.ComplianceTweets, batch, deadline); err != nil {
-				return err
+			if rec, err = c.startJob(ctx, key, typ, batch, deadline); err != nil {
+				return false, err
 			}
 		}
-		results, done, err := c.finishJob(ctx, key, rec, deadline)
-		if err != nil {
-			return err
+		results, complete, err := c.finishJob(ctx, key, rec, deadline)
+		if err != nil || !complete {
+			if err == nil {
+				c.Logger.Warn().Str("job", rec.ID).Str("type", typ).Dur("waited", c.Wait).Msg("compliance job still running; the next sync picks it up")
+			}
+			return false, err
 		}
-		if !done {
-			c.Logger.Warn().Str("job", rec.ID).Dur("waited", c.Wait).Msg("compliance job still running; the next sync picks it up")
-			return nil
-		}
-		if err := c.apply(ctx, rec, results, accts, emit); err != nil {
-			return err
+		if err := apply(rec, results); err != nil {
+			return false, err
 		}
 		if err := errors.Join(saveJob(ctx, c.State, key, nil, false), c.saveAccounts(ctx, accts)); err != nil {
-			return err
+			return false, err
 		}
 		rec = nil
 		if !c.Clock.Now().Before(deadline) {
-			if len(dueBatch(accts, 1)) > 0 {
-				c.Logger.Info().Msg("compliance check continues at the next sync (compliance.wait is over)")
+			if len(next()) > 0 {
+				c.Logger.Info().Str("type", typ).Msg("compliance check continues at the next sync (compliance.wait is over)")
 			}
-			return nil
+			return false, nil
 		}
 	}
 }
@@ -124,11 +127,12 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 		}
 		a := &accountChecks{userID: s.UserID, archived: rec.Bookmarks().Union(rec.Referenced()), bookmarks: rec.Bookmarks(),
 			referenced: rec.Referenced(), authors: rec.Authors(), record: rec}
-		value, err := account.GetKey(ctx, c.State, account.ChecksKey(s.UserID))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.ID(), err)
+		key := account.ChecksKey(s.UserID)
+		value, err := account.GetKey(ctx, c.State, key)
+		if err == nil {
+			err = a.unmarshalChecks(value, "state "+strconv.Quote(key))
 		}
-		if err := a.unmarshalChecks(value, "state "+strconv.Quote(account.ChecksKey(s.UserID))); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
 		out = append(out, a)
@@ -151,18 +155,9 @@ func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
 func dueBatch(accts []*accountChecks, max int) ids.Sorted {
 	var all ids.Sorted
 	for _, a := range accts {
-		var due []uint64
-		for _, id := range a.archived {
-			if a.due(id) {
-				due = append(due, id)
-			}
-		}
-		all = all.Union(due)
+		all = all.Union(slices.DeleteFunc(slices.Clone(a.archived), func(id uint64) bool { return !a.due(id) }))
 	}
-	if len(all) > max {
-		all = all[:max]
-	}
-	return all
+	return all[:min(max, len(all))]
 }
 
 func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error {

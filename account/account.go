@@ -53,9 +53,7 @@ type Session struct {
 	Logger       zerolog.Logger
 	Sync         Sync
 	State        state.Client
-	// Redact masks the credentials of the sync in text made from its errors
-	// (nil: none).
-	Secrets *secrets.Mask
+	Secrets *secrets.Mask // masks the sync's credentials in text made from errors
 	// Err is set when the account could not be prepared (bad token file,
 	// unknown user): its resolvers fail with it, the others go on.
 	Err error
@@ -163,11 +161,10 @@ func (s *Session) SaveMemory(ctx context.Context, key string, mem *walk.Memory) 
 	return SetKey(ctx, s.State, key, value)
 }
 
-// FlushWalk flushes the state a walk has set, when rows are sent again
-// (Resend): a stop then loses nothing the walk read, since the rows it sent
-// are in the state with it. Without an outbox the state must not reach the
-// backend before the rows, and the plugin flushes it once the tables are
-// done.
+// FlushWalk flushes the state a walk has set when rows are sent again
+// (Resend): the rows it sent are in the state with it. Without an outbox
+// the state must not reach the backend before the rows (the plugin flushes
+// it once the tables are done).
 func (s *Session) FlushWalk(ctx context.Context) error {
 	if !s.Resend.On() {
 		return nil
@@ -189,8 +186,6 @@ type Set struct {
 // Claim records that s syncs the X user userID. It fails when another
 // account of the spec already does: the same user twice would have every
 // post read, and billed, twice, and both walks would write the same state.
-// Ids come from the spec, from token files, or from GET /2/users/me as the
-// sync goes, so the account that claims first keeps the user.
 func (set *Set) Claim(s *Session, userID string) error {
 	set.mu.Lock()
 	defer set.mu.Unlock()

@@ -1,14 +1,10 @@
-// Package archived is one account's record of what it archived: the post of
-// every row it wrote — each bookmarked post with its author and the dates
-// its row keeps once redacted, each post its bookmarks quote, answer or
-// repost (whose content x_bookmark_referenced_posts holds) with its author
-// — and the media files each post uses, with what became of each (Files).
-// A sync's rows feed it where they are emitted (package resources), and it
-// is read by the compliance checks (the posts and authors to check, the
-// dates of a blanked row), the media files pass (the files to fetch), the
-// deletion of media files (the files in use) and the exporter (the posts
-// already written). One value per account in the state backend
-// (account.ArchivedKey).
+// Package archived is one account's record of what it archived: each
+// bookmarked post with its author and the dates its row keeps once
+// redacted, each post its bookmarks reference (x_bookmark_referenced_posts)
+// with its author, and the media files each post uses, with what became of
+// each (Files). Package resources feeds it where rows are emitted; the
+// compliance checks, the media files pass and the exporter read it. One
+// value per account in the state backend (account.RecordKey).
 package archived
 
 import (
@@ -126,32 +122,45 @@ func (r *Record) add(to posts, ps []Post, keepDates bool) posts {
 	}
 	slices.SortStableFunc(news, func(a, b added) int { return cmp.Compare(a.id, b.id) })
 	news = slices.CompactFunc(news, func(a, b added) bool { return a.id == b.id })
-	withDates := keepDates || to.dates != nil
-	out := posts{ids: make(ids.Sorted, 0, len(to.ids)+len(news)), author: make([]uint32, 0, len(to.ids)+len(news))}
-	if withDates {
-		out.dates = make([]postDates, 0, len(to.ids)+len(news))
+	newIDs := make(ids.Sorted, len(news))
+	for i, a := range news {
+		newIDs[i] = a.id
 	}
-	i := 0
-	for _, a := range news {
-		for ; i < len(to.ids) && to.ids[i] < a.id; i++ {
-			out.push(to, i)
+	withDates, next := keepDates || to.dates != nil, 0
+	return r.rebuild(to, to.ids.Union(newIDs), withDates, func() (uint32, postDates) {
+		a := news[next]
+		next++
+		if !withDates {
+			return a.author, unknownDates
 		}
-		out.ids, out.author = append(out.ids, a.id), append(out.author, a.author)
-		if withDates {
-			out.dates = append(out.dates, r.postDates(a.dates))
-		}
-	}
-	for ; i < len(to.ids); i++ {
-		out.push(to, i)
-	}
-	return out
+		return a.author, r.postDates(a.dates)
+	})
 }
 
-func (p *posts) push(from posts, i int) {
-	p.ids, p.author = append(p.ids, from.ids[i]), append(p.author, from.author[i])
-	if p.dates != nil {
-		p.dates = append(p.dates, from.datesAt(i))
+// rebuild is the posts of keep: those from holds with their author and
+// dates (with dates when withDates), the others, in id order, as fresh
+// gives them.
+func (r *Record) rebuild(from posts, keep ids.Sorted, withDates bool, fresh func() (uint32, postDates)) posts {
+	out := posts{ids: keep, author: make([]uint32, len(keep))}
+	if withDates {
+		out.dates = make([]postDates, len(keep))
 	}
+	j := 0
+	for i, id := range keep {
+		for j < len(from.ids) && from.ids[j] < id {
+			j++
+		}
+		var d postDates
+		if j < len(from.ids) && from.ids[j] == id {
+			out.author[i], d = from.author[j], from.datesAt(j)
+		} else {
+			out.author[i], d = fresh()
+		}
+		if withDates {
+			out.dates[i] = d
+		}
+	}
+	return out
 }
 
 func (p posts) datesAt(i int) postDates {
@@ -211,21 +220,7 @@ func (r *Record) SetBookmarks(keep ids.Sorted) bool {
 	if slices.Equal(keep, r.bookmarks.ids) {
 		return false
 	}
-	out := posts{ids: keep, author: make([]uint32, len(keep))}
-	if r.bookmarks.dates != nil {
-		out.dates = make([]postDates, len(keep))
-	}
-	for i, id := range keep {
-		if j, ok := slices.BinarySearch(r.bookmarks.ids, id); ok {
-			out.author[i] = r.bookmarks.author[j]
-			if out.dates != nil {
-				out.dates[i] = r.bookmarks.dates[j]
-			}
-		} else if out.dates != nil {
-			out.dates[i] = unknownDates
-		}
-	}
-	r.bookmarks = out
+	r.bookmarks = r.rebuild(r.bookmarks, keep, r.bookmarks.dates != nil, func() (uint32, postDates) { return 0, unknownDates })
 	return true
 }
 

@@ -53,7 +53,7 @@ type Session struct {
 	Logger       zerolog.Logger
 	Sync         Sync
 	State        state.Client
-	Secrets *secrets.Mask // masks the sync's credentials in text made from errors
+	Secrets      *secrets.Mask // masks the sync's credentials in text made from errors
 	// Err is set when the account could not be prepared (bad token file,
 	// unknown user): its resolvers fail with it, the others go on.
 	Err error

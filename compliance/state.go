@@ -40,12 +40,9 @@ func init() {
 	account.RegisterDecoder(account.ComplianceJob, func(key, value string) error { _, err := decodeJob(key, value); return err })
 }
 
-// Reasons X reports a post for, by code (a code is kept in the state
-// backend: new reasons go at the end). A reason not listed (X may add
-// some), or none, is kept as reasonOther: acted on as on_change says, and
-// checked again every round, like the others but "deleted" (an author's
-// account can be reinstated, reactivated or made public again; a deleted
-// post stays deleted).
+// Reasons X reports a post for, by code (the state keeps codes: new
+// reasons go at the end). A reason not listed (X may add some), or none, is
+// kept as reasonOther, and acted on as on_change says.
 var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated", "withheld"}
 
 const (
@@ -75,8 +72,7 @@ type check struct {
 // accountChecks is one account's side of the checks.
 type accountChecks struct {
 	userID string
-	// archived is every post checked: the bookmarked ones and the ones
-	// they reference (referenced), which may overlap.
+	// archived is every post checked: bookmarks and referenced.
 	archived, bookmarks, referenced ids.Sorted
 	authors                         map[uint64]ids.Sorted // the posts of each author
 	record                          *archived.Record
@@ -85,9 +81,8 @@ type accountChecks struct {
 	// none running); lastRound when its last finished round started.
 	roundStart, lastRound time.Time
 	changed               bool
-	// outbox holds the rows earlier syncs sent, as the state keeps them;
-	// rows, once resendFindings opened it, those this sync sends again and
-	// the ones it found.
+	// outbox is the rows earlier syncs sent; rows, once resendFindings
+	// opened it, those this sync sends again and the ones it found.
 	outbox *outbox.Box
 	rows   *outbox.Rows[*Finding]
 }
@@ -214,16 +209,15 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	return err
 }
 
-// jobRecord is the job in progress: enough to resume it in a later run.
+// jobRecord is the job in progress, to resume it in a later run.
 type jobRecord struct {
 	ID string `json:"id"`
-	// Type is client.ComplianceUsers for a job of accounts; "" or
-	// client.ComplianceTweets for one of posts.
-	Type      string    `json:"type,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	// Uploaded is set once the ids are uploaded.
-	Uploaded bool       `json:"uploaded"`
-	IDs      ids.Sorted `json:"-"`
+	// Type is client.ComplianceUsers or ComplianceTweets ("" reads as the
+	// latter).
+	Type      string     `json:"type,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	Uploaded  bool       `json:"uploaded"`
+	IDs       ids.Sorted `json:"-"`
 }
 
 // reported is the results of the job by id, those of ids it was given.

@@ -105,8 +105,8 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 	done, err := c.runJobs(ctx, key, client.ComplianceUsers, func() ids.Sorted {
 		i, _ := slices.BinarySearch(authors, u.Next)
 		return authors[i:min(len(authors), i+c.MaxIDsPerJob)]
-	}, func(rec *jobRecord, results []client.ComplianceResult) error {
-		if err := c.applyUsers(ctx, rec, results, accts, emit); err != nil {
+	}, func(rec *jobRecord, reported results) error {
+		if err := c.applyUsers(ctx, rec, reported, accts, emit); err != nil {
 			applyFailed = true
 			return err
 		}
@@ -129,9 +129,8 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 // of x_post_compliance for each archived post of an author whose status
 // changed, unless X reports the post itself (its own rows say what; a post
 // whose location only was removed gets the row of its author's account).
-func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
+func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, reported results, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
-	reported := rec.reported(results)
 	var rows []*Finding
 	for _, author := range rec.IDs {
 		r, isReported := reported[author]

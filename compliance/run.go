@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,8 +48,8 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	c.accts = accts
 	c.startRounds(accts, start)
 	_, err = c.runJobs(ctx, account.JobKey(c.Scope), client.ComplianceTweets, func() ids.Sorted { return dueBatch(accts, c.MaxIDsPerJob) },
-		func(rec *jobRecord, results []client.ComplianceResult) error {
-			return c.apply(ctx, rec, results, accts, emit)
+		func(rec *jobRecord, reported results) error {
+			return c.apply(ctx, rec, reported, accts, emit)
 		}, accts, start.Add(c.Wait))
 	if _, ok := errors.AsType[*jobError](err); (err == nil || ok) && ctx.Err() == nil {
 		err = errors.Join(err, c.checkAuthors(ctx, accts, start.Add(c.Wait), emit))
@@ -68,7 +67,7 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 // jobs of the ids next gives until it gives none (done) or the deadline has
 // passed. A complete job's results are applied, then its record is cleared
 // and the accounts' checks are saved.
-func (c *Check) runJobs(ctx context.Context, key, typ string, next func() ids.Sorted, apply func(*jobRecord, []client.ComplianceResult) error,
+func (c *Check) runJobs(ctx context.Context, key, typ string, next func() ids.Sorted, apply func(*jobRecord, results) error,
 	accts []*accountChecks, deadline time.Time) (done bool, err error) {
 	rec, err := loadJob(ctx, c.State, key)
 	if err != nil {
@@ -87,14 +86,14 @@ func (c *Check) runJobs(ctx context.Context, key, typ string, next func() ids.So
 				return false, err
 			}
 		}
-		results, complete, err := c.finishJob(ctx, key, rec, deadline)
+		reported, complete, err := c.finishJob(ctx, key, rec, deadline)
 		if err != nil || !complete {
 			if err == nil {
 				c.Logger.Warn().Str("job", rec.ID).Str("type", typ).Dur("waited", c.Wait).Msg("compliance job still running; the next sync picks it up")
 			}
 			return false, err
 		}
-		if err := apply(rec, results); err != nil {
+		if err := apply(rec, reported); err != nil {
 			return false, err
 		}
 		if err := errors.Join(saveJob(ctx, c.State, key, nil, false), c.saveAccounts(ctx, accts)); err != nil {
@@ -263,12 +262,12 @@ func busyError(j *client.ComplianceJob) error {
 // cannot give its results (giveUp) is replaced at once, in rec, by a new
 // job of its ids; one that cannot either is cleared and reported, and its
 // ids are checked again at the next sync.
-func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (results []client.ComplianceResult, done bool, err error) {
+func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (reported results, done bool, err error) {
 	replaced := false
 	for n := 0; ; n++ {
-		results, done, g, err := c.poll(ctx, key, rec)
+		reported, done, g, err := c.poll(ctx, key, rec)
 		if err != nil || done {
-			return results, done, err
+			return reported, done, err
 		}
 		if g != nil {
 			if err := saveJob(ctx, c.State, key, nil, true); err != nil {
@@ -308,7 +307,7 @@ const resultsKept = 7 * 24 * time.Hour
 // poll reads the job once and, complete, its results. A job that ended
 // without them, or that has not ended when they would expire, is given up
 // (g).
-func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results []client.ComplianceResult, done bool, g *giveUp, err error) {
+func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported results, done bool, g *giveUp, err error) {
 	job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
 	if errors.Is(err, client.ErrNotFound) {
 		return nil, false, &giveUp{client.OpGetComplianceJob, "is not known to X any more"}, nil
@@ -337,7 +336,7 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 		if past {
 			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results expired at " + at + ", before they were read"}, nil
 		}
-		results, err := c.readResults(ctx, rec, job)
+		reported, err := c.readResults(ctx, rec, job)
 		ae, isAPI := errors.AsType[*client.APIError](err)
 		if _, malformed := errors.AsType[*client.MalformedResponseError](err); (isAPI && ae.Status < 500) || malformed {
 			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results could not be read: " + err.Error()}, nil
@@ -345,7 +344,7 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 		if err != nil {
 			return nil, false, nil, &jobError{client.OpDownloadComplianceResults, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)}
 		}
-		return results, true, nil, nil
+		return reported, true, nil, nil
 	case client.JobFailed:
 		return nil, false, &giveUp{client.OpGetComplianceJob, "failed (X gives no reason)"}, nil
 	case client.JobExpired:
@@ -361,8 +360,8 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 // job was given. Only those are kept, so memory follows the job's size,
 // whatever the file's. A line without a reason is acted on as a reason this
 // version does not know (compliance.on_change), with a warning.
-func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.ComplianceJob) ([]client.ComplianceResult, error) {
-	byID := map[uint64]client.ComplianceResult{}
+func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.ComplianceJob) (results, error) {
+	byID := results{}
 	_, err := c.API.DownloadComplianceResults(ctx, job, func(r client.ComplianceResult) {
 		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
 			byID[n] = r
@@ -377,14 +376,13 @@ func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.Com
 			c.Logger.Warn().Str("job", rec.ID).Str(field, r.ID).Msg("compliance result without a reason: acted on as a reason this version does not know (compliance.on_change)")
 		}
 	}
-	return slices.Collect(maps.Values(byID)), err
+	return byID, err
 }
 
 // apply records a complete job's results: each account's check of every
 // post of the job it archived, and a row where what X says changed.
-func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
+func (c *Check) apply(ctx context.Context, rec *jobRecord, reported results, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
-	reported := rec.reported(results)
 	var rows []*Finding
 	for _, a := range accts {
 		var updates []check

@@ -220,16 +220,8 @@ type jobRecord struct {
 	IDs       ids.Sorted `json:"-"`
 }
 
-// reported is the results of the job by id, those of ids it was given.
-func (r *jobRecord) reported(results []client.ComplianceResult) map[uint64]client.ComplianceResult {
-	out := make(map[uint64]client.ComplianceResult, len(results))
-	for _, res := range results {
-		if n, ok := ids.Parse(res.ID); ok && r.IDs.Has(n) {
-			out[n] = res
-		}
-	}
-	return out
-}
+// results are a complete job's results by id, of the ids it was given.
+type results = map[uint64]client.ComplianceResult
 
 // what names the ids of the job, in messages.
 func (r *jobRecord) what() string {

@@ -81,8 +81,8 @@ func TestAChangeFromDeactivatedToAnUnknownReasonIsARow(t *testing.T) {
 	}{{"deactivated", true}, {"deactivated", false}, {"withheld_everywhere", true}} {
 		var rows []*Finding
 		emit := func(_ context.Context, found []*Finding) error { rows = append(rows, found...); return nil }
-		results := []client.ComplianceResult{{ID: "7", Action: "delete", Reason: step.reason}}
-		if err := c.apply(context.Background(), rec, results, []*accountChecks{a}, emit); err != nil {
+		reported := results{7: {ID: "7", Action: "delete", Reason: step.reason}}
+		if err := c.apply(context.Background(), rec, reported, []*accountChecks{a}, emit); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(time.Hour)
@@ -146,10 +146,10 @@ func TestAPostXReportsItselfGetsNoRowFromItsAuthorsAccount(t *testing.T) {
 		checks: []check{{id: 1, reason: reasonDeleted}, {id: 2, reason: reasonScrubGeo}, {id: 3}}}
 	rec := &jobRecord{ID: "job-1", Type: client.ComplianceUsers, IDs: ids.Sorted{9}}
 	for _, step := range []struct {
-		results []client.ComplianceResult
+		results results
 		want    []string
 	}{
-		{[]client.ComplianceResult{{ID: "9", Action: "delete", Reason: "suspended"}}, []string{"2 suspended", "3 suspended", "4 suspended"}},
+		{results{9: {ID: "9", Action: "delete", Reason: "suspended"}}, []string{"2 suspended", "3 suspended", "4 suspended"}},
 		{nil, []string{"3 ", "4 "}},
 	} {
 		var rows []string

@@ -235,16 +235,15 @@ func (r *Record) AuthorsKept() bool { return r.authorsKept }
 
 // Authors are the posts of each author, bookmarked and referenced.
 func (r *Record) Authors() map[uint64]ids.Sorted {
-	byAuthor := map[uint64][]uint64{}
+	out := map[uint64]ids.Sorted{}
 	for _, p := range []posts{r.bookmarks, r.referenced} {
 		for i, a := range p.author {
 			if a > 0 {
-				byAuthor[r.authors[a-1]] = append(byAuthor[r.authors[a-1]], p.ids[i])
+				out[r.authors[a-1]] = append(out[r.authors[a-1]], p.ids[i])
 			}
 		}
 	}
-	out := make(map[uint64]ids.Sorted, len(byAuthor))
-	for a, ps := range byAuthor {
+	for a, ps := range out {
 		out[a] = ids.NewSorted(ps)
 	}
 	return out
@@ -259,12 +258,10 @@ func (r *Record) DatesOf(id uint64) *Dates {
 	d, s := r.bookmarks.dates[i], r.sightings[r.bookmarks.dates[i].sighting]
 	out := &Dates{FirstSeenAt: time.UnixMicro(s.firstSeen).UTC(), FoundPosition: d.position}
 	if s.bookmarkedAfter != 0 {
-		t := time.UnixMicro(s.bookmarkedAfter).UTC()
-		out.BookmarkedAfter = &t
+		out.BookmarkedAfter = new(time.UnixMicro(s.bookmarkedAfter).UTC())
 	}
 	if d.created != 0 {
-		t := time.UnixMilli(d.created).UTC()
-		out.CreatedAt = &t
+		out.CreatedAt = new(time.UnixMilli(d.created).UTC())
 	}
 	return out
 }

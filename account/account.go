@@ -36,12 +36,10 @@ type Sync = outbox.Sync
 
 // Session is one account during one sync.
 type Session struct {
-	// UserID is the X user id ("" only when Err is set before it was known).
-	UserID string
-	// Index is the account's place in the spec (accounts[Index]).
-	Index int
-	API   *client.Client
-	Meter *billing.Meter
+	UserID string // "" only when Err is set before it was known
+	Index  int    // the account's place in the spec (accounts[Index])
+	API    *client.Client
+	Meter  *billing.Meter
 
 	Fields client.Fields
 	// AskedBy names the settings of the spec that put value in the request
@@ -70,9 +68,7 @@ type Session struct {
 	// keeps none: the destination commits rows with the state (the
 	// exporter).
 	Resend outbox.Policy
-	// Media stores the photos and videos of the account's posts (the
-	// spec's media_files); nil when off.
-	Media *Media
+	Media  *Media // the spec's media_files; nil when off
 
 	name      string
 	setupOnce sync.Once
@@ -88,9 +84,8 @@ type Media struct {
 	// MaxFileSize is the largest file stored (a file recorded too large
 	// under a smaller limit is fetched again).
 	MaxFileSize int64
-	// Saver stores the files; nil when Err says why it could not be made.
-	Saver *media.Saver
-	Err   error
+	Saver       *media.Saver // nil when Err says why it could not be made
+	Err         error
 }
 
 // ID names the session in logs and metrics. It is fixed when the session is
@@ -216,13 +211,10 @@ func Multiplex(meta schema.ClientMeta) []schema.ClientMeta {
 // WalkReport is one walk of one list.
 type WalkReport struct {
 	Operation client.Operation
-	// Table is the table the walk fills: x_bookmarks, x_bookmark_folders
-	// or x_bookmark_folder_posts.
-	Table string
-	// List is "bookmarks" or the folder id.
-	List   string
-	Result *walk.Result
-	Err    error
+	Table     string // x_bookmarks, x_bookmark_folders or x_bookmark_folder_posts
+	List      string // "bookmarks" or the folder id
+	Result    *walk.Result
+	Err       error
 	// Missing counts the expanded objects the walk's pages left out with no
 	// error saying why (see resources).
 	Missing int
@@ -243,10 +235,8 @@ type MediaReport struct {
 	// reason other than the byte budget.
 	Files, Stored, Fetched, Failed int
 	Bytes                          int64
-	// Requests to the media hosts, of which OK answered 200.
-	Requests, OK int
-	// Err is why the pass failed ("" when it did not).
-	Err string
+	Requests, OK                   int    // requests to the media hosts, and those answered 200
+	Err                            string // why the pass failed ("" when it did not)
 }
 
 // Add counts one file's outcome.

@@ -21,9 +21,7 @@ type Affected struct {
 	plan.Reported
 	Reason string
 	// Dates are the bookmark row's, where the record keeps them (a
-	// CloudQuery sync); nil when the destination keeps the rows (the
-	// exporter), for a post archived before they were recorded, or for a
-	// post that is not Bookmarked.
+	// CloudQuery sync); else nil.
 	Dates *archived.Dates
 }
 

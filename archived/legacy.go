@@ -40,11 +40,7 @@ func Migrate(l Legacy, what string) (*Record, error) {
 	if err := r.readArchived(l.Archived, what); err != nil {
 		return nil, err
 	}
-	more := make([]Post, len(l.Bookmarks))
-	for i, n := range l.Bookmarks {
-		more[i] = Post{ID: idString(n)}
-	}
-	r.bookmarks = r.add(r.bookmarks, more, false)
+	r.SetBookmarks(r.bookmarks.ids.Union(ids.NewSorted(slices.Clone(l.Bookmarks))))
 	referenced, err := ids.UnmarshalSorted(l.Referenced, what)
 	if err != nil {
 		return nil, err

@@ -288,7 +288,7 @@ func (r *Report) AddWalk(w WalkReport) {
 func (r *Report) Walks() []WalkReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]WalkReport(nil), r.walks...)
+	return slices.Clone(r.walks)
 }
 
 // Err joins the errors of every failed walk.
@@ -309,17 +309,15 @@ func (r *Report) Tables() (done, failed []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, w := range r.walks {
-		list := &done
-		if w.Err != nil {
-			list = &failed
-		}
-		if !slices.Contains(*list, w.Table) {
-			*list = append(*list, w.Table)
+		if w.Err == nil {
+			done = append(done, w.Table)
+		} else {
+			failed = append(failed, w.Table)
 		}
 	}
 	slices.Sort(done)
 	slices.Sort(failed)
-	return done, failed
+	return slices.Compact(done), slices.Compact(failed)
 }
 
 // SetFolderCount records how many folders the account has, so the folder

@@ -133,11 +133,8 @@ func (s *Session) SaveBilled(ctx context.Context, now time.Time) error {
 			return err
 		}
 		value = string(b)
-	}
-	if value == "" {
-		if old, err := s.State.GetKey(ctx, BilledKey(s.UserID)); err != nil || old == "" {
-			return err
-		}
+	} else if old, err := s.State.GetKey(ctx, BilledKey(s.UserID)); err != nil || old == "" {
+		return err // nothing to clear
 	}
 	if err := SetKey(ctx, s.State, BilledKey(s.UserID), value); err != nil {
 		return fmt.Errorf("%s: %w", s.ID(), err)

@@ -28,22 +28,19 @@ import (
 type Check struct {
 	// API has the app's app-only bearer token; nil when the spec has no
 	// compliance section, and the table then has no rows.
-	API    *client.Client
-	Meter  *billing.Meter
-	Set    *account.Set
-	State  state.Client
-	Clock  clock.Clock
-	Logger zerolog.Logger
-	Sync   account.Sync
-	// Every, Wait and MaxIDsPerJob are the spec's compliance settings.
-	Every, Wait  time.Duration
+	API          *client.Client
+	Meter        *billing.Meter
+	Set          *account.Set
+	State        state.Client
+	Clock        clock.Clock
+	Logger       zerolog.Logger
+	Sync         account.Sync
+	Every, Wait  time.Duration // the spec's compliance settings
 	MaxIDsPerJob int
 	// Scope names the share of the accounts in a sharded sync
 	// ("shard-1-of-2"; "" when not sharded): each shard keeps its own job.
-	Scope string
-	// Err is set when the section could not be prepared (an unreadable
-	// token file): the table fails with it.
-	Err     error
+	Scope   string
+	Err     error         // why the section could not be prepared: the table fails with it
 	Secrets *secrets.Mask // masks the sync's credentials in text made from errors
 	Resend  outbox.Policy // how long the rows are sent again (account.Session.Resend)
 	// ActionOf is what is done to a post X reports for a reason

@@ -324,8 +324,7 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported 
 	switch job.Status {
 	case client.JobCreated, client.JobInProgress:
 		if job.Status == client.JobCreated && !rec.Uploaded {
-			// A run that stopped between creating the job and
-			// uploading its ids.
+			// A run stopped between creating the job and uploading.
 			return nil, false, nil, c.upload(ctx, key, rec, job)
 		}
 		if past {

@@ -264,9 +264,8 @@ func decodeJob(key, value string) (*jobRecord, error) {
 	if len(nums) != j.Count || j.ID == "" {
 		return nil, fmt.Errorf("state %q is damaged", key)
 	}
-	rec := j.jobRecord
-	rec.IDs = nums
-	return &rec, nil
+	j.IDs = nums
+	return &j.jobRecord, nil
 }
 
 // saveJob stores the record (nil clears it) and, with flush, writes the
@@ -284,13 +283,11 @@ func saveJob(ctx context.Context, st state.Client, key string, rec *jobRecord, f
 		}
 		value = string(b)
 	}
-	if err := account.SetKey(ctx, st, key, value); err != nil {
+	if err := account.SetKey(ctx, st, key, value); err != nil || !flush {
 		return err
 	}
-	if flush {
-		if err := st.Flush(ctx); err != nil {
-			return fmt.Errorf("flushing state %q: %w", key, err)
-		}
+	if err := st.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing state %q: %w", key, err)
 	}
 	return nil
 }

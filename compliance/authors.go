@@ -85,9 +85,8 @@ func (u *usersCheck) marshal() (string, error) {
 }
 
 // checkAuthors runs the scope's check of the authors' accounts: a round
-// starts when the last one started at least Every ago, and its jobs, of at
-// most MaxIDsPerJob authors each in id order, run until every author of the
-// accounts' posts is checked or the deadline passes.
+// starts when the last one started Every ago, and its jobs, of authors in id
+// order, run until every author is checked or the deadline passes.
 func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadline time.Time, emit Emit) error {
 	u, key := c.users, account.UsersJobKey(c.Scope)
 	var authors ids.Sorted
@@ -125,10 +124,9 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 	return errors.Join(err, u.save(ctx, c))
 }
 
-// applyUsers records what a complete job of accounts reports, and a row
-// of x_post_compliance for each archived post of an author whose status
-// changed, unless X reports the post itself (its own rows say what; a post
-// whose location only was removed gets the row of its author's account).
+// applyUsers records what a complete job of accounts reports, and a row for
+// each archived post of an author whose status changed, unless X reports
+// the post itself (but for scrub_geo alone).
 func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, reported results, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
 	var rows []*Finding

@@ -16,18 +16,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// A check of the archive (docs/compliance.md), run by x_post_compliance's
-// resolver after the bookmark walks of the sync, so their new posts are in
-// it: each account starts a round once per Every; the ids due in all
-// accounts go to X, each once and in id order, in jobs of posts run one at a
-// time (create, record and flush, upload, poll); a complete job's results
-// update each account's checks, and a change in what X says of a post is a
-// row. The scope's job of accounts (checkAuthors) runs the same way, also
-// when a job of posts failed. A job still running after Wait is left
-// recorded for the next sync; one that cannot give its results is replaced
-// at once by a new job of its ids (finishJob).
-
-// check runs the sync's part of the checks.
+// check runs the sync's part of the checks (docs/compliance.md), after its
+// bookmark walks so that their new posts are in it: the jobs of posts of
+// every account's due ids, each once and in id order, then the job of
+// accounts (checkAuthors), also when a job of posts failed.
 func (c *Check) check(ctx context.Context, emit Emit) error {
 	if _, ok := c.State.(*state.NoOpClient); ok {
 		return errors.New("compliance checks need a state backend (backend_options): the ids of the archived posts and the job in progress are kept there")
@@ -139,8 +131,7 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 	return out, nil
 }
 
-// startRounds starts the round of each account whose last one started at
-// least Every ago.
+// startRounds starts the round of each account whose last started Every ago.
 func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
 	for _, a := range accts {
 		if a.roundStart.IsZero() && (a.lastRound.IsZero() || now.Sub(a.lastRound) >= c.Every) && len(a.archived) > 0 {
@@ -176,9 +167,8 @@ func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error 
 	return nil
 }
 
-// startJob creates a job of type typ (client.ComplianceTweets or
-// client.ComplianceUsers) for batch, records it under key and uploads its
-// ids.
+// startJob creates a job of type typ for batch, records it under key and
+// uploads its ids.
 func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
 	if err := c.waitForIdle(ctx, typ, deadline); err != nil {
 		return nil, err
@@ -232,8 +222,7 @@ func (c *Check) waitForIdle(ctx context.Context, typ string, deadline time.Time)
 	}
 }
 
-// activeJob is a compliance job of the type of the app that is created or
-// in progress, if any.
+// activeJob is the app's job of the type that is created or in progress.
 func (c *Check) activeJob(ctx context.Context, typ string) (*client.ComplianceJob, error) {
 	jobs, _, err := c.API.ListComplianceJobs(ctx, typ, "")
 	if err != nil {
@@ -258,10 +247,9 @@ func busyError(j *client.ComplianceJob) error {
 
 // finishJob polls the job until it ends or the deadline passes (done is
 // false then: the job stays recorded), and returns a complete job's
-// results, which the caller applies before it clears the record. A job that
-// cannot give its results (giveUp) is replaced at once, in rec, by a new
-// job of its ids; one that cannot either is cleared and reported, and its
-// ids are checked again at the next sync.
+// results. A job that cannot give them (giveUp) is replaced at once, in
+// rec, by a new job of its ids; one that cannot either is cleared and
+// reported, and its ids are checked at the next sync.
 func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (reported results, done bool, err error) {
 	replaced := false
 	for n := 0; ; n++ {
@@ -305,8 +293,7 @@ type giveUp struct {
 const resultsKept = 7 * 24 * time.Hour
 
 // poll reads the job once and, complete, its results. A job that ended
-// without them, or that has not ended when they would expire, is given up
-// (g).
+// without them, or not ended when they would expire, is given up (g).
 func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported results, done bool, g *giveUp, err error) {
 	job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
 	if errors.Is(err, client.ErrNotFound) {
@@ -356,9 +343,8 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported 
 }
 
 // readResults reads a complete job's results: the last line of each id the
-// job was given. Only those are kept, so memory follows the job's size,
-// whatever the file's. A line without a reason is acted on as a reason this
-// version does not know (compliance.on_change), with a warning.
+// job was given, so that memory follows the job's size, whatever the file's.
+// A line without a reason is acted on as an unknown reason, with a warning.
 func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.ComplianceJob) (results, error) {
 	byID := results{}
 	_, err := c.API.DownloadComplianceResults(ctx, job, func(r client.ComplianceResult) {
@@ -435,8 +421,7 @@ func explain(err error) error {
 	return err
 }
 
-// pollInterval is the wait before the n-th poll (0-based): 1s, doubling up
-// to a minute.
+// pollInterval is the wait before poll n: 1s, doubling up to a minute.
 func pollInterval(n int) time.Duration { return min(time.Second<<min(n, 6), time.Minute) }
 
 func (c *Check) sleep(ctx context.Context, d time.Duration, deadline time.Time) error {

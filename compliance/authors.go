@@ -15,12 +15,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// The authors' accounts (docs/compliance.md): X's jobs of posts report
-// each post of an account deleted, suspended, deactivated or made protected;
-// the jobs of accounts, free, make sure of it. So each scope checks, once per
-// Every, the authors of every post the accounts archived, and a post whose
-// author X reports is acted on as if X had reported the post, unless the
-// post's own report asks for more.
+// The authors' accounts (docs/compliance.md): X's jobs of posts report each
+// post of an account X reports; the free jobs of accounts make sure of it. A
+// post whose author X reports is acted on as if X had reported the post,
+// unless the post's own report asks for more.
 
 // usersCheck is a scope's check of the authors' accounts: the round
 // running (RoundStart, and Next, the smallest author not checked in it

@@ -21,13 +21,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What the checks keep in the state backend (account/keys.go lists the
-// keys): per account, when each archived post was last checked, what X said
-// of it then and its check rounds (accountChecks); per sync scope, what X
-// said of the authors' accounts (usersCheck) and the job in progress of each
-// type (jobRecord). Unlike a pagination token, a job id stays valid between
-// runs: a run that stopped while a job ran picks it up instead of starting
-// another (X runs one at a time).
+// What the checks keep in the state backend (account/keys.go): per account
+// its checks (accountChecks); per sync scope the check of the authors
+// (usersCheck) and each type's job in progress (jobRecord): unlike a
+// pagination token, a job id stays valid between runs.
 
 func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
@@ -89,7 +86,6 @@ type accountChecks struct {
 
 func byID(c check, id uint64) int { return cmp.Compare(c.id, id) }
 
-// find returns the post's check.
 func (a *accountChecks) find(id uint64) (check, bool) {
 	i, ok := slices.BinarySearchFunc(a.checks, id, byID)
 	if !ok {
@@ -137,8 +133,7 @@ type checksJSON struct {
 	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
 
-// checksVersion 2 added what was applied to each post; version 1 is read
-// as nothing applied.
+// checksVersion 2 added what was applied to each post (none in version 1).
 const checksVersion = 2
 
 func (a *accountChecks) marshalChecks() (string, error) {

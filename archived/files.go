@@ -87,9 +87,8 @@ func (r *Record) DueFiles(maxSize int64) []int {
 	return out
 }
 
-// DropFiles forgets the files for which drop is true — given the archived
-// post and the post the media is attached to — and the rows of them the
-// outbox holds (those the row's post and media post make drop true), and
+// DropFiles forgets the files, and their rows in the outbox, for which drop
+// is true of the archived post and the post the media is attached to, and
 // returns the keys of the stored files they named.
 func (r *Record) DropFiles(drop func(postID, mediaPostID string) bool) (stored []string, err error) {
 	kept := r.Files[:0]

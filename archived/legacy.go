@@ -50,8 +50,17 @@ func Migrate(l Legacy, what string) (*Record, error) {
 		return nil, err
 	}
 	r.authorsKept = l.Authors != ""
-	if err := r.readMediaFiles(l.MediaFiles, what); err != nil {
-		return nil, err
+	if l.MediaFiles != "" {
+		var j struct {
+			Files  string
+			Outbox json.RawMessage
+		}
+		if err := decodeJSON(l.MediaFiles, what+": the list of media files", 1, &j); err != nil {
+			return nil, err
+		}
+		if err := r.readFiles(j.Files, j.Outbox, what); err != nil {
+			return nil, err
+		}
 	}
 	r.Marked = len(r.StoredFiles()) == 0
 	return r, nil
@@ -143,19 +152,4 @@ func (r *Record) readAuthors(value, what string) error {
 		return fmt.Errorf("%s: the authors are damaged: trailing bytes", what)
 	}
 	return nil
-}
-
-// readMediaFiles reads the media files and their outbox.
-func (r *Record) readMediaFiles(value, what string) error {
-	if value == "" {
-		return nil
-	}
-	var j struct {
-		Files  string
-		Outbox json.RawMessage
-	}
-	if err := decodeJSON(value, what+": the list of media files", 1, &j); err != nil {
-		return err
-	}
-	return r.readFiles(j.Files, j.Outbox, what)
 }

@@ -87,10 +87,10 @@ const xEpochMillis = 1288834974657
 
 func idMillis(id uint64) int64 { return int64(id>>22) + xEpochMillis }
 
-// AddBookmarks records bookmarked posts (a post recorded again keeps the
-// dates it was first recorded with: a row sent again has them; and gets
-// the author it had none of). Dates are kept only when keepDates: a
-// destination that keeps the rows needs none.
+// AddBookmarks records bookmarked posts, with their dates when keepDates
+// (a destination that keeps the rows needs none). A post recorded again
+// keeps its first dates (a row sent again has them) and gets the author it
+// had none of.
 func (r *Record) AddBookmarks(ps []Post, keepDates bool) {
 	r.bookmarks = r.add(r.bookmarks, ps, keepDates)
 }
@@ -212,10 +212,9 @@ func (r *Record) postDates(d *Dates) postDates {
 	return out
 }
 
-// SetBookmarks makes keep the record's bookmarked posts: those it holds
-// keep their author and dates, the others are added with none. It reports
-// whether the record changed. (The exporter's repair makes them the posts
-// its files hold.)
+// SetBookmarks makes keep the record's bookmarked posts (the exporter's
+// repair: the posts its files hold): those it holds keep their author and
+// dates, the others have none. It reports whether the record changed.
 func (r *Record) SetBookmarks(keep ids.Sorted) bool {
 	if slices.Equal(keep, r.bookmarks.ids) {
 		return false
@@ -270,14 +269,12 @@ func (r *Record) DatesOf(id uint64) *Dates {
 type recordJSON struct {
 	Version int `json:"version"`
 	// Posts is, packed (ids.Pack): the sightings, the authors, the
-	// bookmarked posts and the referenced ones (see marshalPosts).
-	Posts string `json:"posts"`
-	// NoAuthors says the posts' authors are not known (authorsKept).
-	NoAuthors bool `json:"no_authors,omitempty"`
-	Marked    bool `json:"marked,omitempty"`
-	// Files is the media files, one JSON value per line, gzipped, in base64.
-	Files  string          `json:"files,omitempty"`
-	Outbox json.RawMessage `json:"outbox,omitempty"`
+	// bookmarked posts and the referenced ones (posts.marshal).
+	Posts     string          `json:"posts"`
+	NoAuthors bool            `json:"no_authors,omitempty"` // !authorsKept
+	Marked    bool            `json:"marked,omitempty"`
+	Files     string          `json:"files,omitempty"` // packLines
+	Outbox    json.RawMessage `json:"outbox,omitempty"`
 }
 
 const recordVersion = 1

@@ -66,8 +66,6 @@ func Migrate(l Legacy, what string) (*Record, error) {
 	return r, nil
 }
 
-func idString(n uint64) string { return strconv.FormatUint(n, 10) }
-
 // readArchived reads the archived posts: JSON of their ids and dates, or
 // their ids alone (ids.Sorted's text).
 func (r *Record) readArchived(value, what string) error {
@@ -133,7 +131,7 @@ func (r *Record) readAuthors(value, what string) error {
 			return fmt.Errorf("%s: the authors are damaged at author %d of %d", what, i, j.Authors)
 		}
 		author += d
-		index := r.authorOf(idString(author))
+		index := r.authorOf(strconv.FormatUint(author, 10))
 		var post uint64
 		for range n {
 			pd, err := binary.ReadUvarint(rd)

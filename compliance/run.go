@@ -183,10 +183,7 @@ func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted,
 		}
 		return nil, explain(err)
 	}
-	rec := &jobRecord{ID: job.ID, Type: typ, CreatedAt: job.CreatedAt, IDs: batch}
-	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = c.Clock.Now()
-	}
+	rec := &jobRecord{ID: job.ID, Type: typ, CreatedAt: cmp.Or(job.CreatedAt, c.Clock.Now()), IDs: batch}
 	if err := saveJob(ctx, c.State, key, rec, true); err != nil {
 		return nil, err
 	}
@@ -302,10 +299,7 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported 
 	if err != nil {
 		return nil, false, nil, explain(err)
 	}
-	expires := job.DownloadExpiresAt
-	if expires.IsZero() {
-		expires = rec.CreatedAt.Add(resultsKept)
-	}
+	expires := cmp.Or(job.DownloadExpiresAt, rec.CreatedAt.Add(resultsKept))
 	past := !c.Clock.Now().Before(expires)
 	at := expires.UTC().Format(time.RFC3339)
 	switch job.Status {

@@ -60,13 +60,11 @@ type Session struct {
 	// account in another shard should not make).
 	Setup func(ctx context.Context) error
 	// RowsKept says the destination keeps the rows in the plugin's process
-	// (the exporter): the record of the posts archived then keeps none of
-	// the dates a redacted row is sent again with.
+	// (the exporter): the record then keeps no dates to send a row again.
 	RowsKept bool
 	// Resend says how long the rows of incremental tables are kept in the
-	// state and sent again by later syncs (package outbox). The zero Policy
-	// keeps none: the destination commits rows with the state (the
-	// exporter).
+	// state to send again (package outbox); the zero Policy (the exporter's,
+	// which commits rows with the state) keeps none.
 	Resend outbox.Policy
 	Media  *Media // the spec's media_files; nil when off
 

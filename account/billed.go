@@ -63,9 +63,8 @@ func (s *Session) EnterBilling(ctx context.Context) (leave func()) {
 var errAccountFailed = errors.New("the account failed")
 
 // StoreBilled stores what the session's meter still holds of the account's
-// ledger of the day (billed outside the resolvers that put it away, or
-// kept by a store that failed). The plugin calls it after the data tables,
-// before the state is flushed.
+// ledger (billed outside the resolvers, or kept by a store that failed),
+// after the data tables and before the state is flushed.
 func (s *Session) StoreBilled(ctx context.Context) {
 	if s.Meter != nil && s.Meter.HoldsBilled(s.UserID) {
 		s.EnterBilling(ctx)()

@@ -10,9 +10,8 @@ import (
 )
 
 // Record is the account's record of what it archived (package archived),
-// read from the state once per sync and shared by its resolvers; a state
-// written before the record existed has it made from the values kept then
-// (MigrateRecord). Its users change it with EditRecord.
+// read from the state once per sync (or made, migrateRecord) and shared by
+// its resolvers, which change it with EditRecord.
 func (s *Session) Record(ctx context.Context) (*archived.Record, error) {
 	s.recordMu.Lock()
 	defer s.recordMu.Unlock()

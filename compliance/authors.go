@@ -93,10 +93,15 @@ func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadli
 	}
 	if u.RoundStart.IsZero() {
 		job, err := account.GetKey(ctx, c.State, key)
-		if err != nil || (job == "" && (len(authors) == 0 || (!u.LastRound.IsZero() && c.Clock.Now().Sub(u.LastRound) < c.Every))) {
+		if err != nil {
 			return err
 		}
-		u.RoundStart, u.Next = c.Clock.Now(), 0
+		if job == "" { // else a job of an earlier sync is resumed
+			if len(authors) == 0 || (!u.LastRound.IsZero() && c.Clock.Now().Sub(u.LastRound) < c.Every) {
+				return nil
+			}
+			u.RoundStart, u.Next = c.Clock.Now(), 0
+		}
 	}
 	applyFailed := false // then u is not saved: the job's results are applied again
 	done, err := c.runJobs(ctx, key, client.ComplianceUsers, func() ids.Sorted {

@@ -30,8 +30,7 @@ type Dates struct {
 }
 
 // Post is a post of a row an account wrote, with its author's user id (""
-// when X gave none) and, for a bookmark, its row's dates (nil when they
-// are not kept).
+// when X gave none) and, for a bookmark, its row's dates (nil: not kept).
 type Post struct {
 	ID, AuthorID string
 	Dates        *Dates
@@ -48,11 +47,10 @@ type Record struct {
 	Files  []File
 	Outbox *outbox.Box
 	// Marked says the store holds the account's mark on each file stored
-	// (store.Mark): a record made from an earlier version's state has them
-	// written once.
+	// (store.Mark); a record migrated from an earlier state has them written.
 	Marked bool
-	// authorsKept says the record holds its posts' authors: one made from
-	// the state of a version that did not keep them (Migrate) does not.
+	// authorsKept says the record holds its posts' authors (Migrate: only
+	// when the earlier state kept them).
 	authorsKept bool
 }
 

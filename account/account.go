@@ -36,12 +36,10 @@ type Sync = outbox.Sync
 
 // Session is one account during one sync.
 type Session struct {
-	// UserID is the X user id ("" only when Err is set before it was known).
-	UserID string
-	// Index is the account's place in the spec (accounts[Index]).
-	Index int
-	API   *client.Client
-	Meter *billing.Meter
+	UserID string // "" only when Err is set before it was known
+	Index  int    // the account's place in the spec (accounts[Index])
+	API    *client.Client
+	Meter  *billing.Meter
 
 	Fields client.Fields
 	// AskedBy names the settings of the spec that put value in the request
@@ -53,9 +51,7 @@ type Session struct {
 	Logger       zerolog.Logger
 	Sync         Sync
 	State        state.Client
-	// Redact masks the credentials of the sync in text made from its errors
-	// (nil: none).
-	Secrets *secrets.Mask
+	Secrets      *secrets.Mask // masks the sync's credentials in text made from errors
 	// Err is set when the account could not be prepared (bad token file,
 	// unknown user): its resolvers fail with it, the others go on.
 	Err error
@@ -64,17 +60,13 @@ type Session struct {
 	// account in another shard should not make).
 	Setup func(ctx context.Context) error
 	// RowsKept says the destination keeps the rows in the plugin's process
-	// (the exporter): the record of the posts archived then keeps none of
-	// the dates a redacted row is sent again with.
+	// (the exporter): the record then keeps no dates to send a row again.
 	RowsKept bool
 	// Resend says how long the rows of incremental tables are kept in the
-	// state and sent again by later syncs (package outbox). The zero Policy
-	// keeps none: the destination commits rows with the state (the
-	// exporter).
+	// state to send again (package outbox); the zero Policy (the exporter's,
+	// which commits rows with the state) keeps none.
 	Resend outbox.Policy
-	// Media stores the photos and videos of the account's posts (the
-	// spec's media_files); nil when off.
-	Media *Media
+	Media  *Media // the spec's media_files; nil when off
 
 	name      string
 	setupOnce sync.Once
@@ -90,9 +82,8 @@ type Media struct {
 	// MaxFileSize is the largest file stored (a file recorded too large
 	// under a smaller limit is fetched again).
 	MaxFileSize int64
-	// Saver stores the files; nil when Err says why it could not be made.
-	Saver *media.Saver
-	Err   error
+	Saver       *media.Saver // nil when Err says why it could not be made
+	Err         error
 }
 
 // ID names the session in logs and metrics. It is fixed when the session is
@@ -163,11 +154,10 @@ func (s *Session) SaveMemory(ctx context.Context, key string, mem *walk.Memory) 
 	return SetKey(ctx, s.State, key, value)
 }
 
-// FlushWalk flushes the state a walk has set, when rows are sent again
-// (Resend): a stop then loses nothing the walk read, since the rows it sent
-// are in the state with it. Without an outbox the state must not reach the
-// backend before the rows, and the plugin flushes it once the tables are
-// done.
+// FlushWalk flushes the state a walk has set when rows are sent again
+// (Resend): the rows it sent are in the state with it. Without an outbox
+// the state must not reach the backend before the rows (the plugin flushes
+// it once the tables are done).
 func (s *Session) FlushWalk(ctx context.Context) error {
 	if !s.Resend.On() {
 		return nil
@@ -189,8 +179,6 @@ type Set struct {
 // Claim records that s syncs the X user userID. It fails when another
 // account of the spec already does: the same user twice would have every
 // post read, and billed, twice, and both walks would write the same state.
-// Ids come from the spec, from token files, or from GET /2/users/me as the
-// sync goes, so the account that claims first keeps the user.
 func (set *Set) Claim(s *Session, userID string) error {
 	set.mu.Lock()
 	defer set.mu.Unlock()
@@ -221,13 +209,10 @@ func Multiplex(meta schema.ClientMeta) []schema.ClientMeta {
 // WalkReport is one walk of one list.
 type WalkReport struct {
 	Operation client.Operation
-	// Table is the table the walk fills: x_bookmarks, x_bookmark_folders
-	// or x_bookmark_folder_posts.
-	Table string
-	// List is "bookmarks" or the folder id.
-	List   string
-	Result *walk.Result
-	Err    error
+	Table     string // x_bookmarks, x_bookmark_folders or x_bookmark_folder_posts
+	List      string // "bookmarks" or the folder id
+	Result    *walk.Result
+	Err       error
 	// Missing counts the expanded objects the walk's pages left out with no
 	// error saying why (see resources).
 	Missing int
@@ -248,10 +233,8 @@ type MediaReport struct {
 	// reason other than the byte budget.
 	Files, Stored, Fetched, Failed int
 	Bytes                          int64
-	// Requests to the media hosts, of which OK answered 200.
-	Requests, OK int
-	// Err is why the pass failed ("" when it did not).
-	Err string
+	Requests, OK                   int    // requests to the media hosts, and those answered 200
+	Err                            string // why the pass failed ("" when it did not)
 }
 
 // Add counts one file's outcome.
@@ -303,7 +286,7 @@ func (r *Report) AddWalk(w WalkReport) {
 func (r *Report) Walks() []WalkReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]WalkReport(nil), r.walks...)
+	return slices.Clone(r.walks)
 }
 
 // Err joins the errors of every failed walk.
@@ -312,9 +295,7 @@ func (r *Report) Err() error {
 	defer r.mu.Unlock()
 	var errs []error
 	for _, w := range r.walks {
-		if w.Err != nil {
-			errs = append(errs, w.Err)
-		}
+		errs = append(errs, w.Err) // Join drops the nils
 	}
 	return errors.Join(errs...)
 }
@@ -326,17 +307,15 @@ func (r *Report) Tables() (done, failed []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, w := range r.walks {
-		list := &done
-		if w.Err != nil {
-			list = &failed
-		}
-		if !slices.Contains(*list, w.Table) {
-			*list = append(*list, w.Table)
+		if w.Err == nil {
+			done = append(done, w.Table)
+		} else {
+			failed = append(failed, w.Table)
 		}
 	}
 	slices.Sort(done)
 	slices.Sort(failed)
-	return done, failed
+	return slices.Compact(done), slices.Compact(failed)
 }
 
 // SetFolderCount records how many folders the account has, so the folder
@@ -351,21 +330,13 @@ func (s *Session) SetFolderCount(n int) {
 // and never less than minFolderWalkBudget.
 func (s *Session) FolderWalkBudget() int {
 	s.report.mu.Lock()
-	n := s.report.folders
-	s.report.mu.Unlock()
-	if n < 1 {
-		n = 1
-	}
-	return max(minFolderWalkBudget, s.FolderBudget/n)
+	defer s.report.mu.Unlock()
+	return max(minFolderWalkBudget, s.FolderBudget/max(1, s.report.folders))
 }
 
 // minFolderWalkBudget is the fewest requests a folder walk plans for. The
-// budget shapes page sizes, not how many requests a walk makes: a walk that
-// finds nothing new makes one request whatever its budget, but one planned
-// for a single request must read a whole page in it to be sure to finish
-// (90 posts billed for each unchanged folder of an account with 21 folders
-// or more). With three, such a walk reads the held post and its
-// confirmation, and one that finds a few new posts reads them in small
-// pages; the requests are free, and a sync that needs more than the folder
-// operation's 50 per 15 minutes waits for them.
+// budget shapes page sizes, not how many requests a walk makes: planned for
+// one request, a walk must read a whole page to be sure to finish; with
+// three, an unchanged folder costs its held post and its confirmation. The
+// requests are free; a sync that needs more waits for the folders' limit.
 const minFolderWalkBudget = 3

@@ -13,17 +13,11 @@ import (
 )
 
 // X bills each resource once per UTC day. An account's meter keeps the ids
-// it saw billed on the current UTC day; the state backend carries them from
-// one sync to the next of the same day, so that a second sync that day
-// counts as billed only what the first did not read. They are estimates,
-// never a reason to fail: a value that cannot be read is dropped.
-//
-// Most of what a day bills are posts of the account's bookmarks list, which
-// the state holds already: the held list of the bookmarks walk's memory
-// (every post, after a first sync; the top of the list after the others).
-// The ledger names those by their place in that list, a bit each, and lists
-// only the others: a first sync of a million posts stores 125 KB of bits,
-// not a second list of a million ids.
+// billed on the current UTC day, and the state carries them to the next sync
+// of that day, so that it counts as billed only what the first did not read.
+// They are estimates, never a reason to fail: a value that cannot be read is
+// dropped. Most of them are posts the bookmarks walk's memory holds already:
+// the ledger names those by their place in its held list, a bit each.
 
 // billedVersion is the ledger's format: 1 listed every post billed, 2 names
 // the held ones by their place.
@@ -69,9 +63,8 @@ func (s *Session) EnterBilling(ctx context.Context) (leave func()) {
 var errAccountFailed = errors.New("the account failed")
 
 // StoreBilled stores what the session's meter still holds of the account's
-// ledger of the day (billed outside the resolvers that put it away, or
-// kept by a store that failed). The plugin calls it after the data tables,
-// before the state is flushed.
+// ledger (billed outside the resolvers, or kept by a store that failed),
+// after the data tables and before the state is flushed.
 func (s *Session) StoreBilled(ctx context.Context) {
 	if s.Meter != nil && s.Meter.HoldsBilled(s.UserID) {
 		s.EnterBilling(ctx)()
@@ -139,11 +132,8 @@ func (s *Session) SaveBilled(ctx context.Context, now time.Time) error {
 			return err
 		}
 		value = string(b)
-	}
-	if value == "" {
-		if old, err := s.State.GetKey(ctx, BilledKey(s.UserID)); err != nil || old == "" {
-			return err
-		}
+	} else if old, err := s.State.GetKey(ctx, BilledKey(s.UserID)); err != nil || old == "" {
+		return err // nothing to clear
 	}
 	if err := SetKey(ctx, s.State, BilledKey(s.UserID), value); err != nil {
 		return fmt.Errorf("%s: %w", s.ID(), err)
@@ -159,24 +149,20 @@ func (s *Session) newBilledValue(ctx context.Context, day string, posts, users *
 	if err != nil {
 		return nil, err
 	}
-	var held ids.Set // the held posts, once each
-	named := 0       // the posts billed that Held names
+	var held ids.Set // the posts billed that Held names
 	if mem != nil && mem.Held.Len() > 0 {
 		bits := newHeldBits(mem.Held.Len())
 		for i := range mem.Held.Len() {
-			id := mem.Held.At(i)
-			if posts.Has(id) {
+			if id := mem.Held.At(i); posts.Has(id) {
 				bits.set(i)
-				if held.Add(id) {
-					named++
-				}
+				held.Add(id)
 			}
 		}
-		if named > 0 {
+		if held.Len() > 0 {
 			v.HeldAt, v.Held = &mem.SyncedAt, bits
 		}
 	}
-	if named < posts.Len() {
+	if held.Len() < posts.Len() {
 		for _, id := range posts.IDs() {
 			if !held.Has(id) {
 				v.Posts.Append(id)

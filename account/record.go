@@ -10,9 +10,8 @@ import (
 )
 
 // Record is the account's record of what it archived (package archived),
-// read from the state once per sync and shared by its resolvers; a state
-// written before the record existed has it made from the values kept then
-// (MigrateRecord). Its users change it with EditRecord.
+// read from the state once per sync (or made, migrateRecord) and shared by
+// its resolvers, which change it with EditRecord.
 func (s *Session) Record(ctx context.Context) (*archived.Record, error) {
 	s.recordMu.Lock()
 	defer s.recordMu.Unlock()
@@ -36,20 +35,11 @@ func (s *Session) loadRecord(ctx context.Context) (*archived.Record, error) {
 		return s.record, nil
 	}
 	value, err := GetKey(ctx, s.State, RecordKey(s.UserID))
+	if err == nil && value == "" {
+		value, err = s.migrateRecord(ctx)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if value == "" {
-		held, err := s.heldBookmarks(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := MigrateRecord(ctx, s.State, s.UserID, held); err != nil {
-			return nil, err
-		}
-		if value, err = GetKey(ctx, s.State, RecordKey(s.UserID)); err != nil {
-			return nil, err
-		}
 	}
 	rec, err := archived.Unmarshal(value, "state "+strconv.Quote(RecordKey(s.UserID)))
 	if err != nil {
@@ -73,20 +63,25 @@ func (s *Session) SaveRecord(ctx context.Context) error {
 	return SetKey(ctx, s.State, RecordKey(s.UserID), value)
 }
 
-// heldBookmarks are the posts the bookmarks walk holds: of a state that
-// kept no record of the archived posts, the ones known.
-func (s *Session) heldBookmarks(ctx context.Context) (ids.Sorted, error) {
+// migrateRecord makes the record of a state that kept none (MigrateRecord),
+// with the posts the bookmarks walk holds, and returns its value.
+func (s *Session) migrateRecord(ctx context.Context) (string, error) {
 	mem, err := s.LoadMemory(ctx, BookmarksKey(s.UserID))
-	if err != nil || mem == nil {
-		return nil, err
+	if err != nil {
+		return "", err
 	}
-	held := make([]uint64, 0, mem.Held.Len())
-	for i := range mem.Held.Len() {
-		if n, ok := ids.Parse(mem.Held.At(i)); ok {
-			held = append(held, n)
+	var held []uint64
+	if mem != nil {
+		for i := range mem.Held.Len() {
+			if n, ok := ids.Parse(mem.Held.At(i)); ok {
+				held = append(held, n)
+			}
 		}
 	}
-	return ids.NewSorted(held), nil
+	if err := MigrateRecord(ctx, s.State, s.UserID, ids.NewSorted(held)); err != nil {
+		return "", err
+	}
+	return GetKey(ctx, s.State, RecordKey(s.UserID))
 }
 
 // MigrateRecord makes the account's record from the values a version before

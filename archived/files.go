@@ -7,18 +7,17 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
+	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/media"
 )
 
 // File is one file of one media object of one archived post, from the
-// moment the walk that read the post ends: the file's post and media key,
-// its URL, and what became of it — which is the record of which posts each
-// stored file belongs to, and of the files the next sync fetches (new,
-// transient, over budget, or too large for a limit since raised).
+// moment the walk that read the post ends, and what became of it: the
+// record of which posts each stored file belongs to, and of the files the
+// next sync fetches.
 type File struct {
 	PostID string `json:"post"`
 	// MediaPostID is the post the media is attached to, when it is not
@@ -31,13 +30,11 @@ type File struct {
 	// Status is the last status sent in a row; "" until the file is tried.
 	Status  media.Status `json:"status,omitempty"`
 	FileKey string       `json:"file_key,omitempty"` // Stored
-	// Limit is the largest file size when the file was found too large.
-	Limit int64 `json:"limit,omitempty"`
+	Limit   int64        `json:"limit,omitempty"`    // the largest file size when it was found too large
 	// Refetch: the stored file was found lost or damaged by a repair, and
 	// the next sync fetches it again (MarkLost).
-	Refetch bool `json:"refetch,omitempty"`
-	// SeenAt is when the bookmark was found: files are tried oldest first.
-	SeenAt time.Time `json:"seen"`
+	Refetch bool      `json:"refetch,omitempty"`
+	SeenAt  time.Time `json:"seen"` // when the bookmark was found: files are tried oldest first
 }
 
 func (f *File) id() [3]string { return [3]string{f.PostID, f.MediaKey, f.URL} }
@@ -90,9 +87,8 @@ func (r *Record) DueFiles(maxSize int64) []int {
 	return out
 }
 
-// DropFiles forgets the files for which drop is true — given the archived
-// post and the post the media is attached to — and the rows of them the
-// outbox holds (those the row's post and media post make drop true), and
+// DropFiles forgets the files, and their rows in the outbox, for which drop
+// is true of the archived post and the post the media is attached to, and
 // returns the keys of the stored files they named.
 func (r *Record) DropFiles(drop func(postID, mediaPostID string) bool) (stored []string, err error) {
 	kept := r.Files[:0]
@@ -120,10 +116,9 @@ func (r *Record) DropFiles(drop func(postID, mediaPostID string) bool) (stored [
 
 // MarkLost marks the files a repair found lost for the next sync, and
 // reports whether it marked any: a file whose last row was lost (rowLost)
-// is tried again as one never tried, and gets a row whatever becomes of it
-// (a file still stored is not fetched: the store's index has it); a stored
-// file lost from the store (fileLost) is fetched again, and gets a row
-// only if it is not stored again as the same file.
+// is tried again as one never tried (a file still stored is not fetched:
+// the store's index has it); a stored file lost from the store (fileLost)
+// is fetched again, and gets a row only if it is not stored as the same.
 func (r *Record) MarkLost(rowLost, fileLost func(*File) bool) bool {
 	marked := false
 	for i := range r.Files {
@@ -176,17 +171,9 @@ func unpackLines[T any](text string) ([]T, error) {
 	if text == "" {
 		return nil, nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(text)
+	data, err := ids.Unpack([]byte(text), "files")
 	if err != nil {
-		return nil, fmt.Errorf("files are not base64: %w", err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("files: %w", err)
-	}
-	data, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("files: %w", err)
+		return nil, err
 	}
 	var out []T
 	for line := range bytes.Lines(data) {

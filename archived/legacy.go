@@ -40,11 +40,7 @@ func Migrate(l Legacy, what string) (*Record, error) {
 	if err := r.readArchived(l.Archived, what); err != nil {
 		return nil, err
 	}
-	more := make([]Post, len(l.Bookmarks))
-	for i, n := range l.Bookmarks {
-		more[i] = Post{ID: idString(n)}
-	}
-	r.bookmarks = r.add(r.bookmarks, more, false)
+	r.SetBookmarks(r.bookmarks.ids.Union(ids.NewSorted(slices.Clone(l.Bookmarks))))
 	referenced, err := ids.UnmarshalSorted(l.Referenced, what)
 	if err != nil {
 		return nil, err
@@ -54,14 +50,21 @@ func Migrate(l Legacy, what string) (*Record, error) {
 		return nil, err
 	}
 	r.authorsKept = l.Authors != ""
-	if err := r.readMediaFiles(l.MediaFiles, what); err != nil {
-		return nil, err
+	if l.MediaFiles != "" {
+		var j struct {
+			Files  string
+			Outbox json.RawMessage
+		}
+		if err := decodeJSON(l.MediaFiles, what+": the list of media files", 1, &j); err != nil {
+			return nil, err
+		}
+		if err := r.readFiles(j.Files, j.Outbox, what); err != nil {
+			return nil, err
+		}
 	}
 	r.Marked = len(r.StoredFiles()) == 0
 	return r, nil
 }
-
-func idString(n uint64) string { return strconv.FormatUint(n, 10) }
 
 // readArchived reads the archived posts: JSON of their ids and dates, or
 // their ids alone (ids.Sorted's text).
@@ -71,16 +74,9 @@ func (r *Record) readArchived(value, what string) error {
 		r.bookmarks = posts{ids: nums, author: make([]uint32, len(nums))}
 		return err
 	}
-	var j struct {
-		Version int    `json:"version"`
-		IDs     string `json:"ids"`
-		Dates   string `json:"dates"`
-	}
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return fmt.Errorf("%s: the archived posts are not valid JSON: %w", what, err)
-	}
-	if j.Version != 2 {
-		return fmt.Errorf("%s: the archived posts have version %d; this build reads version 2", what, j.Version)
+	var j struct{ IDs, Dates string }
+	if err := decodeJSON(value, what+": the list of archived posts", 2, &j); err != nil {
+		return err
 	}
 	nums, err := ids.UnmarshalSorted(j.IDs, what)
 	if err != nil {
@@ -91,18 +87,8 @@ func (r *Record) readArchived(value, what string) error {
 		return err
 	}
 	rd := bytes.NewReader(raw)
-	n, err := binary.ReadUvarint(rd)
-	if err != nil || n > uint64(len(raw)) {
+	if err := r.readSightings(rd, len(raw)); err != nil {
 		return fmt.Errorf("%s: the archived posts' dates are damaged", what)
-	}
-	r.sightings = make([]sighting, n)
-	for i := range r.sightings {
-		a, err1 := binary.ReadVarint(rd)
-		b, err2 := binary.ReadVarint(rd)
-		if errors.Join(err1, err2) != nil {
-			return fmt.Errorf("%s: the archived posts' dates are damaged", what)
-		}
-		r.sightings[i] = sighting{a, b}
 	}
 	if count, err := binary.ReadUvarint(rd); err != nil || count != uint64(len(nums)) {
 		return fmt.Errorf("%s: the archived posts' dates do not match their ids", what)
@@ -126,15 +112,11 @@ func (r *Record) readAuthors(value, what string) error {
 		return nil
 	}
 	var j struct {
-		Version int    `json:"version"`
-		Authors int    `json:"authors"`
-		Posts   string `json:"posts"`
+		Authors int
+		Posts   string
 	}
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return fmt.Errorf("%s: the authors are not valid JSON: %w", what, err)
-	}
-	if j.Version != 1 {
-		return fmt.Errorf("%s: the authors have version %d; this build reads version 1", what, j.Version)
+	if err := decodeJSON(value, what+": the list of authors", 1, &j); err != nil {
+		return err
 	}
 	raw, err := ids.Unpack([]byte(j.Posts), what)
 	if err != nil {
@@ -149,7 +131,7 @@ func (r *Record) readAuthors(value, what string) error {
 			return fmt.Errorf("%s: the authors are damaged at author %d of %d", what, i, j.Authors)
 		}
 		author += d
-		index := r.authorOf(idString(author))
+		index := r.authorOf(strconv.FormatUint(author, 10))
 		var post uint64
 		for range n {
 			pd, err := binary.ReadUvarint(rd)
@@ -168,30 +150,4 @@ func (r *Record) readAuthors(value, what string) error {
 		return fmt.Errorf("%s: the authors are damaged: trailing bytes", what)
 	}
 	return nil
-}
-
-// readMediaFiles reads the media files and their outbox.
-func (r *Record) readMediaFiles(value, what string) error {
-	if value == "" {
-		return nil
-	}
-	var j struct {
-		Version int             `json:"version"`
-		Files   string          `json:"files,omitempty"`
-		Outbox  json.RawMessage `json:"outbox,omitempty"`
-	}
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return fmt.Errorf("%s: the media files are not valid JSON: %w", what, err)
-	}
-	if j.Version != 1 {
-		return fmt.Errorf("%s: the media files have version %d; this build reads version 1", what, j.Version)
-	}
-	var err error
-	if r.Files, err = unpackLines[File](j.Files); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if len(j.Outbox) > 0 {
-		r.Outbox, err = outbox.Unmarshal(string(j.Outbox), what)
-	}
-	return err
 }

@@ -1,14 +1,10 @@
-// Package archived is one account's record of what it archived: the post of
-// every row it wrote — each bookmarked post with its author and the dates
-// its row keeps once redacted, each post its bookmarks quote, answer or
-// repost (whose content x_bookmark_referenced_posts holds) with its author
-// — and the media files each post uses, with what became of each (Files).
-// A sync's rows feed it where they are emitted (package resources), and it
-// is read by the compliance checks (the posts and authors to check, the
-// dates of a blanked row), the media files pass (the files to fetch), the
-// deletion of media files (the files in use) and the exporter (the posts
-// already written). One value per account in the state backend
-// (account.ArchivedKey).
+// Package archived is one account's record of what it archived: each
+// bookmarked post with its author and the dates its row keeps once
+// redacted, each post its bookmarks reference (x_bookmark_referenced_posts)
+// with its author, and the media files each post uses, with what became of
+// each (Files). Package resources feeds it where rows are emitted; the
+// compliance checks, the media files pass and the exporter read it. One
+// value per account in the state backend (account.RecordKey).
 package archived
 
 import (
@@ -34,8 +30,7 @@ type Dates struct {
 }
 
 // Post is a post of a row an account wrote, with its author's user id (""
-// when X gave none) and, for a bookmark, its row's dates (nil when they
-// are not kept).
+// when X gave none) and, for a bookmark, its row's dates (nil: not kept).
 type Post struct {
 	ID, AuthorID string
 	Dates        *Dates
@@ -52,11 +47,10 @@ type Record struct {
 	Files  []File
 	Outbox *outbox.Box
 	// Marked says the store holds the account's mark on each file stored
-	// (store.Mark): a record made from an earlier version's state has them
-	// written once.
+	// (store.Mark); a record migrated from an earlier state has them written.
 	Marked bool
-	// authorsKept says the record holds its posts' authors: one made from
-	// the state of a version that did not keep them (Migrate) does not.
+	// authorsKept says the record holds its posts' authors (Migrate: only
+	// when the earlier state kept them).
 	authorsKept bool
 }
 
@@ -91,10 +85,10 @@ const xEpochMillis = 1288834974657
 
 func idMillis(id uint64) int64 { return int64(id>>22) + xEpochMillis }
 
-// AddBookmarks records bookmarked posts (a post recorded again keeps the
-// dates it was first recorded with: a row sent again has them; and gets
-// the author it had none of). Dates are kept only when keepDates: a
-// destination that keeps the rows needs none.
+// AddBookmarks records bookmarked posts, with their dates when keepDates
+// (a destination that keeps the rows needs none). A post recorded again
+// keeps its first dates (a row sent again has them) and gets the author it
+// had none of.
 func (r *Record) AddBookmarks(ps []Post, keepDates bool) {
 	r.bookmarks = r.add(r.bookmarks, ps, keepDates)
 }
@@ -126,32 +120,45 @@ func (r *Record) add(to posts, ps []Post, keepDates bool) posts {
 	}
 	slices.SortStableFunc(news, func(a, b added) int { return cmp.Compare(a.id, b.id) })
 	news = slices.CompactFunc(news, func(a, b added) bool { return a.id == b.id })
-	withDates := keepDates || to.dates != nil
-	out := posts{ids: make(ids.Sorted, 0, len(to.ids)+len(news)), author: make([]uint32, 0, len(to.ids)+len(news))}
-	if withDates {
-		out.dates = make([]postDates, 0, len(to.ids)+len(news))
+	newIDs := make(ids.Sorted, len(news))
+	for i, a := range news {
+		newIDs[i] = a.id
 	}
-	i := 0
-	for _, a := range news {
-		for ; i < len(to.ids) && to.ids[i] < a.id; i++ {
-			out.push(to, i)
+	withDates, next := keepDates || to.dates != nil, 0
+	return r.rebuild(to, to.ids.Union(newIDs), withDates, func() (uint32, postDates) {
+		a := news[next]
+		next++
+		if !withDates {
+			return a.author, unknownDates
 		}
-		out.ids, out.author = append(out.ids, a.id), append(out.author, a.author)
-		if withDates {
-			out.dates = append(out.dates, r.postDates(a.dates))
-		}
-	}
-	for ; i < len(to.ids); i++ {
-		out.push(to, i)
-	}
-	return out
+		return a.author, r.postDates(a.dates)
+	})
 }
 
-func (p *posts) push(from posts, i int) {
-	p.ids, p.author = append(p.ids, from.ids[i]), append(p.author, from.author[i])
-	if p.dates != nil {
-		p.dates = append(p.dates, from.datesAt(i))
+// rebuild is the posts of keep: those from holds with their author and
+// dates (with dates when withDates), the others, in id order, as fresh
+// gives them.
+func (r *Record) rebuild(from posts, keep ids.Sorted, withDates bool, fresh func() (uint32, postDates)) posts {
+	out := posts{ids: keep, author: make([]uint32, len(keep))}
+	if withDates {
+		out.dates = make([]postDates, len(keep))
 	}
+	j := 0
+	for i, id := range keep {
+		for j < len(from.ids) && from.ids[j] < id {
+			j++
+		}
+		var d postDates
+		if j < len(from.ids) && from.ids[j] == id {
+			out.author[i], d = from.author[j], from.datesAt(j)
+		} else {
+			out.author[i], d = fresh()
+		}
+		if withDates {
+			out.dates[i] = d
+		}
+	}
+	return out
 }
 
 func (p posts) datesAt(i int) postDates {
@@ -203,29 +210,14 @@ func (r *Record) postDates(d *Dates) postDates {
 	return out
 }
 
-// SetBookmarks makes keep the record's bookmarked posts: those it holds
-// keep their author and dates, the others are added with none. It reports
-// whether the record changed. (The exporter's repair makes them the posts
-// its files hold.)
+// SetBookmarks makes keep the record's bookmarked posts (the exporter's
+// repair: the posts its files hold): those it holds keep their author and
+// dates, the others have none. It reports whether the record changed.
 func (r *Record) SetBookmarks(keep ids.Sorted) bool {
 	if slices.Equal(keep, r.bookmarks.ids) {
 		return false
 	}
-	out := posts{ids: keep, author: make([]uint32, len(keep))}
-	if r.bookmarks.dates != nil {
-		out.dates = make([]postDates, len(keep))
-	}
-	for i, id := range keep {
-		if j, ok := slices.BinarySearch(r.bookmarks.ids, id); ok {
-			out.author[i] = r.bookmarks.author[j]
-			if out.dates != nil {
-				out.dates[i] = r.bookmarks.dates[j]
-			}
-		} else if out.dates != nil {
-			out.dates[i] = unknownDates
-		}
-	}
-	r.bookmarks = out
+	r.bookmarks = r.rebuild(r.bookmarks, keep, r.bookmarks.dates != nil, func() (uint32, postDates) { return 0, unknownDates })
 	return true
 }
 
@@ -240,16 +232,15 @@ func (r *Record) AuthorsKept() bool { return r.authorsKept }
 
 // Authors are the posts of each author, bookmarked and referenced.
 func (r *Record) Authors() map[uint64]ids.Sorted {
-	byAuthor := map[uint64][]uint64{}
+	out := map[uint64]ids.Sorted{}
 	for _, p := range []posts{r.bookmarks, r.referenced} {
 		for i, a := range p.author {
 			if a > 0 {
-				byAuthor[r.authors[a-1]] = append(byAuthor[r.authors[a-1]], p.ids[i])
+				out[r.authors[a-1]] = append(out[r.authors[a-1]], p.ids[i])
 			}
 		}
 	}
-	out := make(map[uint64]ids.Sorted, len(byAuthor))
-	for a, ps := range byAuthor {
+	for a, ps := range out {
 		out[a] = ids.NewSorted(ps)
 	}
 	return out
@@ -264,12 +255,10 @@ func (r *Record) DatesOf(id uint64) *Dates {
 	d, s := r.bookmarks.dates[i], r.sightings[r.bookmarks.dates[i].sighting]
 	out := &Dates{FirstSeenAt: time.UnixMicro(s.firstSeen).UTC(), FoundPosition: d.position}
 	if s.bookmarkedAfter != 0 {
-		t := time.UnixMicro(s.bookmarkedAfter).UTC()
-		out.BookmarkedAfter = &t
+		out.BookmarkedAfter = new(time.UnixMicro(s.bookmarkedAfter).UTC())
 	}
 	if d.created != 0 {
-		t := time.UnixMilli(d.created).UTC()
-		out.CreatedAt = &t
+		out.CreatedAt = new(time.UnixMilli(d.created).UTC())
 	}
 	return out
 }
@@ -278,14 +267,12 @@ func (r *Record) DatesOf(id uint64) *Dates {
 type recordJSON struct {
 	Version int `json:"version"`
 	// Posts is, packed (ids.Pack): the sightings, the authors, the
-	// bookmarked posts and the referenced ones (see marshalPosts).
-	Posts string `json:"posts"`
-	// NoAuthors says the posts' authors are not known (authorsKept).
-	NoAuthors bool `json:"no_authors,omitempty"`
-	Marked    bool `json:"marked,omitempty"`
-	// Files is the media files, one JSON value per line, gzipped, in base64.
-	Files  string          `json:"files,omitempty"`
-	Outbox json.RawMessage `json:"outbox,omitempty"`
+	// bookmarked posts and the referenced ones (posts.marshal).
+	Posts     string          `json:"posts"`
+	NoAuthors bool            `json:"no_authors,omitempty"` // !authorsKept
+	Marked    bool            `json:"marked,omitempty"`
+	Files     string          `json:"files,omitempty"` // packLines
+	Outbox    json.RawMessage `json:"outbox,omitempty"`
 }
 
 const recordVersion = 1
@@ -375,11 +362,8 @@ func Unmarshal(value, what string) (*Record, error) {
 		return r, nil
 	}
 	var j recordJSON
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", what, err)
-	}
-	if j.Version != recordVersion {
-		return nil, fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, recordVersion)
+	if err := decodeJSON(value, what, recordVersion, &j); err != nil {
+		return nil, err
 	}
 	raw, err := ids.Unpack([]byte(j.Posts), what)
 	if err != nil {
@@ -389,13 +373,32 @@ func Unmarshal(value, what string) (*Record, error) {
 		return nil, fmt.Errorf("%s is damaged: %w", what, err)
 	}
 	r.authorsKept, r.Marked = !j.NoAuthors, j.Marked
-	if r.Files, err = unpackLines[File](j.Files); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+	return r, r.readFiles(j.Files, j.Outbox, what)
+}
+
+// decodeJSON decodes value, JSON whose version must be version, into v;
+// what names the value in errors.
+func decodeJSON(value, what string, version int, v any) error {
+	var j struct{ Version int }
+	if err := json.Unmarshal([]byte(value), &j); err != nil {
+		return fmt.Errorf("%s is not valid JSON: %w", what, err)
 	}
-	if len(j.Outbox) > 0 {
-		r.Outbox, err = outbox.Unmarshal(string(j.Outbox), what)
+	if j.Version != version {
+		return fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, version)
 	}
-	return r, err
+	return json.Unmarshal([]byte(value), v)
+}
+
+// readFiles reads the media files and their outbox.
+func (r *Record) readFiles(files string, box json.RawMessage, what string) error {
+	var err error
+	if r.Files, err = unpackLines[File](files); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if len(box) > 0 {
+		r.Outbox, err = outbox.Unmarshal(string(box), what)
+	}
+	return err
 }
 
 func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
@@ -406,20 +409,11 @@ func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
 		}
 		return int(n), nil
 	}
-	n, err := count()
-	if err != nil {
+	if err := r.readSightings(rd, size); err != nil {
 		return err
 	}
-	r.sightings = make([]sighting, n)
-	for i := range r.sightings {
-		a, err1 := binary.ReadVarint(rd)
-		b, err2 := binary.ReadVarint(rd)
-		if errors.Join(err1, err2) != nil {
-			return fmt.Errorf("sighting %d", i)
-		}
-		r.sightings[i] = sighting{a, b}
-	}
-	if n, err = count(); err != nil {
+	n, err := count()
+	if err != nil {
 		return err
 	}
 	r.authors = make([]uint64, n)
@@ -440,6 +434,24 @@ func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
 	}
 	if rd.Len() != 0 {
 		return errors.New("trailing bytes")
+	}
+	return nil
+}
+
+// readSightings reads the sightings: their count, then each one's pair.
+func (r *Record) readSightings(rd *bytes.Reader, size int) error {
+	n, err := binary.ReadUvarint(rd)
+	if err != nil || n > uint64(size) {
+		return errors.New("bad count")
+	}
+	r.sightings = make([]sighting, n)
+	for i := range r.sightings {
+		a, err1 := binary.ReadVarint(rd)
+		b, err2 := binary.ReadVarint(rd)
+		if errors.Join(err1, err2) != nil {
+			return fmt.Errorf("sighting %d", i)
+		}
+		r.sightings[i] = sighting{a, b}
 	}
 	return nil
 }

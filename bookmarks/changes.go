@@ -110,7 +110,7 @@ func ReadChanges(dir string) (*Changes, error) {
 func (r *accountRun) record(ctx context.Context) error {
 	// The answers of a commit that fails are in the journal: the next run
 	// records them.
-	j, m := r.j, r.a.api.Meter().Take(r.a.userID, r.o.op())
+	j, m := r.j, r.a.api.Meter().Take(r.a.userID, r.o.Verb().Op)
 	usage := &resources.Usage{UserID: r.a.userID, Account: account.Label(r.a.index), Operation: string(m.Operation),
 		Requests: m.Requests, OKResponses: m.OK, WritesBilled: m.WritesBilled, RateLimited: m.RateLimited,
 		RateLimitWaits: m.RateLimitWaits, WaitedSeconds: m.Waited.Seconds(), Errors: m.Errors}

@@ -205,47 +205,43 @@ func (j *Journal) Remaining() []string {
 }
 
 // Sending records, durably, that the request for post is about to be sent.
-func (j *Journal) Sending(post string) error {
-	if err := j.write("send " + post); err != nil {
-		return err
-	}
-	j.step("journal sending")
-	return nil
-}
+func (j *Journal) Sending(post string) error { return j.write("send "+post, "journal sending") }
 
 // Answered records, durably, X's answer for post.
 func (j *Journal) Answered(post string, bookmarked bool, at time.Time) error {
-	if err := j.write(fmt.Sprintf("done %s %t %s", post, bookmarked, at.UTC().Format(time.RFC3339Nano))); err != nil {
-		return err
-	}
-	j.step("journal answered")
-	return nil
+	return j.write(fmt.Sprintf("done %s %t %s", post, bookmarked, at.UTC().Format(time.RFC3339Nano)), "journal answered")
 }
 
 // Refused records that X refused the request for post (it is not retried).
 func (j *Journal) Refused(post, reason string) error {
-	return j.write("fail " + post + " " + strings.Join(strings.Fields(reason), " "))
+	return j.write("fail "+post+" "+strings.Join(strings.Fields(reason), " "), "")
 }
 
-// write appends line to the log, durably, and applies it.
-func (j *Journal) write(line string) error {
+// write appends line to the log, durably, applies it, and marks the step
+// (if any).
+func (j *Journal) write(line, step string) error {
 	if _, err := j.log.WriteString(line + "\n"); err != nil {
 		return err
 	}
 	if err := j.log.Sync(); err != nil {
 		return err
 	}
-	return j.apply(line)
+	if err := j.apply(line); err != nil {
+		return err
+	}
+	if step != "" {
+		j.step(step)
+	}
+	return nil
 }
 
 // remove deletes the journal of a finished operation.
 func (j *Journal) remove() error {
 	j.log.Close()
-	if err := os.Remove(logPath(j.path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if err := os.Remove(j.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for _, p := range []string{logPath(j.path), j.path} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	return dirsync.Sync(filepath.Dir(j.path))
 }

@@ -94,19 +94,18 @@ type opAccount struct {
 	source   string   // add: the account the posts come from
 }
 
-// Verb names the operation: what it does, what it did, and its requests.
-func (o Options) Verb() (doing, done, noun string) {
-	if o.Kind == OpRemove {
-		return "remove", "removed", "removals"
-	}
-	return "add", "added", "additions"
+// Verb names an operation: what it does, what it did, its requests, and
+// the API operation each is.
+type Verb struct {
+	Doing, Done, Noun string
+	Op                client.Operation
 }
 
-func (o Options) op() client.Operation {
+func (o Options) Verb() Verb {
 	if o.Kind == OpRemove {
-		return client.OpRemoveBookmark
+		return Verb{"remove", "removed", "removals", client.OpRemoveBookmark}
 	}
-	return client.OpAddBookmark
+	return Verb{"add", "added", "additions", client.OpAddBookmark}
 }
 
 // Operation is one run of `bookmarks remove` or `bookmarks add`: its
@@ -121,12 +120,8 @@ type Operation struct {
 // plans each account's part; it sends no request but GET /2/users/me for
 // an account whose user id neither the spec nor its token file says.
 func Prepare(ctx context.Context, o Options) (*Operation, error) {
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Transport == nil {
-		o.Transport = http.DefaultTransport
-	}
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
+	o.Transport = cmp.Or(o.Transport, http.DefaultTransport)
 	if o.Step == nil {
 		o.Step = func(string) {}
 	}
@@ -173,11 +168,10 @@ func (op *Operation) Problems() int {
 // CheckScopes refuses a token without the bookmark.write scope, before
 // anything is sent.
 func (op *Operation) CheckScopes() error {
-	_, _, noun := op.o.Verb()
 	for _, a := range op.accounts {
 		if a.problem == "" && a.lacksScope() {
 			return usageErrorf("bookmarks %s: %s: the token has no %s scope (it has: %s), which %s need: run `%s`; nothing was done",
-				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), noun, a.login())
+				op.o.Kind, a.label, auth.ScopeBookmarkWrite, strings.Join(a.scopes, " "), op.o.Verb().Noun, a.login())
 		}
 	}
 	return nil
@@ -241,10 +235,11 @@ func (a *opAccount) lacksScope() bool {
 
 // login is the command that gives the account's token the scope it lacks.
 func (a *opAccount) login() string {
-	if a.tokenFile == "" {
-		return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
+	cmd := "cq-source-x login --scopes " + auth.ScopeBookmarkWrite
+	if a.tokenFile != "" {
+		cmd += " --token-file " + a.tokenFile
 	}
-	return "cq-source-x login --scopes " + auth.ScopeBookmarkWrite + " --token-file " + a.tokenFile
+	return cmd
 }
 
 // plan fills each account's plan, or finds its pending operation.
@@ -282,10 +277,14 @@ func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete C
 			a.problem = fmt.Sprintf("the archive has no bookmarks walk of user %s: run `cq-source-x export` first", a.userID)
 			continue
 		}
+		position := map[string]int{} // in the list, as the last export saw it
+		for i, id := range held {
+			position[id] = i
+		}
 		if o.Kind == OpRemove {
-			err = o.planRemoval(a, held, listed, info, changes, complete)
+			err = o.planRemoval(a, position, listed, info, changes, complete)
 		} else {
-			err = o.planAddition(a, held, listed, from, fromUser)
+			err = o.planAddition(a, position, listed, from, fromUser)
 		}
 		if err != nil {
 			return err
@@ -296,7 +295,7 @@ func (o Options) plan(accounts []*opAccount, info *archive.StateInfo, complete C
 
 // planRemoval plans the removal of the selected archived bookmarks, oldest
 // first, and counts the others by why they are skipped.
-func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.StateInfo, changes *Changes, complete Completeness) error {
+func (o Options) planRemoval(a *opAccount, position map[string]int, listed []string, info *archive.StateInfo, changes *Changes, complete Completeness) error {
 	selected, ok := o.removalSelection(a, listed, info)
 	if !ok {
 		return nil
@@ -306,10 +305,6 @@ func (o Options) planRemoval(a *opAccount, held, listed []string, info *archive.
 	})
 	if err != nil {
 		return err
-	}
-	position := map[string]int{}
-	for i, id := range held {
-		position[id] = i
 	}
 	byPost := map[string]ArchivedPost{}
 	candidates := slices.Collect(maps.Keys(selected)) // or, with no selection, every archived post
@@ -401,7 +396,7 @@ func (o Options) sourcePosts() ([]ArchivedPost, string, error) {
 }
 
 // planAddition lists the posts to add to the account, oldest first.
-func (o Options) planAddition(a *opAccount, held, listed []string, from []ArchivedPost, fromUser string) error {
+func (o Options) planAddition(a *opAccount, position map[string]int, listed []string, from []ArchivedPost, fromUser string) error {
 	var posts []string
 	if o.From != "" {
 		if fromUser == a.userID && filepath.Clean(o.From) == filepath.Clean(o.Out) {
@@ -415,16 +410,13 @@ func (o Options) planAddition(a *opAccount, held, listed []string, from []Archiv
 		posts = slices.Clone(listed)
 		slices.Reverse(posts)
 	}
-	inList := map[string]bool{}
-	for _, id := range held {
-		inList[id] = true
-	}
 	seen, planned := map[string]bool{}, map[string]bool{}
 	alreadyHeld := 0
 	for _, id := range posts {
+		_, inList := position[id]
 		switch {
 		case seen[id]:
-		case inList[id]:
+		case inList:
 			alreadyHeld++
 		default:
 			a.plan = append(a.plan, id)
@@ -508,11 +500,10 @@ func (o Options) writeAccountPlan(a *opAccount) int {
 // writeResumedPlan prints how far the account's pending run got, and
 // returns how many posts it has left.
 func (o Options) writeResumedPlan(a *opAccount) int {
-	doing, _, _ := o.Verb()
 	j := a.resumed
 	n := len(j.Remaining())
 	fmt.Fprintf(o.Stdout, "%s: resuming the run %s of %s (%s): %d of %d done, %d to %s\n", a.label, j.Plan.ID,
-		j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, doing)
+		j.Plan.Created.Local().Format("2006-01-02 15:04"), j.Plan.Command, len(j.Done)+len(j.Failed), len(j.Plan.Posts), n, o.Verb().Doing)
 	if j.Sent != "" {
 		fmt.Fprintf(o.Stdout, "  post %s was sent when that run stopped, and X's answer is unknown: it is sent again, which is safe (X answers with the state the request leaves)\n", j.Sent)
 	}
@@ -524,8 +515,7 @@ func (o Options) writeResumedPlan(a *opAccount) int {
 
 // writeNewPlan prints the account's plan and what it skipped.
 func (o Options) writeNewPlan(a *opAccount) {
-	doing, _, _ := o.Verb()
-	n := len(a.plan)
+	doing, n := o.Verb().Doing, len(a.plan)
 	what := fmt.Sprintf("%s to %s, oldest first", plural.Count(n, "bookmark", "bookmarks"), doing)
 	if o.Kind == OpAdd {
 		what = plural.Count(n, "post", "posts") + " to add, oldest first"
@@ -548,7 +538,6 @@ func (o Options) writeNewPlan(a *opAccount) {
 // writeCost prints what the requests each account sends cost, how long
 // the longest account takes, and, for additions, what the next export bills.
 func (o Options) writeCost(accounts []*opAccount, sent []int) {
-	_, _, noun := o.Verb()
 	total, capped, longest := 0, 0, 0
 	for _, n := range sent {
 		total += n
@@ -558,9 +547,9 @@ func (o Options) writeCost(accounts []*opAccount, sent []int) {
 		capped += n
 		longest = max(longest, n)
 	}
-	limit := client.DefaultLimits()[o.op()]
+	limit := client.DefaultLimits()[o.Verb().Op]
 	fmt.Fprintf(o.Stdout, "\nCost: %s, USD %.3f (X bills each write request; bookmark_write_usd: %v), and no post read. X allows %d %s per 15 minutes per user: %s.\n",
-		plural.Count(total, "request", "requests"), o.rates.WritesUSD(total), o.rates.Write, limit, noun, duration(longest, limit))
+		plural.Count(total, "request", "requests"), o.rates.WritesUSD(total), o.rates.Write, limit, o.Verb().Noun, duration(longest, limit))
 	if capped < total {
 		fmt.Fprintf(o.Stdout, "max_billed_writes (%d) stops each account's run at %s: this run sends %s, USD %.3f; run the same command again to go on.\n",
 			o.maxWrites, plural.Count(o.maxWrites, "request", "requests"), plural.Count(capped, "request", "requests"), o.rates.WritesUSD(capped))

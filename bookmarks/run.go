@@ -79,7 +79,7 @@ func (r *accountRun) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return r.stopped(fmt.Errorf("interrupted (%w)", context.Cause(ctx)))
 		}
-		if b := a.api.Budget(a.userID, o.op()); b.Limit > 0 && b.Remaining == 0 {
+		if b := a.api.Budget(a.userID, o.Verb().Op); b.Limit > 0 && b.Remaining == 0 {
 			// The window is used up: record what is done before waiting.
 			if err := r.commit(ctx); err != nil {
 				return err
@@ -103,8 +103,7 @@ func (r *accountRun) run(ctx context.Context) error {
 	if err := r.commit(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
-	_, done, _ := o.Verb()
-	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", a.label, done, len(r.j.Done), len(r.j.Plan.Posts))
+	msg := fmt.Sprintf("%s: %s %d of %d, recorded in x_bookmark_changes", a.label, o.Verb().Done, len(r.j.Done), len(r.j.Plan.Posts))
 	if len(r.j.Failed) > 0 {
 		msg += fmt.Sprintf("; X refused %d (listed above)", len(r.j.Failed))
 	}
@@ -115,13 +114,12 @@ func (r *accountRun) run(ctx context.Context) error {
 // commit records in the archive what the journal has and the archive does
 // not, unless there is nothing new and the journal has work left.
 func (r *accountRun) commit(ctx context.Context) error {
-	idle := len(r.j.Done) == r.recorded && r.a.api.Meter().Usage(r.a.userID, r.o.op()).Requests == 0
+	idle := len(r.j.Done) == r.recorded && r.a.api.Meter().Usage(r.a.userID, r.o.Verb().Op).Requests == 0
 	if idle && len(r.j.Remaining()) > 0 {
 		return nil
 	}
 	if err := r.record(ctx); err != nil {
-		_, _, noun := r.o.Verb()
-		return fmt.Errorf("recording the %s in %s: %w", noun, r.o.Out, err)
+		return fmt.Errorf("recording the %s in %s: %w", r.o.Verb().Noun, r.o.Out, err)
 	}
 	r.recorded = len(r.j.Done)
 	return nil
@@ -177,8 +175,7 @@ func (r *accountRun) progressed(ctx context.Context, rest, k int, start time.Tim
 		if eta := (r.o.Clock.Now().Sub(start) / time.Duration(k+1) * time.Duration(rest-k-1)).Round(time.Minute); eta > 0 {
 			left = fmt.Sprintf(" (about %s left)", hoursMinutes(eta))
 		}
-		_, done, _ := r.o.Verb()
-		r.say("%s: %s %d of %d%s", r.a.label, done, n, total, left)
+		r.say("%s: %s %d of %d%s", r.a.label, r.o.Verb().Done, n, total, left)
 	}
 	return nil
 }
@@ -188,8 +185,7 @@ func (r *accountRun) stopped(err error) error {
 	if cerr := r.commit(context.Background()); cerr != nil {
 		return errors.Join(err, cerr)
 	}
-	_, done, _ := r.o.Verb()
-	return fmt.Errorf("%w; %d of %d %s and recorded: run the same command again to resume", err, len(r.j.Done), len(r.j.Plan.Posts), done)
+	return fmt.Errorf("%w; %d of %d %s and recorded: run the same command again to resume", err, len(r.j.Done), len(r.j.Plan.Posts), r.o.Verb().Done)
 }
 
 // refusedPost tells an answer about the post itself (it does not exist,
@@ -211,8 +207,7 @@ func refusedPost(err error) (string, bool) {
 func (o Options) explain(a *opAccount, err error) error {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == 403 && !errors.Is(err, client.ErrAppOnlyToken) && !errors.Is(err, client.ErrClientNotEnrolled) {
-		_, _, noun := o.Verb()
-		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, noun, auth.ScopeBookmarkWrite, a.login())
+		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, o.Verb().Noun, auth.ScopeBookmarkWrite, a.login())
 	}
 	return err
 }
@@ -220,11 +215,9 @@ func (o Options) explain(a *opAccount, err error) error {
 // waitHook tells the user when a run waits for a rate-limit window.
 func (o Options) waitHook(a *opAccount) func(string, client.Operation, time.Duration) {
 	return func(_ string, op client.Operation, d time.Duration) {
-		if op != o.op() {
-			return
+		if op == o.Verb().Op {
+			fmt.Fprintf(o.Stderr, "%s: waiting %s for the next rate-limit window (X allows %d %s per 15 minutes per user)\n",
+				a.label, d.Round(time.Second), client.DefaultLimits()[op], o.Verb().Noun)
 		}
-		_, _, noun := o.Verb()
-		fmt.Fprintf(o.Stderr, "%s: waiting %s for the next rate-limit window (X allows %d %s per 15 minutes per user)\n",
-			a.label, d.Round(time.Second), client.DefaultLimits()[op], noun)
 	}
 }

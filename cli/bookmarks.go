@@ -166,10 +166,10 @@ func runBookmarks(ctx context.Context, o bookmarks.Options) error {
 	}
 	op.WritePlan()
 	cmd := "bookmarks " + o.Kind
-	doing, done, _ := o.Verb()
+	verb := o.Verb()
 	problems, accounts := op.Problems(), plural.Count(op.Accounts(), "account", "accounts")
 	if !o.Yes {
-		fmt.Fprintf(o.Stdout, "\nDry run: nothing was %s. Run the same command with --yes to %s them.\n", done, doing)
+		fmt.Fprintf(o.Stdout, "\nDry run: nothing was %s. Run the same command with --yes to %s them.\n", verb.Done, verb.Doing)
 		if problems > 0 {
 			return accountsError(problems, op.Accounts(), fmt.Errorf("%s: %d of %s cannot take part (see PROBLEM above)", cmd, problems, accounts))
 		}

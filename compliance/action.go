@@ -10,20 +10,17 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What the archive does with a post X reports (compliance.on_change), as X's
-// Developer Policy asks of stored posts: an action is applied once, and a
-// stronger one later (a post whose location was removed, then deleted)
-// goes on from what was applied. A post that comes back (undeleted, made
-// public again) is not restored: its content is gone from the archive.
+// What the archive does with a post X reports (compliance.on_change): an
+// action is applied once, and a stronger one later (a post whose location
+// was removed, then deleted) goes on from it. A post that comes back is not
+// restored: its content is gone from the archive.
 
 // Affected is an archived post whose action is not applied yet.
 type Affected struct {
 	plan.Reported
 	Reason string
 	// Dates are the bookmark row's, where the record keeps them (a
-	// CloudQuery sync); nil when the destination keeps the rows (the
-	// exporter), for a post archived before they were recorded, or for a
-	// post that is not Bookmarked.
+	// CloudQuery sync); else nil.
 	Dates *archived.Dates
 }
 
@@ -42,8 +39,12 @@ func (c *Check) Pending(ctx context.Context) ([]Affected, error) {
 			ch, _ := a.find(id)
 			act := c.ActionOf(reasonName(reason))
 			if act > plan.Action(ch.applied) && (due[id].PostID == "" || act > due[id].Action) {
-				due[id] = Affected{Reason: reasonName(reason), Reported: plan.Reported{UserID: a.userID, PostID: strconv.FormatUint(id, 10),
+				p := Affected{Reason: reasonName(reason), Reported: plan.Reported{UserID: a.userID, PostID: strconv.FormatUint(id, 10),
 					Action: act, Bookmarked: a.bookmarks.Has(id), Referenced: a.referenced.Has(id)}}
+				if p.Bookmarked && a.record != nil {
+					p.Dates = a.record.DatesOf(id)
+				}
+				due[id] = p
 			}
 		}
 		for _, ch := range a.checks {
@@ -52,30 +53,21 @@ func (c *Check) Pending(ctx context.Context) ([]Affected, error) {
 			}
 		}
 		if c.users != nil {
-			for author, reason := range c.users.reported {
+			for author, reason := range c.users.Reported {
 				for _, id := range a.authors[author] {
 					consider(id, reason)
 				}
 			}
 		}
-		if len(due) == 0 {
-			continue
-		}
-		posts := make([]Affected, 0, len(due))
 		for _, id := range slices.Sorted(maps.Keys(due)) {
-			posts = append(posts, due[id])
+			out = append(out, due[id])
 		}
-		for i := range posts {
-			if n, _ := strconv.ParseUint(posts[i].PostID, 10, 64); posts[i].Bookmarked && a.record != nil {
-				posts[i].Dates = a.record.DatesOf(n)
-			}
-		}
-		out = append(out, posts...)
 	}
 	return out, nil
 }
 
-// Applied records that the actions are applied, in the state (not flushed).
+// Applied records that the actions of done, what Pending returned, are
+// applied, in the state (not flushed).
 func (c *Check) Applied(ctx context.Context, done []Affected) error {
 	for _, a := range c.accts {
 		a.markApplied(slices.DeleteFunc(slices.Clone(done), func(p Affected) bool { return p.UserID != a.userID }))
@@ -86,17 +78,15 @@ func (c *Check) Applied(ctx context.Context, done []Affected) error {
 // markApplied records the posts' actions as applied. A post not checked
 // yet (acted on for its author) gets a check of its own, due at once.
 func (a *accountChecks) markApplied(posts []Affected) {
+	var updates []check
 	for _, p := range posts {
 		n, _ := strconv.ParseUint(p.PostID, 10, 64)
-		c, ok := a.find(n)
-		if !ok {
-			c = check{id: n}
-		}
-		if plan.Action(c.applied) < p.Action {
-			c.applied = uint8(p.Action)
-			a.setAll([]check{c})
+		if c, _ := a.find(n); plan.Action(c.applied) < p.Action {
+			c.id, c.applied = n, uint8(p.Action)
+			updates = append(updates, c)
 		}
 	}
+	a.setAll(updates)
 }
 
 // reasonName is the reason of a code; "" for one this version does not

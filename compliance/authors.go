@@ -15,33 +15,26 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// The authors' accounts: X's compliance jobs of type users report an account
-// deleted, suspended, deactivated or made protected. The jobs of posts
-// report each post of such an account too, as X documents them; the jobs of
-// accounts make sure of it, and each is free. So each scope runs, once per
-// Every, a job of the authors of every post the accounts archived
-// (bookmarked or referenced), and a post whose author X reports is acted on
-// as if X had reported the post itself, unless the post's own report asks
-// for more. What X says of each author is kept per scope (usersCheck), the
-// authors of each account's posts in its record (package archived).
+// The authors' accounts (docs/compliance.md): X's jobs of posts report each
+// post of an account X reports; the free jobs of accounts make sure of it. A
+// post whose author X reports is acted on as if X had reported the post,
+// unless the post's own report asks for more.
 
 // usersCheck is a scope's check of the authors' accounts: the round
-// running (roundStart, and next, the smallest author not checked in it
-// yet), when the last finished one started, and the reason X last gave for
-// each author it reports (never reasonClean).
+// running (RoundStart, and Next, the smallest author not checked in it
+// yet), when the last finished one started, and the reason code X last gave
+// for each author it reports (never reasonClean).
 type usersCheck struct {
-	roundStart, lastRound time.Time
-	next                  uint64
-	reported              map[uint64]uint8
+	RoundStart time.Time        `json:"round_started,omitzero"`
+	Next       uint64           `json:"next,omitempty"`
+	LastRound  time.Time        `json:"last_round,omitzero"`
+	Reported   map[uint64]uint8 `json:"reported,omitempty"`
 }
 
+// usersJSON is a usersCheck as the state keeps it.
 type usersJSON struct {
-	Version    int        `json:"version"`
-	RoundStart *time.Time `json:"round_started,omitempty"`
-	Next       uint64     `json:"next,omitempty"`
-	LastRound  *time.Time `json:"last_round,omitempty"`
-	// Reported is the reason code of each author X reports.
-	Reported map[uint64]uint8 `json:"reported,omitempty"`
+	Version int `json:"version"`
+	*usersCheck
 }
 
 const usersVersion = 1
@@ -56,13 +49,11 @@ func loadUsers(ctx context.Context, c *Check) (*usersCheck, error) {
 }
 
 func unmarshalUsers(value, what string) (*usersCheck, error) {
-	u := &usersCheck{reported: map[uint64]uint8{}}
-	if value == "" {
-		return u, nil
-	}
-	var j usersJSON
-	if err := json.Unmarshal([]byte(value), &j); err != nil {
-		return nil, fmt.Errorf("%s is not valid JSON: %w", what, err)
+	j := usersJSON{Version: usersVersion, usersCheck: &usersCheck{}}
+	if value != "" {
+		if err := json.Unmarshal([]byte(value), &j); err != nil {
+			return nil, fmt.Errorf("%s is not valid JSON: %w", what, err)
+		}
 	}
 	if j.Version != usersVersion {
 		return nil, fmt.Errorf("%s has version %d; this build reads version %d", what, j.Version, usersVersion)
@@ -71,16 +62,11 @@ func unmarshalUsers(value, what string) (*usersCheck, error) {
 		if code == reasonClean {
 			return nil, fmt.Errorf("%s is damaged: author %d is reported clean", what, author)
 		}
-		u.reported[author] = code
 	}
-	if j.RoundStart != nil {
-		u.roundStart = *j.RoundStart
+	if j.Reported == nil {
+		j.Reported = map[uint64]uint8{}
 	}
-	if j.LastRound != nil {
-		u.lastRound = *j.LastRound
-	}
-	u.next = j.Next
-	return u, nil
+	return j.usersCheck, nil
 }
 
 func (u *usersCheck) save(ctx context.Context, c *Check) error {
@@ -92,81 +78,60 @@ func (u *usersCheck) save(ctx context.Context, c *Check) error {
 }
 
 func (u *usersCheck) marshal() (string, error) {
-	j := usersJSON{Version: usersVersion, Next: u.next, Reported: u.reported}
-	if !u.roundStart.IsZero() {
-		j.RoundStart = &u.roundStart
-	}
-	if !u.lastRound.IsZero() {
-		j.LastRound = &u.lastRound
-	}
-	b, err := json.Marshal(j)
+	b, err := json.Marshal(usersJSON{usersVersion, u})
 	return string(b), err
 }
 
 // checkAuthors runs the scope's check of the authors' accounts: a round
-// starts when the last one started at least Every ago, and its jobs (one
-// at a time, of at most MaxIDsPerJob authors each, in id order) run until
-// every author of the accounts' posts is checked or the deadline passes.
-// A job still running then is picked up by the next sync.
+// starts when the last one started Every ago, and its jobs, of authors in id
+// order, run until every author is checked or the deadline passes.
 func (c *Check) checkAuthors(ctx context.Context, accts []*accountChecks, deadline time.Time, emit Emit) error {
-	u := c.users
-	key := account.UsersJobKey(c.Scope)
-	rec, err := loadJob(ctx, c.State, key)
-	if err != nil {
-		return err
-	}
+	u, key := c.users, account.UsersJobKey(c.Scope)
 	var authors ids.Sorted
 	for _, a := range accts {
 		authors = authors.Union(ids.NewSorted(slices.Collect(maps.Keys(a.authors))))
 	}
-	if rec == nil && u.roundStart.IsZero() {
-		if len(authors) == 0 || (!u.lastRound.IsZero() && c.Clock.Now().Sub(u.lastRound) < c.Every) {
-			return nil
-		}
-		u.roundStart, u.next = c.Clock.Now(), 0
-	}
-	for {
-		if rec == nil {
-			i, _ := slices.BinarySearch(authors, u.next)
-			batch := authors[i:min(len(authors), i+c.MaxIDsPerJob)]
-			if len(batch) == 0 {
-				u.lastRound, u.roundStart, u.next = u.roundStart, time.Time{}, 0
-				return u.save(ctx, c)
-			}
-			if rec, err = c.startJob(ctx, key, client.ComplianceUsers, batch, deadline); err != nil {
-				return errors.Join(fmt.Errorf("checking the authors' accounts: %w", err), u.save(ctx, c))
-			}
-		}
-		results, done, err := c.finishJob(ctx, key, rec, deadline)
-		if err != nil || !done {
-			if err != nil {
-				err = fmt.Errorf("checking the authors' accounts: %w", err)
-			} else {
-				c.Logger.Warn().Str("job", rec.ID).Dur("waited", c.Wait).Msg("compliance job of accounts still running; the next sync picks it up")
-			}
-			return errors.Join(err, u.save(ctx, c))
-		}
-		if err := c.applyUsers(ctx, rec, results, accts, emit); err != nil {
+	if u.RoundStart.IsZero() {
+		job, err := account.GetKey(ctx, c.State, key)
+		if err != nil {
 			return err
 		}
-		u.next = rec.IDs[len(rec.IDs)-1] + 1
-		if err := errors.Join(saveJob(ctx, c.State, key, nil, false), u.save(ctx, c), c.saveAccounts(ctx, accts)); err != nil {
-			return err
-		}
-		rec = nil
-		if !c.Clock.Now().Before(deadline) {
-			return nil
+		if job == "" { // else a job of an earlier sync is resumed
+			if len(authors) == 0 || (!u.LastRound.IsZero() && c.Clock.Now().Sub(u.LastRound) < c.Every) {
+				return nil
+			}
+			u.RoundStart, u.Next = c.Clock.Now(), 0
 		}
 	}
+	applyFailed := false // then u is not saved: the job's results are applied again
+	done, err := c.runJobs(ctx, key, client.ComplianceUsers, func() ids.Sorted {
+		i, _ := slices.BinarySearch(authors, u.Next)
+		return authors[i:min(len(authors), i+c.MaxIDsPerJob)]
+	}, func(rec *jobRecord, reported results) error {
+		if err := c.applyUsers(ctx, rec, reported, accts, emit); err != nil {
+			applyFailed = true
+			return err
+		}
+		u.Next = rec.IDs[len(rec.IDs)-1] + 1
+		return u.save(ctx, c)
+	}, accts, deadline)
+	if applyFailed {
+		return err
+	}
+	if done {
+		u.LastRound, u.RoundStart, u.Next = u.RoundStart, time.Time{}, 0
+	}
+	if err != nil {
+		err = fmt.Errorf("checking the authors' accounts: %w", err)
+	}
+	return errors.Join(err, u.save(ctx, c))
 }
 
-// applyUsers records what a complete job of accounts reports, and a row
-// of x_post_compliance for each archived post of an author whose status
-// changed, unless X reports the post itself (its own rows say what; a post
-// whose location only was removed gets the row of its author's account).
-func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
+// applyUsers records what a complete job of accounts reports, and a row for
+// each archived post of an author whose status changed, unless X reports
+// the post itself (but for scrub_geo alone).
+func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, reported results, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
-	reported := rec.reported(results)
 	var rows []*Finding
 	for _, author := range rec.IDs {
 		r, isReported := reported[author]
@@ -174,13 +139,13 @@ func (c *Check) applyUsers(ctx context.Context, rec *jobRecord, results []client
 		if isReported {
 			code = reasonCode(r.Reason)
 		}
-		if code == c.users.reported[author] {
+		if code == c.users.Reported[author] {
 			continue
 		}
 		if code == reasonClean {
-			delete(c.users.reported, author)
+			delete(c.users.Reported, author)
 		} else {
-			c.users.reported[author] = code
+			c.users.Reported[author] = code
 		}
 		for _, a := range accts {
 			for _, post := range a.authors[author] {

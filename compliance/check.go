@@ -24,33 +24,25 @@ import (
 
 // Check is the app's compliance jobs for the accounts of one sync (of its
 // shard, with --shard): the client of x_post_compliance. It is not
-// multiplexed: the ids of every account go into the same jobs, each id
-// once, and what X reports lands in a row per account that archived the
-// post.
+// multiplexed: every account's ids go into the same jobs, each id once.
 type Check struct {
 	// API has the app's app-only bearer token; nil when the spec has no
 	// compliance section, and the table then has no rows.
-	API    *client.Client
-	Meter  *billing.Meter
-	Set    *account.Set
-	State  state.Client
-	Clock  clock.Clock
-	Logger zerolog.Logger
-	Sync   account.Sync
-	// Every, Wait and MaxIDsPerJob are the spec's compliance settings.
-	Every, Wait  time.Duration
+	API          *client.Client
+	Meter        *billing.Meter
+	Set          *account.Set
+	State        state.Client
+	Clock        clock.Clock
+	Logger       zerolog.Logger
+	Sync         account.Sync
+	Every, Wait  time.Duration // the spec's compliance settings
 	MaxIDsPerJob int
 	// Scope names the share of the accounts in a sharded sync
 	// ("shard-1-of-2"; "" when not sharded): each shard keeps its own job.
-	Scope string
-	// Err is set when the section could not be prepared (an unreadable
-	// token file): the table fails with it.
-	Err error
-	// Redact masks the credentials of the sync in text made from errors.
-	Secrets *secrets.Mask
-	// Resend says how long the rows of the table are sent again
-	// (account.Session.Resend).
-	Resend outbox.Policy
+	Scope   string
+	Err     error         // why the section could not be prepared: the table fails with it
+	Secrets *secrets.Mask // masks the sync's credentials in text made from errors
+	Resend  outbox.Policy // how long the rows are sent again (account.Session.Resend)
 	// ActionOf is what is done to a post X reports for a reason
 	// (compliance.on_change; "" is a reason this version does not name).
 	ActionOf func(reason string) plan.Action
@@ -59,16 +51,6 @@ type Check struct {
 	failure error
 	accts   []*accountChecks // of the last Run
 	users   *usersCheck      // of the last Run
-}
-
-// sessionOf is the account's session.
-func (c *Check) sessionOf(userID string) *account.Session {
-	for _, s := range c.Set.Sessions {
-		if s.UserID == userID {
-			return s
-		}
-	}
-	return nil
 }
 
 // ID implements schema.ClientMeta.
@@ -91,12 +73,11 @@ type Finding struct {
 	CheckedAt     time.Time  `json:"checked_at"`
 }
 
-// archiveActions name, in x_post_compliance, what the archive does with a
-// post X reports, by the name of its Action.
+// archiveActions name what the archive does with a post, by its Action.
 var archiveActions = map[string]string{"keep": "kept", "scrub_geo": "geo_scrubbed", "redact": "redacted", "delete": "deleted"}
 
-// archiveAction is the name of what the archive does with a post X reports
-// for the reason of code (compliance.on_change).
+// archiveAction is what the archive does with a post X reports for the
+// reason of code (compliance.on_change).
 func (c *Check) archiveAction(code uint8) string {
 	if c.ActionOf == nil {
 		return ""
@@ -104,8 +85,7 @@ func (c *Check) archiveAction(code uint8) string {
 	return archiveActions[c.ActionOf(reasonName(code)).String()]
 }
 
-// Emit sends rows of x_post_compliance on (to the scheduler), unless ctx
-// ends first.
+// Emit sends rows of x_post_compliance to the scheduler, unless ctx ends.
 type Emit func(context.Context, []*Finding) error
 
 // Run runs the sync's part of the checks, emitting the rows it finds. A
@@ -138,26 +118,23 @@ func (c *Check) Failure() error {
 // (compliance_create_job when it names none).
 func (c *Check) FailedOperation() client.Operation {
 	failure := c.Failure()
-	var je *jobError
-	var ae *client.APIError
-	var re *client.RateLimitError
-	var me *client.MalformedResponseError
-	switch {
-	case errors.As(failure, &je):
-		return je.op
-	case errors.As(failure, &ae):
-		return ae.Operation
-	case errors.As(failure, &re):
-		return re.Operation
-	case errors.As(failure, &me):
-		return me.Operation
+	if e, ok := errors.AsType[*jobError](failure); ok {
+		return e.op
+	}
+	if e, ok := errors.AsType[*client.APIError](failure); ok {
+		return e.Operation
+	}
+	if e, ok := errors.AsType[*client.RateLimitError](failure); ok {
+		return e.Operation
+	}
+	if e, ok := errors.AsType[*client.MalformedResponseError](failure); ok {
+		return e.Operation
 	}
 	return client.OpCreateComplianceJob
 }
 
-// resendFindings sends again the rows of the account's outbox that sync
-// keeps in it (outbox.Open): a sync's rows are sent again by the next
-// ones, with the same checked_at (package outbox).
+// resendFindings sends again the rows the account's outbox keeps for sync
+// (outbox.Open), with the same checked_at.
 func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p outbox.Policy, emit Emit) error {
 	a.changed = a.changed || len(a.outbox.Entries) > 0
 	a.rows = outbox.Open[*Finding](a.outbox, sync, p)
@@ -173,8 +150,8 @@ func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p
 	return nil
 }
 
-// outboxToSave is the account's outbox as its checks are saved: what
-// resendFindings kept, then the rows this sync sent.
+// outboxToSave is the account's outbox to save: what resendFindings kept,
+// then the rows this sync sent.
 func (a *accountChecks) outboxToSave() (string, error) {
 	box := a.outbox
 	if a.rows != nil {

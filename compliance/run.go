@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/state"
@@ -16,29 +16,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// A check of the archive, run by x_post_compliance's resolver after the
-// bookmark walks of the sync (so their new posts are included):
-//
-//  1. Each account whose last round started at least Every ago starts a
-//     round: every archived post not checked since the round started, and
-//     not reported deleted, is due.
-//  2. The due ids of all accounts, each once and in id order, go to X in
-//     jobs of at most MaxIDsPerJob ids, one job at a time: create, record
-//     the job in the state backend and flush it, upload, poll.
-//  3. A complete job's results update each account's checks; a change in
-//     what X says of a post is a row. A round with nothing left due ends.
-//  4. The scope's check of the authors' accounts runs the same way, with
-//     jobs of accounts (checkAuthors), also when a job of posts failed.
-//
-// The sync waits at most Wait for jobs: one still running is left recorded
-// for the next sync, which polls it instead of creating another. A job that
-// cannot give its results — failed, expired, unknown to X, complete but its
-// results unreadable or past their week, or not finished by then — is
-// given up with a warning, and a new job of its ids is made at once; when
-// that one cannot either, it is reported (the resolver's error,
-// x_api_usage) and its ids stay due for the next sync.
-
-// check runs the sync's part of the checks.
+// check runs the sync's part of the checks (docs/compliance.md), after its
+// bookmark walks so that their new posts are in it: the jobs of posts of
+// every account's due ids, each once and in id order, then the job of
+// accounts (checkAuthors), also when a job of posts failed.
 func (c *Check) check(ctx context.Context, emit Emit) error {
 	if _, ok := c.State.(*state.NoOpClient); ok {
 		return errors.New("compliance checks need a state backend (backend_options): the ids of the archived posts and the job in progress are kept there")
@@ -58,9 +39,11 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	}
 	c.accts = accts
 	c.startRounds(accts, start)
-	err = c.runJobs(ctx, accts, start.Add(c.Wait), emit)
-	var je *jobError
-	if (err == nil || errors.As(err, &je)) && ctx.Err() == nil {
+	_, err = c.runJobs(ctx, account.JobKey(c.Scope), client.ComplianceTweets, func() ids.Sorted { return dueBatch(accts, c.MaxIDsPerJob) },
+		func(rec *jobRecord, reported results) error {
+			return c.apply(ctx, rec, reported, accts, emit)
+		}, accts, start.Add(c.Wait))
+	if _, ok := errors.AsType[*jobError](err); (err == nil || ok) && ctx.Err() == nil {
 		err = errors.Join(err, c.checkAuthors(ctx, accts, start.Add(c.Wait), emit))
 	}
 	for _, a := range accts {
@@ -72,50 +55,48 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	return errors.Join(err, c.saveAccounts(ctx, accts))
 }
 
-// runJobs resumes the job in progress, if any, then runs jobs until
-// nothing is due or the deadline has passed.
-func (c *Check) runJobs(ctx context.Context, accts []*accountChecks, deadline time.Time, emit Emit) error {
-	key := account.JobKey(c.Scope)
+// runJobs resumes the job of type typ recorded under key, if any, then runs
+// jobs of the ids next gives until it gives none (done) or the deadline has
+// passed. A complete job's results are applied, then its record is cleared
+// and the accounts' checks are saved.
+func (c *Check) runJobs(ctx context.Context, key, typ string, next func() ids.Sorted, apply func(*jobRecord, results) error,
+	accts []*accountChecks, deadline time.Time) (done bool, err error) {
 	rec, err := loadJob(ctx, c.State, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if rec != nil {
-		c.Logger.Info().Str("job", rec.ID).Msg("resuming the compliance job of an earlier sync")
+		c.Logger.Info().Str("job", rec.ID).Str("type", typ).Msg("resuming the compliance job of an earlier sync")
 	}
 	for {
 		if rec == nil {
-			batch := dueBatch(accts, c.MaxIDsPerJob)
+			batch := next()
 			if len(batch) == 0 {
-				return nil
+				return true, nil
 			}
-			if rec, err = c.startJob(ctx, key, client.ComplianceTweets, batch, deadline); err != nil {
-				return err
+			if rec, err = c.startJob(ctx, key, typ, batch, deadline); err != nil {
+				return false, err
 			}
 		}
-		results, done, err := c.finishJob(ctx, key, rec, deadline)
-		if err != nil {
-			return err
+		reported, complete, err := c.finishJob(ctx, key, rec, deadline)
+		if err != nil || !complete {
+			if err == nil {
+				c.Logger.Warn().Str("job", rec.ID).Str("type", typ).Dur("waited", c.Wait).Msg("compliance job still running; the next sync picks it up")
+			}
+			return false, err
 		}
-		if !done {
-			c.Logger.Warn().Str("job", rec.ID).Dur("waited", c.Wait).Msg("compliance job still running; the next sync picks it up")
-			return nil
+		if err := apply(rec, reported); err != nil {
+			return false, err
 		}
-		if err := c.apply(ctx, rec, results, accts, emit); err != nil {
-			return err
-		}
-		if err := saveJob(ctx, c.State, key, nil, false); err != nil {
-			return err
-		}
-		if err := c.saveAccounts(ctx, accts); err != nil {
-			return err
+		if err := errors.Join(saveJob(ctx, c.State, key, nil, false), c.saveAccounts(ctx, accts)); err != nil {
+			return false, err
 		}
 		rec = nil
 		if !c.Clock.Now().Before(deadline) {
-			if len(dueBatch(accts, 1)) > 0 {
-				c.Logger.Info().Msg("compliance check continues at the next sync (compliance.wait is over)")
+			if len(next()) > 0 {
+				c.Logger.Info().Str("type", typ).Msg("compliance check continues at the next sync (compliance.wait is over)")
 			}
-			return nil
+			return false, nil
 		}
 	}
 }
@@ -137,11 +118,12 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 		}
 		a := &accountChecks{userID: s.UserID, archived: rec.Bookmarks().Union(rec.Referenced()), bookmarks: rec.Bookmarks(),
 			referenced: rec.Referenced(), authors: rec.Authors(), record: rec}
-		value, err := account.GetKey(ctx, c.State, account.ChecksKey(s.UserID))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.ID(), err)
+		key := account.ChecksKey(s.UserID)
+		value, err := account.GetKey(ctx, c.State, key)
+		if err == nil {
+			err = a.unmarshalChecks(value, "state "+strconv.Quote(key))
 		}
-		if err := a.unmarshalChecks(value, "state "+strconv.Quote(account.ChecksKey(s.UserID))); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.ID(), err)
 		}
 		out = append(out, a)
@@ -149,8 +131,7 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 	return out, nil
 }
 
-// startRounds starts the round of each account whose last one started at
-// least Every ago.
+// startRounds starts the round of each account whose last started Every ago.
 func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
 	for _, a := range accts {
 		if a.roundStart.IsZero() && (a.lastRound.IsZero() || now.Sub(a.lastRound) >= c.Every) && len(a.archived) > 0 {
@@ -164,21 +145,9 @@ func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
 func dueBatch(accts []*accountChecks, max int) ids.Sorted {
 	var all ids.Sorted
 	for _, a := range accts {
-		if a.roundStart.IsZero() {
-			continue
-		}
-		var due []uint64
-		for _, id := range a.archived {
-			if a.due(id) {
-				due = append(due, id)
-			}
-		}
-		all = all.Union(due)
+		all = all.Union(slices.DeleteFunc(slices.Clone(a.archived), func(id uint64) bool { return !a.due(id) }))
 	}
-	if len(all) > max {
-		all = all[:max]
-	}
-	return all
+	return all[:min(max, len(all))]
 }
 
 func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error {
@@ -198,24 +167,15 @@ func (c *Check) saveAccounts(ctx context.Context, accts []*accountChecks) error 
 	return nil
 }
 
-func (c *Check) jobName() string {
-	if c.Scope == "" {
-		return "cq-source-x"
-	}
-	return "cq-source-x " + c.Scope
-}
-
-// startJob creates a job of type typ (client.ComplianceTweets or
-// client.ComplianceUsers) for batch, records it under key and uploads its
-// ids.
+// startJob creates a job of type typ for batch, records it under key and
+// uploads its ids.
 func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted, deadline time.Time) (*jobRecord, error) {
 	if err := c.waitForIdle(ctx, typ, deadline); err != nil {
 		return nil, err
 	}
-	job, _, err := c.API.CreateComplianceJob(ctx, client.CreateComplianceJobOptions{Type: typ, Name: c.jobName()})
+	job, _, err := c.API.CreateComplianceJob(ctx, client.CreateComplianceJobOptions{Type: typ, Name: strings.TrimSpace("cq-source-x " + c.Scope)})
 	if err != nil {
-		var ae *client.APIError
-		if errors.As(err, &ae) && (ae.Status == 400 || ae.Status == 409) {
+		if ae, ok := errors.AsType[*client.APIError](err); ok && (ae.Status == 400 || ae.Status == 409) {
 			// X refuses a second job of a type; how is not documented.
 			if busy, lerr := c.activeJob(ctx, typ); lerr == nil && busy != nil {
 				return nil, busyError(busy)
@@ -223,10 +183,7 @@ func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted,
 		}
 		return nil, explain(err)
 	}
-	rec := &jobRecord{ID: job.ID, Type: typ, CreatedAt: job.CreatedAt, IDs: batch}
-	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = c.Clock.Now()
-	}
+	rec := &jobRecord{ID: job.ID, Type: typ, CreatedAt: cmp.Or(job.CreatedAt, c.Clock.Now()), IDs: batch}
 	if err := saveJob(ctx, c.State, key, rec, true); err != nil {
 		return nil, err
 	}
@@ -262,8 +219,7 @@ func (c *Check) waitForIdle(ctx context.Context, typ string, deadline time.Time)
 	}
 }
 
-// activeJob is a compliance job of the type of the app that is created or
-// in progress, if any.
+// activeJob is the app's job of the type that is created or in progress.
 func (c *Check) activeJob(ctx context.Context, typ string) (*client.ComplianceJob, error) {
 	jobs, _, err := c.API.ListComplianceJobs(ctx, typ, "")
 	if err != nil {
@@ -288,16 +244,15 @@ func busyError(j *client.ComplianceJob) error {
 
 // finishJob polls the job until it ends or the deadline passes (done is
 // false then: the job stays recorded), and returns a complete job's
-// results, which the caller applies before it clears the record. A job that
-// cannot give its results (giveUp) is replaced at once, in rec, by a new
-// job of its ids; one that cannot either is cleared and reported, and its
-// ids are checked again at the next sync.
-func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (results []client.ComplianceResult, done bool, err error) {
+// results. A job that cannot give them (giveUp) is replaced at once, in
+// rec, by a new job of its ids; one that cannot either is cleared and
+// reported, and its ids are checked at the next sync.
+func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (reported results, done bool, err error) {
 	replaced := false
 	for n := 0; ; n++ {
-		results, done, g, err := c.poll(ctx, key, rec)
+		reported, done, g, err := c.poll(ctx, key, rec)
 		if err != nil || done {
-			return results, done, err
+			return reported, done, err
 		}
 		if g != nil {
 			if err := saveJob(ctx, c.State, key, nil, true); err != nil {
@@ -335,9 +290,8 @@ type giveUp struct {
 const resultsKept = 7 * 24 * time.Hour
 
 // poll reads the job once and, complete, its results. A job that ended
-// without them, or that has not ended when they would expire, is given up
-// (g).
-func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results []client.ComplianceResult, done bool, g *giveUp, err error) {
+// without them, or not ended when they would expire, is given up (g).
+func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported results, done bool, g *giveUp, err error) {
 	job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
 	if errors.Is(err, client.ErrNotFound) {
 		return nil, false, &giveUp{client.OpGetComplianceJob, "is not known to X any more"}, nil
@@ -345,17 +299,13 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 	if err != nil {
 		return nil, false, nil, explain(err)
 	}
-	expires := job.DownloadExpiresAt
-	if expires.IsZero() {
-		expires = rec.CreatedAt.Add(resultsKept)
-	}
+	expires := cmp.Or(job.DownloadExpiresAt, rec.CreatedAt.Add(resultsKept))
 	past := !c.Clock.Now().Before(expires)
 	at := expires.UTC().Format(time.RFC3339)
 	switch job.Status {
 	case client.JobCreated, client.JobInProgress:
 		if job.Status == client.JobCreated && !rec.Uploaded {
-			// A run that stopped between creating the job and
-			// uploading its ids.
+			// A run stopped between creating the job and uploading.
 			return nil, false, nil, c.upload(ctx, key, rec, job)
 		}
 		if past {
@@ -366,16 +316,15 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 		if past {
 			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results expired at " + at + ", before they were read"}, nil
 		}
-		results, err := c.readResults(ctx, rec, job)
-		var ae *client.APIError
-		var me *client.MalformedResponseError
-		if (errors.As(err, &ae) && ae.Status < 500) || errors.As(err, &me) {
+		reported, err := c.readResults(ctx, rec, job)
+		ae, isAPI := errors.AsType[*client.APIError](err)
+		if _, malformed := errors.AsType[*client.MalformedResponseError](err); (isAPI && ae.Status < 500) || malformed {
 			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results could not be read: " + err.Error()}, nil
 		}
 		if err != nil {
 			return nil, false, nil, &jobError{client.OpDownloadComplianceResults, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)}
 		}
-		return results, true, nil, nil
+		return reported, true, nil, nil
 	case client.JobFailed:
 		return nil, false, &giveUp{client.OpGetComplianceJob, "failed (X gives no reason)"}, nil
 	case client.JobExpired:
@@ -388,11 +337,10 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (results [
 }
 
 // readResults reads a complete job's results: the last line of each id the
-// job was given. Only those are kept, so memory follows the job's size,
-// whatever the file's. A line without a reason is acted on as a reason this
-// version does not know (compliance.on_change), with a warning.
-func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.ComplianceJob) ([]client.ComplianceResult, error) {
-	byID := map[uint64]client.ComplianceResult{}
+// job was given, so that memory follows the job's size, whatever the file's.
+// A line without a reason is acted on as an unknown reason, with a warning.
+func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.ComplianceJob) (results, error) {
+	byID := results{}
 	_, err := c.API.DownloadComplianceResults(ctx, job, func(r client.ComplianceResult) {
 		if n, ok := ids.Parse(r.ID); ok && rec.IDs.Has(n) {
 			byID[n] = r
@@ -407,14 +355,13 @@ func (c *Check) readResults(ctx context.Context, rec *jobRecord, job *client.Com
 			c.Logger.Warn().Str("job", rec.ID).Str(field, r.ID).Msg("compliance result without a reason: acted on as a reason this version does not know (compliance.on_change)")
 		}
 	}
-	return slices.Collect(maps.Values(byID)), err
+	return byID, err
 }
 
 // apply records a complete job's results: each account's check of every
 // post of the job it archived, and a row where what X says changed.
-func (c *Check) apply(ctx context.Context, rec *jobRecord, results []client.ComplianceResult, accts []*accountChecks, emit Emit) error {
+func (c *Check) apply(ctx context.Context, rec *jobRecord, reported results, accts []*accountChecks, emit Emit) error {
 	now := c.Clock.Now()
-	reported := rec.reported(results)
 	var rows []*Finding
 	for _, a := range accts {
 		var updates []check
@@ -462,27 +409,17 @@ func (e *jobError) Unwrap() error { return e.err }
 
 // explain says which credential a refusal is about.
 func explain(err error) error {
-	var ae *client.APIError
-	if errors.Is(err, client.ErrUserContextToken) || (errors.As(err, &ae) && ae.Hint == client.HintAppUnauthorized) {
+	if ae, ok := errors.AsType[*client.APIError](err); errors.Is(err, client.ErrUserContextToken) || (ok && ae.Hint == client.HintAppUnauthorized) {
 		return fmt.Errorf("the compliance bearer token was refused: %w", err)
 	}
 	return err
 }
 
-// pollInterval is the wait before the n-th poll (0-based): 1s, doubling up
-// to a minute.
-func pollInterval(n int) time.Duration {
-	if n >= 6 {
-		return time.Minute
-	}
-	return time.Second << n
-}
+// pollInterval is the wait before poll n: 1s, doubling up to a minute.
+func pollInterval(n int) time.Duration { return min(time.Second<<min(n, 6), time.Minute) }
 
 func (c *Check) sleep(ctx context.Context, d time.Duration, deadline time.Time) error {
-	if left := deadline.Sub(c.Clock.Now()); left < d {
-		d = left
-	}
-	if d <= 0 {
+	if d = min(d, deadline.Sub(c.Clock.Now())); d <= 0 {
 		return nil
 	}
 	return c.API.Sleep(ctx, d) // the client's clock, and its stop

@@ -21,24 +21,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What the compliance checks keep in the state backend:
-//
-//   - per account, the ids of every post written to x_bookmarks (archived
-//     ids) and to x_bookmark_referenced_posts, added to by the bookmarks
-//     walk (Archiver): the walk's held list alone would forget posts whose
-//     bookmark was removed. A destination that keeps the record of
-//     x_bookmarks itself (the exporter's written ids) is read for those
-//     instead (Session.Archive); the referenced posts are kept under a key
-//     of their own, in both cases;
-//   - per account, when each archived post was last checked and what X said
-//     of it then, and the account's check rounds (checks);
-//   - per account, the author of each of those posts (authorship), and per
-//     sync scope what X said of the authors' accounts (usersCheck);
-//   - per sync scope (all accounts, or one shard), the job in progress of
-//     each type, with the ids it was given (jobRecord). Unlike a pagination
-//     token, a job id stays valid between runs: a run that stopped while a
-//     job ran picks it up instead of starting another (X runs one at a
-//     time).
+// What the checks keep in the state backend (account/keys.go): per account
+// its checks (accountChecks); per sync scope the check of the authors
+// (usersCheck) and each type's job in progress (jobRecord): unlike a
+// pagination token, a job id stays valid between runs.
 
 func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
@@ -51,12 +37,9 @@ func init() {
 	account.RegisterDecoder(account.ComplianceJob, func(key, value string) error { _, err := decodeJob(key, value); return err })
 }
 
-// Reasons X reports a post for, by code (a code is kept in the state
-// backend: new reasons go at the end). A reason not listed (X may add
-// some), or none, is kept as reasonOther: acted on as on_change says, and
-// checked again every round, like the others but "deleted" (an author's
-// account can be reinstated, reactivated or made public again; a deleted
-// post stays deleted).
+// Reasons X reports a post for, by code (the state keeps codes: new
+// reasons go at the end). A reason not listed (X may add some), or none, is
+// kept as reasonOther, and acted on as on_change says.
 var reasonNames = []string{"", "deleted", "suspended", "protected", "bounced", "scrub_geo", "deactivated", "withheld"}
 
 const (
@@ -86,8 +69,7 @@ type check struct {
 // accountChecks is one account's side of the checks.
 type accountChecks struct {
 	userID string
-	// archived is every post checked: the bookmarked ones and the ones
-	// they reference (referenced), which may overlap.
+	// archived is every post checked: bookmarks and referenced.
 	archived, bookmarks, referenced ids.Sorted
 	authors                         map[uint64]ids.Sorted // the posts of each author
 	record                          *archived.Record
@@ -96,43 +78,36 @@ type accountChecks struct {
 	// none running); lastRound when its last finished round started.
 	roundStart, lastRound time.Time
 	changed               bool
-	// outbox holds the rows earlier syncs sent, as the state keeps them;
-	// rows, once resendFindings opened it, those this sync sends again and
-	// the ones it found.
+	// outbox is the rows earlier syncs sent; rows, once resendFindings
+	// opened it, those this sync sends again and the ones it found.
 	outbox *outbox.Box
 	rows   *outbox.Rows[*Finding]
 }
 
-// find returns the post's check.
+func byID(c check, id uint64) int { return cmp.Compare(c.id, id) }
+
 func (a *accountChecks) find(id uint64) (check, bool) {
-	i, ok := slices.BinarySearchFunc(a.checks, id, func(c check, id uint64) int { return cmp.Compare(c.id, id) })
+	i, ok := slices.BinarySearchFunc(a.checks, id, byID)
 	if !ok {
 		return check{}, false
 	}
 	return a.checks[i], true
 }
 
-// setAll records checks sorted by id, in one merge.
+// setAll records checks, each id once.
 func (a *accountChecks) setAll(updates []check) {
-	if len(updates) == 0 {
-		return
-	}
-	out := make([]check, 0, len(a.checks)+len(updates))
-	i, j := 0, 0
-	for i < len(a.checks) || j < len(updates) {
-		switch {
-		case j == len(updates) || (i < len(a.checks) && a.checks[i].id < updates[j].id):
-			out = append(out, a.checks[i])
-			i++
-		case i == len(a.checks) || updates[j].id < a.checks[i].id:
-			out = append(out, updates[j])
-			j++
-		default:
-			out = append(out, updates[j])
-			i, j = i+1, j+1
+	n := len(a.checks)
+	for _, u := range updates {
+		if i, ok := slices.BinarySearchFunc(a.checks[:n], u.id, byID); ok {
+			a.checks[i] = u
+		} else {
+			a.checks = append(a.checks, u)
 		}
 	}
-	a.checks, a.changed = out, true
+	if len(a.checks) > n {
+		slices.SortFunc(a.checks, func(x, y check) int { return cmp.Compare(x.id, y.id) })
+	}
+	a.changed = a.changed || len(updates) > 0
 }
 
 // due reports whether the round running checks id: not checked since the
@@ -146,27 +121,19 @@ func (a *accountChecks) due(id uint64) bool {
 }
 
 // hasDue reports whether the round has posts left to check.
-func (a *accountChecks) hasDue() bool {
-	for _, id := range a.archived {
-		if a.due(id) {
-			return true
-		}
-	}
-	return false
-}
+func (a *accountChecks) hasDue() bool { return slices.ContainsFunc(a.archived, a.due) }
 
 type checksJSON struct {
-	Version    int        `json:"version"`
-	RoundStart *time.Time `json:"round_started,omitempty"`
-	LastRound  *time.Time `json:"last_round,omitempty"`
-	Count      int        `json:"count"`
-	Checks     string     `json:"checks"`
+	Version    int       `json:"version"`
+	RoundStart time.Time `json:"round_started,omitzero"`
+	LastRound  time.Time `json:"last_round,omitzero"`
+	Count      int       `json:"count"`
+	Checks     string    `json:"checks"`
 	// Outbox is the rows of x_post_compliance to send again (package outbox).
 	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
 
-// checksVersion 2 added what was applied to each post; version 1 is read
-// as nothing applied.
+// checksVersion 2 added what was applied to each post (none in version 1).
 const checksVersion = 2
 
 func (a *accountChecks) marshalChecks() (string, error) {
@@ -182,21 +149,12 @@ func (a *accountChecks) marshalChecks() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	j := checksJSON{Version: checksVersion, Count: len(a.checks), Checks: string(text)}
-	if !a.roundStart.IsZero() {
-		t := a.roundStart.UTC()
-		j.RoundStart = &t
-	}
-	if !a.lastRound.IsZero() {
-		t := a.lastRound.UTC()
-		j.LastRound = &t
-	}
 	box, err := a.outboxToSave()
 	if err != nil {
 		return "", err
 	}
-	j.Outbox = json.RawMessage(box)
-	b, err := json.Marshal(j)
+	b, err := json.Marshal(checksJSON{Version: checksVersion, RoundStart: a.roundStart.UTC(), LastRound: a.lastRound.UTC(),
+		Count: len(a.checks), Checks: string(text), Outbox: json.RawMessage(box)})
 	return string(b), err
 }
 
@@ -241,38 +199,24 @@ func (a *accountChecks) unmarshalChecks(value, what string) error {
 	if r.Len() != 0 {
 		return fmt.Errorf("%s is damaged: trailing bytes", what)
 	}
-	if j.RoundStart != nil {
-		a.roundStart = *j.RoundStart
-	}
-	if j.LastRound != nil {
-		a.lastRound = *j.LastRound
-	}
+	a.roundStart, a.lastRound = j.RoundStart, j.LastRound
 	a.outbox, err = outbox.Unmarshal(string(j.Outbox), what)
 	return err
 }
 
-// jobRecord is the job in progress: enough to resume it in a later run.
+// jobRecord is the job in progress, to resume it in a later run.
 type jobRecord struct {
 	ID string `json:"id"`
-	// Type is client.ComplianceUsers for a job of accounts; "" or
-	// client.ComplianceTweets for one of posts.
-	Type      string    `json:"type,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	// Uploaded is set once the ids are uploaded.
-	Uploaded bool       `json:"uploaded"`
-	IDs      ids.Sorted `json:"-"`
+	// Type is client.ComplianceUsers or ComplianceTweets ("" reads as the
+	// latter).
+	Type      string     `json:"type,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	Uploaded  bool       `json:"uploaded"`
+	IDs       ids.Sorted `json:"-"`
 }
 
-// reported is the results of the job by id, those of ids it was given.
-func (r *jobRecord) reported(results []client.ComplianceResult) map[uint64]client.ComplianceResult {
-	out := make(map[uint64]client.ComplianceResult, len(results))
-	for _, res := range results {
-		if n, ok := ids.Parse(res.ID); ok && r.IDs.Has(n) {
-			out[n] = res
-		}
-	}
-	return out
-}
+// results are a complete job's results by id, of the ids it was given.
+type results = map[uint64]client.ComplianceResult
 
 // what names the ids of the job, in messages.
 func (r *jobRecord) what() string {
@@ -315,9 +259,8 @@ func decodeJob(key, value string) (*jobRecord, error) {
 	if len(nums) != j.Count || j.ID == "" {
 		return nil, fmt.Errorf("state %q is damaged", key)
 	}
-	rec := j.jobRecord
-	rec.IDs = nums
-	return &rec, nil
+	j.IDs = nums
+	return &j.jobRecord, nil
 }
 
 // saveJob stores the record (nil clears it) and, with flush, writes the
@@ -335,13 +278,11 @@ func saveJob(ctx context.Context, st state.Client, key string, rec *jobRecord, f
 		}
 		value = string(b)
 	}
-	if err := account.SetKey(ctx, st, key, value); err != nil {
+	if err := account.SetKey(ctx, st, key, value); err != nil || !flush {
 		return err
 	}
-	if flush {
-		if err := st.Flush(ctx); err != nil {
-			return fmt.Errorf("flushing state %q: %w", key, err)
-		}
+	if err := st.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing state %q: %w", key, err)
 	}
 	return nil
 }

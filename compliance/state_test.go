@@ -81,8 +81,8 @@ func TestAChangeFromDeactivatedToAnUnknownReasonIsARow(t *testing.T) {
 	}{{"deactivated", true}, {"deactivated", false}, {"withheld_everywhere", true}} {
 		var rows []*Finding
 		emit := func(_ context.Context, found []*Finding) error { rows = append(rows, found...); return nil }
-		results := []client.ComplianceResult{{ID: "7", Action: "delete", Reason: step.reason}}
-		if err := c.apply(context.Background(), rec, results, []*accountChecks{a}, emit); err != nil {
+		reported := results{7: {ID: "7", Action: "delete", Reason: step.reason}}
+		if err := c.apply(context.Background(), rec, reported, []*accountChecks{a}, emit); err != nil {
 			t.Fatal(err)
 		}
 		clk.Advance(time.Hour)
@@ -104,7 +104,7 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	job, _ := st.GetKey(context.Background(), "job")
-	users, err := (&usersCheck{lastRound: time.Unix(1, 0), reported: map[uint64]uint8{5: reasonCode("suspended"), 7: reasonOther}}).marshal()
+	users, err := (&usersCheck{LastRound: time.Unix(1, 0), Reported: map[uint64]uint8{5: reasonCode("suspended"), 7: reasonOther}}).marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestComplianceKeysAreCheckedWhenTheyAreRead(t *testing.T) {
 
 // The check of the authors' accounts reads back as written.
 func TestTheCheckOfTheAuthorsReadsBack(t *testing.T) {
-	u := &usersCheck{roundStart: time.Unix(20, 0).UTC(), next: 7, lastRound: time.Unix(1, 0).UTC(), reported: map[uint64]uint8{5: reasonCode("deactivated")}}
+	u := &usersCheck{RoundStart: time.Unix(20, 0).UTC(), Next: 7, LastRound: time.Unix(1, 0).UTC(), Reported: map[uint64]uint8{5: reasonCode("deactivated")}}
 	value, err := u.marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -141,15 +141,15 @@ func TestTheCheckOfTheAuthorsReadsBack(t *testing.T) {
 // account comes back, the posts X reports nothing of get a row saying so.
 func TestAPostXReportsItselfGetsNoRowFromItsAuthorsAccount(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-	c := &Check{Clock: clk, Logger: zerolog.Nop(), users: &usersCheck{reported: map[uint64]uint8{}}}
+	c := &Check{Clock: clk, Logger: zerolog.Nop(), users: &usersCheck{Reported: map[uint64]uint8{}}}
 	a := &accountChecks{userID: "1001", archived: ids.Sorted{1, 2, 3, 4}, authors: map[uint64]ids.Sorted{9: {1, 2, 3, 4}},
 		checks: []check{{id: 1, reason: reasonDeleted}, {id: 2, reason: reasonScrubGeo}, {id: 3}}}
 	rec := &jobRecord{ID: "job-1", Type: client.ComplianceUsers, IDs: ids.Sorted{9}}
 	for _, step := range []struct {
-		results []client.ComplianceResult
+		results results
 		want    []string
 	}{
-		{[]client.ComplianceResult{{ID: "9", Action: "delete", Reason: "suspended"}}, []string{"2 suspended", "3 suspended", "4 suspended"}},
+		{results{9: {ID: "9", Action: "delete", Reason: "suspended"}}, []string{"2 suspended", "3 suspended", "4 suspended"}},
 		{nil, []string{"3 ", "4 "}},
 	} {
 		var rows []string

@@ -7,6 +7,7 @@ package cqspec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,8 +54,9 @@ type Source struct {
 	DeterministicCQID       bool            `json:"deterministic_cq_id"`
 	OtelEndpoint            string          `json:"otel_endpoint"`
 	OtelEndpointInsecure    bool            `json:"otel_endpoint_insecure"`
-	// PluginSpec is the nested `spec:` (the plugin's own spec) as JSON, and
-	// Plugin the same parsed and validated by spec.Parse.
+	// Plugin is the nested `spec:` (the plugin's own spec), parsed and
+	// validated by spec.Parse; PluginSpec, what the plugin is started with:
+	// Plugin as JSON, its token files' paths made absolute.
 	PluginSpec json.RawMessage `json:"spec"`
 	Plugin     *spec.Spec      `json:"-"`
 }
@@ -142,62 +144,22 @@ func (s *Source) checkTokenFiles() error {
 }
 
 // resolveTokenFiles joins dir to every relative path of a token file, in
-// Plugin and in PluginSpec (what the plugin is started with).
-func (s *Source) resolveTokenFiles(dir string) error {
-	changed := false
+// Plugin and in PluginSpec (what the plugin is started with: Plugin, as
+// JSON).
+func (s *Source) resolveTokenFiles(dir string) (err error) {
 	resolve := func(path *string) {
 		if *path != "" && !filepath.IsAbs(*path) {
-			*path, changed = filepath.Join(dir, *path), true
+			*path = filepath.Join(dir, *path)
 		}
 	}
 	for i := range s.Plugin.Accounts {
 		resolve(&s.Plugin.Accounts[i].TokenFile)
 	}
-	c := s.Plugin.Compliance
-	if c != nil {
+	if c := s.Plugin.Compliance; c != nil {
 		resolve(&c.BearerTokenFile)
 	}
-	if !changed {
-		return nil
-	}
-	var top map[string]any
-	dec := json.NewDecoder(bytes.NewReader(s.PluginSpec))
-	dec.UseNumber() // numbers as written
-	if err := dec.Decode(&top); err != nil {
-		return err
-	}
-	set := func(obj any, name, value string) {
-		if m, ok := obj.(map[string]any); ok {
-			delete(m, jsonKey(m, name))
-			m[name] = value
-		}
-	}
-	accounts, _ := top[jsonKey(top, "accounts")].([]any)
-	for i, a := range accounts {
-		if tf := s.Plugin.Accounts[i].TokenFile; tf != "" {
-			set(a, "token_file", tf)
-		}
-	}
-	if c != nil && c.BearerTokenFile != "" {
-		set(top[jsonKey(top, "compliance")], "bearer_token_file", c.BearerTokenFile)
-	}
-	var err error
-	s.PluginSpec, err = json.Marshal(top)
+	s.PluginSpec, err = json.Marshal(s.Plugin)
 	return err
-}
-
-// jsonKey returns the key of m that encoding/json decodes into the field
-// name: name itself, or a key that differs only in case.
-func jsonKey(m map[string]any, name string) string {
-	if _, ok := m[name]; ok {
-		return name
-	}
-	for k := range m {
-		if strings.EqualFold(k, name) {
-			return k
-		}
-	}
-	return name
 }
 
 // Parse parses the text of a spec file named name as the CloudQuery CLI
@@ -596,9 +558,7 @@ func parseSource(body []byte) (*Source, error) {
 		}
 		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
 	}
-	if s.Registry == "" {
-		s.Registry = "cloudquery"
-	}
+	s.Registry = cmp.Or(s.Registry, "cloudquery")
 	return s, nil
 }
 

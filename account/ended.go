@@ -50,9 +50,12 @@ func DecodeEnded(key, value string) (Ended, error) {
 // Has reports whether sync id ran to its end.
 func (e Ended) Has(id string) bool { return slices.Contains(e, id) }
 
-// SaveEnded records that sync id of scope ran to its end, and flushes the
-// state: it is the last thing a sync does.
+// SaveEnded records that sync id of scope ran to its end, once the rest of
+// the state is flushed: it is the last thing a sync does.
 func SaveEnded(ctx context.Context, st state.Client, scope, id string) error {
+	if err := st.Flush(ctx); err != nil {
+		return fmt.Errorf("flushing state to the backend: %w", err)
+	}
 	ended, err := LoadEnded(ctx, st, scope)
 	if err != nil {
 		return err

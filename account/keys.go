@@ -40,9 +40,17 @@ import (
 // x_post_compliance/referenced/<user>, x_post_compliance/authors/<user> and
 // x_media_files/<user>.
 //
+// A CloudQuery sync spreads the keys over tables by account and scope
+// (package plugin), each table marked by MovedKey.
+//
 // A value is decoded by CheckKey as its reader reads it; the compliance and
 // resources packages register the decoders of their own values
 // (RegisterDecoder).
+
+// MovedKey marks a table of the state's buckets (package plugin) into which
+// its keys of the one table of versions before buckets were moved; its
+// value names that table.
+const MovedKey = "x_state/moved_from"
 
 // KeyKind is a form of state key.
 type KeyKind int

@@ -27,6 +27,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Policy says how long an entry stays: until Syncs syncs that sent it have
@@ -40,6 +42,8 @@ type Policy struct {
 func (p Policy) On() bool { return p.Syncs > 1 }
 
 // Entry is what one sync sent of one list: rows as JSON lines, compressed.
+// Entries are zstd'd (with its checksum); entries written before were
+// gzip'd, and are read as such.
 type Entry struct {
 	// SentAt is when the sync that first sent the rows started.
 	SentAt time.Time `json:"sent_at"`
@@ -48,17 +52,34 @@ type Entry struct {
 	// to have ended.
 	Sends    int    `json:"sends"`
 	LastSync string `json:"last_sync"`
-	// Rows is a gzip stream of JSON values, one per line.
+	// Rows is a zstd (or gzip) stream of JSON values, one per line.
 	Rows []byte `json:"rows"`
 }
 
+// zstd's coders are safe for concurrent use, and keep what they allocate
+// for the next stream.
+var (
+	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	decoder, _ = zstd.NewReader(nil)
+)
+
 // Each calls f with each JSON line of the entry, in the order added.
 func (e *Entry) Each(f func(line []byte) error) error {
-	zr, err := gzip.NewReader(bytes.NewReader(e.Rows))
-	if err != nil {
-		return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
+	var lines io.Reader
+	if bytes.HasPrefix(e.Rows, []byte{0x28, 0xb5, 0x2f, 0xfd}) { // zstd's magic number
+		plain, err := decoder.DecodeAll(e.Rows, nil)
+		if err != nil {
+			return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
+		}
+		lines = bytes.NewReader(plain)
+	} else {
+		zr, err := gzip.NewReader(bytes.NewReader(e.Rows))
+		if err != nil {
+			return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
+		}
+		lines = zr
 	}
-	r := bufio.NewReader(zr)
+	r := bufio.NewReader(lines)
 	for {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 1 {
@@ -145,11 +166,9 @@ func (b *Box) With(sent *Entry) *Box {
 	return &Box{Entries: append(slices.Clip(b.Entries), *sent)}
 }
 
-// Batch builds an entry from JSON values, compressed as they are added.
-// The zero Batch is ready to use.
+// Batch builds an entry from JSON values. The zero Batch is ready to use.
 type Batch struct {
-	buf bytes.Buffer
-	zw  *gzip.Writer
+	lines bytes.Buffer
 }
 
 // Add appends v, encoded as JSON, as one line.
@@ -163,29 +182,18 @@ func (w *Batch) Add(v any) error {
 
 // addLine appends one line of JSON.
 func (w *Batch) addLine(line []byte) error {
-	if w.zw == nil {
-		w.zw = gzip.NewWriter(&w.buf)
-	}
-	if _, err := w.zw.Write(append(line, '\n')); err != nil {
-		return err
-	}
-	return nil
+	w.lines.Write(line)
+	return w.lines.WriteByte('\n')
 }
 
 // Entry is the entry of sync syncID, which started at sentAt, of every line
 // added so far, or nil when none was. It may be taken again as lines are
 // added: the state keeps what a sync sent each time it is saved.
 func (w *Batch) Entry(syncID string, sentAt time.Time) (*Entry, error) {
-	if w.zw != nil {
-		if err := w.zw.Close(); err != nil {
-			return nil, err
-		}
-		w.zw = nil // a line added later starts a gzip member of its own
-	}
-	if w.buf.Len() == 0 {
+	if w.lines.Len() == 0 {
 		return nil, nil
 	}
-	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: bytes.Clone(w.buf.Bytes())}, nil
+	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: encoder.EncodeAll(w.lines.Bytes(), nil)}, nil
 }
 
 // Rewrite is b with each line of each entry replaced by what f makes of

@@ -1,6 +1,8 @@
 package outbox
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -96,6 +98,14 @@ func TestRowsAreSentAgainOldestFirst(t *testing.T) {
 	p := Policy{Syncs: 3}
 	box := (&Box{}).With(entry(t, "s1", "a", "b"))
 	box = box.Resend("s2", func(string) bool { return true }, p).With(entry(t, "s2", "c"))
+	if got := rowsOf(t, saved(t, box)); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("rows %v, want a, b, c", got)
+	}
+}
+
+// saved is box as the state gives it back.
+func saved(t *testing.T, box *Box) *Box {
+	t.Helper()
 	text, err := box.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -104,9 +114,7 @@ func TestRowsAreSentAgainOldestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rowsOf(t, back); !slices.Equal(got, []string{"a", "b", "c"}) {
-		t.Fatalf("rows %v, want a, b, c", got)
-	}
+	return back
 }
 
 func TestADamagedOutboxIsRefusedNamingTheValue(t *testing.T) {
@@ -118,7 +126,7 @@ func TestADamagedOutboxIsRefusedNamingTheValue(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &j); err != nil {
 		t.Fatal(err)
 	}
-	j.Entries[0].Rows[len(j.Entries[0].Rows)-3] ^= 0xff // the gzip trailer's checksum
+	j.Entries[0].Rows[len(j.Entries[0].Rows)-3] ^= 0xff // zstd's checksum
 	damaged, _ := json.Marshal(j)
 	if _, err := Unmarshal(string(damaged), `state "x_bookmarks/1"`); err == nil || !strings.Contains(err.Error(), `state "x_bookmarks/1"`) {
 		t.Fatalf("a damaged outbox gives %v, want an error naming the value", err)
@@ -159,6 +167,19 @@ func TestRewriteDropsLinesAndEmptyEntries(t *testing.T) {
 	_ = box.Entries[0].Each(func(line []byte) error { lines = append(lines, string(line)); return nil })
 	if len(lines) != 1 || lines[0] != `"A"` {
 		t.Errorf("lines %q", lines)
+	}
+}
+
+// An outbox written before entries were zstd'd, gzip'd, is read as it was
+// written, and kept so.
+func TestAnOutboxOfGzipdEntriesIsRead(t *testing.T) {
+	var rows bytes.Buffer
+	zw := gzip.NewWriter(&rows)
+	_, _ = zw.Write([]byte("\"a\"\n\"b\"\n"))
+	_ = zw.Close()
+	old := &Box{Entries: []Entry{{SentAt: t0, LastSync: "s1", Rows: rows.Bytes()}}}
+	if got := rowsOf(t, saved(t, old.With(entry(t, "s2", "c")))); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("rows %v, want a, b, c", got)
 	}
 }
 

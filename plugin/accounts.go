@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
@@ -24,14 +25,18 @@ const tokenRequestTimeout = 30 * time.Second
 // prepareAccounts builds one session per account, in spec order, without
 // touching the network: token files are read here, and a user id that is in
 // neither the spec nor the token file is resolved (GET /2/users/me) by the
-// session's first resolver, so accounts in other shards cost nothing.
-func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *secrets.Mask) *account.Set {
+// session's first resolver. An account whose spec names a user of another
+// shard (inShard) is left out before its token file is read.
+func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *secrets.Mask, sh *plugin.Shard) *account.Set {
 	set := &account.Set{}
 	request := fields(s.RequestFields())
 	// One naming for the sync: X names things one way for every account.
 	naming, _ := client.NewNamingPolicy(s.APINaming) // the spec check refused other settings
 	o.ClientOptions = append(slices.Clone(o.ClientOptions), client.WithNamingPolicy(naming))
 	for i, a := range s.Accounts {
+		if !inShard(a.UserID, sh) {
+			continue
+		}
 		meter := billing.NewMeter(s.Rates())
 		sess := &account.Session{
 			Index:        i,

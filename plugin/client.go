@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Client is the plugin's client for one Init: the parsed spec and tables.
@@ -70,7 +73,10 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err != nil {
 		return err
 	}
-	stateClient, closeState, err := c.connectState(ctx, opts.BackendOptions)
+	if err := checkShard(opts.Shard); err != nil {
+		return err
+	}
+	stateClient, closeState, err := c.connectState(ctx, opts.BackendOptions, shardScope(opts.Shard))
 	if err != nil {
 		return err
 	}
@@ -85,10 +91,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		}
 		syncInfo.Ended = ended.Has
 	}
-	set, err := c.accountsOfShard(ctx, stateClient, syncInfo, opts.Shard)
-	if err != nil {
-		return err
-	}
+	set := c.accountsOfShard(ctx, stateClient, syncInfo, opts.Shard)
 	data, mediaTable, compliance, usage := splitTables(tables)
 	var mediaFiles *account.Media
 	if mediaTable != nil {
@@ -148,21 +151,34 @@ func shardScope(sh *plugin.Shard) string {
 	return fmt.Sprintf("shard-%d-of-%d", sh.Num, sh.Total)
 }
 
-// connectState returns the state client of the sync and what closes it: the
-// one the options give, or a connection to the backend of backend_options.
-func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOptions) (state.Client, func(), error) {
-	if c.options.State != nil {
+// connectState returns the state client of the sync of scope and what
+// closes it: the one the options give, or the buckets (state.go) of the
+// backend of backend_options.
+func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOptions, scope string) (state.Client, func(), error) {
+	switch {
+	case c.options.State != nil:
 		return c.options.State, func() {}, nil
-	}
-	connected, err := state.NewConnectedClient(ctx, backend)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to the state backend: %w", err)
-	}
-	if backend == nil {
+	case backend == nil || backend.Connection == "" && backend.TableName == "":
 		c.logger.Warn().Msg("no backend_options: incremental state is not kept, so every sync is a first sync and bills every bookmark again")
+		return &state.NoOpClient{}, func() {}, nil
+	case backend.Connection == "" || backend.TableName == "":
+		return nil, nil, fmt.Errorf("backend_options must contain both connection and table_name: %v", backend)
 	}
-	return connected, func() { _ = connected.Close() }, nil
+	conn, err := grpc.NewClient(backend.Connection, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxStateMessage), grpc.MaxCallSendMsgSize(maxStateMessage)))
+	if err == nil {
+		var st *bucketedState
+		if st, err = openBuckets(ctx, conn, backend.TableName, scope); err == nil {
+			return st, func() { _ = st.Close() }, nil
+		}
+		_ = conn.Close()
+	}
+	return nil, nil, fmt.Errorf("connecting to the state backend: %w", err)
 }
+
+// maxStateMessage bounds a message to and from the state backend, as the
+// SDK's state client has it.
+const maxStateMessage = 100 << 20
 
 // syncInfo names this sync: by the CloudQuery invocation id, or a new one.
 func (c *Client) syncInfo() account.Sync {
@@ -173,21 +189,17 @@ func (c *Client) syncInfo() account.Sync {
 	return info
 }
 
-// accountsOfShard prepares the spec's accounts and keeps those of the shard,
-// when the sync is one.
-func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info account.Sync, sh *plugin.Shard) (*account.Set, error) {
-	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.mask)
-	if sh != nil && (sh.Total < 1 || sh.Num < 1 || sh.Num > sh.Total) {
-		return nil, fmt.Errorf("shard %d/%d: want N/T with 1 <= N <= T", sh.Num, sh.Total)
-	}
+// accountsOfShard prepares the spec's accounts of the shard, when the sync
+// is one. The plugin shards accounts itself. The scheduler's shards split
+// (table, account) pairs table by table, which would give one account's
+// bookmarks to one machine and its folders to another: both would use, and
+// may refresh, the same rotating token.
+func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info account.Sync, sh *plugin.Shard) *account.Set {
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.mask, sh)
 	if sh != nil {
-		// The plugin shards accounts itself. The scheduler's shards split
-		// (table, account) pairs table by table, which would give one
-		// account's bookmarks to one machine and its folders to another:
-		// both would use, and may refresh, the same rotating token.
-		set.Sessions = shardOf(set.Sessions, int(sh.Num), int(sh.Total))
+		set.Sessions = shardOf(set.Sessions, c.spec.Accounts, sh)
 	}
-	return set, nil
+	return set
 }
 
 // splitTables sets apart the tables that run after the data tables, in
@@ -330,13 +342,35 @@ func flushState(ctx context.Context, st state.Client) error {
 	return nil
 }
 
-// shardOf is shard num (1-based) of total: every total-th account of the
-// spec, from the num-th. Every account is in exactly one shard, with all its
-// tables.
-func shardOf(sessions []*account.Session, num, total int) []*account.Session {
+// checkShard refuses a shard that is none, or past the state's buckets.
+func checkShard(sh *plugin.Shard) error {
+	if sh != nil && (sh.Total < 1 || sh.Num < 1 || sh.Num > sh.Total || sh.Total > stateBuckets) {
+		return fmt.Errorf("shard %d/%d: want N/T with 1 <= N <= T <= %d", sh.Num, sh.Total, stateBuckets)
+	}
+	return nil
+}
+
+// inShard reports whether the account of user userID may be in shard sh:
+// the shard of the state bucket b of its user is b % T + 1, so that a
+// shard reads its buckets alone (state.go); every account is in exactly
+// one shard, with all its tables, whatever the number of shards. An
+// unknown user ("") may be in any.
+func inShard(userID string, sh *plugin.Shard) bool {
+	return sh == nil || userID == "" || userBucket(userID)%int(sh.Total) == int(sh.Num)-1
+}
+
+// shardOf is the sessions of shard sh, of those prepared: by the user id
+// of the spec, else of the token file. An account needs one for that: one
+// whose id would take a request fails, in shard i % T + 1 (accounts[i]),
+// as one that could not be prepared does.
+func shardOf(sessions []*account.Session, accounts []spec.Account, sh *plugin.Shard) []*account.Session {
 	var out []*account.Session
-	for i, s := range sessions {
-		if i%total == num-1 {
+	for _, s := range sessions {
+		id := cmp.Or(accounts[s.Index].UserID, s.UserID)
+		if id == "" && s.Err == nil {
+			s.Err, s.API, s.Setup = fmt.Errorf("a sharded sync needs the user id of every account: set %s.user_id, or log in again (cq-source-x login writes it in the token file)", account.Label(s.Index)), nil, nil
+		}
+		if id != "" && inShard(id, sh) || id == "" && s.Index%int(sh.Total) == int(sh.Num)-1 {
 			out = append(out, s)
 		}
 	}

@@ -30,9 +30,9 @@ const MinLength = 8
 // value holds none; a nil *Mask leaves text as it is. Safe for
 // concurrent use.
 type Mask struct {
-	mu       sync.RWMutex
+	mu       sync.Mutex
 	secrets  map[string]struct{}
-	replacer *strings.Replacer // nil until the first secret
+	replacer *strings.Replacer // of secrets; nil until used after a change
 }
 
 func New(secrets ...string) *Mask {
@@ -80,31 +80,36 @@ func (r *Mask) add(values []string) {
 			r.secrets[v] = struct{}{}
 		}
 	}
-	if len(r.secrets) == known {
-		return
+	if len(r.secrets) != known {
+		r.replacer = nil // built again when next used: adding n secrets sorts them once
 	}
-	// Longest first: a secret inside another (a client secret inside the
-	// decoded Basic value) must not leave the rest of the longer one behind.
-	all := slices.SortedFunc(maps.Keys(r.secrets), func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
-	pairs := make([]string, 0, 2*len(all))
-	for _, s := range all {
-		pairs = append(pairs, s, Hidden)
-	}
-	r.replacer = strings.NewReplacer(pairs...)
 }
 
-// String returns s with every credential replaced by Hidden.
+// replacing is the replacer of the secrets known, built if they changed.
+func (r *Mask) replacing() *strings.Replacer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.replacer == nil && len(r.secrets) > 0 {
+		// Longest first: a secret inside another (a client secret inside the
+		// decoded Basic value) must not leave the rest of the longer one behind.
+		all := slices.SortedFunc(maps.Keys(r.secrets), func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+		pairs := make([]string, 0, 2*len(all))
+		for _, s := range all {
+			pairs = append(pairs, s, Hidden)
+		}
+		r.replacer = strings.NewReplacer(pairs...)
+	}
+	return r.replacer
+}
+
 func (r *Mask) String(s string) string {
 	if r == nil {
 		return s
 	}
-	r.mu.RLock()
-	rep := r.replacer
-	r.mu.RUnlock()
-	if rep == nil {
-		return s
+	if rep := r.replacing(); rep != nil {
+		return rep.Replace(s)
 	}
-	return rep.Replace(s)
+	return s
 }
 
 // Strings redacts each element of ss in place and returns it.

@@ -47,6 +47,10 @@ func (l readLog) GetKey(ctx context.Context, key string) (string, error) {
 
 const shardAlice, shardBob = "1001", "1002"
 
+// aliceShard is alice's shard of 2, and bob's the other: a shard takes the
+// accounts of its state buckets (package plugin), by user id.
+const aliceShard = 2
+
 func newShardEnv(t *testing.T) *shardEnv {
 	clk, sim := startSim(t, xsim.Options{})
 	e := &shardEnv{t: t, clk: clk, sim: sim, ex: sim.SeedContentExamples(shardAlice), state: memstate.New(), storeDir: t.TempDir()}
@@ -115,7 +119,7 @@ func TestShardsKeepTheMediaFilesOtherShardsUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clk.Advance(24 * time.Hour)
-	if err := e.syncShard(1); err != nil {
+	if err := e.syncShard(aliceShard); err != nil {
 		t.Fatal(err)
 	}
 	if e.storedFiles(shardAlice)[firstKey(bobs)] {
@@ -123,7 +127,7 @@ func TestShardsKeepTheMediaFilesOtherShardsUse(t *testing.T) {
 	}
 	for f := range bobs {
 		if _, err := os.Stat(filepath.Join(e.storeDir, filepath.FromSlash(f))); err != nil {
-			t.Errorf("bob's file %s, which shard 2 still uses, was deleted: %v", f, err)
+			t.Errorf("bob's file %s, which his shard still uses, was deleted: %v", f, err)
 		}
 	}
 }
@@ -146,12 +150,12 @@ func TestAShardReadsNothingOfTheOtherShardsAccounts(t *testing.T) {
 	}
 	e.clk.Advance(24 * time.Hour)
 	e.read = nil
-	if err := e.syncShard(1); err != nil {
+	if err := e.syncShard(aliceShard); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range e.read {
 		if strings.Contains(key, shardBob) {
-			t.Errorf("shard 1 read %s, a key of shard 2's account", key)
+			t.Errorf("alice's shard read %s, a key of bob's, in the other shard", key)
 		}
 	}
 	deleted := 0

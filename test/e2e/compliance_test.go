@@ -594,8 +594,8 @@ func TestShardsCheckTheirOwnAccounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	jobs := e.jobs()
-	if len(jobs) != 2 || jobs[0].Name != "cq-source-x shard-1-of-2" || len(jobs[0].IDs) != 4 || jobs[1].Name != "cq-source-x shard-2-of-2" || len(jobs[1].IDs) != 6 {
+	jobs := e.jobs() // bob2 is in shard 1 of 2, alice1 in shard 2 (their state buckets)
+	if len(jobs) != 2 || jobs[0].Name != "cq-source-x shard-1-of-2" || len(jobs[0].IDs) != 6 || jobs[1].Name != "cq-source-x shard-2-of-2" || len(jobs[1].IDs) != 4 {
 		t.Fatalf("jobs %+v", jobs)
 	}
 	for _, n := range []string{"1", "2"} {

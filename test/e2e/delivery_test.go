@@ -16,6 +16,7 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
+	"github.com/cq-source-x/cq-source-x/test/statebackend"
 )
 
 // A CloudQuery sync's rows go source → CLI → destination, which buffers
@@ -94,10 +95,11 @@ type deliveryEnv struct {
 	dir     string
 	clk     *clock.Virtual
 	sim     *xsim.Server
-	backend *stateBackend
+	backend *statebackend.Backend
 	conn    string
 	dest    *destination
 	spec    map[string]any
+	shard   *pb.Sync_Request_Shard // the syncs' shard, nil for every account
 }
 
 func newDeliveryEnv(t *testing.T, bookmarks int) *deliveryEnv {
@@ -138,11 +140,11 @@ func (e *deliveryEnv) sync(stop *stopKind, stopAt func(key string) bool) bool {
 	var once sync.Once
 	stopped := make(chan struct{})
 	if stop != nil && *stop != failedWrite {
-		e.backend.onWrite(func(keys []string) {
+		e.backend.OnWrite(func(keys []string) {
 			if slices.ContainsFunc(keys, stopAt) {
 				once.Do(func() {
 					if *stop == kill9 {
-						e.backend.refuseWrites(true) // the plugin is dead: it writes nothing more
+						e.backend.RefuseWrites(true) // the plugin is dead: it writes nothing more
 					}
 					close(stopped)
 					cancel()
@@ -150,15 +152,16 @@ func (e *deliveryEnv) sync(stop *stopKind, stopAt func(key string) bool) bool {
 			}
 		})
 	}
-	defer e.backend.onWrite(nil)
-	defer e.backend.refuseWrites(false)
+	defer e.backend.OnWrite(nil)
+	defer e.backend.RefuseWrites(false)
 
 	if _, err := c.Init(ctx, &pb.Init_Request{Spec: specJSON, InvocationId: "00000000-0000-4000-8000-000000000002"}); err != nil {
 		e.t.Fatal(err)
 	}
 	stream, err := c.Sync(ctx, &pb.Sync_Request{
 		Tables:  []string{"*"},
-		Backend: &pb.Sync_BackendOptions{TableName: "cq_state_x", Connection: e.conn},
+		Backend: &pb.Sync_BackendOptions{TableName: oldTable, Connection: e.conn},
+		Shard:   e.shard,
 	})
 	if err != nil {
 		e.t.Fatal(err)
@@ -215,7 +218,40 @@ func (e *deliveryEnv) mustHoldTheLists() {
 
 func first(ids []string) []string { return ids[:min(len(ids), 5)] }
 
-var stopKinds = []stopKind{ctrlC, kill9, failedWrite}
+// stopCase is a stop test's case: how its syncs are stopped, and whether
+// they sync every account or one shard.
+type stopCase struct {
+	kind    stopKind
+	sharded bool
+}
+
+func (c stopCase) String() string {
+	if c.sharded {
+		return c.kind.String() + ", shard 2 of 2"
+	}
+	return c.kind.String()
+}
+
+var stopCases = []stopCase{{ctrlC, false}, {kill9, false}, {failedWrite, false}, {ctrlC, true}, {kill9, true}, {failedWrite, true}}
+
+// newStopEnv is newDeliveryEnv for case c: sharded, its syncs are those of
+// shard 2 of 2, user's (a shard takes the accounts of its state buckets),
+// of a spec with an account of shard 1 too, which bookmarked some of
+// user's posts (new posts would change the ids of the posts to come).
+func newStopEnv(t *testing.T, c stopCase, bookmarks int) *deliveryEnv {
+	e := newDeliveryEnv(t, bookmarks)
+	if c.sharded {
+		const other = "1002"
+		for _, id := range e.sim.Bookmarks(user)[:5] {
+			if err := e.sim.Bookmark(other, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.spec["accounts"] = append(e.spec["accounts"].([]map[string]any), map[string]any{"user_id": other, "access_token": e.sim.IssueToken(other)})
+		e.shard = &pb.Sync_Request_Shard{Num: 2, Total: 2}
+	}
+	return e
+}
 
 // bookmarkRounds runs a first sync, then rounds of 25 new bookmarks each
 // synced by a sync stopped (when stop is set) right after the state of the
@@ -268,10 +304,10 @@ func (d *destination) mustHoldTheSameRows(t *testing.T, want *destination, table
 func TestAStoppedSyncLosesNoBookmark(t *testing.T) {
 	unstopped := newDeliveryEnv(t, 120)
 	unstoppedBilled := unstopped.bookmarkRounds(4, nil)
-	for _, kind := range stopKinds {
-		t.Run(kind.String(), func(t *testing.T) {
-			e := newDeliveryEnv(t, 120)
-			billed := e.bookmarkRounds(4, &kind)
+	for _, c := range stopCases {
+		t.Run(c.String(), func(t *testing.T) {
+			e := newStopEnv(t, c, 120)
+			billed := e.bookmarkRounds(4, &c.kind)
 			e.mustHoldTheLists()
 			e.dest.mustHoldTheSameRows(t, unstopped.dest, "x_bookmarks", "x_bookmark_authors", "x_bookmark_media", "x_bookmark_referenced_posts")
 			if billed != unstoppedBilled {
@@ -284,9 +320,9 @@ func TestAStoppedSyncLosesNoBookmark(t *testing.T) {
 // Folder membership: each sync emits the whole of it, so a clean sync
 // writes it whole again, whatever was stopped before.
 func TestAStoppedSyncLosesNoFolderMember(t *testing.T) {
-	for _, kind := range stopKinds {
-		t.Run(kind.String(), func(t *testing.T) {
-			e := newDeliveryEnv(t, 60)
+	for _, c := range stopCases {
+		t.Run(c.String(), func(t *testing.T) {
+			e := newStopEnv(t, c, 60)
 			e.sim.CreateFolder(user, "900", "to read")
 			e.sync(nil, nil)
 			isFolderState := func(key string) bool { return strings.HasPrefix(key, "x_bookmark_folder_posts/"+user+"/") }
@@ -296,7 +332,7 @@ func TestAStoppedSyncLosesNoFolderMember(t *testing.T) {
 					_ = e.sim.Bookmark(user, id)
 					e.sim.AddToFolder(user, "900", id)
 				}
-				if !e.sync(&kind, isFolderState) {
+				if !e.sync(&c.kind, isFolderState) {
 					t.Fatal("the sync was not stopped")
 				}
 			}
@@ -318,9 +354,9 @@ func TestAStoppedSyncLosesNoFolderMember(t *testing.T) {
 // which record the posts checked, reached the backend. The findings are
 // sent again: the destination holds one for every post X reported.
 func TestAStoppedSyncLosesNoComplianceFinding(t *testing.T) {
-	for _, kind := range stopKinds {
-		t.Run(kind.String(), func(t *testing.T) {
-			e := newDeliveryEnv(t, 40)
+	for _, c := range stopCases {
+		t.Run(c.String(), func(t *testing.T) {
+			e := newStopEnv(t, c, 40)
 			e.spec["compliance"] = map[string]any{"bearer_token": e.sim.IssueAppOnlyToken(), "every": "0s"}
 			e.sync(nil, nil)
 			isChecks := func(key string) bool { return key == "x_post_compliance/checks/"+user }
@@ -331,7 +367,7 @@ func TestAStoppedSyncLosesNoComplianceFinding(t *testing.T) {
 					t.Fatal(err)
 				}
 				deleted = append(deleted, id)
-				if !e.sync(&kind, isChecks) {
+				if !e.sync(&c.kind, isChecks) {
 					t.Fatal("the sync was not stopped")
 				}
 			}

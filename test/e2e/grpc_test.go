@@ -135,7 +135,7 @@ func TestGRPCIncrementalSyncWithStateBackend(t *testing.T) {
 	if n := len(first["x_bookmark_folder_posts"]); n != 12 {
 		t.Fatalf("first sync emitted %d folder posts, want 12", n)
 	}
-	if backend.value("x_bookmarks/"+user) == "" || backend.value("x_bookmark_folder_posts/"+user+"/900") == "" {
+	if backend.Value("x_bookmarks/"+user, oldTable) == "" || backend.Value("x_bookmark_folder_posts/"+user+"/900", oldTable) == "" {
 		t.Fatal("the state backend holds no walk state after the first sync")
 	}
 

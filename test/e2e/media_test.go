@@ -314,8 +314,8 @@ func TestTheMediaOfReferencedPostsAndArticlesAreStored(t *testing.T) {
 // again: after a clean sync the destination holds a stored row for every
 // file of every bookmark, as when no sync is stopped.
 func TestAStoppedSyncLosesNoMediaFileRow(t *testing.T) {
-	run := func(t *testing.T, stop *stopKind) *deliveryEnv {
-		e := newDeliveryEnv(t, 30)
+	run := func(t *testing.T, c stopCase, stop *stopKind) *deliveryEnv {
+		e := newStopEnv(t, c, 30)
 		e.spec["media_files"] = map[string]any{"store": "file://" + filepath.ToSlash(t.TempDir())}
 		e.sync(nil, nil)
 		for range 2 {
@@ -350,7 +350,7 @@ func TestAStoppedSyncLosesNoMediaFileRow(t *testing.T) {
 		}
 		return out
 	}
-	unstopped := run(t, nil)
+	unstopped := run(t, stopCase{}, nil)
 	files := map[string]string{}
 	for key, row := range byFile(unstopped) {
 		if row["status"] != "stored" {
@@ -361,9 +361,9 @@ func TestAStoppedSyncLosesNoMediaFileRow(t *testing.T) {
 	if len(files) < 8 {
 		t.Fatalf("the unstopped syncs stored %d files", len(files))
 	}
-	for _, kind := range stopKinds {
-		t.Run(kind.String(), func(t *testing.T) {
-			e := run(t, &kind)
+	for _, c := range stopCases {
+		t.Run(c.String(), func(t *testing.T) {
+			e := run(t, c, &c.kind)
 			got := byFile(e)
 			for key, fileKey := range files {
 				row, ok := got[key]

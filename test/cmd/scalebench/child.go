@@ -29,7 +29,7 @@ import (
 // so that each one's peak RSS is its own and the simulator's is not in it:
 //
 //	scalebench child-export ARGS...   is `cq-source-x export ARGS...` (cli, as main.go runs it)
-//	scalebench child-shard SPEC N T [TABLES]   is a plugin sync of shard N/T of SPEC's accounts (SPEC's tables, or TABLES), state in memory
+//	scalebench child-shard SPEC N T [TABLES]   is a plugin sync of shard N/T of SPEC's accounts (SPEC's tables, or TABLES; every account with T 0), state in memory, or in the state backend at $SCALEBENCH_STATE
 //	scalebench child-browse ARGS...   is `cq-source-x browse ARGS...`, stopped by SIGINT
 //
 // With SCALEBENCH_HEAPPROFILE=FILE set, a child writes a heap profile to
@@ -39,6 +39,7 @@ import (
 const (
 	childExport = "child-export"
 	childShard  = "child-shard"
+	envState    = "SCALEBENCH_STATE"
 	envHeapProf = "SCALEBENCH_HEAPPROFILE"
 	envCPUProf  = "SCALEBENCH_CPUPROFILE"
 )
@@ -109,9 +110,18 @@ type shardOutput struct {
 
 // syncShard runs the plugin as `cloudquery sync --shard num/total` runs it
 // (the spec's tables unless tables is set, the SDK scheduler, the state in
-// memory instead of a backend), and counts the rows it sends.
+// memory or in the backend $SCALEBENCH_STATE names), and counts the rows it
+// sends. Total 0 syncs every account. A SPEC of .json is the plugin's
+// spec alone, all tables (the CloudQuery CLI reads the spec file itself,
+// however large).
 func syncShard(ctx context.Context, specFile string, num, total int, tables []string) (*shardOutput, error) {
-	src, err := cqspec.Read(specFile)
+	src := &cqspec.Source{Tables: []string{"*"}}
+	var err error
+	if strings.HasSuffix(specFile, ".json") {
+		src.PluginSpec, err = os.ReadFile(specFile)
+	} else {
+		src, err = cqspec.Read(specFile)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -120,10 +130,17 @@ func syncShard(ctx context.Context, specFile string, num, total int, tables []st
 	}
 	out := &shardOutput{Rows: map[string]int{}}
 	var set *account.Set
-	p := plugin.New(
-		plugin.WithState(memstate.New()),
-		plugin.WithObserver(plugin.ObserverFunc(func(s *account.Set, _ *compliance.Check) { set = s })),
-	)
+	opts := []plugin.Option{plugin.WithObserver(plugin.ObserverFunc(func(s *account.Set, _ *compliance.Check) { set = s }))}
+	sync := sdkplugin.SyncOptions{Tables: tables}
+	if total > 0 {
+		sync.Shard = &sdkplugin.Shard{Num: int32(num), Total: int32(total)}
+	}
+	if backend := os.Getenv(envState); backend != "" {
+		sync.BackendOptions = &sdkplugin.BackendOptions{TableName: "cq_state_x", Connection: backend}
+	} else {
+		opts = append(opts, plugin.WithState(memstate.New()))
+	}
+	p := plugin.New(opts...)
 	if err := p.Init(ctx, src.PluginSpec, sdkplugin.NewClientOptions{}); err != nil {
 		return nil, err
 	}
@@ -132,7 +149,7 @@ func syncShard(ctx context.Context, specFile string, num, total int, tables []st
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
-		errc <- p.Sync(ctx, sdkplugin.SyncOptions{Tables: tables, Shard: &sdkplugin.Shard{Num: int32(num), Total: int32(total)}}, ch)
+		errc <- p.Sync(ctx, sync, ch)
 	}()
 	var countErr error
 	for m := range ch {

@@ -82,6 +82,7 @@ func main() {
 	flag.IntVar(&o.shards, "shards", 4, "sync each shard i/n of scenarios of more than one account (0: skip)")
 	flag.StringVar(&o.spread, "shard-spread", "2,8,16", "comma-separated shard counts n whose accounts and held posts per shard are shown (no posts read)")
 	flag.IntVar(&o.concurrency, "concurrency", 0, "the spec's concurrency (0: the plugin's default)")
+	flag.IntVar(&o.state, "state", 0, "with n > 0, keep the state of scenarios of more than one account in a gRPC state backend: steady-state syncs of each shard i/n, then a sync of every account and one of shard 1/n, with the state each read and its peak RSS")
 	flag.BoolVar(&o.export, "export", true, "run the exporter's first and incremental syncs (false: shards only)")
 	flag.BoolVar(&o.browse, "browse", false, "serve each scenario's archive, exported with authors, referenced posts and photos, with `cq-source-x browse`: time to the first page, search latency, peak RSS")
 	flag.IntVar(&o.nice, "nice", 0, "with -browse, run the browse children at this niceness (nice -n; below 0, ahead of the machine's other work, as root)")
@@ -103,6 +104,7 @@ func main() {
 type options struct {
 	scenarios, workload string
 	shards, concurrency int
+	state               int
 	spread              string
 	export              bool
 	browse              bool
@@ -168,6 +170,11 @@ func run(o options, w io.Writer) error {
 	}
 	var results []syncResult
 	var shards []*shardResult
+	defer func() {
+		for _, st := range b.states {
+			st.write(w)
+		}
+	}()
 	for i, sc := range scenarios {
 		rs, sh, err := b.scenario(i, sc)
 		results = append(results, rs...)
@@ -191,6 +198,7 @@ type bench struct {
 	self, work string
 	log        io.Writer
 	browsed    []*browseResult
+	states     []*stateResult
 }
 
 // parseCounts reads a comma-separated list of shard counts.
@@ -240,6 +248,15 @@ func (b *bench) scenario(n int, sc scenario) ([]syncResult, []*shardResult, erro
 	}
 	if len(sc.Sizes) < 2 {
 		return results, nil, nil
+	}
+	if b.o.state > 0 {
+		st, err := b.stateSyncs(sc, sim.URL(), tokens, b.o.state)
+		if st != nil {
+			b.states = append(b.states, st)
+		}
+		if err != nil {
+			return results, nil, fmt.Errorf("-state: %w", err)
+		}
 	}
 	var shards []*shardResult
 	if b.o.shards > 0 {

@@ -184,28 +184,26 @@ func checkBaseURL(base string) (string, error) {
 
 // WithTimeouts sets the timeouts of each attempt; zero fields keep DefaultTimeouts'.
 func WithTimeouts(t Timeouts) Option {
-	return func(c *Client) error {
-		d := DefaultTimeouts()
+	d := DefaultTimeouts()
+	return option(func(c *Client) {
 		c.timeouts = Timeouts{Connect: cmp.Or(t.Connect, d.Connect), Headers: cmp.Or(t.Headers, d.Headers), Request: cmp.Or(t.Request, d.Request)}
-		return errIf(t.Connect < 0 || t.Headers < 0 || t.Request < 0, "client: negative timeout in %+v", t)
-	}
+	}, t.Connect < 0 || t.Headers < 0 || t.Request < 0, "client: negative timeout in %+v", t)
 }
 
-// errIf is the error of an option's value: bad, and what format says.
-func errIf(bad bool, format string, args ...any) error {
-	if bad {
-		return fmt.Errorf(format, args...)
-	}
-	return nil
-}
-
-// setting is an option that cannot fail.
-func setting(f func(c *Client)) Option {
+// option is the Option that sets with set, or, when its value is bad, the
+// error format says.
+func option(set func(c *Client), bad bool, format string, args ...any) Option {
 	return func(c *Client) error {
-		f(c)
+		if bad {
+			return fmt.Errorf(format, args...)
+		}
+		set(c)
 		return nil
 	}
 }
+
+// setting is an option that cannot fail.
+func setting(set func(c *Client)) Option { return option(set, false, "") }
 
 // WithNamingPolicy makes the client ask for bookmarks in the naming of p
 // (default: the tweets naming). The clients of a sync share one policy.
@@ -217,10 +215,7 @@ func WithSecrets(r *secrets.Mask) Option { return setting(func(c *Client) { c.re
 
 // WithClock sets the clock used for all time and sleeping (default clock.Real{}).
 func WithClock(clk clock.Clock) Option {
-	return func(c *Client) error {
-		c.clock = clk
-		return errIf(clk == nil, "client: nil clock")
-	}
+	return option(func(c *Client) { c.clock = clk }, clk == nil, "client: nil clock")
 }
 
 // WithRetryPolicy sets the retry policy; zero fields keep their defaults.
@@ -232,10 +227,7 @@ func WithRetryPolicy(p RetryPolicy) Option {
 // reset (default 16m). A wait beyond it returns a *RateLimitError instead;
 // 0 never waits.
 func WithRateLimitWaitCap(d time.Duration) Option {
-	return func(c *Client) error {
-		c.waitCap = d
-		return errIf(d < 0, "client: negative rate-limit wait cap %s", d)
-	}
+	return option(func(c *Client) { c.waitCap = d }, d < 0, "client: negative rate-limit wait cap %s", d)
 }
 
 // WithLimits overrides per-user request limits per window. Operations not in
@@ -255,43 +247,28 @@ func WithLimits(m map[Operation]int) Option {
 
 // WithWindow sets the rate-limit window until the server's headers say one (default 15m).
 func WithWindow(d time.Duration) Option {
-	return func(c *Client) error {
-		c.window = d
-		return errIf(d <= 0, "client: window must be positive, not %s", d)
-	}
+	return option(func(c *Client) { c.window = d }, d <= 0, "client: window must be positive, not %s", d)
 }
 
 // WithResetMargin sets the time added to a window's reset before sending again (default 1s).
 func WithResetMargin(d time.Duration) Option {
-	return func(c *Client) error {
-		c.margin = d
-		return errIf(d < 0, "client: negative reset margin %s", d)
-	}
+	return option(func(c *Client) { c.margin = d }, d < 0, "client: negative reset margin %s", d)
 }
 
 // WithMeter records usage in m (which may be shared by several clients).
 // Without it the client has a meter of its own at X's rates.
 func WithMeter(m *billing.Meter) Option {
-	return func(c *Client) error {
-		c.meter = m
-		return errIf(m == nil, "client: nil meter")
-	}
+	return option(func(c *Client) { c.meter = m }, m == nil, "client: nil meter")
 }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option {
-	return func(c *Client) error {
-		c.userAgent = ua
-		return errIf(ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
-	}
+	return option(func(c *Client) { c.userAgent = ua }, ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
 }
 
 // WithMaxResponseBytes caps the size of a response body (default 16 MiB).
 func WithMaxResponseBytes(n int64) Option {
-	return func(c *Client) error {
-		c.maxBody = n
-		return errIf(n <= 0, "client: max response bytes must be positive, not %d", n)
-	}
+	return option(func(c *Client) { c.maxBody = n }, n <= 0, "client: max response bytes must be positive, not %d", n)
 }
 
 // WithLogger sets the logger for retries, rate-limit waits and requests
@@ -313,18 +290,14 @@ func WithRandom(seed uint64) Option {
 // WithTokenCheck selects how pagination tokens are checked (default
 // TokenBase32Hex, as the interface document specifies).
 func WithTokenCheck(tc TokenCheck) Option {
-	return func(c *Client) error {
-		c.tokenCheck = tc
-		return errIf(tc != TokenBase32Hex && tc != TokenOpaque, "client: unknown token check %d", tc)
-	}
+	return option(func(c *Client) { c.tokenCheck = tc }, tc != TokenBase32Hex && tc != TokenOpaque, "client: unknown token check %d", tc)
 }
 
 // New returns a client that sends through a copy of httpClient (which adds
 // the Authorization header) that does not follow redirects.
 func New(httpClient *http.Client, opts ...Option) (*Client, error) {
-	hc := noRedirects(cmp.Or(httpClient, http.DefaultClient))
 	c := &Client{
-		http:      hc,
+		http:      noRedirects(cmp.Or(httpClient, http.DefaultClient)),
 		baseURL:   DefaultBaseURL,
 		clock:     clock.Real{},
 		retry:     DefaultRetryPolicy(),
@@ -336,6 +309,9 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		maxBody:   DefaultMaxResponseBytes,
 		log:       zerolog.Nop(),
 		timeouts:  DefaultTimeouts(),
+		meter:     billing.NewMeter(billing.DefaultRates()),
+		rng:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		storage:   noRedirects(&http.Client{}),
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -344,15 +320,6 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		if err := o(c); err != nil {
 			return nil, err
 		}
-	}
-	if c.meter == nil {
-		c.meter = billing.NewMeter(billing.DefaultRates())
-	}
-	if c.rng == nil {
-		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
-	if c.storage == nil {
-		c.storage = noRedirects(&http.Client{})
 	}
 	c.budgets = newBudgets(c.limits, c.window, c.margin)
 	return c, nil

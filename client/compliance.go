@@ -111,13 +111,7 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 // download URLs, which must not add the app's Authorization header (default:
 // one on http.DefaultTransport). Its redirects are not followed.
 func WithStorageClient(hc *http.Client) Option {
-	return func(c *Client) error {
-		if hc == nil {
-			return errors.New("client: nil storage client")
-		}
-		c.storage = noRedirects(hc)
-		return nil
-	}
+	return option(func(c *Client) { c.storage = noRedirects(hc) }, hc == nil, "client: nil storage client")
 }
 
 // CreateComplianceJob creates a job: POST /2/compliance/jobs. X runs one job
@@ -183,10 +177,8 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 			if err := decodeSmall(b, &w, func() error { return nil }); err != nil {
 				return billing.Billed{}, err
 			}
-			for i, j := range w.Data {
-				if j.ID == "" {
-					return billing.Billed{}, shapef("data[%d] has no id", i)
-				}
+			if i := slices.IndexFunc(w.Data, func(j ComplianceJob) bool { return j.ID == "" }); i >= 0 {
+				return billing.Billed{}, shapef("no data[%d].id", i)
 			}
 			jobs = w.Data
 			return billing.Billed{}, nil
@@ -276,13 +268,14 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	if err := decodeSmall(body, &w, func() error { return nil }); err != nil {
 		return nil, err
 	}
-	switch {
-	case w.Data == nil || w.Data.ID == "":
-		return nil, shapeError("no data.id in the body")
-	case !ValidID(w.Data.ID):
-		return nil, shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
-	case w.Data.Status == "":
-		return nil, shapeError("no data.status in the body")
+	if w.Data == nil {
+		return nil, shapeError("no data")
+	}
+	if err := badID("data.id", w.Data.ID); err != nil {
+		return nil, err
+	}
+	if w.Data.Status == "" {
+		return nil, shapeError("no data.status")
 	}
 	return w.Data, nil
 }
@@ -306,11 +299,8 @@ func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 			}
 			return shapef("results line %d: %v", n, err)
 		}
-		switch {
-		case r.ID == "":
-			return shapef("results line %d has no id", n)
-		case !ValidID(r.ID):
-			return shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
+		if err := badID("id", r.ID); err != nil {
+			return fmt.Errorf("results line %d: %w", n, err)
 		}
 		each(r)
 	}

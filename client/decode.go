@@ -388,13 +388,6 @@ func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], p
 	var e Expanded
 	for i := range users {
 		u, err := makeUser(&users[i])
-		switch {
-		case err != nil:
-		case u.ID == "":
-			err = shapeError("no id")
-		case !ValidID(u.ID):
-			err = shapef("id %s is not an X id (%s)", shown(u.ID), idRule)
-		}
 		if err != nil {
 			return e, fmt.Errorf("includes.users[%d]: %w", i, err)
 		}
@@ -548,7 +541,7 @@ func makeUser(w *withRaw[userFields]) (*User, error) {
 	u := w.v.User
 	u.CreatedAt = parseTime(w.v.CreatedAt)
 	u.PublicMetrics, u.Raw = json.RawMessage(renameMember(w.v.PublicMetrics, "post_count", "tweet_count")), w.raw
-	return &u, nil
+	return &u, badID("id", u.ID)
 }
 
 // partialErrors decodes the "errors" of a 200, each kept raw too.
@@ -655,12 +648,10 @@ func checkIDs(n int, id func(i int) string) error {
 	seen := make(map[string]int, n)
 	for i := range n {
 		v := id(i)
-		switch j, dup := seen[v]; {
-		case v == "":
-			return shapef("data[%d] has no id", i)
-		case !ValidID(v):
-			return shapef("data[%d].id %s is not an X id (%s)", i, shown(v), idRule)
-		case dup:
+		if err := badID(fmt.Sprintf("data[%d].id", i), v); err != nil {
+			return err
+		}
+		if j, dup := seen[v]; dup {
 			return shapef("data[%d].id %s repeats data[%d]: a page holds each item once", i, v, j)
 		}
 		seen[v] = i
@@ -671,23 +662,33 @@ func checkIDs(n int, id func(i int) string) error {
 // checkPostIDs checks the ids a post carries: its own and, when present,
 // those that are columns of the archive.
 func checkPostIDs(p *Post) error {
-	if p.ID == "" {
-		return shapeError("no id")
-	}
-	if !ValidID(p.ID) {
-		return shapef("id %s is not an X id (%s)", shown(p.ID), idRule)
+	if err := badID("id", p.ID); err != nil {
+		return err
 	}
 	for _, f := range [...]struct{ name, id string }{
 		{"author_id", p.AuthorID}, {"conversation_id", p.ConversationID}, {"in_reply_to_user_id", p.InReplyToUserID},
 	} {
-		if f.id != "" && !ValidID(f.id) {
-			return shapef("%s %s is not an X id (%s)", f.name, shown(f.id), idRule)
+		if f.id != "" {
+			if err := badID(f.name, f.id); err != nil {
+				return err
+			}
 		}
 	}
 	for i, id := range p.EditHistoryTweetIDs {
-		if !ValidID(id) {
-			return shapef("edit_history_tweet_ids[%d] %s is not an X id (%s)", i, shown(id), idRule)
+		if err := badID(fmt.Sprintf("edit_history_tweet_ids[%d]", i), id); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// badID says what is wrong with the id called name: missing, or not an X id.
+func badID(name, id string) error {
+	switch {
+	case id == "":
+		return shapef("no %s", name)
+	case !ValidID(id):
+		return shapef("%s %s is not an X id (%s)", name, shown(id), idRule)
 	}
 	return nil
 }
@@ -770,17 +771,11 @@ func decodeUser(body []byte) (*User, error) {
 	var u *User
 	err := decodeSmall(body, &w, func() error {
 		if w.Data == nil {
-			return shapeError("no data.id in the body")
+			return shapeError("no data")
 		}
 		var err error
 		if u, err = makeUser(w.Data); err != nil {
-			return shapef("data: %v", err)
-		}
-		switch {
-		case u.ID == "":
-			return shapeError("no data.id in the body")
-		case !ValidID(u.ID):
-			return shapef("data.id %s is not an X id (%s)", shown(u.ID), idRule)
+			return fmt.Errorf("data: %w", err)
 		}
 		return nil
 	})

@@ -128,9 +128,7 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 		Type string `json:"type"`
 		Name string `json:"name,omitempty"`
 	}{opts.Type, opts.Name})
-	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body, decode: unbilled(&job, decodeJob)})
-	return result(job, resp, err)
+	return send(ctx, c, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body}, unbilled(decodeJob))
 }
 
 // GetComplianceJob reads a job: GET /2/compliance/jobs/:id. A job the API
@@ -140,8 +138,7 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 	if err := validID(op, "job id", id); err != nil {
 		return nil, nil, err
 	}
-	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id, decode: unbilled(&job, decodeJob)})
+	job, resp, err := send(ctx, c, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id}, unbilled(decodeJob))
 	var eo *ErrorsOnlyError
 	var ae *APIError
 	switch {
@@ -150,7 +147,7 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
 		return nil, resp, &NotFoundError{Operation: op, ID: id, Detail: ae.message()}
 	}
-	return result(job, resp, err)
+	return job, resp, err
 }
 
 // ListComplianceJobs lists the app's jobs of a type, optionally of one
@@ -167,24 +164,7 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 		}
 		q.Set("status", status)
 	}
-	var jobs []ComplianceJob
-	resp, err := c.do(ctx, &call{
-		op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q,
-		decode: func(b []byte) (billing.Billed, error) {
-			var w struct {
-				Data []ComplianceJob `json:"data"`
-			}
-			if err := decodeSmall(b, &w, func() error { return nil }); err != nil {
-				return billing.Billed{}, err
-			}
-			if i := slices.IndexFunc(w.Data, func(j ComplianceJob) bool { return j.ID == "" }); i >= 0 {
-				return billing.Billed{}, shapef("no data[%d].id", i)
-			}
-			jobs = w.Data
-			return billing.Billed{}, nil
-		},
-	})
-	return result(jobs, resp, err)
+	return send(ctx, c, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q}, unbilled(decodeJobs))
 }
 
 // UploadComplianceIDs uploads a job's ids, one per line, to its upload URL
@@ -278,6 +258,19 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 		return nil, shapeError("no data.status")
 	}
 	return w.Data, nil
+}
+
+func decodeJobs(body []byte) ([]ComplianceJob, error) {
+	var w struct {
+		Data []ComplianceJob `json:"data"`
+	}
+	err := decodeSmall(body, &w, func() error {
+		if i := slices.IndexFunc(w.Data, func(j ComplianceJob) bool { return j.ID == "" }); i >= 0 {
+			return shapef("no data[%d].id", i)
+		}
+		return nil
+	})
+	return w.Data, err
 }
 
 // readComplianceResults reads newline-delimited JSON results, passing each

@@ -69,15 +69,12 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 	defer doneSend()
 	ctx, done := c.stopping(ctx, 0)
 	defer done()
-	if ctx.Err() != nil { // stopped before: nothing is sent
-		return a.resp, c.ctxError(a.op, ctx, ctx.Err())
-	}
 	for {
+		if ctx.Err() != nil { // stopped: nothing more is sent
+			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
+		}
 		if err := c.acquire(ctx, a); err != nil {
 			return a.resp, err
-		}
-		if ctx.Err() != nil { // stopped while it waited
-			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
 		}
 		hr, body, err := c.send(sendCtx, a)
 		if hr != nil && hr.StatusCode == http.StatusTooManyRequests {
@@ -119,7 +116,6 @@ func (c *Client) newAttempts(cl *call) *attempts {
 	return a
 }
 
-// record adds to the meter row of the call's user and operation.
 func (c *Client) record(a *attempts, f func(u *billing.Usage)) { c.meter.Record(a.user, a.op, f) }
 
 // acquire reserves a request in the (user, operation) window, waiting for the
@@ -144,7 +140,6 @@ func (c *Client) acquire(ctx context.Context, a *attempts) error {
 	}
 }
 
-// waitForWindow sleeps until a rate-limit window resets.
 func (c *Client) waitForWindow(ctx context.Context, a *attempts, wait time.Duration) error {
 	if c.waitHook != nil {
 		c.waitHook(a.user, a.op, wait)
@@ -166,13 +161,9 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	if a.start.IsZero() {
 		a.start = c.clock.Now()
 	}
-	var reqBody io.Reader
-	if a.body != nil {
-		reqBody = bytes.NewReader(a.body)
-	}
 	deadlines := StartDeadlines(ctx, c.timeouts)
 	defer deadlines.Stop()
-	req, err := http.NewRequestWithContext(deadlines.Context(), a.method, a.url, reqBody)
+	req, err := http.NewRequestWithContext(deadlines.Context(), a.method, a.url, bytes.NewReader(a.body))
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, c.clock.Now())
 		return nil, nil, fmt.Errorf("%s%s: building request: %w", errPrefix, a.op, err)
@@ -449,7 +440,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// jitter is the full-jitter backoff before retry n (1-based).
+// jitter is the backoff before retry n (1-based).
 func (c *Client) jitter(n int) time.Duration {
 	return c.random(doubled(c.retry.BaseDelay, c.retry.MaxDelay, n))
 }
@@ -461,7 +452,6 @@ func (c *Client) rateLimitBackoff(n int) time.Duration {
 	return ceil/2 + c.random(ceil-ceil/2)
 }
 
-// doubled is min(limit, base×2^(n-1)).
 func doubled(base, limit time.Duration, n int) time.Duration {
 	for i := 1; i < n && base < limit; i++ {
 		base *= 2
@@ -469,25 +459,21 @@ func doubled(base, limit time.Duration, n int) time.Duration {
 	return min(base, limit)
 }
 
-// random is a uniformly random duration in [0, d].
 func (c *Client) random(d time.Duration) time.Duration {
 	c.rngMu.Lock()
 	defer c.rngMu.Unlock()
 	return time.Duration(c.rng.Int64N(int64(d) + 1))
 }
 
-// neverAnswered reports whether a fault reached no server (see unreached)
-// and no response has ever come from it: a wrong base_url or no network,
-// which gets MaxAttempts tries, so that the user hears of it in seconds.
-// Once the server has answered, such a fault is a blip in a walk (a load
-// balancer refusing connections during a deploy), retried within the budget.
+// neverAnswered reports whether a fault reached no server that has ever
+// answered: a wrong base_url or no network, tried MaxAttempts times so that
+// the user hears of it in seconds. Once the server has answered, such a
+// fault is a blip (a load balancer during a deploy), retried within the budget.
 func (a *attempts) neverAnswered(fault error) bool {
 	return unreached(fault) && !a.answered.Load()
 }
 
-// unreached reports whether a fault happened before any server was reached:
-// the address did not resolve, nothing accepted the connection, or no
-// connection came within the connect timeout.
+// unreached: the address did not resolve, or no connection was made in time.
 func unreached(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/oauth2"
 )
@@ -175,11 +174,7 @@ func sanitize(s string, max int, secrets []string) string {
 		return r
 	}, s)
 	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
+		s = strings.ToValidUTF8(s[:max], "") + "…" // a rune cut in two is dropped
 	}
 	return strings.TrimSpace(s)
 }

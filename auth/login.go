@@ -260,12 +260,6 @@ func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) h
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
-		select {
-		case <-handled:
-			writePage(w, http.StatusConflict, "Already handled", "This login has already been handled. You can close this tab.")
-			return
-		default:
-		}
 		cb := callback{query: r.URL.Query(), done: make(chan error, 1)}
 		select {
 		case calls <- cb:

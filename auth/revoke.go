@@ -48,7 +48,7 @@ func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *h
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return &TokenEndpointError{Op: "revoke", Transient: true, err: sanitizedError(err, secrets)}
+		return tokenEndpointError("revoke", err, secrets...)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -443,39 +444,38 @@ func makePost(w *withRaw[postFields], p *Post) error {
 		return err
 	}
 	p.CreatedAt = parseTime(f.CreatedAt)
-	if isObject(p.Attachments) {
-		var a struct {
-			MediaKeys []string `json:"media_keys"`
-		}
-		if err := jsonv2.Unmarshal(p.Attachments, &a, duplicateNames); err != nil {
-			return shapeError("attachments: " + shapeText(err))
-		}
-		p.MediaKeys = a.MediaKeys
+	var a struct {
+		MediaKeys []string `json:"media_keys"`
 	}
-	if len(p.ReferencedTweets) > 0 && p.ReferencedTweets[0] == '[' {
-		if err := jsonv2.Unmarshal(p.ReferencedTweets, &p.References, duplicateNames); err != nil {
-			return shapeError("referenced_tweets: " + shapeText(err))
-		}
-		for i, r := range p.References {
-			if r.ID == "" {
-				return shapef("referenced_tweets[%d]: no id", i)
-			}
-		}
+	var n struct {
+		Text string `json:"text"`
 	}
-	if isObject(p.NoteTweet) {
-		var n struct {
-			Text string `json:"text"`
-		}
-		if err := jsonv2.Unmarshal(p.NoteTweet, &n, duplicateNames); err != nil {
-			return shapeError("note_tweet: " + shapeText(err))
-		}
-		p.NoteText = n.Text
+	if err := cmp.Or(decodeMember("attachments", p.Attachments, '{', &a),
+		decodeMember("referenced_tweets", p.ReferencedTweets, '[', &p.References),
+		decodeMember("note_tweet", p.NoteTweet, '{', &n)); err != nil {
+		return err
+	}
+	p.MediaKeys, p.NoteText = a.MediaKeys, n.Text
+	if i := slices.IndexFunc(p.References, func(r Reference) bool { return r.ID == "" }); i >= 0 {
+		return shapef("referenced_tweets[%d]: no id", i)
 	}
 	decodeArticle(p)
 	if p.ArticleTitle == "" {
 		p.ArticleTitle = articleTitle(f.ArticleTitle)
 	}
 	p.Raw = w.raw
+	return nil
+}
+
+// decodeMember decodes the member name of a post into v when its value
+// starts with open (an object or an array); other values are kept raw only.
+func decodeMember(name string, raw json.RawMessage, open byte, v any) error {
+	if len(raw) == 0 || raw[0] != open {
+		return nil
+	}
+	if err := jsonv2.Unmarshal(raw, v, duplicateNames); err != nil {
+		return shapeError(name + ": " + shapeText(err))
+	}
 	return nil
 }
 
@@ -624,7 +624,7 @@ func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 	return p, err
 }
 
-// resources are the posts a folder page holds (its ids): each is billed.
+// billed is the posts a folder page holds (its ids): each is billed.
 func (p *FolderPostsPage) billed() billing.Billed {
 	var res billing.Billed
 	for _, d := range p.Data {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -335,9 +334,6 @@ func noRedirects(hc *http.Client) *http.Client {
 func (c *Client) BaseURL() string { return c.baseURL }
 
 func (c *Client) Meter() *billing.Meter { return c.meter }
-
-// Limits returns a copy of the per-user limits the budget starts from.
-func (c *Client) Limits() map[Operation]int { return maps.Clone(c.limits) }
 
 // Budget returns the client's view of the (user, operation) window now (the
 // zero Rate without a limit).

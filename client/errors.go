@@ -387,28 +387,14 @@ func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate
 	return &RateLimitError{Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait, Message: strings.Join(parts, ": ")}
 }
 
-// oneLine makes s safe for a one-line message: control characters become
-// spaces, runs of spaces collapse, and it is cut to at most max runes.
+// oneLine makes s safe for a one-line message: runs of control characters
+// and spaces become one space, and it is cut to at most max runes.
 func oneLine(s string, max int) string {
-	var b strings.Builder
-	space := false
-	n := 0
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError {
-			if !space && b.Len() > 0 {
-				b.WriteByte(' ')
-				n++
-			}
-			space = true
-			continue
-		}
-		space = false
-		if n >= max {
-			b.WriteString("…")
-			return strings.TrimSpace(b.String())
-		}
-		b.WriteRune(r)
-		n++
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError
+	}), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max]) + "…"
 	}
-	return strings.TrimSpace(b.String())
+	return s
 }

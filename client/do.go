@@ -31,24 +31,19 @@ type call struct {
 	contentType string // body's; "" is application/json
 	storageURL  string // a compliance job's signed URL, in place of the base URL and path (storageCall)
 	pageSize    int    // max_results asked for (0 = API default), for PostsUnread
-	// decode decodes a 2xx body and returns the billed resources it holds,
-	// also when it refuses the body (X billed them all the same).
+	// decode returns what a 2xx body billed, also when it refuses the body.
 	decode func(body []byte) (billing.Billed, error)
-	// stream, in place of decode, reads a 2xx body of any size as it
-	// arrives (nothing in it is billed).
-	stream func(body io.Reader) error
+	stream func(body io.Reader) error // in place of decode: a body of any size, read as it arrives, unbilled
 }
 
 // attempts is what one call has been through so far.
 type attempts struct {
 	*call
-	resp *Response
-	key  budgetKey
-	url  string
-	http *http.Client
-	// answered is set once any response has come from the call's server:
-	// the base URL's (the client's), or a storage URL's (the call's own).
-	answered       *atomic.Bool
+	resp           *Response
+	key            budgetKey
+	url            string
+	http           *http.Client
+	answered       *atomic.Bool  // a response came from the call's server: the client's, or a storage URL's (the call's own)
 	start          time.Time     // first send, for the retry budget
 	paused         time.Duration // waiting for rate-limit windows: not counted in the retry budget
 	faults         int           // transient faults so far
@@ -63,8 +58,7 @@ type attempts struct {
 func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 	ctx = cmp.Or(ctx, context.Background())
 	a := c.newAttempts(cl)
-	// Once the client is stopped, waits end at once and a request in
-	// flight within the grace (see WithStop).
+	// Once the client is stopped, waits end at once, a request in flight within the grace.
 	sendCtx, doneSend := c.stopping(ctx, c.stopGrace)
 	defer doneSend()
 	ctx, done := c.stopping(ctx, 0)
@@ -154,9 +148,8 @@ func (c *Client) waitForWindow(ctx context.Context, a *attempts, wait time.Durat
 	return nil
 }
 
-// send sends one attempt and reads its body. A round trip that got no
-// response returns a nil response and a *transportError; a body that could
-// not be read whole returns what was read and the read error.
+// send sends one attempt and reads its body: no response is a
+// *transportError, a body not read whole what was read and the read error.
 func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte, error) {
 	if a.start.IsZero() {
 		a.start = c.clock.Now()
@@ -240,8 +233,7 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	return c.waitForWindow(ctx, a, wait)
 }
 
-// checkResponse turns a response other than a 429 into the call's result:
-// nil when a 2xx body decoded.
+// checkResponse is the result of a response other than a 429.
 func (c *Client) checkResponse(a *attempts, hr *http.Response, body []byte, readErr error) error {
 	status := hr.StatusCode
 	switch {
@@ -302,8 +294,7 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 	return malformed("body was valid JSON but not what this operation returns", err, false)
 }
 
-// bill meters the resources of a 2xx body (ok: it was decoded) and reports a
-// meta.result_count that disagrees with the posts the body held.
+// bill meters a 2xx body (ok: it was decoded) and logs a count mismatch.
 func (c *Client) bill(a *attempts, res billing.Billed, ok bool) {
 	a.resp.PostsReturned = len(res.Posts) + res.UnknownPosts
 	c.meter.Bill(a.user, a.op, c.clock.Now(), res, ok)
@@ -337,9 +328,8 @@ func (c *Client) transient(err error) bool {
 	return false
 }
 
-// backoff sleeps before the next attempt at a call that met a transient
-// fault, and reports whether there is one (RetryPolicy). A Retry-After is
-// honoured; one past the budget ends the call at once.
+// backoff sleeps before the next attempt after a transient fault, and
+// reports whether there is one. A Retry-After past the budget ends the call.
 func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
 	a.faults++
 	now := c.clock.Now()
@@ -373,8 +363,8 @@ func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fa
 	return true, nil
 }
 
-// finalError is the error the caller gets. One that ends a call after
-// transient faults says how many attempts it had and for how long.
+// finalError is the error the caller gets: after transient faults, with
+// how many attempts the call had and for how long.
 func (c *Client) finalError(a *attempts, err error) error {
 	tried := (c.clock.Now().Sub(a.start) - a.paused).Round(time.Millisecond)
 	var te *transportError
@@ -417,8 +407,7 @@ func (c *Client) readBody(hr *http.Response) ([]byte, error) {
 }
 
 // streamBody hands a 2xx body to the call's stream and closes it. It
-// returns the error of a read of the body (the body was cut short), and
-// keeps what the stream said of what it read in streamErr.
+// returns the body's read error, and keeps the stream's in streamErr.
 func (a *attempts) streamBody(hr *http.Response) error {
 	defer hr.Body.Close()
 	r := &bodyReader{r: hr.Body}
@@ -483,8 +472,7 @@ func unreached(err error) bool {
 }
 
 // retryableTransport reports whether a failed round trip is worth another
-// try: connection resets, refusals, timeouts and early EOFs. Other errors
-// (from an auth transport refreshing a token, for one) are returned at once.
+// try; others (an auth transport's failed refresh) are returned at once.
 func retryableTransport(err error) bool {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),

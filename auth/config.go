@@ -29,8 +29,7 @@ const (
 	ScopeBookmarkWrite = "bookmark.write"
 )
 
-// ReadScopes are the scopes for reading bookmarks (and folders) unattended. Treat as read-only;
-// use Scopes to get a copy.
+// ReadScopes are the scopes for reading bookmarks unattended; treat as read-only.
 var ReadScopes = []string{"tweet.read", "users.read", "bookmark.read", ScopeOfflineAccess}
 
 // Scopes returns a fresh copy of ReadScopes, plus bookmark.write when write is true.
@@ -43,8 +42,7 @@ func Scopes(write bool) []string {
 }
 
 // Config identifies the X developer app and its endpoints; empty fields take the defaults.
-// ClientSecret is set only for confidential clients (X "Web App, Automated App or Bot"), not
-// for public ones ("Native App", "Single page App"). fmt and slog never show it.
+// ClientSecret is set only for confidential clients; fmt and slog never show it.
 type Config struct {
 	ClientID     string
 	ClientSecret string
@@ -117,9 +115,8 @@ func checkEndpoint(field, raw string) error {
 	}
 }
 
-// OAuth2 returns the golang.org/x/oauth2 configuration for c (after defaults). The client
-// authentication style is explicit, never auto-detected (which is reported to fail against X): a
-// public client (no secret) sends client_id in the form body, a confidential one HTTP Basic.
+// OAuth2 returns the golang.org/x/oauth2 configuration for c. The authentication style is
+// explicit (auto-detection is reported to fail against X): HTTP Basic with a secret only.
 func (c Config) OAuth2() *oauth2.Config {
 	c = c.WithDefaults()
 	style := oauth2.AuthStyleInParams

@@ -12,9 +12,7 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// ErrLoginRequired means the stored credentials can no longer be used and only an interactive
-// login can fix it: the token file is missing, holds no usable refresh token, was issued to a
-// different app, or X rejected the refresh token.
+// ErrLoginRequired means the stored credentials can no longer be used: only a login fixes it.
 var ErrLoginRequired = errors.New("login required: run `cq-source-x login` again")
 
 const redacted = "[redacted]"
@@ -26,11 +24,9 @@ type TokenEndpointError struct {
 	StatusCode  int    // HTTP status; 0 when no response was received
 	Code        string // OAuth "error", e.g. "invalid_request"
 	Description string // OAuth "error_description", sanitised and truncated
-	// Transient is true for failures that may go away by themselves (network errors, timeouts,
-	// 429, 5xx, an unparseable 2xx): the refresh token was not consumed as far as we can tell.
+	// Transient failures may go away by themselves (network, 429, 5xx, an unparseable 2xx).
 	Transient bool
-	// LoginRequired is true when X rejected the grant (HTTP 400/401 invalid_grant or
-	// invalid_request): errors.Is(err, ErrLoginRequired) holds.
+	// LoginRequired: X rejected the grant; errors.Is(err, ErrLoginRequired) holds.
 	LoginRequired bool
 	Hint          string // appended to the message (e.g. that an earlier refresh was interrupted)
 	err           error  // sanitised cause (network errors); never a *oauth2.RetrieveError

@@ -26,9 +26,8 @@ const FileFormatVersion = 1
 
 const maxTokenFileSize = 1 << 20
 
-// StoredToken is the content of the token file (its format: docs/auth.md). Formatting a
-// StoredToken with fmt or slog never shows the access or refresh token; json.Marshal does (it is
-// the file format), so never log its JSON.
+// StoredToken is the content of the token file (docs/auth.md). fmt and slog never show its
+// tokens; json.Marshal does (it is the file format), so never log its JSON.
 type StoredToken struct {
 	Version      int       `json:"version"`
 	AccessToken  string    `json:"access_token"`
@@ -42,8 +41,8 @@ type StoredToken struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// NewStoredToken converts the token returned by Login (or a refresh) for the file, its expiry
-// counted from now (so a virtual clock works). UserID and Username are left for the caller.
+// NewStoredToken converts a token from Login or a refresh, its expiry counted from now (so a
+// virtual clock works). UserID and Username are left for the caller.
 func NewStoredToken(tok *oauth2.Token, clientID string, now time.Time) *StoredToken {
 	st := &StoredToken{Version: FileFormatVersion, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 		TokenType: cmp.Or(tok.TokenType, "bearer"), Expiry: tok.Expiry, ClientID: clientID, UpdatedAt: now.UTC()}
@@ -54,8 +53,7 @@ func NewStoredToken(tok *oauth2.Token, clientID string, now time.Time) *StoredTo
 	return st
 }
 
-// OAuth2 returns the access token as an *oauth2.Token (without the refresh token: refreshing is
-// the FileTokenSource's job, never the caller's).
+// OAuth2 returns the access token, without the refresh token: refreshing is the source's job.
 func (t *StoredToken) OAuth2() *oauth2.Token {
 	return &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, Expiry: t.Expiry}
 }
@@ -96,9 +94,8 @@ func (f TokenFile) rename(oldpath, newpath string) error {
 	return os.Rename(oldpath, newpath)
 }
 
-// Load reads the token file. A missing file, or one holding no token, is an error wrapping
-// ErrLoginRequired. On Unix, a file that group or others may access is refused, as ssh refuses
-// such a private key.
+// Load reads the token file; a missing or empty one wraps ErrLoginRequired. On Unix, a file
+// that group or others may access is refused, as ssh refuses such a private key.
 func (f TokenFile) Load() (*StoredToken, error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
@@ -140,8 +137,7 @@ func (f TokenFile) Load() (*StoredToken, error) {
 	return &t, nil
 }
 
-// Save replaces the token file atomically with t, creating its directory (0700) if missing. It
-// does not take the lock: hold Lock when another process may use the file.
+// Save replaces the token file atomically with t. It does not take the lock: hold Lock.
 func (f TokenFile) Save(t *StoredToken) error {
 	if f.Path == "" {
 		return errors.New("auth: token file path is empty")
@@ -158,9 +154,8 @@ func (f TokenFile) Save(t *StoredToken) error {
 	return f.writeAtomic(f.realPath(), append(data, '\n'))
 }
 
-// realPath is Path with symlinks resolved: the file a symlink points to is
-// the one replaced, and its lock and refresh marker sit beside it, so that a
-// process given the symlink and one given the real path take the same lock.
+// realPath is Path with symlinks resolved: a process given the symlink and one given the real
+// path replace one file and take one lock.
 func (f TokenFile) realPath() string {
 	if real, err := filepath.EvalSymlinks(f.Path); err == nil {
 		return real
@@ -201,9 +196,8 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done; two
-// locks in one process exclude each other too. The lock file is not removed while the token
-// file exists (two processes would lock different files).
+// Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done. The
+// lock file is never removed (two processes would lock different files).
 func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
@@ -223,9 +217,8 @@ func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	return fl.Unlock, nil
 }
 
-// refreshIntent is the content of Path+".refreshing", written before a refresh request is sent
-// and removed once its result is saved: still there for the refresh token on disk, it says a
-// refresh of that token was interrupted. The fingerprint is 8 bytes of its SHA-256: no secret.
+// refreshIntent is Path+".refreshing", written before a refresh is sent and removed once its
+// result is saved: still there, it says a refresh of that token was interrupted.
 type refreshIntent struct {
 	StartedAt   time.Time `json:"started_at"`
 	Fingerprint string    `json:"refresh_token_sha256_prefix"`

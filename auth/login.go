@@ -37,13 +37,9 @@ type LoginOptions struct {
 }
 
 // Login runs the OAuth 2.0 authorization-code flow with PKCE (S256) and returns the token. It
-// prints the authorize URL to Out and opens the browser; then it listens on the loopback
-// address of cfg.RedirectURL (http://127.0.0.1:PORT/path or http://localhost:PORT/path,
-// registered as the app's callback URL exactly), or with Headless reads the redirect the user
-// pastes. A state that is not this login's, or an error redirect, ends it without an exchange.
-//
-// Login saves nothing: the caller resolves the user with GET /2/users/me, builds a StoredToken
-// (NewStoredToken) and saves it with TokenFile.Save under TokenFile.Lock.
+// prints the authorize URL and opens the browser, then listens on cfg.RedirectURL's loopback
+// address, or with Headless reads the redirect the user pastes. It saves nothing: the caller
+// builds a StoredToken (NewStoredToken) and saves it under TokenFile.Lock.
 func Login(ctx context.Context, cfg Config, opts LoginOptions) (*oauth2.Token, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -168,8 +164,7 @@ func readPastedRedirect(ctx context.Context, authURL, redirectURL string, opts L
 	return parsePastedRedirect(r.line)
 }
 
-// parsePastedRedirect accepts the full redirect URL, or its query with or without the "?".
-// Errors never echo the input (it holds the authorization code).
+// parsePastedRedirect accepts the redirect URL or its query. Errors never echo the input.
 func parsePastedRedirect(s string) (url.Values, error) {
 	s, _, _ = strings.Cut(strings.Trim(strings.TrimSpace(s), `"'<>`), "#")
 	if _, query, ok := strings.Cut(s, "?"); ok {

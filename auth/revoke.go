@@ -20,11 +20,9 @@ const (
 	HintRefreshToken = "refresh_token"
 )
 
-// Revoke asks X to revoke token at endpoint ("" means DefaultRevokeURL),
-// authenticating the client as at the token endpoint. X answers 200 for a
-// token it does not know (RFC 7009), so revoking twice is no error. Failures
-// are *TokenEndpointError with Op "revoke". hc nil means a client with a
-// 30-second timeout.
+// Revoke asks X to revoke token at endpoint ("" means DefaultRevokeURL). X answers 200 for a
+// token it does not know (RFC 7009): revoking twice is no error. Failures are
+// *TokenEndpointError with Op "revoke".
 func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *http.Client) error {
 	if err := cfg.Validate(); err != nil {
 		return err

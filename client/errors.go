@@ -304,9 +304,9 @@ func (e *ErrorsOnlyError) Is(target error) bool {
 	})
 }
 
-// parseProblem reads the error body shapes. It never fails: a body that is
-// not JSON yields an empty problem (the status still classifies the error).
-func parseProblem(body []byte) (title, detail, typ, reason string, items []ErrorItem) {
+// parse reads the error body's shapes into e. A body that is not JSON
+// leaves it empty: the status still classifies the error.
+func (e *APIError) parse(body []byte) {
 	var p struct {
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
@@ -321,27 +321,26 @@ func parseProblem(body []byte) (title, detail, typ, reason string, items []Error
 			Type       string                     `json:"type"`
 		} `json:"errors"`
 	}
-	if len(body) == 0 || json.Unmarshal(body, &p) != nil {
-		return "", "", "", "", nil
+	if json.Unmarshal(body, &p) != nil {
+		return
 	}
-	title, detail, typ, reason = p.Title, p.Detail, p.Type, p.Reason
-	for _, e := range p.Errors {
-		if title == "" && detail == "" && e.Message == "" && len(e.Parameters) == 0 && len(e.Code) == 0 {
+	e.Title, e.Detail, e.Type, e.Reason = p.Title, p.Detail, p.Type, p.Reason
+	for _, pe := range p.Errors {
+		if e.Title == "" && e.Detail == "" && pe.Message == "" && len(pe.Parameters) == 0 && len(pe.Code) == 0 {
 			// A problem-details object in "errors" stands for the whole body.
-			title, detail, typ = e.Title, e.Detail, e.Type
+			e.Title, e.Detail, e.Type = pe.Title, pe.Detail, pe.Type
 			continue
 		}
-		code, _ := strconv.Atoi(strings.Trim(string(e.Code), `"`))
-		it := ErrorItem{Code: code, Message: e.Message, Title: e.Title, Detail: e.Detail, Type: e.Type}
-		for name, raw := range e.Parameters {
+		code, _ := strconv.Atoi(strings.Trim(string(pe.Code), `"`))
+		it := ErrorItem{Code: code, Message: pe.Message, Title: pe.Title, Detail: pe.Detail, Type: pe.Type}
+		for name, raw := range pe.Parameters {
 			if it.Parameters == nil {
 				it.Parameters = map[string][]string{}
 			}
 			it.Parameters[name] = parameterValues(raw)
 		}
-		items = append(items, it)
+		e.Errors = append(e.Errors, it)
 	}
-	return
 }
 
 // parameterValues reads a refused parameter's values: a list of strings as
@@ -360,7 +359,7 @@ func parameterValues(raw json.RawMessage) []string {
 
 func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 	e := &APIError{Response: resp, Operation: op, Status: resp.StatusCode}
-	e.Title, e.Detail, e.Type, e.Reason, e.Errors = parseProblem(body)
+	e.parse(body)
 	switch {
 	case e.Is(ErrAppOnlyToken):
 		e.Hint = HintAppOnlyToken
@@ -379,11 +378,12 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 }
 
 func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate, wait time.Duration, waited bool) *RateLimitError {
-	title, detail, _, _, items := parseProblem(body)
-	if detail == title {
-		detail = ""
+	var p APIError
+	p.parse(body)
+	if p.Detail == p.Title {
+		p.Detail = ""
 	}
-	parts := slices.DeleteFunc([]string{title, detail, itemsLine(items)}, func(s string) bool { return s == "" })
+	parts := slices.DeleteFunc([]string{p.Title, p.Detail, itemsLine(p.Errors)}, func(s string) bool { return s == "" })
 	return &RateLimitError{Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait, Message: strings.Join(parts, ": ")}
 }
 

@@ -35,9 +35,8 @@ var (
 	errEmptyBody = errors.New("empty body")
 	errNotObject = shapeError("top-level value is not a JSON object")
 	// errNoMeta refuses a bookmarks page without meta.result_count, which the
-	// document says every page has. Taken as it is, it has no next_token: the
-	// walk would end there as if the list did, and the next sync would bill
-	// again every post below it.
+	// document says every page has: taken for the list's last page, it would
+	// have the next sync bill again every post below it.
 	errNoMeta = shapeError("no meta.result_count (every page has one)")
 )
 
@@ -67,8 +66,7 @@ func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 }
 
 // classify tells why body could not be decoded: the decoder stops at the
-// first value of the wrong shape, before it has seen whether the rest is
-// JSON, and a body that is not is a syntax error whatever its start was.
+// first wrong shape, and a body whose rest is not JSON is a syntax error.
 func classify(body []byte, err error) error {
 	if isSyntaxError(err) {
 		return err
@@ -80,9 +78,8 @@ func classify(body []byte, err error) error {
 	return shapeError(shapeText(err))
 }
 
-// shapeText says where a value had the wrong shape in the terms of JSON,
-// not of the Go types it was decoded into: "a string at /data/0/id, where
-// a number belongs".
+// shapeText says where a value had the wrong shape in the terms of JSON, not
+// of Go types: "a string at /data/0/id, where a number belongs".
 func shapeText(err error) string {
 	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) || se.GoType == nil || se.JSONKind == jsontext.KindInvalid {
@@ -129,15 +126,14 @@ func kindOf(t reflect.Type) string {
 // rawValue is a JSON value as the bytes of the body it was read from.
 type rawValue []byte
 
-// withRaw is an object decoded, and the bytes of the body it was read from.
+// withRaw is an object decoded, and its bytes in the body.
 type withRaw[T any] struct {
 	v   T
 	raw []byte
 }
 
-// bodyOptions are the options that decode body: rawValue and withRaw are
-// kept as slices of it, whose capacity ends with them (appending to one
-// copies, and never writes over the rest of the body).
+// bodyOptions decode body keeping rawValue and withRaw as slices of it,
+// capped so that appending to one copies rather than write over the body.
 func bodyOptions(body []byte) jsonv2.Options {
 	span := func(start, end int64) []byte {
 		return bytes.TrimLeft(body[start:end:end], " \t\r\n,:") // the separator read before the value
@@ -169,15 +165,13 @@ func keepRaw[T any](span func(start, end int64) []byte) *jsonv2.Unmarshalers {
 	})
 }
 
-// postPageBody is a bookmarks page as it is decoded.
 type postPageBody struct {
 	Data     []withRaw[postFields] `json:"data"`
 	Includes struct {
-		Users  []withRaw[userFields]  `json:"users"`
-		Media  []withRaw[mediaFields] `json:"media"`
-		Tweets []withRaw[postFields]  `json:"tweets"`
-		// The posts naming's expanded posts, taken as "tweets".
-		Posts  []withRaw[postFields]     `json:"posts"`
+		Users  []withRaw[userFields]     `json:"users"`
+		Media  []withRaw[mediaFields]    `json:"media"`
+		Tweets []withRaw[postFields]     `json:"tweets"`
+		Posts  []withRaw[postFields]     `json:"posts"` // the posts naming's "tweets"
 		Polls  []withRaw[jsontext.Value] `json:"polls"`
 		Places []withRaw[jsontext.Value] `json:"places"`
 	} `json:"includes"`
@@ -191,8 +185,7 @@ type pageMeta struct {
 	ResultCount *int `json:"result_count"`
 }
 
-// postFields are the members of a post object that are decoded, in both
-// namings (client.Naming).
+// postFields are the members of a post object that are decoded, in both namings.
 type postFields struct {
 	Post
 	CreatedAt        *string  `json:"created_at"` // a time that does not parse is kept in Raw only
@@ -209,10 +202,9 @@ type postFields struct {
 	ArticleTitle       rawValue `json:"article_title"`
 }
 
-// inTweetsNaming reads the members of the posts naming as those of the
-// tweets naming where the post has none of the latter, and public_metrics'
-// repost_count as retweet_count (and makeUser a user's post_count as
-// tweet_count): a post's columns say the same whichever naming X answered in.
+// inTweetsNaming reads the posts naming's members, and repost_count, as the
+// tweets naming's where the post has none of the latter: a post's columns say
+// the same whichever naming X answered in.
 func (f *postFields) inTweetsNaming() {
 	if f.EditHistoryTweetIDs == nil {
 		f.EditHistoryTweetIDs = f.EditHistoryPostIDs
@@ -226,8 +218,8 @@ func (f *postFields) inTweetsNaming() {
 	f.PublicMetrics = renameMember(f.PublicMetrics, "repost_count", "retweet_count")
 }
 
-// renameMember returns the JSON object obj with its member from named to,
-// when it has one and no member named to; else obj itself.
+// renameMember returns obj with its member from named to, when it has one
+// and none named to; else obj itself.
 func renameMember(obj rawValue, from, to string) rawValue {
 	if !isObject(obj) {
 		return obj
@@ -262,22 +254,19 @@ func renameMember(obj rawValue, from, to string) rawValue {
 	return rawValue(bytes.TrimRight(out.Bytes(), "\n"))
 }
 
-// userFields are the members of a user object that are decoded.
 type userFields struct {
 	User
 	CreatedAt     *string  `json:"created_at"` // a time that does not parse is kept in Raw only
 	PublicMetrics rawValue `json:"public_metrics"`
 }
 
-// mediaFields are the members of a media object that are decoded.
 type mediaFields struct {
 	Media
 	PublicMetrics rawValue `json:"public_metrics"`
 }
 
-// decodePostPage decodes a list_bookmarks page. res is what the body holds,
-// also when it is refused for its shape: X billed it. Every id in the page
-// must be an X id, and no post may be in it twice.
+// decodePostPage decodes a list_bookmarks page; res is what X billed, also
+// for a page refused for its shape.
 func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error) {
 	body = validText(body)
 	opts := bodyOptions(body)
@@ -319,7 +308,6 @@ func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error)
 	return page, res, nil
 }
 
-// raws are the objects as they came.
 func raws[T any](objs []withRaw[T]) []json.RawMessage {
 	if len(objs) == 0 {
 		return nil
@@ -352,8 +340,8 @@ type rawPageBody struct {
 	} `json:"includes"`
 }
 
-// refusedBilled is what a body refused for its shape holds: the ids that can
-// be read, and a count of the posts whose ids cannot.
+// refusedBilled is what a body refused for its shape billed: the ids that
+// can be read, and a count of the posts whose ids cannot.
 func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 	var w rawPageBody
 	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
@@ -375,8 +363,7 @@ func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 	return res
 }
 
-// countMismatch says how a meta.result_count disagrees with the posts a
-// page holds ("" when it does not).
+// countMismatch says how a meta.result_count disagrees with a page's posts.
 func countMismatch(resultCount, posts int) string {
 	if resultCount == posts {
 		return ""
@@ -430,7 +417,7 @@ func keepFirst[T any](m *map[string]*T, key string, v *T, n int) {
 
 func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
-// makePost checks a post object as it was decoded and makes it a Post.
+// makePost checks a post object and makes it a Post.
 func makePost(w *withRaw[postFields], p *Post) error {
 	if !isObject(w.raw) {
 		return shapeError("not an object")
@@ -479,8 +466,7 @@ func decodeMember(name string, raw json.RawMessage, open byte, v any) error {
 	return nil
 }
 
-// parseTime reads an RFC 3339 time, with or without fractional seconds; nil
-// when absent or unreadable (the object's Raw keeps it).
+// parseTime reads an RFC 3339 time; nil when absent or unreadable (Raw keeps it).
 func parseTime(s *string) *time.Time {
 	if s != nil {
 		if t, err := time.Parse(time.RFC3339, *s); err == nil {
@@ -490,8 +476,8 @@ func parseTime(s *string) *time.Time {
 	return nil
 }
 
-// decodeArticle reads an X Article's title, body and media keys, when it is
-// an object. It is not in X's published schema: odd members are not refused.
+// decodeArticle reads an X Article's title, body and media keys. It is not
+// in X's published schema: odd members are not refused.
 func decodeArticle(p *Post) {
 	var a struct {
 		Title         rawValue   `json:"title"`
@@ -533,7 +519,7 @@ func articleTitle(raw rawValue) string {
 	return t
 }
 
-// makeUser checks a user object as it was decoded and makes it a User.
+// makeUser checks a user object and makes it a User.
 func makeUser(w *withRaw[userFields]) (*User, error) {
 	if !isObject(w.raw) {
 		return nil, shapeError("not an object")
@@ -544,7 +530,7 @@ func makeUser(w *withRaw[userFields]) (*User, error) {
 	return &u, badID("id", u.ID)
 }
 
-// partialErrors decodes the "errors" of a 200, each kept raw too.
+// partialErrors decodes the "errors" of a 200, kept raw too.
 func partialErrors(raws []rawValue) ([]PartialError, error) {
 	var out []PartialError
 	for i, raw := range raws {
@@ -583,8 +569,8 @@ func checkErrorsOnly(body []byte) error {
 }
 
 // decodeSmall decodes the body of a small operation into v; check says
-// whether it held what the operation returns. A body with only "errors" is
-// reported as such, whatever check would say.
+// whether it held what the operation returns. A body of only "errors" is
+// an *ErrorsOnlyError.
 func decodeSmall(body []byte, v any, check func() error) error {
 	body = validText(body)
 	err := unmarshalObject(body, v, bodyOptions(body))
@@ -641,9 +627,7 @@ func (p *FolderPostsPage) billed() billing.Billed {
 }
 
 // checkIDs checks the ids of the n items of a page's data: each an X id,
-// and none twice. A list that shifts repeats an item across pages, never
-// within one: such a page is broken, and taken for a shift it would make
-// the walk keep a state that does not hold the list.
+// and none twice (a shift repeats an item across pages, never within one).
 func checkIDs(n int, id func(i int) string) error {
 	seen := make(map[string]int, n)
 	for i := range n {
@@ -693,8 +677,8 @@ func badID(name, id string) error {
 	return nil
 }
 
-// shown is a value from a response as an error may show it: quoted when
-// short, else only its length (it may be a credential a server echoes).
+// shown is a value as an error may show it: quoted when short, else its
+// length only (it may be a credential a server echoes).
 func shown(v string) string {
 	if len(v) > maxQuoted {
 		return fmt.Sprintf("(%d characters, not shown)", len(v))
@@ -703,14 +687,11 @@ func shown(v string) string {
 }
 
 // validText returns body with what is not Unicode made U+FFFD, as
-// encoding/json decodes it: bytes that are not UTF-8 and escaped halves of
-// a surrogate pair without their other half. The raw objects kept from a
-// page then say what the decoded fields say, and every reader of the
-// archive can read them (DuckDB refuses both).
+// encoding/json decodes it (invalid UTF-8, lone escaped surrogates): the
+// raw objects then say what the fields say, and DuckDB can read them.
 func validText(body []byte) []byte { return loneSurrogates(validUTF8(body)) }
 
-// validUTF8 returns b with every byte that is not part of valid UTF-8
-// replaced by U+FFFD, one per byte, as encoding/json decodes such bytes.
+// validUTF8 replaces each byte that is not valid UTF-8 by U+FFFD.
 func validUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
@@ -718,9 +699,8 @@ func validUTF8(b []byte) []byte {
 	return bytes.Map(func(r rune) rune { return r }, b) // each invalid byte is read as RuneError
 }
 
-// loneSurrogates returns b with every \u escape of half a surrogate pair
-// that is not part of a pair replaced by \ufffd (as long); b is copied only
-// when one is. In valid JSON a backslash always starts an escape.
+// loneSurrogates replaces each \u escape of a lone surrogate by \ufffd (as
+// long), copying b only then. In valid JSON a backslash starts an escape.
 func loneSurrogates(b []byte) []byte {
 	out := b
 	for i := 0; i < len(b)-1; i++ {
@@ -810,7 +790,6 @@ func topLevelString(raw []byte, key string) (string, bool) {
 	return v, true
 }
 
-// storedPage is a bookmarks page as StoredPage writes it: X's own shape.
 type storedPage struct {
 	Data     []json.RawMessage `json:"data"`
 	Includes Includes          `json:"includes"`

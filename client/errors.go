@@ -177,8 +177,6 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-func (e *APIError) Temporary() bool { return e.Status >= 500 }
-
 func titleIs(got, want string) bool {
 	return strings.EqualFold(strings.TrimSpace(got), want)
 }

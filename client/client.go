@@ -32,18 +32,15 @@ const (
 	DefaultResetMargin = time.Second
 )
 
-// Timeouts bound each attempt at a request, so that a server that accepts
-// a connection and never answers, or sends its answer a byte at a time,
-// cannot hold a sync. An attempt past one is a transient fault
-// (*TimeoutError).
+// Timeouts bound each attempt at a request, so that a server that never
+// answers, or a byte at a time, cannot hold a sync (*TimeoutError, transient).
 type Timeouts struct {
 	Connect time.Duration // the dial and the TLS handshake
 	Headers time.Duration // from the request sent to the status line and headers
 	Request time.Duration // the whole attempt, the body read included
 }
 
-// Default timeouts. X answers a page of 100 posts in a second or two; a
-// compliance job's upload of 100,000 ids is 2 MB.
+// Default timeouts: X answers a page in a second or two; a compliance upload is 2 MB.
 const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultHeaderTimeout  = 30 * time.Second
@@ -56,10 +53,9 @@ func DefaultTimeouts() Timeouts {
 }
 
 // RetryPolicy says how long transient faults (a 5xx, a dropped connection, a
-// 2xx body cut short or not JSON) are retried: a walk that gave up on one
-// request would be read, and billed, again from its start. A fault that
-// reached no server gets MaxAttempts only until the base URL has answered
-// (neverAnswered). Zero fields take the defaults of DefaultRetryPolicy.
+// 2xx body cut short or not JSON) are retried: a walk that gave up would be
+// read, and billed, again. A fault that reached no server gets MaxAttempts
+// only until the base URL has answered. Zero fields take the defaults.
 type RetryPolicy struct {
 	// Budget is how long one call may keep retrying, from its first attempt,
 	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.
@@ -72,9 +68,8 @@ type RetryPolicy struct {
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
-	// cut short or was not JSON: a retry is billed again, but the caller
-	// usually needs the page (the meter counts it in PostsUnread). A body of
-	// the wrong shape is never retried: it would come back the same.
+	// cut short or not JSON (a retry is billed again). A body of the wrong
+	// shape is never retried: it would come back the same.
 	NoRetryUnreadable bool
 	// MaxRateLimitWaits bounds the 429s one call waits out.
 	MaxRateLimitWaits int
@@ -141,8 +136,7 @@ type Client struct {
 type Option func(*Client) error
 
 // WithBaseURL sets the API address: an absolute https URL without query,
-// fragment, user info or white space; a path prefix is kept. Plain http,
-// which would send the token in clear, is for a loopback host only.
+// fragment, user info or white space; plain http for a loopback host only.
 func WithBaseURL(base string) Option {
 	return func(c *Client) (err error) {
 		c.baseURL, err = checkBaseURL(base)
@@ -208,8 +202,7 @@ func setting(set func(c *Client)) Option { return option(set, false, "") }
 // (default: the tweets naming). The clients of a sync share one policy.
 func WithNamingPolicy(p *NamingPolicy) Option { return setting(func(c *Client) { c.naming = p }) }
 
-// WithSecrets masks the credentials r holds in the lines the client logs (a
-// fault's text may repeat what a server sent).
+// WithSecrets masks the credentials r holds in the lines the client logs.
 func WithSecrets(r *secrets.Mask) Option { return setting(func(c *Client) { c.redactor = r }) }
 
 // WithClock sets the clock used for all time and sleeping (default clock.Real{}).
@@ -222,16 +215,14 @@ func WithRetryPolicy(p RetryPolicy) Option {
 	return setting(func(c *Client) { c.retry = p.withDefaults() })
 }
 
-// WithRateLimitWaitCap sets the longest wait for a rate-limit window to
-// reset (default 16m). A wait beyond it returns a *RateLimitError instead;
-// 0 never waits.
+// WithRateLimitWaitCap sets the longest wait for a rate-limit window
+// (default 16m); past it, a *RateLimitError. 0 never waits.
 func WithRateLimitWaitCap(d time.Duration) Option {
 	return option(func(c *Client) { c.waitCap = d }, d < 0, "client: negative rate-limit wait cap %s", d)
 }
 
-// WithLimits overrides per-user request limits per window. Operations not in
-// m keep DefaultLimits; a limit of 0 turns the client's own budget off for
-// that operation (429s are still handled).
+// WithLimits overrides per-user request limits per window; 0 turns the
+// client's own budget off for the operation (429s are still handled).
 func WithLimits(m map[Operation]int) Option {
 	return func(c *Client) error {
 		for op, n := range m {
@@ -254,8 +245,7 @@ func WithResetMargin(d time.Duration) Option {
 	return option(func(c *Client) { c.margin = d }, d < 0, "client: negative reset margin %s", d)
 }
 
-// WithMeter records usage in m (which may be shared by several clients).
-// Without it the client has a meter of its own at X's rates.
+// WithMeter records usage in m (default: a meter of its own at X's rates).
 func WithMeter(m *billing.Meter) Option {
 	return option(func(c *Client) { c.meter = m }, m == nil, "client: nil meter")
 }
@@ -270,13 +260,11 @@ func WithMaxResponseBytes(n int64) Option {
 	return option(func(c *Client) { c.maxBody = n }, n <= 0, "client: max response bytes must be positive, not %d", n)
 }
 
-// WithLogger sets the logger for retries, rate-limit waits and requests
-// the budget refused (default: none).
+// WithLogger sets the logger for retries, waits and refusals (default: none).
 func WithLogger(l zerolog.Logger) Option { return setting(func(c *Client) { c.log = l }) }
 
-// WithWaitHook registers f, called as a rate-limit wait starts, so that a
-// caller can show a countdown (the meter records a wait once it has ended).
-// f runs on the goroutine that waits and must not block.
+// WithWaitHook registers f, called as a rate-limit wait starts (for a
+// countdown) on the goroutine that waits: it must not block.
 func WithWaitHook(f func(userID string, op Operation, d time.Duration)) Option {
 	return setting(func(c *Client) { c.waitHook = f })
 }
@@ -292,8 +280,8 @@ func WithTokenCheck(tc TokenCheck) Option {
 	return option(func(c *Client) { c.tokenCheck = tc }, tc != TokenBase32Hex && tc != TokenOpaque, "client: unknown token check %d", tc)
 }
 
-// New returns a client that sends through a copy of httpClient (which adds
-// the Authorization header) that does not follow redirects.
+// New returns a client that sends through a copy of httpClient, which adds
+// the Authorization header, that does not follow redirects.
 func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 	c := &Client{
 		http:      noRedirects(cmp.Or(httpClient, http.DefaultClient)),
@@ -344,9 +332,8 @@ func (c *Client) Budget(userID string, op Operation) Rate {
 // String describes the client without any credentials.
 func (c *Client) String() string { return "client.Client{" + c.baseURL + "}" }
 
-// StaticToken returns an *http.Client that sends "Authorization: Bearer
-// <token>" on every request, and does not follow redirects. The transport
-// holds the token in a function: printing it does not show the token.
+// StaticToken returns an *http.Client that sends token as a bearer token
+// and does not follow redirects; printing it does not show the token.
 func StaticToken(token string) *http.Client { return StaticTokenWithTransport(token, nil) }
 
 // StaticTokenWithTransport is StaticToken sending through base (nil =
@@ -355,26 +342,23 @@ func StaticTokenWithTransport(token string, base http.RoundTripper) *http.Client
 	return noRedirects(&http.Client{Transport: &bearer.Transport{Base: base, Token: func(context.Context) (string, error) { return token, nil }}})
 }
 
-// WithStop makes the client stop reading once stop ends, whatever the
-// context of each call: a call not yet sent returns at once, a wait ends,
-// and a request in flight may finish within grace (X bills a page when it
-// sends it, so it is kept). The error wraps context.Cause(stop). The
-// CloudQuery SDK's scheduler drops the rows it holds when its context ends,
-// so the exporter stops a sync by stopping its clients, not that context.
+// WithStop makes the client stop reading once stop ends: a call not yet
+// sent returns at once, a wait ends, and a request in flight may finish
+// within grace (X bills a page when it sends it). The error wraps
+// context.Cause(stop). The exporter stops a sync so, since the SDK's
+// scheduler drops the rows it holds when its own context ends.
 func WithStop(stop context.Context, grace time.Duration) Option {
 	return setting(func(c *Client) { c.stop, c.stopGrace = stop, grace })
 }
 
-// Sleep waits d on the client's clock, or until ctx ends or the client is
-// stopped (WithStop), and then returns the cause.
+// Sleep waits d on the client's clock, or until ctx ends or the client stops.
 func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	ctx, done := c.stopping(ctx, 0)
 	defer done()
 	return c.clock.Sleep(ctx, d)
 }
 
-// stopping returns ctx, ended also after the client is stopped (at once,
-// or after grace), and the function that lets go of it.
+// stopping returns ctx, ended also grace after the client stops, and its release.
 func (c *Client) stopping(ctx context.Context, grace time.Duration) (context.Context, func()) {
 	if c.stop == nil {
 		return ctx, func() {}

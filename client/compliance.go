@@ -17,11 +17,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 )
 
-// Batch compliance jobs (/2/compliance/jobs): a job takes a file of post
-// ids at its upload URL and reports those deleted, or whose authors were
-// suspended or made protected, at its download URL (signed URLs of X's
-// storage). Its API operations need the app's app-only bearer token and
-// share 150 requests per 15 minutes per app; X bills none of them.
+// Batch compliance jobs (/2/compliance/jobs): a job takes post ids at its
+// upload URL and reports those X asks to be changed at its download URL
+// (signed URLs of X's storage). Its operations need the app-only bearer
+// token and share 150 requests per 15 minutes per app; X bills none.
 
 // Operations of the compliance jobs.
 const (
@@ -68,8 +67,7 @@ type ComplianceJob struct {
 	DownloadExpiresAt time.Time `json:"download_expires_at"`
 }
 
-// Active reports whether the job still holds the app's one job of its
-// type: created or in progress.
+// Active reports whether the job is the app's one job of its type running.
 func (j *ComplianceJob) Active() bool { return j.Status == JobCreated || j.Status == JobInProgress }
 
 // CreateComplianceJobOptions are the body of POST /2/compliance/jobs. (X's
@@ -80,8 +78,7 @@ type CreateComplianceJobOptions struct {
 	Name string // optional, at most MaxComplianceJobName characters
 }
 
-// ComplianceResult is one line of a job's results: a post (or user) whose
-// stored copies X asks to be changed.
+// ComplianceResult is one line of a job's results.
 type ComplianceResult struct {
 	ID         string     `json:"id"`
 	Action     string     `json:"action"` // "delete" for every reason X documents
@@ -107,9 +104,8 @@ func (e *NotFoundError) Error() string {
 
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// WithStorageClient sets the HTTP client for the compliance jobs' upload and
-// download URLs, which must not add the app's Authorization header (default:
-// one on http.DefaultTransport). Its redirects are not followed.
+// WithStorageClient sets the HTTP client for the jobs' upload and download
+// URLs, which must not add the app's Authorization header.
 func WithStorageClient(hc *http.Client) Option {
 	return option(func(c *Client) { c.storage = noRedirects(hc) }, hc == nil, "client: nil storage client")
 }
@@ -132,7 +128,7 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 }
 
 // GetComplianceJob reads a job: GET /2/compliance/jobs/:id. A job the API
-// does not know is a *NotFoundError (errors.Is(err, ErrNotFound)).
+// does not know is a *NotFoundError.
 func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJob, *Response, error) {
 	const op = OpGetComplianceJob
 	if err := validID(op, "job id", id); err != nil {
@@ -167,8 +163,8 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 	return send(ctx, c, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q}, unbilled(decodeJobs))
 }
 
-// UploadComplianceIDs uploads a job's ids, one per line, to its upload URL
-// without the app's token. Uploading again replaces the file.
+// UploadComplianceIDs uploads a job's ids, one per line, to its upload URL.
+// Uploading again replaces the file.
 func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, ids []string) (*Response, error) {
 	const op = OpUploadComplianceIDs
 	if job == nil {
@@ -188,10 +184,9 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
 }
 
-// DownloadComplianceResults reads a complete job's results from its
-// download URL, without the app's token: one JSON object per line, each
-// passed to each as it is read. A line that is not a result with an id is a
-// *MalformedResponseError naming it. A retried attempt reads the file again.
+// DownloadComplianceResults passes each result of a complete job to each,
+// as its lines are read; a retried attempt reads the file again. A line
+// that is not a result with an id is a *MalformedResponseError naming it.
 func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob, each func(ComplianceResult)) (*Response, error) {
 	const op = OpDownloadComplianceResults
 	if job == nil {
@@ -207,11 +202,8 @@ func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJ
 // lines (an id, an action, a reason and two dates) are about 150 bytes.
 const MaxComplianceResultLine = 64 << 10
 
-// storageCall sends a request to one of a job's storage URLs, as given (its
-// signed query is not re-encoded), through the client's retry, rate-limit
-// and metering rules but on the storage client. Whether a server was ever
-// reached is judged for the call alone: an answer from the API says nothing
-// of the storage host.
+// storageCall sends cl to a job's storage URL as given (its signed query is
+// not re-encoded), on the storage client, by the client's other rules.
 func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -273,8 +265,7 @@ func decodeJobs(body []byte) ([]ComplianceJob, error) {
 	return w.Data, err
 }
 
-// readComplianceResults reads newline-delimited JSON results, passing each
-// to each; blank lines are skipped.
+// readComplianceResults reads newline-delimited JSON results, skipping blank lines.
 func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 4096), MaxComplianceResultLine)

@@ -85,15 +85,8 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 		if hr == nil && sendCtx.Err() != nil {
 			return a.resp, c.ctxError(a.op, sendCtx, sendCtx.Err())
 		}
-		if !c.transient(err) {
-			return a.resp, c.finalError(a, err)
-		}
-		again, berr := c.backoff(ctx, a, hr, err)
-		if berr != nil {
-			return a.resp, berr
-		}
-		if !again {
-			return a.resp, c.finalError(a, err)
+		if err := c.backoff(ctx, a, hr, err); err != nil {
+			return a.resp, err
 		}
 	}
 }
@@ -216,7 +209,7 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 		// No reset, or one that looks past although the server refused
 		// (our clock is ahead of X's): wait what a Retry-After asks, or
 		// back off, longer each time, rather than send again at once.
-		if ra, ok := retryAfter(hr.Header, now); ok && ra > 0 {
+		if ra, ok := retryAfter(hr, now); ok && ra > 0 {
 			wait = ra + c.margin
 		} else {
 			wait = c.rateLimitBackoff(a.rateLimitWaits + 1)
@@ -328,25 +321,24 @@ func (c *Client) transient(err error) bool {
 	return false
 }
 
-// backoff sleeps before the next attempt after a transient fault, and
-// reports whether there is one. A Retry-After past the budget ends the call.
-func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
+// backoff sleeps before the next attempt after a transient fault, or
+// returns the call's final error. A Retry-After past the budget ends the call.
+func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) error {
+	if !c.transient(fault) {
+		return c.finalError(a, fault)
+	}
 	a.faults++
 	now := c.clock.Now()
 	left := c.retry.Budget - (now.Sub(a.start) - a.paused)
 	floor := a.resp.Attempts < c.retry.MaxAttempts
 	if !floor && (left <= 0 || a.neverAnswered(fault)) {
-		return false, nil
+		return c.finalError(a, fault)
 	}
 	d := c.jitter(a.faults)
-	var ra time.Duration
-	var hasRA bool
-	if hr != nil {
-		ra, hasRA = retryAfter(hr.Header, now)
-	}
+	ra, hasRA := retryAfter(hr, now)
 	switch {
 	case hasRA && ra > max(left, c.retry.MaxDelay):
-		return false, nil
+		return c.finalError(a, fault)
 	case hasRA:
 		d = ra
 	case !floor:
@@ -356,11 +348,11 @@ func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fa
 		Str("fault", oneLine(c.redactor.String(fault.Error()), 200)).Stringer("backoff", d).Stringer("retry_budget_left", max(left, 0)).
 		Msg("x api: transient fault; retrying")
 	if err := c.clock.Sleep(ctx, d); err != nil {
-		return false, c.ctxError(a.op, ctx, err)
+		return c.ctxError(a.op, ctx, err)
 	}
 	a.resp.Waited += d
 	c.record(a, func(u *billing.Usage) { u.Retries++; u.Backoff += d })
-	return true, nil
+	return nil
 }
 
 // finalError is the error the caller gets: after transient faults, with
@@ -384,9 +376,12 @@ func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
 	return fmt.Errorf("%s%s: %w", errPrefix, op, err)
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
+// retryAfter reads hr's Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(hr *http.Response, now time.Time) (time.Duration, bool) {
+	if hr == nil {
+		return 0, false
+	}
+	v := strings.TrimSpace(hr.Header.Get("Retry-After"))
 	if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 0 {
 		return time.Duration(n) * time.Second, true
 	}

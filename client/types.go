@@ -95,8 +95,7 @@ type PostPage struct {
 	Expanded Expanded       `json:"-"` // Includes decoded
 }
 
-// Post is a post resource. The commonly used fields are decoded; Raw is the
-// post object exactly as the server returned it (every field asked for).
+// Post is a post resource: the commonly used fields decoded, and Raw.
 type Post struct {
 	ID                  string     `json:"id"`
 	Text                string     `json:"text"`
@@ -158,7 +157,7 @@ func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
 }
 
 // Expanded is a page's includes decoded and indexed by id (media by media
-// key). The first of two objects with one id is kept.
+// key), the first of two with one id kept.
 type Expanded struct {
 	Users map[string]*User
 	Media map[string]*Media
@@ -189,8 +188,7 @@ type Variant struct {
 	URL         string `json:"url,omitempty"`
 }
 
-// PartialError is an element of the "errors" of a 200 response: a problem
-// with part of the result (e.g. a deleted referenced post).
+// PartialError is an element of the "errors" of a 200 (a deleted referenced post, ...).
 type PartialError struct {
 	Title        string          `json:"title"`
 	Detail       string          `json:"detail"`
@@ -281,9 +279,8 @@ type User struct {
 	Raw             json.RawMessage `json:"-"` // the user object exactly as returned
 }
 
-// Response is the HTTP response of a call (body already read and closed) plus
-// what the client learnt from it. Methods return it with errors too; its
-// embedded *http.Response is nil when no response was received.
+// Response is the HTTP response of a call (body read and closed), nil when
+// none came, and what the client learnt from it. Errors come with it too.
 type Response struct {
 	*http.Response
 	Operation Operation
@@ -296,16 +293,14 @@ type Response struct {
 	Naming        Naming        // the naming a bookmarks request was made in
 }
 
-// Rate is a rate-limit window: from the x-rate-limit-limit, -remaining and
-// -reset (Unix seconds) headers, or the client's own budget.
+// Rate is a rate-limit window: from the x-rate-limit-* headers, or the client's budget.
 type Rate struct {
 	Limit     int
 	Remaining int
 	Reset     time.Time
 }
 
-// parseRate reads the x-rate-limit-* headers; ok is false unless all three
-// are present and well-formed.
+// parseRate reads the x-rate-limit-* headers; ok: all three are there and well-formed.
 func parseRate(h http.Header) (r Rate, ok bool) {
 	l, err1 := strconv.Atoi(h.Get("X-Rate-Limit-Limit"))
 	rem, err2 := strconv.Atoi(h.Get("X-Rate-Limit-Remaining"))

@@ -14,16 +14,14 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors, matched with errors.Is; the concrete errors carry the
-// details.
+// Sentinel errors, matched with errors.Is; the concrete errors carry the details.
 var (
 	ErrInvalidRequest  = errors.New("invalid request")  // a 400
 	ErrUnauthorized    = errors.New("unauthorized")     // a 401: an expired, revoked or bad token
 	ErrCreditsDepleted = errors.New("credits depleted") // a 402 (title "CreditsDepleted"): never retried
 	ErrForbidden       = errors.New("forbidden")        // a 403
 	// ErrAppOnlyToken is a 403 "Unsupported Authentication" on a user-context
-	// endpoint, ErrUserContextToken one on an app-only operation (the
-	// compliance jobs).
+	// endpoint, ErrUserContextToken one on a compliance job's.
 	ErrAppOnlyToken      = errors.New("app-only token where a user-context token is required")
 	ErrUserContextToken  = errors.New("user-context token where an app-only bearer token is required")
 	ErrClientNotEnrolled = errors.New("developer app not enrolled in a project") // a 403 "Client Forbidden"
@@ -31,8 +29,8 @@ var (
 	ErrServer            = errors.New("server error")                            // a 5xx, after the retries
 	// ErrRateLimited is a 429, or a request the client's own budget refused.
 	ErrRateLimited = errors.New("rate limited")
-	// ErrMalformedResponse is a body not read in full, or not the JSON the
-	// operation returns; ErrResponseTooLarge one over WithMaxResponseBytes.
+	// ErrMalformedResponse is a body not read in full, or not the operation's
+	// JSON; ErrResponseTooLarge one over WithMaxResponseBytes.
 	ErrMalformedResponse = errors.New("malformed response")
 	ErrResponseTooLarge  = errors.New("response body too large")
 	ErrInvalidInput      = errors.New("invalid input") // an argument refused before anything was sent
@@ -52,8 +50,7 @@ const (
 const errPrefix = "x api: "
 
 // ErrorItem is one element of the "errors" of an error body: X's legacy
-// {"code":88,"message":"..."}, a 400's {"parameters":{"expansions":["x"]},
-// "message":"..."}, or a problem-details object.
+// {"code":88,"message":"..."}, a 400's {"parameters":{...}}, or a problem.
 type ErrorItem struct {
 	Code       int
 	Message    string
@@ -85,9 +82,8 @@ func (it ErrorItem) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// APIError is an error status (other than 429) from the API, with its
-// problem details and its "errors". errors.Is matches it against the
-// sentinels by status and title, never by the host inside Type.
+// APIError is an error status (other than 429) from the API. errors.Is
+// matches the sentinels by status and title, never by the host inside Type.
 type APIError struct {
 	Response  *http.Response // its body read and closed
 	Operation Operation
@@ -114,8 +110,7 @@ func (e *APIError) Error() string {
 	return s
 }
 
-// message is "title: detail" (either may be missing), then what each
-// element of "errors" says.
+// message is "title: detail", then what the "errors" say.
 func (e *APIError) message() string {
 	title, detail := oneLine(e.Title, 120), oneLine(e.Detail, 300)
 	var parts []string
@@ -151,7 +146,6 @@ func itemsLine[T fmt.Stringer](items []T) string {
 	return strings.Join(out, "; ")
 }
 
-// Is matches the sentinels by status and title.
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrInvalidRequest:
@@ -181,8 +175,8 @@ func titleIs(got, want string) bool {
 	return strings.EqualFold(strings.TrimSpace(got), want)
 }
 
-// RateLimitError is a 429 from the server, or a request the client's budget
-// refused to send: the window was used up and its reset past the wait cap.
+// RateLimitError is a 429, or a request the client's budget refused to send
+// (the window used up, its reset past the wait cap).
 type RateLimitError struct {
 	Rate      Rate // the window as last known: Reset is zero when unknown
 	Operation Operation
@@ -225,14 +219,11 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 type InputError struct {
 	Operation Operation
 	Parameter string // e.g. "user id", "pagination_token", "max_results"
-	// Value is the bad value when it is at most maxQuoted bytes: a long
-	// string in the wrong argument may well be a credential.
-	Value  string
-	Length int
-	Reason string
+	Value     string // the bad value, when it is at most maxQuoted bytes (a longer one may be a credential)
+	Length    int
+	Reason    string
 }
 
-// maxQuoted is the longest bad value an InputError repeats.
 const maxQuoted = 24
 
 func newInputError(op Operation, param, value, reason string) *InputError {
@@ -253,8 +244,8 @@ func (e *InputError) Error() string {
 
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 
-// MalformedResponseError is a response body that could not be read in full
-// (cut short, or over the size cap) or did not decode as the operation's JSON.
+// MalformedResponseError is a body not read in full (cut short, over the
+// cap) or not decoded as the operation's JSON.
 type MalformedResponseError struct {
 	Operation  Operation
 	Status     int
@@ -277,9 +268,8 @@ func (e *MalformedResponseError) Unwrap() error { return e.Err }
 // Is matches ErrMalformedResponse (and ErrResponseTooLarge through Unwrap).
 func (e *MalformedResponseError) Is(target error) bool { return target == ErrMalformedResponse }
 
-// ErrorsOnlyError is a 2xx response whose body holds only "errors", as X
-// answers a request for an unknown user id. Nothing was billed; it is not
-// retried (the answer would be the same).
+// ErrorsOnlyError is a 2xx whose body holds only "errors", as X answers an
+// unknown user id: not billed, not retried.
 type ErrorsOnlyError struct {
 	Operation Operation
 	Status    int

@@ -163,7 +163,7 @@ func (f TokenFile) realPath() string {
 	return f.Path
 }
 
-// writeAtomic writes a temporary file (0600), fsyncs it, renames it over path, fsyncs the dir.
+// writeAtomic writes a temporary file, fsyncs it, renames it over path, fsyncs the dir.
 func (f TokenFile) writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -173,13 +173,7 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("auth: write %s: %w", path, err)
 	}
-	err = tmp.Chmod(0o600)
-	if runtime.GOOS == "windows" {
-		err = nil
-	}
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
+	_, err = tmp.Write(data) // CreateTemp made it 0600
 	if err == nil {
 		err = tmp.Sync()
 	}

@@ -221,37 +221,29 @@ func (f *postFields) inTweetsNaming() {
 // renameMember returns obj with its member from named to, when it has one
 // and none named to; else obj itself.
 func renameMember(obj rawValue, from, to string) rawValue {
-	if !isObject(obj) {
+	var m map[string]jsontext.Value
+	if !isObject(obj) || jsonv2.Unmarshal(obj, &m, duplicateNames) != nil || m[from] == nil || m[to] != nil {
 		return obj
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(obj), duplicateNames)
-	var out bytes.Buffer
-	enc := jsontext.NewEncoder(&out, duplicateNames)
-	if tok, err := dec.ReadToken(); err != nil || enc.WriteToken(tok) != nil {
+	if _, err := dec.ReadToken(); err != nil {
 		return obj
 	}
-	renamed := false
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
+	for dec.PeekKind() == '"' {
+		start := dec.InputOffset()
+		name, err := dec.ReadToken()
 		if err != nil {
 			return obj
 		}
-		name := tok.String() // a token lasts until the next read
-		switch name {
-		case to:
-			return obj
-		case from:
-			name, renamed = to, true
+		if name.String() == from {
+			start += int64(bytes.IndexByte(obj[start:], '"')) // past the separator read before the name
+			return slices.Concat(obj[:start], rawValue(strconv.Quote(to)), obj[dec.InputOffset():])
 		}
-		value, err := dec.ReadValue()
-		if err != nil || enc.WriteToken(jsontext.String(name)) != nil || enc.WriteValue(value) != nil {
+		if dec.SkipValue() != nil {
 			return obj
 		}
 	}
-	if !renamed || enc.WriteToken(jsontext.EndObject) != nil {
-		return obj
-	}
-	return rawValue(bytes.TrimRight(out.Bytes(), "\n"))
+	return obj
 }
 
 type userFields struct {

@@ -268,13 +268,7 @@ func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) h
 			writePage(w, http.StatusConflict, "Already handled", "This login has already been handled. You can close this tab.")
 			return
 		}
-		var err error
-		select {
-		case err = <-cb.done: // always sent once cb was received
-		case <-time.After(2 * DefaultRequestTimeout):
-			err = errors.New("timed out waiting for the token exchange")
-		}
-		if err != nil {
+		if err := <-cb.done; err != nil { // sent once the exchange, which has a deadline, is over
 			writePage(w, http.StatusBadRequest, "Login failed",
 				"cq-source-x could not complete the login: "+err.Error()+"\n\nYou can close this tab; details are in the terminal.")
 			return

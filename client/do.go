@@ -81,6 +81,7 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 			if err = c.checkResponse(a, hr, body, err); err == nil {
 				return a.resp, nil
 			}
+			c.record(a, func(u *billing.Usage) { u.Errors++ })
 		}
 		if hr == nil && sendCtx.Err() != nil {
 			return a.resp, c.ctxError(a.op, sendCtx, sendCtx.Err())
@@ -226,19 +227,18 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	return c.waitForWindow(ctx, a, wait)
 }
 
-// checkResponse is the result of a response other than a 429.
+// checkResponse is the result of a response other than a 429 (each error
+// is metered in Errors).
 func (c *Client) checkResponse(a *attempts, hr *http.Response, body []byte, readErr error) error {
 	status := hr.StatusCode
 	switch {
 	case errors.Is(readErr, ErrResponseTooLarge):
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, status)
 		return &MalformedResponseError{Operation: a.op, Status: status, Response: hr,
 			Reason: fmt.Sprintf("body larger than the %d-byte cap", c.maxBody), Err: ErrResponseTooLarge}
 	case status/100 == 2:
 		return c.decode(a, hr, body, readErr)
 	}
-	c.record(a, func(u *billing.Usage) { u.Errors++ })
 	apiErr := newAPIError(a.op, hr, body)
 	if status/100 == 3 {
 		apiErr.Hint = "the API answered with a redirect, which the client does not follow; check the base URL"
@@ -252,7 +252,6 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		return &MalformedResponseError{Operation: a.op, Status: hr.StatusCode, Response: hr, Reason: reason, Err: err, unreadable: unreadable}
 	}
 	if readErr != nil {
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, hr.StatusCode)
 		return malformed("body was cut short", readErr, true)
 	}
@@ -267,7 +266,6 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		c.bill(a, res, true)
 		return nil
 	}
-	c.record(a, func(u *billing.Usage) { u.Errors++ })
 	var eo *ErrorsOnlyError
 	switch {
 	case errors.As(err, &eo):

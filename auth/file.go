@@ -201,12 +201,8 @@ func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 		return nil, fmt.Errorf("auth: lock token file: %w", err)
 	}
 	fl := flock.New(path+".lock", flock.SetPermissions(0o600))
-	ok, err := fl.TryLockContext(ctx, 20*time.Millisecond)
-	if err != nil {
+	if _, err := fl.TryLockContext(ctx, 20*time.Millisecond); err != nil { // not locked only with an error
 		return nil, fmt.Errorf("auth: lock %s: %w", fl.Path(), err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("auth: lock %s: not acquired", fl.Path())
 	}
 	return fl.Unlock, nil
 }

@@ -319,8 +319,6 @@ func noRedirects(hc *http.Client) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func (c *Client) BaseURL() string { return c.baseURL }
-
 func (c *Client) Meter() *billing.Meter { return c.meter }
 
 // Budget returns the client's view of the (user, operation) window now (the

@@ -300,13 +300,9 @@ func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error)
 	return page, res, nil
 }
 
-func raws[T any](objs []withRaw[T]) []json.RawMessage {
-	if len(objs) == 0 {
-		return nil
-	}
-	out := make([]json.RawMessage, len(objs))
-	for i := range objs {
-		out[i] = objs[i].raw
+func raws[T any](objs []withRaw[T]) (out []json.RawMessage) {
+	for _, o := range objs {
+		out = append(out, o.raw)
 	}
 	return out
 }
@@ -440,7 +436,7 @@ func makePost(w *withRaw[postFields], p *Post) error {
 	}
 	decodeArticle(p)
 	if p.ArticleTitle == "" {
-		p.ArticleTitle = articleTitle(f.ArticleTitle)
+		p.ArticleTitle = stringOr(f.ArticleTitle, "title") // X's description calls it an object
 	}
 	p.Raw = w.raw
 	return nil
@@ -480,35 +476,22 @@ func decodeArticle(p *Post) {
 	if jsonv2.Unmarshal(p.Article, &a, bodyOptions(p.Article), duplicateNames) != nil {
 		return
 	}
-	str := func(raw rawValue) string {
-		var s string
-		_ = jsonv2.Unmarshal(raw, &s)
-		return s
-	}
-	key := func(raw rawValue) string {
-		if k := str(raw); k != "" {
-			return k
-		}
-		k, _ := topLevelString(raw, "media_key")
-		return k
-	}
-	p.ArticleTitle, p.ArticleText, p.ArticleCover = str(a.Title), str(a.PlainText), key(a.CoverMedia)
+	p.ArticleTitle, p.ArticleText = stringOr(a.Title, ""), stringOr(a.PlainText, "")
+	p.ArticleCover = stringOr(a.CoverMedia, "media_key")
 	for _, raw := range a.MediaEntities {
-		if k := key(raw); k != "" && !slices.Contains(p.ArticleMediaKeys, k) {
+		if k := stringOr(raw, "media_key"); k != "" && !slices.Contains(p.ArticleMediaKeys, k) {
 			p.ArticleMediaKeys = append(p.ArticleMediaKeys, k)
 		}
 	}
 }
 
-// articleTitle reads the posts naming's article_title: the title as a
-// string, or an object that holds it (X's description calls it an object).
-func articleTitle(raw rawValue) string {
+// stringOr reads raw as a string, or an object's string member key.
+func stringOr(raw rawValue, key string) string {
 	var s string
-	if jsonv2.Unmarshal(raw, &s) == nil {
-		return s
+	if jsonv2.Unmarshal(raw, &s) != nil {
+		s, _ = topLevelString(raw, key)
 	}
-	t, _ := topLevelString(raw, "title")
-	return t
+	return s
 }
 
 // makeUser checks a user object and makes it a User.

@@ -24,11 +24,8 @@ const (
 // token it does not know (RFC 7009): revoking twice is no error. Failures are
 // *TokenEndpointError with Op "revoke".
 func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *http.Client) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
 	endpoint, hc = cmp.Or(endpoint, DefaultRevokeURL), cmp.Or(hc, defaultHTTPClient())
-	if err := checkEndpoint("RevokeURL", endpoint); err != nil {
+	if err := cmp.Or(cfg.Validate(), checkEndpoint("RevokeURL", endpoint)); err != nil {
 		return err
 	}
 	secrets := []string{token, cfg.ClientSecret}

@@ -505,12 +505,23 @@ func makeUser(w *withRaw[userFields]) (*User, error) {
 	return &u, badID("id", u.ID)
 }
 
+// anyText reads a JSON value other than a string or null into a string as
+// its JSON text: an odd element of "errors" must not cost the posts beside it.
+var anyText = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
+	if k := dec.PeekKind(); k == '"' || k == 'n' {
+		return errors.ErrUnsupported // decoded as usual
+	}
+	v, err := dec.ReadValue()
+	*s = string(v)
+	return err
+}))
+
 // partialErrors decodes the "errors" of a 200, kept raw too.
 func partialErrors(raws []rawValue) ([]PartialError, error) {
 	var out []PartialError
 	for i, raw := range raws {
 		var pe PartialError
-		if err := jsonv2.Unmarshal(raw, &pe, duplicateNames); err != nil {
+		if err := jsonv2.Unmarshal(raw, &pe, duplicateNames, anyText); err != nil {
 			return nil, shapef("errors[%d]: %s", i, shapeText(err))
 		}
 		pe.Raw = json.RawMessage(raw)

@@ -218,26 +218,6 @@ func (e PartialError) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// UnmarshalJSON keeps a field that is not a string as its JSON text: an odd
-// element of "errors" must not cost the valid, billed posts beside it.
-func (e *PartialError) UnmarshalJSON(b []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return err
-	}
-	text := func(key string) string {
-		raw := fields[key]
-		var s string
-		if json.Unmarshal(raw, &s) == nil || len(raw) == 0 {
-			return s
-		}
-		return string(raw)
-	}
-	*e = PartialError{Title: text("title"), Detail: text("detail"), Type: text("type"), ResourceType: text("resource_type"),
-		ResourceID: text("resource_id"), Parameter: text("parameter"), Value: text("value"), Raw: e.Raw}
-	return nil
-}
-
 // FolderPage is one page of ListFolders.
 type FolderPage struct {
 	Data []Folder `json:"data"`

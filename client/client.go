@@ -47,7 +47,6 @@ const (
 	DefaultRequestTimeout = 2 * time.Minute
 )
 
-// DefaultTimeouts returns the default timeouts.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{Connect: DefaultConnectTimeout, Headers: DefaultHeaderTimeout, Request: DefaultRequestTimeout}
 }
@@ -78,10 +77,8 @@ type RetryPolicy struct {
 	RateLimitBaseDelay time.Duration
 }
 
-// DefaultRetryBudget is how long a call retries transient faults by default.
 const DefaultRetryBudget = 5 * time.Minute
 
-// DefaultRetryPolicy returns the default policy.
 func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -94,7 +91,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	return p
 }
 
-// positive is v, or def when v is not positive.
 func positive[T int | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
@@ -144,7 +140,7 @@ func WithBaseURL(base string) Option {
 	}
 }
 
-// checkBaseURL checks base as WithBaseURL says; it returns it without a trailing slash.
+// checkBaseURL returns base, checked as WithBaseURL says, without a trailing slash.
 func checkBaseURL(base string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
@@ -321,21 +317,18 @@ func noRedirects(hc *http.Client) *http.Client {
 
 func (c *Client) Meter() *billing.Meter { return c.meter }
 
-// Budget returns the client's view of the (user, operation) window now (the
-// zero Rate without a limit).
+// Budget returns the client's view of the (user, operation) window now.
 func (c *Client) Budget(userID string, op Operation) Rate {
 	return c.budgets.get(budgetKey{userID, op}, c.clock.Now())
 }
 
-// String describes the client without any credentials.
 func (c *Client) String() string { return "client.Client{" + c.baseURL + "}" }
 
 // StaticToken returns an *http.Client that sends token as a bearer token
 // and does not follow redirects; printing it does not show the token.
 func StaticToken(token string) *http.Client { return StaticTokenWithTransport(token, nil) }
 
-// StaticTokenWithTransport is StaticToken sending through base (nil =
-// http.DefaultTransport), e.g. a transport that dials an in-process simulator.
+// StaticTokenWithTransport is StaticToken sending through base (nil = http.DefaultTransport).
 func StaticTokenWithTransport(token string, base http.RoundTripper) *http.Client {
 	return noRedirects(&http.Client{Transport: &bearer.Transport{Base: base, Token: func(context.Context) (string, error) { return token, nil }}})
 }

@@ -47,11 +47,10 @@ func unbilled[T any](decode func([]byte) (T, error)) func([]byte) (T, billing.Bi
 }
 
 // ListBookmarks reads one page of the user's bookmarks, newest-bookmarked
-// first: GET /2/users/:id/bookmarks. A 200 may carry partial errors in
-// page.Errors beside the data. opts.Fields are asked for in the naming of
-// the client's policy (resp.Naming says which); under auto, a 400 that
-// refuses a name of the tweets naming switches the sync to the posts naming
-// and the page is asked for again (a refused request bills nothing).
+// first: GET /2/users/:id/bookmarks. opts.Fields are asked for in the
+// naming of the client's policy (resp.Naming); under auto, a 400 refusing
+// the tweets naming switches the sync to the posts naming and the page is
+// asked for again (a refused request bills nothing).
 func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOptions) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
 	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts.PageOptions, c.tokenCheck), validFields(op, opts.Fields)); err != nil {
@@ -68,7 +67,6 @@ func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOpti
 	return page, resp, err
 }
 
-// listBookmarks reads one page in naming n.
 func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOptions, n Naming) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
 	q := pageQuery(opts.PageOptions)
@@ -99,8 +97,7 @@ func (c *Client) logSwitch(userID string, f Fields, refused error) {
 		"content.referenced_posts, and their columns are filled only when X returns them. Set api_naming: posts to ask so from the start")
 }
 
-// ListFolders reads one page of the user's bookmark folders:
-// GET /2/users/:id/bookmarks/folders.
+// ListFolders reads one page of folders: GET /2/users/:id/bookmarks/folders.
 func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOptions) (*FolderPage, *Response, error) {
 	const op = OpListFolders
 	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts, c.tokenCheck)); err != nil {
@@ -111,8 +108,8 @@ func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOption
 		unbilled(decodeFolderPage))
 }
 
-// GetFolder reads one page of the post ids in a bookmark folder:
-// GET /2/users/:id/bookmarks/folders/:folder_id. Only ids are returned.
+// GetFolder reads one page of the post ids in a folder:
+// GET /2/users/:id/bookmarks/folders/:folder_id.
 func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts PageOptions) (*FolderPostsPage, *Response, error) {
 	const op = OpGetFolder
 	if err := cmp.Or(validID(op, "user id", userID), validID(op, "folder id", folderID), validPage(op, opts, c.tokenCheck)); err != nil {
@@ -127,20 +124,19 @@ func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts Pa
 }
 
 // AddBookmark bookmarks a post: POST /2/users/:id/bookmarks. It returns
-// data.bookmarked (true on success). Needs the bookmark.write scope.
+// data.bookmarked (true on success).
 func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
 	return c.changeBookmark(ctx, OpAddBookmark, http.MethodPost, userID, postID, "", []byte(`{"tweet_id":"`+postID+`"}`))
 }
 
 // RemoveBookmark removes a bookmark: DELETE /2/users/:id/bookmarks/:tweet_id.
-// It returns data.bookmarked (false on success). Needs the bookmark.write scope.
+// It returns data.bookmarked (false on success).
 func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
 	return c.changeBookmark(ctx, OpRemoveBookmark, http.MethodDelete, userID, postID, "/"+postID, nil)
 }
 
-// changeBookmark sends the request of op for the user's bookmark of postID
-// and returns data.bookmarked. X bills the request when it answers with its
-// data, whatever that says.
+// changeBookmark sends op's request for the bookmark of postID; X bills it
+// when it answers with its data, whatever that says.
 func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
 	if err := cmp.Or(validID(op, "user id", userID), validID(op, "post id", postID)); err != nil {
 		return false, nil, err

@@ -37,9 +37,8 @@ func returnsPosts(op Operation) bool {
 // DefaultWindow is the rate-limit window of every operation (document Part 8).
 const DefaultWindow = 15 * time.Minute
 
-// DefaultLimits returns the per-user request limits per window of the
-// interface document, Part 8, plus users_me's (75 on the real API) and the
-// compliance jobs' (150 per app, kept under the user ID ""): a fresh map.
+// DefaultLimits returns the per-user request limits per window (document
+// Part 8), users_me's and the compliance jobs' (per app, under user ""): a fresh map.
 func DefaultLimits() map[Operation]int {
 	return map[Operation]int{
 		OpListBookmarks:  180,
@@ -66,8 +65,7 @@ type ListOptions struct {
 	Fields Fields
 }
 
-// Fields are the field-selection and expansion parameters, passed through as
-// comma-separated lists; empty lists are omitted.
+// Fields are the field-selection and expansion parameters (comma-separated lists).
 type Fields struct {
 	TweetFields []string // tweet.fields
 	Expansions  []string // expansions
@@ -237,7 +235,7 @@ type FolderPostsPage struct {
 	counted bool // the page carried meta.result_count
 }
 
-// FolderPost is a post in a folder; only its id is returned.
+// FolderPost is a post in a folder: its id only.
 type FolderPost struct {
 	ID string `json:"id"`
 }

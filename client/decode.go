@@ -334,17 +334,15 @@ func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 	var w rawPageBody
 	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
 	res := billing.Billed{Media: len(w.Includes.Media)}
-	for _, objs := range [][]rawValue{w.Data, w.Includes.Tweets, w.Includes.Posts} {
-		for _, raw := range objs {
-			if id, ok := topLevelString(raw, "id"); ok && id != "" {
-				res.Posts = append(res.Posts, id)
-			} else {
-				res.UnknownPosts++
-			}
+	for _, raw := range slices.Concat(w.Data, w.Includes.Tweets, w.Includes.Posts) {
+		if id := topLevelString(raw, "id"); id != "" {
+			res.Posts = append(res.Posts, id)
+		} else {
+			res.UnknownPosts++
 		}
 	}
 	for _, raw := range w.Includes.Users {
-		if id, ok := topLevelString(raw, "id"); ok && id != "" {
+		if id := topLevelString(raw, "id"); id != "" {
 			res.Users = append(res.Users, id)
 		}
 	}
@@ -489,7 +487,7 @@ func decodeArticle(p *Post) {
 func stringOr(raw rawValue, key string) string {
 	var s string
 	if jsonv2.Unmarshal(raw, &s) != nil {
-		s, _ = topLevelString(raw, key)
+		s = topLevelString(raw, key)
 	}
 	return s
 }
@@ -763,17 +761,14 @@ func decodeBookmarked(body []byte) (bool, error) {
 	return err == nil && *w.Data.Bookmarked, err
 }
 
-// topLevelString returns the string member key of the JSON object raw.
-func topLevelString(raw []byte, key string) (string, bool) {
+// topLevelString returns the string member key of the JSON object raw ("" if none).
+func topLevelString(raw []byte, key string) string {
 	var m map[string]jsontext.Value
-	if jsonv2.Unmarshal(raw, &m, duplicateNames) != nil {
-		return "", false
-	}
 	var v string
-	if jsonv2.Unmarshal(m[key], &v) != nil {
-		return "", false
+	if jsonv2.Unmarshal(raw, &m, duplicateNames) == nil {
+		_ = jsonv2.Unmarshal(m[key], &v)
 	}
-	return v, true
+	return v
 }
 
 type storedPage struct {

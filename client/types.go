@@ -147,7 +147,7 @@ func (in *Includes) MediaByKey() map[string]json.RawMessage { return indexBy(in.
 func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
 	m := make(map[string]json.RawMessage, len(objs))
 	for _, raw := range objs {
-		if k, ok := topLevelString(raw, key); ok && k != "" {
+		if k := topLevelString(raw, key); k != "" {
 			m[k] = raw
 		}
 	}

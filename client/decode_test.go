@@ -267,7 +267,7 @@ func checkAccepted(t *testing.T, p *PostPage) {
 	}
 	for _, objs := range [][]json.RawMessage{p.Includes.Users, p.Includes.Tweets} {
 		for _, raw := range objs {
-			if id, ok := topLevelString(raw, "id"); ok && !ValidID(id) {
+			if id := topLevelString(raw, "id"); !ValidID(id) {
 				t.Fatalf("an expanded object's id %q accepted", id)
 			}
 		}

@@ -140,28 +140,24 @@ func readPastedRedirect(ctx context.Context, authURL, redirectURL string, opts L
 	fmt.Fprintf(opts.Out, "The browser is then sent to %s?state=...&code=... ; that page may fail to load, which is fine.\n", redirectURL)
 	fmt.Fprintf(opts.Out, "Copy the full address from the address bar and paste it here within 30 seconds (the code expires):\n")
 
-	type result struct {
-		line string
-		err  error
-	}
-	ch := make(chan result, 1)
+	var line string
+	read := make(chan error, 1)
 	go func() {
-		line, err := bufio.NewReader(opts.In).ReadString('\n')
-		if errors.Is(err, io.EOF) && strings.TrimSpace(line) != "" {
+		var err error
+		if line, err = bufio.NewReader(opts.In).ReadString('\n'); errors.Is(err, io.EOF) && strings.TrimSpace(line) != "" {
 			err = nil
 		}
-		ch <- result{line, err}
+		read <- err
 	}()
-	var r result
 	select {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("auth: no redirect URL pasted: %w", context.Cause(ctx))
-	case r = <-ch:
+	case err := <-read:
+		if err != nil {
+			return nil, fmt.Errorf("auth: reading the pasted redirect URL: %w", err)
+		}
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("auth: reading the pasted redirect URL: %w", r.err)
-	}
-	return parsePastedRedirect(r.line)
+	return parsePastedRedirect(line)
 }
 
 // parsePastedRedirect accepts the redirect URL or its query. Errors never echo the input.

@@ -366,23 +366,20 @@ func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk
 // NewTransport returns a RoundTripper that sends src's access token and, on a 401, sends the
 // request once more with a refreshed one (bearer.Transport). base nil: http.DefaultTransport.
 func NewTransport(src *FileTokenSource, base http.RoundTripper) http.RoundTripper {
-	return &bearer.Transport{
-		Base: base,
-		Token: func(ctx context.Context) (string, error) {
-			tok, err := src.TokenContext(ctx)
-			if err != nil {
-				return "", err
-			}
-			return tok.AccessToken, nil
-		},
-		Renew: func(ctx context.Context, refused string) (string, error) {
-			src.log.Info().Str("token_file", src.file.Path).Msg("auth: the API answered 401; refreshing the access token and sending the request again")
-			src.Invalidate(refused)
-			tok, err := src.TokenContext(ctx)
-			if err != nil {
-				return "", fmt.Errorf("auth: the API answered 401 and the access token could not be refreshed: %w", err)
-			}
-			return tok.AccessToken, nil
-		},
+	token := func(ctx context.Context) (string, error) {
+		tok, err := src.TokenContext(ctx)
+		if err != nil {
+			return "", err
+		}
+		return tok.AccessToken, nil
 	}
+	return &bearer.Transport{Base: base, Token: token, Renew: func(ctx context.Context, refused string) (string, error) {
+		src.log.Info().Str("token_file", src.file.Path).Msg("auth: the API answered 401; refreshing the access token and sending the request again")
+		src.Invalidate(refused)
+		tok, err := token(ctx)
+		if err != nil {
+			return "", fmt.Errorf("auth: the API answered 401 and the access token could not be refreshed: %w", err)
+		}
+		return tok, nil
+	}}
 }

@@ -177,7 +177,10 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 	var body []byte
 	var readErr error
 	if a.stream != nil && hr.StatusCode/100 == 2 {
-		readErr = a.streamBody(hr)
+		r := &bodyReader{r: hr.Body}
+		a.streamErr = a.stream(r) // what the stream said of the body; r.err is a read's error
+		readErr = r.err
+		hr.Body.Close()
 	} else {
 		body, readErr = c.readBody(hr)
 	}
@@ -368,10 +371,7 @@ func (c *Client) finalError(a *attempts, err error) error {
 }
 
 func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil {
-		err = cause
-	}
-	return fmt.Errorf("%s%s: %w", errPrefix, op, err)
+	return fmt.Errorf("%s%s: %w", errPrefix, op, cmp.Or(context.Cause(ctx), err))
 }
 
 // retryAfter reads hr's Retry-After header: delay-seconds or an HTTP date.
@@ -397,15 +397,6 @@ func (c *Client) readBody(hr *http.Response) ([]byte, error) {
 		return nil, ErrResponseTooLarge
 	}
 	return b, err
-}
-
-// streamBody hands a 2xx body to the call's stream and closes it. It
-// returns the body's read error, and keeps the stream's in streamErr.
-func (a *attempts) streamBody(hr *http.Response) error {
-	defer hr.Body.Close()
-	r := &bodyReader{r: hr.Body}
-	a.streamErr = a.stream(r)
-	return r.err
 }
 
 // bodyReader keeps the error of a read, other than the end of the body.

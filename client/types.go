@@ -138,22 +138,6 @@ type Includes struct {
 	Places []json.RawMessage `json:"places,omitempty"`
 }
 
-// UsersByID indexes Users by their "id".
-func (in *Includes) UsersByID() map[string]json.RawMessage { return indexBy(in.Users, "id") }
-
-// MediaByKey indexes Media by their "media_key".
-func (in *Includes) MediaByKey() map[string]json.RawMessage { return indexBy(in.Media, "media_key") }
-
-func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
-	m := make(map[string]json.RawMessage, len(objs))
-	for _, raw := range objs {
-		if k := topLevelString(raw, key); k != "" {
-			m[k] = raw
-		}
-	}
-	return m
-}
-
 // Expanded is a page's includes decoded and indexed by id (media by media
 // key), the first of two with one id kept.
 type Expanded struct {

@@ -23,10 +23,8 @@ const (
 )
 
 const (
-	// ScopeOfflineAccess makes X issue a refresh token. Unattended runs need it.
-	ScopeOfflineAccess = "offline.access"
-	// ScopeBookmarkWrite is needed to add and remove bookmarks.
-	ScopeBookmarkWrite = "bookmark.write"
+	ScopeOfflineAccess = "offline.access" // makes X issue a refresh token: unattended runs need it
+	ScopeBookmarkWrite = "bookmark.write" // adds and removes bookmarks
 )
 
 // ReadScopes are the scopes for reading bookmarks unattended; treat as read-only.
@@ -52,7 +50,6 @@ type Config struct {
 	Scopes       []string
 }
 
-// WithDefaults returns c with empty fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	c.AuthURL = cmp.Or(c.AuthURL, DefaultAuthURL)
 	c.TokenURL = cmp.Or(c.TokenURL, DefaultTokenURL)
@@ -63,7 +60,6 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Confidential reports whether c is a confidential client (it has a client secret).
 func (c Config) Confidential() bool { return c.ClientSecret != "" }
 
 // Validate checks c (after defaults); errors name the field, never the client secret.
@@ -133,14 +129,12 @@ func (c Config) String() string {
 		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
 }
 
-// Format makes every fmt verb safe.
 func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, "auth.Config", c.String()) }
 
 // LogValue makes slog show c without the client secret.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// formatRedacted writes s, what String says, for every verb: quoted for %q,
-// after the type's name for %#v.
+// formatRedacted writes s, what String says, for every verb.
 func formatRedacted(f fmt.State, verb rune, typeName, s string) {
 	switch {
 	case verb == 'v' && f.Flag('#'):

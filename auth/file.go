@@ -21,7 +21,6 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// FileFormatVersion is the version written to the token file's "version" field.
 const FileFormatVersion = 1
 
 const maxTokenFileSize = 1 << 20
@@ -65,7 +64,6 @@ func (t StoredToken) String() string {
 		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt))
 }
 
-// Format makes every fmt verb safe.
 func (t StoredToken) Format(f fmt.State, verb rune) {
 	formatRedacted(f, verb, "auth.StoredToken", t.String())
 }

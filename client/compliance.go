@@ -74,8 +74,8 @@ func (j *ComplianceJob) Active() bool { return j.Status == JobCreated || j.Statu
 // `resumable` is not asked for: its upload URL then takes Cloud Storage's
 // resumable protocol only, and a job's ids are a few MB.)
 type CreateComplianceJobOptions struct {
-	Type string // ComplianceTweets or ComplianceUsers
-	Name string // optional, at most MaxComplianceJobName characters
+	Type string `json:"type"`           // ComplianceTweets or ComplianceUsers
+	Name string `json:"name,omitempty"` // optional, at most MaxComplianceJobName characters
 }
 
 // ComplianceResult is one line of a job's results.
@@ -120,10 +120,7 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 	if len(opts.Name) > MaxComplianceJobName {
 		return nil, nil, newInputError(op, "name", opts.Name, fmt.Sprintf("must be at most %d characters", MaxComplianceJobName))
 	}
-	body, _ := json.Marshal(struct { // two strings: it cannot fail
-		Type string `json:"type"`
-		Name string `json:"name,omitempty"`
-	}{opts.Type, opts.Name})
+	body, _ := json.Marshal(opts) // two strings: it cannot fail
 	return send(ctx, c, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body}, unbilled(decodeJob))
 }
 

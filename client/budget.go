@@ -6,10 +6,9 @@ import (
 )
 
 // budgets keeps the client's own view of each (user, operation) rate-limit
-// window, so that it never sends a request the server would refuse with 429.
-// A window starts from the configured limit and takes what the headers say,
-// less the requests in flight (which the server may not have counted). In
-// one server window the count only goes down; a later reset starts another.
+// window, so that it never sends a request the server would refuse with 429:
+// the configured limit, then what the headers say less the requests in
+// flight. In one server window the count only goes down.
 type budgets struct {
 	mu     sync.Mutex
 	limits map[Operation]int

@@ -59,9 +59,7 @@ type RetryPolicy struct {
 	// Budget is how long one call may keep retrying, from its first attempt,
 	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.
 	Budget time.Duration
-	// MaxAttempts is how many attempts a call gets even when its Budget is
-	// spent (1 = none past it).
-	MaxAttempts int
+	MaxAttempts int // attempts a call gets even when its Budget is spent (1 = none past it)
 	// Before retry n the client sleeps a uniformly random time in
 	// [0, min(MaxDelay, BaseDelay×2^(n-1))], or what a Retry-After asks.
 	BaseDelay time.Duration
@@ -70,8 +68,7 @@ type RetryPolicy struct {
 	// cut short or not JSON (a retry is billed again). A body of the wrong
 	// shape is never retried: it would come back the same.
 	NoRetryUnreadable bool
-	// MaxRateLimitWaits bounds the 429s one call waits out.
-	MaxRateLimitWaits int
+	MaxRateLimitWaits int // the 429s one call waits out at most
 	// RateLimitBaseDelay is the first wait after a 429 without a reset
 	// header; it doubles per 429 (with jitter), up to the wait cap.
 	RateLimitBaseDelay time.Duration

@@ -15,12 +15,8 @@ const maxTokenLen = 512 // real pagination tokens are under 100 characters
 type TokenCheck int
 
 const (
-	// TokenBase32Hex accepts base32hex only (0-9A-V, either case, '='
-	// padding), as the interface document specifies.
-	TokenBase32Hex TokenCheck = iota
-	// TokenOpaque accepts letters, digits, '=', '-' and '_': the real X
-	// API's tokens use letters beyond V.
-	TokenOpaque
+	TokenBase32Hex TokenCheck = iota // base32hex only (0-9A-V, either case, '=' padding), as the interface document says
+	TokenOpaque                      // letters, digits, '=', '-' and '_': the real X API's tokens go beyond V
 )
 
 // ValidID reports whether s has the form of an X id: 1 to 19 decimal digits,

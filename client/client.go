@@ -58,7 +58,7 @@ func DefaultTimeouts() Timeouts {
 type RetryPolicy struct {
 	// Budget is how long one call may keep retrying, from its first attempt,
 	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.
-	Budget time.Duration
+	Budget      time.Duration
 	MaxAttempts int // attempts a call gets even when its Budget is spent (1 = none past it)
 	// Before retry n the client sleeps a uniformly random time in
 	// [0, min(MaxDelay, BaseDelay×2^(n-1))], or what a Retry-After asks.

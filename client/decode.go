@@ -101,26 +101,18 @@ var jsonKinds = map[jsontext.Kind]string{
 	jsontext.KindNumber: "a number", jsontext.KindBeginObject: "an object", jsontext.KindBeginArray: "an array",
 }
 
+var goKinds = map[reflect.Kind]string{reflect.Struct: "an object", reflect.Map: "an object", reflect.Slice: "an array",
+	reflect.Array: "an array", reflect.String: "a string", reflect.Bool: "true or false", reflect.Float32: "a number", reflect.Float64: "a number"}
+
 // kindOf is the JSON value a Go type is decoded from.
 func kindOf(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch k := t.Kind(); {
-	case k == reflect.Struct || k == reflect.Map:
-		return "an object"
-	case k == reflect.Slice || k == reflect.Array:
-		return "an array"
-	case k == reflect.String:
-		return "a string"
-	case k == reflect.Bool:
-		return "true or false"
-	case k >= reflect.Int && k <= reflect.Uint64:
+	if k := t.Kind(); k >= reflect.Int && k <= reflect.Uint64 {
 		return "an integer"
-	case k == reflect.Float32 || k == reflect.Float64:
-		return "a number"
 	}
-	return "another value"
+	return cmp.Or(goKinds[t.Kind()], "another value")
 }
 
 // rawValue is a JSON value as the bytes of the body it was read from.

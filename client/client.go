@@ -78,21 +78,15 @@ const DefaultRetryBudget = 5 * time.Minute
 
 func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
 
+// withDefaults gives a field not positive its default (Budget: a zero one).
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	p.Budget = cmp.Or(p.Budget, DefaultRetryBudget)
-	p.MaxAttempts = positive(p.MaxAttempts, 4)
-	p.BaseDelay = positive(p.BaseDelay, 500*time.Millisecond)
-	p.MaxDelay = max(positive(p.MaxDelay, 30*time.Second), p.BaseDelay)
-	p.MaxRateLimitWaits = positive(p.MaxRateLimitWaits, 2)
-	p.RateLimitBaseDelay = positive(p.RateLimitBaseDelay, 30*time.Second)
+	p.MaxAttempts = cmp.Or(max(p.MaxAttempts, 0), 4)
+	p.BaseDelay = cmp.Or(max(p.BaseDelay, 0), 500*time.Millisecond)
+	p.MaxDelay = max(cmp.Or(max(p.MaxDelay, 0), 30*time.Second), p.BaseDelay)
+	p.MaxRateLimitWaits = cmp.Or(max(p.MaxRateLimitWaits, 0), 2)
+	p.RateLimitBaseDelay = cmp.Or(max(p.RateLimitBaseDelay, 0), 30*time.Second)
 	return p
-}
-
-func positive[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // Client calls the X API v2. Create it with New.

@@ -275,10 +275,7 @@ func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 		}
 		var r ComplianceResult
 		if err := unmarshalObject(validText(line), &r); err != nil {
-			if isSyntaxError(err) {
-				return fmt.Errorf("results line %d: %w", n, err)
-			}
-			return shapef("results line %d: %v", n, err)
+			return fmt.Errorf("results line %d: %w", n, err)
 		}
 		if err := badID("id", r.ID); err != nil {
 			return fmt.Errorf("results line %d: %w", n, err)

@@ -300,7 +300,7 @@ func (c *Client) bill(a *attempts, res billing.Billed, ok bool) {
 // recordUnread meters a 2xx post page whose body could not be read: X billed
 // its posts, at most the page size asked for, but how many is not known.
 func (c *Client) recordUnread(a *attempts, status int) {
-	if status/100 == 2 && returnsPosts(a.op) {
+	if status/100 == 2 && (a.op == OpListBookmarks || a.op == OpGetFolder) {
 		c.record(a, func(u *billing.Usage) { u.PostsUnread += cmp.Or(a.pageSize, 10) })
 	}
 }

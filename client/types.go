@@ -29,11 +29,6 @@ func Operations() []Operation {
 		OpCreateComplianceJob, OpGetComplianceJob, OpListComplianceJobs, OpUploadComplianceIDs, OpDownloadComplianceResults}
 }
 
-// returnsPosts reports whether the operation's pages are posts, billed each.
-func returnsPosts(op Operation) bool {
-	return op == OpListBookmarks || op == OpGetFolder
-}
-
 // DefaultWindow is the rate-limit window of every operation (document Part 8).
 const DefaultWindow = 15 * time.Minute
 

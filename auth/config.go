@@ -98,17 +98,13 @@ func checkEndpoint(field, raw string) error {
 	if u.User != nil {
 		return fmt.Errorf("auth: %s %s must not carry a user name or password", field, u.Redacted())
 	}
-	switch u.Scheme {
-	case "https":
+	switch {
+	case u.Scheme == "https" || u.Scheme == "http" && bearer.Loopback(u.Hostname()):
 		return nil
-	case "http":
-		if bearer.Loopback(u.Hostname()) {
-			return nil
-		}
+	case u.Scheme == "http":
 		return fmt.Errorf("auth: %s %q must use https (plain http is allowed only for a loopback host)", field, raw)
-	default:
-		return fmt.Errorf("auth: %s %q must be an https URL", field, raw)
 	}
+	return fmt.Errorf("auth: %s %q must be an https URL", field, raw)
 }
 
 // OAuth2 returns the golang.org/x/oauth2 configuration for c. The authentication style is

@@ -231,10 +231,7 @@ func (f TokenFile) readIntent() *refreshIntent {
 }
 
 func (f TokenFile) writeIntent(in *refreshIntent) error {
-	data, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
+	data, _ := json.Marshal(in) // a time of this clock, strings and an int: it cannot fail
 	return f.writeAtomic(f.intentPath(), append(data, '\n'))
 }
 

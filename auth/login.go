@@ -26,14 +26,12 @@ const DefaultLoginTimeout = 5 * time.Minute
 
 type LoginOptions struct {
 	// Headless reads the redirect URL the user pastes from In instead of listening for it.
-	Headless bool
-	In       io.Reader // default os.Stdin (headless only)
-	Out      io.Writer // prompts and the authorize URL; default os.Stderr
-	// OpenBrowser opens the authorize URL (default github.com/pkg/browser.OpenURL); the URL is
-	// printed anyway.
-	OpenBrowser func(url string) error
-	HTTPClient  *http.Client  // for the token exchange; default a client with a 30s timeout
-	Timeout     time.Duration // the wait for the redirect (default 5m)
+	Headless    bool
+	In          io.Reader              // default os.Stdin (headless only)
+	Out         io.Writer              // prompts and the authorize URL; default os.Stderr
+	OpenBrowser func(url string) error // default github.com/pkg/browser.OpenURL; the URL is printed anyway
+	HTTPClient  *http.Client           // for the token exchange; default a client with a 30s timeout
+	Timeout     time.Duration          // the wait for the redirect (default 5m)
 }
 
 // Login runs the OAuth 2.0 authorization-code flow with PKCE (S256) and returns the token. It

@@ -167,16 +167,14 @@ func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, id
 	if job == nil {
 		return nil, newInputError(op, "job", "", "is nil")
 	}
-	var body bytes.Buffer
-	body.Grow(len(ids) * 20)
+	var body []byte
 	for _, id := range ids {
 		if err := validID(op, "post id", id); err != nil {
 			return nil, err
 		}
-		body.WriteString(id)
-		body.WriteByte('\n')
+		body = append(append(body, id...), '\n')
 	}
-	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(), contentType: "text/plain",
+	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body, contentType: "text/plain",
 		decode: func([]byte) (billing.Billed, error) { return billing.Billed{}, nil }}, "upload_url", job.UploadURL)
 	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
 }
@@ -234,17 +232,17 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	var w struct {
 		Data *ComplianceJob `json:"data"`
 	}
-	if err := decodeSmall(body, &w, func() error { return nil }); err != nil {
+	err := decodeSmall(body, &w, func() error {
+		if w.Data == nil {
+			return shapeError("no data")
+		}
+		if err := badID("data.id", w.Data.ID); err != nil || w.Data.Status != "" {
+			return err
+		}
+		return shapeError("no data.status")
+	})
+	if err != nil {
 		return nil, err
-	}
-	if w.Data == nil {
-		return nil, shapeError("no data")
-	}
-	if err := badID("data.id", w.Data.ID); err != nil {
-		return nil, err
-	}
-	if w.Data.Status == "" {
-		return nil, shapeError("no data.status")
 	}
 	return w.Data, nil
 }

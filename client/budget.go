@@ -31,10 +31,6 @@ type bucket struct {
 	inflight   int
 }
 
-func newBudgets(limits map[Operation]int, window, margin time.Duration) *budgets {
-	return &budgets{limits: limits, window: window, margin: margin, m: map[budgetKey]*bucket{}}
-}
-
 // locked runs f with the key's bucket under b.mu; without a limit there is
 // no bucket, and f is not run.
 func (b *budgets) locked(k budgetKey, f func(bk *bucket)) {

@@ -295,7 +295,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	c.budgets = newBudgets(c.limits, c.window, c.margin)
+	c.budgets = &budgets{limits: c.limits, window: c.window, margin: c.margin, m: map[budgetKey]*bucket{}}
 	return c, nil
 }
 

@@ -665,14 +665,11 @@ func shown(v string) string {
 // validText returns body with what is not Unicode made U+FFFD, as
 // encoding/json decodes it (invalid UTF-8, lone escaped surrogates): the
 // raw objects then say what the fields say, and DuckDB can read them.
-func validText(body []byte) []byte { return loneSurrogates(validUTF8(body)) }
-
-// validUTF8 replaces each byte that is not valid UTF-8 by U+FFFD.
-func validUTF8(b []byte) []byte {
-	if utf8.Valid(b) {
-		return b
+func validText(body []byte) []byte {
+	if !utf8.Valid(body) {
+		body = bytes.Map(func(r rune) rune { return r }, body) // each invalid byte is read as RuneError
 	}
-	return bytes.Map(func(r rune) rune { return r }, b) // each invalid byte is read as RuneError
+	return loneSurrogates(body)
 }
 
 // loneSurrogates replaces each \u escape of a lone surrogate by \ufffd (as

@@ -100,15 +100,9 @@ func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointE
 		}
 		e.Code = sanitize(re.ErrorCode, 64, secrets)
 		e.Description = sanitize(re.ErrorDescription, 200, secrets)
-		switch {
-		case e.StatusCode == 429 || e.StatusCode >= 500:
-			e.Transient = true
-		case (e.StatusCode == 400 || e.StatusCode == 401) && isGrantRejection(re):
-			e.LoginRequired = true
-		case e.StatusCode >= 200 && e.StatusCode < 300:
-			// A 2xx carrying an "error" field: unusual; the outcome is unknown.
-			e.Transient = true
-		}
+		// A 2xx carrying an "error" field is unusual: its outcome is unknown.
+		e.Transient = e.StatusCode == 429 || e.StatusCode >= 500 || e.StatusCode/100 == 2
+		e.LoginRequired = (e.StatusCode == 400 || e.StatusCode == 401) && isGrantRejection(re)
 	default: // network errors, timeouts, unparseable bodies
 		e.Transient = true
 		e.err = sanitizedError(err, secrets)

@@ -335,7 +335,7 @@ func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fa
 	if !floor && (left <= 0 || a.neverAnswered(fault)) {
 		return c.finalError(a, fault)
 	}
-	d := c.jitter(a.faults)
+	d := c.random(doubled(c.retry.BaseDelay, c.retry.MaxDelay, a.faults)) // full jitter
 	ra, hasRA := retryAfter(hr, now)
 	switch {
 	case hasRA && ra > max(left, c.retry.MaxDelay):
@@ -411,11 +411,6 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		b.err = err
 	}
 	return n, err
-}
-
-// jitter is the backoff before retry n (1-based).
-func (c *Client) jitter(n int) time.Duration {
-	return c.random(doubled(c.retry.BaseDelay, c.retry.MaxDelay, n))
 }
 
 // rateLimitBackoff is the wait after the n-th 429 without a reset header:

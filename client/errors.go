@@ -64,10 +64,9 @@ type ErrorItem struct {
 func (it ErrorItem) String() string {
 	var parts []string
 	if len(it.Parameters) > 0 {
-		names := slices.Sorted(maps.Keys(it.Parameters))
-		ps := make([]string, len(names))
-		for i, n := range names {
-			ps[i] = oneLine(n, 40) + "=[" + oneLine(strings.Join(it.Parameters[n], ","), 100) + "]"
+		var ps []string
+		for _, n := range slices.Sorted(maps.Keys(it.Parameters)) {
+			ps = append(ps, oneLine(n, 40)+"=["+oneLine(strings.Join(it.Parameters[n], ","), 100)+"]")
 		}
 		parts = append(parts, strings.Join(ps, " "))
 	}
@@ -368,10 +367,8 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate, wait time.Duration, waited bool) *RateLimitError {
 	var p APIError
 	p.parse(body)
-	if p.Detail == p.Title {
-		p.Detail = ""
-	}
-	parts := slices.DeleteFunc([]string{p.Title, p.Detail, itemsLine(p.Errors)}, func(s string) bool { return s == "" })
+	parts := slices.Compact([]string{p.Title, p.Detail, itemsLine(p.Errors)}) // a detail that repeats the title once
+	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
 	return &RateLimitError{Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait, Message: strings.Join(parts, ": ")}
 }
 

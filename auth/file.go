@@ -98,8 +98,7 @@ func (f TokenFile) Load() (*StoredToken, error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
 	}
-	// Only a regular file is opened: opening a FIFO blocks until someone
-	// writes to it (and a signal does not end the wait).
+	// Only a regular file is opened: a FIFO would block until someone writes to it.
 	fh, fi, err := smallfile.Open(f.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -38,6 +38,5 @@ func (r Rates) PostRate(owned bool) float64 {
 	return r.Post
 }
 
-// DefaultMaxBilledWrites is the spec's default max_billed_writes: the write
-// requests one run of `bookmarks remove` or `add` may have X bill an account.
+// DefaultMaxBilledWrites is the spec's default max_billed_writes (per account and run).
 const DefaultMaxBilledWrites = 1000

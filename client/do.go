@@ -171,8 +171,7 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 		return nil, nil, &transportError{deadlines.Err(err)}
 	}
 	a.answered.Store(true)
-	// The transport may have put the Authorization header on the request
-	// it returns; hand back the request as built here instead.
+	// Not the transport's request, which may hold the Authorization header.
 	hr.Request = req
 	var body []byte
 	var readErr error
@@ -210,9 +209,8 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 		wait = rate.Reset.Add(c.margin).Sub(now)
 	}
 	if wait <= c.margin {
-		// No reset, or one that looks past although the server refused
-		// (our clock is ahead of X's): wait what a Retry-After asks, or
-		// back off, longer each time, rather than send again at once.
+		// No reset, or one that looks past (our clock is ahead of X's): wait
+		// what a Retry-After asks, or back off, longer each time.
 		if ra, ok := retryAfter(hr, now); ok && ra > 0 {
 			wait = ra + c.margin
 		} else {

@@ -23,14 +23,11 @@ const (
 )
 
 const (
-	// ScopeOfflineAccess makes X issue a refresh token. Unattended runs need it.
-	ScopeOfflineAccess = "offline.access"
-	// ScopeBookmarkWrite is needed to add and remove bookmarks.
-	ScopeBookmarkWrite = "bookmark.write"
+	ScopeOfflineAccess = "offline.access" // makes X issue a refresh token: unattended runs need it
+	ScopeBookmarkWrite = "bookmark.write" // adds and removes bookmarks
 )
 
-// ReadScopes are the scopes for reading bookmarks (and folders) unattended. Treat as read-only;
-// use Scopes to get a copy.
+// ReadScopes are the scopes for reading bookmarks unattended; treat as read-only.
 var ReadScopes = []string{"tweet.read", "users.read", "bookmark.read", ScopeOfflineAccess}
 
 // Scopes returns a fresh copy of ReadScopes, plus bookmark.write when write is true.
@@ -43,8 +40,7 @@ func Scopes(write bool) []string {
 }
 
 // Config identifies the X developer app and its endpoints; empty fields take the defaults.
-// ClientSecret is set only for confidential clients (X "Web App, Automated App or Bot"), not
-// for public ones ("Native App", "Single page App"). fmt and slog never show it.
+// ClientSecret is set only for confidential clients; fmt and slog never show it.
 type Config struct {
 	ClientID     string
 	ClientSecret string
@@ -54,7 +50,6 @@ type Config struct {
 	Scopes       []string
 }
 
-// WithDefaults returns c with empty fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	c.AuthURL = cmp.Or(c.AuthURL, DefaultAuthURL)
 	c.TokenURL = cmp.Or(c.TokenURL, DefaultTokenURL)
@@ -65,7 +60,6 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Confidential reports whether c is a confidential client (it has a client secret).
 func (c Config) Confidential() bool { return c.ClientSecret != "" }
 
 // Validate checks c (after defaults); errors name the field, never the client secret.
@@ -104,22 +98,17 @@ func checkEndpoint(field, raw string) error {
 	if u.User != nil {
 		return fmt.Errorf("auth: %s %s must not carry a user name or password", field, u.Redacted())
 	}
-	switch u.Scheme {
-	case "https":
+	switch {
+	case u.Scheme == "https" || u.Scheme == "http" && bearer.Loopback(u.Hostname()):
 		return nil
-	case "http":
-		if bearer.Loopback(u.Hostname()) {
-			return nil
-		}
+	case u.Scheme == "http":
 		return fmt.Errorf("auth: %s %q must use https (plain http is allowed only for a loopback host)", field, raw)
-	default:
-		return fmt.Errorf("auth: %s %q must be an https URL", field, raw)
 	}
+	return fmt.Errorf("auth: %s %q must be an https URL", field, raw)
 }
 
-// OAuth2 returns the golang.org/x/oauth2 configuration for c (after defaults). The client
-// authentication style is explicit, never auto-detected (which is reported to fail against X): a
-// public client (no secret) sends client_id in the form body, a confidential one HTTP Basic.
+// OAuth2 returns the golang.org/x/oauth2 configuration for c. The authentication style is
+// explicit (auto-detection is reported to fail against X): HTTP Basic with a secret only.
 func (c Config) OAuth2() *oauth2.Config {
 	c = c.WithDefaults()
 	style := oauth2.AuthStyleInParams
@@ -136,14 +125,12 @@ func (c Config) String() string {
 		c.ClientID, redactString(c.ClientSecret), c.AuthURL, c.TokenURL, c.RedirectURL, c.Scopes)
 }
 
-// Format makes every fmt verb safe.
 func (c Config) Format(f fmt.State, verb rune) { formatRedacted(f, verb, "auth.Config", c.String()) }
 
 // LogValue makes slog show c without the client secret.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// formatRedacted writes s, what String says, for every verb: quoted for %q,
-// after the type's name for %#v.
+// formatRedacted writes s, what String says, for every verb.
 func formatRedacted(f fmt.State, verb rune, typeName, s string) {
 	switch {
 	case verb == 'v' && f.Flag('#'):

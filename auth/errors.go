@@ -8,14 +8,11 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/oauth2"
 )
 
-// ErrLoginRequired means the stored credentials can no longer be used and only an interactive
-// login can fix it: the token file is missing, holds no usable refresh token, was issued to a
-// different app, or X rejected the refresh token.
+// ErrLoginRequired means the stored credentials can no longer be used: only a login fixes it.
 var ErrLoginRequired = errors.New("login required: run `cq-source-x login` again")
 
 const redacted = "[redacted]"
@@ -27,11 +24,9 @@ type TokenEndpointError struct {
 	StatusCode  int    // HTTP status; 0 when no response was received
 	Code        string // OAuth "error", e.g. "invalid_request"
 	Description string // OAuth "error_description", sanitised and truncated
-	// Transient is true for failures that may go away by themselves (network errors, timeouts,
-	// 429, 5xx, an unparseable 2xx): the refresh token was not consumed as far as we can tell.
+	// Transient failures may go away by themselves (network, 429, 5xx, an unparseable 2xx).
 	Transient bool
-	// LoginRequired is true when X rejected the grant (HTTP 400/401 invalid_grant or
-	// invalid_request): errors.Is(err, ErrLoginRequired) holds.
+	// LoginRequired: X rejected the grant; errors.Is(err, ErrLoginRequired) holds.
 	LoginRequired bool
 	Hint          string // appended to the message (e.g. that an earlier refresh was interrupted)
 	err           error  // sanitised cause (network errors); never a *oauth2.RetrieveError
@@ -105,15 +100,9 @@ func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointE
 		}
 		e.Code = sanitize(re.ErrorCode, 64, secrets)
 		e.Description = sanitize(re.ErrorDescription, 200, secrets)
-		switch {
-		case e.StatusCode == 429 || e.StatusCode >= 500:
-			e.Transient = true
-		case (e.StatusCode == 400 || e.StatusCode == 401) && isGrantRejection(re):
-			e.LoginRequired = true
-		case e.StatusCode >= 200 && e.StatusCode < 300:
-			// A 2xx carrying an "error" field: unusual; the outcome is unknown.
-			e.Transient = true
-		}
+		// A 2xx carrying an "error" field is unusual: its outcome is unknown.
+		e.Transient = e.StatusCode == 429 || e.StatusCode >= 500 || e.StatusCode/100 == 2
+		e.LoginRequired = (e.StatusCode == 400 || e.StatusCode == 401) && isGrantRejection(re)
 	default: // network errors, timeouts, unparseable bodies
 		e.Transient = true
 		e.err = sanitizedError(err, secrets)
@@ -175,11 +164,7 @@ func sanitize(s string, max int, secrets []string) string {
 		return r
 	}, s)
 	if len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
+		s = strings.ToValidUTF8(s[:max], "") + "…" // a rune cut in two is dropped
 	}
 	return strings.TrimSpace(s)
 }

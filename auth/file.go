@@ -21,14 +21,12 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// FileFormatVersion is the version written to the token file's "version" field.
 const FileFormatVersion = 1
 
 const maxTokenFileSize = 1 << 20
 
-// StoredToken is the content of the token file (its format: docs/auth.md). Formatting a
-// StoredToken with fmt or slog never shows the access or refresh token; json.Marshal does (it is
-// the file format), so never log its JSON.
+// StoredToken is the content of the token file (docs/auth.md). fmt and slog never show its
+// tokens; json.Marshal does (it is the file format), so never log its JSON.
 type StoredToken struct {
 	Version      int       `json:"version"`
 	AccessToken  string    `json:"access_token"`
@@ -42,8 +40,8 @@ type StoredToken struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// NewStoredToken converts the token returned by Login (or a refresh) for the file, its expiry
-// counted from now (so a virtual clock works). UserID and Username are left for the caller.
+// NewStoredToken converts a token from Login or a refresh, its expiry counted from now (so a
+// virtual clock works). UserID and Username are left for the caller.
 func NewStoredToken(tok *oauth2.Token, clientID string, now time.Time) *StoredToken {
 	st := &StoredToken{Version: FileFormatVersion, AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken,
 		TokenType: cmp.Or(tok.TokenType, "bearer"), Expiry: tok.Expiry, ClientID: clientID, UpdatedAt: now.UTC()}
@@ -54,8 +52,7 @@ func NewStoredToken(tok *oauth2.Token, clientID string, now time.Time) *StoredTo
 	return st
 }
 
-// OAuth2 returns the access token as an *oauth2.Token (without the refresh token: refreshing is
-// the FileTokenSource's job, never the caller's).
+// OAuth2 returns the access token, without the refresh token: refreshing is the source's job.
 func (t *StoredToken) OAuth2() *oauth2.Token {
 	return &oauth2.Token{AccessToken: t.AccessToken, TokenType: t.TokenType, Expiry: t.Expiry}
 }
@@ -67,7 +64,6 @@ func (t StoredToken) String() string {
 		t.UserID, t.Username, t.ClientID, fmtTime(t.UpdatedAt))
 }
 
-// Format makes every fmt verb safe.
 func (t StoredToken) Format(f fmt.State, verb rune) {
 	formatRedacted(f, verb, "auth.StoredToken", t.String())
 }
@@ -96,15 +92,13 @@ func (f TokenFile) rename(oldpath, newpath string) error {
 	return os.Rename(oldpath, newpath)
 }
 
-// Load reads the token file. A missing file, or one holding no token, is an error wrapping
-// ErrLoginRequired. On Unix, a file that group or others may access is refused, as ssh refuses
-// such a private key.
+// Load reads the token file; a missing or empty one wraps ErrLoginRequired. On Unix, a file
+// that group or others may access is refused, as ssh refuses such a private key.
 func (f TokenFile) Load() (*StoredToken, error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
 	}
-	// Only a regular file is opened: opening a FIFO blocks until someone
-	// writes to it (and a signal does not end the wait).
+	// Only a regular file is opened: a FIFO would block until someone writes to it.
 	fh, fi, err := smallfile.Open(f.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -140,8 +134,7 @@ func (f TokenFile) Load() (*StoredToken, error) {
 	return &t, nil
 }
 
-// Save replaces the token file atomically with t, creating its directory (0700) if missing. It
-// does not take the lock: hold Lock when another process may use the file.
+// Save replaces the token file atomically with t. It does not take the lock: hold Lock.
 func (f TokenFile) Save(t *StoredToken) error {
 	if f.Path == "" {
 		return errors.New("auth: token file path is empty")
@@ -158,9 +151,8 @@ func (f TokenFile) Save(t *StoredToken) error {
 	return f.writeAtomic(f.realPath(), append(data, '\n'))
 }
 
-// realPath is Path with symlinks resolved: the file a symlink points to is
-// the one replaced, and its lock and refresh marker sit beside it, so that a
-// process given the symlink and one given the real path take the same lock.
+// realPath is Path with symlinks resolved: a process given the symlink and one given the real
+// path replace one file and take one lock.
 func (f TokenFile) realPath() string {
 	if real, err := filepath.EvalSymlinks(f.Path); err == nil {
 		return real
@@ -168,7 +160,7 @@ func (f TokenFile) realPath() string {
 	return f.Path
 }
 
-// writeAtomic writes a temporary file (0600), fsyncs it, renames it over path, fsyncs the dir.
+// writeAtomic writes a temporary file, fsyncs it, renames it over path, fsyncs the dir.
 func (f TokenFile) writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -178,13 +170,7 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("auth: write %s: %w", path, err)
 	}
-	err = tmp.Chmod(0o600)
-	if runtime.GOOS == "windows" {
-		err = nil
-	}
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
+	_, err = tmp.Write(data) // CreateTemp made it 0600
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -201,9 +187,8 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done; two
-// locks in one process exclude each other too. The lock file is not removed while the token
-// file exists (two processes would lock different files).
+// Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done. The
+// lock file is never removed (two processes would lock different files).
 func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 	if f.Path == "" {
 		return nil, errors.New("auth: token file path is empty")
@@ -213,19 +198,14 @@ func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
 		return nil, fmt.Errorf("auth: lock token file: %w", err)
 	}
 	fl := flock.New(path+".lock", flock.SetPermissions(0o600))
-	ok, err := fl.TryLockContext(ctx, 20*time.Millisecond)
-	if err != nil {
+	if _, err := fl.TryLockContext(ctx, 20*time.Millisecond); err != nil { // not locked only with an error
 		return nil, fmt.Errorf("auth: lock %s: %w", fl.Path(), err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("auth: lock %s: not acquired", fl.Path())
 	}
 	return fl.Unlock, nil
 }
 
-// refreshIntent is the content of Path+".refreshing", written before a refresh request is sent
-// and removed once its result is saved: still there for the refresh token on disk, it says a
-// refresh of that token was interrupted. The fingerprint is 8 bytes of its SHA-256: no secret.
+// refreshIntent is Path+".refreshing", written before a refresh is sent and removed once its
+// result is saved: still there, it says a refresh of that token was interrupted.
 type refreshIntent struct {
 	StartedAt   time.Time `json:"started_at"`
 	Fingerprint string    `json:"refresh_token_sha256_prefix"`
@@ -250,10 +230,7 @@ func (f TokenFile) readIntent() *refreshIntent {
 }
 
 func (f TokenFile) writeIntent(in *refreshIntent) error {
-	data, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
+	data, _ := json.Marshal(in) // a time of this clock, strings and an int: it cannot fail
 	return f.writeAtomic(f.intentPath(), append(data, '\n'))
 }
 

@@ -26,24 +26,18 @@ const DefaultLoginTimeout = 5 * time.Minute
 
 type LoginOptions struct {
 	// Headless reads the redirect URL the user pastes from In instead of listening for it.
-	Headless bool
-	In       io.Reader // default os.Stdin (headless only)
-	Out      io.Writer // prompts and the authorize URL; default os.Stderr
-	// OpenBrowser opens the authorize URL (default github.com/pkg/browser.OpenURL); the URL is
-	// printed anyway.
-	OpenBrowser func(url string) error
-	HTTPClient  *http.Client  // for the token exchange; default a client with a 30s timeout
-	Timeout     time.Duration // the wait for the redirect (default 5m)
+	Headless    bool
+	In          io.Reader              // default os.Stdin (headless only)
+	Out         io.Writer              // prompts and the authorize URL; default os.Stderr
+	OpenBrowser func(url string) error // default github.com/pkg/browser.OpenURL; the URL is printed anyway
+	HTTPClient  *http.Client           // for the token exchange; default a client with a 30s timeout
+	Timeout     time.Duration          // the wait for the redirect (default 5m)
 }
 
 // Login runs the OAuth 2.0 authorization-code flow with PKCE (S256) and returns the token. It
-// prints the authorize URL to Out and opens the browser; then it listens on the loopback
-// address of cfg.RedirectURL (http://127.0.0.1:PORT/path or http://localhost:PORT/path,
-// registered as the app's callback URL exactly), or with Headless reads the redirect the user
-// pastes. A state that is not this login's, or an error redirect, ends it without an exchange.
-//
-// Login saves nothing: the caller resolves the user with GET /2/users/me, builds a StoredToken
-// (NewStoredToken) and saves it with TokenFile.Save under TokenFile.Lock.
+// prints the authorize URL and opens the browser, then listens on cfg.RedirectURL's loopback
+// address, or with Headless reads the redirect the user pastes. It saves nothing: the caller
+// builds a StoredToken (NewStoredToken) and saves it under TokenFile.Lock.
 func Login(ctx context.Context, cfg Config, opts LoginOptions) (*oauth2.Token, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -144,32 +138,27 @@ func readPastedRedirect(ctx context.Context, authURL, redirectURL string, opts L
 	fmt.Fprintf(opts.Out, "The browser is then sent to %s?state=...&code=... ; that page may fail to load, which is fine.\n", redirectURL)
 	fmt.Fprintf(opts.Out, "Copy the full address from the address bar and paste it here within 30 seconds (the code expires):\n")
 
-	type result struct {
-		line string
-		err  error
-	}
-	ch := make(chan result, 1)
+	var line string
+	read := make(chan error, 1)
 	go func() {
-		line, err := bufio.NewReader(opts.In).ReadString('\n')
-		if errors.Is(err, io.EOF) && strings.TrimSpace(line) != "" {
+		var err error
+		if line, err = bufio.NewReader(opts.In).ReadString('\n'); errors.Is(err, io.EOF) && strings.TrimSpace(line) != "" {
 			err = nil
 		}
-		ch <- result{line, err}
+		read <- err
 	}()
-	var r result
 	select {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("auth: no redirect URL pasted: %w", context.Cause(ctx))
-	case r = <-ch:
+	case err := <-read:
+		if err != nil {
+			return nil, fmt.Errorf("auth: reading the pasted redirect URL: %w", err)
+		}
 	}
-	if r.err != nil {
-		return nil, fmt.Errorf("auth: reading the pasted redirect URL: %w", r.err)
-	}
-	return parsePastedRedirect(r.line)
+	return parsePastedRedirect(line)
 }
 
-// parsePastedRedirect accepts the full redirect URL, or its query with or without the "?".
-// Errors never echo the input (it holds the authorization code).
+// parsePastedRedirect accepts the redirect URL or its query. Errors never echo the input.
 func parsePastedRedirect(s string) (url.Values, error) {
 	s, _, _ = strings.Cut(strings.Trim(strings.TrimSpace(s), `"'<>`), "#")
 	if _, query, ok := strings.Cut(s, "?"); ok {
@@ -260,12 +249,6 @@ func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) h
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
-		select {
-		case <-handled:
-			writePage(w, http.StatusConflict, "Already handled", "This login has already been handled. You can close this tab.")
-			return
-		default:
-		}
 		cb := callback{query: r.URL.Query(), done: make(chan error, 1)}
 		select {
 		case calls <- cb:
@@ -279,13 +262,7 @@ func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) h
 			writePage(w, http.StatusConflict, "Already handled", "This login has already been handled. You can close this tab.")
 			return
 		}
-		var err error
-		select {
-		case err = <-cb.done: // always sent once cb was received
-		case <-time.After(2 * DefaultRequestTimeout):
-			err = errors.New("timed out waiting for the token exchange")
-		}
-		if err != nil {
+		if err := <-cb.done; err != nil { // sent once the exchange, which has a deadline, is over
 			writePage(w, http.StatusBadRequest, "Login failed",
 				"cq-source-x could not complete the login: "+err.Error()+"\n\nYou can close this tab; details are in the terminal.")
 			return

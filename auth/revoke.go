@@ -20,17 +20,12 @@ const (
 	HintRefreshToken = "refresh_token"
 )
 
-// Revoke asks X to revoke token at endpoint ("" means DefaultRevokeURL),
-// authenticating the client as at the token endpoint. X answers 200 for a
-// token it does not know (RFC 7009), so revoking twice is no error. Failures
-// are *TokenEndpointError with Op "revoke". hc nil means a client with a
-// 30-second timeout.
+// Revoke asks X to revoke token at endpoint ("" means DefaultRevokeURL). X answers 200 for a
+// token it does not know (RFC 7009): revoking twice is no error. Failures are
+// *TokenEndpointError with Op "revoke".
 func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *http.Client) error {
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
 	endpoint, hc = cmp.Or(endpoint, DefaultRevokeURL), cmp.Or(hc, defaultHTTPClient())
-	if err := checkEndpoint("RevokeURL", endpoint); err != nil {
+	if err := cmp.Or(cfg.Validate(), checkEndpoint("RevokeURL", endpoint)); err != nil {
 		return err
 	}
 	secrets := []string{token, cfg.ClientSecret}
@@ -48,7 +43,7 @@ func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *h
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return &TokenEndpointError{Op: "revoke", Transient: true, err: sanitizedError(err, secrets)}
+		return tokenEndpointError("revoke", err, secrets...)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

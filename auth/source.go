@@ -49,22 +49,18 @@ func WithLockTimeout(d time.Duration) SourceOption {
 	return func(s *FileTokenSource) { s.lockTimeout = cmp.Or(max(d, 0), s.lockTimeout) }
 }
 
-// WithLogger sets the logger for refreshes (default: none). Lines name the token file, never a
-// token or secret.
+// WithLogger sets the logger for refreshes (default: none); lines never hold a secret.
 func WithLogger(l zerolog.Logger) SourceOption {
 	return func(s *FileTokenSource) { s.log = l }
 }
 
-// WithSecrets makes the source add to r every credential it holds, as soon as it has it: the
-// client secret (also as the Basic header carries it) and each access and refresh token.
+// WithSecrets makes the source add to r every credential it holds, as soon as it has it.
 func WithSecrets(r *secrets.Mask) SourceOption {
 	return func(s *FileTokenSource) { s.secrets = r }
 }
 
-// FileTokenSource is an oauth2.TokenSource backed by a TokenFile. It refreshes the access token
-// shortly before it expires (and once after Invalidate), persisting the rotated pair before
-// returning it. It is safe for concurrent use, and any number of processes may share one file:
-// refreshes are serialised by the file lock and each re-reads the file first (docs/auth.md).
+// FileTokenSource is an oauth2.TokenSource backed by a TokenFile, safe for concurrent use by
+// goroutines and processes (docs/auth.md gives the refresh rules).
 type FileTokenSource struct {
 	ctx         context.Context
 	oc          *oauth2.Config
@@ -90,9 +86,8 @@ type FileTokenSource struct {
 
 var _ oauth2.TokenSource = (*FileTokenSource)(nil)
 
-// NewFileTokenSource loads file and returns a token source for it; Token runs in ctx. A missing
-// file, one without tokens and one issued to another client id are errors wrapping
-// ErrLoginRequired.
+// NewFileTokenSource loads file and returns a token source for it; Token runs in ctx. A file
+// missing, empty or issued to another client id wraps ErrLoginRequired.
 func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ...SourceOption) (*FileTokenSource, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -132,13 +127,11 @@ func (s *FileTokenSource) Stored() StoredToken {
 	return *s.cur
 }
 
-// Token returns a valid access token, refreshed first when it expires within the refresh margin
-// or was invalidated.
+// Token returns a valid access token, refreshed first when it is due.
 func (s *FileTokenSource) Token() (*oauth2.Token, error) { return s.TokenContext(s.ctx) }
 
-// TokenContext is Token with a per-call context. The context bounds the wait for the lock; once a
-// refresh request has been sent it is not cancelled (its answer must be saved, or the rotated
-// refresh token would be lost), it is bounded by its own timeout instead.
+// TokenContext is Token with a per-call context, which bounds the wait for the lock, not a refresh
+// request once sent (its answer must be saved, or the rotated refresh token would be lost).
 func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,9 +149,8 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 	}
 	if now = s.clock.Now(); s.usable(s.cur, now) && s.unsaved == nil {
 		// Refreshing early failed but the current token is still good: use it and try again
-		// later (never in a loop). Not when the refresh went through and its answer could not
-		// be saved: the refresh token on disk is spent, and the caller must hear of it now, not
-		// when the process has ended and the new one with it.
+		// later. Not when the answer could not be saved: the refresh token on disk is spent,
+		// and the caller must hear of it now, not when the process has ended.
 		s.retryAfter = now.Add(earlyRetryBackoff)
 		s.log.Warn().Str("token_file", s.file.Path).Time("expiry", s.cur.Expiry).Str("error", s.secrets.String(err.Error())).
 			Msg("auth: early token refresh failed; using the current access token until it expires")
@@ -167,10 +159,8 @@ func (s *FileTokenSource) TokenContext(ctx context.Context) (*oauth2.Token, erro
 	return nil, err
 }
 
-// Refresh refreshes the token now, whatever its expiry, by the rules every
-// refresh follows, and returns the pair in use afterwards (another process's,
-// when it refreshed the file since). After a failure s no longer uses the
-// access token read before.
+// Refresh refreshes the token now, whatever its expiry, and returns the pair in use afterwards
+// (another process's, when it refreshed since). After a failure s drops its access token.
 func (s *FileTokenSource) Refresh(ctx context.Context) (StoredToken, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -183,9 +173,8 @@ func (s *FileTokenSource) Refresh(ctx context.Context) (StoredToken, error) {
 	return *st, nil
 }
 
-// Invalidate reports that accessToken was rejected (HTTP 401). The next Token call refreshes,
-// unless the file already holds a different token, which is then used instead. Tokens other
-// than the current one are ignored.
+// Invalidate reports that accessToken, if current, was rejected (HTTP 401): the next Token call
+// refreshes, unless the file holds a newer token.
 func (s *FileTokenSource) Invalidate(accessToken string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -206,8 +195,8 @@ func (s *FileTokenSource) fresh(t *StoredToken, now time.Time) bool {
 	return s.usable(t, now) && (t.Expiry.IsZero() || now.Before(t.Expiry.Add(-max(s.margin, expiryDelta))))
 }
 
-// refreshLocked runs with s.mu held. Under the file lock it re-reads the file, uses a token
-// someone else refreshed, or refreshes, saves and only then returns the new token.
+// refreshLocked, with s.mu held, takes the file lock, re-reads the file, and uses a token someone
+// else refreshed, or refreshes and saves before returning the new token.
 func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, error) {
 	lctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
 	unlock, err := s.file.Lock(lctx)
@@ -244,8 +233,7 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	return s.saveRefreshed(tok, start, disk)
 }
 
-// reload reads the token file (again: another process may have changed it), adds its tokens to
-// the secrets masked, and checks it was issued to this client.
+// reload reads the token file and checks it was issued to this client.
 func (s *FileTokenSource) reload() (*StoredToken, error) {
 	disk, err := s.file.Load()
 	if err != nil {
@@ -259,9 +247,8 @@ func (s *FileTokenSource) reload() (*StoredToken, error) {
 	return disk, nil
 }
 
-// saveUnsaved deals with a refreshed pair that could not be saved earlier: it is saved now if
-// the file still holds the pair it replaces; if the file changed (a new login), the unsaved
-// pair is obsolete. It returns the pair the file now holds.
+// saveUnsaved saves a refreshed pair that could not be saved earlier, if the file still holds
+// the pair it replaces (else a new login made it obsolete), and returns the file's pair.
 func (s *FileTokenSource) saveUnsaved(disk *StoredToken) (*StoredToken, error) {
 	if s.unsaved == nil {
 		return disk, nil
@@ -277,8 +264,7 @@ func (s *FileTokenSource) saveUnsaved(disk *StoredToken) (*StoredToken, error) {
 	return disk, nil
 }
 
-// useRefreshedElsewhere takes the fresh token the file holds: another process (or an earlier
-// call) refreshed already, or the user logged in again.
+// useRefreshedElsewhere takes the fresh token another process, or a login, saved.
 func (s *FileTokenSource) useRefreshedElsewhere(disk *StoredToken) *StoredToken {
 	if disk.AccessToken != s.cur.AccessToken {
 		s.log.Info().Str("token_file", s.file.Path).Time("expiry", disk.Expiry).Msg("auth: using the access token another process refreshed")
@@ -287,8 +273,7 @@ func (s *FileTokenSource) useRefreshedElsewhere(disk *StoredToken) *StoredToken 
 	return disk
 }
 
-// refreshable returns the fingerprint of disk's refresh token, or why it cannot be sent: there
-// is none, or X has rejected it already.
+// refreshable returns the fingerprint of disk's refresh token, or why it cannot be sent.
 func (s *FileTokenSource) refreshable(disk *StoredToken) (string, error) {
 	if disk.RefreshToken == "" {
 		return "", fmt.Errorf("auth: the access token in %s has expired and the file holds no refresh token (was %q granted?): %w",
@@ -301,9 +286,8 @@ func (s *FileTokenSource) refreshable(disk *StoredToken) (string, error) {
 	return fp, nil
 }
 
-// recordIntent records the intent to refresh the token with fingerprint fp (no secret in it) so
-// that an interrupted refresh can be diagnosed. When an earlier refresh of that token left its
-// marker, the marker is kept and the returned hint says what it means.
+// recordIntent marks a refresh of the token fp as started; an earlier refresh's marker is kept,
+// and the hint returned says it was interrupted.
 func (s *FileTokenSource) recordIntent(fp string, now time.Time) (hint string, err error) {
 	if in := s.file.readIntent(); in != nil && in.Fingerprint == fp {
 		return fmt.Sprintf("an earlier refresh of this token (started %s by process %d on %q) was interrupted before its result was saved, so X has probably rotated it already",
@@ -319,8 +303,8 @@ func (s *FileTokenSource) recordIntent(fp string, now time.Time) (hint string, e
 	return "", nil
 }
 
-// sendRefresh sends disk's refresh token to the token endpoint, unless ctx has ended before
-// anything was sent, and returns X's answer and when the request started.
+// sendRefresh sends disk's refresh token, unless ctx has ended, and returns X's answer and
+// when the request started.
 func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp, hint string) (*oauth2.Token, time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		if hint == "" {
@@ -354,16 +338,15 @@ func (s *FileTokenSource) refreshFailed(err error, disk *StoredToken, fp, hint s
 		s.dead, s.deadErr = fp, te
 	}
 	if !te.Transient && hint == "" {
-		// X answered this refresh (and refused it): it was not interrupted, so the marker
-		// this attempt wrote must not make a later run blame an interrupted refresh. A marker
-		// left by an earlier, really interrupted refresh (hint != "") is kept.
+		// X refused this refresh: its marker must not make a later run blame an interrupted
+		// one. An earlier, really interrupted refresh's marker (hint != "") is kept.
 		s.file.removeIntent()
 	}
 	return te
 }
 
 // saveRefreshed saves the pair X returned, completed from the one it replaces, before it is
-// used. A pair that cannot be saved is kept in memory and saving it is retried on next use.
+// used; one that cannot be saved is kept and saved on next use.
 func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk *StoredToken) (*StoredToken, error) {
 	next := NewStoredToken(tok, s.oc.ClientID, start)
 	s.secrets.Add(next.AccessToken, next.RefreshToken)
@@ -380,27 +363,23 @@ func (s *FileTokenSource) saveRefreshed(tok *oauth2.Token, start time.Time, disk
 	return next, nil
 }
 
-// NewTransport returns a RoundTripper that sends src's access token and, when the response is
-// 401, invalidates that token and retries the request once with a refreshed one (see
-// bearer.Transport). A refresh that fails is the error. base nil means http.DefaultTransport.
+// NewTransport returns a RoundTripper that sends src's access token and, on a 401, sends the
+// request once more with a refreshed one (bearer.Transport). base nil: http.DefaultTransport.
 func NewTransport(src *FileTokenSource, base http.RoundTripper) http.RoundTripper {
-	return &bearer.Transport{
-		Base: base,
-		Token: func(ctx context.Context) (string, error) {
-			tok, err := src.TokenContext(ctx)
-			if err != nil {
-				return "", err
-			}
-			return tok.AccessToken, nil
-		},
-		Renew: func(ctx context.Context, refused string) (string, error) {
-			src.log.Info().Str("token_file", src.file.Path).Msg("auth: the API answered 401; refreshing the access token and sending the request again")
-			src.Invalidate(refused)
-			tok, err := src.TokenContext(ctx)
-			if err != nil {
-				return "", fmt.Errorf("auth: the API answered 401 and the access token could not be refreshed: %w", err)
-			}
-			return tok.AccessToken, nil
-		},
+	token := func(ctx context.Context) (string, error) {
+		tok, err := src.TokenContext(ctx)
+		if err != nil {
+			return "", err
+		}
+		return tok.AccessToken, nil
 	}
+	return &bearer.Transport{Base: base, Token: token, Renew: func(ctx context.Context, refused string) (string, error) {
+		src.log.Info().Str("token_file", src.file.Path).Msg("auth: the API answered 401; refreshing the access token and sending the request again")
+		src.Invalidate(refused)
+		tok, err := token(ctx)
+		if err != nil {
+			return "", fmt.Errorf("auth: the API answered 401 and the access token could not be refreshed: %w", err)
+		}
+		return tok, nil
+	}}
 }

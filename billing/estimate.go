@@ -41,12 +41,10 @@ type Bound struct {
 	USD   float64 `json:"max_usd"`
 }
 
-// Plus is b and o together.
 func (b Bound) Plus(o Bound) Bound {
 	return Bound{Posts: b.Posts + o.Posts, Users: b.Users + o.Users, USD: b.USD + o.USD}
 }
 
-// Times is n times b.
 func (b Bound) Times(n int) Bound {
 	return Bound{Posts: n * b.Posts, Users: n * b.Users, USD: float64(n) * b.USD}
 }
@@ -65,7 +63,7 @@ func (r Rates) FolderWalk(posts int) Bound {
 	return Bound{Posts: posts, USD: float64(posts) * r.Post}
 }
 
-// UserReads bounds n user reads (GET /2/users/me).
+// UserReads bounds n GET /2/users/me.
 func (r Rates) UserReads(n int) Bound {
 	return Bound{Users: n, USD: float64(n) * r.User}
 }

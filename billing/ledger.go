@@ -7,14 +7,12 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// The day's ledger: X bills a resource once per UTC day, so the meter keeps,
-// per user, the ids of the posts and users it saw billed on the current UTC
-// day. The account's state carries it from one sync to the next of the same
-// day (account/billed.go).
+// The day's ledger: X bills a resource once per UTC day, so the meter keeps
+// per user the ids it saw billed that day; the account's state carries it to
+// the next sync of the day (account/billed.go).
 
-// BilledToday is what the meter holds as billed for userID on its current
-// UTC day (YYYY-MM-DD, "" when nothing was billed), for a later meter of the
-// same user to continue from (RestoreBilled).
+// BilledToday is what the meter holds as billed for userID on its UTC day
+// (YYYY-MM-DD, "" when nothing was), for RestoreBilled.
 func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -26,8 +24,7 @@ func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 }
 
 // RestoreBilled adds to userID's ledger what an earlier meter saw billed on
-// day: resources read again on that UTC day are not billed again. A day
-// older than the one the ledger is on is ignored; a newer one replaces it.
+// day; a day older than the ledger's is ignored, a newer one replaces it.
 func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
 	if day == "" {
 		return
@@ -39,12 +36,9 @@ func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
 	l.add(&l.users, day, users)
 }
 
-// A user's ledger of the day holds every post read that day: between the
-// readers that bill the user's reads it is put away (stored, and let go), so
-// a sync of many accounts holds the ledgers of the accounts being read only.
-
-// ledgerReaders are the readers billing a user's reads at the moment, and
-// whether the user's ledger of the day is in the meter or put away.
+// ledgerReaders are the readers billing a user's reads, and whether the
+// user's ledger is in the meter: between readers it is put away, so a sync
+// of many accounts holds only the ledgers of the accounts being read.
 type ledgerReaders struct {
 	mu     sync.Mutex
 	n      int
@@ -52,10 +46,9 @@ type ledgerReaders struct {
 }
 
 // EnterBilling is called by a reader before it bills userID's reads: the
-// first since the ledger was put away, or ever, brings it back with load
-// (RestoreBilled). Readers of the same user wait for it, so no request is
-// billed before the ledger is back; a load that fails is tried again by
-// the next reader. Every EnterBilling is followed by one LeaveBilling.
+// first since the ledger was put away brings it back with load, while the
+// others wait; a failed load is tried again by the next. Every EnterBilling
+// is followed by one LeaveBilling.
 func (m *Meter) EnterBilling(userID string, load func() (day string, posts, users []string, err error)) error {
 	r := m.ledgerReaders(userID)
 	r.mu.Lock()
@@ -74,8 +67,7 @@ func (m *Meter) EnterBilling(userID string, load func() (day string, posts, user
 }
 
 // LeaveBilling is called by a reader once it bills no more: the last one
-// out puts the ledger away with store and the meter lets go of it. A store
-// that fails keeps the ledger in the meter.
+// out puts the ledger away with store (kept when store fails).
 func (m *Meter) LeaveBilling(userID string, store func() error) error {
 	r := m.ledgerReaders(userID)
 	r.mu.Lock()
@@ -132,8 +124,7 @@ func (m *Meter) ledger(userID, day string) *ledger {
 }
 
 // add records ids billed on day in seen, one of l's sets, and returns how
-// many were new. Billing on a day older than the ledger's (a clock turned
-// back) counts every id and records none.
+// many were new; on an older day (a clock turned back) all, recording none.
 func (l *ledger) add(seen *ids.Set, day string, ids []string) int {
 	if day != l.day {
 		return len(ids)

@@ -11,29 +11,21 @@ import (
 // Operation names one endpoint of the API client (client.Operation).
 type Operation string
 
-// Billed is what one 2xx body held that X bills: the ids of the posts (its
-// data, and expanded posts in includes) and of the expanded users (X bills
-// each once per UTC day, so the meter needs the ids), the media objects (X
-// does not bill them), and the write requests (X bills each).
+// Billed is what one 2xx body held that X bills: the ids of the posts (data
+// and includes) and users (X bills each once per UTC day), the media objects
+// (not billed), and the write requests (each billed).
 type Billed struct {
-	Posts []string
-	Users []string
-	// UnknownPosts counts posts billed whose ids could not be read (a page
-	// refused for its shape): billed, never de-duplicated.
-	UnknownPosts int
-	Media        int
-	Writes       int
-	// Owned says the posts are an owned read when the user owns the app
-	// (SetOwnedReads).
-	Owned bool
-	// CountMismatch says how the page's meta.result_count disagreed with
-	// what it held ("" when it did not): what it held is what is billed.
-	CountMismatch string
+	Posts         []string
+	Users         []string
+	UnknownPosts  int // posts whose ids could not be read (a page refused for its shape): never de-duplicated
+	Media         int
+	Writes        int
+	Owned         bool   // the posts are an owned read when the user owns the app (SetOwnedReads)
+	CountMismatch string // how the page's meta.result_count disagreed with what it held (what is billed)
 }
 
 // Usage is what a Meter recorded for one (user, operation), or a total. Its
-// billed counts and USD are estimates: X publishes rates, not bills per
-// request, and calls its de-duplication a soft guarantee.
+// billed counts and USD are estimates: X calls its de-duplication a soft guarantee.
 type Usage struct {
 	UserID    string
 	Operation Operation
@@ -44,45 +36,35 @@ type Usage struct {
 	// those this meter saw billed for the same user on the same UTC day.
 	PostsReturned int
 	PostsBilled   int
-	// UsersReturned and UsersBilled are the same for users: expanded
-	// authors, and the user of GET /2/users/me.
+	// UsersReturned and UsersBilled are the same for users (expanded, or GET /2/users/me).
 	UsersReturned int
 	UsersBilled   int
 	MediaReturned int // not billed by X
-	// WritesBilled is the write requests X answered with its data.
-	WritesBilled int
+	WritesBilled  int // write requests X answered with its data
 	// PostsUnread is what X may have billed on top, in 200 post pages whose
-	// body could not be read: each counts the page size asked for, an upper
-	// bound. Not priced in USD.
-	PostsUnread int
-	// CountMismatches counts pages whose meta.result_count disagreed with
-	// the posts they held (the posts held are what is billed).
-	CountMismatches int
+	// body could not be read: the page size asked for each. Not priced.
+	PostsUnread     int
+	CountMismatches int // pages whose meta.result_count disagreed with the posts they held
 	RateLimited     int // 429 responses
 	// RateLimitWaits and Waited are the waits for a window to reset (after a
 	// 429, or because the client's budget was used up) and their total time.
 	RateLimitWaits int
 	Waited         time.Duration
-	// Retries and Backoff are the backoff sleeps before retrying a 5xx, a
-	// connection error or an unreadable body, and their total time.
-	Retries int
-	Backoff time.Duration
-	// Errors counts failed requests other than 429s: error statuses,
-	// connection errors and unreadable bodies (each attempt counts).
-	Errors     int
+	// Retries and Backoff are the sleeps before retrying a transient fault, and their total time.
+	Retries    int
+	Backoff    time.Duration
+	Errors     int  // failed attempts other than 429s: error statuses, connection errors, unreadable bodies
 	Refused    int  // calls the client's budget refused without sending
 	OwnedReads bool // the posts were priced at the owned-read rate
-	// PostsUSD, UsersUSD, WritesUSD and USD are the estimated cost: the
-	// billed posts, users and writes times their rates, and their sum.
+	// PostsUSD, UsersUSD, WritesUSD and USD are the billed counts times their rates, and their sum.
 	PostsUSD  float64
 	UsersUSD  float64
 	WritesUSD float64
 	USD       float64
 }
 
-// Meter records usage per (user, operation), and which resources it saw
-// billed per user on the current UTC day (ledger.go). Safe for concurrent
-// use; one Meter may be shared by several API clients.
+// Meter records usage per (user, operation), and the day's ledger of what
+// each user was billed (ledger.go). Safe for concurrent use.
 type Meter struct {
 	rates  Rates
 	mu     sync.Mutex
@@ -133,9 +115,8 @@ func (m *Meter) row(user string, op Operation) *Usage {
 	return u
 }
 
-// Bill records what one 2xx body of (user, op) billed, at now (ok: it was
-// decoded): each resource is billed unless the user's ledger already holds
-// it for now's UTC day; each write is billed.
+// Bill records what one 2xx body of (user, op) billed at now (ok: it was
+// decoded): each resource not yet in the user's ledger of now's UTC day.
 func (m *Meter) Bill(user string, op Operation, now time.Time, res Billed, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -162,8 +143,7 @@ func (m *Meter) Bill(user string, op Operation, now time.Time, res Billed, ok bo
 // Usage returns one (user, operation) row (zero when nothing was recorded).
 func (m *Meter) Usage(userID string, op Operation) Usage { return m.usage(userID, op, false) }
 
-// Take returns one (user, operation) row, as Usage does, and starts it
-// again from zero: what the next Take returns is what was recorded since.
+// Take returns one (user, operation) row and starts it again from zero.
 func (m *Meter) Take(userID string, op Operation) Usage { return m.usage(userID, op, true) }
 
 func (m *Meter) usage(userID string, op Operation, take bool) Usage {
@@ -212,8 +192,7 @@ func (m *Meter) Total() Usage {
 	return t
 }
 
-// Add adds the counts, times and USD of o to u: every number of Usage (not
-// its user, operation or OwnedReads), so a field added is summed too.
+// Add adds every number of o to u, a field added to Usage too.
 func (u *Usage) Add(o Usage) {
 	to, from := reflect.ValueOf(u).Elem(), reflect.ValueOf(o)
 	for i := range to.NumField() {

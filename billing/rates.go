@@ -7,12 +7,10 @@ package billing
 import "math"
 
 // Rates are X's prices in USD: reads per resource returned, writes per
-// request (X's pricing page, "Read operations" and "Write operations").
+// request (X's pricing page).
 type Rates struct {
-	Post float64 // a post read
-	// OwnedPost is a post of an "owned read": the owner of the developer
-	// app reading their own bookmarks with it.
-	OwnedPost float64
+	Post      float64 // a post read
+	OwnedPost float64 // a post of an "owned read": the app's owner reading their own bookmarks
 	User      float64 // a user read (an expanded author, or GET /2/users/me)
 	Write     float64 // a bookmark write: one POST or DELETE /2/users/:id/bookmarks
 }
@@ -33,7 +31,6 @@ func (r Rates) withDefaults() Rates {
 	return r
 }
 
-// PostRate is the price of a post, an owned read or not.
 func (r Rates) PostRate(owned bool) float64 {
 	if owned {
 		return r.OwnedPost
@@ -41,6 +38,5 @@ func (r Rates) PostRate(owned bool) float64 {
 	return r.Post
 }
 
-// DefaultMaxBilledWrites is the spec's default max_billed_writes: the write
-// requests one run of `bookmarks remove` or `add` may have X bill an account.
+// DefaultMaxBilledWrites is the spec's default max_billed_writes (per account and run).
 const DefaultMaxBilledWrites = 1000

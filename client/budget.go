@@ -6,10 +6,9 @@ import (
 )
 
 // budgets keeps the client's own view of each (user, operation) rate-limit
-// window, so that it never sends a request the server would refuse with 429.
-// A window starts from the configured limit and takes what the headers say,
-// less the requests in flight (which the server may not have counted). In
-// one server window the count only goes down; a later reset starts another.
+// window, so that it never sends a request the server would refuse with 429:
+// the configured limit, then what the headers say less the requests in
+// flight. In one server window the count only goes down.
 type budgets struct {
 	mu     sync.Mutex
 	limits map[Operation]int
@@ -32,22 +31,19 @@ type bucket struct {
 	inflight   int
 }
 
-func newBudgets(limits map[Operation]int, window, margin time.Duration) *budgets {
-	return &budgets{limits: limits, window: window, margin: margin, m: map[budgetKey]*bucket{}}
-}
-
-// bucketLocked returns the key's bucket, nil without a limit. b.mu held.
-func (b *budgets) bucketLocked(k budgetKey) *bucket {
-	if bk := b.m[k]; bk != nil {
-		return bk
+// locked runs f with the key's bucket under b.mu; without a limit there is
+// no bucket, and f is not run.
+func (b *budgets) locked(k budgetKey, f func(bk *bucket)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	bk := b.m[k]
+	if limit := b.limits[k.op]; bk == nil && limit > 0 {
+		bk = &bucket{limit: limit, remaining: limit}
+		b.m[k] = bk
 	}
-	limit, ok := b.limits[k.op]
-	if !ok || limit <= 0 {
-		return nil
+	if bk != nil {
+		f(bk)
 	}
-	bk := &bucket{limit: limit, remaining: limit}
-	b.m[k] = bk
-	return bk
 }
 
 // rollLocked starts a new window when the current one is over.
@@ -62,31 +58,27 @@ func (b *budgets) rollLocked(bk *bucket, now time.Time) {
 // reserve takes one request from the window. When none is left it returns
 // ok=false and how long until the window resets (reset plus margin).
 func (b *budgets) reserve(k budgetKey, now time.Time) (ok bool, wait time.Duration, r Rate) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bk := b.bucketLocked(k)
-	if bk == nil {
-		return true, 0, Rate{}
-	}
-	b.rollLocked(bk, now)
-	r = Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
-	if bk.remaining > 0 {
-		bk.remaining--
-		bk.inflight++
-		return true, 0, r
-	}
-	return false, bk.reset.Add(b.margin).Sub(now), r
+	ok = true
+	b.locked(k, func(bk *bucket) {
+		b.rollLocked(bk, now)
+		r = Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
+		if bk.remaining > 0 {
+			bk.remaining--
+			bk.inflight++
+			return
+		}
+		ok, wait = false, bk.reset.Add(b.margin).Sub(now)
+	})
+	return ok, wait, r
 }
 
 // settle ends a reserved request. hdr is the response's rate (ok when all
 // three headers were present); limited marks a 429.
 func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bk := b.bucketLocked(k)
-	if bk == nil {
-		return
-	}
+	b.locked(k, func(bk *bucket) { b.settleLocked(bk, hdr, ok, limited, now) })
+}
+
+func (b *budgets) settleLocked(bk *bucket, hdr Rate, ok, limited bool, now time.Time) {
 	bk.inflight = max(bk.inflight-1, 0)
 	if !ok && !bk.fromServer && !bk.anchored {
 		// Without headers the server's window started somewhere between
@@ -125,27 +117,19 @@ func (b *budgets) settle(k budgetKey, hdr Rate, ok, limited bool, now time.Time)
 // block empties the window until `until` (a 429 without a reset header),
 // stored one margin early: a window is over a margin after its reset.
 func (b *budgets) block(k budgetKey, until time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bk := b.bucketLocked(k)
-	if bk == nil {
-		return
-	}
-	bk.remaining = 0
-	bk.reset = until.Add(-b.margin)
-	bk.fromServer, bk.anchored = false, true
+	b.locked(k, func(bk *bucket) {
+		bk.remaining, bk.reset = 0, until.Add(-b.margin)
+		bk.fromServer, bk.anchored = false, true
+	})
 }
 
 // get returns the key's window as the client sees it now.
-func (b *budgets) get(k budgetKey, now time.Time) Rate {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	bk := b.bucketLocked(k)
-	if bk == nil {
-		return Rate{}
-	}
-	if !bk.reset.IsZero() && !now.Before(bk.reset.Add(b.margin)) {
-		return Rate{Limit: bk.limit, Remaining: bk.limit}
-	}
-	return Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
+func (b *budgets) get(k budgetKey, now time.Time) (r Rate) {
+	b.locked(k, func(bk *bucket) {
+		r = Rate{Limit: bk.limit, Remaining: bk.remaining, Reset: bk.reset}
+		if !bk.reset.IsZero() && !now.Before(bk.reset.Add(b.margin)) {
+			r = Rate{Limit: bk.limit, Remaining: bk.limit}
+		}
+	})
+	return r
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -33,79 +32,61 @@ const (
 	DefaultResetMargin = time.Second
 )
 
-// Timeouts bound each attempt at a request, so that a server that accepts
-// a connection and never answers, or sends its answer a byte at a time,
-// cannot hold a sync. An attempt past one is a transient fault
-// (*TimeoutError).
+// Timeouts bound each attempt at a request, so that a server that never
+// answers, or a byte at a time, cannot hold a sync (*TimeoutError, transient).
 type Timeouts struct {
 	Connect time.Duration // the dial and the TLS handshake
 	Headers time.Duration // from the request sent to the status line and headers
 	Request time.Duration // the whole attempt, the body read included
 }
 
-// Default timeouts. X answers a page of 100 posts in a second or two; a
-// compliance job's upload of 100,000 ids is 2 MB.
+// Default timeouts: X answers a page in a second or two; a compliance upload is 2 MB.
 const (
 	DefaultConnectTimeout = 10 * time.Second
 	DefaultHeaderTimeout  = 30 * time.Second
 	DefaultRequestTimeout = 2 * time.Minute
 )
 
-// DefaultTimeouts returns the default timeouts.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{Connect: DefaultConnectTimeout, Headers: DefaultHeaderTimeout, Request: DefaultRequestTimeout}
 }
 
 // RetryPolicy says how long transient faults (a 5xx, a dropped connection, a
-// 2xx body cut short or not JSON) are retried: a walk that gave up on one
-// request would be read, and billed, again from its start. A fault that
-// reached no server gets MaxAttempts only until the base URL has answered
-// (neverAnswered). Zero fields take the defaults of DefaultRetryPolicy.
+// 2xx body cut short or not JSON) are retried: a walk that gave up would be
+// read, and billed, again. A fault that reached no server gets MaxAttempts
+// only until the base URL has answered. Zero fields take the defaults.
 type RetryPolicy struct {
 	// Budget is how long one call may keep retrying, from its first attempt,
 	// rate-limit waits left out. Negative: none, MaxAttempts alone bounds it.
-	Budget time.Duration
-	// MaxAttempts is how many attempts a call gets even when its Budget is
-	// spent (1 = none past it).
-	MaxAttempts int
+	Budget      time.Duration
+	MaxAttempts int // attempts a call gets even when its Budget is spent (1 = none past it)
 	// Before retry n the client sleeps a uniformly random time in
 	// [0, min(MaxDelay, BaseDelay×2^(n-1))], or what a Retry-After asks.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
 	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
-	// cut short or was not JSON: a retry is billed again, but the caller
-	// usually needs the page (the meter counts it in PostsUnread). A body of
-	// the wrong shape is never retried: it would come back the same.
+	// cut short or not JSON (a retry is billed again). A body of the wrong
+	// shape is never retried: it would come back the same.
 	NoRetryUnreadable bool
-	// MaxRateLimitWaits bounds the 429s one call waits out.
-	MaxRateLimitWaits int
+	MaxRateLimitWaits int // the 429s one call waits out at most
 	// RateLimitBaseDelay is the first wait after a 429 without a reset
 	// header; it doubles per 429 (with jitter), up to the wait cap.
 	RateLimitBaseDelay time.Duration
 }
 
-// DefaultRetryBudget is how long a call retries transient faults by default.
 const DefaultRetryBudget = 5 * time.Minute
 
-// DefaultRetryPolicy returns the default policy.
 func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
 
+// withDefaults gives a field not positive its default (Budget: a zero one).
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	p.Budget = cmp.Or(p.Budget, DefaultRetryBudget)
-	p.MaxAttempts = positive(p.MaxAttempts, 4)
-	p.BaseDelay = positive(p.BaseDelay, 500*time.Millisecond)
-	p.MaxDelay = max(positive(p.MaxDelay, 30*time.Second), p.BaseDelay)
-	p.MaxRateLimitWaits = positive(p.MaxRateLimitWaits, 2)
-	p.RateLimitBaseDelay = positive(p.RateLimitBaseDelay, 30*time.Second)
+	p.MaxAttempts = cmp.Or(max(p.MaxAttempts, 0), 4)
+	p.BaseDelay = cmp.Or(max(p.BaseDelay, 0), 500*time.Millisecond)
+	p.MaxDelay = max(cmp.Or(max(p.MaxDelay, 0), 30*time.Second), p.BaseDelay)
+	p.MaxRateLimitWaits = cmp.Or(max(p.MaxRateLimitWaits, 0), 2)
+	p.RateLimitBaseDelay = cmp.Or(max(p.RateLimitBaseDelay, 0), 30*time.Second)
 	return p
-}
-
-// positive is v, or def when v is not positive.
-func positive[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // Client calls the X API v2. Create it with New.
@@ -142,8 +123,7 @@ type Client struct {
 type Option func(*Client) error
 
 // WithBaseURL sets the API address: an absolute https URL without query,
-// fragment, user info or white space; a path prefix is kept. Plain http,
-// which would send the token in clear, is for a loopback host only.
+// fragment, user info or white space; plain http for a loopback host only.
 func WithBaseURL(base string) Option {
 	return func(c *Client) (err error) {
 		c.baseURL, err = checkBaseURL(base)
@@ -151,7 +131,7 @@ func WithBaseURL(base string) Option {
 	}
 }
 
-// checkBaseURL checks base as WithBaseURL says; it returns it without a trailing slash.
+// checkBaseURL returns base, checked as WithBaseURL says, without a trailing slash.
 func checkBaseURL(base string) (string, error) {
 	u, err := url.Parse(base)
 	if err != nil {
@@ -184,43 +164,37 @@ func checkBaseURL(base string) (string, error) {
 
 // WithTimeouts sets the timeouts of each attempt; zero fields keep DefaultTimeouts'.
 func WithTimeouts(t Timeouts) Option {
-	return func(c *Client) error {
-		d := DefaultTimeouts()
+	d := DefaultTimeouts()
+	return option(func(c *Client) {
 		c.timeouts = Timeouts{Connect: cmp.Or(t.Connect, d.Connect), Headers: cmp.Or(t.Headers, d.Headers), Request: cmp.Or(t.Request, d.Request)}
-		return errIf(t.Connect < 0 || t.Headers < 0 || t.Request < 0, "client: negative timeout in %+v", t)
-	}
+	}, t.Connect < 0 || t.Headers < 0 || t.Request < 0, "client: negative timeout in %+v", t)
 }
 
-// errIf is the error of an option's value: bad, and what format says.
-func errIf(bad bool, format string, args ...any) error {
-	if bad {
-		return fmt.Errorf(format, args...)
-	}
-	return nil
-}
-
-// setting is an option that cannot fail.
-func setting(f func(c *Client)) Option {
+// option is the Option that sets with set, or, when its value is bad, the
+// error format says.
+func option(set func(c *Client), bad bool, format string, args ...any) Option {
 	return func(c *Client) error {
-		f(c)
+		if bad {
+			return fmt.Errorf(format, args...)
+		}
+		set(c)
 		return nil
 	}
 }
+
+// setting is an option that cannot fail.
+func setting(set func(c *Client)) Option { return option(set, false, "") }
 
 // WithNamingPolicy makes the client ask for bookmarks in the naming of p
 // (default: the tweets naming). The clients of a sync share one policy.
 func WithNamingPolicy(p *NamingPolicy) Option { return setting(func(c *Client) { c.naming = p }) }
 
-// WithSecrets masks the credentials r holds in the lines the client logs (a
-// fault's text may repeat what a server sent).
+// WithSecrets masks the credentials r holds in the lines the client logs.
 func WithSecrets(r *secrets.Mask) Option { return setting(func(c *Client) { c.redactor = r }) }
 
 // WithClock sets the clock used for all time and sleeping (default clock.Real{}).
 func WithClock(clk clock.Clock) Option {
-	return func(c *Client) error {
-		c.clock = clk
-		return errIf(clk == nil, "client: nil clock")
-	}
+	return option(func(c *Client) { c.clock = clk }, clk == nil, "client: nil clock")
 }
 
 // WithRetryPolicy sets the retry policy; zero fields keep their defaults.
@@ -228,19 +202,14 @@ func WithRetryPolicy(p RetryPolicy) Option {
 	return setting(func(c *Client) { c.retry = p.withDefaults() })
 }
 
-// WithRateLimitWaitCap sets the longest wait for a rate-limit window to
-// reset (default 16m). A wait beyond it returns a *RateLimitError instead;
-// 0 never waits.
+// WithRateLimitWaitCap sets the longest wait for a rate-limit window
+// (default 16m); past it, a *RateLimitError. 0 never waits.
 func WithRateLimitWaitCap(d time.Duration) Option {
-	return func(c *Client) error {
-		c.waitCap = d
-		return errIf(d < 0, "client: negative rate-limit wait cap %s", d)
-	}
+	return option(func(c *Client) { c.waitCap = d }, d < 0, "client: negative rate-limit wait cap %s", d)
 }
 
-// WithLimits overrides per-user request limits per window. Operations not in
-// m keep DefaultLimits; a limit of 0 turns the client's own budget off for
-// that operation (429s are still handled).
+// WithLimits overrides per-user request limits per window; 0 turns the
+// client's own budget off for the operation (429s are still handled).
 func WithLimits(m map[Operation]int) Option {
 	return func(c *Client) error {
 		for op, n := range m {
@@ -255,52 +224,34 @@ func WithLimits(m map[Operation]int) Option {
 
 // WithWindow sets the rate-limit window until the server's headers say one (default 15m).
 func WithWindow(d time.Duration) Option {
-	return func(c *Client) error {
-		c.window = d
-		return errIf(d <= 0, "client: window must be positive, not %s", d)
-	}
+	return option(func(c *Client) { c.window = d }, d <= 0, "client: window must be positive, not %s", d)
 }
 
 // WithResetMargin sets the time added to a window's reset before sending again (default 1s).
 func WithResetMargin(d time.Duration) Option {
-	return func(c *Client) error {
-		c.margin = d
-		return errIf(d < 0, "client: negative reset margin %s", d)
-	}
+	return option(func(c *Client) { c.margin = d }, d < 0, "client: negative reset margin %s", d)
 }
 
-// WithMeter records usage in m (which may be shared by several clients).
-// Without it the client has a meter of its own at X's rates.
+// WithMeter records usage in m (default: a meter of its own at X's rates).
 func WithMeter(m *billing.Meter) Option {
-	return func(c *Client) error {
-		c.meter = m
-		return errIf(m == nil, "client: nil meter")
-	}
+	return option(func(c *Client) { c.meter = m }, m == nil, "client: nil meter")
 }
 
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option {
-	return func(c *Client) error {
-		c.userAgent = ua
-		return errIf(ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
-	}
+	return option(func(c *Client) { c.userAgent = ua }, ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
 }
 
 // WithMaxResponseBytes caps the size of a response body (default 16 MiB).
 func WithMaxResponseBytes(n int64) Option {
-	return func(c *Client) error {
-		c.maxBody = n
-		return errIf(n <= 0, "client: max response bytes must be positive, not %d", n)
-	}
+	return option(func(c *Client) { c.maxBody = n }, n <= 0, "client: max response bytes must be positive, not %d", n)
 }
 
-// WithLogger sets the logger for retries, rate-limit waits and requests
-// the budget refused (default: none).
+// WithLogger sets the logger for retries, waits and refusals (default: none).
 func WithLogger(l zerolog.Logger) Option { return setting(func(c *Client) { c.log = l }) }
 
-// WithWaitHook registers f, called as a rate-limit wait starts, so that a
-// caller can show a countdown (the meter records a wait once it has ended).
-// f runs on the goroutine that waits and must not block.
+// WithWaitHook registers f, called as a rate-limit wait starts (for a
+// countdown) on the goroutine that waits: it must not block.
 func WithWaitHook(f func(userID string, op Operation, d time.Duration)) Option {
 	return setting(func(c *Client) { c.waitHook = f })
 }
@@ -313,18 +264,14 @@ func WithRandom(seed uint64) Option {
 // WithTokenCheck selects how pagination tokens are checked (default
 // TokenBase32Hex, as the interface document specifies).
 func WithTokenCheck(tc TokenCheck) Option {
-	return func(c *Client) error {
-		c.tokenCheck = tc
-		return errIf(tc != TokenBase32Hex && tc != TokenOpaque, "client: unknown token check %d", tc)
-	}
+	return option(func(c *Client) { c.tokenCheck = tc }, tc != TokenBase32Hex && tc != TokenOpaque, "client: unknown token check %d", tc)
 }
 
-// New returns a client that sends through a copy of httpClient (which adds
-// the Authorization header) that does not follow redirects.
+// New returns a client that sends through a copy of httpClient, which adds
+// the Authorization header, that does not follow redirects.
 func New(httpClient *http.Client, opts ...Option) (*Client, error) {
-	hc := noRedirects(cmp.Or(httpClient, http.DefaultClient))
 	c := &Client{
-		http:      hc,
+		http:      noRedirects(cmp.Or(httpClient, http.DefaultClient)),
 		baseURL:   DefaultBaseURL,
 		clock:     clock.Real{},
 		retry:     DefaultRetryPolicy(),
@@ -336,6 +283,9 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		maxBody:   DefaultMaxResponseBytes,
 		log:       zerolog.Nop(),
 		timeouts:  DefaultTimeouts(),
+		meter:     billing.NewMeter(billing.DefaultRates()),
+		rng:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		storage:   noRedirects(&http.Client{}),
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -345,16 +295,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	if c.meter == nil {
-		c.meter = billing.NewMeter(billing.DefaultRates())
-	}
-	if c.rng == nil {
-		c.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
-	if c.storage == nil {
-		c.storage = noRedirects(&http.Client{})
-	}
-	c.budgets = newBudgets(c.limits, c.window, c.margin)
+	c.budgets = &budgets{limits: c.limits, window: c.window, margin: c.margin, m: map[budgetKey]*bucket{}}
 	return c, nil
 }
 
@@ -365,53 +306,41 @@ func noRedirects(hc *http.Client) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-func (c *Client) BaseURL() string { return c.baseURL }
-
 func (c *Client) Meter() *billing.Meter { return c.meter }
 
-// Limits returns a copy of the per-user limits the budget starts from.
-func (c *Client) Limits() map[Operation]int { return maps.Clone(c.limits) }
-
-// Budget returns the client's view of the (user, operation) window now (the
-// zero Rate without a limit).
+// Budget returns the client's view of the (user, operation) window now.
 func (c *Client) Budget(userID string, op Operation) Rate {
 	return c.budgets.get(budgetKey{userID, op}, c.clock.Now())
 }
 
-// String describes the client without any credentials.
 func (c *Client) String() string { return "client.Client{" + c.baseURL + "}" }
 
-// StaticToken returns an *http.Client that sends "Authorization: Bearer
-// <token>" on every request, and does not follow redirects. The transport
-// holds the token in a function: printing it does not show the token.
+// StaticToken returns an *http.Client that sends token as a bearer token
+// and does not follow redirects; printing it does not show the token.
 func StaticToken(token string) *http.Client { return StaticTokenWithTransport(token, nil) }
 
-// StaticTokenWithTransport is StaticToken sending through base (nil =
-// http.DefaultTransport), e.g. a transport that dials an in-process simulator.
+// StaticTokenWithTransport is StaticToken sending through base (nil = http.DefaultTransport).
 func StaticTokenWithTransport(token string, base http.RoundTripper) *http.Client {
 	return noRedirects(&http.Client{Transport: &bearer.Transport{Base: base, Token: func(context.Context) (string, error) { return token, nil }}})
 }
 
-// WithStop makes the client stop reading once stop ends, whatever the
-// context of each call: a call not yet sent returns at once, a wait ends,
-// and a request in flight may finish within grace (X bills a page when it
-// sends it, so it is kept). The error wraps context.Cause(stop). The
-// CloudQuery SDK's scheduler drops the rows it holds when its context ends,
-// so the exporter stops a sync by stopping its clients, not that context.
+// WithStop makes the client stop reading once stop ends: a call not yet
+// sent returns at once, a wait ends, and a request in flight may finish
+// within grace (X bills a page when it sends it). The error wraps
+// context.Cause(stop). The exporter stops a sync so, since the SDK's
+// scheduler drops the rows it holds when its own context ends.
 func WithStop(stop context.Context, grace time.Duration) Option {
 	return setting(func(c *Client) { c.stop, c.stopGrace = stop, grace })
 }
 
-// Sleep waits d on the client's clock, or until ctx ends or the client is
-// stopped (WithStop), and then returns the cause.
+// Sleep waits d on the client's clock, or until ctx ends or the client stops.
 func (c *Client) Sleep(ctx context.Context, d time.Duration) error {
 	ctx, done := c.stopping(ctx, 0)
 	defer done()
 	return c.clock.Sleep(ctx, d)
 }
 
-// stopping returns ctx, ended also after the client is stopped (at once,
-// or after grace), and the function that lets go of it.
+// stopping returns ctx, ended also grace after the client stops, and its release.
 func (c *Client) stopping(ctx context.Context, grace time.Duration) (context.Context, func()) {
 	if c.stop == nil {
 		return ctx, func() {}

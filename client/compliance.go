@@ -17,11 +17,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/billing"
 )
 
-// Batch compliance jobs (/2/compliance/jobs): a job takes a file of post
-// ids at its upload URL and reports those deleted, or whose authors were
-// suspended or made protected, at its download URL (signed URLs of X's
-// storage). Its API operations need the app's app-only bearer token and
-// share 150 requests per 15 minutes per app; X bills none of them.
+// Batch compliance jobs (/2/compliance/jobs): a job takes post ids at its
+// upload URL and reports those X asks to be changed at its download URL
+// (signed URLs of X's storage). Its operations need the app-only bearer
+// token and share 150 requests per 15 minutes per app; X bills none.
 
 // Operations of the compliance jobs.
 const (
@@ -68,20 +67,18 @@ type ComplianceJob struct {
 	DownloadExpiresAt time.Time `json:"download_expires_at"`
 }
 
-// Active reports whether the job still holds the app's one job of its
-// type: created or in progress.
+// Active reports whether the job is the app's one job of its type running.
 func (j *ComplianceJob) Active() bool { return j.Status == JobCreated || j.Status == JobInProgress }
 
 // CreateComplianceJobOptions are the body of POST /2/compliance/jobs. (X's
 // `resumable` is not asked for: its upload URL then takes Cloud Storage's
 // resumable protocol only, and a job's ids are a few MB.)
 type CreateComplianceJobOptions struct {
-	Type string // ComplianceTweets or ComplianceUsers
-	Name string // optional, at most MaxComplianceJobName characters
+	Type string `json:"type"`           // ComplianceTweets or ComplianceUsers
+	Name string `json:"name,omitempty"` // optional, at most MaxComplianceJobName characters
 }
 
-// ComplianceResult is one line of a job's results: a post (or user) whose
-// stored copies X asks to be changed.
+// ComplianceResult is one line of a job's results.
 type ComplianceResult struct {
 	ID         string     `json:"id"`
 	Action     string     `json:"action"` // "delete" for every reason X documents
@@ -107,17 +104,10 @@ func (e *NotFoundError) Error() string {
 
 func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 
-// WithStorageClient sets the HTTP client for the compliance jobs' upload and
-// download URLs, which must not add the app's Authorization header (default:
-// one on http.DefaultTransport). Its redirects are not followed.
+// WithStorageClient sets the HTTP client for the jobs' upload and download
+// URLs, which must not add the app's Authorization header.
 func WithStorageClient(hc *http.Client) Option {
-	return func(c *Client) error {
-		if hc == nil {
-			return errors.New("client: nil storage client")
-		}
-		c.storage = noRedirects(hc)
-		return nil
-	}
+	return option(func(c *Client) { c.storage = noRedirects(hc) }, hc == nil, "client: nil storage client")
 }
 
 // CreateComplianceJob creates a job: POST /2/compliance/jobs. X runs one job
@@ -130,24 +120,18 @@ func (c *Client) CreateComplianceJob(ctx context.Context, opts CreateComplianceJ
 	if len(opts.Name) > MaxComplianceJobName {
 		return nil, nil, newInputError(op, "name", opts.Name, fmt.Sprintf("must be at most %d characters", MaxComplianceJobName))
 	}
-	body, _ := json.Marshal(struct { // two strings: it cannot fail
-		Type string `json:"type"`
-		Name string `json:"name,omitempty"`
-	}{opts.Type, opts.Name})
-	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body, decode: unbilled(&job, decodeJob)})
-	return result(job, resp, err)
+	body, _ := json.Marshal(opts) // two strings: it cannot fail
+	return send(ctx, c, &call{op: op, method: http.MethodPost, path: "/2/compliance/jobs", body: body}, unbilled(decodeJob))
 }
 
 // GetComplianceJob reads a job: GET /2/compliance/jobs/:id. A job the API
-// does not know is a *NotFoundError (errors.Is(err, ErrNotFound)).
+// does not know is a *NotFoundError.
 func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJob, *Response, error) {
 	const op = OpGetComplianceJob
 	if err := validID(op, "job id", id); err != nil {
 		return nil, nil, err
 	}
-	var job *ComplianceJob
-	resp, err := c.do(ctx, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id, decode: unbilled(&job, decodeJob)})
+	job, resp, err := send(ctx, c, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs/" + id}, unbilled(decodeJob))
 	var eo *ErrorsOnlyError
 	var ae *APIError
 	switch {
@@ -156,7 +140,7 @@ func (c *Client) GetComplianceJob(ctx context.Context, id string) (*ComplianceJo
 	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
 		return nil, resp, &NotFoundError{Operation: op, ID: id, Detail: ae.message()}
 	}
-	return result(job, resp, err)
+	return job, resp, err
 }
 
 // ListComplianceJobs lists the app's jobs of a type, optionally of one
@@ -173,53 +157,31 @@ func (c *Client) ListComplianceJobs(ctx context.Context, jobType, status string)
 		}
 		q.Set("status", status)
 	}
-	var jobs []ComplianceJob
-	resp, err := c.do(ctx, &call{
-		op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q,
-		decode: func(b []byte) (billing.Billed, error) {
-			var w struct {
-				Data []ComplianceJob `json:"data"`
-			}
-			if err := decodeSmall(b, &w, func() error { return nil }); err != nil {
-				return billing.Billed{}, err
-			}
-			for i, j := range w.Data {
-				if j.ID == "" {
-					return billing.Billed{}, shapef("data[%d] has no id", i)
-				}
-			}
-			jobs = w.Data
-			return billing.Billed{}, nil
-		},
-	})
-	return result(jobs, resp, err)
+	return send(ctx, c, &call{op: op, method: http.MethodGet, path: "/2/compliance/jobs", query: q}, unbilled(decodeJobs))
 }
 
-// UploadComplianceIDs uploads a job's ids, one per line, to its upload URL
-// without the app's token. Uploading again replaces the file.
+// UploadComplianceIDs uploads a job's ids, one per line, to its upload URL.
+// Uploading again replaces the file.
 func (c *Client) UploadComplianceIDs(ctx context.Context, job *ComplianceJob, ids []string) (*Response, error) {
 	const op = OpUploadComplianceIDs
 	if job == nil {
 		return nil, newInputError(op, "job", "", "is nil")
 	}
-	var body bytes.Buffer
-	body.Grow(len(ids) * 20)
+	var body []byte
 	for _, id := range ids {
 		if err := validID(op, "post id", id); err != nil {
 			return nil, err
 		}
-		body.WriteString(id)
-		body.WriteByte('\n')
+		body = append(append(body, id...), '\n')
 	}
-	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body.Bytes(), contentType: "text/plain",
+	resp, err := c.storageCall(ctx, &call{op: op, method: http.MethodPut, body: body, contentType: "text/plain",
 		decode: func([]byte) (billing.Billed, error) { return billing.Billed{}, nil }}, "upload_url", job.UploadURL)
 	return resp, storageHint(err, "the upload URL takes the ids for 15 minutes after the job was created; a job not uploaded by then expires")
 }
 
-// DownloadComplianceResults reads a complete job's results from its
-// download URL, without the app's token: one JSON object per line, each
-// passed to each as it is read. A line that is not a result with an id is a
-// *MalformedResponseError naming it. A retried attempt reads the file again.
+// DownloadComplianceResults passes each result of a complete job to each,
+// as its lines are read; a retried attempt reads the file again. A line
+// that is not a result with an id is a *MalformedResponseError naming it.
 func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJob, each func(ComplianceResult)) (*Response, error) {
 	const op = OpDownloadComplianceResults
 	if job == nil {
@@ -235,11 +197,8 @@ func (c *Client) DownloadComplianceResults(ctx context.Context, job *ComplianceJ
 // lines (an id, an action, a reason and two dates) are about 150 bytes.
 const MaxComplianceResultLine = 64 << 10
 
-// storageCall sends a request to one of a job's storage URLs, as given (its
-// signed query is not re-encoded), through the client's retry, rate-limit
-// and metering rules but on the storage client. Whether a server was ever
-// reached is judged for the call alone: an answer from the API says nothing
-// of the storage host.
+// storageCall sends cl to a job's storage URL as given (its signed query is
+// not re-encoded), on the storage client, by the client's other rules.
 func (c *Client) storageCall(ctx context.Context, cl *call, param, rawURL string) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
@@ -273,22 +232,35 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	var w struct {
 		Data *ComplianceJob `json:"data"`
 	}
-	if err := decodeSmall(body, &w, func() error { return nil }); err != nil {
+	err := decodeSmall(body, &w, func() error {
+		if w.Data == nil {
+			return shapeError("no data")
+		}
+		if err := badID("data.id", w.Data.ID); err != nil || w.Data.Status != "" {
+			return err
+		}
+		return shapeError("no data.status")
+	})
+	if err != nil {
 		return nil, err
-	}
-	switch {
-	case w.Data == nil || w.Data.ID == "":
-		return nil, shapeError("no data.id in the body")
-	case !ValidID(w.Data.ID):
-		return nil, shapef("data.id %s is not an X id (%s)", shown(w.Data.ID), idRule)
-	case w.Data.Status == "":
-		return nil, shapeError("no data.status in the body")
 	}
 	return w.Data, nil
 }
 
-// readComplianceResults reads newline-delimited JSON results, passing each
-// to each; blank lines are skipped.
+func decodeJobs(body []byte) ([]ComplianceJob, error) {
+	var w struct {
+		Data []ComplianceJob `json:"data"`
+	}
+	err := decodeSmall(body, &w, func() error {
+		if i := slices.IndexFunc(w.Data, func(j ComplianceJob) bool { return j.ID == "" }); i >= 0 {
+			return shapef("no data[%d].id", i)
+		}
+		return nil
+	})
+	return w.Data, err
+}
+
+// readComplianceResults reads newline-delimited JSON results, skipping blank lines.
 func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 4096), MaxComplianceResultLine)
@@ -301,16 +273,10 @@ func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 		}
 		var r ComplianceResult
 		if err := unmarshalObject(validText(line), &r); err != nil {
-			if isSyntaxError(err) {
-				return fmt.Errorf("results line %d: %w", n, err)
-			}
-			return shapef("results line %d: %v", n, err)
+			return fmt.Errorf("results line %d: %w", n, err)
 		}
-		switch {
-		case r.ID == "":
-			return shapef("results line %d has no id", n)
-		case !ValidID(r.ID):
-			return shapef("results line %d: id %s is not an X id (%s)", n, shown(r.ID), idRule)
+		if err := badID("id", r.ID); err != nil {
+			return fmt.Errorf("results line %d: %w", n, err)
 		}
 		each(r)
 	}

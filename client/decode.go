@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,9 +35,8 @@ var (
 	errEmptyBody = errors.New("empty body")
 	errNotObject = shapeError("top-level value is not a JSON object")
 	// errNoMeta refuses a bookmarks page without meta.result_count, which the
-	// document says every page has. Taken as it is, it has no next_token: the
-	// walk would end there as if the list did, and the next sync would bill
-	// again every post below it.
+	// document says every page has: taken for the list's last page, it would
+	// have the next sync bill again every post below it.
 	errNoMeta = shapeError("no meta.result_count (every page has one)")
 )
 
@@ -66,8 +66,7 @@ func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 }
 
 // classify tells why body could not be decoded: the decoder stops at the
-// first value of the wrong shape, before it has seen whether the rest is
-// JSON, and a body that is not is a syntax error whatever its start was.
+// first wrong shape, and a body whose rest is not JSON is a syntax error.
 func classify(body []byte, err error) error {
 	if isSyntaxError(err) {
 		return err
@@ -79,9 +78,8 @@ func classify(body []byte, err error) error {
 	return shapeError(shapeText(err))
 }
 
-// shapeText says where a value had the wrong shape in the terms of JSON,
-// not of the Go types it was decoded into: "a string at /data/0/id, where
-// a number belongs".
+// shapeText says where a value had the wrong shape in the terms of JSON, not
+// of Go types: "a string at /data/0/id, where a number belongs".
 func shapeText(err error) string {
 	var se *jsonv2.SemanticError
 	if !errors.As(err, &se) || se.GoType == nil || se.JSONKind == jsontext.KindInvalid {
@@ -103,40 +101,31 @@ var jsonKinds = map[jsontext.Kind]string{
 	jsontext.KindNumber: "a number", jsontext.KindBeginObject: "an object", jsontext.KindBeginArray: "an array",
 }
 
+var goKinds = map[reflect.Kind]string{reflect.Struct: "an object", reflect.Map: "an object", reflect.Slice: "an array",
+	reflect.Array: "an array", reflect.String: "a string", reflect.Bool: "true or false", reflect.Float32: "a number", reflect.Float64: "a number"}
+
 // kindOf is the JSON value a Go type is decoded from.
 func kindOf(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch k := t.Kind(); {
-	case k == reflect.Struct || k == reflect.Map:
-		return "an object"
-	case k == reflect.Slice || k == reflect.Array:
-		return "an array"
-	case k == reflect.String:
-		return "a string"
-	case k == reflect.Bool:
-		return "true or false"
-	case k >= reflect.Int && k <= reflect.Uint64:
+	if k := t.Kind(); k >= reflect.Int && k <= reflect.Uint64 {
 		return "an integer"
-	case k == reflect.Float32 || k == reflect.Float64:
-		return "a number"
 	}
-	return "another value"
+	return cmp.Or(goKinds[t.Kind()], "another value")
 }
 
 // rawValue is a JSON value as the bytes of the body it was read from.
 type rawValue []byte
 
-// withRaw is an object decoded, and the bytes of the body it was read from.
+// withRaw is an object decoded, and its bytes in the body.
 type withRaw[T any] struct {
 	v   T
 	raw []byte
 }
 
-// bodyOptions are the options that decode body: rawValue and withRaw are
-// kept as slices of it, whose capacity ends with them (appending to one
-// copies, and never writes over the rest of the body).
+// bodyOptions decode body keeping rawValue and withRaw as slices of it,
+// capped so that appending to one copies rather than write over the body.
 func bodyOptions(body []byte) jsonv2.Options {
 	span := func(start, end int64) []byte {
 		return bytes.TrimLeft(body[start:end:end], " \t\r\n,:") // the separator read before the value
@@ -168,15 +157,13 @@ func keepRaw[T any](span func(start, end int64) []byte) *jsonv2.Unmarshalers {
 	})
 }
 
-// postPageBody is a bookmarks page as it is decoded.
 type postPageBody struct {
 	Data     []withRaw[postFields] `json:"data"`
 	Includes struct {
-		Users  []withRaw[userFields]  `json:"users"`
-		Media  []withRaw[mediaFields] `json:"media"`
-		Tweets []withRaw[postFields]  `json:"tweets"`
-		// The posts naming's expanded posts, taken as "tweets".
-		Posts  []withRaw[postFields]     `json:"posts"`
+		Users  []withRaw[userFields]     `json:"users"`
+		Media  []withRaw[mediaFields]    `json:"media"`
+		Tweets []withRaw[postFields]     `json:"tweets"`
+		Posts  []withRaw[postFields]     `json:"posts"` // the posts naming's "tweets"
 		Polls  []withRaw[jsontext.Value] `json:"polls"`
 		Places []withRaw[jsontext.Value] `json:"places"`
 	} `json:"includes"`
@@ -190,8 +177,7 @@ type pageMeta struct {
 	ResultCount *int `json:"result_count"`
 }
 
-// postFields are the members of a post object that are decoded, in both
-// namings (client.Naming).
+// postFields are the members of a post object that are decoded, in both namings.
 type postFields struct {
 	Post
 	CreatedAt        *string  `json:"created_at"` // a time that does not parse is kept in Raw only
@@ -208,10 +194,9 @@ type postFields struct {
 	ArticleTitle       rawValue `json:"article_title"`
 }
 
-// inTweetsNaming reads the members of the posts naming as those of the
-// tweets naming where the post has none of the latter, and public_metrics'
-// repost_count as retweet_count (and makeUser a user's post_count as
-// tweet_count): a post's columns say the same whichever naming X answered in.
+// inTweetsNaming reads the posts naming's members, and repost_count, as the
+// tweets naming's where the post has none of the latter: a post's columns say
+// the same whichever naming X answered in.
 func (f *postFields) inTweetsNaming() {
 	if f.EditHistoryTweetIDs == nil {
 		f.EditHistoryTweetIDs = f.EditHistoryPostIDs
@@ -225,58 +210,47 @@ func (f *postFields) inTweetsNaming() {
 	f.PublicMetrics = renameMember(f.PublicMetrics, "repost_count", "retweet_count")
 }
 
-// renameMember returns the JSON object obj with its member from named to,
-// when it has one and no member named to; else obj itself.
+// renameMember returns obj with its member from named to, when it has one
+// and none named to; else obj itself.
 func renameMember(obj rawValue, from, to string) rawValue {
-	if !isObject(obj) {
+	var m map[string]jsontext.Value
+	if !isObject(obj) || jsonv2.Unmarshal(obj, &m, duplicateNames) != nil || m[from] == nil || m[to] != nil {
 		return obj
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(obj), duplicateNames)
-	var out bytes.Buffer
-	enc := jsontext.NewEncoder(&out, duplicateNames)
-	if tok, err := dec.ReadToken(); err != nil || enc.WriteToken(tok) != nil {
+	if _, err := dec.ReadToken(); err != nil {
 		return obj
 	}
-	renamed := false
-	for dec.PeekKind() != '}' {
-		tok, err := dec.ReadToken()
+	for dec.PeekKind() == '"' {
+		start := dec.InputOffset()
+		name, err := dec.ReadToken()
 		if err != nil {
 			return obj
 		}
-		name := tok.String() // a token lasts until the next read
-		switch name {
-		case to:
-			return obj
-		case from:
-			name, renamed = to, true
+		if name.String() == from {
+			start += int64(bytes.IndexByte(obj[start:], '"')) // past the separator read before the name
+			return slices.Concat(obj[:start], rawValue(strconv.Quote(to)), obj[dec.InputOffset():])
 		}
-		value, err := dec.ReadValue()
-		if err != nil || enc.WriteToken(jsontext.String(name)) != nil || enc.WriteValue(value) != nil {
+		if dec.SkipValue() != nil {
 			return obj
 		}
 	}
-	if !renamed || enc.WriteToken(jsontext.EndObject) != nil {
-		return obj
-	}
-	return rawValue(bytes.TrimRight(out.Bytes(), "\n"))
+	return obj
 }
 
-// userFields are the members of a user object that are decoded.
 type userFields struct {
 	User
 	CreatedAt     *string  `json:"created_at"` // a time that does not parse is kept in Raw only
 	PublicMetrics rawValue `json:"public_metrics"`
 }
 
-// mediaFields are the members of a media object that are decoded.
 type mediaFields struct {
 	Media
 	PublicMetrics rawValue `json:"public_metrics"`
 }
 
-// decodePostPage decodes a list_bookmarks page. res is what the body holds,
-// also when it is refused for its shape: X billed it. Every id in the page
-// must be an X id, and no post may be in it twice.
+// decodePostPage decodes a list_bookmarks page; res is what X billed, also
+// for a page refused for its shape.
 func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error) {
 	body = validText(body)
 	opts := bodyOptions(body)
@@ -318,14 +292,9 @@ func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error)
 	return page, res, nil
 }
 
-// raws are the objects as they came.
-func raws[T any](objs []withRaw[T]) []json.RawMessage {
-	if len(objs) == 0 {
-		return nil
-	}
-	out := make([]json.RawMessage, len(objs))
-	for i := range objs {
-		out[i] = objs[i].raw
+func raws[T any](objs []withRaw[T]) (out []json.RawMessage) {
+	for _, o := range objs {
+		out = append(out, o.raw)
 	}
 	return out
 }
@@ -351,31 +320,28 @@ type rawPageBody struct {
 	} `json:"includes"`
 }
 
-// refusedBilled is what a body refused for its shape holds: the ids that can
-// be read, and a count of the posts whose ids cannot.
+// refusedBilled is what a body refused for its shape billed: the ids that
+// can be read, and a count of the posts whose ids cannot.
 func refusedBilled(body []byte, opts jsonv2.Options) billing.Billed {
 	var w rawPageBody
 	_ = jsonv2.Unmarshal(body, &w, opts, duplicateNames) // what was read before a wrong shape
 	res := billing.Billed{Media: len(w.Includes.Media)}
-	for _, objs := range [][]rawValue{w.Data, w.Includes.Tweets, w.Includes.Posts} {
-		for _, raw := range objs {
-			if id, ok := topLevelString(raw, "id"); ok && id != "" {
-				res.Posts = append(res.Posts, id)
-			} else {
-				res.UnknownPosts++
-			}
+	for _, raw := range slices.Concat(w.Data, w.Includes.Tweets, w.Includes.Posts) {
+		if id := topLevelString(raw, "id"); id != "" {
+			res.Posts = append(res.Posts, id)
+		} else {
+			res.UnknownPosts++
 		}
 	}
 	for _, raw := range w.Includes.Users {
-		if id, ok := topLevelString(raw, "id"); ok && id != "" {
+		if id := topLevelString(raw, "id"); id != "" {
 			res.Users = append(res.Users, id)
 		}
 	}
 	return res
 }
 
-// countMismatch says how a meta.result_count disagrees with the posts a
-// page holds ("" when it does not).
+// countMismatch says how a meta.result_count disagrees with a page's posts.
 func countMismatch(resultCount, posts int) string {
 	if resultCount == posts {
 		return ""
@@ -388,13 +354,6 @@ func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], p
 	var e Expanded
 	for i := range users {
 		u, err := makeUser(&users[i])
-		switch {
-		case err != nil:
-		case u.ID == "":
-			err = shapeError("no id")
-		case !ValidID(u.ID):
-			err = shapef("id %s is not an X id (%s)", shown(u.ID), idRule)
-		}
 		if err != nil {
 			return e, fmt.Errorf("includes.users[%d]: %w", i, err)
 		}
@@ -436,7 +395,7 @@ func keepFirst[T any](m *map[string]*T, key string, v *T, n int) {
 
 func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 
-// makePost checks a post object as it was decoded and makes it a Post.
+// makePost checks a post object and makes it a Post.
 func makePost(w *withRaw[postFields], p *Post) error {
 	if !isObject(w.raw) {
 		return shapeError("not an object")
@@ -450,44 +409,42 @@ func makePost(w *withRaw[postFields], p *Post) error {
 		return err
 	}
 	p.CreatedAt = parseTime(f.CreatedAt)
-	if isObject(p.Attachments) {
-		var a struct {
-			MediaKeys []string `json:"media_keys"`
-		}
-		if err := jsonv2.Unmarshal(p.Attachments, &a, duplicateNames); err != nil {
-			return shapeError("attachments: " + shapeText(err))
-		}
-		p.MediaKeys = a.MediaKeys
+	var a struct {
+		MediaKeys []string `json:"media_keys"`
 	}
-	if len(p.ReferencedTweets) > 0 && p.ReferencedTweets[0] == '[' {
-		if err := jsonv2.Unmarshal(p.ReferencedTweets, &p.References, duplicateNames); err != nil {
-			return shapeError("referenced_tweets: " + shapeText(err))
-		}
-		for i, r := range p.References {
-			if r.ID == "" {
-				return shapef("referenced_tweets[%d]: no id", i)
-			}
-		}
+	var n struct {
+		Text string `json:"text"`
 	}
-	if isObject(p.NoteTweet) {
-		var n struct {
-			Text string `json:"text"`
-		}
-		if err := jsonv2.Unmarshal(p.NoteTweet, &n, duplicateNames); err != nil {
-			return shapeError("note_tweet: " + shapeText(err))
-		}
-		p.NoteText = n.Text
+	if err := cmp.Or(decodeMember("attachments", p.Attachments, '{', &a),
+		decodeMember("referenced_tweets", p.ReferencedTweets, '[', &p.References),
+		decodeMember("note_tweet", p.NoteTweet, '{', &n)); err != nil {
+		return err
+	}
+	p.MediaKeys, p.NoteText = a.MediaKeys, n.Text
+	if i := slices.IndexFunc(p.References, func(r Reference) bool { return r.ID == "" }); i >= 0 {
+		return shapef("referenced_tweets[%d]: no id", i)
 	}
 	decodeArticle(p)
 	if p.ArticleTitle == "" {
-		p.ArticleTitle = articleTitle(f.ArticleTitle)
+		p.ArticleTitle = stringOr(f.ArticleTitle, "title") // X's description calls it an object
 	}
 	p.Raw = w.raw
 	return nil
 }
 
-// parseTime reads an RFC 3339 time, with or without fractional seconds; nil
-// when absent or unreadable (the object's Raw keeps it).
+// decodeMember decodes the member name of a post into v when its value
+// starts with open (an object or an array); other values are kept raw only.
+func decodeMember(name string, raw json.RawMessage, open byte, v any) error {
+	if len(raw) == 0 || raw[0] != open {
+		return nil
+	}
+	if err := jsonv2.Unmarshal(raw, v, duplicateNames); err != nil {
+		return shapeError(name + ": " + shapeText(err))
+	}
+	return nil
+}
+
+// parseTime reads an RFC 3339 time; nil when absent or unreadable (Raw keeps it).
 func parseTime(s *string) *time.Time {
 	if s != nil {
 		if t, err := time.Parse(time.RFC3339, *s); err == nil {
@@ -497,8 +454,8 @@ func parseTime(s *string) *time.Time {
 	return nil
 }
 
-// decodeArticle reads an X Article's title, body and media keys, when it is
-// an object. It is not in X's published schema: odd members are not refused.
+// decodeArticle reads an X Article's title, body and media keys. It is not
+// in X's published schema: odd members are not refused.
 func decodeArticle(p *Post) {
 	var a struct {
 		Title         rawValue   `json:"title"`
@@ -509,38 +466,25 @@ func decodeArticle(p *Post) {
 	if jsonv2.Unmarshal(p.Article, &a, bodyOptions(p.Article), duplicateNames) != nil {
 		return
 	}
-	str := func(raw rawValue) string {
-		var s string
-		_ = jsonv2.Unmarshal(raw, &s)
-		return s
-	}
-	key := func(raw rawValue) string {
-		if k := str(raw); k != "" {
-			return k
-		}
-		k, _ := topLevelString(raw, "media_key")
-		return k
-	}
-	p.ArticleTitle, p.ArticleText, p.ArticleCover = str(a.Title), str(a.PlainText), key(a.CoverMedia)
+	p.ArticleTitle, p.ArticleText = stringOr(a.Title, ""), stringOr(a.PlainText, "")
+	p.ArticleCover = stringOr(a.CoverMedia, "media_key")
 	for _, raw := range a.MediaEntities {
-		if k := key(raw); k != "" && !slices.Contains(p.ArticleMediaKeys, k) {
+		if k := stringOr(raw, "media_key"); k != "" && !slices.Contains(p.ArticleMediaKeys, k) {
 			p.ArticleMediaKeys = append(p.ArticleMediaKeys, k)
 		}
 	}
 }
 
-// articleTitle reads the posts naming's article_title: the title as a
-// string, or an object that holds it (X's description calls it an object).
-func articleTitle(raw rawValue) string {
+// stringOr reads raw as a string, or an object's string member key.
+func stringOr(raw rawValue, key string) string {
 	var s string
-	if jsonv2.Unmarshal(raw, &s) == nil {
-		return s
+	if jsonv2.Unmarshal(raw, &s) != nil {
+		s = topLevelString(raw, key)
 	}
-	t, _ := topLevelString(raw, "title")
-	return t
+	return s
 }
 
-// makeUser checks a user object as it was decoded and makes it a User.
+// makeUser checks a user object and makes it a User.
 func makeUser(w *withRaw[userFields]) (*User, error) {
 	if !isObject(w.raw) {
 		return nil, shapeError("not an object")
@@ -548,15 +492,26 @@ func makeUser(w *withRaw[userFields]) (*User, error) {
 	u := w.v.User
 	u.CreatedAt = parseTime(w.v.CreatedAt)
 	u.PublicMetrics, u.Raw = json.RawMessage(renameMember(w.v.PublicMetrics, "post_count", "tweet_count")), w.raw
-	return &u, nil
+	return &u, badID("id", u.ID)
 }
 
-// partialErrors decodes the "errors" of a 200, each kept raw too.
+// anyText reads a JSON value other than a string or null into a string as
+// its JSON text: an odd element of "errors" must not cost the posts beside it.
+var anyText = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *string) error {
+	if k := dec.PeekKind(); k == '"' || k == 'n' {
+		return errors.ErrUnsupported // decoded as usual
+	}
+	v, err := dec.ReadValue()
+	*s = string(v)
+	return err
+}))
+
+// partialErrors decodes the "errors" of a 200, kept raw too.
 func partialErrors(raws []rawValue) ([]PartialError, error) {
 	var out []PartialError
 	for i, raw := range raws {
 		var pe PartialError
-		if err := jsonv2.Unmarshal(raw, &pe, duplicateNames); err != nil {
+		if err := jsonv2.Unmarshal(raw, &pe, duplicateNames, anyText); err != nil {
 			return nil, shapef("errors[%d]: %s", i, shapeText(err))
 		}
 		pe.Raw = json.RawMessage(raw)
@@ -590,8 +545,8 @@ func checkErrorsOnly(body []byte) error {
 }
 
 // decodeSmall decodes the body of a small operation into v; check says
-// whether it held what the operation returns. A body with only "errors" is
-// reported as such, whatever check would say.
+// whether it held what the operation returns. A body of only "errors" is
+// an *ErrorsOnlyError.
 func decodeSmall(body []byte, v any, check func() error) error {
 	body = validText(body)
 	err := unmarshalObject(body, v, bodyOptions(body))
@@ -631,7 +586,7 @@ func decodeFolderPostsPage(body []byte) (*FolderPostsPage, error) {
 	return p, err
 }
 
-// resources are the posts a folder page holds (its ids): each is billed.
+// billed is the posts a folder page holds (its ids): each is billed.
 func (p *FolderPostsPage) billed() billing.Billed {
 	var res billing.Billed
 	for _, d := range p.Data {
@@ -648,19 +603,15 @@ func (p *FolderPostsPage) billed() billing.Billed {
 }
 
 // checkIDs checks the ids of the n items of a page's data: each an X id,
-// and none twice. A list that shifts repeats an item across pages, never
-// within one: such a page is broken, and taken for a shift it would make
-// the walk keep a state that does not hold the list.
+// and none twice (a shift repeats an item across pages, never within one).
 func checkIDs(n int, id func(i int) string) error {
 	seen := make(map[string]int, n)
 	for i := range n {
 		v := id(i)
-		switch j, dup := seen[v]; {
-		case v == "":
-			return shapef("data[%d] has no id", i)
-		case !ValidID(v):
-			return shapef("data[%d].id %s is not an X id (%s)", i, shown(v), idRule)
-		case dup:
+		if err := badID(fmt.Sprintf("data[%d].id", i), v); err != nil {
+			return err
+		}
+		if j, dup := seen[v]; dup {
 			return shapef("data[%d].id %s repeats data[%d]: a page holds each item once", i, v, j)
 		}
 		seen[v] = i
@@ -671,29 +622,39 @@ func checkIDs(n int, id func(i int) string) error {
 // checkPostIDs checks the ids a post carries: its own and, when present,
 // those that are columns of the archive.
 func checkPostIDs(p *Post) error {
-	if p.ID == "" {
-		return shapeError("no id")
-	}
-	if !ValidID(p.ID) {
-		return shapef("id %s is not an X id (%s)", shown(p.ID), idRule)
+	if err := badID("id", p.ID); err != nil {
+		return err
 	}
 	for _, f := range [...]struct{ name, id string }{
 		{"author_id", p.AuthorID}, {"conversation_id", p.ConversationID}, {"in_reply_to_user_id", p.InReplyToUserID},
 	} {
-		if f.id != "" && !ValidID(f.id) {
-			return shapef("%s %s is not an X id (%s)", f.name, shown(f.id), idRule)
+		if f.id != "" {
+			if err := badID(f.name, f.id); err != nil {
+				return err
+			}
 		}
 	}
 	for i, id := range p.EditHistoryTweetIDs {
-		if !ValidID(id) {
-			return shapef("edit_history_tweet_ids[%d] %s is not an X id (%s)", i, shown(id), idRule)
+		if err := badID(fmt.Sprintf("edit_history_tweet_ids[%d]", i), id); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// shown is a value from a response as an error may show it: quoted when
-// short, else only its length (it may be a credential a server echoes).
+// badID says what is wrong with the id called name: missing, or not an X id.
+func badID(name, id string) error {
+	switch {
+	case id == "":
+		return shapef("no %s", name)
+	case !ValidID(id):
+		return shapef("%s %s is not an X id (%s)", name, shown(id), idRule)
+	}
+	return nil
+}
+
+// shown is a value as an error may show it: quoted when short, else its
+// length only (it may be a credential a server echoes).
 func shown(v string) string {
 	if len(v) > maxQuoted {
 		return fmt.Sprintf("(%d characters, not shown)", len(v))
@@ -702,24 +663,17 @@ func shown(v string) string {
 }
 
 // validText returns body with what is not Unicode made U+FFFD, as
-// encoding/json decodes it: bytes that are not UTF-8 and escaped halves of
-// a surrogate pair without their other half. The raw objects kept from a
-// page then say what the decoded fields say, and every reader of the
-// archive can read them (DuckDB refuses both).
-func validText(body []byte) []byte { return loneSurrogates(validUTF8(body)) }
-
-// validUTF8 returns b with every byte that is not part of valid UTF-8
-// replaced by U+FFFD, one per byte, as encoding/json decodes such bytes.
-func validUTF8(b []byte) []byte {
-	if utf8.Valid(b) {
-		return b
+// encoding/json decodes it (invalid UTF-8, lone escaped surrogates): the
+// raw objects then say what the fields say, and DuckDB can read them.
+func validText(body []byte) []byte {
+	if !utf8.Valid(body) {
+		body = bytes.Map(func(r rune) rune { return r }, body) // each invalid byte is read as RuneError
 	}
-	return bytes.Map(func(r rune) rune { return r }, b) // each invalid byte is read as RuneError
+	return loneSurrogates(body)
 }
 
-// loneSurrogates returns b with every \u escape of half a surrogate pair
-// that is not part of a pair replaced by \ufffd (as long); b is copied only
-// when one is. In valid JSON a backslash always starts an escape.
+// loneSurrogates replaces each \u escape of a lone surrogate by \ufffd (as
+// long), copying b only then. In valid JSON a backslash starts an escape.
 func loneSurrogates(b []byte) []byte {
 	out := b
 	for i := 0; i < len(b)-1; i++ {
@@ -770,17 +724,11 @@ func decodeUser(body []byte) (*User, error) {
 	var u *User
 	err := decodeSmall(body, &w, func() error {
 		if w.Data == nil {
-			return shapeError("no data.id in the body")
+			return shapeError("no data")
 		}
 		var err error
 		if u, err = makeUser(w.Data); err != nil {
-			return shapef("data: %v", err)
-		}
-		switch {
-		case u.ID == "":
-			return shapeError("no data.id in the body")
-		case !ValidID(u.ID):
-			return shapef("data.id %s is not an X id (%s)", shown(u.ID), idRule)
+			return fmt.Errorf("data: %w", err)
 		}
 		return nil
 	})
@@ -802,20 +750,16 @@ func decodeBookmarked(body []byte) (bool, error) {
 	return err == nil && *w.Data.Bookmarked, err
 }
 
-// topLevelString returns the string member key of the JSON object raw.
-func topLevelString(raw []byte, key string) (string, bool) {
+// topLevelString returns the string member key of the JSON object raw ("" if none).
+func topLevelString(raw []byte, key string) string {
 	var m map[string]jsontext.Value
-	if jsonv2.Unmarshal(raw, &m, duplicateNames) != nil {
-		return "", false
-	}
 	var v string
-	if jsonv2.Unmarshal(m[key], &v) != nil {
-		return "", false
+	if jsonv2.Unmarshal(raw, &m, duplicateNames) == nil {
+		_ = jsonv2.Unmarshal(m[key], &v)
 	}
-	return v, true
+	return v
 }
 
-// storedPage is a bookmarks page as StoredPage writes it: X's own shape.
 type storedPage struct {
 	Data     []json.RawMessage `json:"data"`
 	Includes Includes          `json:"includes"`

@@ -68,11 +68,11 @@ func TestDecodePostPage_RealShapedBody(t *testing.T) {
 	if len(p.Includes.Users) != 17 || len(p.Includes.Media) != 3 {
 		t.Errorf("includes: %d users, %d media", len(p.Includes.Users), len(p.Includes.Media))
 	}
-	if u := p.Includes.UsersByID()["1000000"]; !bytes.Contains(u, []byte(`"username":"gopher0"`)) {
-		t.Errorf("UsersByID: %s", u)
+	if u := p.Expanded.Users["1000000"]; u == nil || !bytes.Contains(u.Raw, []byte(`"username":"gopher0"`)) {
+		t.Errorf("Expanded.Users: %+v", u)
 	}
-	if m := p.Includes.MediaByKey()["3_"+wantID]; m == nil {
-		t.Errorf("MediaByKey missing 3_%s", wantID)
+	if m := p.Expanded.Media["3_"+wantID]; m == nil {
+		t.Errorf("Expanded.Media missing 3_%s", wantID)
 	}
 	if len(p.Errors) != 1 || p.Errors[0].Title != "Not Found Error" || p.Errors[0].ResourceType != "tweet" ||
 		p.Errors[0].Parameter != "referenced_tweets.id" || p.Errors[0].ResourceID != "1879999999999999999" || len(p.Errors[0].Raw) == 0 {
@@ -267,7 +267,7 @@ func checkAccepted(t *testing.T, p *PostPage) {
 	}
 	for _, objs := range [][]json.RawMessage{p.Includes.Users, p.Includes.Tweets} {
 		for _, raw := range objs {
-			if id, ok := topLevelString(raw, "id"); ok && !ValidID(id) {
+			if id := topLevelString(raw, "id"); !ValidID(id) {
 				t.Fatalf("an expanded object's id %q accepted", id)
 			}
 		}

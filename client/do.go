@@ -31,24 +31,19 @@ type call struct {
 	contentType string // body's; "" is application/json
 	storageURL  string // a compliance job's signed URL, in place of the base URL and path (storageCall)
 	pageSize    int    // max_results asked for (0 = API default), for PostsUnread
-	// decode decodes a 2xx body and returns the billed resources it holds,
-	// also when it refuses the body (X billed them all the same).
+	// decode returns what a 2xx body billed, also when it refuses the body.
 	decode func(body []byte) (billing.Billed, error)
-	// stream, in place of decode, reads a 2xx body of any size as it
-	// arrives (nothing in it is billed).
-	stream func(body io.Reader) error
+	stream func(body io.Reader) error // in place of decode: a body of any size, read as it arrives, unbilled
 }
 
 // attempts is what one call has been through so far.
 type attempts struct {
 	*call
-	resp *Response
-	key  budgetKey
-	url  string
-	http *http.Client
-	// answered is set once any response has come from the call's server:
-	// the base URL's (the client's), or a storage URL's (the call's own).
-	answered       *atomic.Bool
+	resp           *Response
+	key            budgetKey
+	url            string
+	http           *http.Client
+	answered       *atomic.Bool  // a response came from the call's server: the client's, or a storage URL's (the call's own)
 	start          time.Time     // first send, for the retry budget
 	paused         time.Duration // waiting for rate-limit windows: not counted in the retry budget
 	faults         int           // transient faults so far
@@ -63,21 +58,17 @@ type attempts struct {
 func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 	ctx = cmp.Or(ctx, context.Background())
 	a := c.newAttempts(cl)
-	// Once the client is stopped, waits end at once and a request in
-	// flight within the grace (see WithStop).
+	// Once the client is stopped, waits end at once, a request in flight within the grace.
 	sendCtx, doneSend := c.stopping(ctx, c.stopGrace)
 	defer doneSend()
 	ctx, done := c.stopping(ctx, 0)
 	defer done()
-	if ctx.Err() != nil { // stopped before: nothing is sent
-		return a.resp, c.ctxError(a.op, ctx, ctx.Err())
-	}
 	for {
+		if ctx.Err() != nil { // stopped: nothing more is sent
+			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
+		}
 		if err := c.acquire(ctx, a); err != nil {
 			return a.resp, err
-		}
-		if ctx.Err() != nil { // stopped while it waited
-			return a.resp, c.ctxError(a.op, ctx, ctx.Err())
 		}
 		hr, body, err := c.send(sendCtx, a)
 		if hr != nil && hr.StatusCode == http.StatusTooManyRequests {
@@ -90,19 +81,13 @@ func (c *Client) do(ctx context.Context, cl *call) (*Response, error) {
 			if err = c.checkResponse(a, hr, body, err); err == nil {
 				return a.resp, nil
 			}
+			c.record(a, func(u *billing.Usage) { u.Errors++ })
 		}
 		if hr == nil && sendCtx.Err() != nil {
 			return a.resp, c.ctxError(a.op, sendCtx, sendCtx.Err())
 		}
-		if !c.transient(err) {
-			return a.resp, c.finalError(a, err)
-		}
-		again, berr := c.backoff(ctx, a, hr, err)
-		if berr != nil {
-			return a.resp, berr
-		}
-		if !again {
-			return a.resp, c.finalError(a, err)
+		if err := c.backoff(ctx, a, hr, err); err != nil {
+			return a.resp, err
 		}
 	}
 }
@@ -119,7 +104,6 @@ func (c *Client) newAttempts(cl *call) *attempts {
 	return a
 }
 
-// record adds to the meter row of the call's user and operation.
 func (c *Client) record(a *attempts, f func(u *billing.Usage)) { c.meter.Record(a.user, a.op, f) }
 
 // acquire reserves a request in the (user, operation) window, waiting for the
@@ -144,7 +128,6 @@ func (c *Client) acquire(ctx context.Context, a *attempts) error {
 	}
 }
 
-// waitForWindow sleeps until a rate-limit window resets.
 func (c *Client) waitForWindow(ctx context.Context, a *attempts, wait time.Duration) error {
 	if c.waitHook != nil {
 		c.waitHook(a.user, a.op, wait)
@@ -159,20 +142,15 @@ func (c *Client) waitForWindow(ctx context.Context, a *attempts, wait time.Durat
 	return nil
 }
 
-// send sends one attempt and reads its body. A round trip that got no
-// response returns a nil response and a *transportError; a body that could
-// not be read whole returns what was read and the read error.
+// send sends one attempt and reads its body: no response is a
+// *transportError, a body not read whole what was read and the read error.
 func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte, error) {
 	if a.start.IsZero() {
 		a.start = c.clock.Now()
 	}
-	var reqBody io.Reader
-	if a.body != nil {
-		reqBody = bytes.NewReader(a.body)
-	}
 	deadlines := StartDeadlines(ctx, c.timeouts)
 	defer deadlines.Stop()
-	req, err := http.NewRequestWithContext(deadlines.Context(), a.method, a.url, reqBody)
+	req, err := http.NewRequestWithContext(deadlines.Context(), a.method, a.url, bytes.NewReader(a.body))
 	if err != nil {
 		c.budgets.settle(a.key, Rate{}, false, false, c.clock.Now())
 		return nil, nil, fmt.Errorf("%s%s: building request: %w", errPrefix, a.op, err)
@@ -193,13 +171,15 @@ func (c *Client) send(ctx context.Context, a *attempts) (*http.Response, []byte,
 		return nil, nil, &transportError{deadlines.Err(err)}
 	}
 	a.answered.Store(true)
-	// The transport may have put the Authorization header on the request
-	// it returns; hand back the request as built here instead.
+	// Not the transport's request, which may hold the Authorization header.
 	hr.Request = req
 	var body []byte
 	var readErr error
 	if a.stream != nil && hr.StatusCode/100 == 2 {
-		readErr = a.streamBody(hr)
+		r := &bodyReader{r: hr.Body}
+		a.streamErr = a.stream(r) // what the stream said of the body; r.err is a read's error
+		readErr = r.err
+		hr.Body.Close()
 	} else {
 		body, readErr = c.readBody(hr)
 	}
@@ -229,10 +209,9 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 		wait = rate.Reset.Add(c.margin).Sub(now)
 	}
 	if wait <= c.margin {
-		// No reset, or one that looks past although the server refused
-		// (our clock is ahead of X's): wait what a Retry-After asks, or
-		// back off, longer each time, rather than send again at once.
-		if ra, ok := retryAfter(hr.Header, now); ok && ra > 0 {
+		// No reset, or one that looks past (our clock is ahead of X's): wait
+		// what a Retry-After asks, or back off, longer each time.
+		if ra, ok := retryAfter(hr, now); ok && ra > 0 {
 			wait = ra + c.margin
 		} else {
 			wait = c.rateLimitBackoff(a.rateLimitWaits + 1)
@@ -249,20 +228,18 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	return c.waitForWindow(ctx, a, wait)
 }
 
-// checkResponse turns a response other than a 429 into the call's result:
-// nil when a 2xx body decoded.
+// checkResponse is the result of a response other than a 429 (each error
+// is metered in Errors).
 func (c *Client) checkResponse(a *attempts, hr *http.Response, body []byte, readErr error) error {
 	status := hr.StatusCode
 	switch {
 	case errors.Is(readErr, ErrResponseTooLarge):
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, status)
 		return &MalformedResponseError{Operation: a.op, Status: status, Response: hr,
 			Reason: fmt.Sprintf("body larger than the %d-byte cap", c.maxBody), Err: ErrResponseTooLarge}
 	case status/100 == 2:
 		return c.decode(a, hr, body, readErr)
 	}
-	c.record(a, func(u *billing.Usage) { u.Errors++ })
 	apiErr := newAPIError(a.op, hr, body)
 	if status/100 == 3 {
 		apiErr.Hint = "the API answered with a redirect, which the client does not follow; check the base URL"
@@ -276,7 +253,6 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		return &MalformedResponseError{Operation: a.op, Status: hr.StatusCode, Response: hr, Reason: reason, Err: err, unreadable: unreadable}
 	}
 	if readErr != nil {
-		c.record(a, func(u *billing.Usage) { u.Errors++ })
 		c.recordUnread(a, hr.StatusCode)
 		return malformed("body was cut short", readErr, true)
 	}
@@ -291,7 +267,6 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 		c.bill(a, res, true)
 		return nil
 	}
-	c.record(a, func(u *billing.Usage) { u.Errors++ })
 	var eo *ErrorsOnlyError
 	switch {
 	case errors.As(err, &eo):
@@ -311,8 +286,7 @@ func (c *Client) decode(a *attempts, hr *http.Response, body []byte, readErr err
 	return malformed("body was valid JSON but not what this operation returns", err, false)
 }
 
-// bill meters the resources of a 2xx body (ok: it was decoded) and reports a
-// meta.result_count that disagrees with the posts the body held.
+// bill meters a 2xx body (ok: it was decoded) and logs a count mismatch.
 func (c *Client) bill(a *attempts, res billing.Billed, ok bool) {
 	a.resp.PostsReturned = len(res.Posts) + res.UnknownPosts
 	c.meter.Bill(a.user, a.op, c.clock.Now(), res, ok)
@@ -324,7 +298,7 @@ func (c *Client) bill(a *attempts, res billing.Billed, ok bool) {
 // recordUnread meters a 2xx post page whose body could not be read: X billed
 // its posts, at most the page size asked for, but how many is not known.
 func (c *Client) recordUnread(a *attempts, status int) {
-	if status/100 == 2 && returnsPosts(a.op) {
+	if status/100 == 2 && (a.op == OpListBookmarks || a.op == OpGetFolder) {
 		c.record(a, func(u *billing.Usage) { u.PostsUnread += cmp.Or(a.pageSize, 10) })
 	}
 }
@@ -346,26 +320,24 @@ func (c *Client) transient(err error) bool {
 	return false
 }
 
-// backoff sleeps before the next attempt at a call that met a transient
-// fault, and reports whether there is one (RetryPolicy). A Retry-After is
-// honoured; one past the budget ends the call at once.
-func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) (bool, error) {
+// backoff sleeps before the next attempt after a transient fault, or
+// returns the call's final error. A Retry-After past the budget ends the call.
+func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fault error) error {
+	if !c.transient(fault) {
+		return c.finalError(a, fault)
+	}
 	a.faults++
 	now := c.clock.Now()
 	left := c.retry.Budget - (now.Sub(a.start) - a.paused)
 	floor := a.resp.Attempts < c.retry.MaxAttempts
 	if !floor && (left <= 0 || a.neverAnswered(fault)) {
-		return false, nil
+		return c.finalError(a, fault)
 	}
-	d := c.jitter(a.faults)
-	var ra time.Duration
-	var hasRA bool
-	if hr != nil {
-		ra, hasRA = retryAfter(hr.Header, now)
-	}
+	d := c.random(doubled(c.retry.BaseDelay, c.retry.MaxDelay, a.faults)) // full jitter
+	ra, hasRA := retryAfter(hr, now)
 	switch {
 	case hasRA && ra > max(left, c.retry.MaxDelay):
-		return false, nil
+		return c.finalError(a, fault)
 	case hasRA:
 		d = ra
 	case !floor:
@@ -375,15 +347,15 @@ func (c *Client) backoff(ctx context.Context, a *attempts, hr *http.Response, fa
 		Str("fault", oneLine(c.redactor.String(fault.Error()), 200)).Stringer("backoff", d).Stringer("retry_budget_left", max(left, 0)).
 		Msg("x api: transient fault; retrying")
 	if err := c.clock.Sleep(ctx, d); err != nil {
-		return false, c.ctxError(a.op, ctx, err)
+		return c.ctxError(a.op, ctx, err)
 	}
 	a.resp.Waited += d
 	c.record(a, func(u *billing.Usage) { u.Retries++; u.Backoff += d })
-	return true, nil
+	return nil
 }
 
-// finalError is the error the caller gets. One that ends a call after
-// transient faults says how many attempts it had and for how long.
+// finalError is the error the caller gets: after transient faults, with
+// how many attempts the call had and for how long.
 func (c *Client) finalError(a *attempts, err error) error {
 	tried := (c.clock.Now().Sub(a.start) - a.paused).Round(time.Millisecond)
 	var te *transportError
@@ -397,15 +369,15 @@ func (c *Client) finalError(a *attempts, err error) error {
 }
 
 func (c *Client) ctxError(op Operation, ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); cause != nil {
-		err = cause
-	}
-	return fmt.Errorf("%s%s: %w", errPrefix, op, err)
+	return fmt.Errorf("%s%s: %w", errPrefix, op, cmp.Or(context.Cause(ctx), err))
 }
 
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
+// retryAfter reads hr's Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(hr *http.Response, now time.Time) (time.Duration, bool) {
+	if hr == nil {
+		return 0, false
+	}
+	v := strings.TrimSpace(hr.Header.Get("Retry-After"))
 	if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 0 {
 		return time.Duration(n) * time.Second, true
 	}
@@ -425,16 +397,6 @@ func (c *Client) readBody(hr *http.Response) ([]byte, error) {
 	return b, err
 }
 
-// streamBody hands a 2xx body to the call's stream and closes it. It
-// returns the error of a read of the body (the body was cut short), and
-// keeps what the stream said of what it read in streamErr.
-func (a *attempts) streamBody(hr *http.Response) error {
-	defer hr.Body.Close()
-	r := &bodyReader{r: hr.Body}
-	a.streamErr = a.stream(r)
-	return r.err
-}
-
 // bodyReader keeps the error of a read, other than the end of the body.
 type bodyReader struct {
 	r   io.Reader
@@ -449,11 +411,6 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// jitter is the full-jitter backoff before retry n (1-based).
-func (c *Client) jitter(n int) time.Duration {
-	return c.random(doubled(c.retry.BaseDelay, c.retry.MaxDelay, n))
-}
-
 // rateLimitBackoff is the wait after the n-th 429 without a reset header:
 // half of min(cap, base×2^(n-1)) plus a random part up to the other half.
 func (c *Client) rateLimitBackoff(n int) time.Duration {
@@ -461,7 +418,6 @@ func (c *Client) rateLimitBackoff(n int) time.Duration {
 	return ceil/2 + c.random(ceil-ceil/2)
 }
 
-// doubled is min(limit, base×2^(n-1)).
 func doubled(base, limit time.Duration, n int) time.Duration {
 	for i := 1; i < n && base < limit; i++ {
 		base *= 2
@@ -469,25 +425,21 @@ func doubled(base, limit time.Duration, n int) time.Duration {
 	return min(base, limit)
 }
 
-// random is a uniformly random duration in [0, d].
 func (c *Client) random(d time.Duration) time.Duration {
 	c.rngMu.Lock()
 	defer c.rngMu.Unlock()
 	return time.Duration(c.rng.Int64N(int64(d) + 1))
 }
 
-// neverAnswered reports whether a fault reached no server (see unreached)
-// and no response has ever come from it: a wrong base_url or no network,
-// which gets MaxAttempts tries, so that the user hears of it in seconds.
-// Once the server has answered, such a fault is a blip in a walk (a load
-// balancer refusing connections during a deploy), retried within the budget.
+// neverAnswered reports whether a fault reached no server that has ever
+// answered: a wrong base_url or no network, tried MaxAttempts times so that
+// the user hears of it in seconds. Once the server has answered, such a
+// fault is a blip (a load balancer during a deploy), retried within the budget.
 func (a *attempts) neverAnswered(fault error) bool {
 	return unreached(fault) && !a.answered.Load()
 }
 
-// unreached reports whether a fault happened before any server was reached:
-// the address did not resolve, nothing accepted the connection, or no
-// connection came within the connect timeout.
+// unreached: the address did not resolve, or no connection was made in time.
 func unreached(err error) bool {
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
@@ -497,8 +449,7 @@ func unreached(err error) bool {
 }
 
 // retryableTransport reports whether a failed round trip is worth another
-// try: connection resets, refusals, timeouts and early EOFs. Other errors
-// (from an auth transport refreshing a token, for one) are returned at once.
+// try; others (an auth transport's failed refresh) are returned at once.
 func retryableTransport(err error) bool {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),

@@ -13,31 +13,24 @@ import (
 // Me resolves the user behind the token: GET /2/users/me. Its budget and
 // meter rows are under the user ID "" (the user is not known before).
 func (c *Client) Me(ctx context.Context) (*User, *Response, error) {
-	var u *User
-	resp, err := c.do(ctx, &call{
-		op: OpUsersMe, method: http.MethodGet, path: "/2/users/me",
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			if u, err = decodeUser(b); err != nil {
-				return billing.Billed{}, err
-			}
-			return billing.Billed{Users: []string{u.ID}}, nil
-		},
+	return send(ctx, c, &call{op: OpUsersMe, method: http.MethodGet, path: "/2/users/me"}, func(b []byte) (*User, billing.Billed, error) {
+		u, err := decodeUser(b)
+		if err != nil {
+			return nil, billing.Billed{}, err
+		}
+		return u, billing.Billed{Users: []string{u.ID}}, nil
 	})
-	return result(u, resp, err)
 }
 
-// unbilled decodes into *v a body X bills nothing for.
-func unbilled[T any](v *T, decode func([]byte) (T, error)) func([]byte) (billing.Billed, error) {
-	return func(b []byte) (billing.Billed, error) {
-		var err error
-		*v, err = decode(b)
-		return billing.Billed{}, err
+// send does cl and returns what decode read of its 2xx body; decode also
+// says what X billed for the body, refused or not.
+func send[T any](ctx context.Context, c *Client, cl *call, decode func([]byte) (T, billing.Billed, error)) (T, *Response, error) {
+	var v T
+	cl.decode = func(b []byte) (res billing.Billed, err error) {
+		v, res, err = decode(b)
+		return res, err
 	}
-}
-
-// result is what an endpoint returns: v only without an error.
-func result[T any](v T, resp *Response, err error) (T, *Response, error) {
+	resp, err := c.do(ctx, cl)
 	if err != nil {
 		var zero T
 		return zero, resp, err
@@ -45,12 +38,19 @@ func result[T any](v T, resp *Response, err error) (T, *Response, error) {
 	return v, resp, nil
 }
 
+// unbilled is decode for a body X bills nothing for.
+func unbilled[T any](decode func([]byte) (T, error)) func([]byte) (T, billing.Billed, error) {
+	return func(b []byte) (T, billing.Billed, error) {
+		v, err := decode(b)
+		return v, billing.Billed{}, err
+	}
+}
+
 // ListBookmarks reads one page of the user's bookmarks, newest-bookmarked
-// first: GET /2/users/:id/bookmarks. A 200 may carry partial errors in
-// page.Errors beside the data. opts.Fields are asked for in the naming of
-// the client's policy (resp.Naming says which); under auto, a 400 that
-// refuses a name of the tweets naming switches the sync to the posts naming
-// and the page is asked for again (a refused request bills nothing).
+// first: GET /2/users/:id/bookmarks. opts.Fields are asked for in the
+// naming of the client's policy (resp.Naming); under auto, a 400 refusing
+// the tweets naming switches the sync to the posts naming and the page is
+// asked for again (a refused request bills nothing).
 func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOptions) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
 	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts.PageOptions, c.tokenCheck), validFields(op, opts.Fields)); err != nil {
@@ -67,25 +67,19 @@ func (c *Client) ListBookmarks(ctx context.Context, userID string, opts ListOpti
 	return page, resp, err
 }
 
-// listBookmarks reads one page in naming n.
 func (c *Client) listBookmarks(ctx context.Context, userID string, opts ListOptions, n Naming) (*PostPage, *Response, error) {
 	const op = OpListBookmarks
 	q := pageQuery(opts.PageOptions)
 	opts.Fields.query(q, n)
-	var page *PostPage
-	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: http.MethodGet,
-		path: "/2/users/" + userID + "/bookmarks", query: q, pageSize: opts.MaxResults,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			var res billing.Billed
-			page, res, err = decodePostPage(b)
+	page, resp, err := send(ctx, c, &call{op: op, user: userID, method: http.MethodGet,
+		path: "/2/users/" + userID + "/bookmarks", query: q, pageSize: opts.MaxResults},
+		func(b []byte) (*PostPage, billing.Billed, error) {
+			page, res, err := decodePostPage(b)
 			res.Owned = true // X's owned read: the bookmarks of the app's owner (Meter.SetOwnedReads)
-			return res, err
-		},
-	})
+			return page, res, err
+		})
 	resp.Naming = n // do always returns a Response
-	return result(page, resp, err)
+	return page, resp, err
 }
 
 // logSwitch says, once a sync, that X refused the tweets naming and what
@@ -103,71 +97,55 @@ func (c *Client) logSwitch(userID string, f Fields, refused error) {
 		"content.referenced_posts, and their columns are filled only when X returns them. Set api_naming: posts to ask so from the start")
 }
 
-// ListFolders reads one page of the user's bookmark folders:
-// GET /2/users/:id/bookmarks/folders.
+// ListFolders reads one page of folders: GET /2/users/:id/bookmarks/folders.
 func (c *Client) ListFolders(ctx context.Context, userID string, opts PageOptions) (*FolderPage, *Response, error) {
 	const op = OpListFolders
 	if err := cmp.Or(validID(op, "user id", userID), validPage(op, opts, c.tokenCheck)); err != nil {
 		return nil, nil, err
 	}
-	var page *FolderPage
-	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: http.MethodGet,
-		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: unbilled(&page, decodeFolderPage),
-	})
-	return result(page, resp, err)
+	return send(ctx, c, &call{op: op, user: userID, method: http.MethodGet,
+		path: "/2/users/" + userID + "/bookmarks/folders", query: pageQuery(opts), pageSize: opts.MaxResults},
+		unbilled(decodeFolderPage))
 }
 
-// GetFolder reads one page of the post ids in a bookmark folder:
-// GET /2/users/:id/bookmarks/folders/:folder_id. Only ids are returned.
+// GetFolder reads one page of the post ids in a folder:
+// GET /2/users/:id/bookmarks/folders/:folder_id.
 func (c *Client) GetFolder(ctx context.Context, userID, folderID string, opts PageOptions) (*FolderPostsPage, *Response, error) {
 	const op = OpGetFolder
 	if err := cmp.Or(validID(op, "user id", userID), validID(op, "folder id", folderID), validPage(op, opts, c.tokenCheck)); err != nil {
 		return nil, nil, err
 	}
-	var page *FolderPostsPage
-	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: http.MethodGet,
-		path: "/2/users/" + userID + "/bookmarks/folders/" + folderID, query: pageQuery(opts), pageSize: opts.MaxResults,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			page, err = decodeFolderPostsPage(b)
-			return page.billed(), err // a refused page's posts were billed too
-		},
-	})
-	return result(page, resp, err)
+	return send(ctx, c, &call{op: op, user: userID, method: http.MethodGet,
+		path: "/2/users/" + userID + "/bookmarks/folders/" + folderID, query: pageQuery(opts), pageSize: opts.MaxResults},
+		func(b []byte) (*FolderPostsPage, billing.Billed, error) {
+			page, err := decodeFolderPostsPage(b)
+			return page, page.billed(), err // a refused page's posts were billed too
+		})
 }
 
 // AddBookmark bookmarks a post: POST /2/users/:id/bookmarks. It returns
-// data.bookmarked (true on success). Needs the bookmark.write scope.
+// data.bookmarked (true on success).
 func (c *Client) AddBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
 	return c.changeBookmark(ctx, OpAddBookmark, http.MethodPost, userID, postID, "", []byte(`{"tweet_id":"`+postID+`"}`))
 }
 
 // RemoveBookmark removes a bookmark: DELETE /2/users/:id/bookmarks/:tweet_id.
-// It returns data.bookmarked (false on success). Needs the bookmark.write scope.
+// It returns data.bookmarked (false on success).
 func (c *Client) RemoveBookmark(ctx context.Context, userID, postID string) (bool, *Response, error) {
 	return c.changeBookmark(ctx, OpRemoveBookmark, http.MethodDelete, userID, postID, "/"+postID, nil)
 }
 
-// changeBookmark sends the request of op for the user's bookmark of postID
-// and returns data.bookmarked. X bills the request when it answers with its
-// data, whatever that says.
+// changeBookmark sends op's request for the bookmark of postID; X bills it
+// when it answers with its data, whatever that says.
 func (c *Client) changeBookmark(ctx context.Context, op Operation, method, userID, postID, pathTail string, body []byte) (bool, *Response, error) {
 	if err := cmp.Or(validID(op, "user id", userID), validID(op, "post id", postID)); err != nil {
 		return false, nil, err
 	}
-	var bookmarked bool
-	resp, err := c.do(ctx, &call{
-		op: op, user: userID, method: method, path: "/2/users/" + userID + "/bookmarks" + pathTail, body: body,
-		decode: func(b []byte) (billing.Billed, error) {
-			var err error
-			bookmarked, err = decodeBookmarked(b)
-			return billing.Billed{Writes: 1}, err
-		},
-	})
-	return result(bookmarked, resp, err)
+	return send(ctx, c, &call{op: op, user: userID, method: method, path: "/2/users/" + userID + "/bookmarks" + pathTail, body: body},
+		func(b []byte) (bool, billing.Billed, error) {
+			bookmarked, err := decodeBookmarked(b)
+			return bookmarked, billing.Billed{Writes: 1}, err
+		})
 }
 
 func pageQuery(o PageOptions) url.Values {

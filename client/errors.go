@@ -14,16 +14,14 @@ import (
 	"unicode/utf8"
 )
 
-// Sentinel errors, matched with errors.Is; the concrete errors carry the
-// details.
+// Sentinel errors, matched with errors.Is; the concrete errors carry the details.
 var (
 	ErrInvalidRequest  = errors.New("invalid request")  // a 400
 	ErrUnauthorized    = errors.New("unauthorized")     // a 401: an expired, revoked or bad token
 	ErrCreditsDepleted = errors.New("credits depleted") // a 402 (title "CreditsDepleted"): never retried
 	ErrForbidden       = errors.New("forbidden")        // a 403
 	// ErrAppOnlyToken is a 403 "Unsupported Authentication" on a user-context
-	// endpoint, ErrUserContextToken one on an app-only operation (the
-	// compliance jobs).
+	// endpoint, ErrUserContextToken one on a compliance job's.
 	ErrAppOnlyToken      = errors.New("app-only token where a user-context token is required")
 	ErrUserContextToken  = errors.New("user-context token where an app-only bearer token is required")
 	ErrClientNotEnrolled = errors.New("developer app not enrolled in a project") // a 403 "Client Forbidden"
@@ -31,8 +29,8 @@ var (
 	ErrServer            = errors.New("server error")                            // a 5xx, after the retries
 	// ErrRateLimited is a 429, or a request the client's own budget refused.
 	ErrRateLimited = errors.New("rate limited")
-	// ErrMalformedResponse is a body not read in full, or not the JSON the
-	// operation returns; ErrResponseTooLarge one over WithMaxResponseBytes.
+	// ErrMalformedResponse is a body not read in full, or not the operation's
+	// JSON; ErrResponseTooLarge one over WithMaxResponseBytes.
 	ErrMalformedResponse = errors.New("malformed response")
 	ErrResponseTooLarge  = errors.New("response body too large")
 	ErrInvalidInput      = errors.New("invalid input") // an argument refused before anything was sent
@@ -52,8 +50,7 @@ const (
 const errPrefix = "x api: "
 
 // ErrorItem is one element of the "errors" of an error body: X's legacy
-// {"code":88,"message":"..."}, a 400's {"parameters":{"expansions":["x"]},
-// "message":"..."}, or a problem-details object.
+// {"code":88,"message":"..."}, a 400's {"parameters":{...}}, or a problem.
 type ErrorItem struct {
 	Code       int
 	Message    string
@@ -67,10 +64,9 @@ type ErrorItem struct {
 func (it ErrorItem) String() string {
 	var parts []string
 	if len(it.Parameters) > 0 {
-		names := slices.Sorted(maps.Keys(it.Parameters))
-		ps := make([]string, len(names))
-		for i, n := range names {
-			ps[i] = oneLine(n, 40) + "=[" + oneLine(strings.Join(it.Parameters[n], ","), 100) + "]"
+		var ps []string
+		for _, n := range slices.Sorted(maps.Keys(it.Parameters)) {
+			ps = append(ps, oneLine(n, 40)+"=["+oneLine(strings.Join(it.Parameters[n], ","), 100)+"]")
 		}
 		parts = append(parts, strings.Join(ps, " "))
 	}
@@ -85,9 +81,8 @@ func (it ErrorItem) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// APIError is an error status (other than 429) from the API, with its
-// problem details and its "errors". errors.Is matches it against the
-// sentinels by status and title, never by the host inside Type.
+// APIError is an error status (other than 429) from the API. errors.Is
+// matches the sentinels by status and title, never by the host inside Type.
 type APIError struct {
 	Response  *http.Response // its body read and closed
 	Operation Operation
@@ -114,8 +109,7 @@ func (e *APIError) Error() string {
 	return s
 }
 
-// message is "title: detail" (either may be missing), then what each
-// element of "errors" says.
+// message is "title: detail", then what the "errors" say.
 func (e *APIError) message() string {
 	title, detail := oneLine(e.Title, 120), oneLine(e.Detail, 300)
 	var parts []string
@@ -151,7 +145,6 @@ func itemsLine[T fmt.Stringer](items []T) string {
 	return strings.Join(out, "; ")
 }
 
-// Is matches the sentinels by status and title.
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrInvalidRequest:
@@ -177,14 +170,12 @@ func (e *APIError) Is(target error) bool {
 	return false
 }
 
-func (e *APIError) Temporary() bool { return e.Status >= 500 }
-
 func titleIs(got, want string) bool {
 	return strings.EqualFold(strings.TrimSpace(got), want)
 }
 
-// RateLimitError is a 429 from the server, or a request the client's budget
-// refused to send: the window was used up and its reset past the wait cap.
+// RateLimitError is a 429, or a request the client's budget refused to send
+// (the window used up, its reset past the wait cap).
 type RateLimitError struct {
 	Rate      Rate // the window as last known: Reset is zero when unknown
 	Operation Operation
@@ -227,14 +218,11 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 type InputError struct {
 	Operation Operation
 	Parameter string // e.g. "user id", "pagination_token", "max_results"
-	// Value is the bad value when it is at most maxQuoted bytes: a long
-	// string in the wrong argument may well be a credential.
-	Value  string
-	Length int
-	Reason string
+	Value     string // the bad value, when it is at most maxQuoted bytes (a longer one may be a credential)
+	Length    int
+	Reason    string
 }
 
-// maxQuoted is the longest bad value an InputError repeats.
 const maxQuoted = 24
 
 func newInputError(op Operation, param, value, reason string) *InputError {
@@ -255,8 +243,8 @@ func (e *InputError) Error() string {
 
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
 
-// MalformedResponseError is a response body that could not be read in full
-// (cut short, or over the size cap) or did not decode as the operation's JSON.
+// MalformedResponseError is a body not read in full (cut short, over the
+// cap) or not decoded as the operation's JSON.
 type MalformedResponseError struct {
 	Operation  Operation
 	Status     int
@@ -279,9 +267,8 @@ func (e *MalformedResponseError) Unwrap() error { return e.Err }
 // Is matches ErrMalformedResponse (and ErrResponseTooLarge through Unwrap).
 func (e *MalformedResponseError) Is(target error) bool { return target == ErrMalformedResponse }
 
-// ErrorsOnlyError is a 2xx response whose body holds only "errors", as X
-// answers a request for an unknown user id. Nothing was billed; it is not
-// retried (the answer would be the same).
+// ErrorsOnlyError is a 2xx whose body holds only "errors", as X answers an
+// unknown user id: not billed, not retried.
 type ErrorsOnlyError struct {
 	Operation Operation
 	Status    int
@@ -304,9 +291,9 @@ func (e *ErrorsOnlyError) Is(target error) bool {
 	})
 }
 
-// parseProblem reads the error body shapes. It never fails: a body that is
-// not JSON yields an empty problem (the status still classifies the error).
-func parseProblem(body []byte) (title, detail, typ, reason string, items []ErrorItem) {
+// parse reads the error body's shapes into e. A body that is not JSON
+// leaves it empty: the status still classifies the error.
+func (e *APIError) parse(body []byte) {
 	var p struct {
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
@@ -321,27 +308,26 @@ func parseProblem(body []byte) (title, detail, typ, reason string, items []Error
 			Type       string                     `json:"type"`
 		} `json:"errors"`
 	}
-	if len(body) == 0 || json.Unmarshal(body, &p) != nil {
-		return "", "", "", "", nil
+	if json.Unmarshal(body, &p) != nil {
+		return
 	}
-	title, detail, typ, reason = p.Title, p.Detail, p.Type, p.Reason
-	for _, e := range p.Errors {
-		if title == "" && detail == "" && e.Message == "" && len(e.Parameters) == 0 && len(e.Code) == 0 {
+	e.Title, e.Detail, e.Type, e.Reason = p.Title, p.Detail, p.Type, p.Reason
+	for _, pe := range p.Errors {
+		if e.Title == "" && e.Detail == "" && pe.Message == "" && len(pe.Parameters) == 0 && len(pe.Code) == 0 {
 			// A problem-details object in "errors" stands for the whole body.
-			title, detail, typ = e.Title, e.Detail, e.Type
+			e.Title, e.Detail, e.Type = pe.Title, pe.Detail, pe.Type
 			continue
 		}
-		code, _ := strconv.Atoi(strings.Trim(string(e.Code), `"`))
-		it := ErrorItem{Code: code, Message: e.Message, Title: e.Title, Detail: e.Detail, Type: e.Type}
-		for name, raw := range e.Parameters {
+		code, _ := strconv.Atoi(strings.Trim(string(pe.Code), `"`))
+		it := ErrorItem{Code: code, Message: pe.Message, Title: pe.Title, Detail: pe.Detail, Type: pe.Type}
+		for name, raw := range pe.Parameters {
 			if it.Parameters == nil {
 				it.Parameters = map[string][]string{}
 			}
 			it.Parameters[name] = parameterValues(raw)
 		}
-		items = append(items, it)
+		e.Errors = append(e.Errors, it)
 	}
-	return
 }
 
 // parameterValues reads a refused parameter's values: a list of strings as
@@ -360,7 +346,7 @@ func parameterValues(raw json.RawMessage) []string {
 
 func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 	e := &APIError{Response: resp, Operation: op, Status: resp.StatusCode}
-	e.Title, e.Detail, e.Type, e.Reason, e.Errors = parseProblem(body)
+	e.parse(body)
 	switch {
 	case e.Is(ErrAppOnlyToken):
 		e.Hint = HintAppOnlyToken
@@ -379,36 +365,21 @@ func newAPIError(op Operation, resp *http.Response, body []byte) *APIError {
 }
 
 func newRateLimitError(op Operation, resp *http.Response, body []byte, rate Rate, wait time.Duration, waited bool) *RateLimitError {
-	title, detail, _, _, items := parseProblem(body)
-	if detail == title {
-		detail = ""
-	}
-	parts := slices.DeleteFunc([]string{title, detail, itemsLine(items)}, func(s string) bool { return s == "" })
+	var p APIError
+	p.parse(body)
+	parts := slices.Compact([]string{p.Title, p.Detail, itemsLine(p.Errors)}) // a detail that repeats the title once
+	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
 	return &RateLimitError{Rate: rate, Operation: op, Response: resp, Waited: waited, Wait: wait, Message: strings.Join(parts, ": ")}
 }
 
-// oneLine makes s safe for a one-line message: control characters become
-// spaces, runs of spaces collapse, and it is cut to at most max runes.
+// oneLine makes s safe for a one-line message: runs of control characters
+// and spaces become one space, and it is cut to at most max runes.
 func oneLine(s string, max int) string {
-	var b strings.Builder
-	space := false
-	n := 0
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError {
-			if !space && b.Len() > 0 {
-				b.WriteByte(' ')
-				n++
-			}
-			space = true
-			continue
-		}
-		space = false
-		if n >= max {
-			b.WriteString("…")
-			return strings.TrimSpace(b.String())
-		}
-		b.WriteRune(r)
-		n++
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.IsSpace(r) || r == utf8.RuneError
+	}), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max]) + "…"
 	}
-	return strings.TrimSpace(b.String())
+	return s
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // Naming is the set of names a bookmarks request is made in: X's OpenAPI
-// description names posts "tweets" up to revision 2.166, "posts" from 2.167
-// (docs/design/x-api-facts.md). Fields are always given in the tweets naming.
+// description says "tweets" up to 2.166, "posts" from 2.167. Fields are
+// always given in the tweets naming.
 type Naming string
 
 const (
@@ -20,7 +20,6 @@ const (
 	NamingPosts  Naming = "posts"  // post.fields, referenced_posts, note_post, ...
 )
 
-// fieldsParam is the post-fields parameter of the naming.
 func (n Naming) fieldsParam() string {
 	if n == NamingPosts {
 		return "post.fields"
@@ -28,17 +27,15 @@ func (n Naming) fieldsParam() string {
 	return "tweet.fields"
 }
 
-// rename is a value of a field-selection parameter in each naming: "" where
-// the naming has no such value.
+// rename is a value of a field-selection parameter in each naming ("": none).
 type rename struct {
 	param         string // "fields" for tweet.fields and post.fields
 	tweets, posts string
 }
 
 // renames are the values the two namings do not share. The posts naming
-// offers author_id, in_reply_to_user_id and the referenced posts only as
-// expansions (of users and posts X bills), and no nested expansions of the
-// referenced posts.
+// has author_id, in_reply_to_user_id and the referenced posts only as
+// expansions (which X bills), and no nested expansions of them.
 var renames = []rename{
 	{"fields", "note_tweet", "note_post"},
 	{"fields", "author_id", ""},
@@ -65,7 +62,6 @@ func (r rename) in(n Naming) string {
 	return r.tweets
 }
 
-// named is value of param in naming n, and whether the naming has one.
 func named(n Naming, param, value string) (string, bool) {
 	for _, r := range renames {
 		if r.param == param && value != "" && (r.tweets == value || r.posts == value) {
@@ -75,10 +71,8 @@ func named(n Naming, param, value string) (string, bool) {
 	return value, true
 }
 
-// TweetsName is the request parameter param's value in the tweets naming:
-// post.fields is tweet.fields, note_post is note_tweet, referenced_posts is
-// referenced_tweets.id, ...; ok is false for a value that naming has no
-// name for.
+// TweetsName is the request parameter param's value in the tweets naming
+// (post.fields=note_post is tweet.fields=note_tweet); ok is false for none.
 func TweetsName(param, value string) (tweetsParam, name string, ok bool) {
 	kind := param
 	switch param {
@@ -90,8 +84,8 @@ func TweetsName(param, value string) (tweetsParam, name string, ok bool) {
 }
 
 // In returns f in the names of naming n, and what n has no name for
-// ("tweet.fields=author_id", ...). Asked in the posts naming, an article
-// also asks for article_title, in case its title comes there.
+// ("tweet.fields=author_id", ...); in the posts naming article asks for
+// article_title too, in case its title comes there.
 func (f Fields) In(n Naming) (Fields, []string) {
 	var dropped []string
 	in := func(param, shown string, values []string) []string {
@@ -121,15 +115,13 @@ func (f Fields) In(n Naming) (Fields, []string) {
 	return g, dropped
 }
 
-// Asked is what a request in naming n asks for of f, in the tweets naming:
-// f without what n has no name for.
+// Asked is f, in the tweets naming, without what naming n has no name for.
 func (f Fields) Asked(n Naming) Fields {
 	g, _ := f.In(n)
 	h, _ := g.In(NamingTweets)
 	return h
 }
 
-// query adds f, in naming n, to q.
 func (f Fields) query(q url.Values, n Naming) {
 	g, _ := f.In(n)
 	for _, p := range g.params(n) {
@@ -144,7 +136,6 @@ type param struct {
 	values []string
 }
 
-// params are the request parameters of f, with the names of naming n.
 func (f Fields) params(n Naming) []param {
 	return []param{{n.fieldsParam(), f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
 		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields}}
@@ -153,17 +144,15 @@ func (f Fields) params(n Naming) []param {
 // Namings are the settings of NamingPolicy.
 var Namings = []string{"auto", string(NamingTweets), string(NamingPosts)}
 
-// NamingPolicy chooses the naming of a sync's bookmarks requests: one
-// naming, or auto: the tweets naming until X answers 400 to a name only it
-// has, then the posts naming for the rest of the sync. The clients of every
-// account of a sync share one: X names things one way for all of them.
+// NamingPolicy chooses the naming of a sync's bookmarks requests: one, or
+// auto: the tweets naming until X answers 400 to a name only it has, then
+// the posts naming. The clients of every account of a sync share one.
 type NamingPolicy struct {
 	auto  bool
 	posts atomic.Bool
 }
 
-// NewNamingPolicy is the policy of a setting: "auto" (or ""), "tweets" or
-// "posts".
+// NewNamingPolicy is the policy of a setting: "auto" (or ""), "tweets" or "posts".
 func NewNamingPolicy(setting string) (*NamingPolicy, error) {
 	p := &NamingPolicy{}
 	switch Naming(setting) {
@@ -178,7 +167,6 @@ func NewNamingPolicy(setting string) (*NamingPolicy, error) {
 	return p, nil
 }
 
-// Current is the naming requests are made in now.
 func (p *NamingPolicy) Current() Naming {
 	if p != nil && p.posts.Load() {
 		return NamingPosts
@@ -186,9 +174,8 @@ func (p *NamingPolicy) Current() Naming {
 	return NamingTweets
 }
 
-// switchAfter says whether a request made in naming used, which X refused
-// with err, is to be made again in the posts naming; first is true for the
-// request that made the switch.
+// switchAfter says whether a request in naming used that X refused with err
+// is to be made again in the posts naming; first: this one made the switch.
 func (p *NamingPolicy) switchAfter(used Naming, f Fields, err error) (again, first bool) {
 	if p == nil || !p.auto || used != NamingTweets || !refusesNaming(err, used, f) {
 		return false, false
@@ -197,9 +184,8 @@ func (p *NamingPolicy) switchAfter(used Naming, f Fields, err error) (again, fir
 }
 
 // refusesNaming reports whether err is a 400 that refuses a name of naming
-// used: its post-fields parameter as a whole, or a value the other naming
-// names otherwise (note_tweet, referenced_tweets.id, ...). A value neither
-// naming has (a typo in the spec) is not.
+// used: its post-fields parameter, or a value the other naming names
+// otherwise; not a value neither has (a typo in the spec).
 func refusesNaming(err error, used Naming, f Fields) bool {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
@@ -217,8 +203,7 @@ func refusesNaming(err error, used Naming, f Fields) bool {
 	return false
 }
 
-// renamedIn reports whether value of the request parameter param is a name
-// of naming n that the other naming names otherwise, or not at all.
+// renamedIn reports whether value of param is a name only naming n has.
 func renamedIn(n Naming, param, value string) bool {
 	kind := param
 	if param == n.fieldsParam() {

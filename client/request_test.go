@@ -168,7 +168,7 @@ func TestWithBaseURL_KeepsPathPrefixAndRejectsBadURLs(t *testing.T) {
 	if p := ts.Requests()[0].Path; p != "/proxy/x/2/users/me" {
 		t.Errorf("path %s", p)
 	}
-	if c, err := New(nil); err != nil || c.BaseURL() != DefaultBaseURL {
+	if c, err := New(nil); err != nil || c.baseURL != DefaultBaseURL {
 		t.Errorf("default base URL %v %v", c, err)
 	}
 	for _, bad := range []string{"", "api.x.com", "/2/users", "ftp://api.x.com", "https://", "https://api.x.com?x=1", "https://api.x.com/#f", "https://user:pw@api.x.com", "http://[::1"} {

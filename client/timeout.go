@@ -16,8 +16,8 @@ const (
 	PhaseRequest = "request"
 )
 
-// TimeoutError is an attempt that ran past one of the client's Timeouts.
-// It is a transient fault: a net.Error whose Timeout is true.
+// TimeoutError is an attempt that ran past one of the client's Timeouts: a
+// transient fault, a net.Error whose Timeout is true.
 type TimeoutError struct {
 	Phase string        // PhaseConnect, PhaseHeaders or PhaseRequest
 	After time.Duration // the timeout that ran out
@@ -33,15 +33,12 @@ func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("the response was not received whole within %s (request timeout)", e.After)
 }
 
-// Timeout reports true: a TimeoutError is a net.Error that timed out.
-func (e *TimeoutError) Timeout() bool { return true }
-
+func (e *TimeoutError) Timeout() bool   { return true }
 func (e *TimeoutError) Temporary() bool { return true }
 
 // Deadlines bound one attempt at a request by Timeouts: its Context is
 // cancelled, with a *TimeoutError as the cause, when a phase takes too long.
-// The media files use them too. The timers are the wall clock's: they bound
-// real I/O, which a virtual clock does not see.
+// The timers are the wall clock's: they bound real I/O.
 type Deadlines struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -51,8 +48,7 @@ type Deadlines struct {
 	answered                bool
 }
 
-// StartDeadlines starts the deadlines of one request, which must be sent
-// with their Context.
+// StartDeadlines starts the deadlines of one request, sent with their Context.
 func StartDeadlines(parent context.Context, t Timeouts) *Deadlines {
 	ctx, cancel := context.WithCancelCause(parent)
 	d := &Deadlines{cancel: cancel}
@@ -66,7 +62,7 @@ func StartDeadlines(parent context.Context, t Timeouts) *Deadlines {
 }
 
 // arm stops *timer and, unless phase is "" or the response has come, starts
-// it again: phase's deadline is after from now.
+// it again for phase's deadline, after from now.
 func (d *Deadlines) arm(timer **time.Timer, phase string, after time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -80,7 +76,6 @@ func (d *Deadlines) expire(phase string, after time.Duration) func() {
 	return func() { d.cancel(&TimeoutError{Phase: phase, After: after}) }
 }
 
-// Context is the request's context: cancelled when a deadline passes.
 func (d *Deadlines) Context() context.Context { return d.ctx }
 
 // GotResponse ends the wait for the headers (the round trip returned).
@@ -99,8 +94,8 @@ func (d *Deadlines) Stop() {
 	d.cancel(nil)
 }
 
-// Err returns err, or the *TimeoutError that cancelled the request, which
-// the bare "context canceled" of the round trip or body read does not say.
+// Err returns err, or the *TimeoutError that cancelled the request (which
+// the round trip's bare "context canceled" does not say).
 func (d *Deadlines) Err(err error) error {
 	var te *TimeoutError
 	if err != nil && errors.As(context.Cause(d.ctx), &te) {

@@ -29,17 +29,11 @@ func Operations() []Operation {
 		OpCreateComplianceJob, OpGetComplianceJob, OpListComplianceJobs, OpUploadComplianceIDs, OpDownloadComplianceResults}
 }
 
-// returnsPosts reports whether the operation's pages are posts, billed each.
-func returnsPosts(op Operation) bool {
-	return op == OpListBookmarks || op == OpGetFolder
-}
-
 // DefaultWindow is the rate-limit window of every operation (document Part 8).
 const DefaultWindow = 15 * time.Minute
 
-// DefaultLimits returns the per-user request limits per window of the
-// interface document, Part 8, plus users_me's (75 on the real API) and the
-// compliance jobs' (150 per app, kept under the user ID ""): a fresh map.
+// DefaultLimits returns the per-user request limits per window (document
+// Part 8), users_me's and the compliance jobs' (per app, under user ""): a fresh map.
 func DefaultLimits() map[Operation]int {
 	return map[Operation]int{
 		OpListBookmarks:  180,
@@ -66,8 +60,7 @@ type ListOptions struct {
 	Fields Fields
 }
 
-// Fields are the field-selection and expansion parameters, passed through as
-// comma-separated lists; empty lists are omitted.
+// Fields are the field-selection and expansion parameters (comma-separated lists).
 type Fields struct {
 	TweetFields []string // tweet.fields
 	Expansions  []string // expansions
@@ -95,8 +88,7 @@ type PostPage struct {
 	Expanded Expanded       `json:"-"` // Includes decoded
 }
 
-// Post is a post resource. The commonly used fields are decoded; Raw is the
-// post object exactly as the server returned it (every field asked for).
+// Post is a post resource: the commonly used fields decoded, and Raw.
 type Post struct {
 	ID                  string     `json:"id"`
 	Text                string     `json:"text"`
@@ -141,24 +133,8 @@ type Includes struct {
 	Places []json.RawMessage `json:"places,omitempty"`
 }
 
-// UsersByID indexes Users by their "id".
-func (in *Includes) UsersByID() map[string]json.RawMessage { return indexBy(in.Users, "id") }
-
-// MediaByKey indexes Media by their "media_key".
-func (in *Includes) MediaByKey() map[string]json.RawMessage { return indexBy(in.Media, "media_key") }
-
-func indexBy(objs []json.RawMessage, key string) map[string]json.RawMessage {
-	m := make(map[string]json.RawMessage, len(objs))
-	for _, raw := range objs {
-		if k, ok := topLevelString(raw, key); ok && k != "" {
-			m[k] = raw
-		}
-	}
-	return m
-}
-
 // Expanded is a page's includes decoded and indexed by id (media by media
-// key). The first of two objects with one id is kept.
+// key), the first of two with one id kept.
 type Expanded struct {
 	Users map[string]*User
 	Media map[string]*Media
@@ -189,8 +165,7 @@ type Variant struct {
 	URL         string `json:"url,omitempty"`
 }
 
-// PartialError is an element of the "errors" of a 200 response: a problem
-// with part of the result (e.g. a deleted referenced post).
+// PartialError is an element of the "errors" of a 200 (a deleted referenced post, ...).
 type PartialError struct {
 	Title        string          `json:"title"`
 	Detail       string          `json:"detail"`
@@ -220,26 +195,6 @@ func (e PartialError) String() string {
 	return strings.Join(parts, ": ")
 }
 
-// UnmarshalJSON keeps a field that is not a string as its JSON text: an odd
-// element of "errors" must not cost the valid, billed posts beside it.
-func (e *PartialError) UnmarshalJSON(b []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return err
-	}
-	text := func(key string) string {
-		raw := fields[key]
-		var s string
-		if json.Unmarshal(raw, &s) == nil || len(raw) == 0 {
-			return s
-		}
-		return string(raw)
-	}
-	*e = PartialError{Title: text("title"), Detail: text("detail"), Type: text("type"), ResourceType: text("resource_type"),
-		ResourceID: text("resource_id"), Parameter: text("parameter"), Value: text("value"), Raw: e.Raw}
-	return nil
-}
-
 // FolderPage is one page of ListFolders.
 type FolderPage struct {
 	Data []Folder `json:"data"`
@@ -259,7 +214,7 @@ type FolderPostsPage struct {
 	counted bool // the page carried meta.result_count
 }
 
-// FolderPost is a post in a folder; only its id is returned.
+// FolderPost is a post in a folder: its id only.
 type FolderPost struct {
 	ID string `json:"id"`
 }
@@ -281,9 +236,8 @@ type User struct {
 	Raw             json.RawMessage `json:"-"` // the user object exactly as returned
 }
 
-// Response is the HTTP response of a call (body already read and closed) plus
-// what the client learnt from it. Methods return it with errors too; its
-// embedded *http.Response is nil when no response was received.
+// Response is the HTTP response of a call (body read and closed), nil when
+// none came, and what the client learnt from it. Errors come with it too.
 type Response struct {
 	*http.Response
 	Operation Operation
@@ -296,16 +250,14 @@ type Response struct {
 	Naming        Naming        // the naming a bookmarks request was made in
 }
 
-// Rate is a rate-limit window: from the x-rate-limit-limit, -remaining and
-// -reset (Unix seconds) headers, or the client's own budget.
+// Rate is a rate-limit window: from the x-rate-limit-* headers, or the client's budget.
 type Rate struct {
 	Limit     int
 	Remaining int
 	Reset     time.Time
 }
 
-// parseRate reads the x-rate-limit-* headers; ok is false unless all three
-// are present and well-formed.
+// parseRate reads the x-rate-limit-* headers; ok: all three are there and well-formed.
 func parseRate(h http.Header) (r Rate, ok bool) {
 	l, err1 := strconv.Atoi(h.Get("X-Rate-Limit-Limit"))
 	rem, err2 := strconv.Atoi(h.Get("X-Rate-Limit-Remaining"))

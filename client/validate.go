@@ -9,30 +9,24 @@ import (
 // MaxPageSize is the largest max_results the API accepts (document Part 8).
 const MaxPageSize = 100
 
-// maxTokenLen bounds a pagination token; real ones are under 100 characters.
-const maxTokenLen = 512
+const maxTokenLen = 512 // real pagination tokens are under 100 characters
 
 // TokenCheck selects how PaginationToken is checked before sending.
 type TokenCheck int
 
 const (
-	// TokenBase32Hex accepts base32hex only (0-9A-V, either case, '='
-	// padding), as the interface document specifies.
-	TokenBase32Hex TokenCheck = iota
-	// TokenOpaque accepts letters, digits, '=', '-' and '_': the real X
-	// API's tokens use letters beyond V.
-	TokenOpaque
+	TokenBase32Hex TokenCheck = iota // base32hex only (0-9A-V, either case, '=' padding), as the interface document says
+	TokenOpaque                      // letters, digits, '=', '-' and '_': the real X API's tokens go beyond V
 )
 
 // ValidID reports whether s has the form of an X id: 1 to 19 decimal digits,
-// without a leading zero (ids are snowflakes, below 2^63). A response's ids
-// that are not are refused: they would be written to the archive as they are.
+// without a leading zero (snowflakes, below 2^63). A response's other ids
+// are refused: they would be written to the archive as they are.
 func ValidID(s string) bool {
 	_, err := strconv.ParseUint(s, 10, 64)
 	return err == nil && len(s) <= 19 && s[0] != '0'
 }
 
-// idRule is what ValidID checks, for messages.
 const idRule = "must be a decimal string of 1 to 19 digits without a leading zero"
 
 func validID(op Operation, param, v string) error {
@@ -77,8 +71,7 @@ func validToken(op Operation, t string, check TokenCheck) error {
 	return nil
 }
 
-// validFields checks the field-selection and expansion names: letters,
-// digits, '_' and '.', e.g. "created_at" or "attachments.media_keys".
+// validFields checks the field-selection and expansion names.
 func validFields(op Operation, f Fields) error {
 	for _, p := range f.params(NamingTweets) {
 		for _, name := range p.values {
@@ -90,8 +83,7 @@ func validFields(op Operation, f Fields) error {
 	return nil
 }
 
-// FieldNameProblem says what is wrong with a field-selection or expansion
-// name, or returns "" for a good one.
+// FieldNameProblem says what is wrong with a field-selection or expansion name ("" if nothing).
 func FieldNameProblem(name string) string {
 	switch {
 	case name == "":

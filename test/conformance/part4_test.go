@@ -337,7 +337,7 @@ func TestFieldSelectionAndExpansions(t *testing.T) {
 	if q := e.rec.last().Query; q.Get("tweet.fields") != "created_at,author_id,lang,public_metrics" || q.Get("expansions") != "author_id" {
 		t.Errorf("query = %v", q)
 	}
-	users := p.Includes.UsersByID()
+	users := p.Expanded.Users
 	for _, post := range p.Data {
 		if post.CreatedAt == nil || post.AuthorID == "" || post.Lang == "" || post.PublicMetrics == nil {
 			t.Errorf("post %s lacks a selected field: %s", post.ID, post.Raw)

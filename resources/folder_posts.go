@@ -30,9 +30,9 @@ func FolderPosts() *schema.Table {
 			"A folder's membership is replaced only when its walk completed; when it fails, the previous membership is emitted again.",
 		Resolver: fetchFolderPosts,
 		Columns: columnList([]column[*folderPost]{
-			primaryKey(stringColumn("user_id", "X user id of the folder's owner.", func(p *folderPost) string { return p.userID })),
-			primaryKey(stringColumn("folder_id", "Folder id.", func(p *folderPost) string { return p.folderID })),
-			primaryKey(stringColumn("post_id", "Id of a post in the folder.", func(p *folderPost) string { return p.postID })),
+			primaryKey(col("user_id", "X user id of the folder's owner.", func(p *folderPost) string { return p.userID })),
+			primaryKey(col("folder_id", "Folder id.", func(p *folderPost) string { return p.folderID })),
+			primaryKey(col("post_id", "Id of a post in the folder.", func(p *folderPost) string { return p.postID })),
 		}),
 	}
 }

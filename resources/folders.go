@@ -35,9 +35,9 @@ func Folders() *schema.Table {
 		Resolver:    fetchFolders,
 		Multiplex:   account.Multiplex,
 		Columns: columnList([]column[*folder]{
-			primaryKey(stringColumn("user_id", "X user id of the folder's owner.", func(f *folder) string { return f.userID })),
-			primaryKey(stringColumn("folder_id", "Folder id.", func(f *folder) string { return f.ID })),
-			stringColumn("name", "Folder name.", func(f *folder) string { return f.Name }),
+			primaryKey(col("user_id", "X user id of the folder's owner.", func(f *folder) string { return f.userID })),
+			primaryKey(col("folder_id", "Folder id.", func(f *folder) string { return f.ID })),
+			col("name", "Folder name.", func(f *folder) string { return f.Name }),
 		}),
 		Relations: schema.Tables{FolderPosts()},
 	}

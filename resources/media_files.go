@@ -70,22 +70,22 @@ func optInt(n int) *int64 {
 }
 
 var mediaFileColumns = []column[*mediaFileRow]{
-	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(r *mediaFileRow) string { return r.UserID })),
-	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *mediaFileRow) string { return r.PostID })),
-	primaryKey(stringColumn("media_key", "The media object's key (x_bookmark_media.media_key).", func(r *mediaFileRow) string { return r.MediaKey })),
-	primaryKey(stringColumn("url", "The file's URL, as X gives it (a photo is asked for in its original size first).", func(r *mediaFileRow) string { return r.URL })),
-	stringColumn("media_post_id", "The post the media is attached to: post_id, or a post it quotes, replies to or reposts (`content.referenced_posts`).", func(r *mediaFileRow) string { return r.MediaPostID }),
+	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(r *mediaFileRow) string { return r.UserID })),
+	primaryKey(col("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *mediaFileRow) string { return r.PostID })),
+	primaryKey(col("media_key", "The media object's key (x_bookmark_media.media_key).", func(r *mediaFileRow) string { return r.MediaKey })),
+	primaryKey(col("url", "The file's URL, as X gives it (a photo is asked for in its original size first).", func(r *mediaFileRow) string { return r.URL })),
+	col("media_post_id", "The post the media is attached to: post_id, or a post it quotes, replies to or reposts (`content.referenced_posts`).", func(r *mediaFileRow) string { return r.MediaPostID }),
 	optStringColumn("media_type", "photo, video or animated_gif.", func(r *mediaFileRow) string { return r.MediaType }),
-	stringColumn("file", "What the file is: `photo`, `still` (a video's or GIF's preview image) or `video` (an mp4 variant).", func(r *mediaFileRow) string { return r.File }),
-	stringColumn("status", "`stored`; or why not: `gone` (404 or 410: deleted), `forbidden` (401, 403, 451: protected, suspended, withheld), `too_large` (above `max_file_size`), `over_budget` (past `max_bytes_per_run`; the next sync tries again), `transient` (a 5xx, a timeout, a body cut short; the next sync tries again) or `failed` (refused for good: not https, a redirect to http, another 4xx).", func(r *mediaFileRow) string { return string(r.Status) }),
+	col("file", "What the file is: `photo`, `still` (a video's or GIF's preview image) or `video` (an mp4 variant).", func(r *mediaFileRow) string { return r.File }),
+	col("status", "`stored`; or why not: `gone` (404 or 410: deleted), `forbidden` (401, 403, 451: protected, suspended, withheld), `too_large` (above `max_file_size`), `over_budget` (past `max_bytes_per_run`; the next sync tries again), `transient` (a 5xx, a timeout, a body cut short; the next sync tries again) or `failed` (refused for good: not https, a redirect to http, another 4xx).", func(r *mediaFileRow) string { return string(r.Status) }),
 	optStringColumn("file_key", "Where the file is, in the store: `DIR/media/<file_key>` for the exporter, `<media_files.store>/<file_key>` in a CloudQuery sync. Its SHA-256, under a directory of its first two characters, with its type's extension.", func(r *mediaFileRow) string { return r.FileKey }),
 	optStringColumn("sha256", "SHA-256 of the file's content, in hex.", func(r *mediaFileRow) string { return r.SHA256 }),
-	optInt64Column("size", "Size of the stored file in bytes; for `too_large`, the size the server announced, when it did.", func(r *mediaFileRow) *int64 { return r.Size }),
+	col("size", "Size of the stored file in bytes; for `too_large`, the size the server announced, when it did.", func(r *mediaFileRow) *int64 { return r.Size }),
 	optStringColumn("content_type", "The stored file's type: image/jpeg, image/png, video/mp4, ...", func(r *mediaFileRow) string { return r.ContentType }),
-	optTimeColumn("stored_at", "When the file was first stored (by any account or post).", func(r *mediaFileRow) *time.Time { return r.StoredAt }),
-	optInt64Column("http_status", "Status of the last answer of the media host, when there was one.", func(r *mediaFileRow) *int64 { return optInt(r.HTTPStatus) }),
+	col("stored_at", "When the file was first stored (by any account or post).", func(r *mediaFileRow) *time.Time { return r.StoredAt }),
+	col("http_status", "Status of the last answer of the media host, when there was one.", func(r *mediaFileRow) *int64 { return optInt(r.HTTPStatus) }),
 	optStringColumn("error", "Why the file is not stored; null when it is.", func(r *mediaFileRow) string { return r.Error }),
-	incrementalKey(timeColumn("checked_at", "When the sync reached this status: the newest row of a file is its status.", func(r *mediaFileRow) time.Time { return r.CheckedAt })),
+	incrementalKey(col("checked_at", "When the sync reached this status: the newest row of a file is its status.", func(r *mediaFileRow) time.Time { return r.CheckedAt })),
 }
 
 // mediaBatch is how many rows of x_media_files are sent at once.

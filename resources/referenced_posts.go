@@ -50,15 +50,15 @@ func ReferencedPosts() *schema.Table {
 }
 
 var referencedColumns = []column[*referencedPost]{
-	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(r *referencedPost) string { return r.b.userID })),
-	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *referencedPost) string { return r.b.post.ID })),
-	primaryKey(stringColumn("referenced_post_id", "The post it references.", func(r *referencedPost) string { return r.id })),
+	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(r *referencedPost) string { return r.b.userID })),
+	primaryKey(col("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *referencedPost) string { return r.b.post.ID })),
+	primaryKey(col("referenced_post_id", "The post it references.", func(r *referencedPost) string { return r.id })),
 	// A post can reference one post twice (a reply that quotes the post it
 	// answers): the type keeps both.
-	primaryKey(stringColumn("type", "How the bookmarked post references it: quoted, replied_to or retweeted.", func(r *referencedPost) string { return r.typ })),
+	primaryKey(col("type", "How the bookmarked post references it: quoted, replied_to or retweeted.", func(r *referencedPost) string { return r.typ })),
 	optStringColumn("text", "Text of the referenced post.", func(r *referencedPost) string { return r.p().Text }),
 	optStringColumn("full_text", "Its whole text: note_tweet's for a long post (`content.long_text`), else text.", func(r *referencedPost) string { return fullText(r.p()) }),
-	optTimeColumn("created_at", "When the referenced post was created.", func(r *referencedPost) *time.Time { return r.p().CreatedAt }),
+	col("created_at", "When the referenced post was created.", func(r *referencedPost) *time.Time { return r.p().CreatedAt }),
 	optStringColumn("author_id", "User id of its author.", func(r *referencedPost) string { return r.p().AuthorID }),
 	optStringColumn("author_username", "Its author's handle, with `content.authors`.", func(r *referencedPost) string { return r.authorUser().Username }),
 	optStringColumn("conversation_id", "Id of the post that started its conversation.", func(r *referencedPost) string { return r.p().ConversationID }),
@@ -70,7 +70,7 @@ var referencedColumns = []column[*referencedPost]{
 	jsonColumn("media", "Its attached media objects, with `content.media`.", func(r *referencedPost) []byte { return r.mediaJSON() }),
 	jsonColumn("post", "The referenced post exactly as the API returned it.", func(r *referencedPost) []byte { return r.p().Raw }),
 	optStringColumn("error", "Why X did not return the post or part of it: its partial error (a deleted post, a protected or suspended author), or `Missing: ...` when X left it out with no error saying why; null when it did.", func(r *referencedPost) string { return r.errorText() }),
-	incrementalKey(timeColumn("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(r *referencedPost) time.Time { return r.b.firstSeenAt })),
+	incrementalKey(col("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(r *referencedPost) time.Time { return r.b.firstSeenAt })),
 }
 
 func (r *referencedPost) authorUser() *client.User {

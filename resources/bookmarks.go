@@ -114,50 +114,12 @@ var bookmarkColumns = []column[*bookmark]{
 	optStringColumn("article_title", "Title of the X Article the post carries (`content.articles`).", func(b *bookmark) string { return b.post.ArticleTitle }),
 	optStringColumn("article_text", "The whole body of the X Article, as plain text (`content.articles`).", func(b *bookmark) string { return b.post.ArticleText }),
 	jsonColumn("article", "The X Article object as the API returned it: title, plain_text, cover_media, media_entities, ... (`content.articles`).", func(b *bookmark) []byte { return b.post.Article }),
-	jsonColumn("author", "The author's user object (`content.authors`; also in x_bookmark_authors).", func(b *bookmark) []byte { return b.authorJSON() }),
-	jsonColumn("media", "The attached media objects (`content.media`; also in x_bookmark_media).", func(b *bookmark) []byte { return b.mediaJSON() }),
+	jsonColumn("author", "The author's user object (`content.authors`; also in x_bookmark_authors).", func(b *bookmark) []byte { return authorOf(b.author).Raw }),
+	jsonColumn("media", "The attached media objects (`content.media`; also in x_bookmark_media).", func(b *bookmark) []byte { return attachedJSON(b.media) }),
 	jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
 	incrementalKey(col("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
 	col("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
 	col("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
-}
-
-func (b *bookmark) authorJSON() []byte {
-	if b.author == nil || b.author.user == nil {
-		return nil
-	}
-	return b.author.user.Raw
-}
-
-// mediaJSON is the JSON array of the post's attached media objects.
-func (b *bookmark) mediaJSON() []byte {
-	var objs []json.RawMessage
-	for _, m := range b.media {
-		if m.role == "attachment" && m.media != nil {
-			objs = append(objs, m.media.Raw)
-		}
-	}
-	return jsonArray(objs)
-}
-
-// jsonArray joins JSON values into an array; nil for none.
-func jsonArray(objs []json.RawMessage) []byte {
-	if len(objs) == 0 {
-		return nil
-	}
-	size := 2
-	for _, o := range objs {
-		size += len(o) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '[')
-	for i, o := range objs {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, o...)
-	}
-	return append(out, ']')
 }
 
 func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {

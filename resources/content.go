@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -46,6 +47,23 @@ type expandedUser struct {
 	id   string
 	user *client.User
 	err  *client.PartialError
+}
+
+// authorOf is u's profile, empty when X did not return it (or u is nil).
+func authorOf(u *expandedUser) *client.User {
+	if u == nil {
+		return &client.User{}
+	}
+	return orEmpty(u.user)
+}
+
+// orEmpty is p, or an empty T for nil: the columns of an object X did not
+// return are null.
+func orEmpty[T any](p *T) *T {
+	if p == nil {
+		return new(T)
+	}
+	return p
 }
 
 // mediaItem is one media object of a post, where it sits in the post, or
@@ -210,6 +228,21 @@ func fullText(p *client.Post) string {
 		return p.NoteText
 	}
 	return p.Text
+}
+
+// attachedJSON is the JSON array of the attached media objects of items;
+// nil for none.
+func attachedJSON(items []mediaItem) []byte {
+	var objs [][]byte
+	for _, m := range items {
+		if m.role == "attachment" && m.media != nil {
+			objs = append(objs, m.media.Raw)
+		}
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	return slices.Concat([]byte("["), bytes.Join(objs, []byte(",")), []byte("]"))
 }
 
 // errorText is a partial error on one line, or "" for none.

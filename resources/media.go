@@ -24,13 +24,6 @@ type bookmarkMedia struct {
 	mediaItem
 }
 
-func (m *bookmarkMedia) obj() *client.Media {
-	if m.media == nil {
-		return &client.Media{}
-	}
-	return m.media
-}
-
 // BookmarkMedia is x_bookmark_media, a child of x_bookmarks: the photos,
 // videos and GIFs of each bookmarked post and of its X Article.
 func BookmarkMedia() *schema.Table {
@@ -53,16 +46,16 @@ var mediaColumns = []column[*bookmarkMedia]{
 	primaryKey(col("media_key", "The media object's key.", func(m *bookmarkMedia) string { return m.key })),
 	col("position", "Place of the media in the post, from 0: attachments in order, then the article's cover and body media.", func(m *bookmarkMedia) int64 { return int64(m.position) }),
 	col("role", "Where the media sits: `attachment` (attached to the post), `article_cover` or `article_media` (of its X Article).", func(m *bookmarkMedia) string { return m.role }),
-	optStringColumn("type", "photo, video or animated_gif.", func(m *bookmarkMedia) string { return m.obj().Type }),
-	optStringColumn("url", "URL of a photo.", func(m *bookmarkMedia) string { return m.obj().URL }),
-	optStringColumn("preview_image_url", "URL of a video's or GIF's still image.", func(m *bookmarkMedia) string { return m.obj().PreviewImageURL }),
-	optStringColumn("download_url", "The file to download: a photo's url, or the video/mp4 variant of the highest bit rate.", func(m *bookmarkMedia) string { return downloadURL(m.obj()) }),
-	optStringColumn("alt_text", "The media's description for screen readers.", func(m *bookmarkMedia) string { return m.obj().AltText }),
-	col("width", "Width in pixels.", func(m *bookmarkMedia) *int64 { return m.obj().Width }),
-	col("height", "Height in pixels.", func(m *bookmarkMedia) *int64 { return m.obj().Height }),
-	col("duration_ms", "Length of a video in milliseconds.", func(m *bookmarkMedia) *int64 { return m.obj().DurationMS }),
-	jsonColumn("variants", "The playback variants of a video or GIF: bit_rate, content_type, url.", func(m *bookmarkMedia) []byte { return variantsJSON(m.obj().Variants) }),
-	jsonColumn("media", "The media object exactly as the API returned it.", func(m *bookmarkMedia) []byte { return m.obj().Raw }),
+	optStringColumn("type", "photo, video or animated_gif.", func(m *bookmarkMedia) string { return orEmpty(m.media).Type }),
+	optStringColumn("url", "URL of a photo.", func(m *bookmarkMedia) string { return orEmpty(m.media).URL }),
+	optStringColumn("preview_image_url", "URL of a video's or GIF's still image.", func(m *bookmarkMedia) string { return orEmpty(m.media).PreviewImageURL }),
+	optStringColumn("download_url", "The file to download: a photo's url, or the video/mp4 variant of the highest bit rate.", func(m *bookmarkMedia) string { return downloadURL(orEmpty(m.media)) }),
+	optStringColumn("alt_text", "The media's description for screen readers.", func(m *bookmarkMedia) string { return orEmpty(m.media).AltText }),
+	col("width", "Width in pixels.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).Width }),
+	col("height", "Height in pixels.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).Height }),
+	col("duration_ms", "Length of a video in milliseconds.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).DurationMS }),
+	jsonColumn("variants", "The playback variants of a video or GIF: bit_rate, content_type, url.", func(m *bookmarkMedia) []byte { return variantsJSON(orEmpty(m.media).Variants) }),
+	jsonColumn("media", "The media object exactly as the API returned it.", func(m *bookmarkMedia) []byte { return orEmpty(m.media).Raw }),
 	optStringColumn("error", "Why the media object is missing: a partial error of the API, or `Missing: ...` when X left it out with no error saying why; null when it is there.", func(m *bookmarkMedia) string { return errorText(m.err) }),
 	incrementalKey(col("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(m *bookmarkMedia) time.Time { return m.b.firstSeenAt })),
 }

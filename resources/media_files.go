@@ -14,6 +14,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/outbox"
 	"github.com/cq-source-x/cq-source-x/plan"
+	"golang.org/x/sync/errgroup"
 )
 
 // MediaFilesTable is the name of the media files table.
@@ -155,38 +156,16 @@ func (r *mediaRun) store(ctx context.Context) error {
 	m := r.s.Media
 	due := r.rec.DueFiles(m.MaxFileSize)
 	m.Saver.Progress().Want(len(due))
-	work := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range min(len(due), m.Saver.Concurrency()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				rec := &r.rec.Files[i]
-				if err := r.done(ctx, rec, m.Saver.Save(ctx, media.NewRequest(rec.URL))); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(m.Saver.Concurrency())
 	for _, i := range due {
 		if ctx.Err() != nil {
 			break
 		}
-		work <- i
+		rec := &r.rec.Files[i]
+		g.Go(func() error { return r.done(ctx, rec, m.Saver.Save(ctx, media.NewRequest(rec.URL))) })
 	}
-	close(work)
-	wg.Wait()
-	var err error
-	select {
-	case err = <-errs:
-	default:
-	}
-	return errors.Join(err, r.flush(ctx), context.Cause(ctx))
+	return errors.Join(g.Wait(), r.flush(ctx), context.Cause(ctx))
 }
 
 // done queues the row of a file whose status changed. A sync stopped

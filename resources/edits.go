@@ -105,7 +105,7 @@ func (p *sentPage) edit(userID string, ix plan.Index) error {
 	var positions []int64
 	keep := make([]bool, len(page.Data))
 	for i := range page.Data {
-		e, ok := ix.Find(BookmarksTable, userID, func(column string) string { return postIDColumn(column, page.Data[i].ID) })
+		e, ok := ix.Find(BookmarksTable, userID, only("post_id", page.Data[i].ID))
 		switch {
 		case ok && e.Op != plan.Scrub:
 			continue
@@ -123,13 +123,15 @@ func (p *sentPage) edit(userID string, ix plan.Index) error {
 	return err
 }
 
-// postIDColumn is id as the value of column post_id, and nothing of any
-// other column.
-func postIDColumn(column, id string) string {
-	if column == "post_id" {
-		return id
+// only gives Index.Find the values of a row whose column name is value,
+// and whose other columns match nothing.
+func only(name, value string) func(column string) string {
+	return func(column string) string {
+		if column == name {
+			return value
+		}
+		return ""
 	}
-	return ""
 }
 
 // withdraw applies the edits to the page's referenced posts: one whose
@@ -143,12 +145,7 @@ func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Ind
 		if err := json.Unmarshal(raw, &post); err != nil {
 			return nil, err
 		}
-		e, ok := ix.Find(ReferencedPostsTable, userID, func(column string) string {
-			if column == "referenced_post_id" {
-				return post.ID
-			}
-			return ""
-		})
+		e, ok := ix.Find(ReferencedPostsTable, userID, only("referenced_post_id", post.ID))
 		switch {
 		case ok && e.Op == plan.Remove:
 			if !slices.Contains(p.Withdrawn, post.ID) {
@@ -170,47 +167,24 @@ func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Ind
 // referenced post a kept one uses, names by id (or media key): the others
 // belonged to posts taken out.
 func usedIncludes(page *client.PostPage, keep []bool) client.Includes {
-	var names [][]byte
+	var names []json.RawMessage
 	for i := range page.Data {
 		if keep[i] {
 			names = append(names, page.Data[i].Raw)
 		}
 	}
-	named := func(obj json.RawMessage, field string) bool {
-		var o map[string]any
-		if json.Unmarshal(obj, &o) != nil {
-			return false
-		}
-		id, _ := o[field].(string)
-		if id == "" {
-			return false
-		}
-		quoted := []byte(`"` + id + `"`)
-		for _, n := range names {
-			if bytes.Contains(n, quoted) {
-				return true
-			}
-		}
-		return false
-	}
-	filter := func(objs []json.RawMessage, field string) []json.RawMessage {
-		var out []json.RawMessage
-		for _, o := range objs {
-			if named(o, field) {
-				out = append(out, o)
-			}
-		}
-		return out
+	used := func(objs []json.RawMessage, field string) []json.RawMessage {
+		return slices.DeleteFunc(slices.Clone(objs), func(obj json.RawMessage) bool {
+			var o map[string]any
+			_ = json.Unmarshal(obj, &o) // an object that is not is named by no post
+			id, _ := o[field].(string)
+			quoted := []byte(`"` + id + `"`)
+			return id == "" || !slices.ContainsFunc(names, func(n json.RawMessage) bool { return bytes.Contains(n, quoted) })
+		})
 	}
 	in := page.Includes
-	var out client.Includes
-	out.Tweets = filter(in.Tweets, "id")
-	for _, t := range out.Tweets {
-		names = append(names, t) // their authors and media
-	}
-	out.Users = filter(in.Users, "id")
-	out.Media = filter(in.Media, "media_key")
-	out.Polls = filter(in.Polls, "id")
-	out.Places = filter(in.Places, "id")
-	return out
+	tweets := used(in.Tweets, "id")
+	names = append(names, tweets...) // their authors and media
+	return client.Includes{Tweets: tweets, Users: used(in.Users, "id"), Media: used(in.Media, "media_key"),
+		Polls: used(in.Polls, "id"), Places: used(in.Places, "id")}
 }

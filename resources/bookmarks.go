@@ -272,36 +272,33 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 	s := bw.s
 	if err != nil {
 		err = walkError(s, "bookmarks", bw.guard.done(ctx, s.Walk, bw.prev, result, err))
-		bw.report(result, err)
-		return err
-	}
-	err = bw.keepOutbox(result.Memory)
-	if err == nil {
-		err = s.SaveMemory(ctx, bw.key, result.Memory)
-	}
-	if err == nil {
-		err = bw.guard.done(ctx, s.Walk, bw.prev, result, nil)
-	}
-	if err != nil {
+	} else if err = bw.save(ctx, result); err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
-		bw.report(result, err)
-		return err
 	}
-	bw.report(result, nil)
-	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("sent_again", bw.resent).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
-	return nil
+	bw.report(result, err)
+	if err == nil {
+		s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("sent_again", bw.resent).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
+	}
+	return err
 }
 
-// keepOutbox puts into mem, the memory of the clean walk, the outbox its
-// state keeps: the rows of earlier walks it sent again, and its own.
-func (bw *bookmarksWalk) keepOutbox(mem *walk.Memory) error {
+// save keeps the memory of a clean walk with the outbox its state keeps
+// (the rows of earlier walks it sent again, and its own), and clears the
+// cap record.
+func (bw *bookmarksWalk) save(ctx context.Context, result *walk.Result) error {
 	box, err := bw.outbox.Box()
 	if err != nil {
 		return err
 	}
 	text, err := box.Marshal()
-	mem.Outbox = json.RawMessage(text)
-	return err
+	if err != nil {
+		return err
+	}
+	result.Memory.Outbox = json.RawMessage(text)
+	if err := bw.s.SaveMemory(ctx, bw.key, result.Memory); err != nil {
+		return err
+	}
+	return bw.guard.done(ctx, bw.s.Walk, bw.prev, result, nil)
 }
 
 // report adds the walk to the account's report.
@@ -316,7 +313,7 @@ func (bw *bookmarksWalk) report(result *walk.Result, err error) {
 // and nothing is stored.
 func fieldsRefused(err error, askedBy func(param, value string) []string) error {
 	var apiErr *client.APIError
-	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
+	if askedBy == nil || !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
 		return err
 	}
 	for _, it := range apiErr.Errors {
@@ -324,9 +321,6 @@ func fieldsRefused(err error, askedBy func(param, value string) []string) error 
 			values := it.Parameters[param]
 			var sources []string
 			for _, v := range values {
-				if askedBy == nil {
-					break
-				}
 				for _, src := range askedBy(param, v) {
 					if !slices.Contains(sources, src) {
 						sources = append(sources, src)
@@ -347,12 +341,9 @@ func fieldsRefused(err error, askedBy func(param, value string) []string) error 
 func bookmarkRows(userID string, pc *pageContent, firstSeenAt time.Time, bookmarkedAfter *time.Time, offset int) []*bookmark {
 	p := pc.page
 	rows := make([]*bookmark, len(p.Data))
-	backing := make([]bookmark, len(p.Data))
 	for i := range p.Data {
-		row := &backing[i]
-		*row = bookmark{userID: userID, page: p, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
-		pc.fill(row)
-		rows[i] = row
+		rows[i] = &bookmark{userID: userID, page: p, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
+		pc.fill(rows[i])
 	}
 	return rows
 }

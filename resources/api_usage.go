@@ -138,13 +138,14 @@ func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
 	return table, recs
 }
 
+// fetchAPIUsage sends its rows even when the sync is stopping: they
+// count what it did.
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	var rows []*Usage
-	switch m := meta.(type) {
-	case *compliance.Check:
-		rows = ComplianceUsageRows(m)
-	default:
-		rows = UsageRows(m.(*account.Session))
+	if c, ok := meta.(*compliance.Check); ok {
+		rows = ComplianceUsageRows(c)
+	} else {
+		rows = UsageRows(meta.(*account.Session))
 	}
 	if len(rows) > 0 {
 		res <- rows
@@ -216,7 +217,7 @@ func usageMultiplex(meta schema.ClientMeta) []schema.ClientMeta {
 	return out
 }
 
-// complianceUsageRows are the compliance requests of the sync, one row per
+// ComplianceUsageRows are the compliance requests of the sync, one row per
 // operation (nothing is billed), with the check's failure on the row of the
 // operation that failed.
 func ComplianceUsageRows(c *compliance.Check) []*Usage {
@@ -246,14 +247,9 @@ func setupRow(s *account.Session, base Usage) *Usage {
 	u.Operation = OpSetup
 	u.Failure = failureText(s.Secrets, s.Err.Error())
 	if s.Meter != nil {
-		for _, m := range s.Meter.Snapshot() {
-			u.Requests += m.Requests
-			u.Errors += m.Errors
-			u.UsersReturned += m.UsersReturned
-			u.UsersBilled += m.UsersBilled
-			u.UsersUSD += m.UsersUSD
-			u.EstimatedUSD += m.USD
-		}
+		t := s.Meter.Total()
+		u.Requests, u.Errors = t.Requests, t.Errors
+		u.UsersReturned, u.UsersBilled, u.UsersUSD, u.EstimatedUSD = t.UsersReturned, t.UsersBilled, t.UsersUSD, t.USD
 	}
 	return &u
 }

@@ -43,28 +43,24 @@ func resolvedByScheduler(context.Context, schema.ClientMeta, *schema.Resource, s
 }
 
 // maskErrors masks the errors of the resolvers of tables and their
-// relations (FlattenTables returns copies).
+// relations (FlattenTables returns copies) with the sync's Mask. The SDK
+// logs what a resolver returns and sends it as a sync error: a server may
+// have put a credential of the sync in it. (The resolvers' own log lines,
+// x_api_usage.failure and plugin.AccountFailure mask theirs.)
 func maskErrors(tables schema.Tables) {
 	for _, t := range tables {
-		t.Resolver = masked(t.Resolver)
-		maskErrors(t.Relations)
-	}
-}
-
-// masked returns resolve with its error masked by the sync's Mask. The
-// SDK logs what a resolver returns and sends it as a sync error: a server
-// may have put a credential of the sync in it. (The resolvers' own log
-// lines, x_api_usage.failure and plugin.AccountFailure mask theirs.)
-func masked(resolve schema.TableResolver) schema.TableResolver {
-	return func(ctx context.Context, meta schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
-		err := resolve(ctx, meta, parent, res)
-		switch m := meta.(type) {
-		case *account.Session:
-			return m.Secrets.Error(err)
-		case *compliance.Check:
-			return m.Secrets.Error(err)
+		resolve := t.Resolver
+		t.Resolver = func(ctx context.Context, meta schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+			err := resolve(ctx, meta, parent, res)
+			switch m := meta.(type) {
+			case *account.Session:
+				return m.Secrets.Error(err)
+			case *compliance.Check:
+				return m.Secrets.Error(err)
+			}
+			return err
 		}
-		return err
+		maskErrors(t.Relations)
 	}
 }
 
@@ -78,7 +74,6 @@ var (
 	contentTables []func() *schema.Table
 )
 
-// declareHolding records how the table named h.Table holds posts.
 func declareHolding(h plan.Holding) {
 	if _, ok := holdings[h.Table]; ok {
 		panic("resources: " + h.Table + " declared twice")
@@ -113,7 +108,6 @@ func IsBookmarkContent(table string) bool {
 	return slices.ContainsFunc(Bookmarks().Relations, func(t *schema.Table) bool { return t.Name == table })
 }
 
-// contentTableList is the content tables, made anew.
 func contentTableList() schema.Tables {
 	out := make(schema.Tables, len(contentTables))
 	for i, t := range contentTables {

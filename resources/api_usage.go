@@ -138,8 +138,6 @@ func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
 	return table, recs
 }
 
-// fetchAPIUsage sends its rows even when the sync is stopping: they
-// count what it did.
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	var rows []*Usage
 	if c, ok := meta.(*compliance.Check); ok {

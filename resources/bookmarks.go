@@ -253,7 +253,7 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 	}
 	asked := s.Fields.Asked(resp.Naming)
 	bw.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
-	pc := newPageContent(p, askedBy(asked), s.AskedBy)
+	pc := newPageContent(p, asked.Expansions, s.AskedBy)
 	rows := bookmarkRows(s.UserID, pc, bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
 	if n := len(pc.missing); n > 0 {
 		bw.missing += n

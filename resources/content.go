@@ -10,24 +10,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
 
-// asked is what a bookmarks request asked for with each post, read from its
-// field selection (which the spec's content kinds and fields section make).
-type asked struct {
-	authors, media, referenced, refAuthors, refMedia, articleMedia bool
-}
-
-func askedBy(f client.Fields) asked {
-	has := func(e string) bool { return slices.Contains(f.Expansions, e) }
-	return asked{
-		authors:      has("author_id"),
-		media:        has("attachments.media_keys"),
-		referenced:   has("referenced_tweets.id") || has("referenced_tweets.id.author_id") || has("referenced_tweets.id.attachments.media_keys"),
-		refAuthors:   has("referenced_tweets.id.author_id"),
-		refMedia:     has("referenced_tweets.id.attachments.media_keys"),
-		articleMedia: has("article.cover_media") || has("article.media_entities"),
-	}
-}
-
 // reference is a post a bookmarked post quotes, replies to or reposts, with
 // its own author and media when they were asked for. A post X did not
 // return (deleted, or of a protected or suspended author) has its partial
@@ -77,8 +59,10 @@ type mediaItem struct {
 
 // pageContent resolves the expanded objects of one page's posts.
 type pageContent struct {
-	asked  asked
-	page   *client.PostPage
+	// expansions are what the page's request asked to expand (what the
+	// spec's content kinds and fields section make).
+	expansions []string
+	page       *client.PostPage
 	errors map[string]*client.PartialError // by resource kind and id
 	// askedBy names the settings that ask for an expansion (nil: none).
 	askedBy func(param, value string) []string
@@ -87,8 +71,8 @@ type pageContent struct {
 	missing []string
 }
 
-func newPageContent(p *client.PostPage, a asked, askedBy func(param, value string) []string) *pageContent {
-	pc := &pageContent{asked: a, page: p, errors: map[string]*client.PartialError{}, askedBy: askedBy}
+func newPageContent(p *client.PostPage, expansions []string, askedBy func(param, value string) []string) *pageContent {
+	pc := &pageContent{expansions: expansions, page: p, errors: map[string]*client.PartialError{}, askedBy: askedBy}
 	for i := range p.Errors {
 		pe := &p.Errors[i]
 		kind := partialErrorKind(pe)
@@ -99,6 +83,11 @@ func newPageContent(p *client.PostPage, a asked, askedBy func(param, value strin
 		}
 	}
 	return pc
+}
+
+// asks reports whether the page's request asked to expand any of expansions.
+func (pc *pageContent) asks(expansions ...string) bool {
+	return slices.ContainsFunc(expansions, func(e string) bool { return slices.Contains(pc.expansions, e) })
 }
 
 // partialErrorKind is the kind of object a partial error is about: "post",
@@ -193,10 +182,10 @@ func (pc *pageContent) references(post *client.Post) []reference {
 			refs = append(refs, ref)
 			continue
 		}
-		if pc.asked.refAuthors {
+		if pc.asks("referenced_tweets.id.author_id") {
 			ref.author = pc.author(ref.post, "referenced_tweets.id.author_id")
 		}
-		if pc.asked.refMedia {
+		if pc.asks("referenced_tweets.id.attachments.media_keys") {
 			ref.media = pc.mediaOf(ref.post, "referenced_tweets.id.attachments.media_keys", false)
 		}
 		refs = append(refs, ref)
@@ -206,17 +195,18 @@ func (pc *pageContent) references(post *client.Post) []reference {
 
 // fill adds to a bookmark row the expanded objects of its post.
 func (pc *pageContent) fill(b *bookmark) {
-	if pc.asked.authors {
+	if pc.asks("author_id") {
 		b.author = pc.author(b.post, "author_id")
 	}
-	if pc.asked.media || pc.asked.articleMedia {
+	attachments, article := pc.asks("attachments.media_keys"), pc.asks("article.cover_media", "article.media_entities")
+	if attachments || article {
 		expansion := ""
-		if pc.asked.media {
+		if attachments {
 			expansion = "attachments.media_keys"
 		}
-		b.media = pc.mediaOf(b.post, expansion, pc.asked.articleMedia)
+		b.media = pc.mediaOf(b.post, expansion, article)
 	}
-	if pc.asked.referenced {
+	if pc.asks("referenced_tweets.id", "referenced_tweets.id.author_id", "referenced_tweets.id.attachments.media_keys") {
 		b.refs = pc.references(b.post)
 	}
 }

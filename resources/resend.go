@@ -74,7 +74,7 @@ func (p *sentPage) rows(userID string, asker func(param, value string) []string)
 	if len(page.Data) != len(p.Positions) {
 		return nil, fmt.Errorf("a stored bookmarks page holds %d posts and %d positions", len(page.Data), len(p.Positions))
 	}
-	rows := bookmarkRows(userID, newPageContent(page, askedBy(client.Fields{Expansions: p.Expansions}), asker), p.FirstSeenAt, p.BookmarkedAfter, 0)
+	rows := bookmarkRows(userID, newPageContent(page, p.Expansions, asker), p.FirstSeenAt, p.BookmarkedAfter, 0)
 	for i, row := range rows {
 		row.foundPosition = p.Positions[i]
 		row.refs = slices.DeleteFunc(row.refs, func(r reference) bool { return slices.Contains(p.Withdrawn, r.id) })

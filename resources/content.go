@@ -63,7 +63,7 @@ type pageContent struct {
 	// spec's content kinds and fields section make).
 	expansions []string
 	page       *client.PostPage
-	errors map[string]*client.PartialError // by resource kind and id
+	errors     map[string]*client.PartialError // by resource kind and id
 	// askedBy names the settings that ask for an expansion (nil: none).
 	askedBy func(param, value string) []string
 	// missing describes each expanded object the page left out with no

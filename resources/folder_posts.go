@@ -42,11 +42,12 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	f := parent.Item.(*folder)
 	key := account.FolderKey(s.UserID, f.ID)
 	list := "folder " + f.ID
+	report := account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID}
 	prev, err := s.LoadMemory(ctx, key)
 	if err != nil {
-		err = fmt.Errorf("%s: %s: %w", s.ID(), list, err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Err: err})
-		return err
+		report.Err = fmt.Errorf("%s: %s: %w", s.ID(), list, err)
+		s.Report().AddWalk(report)
+		return report.Err
 	}
 	if s.Ready(ctx) != nil {
 		// A folder remembered by an account that could not be set up
@@ -58,41 +59,35 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	defer s.EnterBilling(ctx)()
 	settings := s.Walk
 	settings.RequestBudget = s.FolderWalkBudget()
-	guard, err := startCapGuard(ctx, s, key, settings, prev)
-	if err != nil {
-		err = walkError(s, list, err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Result: notStarted(s, err), Err: err})
-		emitMembers(s, f, prev, res)
-		return err
-	}
-	w := &walk.Walker[client.FolderPost]{
-		Settings: settings,
-		Clock:    s.Clock,
-		ID:       func(p client.FolderPost) string { return p.ID },
-		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.FolderPost], error) {
-			page, _, err := s.API.GetFolder(ctx, s.UserID, f.ID, client.PageOptions{MaxResults: maxResults, PaginationToken: token})
-			if err != nil {
-				return walk.Page[client.FolderPost]{}, err
-			}
-			return walk.Page[client.FolderPost]{Items: page.Data, Next: page.Meta.NextToken}, nil
-		},
-	}
-	result, walkErr := w.Run(ctx, prev)
 	members := prev
-	if walkErr == nil {
-		if err := s.SaveMemory(ctx, key, result.Memory); err != nil {
-			walkErr = err
-		} else {
-			members = result.Memory
+	if guard, err := startCapGuard(ctx, s, key, settings, prev); err != nil {
+		report.Result, report.Err = notStarted(s, err), walkError(s, list, err)
+	} else {
+		w := &walk.Walker[client.FolderPost]{
+			Settings: settings,
+			Clock:    s.Clock,
+			ID:       func(p client.FolderPost) string { return p.ID },
+			Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.FolderPost], error) {
+				page, _, err := s.API.GetFolder(ctx, s.UserID, f.ID, client.PageOptions{MaxResults: maxResults, PaginationToken: token})
+				if err != nil {
+					return walk.Page[client.FolderPost]{}, err
+				}
+				return walk.Page[client.FolderPost]{Items: page.Data, Next: page.Meta.NextToken}, nil
+			},
+		}
+		report.Result, err = w.Run(ctx, prev)
+		if err == nil {
+			if err = s.SaveMemory(ctx, key, report.Result.Memory); err == nil {
+				members = report.Result.Memory
+			}
+		}
+		if err = guard.done(ctx, settings, prev, report.Result, err); err != nil {
+			report.Err = walkError(s, list, err)
 		}
 	}
-	walkErr = guard.done(ctx, settings, prev, result, walkErr)
-	if walkErr != nil {
-		walkErr = walkError(s, list, walkErr)
-	}
-	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Result: result, Err: walkErr})
+	s.Report().AddWalk(report)
 	emitMembers(s, f, members, res)
-	return errors.Join(walkErr, s.FlushWalk(ctx))
+	return errors.Join(report.Err, s.FlushWalk(ctx))
 }
 
 // emitMembers emits the membership a folder's memory holds (none when nil).

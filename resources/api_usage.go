@@ -18,9 +18,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// APIUsageTable is the name of the usage table.
-const APIUsageTable = "x_api_usage"
-
 // OpSetup names usage rows of accounts that could not be prepared.
 const OpSetup = "setup"
 
@@ -85,7 +82,6 @@ func APIUsage() *schema.Table {
 	}
 }
 
-// usageColumns are the columns of x_api_usage.
 var usageColumns = []column[*Usage]{
 	primaryKey(col("sync_id", "Id of the sync (the CloudQuery invocation id when there is one); for the rows of the bookmark commands, of the archive's run that recorded them.", func(u *Usage) string { return u.SyncID })),
 	primaryKey(col("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
@@ -264,7 +260,6 @@ func newOpRows(base Usage) *opRows {
 	return &opRows{base: base, byOp: map[string]*Usage{}, outcomes: map[string]map[walk.Outcome]int{}, failures: map[string][]string{}}
 }
 
-// get returns the row of op, made from base the first time.
 func (r *opRows) get(op string) *Usage {
 	if u, ok := r.byOp[op]; ok {
 		return u

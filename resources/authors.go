@@ -8,9 +8,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// BookmarkAuthorsTable is the name of the authors table.
-const BookmarkAuthorsTable = "x_bookmark_authors"
-
 // It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkAuthors, plan.Holding{Of: "post_id"}) }
 

@@ -18,9 +18,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// BookmarksTable is the name of the bookmarks table.
-const BookmarksTable = "x_bookmarks"
-
 // bookmark is one row of x_bookmarks, with the expanded objects of its
 // post, which its child tables hold.
 type bookmark struct {
@@ -93,7 +90,6 @@ func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resour
 	return nil
 }
 
-// bookmarkColumns are the columns of x_bookmarks.
 var bookmarkColumns = []column[*bookmark]{
 	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(b *bookmark) string { return b.userID })),
 	primaryKey(col("post_id", "Post id.", func(b *bookmark) string { return b.post.ID })),
@@ -301,7 +297,6 @@ func (bw *bookmarksWalk) save(ctx context.Context, result *walk.Result) error {
 	return bw.guard.done(ctx, bw.s.Walk, bw.prev, result, nil)
 }
 
-// report adds the walk to the account's report.
 func (bw *bookmarksWalk) report(result *walk.Result, err error) {
 	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Result: result, Err: err, Missing: bw.missing})
 }

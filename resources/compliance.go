@@ -8,9 +8,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/compliance"
 )
 
-// PostComplianceTable is the name of the compliance table.
-const PostComplianceTable = "x_post_compliance"
-
 // PostCompliance is the x_post_compliance table: tombstones of archived
 // posts, from X's free batch compliance job, which stay whatever is done
 // to the posts' rows (compliance.on_change); join on (user_id, post_id).

@@ -57,10 +57,9 @@ type mediaItem struct {
 	err   *client.PartialError
 }
 
-// pageContent resolves the expanded objects of one page's posts.
+// pageContent resolves the expanded objects of one page's posts, as its
+// request asked to expand them.
 type pageContent struct {
-	// expansions are what the page's request asked to expand (what the
-	// spec's content kinds and fields section make).
 	expansions []string
 	page       *client.PostPage
 	errors     map[string]*client.PartialError // by resource kind and id
@@ -144,11 +143,8 @@ func (pc *pageContent) author(post *client.Post, expansion string) *expandedUser
 // for them) is not "", then its article's when articleMedia.
 func (pc *pageContent) mediaOf(post *client.Post, expansion string, articleMedia bool) []mediaItem {
 	var items []mediaItem
-	seen := func(k string) bool {
-		return slices.ContainsFunc(items, func(m mediaItem) bool { return m.key == k })
-	}
 	add := func(k, role, expansion string) {
-		if k == "" || seen(k) {
+		if k == "" || slices.ContainsFunc(items, func(m mediaItem) bool { return m.key == k }) {
 			return
 		}
 		m := mediaItem{key: k, role: role, media: pc.page.Expanded.Media[k]}
@@ -179,13 +175,11 @@ func (pc *pageContent) references(post *client.Post) []reference {
 		ref := reference{typ: r.Type, id: r.ID, post: pc.page.Expanded.Posts[r.ID]}
 		if ref.post == nil {
 			ref.err = pc.notReturned(post.ID, "post", "referenced post", r.ID, "referenced_tweets.id")
-			refs = append(refs, ref)
-			continue
 		}
-		if pc.asks("referenced_tweets.id.author_id") {
+		if ref.post != nil && pc.asks("referenced_tweets.id.author_id") {
 			ref.author = pc.author(ref.post, "referenced_tweets.id.author_id")
 		}
-		if pc.asks("referenced_tweets.id.attachments.media_keys") {
+		if ref.post != nil && pc.asks("referenced_tweets.id.attachments.media_keys") {
 			ref.media = pc.mediaOf(ref.post, "referenced_tweets.id.attachments.media_keys", false)
 		}
 		refs = append(refs, ref)

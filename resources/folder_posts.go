@@ -11,9 +11,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// FolderPostsTable is the name of the folder membership table.
-const FolderPostsTable = "x_bookmark_folder_posts"
-
 // folderPost is one row of x_bookmark_folder_posts.
 type folderPost struct {
 	userID, folderID, postID string

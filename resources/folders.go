@@ -12,9 +12,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// FoldersTable is the name of the folders table.
-const FoldersTable = "x_bookmark_folders"
-
 // folder is one row of x_bookmark_folders.
 type folder struct {
 	userID string

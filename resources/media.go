@@ -11,9 +11,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// BookmarkMediaTable is the name of the media table.
-const BookmarkMediaTable = "x_bookmark_media"
-
 // It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkMedia, plan.Holding{Of: "post_id"}) }
 

@@ -17,9 +17,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// MediaFilesTable is the name of the media files table.
-const MediaFilesTable = "x_media_files"
-
 func init() {
 	declareHolding(plan.Holding{Table: MediaFilesTable, Of: "post_id", Holds: "media_post_id"})
 }

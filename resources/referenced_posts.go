@@ -8,9 +8,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// ReferencedPostsTable is the name of the referenced posts table.
-const ReferencedPostsTable = "x_bookmark_referenced_posts"
-
 // It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() {
 	DeclareContent(ReferencedPosts, plan.Holding{Of: "post_id", Holds: "referenced_post_id", Geo: "post"})

@@ -26,9 +26,8 @@ type sentPage struct {
 	Expansions      []string        `json:"expansions,omitempty"` // what the request asked to expand
 	Positions       []int64         `json:"positions"`            // found_position of each post
 	Page            json.RawMessage `json:"page"`
-	// Withdrawn are posts its posts reference that X's compliance job
-	// reported (PurgeOutbox): the page no longer holds them, and their rows
-	// of x_bookmark_referenced_posts are not sent again.
+	// Withdrawn are posts its posts reference whose rows a report took out
+	// (EditOutbox): the page no longer holds them, nor are they sent again.
 	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 

@@ -15,6 +15,19 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
+// The tables' names.
+const (
+	BookmarksTable       = "x_bookmarks"
+	BookmarkAuthorsTable = "x_bookmark_authors"
+	BookmarkMediaTable   = "x_bookmark_media"
+	ReferencedPostsTable = "x_bookmark_referenced_posts"
+	FoldersTable         = "x_bookmark_folders"
+	FolderPostsTable     = "x_bookmark_folder_posts"
+	MediaFilesTable      = "x_media_files"
+	PostComplianceTable  = "x_post_compliance"
+	APIUsageTable        = "x_api_usage"
+)
+
 // Tables returns the plugin's tables, with the SDK's _cq_id and
 // _cq_parent_id columns added. x_api_usage is last: it is resolved after the
 // others, once their walks are done.

@@ -104,34 +104,20 @@ func (p *sentPage) edit(userID string, ix plan.Index) error {
 	}
 	var positions []int64
 	keep := make([]bool, len(page.Data))
-	for i := range page.Data {
-		e, ok := ix.Find(BookmarksTable, userID, only("post_id", page.Data[i].ID))
-		switch {
-		case ok && e.Op != plan.Scrub:
-			continue
-		case ok:
-			if page.Data[i].Raw, err = plan.WithoutGeo(page.Data[i].Raw); err != nil {
-				return err
-			}
+	for i, post := range page.Data {
+		raw, err := edited(ix, BookmarksTable, userID, "post_id", post.ID, post.Raw)
+		if err != nil {
+			return err
 		}
-		keep[i] = true
-		positions = append(positions, p.Positions[i])
+		if keep[i] = raw != nil; keep[i] {
+			page.Data[i].Raw = raw
+			positions = append(positions, p.Positions[i])
+		}
 	}
 	page.Includes = usedIncludes(page, keep)
 	p.Positions = positions
 	p.Page, err = client.StoredPage(page, func(i int) bool { return keep[i] })
 	return err
-}
-
-// only gives Index.Find the values of a row whose column name is value,
-// and whose other columns match nothing.
-func only(name, value string) func(column string) string {
-	return func(column string) string {
-		if column == name {
-			return value
-		}
-		return ""
-	}
 }
 
 // withdraw applies the edits to the page's referenced posts: one whose
@@ -145,22 +131,30 @@ func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Ind
 		if err := json.Unmarshal(raw, &post); err != nil {
 			return nil, err
 		}
-		e, ok := ix.Find(ReferencedPostsTable, userID, only("referenced_post_id", post.ID))
+		raw, err := edited(ix, ReferencedPostsTable, userID, "referenced_post_id", post.ID, raw)
 		switch {
-		case ok && e.Op == plan.Remove:
-			if !slices.Contains(p.Withdrawn, post.ID) {
-				p.Withdrawn = append(p.Withdrawn, post.ID)
-			}
-			continue
-		case ok && e.Op == plan.Scrub:
-			var err error
-			if raw, err = plan.WithoutGeo(raw); err != nil {
-				return nil, err
-			}
+		case err != nil:
+			return nil, err
+		case raw != nil:
+			out = append(out, raw)
+		case !slices.Contains(p.Withdrawn, post.ID):
+			p.Withdrawn = append(p.Withdrawn, post.ID)
 		}
-		out = append(out, raw)
 	}
 	return out, nil
+}
+
+// edited is a post's JSON as the edit of the rows of table whose column
+// holds it leaves it: as it is, without its geo, or nil when they go.
+func edited(ix plan.Index, table, userID, column, id string, raw json.RawMessage) (json.RawMessage, error) {
+	e, ok := ix.Find(table, userID, func(c string) string { return map[string]string{column: id}[c] })
+	switch {
+	case !ok:
+		return raw, nil
+	case e.Op == plan.Scrub:
+		return plan.WithoutGeo(raw)
+	}
+	return nil, nil
 }
 
 // usedIncludes is the page's expanded objects that a kept post, or a

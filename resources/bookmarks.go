@@ -68,12 +68,10 @@ var hasRows = map[string]func(*bookmark) bool{
 	ReferencedPostsTable: func(b *bookmark) bool { return len(b.refs) > 0 },
 }
 
-// withChildrenOfRows resolves a bookmark against a copy of its table that
-// holds only the child tables the bookmark has rows of. The scheduler starts
-// a resolver of every child table for every row, with goroutines, a trace
-// span and metrics of its own, whether it emits rows or not, and most
-// bookmarks have no media (nor authors or references, when those are on
-// and the page lacks them).
+// withChildrenOfRows resolves a bookmark against a copy of its table with
+// only the child tables it has rows of: the scheduler starts a resolver of
+// every child table for every row (goroutines, a trace span, metrics),
+// and most bookmarks have no media.
 func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resource) error {
 	b := r.Item.(*bookmark)
 	var kept schema.Tables
@@ -178,19 +176,15 @@ type bookmarksWalk struct {
 	guard           *capGuard
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
-	read            int // posts of the walk's earlier pages: the place in the list of the next one
-	missing         int // expanded objects its pages left out with no error saying why
-	// outbox is the rows of earlier walks, sent again by this one
-	// (resent of them), and its own, when rows are sent again; expansions
-	// are what the last page's request asked to expand.
-	outbox     *outbox.Rows[sentPage]
-	resent     int
-	expansions []string
+	read            int                    // posts of the walk's earlier pages: the place in the list of the next one
+	missing         int                    // expanded objects its pages left out with no error saying why
+	outbox          *outbox.Rows[sentPage] // rows of earlier walks sent again, and its own
+	resent          int
+	expansions      []string // what the last page's request asked to expand
 }
 
-// startBookmarksWalk reads what the account's last walks left: the list's
-// memory, and the cap record that refuses a walk that would stop where the
-// last capped one did. A walk that cannot start is reported.
+// startBookmarksWalk reads the list's memory and its cap record; a walk
+// that cannot start is reported.
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID), firstSeenAt: s.Clock.Now(), expansions: s.Fields.Expansions}
 	var err error
@@ -301,11 +295,9 @@ func (bw *bookmarksWalk) report(result *walk.Result, err error) {
 	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Result: result, Err: err, Missing: bw.missing})
 }
 
-// fieldsRefused says what to do when the API refuses the field selection.
-// Posts are never read again once stored, so a post read with less than
-// the spec asks for would stay that way: the walk fails instead, naming the
-// refused parameter and value and the settings that ask for it (askedBy),
-// and nothing is stored.
+// fieldsRefused names, when the API refuses the field selection, the
+// refused parameter and value and the settings that ask for it: posts are
+// never read again, so the walk fails rather than store less than asked.
 func fieldsRefused(err error, askedBy func(param, value string) []string) error {
 	var apiErr *client.APIError
 	if askedBy == nil || !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {

@@ -43,14 +43,12 @@ func notStarted(s *account.Session, err error) *walk.Result {
 	return &walk.Result{Outcome: walk.StoppedByBudget, StartedAt: s.Clock.Now()}
 }
 
-// done records how the walk from prev ended: a walk stopped by the cap is
-// recorded and its error says what the next sync needs; a clean walk
-// removes the record. A walk cut off by a stop of the sync is recorded as
-// a capped one (its memory did not advance, the posts it emitted are kept,
-// and the next walk reads the list from the top again), unless it read
-// nothing or started below a cap record that still holds (which still
-// refuses a walk with that cap). It returns the walk's error, or the
-// record's.
+// done records how the walk from prev ended, and returns its error or the
+// record's: a clean walk removes the record; one stopped by the cap is
+// recorded, its error saying what the next sync needs; so is one cut off by
+// a stop of the sync (its memory did not advance, and the next reads the
+// list from the top again), unless it read nothing or started below a cap
+// record that still holds.
 func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
 	switch {
 	case err == nil && g.last != nil:

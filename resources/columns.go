@@ -20,11 +20,10 @@ type column[T any] struct {
 }
 
 // col is the column whose value is get(row), of the Arrow type of the
-// getter's Go type: a nil pointer is null, and so is a nil list (a non-nil
-// empty one is empty, as the SDK's list scalar has them; the API client
-// decodes an empty JSON array as nil). A string is stored as is, "" too:
-// every string column holds valid UTF-8 (a reader such as DuckDB refuses a
-// Parquet file whose strings are not), which the API client makes, once.
+// getter's Go type: a nil pointer or list is null (an empty list is not,
+// but the API client decodes an empty JSON array as nil). Strings are
+// stored as is: the API client makes them valid UTF-8, which readers such
+// as DuckDB require.
 func col[T, V any](name, description string, get func(T) V) column[T] {
 	var typ arrow.DataType
 	switch any(*new(V)).(type) {

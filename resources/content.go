@@ -11,9 +11,8 @@ import (
 )
 
 // reference is a post a bookmarked post quotes, replies to or reposts, with
-// its own author and media when they were asked for. A post X did not
-// return (deleted, or of a protected or suspended author) has its partial
-// error instead.
+// its own author and media when asked for, or the partial error that says
+// why X did not return it.
 type reference struct {
 	typ    string
 	id     string
@@ -106,13 +105,11 @@ func partialErrorKind(pe *client.PartialError) string {
 	return ""
 }
 
-// notReturned is the partial error of an expanded object the page holds
-// neither in its includes nor in its errors: the error X gave, else a
-// record that it is missing. X leaves objects out with no error saying why
-// (a suspended or withheld author, media still processing, a post deleted
-// between the list and its hydration), and does so again at every sync:
-// the post is archived with what X returned, never held back, and the row
-// of the object says what is missing and which setting asked for it.
+// notReturned is the partial error of an expanded object the page does not
+// hold: the error X gave, else a record that it is missing. X leaves
+// objects out with no error (a suspended author, media still processing, a
+// post deleted meanwhile), at every sync: the post is archived all the same,
+// and the object's row says what is missing and which setting asked for it.
 func (pc *pageContent) notReturned(postID, kind, what, id, expansion string) *client.PartialError {
 	if pe := pc.errors[kind+"/"+id]; pe != nil {
 		return pe

@@ -14,12 +14,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What a CloudQuery sync does with the edits of a plan (package plan) that
-// a DeleteRecord message cannot do: the rows of x_bookmarks a Blank edit
-// leaves are sent again with their kept columns only (BlankedBookmarks),
-// which the destination's primary key puts in place of the rows it holds;
-// and the rows kept to send again are edited as the destination's are
-// (EditOutbox), so that no later sync sends what a report took out.
+// What a CloudQuery sync does with a plan's edits that a DeleteRecord
+// message cannot: a blanked row of x_bookmarks is sent again with its kept
+// columns only (BlankedBookmarks), and the rows kept to send again are
+// edited too (EditOutbox), so that no later sync sends what a report took.
 
 // Blanked is the client of the table that sends blanked rows again: the
 // bookmarks of the Blank edits whose dates the state keeps.
@@ -55,13 +53,11 @@ func BlankedBookmarks(bookmarks *schema.Table) *schema.Table {
 	return &t
 }
 
-// EditOutbox applies the edits to the account's bookmarks outbox: a
-// bookmark whose row goes or is blanked leaves its page, with the expanded
-// objects no other post of the page uses; a referenced post whose rows go
-// leaves its page, and its rows of x_bookmark_referenced_posts are not sent
-// again (sentPage.Withdrawn); a scrubbed post loses its geo. It sets the
-// walk's memory in the state, unflushed. (The media files' outbox is
-// edited with their records: DropMedia.)
+// EditOutbox applies the edits to the account's bookmarks outbox, and sets
+// the walk's memory in the state, unflushed: a bookmark whose row goes or
+// is blanked leaves its page, with the includes no other post uses; a
+// referenced post whose rows go leaves it too (sentPage.Withdrawn); a
+// scrubbed post loses its geo. (DropMedia edits the media files' outbox.)
 func EditOutbox(ctx context.Context, s *account.Session, ix plan.Index) error {
 	key := account.BookmarksKey(s.UserID)
 	mem, err := s.LoadMemory(ctx, key)

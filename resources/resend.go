@@ -12,11 +12,9 @@ import (
 )
 
 // What a sync sends of x_bookmarks is sent again by the next ones, from an
-// outbox kept in the walk's memory (package outbox; the compliance findings
-// keep theirs in the account's checks, package compliance). Re-sent rows
-// are the rows first sent, made from the posts as X sent them (posts never
-// change), with the same first_seen_at and found_position; a destination's
-// primary key makes them one row in overwrite modes.
+// outbox in the walk's memory (package outbox): the rows first sent, made
+// again from the posts as X sent them, with the same first_seen_at and
+// found_position, which a destination's primary key makes one row.
 
 // sentPage is one page of the rows a bookmarks walk sent: the page as X
 // returned it, with only those rows' posts, and what the walk made of it.

@@ -349,19 +349,13 @@ func opOrder(op string) int {
 
 // formatOutcomes writes "met_held" for a single walk, else "met_held=3 failed=1".
 func formatOutcomes(counts map[walk.Outcome]int, walks int) string {
-	if len(counts) == 0 {
-		return ""
-	}
-	order := []walk.Outcome{walk.MetHeld, walk.ReachedEnd, walk.StoppedByBudget, walk.Interrupted, walk.Failed}
 	if walks == 1 {
-		for _, o := range order {
-			if counts[o] == 1 {
-				return string(o)
-			}
+		for o := range counts {
+			return string(o)
 		}
 	}
 	var parts []string
-	for _, o := range order {
+	for _, o := range []walk.Outcome{walk.MetHeld, walk.ReachedEnd, walk.StoppedByBudget, walk.Interrupted, walk.Failed} {
 		if n := counts[o]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", o, n))
 		}

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,12 +191,9 @@ func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outco
 
 func (r *mediaRun) row(rec *archived.File, out media.Outcome) *mediaFileRow {
 	row := &mediaFileRow{
-		UserID: r.s.UserID, PostID: rec.PostID, MediaKey: rec.MediaKey, URL: rec.URL, MediaPostID: rec.MediaPostID,
+		UserID: r.s.UserID, PostID: rec.PostID, MediaKey: rec.MediaKey, URL: rec.URL, MediaPostID: cmp.Or(rec.MediaPostID, rec.PostID),
 		MediaType: rec.MediaType, File: rec.File, Status: out.Status, HTTPStatus: out.HTTPStatus, Error: out.Err,
 		CheckedAt: r.s.Clock.Now().UTC(),
-	}
-	if row.MediaPostID == "" {
-		row.MediaPostID = rec.PostID
 	}
 	if f := out.File; f != nil {
 		size, at := f.Size, f.StoredAt

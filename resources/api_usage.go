@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -152,10 +153,7 @@ func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource
 // the same rows as its summary.
 func UsageRows(s *account.Session) []*Usage {
 	label := account.Label(s.Index)
-	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: s.UserID, Account: label}
-	if base.UserID == "" {
-		base.UserID = label
-	}
+	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: cmp.Or(s.UserID, label), Account: label}
 	if s.Err != nil {
 		return []*Usage{setupRow(s, base)}
 	}

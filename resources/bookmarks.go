@@ -192,14 +192,12 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
 		kept, err = account.MemoryOutbox(bw.prev, bw.key)
 	}
-	if err == nil {
-		bw.outbox = outbox.Open[sentPage](kept, outbox.Sync{ID: s.Sync.ID, StartedAt: bw.firstSeenAt, Ended: s.Sync.Ended}, s.Resend)
-	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		bw.report(nil, err)
 		return nil, err
 	}
+	bw.outbox = outbox.Open[sentPage](kept, outbox.Sync{ID: s.Sync.ID, StartedAt: bw.firstSeenAt, Ended: s.Sync.Ended}, s.Resend)
 	if bw.guard, err = startCapGuard(ctx, s, bw.key, s.Walk, bw.prev); err != nil {
 		err = walkError(s, "bookmarks", err)
 		bw.report(notStarted(s, err), err)

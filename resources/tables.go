@@ -7,6 +7,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
@@ -107,11 +108,7 @@ func DeclareContent(table func() *schema.Table, h plan.Holding) {
 
 // Holdings are the declarations of every table that holds posts, by name.
 func Holdings() []plan.Holding {
-	out := make([]plan.Holding, 0, len(holdings))
-	for _, name := range slices.Sorted(maps.Keys(holdings)) {
-		out = append(out, holdings[name])
-	}
-	return out
+	return slices.SortedFunc(maps.Values(holdings), func(a, b plan.Holding) int { return strings.Compare(a.Table, b.Table) })
 }
 
 // IsBookmarkContent reports whether table is a child table of x_bookmarks

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -72,19 +73,13 @@ func fetchBookmarkMedia(_ context.Context, _ schema.ClientMeta, parent *schema.R
 
 // downloadURL is a photo's url, or the mp4 variant of the highest bit rate.
 func downloadURL(m *client.Media) string {
-	if m.URL != "" {
-		return m.URL
-	}
-	return media.BestVariant(m)
+	return cmp.Or(m.URL, media.BestVariant(m))
 }
 
 func variantsJSON(vs []client.Variant) []byte {
 	if len(vs) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(vs)
-	if err != nil {
-		return nil
-	}
+	b, _ := json.Marshal(vs) // nil, stored as null, in the unlikely failure
 	return b
 }

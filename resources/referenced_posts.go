@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -84,11 +85,8 @@ func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema
 	}
 	rows := make([]*referencedPost, 0, len(b.refs))
 	for _, r := range b.refs {
-		dup := false
-		for _, prev := range rows {
-			dup = dup || prev.id == r.id && prev.typ == r.typ
-		}
-		if !dup { // one row per key, whatever the API repeats
+		dup := func(prev *referencedPost) bool { return prev.id == r.id && prev.typ == r.typ }
+		if !slices.ContainsFunc(rows, dup) { // one row per key, whatever the API repeats
 			rows = append(rows, &referencedPost{b: b, reference: r})
 		}
 	}

@@ -141,7 +141,8 @@ func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Ind
 }
 
 // edited is a post's JSON as the edit of the rows of table whose column
-// holds it leaves it: as it is, without its geo, or nil when they go.
+// holds it leaves it: as it is, without its geo, or nil when its content
+// goes (its rows removed or blanked).
 func edited(ix plan.Index, table, userID, column, id string, raw json.RawMessage) (json.RawMessage, error) {
 	e, ok := ix.Find(table, userID, func(c string) string { return map[string]string{column: id}[c] })
 	switch {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -331,9 +330,7 @@ func (r *opRows) rows(mask *secrets.Mask) []*Usage {
 		}
 		rows = append(rows, u)
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		return opOrder(rows[i].Operation) < opOrder(rows[j].Operation)
-	})
+	slices.SortFunc(rows, func(a, b *Usage) int { return cmp.Compare(opOrder(a.Operation), opOrder(b.Operation)) })
 	return rows
 }
 

@@ -63,13 +63,10 @@ func optStringColumn[T any](name, description string, get func(T) string) column
 // every value again, which was the most expensive step of a large export.)
 // Absent values and JSON null are null.
 func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
-	return column[T]{schema.Column{
-		Name:        name,
-		Type:        types.ExtensionTypes.JSON,
-		Description: description,
+	return column[T]{schema.Column{Name: name, Type: types.ExtensionTypes.JSON, Description: description,
 		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
-			raw := jsonValue(get(r.Item.(T)))
-			if raw == nil {
+			raw := get(r.Item.(T))
+			if len(raw) == 0 || string(raw) == "null" {
 				return nil
 			}
 			value, ok := r.Get(c.Name).(*scalar.JSON)
@@ -78,16 +75,7 @@ func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
 			}
 			value.Value, value.Valid = raw, true
 			return nil
-		},
-	}}
-}
-
-// jsonValue is raw, or nil for an absent value or JSON null.
-func jsonValue(raw []byte) []byte {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return raw
+		}}}
 }
 
 // primaryKey marks a column as part of the primary key. Primary-key columns

@@ -40,6 +40,8 @@ type mediaFileRow struct {
 	HTTPStatus  int          `json:"http_status,omitempty"`
 	Error       string       `json:"error,omitempty"`
 	CheckedAt   time.Time    `json:"checked_at"`
+	// rec is the file's record, given the row's status once it is sent.
+	rec *archived.File
 }
 
 // MediaFiles is the x_media_files table: the photos and videos themselves,
@@ -138,13 +140,7 @@ type mediaRun struct {
 	outbox *outbox.Rows[*mediaFileRow]
 
 	mu      sync.Mutex
-	changed []statusChange // not sent yet
-}
-
-// statusChange is a file's new status, recorded once its row is sent.
-type statusChange struct {
-	rec *archived.File
-	row *mediaFileRow
+	changed []*mediaFileRow // not sent yet
 }
 
 // store tries every file due, a few at a time (the Saver bounds the
@@ -180,7 +176,7 @@ func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outco
 		r.mu.Unlock()
 		return nil
 	}
-	r.changed = append(r.changed, statusChange{rec: rec, row: r.row(rec, out)})
+	r.changed = append(r.changed, r.row(rec, out))
 	full := len(r.changed) >= mediaBatch
 	r.mu.Unlock()
 	if full {
@@ -193,7 +189,7 @@ func (r *mediaRun) row(rec *archived.File, out media.Outcome) *mediaFileRow {
 	row := &mediaFileRow{
 		UserID: r.s.UserID, PostID: rec.PostID, MediaKey: rec.MediaKey, URL: rec.URL, MediaPostID: cmp.Or(rec.MediaPostID, rec.PostID),
 		MediaType: rec.MediaType, File: rec.File, Status: out.Status, HTTPStatus: out.HTTPStatus, Error: out.Err,
-		CheckedAt: r.s.Clock.Now().UTC(),
+		CheckedAt: r.s.Clock.Now().UTC(), rec: rec,
 	}
 	if f := out.File; f != nil {
 		size, at := f.Size, f.StoredAt
@@ -209,17 +205,15 @@ func (r *mediaRun) row(rec *archived.File, out media.Outcome) *mediaFileRow {
 // the new statuses: a status is recorded only once its row is on its way.
 func (r *mediaRun) flush(ctx context.Context) error {
 	r.mu.Lock()
-	changed := r.changed
+	rows := r.changed
 	r.changed = nil
 	r.mu.Unlock()
-	if len(changed) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
-	rows := make([]*mediaFileRow, len(changed))
-	for i, c := range changed {
-		rows[i] = c.row
-		if c.row.Status == media.Stored {
-			if err := r.s.Media.Saver.Store().Mark(ctx, c.row.FileKey, r.s.UserID); err != nil {
+	for _, row := range rows {
+		if row.Status == media.Stored {
+			if err := r.s.Media.Saver.Store().Mark(ctx, row.FileKey, r.s.UserID); err != nil {
 				return err
 			}
 		}
@@ -234,10 +228,10 @@ func (r *mediaRun) flush(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range changed {
-		c.rec.Status, c.rec.FileKey, c.rec.Limit, c.rec.Refetch = c.row.Status, c.row.FileKey, 0, false
-		if c.row.Status == media.TooLarge {
-			c.rec.Limit = r.s.Media.MaxFileSize
+	for _, row := range rows {
+		row.rec.Status, row.rec.FileKey, row.rec.Limit, row.rec.Refetch = row.Status, row.FileKey, 0, false
+		if row.Status == media.TooLarge {
+			row.rec.Limit = r.s.Media.MaxFileSize
 		}
 	}
 	return nil

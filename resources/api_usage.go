@@ -264,6 +264,7 @@ func (r *opRows) get(op string) *Usage {
 	u := r.base
 	u.Operation = op
 	r.byOp[op] = &u
+	r.outcomes[op] = map[walk.Outcome]int{}
 	return &u
 }
 
@@ -303,9 +304,6 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 		op := string(w.Operation)
 		u := r.get(op)
 		u.Walks++
-		if r.outcomes[op] == nil {
-			r.outcomes[op] = map[walk.Outcome]int{}
-		}
 		outcome := walk.Failed
 		if w.Result != nil {
 			u.NewPosts += w.Result.New

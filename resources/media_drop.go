@@ -20,10 +20,9 @@ import (
 // between leaves records that the next application releases again, where
 // the other order could keep a file no record names for good.
 func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, st *store.Store) (int, error) {
-	var records []*archived.Record
-	for _, s := range sessions {
+	records := make([]*archived.Record, len(sessions))
+	for i, s := range sessions {
 		if s.UserID == "" {
-			records = append(records, nil)
 			continue
 		}
 		rec, err := s.Record(ctx)
@@ -33,7 +32,7 @@ func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, 
 		if err != nil {
 			return 0, err
 		}
-		records = append(records, rec)
+		records[i] = rec
 	}
 	deleted := 0
 	for i, s := range sessions {

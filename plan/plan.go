@@ -9,6 +9,7 @@ package plan
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -63,14 +64,12 @@ type Reported struct {
 // Op is what an edit does to the rows it matches.
 type Op uint8
 
-// The edits' operations.
+// The edits' operations: Remove removes the rows, Blank sets every column
+// but Keeps (and the SDK's _cq_ columns) to null, Scrub removes the geo of
+// the JSON in column Geo.
 const (
-	// Remove removes the rows.
 	Remove Op = iota + 1
-	// Blank sets every column of the rows to null but Keeps (and the
-	// SDK's _cq_ columns).
 	Blank
-	// Scrub removes the geo of the JSON in column Geo.
 	Scrub
 )
 
@@ -145,7 +144,6 @@ func WithoutGeo(raw json.RawMessage) (json.RawMessage, error) {
 // "user/post".
 type Index map[string]map[string]map[string]Edit
 
-// NewIndex indexes edits.
 func NewIndex(edits []Edit) Index {
 	ix := Index{}
 	for _, e := range edits {
@@ -179,10 +177,5 @@ func (ix Index) Find(table, userID string, value func(column string) string) (Ed
 
 // Columns are the columns of table that edits match rows by.
 func (ix Index) Columns(table string) []string {
-	var out []string
-	for c := range ix[table] {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(ix[table]))
 }

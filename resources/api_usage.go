@@ -1,10 +1,10 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,9 +17,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/walk"
 )
-
-// APIUsageTable is the name of the usage table.
-const APIUsageTable = "x_api_usage"
 
 // OpSetup names usage rows of accounts that could not be prepared.
 const OpSetup = "setup"
@@ -85,37 +82,36 @@ func APIUsage() *schema.Table {
 	}
 }
 
-// usageColumns are the columns of x_api_usage.
 var usageColumns = []column[*Usage]{
-	primaryKey(stringColumn("sync_id", "Id of the sync (the CloudQuery invocation id when there is one); for the rows of the bookmark commands, of the archive's run that recorded them.", func(u *Usage) string { return u.SyncID })),
-	primaryKey(stringColumn("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
-	primaryKey(stringColumn("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
-	incrementalKey(timeColumn("sync_started_at", "When the sync started (for the rows of the bookmark commands, when their changes were recorded).", func(u *Usage) time.Time { return u.SyncStartedAt })),
-	stringColumn("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
-	int64Column("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
-	int64Column("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
-	int64Column("posts_returned", "Posts the API returned: those the pages held (bookmarked posts, folder entries) and the referenced posts expanded with them, also of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsReturned) }),
-	int64Column("posts_billed", "Of posts_returned, those X bills: each post once per UTC day per account, so a post this account already read that day (an earlier sync included) is not counted again. An estimate: X calls its de-duplication a soft guarantee, and does not say whether it de-duplicates per account, per app or per developer account (accounts of one app that read the same posts may pay less).", func(u *Usage) int64 { return int64(u.PostsBilled) }),
-	int64Column("posts_unread", "At most this many more posts may have been billed, in pages whose body could not be read (cut short, not JSON): each counts the page size asked for. Not in `posts_billed` nor `estimated_usd`.", func(u *Usage) int64 { return int64(u.PostsUnread) }),
-	int64Column("users_returned", "Users the API returned: expanded authors (`content.authors`), and the user of users_me.", func(u *Usage) int64 { return int64(u.UsersReturned) }),
-	int64Column("users_billed", "Of users_returned, those billed: each user once per UTC day per account (an estimate, as posts_billed).", func(u *Usage) int64 { return int64(u.UsersBilled) }),
-	int64Column("media_returned", "Media objects the API returned (`content.media`); X bills none.", func(u *Usage) int64 { return int64(u.MediaReturned) }),
-	int64Column("writes_billed", "Bookmark writes X answered (operations add_bookmark and remove_bookmark, rows of `cq-source-x bookmarks add` and `remove` in the exporter's archive): X bills each request, never de-duplicated.", func(u *Usage) int64 { return int64(u.WritesBilled) }),
-	boolColumn("owned_reads", "Whether the posts were priced as owned reads (`owned_read_usd`): the app owner's own bookmarks (`app_owner_user_id`, `accounts[].owned_reads`).", func(u *Usage) bool { return u.OwnedReads }),
-	float64Column("posts_usd", "posts_billed times `post_read_usd`, or `owned_read_usd` for owned reads.", func(u *Usage) float64 { return u.PostsUSD }),
-	float64Column("users_usd", "users_billed times `user_read_usd`.", func(u *Usage) float64 { return u.UsersUSD }),
-	float64Column("writes_usd", "writes_billed times `bookmark_write_usd`.", func(u *Usage) float64 { return u.WritesUSD }),
-	float64Column("estimated_usd", "posts_usd plus users_usd plus writes_usd: the estimated cost.", func(u *Usage) float64 { return u.EstimatedUSD }),
-	int64Column("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
-	int64Column("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
-	float64Column("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
-	int64Column("errors", "Failed requests other than 429s, each attempt counted: error statuses, dropped connections, bodies that could not be read or used.", func(u *Usage) int64 { return int64(u.Errors) }),
-	int64Column("walks", "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) int64 { return int64(u.Walks) }),
+	primaryKey(col("sync_id", "Id of the sync (the CloudQuery invocation id when there is one); for the rows of the bookmark commands, of the archive's run that recorded them.", func(u *Usage) string { return u.SyncID })),
+	primaryKey(col("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
+	primaryKey(col("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
+	incrementalKey(col("sync_started_at", "When the sync started (for the rows of the bookmark commands, when their changes were recorded).", func(u *Usage) time.Time { return u.SyncStartedAt })),
+	col("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
+	col("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
+	col("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
+	col("posts_returned", "Posts the API returned: those the pages held (bookmarked posts, folder entries) and the referenced posts expanded with them, also of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsReturned) }),
+	col("posts_billed", "Of posts_returned, those X bills: each post once per UTC day per account, so a post this account already read that day (an earlier sync included) is not counted again. An estimate: X calls its de-duplication a soft guarantee, and does not say whether it de-duplicates per account, per app or per developer account (accounts of one app that read the same posts may pay less).", func(u *Usage) int64 { return int64(u.PostsBilled) }),
+	col("posts_unread", "At most this many more posts may have been billed, in pages whose body could not be read (cut short, not JSON): each counts the page size asked for. Not in `posts_billed` nor `estimated_usd`.", func(u *Usage) int64 { return int64(u.PostsUnread) }),
+	col("users_returned", "Users the API returned: expanded authors (`content.authors`), and the user of users_me.", func(u *Usage) int64 { return int64(u.UsersReturned) }),
+	col("users_billed", "Of users_returned, those billed: each user once per UTC day per account (an estimate, as posts_billed).", func(u *Usage) int64 { return int64(u.UsersBilled) }),
+	col("media_returned", "Media objects the API returned (`content.media`); X bills none.", func(u *Usage) int64 { return int64(u.MediaReturned) }),
+	col("writes_billed", "Bookmark writes X answered (operations add_bookmark and remove_bookmark, rows of `cq-source-x bookmarks add` and `remove` in the exporter's archive): X bills each request, never de-duplicated.", func(u *Usage) int64 { return int64(u.WritesBilled) }),
+	col("owned_reads", "Whether the posts were priced as owned reads (`owned_read_usd`): the app owner's own bookmarks (`app_owner_user_id`, `accounts[].owned_reads`).", func(u *Usage) bool { return u.OwnedReads }),
+	col("posts_usd", "posts_billed times `post_read_usd`, or `owned_read_usd` for owned reads.", func(u *Usage) float64 { return u.PostsUSD }),
+	col("users_usd", "users_billed times `user_read_usd`.", func(u *Usage) float64 { return u.UsersUSD }),
+	col("writes_usd", "writes_billed times `bookmark_write_usd`.", func(u *Usage) float64 { return u.WritesUSD }),
+	col("estimated_usd", "posts_usd plus users_usd plus writes_usd: the estimated cost.", func(u *Usage) float64 { return u.EstimatedUSD }),
+	col("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
+	col("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
+	col("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
+	col("errors", "Failed requests other than 429s, each attempt counted: error statuses, dropped connections, bodies that could not be read or used.", func(u *Usage) int64 { return int64(u.Errors) }),
+	col("walks", "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) int64 { return int64(u.Walks) }),
 	optStringColumn("walk_outcomes", "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) string { return u.WalkOutcomes }),
-	int64Column("new_posts", "Posts found that were not held before.", func(u *Usage) int64 { return int64(u.NewPosts) }),
-	int64Column("includes_missing", "Authors, media and referenced posts the spec asked for that X left out of the pages with no error saying why (a suspended author, media still processing, a post deleted meanwhile): their posts are archived all the same, and the `error` column of the missing one's row in x_bookmark_authors, x_bookmark_media or x_bookmark_referenced_posts says it is missing.", func(u *Usage) int64 { return int64(u.IncludesMissing) }),
-	int64Column("files_stored", "Media files stored by the sync (operation media_files): downloaded, or found in the store already.", func(u *Usage) int64 { return int64(u.FilesStored) }),
-	int64Column("bytes_fetched", "Bytes of media files downloaded (operation media_files): the bandwidth they cost; X bills none.", func(u *Usage) int64 { return u.BytesFetched }),
+	col("new_posts", "Posts found that were not held before.", func(u *Usage) int64 { return int64(u.NewPosts) }),
+	col("includes_missing", "Authors, media and referenced posts the spec asked for that X left out of the pages with no error saying why (a suspended author, media still processing, a post deleted meanwhile): their posts are archived all the same, and the `error` column of the missing one's row in x_bookmark_authors, x_bookmark_media or x_bookmark_referenced_posts says it is missing.", func(u *Usage) int64 { return int64(u.IncludesMissing) }),
+	col("files_stored", "Media files stored by the sync (operation media_files): downloaded, or found in the store already.", func(u *Usage) int64 { return int64(u.FilesStored) }),
+	col("bytes_fetched", "Bytes of media files downloaded (operation media_files): the bandwidth they cost; X bills none.", func(u *Usage) int64 { return u.BytesFetched }),
 	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
 }
 
@@ -140,11 +136,10 @@ func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
 
 func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	var rows []*Usage
-	switch m := meta.(type) {
-	case *compliance.Check:
-		rows = ComplianceUsageRows(m)
-	default:
-		rows = UsageRows(m.(*account.Session))
+	if c, ok := meta.(*compliance.Check); ok {
+		rows = ComplianceUsageRows(c)
+	} else {
+		rows = UsageRows(meta.(*account.Session))
 	}
 	if len(rows) > 0 {
 		res <- rows
@@ -157,10 +152,7 @@ func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource
 // the same rows as its summary.
 func UsageRows(s *account.Session) []*Usage {
 	label := account.Label(s.Index)
-	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: s.UserID, Account: label}
-	if base.UserID == "" {
-		base.UserID = label
-	}
+	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: cmp.Or(s.UserID, label), Account: label}
 	if s.Err != nil {
 		return []*Usage{setupRow(s, base)}
 	}
@@ -216,7 +208,7 @@ func usageMultiplex(meta schema.ClientMeta) []schema.ClientMeta {
 	return out
 }
 
-// complianceUsageRows are the compliance requests of the sync, one row per
+// ComplianceUsageRows are the compliance requests of the sync, one row per
 // operation (nothing is billed), with the check's failure on the row of the
 // operation that failed.
 func ComplianceUsageRows(c *compliance.Check) []*Usage {
@@ -246,14 +238,9 @@ func setupRow(s *account.Session, base Usage) *Usage {
 	u.Operation = OpSetup
 	u.Failure = failureText(s.Secrets, s.Err.Error())
 	if s.Meter != nil {
-		for _, m := range s.Meter.Snapshot() {
-			u.Requests += m.Requests
-			u.Errors += m.Errors
-			u.UsersReturned += m.UsersReturned
-			u.UsersBilled += m.UsersBilled
-			u.UsersUSD += m.UsersUSD
-			u.EstimatedUSD += m.USD
-		}
+		t := s.Meter.Total()
+		u.Requests, u.Errors = t.Requests, t.Errors
+		u.UsersReturned, u.UsersBilled, u.UsersUSD, u.EstimatedUSD = t.UsersReturned, t.UsersBilled, t.UsersUSD, t.USD
 	}
 	return &u
 }
@@ -270,7 +257,6 @@ func newOpRows(base Usage) *opRows {
 	return &opRows{base: base, byOp: map[string]*Usage{}, outcomes: map[string]map[walk.Outcome]int{}, failures: map[string][]string{}}
 }
 
-// get returns the row of op, made from base the first time.
 func (r *opRows) get(op string) *Usage {
 	if u, ok := r.byOp[op]; ok {
 		return u
@@ -278,6 +264,7 @@ func (r *opRows) get(op string) *Usage {
 	u := r.base
 	u.Operation = op
 	r.byOp[op] = &u
+	r.outcomes[op] = map[walk.Outcome]int{}
 	return &u
 }
 
@@ -317,9 +304,6 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 		op := string(w.Operation)
 		u := r.get(op)
 		u.Walks++
-		if r.outcomes[op] == nil {
-			r.outcomes[op] = map[walk.Outcome]int{}
-		}
 		outcome := walk.Failed
 		if w.Result != nil {
 			u.NewPosts += w.Result.New
@@ -344,9 +328,7 @@ func (r *opRows) rows(mask *secrets.Mask) []*Usage {
 		}
 		rows = append(rows, u)
 	}
-	sort.Slice(rows, func(i, j int) bool {
-		return opOrder(rows[i].Operation) < opOrder(rows[j].Operation)
-	})
+	slices.SortFunc(rows, func(a, b *Usage) int { return cmp.Compare(opOrder(a.Operation), opOrder(b.Operation)) })
 	return rows
 }
 
@@ -360,19 +342,13 @@ func opOrder(op string) int {
 
 // formatOutcomes writes "met_held" for a single walk, else "met_held=3 failed=1".
 func formatOutcomes(counts map[walk.Outcome]int, walks int) string {
-	if len(counts) == 0 {
-		return ""
-	}
-	order := []walk.Outcome{walk.MetHeld, walk.ReachedEnd, walk.StoppedByBudget, walk.Interrupted, walk.Failed}
 	if walks == 1 {
-		for _, o := range order {
-			if counts[o] == 1 {
-				return string(o)
-			}
+		for o := range counts {
+			return string(o)
 		}
 	}
 	var parts []string
-	for _, o := range order {
+	for _, o := range []walk.Outcome{walk.MetHeld, walk.ReachedEnd, walk.StoppedByBudget, walk.Interrupted, walk.Failed} {
 		if n := counts[o]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", o, n))
 		}

@@ -5,12 +5,8 @@ import (
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
-	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/plan"
 )
-
-// BookmarkAuthorsTable is the name of the authors table.
-const BookmarkAuthorsTable = "x_bookmark_authors"
 
 // It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkAuthors, plan.Holding{Of: "post_id"}) }
@@ -19,13 +15,6 @@ func init() { DeclareContent(BookmarkAuthors, plan.Holding{Of: "post_id"}) }
 type bookmarkAuthor struct {
 	b *bookmark
 	*expandedUser
-}
-
-func (a *bookmarkAuthor) profile() *client.User {
-	if a.user == nil {
-		return &client.User{}
-	}
-	return a.user
 }
 
 // BookmarkAuthors is x_bookmark_authors, a child of x_bookmarks: the author
@@ -45,23 +34,23 @@ func BookmarkAuthors() *schema.Table {
 }
 
 var authorColumns = []column[*bookmarkAuthor]{
-	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(a *bookmarkAuthor) string { return a.b.userID })),
-	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(a *bookmarkAuthor) string { return a.b.post.ID })),
-	stringColumn("author_id", "User id of the post's author.", func(a *bookmarkAuthor) string { return a.id }),
-	optStringColumn("username", "The author's handle, without @.", func(a *bookmarkAuthor) string { return a.profile().Username }),
-	optStringColumn("name", "The author's display name.", func(a *bookmarkAuthor) string { return a.profile().Name }),
-	optStringColumn("description", "The author's profile text (bio).", func(a *bookmarkAuthor) string { return a.profile().Description }),
-	optStringColumn("location", "The location the author gives in their profile.", func(a *bookmarkAuthor) string { return a.profile().Location }),
-	optStringColumn("url", "The URL in the author's profile.", func(a *bookmarkAuthor) string { return a.profile().URL }),
-	optStringColumn("profile_image_url", "URL of the author's profile picture.", func(a *bookmarkAuthor) string { return a.profile().ProfileImageURL }),
-	optBoolColumn("protected", "Whether the author's posts are protected.", func(a *bookmarkAuthor) *bool { return a.profile().Protected }),
-	optBoolColumn("verified", "Whether the author is verified.", func(a *bookmarkAuthor) *bool { return a.profile().Verified }),
-	optStringColumn("verified_type", "Kind of verification: blue, business, government or none.", func(a *bookmarkAuthor) string { return a.profile().VerifiedType }),
-	optTimeColumn("created_at", "When the author's account was created.", func(a *bookmarkAuthor) *time.Time { return a.profile().CreatedAt }),
-	jsonColumn("public_metrics", "Followers, following, posts, listed and likes counts when seen.", func(a *bookmarkAuthor) []byte { return a.profile().PublicMetrics }),
-	jsonColumn("user", "The user object exactly as the API returned it.", func(a *bookmarkAuthor) []byte { return a.profile().Raw }),
+	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(a *bookmarkAuthor) string { return a.b.userID })),
+	primaryKey(col("post_id", "The bookmarked post (x_bookmarks.post_id).", func(a *bookmarkAuthor) string { return a.b.post.ID })),
+	col("author_id", "User id of the post's author.", func(a *bookmarkAuthor) string { return a.id }),
+	optStringColumn("username", "The author's handle, without @.", func(a *bookmarkAuthor) string { return orEmpty(a.user).Username }),
+	optStringColumn("name", "The author's display name.", func(a *bookmarkAuthor) string { return orEmpty(a.user).Name }),
+	optStringColumn("description", "The author's profile text (bio).", func(a *bookmarkAuthor) string { return orEmpty(a.user).Description }),
+	optStringColumn("location", "The location the author gives in their profile.", func(a *bookmarkAuthor) string { return orEmpty(a.user).Location }),
+	optStringColumn("url", "The URL in the author's profile.", func(a *bookmarkAuthor) string { return orEmpty(a.user).URL }),
+	optStringColumn("profile_image_url", "URL of the author's profile picture.", func(a *bookmarkAuthor) string { return orEmpty(a.user).ProfileImageURL }),
+	col("protected", "Whether the author's posts are protected.", func(a *bookmarkAuthor) *bool { return orEmpty(a.user).Protected }),
+	col("verified", "Whether the author is verified.", func(a *bookmarkAuthor) *bool { return orEmpty(a.user).Verified }),
+	optStringColumn("verified_type", "Kind of verification: blue, business, government or none.", func(a *bookmarkAuthor) string { return orEmpty(a.user).VerifiedType }),
+	col("created_at", "When the author's account was created.", func(a *bookmarkAuthor) *time.Time { return orEmpty(a.user).CreatedAt }),
+	jsonColumn("public_metrics", "Followers, following, posts, listed and likes counts when seen.", func(a *bookmarkAuthor) []byte { return orEmpty(a.user).PublicMetrics }),
+	jsonColumn("user", "The user object exactly as the API returned it.", func(a *bookmarkAuthor) []byte { return orEmpty(a.user).Raw }),
 	optStringColumn("error", "Why X returned no profile: its partial error (title and detail), or `Missing: ...` when X left the profile out with no error saying why; null when it returned it.", func(a *bookmarkAuthor) string { return errorText(a.err) }),
-	incrementalKey(timeColumn("seen_at", "When the profile was seen: the start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(a *bookmarkAuthor) time.Time { return a.b.firstSeenAt })),
+	incrementalKey(col("seen_at", "When the profile was seen: the start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(a *bookmarkAuthor) time.Time { return a.b.firstSeenAt })),
 }
 
 func fetchBookmarkAuthors(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {

@@ -18,9 +18,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// BookmarksTable is the name of the bookmarks table.
-const BookmarksTable = "x_bookmarks"
-
 // bookmark is one row of x_bookmarks, with the expanded objects of its
 // post, which its child tables hold.
 type bookmark struct {
@@ -71,12 +68,10 @@ var hasRows = map[string]func(*bookmark) bool{
 	ReferencedPostsTable: func(b *bookmark) bool { return len(b.refs) > 0 },
 }
 
-// withChildrenOfRows resolves a bookmark against a copy of its table that
-// holds only the child tables the bookmark has rows of. The scheduler starts
-// a resolver of every child table for every row, with goroutines, a trace
-// span and metrics of its own, whether it emits rows or not, and most
-// bookmarks have no media (nor authors or references, when those are on
-// and the page lacks them).
+// withChildrenOfRows resolves a bookmark against a copy of its table with
+// only the child tables it has rows of: the scheduler starts a resolver of
+// every child table for every row (goroutines, a trace span, metrics),
+// and most bookmarks have no media.
 func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resource) error {
 	b := r.Item.(*bookmark)
 	var kept schema.Tables
@@ -93,71 +88,32 @@ func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resour
 	return nil
 }
 
-// bookmarkColumns are the columns of x_bookmarks.
 var bookmarkColumns = []column[*bookmark]{
-	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(b *bookmark) string { return b.userID })),
-	primaryKey(stringColumn("post_id", "Post id.", func(b *bookmark) string { return b.post.ID })),
-	stringColumn("text", "Text of the post (for long posts, the first 280 characters; see `note_tweet`). Null once the post is redacted (docs/compliance.md).", func(b *bookmark) string { return b.post.Text }),
-	optTimeColumn("created_at", "When the post was created (not when it was bookmarked).", func(b *bookmark) *time.Time { return b.post.CreatedAt }),
+	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(b *bookmark) string { return b.userID })),
+	primaryKey(col("post_id", "Post id.", func(b *bookmark) string { return b.post.ID })),
+	col("text", "Text of the post (for long posts, the first 280 characters; see `note_tweet`). Null once the post is redacted (docs/compliance.md).", func(b *bookmark) string { return b.post.Text }),
+	col("created_at", "When the post was created (not when it was bookmarked).", func(b *bookmark) *time.Time { return b.post.CreatedAt }),
 	optStringColumn("author_id", "User id of the post's author.", func(b *bookmark) string { return b.post.AuthorID }),
 	optStringColumn("conversation_id", "Id of the post that started the conversation.", func(b *bookmark) string { return b.post.ConversationID }),
 	optStringColumn("lang", "Language of the post, as detected by X (BCP 47).", func(b *bookmark) string { return b.post.Lang }),
 	optStringColumn("in_reply_to_user_id", "User id the post replies to.", func(b *bookmark) string { return b.post.InReplyToUserID }),
-	optBoolColumn("possibly_sensitive", "Whether X flags the post's links or media as possibly sensitive.", func(b *bookmark) *bool { return b.post.PossiblySensitive }),
-	stringListColumn("edit_history_tweet_ids", "Ids of every version of the post, oldest first.", func(b *bookmark) []string { return b.post.EditHistoryTweetIDs }),
+	col("possibly_sensitive", "Whether X flags the post's links or media as possibly sensitive.", func(b *bookmark) *bool { return b.post.PossiblySensitive }),
+	col("edit_history_tweet_ids", "Ids of every version of the post, oldest first.", func(b *bookmark) []string { return b.post.EditHistoryTweetIDs }),
 	jsonColumn("public_metrics", "Likes, reposts, replies, quotes, bookmarks and impressions when first seen.", func(b *bookmark) []byte { return b.post.PublicMetrics }),
 	jsonColumn("entities", "Hashtags, mentions, URLs and cashtags in the text.", func(b *bookmark) []byte { return b.post.Entities }),
 	jsonColumn("referenced_tweets", "Posts this one quotes, replies to or reposts.", func(b *bookmark) []byte { return b.post.ReferencedTweets }),
 	jsonColumn("attachments", "Media keys and poll ids attached to the post.", func(b *bookmark) []byte { return b.post.Attachments }),
 	jsonColumn("note_tweet", "The full text and entities of a long post (`content.long_text`).", func(b *bookmark) []byte { return b.post.NoteTweet }),
-	stringColumn("full_text", "The whole text of the post: `note_tweet.text` for a post longer than 280 characters (`content.long_text`), else `text`. Null once the post is redacted.", func(b *bookmark) string { return fullText(b.post) }),
+	col("full_text", "The whole text of the post: `note_tweet.text` for a post longer than 280 characters (`content.long_text`), else `text`. Null once the post is redacted.", func(b *bookmark) string { return fullText(b.post) }),
 	optStringColumn("article_title", "Title of the X Article the post carries (`content.articles`).", func(b *bookmark) string { return b.post.ArticleTitle }),
 	optStringColumn("article_text", "The whole body of the X Article, as plain text (`content.articles`).", func(b *bookmark) string { return b.post.ArticleText }),
 	jsonColumn("article", "The X Article object as the API returned it: title, plain_text, cover_media, media_entities, ... (`content.articles`).", func(b *bookmark) []byte { return b.post.Article }),
-	jsonColumn("author", "The author's user object (`content.authors`; also in x_bookmark_authors).", func(b *bookmark) []byte { return b.authorJSON() }),
-	jsonColumn("media", "The attached media objects (`content.media`; also in x_bookmark_media).", func(b *bookmark) []byte { return b.mediaJSON() }),
+	jsonColumn("author", "The author's user object (`content.authors`; also in x_bookmark_authors).", func(b *bookmark) []byte { return authorOf(b.author).Raw }),
+	jsonColumn("media", "The attached media objects (`content.media`; also in x_bookmark_media).", func(b *bookmark) []byte { return attachedJSON(b.media) }),
 	jsonColumn("post", "The post object exactly as the API returned it.", func(b *bookmark) []byte { return b.post.Raw }),
-	incrementalKey(timeColumn("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
-	optTimeColumn("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
-	int64Column("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
-}
-
-func (b *bookmark) authorJSON() []byte {
-	if b.author == nil || b.author.user == nil {
-		return nil
-	}
-	return b.author.user.Raw
-}
-
-// mediaJSON is the JSON array of the post's attached media objects.
-func (b *bookmark) mediaJSON() []byte {
-	var objs []json.RawMessage
-	for _, m := range b.media {
-		if m.role == "attachment" && m.media != nil {
-			objs = append(objs, m.media.Raw)
-		}
-	}
-	return jsonArray(objs)
-}
-
-// jsonArray joins JSON values into an array; nil for none.
-func jsonArray(objs []json.RawMessage) []byte {
-	if len(objs) == 0 {
-		return nil
-	}
-	size := 2
-	for _, o := range objs {
-		size += len(o) + 1
-	}
-	out := make([]byte, 0, size)
-	out = append(out, '[')
-	for i, o := range objs {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, o...)
-	}
-	return append(out, ']')
+	incrementalKey(col("first_seen_at", "Start of the sync that first found the bookmark. The bookmark was made before this time.", func(b *bookmark) time.Time { return b.firstSeenAt })),
+	col("bookmarked_after", "Start of the account's previous successful sync: the bookmark was made after this time. Null for posts found by the first sync.", func(b *bookmark) *time.Time { return b.bookmarkedAfter }),
+	col("found_position", "Place of the post in the list when the sync that found it read it: 0 is the newest bookmark of that sync. Newest bookmarked first, in any archive: `ORDER BY first_seen_at DESC, found_position`.", func(b *bookmark) int64 { return b.foundPosition }),
 }
 
 func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
@@ -220,19 +176,15 @@ type bookmarksWalk struct {
 	guard           *capGuard
 	firstSeenAt     time.Time
 	bookmarkedAfter *time.Time
-	read            int // posts of the walk's earlier pages: the place in the list of the next one
-	missing         int // expanded objects its pages left out with no error saying why
-	// outbox is the rows of earlier walks, sent again by this one
-	// (resent of them), and its own, when rows are sent again; expansions
-	// are what the last page's request asked to expand.
-	outbox     *outbox.Rows[sentPage]
-	resent     int
-	expansions []string
+	read            int                    // posts of the walk's earlier pages: the place in the list of the next one
+	missing         int                    // expanded objects its pages left out with no error saying why
+	outbox          *outbox.Rows[sentPage] // rows of earlier walks sent again, and its own
+	resent          int
+	expansions      []string // what the last page's request asked to expand
 }
 
-// startBookmarksWalk reads what the account's last walks left: the list's
-// memory, and the cap record that refuses a walk that would stop where the
-// last capped one did. A walk that cannot start is reported.
+// startBookmarksWalk reads the list's memory and its cap record; a walk
+// that cannot start is reported.
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID), firstSeenAt: s.Clock.Now(), expansions: s.Fields.Expansions}
 	var err error
@@ -240,14 +192,12 @@ func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk
 	if bw.prev, err = s.LoadMemory(ctx, bw.key); err == nil {
 		kept, err = account.MemoryOutbox(bw.prev, bw.key)
 	}
-	if err == nil {
-		bw.outbox = outbox.Open[sentPage](kept, outbox.Sync{ID: s.Sync.ID, StartedAt: bw.firstSeenAt, Ended: s.Sync.Ended}, s.Resend)
-	}
 	if err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
 		bw.report(nil, err)
 		return nil, err
 	}
+	bw.outbox = outbox.Open[sentPage](kept, outbox.Sync{ID: s.Sync.ID, StartedAt: bw.firstSeenAt, Ended: s.Sync.Ended}, s.Resend)
 	if bw.guard, err = startCapGuard(ctx, s, bw.key, s.Walk, bw.prev); err != nil {
 		err = walkError(s, "bookmarks", err)
 		bw.report(notStarted(s, err), err)
@@ -291,7 +241,7 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 	}
 	asked := s.Fields.Asked(resp.Naming)
 	bw.expansions = asked.Expansions // the page's rows are emitted before the next is asked for
-	pc := newPageContent(p, askedBy(asked), s.AskedBy)
+	pc := newPageContent(p, asked.Expansions, s.AskedBy)
 	rows := bookmarkRows(s.UserID, pc, bw.firstSeenAt, bw.bookmarkedAfter, bw.read)
 	if n := len(pc.missing); n > 0 {
 		bw.missing += n
@@ -310,51 +260,45 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 	s := bw.s
 	if err != nil {
 		err = walkError(s, "bookmarks", bw.guard.done(ctx, s.Walk, bw.prev, result, err))
-		bw.report(result, err)
-		return err
-	}
-	err = bw.keepOutbox(result.Memory)
-	if err == nil {
-		err = s.SaveMemory(ctx, bw.key, result.Memory)
-	}
-	if err == nil {
-		err = bw.guard.done(ctx, s.Walk, bw.prev, result, nil)
-	}
-	if err != nil {
+	} else if err = bw.save(ctx, result); err != nil {
 		err = fmt.Errorf("%s: %w", s.ID(), err)
-		bw.report(result, err)
-		return err
 	}
-	bw.report(result, nil)
-	s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("sent_again", bw.resent).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
-	return nil
+	bw.report(result, err)
+	if err == nil {
+		s.Logger.Info().Str("outcome", string(result.Outcome)).Int("new", result.New).Int("sent_again", bw.resent).Int("billed", result.Billed).Int("requests", result.Requests).Msg("bookmarks walk finished")
+	}
+	return err
 }
 
-// keepOutbox puts into mem, the memory of the clean walk, the outbox its
-// state keeps: the rows of earlier walks it sent again, and its own.
-func (bw *bookmarksWalk) keepOutbox(mem *walk.Memory) error {
+// save keeps the memory of a clean walk with the outbox its state keeps
+// (the rows of earlier walks it sent again, and its own), and clears the
+// cap record.
+func (bw *bookmarksWalk) save(ctx context.Context, result *walk.Result) error {
 	box, err := bw.outbox.Box()
 	if err != nil {
 		return err
 	}
 	text, err := box.Marshal()
-	mem.Outbox = json.RawMessage(text)
-	return err
+	if err != nil {
+		return err
+	}
+	result.Memory.Outbox = json.RawMessage(text)
+	if err := bw.s.SaveMemory(ctx, bw.key, result.Memory); err != nil {
+		return err
+	}
+	return bw.guard.done(ctx, bw.s.Walk, bw.prev, result, nil)
 }
 
-// report adds the walk to the account's report.
 func (bw *bookmarksWalk) report(result *walk.Result, err error) {
 	bw.s.Report().AddWalk(account.WalkReport{Operation: client.OpListBookmarks, Table: BookmarksTable, List: "bookmarks", Result: result, Err: err, Missing: bw.missing})
 }
 
-// fieldsRefused says what to do when the API refuses the field selection.
-// Posts are never read again once stored, so a post read with less than
-// the spec asks for would stay that way: the walk fails instead, naming the
-// refused parameter and value and the settings that ask for it (askedBy),
-// and nothing is stored.
+// fieldsRefused names, when the API refuses the field selection, the
+// refused parameter and value and the settings that ask for it: posts are
+// never read again, so the walk fails rather than store less than asked.
 func fieldsRefused(err error, askedBy func(param, value string) []string) error {
 	var apiErr *client.APIError
-	if !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
+	if askedBy == nil || !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
 		return err
 	}
 	for _, it := range apiErr.Errors {
@@ -362,9 +306,6 @@ func fieldsRefused(err error, askedBy func(param, value string) []string) error 
 			values := it.Parameters[param]
 			var sources []string
 			for _, v := range values {
-				if askedBy == nil {
-					break
-				}
 				for _, src := range askedBy(param, v) {
 					if !slices.Contains(sources, src) {
 						sources = append(sources, src)
@@ -385,12 +326,9 @@ func fieldsRefused(err error, askedBy func(param, value string) []string) error 
 func bookmarkRows(userID string, pc *pageContent, firstSeenAt time.Time, bookmarkedAfter *time.Time, offset int) []*bookmark {
 	p := pc.page
 	rows := make([]*bookmark, len(p.Data))
-	backing := make([]bookmark, len(p.Data))
 	for i := range p.Data {
-		row := &backing[i]
-		*row = bookmark{userID: userID, page: p, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
-		pc.fill(row)
-		rows[i] = row
+		rows[i] = &bookmark{userID: userID, page: p, post: &p.Data[i], firstSeenAt: firstSeenAt, bookmarkedAfter: bookmarkedAfter, foundPosition: int64(offset + i)}
+		pc.fill(rows[i])
 	}
 	return rows
 }

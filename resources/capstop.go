@@ -43,47 +43,36 @@ func notStarted(s *account.Session, err error) *walk.Result {
 	return &walk.Result{Outcome: walk.StoppedByBudget, StartedAt: s.Clock.Now()}
 }
 
-// done records how the walk from prev ended: a walk stopped by the cap is
-// recorded and its error says what the next sync needs; an interrupted one
-// is recorded too (see interrupted); a clean walk removes the record. It
-// returns the walk's error, or the record's.
+// done records how the walk from prev ended, and returns its error or the
+// record's: a clean walk removes the record; one stopped by the cap is
+// recorded, its error saying what the next sync needs; so is one cut off by
+// a stop of the sync (its memory did not advance, and the next reads the
+// list from the top again), unless it read nothing or started below a cap
+// record that still holds.
 func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
 	switch {
 	case err == nil && g.last != nil:
-		if serr := account.SetKey(ctx, g.s.State, g.key, ""); serr != nil {
-			return serr
-		}
+		return account.SetKey(ctx, g.s.State, g.key, "")
 	case errors.Is(err, walk.ErrBudget) && res != nil && res.Outcome == walk.StoppedByBudget:
-		stop := walk.NewCapStop(settings, prev, res)
-		value, merr := stop.Marshal()
-		if merr != nil {
-			return merr
-		}
-		if serr := account.SetKey(ctx, g.s.State, g.key, value); serr != nil {
-			return errors.Join(err, serr)
-		}
-		return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
+		return g.record(ctx, settings, walk.NewCapStop(settings, prev, res), err)
 	case errors.Is(err, walk.ErrInterrupted) && res != nil && res.Outcome == walk.Interrupted:
-		return g.interrupted(ctx, settings, prev, res, err)
+		stop := walk.NewCapStop(settings, prev, res)
+		if res.Billed == 0 || (g.last != nil && !g.last.Interrupted && g.last.From.Equal(stop.From)) {
+			return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
+		}
+		return g.record(ctx, settings, stop, err)
 	}
 	return err
 }
 
-// interrupted records a walk cut off by a stop of the sync, as a capped
-// walk is: its memory did not advance, the posts it emitted are kept, and
-// the next walk reads the list from the top again. A walk that read
-// nothing leaves the record as it is, and so does one that started below
-// a cap record that still holds (it still refuses a walk with that cap).
-func (g *capGuard) interrupted(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
-	stop := walk.NewCapStop(settings, prev, res)
-	if res.Billed == 0 || (g.last != nil && !g.last.Interrupted && g.last.From.Equal(stop.From)) {
-		return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}
+// record stores stop as the list's cap record, and returns the error that
+// says what the next sync needs (or err with the record's).
+func (g *capGuard) record(ctx context.Context, settings walk.Settings, stop *walk.CapStop, err error) error {
+	value, serr := stop.Marshal()
+	if serr == nil {
+		serr = account.SetKey(ctx, g.s.State, g.key, value)
 	}
-	value, merr := stop.Marshal()
-	if merr != nil {
-		return errors.Join(err, merr)
-	}
-	if serr := account.SetKey(ctx, g.s.State, g.key, value); serr != nil {
+	if serr != nil {
 		return errors.Join(err, serr)
 	}
 	return &walk.CapError{Stop: *stop, Cap: settings.MaxBilledPosts}

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -12,75 +13,49 @@ import (
 )
 
 // column is a column of a table whose rows are of type T: the SDK column
-// with a resolver that reads its value from the row by a typed getter. A
-// table's columns are a []column[T], so that every getter takes the same
-// row type (the resolvers assert the row to T). The constructors below fix,
-// per Go type, how a value maps to Arrow and when it is null.
+// with a resolver that reads its value from the row by a typed getter, so
+// that every getter of a []column[T] takes the same row type.
 type column[T any] struct {
 	schema.Column
 }
 
-// typedColumn is the column of type typ whose value is get(row); a nil
-// pointer is null.
-func typedColumn[T, V any](name, description string, typ arrow.DataType, get func(T) V) column[T] {
+// col is the column whose value is get(row), of the Arrow type of the
+// getter's Go type: a nil pointer or list is null (an empty list is not,
+// but the API client decodes an empty JSON array as nil). Strings are
+// stored as is: the API client makes them valid UTF-8, which readers such
+// as DuckDB require.
+func col[T, V any](name, description string, get func(T) V) column[T] {
+	var typ arrow.DataType
+	switch any(*new(V)).(type) {
+	case string, *string:
+		typ = arrow.BinaryTypes.String
+	case time.Time, *time.Time:
+		typ = arrow.FixedWidthTypes.Timestamp_us
+	case bool, *bool:
+		typ = arrow.FixedWidthTypes.Boolean
+	case int64, *int64:
+		typ = arrow.PrimitiveTypes.Int64
+	case float64:
+		typ = arrow.PrimitiveTypes.Float64
+	case []string:
+		typ = arrow.ListOf(arrow.BinaryTypes.String)
+	default:
+		panic(fmt.Sprintf("resources: column %s: no Arrow type for %T", name, *new(V)))
+	}
 	return column[T]{schema.Column{Name: name, Type: typ, Description: description,
 		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
 			return r.Set(c.Name, get(r.Item.(T)))
 		}}}
 }
 
-// stringColumn: a string; "" is stored as "". Every string column holds
-// valid UTF-8 (a reader such as DuckDB refuses a Parquet file whose strings
-// are not): the API client makes what X sends valid, once.
-func stringColumn[T any](name, description string, get func(T) string) column[T] {
-	return typedColumn(name, description, arrow.BinaryTypes.String, get)
-}
-
 // optStringColumn: a string; "" (an absent field) is null.
 func optStringColumn[T any](name, description string, get func(T) string) column[T] {
-	return typedColumn(name, description, arrow.BinaryTypes.String, func(row T) any { return optString(get(row)) })
-}
-
-// timeColumn: a time, in microseconds, UTC.
-func timeColumn[T any](name, description string, get func(T) time.Time) column[T] {
-	return typedColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get)
-}
-
-// optTimeColumn: a time; nil is null.
-func optTimeColumn[T any](name, description string, get func(T) *time.Time) column[T] {
-	return typedColumn(name, description, arrow.FixedWidthTypes.Timestamp_us, get)
-}
-
-// boolColumn: a boolean.
-func boolColumn[T any](name, description string, get func(T) bool) column[T] {
-	return typedColumn(name, description, arrow.FixedWidthTypes.Boolean, get)
-}
-
-// optBoolColumn: a boolean; nil is null.
-func optBoolColumn[T any](name, description string, get func(T) *bool) column[T] {
-	return typedColumn(name, description, arrow.FixedWidthTypes.Boolean, get)
-}
-
-// int64Column: an integer.
-func int64Column[T any](name, description string, get func(T) int64) column[T] {
-	return typedColumn(name, description, arrow.PrimitiveTypes.Int64, get)
-}
-
-// optInt64Column: an integer; nil is null.
-func optInt64Column[T any](name, description string, get func(T) *int64) column[T] {
-	return typedColumn(name, description, arrow.PrimitiveTypes.Int64, get)
-}
-
-// float64Column: a floating-point number.
-func float64Column[T any](name, description string, get func(T) float64) column[T] {
-	return typedColumn(name, description, arrow.PrimitiveTypes.Float64, get)
-}
-
-// stringListColumn: a list of strings; a nil list is null and a non-nil
-// empty one is empty, as the SDK's list scalar has them. (The API client
-// decodes an empty JSON array as nil, so it is stored as null.)
-func stringListColumn[T any](name, description string, get func(T) []string) column[T] {
-	return typedColumn(name, description, arrow.ListOf(arrow.BinaryTypes.String), get)
+	return col(name, description, func(row T) *string {
+		if s := get(row); s != "" {
+			return &s
+		}
+		return nil
+	})
 }
 
 // jsonColumn: raw JSON the API client has already decoded, and so
@@ -88,13 +63,10 @@ func stringListColumn[T any](name, description string, get func(T) []string) col
 // every value again, which was the most expensive step of a large export.)
 // Absent values and JSON null are null.
 func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
-	return column[T]{schema.Column{
-		Name:        name,
-		Type:        types.ExtensionTypes.JSON,
-		Description: description,
+	return column[T]{schema.Column{Name: name, Type: types.ExtensionTypes.JSON, Description: description,
 		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
-			raw := jsonValue(get(r.Item.(T)))
-			if raw == nil {
+			raw := get(r.Item.(T))
+			if len(raw) == 0 || string(raw) == "null" {
 				return nil
 			}
 			value, ok := r.Get(c.Name).(*scalar.JSON)
@@ -103,16 +75,7 @@ func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
 			}
 			value.Value, value.Valid = raw, true
 			return nil
-		},
-	}}
-}
-
-// jsonValue is raw, or nil for an absent value or JSON null.
-func jsonValue(raw []byte) []byte {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	return raw
+		}}}
 }
 
 // primaryKey marks a column as part of the primary key. Primary-key columns
@@ -137,14 +100,6 @@ func columnList[T any](cols []column[T]) schema.ColumnList {
 		out[i] = c.Column
 	}
 	return out
-}
-
-// optString returns nil for "", so absent fields are null, not empty.
-func optString(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // columnNames is names in prose: "`a`, `b` and `c`".

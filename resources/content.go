@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,28 +10,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 )
 
-// asked is what a bookmarks request asked for with each post, read from its
-// field selection (which the spec's content kinds and fields section make).
-type asked struct {
-	authors, media, referenced, refAuthors, refMedia, articleMedia bool
-}
-
-func askedBy(f client.Fields) asked {
-	has := func(e string) bool { return slices.Contains(f.Expansions, e) }
-	return asked{
-		authors:      has("author_id"),
-		media:        has("attachments.media_keys"),
-		referenced:   has("referenced_tweets.id") || has("referenced_tweets.id.author_id") || has("referenced_tweets.id.attachments.media_keys"),
-		refAuthors:   has("referenced_tweets.id.author_id"),
-		refMedia:     has("referenced_tweets.id.attachments.media_keys"),
-		articleMedia: has("article.cover_media") || has("article.media_entities"),
-	}
-}
-
 // reference is a post a bookmarked post quotes, replies to or reposts, with
-// its own author and media when they were asked for. A post X did not
-// return (deleted, or of a protected or suspended author) has its partial
-// error instead.
+// its own author and media when asked for, or the partial error that says
+// why X did not return it.
 type reference struct {
 	typ    string
 	id     string
@@ -48,6 +30,23 @@ type expandedUser struct {
 	err  *client.PartialError
 }
 
+// authorOf is u's profile, empty when X did not return it (or u is nil).
+func authorOf(u *expandedUser) *client.User {
+	if u == nil {
+		return &client.User{}
+	}
+	return orEmpty(u.user)
+}
+
+// orEmpty is p, or an empty T for nil: the columns of an object X did not
+// return are null.
+func orEmpty[T any](p *T) *T {
+	if p == nil {
+		return new(T)
+	}
+	return p
+}
+
 // mediaItem is one media object of a post, where it sits in the post, or
 // the partial error that says why the page does not hold it.
 type mediaItem struct {
@@ -57,11 +56,12 @@ type mediaItem struct {
 	err   *client.PartialError
 }
 
-// pageContent resolves the expanded objects of one page's posts.
+// pageContent resolves the expanded objects of one page's posts, as its
+// request asked to expand them.
 type pageContent struct {
-	asked  asked
-	page   *client.PostPage
-	errors map[string]*client.PartialError // by resource kind and id
+	expansions []string
+	page       *client.PostPage
+	errors     map[string]*client.PartialError // by resource kind and id
 	// askedBy names the settings that ask for an expansion (nil: none).
 	askedBy func(param, value string) []string
 	// missing describes each expanded object the page left out with no
@@ -69,8 +69,8 @@ type pageContent struct {
 	missing []string
 }
 
-func newPageContent(p *client.PostPage, a asked, askedBy func(param, value string) []string) *pageContent {
-	pc := &pageContent{asked: a, page: p, errors: map[string]*client.PartialError{}, askedBy: askedBy}
+func newPageContent(p *client.PostPage, expansions []string, askedBy func(param, value string) []string) *pageContent {
+	pc := &pageContent{expansions: expansions, page: p, errors: map[string]*client.PartialError{}, askedBy: askedBy}
 	for i := range p.Errors {
 		pe := &p.Errors[i]
 		kind := partialErrorKind(pe)
@@ -81,6 +81,11 @@ func newPageContent(p *client.PostPage, a asked, askedBy func(param, value strin
 		}
 	}
 	return pc
+}
+
+// asks reports whether the page's request asked to expand any of expansions.
+func (pc *pageContent) asks(expansions ...string) bool {
+	return slices.ContainsFunc(expansions, func(e string) bool { return slices.Contains(pc.expansions, e) })
 }
 
 // partialErrorKind is the kind of object a partial error is about: "post",
@@ -100,13 +105,11 @@ func partialErrorKind(pe *client.PartialError) string {
 	return ""
 }
 
-// notReturned is the partial error of an expanded object the page holds
-// neither in its includes nor in its errors: the error X gave, else a
-// record that it is missing. X leaves objects out with no error saying why
-// (a suspended or withheld author, media still processing, a post deleted
-// between the list and its hydration), and does so again at every sync:
-// the post is archived with what X returned, never held back, and the row
-// of the object says what is missing and which setting asked for it.
+// notReturned is the partial error of an expanded object the page does not
+// hold: the error X gave, else a record that it is missing. X leaves
+// objects out with no error (a suspended author, media still processing, a
+// post deleted meanwhile), at every sync: the post is archived all the same,
+// and the object's row says what is missing and which setting asked for it.
 func (pc *pageContent) notReturned(postID, kind, what, id, expansion string) *client.PartialError {
 	if pe := pc.errors[kind+"/"+id]; pe != nil {
 		return pe
@@ -137,11 +140,8 @@ func (pc *pageContent) author(post *client.Post, expansion string) *expandedUser
 // for them) is not "", then its article's when articleMedia.
 func (pc *pageContent) mediaOf(post *client.Post, expansion string, articleMedia bool) []mediaItem {
 	var items []mediaItem
-	seen := func(k string) bool {
-		return slices.ContainsFunc(items, func(m mediaItem) bool { return m.key == k })
-	}
 	add := func(k, role, expansion string) {
-		if k == "" || seen(k) {
+		if k == "" || slices.ContainsFunc(items, func(m mediaItem) bool { return m.key == k }) {
 			return
 		}
 		m := mediaItem{key: k, role: role, media: pc.page.Expanded.Media[k]}
@@ -172,13 +172,11 @@ func (pc *pageContent) references(post *client.Post) []reference {
 		ref := reference{typ: r.Type, id: r.ID, post: pc.page.Expanded.Posts[r.ID]}
 		if ref.post == nil {
 			ref.err = pc.notReturned(post.ID, "post", "referenced post", r.ID, "referenced_tweets.id")
-			refs = append(refs, ref)
-			continue
 		}
-		if pc.asked.refAuthors {
+		if ref.post != nil && pc.asks("referenced_tweets.id.author_id") {
 			ref.author = pc.author(ref.post, "referenced_tweets.id.author_id")
 		}
-		if pc.asked.refMedia {
+		if ref.post != nil && pc.asks("referenced_tweets.id.attachments.media_keys") {
 			ref.media = pc.mediaOf(ref.post, "referenced_tweets.id.attachments.media_keys", false)
 		}
 		refs = append(refs, ref)
@@ -188,17 +186,18 @@ func (pc *pageContent) references(post *client.Post) []reference {
 
 // fill adds to a bookmark row the expanded objects of its post.
 func (pc *pageContent) fill(b *bookmark) {
-	if pc.asked.authors {
+	if pc.asks("author_id") {
 		b.author = pc.author(b.post, "author_id")
 	}
-	if pc.asked.media || pc.asked.articleMedia {
+	attachments, article := pc.asks("attachments.media_keys"), pc.asks("article.cover_media", "article.media_entities")
+	if attachments || article {
 		expansion := ""
-		if pc.asked.media {
+		if attachments {
 			expansion = "attachments.media_keys"
 		}
-		b.media = pc.mediaOf(b.post, expansion, pc.asked.articleMedia)
+		b.media = pc.mediaOf(b.post, expansion, article)
 	}
-	if pc.asked.referenced {
+	if pc.asks("referenced_tweets.id", "referenced_tweets.id.author_id", "referenced_tweets.id.attachments.media_keys") {
 		b.refs = pc.references(b.post)
 	}
 }
@@ -210,6 +209,21 @@ func fullText(p *client.Post) string {
 		return p.NoteText
 	}
 	return p.Text
+}
+
+// attachedJSON is the JSON array of the attached media objects of items;
+// nil for none.
+func attachedJSON(items []mediaItem) []byte {
+	var objs [][]byte
+	for _, m := range items {
+		if m.role == "attachment" && m.media != nil {
+			objs = append(objs, m.media.Raw)
+		}
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	return slices.Concat([]byte("["), bytes.Join(objs, []byte(",")), []byte("]"))
 }
 
 // errorText is a partial error on one line, or "" for none.

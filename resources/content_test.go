@@ -20,7 +20,7 @@ func page(posts []client.Post, ex client.Expanded, errs ...client.PartialError) 
 
 // rowsOf are the rows of a page read with fields.
 func rowsOf(p *client.PostPage, fields client.Fields) ([]*bookmark, *pageContent) {
-	pc := newPageContent(p, askedBy(fields), func(param, value string) []string { return []string{"content." + param + "=" + value} })
+	pc := newPageContent(p, fields.Expansions, func(param, value string) []string { return []string{"content." + param + "=" + value} })
 	return bookmarkRows("1", pc, time.Now(), nil, 0), pc
 }
 

@@ -14,12 +14,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What a CloudQuery sync does with the edits of a plan (package plan) that
-// a DeleteRecord message cannot do: the rows of x_bookmarks a Blank edit
-// leaves are sent again with their kept columns only (BlankedBookmarks),
-// which the destination's primary key puts in place of the rows it holds;
-// and the rows kept to send again are edited as the destination's are
-// (EditOutbox), so that no later sync sends what a report took out.
+// What a CloudQuery sync does with a plan's edits that a DeleteRecord
+// message cannot: a blanked row of x_bookmarks is sent again with its kept
+// columns only (BlankedBookmarks), and the rows kept to send again are
+// edited too (EditOutbox), so that no later sync sends what a report took.
 
 // Blanked is the client of the table that sends blanked rows again: the
 // bookmarks of the Blank edits whose dates the state keeps.
@@ -55,13 +53,11 @@ func BlankedBookmarks(bookmarks *schema.Table) *schema.Table {
 	return &t
 }
 
-// EditOutbox applies the edits to the account's bookmarks outbox: a
-// bookmark whose row goes or is blanked leaves its page, with the expanded
-// objects no other post of the page uses; a referenced post whose rows go
-// leaves its page, and its rows of x_bookmark_referenced_posts are not sent
-// again (sentPage.Withdrawn); a scrubbed post loses its geo. It sets the
-// walk's memory in the state, unflushed. (The media files' outbox is
-// edited with their records: DropMedia.)
+// EditOutbox applies the edits to the account's bookmarks outbox, and sets
+// the walk's memory in the state, unflushed: a bookmark whose row goes or
+// is blanked leaves its page, with the includes no other post uses; a
+// referenced post whose rows go leaves it too (sentPage.Withdrawn); a
+// scrubbed post loses its geo. (DropMedia edits the media files' outbox.)
 func EditOutbox(ctx context.Context, s *account.Session, ix plan.Index) error {
 	key := account.BookmarksKey(s.UserID)
 	mem, err := s.LoadMemory(ctx, key)
@@ -104,32 +100,20 @@ func (p *sentPage) edit(userID string, ix plan.Index) error {
 	}
 	var positions []int64
 	keep := make([]bool, len(page.Data))
-	for i := range page.Data {
-		e, ok := ix.Find(BookmarksTable, userID, func(column string) string { return postIDColumn(column, page.Data[i].ID) })
-		switch {
-		case ok && e.Op != plan.Scrub:
-			continue
-		case ok:
-			if page.Data[i].Raw, err = plan.WithoutGeo(page.Data[i].Raw); err != nil {
-				return err
-			}
+	for i, post := range page.Data {
+		raw, err := edited(ix, BookmarksTable, userID, "post_id", post.ID, post.Raw)
+		if err != nil {
+			return err
 		}
-		keep[i] = true
-		positions = append(positions, p.Positions[i])
+		if keep[i] = raw != nil; keep[i] {
+			page.Data[i].Raw = raw
+			positions = append(positions, p.Positions[i])
+		}
 	}
 	page.Includes = usedIncludes(page, keep)
 	p.Positions = positions
 	p.Page, err = client.StoredPage(page, func(i int) bool { return keep[i] })
 	return err
-}
-
-// postIDColumn is id as the value of column post_id, and nothing of any
-// other column.
-func postIDColumn(column, id string) string {
-	if column == "post_id" {
-		return id
-	}
-	return ""
 }
 
 // withdraw applies the edits to the page's referenced posts: one whose
@@ -143,74 +127,55 @@ func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Ind
 		if err := json.Unmarshal(raw, &post); err != nil {
 			return nil, err
 		}
-		e, ok := ix.Find(ReferencedPostsTable, userID, func(column string) string {
-			if column == "referenced_post_id" {
-				return post.ID
-			}
-			return ""
-		})
+		raw, err := edited(ix, ReferencedPostsTable, userID, "referenced_post_id", post.ID, raw)
 		switch {
-		case ok && e.Op == plan.Remove:
-			if !slices.Contains(p.Withdrawn, post.ID) {
-				p.Withdrawn = append(p.Withdrawn, post.ID)
-			}
-			continue
-		case ok && e.Op == plan.Scrub:
-			var err error
-			if raw, err = plan.WithoutGeo(raw); err != nil {
-				return nil, err
-			}
+		case err != nil:
+			return nil, err
+		case raw != nil:
+			out = append(out, raw)
+		case !slices.Contains(p.Withdrawn, post.ID):
+			p.Withdrawn = append(p.Withdrawn, post.ID)
 		}
-		out = append(out, raw)
 	}
 	return out, nil
+}
+
+// edited is a post's JSON as the edit of the rows of table whose column
+// holds it leaves it: as it is, without its geo, or nil when its content
+// goes (its rows removed or blanked).
+func edited(ix plan.Index, table, userID, column, id string, raw json.RawMessage) (json.RawMessage, error) {
+	e, ok := ix.Find(table, userID, func(c string) string { return map[string]string{column: id}[c] })
+	switch {
+	case !ok:
+		return raw, nil
+	case e.Op == plan.Scrub:
+		return plan.WithoutGeo(raw)
+	}
+	return nil, nil
 }
 
 // usedIncludes is the page's expanded objects that a kept post, or a
 // referenced post a kept one uses, names by id (or media key): the others
 // belonged to posts taken out.
 func usedIncludes(page *client.PostPage, keep []bool) client.Includes {
-	var names [][]byte
+	var names []json.RawMessage
 	for i := range page.Data {
 		if keep[i] {
 			names = append(names, page.Data[i].Raw)
 		}
 	}
-	named := func(obj json.RawMessage, field string) bool {
-		var o map[string]any
-		if json.Unmarshal(obj, &o) != nil {
-			return false
-		}
-		id, _ := o[field].(string)
-		if id == "" {
-			return false
-		}
-		quoted := []byte(`"` + id + `"`)
-		for _, n := range names {
-			if bytes.Contains(n, quoted) {
-				return true
-			}
-		}
-		return false
-	}
-	filter := func(objs []json.RawMessage, field string) []json.RawMessage {
-		var out []json.RawMessage
-		for _, o := range objs {
-			if named(o, field) {
-				out = append(out, o)
-			}
-		}
-		return out
+	used := func(objs []json.RawMessage, field string) []json.RawMessage {
+		return slices.DeleteFunc(slices.Clone(objs), func(obj json.RawMessage) bool {
+			var o map[string]any
+			_ = json.Unmarshal(obj, &o) // an object that is not is named by no post
+			id, _ := o[field].(string)
+			quoted := []byte(`"` + id + `"`)
+			return id == "" || !slices.ContainsFunc(names, func(n json.RawMessage) bool { return bytes.Contains(n, quoted) })
+		})
 	}
 	in := page.Includes
-	var out client.Includes
-	out.Tweets = filter(in.Tweets, "id")
-	for _, t := range out.Tweets {
-		names = append(names, t) // their authors and media
-	}
-	out.Users = filter(in.Users, "id")
-	out.Media = filter(in.Media, "media_key")
-	out.Polls = filter(in.Polls, "id")
-	out.Places = filter(in.Places, "id")
-	return out
+	tweets := used(in.Tweets, "id")
+	names = append(names, tweets...) // their authors and media
+	return client.Includes{Tweets: tweets, Users: used(in.Users, "id"), Media: used(in.Media, "media_key"),
+		Polls: used(in.Polls, "id"), Places: used(in.Places, "id")}
 }

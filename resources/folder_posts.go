@@ -11,9 +11,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// FolderPostsTable is the name of the folder membership table.
-const FolderPostsTable = "x_bookmark_folder_posts"
-
 // folderPost is one row of x_bookmark_folder_posts.
 type folderPost struct {
 	userID, folderID, postID string
@@ -30,9 +27,9 @@ func FolderPosts() *schema.Table {
 			"A folder's membership is replaced only when its walk completed; when it fails, the previous membership is emitted again.",
 		Resolver: fetchFolderPosts,
 		Columns: columnList([]column[*folderPost]{
-			primaryKey(stringColumn("user_id", "X user id of the folder's owner.", func(p *folderPost) string { return p.userID })),
-			primaryKey(stringColumn("folder_id", "Folder id.", func(p *folderPost) string { return p.folderID })),
-			primaryKey(stringColumn("post_id", "Id of a post in the folder.", func(p *folderPost) string { return p.postID })),
+			primaryKey(col("user_id", "X user id of the folder's owner.", func(p *folderPost) string { return p.userID })),
+			primaryKey(col("folder_id", "Folder id.", func(p *folderPost) string { return p.folderID })),
+			primaryKey(col("post_id", "Id of a post in the folder.", func(p *folderPost) string { return p.postID })),
 		}),
 	}
 }
@@ -42,11 +39,12 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	f := parent.Item.(*folder)
 	key := account.FolderKey(s.UserID, f.ID)
 	list := "folder " + f.ID
+	report := account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID}
 	prev, err := s.LoadMemory(ctx, key)
 	if err != nil {
-		err = fmt.Errorf("%s: %s: %w", s.ID(), list, err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Err: err})
-		return err
+		report.Err = fmt.Errorf("%s: %s: %w", s.ID(), list, err)
+		s.Report().AddWalk(report)
+		return report.Err
 	}
 	if s.Ready(ctx) != nil {
 		// A folder remembered by an account that could not be set up
@@ -60,10 +58,10 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	settings.RequestBudget = s.FolderWalkBudget()
 	guard, err := startCapGuard(ctx, s, key, settings, prev)
 	if err != nil {
-		err = walkError(s, list, err)
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Result: notStarted(s, err), Err: err})
+		report.Result, report.Err = notStarted(s, err), walkError(s, list, err)
+		s.Report().AddWalk(report)
 		emitMembers(s, f, prev, res)
-		return err
+		return report.Err
 	}
 	w := &walk.Walker[client.FolderPost]{
 		Settings: settings,
@@ -77,22 +75,19 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 			return walk.Page[client.FolderPost]{Items: page.Data, Next: page.Meta.NextToken}, nil
 		},
 	}
-	result, walkErr := w.Run(ctx, prev)
+	report.Result, err = w.Run(ctx, prev)
 	members := prev
-	if walkErr == nil {
-		if err := s.SaveMemory(ctx, key, result.Memory); err != nil {
-			walkErr = err
-		} else {
-			members = result.Memory
+	if err == nil {
+		if err = s.SaveMemory(ctx, key, report.Result.Memory); err == nil {
+			members = report.Result.Memory
 		}
 	}
-	walkErr = guard.done(ctx, settings, prev, result, walkErr)
-	if walkErr != nil {
-		walkErr = walkError(s, list, walkErr)
+	if err = guard.done(ctx, settings, prev, report.Result, err); err != nil {
+		report.Err = walkError(s, list, err)
 	}
-	s.Report().AddWalk(account.WalkReport{Operation: client.OpGetFolder, Table: FolderPostsTable, List: f.ID, Result: result, Err: walkErr})
+	s.Report().AddWalk(report)
 	emitMembers(s, f, members, res)
-	return errors.Join(walkErr, s.FlushWalk(ctx))
+	return errors.Join(report.Err, s.FlushWalk(ctx))
 }
 
 // emitMembers emits the membership a folder's memory holds (none when nil).

@@ -12,9 +12,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// FoldersTable is the name of the folders table.
-const FoldersTable = "x_bookmark_folders"
-
 // folder is one row of x_bookmark_folders.
 type folder struct {
 	userID string
@@ -35,9 +32,9 @@ func Folders() *schema.Table {
 		Resolver:    fetchFolders,
 		Multiplex:   account.Multiplex,
 		Columns: columnList([]column[*folder]{
-			primaryKey(stringColumn("user_id", "X user id of the folder's owner.", func(f *folder) string { return f.userID })),
-			primaryKey(stringColumn("folder_id", "Folder id.", func(f *folder) string { return f.ID })),
-			stringColumn("name", "Folder name.", func(f *folder) string { return f.Name }),
+			primaryKey(col("user_id", "X user id of the folder's owner.", func(f *folder) string { return f.userID })),
+			primaryKey(col("folder_id", "Folder id.", func(f *folder) string { return f.ID })),
+			col("name", "Folder name.", func(f *folder) string { return f.Name }),
 		}),
 		Relations: schema.Tables{FolderPosts()},
 	}
@@ -45,49 +42,43 @@ func Folders() *schema.Table {
 
 func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	s := meta.(*account.Session)
+	listing := account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders"}
 	if err := s.Ready(ctx); err != nil {
 		// The account could not be set up (a token file missing, /me
 		// refused): nothing is read, and the folders of the last
 		// successful sync are emitted again (their memberships too, by
 		// fetchFolderPosts), so that overwrite-delete-stale removes no
 		// row. Without a user id there is no state to find them in.
-		s.Report().AddWalk(account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders", Err: err})
-		if s.UserID != "" {
-			remembered, rerr := rememberedFolders(ctx, s)
-			if rerr != nil {
-				return errors.Join(err, rerr)
-			}
-			emitFolders(s, remembered, res)
+		listing.Err = err
+		s.Report().AddWalk(listing)
+		if s.UserID == "" {
+			return err
 		}
-		return err
+		remembered, rerr := rememberedFolders(ctx, s)
+		emitFolders(s, remembered, res)
+		return errors.Join(err, rerr)
 	}
-	folders, listErr := listFolders(ctx, s)
-	if listErr == nil {
-		if err := rememberFolders(ctx, s, folders); err != nil {
-			listErr = err
-		}
+	folders, err := listFolders(ctx, s)
+	if err == nil {
+		err = rememberFolders(ctx, s, folders)
 	} else {
-		listErr = fmt.Errorf("%s: listing bookmark folders: %w", s.ID(), listErr)
-		remembered, err := rememberedFolders(ctx, s)
-		if err != nil {
-			listErr = errors.Join(listErr, err)
-		}
-		folders = remembered
-		s.Logger.Error().Bool(account.Reported, true).Err(s.Secrets.Error(listErr)).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
+		var rerr error
+		folders, rerr = rememberedFolders(ctx, s)
+		err = errors.Join(fmt.Errorf("%s: listing bookmark folders: %w", s.ID(), err), rerr)
+		s.Logger.Error().Bool(account.Reported, true).Err(s.Secrets.Error(err)).Int("remembered", len(folders)).Msg("listing folders failed; emitting the folders of the last successful sync")
 	}
 	s.SetFolderCount(len(folders))
 	emitFolders(s, folders, res)
 	// Listing folders reads the whole list every time: a walk to the end.
-	listing := account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders", Err: listErr,
-		Result: &walk.Result{Outcome: walk.ReachedEnd}}
+	listing.Err, listing.Result = err, &walk.Result{Outcome: walk.ReachedEnd}
 	switch {
-	case errors.Is(listErr, walk.ErrInterrupted):
+	case errors.Is(err, walk.ErrInterrupted):
 		listing.Result.Outcome = walk.Interrupted
-	case listErr != nil:
+	case err != nil:
 		listing.Result.Outcome = walk.Failed
 	}
 	s.Report().AddWalk(listing)
-	return listErr
+	return err
 }
 
 func emitFolders(s *account.Session, folders []client.Folder, res chan<- any) {

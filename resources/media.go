@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -11,9 +12,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// BookmarkMediaTable is the name of the media table.
-const BookmarkMediaTable = "x_bookmark_media"
-
 // It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkMedia, plan.Holding{Of: "post_id"}) }
 
@@ -22,13 +20,6 @@ type bookmarkMedia struct {
 	b        *bookmark
 	position int
 	mediaItem
-}
-
-func (m *bookmarkMedia) obj() *client.Media {
-	if m.media == nil {
-		return &client.Media{}
-	}
-	return m.media
 }
 
 // BookmarkMedia is x_bookmark_media, a child of x_bookmarks: the photos,
@@ -48,23 +39,23 @@ func BookmarkMedia() *schema.Table {
 }
 
 var mediaColumns = []column[*bookmarkMedia]{
-	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(m *bookmarkMedia) string { return m.b.userID })),
-	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(m *bookmarkMedia) string { return m.b.post.ID })),
-	primaryKey(stringColumn("media_key", "The media object's key.", func(m *bookmarkMedia) string { return m.key })),
-	int64Column("position", "Place of the media in the post, from 0: attachments in order, then the article's cover and body media.", func(m *bookmarkMedia) int64 { return int64(m.position) }),
-	stringColumn("role", "Where the media sits: `attachment` (attached to the post), `article_cover` or `article_media` (of its X Article).", func(m *bookmarkMedia) string { return m.role }),
-	optStringColumn("type", "photo, video or animated_gif.", func(m *bookmarkMedia) string { return m.obj().Type }),
-	optStringColumn("url", "URL of a photo.", func(m *bookmarkMedia) string { return m.obj().URL }),
-	optStringColumn("preview_image_url", "URL of a video's or GIF's still image.", func(m *bookmarkMedia) string { return m.obj().PreviewImageURL }),
-	optStringColumn("download_url", "The file to download: a photo's url, or the video/mp4 variant of the highest bit rate.", func(m *bookmarkMedia) string { return downloadURL(m.obj()) }),
-	optStringColumn("alt_text", "The media's description for screen readers.", func(m *bookmarkMedia) string { return m.obj().AltText }),
-	optInt64Column("width", "Width in pixels.", func(m *bookmarkMedia) *int64 { return m.obj().Width }),
-	optInt64Column("height", "Height in pixels.", func(m *bookmarkMedia) *int64 { return m.obj().Height }),
-	optInt64Column("duration_ms", "Length of a video in milliseconds.", func(m *bookmarkMedia) *int64 { return m.obj().DurationMS }),
-	jsonColumn("variants", "The playback variants of a video or GIF: bit_rate, content_type, url.", func(m *bookmarkMedia) []byte { return variantsJSON(m.obj().Variants) }),
-	jsonColumn("media", "The media object exactly as the API returned it.", func(m *bookmarkMedia) []byte { return m.obj().Raw }),
+	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(m *bookmarkMedia) string { return m.b.userID })),
+	primaryKey(col("post_id", "The bookmarked post (x_bookmarks.post_id).", func(m *bookmarkMedia) string { return m.b.post.ID })),
+	primaryKey(col("media_key", "The media object's key.", func(m *bookmarkMedia) string { return m.key })),
+	col("position", "Place of the media in the post, from 0: attachments in order, then the article's cover and body media.", func(m *bookmarkMedia) int64 { return int64(m.position) }),
+	col("role", "Where the media sits: `attachment` (attached to the post), `article_cover` or `article_media` (of its X Article).", func(m *bookmarkMedia) string { return m.role }),
+	optStringColumn("type", "photo, video or animated_gif.", func(m *bookmarkMedia) string { return orEmpty(m.media).Type }),
+	optStringColumn("url", "URL of a photo.", func(m *bookmarkMedia) string { return orEmpty(m.media).URL }),
+	optStringColumn("preview_image_url", "URL of a video's or GIF's still image.", func(m *bookmarkMedia) string { return orEmpty(m.media).PreviewImageURL }),
+	optStringColumn("download_url", "The file to download: a photo's url, or the video/mp4 variant of the highest bit rate.", func(m *bookmarkMedia) string { return downloadURL(orEmpty(m.media)) }),
+	optStringColumn("alt_text", "The media's description for screen readers.", func(m *bookmarkMedia) string { return orEmpty(m.media).AltText }),
+	col("width", "Width in pixels.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).Width }),
+	col("height", "Height in pixels.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).Height }),
+	col("duration_ms", "Length of a video in milliseconds.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).DurationMS }),
+	jsonColumn("variants", "The playback variants of a video or GIF: bit_rate, content_type, url.", func(m *bookmarkMedia) []byte { return variantsJSON(orEmpty(m.media).Variants) }),
+	jsonColumn("media", "The media object exactly as the API returned it.", func(m *bookmarkMedia) []byte { return orEmpty(m.media).Raw }),
 	optStringColumn("error", "Why the media object is missing: a partial error of the API, or `Missing: ...` when X left it out with no error saying why; null when it is there.", func(m *bookmarkMedia) string { return errorText(m.err) }),
-	incrementalKey(timeColumn("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(m *bookmarkMedia) time.Time { return m.b.firstSeenAt })),
+	incrementalKey(col("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(m *bookmarkMedia) time.Time { return m.b.firstSeenAt })),
 }
 
 func fetchBookmarkMedia(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
@@ -82,19 +73,13 @@ func fetchBookmarkMedia(_ context.Context, _ schema.ClientMeta, parent *schema.R
 
 // downloadURL is a photo's url, or the mp4 variant of the highest bit rate.
 func downloadURL(m *client.Media) string {
-	if m.URL != "" {
-		return m.URL
-	}
-	return media.BestVariant(m)
+	return cmp.Or(m.URL, media.BestVariant(m))
 }
 
 func variantsJSON(vs []client.Variant) []byte {
 	if len(vs) == 0 {
 		return nil
 	}
-	b, err := json.Marshal(vs)
-	if err != nil {
-		return nil
-	}
+	b, _ := json.Marshal(vs) // nil, stored as null, in the unlikely failure
 	return b
 }

@@ -10,23 +10,19 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// DropMedia applies the edits of x_media_files to the records of the
-// sessions' accounts: the files whose rows go leave the records, with the
-// rows of them kept to send again, and each account releases its mark on
-// the stored files its record no longer uses. The store deletes a file
-// whose last mark goes (store.Release): whichever process syncs the other
-// accounts that use it (another shard's), their marks keep it, and no
-// record of theirs is read. Every account's files are marked first (a
-// record of an earlier version's has them marked now). The marks go before
-// the records are set (unflushed): a stop between leaves records of files
-// released, which the next application releases again; the other order
-// could leave a file no record names, kept for good. It returns how many
-// files were deleted.
+// DropMedia applies the edits of x_media_files to the sessions' records,
+// and returns how many stored files were deleted: the files whose rows go
+// leave the records (and their outbox), and each account releases its mark
+// on the files its record no longer uses; the store deletes a file whose
+// last mark goes, so other accounts' (another shard's) keep theirs unread.
+// Every account's files are marked first (an earlier version's records
+// left them unmarked). The marks go before the records are set: a stop
+// between leaves records that the next application releases again, where
+// the other order could keep a file no record names for good.
 func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, st *store.Store) (int, error) {
-	var records []*archived.Record
-	for _, s := range sessions {
+	records := make([]*archived.Record, len(sessions))
+	for i, s := range sessions {
 		if s.UserID == "" {
-			records = append(records, nil)
 			continue
 		}
 		rec, err := s.Record(ctx)
@@ -36,7 +32,7 @@ func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, 
 		if err != nil {
 			return 0, err
 		}
-		records = append(records, rec)
+		records[i] = rec
 	}
 	deleted := 0
 	for i, s := range sessions {

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,10 +15,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/outbox"
 	"github.com/cq-source-x/cq-source-x/plan"
+	"golang.org/x/sync/errgroup"
 )
-
-// MediaFilesTable is the name of the media files table.
-const MediaFilesTable = "x_media_files"
 
 func init() {
 	declareHolding(plan.Holding{Table: MediaFilesTable, Of: "post_id", Holds: "media_post_id"})
@@ -41,6 +40,8 @@ type mediaFileRow struct {
 	HTTPStatus  int          `json:"http_status,omitempty"`
 	Error       string       `json:"error,omitempty"`
 	CheckedAt   time.Time    `json:"checked_at"`
+	// rec is the file's record, given the row's status once it is sent.
+	rec *archived.File
 }
 
 // MediaFiles is the x_media_files table: the photos and videos themselves,
@@ -70,22 +71,22 @@ func optInt(n int) *int64 {
 }
 
 var mediaFileColumns = []column[*mediaFileRow]{
-	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(r *mediaFileRow) string { return r.UserID })),
-	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *mediaFileRow) string { return r.PostID })),
-	primaryKey(stringColumn("media_key", "The media object's key (x_bookmark_media.media_key).", func(r *mediaFileRow) string { return r.MediaKey })),
-	primaryKey(stringColumn("url", "The file's URL, as X gives it (a photo is asked for in its original size first).", func(r *mediaFileRow) string { return r.URL })),
-	stringColumn("media_post_id", "The post the media is attached to: post_id, or a post it quotes, replies to or reposts (`content.referenced_posts`).", func(r *mediaFileRow) string { return r.MediaPostID }),
+	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(r *mediaFileRow) string { return r.UserID })),
+	primaryKey(col("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *mediaFileRow) string { return r.PostID })),
+	primaryKey(col("media_key", "The media object's key (x_bookmark_media.media_key).", func(r *mediaFileRow) string { return r.MediaKey })),
+	primaryKey(col("url", "The file's URL, as X gives it (a photo is asked for in its original size first).", func(r *mediaFileRow) string { return r.URL })),
+	col("media_post_id", "The post the media is attached to: post_id, or a post it quotes, replies to or reposts (`content.referenced_posts`).", func(r *mediaFileRow) string { return r.MediaPostID }),
 	optStringColumn("media_type", "photo, video or animated_gif.", func(r *mediaFileRow) string { return r.MediaType }),
-	stringColumn("file", "What the file is: `photo`, `still` (a video's or GIF's preview image) or `video` (an mp4 variant).", func(r *mediaFileRow) string { return r.File }),
-	stringColumn("status", "`stored`; or why not: `gone` (404 or 410: deleted), `forbidden` (401, 403, 451: protected, suspended, withheld), `too_large` (above `max_file_size`), `over_budget` (past `max_bytes_per_run`; the next sync tries again), `transient` (a 5xx, a timeout, a body cut short; the next sync tries again) or `failed` (refused for good: not https, a redirect to http, another 4xx).", func(r *mediaFileRow) string { return string(r.Status) }),
+	col("file", "What the file is: `photo`, `still` (a video's or GIF's preview image) or `video` (an mp4 variant).", func(r *mediaFileRow) string { return r.File }),
+	col("status", "`stored`; or why not: `gone` (404 or 410: deleted), `forbidden` (401, 403, 451: protected, suspended, withheld), `too_large` (above `max_file_size`), `over_budget` (past `max_bytes_per_run`; the next sync tries again), `transient` (a 5xx, a timeout, a body cut short; the next sync tries again) or `failed` (refused for good: not https, a redirect to http, another 4xx).", func(r *mediaFileRow) string { return string(r.Status) }),
 	optStringColumn("file_key", "Where the file is, in the store: `DIR/media/<file_key>` for the exporter, `<media_files.store>/<file_key>` in a CloudQuery sync. Its SHA-256, under a directory of its first two characters, with its type's extension.", func(r *mediaFileRow) string { return r.FileKey }),
 	optStringColumn("sha256", "SHA-256 of the file's content, in hex.", func(r *mediaFileRow) string { return r.SHA256 }),
-	optInt64Column("size", "Size of the stored file in bytes; for `too_large`, the size the server announced, when it did.", func(r *mediaFileRow) *int64 { return r.Size }),
+	col("size", "Size of the stored file in bytes; for `too_large`, the size the server announced, when it did.", func(r *mediaFileRow) *int64 { return r.Size }),
 	optStringColumn("content_type", "The stored file's type: image/jpeg, image/png, video/mp4, ...", func(r *mediaFileRow) string { return r.ContentType }),
-	optTimeColumn("stored_at", "When the file was first stored (by any account or post).", func(r *mediaFileRow) *time.Time { return r.StoredAt }),
-	optInt64Column("http_status", "Status of the last answer of the media host, when there was one.", func(r *mediaFileRow) *int64 { return optInt(r.HTTPStatus) }),
+	col("stored_at", "When the file was first stored (by any account or post).", func(r *mediaFileRow) *time.Time { return r.StoredAt }),
+	col("http_status", "Status of the last answer of the media host, when there was one.", func(r *mediaFileRow) *int64 { return optInt(r.HTTPStatus) }),
 	optStringColumn("error", "Why the file is not stored; null when it is.", func(r *mediaFileRow) string { return r.Error }),
-	incrementalKey(timeColumn("checked_at", "When the sync reached this status: the newest row of a file is its status.", func(r *mediaFileRow) time.Time { return r.CheckedAt })),
+	incrementalKey(col("checked_at", "When the sync reached this status: the newest row of a file is its status.", func(r *mediaFileRow) time.Time { return r.CheckedAt })),
 }
 
 // mediaBatch is how many rows of x_media_files are sent at once.
@@ -139,13 +140,7 @@ type mediaRun struct {
 	outbox *outbox.Rows[*mediaFileRow]
 
 	mu      sync.Mutex
-	changed []statusChange // not sent yet
-}
-
-// statusChange is a file's new status, recorded once its row is sent.
-type statusChange struct {
-	rec *archived.File
-	row *mediaFileRow
+	changed []*mediaFileRow // not sent yet
 }
 
 // store tries every file due, a few at a time (the Saver bounds the
@@ -155,38 +150,16 @@ func (r *mediaRun) store(ctx context.Context) error {
 	m := r.s.Media
 	due := r.rec.DueFiles(m.MaxFileSize)
 	m.Saver.Progress().Want(len(due))
-	work := make(chan int)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range min(len(due), m.Saver.Concurrency()) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				rec := &r.rec.Files[i]
-				if err := r.done(ctx, rec, m.Saver.Save(ctx, media.NewRequest(rec.URL))); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
+	var g errgroup.Group
+	g.SetLimit(m.Saver.Concurrency())
 	for _, i := range due {
 		if ctx.Err() != nil {
 			break
 		}
-		work <- i
+		rec := &r.rec.Files[i]
+		g.Go(func() error { return r.done(ctx, rec, m.Saver.Save(ctx, media.NewRequest(rec.URL))) })
 	}
-	close(work)
-	wg.Wait()
-	var err error
-	select {
-	case err = <-errs:
-	default:
-	}
-	return errors.Join(err, r.flush(ctx), context.Cause(ctx))
+	return errors.Join(g.Wait(), r.flush(ctx), context.Cause(ctx))
 }
 
 // done queues the row of a file whose status changed. A sync stopped
@@ -203,7 +176,7 @@ func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outco
 		r.mu.Unlock()
 		return nil
 	}
-	r.changed = append(r.changed, statusChange{rec: rec, row: r.row(rec, out)})
+	r.changed = append(r.changed, r.row(rec, out))
 	full := len(r.changed) >= mediaBatch
 	r.mu.Unlock()
 	if full {
@@ -214,12 +187,9 @@ func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outco
 
 func (r *mediaRun) row(rec *archived.File, out media.Outcome) *mediaFileRow {
 	row := &mediaFileRow{
-		UserID: r.s.UserID, PostID: rec.PostID, MediaKey: rec.MediaKey, URL: rec.URL, MediaPostID: rec.MediaPostID,
+		UserID: r.s.UserID, PostID: rec.PostID, MediaKey: rec.MediaKey, URL: rec.URL, MediaPostID: cmp.Or(rec.MediaPostID, rec.PostID),
 		MediaType: rec.MediaType, File: rec.File, Status: out.Status, HTTPStatus: out.HTTPStatus, Error: out.Err,
-		CheckedAt: r.s.Clock.Now().UTC(),
-	}
-	if row.MediaPostID == "" {
-		row.MediaPostID = rec.PostID
+		CheckedAt: r.s.Clock.Now().UTC(), rec: rec,
 	}
 	if f := out.File; f != nil {
 		size, at := f.Size, f.StoredAt
@@ -235,17 +205,15 @@ func (r *mediaRun) row(rec *archived.File, out media.Outcome) *mediaFileRow {
 // the new statuses: a status is recorded only once its row is on its way.
 func (r *mediaRun) flush(ctx context.Context) error {
 	r.mu.Lock()
-	changed := r.changed
+	rows := r.changed
 	r.changed = nil
 	r.mu.Unlock()
-	if len(changed) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
-	rows := make([]*mediaFileRow, len(changed))
-	for i, c := range changed {
-		rows[i] = c.row
-		if c.row.Status == media.Stored {
-			if err := r.s.Media.Saver.Store().Mark(ctx, c.row.FileKey, r.s.UserID); err != nil {
+	for _, row := range rows {
+		if row.Status == media.Stored {
+			if err := r.s.Media.Saver.Store().Mark(ctx, row.FileKey, r.s.UserID); err != nil {
 				return err
 			}
 		}
@@ -260,10 +228,10 @@ func (r *mediaRun) flush(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range changed {
-		c.rec.Status, c.rec.FileKey, c.rec.Limit, c.rec.Refetch = c.row.Status, c.row.FileKey, 0, false
-		if c.row.Status == media.TooLarge {
-			c.rec.Limit = r.s.Media.MaxFileSize
+	for _, row := range rows {
+		row.rec.Status, row.rec.FileKey, row.rec.Limit, row.rec.Refetch = row.Status, row.FileKey, 0, false
+		if row.Status == media.TooLarge {
+			row.rec.Limit = r.s.Media.MaxFileSize
 		}
 	}
 	return nil

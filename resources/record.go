@@ -10,16 +10,12 @@ import (
 	"github.com/cq-source-x/cq-source-x/media"
 )
 
-// What the rows of x_bookmarks add to the account's record of what it
-// archived (package archived), as they are emitted: each bookmark's post,
-// its author and its row's dates (unless the destination keeps the rows),
-// the posts its rows of x_bookmark_referenced_posts hold, with theirs, and
-// the files of its media x_media_files stores. The record is saved when
-// the walk ends, cleanly or not (the rows it emitted are written), before
-// its memory, in the same flush: the state never says a post was read
-// without its files to fetch.
-
-// recordBookmarks adds rows to the account's record.
+// recordBookmarks adds rows, as they are emitted, to the account's record
+// of what it archived (package archived): each bookmark's post, author and
+// dates (unless the destination keeps the rows), its referenced posts with
+// theirs, and the files of its media. The record is saved when the walk
+// ends, cleanly or not, before its memory and in the same flush: the state
+// never says a post was read without its files to fetch.
 func recordBookmarks(ctx context.Context, s *account.Session, rows []*bookmark) error {
 	posts := make([]archived.Post, len(rows))
 	var refs []archived.Post

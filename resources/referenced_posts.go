@@ -2,16 +2,12 @@ package resources
 
 import (
 	"context"
-	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
-	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/plan"
 )
-
-// ReferencedPostsTable is the name of the referenced posts table.
-const ReferencedPostsTable = "x_bookmark_referenced_posts"
 
 // It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() {
@@ -22,13 +18,6 @@ func init() {
 type referencedPost struct {
 	b *bookmark
 	reference
-}
-
-func (r *referencedPost) p() *client.Post {
-	if r.post == nil {
-		return &client.Post{}
-	}
-	return r.post
 }
 
 // ReferencedPosts is x_bookmark_referenced_posts, a child of x_bookmarks:
@@ -50,44 +39,27 @@ func ReferencedPosts() *schema.Table {
 }
 
 var referencedColumns = []column[*referencedPost]{
-	primaryKey(stringColumn("user_id", "X user id of the account that bookmarked the post.", func(r *referencedPost) string { return r.b.userID })),
-	primaryKey(stringColumn("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *referencedPost) string { return r.b.post.ID })),
-	primaryKey(stringColumn("referenced_post_id", "The post it references.", func(r *referencedPost) string { return r.id })),
+	primaryKey(col("user_id", "X user id of the account that bookmarked the post.", func(r *referencedPost) string { return r.b.userID })),
+	primaryKey(col("post_id", "The bookmarked post (x_bookmarks.post_id).", func(r *referencedPost) string { return r.b.post.ID })),
+	primaryKey(col("referenced_post_id", "The post it references.", func(r *referencedPost) string { return r.id })),
 	// A post can reference one post twice (a reply that quotes the post it
 	// answers): the type keeps both.
-	primaryKey(stringColumn("type", "How the bookmarked post references it: quoted, replied_to or retweeted.", func(r *referencedPost) string { return r.typ })),
-	optStringColumn("text", "Text of the referenced post.", func(r *referencedPost) string { return r.p().Text }),
-	optStringColumn("full_text", "Its whole text: note_tweet's for a long post (`content.long_text`), else text.", func(r *referencedPost) string { return fullText(r.p()) }),
-	optTimeColumn("created_at", "When the referenced post was created.", func(r *referencedPost) *time.Time { return r.p().CreatedAt }),
-	optStringColumn("author_id", "User id of its author.", func(r *referencedPost) string { return r.p().AuthorID }),
-	optStringColumn("author_username", "Its author's handle, with `content.authors`.", func(r *referencedPost) string { return r.authorUser().Username }),
-	optStringColumn("conversation_id", "Id of the post that started its conversation.", func(r *referencedPost) string { return r.p().ConversationID }),
-	optStringColumn("lang", "Its language, as detected by X.", func(r *referencedPost) string { return r.p().Lang }),
-	optStringColumn("article_title", "Title of its X Article (`content.articles`).", func(r *referencedPost) string { return r.p().ArticleTitle }),
-	optStringColumn("article_text", "Body of its X Article (`content.articles`).", func(r *referencedPost) string { return r.p().ArticleText }),
-	jsonColumn("public_metrics", "Its likes, reposts, replies, quotes, bookmarks and impressions when seen.", func(r *referencedPost) []byte { return r.p().PublicMetrics }),
-	jsonColumn("author", "Its author's user object, with `content.authors`.", func(r *referencedPost) []byte { return r.authorUser().Raw }),
-	jsonColumn("media", "Its attached media objects, with `content.media`.", func(r *referencedPost) []byte { return r.mediaJSON() }),
-	jsonColumn("post", "The referenced post exactly as the API returned it.", func(r *referencedPost) []byte { return r.p().Raw }),
+	primaryKey(col("type", "How the bookmarked post references it: quoted, replied_to or retweeted.", func(r *referencedPost) string { return r.typ })),
+	optStringColumn("text", "Text of the referenced post.", func(r *referencedPost) string { return orEmpty(r.post).Text }),
+	optStringColumn("full_text", "Its whole text: note_tweet's for a long post (`content.long_text`), else text.", func(r *referencedPost) string { return fullText(orEmpty(r.post)) }),
+	col("created_at", "When the referenced post was created.", func(r *referencedPost) *time.Time { return orEmpty(r.post).CreatedAt }),
+	optStringColumn("author_id", "User id of its author.", func(r *referencedPost) string { return orEmpty(r.post).AuthorID }),
+	optStringColumn("author_username", "Its author's handle, with `content.authors`.", func(r *referencedPost) string { return authorOf(r.author).Username }),
+	optStringColumn("conversation_id", "Id of the post that started its conversation.", func(r *referencedPost) string { return orEmpty(r.post).ConversationID }),
+	optStringColumn("lang", "Its language, as detected by X.", func(r *referencedPost) string { return orEmpty(r.post).Lang }),
+	optStringColumn("article_title", "Title of its X Article (`content.articles`).", func(r *referencedPost) string { return orEmpty(r.post).ArticleTitle }),
+	optStringColumn("article_text", "Body of its X Article (`content.articles`).", func(r *referencedPost) string { return orEmpty(r.post).ArticleText }),
+	jsonColumn("public_metrics", "Its likes, reposts, replies, quotes, bookmarks and impressions when seen.", func(r *referencedPost) []byte { return orEmpty(r.post).PublicMetrics }),
+	jsonColumn("author", "Its author's user object, with `content.authors`.", func(r *referencedPost) []byte { return authorOf(r.author).Raw }),
+	jsonColumn("media", "Its attached media objects, with `content.media`.", func(r *referencedPost) []byte { return attachedJSON(r.media) }),
+	jsonColumn("post", "The referenced post exactly as the API returned it.", func(r *referencedPost) []byte { return orEmpty(r.post).Raw }),
 	optStringColumn("error", "Why X did not return the post or part of it: its partial error (a deleted post, a protected or suspended author), or `Missing: ...` when X left it out with no error saying why; null when it did.", func(r *referencedPost) string { return r.errorText() }),
-	incrementalKey(timeColumn("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(r *referencedPost) time.Time { return r.b.firstSeenAt })),
-}
-
-func (r *referencedPost) authorUser() *client.User {
-	if r.author == nil || r.author.user == nil {
-		return &client.User{}
-	}
-	return r.author.user
-}
-
-func (r *referencedPost) mediaJSON() []byte {
-	var objs []json.RawMessage
-	for _, m := range r.media {
-		if m.media != nil {
-			objs = append(objs, m.media.Raw)
-		}
-	}
-	return jsonArray(objs)
+	incrementalKey(col("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(r *referencedPost) time.Time { return r.b.firstSeenAt })),
 }
 
 // errorText is the post's partial error, else its author's or a media's.
@@ -113,11 +85,8 @@ func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema
 	}
 	rows := make([]*referencedPost, 0, len(b.refs))
 	for _, r := range b.refs {
-		dup := false
-		for _, prev := range rows {
-			dup = dup || prev.id == r.id && prev.typ == r.typ
-		}
-		if !dup { // one row per key, whatever the API repeats
+		dup := func(prev *referencedPost) bool { return prev.id == r.id && prev.typ == r.typ }
+		if !slices.ContainsFunc(rows, dup) { // one row per key, whatever the API repeats
 			rows = append(rows, &referencedPost{b: b, reference: r})
 		}
 	}

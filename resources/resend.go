@@ -12,11 +12,9 @@ import (
 )
 
 // What a sync sends of x_bookmarks is sent again by the next ones, from an
-// outbox kept in the walk's memory (package outbox; the compliance findings
-// keep theirs in the account's checks, package compliance). Re-sent rows
-// are the rows first sent, made from the posts as X sent them (posts never
-// change), with the same first_seen_at and found_position; a destination's
-// primary key makes them one row in overwrite modes.
+// outbox in the walk's memory (package outbox): the rows first sent, made
+// again from the posts as X sent them, with the same first_seen_at and
+// found_position, which a destination's primary key makes one row.
 
 // sentPage is one page of the rows a bookmarks walk sent: the page as X
 // returned it, with only those rows' posts, and what the walk made of it.
@@ -26,9 +24,8 @@ type sentPage struct {
 	Expansions      []string        `json:"expansions,omitempty"` // what the request asked to expand
 	Positions       []int64         `json:"positions"`            // found_position of each post
 	Page            json.RawMessage `json:"page"`
-	// Withdrawn are posts its posts reference that X's compliance job
-	// reported (PurgeOutbox): the page no longer holds them, and their rows
-	// of x_bookmark_referenced_posts are not sent again.
+	// Withdrawn are posts its posts reference whose rows a report took out
+	// (EditOutbox): the page no longer holds them, nor are they sent again.
 	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 
@@ -74,7 +71,7 @@ func (p *sentPage) rows(userID string, asker func(param, value string) []string)
 	if len(page.Data) != len(p.Positions) {
 		return nil, fmt.Errorf("a stored bookmarks page holds %d posts and %d positions", len(page.Data), len(p.Positions))
 	}
-	rows := bookmarkRows(userID, newPageContent(page, askedBy(client.Fields{Expansions: p.Expansions}), asker), p.FirstSeenAt, p.BookmarkedAfter, 0)
+	rows := bookmarkRows(userID, newPageContent(page, p.Expansions, asker), p.FirstSeenAt, p.BookmarkedAfter, 0)
 	for i, row := range rows {
 		row.foundPosition = p.Positions[i]
 		row.refs = slices.DeleteFunc(row.refs, func(r reference) bool { return slices.Contains(p.Withdrawn, r.id) })

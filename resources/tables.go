@@ -7,12 +7,26 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/transformers"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/plan"
+)
+
+// The tables' names.
+const (
+	BookmarksTable       = "x_bookmarks"
+	BookmarkAuthorsTable = "x_bookmark_authors"
+	BookmarkMediaTable   = "x_bookmark_media"
+	ReferencedPostsTable = "x_bookmark_referenced_posts"
+	FoldersTable         = "x_bookmark_folders"
+	FolderPostsTable     = "x_bookmark_folder_posts"
+	MediaFilesTable      = "x_media_files"
+	PostComplianceTable  = "x_post_compliance"
+	APIUsageTable        = "x_api_usage"
 )
 
 // Tables returns the plugin's tables, with the SDK's _cq_id and
@@ -43,28 +57,24 @@ func resolvedByScheduler(context.Context, schema.ClientMeta, *schema.Resource, s
 }
 
 // maskErrors masks the errors of the resolvers of tables and their
-// relations (FlattenTables returns copies).
+// relations (FlattenTables returns copies) with the sync's Mask. The SDK
+// logs what a resolver returns and sends it as a sync error: a server may
+// have put a credential of the sync in it. (The resolvers' own log lines,
+// x_api_usage.failure and plugin.AccountFailure mask theirs.)
 func maskErrors(tables schema.Tables) {
 	for _, t := range tables {
-		t.Resolver = masked(t.Resolver)
-		maskErrors(t.Relations)
-	}
-}
-
-// masked returns resolve with its error masked by the sync's Mask. The
-// SDK logs what a resolver returns and sends it as a sync error: a server
-// may have put a credential of the sync in it. (The resolvers' own log
-// lines, x_api_usage.failure and plugin.AccountFailure mask theirs.)
-func masked(resolve schema.TableResolver) schema.TableResolver {
-	return func(ctx context.Context, meta schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
-		err := resolve(ctx, meta, parent, res)
-		switch m := meta.(type) {
-		case *account.Session:
-			return m.Secrets.Error(err)
-		case *compliance.Check:
-			return m.Secrets.Error(err)
+		resolve := t.Resolver
+		t.Resolver = func(ctx context.Context, meta schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+			err := resolve(ctx, meta, parent, res)
+			switch m := meta.(type) {
+			case *account.Session:
+				return m.Secrets.Error(err)
+			case *compliance.Check:
+				return m.Secrets.Error(err)
+			}
+			return err
 		}
-		return err
+		maskErrors(t.Relations)
 	}
 }
 
@@ -78,7 +88,6 @@ var (
 	contentTables []func() *schema.Table
 )
 
-// declareHolding records how the table named h.Table holds posts.
 func declareHolding(h plan.Holding) {
 	if _, ok := holdings[h.Table]; ok {
 		panic("resources: " + h.Table + " declared twice")
@@ -99,11 +108,7 @@ func DeclareContent(table func() *schema.Table, h plan.Holding) {
 
 // Holdings are the declarations of every table that holds posts, by name.
 func Holdings() []plan.Holding {
-	out := make([]plan.Holding, 0, len(holdings))
-	for _, name := range slices.Sorted(maps.Keys(holdings)) {
-		out = append(out, holdings[name])
-	}
-	return out
+	return slices.SortedFunc(maps.Values(holdings), func(a, b plan.Holding) int { return strings.Compare(a.Table, b.Table) })
 }
 
 // IsBookmarkContent reports whether table is a child table of x_bookmarks
@@ -113,7 +118,6 @@ func IsBookmarkContent(table string) bool {
 	return slices.ContainsFunc(Bookmarks().Relations, func(t *schema.Table) bool { return t.Name == table })
 }
 
-// contentTableList is the content tables, made anew.
 func contentTableList() schema.Tables {
 	out := make(schema.Tables, len(contentTables))
 	for i, t := range contentTables {

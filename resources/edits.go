@@ -11,6 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
+	"github.com/cq-source-x/cq-source-x/outbox"
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
@@ -68,15 +69,9 @@ func EditOutbox(ctx context.Context, s *account.Session, ix plan.Index) error {
 	if err != nil || len(box.Entries) == 0 {
 		return err
 	}
-	box, err = box.Rewrite(func(line []byte) ([]byte, error) {
-		var p sentPage
-		if err := json.Unmarshal(line, &p); err != nil {
-			return nil, err
-		}
-		if err := p.edit(s.UserID, ix); err != nil || len(p.Positions) == 0 {
-			return nil, err
-		}
-		return json.Marshal(p)
+	box, err = outbox.Edit(box, func(p *sentPage) (bool, error) {
+		err := p.edit(s.UserID, ix)
+		return len(p.Positions) > 0, err
 	})
 	if err != nil {
 		return fmt.Errorf("%s: taking reported posts out of the outbox of state %q: %w", s.ID(), key, err)

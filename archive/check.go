@@ -14,9 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
@@ -163,9 +162,10 @@ type mediaID struct{ user, post, mediaKey, url string }
 
 // mediaRow is what the newest row of a file says.
 type mediaRow struct {
-	status   media.Status
-	fileKey  string
-	size, at int64
+	status  media.Status
+	fileKey string
+	size    int64
+	at      time.Time
 }
 
 // inspectMedia fills rep.Media from the files of snap and DIR/media and
@@ -330,32 +330,18 @@ func hashFile(path string) (string, error) {
 func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
-	rep.readWhole(snap, mediaFilesTable, columns, func(rec arrow.RecordBatch) error {
-		size, sok := Column[*array.Int64](rec, "size")
-		at, aok := Column[*array.Timestamp](rec, "checked_at")
-		if !sok || !aok || rec.NumCols() != int64(len(columns)) {
-			return errors.New("it is not a file of x_media_files: a column is missing or of another type")
+	rep.readWhole(snap, mediaFilesTable, columns, nil, func(c Cols, i int) {
+		id := mediaID{c.Str("user_id", i), c.Str("post_id", i), c.Str("media_key", i), c.Str("url", i)}
+		r := mediaRow{status: media.Status(c.Str("status", i)), fileKey: c.Str("file_key", i), size: -1, at: c.Time("checked_at", i)}
+		if size, ok := c.Int("size", i); ok {
+			r.size = size
 		}
-		for i := range int(rec.NumRows()) {
-			text := func(name string) string {
-				if c, ok := Column[*array.String](rec, name); ok && c.IsValid(i) {
-					return strings.Clone(c.Value(i))
-				}
-				return ""
-			}
-			id := mediaID{text("user_id"), text("post_id"), text("media_key"), text("url")}
-			r := mediaRow{status: media.Status(text("status")), fileKey: text("file_key"), size: -1, at: int64(at.Value(i))}
-			if size.IsValid(i) {
-				r.size = size.Value(i)
-			}
-			if old, ok := rows[id]; !ok || r.at >= old.at {
-				rows[id] = r
-			}
-			if r.fileKey != "" {
-				named[r.fileKey] = true
-			}
+		if old, ok := rows[id]; !ok || !r.at.Before(old.at) {
+			rows[id] = r
 		}
-		return nil
+		if r.fileKey != "" {
+			named[r.fileKey] = true
+		}
 	})
 	return rows, named
 }

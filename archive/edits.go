@@ -172,19 +172,13 @@ type edit struct {
 // a row already as asked has none.
 func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit, error) {
 	sc := rec.Schema()
-	column := func(name string) arrow.Array {
-		if c := sc.FieldIndices(name); len(c) == 1 {
-			return rec.Column(c[0])
-		}
-		return nil
-	}
-	users := column("user_id")
-	if users == nil {
+	users, ok := Column[arrow.Array](rec, "user_id")
+	if !ok {
 		return nil, fmt.Errorf("no user_id column")
 	}
 	keys := map[string]arrow.Array{}
 	for _, name := range ix.Columns(table) {
-		if keys[name] = column(name); keys[name] == nil {
+		if keys[name], ok = Column[arrow.Array](rec, name); !ok {
 			return nil, fmt.Errorf("no %s column", name)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
@@ -221,4 +222,60 @@ func Column[T arrow.Array](rec arrow.RecordBatch, name string) (col T, ok bool) 
 		col, ok = rec.Column(i[0]).(T)
 	}
 	return col, ok
+}
+
+// ReadRows calls row with each row of the files of table, as Read reads
+// them: want names the columns every file must have, optional those a file
+// may lack.
+func (s *Snapshot) ReadRows(table string, want, optional []string, row func(c Cols, i int)) error {
+	return s.Read(table, slices.Concat(want, optional), rowsOf(want, optional, row))
+}
+
+// rowsOf is ReadRows's batch function.
+func rowsOf(want, optional []string, row func(c Cols, i int)) func(arrow.RecordBatch) error {
+	return func(rec arrow.RecordBatch) error {
+		c := Cols{}
+		for _, name := range slices.Concat(want, optional) {
+			if col, ok := Column[arrow.Array](rec, name); ok {
+				c[name] = col
+			} else if slices.Contains(want, name) {
+				return fmt.Errorf("it has no column %s", name)
+			}
+		}
+		for i := range int(rec.NumRows()) {
+			row(c, i)
+		}
+		return nil
+	}
+}
+
+// Cols are a batch's columns by name. Their values are zero when null,
+// absent, or of another type.
+type Cols map[string]arrow.Array
+
+// Str is the string at row i of the named column, copied out of the batch.
+func (c Cols) Str(name string, i int) string { return strings.Clone(c.Raw(name, i)) }
+
+// Raw is Str in the batch's memory, to look up, not to keep.
+func (c Cols) Raw(name string, i int) string {
+	if s, ok := c[name].(*array.String); ok && s.IsValid(i) {
+		return s.Value(i)
+	}
+	return ""
+}
+
+func (c Cols) Time(name string, i int) time.Time {
+	if t, ok := c[name].(*array.Timestamp); ok && t.IsValid(i) {
+		return t.Value(i).ToTime(t.DataType().(*arrow.TimestampType).Unit)
+	}
+	return time.Time{}
+}
+
+// Int is the integer at row i of the named column; ok is false when there
+// is none.
+func (c Cols) Int(name string, i int) (n int64, ok bool) {
+	if a, ok := c[name].(*array.Int64); ok && a.IsValid(i) {
+		return a.Value(i), true
+	}
+	return 0, false
 }

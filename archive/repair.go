@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
@@ -408,28 +407,19 @@ func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map
 // readKeys calls add with the (user_id, post_id) of every row of the
 // table's files that read whole, and returns how many did.
 func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, postID string)) int {
-	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
-		users, uok := Column[*array.String](rec, "user_id")
-		posts, pok := Column[*array.String](rec, "post_id")
-		if !uok || !pok {
-			return errors.New("it has no user_id or post_id column of strings")
-		}
-		for i := range int(rec.NumRows()) {
-			add(strings.Clone(users.Value(i)), strings.Clone(posts.Value(i)))
-		}
-		return nil
+	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, nil, func(c Cols, i int) {
+		add(c.Str("user_id", i), c.Str("post_id", i))
 	})
 }
 
-// readWhole calls rows with the batches of each file of table in snap
-// once the file has read whole, and returns how many did. A file that
-// does not, or whose batch rows refuses, is damaged, and adds no row: rows
-// checks a batch's columns before it takes a row (a file's batches all
-// have the same).
-func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []string, rows func(arrow.RecordBatch) error) int {
+// readWhole calls row with the rows of each file of table in snap once the
+// file has read whole (ReadRows), and returns how many did. A file that
+// does not is damaged, and adds no row.
+func (rep *RepairReport) readWhole(snap *Snapshot, table string, want, optional []string, row func(c Cols, i int)) int {
 	var batches []arrow.RecordBatch
 	whole := 0
-	snap.readFiles(table, columns, func(rec arrow.RecordBatch) error {
+	rows := rowsOf(want, optional, row)
+	snap.readFiles(table, slices.Concat(want, optional), func(rec arrow.RecordBatch) error {
 		rec.Retain()
 		batches = append(batches, rec)
 		return nil

@@ -24,13 +24,11 @@ import (
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
-// CheckOptions configure Check, as RepairOptions do Repair.
 type CheckOptions struct {
 	ReadData bool
 	Tables   BookmarkTables
 }
 
-// CheckReport is what Check found.
 type CheckReport struct {
 	Out        string    `json:"out"`
 	Files      int       `json:"files"` // Parquet files
@@ -81,8 +79,8 @@ func (c *CheckReport) WriteText(w io.Writer) {
 	fmt.Fprintln(w, plural.Count(len(c.Problems), "problem", "problems"))
 }
 
-// repairCommand is the command that repairs what the report found: with
-// --read-data, what only reading the data finds.
+// repairCommand is the command that repairs what the report found, with
+// --read-data when only reading the data finds it.
 func (rep *RepairReport) repairCommand() string {
 	if rep.ReadData {
 		return RepairCommand(rep.Out) + " --read-data"
@@ -90,7 +88,6 @@ func (rep *RepairReport) repairCommand() string {
 	return RepairCommand(rep.Out)
 }
 
-// problems tells what a dry run of Repair found as problems.
 func (rep *RepairReport) problems() []Problem {
 	var ps []Problem
 	repair, export := "`"+rep.repairCommand()+"`", "the next `cq-source-x export --spec FILE --out "+ShellQuote(rep.Out)+"`"
@@ -145,10 +142,9 @@ type MediaFindings struct {
 	// or a repair marked their rows lost): that export records them.
 	// Unused are those no record uses either.
 	Unrecorded, Unused []string
-	Spools             []string // the files a stopped run was fetching (DIR/media/.tmp)
+	Spools             []string // DIR/media/.tmp
 }
 
-// LostMedia is a stored file lost from DIR/media.
 type LostMedia struct {
 	Key, Problem string
 	Damaged      bool // there with other content: a repair moves it aside
@@ -157,10 +153,9 @@ type LostMedia struct {
 	Records, Marked int
 }
 
-// mediaID is a file of x_media_files: (user_id, post_id, media_key, url).
+// mediaID is a file of x_media_files.
 type mediaID struct{ user, post, mediaKey, url string }
 
-// mediaRow is what the newest row of a file says.
 type mediaRow struct {
 	status  media.Status
 	fileKey string
@@ -187,7 +182,7 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 		rec      *archived.Record
 	}
 	var all []record
-	sizes := map[string]int64{} // of the stored files, as their newest row says (-1: none says)
+	sizes := map[string]int64{} // of the stored files, as their newest row says (-1: none)
 	for _, r := range rows {
 		if r.status == media.Stored {
 			sizes[r.fileKey] = r.size
@@ -311,6 +306,7 @@ func lostFiles(root string, sizes, files map[string]int64, readData bool) (map[s
 	return lost, nil
 }
 
+// hashFile is the hex SHA-256 of the file's content.
 func hashFile(path string) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
@@ -380,11 +376,14 @@ func (f *MediaFindings) damaged(out string) []DamagedFile {
 	var files []DamagedFile
 	for _, l := range f.Lost {
 		if l.Damaged {
-			files = append(files, DamagedFile{Table: mediaDir, Path: filepath.Join(MediaPath(out), filepath.FromSlash(l.Key)), Problem: l.Problem})
+			files = append(files, DamagedFile{Table: mediaDir, Path: mediaFile(out, l.Key), Problem: l.Problem})
 		}
 	}
 	return files
 }
+
+// mediaFile is the path of the media file of key.
+func mediaFile(out, key string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(key)) }
 
 func (f *MediaFindings) toRemove() bool {
 	return len(f.Unused) > 0 || len(f.Spools) > 0 || slices.ContainsFunc(f.Lost, func(l LostMedia) bool { return l.Damaged })
@@ -395,7 +394,7 @@ func (f *MediaFindings) toRemove() bool {
 // hand.
 func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 	for _, k := range f.Unused {
-		path := filepath.Join(MediaPath(out), filepath.FromSlash(k))
+		path := mediaFile(out, k)
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -411,7 +410,6 @@ func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 // commands.
 func (f *MediaFindings) problems(out, repair, export string) []Problem {
 	var ps []Problem
-	at := func(k string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(k)) }
 	for _, l := range f.Lost {
 		fix := repair + " (it marks the file to be fetched again by the next export, which records it gone if X no longer serves it)"
 		switch {
@@ -420,7 +418,7 @@ func (f *MediaFindings) problems(out, repair, export string) []Problem {
 		case l.Marked == l.Records:
 			fix = export + ", which fetches it again"
 		}
-		ps = append(ps, Problem{Where: at(l.Key), What: l.Problem, Fix: fix})
+		ps = append(ps, Problem{Where: mediaFile(out, l.Key), What: l.Problem, Fix: fix})
 	}
 	if f.RowsLost > 0 {
 		ps = append(ps, Problem{Where: filepath.Join(out, mediaFilesTable), Fix: repair + " (the next export then writes them, from DIR/media: nothing is fetched that is there)",
@@ -428,10 +426,10 @@ func (f *MediaFindings) problems(out, repair, export string) []Problem {
 	}
 	if n := len(f.Unrecorded); n > 0 {
 		ps = append(ps, Problem{Where: MediaPath(out), Fix: export + ", which records them",
-			What: fmt.Sprintf("%s no row of x_media_files names yet, such as %s", plural.Count(n, "file", "files"), at(f.Unrecorded[0]))})
+			What: fmt.Sprintf("%s no row of x_media_files names yet, such as %s", plural.Count(n, "file", "files"), mediaFile(out, f.Unrecorded[0]))})
 	}
 	for _, k := range f.Unused {
-		ps = append(ps, Problem{Where: at(k), What: "no row of x_media_files names it, and no post of the state uses it", Fix: repair + ", which removes it"})
+		ps = append(ps, Problem{Where: mediaFile(out, k), What: "no row of x_media_files names it, and no post of the state uses it", Fix: repair + ", which removes it"})
 	}
 	if n := len(f.Spools); n > 0 {
 		ps = append(ps, Problem{Where: filepath.Dir(f.Spools[0]), What: fmt.Sprintf("%s a stopped run was fetching", plural.Count(n, "partial file", "partial files")), Fix: repair + ", or " + export + ", which removes them"})
@@ -442,7 +440,6 @@ func (f *MediaFindings) problems(out, repair, export string) []Problem {
 // writeText says what Repair found of the media files, and did (with
 // dryRun: would do).
 func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
-	at := func(k string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(k)) }
 	for _, l := range f.Lost {
 		did := pick(dryRun, "to be marked", "marked") + " to be fetched again by the next export"
 		if l.Records == 0 {
@@ -451,17 +448,18 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 		if l.Damaged {
 			did = pick(dryRun, "to be moved", "moved") + " to " + filepath.Join(out, damagedDir, mediaDir) + "; " + did
 		}
-		fmt.Fprintf(w, "media: %s: %s; %s\n", at(l.Key), l.Problem, did)
+		fmt.Fprintf(w, "media: %s: %s; %s\n", mediaFile(out, l.Key), l.Problem, did)
 	}
 	if f.RowsLost > 0 {
 		fmt.Fprintf(w, "media: %s no row of %s last status in x_media_files; %s to be tried again: the next export writes their rows, fetching only what DIR/media lacks\n",
 			plural.Count(f.RowsLost, "file has", "files have"), plural.Pick(f.RowsLost, "its", "their"), pick(dryRun, "to be marked", "marked"))
 	}
 	if n := len(f.Unrecorded); n > 0 {
-		fmt.Fprintf(w, "media: %s no row names yet, such as %s; the next export records them\n", plural.Count(n, "file", "files"), at(f.Unrecorded[0]))
+		fmt.Fprintf(w, "media: %s no row names yet, such as %s; the next export records them\n", plural.Count(n, "file", "files"), mediaFile(out, f.Unrecorded[0]))
 	}
 	for _, k := range f.Unused {
-		fmt.Fprintf(w, "media: %s: no row names it and no post uses it; %s\n", at(k), pick(dryRun, "to be removed", "removed"))
+		fmt.Fprintf(w, "media: %s: no row names it and no post uses it; %s\n", mediaFile(out, k), pick(dryRun, "to be removed", "removed"))
+
 	}
 	if n := len(f.Spools); n > 0 {
 		fmt.Fprintf(w, "media: %s: %s a stopped run was fetching; %s\n", filepath.Dir(f.Spools[0]), plural.Count(n, "partial file", "partial files"), pick(dryRun, "to be removed", "removed"))

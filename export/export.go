@@ -42,12 +42,10 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Options configure a Run.
 type Options struct {
-	Spec *cqspec.Source
-	Out  string // the output directory; created if missing
-	// Clock for the plugin and the run's time; default the wall clock.
-	Clock     clock.Clock
+	Spec      *cqspec.Source
+	Out       string            // created if missing
+	Clock     clock.Clock       // default the wall clock
 	Transport http.RoundTripper // default http.DefaultTransport
 	// Progress receives progress lines and log messages (stderr); nil
 	// discards them. With Quiet, it receives only a line for each
@@ -122,7 +120,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// run is one export run.
 type run struct {
 	o       Options
 	out     string
@@ -144,7 +141,6 @@ type run struct {
 	edits []plan.Edit     // what the sync's compliance check reported (Edit)
 }
 
-// tableWriter stages one table's file.
 type tableWriter struct {
 	table *schema.Table
 	w     *pqfile.Writer
@@ -210,8 +206,6 @@ func (r *run) openMedia() error {
 	return nil
 }
 
-// startPlugin creates and initializes the plugin, with the run's state
-// backend, progress and logger.
 func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	st := newRunState(r)
 	if err := r.loadRecords(ctx, st); err != nil {
@@ -298,8 +292,7 @@ func (r *run) seedAuthors(ctx context.Context, st *runState) error {
 	return nil
 }
 
-// logger is the plugin's logger: warnings go to the progress output
-// (nothing with Quiet).
+// logger sends the plugin's warnings to the progress output.
 func (r *run) logger() zerolog.Logger {
 	if r.o.Quiet { // the run's error says what failed
 		return zerolog.Nop()
@@ -359,7 +352,6 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	return nil
 }
 
-// The run is the sync's destination: it commits the rows with the state.
 var _ xplugin.Destination = (*run)(nil)
 
 func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
@@ -409,7 +401,6 @@ func withDeclaredKeys(t *schema.Table) *schema.Table {
 	return out
 }
 
-// handle writes one message of the sync to the staged files.
 func (r *run) handle(m message.SyncMessage) error {
 	switch m := m.(type) {
 	case *message.SyncMigrateTable:
@@ -545,7 +536,6 @@ func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
 	return nil
 }
 
-// abort removes the run's staging directory: nothing was committed.
 func (r *run) abort() {
 	for _, tw := range r.writers {
 		tw.w.Close()
@@ -555,7 +545,6 @@ func (r *run) abort() {
 	}
 }
 
-// commitAndPublish ends a run whose sync succeeded: stage, commit, publish.
 func (r *run) commitAndPublish() error {
 	next := &archive.State{
 		Keys:    r.keys.Committed(),
@@ -625,8 +614,7 @@ func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
 	return r.rec.File(name, tw.w.Rows()), true, nil
 }
 
-// publishCommitted publishes the committed run, and adds its files to the
-// result. Nothing is aborted now.
+// publishCommitted publishes the committed run: nothing is aborted now.
 func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
 	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
 		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
@@ -650,12 +638,10 @@ func TableNames() []string {
 	return slices.Sorted(slices.Values(append(resources.Tables().FlattenTables(), archive.Tables()...).TableNames()))
 }
 
-// BookmarkTables are the tables of the bookmarks, as archive.Repair needs them.
 func BookmarkTables() archive.BookmarkTables {
 	return archive.BookmarkTables{Bookmarks: resources.BookmarksTable, Content: resources.Bookmarks().Relations.TableNames()}
 }
 
-// Result is what a run did.
 type Result struct {
 	Out        string
 	RunID      string
@@ -682,8 +668,8 @@ type Result struct {
 	compliance *compliance.Check // nil when the run checked nothing
 }
 
-// FileResult is one file the run published.
 type FileResult struct {
+
 	Table string `json:"table"`
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -48,7 +49,6 @@ type Summary struct {
 	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 }
 
-// AccountSum is one account.
 type AccountSum struct {
 	Account string `json:"account"` // accounts[i]
 	UserID  string `json:"user_id"`
@@ -70,7 +70,6 @@ type AccountSum struct {
 	doneSome bool
 }
 
-// Totals add up operations (or accounts).
 type Totals struct {
 	// NewPosts are the bookmarks the walks found new, and NewFolderEntries
 	// the folder entries; BookmarksWritten the x_bookmarks rows written,
@@ -116,7 +115,7 @@ type ComplianceSum struct {
 	Operations  []OperationSum `json:"operations"`
 }
 
-// OperationSum is one row of x_api_usage.
+// OperationSum is a row of x_api_usage.
 type OperationSum struct {
 	Operation       string  `json:"operation"`
 	Requests        int     `json:"requests"`
@@ -169,22 +168,13 @@ func (r *Result) Summary() *Summary {
 		a.BookmarksWritten = r.rows[sess.UserID]
 		a.doneSome = len(done) > 0 || a.BookmarksWritten > 0
 		a.AlreadyArchived = r.skip[sess.UserID]
+		s.Totals.BookmarksWritten += a.BookmarksWritten
+		s.Totals.AlreadyArchived += a.AlreadyArchived
 		for _, u := range resources.UsageRows(sess) {
 			a.Operations = append(a.Operations, operationSum(u))
-			if u.Operation == string(client.OpGetFolder) {
-				a.NewFolderEntries += u.NewPosts
-			} else {
-				a.NewPosts += u.NewPosts
-			}
-			a.PostsBilled += u.PostsBilled
-			a.UsersBilled += u.UsersBilled
-			a.EstimatedUSD += u.EstimatedUSD
-			a.Requests += u.Requests
-			a.IncludesMissing += u.IncludesMissing
-			a.MediaFilesStored += u.FilesStored
-			a.MediaBytesFetched += u.BytesFetched
+			a.Totals.add(u)
+			s.Totals.add(u)
 		}
-		s.Totals.add(a.Totals)
 		s.Accounts = append(s.Accounts, a)
 	}
 	if s.Accounts == nil {
@@ -199,7 +189,6 @@ func (r *Result) Summary() *Summary {
 	return s
 }
 
-// operationSum is one row of x_api_usage in the summary.
 func operationSum(u *resources.Usage) OperationSum {
 	return OperationSum{
 		Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
@@ -228,21 +217,24 @@ func complianceSum(c *compliance.Check) *ComplianceSum {
 	return cs
 }
 
-func (t *Totals) add(o Totals) {
-	t.NewPosts += o.NewPosts
-	t.NewFolderEntries += o.NewFolderEntries
-	t.BookmarksWritten += o.BookmarksWritten
-	t.AlreadyArchived += o.AlreadyArchived
-	t.PostsBilled += o.PostsBilled
-	t.UsersBilled += o.UsersBilled
-	t.EstimatedUSD += o.EstimatedUSD
-	t.Requests += o.Requests
-	t.IncludesMissing += o.IncludesMissing
-	t.MediaFilesStored += o.MediaFilesStored
-	t.MediaBytesFetched += o.MediaBytesFetched
+// add counts a row of x_api_usage: its new posts are new folder entries
+// when it is a folder's.
+func (t *Totals) add(u *resources.Usage) {
+	if u.Operation == string(client.OpGetFolder) {
+		t.NewFolderEntries += u.NewPosts
+	} else {
+		t.NewPosts += u.NewPosts
+	}
+	t.PostsBilled += u.PostsBilled
+	t.UsersBilled += u.UsersBilled
+	t.EstimatedUSD += u.EstimatedUSD
+	t.Requests += u.Requests
+	t.IncludesMissing += u.IncludesMissing
+	t.MediaFilesStored += u.FilesStored
+	t.MediaBytesFetched += u.BytesFetched
 }
 
-// ReadFor returns the posts one operation read, summed over accounts.
+// ReadFor is the posts one operation read, summed over accounts.
 func (s *Summary) ReadFor(op client.Operation) int {
 	n := 0
 	for _, a := range s.Accounts {
@@ -255,7 +247,6 @@ func (s *Summary) ReadFor(op client.Operation) int {
 	return n
 }
 
-// WriteJSON prints the summary as indented JSON.
 func (s *Summary) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -354,7 +345,6 @@ func writeOperations(tw io.Writer, account, user string, ops []OperationSum) {
 	}
 }
 
-// Failure tells what went wrong with the compliance check.
 func (c *ComplianceSum) Failure() string {
 	return "FAILED compliance check: " + c.Error
 }
@@ -426,7 +416,6 @@ func (s *Summary) NothingDone() bool {
 	return len(s.Accounts) > 0
 }
 
-// displayName is accounts[i] (user ID).
 func (a AccountSum) displayName() string {
 	if a.name == "" {
 		return a.Account
@@ -434,13 +423,7 @@ func (a AccountSum) displayName() string {
 	return a.name
 }
 
-// Failed returns the accounts that failed.
 func (s *Summary) Failed() []AccountSum {
-	var out []AccountSum
-	for _, a := range s.Accounts {
-		if !a.OK {
-			out = append(out, a)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.Accounts), func(a AccountSum) bool { return a.OK })
 }
+

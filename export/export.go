@@ -669,7 +669,6 @@ type Result struct {
 }
 
 type FileResult struct {
-
 	Table string `json:"table"`
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`

@@ -426,4 +426,3 @@ func (a AccountSum) displayName() string {
 func (s *Summary) Failed() []AccountSum {
 	return slices.DeleteFunc(slices.Clone(s.Accounts), func(a AccountSum) bool { return a.OK })
 }
-

@@ -24,7 +24,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// RepairOptions configure Repair.
 type RepairOptions struct {
 	DryRun bool
 	Tables BookmarkTables
@@ -36,12 +35,10 @@ type RepairOptions struct {
 	Step func(string)
 }
 
-// RepairReport is what Repair found and did.
 type RepairReport struct {
 	Out    string
 	DryRun bool
-	// Empty says that Out holds neither a state nor an exported file.
-	Empty bool
+	Empty  bool // Out holds neither a state nor an exported file
 	// StateProblem is what made the state unusable; "" when it was sound.
 	StateProblem string
 	Checked      int // Parquet files
@@ -70,13 +67,10 @@ type RepairReport struct {
 	Damaged []DamagedFile
 	Media   MediaFindings
 	// Leftovers are what a stopped run left, which Recover removes or
-	// finishes: a run committed and not published, the files of runs that
-	// did not commit, a state file half written.
+	// finishes.
 	Leftovers []string
-	// Changed says that the archive was (with DryRun: would be) changed.
-	Changed bool
-	// Publish is the committed run whose publishing is finished (or would be).
-	Publish   string
+	Changed   bool      // the archive was (with DryRun: would be) changed
+	Publish   string    // the committed run whose publishing is finished
 	Recovered *Recovery // not with DryRun
 }
 
@@ -207,13 +201,10 @@ func (rep *RepairReport) compare(old, next *State) error {
 		return err
 	}
 	count := func(a, b map[string]ids.Sorted) map[string]int {
-		var n map[string]int
+		n := map[string]int{}
 		for uid, posts := range a {
 			for _, id := range posts {
 				if !b[uid].Has(id) {
-					if n == nil {
-						n = map[string]int{}
-					}
 					n[uid]++
 				}
 			}
@@ -225,8 +216,7 @@ func (rep *RepairReport) compare(old, next *State) error {
 	return nil
 }
 
-// leftovers records what a stopped run left for Recover: the committed run
-// pending, the staging directories of other runs, a temporary state file.
+// leftovers records what a stopped run left for Recover.
 func (rep *RepairReport) leftovers(out string, pending, lastRun *Run) {
 	if pending != nil {
 		rep.Leftovers = append(rep.Leftovers, fmt.Sprintf("run %s is committed, and not all published", pending.ID))
@@ -256,17 +246,16 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 	return keys, pending, lastRun, nil
 }
 
-// rebuild builds the repaired state from the files of snap and the
-// trusted parts.
+// rebuild builds the repaired state from the files and the trusted parts.
 func (rep *RepairReport) rebuild(snap *Snapshot, out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
 	next := newState()
 	written := map[string]*ids.Set{}
 	files := rep.readKeys(snap, tables.Bookmarks, func(uid, postID string) { addTo(written, uid, postID) })
 	next.Stray = rep.readStray(snap, tables.Content, written)
 	next.Pending, next.LastRun = pending, lastRun
-	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
-		// A state that lost its last run, or is older than the files: the
-		// next run's files must sort after theirs (see knowsFiles).
+	// A state that lost its last run, or is older than the files: the next
+	// run's files must sort after theirs (see knowsFiles).
+	if _, newest, _ := newestExportedFile(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
 		next.LastRun = newest
 	}
 	rep.BookmarkFiles, rep.Accounts = files, len(written)
@@ -372,6 +361,7 @@ func (rep *RepairReport) dropLostFiles(out string, run *Run) *Run {
 	return &kept
 }
 
+// exists reports whether path is there, as far as it can tell.
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
@@ -379,10 +369,11 @@ func exists(path string) bool {
 
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
-// file was removed): State.Stray, nil when there are none, which it counts
-// in rep.Stray.
+// file was removed): State.Stray, which it counts in rep.Stray.
+
 func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) map[string]map[string]*ids.Set {
-	var stray map[string]map[string]*ids.Set
+	stray := map[string]map[string]*ids.Set{}
+	rep.Stray = map[string]int{}
 	for _, table := range content {
 		byUser := map[string]*ids.Set{}
 		rep.readKeys(snap, table, func(uid, postID string) {
@@ -390,18 +381,13 @@ func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map
 				addTo(byUser, uid, postID)
 			}
 		})
-		if len(byUser) == 0 {
-			continue
-		}
-		if stray == nil {
-			stray, rep.Stray = map[string]map[string]*ids.Set{}, map[string]int{}
-		}
-		stray[table] = byUser
 		for _, set := range byUser {
+			stray[table] = byUser
 			rep.Stray[table] += set.Len()
 		}
 	}
 	return stray
+
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
@@ -441,7 +427,6 @@ func (rep *RepairReport) readWhole(snap *Snapshot, table string, want, optional 
 	return whole
 }
 
-// addTo adds the post to the user's set in sets.
 func addTo(sets map[string]*ids.Set, uid, postID string) {
 	set := sets[uid]
 	if set == nil {
@@ -461,24 +446,11 @@ func cannotRead(err error) string {
 	return err.Error()
 }
 
-// newestRun is the run of the newest published file (other than pending's),
-// named by the files' names: when the run is later than any file, the next
-// run's files sort after them.
-func newestRun(out string, pending *Run) *Run {
-	skip := ""
-	if pending != nil {
-		skip = pending.ID
-	}
-	_, run, _ := newestExportedFile(out, skip) // none when the files cannot be listed
-	return run
-}
 
-// sameWritten reports whether two sets of written ids are equal.
 func sameWritten(a, b map[string]*ids.Set) bool {
 	return maps.EqualFunc(a, b, func(x, y *ids.Set) bool { return slices.Equal(x.IDs(), y.IDs()) })
 }
 
-// sameStray reports whether two records of stray content rows are equal.
 func sameStray(a, b map[string]map[string]*ids.Set) bool { return maps.EqualFunc(a, b, sameWritten) }
 
 // salvage finds in the text of a damaged state file every walk memory and
@@ -513,8 +485,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 	return keys, runAfter(text, `,"pending":`), runAfter(text, `,"last_run":`)
 }
 
-// jsonString reads the JSON string that starts at text[at] and returns it
-// and the index after it.
+// jsonString reads the JSON string at text[at], and the index after it.
 func jsonString(text []byte, at int) (string, int, bool) {
 	if at >= len(text) || text[at] != '"' {
 		return "", 0, false
@@ -593,8 +564,8 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 	rep.writeCost(w)
 }
 
-// writeCost says what the next export costs after the repair.
 func (rep *RepairReport) writeCost(w io.Writer) {
+
 	var lists []string
 	for _, d := range rep.Dropped {
 		lists = append(lists, d.Key)

@@ -48,10 +48,9 @@ type State struct {
 	LastRun *Run `json:"last_run,omitempty"`
 }
 
-// writeTo writes json.Marshal(s), in this version's format, to w as it
-// encodes it (jsonv2 streams, as json.Marshal with jsonv1's options): the
-// keys and written ids, a few bytes a post, are most of the state, and are
-// not held twice more in memory (the JSON, and its buffer) to save them.
+// writeTo writes json.Marshal(s), in this version's format, to w as jsonv2
+// encodes it: streamed, so that the keys and written ids, most of the
+// state, are not held twice more in memory to save them.
 func (s *State) writeTo(w io.Writer) error {
 	out := *s
 	out.Format = stateFormat
@@ -107,10 +106,10 @@ func loadState(out string) (*State, error) {
 }
 
 // knowsFiles checks that the state s (read from path) is the state of the
-// files in out: a run's files are named after its time, later than any run
-// before it, so no file may be named after a time later than the last run
-// the state records. A state without runs beside files, or older than them
-// (a backup), would have the next run write again rows the files hold.
+// files in out: a run's files are named after its time, so none may be
+// later than the last run the state records. A state without runs beside
+// files, or older than them (a backup), would have the next run write again
+// rows the files hold.
 func (s *State) knowsFiles(out, path string) error {
 	var known time.Time // the latest run the state records
 	for _, run := range []*Run{s.LastRun, s.Pending} {
@@ -118,7 +117,7 @@ func (s *State) knowsFiles(out, path string) error {
 			known = run.Time
 		}
 	}
-	newest, run, err := newestExportedFile(out, "")
+	newest, run, err := newestExportedFile(out, nil)
 	switch {
 	case err != nil:
 		return err
@@ -136,12 +135,12 @@ func (s *State) knowsFiles(out, path string) error {
 // newestExportedFile is the file of out named after the latest time, and
 // the run its name names (none: "" and nil), passing over the files of the
 // run skip, and the files not named as an export names them.
-func newestExportedFile(out, skip string) (path string, run *Run, err error) {
+func newestExportedFile(out string, skip *Run) (path string, run *Run, err error) {
 	paths, err := publishedFiles(out)
 	for _, p := range paths {
 		stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
 		t, err := time.Parse(fileTimeLayout, stamp)
-		if ok && err == nil && isRunID(id) && id != skip && (run == nil || t.After(run.Time)) {
+		if ok && err == nil && isRunID(id) && (skip == nil || id != skip.ID) && (run == nil || t.After(run.Time)) {
 			path, run = p, &Run{ID: id, Time: t}
 		}
 	}
@@ -179,7 +178,6 @@ func (e *StateError) Error() string {
 		e.Problem, RepairCommand(e.Dir))
 }
 
-// RepairCommand is the command that repairs the output directory dir.
 func RepairCommand(dir string) string {
 	return "cq-source-x repair --out " + ShellQuote(dir)
 }
@@ -365,8 +363,7 @@ func isRunID(id string) bool {
 	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
 }
 
-// checkKey decodes one state key of the plugin's, as the plugin will read
-// it. Keys of other forms are left to the plugin.
+// checkKey decodes a state key as the plugin will read it.
 func checkKey(key, value string) error {
 	if _, err := account.CheckKey(key, value); err != nil {
 		return fmt.Errorf("the state key %s is damaged: %w", key, err)
@@ -381,8 +378,8 @@ func isStateKey(key string) bool {
 }
 
 // isArchivedKey reports whether key is where versions before the
-// accounts' records kept their archived post ids, a few bytes a post:
-// such keys are left out as a state is read, and so when it is next saved.
+// accounts' records kept their archived post ids: such keys are left out
+// as a state is read, and so when it is next saved.
 func isArchivedKey(key string) bool {
 	k, _ := account.ParseKey(key)
 	return k.Kind == account.ArchivedIDs
@@ -420,11 +417,9 @@ func isTableName(name string) bool {
 	return name != "" && name != mediaDir && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
 }
 
-// ForeignEntries returns the entries of dir that no export makes there —
-// named after none of tables, and not hidden (an export's own entries are
-// hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
-// alone) — in name order. None when dir does not exist: an export creates
-// it.
+// ForeignEntries are the entries of dir, in name order, that no export
+// makes there: named after none of tables, and not hidden (an export's
+// own entries are; so is a desktop's .DS_Store).
 func ForeignEntries(dir string, tables []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -443,8 +438,8 @@ func ForeignEntries(dir string, tables []string) ([]string, error) {
 }
 
 // isMediaDir reports whether e, an entry of the output directory dir, is
-// its media store: the directory media holding the store's spool (.tmp),
-// which the store creates as it opens.
+// its media store: the directory media holding the spool the store
+// creates as it opens (.tmp).
 func isMediaDir(dir string, e fs.DirEntry) bool {
 	if e.Name() != mediaDir || !e.IsDir() {
 		return false
@@ -459,11 +454,10 @@ func HasFiles(out, table string) bool {
 	return len(files) > 0
 }
 
-// SaveState replaces DIR/.state/state.json atomically. step marks the
-// crash points, named after what: the new version written and synced
-// under a temporary name, then renamed over the old one (the rename is the
-// commit).
+// SaveState replaces DIR/.state/state.json atomically; step marks the
+// crash points, named after what.
 func SaveState(out string, s *State, step func(string), what string) error {
+
 	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
 	if err := dirsync.Mkdir(out, stateDir); err != nil {

@@ -446,7 +446,6 @@ func cannotRead(err error) string {
 	return err.Error()
 }
 
-
 func sameWritten(a, b map[string]*ids.Set) bool {
 	return maps.EqualFunc(a, b, func(x, y *ids.Set) bool { return slices.Equal(x.IDs(), y.IDs()) })
 }

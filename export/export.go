@@ -48,14 +48,12 @@ type Options struct {
 	Clock     clock.Clock       // default the wall clock
 	Transport http.RoundTripper // default http.DefaultTransport
 	// Progress receives progress lines and log messages (stderr); nil
-	// discards them. With Quiet, it receives only a line for each
-	// rate-limit wait of a minute or more.
-	Progress io.Writer
-	// Terminal makes progress redraw its lines in place; otherwise a line
+	// discards them. Terminal redraws the lines in place; otherwise a line
 	// per account is printed every ProgressInterval (0: 10s) and at the end.
+	Progress         io.Writer
 	Terminal         bool
 	ProgressInterval time.Duration
-	Quiet            bool   // prints only errors, and the long rate-limit waits
+	Quiet            bool   // prints only errors, and the rate-limit waits of a minute or more
 	Compression      string // one of pqfile.Codecs; "" is pqfile.DefaultCodec
 	// Step, when set, is called at each step that matters for crash safety
 	// (the kill tests stop the process there).
@@ -64,12 +62,9 @@ type Options struct {
 
 // Run exports once: recovery of an earlier run if needed, then a sync of
 // every account into new Parquet files, committed and published. The error
-// is about the export itself (spec, directory, writing, the sync failing as
-// a whole); accounts that failed are in the Result (Result.Failed) and their
-// state did not advance where their walks failed.
-//
-// ctx ending interrupts the run (Ctrl-C): it reads no more from X, and what
-// it read is committed as any run's is (Result.Interrupted); see stopRun.
+// is about the export itself; accounts that failed are in the Result
+// (Result.Failed), their state not advanced where their walks failed. ctx
+// ending interrupts the run (Ctrl-C): what it read is committed (stopRun).
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Spec == nil || o.Out == "" {
 		return nil, errors.New("export: a spec and an output directory are required")
@@ -132,13 +127,10 @@ type run struct {
 	// written, by earlier runs (HasEarlier) and by this one.
 	archived map[string]*ids.Set
 	prog     *progress
-	// keys is the plugin's state backend: what it flushes is committed with
-	// the run's files, so nothing reaches the disk before the data it
-	// describes.
-	keys  *runState
-	stop  context.Context // ends the run's reads from X (stopRun)
-	media *store.Store    // DIR/media; nil when the spec stores no media
-	edits []plan.Edit     // what the sync's compliance check reported (Edit)
+	keys     *runState       // committed with the run's files
+	stop     context.Context // ends the run's reads from X (stopRun)
+	media    *store.Store    // DIR/media; nil when the spec stores no media
+	edits    []plan.Edit     // what the sync's compliance check reported (Edit)
 }
 
 type tableWriter struct {
@@ -225,9 +217,8 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 
 // loadRecords reads the posts each account's record says earlier runs
 // wrote, whose rows the run drops, once the records of a state of format 1
-// are made from its written ids. With the compliance section, a record that
-// holds no authors (an archive made before the walks recorded them) gets
-// them, and the referenced posts, from the files.
+// are made from its written ids. With the compliance section, a record
+// that holds no authors gets them from the files (seedAuthors).
 func (r *run) loadRecords(ctx context.Context, st *runState) error {
 	for uid, set := range r.state.Written {
 		if err := account.MigrateRecord(ctx, st, uid, set.Numbers()); err != nil {
@@ -254,8 +245,9 @@ func (r *run) loadRecords(ctx context.Context, st *runState) error {
 	return nil
 }
 
-// seedAuthors gives the records that hold no authors those the files say,
-// and the referenced posts.
+// seedAuthors gives the records that hold no authors (an archive made
+// before the walks recorded them) those the files say, and the referenced
+// posts.
 func (r *run) seedAuthors(ctx context.Context, st *runState) error {
 	var due []*account.Session
 	for key := range st.Committed() {
@@ -366,10 +358,9 @@ func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 func (*run) RecordRows() int { return 4096 }
 
 // dropReported leaves out the log lines that only repeat a failure the
-// summary and the exit status report: the plugin's, which say so
-// (account.Reported), and the scheduler's of a table resolver that failed,
-// which names the table and the client (an account) it failed for, as the
-// summary does, and no column.
+// summary reports: the plugin's, which say so (account.Reported), and the
+// scheduler's of a table resolver that failed, which name the table and
+// the client, and no column.
 type dropReported struct{ w io.Writer }
 
 func (d dropReported) Write(p []byte) (int, error) {
@@ -381,12 +372,9 @@ func (d dropReported) Write(p []byte) (int, error) {
 	return d.w.Write(p)
 }
 
-// withDeclaredKeys is t with the primary key the table declares. With
-// deterministic_cq_id the scheduler announces tables with _cq_id as their
-// only primary key, for destinations that upsert on it; the files record
-// the table's own key (user_id, post_id for x_bookmarks), as
-// docs/tables/ documents it, whichever the option (_cq_id is then a hash
-// of that key).
+// withDeclaredKeys is t with the primary key the table declares, as
+// docs/tables/ documents it: with deterministic_cq_id the scheduler
+// announces _cq_id as the only primary key, for destinations that upsert.
 func withDeclaredKeys(t *schema.Table) *schema.Table {
 	declared := resources.Tables().FlattenTables().Get(t.Name)
 	if declared == nil {
@@ -484,8 +472,7 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
 // its bookmark or the table holds the post's rows already (State.Stray).
-// (Content rows may come before or after their bookmark's row: records of
-// different tables are not ordered.)
+// Records of different tables are not ordered.
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
 		return !r.archived[uid].HasEarlier(postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
@@ -566,15 +553,13 @@ func (r *run) commitAndPublish() error {
 }
 
 // Edit takes the edits of what X's compliance job reported: the run commits
-// them with its files and applies them once those are published
-// (archive.Publish), so a post reported in the run that archived it is
-// edited too, and a run stopped before leaves them to the next command.
+// them with its files and applies them once those are published, so a post
+// reported in the run that archived it is edited too.
 func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
 
-// stage closes (footer, fsync) every file and syncs the staging directory.
-// A table gets a file of no rows only when it has none yet: it tells readers
-// of DIR/<table>/*.parquet its columns. The archive's own tables get theirs
-// beside x_bookmarks. On an error the caller aborts the run.
+// stage closes every file and syncs the staging directory. A table gets a
+// file of no rows only when it has none yet, which tells readers its
+// columns; the archive's own tables get theirs beside x_bookmarks.
 func (r *run) stage() ([]archive.File, error) {
 	for _, t := range archive.Tables() {
 		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
@@ -629,7 +614,6 @@ func (r *run) publishCommitted(next *archive.State, files []archive.File) error 
 	return nil
 }
 
-// Program writes the archive's files: the plugin, in its version.
 var Program = archive.Program{Name: xplugin.Name, Version: xplugin.Version}
 
 // TableNames are the tables an archive can hold, in name order: the
@@ -675,8 +659,7 @@ type FileResult struct {
 }
 
 // Failed lists the accounts that failed, each as an error naming it.
-func (r *Result) Failed() []error {
-	var out []error
+func (r *Result) Failed() (out []error) {
 	for _, s := range r.sessions {
 		if err := sessionErr(s); err != nil {
 			out = append(out, fmt.Errorf("%s: %w", s.Name(), err))

@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -41,8 +40,6 @@ type waitInfo struct {
 	op    client.Operation
 	until time.Time
 }
-
-const redrawEvery = 250 * time.Millisecond
 
 func newProgress(w io.Writer, terminal, quiet bool, clk clock.Clock, interval time.Duration) *progress {
 	if w == nil {
@@ -110,7 +107,7 @@ func (p *progress) start() {
 	p.stopCh, p.done = make(chan struct{}), make(chan struct{})
 	every := p.interval
 	if p.terminal {
-		every = redrawEvery
+		every = 250 * time.Millisecond
 	}
 	go func() {
 		defer close(p.done)
@@ -129,8 +126,8 @@ func (p *progress) start() {
 	}()
 }
 
-// stop draws the final lines.
 func (p *progress) stop() {
+
 	if p.quiet || p.stopCh == nil {
 		return
 	}
@@ -192,24 +189,25 @@ func (p *progress) draw() {
 	if len(lines) == 0 {
 		return
 	}
-	var b strings.Builder
+	text := strings.Join(lines, "\n")
 	if p.terminal {
-		p.clear(&b)
-		b.WriteString(strings.Join(lines, "\n"))
+		text = p.clear() + text
 		p.drawn = len(lines)
 	} else {
-		b.WriteString(strings.Join(lines, "\n") + "\n")
+		text += "\n"
 	}
-	io.WriteString(p.w, b.String())
+	io.WriteString(p.w, text)
 }
 
-// clear erases the lines drawn on a terminal and leaves the cursor at the
-// start of the first. Called with p.mu held.
-func (p *progress) clear(b *strings.Builder) {
-	if p.drawn > 0 {
-		b.WriteString("\r\x1b[2K" + strings.Repeat("\x1b[1A\x1b[2K", p.drawn-1))
-		p.drawn = 0
+// clear is what erases the lines drawn on a terminal and leaves the cursor
+// at the start of the first. Called with p.mu held.
+func (p *progress) clear() string {
+	if p.drawn == 0 {
+		return ""
 	}
+	n := p.drawn
+	p.drawn = 0
+	return "\r\x1b[2K" + strings.Repeat("\x1b[1A\x1b[2K", n-1)
 }
 
 // logWriter returns a writer for log lines that keeps the progress lines
@@ -222,16 +220,12 @@ func (l logWriter) Write(b []byte) (int, error) {
 	p := l.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var sb strings.Builder
 	redraw := p.terminal && p.drawn > 0
-	if redraw {
-		p.clear(&sb)
+	text := p.clear() + string(b)
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
 	}
-	sb.Write(b)
-	if !bytes.HasSuffix(b, []byte("\n")) {
-		sb.WriteString("\n")
-	}
-	io.WriteString(p.w, sb.String())
+	io.WriteString(p.w, text)
 	if redraw {
 		p.draw()
 	}

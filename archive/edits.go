@@ -17,18 +17,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// The edits of what X reported (package plan: compliance.on_change) are
-// applied to the files as compaction replaces them: a new generation per
-// table, its files holding such rows rewritten (docs/compliance.md, "With
-// the exporter"). The old set, and a retired set that holds such rows, are
-// removed at once: they hold what X's Developer Policy asks to delete. The
-// edits are committed in the state before they are applied (Run.Edits); a
-// crash leaves the old set or the new one, and rows already as asked are
-// left alone, so the next command applies them again without rewriting a
-// table twice.
-
-// applyEdits applies the run's edits to the files of out, under the lock
-// the caller holds, and returns how many rows it changed or removed.
+// applyEdits applies the run's edits to the files of out, as a compaction
+// replaces them (docs/design/exporter.md), under the lock the caller
+// holds, and returns how many rows it changed or removed.
 func (r *Run) applyEdits(out string, step func(string)) (int64, error) {
 	ix := plan.NewIndex(r.Edits)
 	tables := map[string]bool{}

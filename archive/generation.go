@@ -12,13 +12,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// Generations of a table's directory (docs/export.md, "Compaction"): a
-// new set of a table's files is built in DIR/.tables/<table>/<generation>/
-// and DIR/<table> made a symbolic link to it in one atomic step, so a
-// reader lists the old set or the new one, never a mix. The set replaced
-// is retired, kept until the next compaction of the table: a reader may
-// still be listing it, and a listing cut short is rows missing, with no
-// error.
+// A new set of a table's files is a generation, in
+// DIR/.tables/<table>/<generation>/, which DIR/<table> links to
+// (docs/design/exporter.md).
 const (
 	tablesDir   = ".tables"
 	retiredName = "retired" // no generation's name: theirs are a time and a run id

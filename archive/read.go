@@ -19,13 +19,9 @@ import (
 
 // Snapshot is the committed files of an archive's tables, as one state of
 // it names them, each table's directory opened once: every reader of the
-// rows reads one. So a reader that takes no lock sees one archive while
-// an export, a compaction or a compliance rewrite runs beside it: it reads
-// the generation it opened (a replaced one is retired, not removed), not
-// the files of a run that committed after the state was read, and the
-// committed run's files where they are staged. A file removed after the
-// listing (a compliance rewrite removes the set it replaced at once) fails
-// the read with fs.ErrNotExist: take a new snapshot. Close releases it.
+// rows reads one, and sees one archive while others change it
+// (docs/design/exporter.md). A file removed since fails the read with
+// fs.ErrNotExist: take a new snapshot.
 type Snapshot struct {
 	tables map[string]*tableFiles
 }

@@ -33,19 +33,16 @@ type Summary struct {
 	Recovered  *archive.Recovery `json:"recovered,omitempty"`
 	Files      []FileResult      `json:"files"`
 	Accounts   []AccountSum      `json:"accounts"`
-	// Compliance is the run's check of the archive; nil when it ran none
-	// (no compliance section, or x_post_compliance not selected).
-	Compliance *ComplianceSum `json:"compliance,omitempty"`
+	Compliance *ComplianceSum    `json:"compliance,omitempty"` // nil when the run checked nothing
 	// Totals add up the accounts, and the compliance check's requests.
 	Totals     Totals   `json:"totals"`
 	SyncErrors []string `json:"sync_errors,omitempty"`
 	// Interrupted: the run was interrupted and committed what it had read
-	// (see InterruptedLine); MediaFilesLeft media files it had to try were
-	// not, which the next run tries.
+	// (InterruptedLine); MediaFilesLeft media files it had to try were not.
 	Interrupted    bool `json:"interrupted,omitempty"`
 	MediaFilesLeft int  `json:"media_files_left,omitempty"`
-	// Damaged are files of earlier runs whose footer cannot be read (see
-	// DamagedFile.Describe); the run is not OK.
+	// Damaged are files of earlier runs whose footer cannot be read; the
+	// run is not OK.
 	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 }
 
@@ -56,18 +53,16 @@ type AccountSum struct {
 	// Error is what went wrong, each problem once, joined by "; " (see
 	// plugin.AccountFailure): a problem of one table starts with its name.
 	Error string `json:"error,omitempty"`
-	// FailedTables are the tables of the account that failed (a walk that
-	// fills it did not end cleanly); the others were done.
+	// FailedTables are the tables of the account a walk that fills them
+	// did not end cleanly; the others were done.
 	FailedTables []string `json:"failed_tables,omitempty"`
 	Totals
-	Operations []OperationSum `json:"operations"`
-	// Interrupted are the walks the interruption cut off.
-	Interrupted []CutOff `json:"interrupted,omitempty"`
+	Operations  []OperationSum `json:"operations"`
+	Interrupted []CutOff       `json:"interrupted,omitempty"`
 
 	problems []string
 	name     string // accounts[i] (user ID)
-	// doneSome: a table of the account was done, or rows of it written.
-	doneSome bool
+	doneSome bool   // a table of the account was done, or rows of it written
 }
 
 type Totals struct {
@@ -89,8 +84,7 @@ type Totals struct {
 	// recorded missing in its table.
 	IncludesMissing int `json:"includes_missing"`
 	// MediaFilesStored are the media files the run found stored (fetched
-	// now or before), of which MediaBytesFetched bytes it downloaded; X
-	// bills none of it.
+	// now or before), of which MediaBytesFetched bytes it downloaded.
 	MediaFilesStored  int   `json:"media_files_stored,omitempty"`
 	MediaBytesFetched int64 `json:"media_bytes_fetched,omitempty"`
 }
@@ -103,11 +97,9 @@ type ComplianceSum struct {
 	UserID  string `json:"user_id"` // "app"
 	OK      bool   `json:"ok"`
 	// Error is why the check did not finish; its posts are checked at the
-	// next run.
-	Error string `json:"error,omitempty"`
-	// Interrupted: the run's interruption stopped the check, which the next
-	// run resumes (a job in progress is polled again, not created again).
-	Interrupted bool `json:"interrupted,omitempty"`
+	// next run, which resumes an Interrupted one.
+	Error       string `json:"error,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
 	// RowsChanged are the rows of the posts X reported that the run
 	// redacted or removed in the files (compliance.on_change).
 	RowsChanged int64          `json:"rows_changed,omitempty"`
@@ -257,7 +249,6 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 // then the compliance check's operations, the totals (whose new posts are
 // the bookmarks found: the folder entries are told apart) and the files
 // written.
-// The USD is what the posts and users billed cost at the spec's rates.
 func (s *Summary) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\tbilled users\test. USD\trequests\twalks\t")
@@ -282,7 +273,6 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintf(w, " (%s already in the archive and not written again)", plural.Count(t.AlreadyArchived, "post read was", "posts read were"))
 	}
 	if t.NewFolderEntries > 0 {
-		// The total's new posts are bookmarks; the folder rows' are entries.
 		fmt.Fprintf(w, "; new folder entries: %d", t.NewFolderEntries)
 	}
 	fmt.Fprintln(w)
@@ -329,8 +319,8 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 }
 
-// writeOperations writes a line per operation of an account (or of the
-// compliance check).
+// writeOperations writes a line per operation of an account, or of the
+// compliance check.
 func writeOperations(tw io.Writer, account, user string, ops []OperationSum) {
 	for _, o := range ops {
 		walks := o.WalkOutcomes
@@ -401,12 +391,10 @@ func (s *Summary) FailureLines() []string {
 	return lines
 }
 
-// InPart reports whether a failed account got some of its tables done or
-// some rows written.
+// InPart reports whether a failed account got something done.
 func (a AccountSum) InPart() bool { return !a.OK && a.doneSome }
 
-// NothingDone reports whether no account got anything done: each failed,
-// none with a table done or a row written.
+// NothingDone reports whether no account got anything done.
 func (s *Summary) NothingDone() bool {
 	for _, a := range s.Accounts {
 		if a.OK || a.doneSome {

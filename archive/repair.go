@@ -167,7 +167,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	// of the posts of those files, and has their media files fetched again
 	// (a repair stopped in between is run again).
 	for _, d := range append(rep.Damaged, rep.Media.damaged(out)...) {
-		if _, err := moveAside(out, d); err != nil {
+		if err := moveAside(out, d); err != nil {
 			return nil, fmt.Errorf("moving the damaged file %s aside: %w", d.Path, err)
 		}
 		o.Step("repair moved aside " + d.Path)

@@ -160,23 +160,13 @@ func Publish(out string, s *State, step func(string)) error {
 			return err
 		}
 		dirs[filepath.Dir(final)] = true
-		_, serr := os.Stat(staged)
-		_, ferr := os.Stat(final)
 		switch {
-		case serr == nil:
-			if ferr == nil {
-				// Cannot happen (rename is atomic); the published file wins.
-				if err := os.Remove(staged); err != nil {
-					return err
-				}
-				continue
-			}
+		case exists(final): // published before a crash
+		case exists(staged):
 			if err := os.Rename(staged, final); err != nil {
 				return err
 			}
 			step("published " + f.Table)
-		case ferr == nil:
-			// Published before a crash.
 		default:
 			return fmt.Errorf("run %s is committed, but its file %s is neither staged (%s) nor published: was the directory changed by hand? "+
 				"Run `%s`: it publishes the rest of the run, and the next export fetches again the posts the missing file held",

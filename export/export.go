@@ -491,24 +491,20 @@ func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 
 // strayLeft is State.Stray but the posts whose bookmark is written now.
 func (r *run) strayLeft() map[string]map[string]*ids.Set {
-	var out map[string]map[string]*ids.Set
+	out := map[string]map[string]*ids.Set{}
 	for table, byUser := range r.state.Stray {
 		left := map[string]*ids.Set{}
 		for uid, set := range byUser {
 			for _, id := range set.IDs() {
-				if r.archived[uid].Has(id) {
-					continue
+				if !r.archived[uid].Has(id) {
+					if left[uid] == nil {
+						left[uid] = &ids.Set{}
+					}
+					left[uid].Add(id)
 				}
-				if left[uid] == nil {
-					left[uid] = &ids.Set{}
-				}
-				left[uid].Add(id)
 			}
 		}
 		if len(left) > 0 {
-			if out == nil {
-				out = map[string]map[string]*ids.Set{}
-			}
 			out[table] = left
 		}
 	}

@@ -62,7 +62,6 @@ type Run struct {
 	EditedRows int64       `json:"edited_rows,omitempty"`
 }
 
-// File is a file of a run.
 type File struct {
 	Table string `json:"table"`
 	Name  string `json:"name"`
@@ -124,11 +123,10 @@ func (r *Run) Create(out string, table *schema.Table, sourceName, codec string, 
 	})
 }
 
-// FinalPath is where a file is published.
 func FinalPath(out string, f File) string { return filepath.Join(out, f.Table, f.Name) }
 
-// Stage syncs the run's staging directory once its files are written and
-// fsynced: step 1 of the protocol (see the package documentation).
+// Stage syncs the run's staging directory once its files are written:
+// step 1 of the protocol (see the package documentation).
 func (r *Run) Stage(out string) error {
 	return DiskFull(dirsync.Sync(filepath.Join(out, stagingDir, r.ID)), false)
 }
@@ -202,13 +200,11 @@ func Publish(out string, s *State, step func(string)) error {
 	return nil
 }
 
-// Recovery says what the start of a run repaired.
+// Recovery says what the start of a run repaired: the committed run whose
+// publishing it finished, and the runs that never committed, whose staged
+// files it deleted.
 type Recovery struct {
-	// PublishedRun is the id of a committed run whose publishing a crash
-	// had interrupted, and which was finished.
-	PublishedRun string `json:"published_run,omitempty"`
-	// DiscardedRuns are runs that never committed: their staged files were
-	// deleted (their posts are fetched again).
+	PublishedRun  string   `json:"published_run,omitempty"`
 	DiscardedRuns []string `json:"discarded_runs,omitempty"`
 }
 

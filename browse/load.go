@@ -32,19 +32,14 @@ type library struct {
 
 // bookmark is one x_bookmarks row, with what the other tables say of it.
 type bookmark struct {
-	UserID, PostID string
-	Text           string
-	Created, Found time.Time
-	position       int64 // found_position; the largest for files from before it
-	AuthorName     string
-	AuthorUsername string
-	ArticleTitle   string
-	ArticleText    string
-	Media          []media
-	Referenced     []*referenced
-	Folders        []string // names
-	folderIDs      []string
-	Withdrawn      *withdrawal
+	UserID, PostID, Text                                  string
+	Created, Found                                        time.Time
+	position                                              int64 // found_position; the largest for files from before it
+	AuthorName, AuthorUsername, ArticleTitle, ArticleText string
+	Media                                                 []media
+	Referenced                                            []*referenced
+	Folders, folderIDs                                    []string // names, ids
+	Withdrawn                                             *withdrawal
 }
 
 // media is a photo, video or GIF of a post.
@@ -73,7 +68,6 @@ type withdrawal struct {
 	At     time.Time
 }
 
-// folder is a bookmark folder of an account.
 type folder struct{ ID, Name string }
 
 // load reads the archive in dir. A file a compaction or a compliance
@@ -117,7 +111,6 @@ func loadSnapshot(dir string) (*library, error) {
 	return l.lib, nil
 }
 
-// loader is one load's work.
 type loader struct {
 	snap  *archive.Snapshot
 	lib   *library
@@ -126,7 +119,6 @@ type loader struct {
 	reports map[key]*withdrawal
 }
 
-// key is the key of a post of an account.
 type key struct{ userID, postID string }
 
 // bookmarkOf is the bookmark of row i (nil when none was read).

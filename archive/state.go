@@ -29,10 +29,8 @@ const stateFormat = 2
 
 // State is DIR/.state/state.json, replaced atomically (SaveState).
 type State struct {
-	Format int `json:"format"`
-	// Keys are the key/values the plugin's state client holds: the walk
-	// memories of every account's lists.
-	Keys map[string]string `json:"keys"`
+	Format int               `json:"format"`
+	Keys   map[string]string `json:"keys"` // the plugin's state keys
 	// Written lists, per user id, the post ids of the x_bookmarks rows in
 	// the committed files, as format 1 kept them; format 2 keeps them in
 	// the accounts' records (ArchivedPosts), made from these once.
@@ -41,11 +39,9 @@ type State struct {
 	// posts whose rows the table's files hold while no x_bookmarks file
 	// does (a repair found its file removed): a walk that reads such a post
 	// again writes its bookmark's row, not these rows again.
-	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
-	// Pending is a run committed, maybe not all published; LastRun the last
-	// run published.
-	Pending *Run `json:"pending,omitempty"`
-	LastRun *Run `json:"last_run,omitempty"`
+	Stray   map[string]map[string]*ids.Set `json:"stray,omitempty"`
+	Pending *Run                           `json:"pending,omitempty"`  // committed, maybe not all published
+	LastRun *Run                           `json:"last_run,omitempty"` // the last run published
 }
 
 // writeTo writes json.Marshal(s), in this version's format, to w as jsonv2
@@ -61,8 +57,8 @@ func newState() *State {
 	return &State{Format: stateFormat, Keys: map[string]string{}}
 }
 
-// Load reads the state of the archive in dir, as it is committed (without
-// recovering the directory or taking its lock).
+// Load reads the committed state of the archive in dir, without
+// recovering it or taking its lock.
 func Load(dir string) (*State, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -147,8 +143,8 @@ func newestExportedFile(out string, skip *Run) (path string, run *Run, err error
 	return path, run, err
 }
 
-// publishedFiles are the paths of the Parquet files of every table of out
-// (DIR/<table>/*.parquet), in table then name order.
+// publishedFiles are the paths of DIR/<table>/*.parquet, in table then
+// name order.
 func publishedFiles(out string) ([]string, error) {
 	tables, err := TablesIn(out)
 	if err != nil {
@@ -182,7 +178,7 @@ func RepairCommand(dir string) string {
 	return "cq-source-x repair --out " + ShellQuote(dir)
 }
 
-// ShellQuote quotes s for a POSIX shell when it needs it.
+// ShellQuote quotes s for a POSIX shell, when it needs it.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@+=,") == "" {
 		return s
@@ -229,8 +225,8 @@ func decodeState(r io.Reader) (*State, error) {
 	return s, nil
 }
 
-// readFrom decodes the JSON writeTo writes, one key and one set at a time,
-// so that the file is not held in memory beside what it decodes to.
+// readFrom decodes the JSON writeTo writes one key and one set at a time,
+// not holding the file in memory beside what it decodes to.
 func (s *State) readFrom(r io.Reader) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	err := decodeObject(dec, func(field string) error {
@@ -276,8 +272,8 @@ func (s *State) readFrom(r io.Reader) error {
 	return nil
 }
 
-// decodeSets reads a JSON object of id sets by user id into sets; what
-// names them in an error.
+// decodeSets reads a JSON object of id sets by user id into sets, named
+// what in an error.
 func decodeSets(dec *json.Decoder, sets map[string]*ids.Set, what string) error {
 	return decodeObject(dec, func(uid string) error {
 		var set *ids.Set
@@ -358,7 +354,7 @@ func (r *Run) check() error {
 	return nil
 }
 
-// isRunID reports whether id is a run id: 8 lowercase hex digits (newRunID).
+// isRunID reports whether id is a run id, as newRunID makes them.
 func isRunID(id string) bool {
 	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
 }
@@ -371,7 +367,6 @@ func checkKey(key, value string) error {
 	return nil
 }
 
-// isStateKey reports whether the plugin writes keys of key's form.
 func isStateKey(key string) bool {
 	_, ok := account.ParseKey(key)
 	return ok
@@ -411,8 +406,8 @@ func TablesIn(out string) ([]string, error) {
 	return slices.Sorted(maps.Keys(names)), nil
 }
 
-// isTableName reports whether name is a table's name, as the plugin names
-// them (lowercase letters, digits and underscores): it becomes a path.
+// isTableName reports whether name is a table's name as the plugin names
+// them: it becomes a path.
 func isTableName(name string) bool {
 	return name != "" && name != mediaDir && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
 }
@@ -448,7 +443,6 @@ func isMediaDir(dir string, e fs.DirEntry) bool {
 	return err == nil && fi.IsDir()
 }
 
-// HasFiles reports whether DIR/<table> holds a Parquet file.
 func HasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	return len(files) > 0

@@ -250,32 +250,23 @@ func (l *loader) folders() error {
 // a post it asks to remove shows as withdrawn (but for scrub_geo, which
 // removes only its place).
 func (l *loader) compliance() error {
-	type report struct {
-		w     *withdrawal
-		heard time.Time
-	}
-	latest := map[key]report{}
-	err := l.snap.ReadRows("x_post_compliance", []string{"user_id", "post_id", "checked_at"}, []string{"action", "reason", "redacted_at"}, func(c archive.Cols, i int) {
-		k, heard := key{c.Str("user_id", i), c.Str("post_id", i)}, c.Time("checked_at", i)
-		if prev, ok := latest[k]; ok && prev.heard.After(heard) {
+	heard := map[key]time.Time{}
+	l.reports = map[key]*withdrawal{}
+	return l.snap.ReadRows("x_post_compliance", []string{"user_id", "post_id", "checked_at"}, []string{"action", "reason", "redacted_at"}, func(c archive.Cols, i int) {
+		k, at := key{c.Str("user_id", i), c.Str("post_id", i)}, c.Time("checked_at", i)
+		if prev, ok := heard[k]; ok && prev.After(at) {
 			return
 		}
-		r := report{heard: heard}
+		heard[k] = at
+		delete(l.reports, k)
 		if reason := c.Str("reason", i); c.Str("action", i) != "" && reason != "scrub_geo" {
-			r.w = &withdrawal{Reason: reason, At: c.Time("redacted_at", i)}
-			if r.w.At.IsZero() {
-				r.w.At = heard
+			w := &withdrawal{Reason: reason, At: c.Time("redacted_at", i)}
+			if w.At.IsZero() {
+				w.At = at
 			}
+			l.reports[k] = w
 		}
-		latest[k] = r
 	})
-	l.reports = map[key]*withdrawal{}
-	for k, r := range latest {
-		if r.w != nil {
-			l.reports[k] = r.w
-		}
-	}
-	return err
 }
 
 // finish marks the posts X reported withdrawn, orders the bookmarks newest

@@ -3,6 +3,7 @@ package export
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -85,10 +86,8 @@ func (p *progress) nameOf(userID string, op client.Operation) string {
 		return "the compliance check"
 	}
 	if p.set != nil {
-		for _, s := range p.set.Sessions {
-			if s.UserID == userID {
-				return s.Name()
-			}
+		if i := slices.IndexFunc(p.set.Sessions, func(s *account.Session) bool { return s.UserID == userID }); i >= 0 {
+			return p.set.Sessions[i].Name()
 		}
 	}
 	return "user " + userID

@@ -47,9 +47,8 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Where + ": " + p.What + ". Fix: " + p.Fix }
 
-// Check is `cq-source-x check`: Repair's dry run, trusting nothing
-// (restic's check is the model), told as problems, each with the command
-// that fixes it. It changes nothing, and sends no request.
+// Check is `cq-source-x check`: Repair's dry run, told as problems, each
+// with the command that fixes it. It changes nothing.
 func Check(dir string, o CheckOptions) (*CheckReport, error) {
 	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: o.ReadData, Tables: o.Tables})
 	if err != nil {
@@ -321,8 +320,7 @@ func hashFile(path string) (string, error) {
 }
 
 // readMediaRows reads the newest row of each file of x_media_files, and
-// the keys of the files any row names, from the table's files that read
-// whole.
+// the keys of the files any row names.
 func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
@@ -406,8 +404,7 @@ func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 	return nil
 }
 
-// problems tells the findings as problems; repair and export name the
-// commands.
+// problems tells the findings; repair and export name the commands.
 func (f *MediaFindings) problems(out, repair, export string) []Problem {
 	var ps []Problem
 	for _, l := range f.Lost {

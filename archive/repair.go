@@ -43,8 +43,8 @@ type RepairReport struct {
 	StateProblem string
 	Checked      int // Parquet files
 	ReadData     bool
-	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
-	// (user_id, post_id) of Accounts accounts.
+	// BookmarkFiles x_bookmarks files hold Posts distinct (user_id,
+	// post_id) of Accounts accounts.
 	BookmarkFiles, Posts, Accounts int
 	// Unfiled counts, per user id, the posts the state said written that
 	// no x_bookmarks file holds; Unknown, those the files hold that it did
@@ -81,13 +81,8 @@ type DroppedMemory struct {
 }
 
 // Repair checks an output directory and makes it whole where it can, under
-// its lock, as docs/export.md ("cq-source-x repair") tells: the written
-// ids rebuilt from the x_bookmarks files, each walk memory kept if it is
-// intact and holds only posts in a file (never guessed), a committed run
-// published without its lost files, the files that cannot be read moved
-// aside, the media files made to agree with their rows (MediaFindings),
-// and what a stopped run left finished (Recover). A sound directory is
-// left as it is.
+// its lock, as docs/export.md ("cq-source-x repair") tells. A sound
+// directory is left as it is.
 func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -436,8 +431,7 @@ func addTo(sets map[string]*ids.Set, uid, postID string) {
 	set.Add(postID)
 }
 
-// cannotRead words an error of pqfile's, which names the file, as "FILE
-// cannot be read (WHY)".
+// cannotRead words an error of pqfile's as "FILE cannot be read (WHY)".
 func cannotRead(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -453,9 +447,8 @@ func sameWritten(a, b map[string]*ids.Set) bool {
 func sameStray(a, b map[string]map[string]*ids.Set) bool { return maps.EqualFunc(a, b, sameWritten) }
 
 // salvage finds in the text of a damaged state file every walk memory and
-// run record that reads whole, wherever the damage is: each key is looked
-// for by its own name, so a damaged one loses only itself. (Every memory is
-// then checked by Repair; nothing here is trusted because it was found.)
+// run record that reads whole: each key is looked for by its own name, so
+// a damaged one loses only itself. Repair then checks every memory.
 func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 	keys = map[string]string{}
 	conflicting := map[string]bool{}

@@ -135,6 +135,7 @@ func (r *Result) Summary() *Summary {
 	s := &Summary{
 		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
+		Accounts: make([]AccountSum, 0, len(r.sessions)),
 	}
 	if s.Files == nil {
 		s.Files = []FileResult{}
@@ -168,9 +169,6 @@ func (r *Result) Summary() *Summary {
 			s.Totals.add(u)
 		}
 		s.Accounts = append(s.Accounts, a)
-	}
-	if s.Accounts == nil {
-		s.Accounts = []AccountSum{}
 	}
 	if r.compliance != nil {
 		s.Compliance = complianceSum(r.compliance)

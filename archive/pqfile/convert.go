@@ -8,6 +8,7 @@ package pqfile
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -44,11 +45,10 @@ const (
 
 // converter turns the records of one table into the records written.
 type converter struct {
-	table *schema.Table
-	out   *arrow.Schema
-	kinds []columnKind
-	// the values of the CLI's columns, the same in every row
-	syncTime, sourceName scalar.Scalar
+	table                *schema.Table
+	out                  *arrow.Schema
+	kinds                []columnKind
+	syncTime, sourceName scalar.Scalar // the CLI's columns, the same in every row
 }
 
 // newConverter prepares the conversion of table's records; extra is added
@@ -65,9 +65,7 @@ func newConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 	md[MetadataPrimaryKeys] = strings.Join(pks, ",")
 	md[MetadataSourceName] = sourceName
 	md[MetadataSyncTime] = syncTime.UTC().Format(time.RFC3339Nano)
-	for k, v := range extra {
-		md[k] = v
-	}
+	maps.Copy(md, extra)
 	ts, err := arrow.TimestampFromTime(syncTime, arrow.Microsecond)
 	if err != nil {
 		return nil, err

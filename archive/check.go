@@ -122,7 +122,6 @@ func (rep *RepairReport) problems() []Problem {
 	return ps
 }
 
-// mediaFilesTable is resources.MediaFilesTable.
 const mediaFilesTable = "x_media_files"
 
 // MediaFindings is what the media files (DIR/media), their rows
@@ -380,7 +379,6 @@ func (f *MediaFindings) damaged(out string) []DamagedFile {
 	return files
 }
 
-// mediaFile is the path of the media file of key.
 func mediaFile(out, key string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(key)) }
 
 func (f *MediaFindings) toRemove() bool {

@@ -27,7 +27,6 @@ type CompactOptions struct {
 	Step         func(name string) // called at each step that matters for crash safety
 }
 
-// CompactReport is what Compact did (or, with DryRun, would do).
 type CompactReport struct {
 	Out    string            `json:"out"`
 	DryRun bool              `json:"dry_run"`

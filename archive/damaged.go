@@ -33,7 +33,6 @@ func (d DamagedFile) Describe(out string) string {
 		d.Path, d.Problem, filepath.Join(out, d.Table), RepairCommand(out), filepath.Join(out, damagedDir, d.Table))
 }
 
-// DamagedFiles are the files of the archive in dir whose footer cannot be read.
 func DamagedFiles(dir string) ([]DamagedFile, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {

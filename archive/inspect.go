@@ -22,7 +22,6 @@ type StateInfo struct {
 	Keys    map[string]string
 }
 
-// PendingFile is one file of a committed, unpublished run.
 type PendingFile struct {
 	Table, Staged, Final string
 }

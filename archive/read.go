@@ -26,7 +26,6 @@ type Snapshot struct {
 	tables map[string]*tableFiles
 }
 
-// tableFiles are the files of one table in a snapshot.
 type tableFiles struct {
 	dir    *os.Root          // DIR/<table> as opened; nil when it does not exist
 	names  []string          // the files, in name order (time order)
@@ -159,7 +158,6 @@ func (s *Snapshot) Close() {
 	}
 }
 
-// Files is the number of files of table in the snapshot.
 func (s *Snapshot) Files(table string) int {
 	if t := s.tables[table]; t != nil {
 		return len(t.names)
@@ -227,7 +225,6 @@ func (s *Snapshot) ReadRows(table string, want, optional []string, row func(c Co
 	return s.Read(table, slices.Concat(want, optional), rowsOf(want, optional, row))
 }
 
-// rowsOf is ReadRows's batch function.
 func rowsOf(want, optional []string, row func(c Cols, i int)) func(arrow.RecordBatch) error {
 	return func(rec arrow.RecordBatch) error {
 		c := Cols{}

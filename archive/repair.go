@@ -241,7 +241,6 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 	return keys, pending, lastRun, nil
 }
 
-// rebuild builds the repaired state from the files and the trusted parts.
 func (rep *RepairReport) rebuild(snap *Snapshot, out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
 	next := newState()
 	written := map[string]*ids.Set{}
@@ -356,7 +355,6 @@ func (rep *RepairReport) dropLostFiles(out string, run *Run) *Run {
 	return &kept
 }
 
-// exists reports whether path is there, as far as it can tell.
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil

@@ -94,7 +94,6 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// File is the record of the run's file of table, of rows rows.
 func (r *Run) File(table string, rows int64) File {
 	return File{Table: table, Name: r.Time.Format(fileTimeLayout) + "-" + r.ID + ".parquet", Rows: rows}
 }

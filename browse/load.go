@@ -17,7 +17,6 @@ import (
 // (archive.Snapshot) and kept in memory: only the columns the page shows,
 // and the lower-cased text each bookmark is searched in.
 
-// library is one load of an archive.
 type library struct {
 	bookmarks []*bookmark // newest bookmarked first
 	accounts  []string    // user ids

@@ -25,7 +25,6 @@ type query struct {
 	from, to time.Time // to: the end of its day
 }
 
-// perPage is how many bookmarks a page shows.
 const perPage = 50
 
 // dateLayout is the layout of the dates of from and to, in the machine's

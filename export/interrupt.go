@@ -45,7 +45,6 @@ type CutOff struct {
 	BilledPosts int `json:"billed_posts"`
 }
 
-// cutOff lists the session's walks the interruption cut off.
 func cutOff(s *account.Session) []CutOff {
 	if errors.Is(s.Err, walk.ErrInterrupted) {
 		return []CutOff{{List: "every list"}}

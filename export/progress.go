@@ -63,7 +63,6 @@ func (p *progress) attach(s *account.Set) {
 // nothing for that long looks hung.
 const longWait = time.Minute
 
-// waitStarted is the API clients' wait hook.
 func (p *progress) waitStarted(userID string, op client.Operation, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -107,7 +107,6 @@ type ComplianceSum struct {
 	Operations  []OperationSum `json:"operations"`
 }
 
-// OperationSum is a row of x_api_usage.
 type OperationSum struct {
 	Operation       string  `json:"operation"`
 	Requests        int     `json:"requests"`

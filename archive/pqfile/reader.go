@@ -96,7 +96,6 @@ func withReader(f *os.File, read func(*pqarrow.FileReader) error) error {
 	return nil
 }
 
-// leavesOf returns the leaf columns of the top-level columns named.
 func leavesOf(sc *pqschema.Schema, columns []string) []int {
 	var leaves []int
 	for i := range sc.NumColumns() {

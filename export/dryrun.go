@@ -56,9 +56,9 @@ type AccountEstimate struct {
 }
 
 // EstimateRun tells, for the spec's accounts, what an export into dir can
-// bill at most, and what the archive knows of the last syncs. userIDs are
-// the accounts' user ids as far as they are known without a request ("" for
-// the others). It reads the state, never X.
+// bill at most, and what the archive's state knows of the last syncs.
+// userIDs are the accounts' user ids known without a request ("" for the
+// others).
 func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, error) {
 	st, err := archive.Load(dir)
 	if err != nil {

@@ -35,14 +35,11 @@ func (r *run) stopRun(ctx context.Context) (context.Context, context.CancelCause
 }
 
 // CutOff is a walk the interruption cut off: the next run reads its list
-// again from the top.
+// again from the top, and X does not bill again the BilledPosts it read
+// before the stop on the same UTC day.
 type CutOff struct {
-	// List is "bookmarks", "folder ID", or "folders" (the folder list).
-	List string `json:"list"`
-	// BilledPosts the walk read and was billed for before the stop (0: it
-	// had not started). Read again on the same UTC day, X does not bill them
-	// again.
-	BilledPosts int `json:"billed_posts"`
+	List        string `json:"list"` // "bookmarks", "folder ID", or "folders" (the folder list)
+	BilledPosts int    `json:"billed_posts"`
 }
 
 func cutOff(s *account.Session) []CutOff {
@@ -64,8 +61,7 @@ func cutOff(s *account.Session) []CutOff {
 }
 
 // InterruptedLine says what an interrupted run kept and what the next run
-// reads: the lists it reads again from the top, and those the stop left
-// unread.
+// reads.
 func (s *Summary) InterruptedLine() string {
 	var again, unread []string
 	for _, a := range s.Accounts {

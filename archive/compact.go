@@ -126,7 +126,6 @@ type compactionPlan struct {
 // mergeGroup is the files of one month and one schema, in name order.
 type mergeGroup struct {
 	month  string
-	key    string // the columns' names and types
 	files  []string
 	rows   int64
 	schema *arrow.Schema // the newest file's
@@ -163,7 +162,7 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		key := month + "\n" + columnsKey(sc)
 		g := byKey[key]
 		if g == nil {
-			g = &mergeGroup{month: month, key: key}
+			g = &mergeGroup{month: month}
 			byKey[key] = g
 			order = append(order, g)
 		}
@@ -171,11 +170,7 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		g.rows += rows
 		g.schema = sc
 	}
-	for _, g := range order {
-		if len(g.files) > 1 {
-			p.groups = append(p.groups, g)
-		}
-	}
+	p.groups = slices.DeleteFunc(order, func(g *mergeGroup) bool { return len(g.files) < 2 })
 	return p, nil
 }
 

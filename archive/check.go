@@ -122,6 +122,7 @@ func (rep *RepairReport) problems() []Problem {
 	return ps
 }
 
+// mediaFilesTable is resources.MediaFilesTable, which archive does not import.
 const mediaFilesTable = "x_media_files"
 
 // MediaFindings is what the media files (DIR/media), their rows
@@ -245,10 +246,9 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 	return marked, f.sortUnnamed(root, files, named, recorded, due)
 }
 
-// sortUnnamed sorts the files no row names into Unrecorded and Unused.
-// Those stored records name are the rows lost, counted already; the store
-// says which file the URLs of due were stored as. Without the records,
-// none is taken for unused.
+// sortUnnamed sorts the files no row names, and no stored record does
+// (their rows are lost, counted already), into Unrecorded and Unused: the
+// store says which file the URLs of due were stored as.
 func (f *MediaFindings) sortUnnamed(root string, files map[string]int64, named, recorded map[string]bool, due []string) error {
 	var used map[string]bool
 	for _, k := range slices.Sorted(maps.Keys(files)) {
@@ -279,8 +279,7 @@ func (f *MediaFindings) sortUnnamed(root string, files map[string]int64, named, 
 
 // lostFiles are the stored files (sizes: their sizes, -1 unknown) that
 // DIR/media (files: its files' sizes) lacks or holds with other content,
-// by key. A file's key is the SHA-256 of its content, which readData
-// checks.
+// by key; with readData, each file's content is checked against its key.
 func lostFiles(root string, sizes, files map[string]int64, readData bool) (map[string]*LostMedia, error) {
 	lost := map[string]*LostMedia{}
 	for k, want := range sizes {
@@ -340,8 +339,8 @@ func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, ma
 }
 
 // mediaFiles lists the files of the store in root, by key, with their
-// sizes: those named as the store names files (other files, and the
-// store's own hidden directories, are not its files).
+// sizes: those named as the store names its files, out of its hidden
+// directories.
 func mediaFiles(root string) (map[string]int64, error) {
 	files := map[string]int64{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -385,9 +384,8 @@ func (f *MediaFindings) toRemove() bool {
 	return len(f.Unused) > 0 || len(f.Spools) > 0 || slices.ContainsFunc(f.Lost, func(l LostMedia) bool { return l.Damaged })
 }
 
-// removeUnused removes the files no row names and no record uses: a
-// compliance action stopped before it removed them, or files put there by
-// hand.
+// removeUnused removes the files no row names and no record uses (a
+// compliance action stopped before it removed them, or files put there).
 func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 	for _, k := range f.Unused {
 		path := mediaFile(out, k)

@@ -86,9 +86,8 @@ func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) 
 	return changed, nil
 }
 
-// removeRetired removes the table's retired set (compaction's, or one a
-// crash between a switch and the removal of the old set left) when it
-// holds rows of the reported posts.
+// removeRetired removes the table's retired set when it holds rows of the
+// reported posts.
 func (r *Run) removeRetired(out, table string, ix plan.Index, step func(string)) error {
 	retired := filepath.Join(out, tablesDir, table, retiredName)
 	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
@@ -213,9 +212,7 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// writeEdited writes rec to w, as records of sc, with the edits made: the
-// rows between edited ones as they are, an edited row with its new values,
-// a removed one left out.
+// writeEdited writes rec to w, as records of sc, with the edits made.
 func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) error {
 	write := func(from, to int64, values map[int]*string) error {
 		cols := make([]arrow.Array, rec.NumCols())

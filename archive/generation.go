@@ -68,9 +68,8 @@ func generationDir(out, table, gen string) string {
 
 // replaceFiles makes DIR/<table> a new generation of it, named for now:
 // the files of keep (names in DIR/<table>) hard linked, and those write
-// writes in its directory. step is told "<what> staged <table>", then
-// "<what> committed <table>". It returns the generation, and the set of
-// files it replaced, for the caller to retire or remove.
+// writes in its directory. It returns the generation, and the set of files
+// it replaced, for the caller to retire or remove.
 func replaceFiles(out, table string, now time.Time, keep []string, write func(dir string) error, step func(string), what string) (gen, old string, err error) {
 	gen, dir, err := newGeneration(out, table, now)
 	if err != nil {

@@ -32,9 +32,8 @@ type tableFiles struct {
 	staged map[string]string // of names, those of the pending run still staged: their paths
 }
 
-// OpenSnapshot takes a snapshot of the archive in dir without its lock.
-// The state's runs are read from the end of its file, where it records
-// them: an archive whose state names no run has all its files in it.
+// OpenSnapshot takes a snapshot of the archive in dir without its lock,
+// reading the state's runs from the end of its file, where it records them.
 func OpenSnapshot(dir string) (*Snapshot, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -128,8 +127,7 @@ func openSnapshot(out string, pending, last *Run, skip map[string]bool) (*Snapsh
 }
 
 // Version names the archive's committed state in dir: it changes each time
-// the state file is replaced, as each commit and publish of an export, each
-// compliance action and each repair does. "" when there is none.
+// the state file is replaced. "" when there is none.
 func Version(dir string) string {
 	fi, err := os.Stat(filepath.Join(dir, stateDir, stateFile))
 	if err != nil {
@@ -139,8 +137,8 @@ func Version(dir string) string {
 }
 
 // laterThan says whether the file name names a time later than last's: a
-// run that committed after the state a snapshot was taken of. (A
-// compaction names its merged files after the newest they merge.)
+// run that committed after the state a snapshot was taken of (a compaction
+// names its merged files after the newest they merge).
 func laterThan(name string, last *Run) bool {
 	if last == nil {
 		return false

@@ -633,10 +633,8 @@ type Result struct {
 	// SyncErrors are the errors the SDK's scheduler reported (a resolver
 	// that failed); the accounts' reports say the same per account.
 	SyncErrors  []string
-	Interrupted bool // committed what it had read
-	// Damaged are the files of earlier runs whose footer the run found
-	// damaged (the run goes on: the state knows what they held).
-	Damaged []archive.DamagedFile
+	Interrupted bool                  // committed what it had read
+	Damaged     []archive.DamagedFile // files of earlier runs whose footer cannot be read
 	// ComplianceRows is how many rows of posts X's compliance job reported
 	// the run redacted or removed (compliance.on_change).
 	ComplianceRows int64

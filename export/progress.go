@@ -197,8 +197,8 @@ func (p *progress) draw() {
 	io.WriteString(p.w, text)
 }
 
-// clear is what erases the lines drawn on a terminal and leaves the cursor
-// at the start of the first. Called with p.mu held.
+// clear returns what erases the lines drawn on a terminal and leaves the
+// cursor at the start of the first. Called with p.mu held.
 func (p *progress) clear() string {
 	if p.drawn == 0 {
 		return ""

@@ -240,17 +240,20 @@ func rowsOf(want, optional []string, row func(c Cols, i int)) func(arrow.RecordB
 	}
 }
 
-// Cols are a batch's columns by name. Their values are zero when null,
-// absent, or of another type.
+// Cols are a batch's columns by name. Their values are zero when null or
+// absent; Time and Int's too when of another type.
 type Cols map[string]arrow.Array
 
-// Str is the string at row i of the named column, copied out of the batch.
+// Str is the string at row i of the named column (the text of a value of
+// another type), copied out of the batch.
 func (c Cols) Str(name string, i int) string { return strings.Clone(c.Raw(name, i)) }
 
 // Raw is Str in the batch's memory, to look up, not to keep.
 func (c Cols) Raw(name string, i int) string {
 	if s, ok := c[name].(*array.String); ok && s.IsValid(i) {
 		return s.Value(i)
+	} else if a := c[name]; !ok && a != nil && a.IsValid(i) {
+		return a.ValueStr(i)
 	}
 	return ""
 }

@@ -2,10 +2,7 @@ package archive
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archived"
 )
 
@@ -20,20 +17,11 @@ func ReadAuthored(out, table, postColumn string) (map[string][]archived.Post, er
 	}
 	defer snap.Close()
 	into := map[string][]archived.Post{}
-	err = snap.Read(table, []string{"user_id", postColumn, "author_id", "created_at"}, func(rec arrow.RecordBatch) error {
-		users, uok := Column[*array.String](rec, "user_id")
-		posts, pok := Column[*array.String](rec, postColumn)
-		authors, aok := Column[*array.String](rec, "author_id")
-		created, cok := Column[arrow.Array](rec, "created_at")
-		if !uok || !pok || !aok || !cok {
-			return fmt.Errorf("it has no user_id, %s, author_id and created_at columns, of strings but the last", postColumn)
+	err = snap.ReadRows(table, []string{"user_id", postColumn, "author_id", "created_at"}, nil, func(c Cols, i int) {
+		if c["created_at"].IsValid(i) {
+			uid := c.Str("user_id", i)
+			into[uid] = append(into[uid], archived.Post{ID: c.Str(postColumn, i), AuthorID: c.Str("author_id", i)})
 		}
-		for i := range int(rec.NumRows()) {
-			if created.IsValid(i) {
-				into[users.Value(i)] = append(into[users.Value(i)], archived.Post{ID: posts.Value(i), AuthorID: authors.Value(i)})
-			}
-		}
-		return nil
 	})
 	if err != nil {
 		return nil, errors.New(cannotRead(err))

@@ -14,9 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
@@ -25,13 +24,11 @@ import (
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
-// CheckOptions configure Check, as RepairOptions do Repair.
 type CheckOptions struct {
 	ReadData bool
 	Tables   BookmarkTables
 }
 
-// CheckReport is what Check found.
 type CheckReport struct {
 	Out        string    `json:"out"`
 	Files      int       `json:"files"` // Parquet files
@@ -50,9 +47,8 @@ type Problem struct {
 
 func (p Problem) String() string { return p.Where + ": " + p.What + ". Fix: " + p.Fix }
 
-// Check is `cq-source-x check`: Repair's dry run, trusting nothing
-// (restic's check is the model), told as problems, each with the command
-// that fixes it. It changes nothing, and sends no request.
+// Check is `cq-source-x check`: Repair's dry run, told as problems, each
+// with the command that fixes it. It changes nothing.
 func Check(dir string, o CheckOptions) (*CheckReport, error) {
 	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: o.ReadData, Tables: o.Tables})
 	if err != nil {
@@ -82,8 +78,8 @@ func (c *CheckReport) WriteText(w io.Writer) {
 	fmt.Fprintln(w, plural.Count(len(c.Problems), "problem", "problems"))
 }
 
-// repairCommand is the command that repairs what the report found: with
-// --read-data, what only reading the data finds.
+// repairCommand is the command that repairs what the report found, with
+// --read-data when only reading the data finds it.
 func (rep *RepairReport) repairCommand() string {
 	if rep.ReadData {
 		return RepairCommand(rep.Out) + " --read-data"
@@ -91,7 +87,6 @@ func (rep *RepairReport) repairCommand() string {
 	return RepairCommand(rep.Out)
 }
 
-// problems tells what a dry run of Repair found as problems.
 func (rep *RepairReport) problems() []Problem {
 	var ps []Problem
 	repair, export := "`"+rep.repairCommand()+"`", "the next `cq-source-x export --spec FILE --out "+ShellQuote(rep.Out)+"`"
@@ -127,7 +122,7 @@ func (rep *RepairReport) problems() []Problem {
 	return ps
 }
 
-// mediaFilesTable is resources.MediaFilesTable.
+// mediaFilesTable is resources.MediaFilesTable, which archive does not import.
 const mediaFilesTable = "x_media_files"
 
 // MediaFindings is what the media files (DIR/media), their rows
@@ -146,10 +141,9 @@ type MediaFindings struct {
 	// or a repair marked their rows lost): that export records them.
 	// Unused are those no record uses either.
 	Unrecorded, Unused []string
-	Spools             []string // the files a stopped run was fetching (DIR/media/.tmp)
+	Spools             []string // DIR/media/.tmp
 }
 
-// LostMedia is a stored file lost from DIR/media.
 type LostMedia struct {
 	Key, Problem string
 	Damaged      bool // there with other content: a repair moves it aside
@@ -158,14 +152,14 @@ type LostMedia struct {
 	Records, Marked int
 }
 
-// mediaID is a file of x_media_files: (user_id, post_id, media_key, url).
+// mediaID is a file of x_media_files.
 type mediaID struct{ user, post, mediaKey, url string }
 
-// mediaRow is what the newest row of a file says.
 type mediaRow struct {
-	status   media.Status
-	fileKey  string
-	size, at int64
+	status  media.Status
+	fileKey string
+	size    int64
+	at      time.Time
 }
 
 // inspectMedia fills rep.Media from the files of snap and DIR/media and
@@ -187,7 +181,7 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 		rec      *archived.Record
 	}
 	var all []record
-	sizes := map[string]int64{} // of the stored files, as their newest row says (-1: none says)
+	sizes := map[string]int64{} // of the stored files, as their newest row says (-1: none)
 	for _, r := range rows {
 		if r.status == media.Stored {
 			sizes[r.fileKey] = r.size
@@ -252,10 +246,9 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 	return marked, f.sortUnnamed(root, files, named, recorded, due)
 }
 
-// sortUnnamed sorts the files no row names into Unrecorded and Unused.
-// Those stored records name are the rows lost, counted already; the store
-// says which file the URLs of due were stored as. Without the records,
-// none is taken for unused.
+// sortUnnamed sorts the files no row names, and no stored record does
+// (their rows are lost, counted already), into Unrecorded and Unused: the
+// store says which file the URLs of due were stored as.
 func (f *MediaFindings) sortUnnamed(root string, files map[string]int64, named, recorded map[string]bool, due []string) error {
 	var used map[string]bool
 	for _, k := range slices.Sorted(maps.Keys(files)) {
@@ -286,8 +279,7 @@ func (f *MediaFindings) sortUnnamed(root string, files map[string]int64, named, 
 
 // lostFiles are the stored files (sizes: their sizes, -1 unknown) that
 // DIR/media (files: its files' sizes) lacks or holds with other content,
-// by key. A file's key is the SHA-256 of its content, which readData
-// checks.
+// by key; with readData, each file's content is checked against its key.
 func lostFiles(root string, sizes, files map[string]int64, readData bool) (map[string]*LostMedia, error) {
 	lost := map[string]*LostMedia{}
 	for k, want := range sizes {
@@ -311,6 +303,7 @@ func lostFiles(root string, sizes, files map[string]int64, readData bool) (map[s
 	return lost, nil
 }
 
+// hashFile is the hex SHA-256 of the file's content.
 func hashFile(path string) (string, error) {
 	file, err := os.Open(path)
 	if err != nil {
@@ -325,44 +318,29 @@ func hashFile(path string) (string, error) {
 }
 
 // readMediaRows reads the newest row of each file of x_media_files, and
-// the keys of the files any row names, from the table's files that read
-// whole.
+// the keys of the files any row names.
 func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
-	rep.readWhole(snap, mediaFilesTable, columns, func(rec arrow.RecordBatch) error {
-		size, sok := Column[*array.Int64](rec, "size")
-		at, aok := Column[*array.Timestamp](rec, "checked_at")
-		if !sok || !aok || rec.NumCols() != int64(len(columns)) {
-			return errors.New("it is not a file of x_media_files: a column is missing or of another type")
+	rep.readWhole(snap, mediaFilesTable, columns, nil, func(c Cols, i int) {
+		id := mediaID{c.Str("user_id", i), c.Str("post_id", i), c.Str("media_key", i), c.Str("url", i)}
+		r := mediaRow{status: media.Status(c.Str("status", i)), fileKey: c.Str("file_key", i), size: -1, at: c.Time("checked_at", i)}
+		if size, ok := c.Int("size", i); ok {
+			r.size = size
 		}
-		for i := range int(rec.NumRows()) {
-			text := func(name string) string {
-				if c, ok := Column[*array.String](rec, name); ok && c.IsValid(i) {
-					return strings.Clone(c.Value(i))
-				}
-				return ""
-			}
-			id := mediaID{text("user_id"), text("post_id"), text("media_key"), text("url")}
-			r := mediaRow{status: media.Status(text("status")), fileKey: text("file_key"), size: -1, at: int64(at.Value(i))}
-			if size.IsValid(i) {
-				r.size = size.Value(i)
-			}
-			if old, ok := rows[id]; !ok || r.at >= old.at {
-				rows[id] = r
-			}
-			if r.fileKey != "" {
-				named[r.fileKey] = true
-			}
+		if old, ok := rows[id]; !ok || !r.at.Before(old.at) {
+			rows[id] = r
 		}
-		return nil
+		if r.fileKey != "" {
+			named[r.fileKey] = true
+		}
 	})
 	return rows, named
 }
 
 // mediaFiles lists the files of the store in root, by key, with their
-// sizes: those named as the store names files (other files, and the
-// store's own hidden directories, are not its files).
+// sizes: those named as the store names its files, out of its hidden
+// directories.
 func mediaFiles(root string) (map[string]int64, error) {
 	files := map[string]int64{}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -394,22 +372,23 @@ func (f *MediaFindings) damaged(out string) []DamagedFile {
 	var files []DamagedFile
 	for _, l := range f.Lost {
 		if l.Damaged {
-			files = append(files, DamagedFile{Table: mediaDir, Path: filepath.Join(MediaPath(out), filepath.FromSlash(l.Key)), Problem: l.Problem})
+			files = append(files, DamagedFile{Table: mediaDir, Path: mediaFile(out, l.Key), Problem: l.Problem})
 		}
 	}
 	return files
 }
 
+func mediaFile(out, key string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(key)) }
+
 func (f *MediaFindings) toRemove() bool {
 	return len(f.Unused) > 0 || len(f.Spools) > 0 || slices.ContainsFunc(f.Lost, func(l LostMedia) bool { return l.Damaged })
 }
 
-// removeUnused removes the files no row names and no record uses: a
-// compliance action stopped before it removed them, or files put there by
-// hand.
+// removeUnused removes the files no row names and no record uses (a
+// compliance action stopped before it removed them, or files put there).
 func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 	for _, k := range f.Unused {
-		path := filepath.Join(MediaPath(out), filepath.FromSlash(k))
+		path := mediaFile(out, k)
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -421,11 +400,9 @@ func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 	return nil
 }
 
-// problems tells the findings as problems; repair and export name the
-// commands.
+// problems tells the findings; repair and export name the commands.
 func (f *MediaFindings) problems(out, repair, export string) []Problem {
 	var ps []Problem
-	at := func(k string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(k)) }
 	for _, l := range f.Lost {
 		fix := repair + " (it marks the file to be fetched again by the next export, which records it gone if X no longer serves it)"
 		switch {
@@ -434,7 +411,7 @@ func (f *MediaFindings) problems(out, repair, export string) []Problem {
 		case l.Marked == l.Records:
 			fix = export + ", which fetches it again"
 		}
-		ps = append(ps, Problem{Where: at(l.Key), What: l.Problem, Fix: fix})
+		ps = append(ps, Problem{Where: mediaFile(out, l.Key), What: l.Problem, Fix: fix})
 	}
 	if f.RowsLost > 0 {
 		ps = append(ps, Problem{Where: filepath.Join(out, mediaFilesTable), Fix: repair + " (the next export then writes them, from DIR/media: nothing is fetched that is there)",
@@ -442,10 +419,10 @@ func (f *MediaFindings) problems(out, repair, export string) []Problem {
 	}
 	if n := len(f.Unrecorded); n > 0 {
 		ps = append(ps, Problem{Where: MediaPath(out), Fix: export + ", which records them",
-			What: fmt.Sprintf("%s no row of x_media_files names yet, such as %s", plural.Count(n, "file", "files"), at(f.Unrecorded[0]))})
+			What: fmt.Sprintf("%s no row of x_media_files names yet, such as %s", plural.Count(n, "file", "files"), mediaFile(out, f.Unrecorded[0]))})
 	}
 	for _, k := range f.Unused {
-		ps = append(ps, Problem{Where: at(k), What: "no row of x_media_files names it, and no post of the state uses it", Fix: repair + ", which removes it"})
+		ps = append(ps, Problem{Where: mediaFile(out, k), What: "no row of x_media_files names it, and no post of the state uses it", Fix: repair + ", which removes it"})
 	}
 	if n := len(f.Spools); n > 0 {
 		ps = append(ps, Problem{Where: filepath.Dir(f.Spools[0]), What: fmt.Sprintf("%s a stopped run was fetching", plural.Count(n, "partial file", "partial files")), Fix: repair + ", or " + export + ", which removes them"})
@@ -456,7 +433,6 @@ func (f *MediaFindings) problems(out, repair, export string) []Problem {
 // writeText says what Repair found of the media files, and did (with
 // dryRun: would do).
 func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
-	at := func(k string) string { return filepath.Join(MediaPath(out), filepath.FromSlash(k)) }
 	for _, l := range f.Lost {
 		did := pick(dryRun, "to be marked", "marked") + " to be fetched again by the next export"
 		if l.Records == 0 {
@@ -465,17 +441,18 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 		if l.Damaged {
 			did = pick(dryRun, "to be moved", "moved") + " to " + filepath.Join(out, damagedDir, mediaDir) + "; " + did
 		}
-		fmt.Fprintf(w, "media: %s: %s; %s\n", at(l.Key), l.Problem, did)
+		fmt.Fprintf(w, "media: %s: %s; %s\n", mediaFile(out, l.Key), l.Problem, did)
 	}
 	if f.RowsLost > 0 {
 		fmt.Fprintf(w, "media: %s no row of %s last status in x_media_files; %s to be tried again: the next export writes their rows, fetching only what DIR/media lacks\n",
 			plural.Count(f.RowsLost, "file has", "files have"), plural.Pick(f.RowsLost, "its", "their"), pick(dryRun, "to be marked", "marked"))
 	}
 	if n := len(f.Unrecorded); n > 0 {
-		fmt.Fprintf(w, "media: %s no row names yet, such as %s; the next export records them\n", plural.Count(n, "file", "files"), at(f.Unrecorded[0]))
+		fmt.Fprintf(w, "media: %s no row names yet, such as %s; the next export records them\n", plural.Count(n, "file", "files"), mediaFile(out, f.Unrecorded[0]))
 	}
 	for _, k := range f.Unused {
-		fmt.Fprintf(w, "media: %s: no row names it and no post uses it; %s\n", at(k), pick(dryRun, "to be removed", "removed"))
+		fmt.Fprintf(w, "media: %s: no row names it and no post uses it; %s\n", mediaFile(out, k), pick(dryRun, "to be removed", "removed"))
+
 	}
 	if n := len(f.Spools); n > 0 {
 		fmt.Fprintf(w, "media: %s: %s a stopped run was fetching; %s\n", filepath.Dir(f.Spools[0]), plural.Count(n, "partial file", "partial files"), pick(dryRun, "to be removed", "removed"))

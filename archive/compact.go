@@ -14,10 +14,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
-// CompactOptions configure Compact.
 type CompactOptions struct {
-	// Tables to compact; none means every table.
-	Tables []string
+	Tables []string // none means every table
 	// CurrentMonth merges the files of the current month (UTC) too; by
 	// default only months that are over are, so that a month's files are
 	// merged once.
@@ -26,25 +24,21 @@ type CompactOptions struct {
 	Compression  string // "" is pqfile.DefaultCodec
 	Now          func() time.Time
 	Program      Program
-	// Step, when set, is called at each step that matters for crash safety.
-	Step func(name string)
+	Step         func(name string) // called at each step that matters for crash safety
 }
 
-// CompactReport is what Compact did (or, with DryRun, would do).
 type CompactReport struct {
 	Out    string            `json:"out"`
 	DryRun bool              `json:"dry_run"`
 	Tables []TableCompaction `json:"tables"`
 }
 
-// TableCompaction is one table's compaction.
 type TableCompaction struct {
 	Table       string        `json:"table"`
 	FilesBefore int           `json:"files_before"`
 	FilesAfter  int           `json:"files_after"`
 	Merged      []MergedFiles `json:"merged,omitempty"`
-	// Generation is the directory the table links to now (DIR/.tables/...).
-	Generation string `json:"generation,omitempty"`
+	Generation  string        `json:"generation,omitempty"` // the directory the table links to now
 }
 
 // MergedFiles is one month's files of one schema, merged into one file.
@@ -111,7 +105,6 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	return rep, nil
 }
 
-// compactTables are the tables asked for, checked, in name order.
 func compactTables(out string, asked []string) ([]string, error) {
 	if len(asked) == 0 {
 		return TablesIn(out)
@@ -124,7 +117,6 @@ func compactTables(out string, asked []string) ([]string, error) {
 	return slices.Compact(slices.Sorted(slices.Values(asked))), nil
 }
 
-// compactionPlan is one table's files and the groups of them to merge.
 type compactionPlan struct {
 	table  string
 	files  []string // names in DIR/<table>, in name order
@@ -134,7 +126,6 @@ type compactionPlan struct {
 // mergeGroup is the files of one month and one schema, in name order.
 type mergeGroup struct {
 	month  string
-	key    string // the columns' names and types
 	files  []string
 	rows   int64
 	schema *arrow.Schema // the newest file's
@@ -171,7 +162,7 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		key := month + "\n" + columnsKey(sc)
 		g := byKey[key]
 		if g == nil {
-			g = &mergeGroup{month: month, key: key}
+			g = &mergeGroup{month: month}
 			byKey[key] = g
 			order = append(order, g)
 		}
@@ -179,15 +170,10 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		g.rows += rows
 		g.schema = sc
 	}
-	for _, g := range order {
-		if len(g.files) > 1 {
-			p.groups = append(p.groups, g)
-		}
-	}
+	p.groups = slices.DeleteFunc(order, func(g *mergeGroup) bool { return len(g.files) < 2 })
 	return p, nil
 }
 
-// columnsKey names a schema's columns and their types.
 func columnsKey(sc *arrow.Schema) string {
 	var b strings.Builder
 	for _, f := range sc.Fields() {
@@ -286,7 +272,6 @@ func copyRows(path string, sc *arrow.Schema, w *pqfile.Writer) error {
 	})
 }
 
-// WriteText prints the report.
 func (rep *CompactReport) WriteText(w io.Writer) {
 	before, after := 0, 0
 	for _, tc := range rep.Tables {

@@ -33,8 +33,6 @@ func (d DamagedFile) Describe(out string) string {
 		d.Path, d.Problem, filepath.Join(out, d.Table), RepairCommand(out), filepath.Join(out, damagedDir, d.Table))
 }
 
-// DamagedFiles are the files of the archive in dir whose footer cannot be
-// read.
 func DamagedFiles(dir string) ([]DamagedFile, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -46,8 +44,7 @@ func DamagedFiles(dir string) ([]DamagedFile, error) {
 
 // damagedFiles checks the footer of every published file of out, and with
 // readData every page, and returns the damaged ones and how many files it
-// checked. Without readData, an export stays cheap whatever the size of the
-// archive.
+// checked.
 func damagedFiles(out string, readData bool) ([]DamagedFile, int, error) {
 	paths, err := publishedFiles(out)
 	if err != nil {
@@ -79,19 +76,19 @@ func damagedFile(table, path, part string, err error) DamagedFile {
 
 // moveAside moves a damaged file to DIR/.damaged/<table>/, where readers
 // of the table do not see it; the user may inspect it, and remove it.
-func moveAside(out string, d DamagedFile) (string, error) {
+func moveAside(out string, d DamagedFile) error {
 	if err := dirsync.Mkdir(out, damagedDir); err != nil {
-		return "", err
+		return err
 	}
 	if err := dirsync.Mkdir(filepath.Join(out, damagedDir), d.Table); err != nil {
-		return "", err
+		return err
 	}
 	to := filepath.Join(out, damagedDir, d.Table, filepath.Base(d.Path))
 	if err := os.Rename(d.Path, to); err != nil {
-		return "", err
+		return err
 	}
 	if err := dirsync.Sync(filepath.Dir(d.Path)); err != nil {
-		return "", err
+		return err
 	}
-	return to, dirsync.Sync(filepath.Dir(to))
+	return dirsync.Sync(filepath.Dir(to))
 }

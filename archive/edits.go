@@ -17,18 +17,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// The edits of what X reported (package plan: compliance.on_change) are
-// applied to the files as compaction replaces them: a new generation per
-// table, its files holding such rows rewritten (docs/compliance.md, "With
-// the exporter"). The old set, and a retired set that holds such rows, are
-// removed at once: they hold what X's Developer Policy asks to delete. The
-// edits are committed in the state before they are applied (Run.Edits); a
-// crash leaves the old set or the new one, and rows already as asked are
-// left alone, so the next command applies them again without rewriting a
-// table twice.
-
-// applyEdits applies the run's edits to the files of out, under the lock
-// the caller holds, and returns how many rows it changed or removed.
+// applyEdits applies the run's edits to the files of out, as a compaction
+// replaces them (docs/design/exporter.md), under the lock the caller
+// holds, and returns how many rows it changed or removed.
 func (r *Run) applyEdits(out string, step func(string)) (int64, error) {
 	ix := plan.NewIndex(r.Edits)
 	tables := map[string]bool{}
@@ -95,9 +86,8 @@ func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) 
 	return changed, nil
 }
 
-// removeRetired removes the table's retired set (compaction's, or one a
-// crash between a switch and the removal of the old set left) when it
-// holds rows of the reported posts.
+// removeRetired removes the table's retired set when it holds rows of the
+// reported posts.
 func (r *Run) removeRetired(out, table string, ix plan.Index, step func(string)) error {
 	retired := filepath.Join(out, tablesDir, table, retiredName)
 	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
@@ -172,19 +162,13 @@ type edit struct {
 // a row already as asked has none.
 func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit, error) {
 	sc := rec.Schema()
-	column := func(name string) arrow.Array {
-		if c := sc.FieldIndices(name); len(c) == 1 {
-			return rec.Column(c[0])
-		}
-		return nil
-	}
-	users := column("user_id")
-	if users == nil {
+	users, ok := Column[arrow.Array](rec, "user_id")
+	if !ok {
 		return nil, fmt.Errorf("no user_id column")
 	}
 	keys := map[string]arrow.Array{}
 	for _, name := range ix.Columns(table) {
-		if keys[name] = column(name); keys[name] == nil {
+		if keys[name], ok = Column[arrow.Array](rec, name); !ok {
 			return nil, fmt.Errorf("no %s column", name)
 		}
 	}
@@ -228,9 +212,7 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// writeEdited writes rec to w, as records of sc, with the edits made: the
-// rows between edited ones as they are, an edited row with its new values,
-// a removed one left out.
+// writeEdited writes rec to w, as records of sc, with the edits made.
 func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) error {
 	write := func(from, to int64, values map[int]*string) error {
 		cols := make([]arrow.Array, rec.NumCols())

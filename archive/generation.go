@@ -12,13 +12,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// Generations of a table's directory (docs/export.md, "Compaction"): a
-// new set of a table's files is built in DIR/.tables/<table>/<generation>/
-// and DIR/<table> made a symbolic link to it in one atomic step, so a
-// reader lists the old set or the new one, never a mix. The set replaced
-// is retired, kept until the next compaction of the table: a reader may
-// still be listing it, and a listing cut short is rows missing, with no
-// error.
+// A new set of a table's files is a generation, in
+// DIR/.tables/<table>/<generation>/, which DIR/<table> links to
+// (docs/design/exporter.md).
 const (
 	tablesDir   = ".tables"
 	retiredName = "retired" // no generation's name: theirs are a time and a run id
@@ -72,9 +68,8 @@ func generationDir(out, table, gen string) string {
 
 // replaceFiles makes DIR/<table> a new generation of it, named for now:
 // the files of keep (names in DIR/<table>) hard linked, and those write
-// writes in its directory. step is told "<what> staged <table>", then
-// "<what> committed <table>". It returns the generation, and the set of
-// files it replaced, for the caller to retire or remove.
+// writes in its directory. It returns the generation, and the set of files
+// it replaced, for the caller to retire or remove.
 func replaceFiles(out, table string, now time.Time, keep []string, write func(dir string) error, step func(string), what string) (gen, old string, err error) {
 	gen, dir, err := newGeneration(out, table, now)
 	if err != nil {

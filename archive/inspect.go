@@ -22,7 +22,6 @@ type StateInfo struct {
 	Keys    map[string]string
 }
 
-// PendingFile is one file of a committed, unpublished run.
 type PendingFile struct {
 	Table, Staged, Final string
 }
@@ -52,20 +51,17 @@ func ReadState(dir string) (*StateInfo, error) {
 			continue
 		}
 		mem, err := walk.UnmarshalMemory(value)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if mem == nil || mem.Held == nil {
-			continue
-		}
-		if k.Kind == account.BookmarksMemory {
+		case mem == nil || mem.Held == nil:
+		case k.Kind == account.BookmarksMemory:
 			info.HeldBookmarks[k.User] = mem.Held.IDs()
-			continue
+		case info.HeldFolders[k.User] == nil:
+			info.HeldFolders[k.User] = map[string][]string{k.Folder: mem.Held.IDs()}
+		default:
+			info.HeldFolders[k.User][k.Folder] = mem.Held.IDs()
 		}
-		if info.HeldFolders[k.User] == nil {
-			info.HeldFolders[k.User] = map[string][]string{}
-		}
-		info.HeldFolders[k.User][k.Folder] = mem.Held.IDs()
 	}
 	if s.Pending != nil {
 		for _, f := range s.Pending.Files {

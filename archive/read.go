@@ -13,32 +13,27 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
 // Snapshot is the committed files of an archive's tables, as one state of
 // it names them, each table's directory opened once: every reader of the
-// rows reads one. So a reader that takes no lock sees one archive while
-// an export, a compaction or a compliance rewrite runs beside it: it reads
-// the generation it opened (a replaced one is retired, not removed), not
-// the files of a run that committed after the state was read, and the
-// committed run's files where they are staged. A file removed after the
-// listing (a compliance rewrite removes the set it replaced at once) fails
-// the read with fs.ErrNotExist: take a new snapshot. Close releases it.
+// rows reads one, and sees one archive while others change it
+// (docs/design/exporter.md). A file removed since fails the read with
+// fs.ErrNotExist: take a new snapshot.
 type Snapshot struct {
 	tables map[string]*tableFiles
 }
 
-// tableFiles are the files of one table in a snapshot.
 type tableFiles struct {
 	dir    *os.Root          // DIR/<table> as opened; nil when it does not exist
 	names  []string          // the files, in name order (time order)
 	staged map[string]string // of names, those of the pending run still staged: their paths
 }
 
-// OpenSnapshot takes a snapshot of the archive in dir without its lock.
-// The state's runs are read from the end of its file, where it records
-// them: an archive whose state names no run has all its files in it.
+// OpenSnapshot takes a snapshot of the archive in dir without its lock,
+// reading the state's runs from the end of its file, where it records them.
 func OpenSnapshot(dir string) (*Snapshot, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -132,8 +127,7 @@ func openSnapshot(out string, pending, last *Run, skip map[string]bool) (*Snapsh
 }
 
 // Version names the archive's committed state in dir: it changes each time
-// the state file is replaced, as each commit and publish of an export, each
-// compliance action and each repair does. "" when there is none.
+// the state file is replaced. "" when there is none.
 func Version(dir string) string {
 	fi, err := os.Stat(filepath.Join(dir, stateDir, stateFile))
 	if err != nil {
@@ -143,8 +137,8 @@ func Version(dir string) string {
 }
 
 // laterThan says whether the file name names a time later than last's: a
-// run that committed after the state a snapshot was taken of. (A
-// compaction names its merged files after the newest they merge.)
+// run that committed after the state a snapshot was taken of (a compaction
+// names its merged files after the newest they merge).
 func laterThan(name string, last *Run) bool {
 	if last == nil {
 		return false
@@ -162,7 +156,6 @@ func (s *Snapshot) Close() {
 	}
 }
 
-// Files is the number of files of table in the snapshot.
 func (s *Snapshot) Files(table string) int {
 	if t := s.tables[table]; t != nil {
 		return len(t.names)
@@ -221,4 +214,62 @@ func Column[T arrow.Array](rec arrow.RecordBatch, name string) (col T, ok bool) 
 		col, ok = rec.Column(i[0]).(T)
 	}
 	return col, ok
+}
+
+// ReadRows calls row with each row of the files of table, as Read reads
+// them: want names the columns every file must have, optional those a file
+// may lack.
+func (s *Snapshot) ReadRows(table string, want, optional []string, row func(c Cols, i int)) error {
+	return s.Read(table, slices.Concat(want, optional), rowsOf(want, optional, row))
+}
+
+func rowsOf(want, optional []string, row func(c Cols, i int)) func(arrow.RecordBatch) error {
+	return func(rec arrow.RecordBatch) error {
+		c := Cols{}
+		for _, name := range slices.Concat(want, optional) {
+			if col, ok := Column[arrow.Array](rec, name); ok {
+				c[name] = col
+			} else if slices.Contains(want, name) {
+				return fmt.Errorf("it has no column %s", name)
+			}
+		}
+		for i := range int(rec.NumRows()) {
+			row(c, i)
+		}
+		return nil
+	}
+}
+
+// Cols are a batch's columns by name. Their values are zero when null or
+// absent; Time and Int's too when of another type.
+type Cols map[string]arrow.Array
+
+// Str is the string at row i of the named column (the text of a value of
+// another type), copied out of the batch.
+func (c Cols) Str(name string, i int) string { return strings.Clone(c.Raw(name, i)) }
+
+// Raw is Str in the batch's memory, to look up, not to keep.
+func (c Cols) Raw(name string, i int) string {
+	if s, ok := c[name].(*array.String); ok && s.IsValid(i) {
+		return s.Value(i)
+	} else if a := c[name]; !ok && a != nil && a.IsValid(i) {
+		return a.ValueStr(i)
+	}
+	return ""
+}
+
+func (c Cols) Time(name string, i int) time.Time {
+	if t, ok := c[name].(*array.Timestamp); ok && t.IsValid(i) {
+		return t.Value(i).ToTime(t.DataType().(*arrow.TimestampType).Unit)
+	}
+	return time.Time{}
+}
+
+// Int is the integer at row i of the named column; ok is false when there
+// is none.
+func (c Cols) Int(name string, i int) (n int64, ok bool) {
+	if a, ok := c[name].(*array.Int64); ok && a.IsValid(i) {
+		return a.Value(i), true
+	}
+	return 0, false
 }

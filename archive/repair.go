@@ -16,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archived"
 	"github.com/cq-source-x/cq-source-x/ids"
@@ -25,7 +24,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// RepairOptions configure Repair.
 type RepairOptions struct {
 	DryRun bool
 	Tables BookmarkTables
@@ -37,18 +35,16 @@ type RepairOptions struct {
 	Step func(string)
 }
 
-// RepairReport is what Repair found and did.
 type RepairReport struct {
 	Out    string
 	DryRun bool
-	// Empty says that Out holds neither a state nor an exported file.
-	Empty bool
+	Empty  bool // Out holds neither a state nor an exported file
 	// StateProblem is what made the state unusable; "" when it was sound.
 	StateProblem string
 	Checked      int // Parquet files
 	ReadData     bool
-	// BookmarkFiles x_bookmarks files were read: they hold Posts distinct
-	// (user_id, post_id) of Accounts accounts.
+	// BookmarkFiles x_bookmarks files hold Posts distinct (user_id,
+	// post_id) of Accounts accounts.
 	BookmarkFiles, Posts, Accounts int
 	// Unfiled counts, per user id, the posts the state said written that
 	// no x_bookmarks file holds; Unknown, those the files hold that it did
@@ -71,13 +67,10 @@ type RepairReport struct {
 	Damaged []DamagedFile
 	Media   MediaFindings
 	// Leftovers are what a stopped run left, which Recover removes or
-	// finishes: a run committed and not published, the files of runs that
-	// did not commit, a state file half written.
+	// finishes.
 	Leftovers []string
-	// Changed says that the archive was (with DryRun: would be) changed.
-	Changed bool
-	// Publish is the committed run whose publishing is finished (or would be).
-	Publish   string
+	Changed   bool      // the archive was (with DryRun: would be) changed
+	Publish   string    // the committed run whose publishing is finished
 	Recovered *Recovery // not with DryRun
 }
 
@@ -88,13 +81,8 @@ type DroppedMemory struct {
 }
 
 // Repair checks an output directory and makes it whole where it can, under
-// its lock, as docs/export.md ("cq-source-x repair") tells: the written
-// ids rebuilt from the x_bookmarks files, each walk memory kept if it is
-// intact and holds only posts in a file (never guessed), a committed run
-// published without its lost files, the files that cannot be read moved
-// aside, the media files made to agree with their rows (MediaFindings),
-// and what a stopped run left finished (Recover). A sound directory is
-// left as it is.
+// its lock, as docs/export.md ("cq-source-x repair") tells. A sound
+// directory is left as it is.
 func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -174,7 +162,7 @@ func Repair(dir string, o RepairOptions) (*RepairReport, error) {
 	// of the posts of those files, and has their media files fetched again
 	// (a repair stopped in between is run again).
 	for _, d := range append(rep.Damaged, rep.Media.damaged(out)...) {
-		if _, err := moveAside(out, d); err != nil {
+		if err := moveAside(out, d); err != nil {
 			return nil, fmt.Errorf("moving the damaged file %s aside: %w", d.Path, err)
 		}
 		o.Step("repair moved aside " + d.Path)
@@ -208,13 +196,10 @@ func (rep *RepairReport) compare(old, next *State) error {
 		return err
 	}
 	count := func(a, b map[string]ids.Sorted) map[string]int {
-		var n map[string]int
+		n := map[string]int{}
 		for uid, posts := range a {
 			for _, id := range posts {
 				if !b[uid].Has(id) {
-					if n == nil {
-						n = map[string]int{}
-					}
 					n[uid]++
 				}
 			}
@@ -226,8 +211,7 @@ func (rep *RepairReport) compare(old, next *State) error {
 	return nil
 }
 
-// leftovers records what a stopped run left for Recover: the committed run
-// pending, the staging directories of other runs, a temporary state file.
+// leftovers records what a stopped run left for Recover.
 func (rep *RepairReport) leftovers(out string, pending, lastRun *Run) {
 	if pending != nil {
 		rep.Leftovers = append(rep.Leftovers, fmt.Sprintf("run %s is committed, and not all published", pending.ID))
@@ -257,17 +241,15 @@ func trustedParts(out string, s *State) (map[string]string, *Run, *Run, error) {
 	return keys, pending, lastRun, nil
 }
 
-// rebuild builds the repaired state from the files of snap and the
-// trusted parts.
 func (rep *RepairReport) rebuild(snap *Snapshot, out string, tables BookmarkTables, keys map[string]string, pending, lastRun *Run) (*State, error) {
 	next := newState()
 	written := map[string]*ids.Set{}
 	files := rep.readKeys(snap, tables.Bookmarks, func(uid, postID string) { addTo(written, uid, postID) })
 	next.Stray = rep.readStray(snap, tables.Content, written)
 	next.Pending, next.LastRun = pending, lastRun
-	if newest := newestRun(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
-		// A state that lost its last run, or is older than the files: the
-		// next run's files must sort after theirs (see knowsFiles).
+	// A state that lost its last run, or is older than the files: the next
+	// run's files must sort after theirs (see knowsFiles).
+	if _, newest, _ := newestExportedFile(out, pending); lastRun == nil || (newest != nil && newest.Time.After(lastRun.Time)) {
 		next.LastRun = newest
 	}
 	rep.BookmarkFiles, rep.Accounts = files, len(written)
@@ -380,10 +362,11 @@ func exists(path string) bool {
 
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
-// file was removed): State.Stray, nil when there are none, which it counts
-// in rep.Stray.
+// file was removed): State.Stray, which it counts in rep.Stray.
+
 func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) map[string]map[string]*ids.Set {
-	var stray map[string]map[string]*ids.Set
+	stray := map[string]map[string]*ids.Set{}
+	rep.Stray = map[string]int{}
 	for _, table := range content {
 		byUser := map[string]*ids.Set{}
 		rep.readKeys(snap, table, func(uid, postID string) {
@@ -391,45 +374,31 @@ func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map
 				addTo(byUser, uid, postID)
 			}
 		})
-		if len(byUser) == 0 {
-			continue
-		}
-		if stray == nil {
-			stray, rep.Stray = map[string]map[string]*ids.Set{}, map[string]int{}
-		}
-		stray[table] = byUser
 		for _, set := range byUser {
+			stray[table] = byUser
 			rep.Stray[table] += set.Len()
 		}
 	}
 	return stray
+
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
 // table's files that read whole, and returns how many did.
 func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, postID string)) int {
-	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, func(rec arrow.RecordBatch) error {
-		users, uok := Column[*array.String](rec, "user_id")
-		posts, pok := Column[*array.String](rec, "post_id")
-		if !uok || !pok {
-			return errors.New("it has no user_id or post_id column of strings")
-		}
-		for i := range int(rec.NumRows()) {
-			add(strings.Clone(users.Value(i)), strings.Clone(posts.Value(i)))
-		}
-		return nil
+	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, nil, func(c Cols, i int) {
+		add(c.Str("user_id", i), c.Str("post_id", i))
 	})
 }
 
-// readWhole calls rows with the batches of each file of table in snap
-// once the file has read whole, and returns how many did. A file that
-// does not, or whose batch rows refuses, is damaged, and adds no row: rows
-// checks a batch's columns before it takes a row (a file's batches all
-// have the same).
-func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []string, rows func(arrow.RecordBatch) error) int {
+// readWhole calls row with the rows of each file of table in snap once the
+// file has read whole (ReadRows), and returns how many did. A file that
+// does not is damaged, and adds no row.
+func (rep *RepairReport) readWhole(snap *Snapshot, table string, want, optional []string, row func(c Cols, i int)) int {
 	var batches []arrow.RecordBatch
 	whole := 0
-	snap.readFiles(table, columns, func(rec arrow.RecordBatch) error {
+	rows := rowsOf(want, optional, row)
+	snap.readFiles(table, slices.Concat(want, optional), func(rec arrow.RecordBatch) error {
 		rec.Retain()
 		batches = append(batches, rec)
 		return nil
@@ -451,7 +420,6 @@ func (rep *RepairReport) readWhole(snap *Snapshot, table string, columns []strin
 	return whole
 }
 
-// addTo adds the post to the user's set in sets.
 func addTo(sets map[string]*ids.Set, uid, postID string) {
 	set := sets[uid]
 	if set == nil {
@@ -461,8 +429,7 @@ func addTo(sets map[string]*ids.Set, uid, postID string) {
 	set.Add(postID)
 }
 
-// cannotRead words an error of pqfile's, which names the file, as "FILE
-// cannot be read (WHY)".
+// cannotRead words an error of pqfile's as "FILE cannot be read (WHY)".
 func cannotRead(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -471,30 +438,15 @@ func cannotRead(err error) string {
 	return err.Error()
 }
 
-// newestRun is the run of the newest published file (other than pending's),
-// named by the files' names: when the run is later than any file, the next
-// run's files sort after them.
-func newestRun(out string, pending *Run) *Run {
-	skip := ""
-	if pending != nil {
-		skip = pending.ID
-	}
-	_, run, _ := newestExportedFile(out, skip) // none when the files cannot be listed
-	return run
-}
-
-// sameWritten reports whether two sets of written ids are equal.
 func sameWritten(a, b map[string]*ids.Set) bool {
 	return maps.EqualFunc(a, b, func(x, y *ids.Set) bool { return slices.Equal(x.IDs(), y.IDs()) })
 }
 
-// sameStray reports whether two records of stray content rows are equal.
 func sameStray(a, b map[string]map[string]*ids.Set) bool { return maps.EqualFunc(a, b, sameWritten) }
 
 // salvage finds in the text of a damaged state file every walk memory and
-// run record that reads whole, wherever the damage is: each key is looked
-// for by its own name, so a damaged one loses only itself. (Every memory is
-// then checked by Repair; nothing here is trusted because it was found.)
+// run record that reads whole: each key is looked for by its own name, so
+// a damaged one loses only itself. Repair then checks every memory.
 func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 	keys = map[string]string{}
 	conflicting := map[string]bool{}
@@ -523,8 +475,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 	return keys, runAfter(text, `,"pending":`), runAfter(text, `,"last_run":`)
 }
 
-// jsonString reads the JSON string that starts at text[at] and returns it
-// and the index after it.
+// jsonString reads the JSON string at text[at], and the index after it.
 func jsonString(text []byte, at int) (string, int, bool) {
 	if at >= len(text) || text[at] != '"' {
 		return "", 0, false
@@ -603,8 +554,8 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 	rep.writeCost(w)
 }
 
-// writeCost says what the next export costs after the repair.
 func (rep *RepairReport) writeCost(w io.Writer) {
+
 	var lists []string
 	for _, d := range rep.Dropped {
 		lists = append(lists, d.Key)

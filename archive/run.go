@@ -20,9 +20,8 @@ import (
 	"github.com/gofrs/flock"
 )
 
-// Lock takes the lock of the directory out, which keeps two exports (or an
-// export and a compaction, a repair, a bookmark command) apart. busy words
-// the error when another holds it, from the lock file's path.
+// Lock takes the lock of the directory out, which keeps two commands that
+// change it apart. busy words the error when another holds it.
 func Lock(out string, busy func(lockPath string) error) (unlock func(), err error) {
 	path := filepath.Join(out, lockFile)
 	lock := flock.New(path)
@@ -36,8 +35,8 @@ func Lock(out string, busy func(lockPath string) error) (unlock func(), err erro
 	return func() { lock.Unlock() }, nil
 }
 
-// WaitLock takes the lock of out as Lock does, waiting while another
-// command holds it (an export ends in its time) until ctx ends.
+// WaitLock takes the lock of out, waiting while another command holds it
+// until ctx ends.
 func WaitLock(ctx context.Context, out string) (unlock func(), err error) {
 	lock := flock.New(filepath.Join(out, lockFile))
 	if _, err := lock.TryLockContext(ctx, 200*time.Millisecond); err != nil {
@@ -52,17 +51,15 @@ type Run struct {
 	ID    string    `json:"id"`
 	Time  time.Time `json:"time"`
 	Files []File    `json:"files"`
-	// Edits are the edits of the rows of posts X reported (package plan)
-	// that the run applies once its files are published, with Program and
-	// Codec writing the files they rewrite; EditedRows counts the rows they
-	// changed or removed, once applied.
+	// Edits are the edits of the rows of posts X reported that the run
+	// applies once its files are published, Program and Codec writing the
+	// files they rewrite; EditedRows counts the rows they changed.
 	Edits      []plan.Edit `json:"edits,omitempty"`
 	Program    Program     `json:"program,omitzero"`
 	Codec      string      `json:"codec,omitempty"`
 	EditedRows int64       `json:"edited_rows,omitempty"`
 }
 
-// File is a file of a run.
 type File struct {
 	Table string `json:"table"`
 	Name  string `json:"name"`
@@ -97,19 +94,16 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// File is the record of the run's file of table, of rows rows.
 func (r *Run) File(table string, rows int64) File {
 	return File{Table: table, Name: r.Time.Format(fileTimeLayout) + "-" + r.ID + ".parquet", Rows: rows}
 }
 
-// StagedPath is where the run stages its file of table.
 func (r *Run) StagedPath(out, table string) string {
 	return filepath.Join(out, stagingDir, r.ID, table+".parquet")
 }
 
-// Create creates the run's staged file of table: Parquet with the metadata
-// of CloudQuery's file destination, and the run's id, written by by. codec
-// "" is pqfile.DefaultCodec.
+// Create creates the run's staged file of table, with the metadata of
+// CloudQuery's file destination and the run's id, written by by.
 func (r *Run) Create(out string, table *schema.Table, sourceName, codec string, by Program) (*pqfile.Writer, error) {
 	return pqfile.Create(r.StagedPath(out, table.Name), table, pqfile.Options{
 		SyncTime:   r.Time,
@@ -124,16 +118,14 @@ func (r *Run) Create(out string, table *schema.Table, sourceName, codec string, 
 	})
 }
 
-// FinalPath is where a file is published.
 func FinalPath(out string, f File) string { return filepath.Join(out, f.Table, f.Name) }
 
-// Stage syncs the run's staging directory once its files are written and
-// fsynced: step 1 of the protocol (see the package documentation).
+// Stage syncs the run's staging directory once its files are written:
+// step 1 of the protocol (see the package documentation).
 func (r *Run) Stage(out string) error {
 	return DiskFull(dirsync.Sync(filepath.Join(out, stagingDir, r.ID)), false)
 }
 
-// Abort removes the run's staging directory: nothing was committed.
 func (r *Run) Abort(out string) { os.RemoveAll(filepath.Join(out, stagingDir, r.ID)) }
 
 // Commit replaces the state with next, the run pending in it, atomically:
@@ -147,10 +139,9 @@ func (r *Run) Commit(out string, next *State, step func(string)) error {
 	return nil
 }
 
-// Publish moves the pending run's staged files into place (step 3), syncs,
-// applies the run's edits, marks the run published and removes its staging
-// directory. It is idempotent: a crash anywhere in it is finished by the
-// next call.
+// Publish moves the pending run's staged files into place (step 3),
+// applies its edits, marks it published and removes its staging directory.
+// A crash anywhere in it is finished by the next call.
 func Publish(out string, s *State, step func(string)) error {
 	run := s.Pending
 	dirs := map[string]bool{}
@@ -160,23 +151,13 @@ func Publish(out string, s *State, step func(string)) error {
 			return err
 		}
 		dirs[filepath.Dir(final)] = true
-		_, serr := os.Stat(staged)
-		_, ferr := os.Stat(final)
 		switch {
-		case serr == nil:
-			if ferr == nil {
-				// Cannot happen (rename is atomic); the published file wins.
-				if err := os.Remove(staged); err != nil {
-					return err
-				}
-				continue
-			}
+		case exists(final): // published before a crash
+		case exists(staged):
 			if err := os.Rename(staged, final); err != nil {
 				return err
 			}
 			step("published " + f.Table)
-		case ferr == nil:
-			// Published before a crash.
 		default:
 			return fmt.Errorf("run %s is committed, but its file %s is neither staged (%s) nor published: was the directory changed by hand? "+
 				"Run `%s`: it publishes the rest of the run, and the next export fetches again the posts the missing file held",
@@ -212,21 +193,18 @@ func Publish(out string, s *State, step func(string)) error {
 	return nil
 }
 
-// Recovery says what the start of a run repaired.
+// Recovery says what the start of a run repaired: the committed run whose
+// publishing it finished, and the runs that never committed, whose staged
+// files it deleted.
 type Recovery struct {
-	// PublishedRun is the id of a committed run whose publishing a crash
-	// had interrupted, and which was finished.
-	PublishedRun string `json:"published_run,omitempty"`
-	// DiscardedRuns are runs that never committed: their staged files were
-	// deleted (their posts are fetched again).
+	PublishedRun  string   `json:"published_run,omitempty"`
 	DiscardedRuns []string `json:"discarded_runs,omitempty"`
 }
 
 // Recover brings the directory out back to a clean state, and returns its
-// state: it finishes publishing a committed run, deletes everything staged
-// by runs that did not commit, what a compaction that did not finish left,
-// and the media files a stopped run was fetching (DIR/media/.tmp). Every
-// command that changes an archive starts with it, under the lock.
+// state: it finishes publishing a committed run, and deletes what runs
+// and compactions that did not finish left. Every command that changes an
+// archive starts with it, under the lock.
 func Recover(out string, step func(string)) (*State, *Recovery, error) {
 	s, err := loadState(out)
 	if err != nil {
@@ -248,9 +226,9 @@ func Recover(out string, step func(string)) (*State, *Recovery, error) {
 		return nil, nil, err
 	}
 	for _, e := range entries {
-		if s.LastRun == nil || e.Name() != s.LastRun.ID {
+		if s.LastRun == nil || e.Name() != s.LastRun.ID { // else published, its staging not removed yet
 			rec.DiscardedRuns = append(rec.DiscardedRuns, e.Name())
-		} // else: a published run whose staging directory was not removed yet
+		}
 		if err := os.RemoveAll(filepath.Join(out, stagingDir, e.Name())); err != nil {
 			return nil, nil, err
 		}

@@ -29,10 +29,8 @@ const stateFormat = 2
 
 // State is DIR/.state/state.json, replaced atomically (SaveState).
 type State struct {
-	Format int `json:"format"`
-	// Keys are the key/values the plugin's state client holds: the walk
-	// memories of every account's lists.
-	Keys map[string]string `json:"keys"`
+	Format int               `json:"format"`
+	Keys   map[string]string `json:"keys"` // the plugin's state keys
 	// Written lists, per user id, the post ids of the x_bookmarks rows in
 	// the committed files, as format 1 kept them; format 2 keeps them in
 	// the accounts' records (ArchivedPosts), made from these once.
@@ -41,17 +39,14 @@ type State struct {
 	// posts whose rows the table's files hold while no x_bookmarks file
 	// does (a repair found its file removed): a walk that reads such a post
 	// again writes its bookmark's row, not these rows again.
-	Stray map[string]map[string]*ids.Set `json:"stray,omitempty"`
-	// Pending is a run committed, maybe not all published; LastRun the last
-	// run published.
-	Pending *Run `json:"pending,omitempty"`
-	LastRun *Run `json:"last_run,omitempty"`
+	Stray   map[string]map[string]*ids.Set `json:"stray,omitempty"`
+	Pending *Run                           `json:"pending,omitempty"`  // committed, maybe not all published
+	LastRun *Run                           `json:"last_run,omitempty"` // the last run published
 }
 
-// writeTo writes json.Marshal(s), in this version's format, to w as it
-// encodes it (jsonv2 streams, as json.Marshal with jsonv1's options): the
-// keys and written ids, a few bytes a post, are most of the state, and are
-// not held twice more in memory (the JSON, and its buffer) to save them.
+// writeTo writes json.Marshal(s), in this version's format, to w as jsonv2
+// encodes it: streamed, so that the keys and written ids, most of the
+// state, are not held twice more in memory to save them.
 func (s *State) writeTo(w io.Writer) error {
 	out := *s
 	out.Format = stateFormat
@@ -62,8 +57,8 @@ func newState() *State {
 	return &State{Format: stateFormat, Keys: map[string]string{}}
 }
 
-// Load reads the state of the archive in dir, as it is committed (without
-// recovering the directory or taking its lock).
+// Load reads the committed state of the archive in dir, without
+// recovering it or taking its lock.
 func Load(dir string) (*State, error) {
 	out, err := filepath.Abs(dir)
 	if err != nil {
@@ -107,10 +102,10 @@ func loadState(out string) (*State, error) {
 }
 
 // knowsFiles checks that the state s (read from path) is the state of the
-// files in out: a run's files are named after its time, later than any run
-// before it, so no file may be named after a time later than the last run
-// the state records. A state without runs beside files, or older than them
-// (a backup), would have the next run write again rows the files hold.
+// files in out: a run's files are named after its time, so none may be
+// later than the last run the state records. A state without runs beside
+// files, or older than them (a backup), would have the next run write again
+// rows the files hold.
 func (s *State) knowsFiles(out, path string) error {
 	var known time.Time // the latest run the state records
 	for _, run := range []*Run{s.LastRun, s.Pending} {
@@ -118,7 +113,7 @@ func (s *State) knowsFiles(out, path string) error {
 			known = run.Time
 		}
 	}
-	newest, run, err := newestExportedFile(out, "")
+	newest, run, err := newestExportedFile(out, nil)
 	switch {
 	case err != nil:
 		return err
@@ -136,20 +131,20 @@ func (s *State) knowsFiles(out, path string) error {
 // newestExportedFile is the file of out named after the latest time, and
 // the run its name names (none: "" and nil), passing over the files of the
 // run skip, and the files not named as an export names them.
-func newestExportedFile(out, skip string) (path string, run *Run, err error) {
+func newestExportedFile(out string, skip *Run) (path string, run *Run, err error) {
 	paths, err := publishedFiles(out)
 	for _, p := range paths {
 		stamp, id, ok := strings.Cut(strings.TrimSuffix(filepath.Base(p), ".parquet"), "-")
 		t, err := time.Parse(fileTimeLayout, stamp)
-		if ok && err == nil && isRunID(id) && id != skip && (run == nil || t.After(run.Time)) {
+		if ok && err == nil && isRunID(id) && (skip == nil || id != skip.ID) && (run == nil || t.After(run.Time)) {
 			path, run = p, &Run{ID: id, Time: t}
 		}
 	}
 	return path, run, err
 }
 
-// publishedFiles are the paths of the Parquet files of every table of out
-// (DIR/<table>/*.parquet), in table then name order.
+// publishedFiles are the paths of DIR/<table>/*.parquet, in table then
+// name order.
 func publishedFiles(out string) ([]string, error) {
 	tables, err := TablesIn(out)
 	if err != nil {
@@ -179,12 +174,11 @@ func (e *StateError) Error() string {
 		e.Problem, RepairCommand(e.Dir))
 }
 
-// RepairCommand is the command that repairs the output directory dir.
 func RepairCommand(dir string) string {
 	return "cq-source-x repair --out " + ShellQuote(dir)
 }
 
-// ShellQuote quotes s for a POSIX shell when it needs it.
+// ShellQuote quotes s for a POSIX shell, when it needs it.
 func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:@+=,") == "" {
 		return s
@@ -231,8 +225,8 @@ func decodeState(r io.Reader) (*State, error) {
 	return s, nil
 }
 
-// readFrom decodes the JSON writeTo writes, one key and one set at a time,
-// so that the file is not held in memory beside what it decodes to.
+// readFrom decodes the JSON writeTo writes one key and one set at a time,
+// not holding the file in memory beside what it decodes to.
 func (s *State) readFrom(r io.Reader) error {
 	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
 	err := decodeObject(dec, func(field string) error {
@@ -278,8 +272,8 @@ func (s *State) readFrom(r io.Reader) error {
 	return nil
 }
 
-// decodeSets reads a JSON object of id sets by user id into sets; what
-// names them in an error.
+// decodeSets reads a JSON object of id sets by user id into sets, named
+// what in an error.
 func decodeSets(dec *json.Decoder, sets map[string]*ids.Set, what string) error {
 	return decodeObject(dec, func(uid string) error {
 		var set *ids.Set
@@ -360,13 +354,12 @@ func (r *Run) check() error {
 	return nil
 }
 
-// isRunID reports whether id is a run id: 8 lowercase hex digits (newRunID).
+// isRunID reports whether id is a run id, as newRunID makes them.
 func isRunID(id string) bool {
 	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
 }
 
-// checkKey decodes one state key of the plugin's, as the plugin will read
-// it. Keys of other forms are left to the plugin.
+// checkKey decodes a state key as the plugin will read it.
 func checkKey(key, value string) error {
 	if _, err := account.CheckKey(key, value); err != nil {
 		return fmt.Errorf("the state key %s is damaged: %w", key, err)
@@ -374,15 +367,14 @@ func checkKey(key, value string) error {
 	return nil
 }
 
-// isStateKey reports whether the plugin writes keys of key's form.
 func isStateKey(key string) bool {
 	_, ok := account.ParseKey(key)
 	return ok
 }
 
 // isArchivedKey reports whether key is where versions before the
-// accounts' records kept their archived post ids, a few bytes a post:
-// such keys are left out as a state is read, and so when it is next saved.
+// accounts' records kept their archived post ids: such keys are left out
+// as a state is read, and so when it is next saved.
 func isArchivedKey(key string) bool {
 	k, _ := account.ParseKey(key)
 	return k.Kind == account.ArchivedIDs
@@ -414,17 +406,15 @@ func TablesIn(out string) ([]string, error) {
 	return slices.Sorted(maps.Keys(names)), nil
 }
 
-// isTableName reports whether name is a table's name, as the plugin names
-// them (lowercase letters, digits and underscores): it becomes a path.
+// isTableName reports whether name is a table's name as the plugin names
+// them: it becomes a path.
 func isTableName(name string) bool {
 	return name != "" && name != mediaDir && strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == ""
 }
 
-// ForeignEntries returns the entries of dir that no export makes there —
-// named after none of tables, and not hidden (an export's own entries are
-// hidden: .state, .staging, .lock, ...; a desktop's .DS_Store is left
-// alone) — in name order. None when dir does not exist: an export creates
-// it.
+// ForeignEntries are the entries of dir, in name order, that no export
+// makes there: named after none of tables, and not hidden (an export's
+// own entries are; so is a desktop's .DS_Store).
 func ForeignEntries(dir string, tables []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -443,8 +433,8 @@ func ForeignEntries(dir string, tables []string) ([]string, error) {
 }
 
 // isMediaDir reports whether e, an entry of the output directory dir, is
-// its media store: the directory media holding the store's spool (.tmp),
-// which the store creates as it opens.
+// its media store: the directory media holding the spool the store
+// creates as it opens (.tmp).
 func isMediaDir(dir string, e fs.DirEntry) bool {
 	if e.Name() != mediaDir || !e.IsDir() {
 		return false
@@ -453,17 +443,15 @@ func isMediaDir(dir string, e fs.DirEntry) bool {
 	return err == nil && fi.IsDir()
 }
 
-// HasFiles reports whether DIR/<table> holds a Parquet file.
 func HasFiles(out, table string) bool {
 	files, _ := filepath.Glob(filepath.Join(out, table, "*.parquet"))
 	return len(files) > 0
 }
 
-// SaveState replaces DIR/.state/state.json atomically. step marks the
-// crash points, named after what: the new version written and synced
-// under a temporary name, then renamed over the old one (the rename is the
-// commit).
+// SaveState replaces DIR/.state/state.json atomically; step marks the
+// crash points, named after what.
 func SaveState(out string, s *State, step func(string), what string) error {
+
 	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
 	if err := dirsync.Mkdir(out, stateDir); err != nil {

@@ -14,7 +14,6 @@ const ChangesTable = "x_bookmark_changes"
 // They are documented with the plugin's (docs/tables).
 func Tables() schema.Tables { return schema.Tables{ChangesTableDef()} }
 
-// ChangesTableDef is the x_bookmark_changes table.
 func ChangesTableDef() *schema.Table {
 	key := func(c schema.Column) schema.Column { c.PrimaryKey, c.NotNull = true, true; return c }
 	text := func(name, description string) schema.Column {

@@ -37,7 +37,6 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// Server serves one archive.
 type Server struct {
 	dir string
 
@@ -168,7 +167,6 @@ var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	},
 }).ParseFS(assets, "assets/page.html"))
 
-// pageData is what the page shows.
 type pageData struct {
 	Dir          string
 	Query        query

@@ -3,7 +3,6 @@ package browse
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"slices"
@@ -11,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive"
 )
 
@@ -20,7 +17,6 @@ import (
 // (archive.Snapshot) and kept in memory: only the columns the page shows,
 // and the lower-cased text each bookmark is searched in.
 
-// library is one load of an archive.
 type library struct {
 	bookmarks []*bookmark // newest bookmarked first
 	accounts  []string    // user ids
@@ -35,19 +31,14 @@ type library struct {
 
 // bookmark is one x_bookmarks row, with what the other tables say of it.
 type bookmark struct {
-	UserID, PostID string
-	Text           string
-	Created, Found time.Time
-	position       int64 // found_position; the largest for files from before it
-	AuthorName     string
-	AuthorUsername string
-	ArticleTitle   string
-	ArticleText    string
-	Media          []media
-	Referenced     []*referenced
-	Folders        []string // names
-	folderIDs      []string
-	Withdrawn      *withdrawal
+	UserID, PostID, Text                                  string
+	Created, Found                                        time.Time
+	position                                              int64 // found_position; the largest for files from before it
+	AuthorName, AuthorUsername, ArticleTitle, ArticleText string
+	Media                                                 []media
+	Referenced                                            []*referenced
+	Folders, folderIDs                                    []string // names, ids
+	Withdrawn                                             *withdrawal
 }
 
 // media is a photo, video or GIF of a post.
@@ -76,7 +67,6 @@ type withdrawal struct {
 	At     time.Time
 }
 
-// folder is a bookmark folder of an account.
 type folder struct{ ID, Name string }
 
 // load reads the archive in dir. A file a compaction or a compliance
@@ -120,7 +110,6 @@ func loadSnapshot(dir string) (*library, error) {
 	return l.lib, nil
 }
 
-// loader is one load's work.
 type loader struct {
 	snap  *archive.Snapshot
 	lib   *library
@@ -129,70 +118,24 @@ type loader struct {
 	reports map[key]*withdrawal
 }
 
-// key is the key of a post of an account.
 type key struct{ userID, postID string }
 
-// read reads the named columns of table, calling row for each row: a
-// column of want that a file lacks is an error, one of optional is absent
-// from such a file's batches.
-func (l *loader) read(table string, want, optional []string, row func(c cols, i int)) error {
-	return l.snap.Read(table, append(want, optional...), func(rec arrow.RecordBatch) error {
-		c := cols{}
-		for _, name := range append(want, optional...) {
-			col, ok := archive.Column[arrow.Array](rec, name)
-			if ok {
-				c[name] = col
-			} else if slices.Contains(want, name) {
-				return fmt.Errorf("it has no column %s", name)
-			}
-		}
-		for i := range int(rec.NumRows()) {
-			row(c, i)
-		}
-		return nil
-	})
-}
-
-// cols are a batch's columns by name.
-type cols map[string]arrow.Array
-
-// str is the string at row i of the named column ("" when null or absent),
-// copied out of the batch.
-func (c cols) str(name string, i int) string { return strings.Clone(c.raw(name, i)) }
-
-// raw is str in the batch's memory, to look up, not to keep.
-func (c cols) raw(name string, i int) string {
-	if s, ok := c[name].(*array.String); ok && s.IsValid(i) {
-		return s.Value(i)
-	}
-	return ""
-}
-
-// time is the timestamp at row i of the named column (zero when null or
-// absent).
-func (c cols) time(name string, i int) time.Time {
-	if t, ok := c[name].(*array.Timestamp); ok && t.IsValid(i) {
-		return t.Value(i).ToTime(t.DataType().(*arrow.TimestampType).Unit)
-	}
-	return time.Time{}
-}
-
 // bookmarkOf is the bookmark of row i (nil when none was read).
-func (l *loader) bookmarkOf(c cols, i int) *bookmark {
-	return l.byKey[key{c.raw("user_id", i), c.raw("post_id", i)}]
+func (l *loader) bookmarkOf(c archive.Cols, i int) *bookmark {
+	return l.byKey[key{c.Raw("user_id", i), c.Raw("post_id", i)}]
 }
 
 func (l *loader) bookmarks() error {
-	return l.read("x_bookmarks", []string{"user_id", "post_id", "first_seen_at"},
-		[]string{"text", "full_text", "created_at", "article_title", "article_text", "found_position"}, func(c cols, i int) {
-			b := &bookmark{UserID: c.str("user_id", i), PostID: c.str("post_id", i), Text: c.str("full_text", i),
-				Created: c.time("created_at", i), Found: c.time("first_seen_at", i), position: 1<<63 - 1,
-				ArticleTitle: c.str("article_title", i), ArticleText: c.str("article_text", i)}
+	return l.snap.ReadRows("x_bookmarks", []string{"user_id", "post_id", "first_seen_at"},
+		[]string{"text", "full_text", "created_at", "article_title", "article_text", "found_position"}, func(c archive.Cols, i int) {
+			b := &bookmark{UserID: c.Str("user_id", i), PostID: c.Str("post_id", i), Text: c.Str("full_text", i),
+				Created: c.Time("created_at", i), Found: c.Time("first_seen_at", i), position: 1<<63 - 1,
+				ArticleTitle: c.Str("article_title", i), ArticleText: c.Str("article_text", i)}
 			if b.Text == "" {
-				b.Text = c.str("text", i)
+				b.Text = c.Str("text", i)
 			}
-			if pos, ok := c["found_position"].(*array.Int64); ok && pos.IsValid(i) {
-				b.position = pos.Value(i)
+			if pos, ok := c.Int("found_position", i); ok {
+				b.position = pos
 			}
 			l.byKey[key{b.UserID, b.PostID}] = b
 			l.lib.bookmarks = append(l.lib.bookmarks, b)
@@ -200,33 +143,31 @@ func (l *loader) bookmarks() error {
 }
 
 func (l *loader) authors() error {
-	return l.read("x_bookmark_authors", []string{"user_id", "post_id", "username", "name"}, nil, func(c cols, i int) {
+	return l.snap.ReadRows("x_bookmark_authors", []string{"user_id", "post_id", "username", "name"}, nil, func(c archive.Cols, i int) {
 		if b := l.bookmarkOf(c, i); b != nil {
-			b.AuthorUsername, b.AuthorName = c.str("username", i), c.str("name", i)
+			b.AuthorUsername, b.AuthorName = c.Str("username", i), c.Str("name", i)
 		}
 	})
 }
 
 func (l *loader) media() error {
-	return l.read("x_bookmark_media", []string{"user_id", "post_id", "media_key"}, []string{"position", "type", "alt_text"}, func(c cols, i int) {
+	return l.snap.ReadRows("x_bookmark_media", []string{"user_id", "post_id", "media_key"}, []string{"position", "type", "alt_text"}, func(c archive.Cols, i int) {
 		if b := l.bookmarkOf(c, i); b != nil {
-			m := media{key: c.str("media_key", i), Type: c.str("type", i), Alt: c.str("alt_text", i)}
-			if pos, ok := c["position"].(*array.Int64); ok && pos.IsValid(i) {
-				m.position = pos.Value(i)
-			}
+			m := media{key: c.Str("media_key", i), Type: c.Str("type", i), Alt: c.Str("alt_text", i)}
+			m.position, _ = c.Int("position", i)
 			b.Media = append(b.Media, m)
 		}
 	})
 }
 
 func (l *loader) referenced() error {
-	return l.read("x_bookmark_referenced_posts", []string{"user_id", "post_id", "referenced_post_id", "type"},
-		[]string{"text", "full_text", "created_at", "author_username", "article_title", "error"}, func(c cols, i int) {
+	return l.snap.ReadRows("x_bookmark_referenced_posts", []string{"user_id", "post_id", "referenced_post_id", "type"},
+		[]string{"text", "full_text", "created_at", "author_username", "article_title", "error"}, func(c archive.Cols, i int) {
 			if b := l.bookmarkOf(c, i); b != nil {
-				r := &referenced{Type: c.str("type", i), PostID: c.str("referenced_post_id", i), Text: c.str("full_text", i),
-					Created: c.time("created_at", i), AuthorUsername: c.str("author_username", i), ArticleTitle: c.str("article_title", i), Error: c.str("error", i)}
+				r := &referenced{Type: c.Str("type", i), PostID: c.Str("referenced_post_id", i), Text: c.Str("full_text", i),
+					Created: c.Time("created_at", i), AuthorUsername: c.Str("author_username", i), ArticleTitle: c.Str("article_title", i), Error: c.Str("error", i)}
 				if r.Text == "" {
-					r.Text = c.str("text", i)
+					r.Text = c.Str("text", i)
 				}
 				b.Referenced = append(b.Referenced, r)
 			}
@@ -236,13 +177,13 @@ func (l *loader) referenced() error {
 // mediaFiles attaches the stored files to the media of the bookmarks and
 // of the posts they reference.
 func (l *loader) mediaFiles() error {
-	return l.read("x_media_files", []string{"user_id", "post_id", "media_key", "status", "file_key"}, []string{"media_post_id", "media_type", "file"}, func(c cols, i int) {
+	return l.snap.ReadRows("x_media_files", []string{"user_id", "post_id", "media_key", "status", "file_key"}, []string{"media_post_id", "media_type", "file"}, func(c archive.Cols, i int) {
 		b := l.bookmarkOf(c, i)
-		if b == nil || c.raw("status", i) != "stored" {
+		if b == nil || c.Raw("status", i) != "stored" {
 			return
 		}
 		list := &b.Media
-		if owner := c.raw("media_post_id", i); owner != "" && owner != b.PostID {
+		if owner := c.Raw("media_post_id", i); owner != "" && owner != b.PostID {
 			list = nil
 			for _, r := range b.Referenced {
 				if r.PostID == owner {
@@ -253,16 +194,16 @@ func (l *loader) mediaFiles() error {
 				return
 			}
 		}
-		mk := c.raw("media_key", i)
+		mk := c.Raw("media_key", i)
 		at := slices.IndexFunc(*list, func(m media) bool { return m.key == mk })
 		if at < 0 {
-			*list = append(*list, media{key: strings.Clone(mk), Type: c.str("media_type", i), position: int64(len(*list))})
+			*list = append(*list, media{key: strings.Clone(mk), Type: c.Str("media_type", i), position: int64(len(*list))})
 			at = len(*list) - 1
 		}
-		if c.raw("file", i) == "video" {
-			(*list)[at].Video = c.str("file_key", i)
+		if c.Raw("file", i) == "video" {
+			(*list)[at].Video = c.Str("file_key", i)
 		} else {
-			(*list)[at].File = c.str("file_key", i)
+			(*list)[at].File = c.Str("file_key", i)
 		}
 	})
 }
@@ -272,15 +213,15 @@ func (l *loader) mediaFiles() error {
 func (l *loader) folders() error {
 	latest := map[string]time.Time{} // by user id
 	names := map[string]map[string]string{}
-	err := l.read("x_bookmark_folders", []string{"user_id", "folder_id", "name", "_cq_sync_time"}, nil, func(c cols, i int) {
-		uid, at := c.str("user_id", i), c.time("_cq_sync_time", i)
+	err := l.snap.ReadRows("x_bookmark_folders", []string{"user_id", "folder_id", "name", "_cq_sync_time"}, nil, func(c archive.Cols, i int) {
+		uid, at := c.Str("user_id", i), c.Time("_cq_sync_time", i)
 		if at.Before(latest[uid]) {
 			return
 		}
 		if at.After(latest[uid]) {
 			latest[uid], names[uid] = at, map[string]string{}
 		}
-		names[uid][c.str("folder_id", i)] = c.str("name", i)
+		names[uid][c.Str("folder_id", i)] = c.Str("name", i)
 	})
 	if err != nil {
 		return err
@@ -291,10 +232,10 @@ func (l *loader) folders() error {
 		}
 		slices.SortFunc(l.lib.folders[uid], func(a, b folder) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
 	}
-	return l.read("x_bookmark_folder_posts", []string{"user_id", "folder_id", "post_id", "_cq_sync_time"}, nil, func(c cols, i int) {
-		uid, fid := c.raw("user_id", i), c.raw("folder_id", i)
+	return l.snap.ReadRows("x_bookmark_folder_posts", []string{"user_id", "folder_id", "post_id", "_cq_sync_time"}, nil, func(c archive.Cols, i int) {
+		uid, fid := c.Raw("user_id", i), c.Raw("folder_id", i)
 		b := l.bookmarkOf(c, i)
-		if _, known := names[uid][fid]; b == nil || !known || !c.time("_cq_sync_time", i).Equal(latest[uid]) {
+		if _, known := names[uid][fid]; b == nil || !known || !c.Time("_cq_sync_time", i).Equal(latest[uid]) {
 			return
 		}
 		if !slices.Contains(b.folderIDs, fid) {
@@ -308,32 +249,23 @@ func (l *loader) folders() error {
 // a post it asks to remove shows as withdrawn (but for scrub_geo, which
 // removes only its place).
 func (l *loader) compliance() error {
-	type report struct {
-		w     *withdrawal
-		heard time.Time
-	}
-	latest := map[key]report{}
-	err := l.read("x_post_compliance", []string{"user_id", "post_id", "checked_at"}, []string{"action", "reason", "redacted_at"}, func(c cols, i int) {
-		k, heard := key{c.str("user_id", i), c.str("post_id", i)}, c.time("checked_at", i)
-		if prev, ok := latest[k]; ok && prev.heard.After(heard) {
+	heard := map[key]time.Time{}
+	l.reports = map[key]*withdrawal{}
+	return l.snap.ReadRows("x_post_compliance", []string{"user_id", "post_id", "checked_at"}, []string{"action", "reason", "redacted_at"}, func(c archive.Cols, i int) {
+		k, at := key{c.Str("user_id", i), c.Str("post_id", i)}, c.Time("checked_at", i)
+		if prev, ok := heard[k]; ok && prev.After(at) {
 			return
 		}
-		r := report{heard: heard}
-		if reason := c.str("reason", i); c.str("action", i) != "" && reason != "scrub_geo" {
-			r.w = &withdrawal{Reason: reason, At: c.time("redacted_at", i)}
-			if r.w.At.IsZero() {
-				r.w.At = heard
+		heard[k] = at
+		delete(l.reports, k)
+		if reason := c.Str("reason", i); c.Str("action", i) != "" && reason != "scrub_geo" {
+			w := &withdrawal{Reason: reason, At: c.Time("redacted_at", i)}
+			if w.At.IsZero() {
+				w.At = at
 			}
+			l.reports[k] = w
 		}
-		latest[k] = r
 	})
-	l.reports = map[key]*withdrawal{}
-	for k, r := range latest {
-		if r.w != nil {
-			l.reports[k] = r.w
-		}
-	}
-	return err
 }
 
 // finish marks the posts X reported withdrawn, orders the bookmarks newest

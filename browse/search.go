@@ -25,7 +25,6 @@ type query struct {
 	from, to time.Time // to: the end of its day
 }
 
-// perPage is how many bookmarks a page shows.
 const perPage = 50
 
 // dateLayout is the layout of the dates of from and to, in the machine's
@@ -98,15 +97,10 @@ func (l *library) search(q query) []*bookmark {
 		return l.bookmarks
 	}
 	var found []*bookmark
-	if len(q.words) == 0 {
-		for i, b := range l.bookmarks {
-			if l.matches(q, i) {
-				found = append(found, b)
-			}
-		}
-		return found
+	longest := "" // without words: found at the start of every bookmark's text
+	if len(q.words) > 0 {
+		longest = slices.MaxFunc(q.words, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
 	}
-	longest := slices.MaxFunc(q.words, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
 	for i := 0; i < len(l.bookmarks); i++ {
 		hit := strings.Index(l.text[l.starts[i]:], longest)
 		if hit < 0 {

@@ -21,27 +21,23 @@ type Estimate struct {
 	// 0 (no cap) leaves the run without a bound (Bounded false).
 	PerWalk int  `json:"max_billed_posts_per_walk"`
 	Bounded bool `json:"bounded"`
-	// Bound adds up the accounts' bounds of the lists the archive knows.
+	// Bound adds up the accounts' bounds of the lists the archive knows;
+	// Folder bounds each other folder (one made since the last sync).
 	billing.Bound
-	// Folder bounds each other folder: one a first sync lists, or one made
-	// since the last sync.
 	Folder billing.Bound `json:"each_other_folder"`
 	// Unbounded are the expansions of the spec that bill users no bound
 	// counts (the users a post mentions, ...).
 	Unbounded []string `json:"unbounded_expansions,omitempty"`
 }
 
-// AccountEstimate is one account's part.
 type AccountEstimate struct {
 	Account string `json:"account"` // accounts[i]
 	// UserID is "" when neither the spec nor the token file says it: the
 	// run asks GET /2/users/me (a user read), and the account is bounded as
 	// a first sync.
 	UserID string `json:"user_id,omitempty"`
-	// First: the archive holds nothing of the account's bookmarks list.
-	First bool `json:"first_sync"`
-	// Held is how many posts the bookmarks walk's memory holds.
-	Held int `json:"held_posts"`
+	First  bool   `json:"first_sync"` // the archive holds nothing of its bookmarks list
+	Held   int    `json:"held_posts"` // by the bookmarks walk's memory
 	// Folders is how many folders the last sync listed; -1 when unknown
 	// (a first sync lists them as it starts, at no cost).
 	Folders int `json:"folders"`
@@ -49,10 +45,9 @@ type AccountEstimate struct {
 	// next run reads its list from the top again.
 	Interrupted *walk.CapStop `json:"interrupted,omitempty"`
 	// LastBilled are the posts the bookmarks walk's last clean walks
-	// billed, newest first (from its memory).
+	// billed, newest first.
 	LastBilled []int `json:"last_walks_billed,omitempty"`
-	// Owned: the account's bookmark reads are owned reads.
-	Owned bool `json:"owned_reads"`
+	Owned      bool  `json:"owned_reads"` // the account's bookmark reads are owned reads
 	// Bound is the most the run can bill the account: its Bookmarks walk
 	// and a Folder walk for each folder the last sync listed.
 	billing.Bound
@@ -61,9 +56,9 @@ type AccountEstimate struct {
 }
 
 // EstimateRun tells, for the spec's accounts, what an export into dir can
-// bill at most, and what the archive knows of the last syncs. userIDs are
-// the accounts' user ids as far as they are known without a request ("" for
-// the others). It reads the state, never X.
+// bill at most, and what the archive's state knows of the last syncs.
+// userIDs are the accounts' user ids known without a request ("" for the
+// others).
 func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, error) {
 	st, err := archive.Load(dir)
 	if err != nil {
@@ -92,7 +87,6 @@ func EstimateRun(src *cqspec.Source, dir string, userIDs []string) (*Estimate, e
 	return e, nil
 }
 
-// fromState fills in what the state knows of the account's lists.
 func (a *AccountEstimate) fromState(st *archive.State) error {
 	a.First = true
 	if a.UserID == "" {

@@ -42,22 +42,18 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Options configure a Run.
 type Options struct {
-	Spec *cqspec.Source
-	Out  string // the output directory; created if missing
-	// Clock for the plugin and the run's time; default the wall clock.
-	Clock     clock.Clock
+	Spec      *cqspec.Source
+	Out       string            // created if missing
+	Clock     clock.Clock       // default the wall clock
 	Transport http.RoundTripper // default http.DefaultTransport
 	// Progress receives progress lines and log messages (stderr); nil
-	// discards them. With Quiet, it receives only a line for each
-	// rate-limit wait of a minute or more.
-	Progress io.Writer
-	// Terminal makes progress redraw its lines in place; otherwise a line
+	// discards them. Terminal redraws the lines in place; otherwise a line
 	// per account is printed every ProgressInterval (0: 10s) and at the end.
+	Progress         io.Writer
 	Terminal         bool
 	ProgressInterval time.Duration
-	Quiet            bool   // prints only errors, and the long rate-limit waits
+	Quiet            bool   // prints only errors, and the rate-limit waits of a minute or more
 	Compression      string // one of pqfile.Codecs; "" is pqfile.DefaultCodec
 	// Step, when set, is called at each step that matters for crash safety
 	// (the kill tests stop the process there).
@@ -66,12 +62,9 @@ type Options struct {
 
 // Run exports once: recovery of an earlier run if needed, then a sync of
 // every account into new Parquet files, committed and published. The error
-// is about the export itself (spec, directory, writing, the sync failing as
-// a whole); accounts that failed are in the Result (Result.Failed) and their
-// state did not advance where their walks failed.
-//
-// ctx ending interrupts the run (Ctrl-C): it reads no more from X, and what
-// it read is committed as any run's is (Result.Interrupted); see stopRun.
+// is about the export itself; accounts that failed are in the Result
+// (Result.Failed), their state not advanced where their walks failed. ctx
+// ending interrupts the run (Ctrl-C): what it read is committed (stopRun).
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Spec == nil || o.Out == "" {
 		return nil, errors.New("export: a spec and an output directory are required")
@@ -122,7 +115,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// run is one export run.
 type run struct {
 	o       Options
 	out     string
@@ -135,16 +127,12 @@ type run struct {
 	// written, by earlier runs (HasEarlier) and by this one.
 	archived map[string]*ids.Set
 	prog     *progress
-	// keys is the plugin's state backend: what it flushes is committed with
-	// the run's files, so nothing reaches the disk before the data it
-	// describes.
-	keys  *runState
-	stop  context.Context // ends the run's reads from X (stopRun)
-	media *store.Store    // DIR/media; nil when the spec stores no media
-	edits []plan.Edit     // what the sync's compliance check reported (Edit)
+	keys     *runState       // committed with the run's files
+	stop     context.Context // ends the run's reads from X (stopRun)
+	media    *store.Store    // DIR/media; nil when the spec stores no media
+	edits    []plan.Edit     // what the sync's compliance check reported (Edit)
 }
 
-// tableWriter stages one table's file.
 type tableWriter struct {
 	table *schema.Table
 	w     *pqfile.Writer
@@ -210,8 +198,6 @@ func (r *run) openMedia() error {
 	return nil
 }
 
-// startPlugin creates and initializes the plugin, with the run's state
-// backend, progress and logger.
 func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	st := newRunState(r)
 	if err := r.loadRecords(ctx, st); err != nil {
@@ -231,9 +217,8 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 
 // loadRecords reads the posts each account's record says earlier runs
 // wrote, whose rows the run drops, once the records of a state of format 1
-// are made from its written ids. With the compliance section, a record that
-// holds no authors (an archive made before the walks recorded them) gets
-// them, and the referenced posts, from the files.
+// are made from its written ids. With the compliance section, a record
+// that holds no authors gets them from the files (seedAuthors).
 func (r *run) loadRecords(ctx context.Context, st *runState) error {
 	for uid, set := range r.state.Written {
 		if err := account.MigrateRecord(ctx, st, uid, set.Numbers()); err != nil {
@@ -260,8 +245,9 @@ func (r *run) loadRecords(ctx context.Context, st *runState) error {
 	return nil
 }
 
-// seedAuthors gives the records that hold no authors those the files say,
-// and the referenced posts.
+// seedAuthors gives the records that hold no authors (an archive made
+// before the walks recorded them) those the files say, and the referenced
+// posts.
 func (r *run) seedAuthors(ctx context.Context, st *runState) error {
 	var due []*account.Session
 	for key := range st.Committed() {
@@ -298,8 +284,7 @@ func (r *run) seedAuthors(ctx context.Context, st *runState) error {
 	return nil
 }
 
-// logger is the plugin's logger: warnings go to the progress output
-// (nothing with Quiet).
+// logger sends the plugin's warnings to the progress output.
 func (r *run) logger() zerolog.Logger {
 	if r.o.Quiet { // the run's error says what failed
 		return zerolog.Nop()
@@ -359,7 +344,6 @@ func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p 
 	return nil
 }
 
-// The run is the sync's destination: it commits the rows with the state.
 var _ xplugin.Destination = (*run)(nil)
 
 func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
@@ -374,10 +358,9 @@ func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 func (*run) RecordRows() int { return 4096 }
 
 // dropReported leaves out the log lines that only repeat a failure the
-// summary and the exit status report: the plugin's, which say so
-// (account.Reported), and the scheduler's of a table resolver that failed,
-// which names the table and the client (an account) it failed for, as the
-// summary does, and no column.
+// summary reports: the plugin's, which say so (account.Reported), and the
+// scheduler's of a table resolver that failed, which name the table and
+// the client, and no column.
 type dropReported struct{ w io.Writer }
 
 func (d dropReported) Write(p []byte) (int, error) {
@@ -389,12 +372,9 @@ func (d dropReported) Write(p []byte) (int, error) {
 	return d.w.Write(p)
 }
 
-// withDeclaredKeys is t with the primary key the table declares. With
-// deterministic_cq_id the scheduler announces tables with _cq_id as their
-// only primary key, for destinations that upsert on it; the files record
-// the table's own key (user_id, post_id for x_bookmarks), as
-// docs/tables/ documents it, whichever the option (_cq_id is then a hash
-// of that key).
+// withDeclaredKeys is t with the primary key the table declares, as
+// docs/tables/ documents it: with deterministic_cq_id the scheduler
+// announces _cq_id as the only primary key, for destinations that upsert.
 func withDeclaredKeys(t *schema.Table) *schema.Table {
 	declared := resources.Tables().FlattenTables().Get(t.Name)
 	if declared == nil {
@@ -409,7 +389,6 @@ func withDeclaredKeys(t *schema.Table) *schema.Table {
 	return out
 }
 
-// handle writes one message of the sync to the staged files.
 func (r *run) handle(m message.SyncMessage) error {
 	switch m := m.(type) {
 	case *message.SyncMigrateTable:
@@ -493,8 +472,7 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
 // its bookmark or the table holds the post's rows already (State.Stray).
-// (Content rows may come before or after their bookmark's row: records of
-// different tables are not ordered.)
+// Records of different tables are not ordered.
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
 		return !r.archived[uid].HasEarlier(postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
@@ -513,24 +491,20 @@ func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 
 // strayLeft is State.Stray but the posts whose bookmark is written now.
 func (r *run) strayLeft() map[string]map[string]*ids.Set {
-	var out map[string]map[string]*ids.Set
+	out := map[string]map[string]*ids.Set{}
 	for table, byUser := range r.state.Stray {
 		left := map[string]*ids.Set{}
 		for uid, set := range byUser {
 			for _, id := range set.IDs() {
-				if r.archived[uid].Has(id) {
-					continue
+				if !r.archived[uid].Has(id) {
+					if left[uid] == nil {
+						left[uid] = &ids.Set{}
+					}
+					left[uid].Add(id)
 				}
-				if left[uid] == nil {
-					left[uid] = &ids.Set{}
-				}
-				left[uid].Add(id)
 			}
 		}
 		if len(left) > 0 {
-			if out == nil {
-				out = map[string]map[string]*ids.Set{}
-			}
 			out[table] = left
 		}
 	}
@@ -545,7 +519,6 @@ func (r *run) writeRows(tw *tableWriter, rec arrow.RecordBatch) error {
 	return nil
 }
 
-// abort removes the run's staging directory: nothing was committed.
 func (r *run) abort() {
 	for _, tw := range r.writers {
 		tw.w.Close()
@@ -555,7 +528,6 @@ func (r *run) abort() {
 	}
 }
 
-// commitAndPublish ends a run whose sync succeeded: stage, commit, publish.
 func (r *run) commitAndPublish() error {
 	next := &archive.State{
 		Keys:    r.keys.Committed(),
@@ -577,15 +549,13 @@ func (r *run) commitAndPublish() error {
 }
 
 // Edit takes the edits of what X's compliance job reported: the run commits
-// them with its files and applies them once those are published
-// (archive.Publish), so a post reported in the run that archived it is
-// edited too, and a run stopped before leaves them to the next command.
+// them with its files and applies them once those are published, so a post
+// reported in the run that archived it is edited too.
 func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
 
-// stage closes (footer, fsync) every file and syncs the staging directory.
-// A table gets a file of no rows only when it has none yet: it tells readers
-// of DIR/<table>/*.parquet its columns. The archive's own tables get theirs
-// beside x_bookmarks. On an error the caller aborts the run.
+// stage closes every file and syncs the staging directory. A table gets a
+// file of no rows only when it has none yet, which tells readers its
+// columns; the archive's own tables get theirs beside x_bookmarks.
 func (r *run) stage() ([]archive.File, error) {
 	for _, t := range archive.Tables() {
 		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
@@ -625,8 +595,7 @@ func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
 	return r.rec.File(name, tw.w.Rows()), true, nil
 }
 
-// publishCommitted publishes the committed run, and adds its files to the
-// result. Nothing is aborted now.
+// publishCommitted publishes the committed run: nothing is aborted now.
 func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
 	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
 		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
@@ -641,7 +610,6 @@ func (r *run) publishCommitted(next *archive.State, files []archive.File) error 
 	return nil
 }
 
-// Program writes the archive's files: the plugin, in its version.
 var Program = archive.Program{Name: xplugin.Name, Version: xplugin.Version}
 
 // TableNames are the tables an archive can hold, in name order: the
@@ -650,12 +618,10 @@ func TableNames() []string {
 	return slices.Sorted(slices.Values(append(resources.Tables().FlattenTables(), archive.Tables()...).TableNames()))
 }
 
-// BookmarkTables are the tables of the bookmarks, as archive.Repair needs them.
 func BookmarkTables() archive.BookmarkTables {
 	return archive.BookmarkTables{Bookmarks: resources.BookmarksTable, Content: resources.Bookmarks().Relations.TableNames()}
 }
 
-// Result is what a run did.
 type Result struct {
 	Out        string
 	RunID      string
@@ -667,10 +633,8 @@ type Result struct {
 	// SyncErrors are the errors the SDK's scheduler reported (a resolver
 	// that failed); the accounts' reports say the same per account.
 	SyncErrors  []string
-	Interrupted bool // committed what it had read
-	// Damaged are the files of earlier runs whose footer the run found
-	// damaged (the run goes on: the state knows what they held).
-	Damaged []archive.DamagedFile
+	Interrupted bool                  // committed what it had read
+	Damaged     []archive.DamagedFile // files of earlier runs whose footer cannot be read
 	// ComplianceRows is how many rows of posts X's compliance job reported
 	// the run redacted or removed (compliance.on_change).
 	ComplianceRows int64
@@ -682,7 +646,6 @@ type Result struct {
 	compliance *compliance.Check // nil when the run checked nothing
 }
 
-// FileResult is one file the run published.
 type FileResult struct {
 	Table string `json:"table"`
 	Path  string `json:"path"`
@@ -690,8 +653,7 @@ type FileResult struct {
 }
 
 // Failed lists the accounts that failed, each as an error naming it.
-func (r *Result) Failed() []error {
-	var out []error
+func (r *Result) Failed() (out []error) {
 	for _, s := range r.sessions {
 		if err := sessionErr(s); err != nil {
 			out = append(out, fmt.Errorf("%s: %w", s.Name(), err))

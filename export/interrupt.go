@@ -13,25 +13,16 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// An export is interrupted (Ctrl-C, SIGTERM: its context ends) by stopping
-// its reads from X, never by cancelling the sync: the SDK's scheduler,
-// whose context ends, drops the rows its batches hold and can block for
-// good sending a batch to a worker that quit. So the API clients are
-// stopped (client.WithStop, with walk.ErrInterrupted as the cause): no
-// request is sent after the stop, the one in flight has pageGrace to
-// arrive, and waits end. Each walk then ends on its own: one that ended
-// before is committed as usual, the one cut off keeps the rows it emitted
-// and is recorded as interrupted (walk.CapStop), and the next run reads its
-// list from the top again. The sync returns with every row it read sent,
-// and the run commits them with the state, as any run does.
+// An export is interrupted by stopping its reads from X, never by
+// cancelling the sync (docs/design/exporter.md).
 
 // pageGrace is how long a page in flight at the interruption has to arrive:
 // X bills it when it sends it, so it is kept if it comes within that time.
 const pageGrace = 5 * time.Second
 
 // stopRun returns the context that ends the run's reads, the function that
-// ends it with a cause, and the one that stops watching ctx: ctx ending
-// interrupts the run, and says so on the progress output.
+// ends it with a cause, and the one that stops watching ctx, whose end
+// interrupts the run.
 func (r *run) stopRun(ctx context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
 	stop, interrupt := context.WithCancelCause(context.Background())
 	unwatch := context.AfterFunc(ctx, func() {
@@ -44,17 +35,13 @@ func (r *run) stopRun(ctx context.Context) (context.Context, context.CancelCause
 }
 
 // CutOff is a walk the interruption cut off: the next run reads its list
-// again from the top.
+// again from the top, and X does not bill again the BilledPosts it read
+// before the stop on the same UTC day.
 type CutOff struct {
-	// List is "bookmarks", "folder ID", or "folders" (the folder list).
-	List string `json:"list"`
-	// BilledPosts the walk read and was billed for before the stop (0: it
-	// had not started). Read again on the same UTC day, X does not bill them
-	// again.
-	BilledPosts int `json:"billed_posts"`
+	List        string `json:"list"` // "bookmarks", "folder ID", or "folders" (the folder list)
+	BilledPosts int    `json:"billed_posts"`
 }
 
-// cutOff lists the session's walks the interruption cut off.
 func cutOff(s *account.Session) []CutOff {
 	if errors.Is(s.Err, walk.ErrInterrupted) {
 		return []CutOff{{List: "every list"}}
@@ -74,8 +61,7 @@ func cutOff(s *account.Session) []CutOff {
 }
 
 // InterruptedLine says what an interrupted run kept and what the next run
-// reads: the lists it reads again from the top, and those the stop left
-// unread.
+// reads.
 func (s *Summary) InterruptedLine() string {
 	var again, unread []string
 	for _, a := range s.Accounts {

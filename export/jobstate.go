@@ -11,13 +11,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 )
 
-// runState is the plugin's state backend during a run. Its keys are
-// committed with the run's files (memstate), except the compliance jobs in
-// progress, which a Flush also writes to DIR/.state at once: a job
-// describes no data of the files (it is X's, with the ids it was given),
-// and a run killed while it runs must find it again, not start another (X
-// runs one job at a time). Everything else on disk stays as the last
-// commit left it.
+// runState is the plugin's state backend during a run: its keys are
+// committed with the run's files, but the compliance jobs in progress,
+// which a Flush writes at once (docs/design/exporter.md).
 type runState struct {
 	*memstate.Store
 	r *run
@@ -51,7 +47,7 @@ func (s *runState) freeze() {
 	s.committed = &archive.State{Keys: maps.Clone(old.Keys), Written: old.Written, Stray: old.Stray, LastRun: old.LastRun}
 }
 
-// Flush commits the staged keys in memory and writes the job keys to disk
+// Flush commits the staged keys in memory, and writes the job keys to disk
 // when a job was created or uploaded.
 func (s *runState) Flush(ctx context.Context) error {
 	if err := s.Store.Flush(ctx); err != nil {
@@ -59,8 +55,6 @@ func (s *runState) Flush(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A job that ended is cleared with the run's commit, with what it
-	// reported: a run killed before then reads its results again.
 	jobs, started := map[string]string{}, false
 	for k, v := range s.Committed() {
 		if isJobKey(k) {

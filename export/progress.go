@@ -1,9 +1,9 @@
 package export
 
 import (
-	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,8 +42,6 @@ type waitInfo struct {
 	until time.Time
 }
 
-const redrawEvery = 250 * time.Millisecond
-
 func newProgress(w io.Writer, terminal, quiet bool, clk clock.Clock, interval time.Duration) *progress {
 	if w == nil {
 		w = io.Discard
@@ -65,7 +63,6 @@ func (p *progress) attach(s *account.Set) {
 // nothing for that long looks hung.
 const longWait = time.Minute
 
-// waitStarted is the API clients' wait hook.
 func (p *progress) waitStarted(userID string, op client.Operation, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -88,10 +85,8 @@ func (p *progress) nameOf(userID string, op client.Operation) string {
 		return "the compliance check"
 	}
 	if p.set != nil {
-		for _, s := range p.set.Sessions {
-			if s.UserID == userID {
-				return s.Name()
-			}
+		if i := slices.IndexFunc(p.set.Sessions, func(s *account.Session) bool { return s.UserID == userID }); i >= 0 {
+			return p.set.Sessions[i].Name()
 		}
 	}
 	return "user " + userID
@@ -110,7 +105,7 @@ func (p *progress) start() {
 	p.stopCh, p.done = make(chan struct{}), make(chan struct{})
 	every := p.interval
 	if p.terminal {
-		every = redrawEvery
+		every = 250 * time.Millisecond
 	}
 	go func() {
 		defer close(p.done)
@@ -129,8 +124,8 @@ func (p *progress) start() {
 	}()
 }
 
-// stop draws the final lines.
 func (p *progress) stop() {
+
 	if p.quiet || p.stopCh == nil {
 		return
 	}
@@ -192,24 +187,25 @@ func (p *progress) draw() {
 	if len(lines) == 0 {
 		return
 	}
-	var b strings.Builder
+	text := strings.Join(lines, "\n")
 	if p.terminal {
-		p.clear(&b)
-		b.WriteString(strings.Join(lines, "\n"))
+		text = p.clear() + text
 		p.drawn = len(lines)
 	} else {
-		b.WriteString(strings.Join(lines, "\n") + "\n")
+		text += "\n"
 	}
-	io.WriteString(p.w, b.String())
+	io.WriteString(p.w, text)
 }
 
-// clear erases the lines drawn on a terminal and leaves the cursor at the
-// start of the first. Called with p.mu held.
-func (p *progress) clear(b *strings.Builder) {
-	if p.drawn > 0 {
-		b.WriteString("\r\x1b[2K" + strings.Repeat("\x1b[1A\x1b[2K", p.drawn-1))
-		p.drawn = 0
+// clear returns what erases the lines drawn on a terminal and leaves the
+// cursor at the start of the first. Called with p.mu held.
+func (p *progress) clear() string {
+	if p.drawn == 0 {
+		return ""
 	}
+	n := p.drawn
+	p.drawn = 0
+	return "\r\x1b[2K" + strings.Repeat("\x1b[1A\x1b[2K", n-1)
 }
 
 // logWriter returns a writer for log lines that keeps the progress lines
@@ -222,16 +218,12 @@ func (l logWriter) Write(b []byte) (int, error) {
 	p := l.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var sb strings.Builder
 	redraw := p.terminal && p.drawn > 0
-	if redraw {
-		p.clear(&sb)
+	text := p.clear() + string(b)
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
 	}
-	sb.Write(b)
-	if !bytes.HasSuffix(b, []byte("\n")) {
-		sb.WriteString("\n")
-	}
-	io.WriteString(p.w, sb.String())
+	io.WriteString(p.w, text)
 	if redraw {
 		p.draw()
 	}

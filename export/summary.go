@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,23 +33,19 @@ type Summary struct {
 	Recovered  *archive.Recovery `json:"recovered,omitempty"`
 	Files      []FileResult      `json:"files"`
 	Accounts   []AccountSum      `json:"accounts"`
-	// Compliance is the run's check of the archive; nil when it ran none
-	// (no compliance section, or x_post_compliance not selected).
-	Compliance *ComplianceSum `json:"compliance,omitempty"`
+	Compliance *ComplianceSum    `json:"compliance,omitempty"` // nil when the run checked nothing
 	// Totals add up the accounts, and the compliance check's requests.
 	Totals     Totals   `json:"totals"`
 	SyncErrors []string `json:"sync_errors,omitempty"`
 	// Interrupted: the run was interrupted and committed what it had read
-	// (see InterruptedLine); MediaFilesLeft media files it had to try were
-	// not, which the next run tries.
+	// (InterruptedLine); MediaFilesLeft media files it had to try were not.
 	Interrupted    bool `json:"interrupted,omitempty"`
 	MediaFilesLeft int  `json:"media_files_left,omitempty"`
-	// Damaged are files of earlier runs whose footer cannot be read (see
-	// DamagedFile.Describe); the run is not OK.
+	// Damaged are files of earlier runs whose footer cannot be read; the
+	// run is not OK.
 	Damaged []archive.DamagedFile `json:"damaged_files,omitempty"`
 }
 
-// AccountSum is one account.
 type AccountSum struct {
 	Account string `json:"account"` // accounts[i]
 	UserID  string `json:"user_id"`
@@ -56,21 +53,18 @@ type AccountSum struct {
 	// Error is what went wrong, each problem once, joined by "; " (see
 	// plugin.AccountFailure): a problem of one table starts with its name.
 	Error string `json:"error,omitempty"`
-	// FailedTables are the tables of the account that failed (a walk that
-	// fills it did not end cleanly); the others were done.
+	// FailedTables are the tables of the account a walk that fills them
+	// did not end cleanly; the others were done.
 	FailedTables []string `json:"failed_tables,omitempty"`
 	Totals
-	Operations []OperationSum `json:"operations"`
-	// Interrupted are the walks the interruption cut off.
-	Interrupted []CutOff `json:"interrupted,omitempty"`
+	Operations  []OperationSum `json:"operations"`
+	Interrupted []CutOff       `json:"interrupted,omitempty"`
 
 	problems []string
 	name     string // accounts[i] (user ID)
-	// doneSome: a table of the account was done, or rows of it written.
-	doneSome bool
+	doneSome bool   // a table of the account was done, or rows of it written
 }
 
-// Totals add up operations (or accounts).
 type Totals struct {
 	// NewPosts are the bookmarks the walks found new, and NewFolderEntries
 	// the folder entries; BookmarksWritten the x_bookmarks rows written,
@@ -90,8 +84,7 @@ type Totals struct {
 	// recorded missing in its table.
 	IncludesMissing int `json:"includes_missing"`
 	// MediaFilesStored are the media files the run found stored (fetched
-	// now or before), of which MediaBytesFetched bytes it downloaded; X
-	// bills none of it.
+	// now or before), of which MediaBytesFetched bytes it downloaded.
 	MediaFilesStored  int   `json:"media_files_stored,omitempty"`
 	MediaBytesFetched int64 `json:"media_bytes_fetched,omitempty"`
 }
@@ -104,11 +97,9 @@ type ComplianceSum struct {
 	UserID  string `json:"user_id"` // "app"
 	OK      bool   `json:"ok"`
 	// Error is why the check did not finish; its posts are checked at the
-	// next run.
-	Error string `json:"error,omitempty"`
-	// Interrupted: the run's interruption stopped the check, which the next
-	// run resumes (a job in progress is polled again, not created again).
-	Interrupted bool `json:"interrupted,omitempty"`
+	// next run, which resumes an Interrupted one.
+	Error       string `json:"error,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
 	// RowsChanged are the rows of the posts X reported that the run
 	// redacted or removed in the files (compliance.on_change).
 	RowsChanged int64          `json:"rows_changed,omitempty"`
@@ -116,7 +107,6 @@ type ComplianceSum struct {
 	Operations  []OperationSum `json:"operations"`
 }
 
-// OperationSum is one row of x_api_usage.
 type OperationSum struct {
 	Operation       string  `json:"operation"`
 	Requests        int     `json:"requests"`
@@ -144,6 +134,7 @@ func (r *Result) Summary() *Summary {
 	s := &Summary{
 		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
+		Accounts: make([]AccountSum, 0, len(r.sessions)),
 	}
 	if s.Files == nil {
 		s.Files = []FileResult{}
@@ -169,26 +160,14 @@ func (r *Result) Summary() *Summary {
 		a.BookmarksWritten = r.rows[sess.UserID]
 		a.doneSome = len(done) > 0 || a.BookmarksWritten > 0
 		a.AlreadyArchived = r.skip[sess.UserID]
+		s.Totals.BookmarksWritten += a.BookmarksWritten
+		s.Totals.AlreadyArchived += a.AlreadyArchived
 		for _, u := range resources.UsageRows(sess) {
 			a.Operations = append(a.Operations, operationSum(u))
-			if u.Operation == string(client.OpGetFolder) {
-				a.NewFolderEntries += u.NewPosts
-			} else {
-				a.NewPosts += u.NewPosts
-			}
-			a.PostsBilled += u.PostsBilled
-			a.UsersBilled += u.UsersBilled
-			a.EstimatedUSD += u.EstimatedUSD
-			a.Requests += u.Requests
-			a.IncludesMissing += u.IncludesMissing
-			a.MediaFilesStored += u.FilesStored
-			a.MediaBytesFetched += u.BytesFetched
+			a.Totals.add(u)
+			s.Totals.add(u)
 		}
-		s.Totals.add(a.Totals)
 		s.Accounts = append(s.Accounts, a)
-	}
-	if s.Accounts == nil {
-		s.Accounts = []AccountSum{}
 	}
 	if r.compliance != nil {
 		s.Compliance = complianceSum(r.compliance)
@@ -199,7 +178,6 @@ func (r *Result) Summary() *Summary {
 	return s
 }
 
-// operationSum is one row of x_api_usage in the summary.
 func operationSum(u *resources.Usage) OperationSum {
 	return OperationSum{
 		Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
@@ -228,21 +206,24 @@ func complianceSum(c *compliance.Check) *ComplianceSum {
 	return cs
 }
 
-func (t *Totals) add(o Totals) {
-	t.NewPosts += o.NewPosts
-	t.NewFolderEntries += o.NewFolderEntries
-	t.BookmarksWritten += o.BookmarksWritten
-	t.AlreadyArchived += o.AlreadyArchived
-	t.PostsBilled += o.PostsBilled
-	t.UsersBilled += o.UsersBilled
-	t.EstimatedUSD += o.EstimatedUSD
-	t.Requests += o.Requests
-	t.IncludesMissing += o.IncludesMissing
-	t.MediaFilesStored += o.MediaFilesStored
-	t.MediaBytesFetched += o.MediaBytesFetched
+// add counts a row of x_api_usage: its new posts are new folder entries
+// when it is a folder's.
+func (t *Totals) add(u *resources.Usage) {
+	if u.Operation == string(client.OpGetFolder) {
+		t.NewFolderEntries += u.NewPosts
+	} else {
+		t.NewPosts += u.NewPosts
+	}
+	t.PostsBilled += u.PostsBilled
+	t.UsersBilled += u.UsersBilled
+	t.EstimatedUSD += u.EstimatedUSD
+	t.Requests += u.Requests
+	t.IncludesMissing += u.IncludesMissing
+	t.MediaFilesStored += u.FilesStored
+	t.MediaBytesFetched += u.BytesFetched
 }
 
-// ReadFor returns the posts one operation read, summed over accounts.
+// ReadFor is the posts one operation read, summed over accounts.
 func (s *Summary) ReadFor(op client.Operation) int {
 	n := 0
 	for _, a := range s.Accounts {
@@ -255,7 +236,6 @@ func (s *Summary) ReadFor(op client.Operation) int {
 	return n
 }
 
-// WriteJSON prints the summary as indented JSON.
 func (s *Summary) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -266,7 +246,6 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 // then the compliance check's operations, the totals (whose new posts are
 // the bookmarks found: the folder entries are told apart) and the files
 // written.
-// The USD is what the posts and users billed cost at the spec's rates.
 func (s *Summary) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "account\tuser\toperation\tnew posts\tbilled posts\tbilled users\test. USD\trequests\twalks\t")
@@ -291,7 +270,6 @@ func (s *Summary) WriteText(w io.Writer) {
 		fmt.Fprintf(w, " (%s already in the archive and not written again)", plural.Count(t.AlreadyArchived, "post read was", "posts read were"))
 	}
 	if t.NewFolderEntries > 0 {
-		// The total's new posts are bookmarks; the folder rows' are entries.
 		fmt.Fprintf(w, "; new folder entries: %d", t.NewFolderEntries)
 	}
 	fmt.Fprintln(w)
@@ -338,8 +316,8 @@ func (s *Summary) WriteText(w io.Writer) {
 	}
 }
 
-// writeOperations writes a line per operation of an account (or of the
-// compliance check).
+// writeOperations writes a line per operation of an account, or of the
+// compliance check.
 func writeOperations(tw io.Writer, account, user string, ops []OperationSum) {
 	for _, o := range ops {
 		walks := o.WalkOutcomes
@@ -354,7 +332,6 @@ func writeOperations(tw io.Writer, account, user string, ops []OperationSum) {
 	}
 }
 
-// Failure tells what went wrong with the compliance check.
 func (c *ComplianceSum) Failure() string {
 	return "FAILED compliance check: " + c.Error
 }
@@ -411,12 +388,10 @@ func (s *Summary) FailureLines() []string {
 	return lines
 }
 
-// InPart reports whether a failed account got some of its tables done or
-// some rows written.
+// InPart reports whether a failed account got something done.
 func (a AccountSum) InPart() bool { return !a.OK && a.doneSome }
 
-// NothingDone reports whether no account got anything done: each failed,
-// none with a table done or a row written.
+// NothingDone reports whether no account got anything done.
 func (s *Summary) NothingDone() bool {
 	for _, a := range s.Accounts {
 		if a.OK || a.doneSome {
@@ -426,7 +401,6 @@ func (s *Summary) NothingDone() bool {
 	return len(s.Accounts) > 0
 }
 
-// displayName is accounts[i] (user ID).
 func (a AccountSum) displayName() string {
 	if a.name == "" {
 		return a.Account
@@ -434,13 +408,6 @@ func (a AccountSum) displayName() string {
 	return a.name
 }
 
-// Failed returns the accounts that failed.
 func (s *Summary) Failed() []AccountSum {
-	var out []AccountSum
-	for _, a := range s.Accounts {
-		if !a.OK {
-			out = append(out, a)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(s.Accounts), func(a AccountSum) bool { return a.OK })
 }

@@ -24,7 +24,6 @@ var Codecs = map[string]compress.Compression{
 // zstd makes smaller files (docs/parquet.md).
 const DefaultCodec = "snappy"
 
-// ParseCodec returns the codec named name ("" is DefaultCodec).
 func ParseCodec(name string) (compress.Compression, error) {
 	if name == "" {
 		name = DefaultCodec

@@ -8,6 +8,7 @@ package pqfile
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -32,21 +33,22 @@ const (
 	MetadataSyncTime      = "cq:sync_time" // RFC 3339, UTC
 )
 
-type columnKind int
+// columnKind is how a column is written: as it is, or the text of its
+// JSON or UUID values.
+type columnKind string
 
 const (
-	asIs columnKind = iota
-	jsonToString
-	uuidToString
+	asIs         columnKind = ""
+	jsonToString columnKind = "JSON"
+	uuidToString columnKind = "UUID"
 )
 
 // converter turns the records of one table into the records written.
 type converter struct {
-	table *schema.Table
-	out   *arrow.Schema
-	kinds []columnKind
-	// the values of the CLI's columns, the same in every row
-	syncTime, sourceName scalar.Scalar
+	table                *schema.Table
+	out                  *arrow.Schema
+	kinds                []columnKind
+	syncTime, sourceName scalar.Scalar // the CLI's columns, the same in every row
 }
 
 // newConverter prepares the conversion of table's records; extra is added
@@ -63,9 +65,7 @@ func newConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 	md[MetadataPrimaryKeys] = strings.Join(pks, ",")
 	md[MetadataSourceName] = sourceName
 	md[MetadataSyncTime] = syncTime.UTC().Format(time.RFC3339Nano)
-	for k, v := range extra {
-		md[k] = v
-	}
+	maps.Copy(md, extra)
 	ts, err := arrow.TimestampFromTime(syncTime, arrow.Microsecond)
 	if err != nil {
 		return nil, err
@@ -151,26 +151,24 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	}
 	for i, kind := range c.kinds {
 		col := rec.Column(i)
+		ext, ok := col.(array.ExtensionArray)
+		if kind != asIs && !ok {
+			return nil, fmt.Errorf("table %s, column %s: want a %s array, got %s", c.table.Name, rec.ColumnName(i), kind, col.DataType())
+
+		}
 		switch kind {
 		case asIs:
 			col.Retain()
 			cols = append(cols, col)
 		case jsonToString:
-			ext, ok := col.(array.ExtensionArray)
-			if !ok {
-				return nil, fmt.Errorf("table %s, column %s: want a JSON array, got %s", c.table.Name, rec.ColumnName(i), col.DataType())
-			}
 			storage := ext.Storage().Data()
 			// Binary and String share their layout: same buffers, string type.
 			str := array.NewData(arrow.BinaryTypes.String, storage.Len(), storage.Buffers(), nil, storage.NullN(), storage.Offset())
 			cols = append(cols, array.MakeFromData(str))
 			str.Release()
 		case uuidToString:
-			ext, ok := col.(array.ExtensionArray)
-			if !ok {
-				return nil, fmt.Errorf("table %s, column %s: want a UUID array, got %s", c.table.Name, rec.ColumnName(i), col.DataType())
-			}
-			cols = append(cols, uuidStrings(memory.DefaultAllocator, ext.Storage().(*array.FixedSizeBinary)))
+			cols = append(cols,
+				uuidStrings(memory.DefaultAllocator, ext.Storage().(*array.FixedSizeBinary)))
 		}
 	}
 	return array.NewRecordBatch(c.out, cols, int64(n)), nil

@@ -22,13 +22,10 @@ const readBatchRows = 4096
 // path, in row order. columns names the top-level columns to read (nil
 // reads them all); the batches hold them in the file's order, and a named
 // column the file lacks is absent from them. A batch is released once
-// batch returns: batch retains what it keeps.
-//
-// Every error, batch's own too, is an *fs.PathError naming the file.
+// batch returns: batch retains what it keeps. Every error, batch's own
+// too, is an *fs.PathError naming the file.
 func ReadRecords(ctx context.Context, path string, columns []string, batch func(arrow.RecordBatch) error) error {
-	// Opened here, not with file.OpenParquetFile, which leaves the file
-	// open when it is not Parquet.
-	f, err := os.Open(path)
+	f, err := os.Open(path) // not file.OpenParquetFile, which leaves a file that is not Parquet open
 	if err != nil {
 		return err
 	}
@@ -63,8 +60,8 @@ func ReadFile(ctx context.Context, f *os.File, columns []string, batch func(arro
 }
 
 // ReadSchema returns the Arrow schema (with the file's metadata) and the
-// row count of the Parquet file at path, read from its footer. Its errors
-// are *fs.PathError naming the file.
+// row count of the Parquet file at path, from its footer; its errors are
+// ReadRecords's.
 func ReadSchema(path string) (*arrow.Schema, int64, error) {
 	var sc *arrow.Schema
 	var rows int64
@@ -82,7 +79,7 @@ func ReadSchema(path string) (*arrow.Schema, int64, error) {
 	return sc, rows, err
 }
 
-// withReader calls read with a reader of the Parquet file f, and names the
+// withReader calls read with a reader of the Parquet file f, naming the
 // file in any error.
 func withReader(f *os.File, read func(*pqarrow.FileReader) error) error {
 	pr, err := file.NewParquetReader(f)
@@ -99,7 +96,6 @@ func withReader(f *os.File, read func(*pqarrow.FileReader) error) error {
 	return nil
 }
 
-// leavesOf returns the leaf columns of the top-level columns named.
 func leavesOf(sc *pqschema.Schema, columns []string) []int {
 	var leaves []int
 	for i := range sc.NumColumns() {

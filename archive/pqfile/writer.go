@@ -16,10 +16,8 @@ import (
 // Options describe a file: what its rows are (the table comes to Create)
 // and how it is encoded.
 type Options struct {
-	// SyncTime and SourceName fill the _cq_sync_time and _cq_source_name
-	// columns of every row.
-	SyncTime     time.Time
-	SourceName   string
+	SyncTime     time.Time         // of every row's _cq_sync_time
+	SourceName   string            // of every row's _cq_source_name
 	Metadata     map[string]string // added to the schema metadata
 	Codec        string            // one of Codecs; "" is DefaultCodec
 	CreatedBy    string
@@ -30,8 +28,7 @@ type Options struct {
 // in memory, encoded, until it is full (docs/benchmarks.md).
 const DefaultRowGroupRows = 16384
 
-// Writer writes one table's rows, as the SDK's records of the table, to a
-// Parquet file with pqarrow.
+// Writer writes one table's rows to a Parquet file with pqarrow.
 type Writer struct {
 	conv *converter
 	f    *os.File
@@ -85,7 +82,6 @@ func CreateWritten(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 	return w, nil
 }
 
-// writerProperties are the Parquet properties of every file.
 func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, error) {
 	codec, err := ParseCodec(o.Codec)
 	if err != nil {
@@ -115,9 +111,8 @@ func writerProperties(sc *arrow.Schema, o Options) (*parquet.WriterProperties, e
 	return parquet.NewWriterProperties(props...), nil
 }
 
-// Write adds the rows of rec, a record of the table (as the SDK's scheduler
-// sends them), to the row group being written; a full row group is written
-// out and the next begun.
+// Write adds the rows of rec, a record of the table, to the row group
+// being written.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if w.err != nil {
 		return w.err
@@ -143,9 +138,9 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 
 func (w *Writer) Rows() int64 { return w.rows }
 
-// Close writes the last row group and the footer, syncs the file to disk
-// and closes it. After an error (of Close, or of a Write before) the file is
-// incomplete: its caller removes it.
+// Close writes the last row group and the footer, syncs the file and
+// closes it. After an error (of Close or a Write) the file is incomplete:
+// its caller removes it.
 func (w *Writer) Close() error {
 	if w.done {
 		return w.err

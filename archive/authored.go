@@ -17,8 +17,8 @@ func ReadAuthored(out, table, postColumn string) (map[string][]archived.Post, er
 	}
 	defer snap.Close()
 	into := map[string][]archived.Post{}
-	err = snap.ReadRows(table, []string{"user_id", postColumn, "author_id", "created_at"}, nil, func(c Cols, i int) {
-		if c["created_at"].IsValid(i) {
+	err = snap.ReadRows(table, []string{"user_id", postColumn, "author_id", "created_at"}, nil, func(c *Cols, i int) {
+		if !c.Time("created_at", i).IsZero() {
 			uid := c.Str("user_id", i)
 			into[uid] = append(into[uid], archived.Post{ID: c.Str(postColumn, i), AuthorID: c.Str("author_id", i)})
 		}

@@ -322,7 +322,7 @@ func hashFile(path string) (string, error) {
 func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
-	rep.readWhole(snap, mediaFilesTable, columns, nil, func(c Cols, i int) {
+	rep.readWhole(snap, mediaFilesTable, columns, nil, func(c *Cols, i int) {
 		id := mediaID{c.Str("user_id", i), c.Str("post_id", i), c.Str("media_key", i), c.Str("url", i)}
 		r := mediaRow{status: media.Status(c.Str("status", i)), fileKey: c.Str("file_key", i), size: -1, at: c.Time("checked_at", i)}
 		if size, ok := c.Int("size", i); ok {

@@ -219,16 +219,16 @@ func Column[T arrow.Array](rec arrow.RecordBatch, name string) (col T, ok bool) 
 // ReadRows calls row with each row of the files of table, as Read reads
 // them: want names the columns every file must have, optional those a file
 // may lack.
-func (s *Snapshot) ReadRows(table string, want, optional []string, row func(c Cols, i int)) error {
+func (s *Snapshot) ReadRows(table string, want, optional []string, row func(c *Cols, i int)) error {
 	return s.Read(table, slices.Concat(want, optional), rowsOf(want, optional, row))
 }
 
-func rowsOf(want, optional []string, row func(c Cols, i int)) func(arrow.RecordBatch) error {
+func rowsOf(want, optional []string, row func(c *Cols, i int)) func(arrow.RecordBatch) error {
 	return func(rec arrow.RecordBatch) error {
-		c := Cols{}
+		c := &Cols{cols: map[string]arrow.Array{}}
 		for _, name := range slices.Concat(want, optional) {
 			if col, ok := Column[arrow.Array](rec, name); ok {
-				c[name] = col
+				c.cols[name] = col
 			} else if slices.Contains(want, name) {
 				return fmt.Errorf("it has no column %s", name)
 			}
@@ -236,30 +236,37 @@ func rowsOf(want, optional []string, row func(c Cols, i int)) func(arrow.RecordB
 		for i := range int(rec.NumRows()) {
 			row(c, i)
 		}
-		return nil
+		return c.err
 	}
 }
 
 // Cols are a batch's columns by name. Their values are zero when null or
-// absent; Time and Int's too when of another type.
-type Cols map[string]arrow.Array
+// absent; a column of another type than its reader's makes the batch's
+// read fail.
+type Cols struct {
+	cols map[string]arrow.Array
+	err  error
+}
 
 // Str is the string at row i of the named column (the text of a value of
 // another type), copied out of the batch.
-func (c Cols) Str(name string, i int) string { return strings.Clone(c.Raw(name, i)) }
+func (c *Cols) Str(name string, i int) string { return strings.Clone(c.Raw(name, i)) }
 
 // Raw is Str in the batch's memory, to look up, not to keep.
-func (c Cols) Raw(name string, i int) string {
-	if s, ok := c[name].(*array.String); ok && s.IsValid(i) {
+func (c *Cols) Raw(name string, i int) string {
+	if s, ok := c.cols[name].(*array.String); ok && s.IsValid(i) {
 		return s.Value(i)
-	} else if a := c[name]; !ok && a != nil && a.IsValid(i) {
+	} else if a := c.cols[name]; !ok && a != nil && a.IsValid(i) {
 		return a.ValueStr(i)
 	}
 	return ""
 }
 
-func (c Cols) Time(name string, i int) time.Time {
-	if t, ok := c[name].(*array.Timestamp); ok && t.IsValid(i) {
+func (c *Cols) Time(name string, i int) time.Time {
+	t, ok := c.cols[name].(*array.Timestamp)
+	if !ok {
+		c.wrongType(name, "a timestamp")
+	} else if t.IsValid(i) {
 		return t.Value(i).ToTime(t.DataType().(*arrow.TimestampType).Unit)
 	}
 	return time.Time{}
@@ -267,9 +274,21 @@ func (c Cols) Time(name string, i int) time.Time {
 
 // Int is the integer at row i of the named column; ok is false when there
 // is none.
-func (c Cols) Int(name string, i int) (n int64, ok bool) {
-	if a, ok := c[name].(*array.Int64); ok && a.IsValid(i) {
+func (c *Cols) Int(name string, i int) (n int64, ok bool) {
+	a, ok := c.cols[name].(*array.Int64)
+	if !ok {
+		c.wrongType(name, "int64")
+	}
+	if ok && a.IsValid(i) {
 		return a.Value(i), true
 	}
 	return 0, false
+}
+
+// wrongType records that the column name, if the batch has it, is not of
+// the type want.
+func (c *Cols) wrongType(name, want string) {
+	if a := c.cols[name]; a != nil && c.err == nil {
+		c.err = fmt.Errorf("its column %s is of type %s, not %s", name, a.DataType(), want)
+	}
 }

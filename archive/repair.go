@@ -386,7 +386,7 @@ func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map
 // readKeys calls add with the (user_id, post_id) of every row of the
 // table's files that read whole, and returns how many did.
 func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, postID string)) int {
-	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, nil, func(c Cols, i int) {
+	return rep.readWhole(snap, table, []string{"user_id", "post_id"}, nil, func(c *Cols, i int) {
 		add(c.Str("user_id", i), c.Str("post_id", i))
 	})
 }
@@ -394,7 +394,7 @@ func (rep *RepairReport) readKeys(snap *Snapshot, table string, add func(uid, po
 // readWhole calls row with the rows of each file of table in snap once the
 // file has read whole (ReadRows), and returns how many did. A file that
 // does not is damaged, and adds no row.
-func (rep *RepairReport) readWhole(snap *Snapshot, table string, want, optional []string, row func(c Cols, i int)) int {
+func (rep *RepairReport) readWhole(snap *Snapshot, table string, want, optional []string, row func(c *Cols, i int)) int {
 	var batches []arrow.RecordBatch
 	whole := 0
 	rows := rowsOf(want, optional, row)

@@ -121,13 +121,13 @@ type loader struct {
 type key struct{ userID, postID string }
 
 // bookmarkOf is the bookmark of row i (nil when none was read).
-func (l *loader) bookmarkOf(c archive.Cols, i int) *bookmark {
+func (l *loader) bookmarkOf(c *archive.Cols, i int) *bookmark {
 	return l.byKey[key{c.Raw("user_id", i), c.Raw("post_id", i)}]
 }
 
 func (l *loader) bookmarks() error {
 	return l.snap.ReadRows("x_bookmarks", []string{"user_id", "post_id", "first_seen_at"},
-		[]string{"text", "full_text", "created_at", "article_title", "article_text", "found_position"}, func(c archive.Cols, i int) {
+		[]string{"text", "full_text", "created_at", "article_title", "article_text", "found_position"}, func(c *archive.Cols, i int) {
 			b := &bookmark{UserID: c.Str("user_id", i), PostID: c.Str("post_id", i), Text: c.Str("full_text", i),
 				Created: c.Time("created_at", i), Found: c.Time("first_seen_at", i), position: 1<<63 - 1,
 				ArticleTitle: c.Str("article_title", i), ArticleText: c.Str("article_text", i)}
@@ -143,7 +143,7 @@ func (l *loader) bookmarks() error {
 }
 
 func (l *loader) authors() error {
-	return l.snap.ReadRows("x_bookmark_authors", []string{"user_id", "post_id", "username", "name"}, nil, func(c archive.Cols, i int) {
+	return l.snap.ReadRows("x_bookmark_authors", []string{"user_id", "post_id", "username", "name"}, nil, func(c *archive.Cols, i int) {
 		if b := l.bookmarkOf(c, i); b != nil {
 			b.AuthorUsername, b.AuthorName = c.Str("username", i), c.Str("name", i)
 		}
@@ -151,7 +151,7 @@ func (l *loader) authors() error {
 }
 
 func (l *loader) media() error {
-	return l.snap.ReadRows("x_bookmark_media", []string{"user_id", "post_id", "media_key"}, []string{"position", "type", "alt_text"}, func(c archive.Cols, i int) {
+	return l.snap.ReadRows("x_bookmark_media", []string{"user_id", "post_id", "media_key"}, []string{"position", "type", "alt_text"}, func(c *archive.Cols, i int) {
 		if b := l.bookmarkOf(c, i); b != nil {
 			m := media{key: c.Str("media_key", i), Type: c.Str("type", i), Alt: c.Str("alt_text", i)}
 			m.position, _ = c.Int("position", i)
@@ -162,7 +162,7 @@ func (l *loader) media() error {
 
 func (l *loader) referenced() error {
 	return l.snap.ReadRows("x_bookmark_referenced_posts", []string{"user_id", "post_id", "referenced_post_id", "type"},
-		[]string{"text", "full_text", "created_at", "author_username", "article_title", "error"}, func(c archive.Cols, i int) {
+		[]string{"text", "full_text", "created_at", "author_username", "article_title", "error"}, func(c *archive.Cols, i int) {
 			if b := l.bookmarkOf(c, i); b != nil {
 				r := &referenced{Type: c.Str("type", i), PostID: c.Str("referenced_post_id", i), Text: c.Str("full_text", i),
 					Created: c.Time("created_at", i), AuthorUsername: c.Str("author_username", i), ArticleTitle: c.Str("article_title", i), Error: c.Str("error", i)}
@@ -177,7 +177,7 @@ func (l *loader) referenced() error {
 // mediaFiles attaches the stored files to the media of the bookmarks and
 // of the posts they reference.
 func (l *loader) mediaFiles() error {
-	return l.snap.ReadRows("x_media_files", []string{"user_id", "post_id", "media_key", "status", "file_key"}, []string{"media_post_id", "media_type", "file"}, func(c archive.Cols, i int) {
+	return l.snap.ReadRows("x_media_files", []string{"user_id", "post_id", "media_key", "status", "file_key"}, []string{"media_post_id", "media_type", "file"}, func(c *archive.Cols, i int) {
 		b := l.bookmarkOf(c, i)
 		if b == nil || c.Raw("status", i) != "stored" {
 			return
@@ -213,7 +213,7 @@ func (l *loader) mediaFiles() error {
 func (l *loader) folders() error {
 	latest := map[string]time.Time{} // by user id
 	names := map[string]map[string]string{}
-	err := l.snap.ReadRows("x_bookmark_folders", []string{"user_id", "folder_id", "name", "_cq_sync_time"}, nil, func(c archive.Cols, i int) {
+	err := l.snap.ReadRows("x_bookmark_folders", []string{"user_id", "folder_id", "name", "_cq_sync_time"}, nil, func(c *archive.Cols, i int) {
 		uid, at := c.Str("user_id", i), c.Time("_cq_sync_time", i)
 		if at.Before(latest[uid]) {
 			return
@@ -232,7 +232,7 @@ func (l *loader) folders() error {
 		}
 		slices.SortFunc(l.lib.folders[uid], func(a, b folder) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
 	}
-	return l.snap.ReadRows("x_bookmark_folder_posts", []string{"user_id", "folder_id", "post_id", "_cq_sync_time"}, nil, func(c archive.Cols, i int) {
+	return l.snap.ReadRows("x_bookmark_folder_posts", []string{"user_id", "folder_id", "post_id", "_cq_sync_time"}, nil, func(c *archive.Cols, i int) {
 		uid, fid := c.Raw("user_id", i), c.Raw("folder_id", i)
 		b := l.bookmarkOf(c, i)
 		if _, known := names[uid][fid]; b == nil || !known || !c.Time("_cq_sync_time", i).Equal(latest[uid]) {
@@ -251,7 +251,7 @@ func (l *loader) folders() error {
 func (l *loader) compliance() error {
 	heard := map[key]time.Time{}
 	l.reports = map[key]*withdrawal{}
-	return l.snap.ReadRows("x_post_compliance", []string{"user_id", "post_id", "checked_at"}, []string{"action", "reason", "redacted_at"}, func(c archive.Cols, i int) {
+	return l.snap.ReadRows("x_post_compliance", []string{"user_id", "post_id", "checked_at"}, []string{"action", "reason", "redacted_at"}, func(c *archive.Cols, i int) {
 		k, at := key{c.Str("user_id", i), c.Str("post_id", i)}, c.Time("checked_at", i)
 		if prev, ok := heard[k]; ok && prev.After(at) {
 			return

@@ -134,7 +134,8 @@ func (r *Result) Summary() *Summary {
 	s := &Summary{
 		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
-		Accounts: make([]AccountSum, 0, len(r.sessions)),
+		SyncErrors: r.SyncErrors,
+		Accounts:   make([]AccountSum, 0, len(r.sessions)),
 	}
 	if s.Files == nil {
 		s.Files = []FileResult{}

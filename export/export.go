@@ -401,7 +401,7 @@ func (r *run) handle(m message.SyncMessage) error {
 		}
 		return r.write(tw, m.Record)
 	case *message.SyncError:
-		r.res.SyncErrors = append(r.res.SyncErrors, fmt.Sprintf("%s: %s", m.TableName, m.Error))
+		// A resolver that failed: the accounts' reports say so, per account.
 	}
 	return nil
 }
@@ -623,16 +623,13 @@ func BookmarkTables() archive.BookmarkTables {
 }
 
 type Result struct {
-	Out        string
-	RunID      string
-	RunTime    time.Time
-	StartedAt  time.Time
-	FinishedAt time.Time
-	Files      []FileResult
-	Recovered  *archive.Recovery
-	// SyncErrors are the errors the SDK's scheduler reported (a resolver
-	// that failed); the accounts' reports say the same per account.
-	SyncErrors  []string
+	Out         string
+	RunID       string
+	RunTime     time.Time
+	StartedAt   time.Time
+	FinishedAt  time.Time
+	Files       []FileResult
+	Recovered   *archive.Recovery
 	Interrupted bool                  // committed what it had read
 	Damaged     []archive.DamagedFile // files of earlier runs whose footer cannot be read
 	// ComplianceRows is how many rows of posts X's compliance job reported

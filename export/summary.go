@@ -35,8 +35,7 @@ type Summary struct {
 	Accounts   []AccountSum      `json:"accounts"`
 	Compliance *ComplianceSum    `json:"compliance,omitempty"` // nil when the run checked nothing
 	// Totals add up the accounts, and the compliance check's requests.
-	Totals     Totals   `json:"totals"`
-	SyncErrors []string `json:"sync_errors,omitempty"`
+	Totals Totals `json:"totals"`
 	// Interrupted: the run was interrupted and committed what it had read
 	// (InterruptedLine); MediaFilesLeft media files it had to try were not.
 	Interrupted    bool `json:"interrupted,omitempty"`
@@ -134,8 +133,7 @@ func (r *Result) Summary() *Summary {
 	s := &Summary{
 		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
 		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
-		SyncErrors: r.SyncErrors,
-		Accounts:   make([]AccountSum, 0, len(r.sessions)),
+		Accounts: make([]AccountSum, 0, len(r.sessions)),
 	}
 	if s.Files == nil {
 		s.Files = []FileResult{}

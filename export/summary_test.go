@@ -2,7 +2,6 @@ package export
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 	"testing"
 
@@ -69,14 +68,5 @@ func TestSummaryCountsWhatXLeftOut(t *testing.T) {
 	if want := "accounts[0] (user 1001): X left out 2 authors, media or referenced posts the spec asks for, with no error saying why; " +
 		"the posts are archived, and the error column of each one's row says it is missing\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
-	}
-}
-
-// The errors the SDK's scheduler reported reach the summary (`sync_errors`
-// in --json).
-func TestTheSummaryTellsTheSchedulersErrors(t *testing.T) {
-	s := (&Result{SyncErrors: []string{"x_bookmarks: resolver failed"}}).Summary()
-	if !slices.Equal(s.SyncErrors, []string{"x_bookmarks: resolver failed"}) {
-		t.Fatalf("sync_errors %q", s.SyncErrors)
 	}
 }

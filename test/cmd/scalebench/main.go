@@ -320,7 +320,13 @@ func (b *bench) export(sc scenario, name string, sim *xsim.Server, specFile, out
 		return nil, fmt.Errorf("reading the export's --json summary: %w", err)
 	}
 	if !sum.OK {
-		return nil, fmt.Errorf("the export reports failed accounts: %v", sum.SyncErrors)
+		var failed []string
+		for _, a := range sum.Accounts {
+			if !a.OK {
+				failed = append(failed, a.Account+": "+a.Error)
+			}
+		}
+		return nil, fmt.Errorf("the export reports failed accounts: %v", failed)
 	}
 	r := &syncResult{Scenario: sc.Name, Sync: name, Accounts: len(sc.Sizes), process: *p,
 		Rows: sum.Totals.BookmarksWritten, Requests: sum.Totals.Requests, Read: sim.TotalPostsReturned(), HeldPosts: sc.posts()}

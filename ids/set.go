@@ -94,30 +94,19 @@ func (s *Set) HasEarlier(id string) bool {
 		return false
 	}
 	if n, ok := Parse(id); ok {
-		_, found := slices.BinarySearch(s.held, n)
-		return found
+		return has(s.held, n)
 	}
-	_, found := slices.BinarySearch(s.strs, id)
-	return found
+	return has(s.strs, id)
 }
 
 func (s *Set) hasNumber(n uint64) bool {
-	if _, found := slices.BinarySearch(s.held, n); found {
-		return true
-	}
-	if _, found := slices.BinarySearch(s.added, n); found {
-		return true
-	}
-	_, found := s.latest[n]
-	return found
+	_, latest := s.latest[n]
+	return latest || has(s.held, n) || has(s.added, n)
 }
 
 func (s *Set) hasString(id string) bool {
-	if _, found := slices.BinarySearch(s.strs, id); found {
-		return true
-	}
-	_, found := s.more[id]
-	return found
+	_, more := s.more[id]
+	return more || has(s.strs, id)
 }
 
 func (s *Set) Len() int {

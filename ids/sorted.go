@@ -2,6 +2,7 @@ package ids
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -20,9 +21,12 @@ func NewSorted(nums []uint64) Sorted {
 
 func (p Sorted) Union(o Sorted) Sorted { return merge(p, o) }
 
-func (p Sorted) Has(n uint64) bool {
-	_, ok := slices.BinarySearch(p, n)
-	return ok
+func (p Sorted) Has(n uint64) bool { return has(p, n) }
+
+// has reports whether sorted list holds v.
+func has[T cmp.Ordered](list []T, v T) bool {
+	_, found := slices.BinarySearch(list, v)
+	return found
 }
 
 func (p Sorted) Strings() []string {

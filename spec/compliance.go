@@ -110,9 +110,7 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 		add("every", "must not be negative, got %s", d)
 	}
 	checkDuration(add, "wait", c.Wait.Duration(), 0, MaxWait)
-	if c.MaxIDsPerJob < 1 {
-		add("max_ids_per_job", "must be at least 1, got %d", c.MaxIDsPerJob)
-	}
+	checkCount(add, "max_ids_per_job", c.MaxIDsPerJob, 1, 0)
 	if !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, c.OnChange) {
 		add("on_change", "must be redact, delete or keep, got %q", c.OnChange)
 	}

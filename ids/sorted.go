@@ -105,7 +105,7 @@ func readSorted(r *bytes.Reader, size int) (Sorted, error) {
 	return out, nil
 }
 
-// merge merges two sorted lists of unique numbers into a new one.
+// merge merges two sorted lists of unique numbers.
 func merge(a, b []uint64) []uint64 {
 	out := make([]uint64, 0, len(a)+len(b))
 	for len(a) > 0 && len(b) > 0 {

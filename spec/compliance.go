@@ -162,19 +162,12 @@ func (c *Compliance) ReadBearerToken() (string, error) {
 
 // String describes the section without its token.
 func (c Compliance) String() string {
-	every, wait := "", ""
-	if c.Every != nil {
-		every = c.Every.Duration().String()
-	}
-	if c.Wait != nil {
-		wait = c.Wait.Duration().String()
-	}
 	token := ""
 	if c.BearerToken != "" {
 		token = "REDACTED"
 	}
 	return fmt.Sprintf("{bearer_token: %s, bearer_token_file: %q, every: %s, wait: %s, max_ids_per_job: %d, on_change: %s, on_change_by_reason: %v}",
-		token, c.BearerTokenFile, every, wait, c.MaxIDsPerJob, c.OnChange, c.OnChangeByReason)
+		token, c.BearerTokenFile, c.Every.Duration(), c.Wait.Duration(), c.MaxIDsPerJob, c.OnChange, c.OnChangeByReason)
 }
 
 // GoString keeps the token out of %#v.

@@ -22,7 +22,13 @@ type Duration struct {
 
 func NewDuration(d time.Duration) Duration { return Duration{d: d} }
 
-func (d *Duration) Duration() time.Duration { return d.d }
+// Duration is 0 for a nil d, a setting left out.
+func (d *Duration) Duration() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.d
+}
 
 // durationPattern is what ParseDuration reads, for the JSON schema: an
 // optional sign, then "0" or numbers each with a unit.

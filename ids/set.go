@@ -128,8 +128,7 @@ func (s *Set) IDs() []string {
 	if s == nil {
 		return nil
 	}
-	out := s.Numbers().Strings()
-	return append(out, s.others()...)
+	return append(s.Numbers().Strings(), s.others()...)
 }
 
 // others are the ids that are not numbers, sorted.

@@ -131,14 +131,11 @@ func (s *Spec) validateContent(add func(field, format string, args ...any)) {
 // columns of x_bookmarks need and each content kind in effect, with the
 // `fields` section's lists added (never taking anything away).
 func (s *Spec) RequestFields() Fields {
-	f := Fields{
-		TweetFields: union(slices.Clone(DefaultTweetFields), s.Fields.TweetFields...),
-		Expansions:  slices.Clone(s.Fields.Expansions),
-		UserFields:  slices.Clone(s.Fields.UserFields),
-		MediaFields: slices.Clone(s.Fields.MediaFields),
-		PollFields:  slices.Clone(s.Fields.PollFields),
-		PlaceFields: slices.Clone(s.Fields.PlaceFields),
+	f := s.Fields
+	for _, l := range f.lists() {
+		*l.names = slices.Clone(*l.names)
 	}
+	f.TweetFields = union(slices.Clone(DefaultTweetFields), s.Fields.TweetFields...)
 	k := s.Kinds()
 	for _, ck := range contentKinds {
 		if *ck.set(&k) {

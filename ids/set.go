@@ -120,7 +120,7 @@ func (s *Set) Numbers() Sorted {
 		return nil
 	}
 	s.merge()
-	return merge(s.held, s.added)
+	return Sorted(s.held).Union(s.added)
 }
 
 // IDs lists the ids: the numbers in order, then the others in string order.

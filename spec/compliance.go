@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -106,9 +107,7 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 			add("bearer_token_file", "is accounts[%d].token_file, a user's token file; %s", i, HintAppOnlyBearerToken)
 		}
 	}
-	if d := c.Every.Duration(); d < 0 {
-		add("every", "must not be negative, got %s", d)
-	}
+	checkDuration(add, "every", c.Every.Duration(), 0, math.MaxInt64)
 	checkDuration(add, "wait", c.Wait.Duration(), 0, MaxWait)
 	checkCount(add, "max_ids_per_job", c.MaxIDsPerJob, 1, 0)
 	if !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, c.OnChange) {

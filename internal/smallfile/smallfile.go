@@ -36,13 +36,12 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path)
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, notRegular(path)
 	}
 	return f, fi, nil
 }

@@ -185,8 +185,7 @@ const (
 )
 
 // Bounds of the values the spec check accepts: beyond them a value is a
-// mistake that would show only once a sync runs (a wait of days, a price
-// that overflows the usage table to +Inf).
+// mistake that would show only once a sync runs.
 const (
 	// MaxWait bounds rate_limit_wait_cap, retry_budget and compliance.wait:
 	// a sync that waits longer than a day for one thing is stuck.
@@ -300,7 +299,6 @@ func (s *Spec) SetDefaults() {
 	orDefault(&s.Resend.Syncs, 3)
 }
 
-// orDefault points *p at def when it is nil.
 func orDefault[T any](p **T, def T) {
 	if *p == nil {
 		*p = &def
@@ -429,7 +427,6 @@ func checkPath(add func(field, format string, args ...any), field, v string) {
 	}
 }
 
-// checkDuration checks that d is within [least, most].
 func checkDuration(add func(field, format string, args ...any), field string, d, least, most time.Duration) {
 	switch {
 	case d < 0:

@@ -236,8 +236,8 @@ func sourcesOf(param, value string) []string {
 	}
 	var out []string
 	for _, ck := range contentKinds {
-		if ck.archivedBy(param, value) || ck.name == "authors" && param == "user.fields" && slices.Contains(AuthorUserFields, value) ||
-			ck.name == "media" && param == "media.fields" && slices.Contains(MediaFields, value) {
+		if ck.archivedBy(param, value) || (ck.name == "authors" && param == "user.fields" && slices.Contains(AuthorUserFields, value)) ||
+			(ck.name == "media" && param == "media.fields" && slices.Contains(MediaFields, value)) {
 			out = append(out, "content."+ck.name)
 		}
 	}

@@ -1,15 +1,10 @@
-// Pack and Unpack turn binary state into text: gzip, then base64. State
-// backends store strings, and lists of post ids are most of the state.
-//
-// gzip for its CRC-32 and length: ids are stored as deltas, so one damaged
-// byte would otherwise shift every id after it and still decode (a set of
-// written ids that no longer holds the ids written is a post written twice).
-// The gzip member is written with stored (uncompressed) DEFLATE blocks: the
-// ids are already delta-varints, whose bytes are close to random for X's
-// snowflake ids, and compressing them saved little of their size for much
-// of the time spent saving the state (docs/benchmarks.md). Unpack also reads
-// the bare DEFLATE streams earlier versions wrote (no DEFLATE stream starts
-// with gzip's first byte, 0x1f: block type 3 is reserved).
+// Pack and Unpack turn binary state into text (state backends store
+// strings): gzip, for its CRC-32 and length, since one damaged byte of
+// delta-encoded ids would otherwise still decode, to other ids. Its DEFLATE
+// blocks are stored, not compressed: delta-varints of snowflake ids are
+// close to random (docs/benchmarks.md). Unpack also reads the bare DEFLATE
+// streams earlier versions wrote (none starts with gzip's 0x1f: block type
+// 3 is reserved).
 
 package ids
 
@@ -24,10 +19,9 @@ import (
 	"sync"
 )
 
-// gzip writers and readers are reused: a writer holds a DEFLATE compressor
-// whose hash tables (several hundred kilobytes) are allocated whatever the
-// level, a reader a 32 KiB window, and a sync packs and unpacks a value
-// per list of every account.
+// gzip writers (with hash tables of hundreds of kilobytes whatever the
+// level) and readers (a 32 KiB window) are reused: a sync packs and unpacks
+// a value per list of every account.
 var (
 	writers = sync.Pool{New: func() any {
 		zw, _ := gzip.NewWriterLevel(nil, gzip.NoCompression) // a valid level: no error
@@ -74,7 +68,6 @@ func Unpack(text []byte, what string) ([]byte, error) {
 	return raw, nil
 }
 
-// gunzip reads the one gzip member in packed.
 func gunzip(packed []byte, what string) ([]byte, error) {
 	zr, _ := readers.Get().(*gzip.Reader)
 	var err error

@@ -12,21 +12,17 @@ import (
 // Set is a set of ids. Numbers are kept in sorted slices, and the latest
 // additions in a map merged into them whenever it holds an eighth as many
 // (and at least minMerge); any other id is kept as it came. The zero Set is
-// empty and ready.
-//
-// The ids added are kept apart from those the set held when it was decoded,
-// so that it also tells those (HasEarlier): the exporter's written ids tell
-// the bookmarks an earlier run wrote without a second set of the run's.
+// empty and ready. The ids held when it was decoded are kept apart, so that
+// it tells them (HasEarlier): the bookmarks an earlier export wrote.
 type Set struct {
 	held   []uint64 // sorted: the numbers held when decoded
 	added  []uint64 // sorted: the numbers added since, merged from latest
 	latest map[uint64]struct{}
 	strs   []string // sorted: the other ids held when decoded
 	more   map[string]struct{}
-	// filter holds every number once the set has been asked about many
-	// (a first export asks about every post): it answers "not held" for
-	// almost all new ones with one cache line, where a binary search of a
-	// million ids reads about twenty.
+	// filter holds every number once the set has been asked about many (a
+	// first export's): one cache line read for most new ids, where a binary
+	// search of a million reads about twenty.
 	filter   filter
 	inFilter int // numbers the filter was sized for
 	asked    int // numbers added before the filter was made
@@ -94,30 +90,19 @@ func (s *Set) HasEarlier(id string) bool {
 		return false
 	}
 	if n, ok := Parse(id); ok {
-		_, found := slices.BinarySearch(s.held, n)
-		return found
+		return has(s.held, n)
 	}
-	_, found := slices.BinarySearch(s.strs, id)
-	return found
+	return has(s.strs, id)
 }
 
 func (s *Set) hasNumber(n uint64) bool {
-	if _, found := slices.BinarySearch(s.held, n); found {
-		return true
-	}
-	if _, found := slices.BinarySearch(s.added, n); found {
-		return true
-	}
-	_, found := s.latest[n]
-	return found
+	_, latest := s.latest[n]
+	return latest || has(s.held, n) || has(s.added, n)
 }
 
 func (s *Set) hasString(id string) bool {
-	if _, found := slices.BinarySearch(s.strs, id); found {
-		return true
-	}
-	_, found := s.more[id]
-	return found
+	_, more := s.more[id]
+	return more || has(s.strs, id)
 }
 
 func (s *Set) Len() int {
@@ -135,7 +120,7 @@ func (s *Set) Numbers() Sorted {
 		return nil
 	}
 	s.merge()
-	return merge(s.held, s.added)
+	return Sorted(s.held).Union(s.added)
 }
 
 // IDs lists the ids: the numbers in order, then the others in string order.
@@ -143,8 +128,7 @@ func (s *Set) IDs() []string {
 	if s == nil {
 		return nil
 	}
-	out := s.Numbers().Strings()
-	return append(out, s.others()...)
+	return append(s.Numbers().Strings(), s.others()...)
 }
 
 // others are the ids that are not numbers, sorted.
@@ -163,11 +147,9 @@ func (s *Set) Clone() *Set {
 	return &Set{held: s.held, added: slices.Clone(s.added), latest: maps.Clone(s.latest), strs: s.strs, more: maps.Clone(s.more)}
 }
 
-// merge moves the latest additions into the sorted added slice, merging
-// from its end so that the slice needs no second copy. The map goes with
-// them: a set that grows no more (a walk's posts, a day's ledger, kept
-// until the sync ends) keeps its ids in 8 bytes each, not in a map sized
-// for the last additions.
+// merge moves the latest additions into the sorted added slice, from its
+// end so that it needs no second copy, and drops the map: a set that grows
+// no more keeps its ids in 8 bytes each.
 func (s *Set) merge() {
 	if len(s.latest) == 0 {
 		return
@@ -193,8 +175,7 @@ func (s *Set) merge() {
 // export's) would spend more on a filter of every id than it saves.
 const filterAfter = 4096
 
-// buildFilter makes the filter for twice the numbers held, holding every
-// one of them.
+// buildFilter makes the filter, for twice the numbers held.
 func (s *Set) buildFilter() {
 	s.inFilter = max(2*s.numbers(), 2*filterAfter)
 	s.filter = newFilter(s.inFilter)

@@ -2,6 +2,7 @@ package ids
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -18,11 +19,12 @@ func NewSorted(nums []uint64) Sorted {
 	return slices.Compact(nums)
 }
 
-func (p Sorted) Union(o Sorted) Sorted { return merge(p, o) }
+func (p Sorted) Has(n uint64) bool { return has(p, n) }
 
-func (p Sorted) Has(n uint64) bool {
-	_, ok := slices.BinarySearch(p, n)
-	return ok
+// has reports whether sorted list holds v.
+func has[T cmp.Ordered](list []T, v T) bool {
+	_, found := slices.BinarySearch(list, v)
+	return found
 }
 
 func (p Sorted) Strings() []string {
@@ -101,18 +103,18 @@ func readSorted(r *bytes.Reader, size int) (Sorted, error) {
 	return out, nil
 }
 
-// merge merges two sorted lists of unique numbers into a new one.
-func merge(a, b []uint64) []uint64 {
-	out := make([]uint64, 0, len(a)+len(b))
-	for len(a) > 0 && len(b) > 0 {
+// Union merges two sorted lists into a new one.
+func (p Sorted) Union(o Sorted) Sorted {
+	out := make(Sorted, 0, len(p)+len(o))
+	for len(p) > 0 && len(o) > 0 {
 		switch {
-		case a[0] < b[0]:
-			out, a = append(out, a[0]), a[1:]
-		case b[0] < a[0]:
-			out, b = append(out, b[0]), b[1:]
+		case p[0] < o[0]:
+			out, p = append(out, p[0]), p[1:]
+		case o[0] < p[0]:
+			out, o = append(out, o[0]), o[1:]
 		default:
-			out, a, b = append(out, a[0]), a[1:], b[1:]
+			out, p, o = append(out, p[0]), p[1:], o[1:]
 		}
 	}
-	return append(append(out, a...), b...)
+	return append(append(out, p...), o...)
 }

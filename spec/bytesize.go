@@ -39,22 +39,6 @@ var byteUnits = map[string]float64{
 	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 }
 
-func ParseByteSize(s string) (int64, error) {
-	if !byteSizeRE.MatchString(s) {
-		return 0, fmt.Errorf("%q is not %s", s, ByteSizeHint)
-	}
-	num := strings.TrimRight(s, "KMGTiB ")
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q: %w", s, err)
-	}
-	f *= byteUnits[strings.TrimSpace(s[len(num):])]
-	if f >= math.MaxInt64 {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	return int64(f), nil
-}
-
 func (b *ByteSize) UnmarshalJSON(data []byte) error {
 	if len(data) > 0 && data[0] != '"' {
 		var n json.Number
@@ -69,11 +53,23 @@ func (b *ByteSize) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	var s string
-	err := json.Unmarshal(data, &s)
-	if err == nil {
-		b.n, err = ParseByteSize(s)
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
 	}
-	return err
+	if !byteSizeRE.MatchString(s) {
+		return fmt.Errorf("%q is not %s", s, ByteSizeHint)
+	}
+	num := strings.TrimRight(s, "KMGTiB ")
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return fmt.Errorf("%q: %w", s, err)
+	}
+	f *= byteUnits[strings.TrimSpace(s[len(num):])]
+	if f >= math.MaxInt64 {
+		return fmt.Errorf("%q is too large", s)
+	}
+	b.n = int64(f)
+	return nil
 }
 
 func (b ByteSize) MarshalJSON() ([]byte, error) { return json.Marshal(b.n) }

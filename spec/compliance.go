@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -106,13 +107,9 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 			add("bearer_token_file", "is accounts[%d].token_file, a user's token file; %s", i, HintAppOnlyBearerToken)
 		}
 	}
-	if d := c.Every.Duration(); d < 0 {
-		add("every", "must not be negative, got %s", d)
-	}
+	checkDuration(add, "every", c.Every.Duration(), 0, math.MaxInt64)
 	checkDuration(add, "wait", c.Wait.Duration(), 0, MaxWait)
-	if c.MaxIDsPerJob < 1 {
-		add("max_ids_per_job", "must be at least 1, got %d", c.MaxIDsPerJob)
-	}
+	checkCount(add, "max_ids_per_job", c.MaxIDsPerJob, 1, 0)
 	if !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, c.OnChange) {
 		add("on_change", "must be redact, delete or keep, got %q", c.OnChange)
 	}
@@ -164,19 +161,12 @@ func (c *Compliance) ReadBearerToken() (string, error) {
 
 // String describes the section without its token.
 func (c Compliance) String() string {
-	every, wait := "", ""
-	if c.Every != nil {
-		every = c.Every.Duration().String()
-	}
-	if c.Wait != nil {
-		wait = c.Wait.Duration().String()
-	}
 	token := ""
 	if c.BearerToken != "" {
 		token = "REDACTED"
 	}
 	return fmt.Sprintf("{bearer_token: %s, bearer_token_file: %q, every: %s, wait: %s, max_ids_per_job: %d, on_change: %s, on_change_by_reason: %v}",
-		token, c.BearerTokenFile, every, wait, c.MaxIDsPerJob, c.OnChange, c.OnChangeByReason)
+		token, c.BearerTokenFile, c.Every.Duration(), c.Wait.Duration(), c.MaxIDsPerJob, c.OnChange, c.OnChangeByReason)
 }
 
 // GoString keeps the token out of %#v.

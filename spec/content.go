@@ -131,14 +131,11 @@ func (s *Spec) validateContent(add func(field, format string, args ...any)) {
 // columns of x_bookmarks need and each content kind in effect, with the
 // `fields` section's lists added (never taking anything away).
 func (s *Spec) RequestFields() Fields {
-	f := Fields{
-		TweetFields: union(slices.Clone(DefaultTweetFields), s.Fields.TweetFields...),
-		Expansions:  slices.Clone(s.Fields.Expansions),
-		UserFields:  slices.Clone(s.Fields.UserFields),
-		MediaFields: slices.Clone(s.Fields.MediaFields),
-		PollFields:  slices.Clone(s.Fields.PollFields),
-		PlaceFields: slices.Clone(s.Fields.PlaceFields),
+	f := s.Fields
+	for _, l := range f.lists() {
+		*l.names = slices.Clone(*l.names)
 	}
+	f.TweetFields = union(slices.Clone(DefaultTweetFields), s.Fields.TweetFields...)
 	k := s.Kinds()
 	for _, ck := range contentKinds {
 		if *ck.set(&k) {
@@ -206,10 +203,6 @@ func (s *Spec) AskedBy(param, value string) []string {
 		return nil
 	}
 	k := s.Kinds()
-	lists := map[string][]string{
-		"fields.tweet_fields": s.Fields.TweetFields, "fields.expansions": s.Fields.Expansions, "fields.user_fields": s.Fields.UserFields,
-		"fields.media_fields": s.Fields.MediaFields, "fields.poll_fields": s.Fields.PollFields, "fields.place_fields": s.Fields.PlaceFields,
-	}
 	var out []string
 	if field == "fields.tweet_fields" && slices.Contains(DefaultTweetFields, value) {
 		out = append(out, RequestNeeds)
@@ -219,7 +212,7 @@ func (s *Spec) AskedBy(param, value string) []string {
 		switch {
 		case isKind && k.on(name):
 			out = append(out, src)
-		case !isKind && slices.Contains(lists[src], value):
+		case !isKind && slices.ContainsFunc(s.Fields.lists(), func(l fieldList) bool { return l.path == src && slices.Contains(*l.names, value) }):
 			out = append(out, src)
 		}
 	}
@@ -228,12 +221,8 @@ func (s *Spec) AskedBy(param, value string) []string {
 
 // on reports whether the kind named name (a content field) is on.
 func (k Kinds) on(name string) bool {
-	for _, ck := range contentKinds {
-		if ck.name == name {
-			return *ck.set(&k)
-		}
-	}
-	return false
+	i := slices.IndexFunc(contentKinds, func(ck contentKind) bool { return ck.name == name })
+	return i >= 0 && *contentKinds[i].set(&k)
 }
 
 // sourcesOf names the spec fields that can put value in the request
@@ -246,17 +235,11 @@ func sourcesOf(param, value string) []string {
 		return nil
 	}
 	var out []string
-	kind := func(name string) { out = union(out, "content."+name) }
 	for _, ck := range contentKinds {
-		if ck.archivedBy(param, value) {
-			kind(ck.name)
+		if ck.archivedBy(param, value) || (ck.name == "authors" && param == "user.fields" && slices.Contains(AuthorUserFields, value)) ||
+			(ck.name == "media" && param == "media.fields" && slices.Contains(MediaFields, value)) {
+			out = append(out, "content."+ck.name)
 		}
-	}
-	if param == "user.fields" && slices.Contains(AuthorUserFields, value) {
-		kind("authors")
-	}
-	if param == "media.fields" && slices.Contains(MediaFields, value) {
-		kind("media")
 	}
 	return append(out, field)
 }

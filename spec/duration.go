@@ -22,9 +22,15 @@ type Duration struct {
 
 func NewDuration(d time.Duration) Duration { return Duration{d: d} }
 
-func (d *Duration) Duration() time.Duration { return d.d }
+// Duration is 0 for a nil d, a setting left out.
+func (d *Duration) Duration() time.Duration {
+	if d == nil {
+		return 0
+	}
+	return d.d
+}
 
-// durationPattern is what ParseDuration reads, for the JSON schema: an
+// durationPattern is what UnmarshalJSON reads, for the JSON schema: an
 // optional sign, then "0" or numbers each with a unit.
 const durationPattern = `^[-+]?(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h|d))+)$`
 
@@ -36,11 +42,15 @@ var (
 // DurationHint says what a duration looks like, for messages.
 const DurationHint = `a duration such as "90s", "16m", "1h30m" or "7d" (units ms, s, m, h, d)`
 
-// ParseDuration reads a duration as time.ParseDuration does, with "d" for
+// UnmarshalJSON reads a duration as time.ParseDuration does, with "d" for
 // days of 24 hours.
-func ParseDuration(s string) (time.Duration, error) {
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
 	if !durationRE.MatchString(s) {
-		return 0, fmt.Errorf("%q is not %s", s, DurationHint)
+		return fmt.Errorf("%q is not %s", s, DurationHint)
 	}
 	// Days become hours, and time.ParseDuration reads the rest (and
 	// reports a value out of range).
@@ -54,28 +64,20 @@ func ParseDuration(s string) (time.Duration, error) {
 		}
 		return strconv.FormatFloat(days*24, 'f', -1, 64) + "h"
 	})
-	d, err := time.ParseDuration(hours)
+	v, err := time.ParseDuration(hours)
 	if err != nil {
-		return 0, fmt.Errorf("%q: %w", s, err)
+		return fmt.Errorf("%q: %w", s, err)
 	}
-	return d, nil
-}
-
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	err := json.Unmarshal(b, &s)
-	if err == nil {
-		d.d, err = ParseDuration(s)
-	}
-	return err
+	d.d = v
+	return nil
 }
 
 // MarshalJSON writes the duration as time.Duration prints it ("168h0m0s"),
-// which ParseDuration reads back.
+// which UnmarshalJSON reads back.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.d.String()) }
 
 // JSONSchema is the schema `cloudquery validate-config` checks a duration
-// against: the strings ParseDuration reads, no more.
+// against: the strings UnmarshalJSON reads, no more.
 func (Duration) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{
 		Type:        "string",

@@ -63,8 +63,6 @@ func (s *Spec) validateMediaFiles(addProblem func(field, format string, args ...
 	if budget := m.MaxBytesPerRun.Bytes(); budget > 0 && budget < m.MaxFileSize.Bytes() {
 		add("max_bytes_per_run", "is %d bytes, less than max_file_size (%d): a file larger than the budget would never be stored; raise it, or lower max_file_size", budget, m.MaxFileSize.Bytes())
 	}
-	if *m.Concurrency < 1 || *m.Concurrency > 64 {
-		add("concurrency", "must be between 1 and 64, got %d", *m.Concurrency)
-	}
+	checkCount(add, "concurrency", *m.Concurrency, 1, 64)
 	checkDuration(add, "timeout", m.Timeout.Duration(), MinTimeout, MaxWait)
 }

@@ -11,11 +11,5 @@ type Resend struct {
 	Syncs *int `json:"syncs,omitempty" jsonschema:"minimum=1,maximum=100,default=3"`
 }
 
-func (r *Resend) validate(add func(field, format string, args ...any)) {
-	if *r.Syncs < 1 || *r.Syncs > 100 {
-		add("resend.syncs", "must be between 1 and 100, got %d", *r.Syncs)
-	}
-}
-
 // Policy is the outbox policy the section describes.
 func (r *Resend) Policy() outbox.Policy { return outbox.Policy{Syncs: *r.Syncs} }

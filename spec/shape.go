@@ -35,7 +35,8 @@ func shape(v any, t reflect.Type, path string, ps *problems) {
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
 		_, isString := v.(string)
-		switch err := decodeAs(v, t); {
+		b, _ := json.Marshal(v) // v was decoded from JSON
+		switch err := json.Unmarshal(b, reflect.New(t).Interface()); {
 		case err == nil:
 		case t == durationType && isString:
 			ps.add(path, "must be %s", DurationHint) // a string may be a token: not repeated
@@ -89,10 +90,6 @@ func shape(v any, t reflect.Type, path string, ps *problems) {
 
 func shapeObject(m map[string]any, t reflect.Type, path string, ps *problems) {
 	fields := jsonFields(t)
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
 	for _, key := range slices.Sorted(maps.Keys(m)) {
 		// The field encoding/json decodes key into: the exact name, else
 		// one that differs only in case.
@@ -101,7 +98,7 @@ func shapeObject(m map[string]any, t reflect.Type, path string, ps *problems) {
 			i = slices.IndexFunc(fields, func(f jsonField) bool { return strings.EqualFold(f.name, key) })
 		}
 		if i < 0 {
-			*ps = append(*ps, Problem{Path: path, Key: key, Msg: fmt.Sprintf("unknown field %q%s", key, suggestField(key, names))})
+			*ps = append(*ps, Problem{Path: path, Key: key, Msg: fmt.Sprintf("unknown field %q%s", key, suggestField(key, fields))})
 			continue
 		}
 		shape(m[key], t.Field(fields[i].index).Type, joinPath(path, fields[i].name), ps)
@@ -111,8 +108,11 @@ func shapeObject(m map[string]any, t reflect.Type, path string, ps *problems) {
 // suggestField names the field key was probably meant to be: the field of
 // that name in another section (a planner setting written at the top level,
 // say), else a close one in the same section, else the section's fields.
-func suggestField(key string, siblings []string) string {
-	var elsewhere []string
+func suggestField(key string, fields []jsonField) string {
+	var siblings, elsewhere []string
+	for _, f := range fields {
+		siblings = append(siblings, f.name)
+	}
 	for _, p := range allFieldPaths() {
 		if i := strings.LastIndexAny(p, ".]"); i >= 0 && strings.EqualFold(strings.TrimPrefix(p[i+1:], "."), key) {
 			elsewhere = append(elsewhere, p)
@@ -178,14 +178,6 @@ func joinPath(path, name string) string {
 		return name
 	}
 	return path + "." + name
-}
-
-func decodeAs(v any, t reflect.Type) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, reflect.New(t).Interface())
 }
 
 // describeValue names a JSON value's kind for a message. Strings are not

@@ -150,6 +150,17 @@ type Fields struct {
 	PlaceFields []string `json:"place_fields,omitempty"`
 }
 
+type fieldList struct {
+	path  string
+	names *[]string
+}
+
+// lists are the section's lists, each with the path of its field.
+func (f *Fields) lists() []fieldList {
+	return []fieldList{{"fields.tweet_fields", &f.TweetFields}, {"fields.expansions", &f.Expansions}, {"fields.user_fields", &f.UserFields},
+		{"fields.media_fields", &f.MediaFields}, {"fields.poll_fields", &f.PollFields}, {"fields.place_fields", &f.PlaceFields}}
+}
+
 // Planner tunes the walks (see docs/cost.md).
 type Planner struct {
 	// Largest page size requested. 90 by default, not 100: X confirmed that walks with max_results=100 can end early.
@@ -174,8 +185,7 @@ const (
 )
 
 // Bounds of the values the spec check accepts: beyond them a value is a
-// mistake that would show only once a sync runs (a wait of days, a price
-// that overflows the usage table to +Inf).
+// mistake that would show only once a sync runs.
 const (
 	// MaxWait bounds rate_limit_wait_cap, retry_budget and compliance.wait:
 	// a sync that waits longer than a day for one thing is stuck.
@@ -260,9 +270,9 @@ func (s *Spec) SetDefaults() {
 	s.BaseURL = strings.TrimRight(cmp.Or(s.BaseURL, DefaultBaseURL), "/")
 	s.OAuth.TokenURL = cmp.Or(s.OAuth.TokenURL, DefaultTokenURL)
 	// The lists add to what the tables need: empty is unset, in one form.
-	for _, list := range []*[]string{&s.Fields.TweetFields, &s.Fields.Expansions, &s.Fields.UserFields, &s.Fields.MediaFields, &s.Fields.PollFields, &s.Fields.PlaceFields} {
-		if len(*list) == 0 {
-			*list = nil
+	for _, l := range s.Fields.lists() {
+		if len(*l.names) == 0 {
+			*l.names = nil
 		}
 	}
 	s.APINaming = cmp.Or(s.APINaming, "auto")
@@ -289,7 +299,6 @@ func (s *Spec) SetDefaults() {
 	orDefault(&s.Resend.Syncs, 3)
 }
 
-// orDefault points *p at def when it is nil.
 func orDefault[T any](p **T, def T) {
 	if *p == nil {
 		*p = &def
@@ -352,22 +361,16 @@ func (s *Spec) Validate() error {
 	if err := s.WalkSettings().Validate(); err != nil {
 		add("planner", "%v", err)
 	}
-	if s.Planner.FolderRequestBudget < 1 {
-		add("planner.folder_request_budget", "must be at least 1, got %d", s.Planner.FolderRequestBudget)
-	}
+	checkCount(add, "planner.folder_request_budget", s.Planner.FolderRequestBudget, 1, 0)
 	checkDuration(add, "rate_limit_wait_cap", s.RateLimitWaitCap.Duration(), 0, MaxWait)
 	checkDuration(add, "retry_budget", s.RetryBudget.Duration(), 0, MaxWait)
 	checkDuration(add, "connect_timeout", s.ConnectTimeout.Duration(), MinTimeout, MaxTimeout)
 	checkDuration(add, "header_timeout", s.HeaderTimeout.Duration(), MinTimeout, MaxTimeout)
 	checkDuration(add, "request_timeout", s.RequestTimeout.Duration(), MinTimeout, MaxTimeout)
-	if s.MaxAttempts < 1 || s.MaxAttempts > 10 {
-		add("max_attempts", "must be between 1 and 10, got %d", s.MaxAttempts)
-	}
-	if s.Concurrency < 1 {
-		add("concurrency", "must be at least 1, got %d", s.Concurrency)
-	}
+	checkCount(add, "max_attempts", s.MaxAttempts, 1, 10)
+	checkCount(add, "concurrency", s.Concurrency, 1, 0)
 	s.validateCompliance(add)
-	s.Resend.validate(add)
+	checkCount(add, "resend.syncs", *s.Resend.Syncs, 1, 100)
 	s.validateContent(add)
 	s.validateMediaFiles(add)
 	s.validatePricing(add)
@@ -424,7 +427,6 @@ func checkPath(add func(field, format string, args ...any), field, v string) {
 	}
 }
 
-// checkDuration checks that d is within [least, most].
 func checkDuration(add func(field, format string, args ...any), field string, d, least, most time.Duration) {
 	switch {
 	case d < 0:
@@ -436,24 +438,28 @@ func checkDuration(add func(field, format string, args ...any), field string, d,
 	}
 }
 
+// checkCount checks that n is at least least, and at most most unless most
+// is 0.
+func checkCount(add func(field, format string, args ...any), field string, n, least, most int) {
+	switch {
+	case most == 0 && n < least:
+		add(field, "must be at least %d, got %d", least, n)
+	case most != 0 && (n < least || n > most):
+		add(field, "must be between %d and %d, got %d", least, most, n)
+	}
+}
+
 // validateFields checks the field selection: names the API takes, each in
 // an element of its own.
 func (s *Spec) validateFields(add func(field, format string, args ...any)) {
-	f := s.Fields
-	for _, l := range []struct {
-		field string
-		names []string
-	}{
-		{"fields.tweet_fields", f.TweetFields}, {"fields.expansions", f.Expansions}, {"fields.user_fields", f.UserFields},
-		{"fields.media_fields", f.MediaFields}, {"fields.poll_fields", f.PollFields}, {"fields.place_fields", f.PlaceFields},
-	} {
-		for i, name := range l.names {
+	for _, l := range s.Fields.lists() {
+		for i, name := range *l.names {
 			if problem := client.FieldNameProblem(name); problem != "" {
-				add(fmt.Sprintf("%s[%d]", l.field, i), "%q %s", name, problem)
+				add(fmt.Sprintf("%s[%d]", l.path, i), "%q %s", name, problem)
 			}
 		}
 	}
-	for _, name := range f.TweetFields {
+	for _, name := range s.Fields.TweetFields {
 		if slices.Contains(forbiddenTweetFields, name) {
 			add("fields.tweet_fields", "%q is only readable for your own posts and fails on bookmarked posts of others", name)
 		}

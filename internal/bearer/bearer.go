@@ -6,6 +6,7 @@
 package bearer
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net"
@@ -72,14 +73,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // send sends a copy of req with body and token; the response names req, as
 // the caller sent it.
 func (t *Transport) send(req *http.Request, body io.ReadCloser, token string) (*http.Response, error) {
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
 	r := req.Clone(req.Context())
 	r.Body = body
 	r.Header.Set("Authorization", "Bearer "+token)
-	resp, err := base.RoundTrip(r)
+	resp, err := cmp.Or(t.Base, http.DefaultTransport).RoundTrip(r)
 	if resp != nil {
 		resp.Request = req
 	}

@@ -41,7 +41,6 @@ type Virtual struct {
 	now time.Time
 }
 
-// NewVirtual returns a virtual clock set to start.
 func NewVirtual(start time.Time) *Virtual { return &Virtual{now: start} }
 
 func (v *Virtual) Now() time.Time {

@@ -1,8 +1,6 @@
 // Package dirsync makes a directory's entries durable: a file created,
 // renamed or removed in it survives a power loss only once the directory
-// itself is synced, which the token file, the archive and the media store
-// each do after a rename. WriteFile replaces a file so, and Mkdir creates
-// directories so.
+// itself is synced.
 package dirsync
 
 import (

@@ -27,11 +27,7 @@ func New() *Store { return NewWith(nil) }
 
 // NewWith returns a store holding a copy of committed.
 func NewWith(committed map[string]string) *Store {
-	c := maps.Clone(committed)
-	if c == nil {
-		c = map[string]string{}
-	}
-	return &Store{committed: c, staged: map[string]string{}}
+	return &Store{committed: maps.Collect(maps.All(committed)), staged: map[string]string{}}
 }
 
 func (s *Store) SetKey(_ context.Context, key, value string) error {

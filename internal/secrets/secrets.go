@@ -1,10 +1,7 @@
 // Package secrets keeps credentials out of the text the program prints and
-// stores. A server may echo what it was sent — the bearer token, the Basic
-// client_id:secret of a token request, a refresh token — in an error title
-// or detail, and that text ends in log lines, in x_api_usage.failure and in
-// the exporter's summary. A Mask holds every credential the process
-// holds, learns the ones it receives while it runs (a refreshed token), and
-// is applied where errors become text.
+// stores: a server may echo what it was sent (a token, a Basic header) in
+// an error, which ends in logs, x_api_usage.failure and the exporter's
+// summary. A Mask holds every credential the process holds or receives.
 package secrets
 
 import (
@@ -26,9 +23,8 @@ const Hidden = "[redacted]"
 // would mangle the messages it appears in and protect nothing.
 const MinLength = 8
 
-// Mask replaces the credentials it was given in any text. The zero
-// value holds none; a nil *Mask leaves text as it is. Safe for
-// concurrent use.
+// Mask replaces the credentials it was given in any text. The zero value
+// holds none; a nil *Mask leaves text as it is. Safe for concurrent use.
 type Mask struct {
 	mu       sync.Mutex
 	secrets  map[string]struct{}
@@ -85,7 +81,6 @@ func (r *Mask) add(values []string) {
 	}
 }
 
-// replacing is the replacer of the secrets known, built if they changed.
 func (r *Mask) replacing() *strings.Replacer {
 	r.mu.Lock()
 	defer r.mu.Unlock()

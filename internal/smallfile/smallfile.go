@@ -21,11 +21,10 @@ var ErrNotRegular = errors.New("is not a regular file")
 // ErrTooLarge is the error of a file larger than the limit it is read with.
 var ErrTooLarge = errors.New("is larger than the limit")
 
-// Open opens path for reading if it is a regular file. It checks the path,
-// then opens it without blocking and checks the file it opened: a file
-// replaced by a FIFO in between cannot block it. The errors of a missing or
-// unreadable file are those of package os; a path that is not a regular
-// file gives an error that names it and wraps ErrNotRegular.
+// Open opens path for reading if it is a regular file, checked before and
+// after an open that does not block (a file replaced by a FIFO in between
+// cannot block it). A path that is not a regular file gives an error that
+// names it and wraps ErrNotRegular.
 func Open(path string) (*os.File, fs.FileInfo, error) {
 	if fi, err := os.Stat(path); err != nil {
 		return nil, nil, err
@@ -37,13 +36,12 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path)
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, notRegular(path)
 	}
 	return f, fi, nil
 }

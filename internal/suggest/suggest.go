@@ -7,27 +7,21 @@ import (
 	"strings"
 )
 
-// Phrase returns ` (did you mean "x"?)` for the candidate closest to name,
-// when one is close enough to be a misspelling of it, else "".
+// Phrase returns ` (did you mean "x"?)` for the candidate at the smallest
+// edit distance from name, if that distance is at most a third of name's
+// length (and at least 1), so that typos are matched and unrelated words are
+// not; else "".
 func Phrase(name string, candidates []string) string {
-	if best := Closest(name, candidates); best != "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	return ""
-}
-
-// Closest returns the candidate at the smallest edit distance from name, if
-// that distance is at most a third of name's length (and at least 1), so
-// that typos are matched and unrelated words are not.
-func Closest(name string, candidates []string) string {
-	limit := max(1, len(name)/3)
-	best, bestDist := "", limit+1
+	best, bestDist := "", max(1, len(name)/3)+1
 	for _, c := range candidates {
 		if d := Distance(strings.ToLower(name), strings.ToLower(c)); d < bestDist {
 			best, bestDist = c, d
 		}
 	}
-	return best
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
 // Distance is the optimal-string-alignment distance: insertions,

@@ -225,7 +225,7 @@ func contentType(header string, w *wholeFile) string {
 	if err == nil && isMedia(mt) {
 		return mt
 	}
-	ct, _, _ := mime.ParseMediaType(w.contentType())
+	ct, _, _ := mime.ParseMediaType(http.DetectContentType(w.head))
 	return ct
 }
 

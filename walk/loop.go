@@ -27,10 +27,6 @@ type loopCheck struct {
 
 const maxShift = 20
 
-func newLoopCheck() *loopCheck {
-	return &loopCheck{sent: map[string]int{}}
-}
-
 // send records that token is sent for page page (1-based), or fails when it
 // was sent before. returned is the posts the walk has been sent so far.
 func (l *loopCheck) send(token string, page, returned int) error {

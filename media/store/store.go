@@ -326,7 +326,7 @@ func IsKey(key string) bool {
 		return false
 	}
 	ext := name[64:]
-	return ext == "" || validExt(ext)
+	return ext == "" || slices.Contains(slices.Collect(maps.Values(extensions)), ext)
 }
 
 func indexKey(sourceURL string) string {
@@ -358,5 +358,3 @@ func Extension(contentType string) string {
 	}
 	return extensions[mt]
 }
-
-func validExt(ext string) bool { return slices.Contains(slices.Collect(maps.Values(extensions)), ext) }

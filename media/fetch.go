@@ -215,7 +215,6 @@ func isMedia(contentType string) bool {
 	return strings.HasPrefix(contentType, "image/") || strings.HasPrefix(contentType, "video/")
 }
 
-// buffers hold the buffer of each fetch.
 var buffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // contentType is the Content-Type the server gave, when it is a media type,

@@ -78,8 +78,8 @@ type SaverOptions struct {
 	// Attempts is how many times a transient fault is tried within the
 	// run. Default 3.
 	Attempts int
-	// RetryDelay is the first wait before an attempt again; it doubles.
-	// Default 1s.
+	// RetryDelay is the first wait before an attempt again; it doubles,
+	// up to 30s. Default 1s.
 	RetryDelay time.Duration
 	// Stop, when it ends, stops the run's fetches without ending the
 	// callers' contexts (the exporter's interruption; see client.WithStop):
@@ -278,13 +278,13 @@ func (s *Saver) fetch(ctx context.Context, u, name string) Outcome {
 	}
 	res, err := s.o.Fetcher.Fetch(ctx, u, sp, s.o.Budget)
 	s.progress.bytes.Add(sp.Size())
-	var fe *Error
-	if errors.As(err, &fe) {
+	if err != nil {
 		sp.Discard()
+		var fe *Error
+		if !errors.As(err, &fe) {
+			return Outcome{Status: Transient, Err: err.Error()}
+		}
 		return Outcome{Status: fe.Status, HTTPStatus: fe.HTTPStatus, Size: fe.Size, Err: fe.Error()}
-	} else if err != nil {
-		sp.Discard()
-		return Outcome{Status: Transient, Err: err.Error()}
 	}
 	f, err := s.o.Store.Commit(ctx, sp, name, res.ContentType, s.o.Now())
 	if err != nil {

@@ -1,17 +1,13 @@
 // Package media fetches the photos and videos of archived posts from X's
 // CDN into a media store (package media/store), each file once.
 //
-// A Fetcher makes one GET of one file under these rules: no X credential
-// is ever sent (its HTTP client is not the API's, and adds no header of
-// its own); https only, except to a loopback host (a simulator); a
-// redirect is followed only to https; the API's deadlines bound each
-// request (connect, headers, the whole file), so a stalled CDN cannot hold
-// a sync; the size limit and the run's byte budget are enforced while the
-// body is read; and the bytes go from the socket to the writer (a store's
-// spool, which hashes them) through one buffer, so memory stays flat
-// whatever the size of the file. A Saver fetches a sync's files into the
-// store: each URL once (Lookup, and one fetch at a time per URL), a few at
-// a time, retrying transient faults.
+// A Fetcher makes one GET of one file: it sends no X credential (its HTTP
+// client is not the API's); it fetches https only, or http from a loopback
+// host (a simulator), and follows redirects only to https; the API's deadlines
+// bound each request, so a stalled CDN cannot hold a sync; the size limit
+// and the run's byte budget hold while the body is read; and the bytes go
+// to the writer through one buffer, so memory stays flat. A Saver fetches
+// a sync's files: each URL once, a few at a time, retrying transient faults.
 package media
 
 import (
@@ -24,7 +20,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/internal/bearer"
@@ -220,7 +215,6 @@ func isMedia(contentType string) bool {
 	return strings.HasPrefix(contentType, "image/") || strings.HasPrefix(contentType, "video/")
 }
 
-// buffers hold the buffer of each fetch.
 var buffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // contentType is the Content-Type the server gave, when it is a media type,
@@ -230,7 +224,7 @@ func contentType(header string, w *wholeFile) string {
 	if err == nil && isMedia(mt) {
 		return mt
 	}
-	ct, _, _ := mime.ParseMediaType(w.contentType())
+	ct, _, _ := mime.ParseMediaType(http.DetectContentType(w.head))
 	return ct
 }
 
@@ -325,9 +319,4 @@ func (b *Budget) give(n int64) {
 	b.mu.Lock()
 	b.left += n
 	b.mu.Unlock()
-}
-
-// backoff is the wait before attempt n (from 1) of a transient fault.
-func backoff(base time.Duration, n int) time.Duration {
-	return min(base<<(n-1), 30*time.Second)
 }

@@ -47,8 +47,6 @@ func (p *Progress) done(o Outcome) {
 	p.failed[o.Status]++
 }
 
-func (p *Progress) read(n int64) { p.bytes.Add(n) }
-
 // Counts is a snapshot of a Progress.
 type Counts struct {
 	// Wanted files, of which Done have an outcome: Stored of them are in

@@ -78,8 +78,8 @@ type SaverOptions struct {
 	// Attempts is how many times a transient fault is tried within the
 	// run. Default 3.
 	Attempts int
-	// RetryDelay is the first wait before an attempt again; it doubles.
-	// Default 1s.
+	// RetryDelay is the first wait before an attempt again; it doubles,
+	// up to 30s. Default 1s.
 	RetryDelay time.Duration
 	// Stop, when it ends, stops the run's fetches without ending the
 	// callers' contexts (the exporter's interruption; see client.WithStop):
@@ -182,7 +182,10 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 	if f != nil {
 		return Outcome{Status: Stored, File: f}
 	}
-	host := hostOf(r.URL)
+	host := ""
+	if u, err := url.Parse(r.URL); err == nil {
+		host = u.Host
+	}
 	requests := 0
 	for attempt := 1; ; attempt++ {
 		if out, paused := s.pausedOutcome(host); paused {
@@ -200,7 +203,7 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 		}
 		<-s.sem // others fetch while this one waits
 		held = false
-		if err := (clock.Real{}).Sleep(ctx, backoff(s.o.RetryDelay, attempt)); err != nil {
+		if err := (clock.Real{}).Sleep(ctx, min(s.o.RetryDelay<<(attempt-1), 30*time.Second)); err != nil {
 			return out
 		}
 		if err := s.acquire(ctx); err != nil {
@@ -243,15 +246,6 @@ func (s *Saver) pausedOutcome(host string) (Outcome, bool) {
 	return Outcome{Status: Transient, Err: fmt.Sprintf("%s: the media host %s is paused for this run: %s", Transient, host, why)}, true
 }
 
-// hostOf is the host of a URL ("" when it does not parse).
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Host
-}
-
 func (s *Saver) acquire(ctx context.Context) error {
 	select {
 	case s.sem <- struct{}{}:
@@ -283,24 +277,20 @@ func (s *Saver) fetch(ctx context.Context, u, name string) Outcome {
 		return Outcome{Status: Transient, Err: err.Error()}
 	}
 	res, err := s.o.Fetcher.Fetch(ctx, u, sp, s.o.Budget)
-	s.progress.read(sp.Size())
+	s.progress.bytes.Add(sp.Size())
 	if err != nil {
 		sp.Discard()
-		return failed(err)
+		var fe *Error
+		if !errors.As(err, &fe) {
+			return Outcome{Status: Transient, Err: err.Error()}
+		}
+		return Outcome{Status: fe.Status, HTTPStatus: fe.HTTPStatus, Size: fe.Size, Err: fe.Error()}
 	}
 	f, err := s.o.Store.Commit(ctx, sp, name, res.ContentType, s.o.Now())
 	if err != nil {
 		return Outcome{Status: Transient, HTTPStatus: 200, Err: err.Error()}
 	}
 	return Outcome{Status: Stored, File: f, Fetched: true, HTTPStatus: 200}
-}
-
-func failed(err error) Outcome {
-	var fe *Error
-	if !errors.As(err, &fe) {
-		return Outcome{Status: Transient, Err: err.Error()}
-	}
-	return Outcome{Status: fe.Status, HTTPStatus: fe.HTTPStatus, Size: fe.Size, Err: fe.Error()}
 }
 
 func canceled(ctx context.Context) Outcome {

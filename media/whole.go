@@ -3,7 +3,6 @@ package media
 import (
 	"bytes"
 	"encoding/binary"
-	"net/http"
 )
 
 // wholeFile watches the bytes of a file go by and says, at the end,
@@ -38,9 +37,6 @@ func (w *wholeFile) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
 	return len(p), nil
 }
-
-// contentType is the type the file's first bytes say.
-func (w *wholeFile) contentType() string { return http.DetectContentType(w.head) }
 
 func (w *wholeFile) whole() bool {
 	h, t := w.head, w.tail

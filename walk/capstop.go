@@ -8,13 +8,10 @@ import (
 )
 
 // CapStop records a walk that stopped before it ended — at the billed-post
-// cap (Settings.MaxBilledPosts), or interrupted by a stop of its sync — and
-// how far it got. Its memory did not advance, and the next walk of the list
-// starts from the top again (pagination tokens are never kept). To get past
-// where a capped walk stopped, the next must be allowed to bill more than
-// Billed: CheckCap refuses to start one that is not, rather than have every
-// sync bill the same posts and stop at the same place. An interrupted walk
-// is no such reason: its record only tells what the next walk reads again.
+// cap (Settings.MaxBilledPosts), or interrupted — and how far it got. Its
+// memory did not advance, so the next walk starts from the top again and
+// must be allowed to bill more than Billed to get past it: CheckCap refuses
+// one that is not, rather than bill the same posts at every sync.
 type CapStop struct {
 	// At is when the capped walk started.
 	At time.Time `json:"at"`

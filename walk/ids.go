@@ -50,7 +50,7 @@ func (l *IDList) Append(id string) {
 			l.nums = append(l.nums, n)
 			return
 		}
-		l.toStrings()
+		l.strs, l.nums = l.IDs(), nil // non-nil, even when empty
 	}
 	l.strs = append(l.strs, strings.Clone(id)) // id may share a page's body
 }
@@ -72,14 +72,6 @@ func (l *IDList) IDs() []string {
 		out[i] = l.At(i)
 	}
 	return out
-}
-
-func (l *IDList) toStrings() {
-	l.strs = make([]string, len(l.nums), max(len(l.nums), 8))
-	for i, n := range l.nums {
-		l.strs[i] = strconv.FormatUint(n, 10)
-	}
-	l.nums = nil
 }
 
 // Positions maps each id of a list to its index (the first, should an id

@@ -13,13 +13,10 @@ import (
 var ErrLoop = errors.New("the API led the walk back to posts it had already read")
 
 // loopCheck stops a walk the API leads in a circle, before it bills the
-// same posts again. A walk never sends the same token twice: tokens encode
-// a position, which only moves down the list. A page of nothing but posts
-// the walk has read is what the list shifting down between two requests
-// shows when the user saved as many posts as the page holds in between
-// (docs/walk.md): with pages of one or two posts, a few such pages in a row
-// may come, so they are taken for the list moving while they hold maxShift
-// posts or fewer together. It remembers every post the walk has read, so
+// same posts again: a token sent twice (tokens encode a position, which
+// only moves down), or pages in a row of nothing but posts read before,
+// more than maxShift of them (the list shifting down between requests
+// shows a few such pages, docs/walk.md). It remembers every post read, so
 // that a page that leads back to the top of a long walk is seen too.
 type loopCheck struct {
 	sent     map[string]int // token → the page it was sent for
@@ -29,10 +26,6 @@ type loopCheck struct {
 }
 
 const maxShift = 20
-
-func newLoopCheck() *loopCheck {
-	return &loopCheck{sent: map[string]int{}}
-}
 
 // send records that token is sent for page page (1-based), or fails when it
 // was sent before. returned is the posts the walk has been sent so far.

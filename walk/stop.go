@@ -123,10 +123,7 @@ func (s *stopState) skipped() int {
 }
 
 // confirmed reports whether the posts read end with the head of the tail,
-// as far as order can tell: a run of held posts in increasing remembered
-// position which, at some post, held confirm+1 posts at consecutive
-// positions and was at least confirm+1 posts longer than the remembered
-// posts it skipped.
+// as far as order can tell (the rule of the package comment).
 func (s *stopState) confirmed() bool { return s.confirmedAt > 0 }
 
 // minNeeded is the fewest posts the walk can still need before it may stop:

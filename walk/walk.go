@@ -190,7 +190,7 @@ func newProgress[T any](s Settings, prev *Memory, now time.Time, id func(T) stri
 		prev:    prev,
 		planner: NewPlanner(s, prev, now),
 		stop:    newStopState(prev, s.Confirmations),
-		loop:    newLoopCheck(),
+		loop:    &loopCheck{sent: map[string]int{}},
 	}
 }
 

@@ -3,14 +3,11 @@
 // Storage, through gocloud.dev/blob), so that a file saved by many
 // accounts, or in many posts, is stored once.
 //
-// A file is written to a temporary file (a spool) as it is fetched, hashed
-// as it goes; Commit then gives it its name, the SHA-256 of its content. No
-// file is ever visible under its name half-written: in a directory, the
-// spool sits beside the files, is synced and renamed into place, and the
-// directory synced; in an object store, an object exists once its writer
-// has closed. The store also records, for each URL a file was fetched from,
-// which file it is (Lookup): a URL stored once is not fetched again, by any
-// account.
+// A file is spooled to a temporary file as it is fetched, hashed as it
+// goes; Commit then gives it its name, its SHA-256. No file is ever visible
+// under its name half-written (see dir and bucket for how). The store also
+// records which file each URL was fetched as (Lookup), so that a URL
+// stored once is not fetched again, by any account.
 package store
 
 import (
@@ -203,7 +200,10 @@ func (s *Store) Commit(ctx context.Context, sp *Spool, sourceURL, contentType st
 	}
 	sum := hex.EncodeToString(sp.h.Sum(nil))
 	file := &File{Key: ContentKey(sum, contentType), SHA256: sum, Size: sp.n, ContentType: contentType, StoredAt: now.UTC()}
-	step := s.stepFunc()
+	step := s.step
+	if step == nil {
+		step = func(string) {}
+	}
 	f := sp.f
 	sp.f = nil
 	if err := f.Sync(); err != nil {
@@ -225,13 +225,6 @@ func (s *Store) Commit(ctx context.Context, sp *Spool, sourceURL, contentType st
 	}
 	step("indexed")
 	return file, nil
-}
-
-func (s *Store) stepFunc() func(string) {
-	if s.step == nil {
-		return func(string) {}
-	}
-	return s.step
 }
 
 // indexEntry records which file a URL was fetched as.
@@ -333,7 +326,7 @@ func IsKey(key string) bool {
 		return false
 	}
 	ext := name[64:]
-	return ext == "" || validExt(ext)
+	return ext == "" || slices.Contains(slices.Collect(maps.Values(extensions)), ext)
 }
 
 func indexKey(sourceURL string) string {
@@ -365,5 +358,3 @@ func Extension(contentType string) string {
 	}
 	return extensions[mt]
 }
-
-func validExt(ext string) bool { return slices.Contains(slices.Collect(maps.Values(extensions)), ext) }

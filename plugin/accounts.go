@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
@@ -29,7 +29,7 @@ const tokenRequestTimeout = 30 * time.Second
 // shard (inShard) is left out before its token file is read.
 func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *secrets.Mask, sh *plugin.Shard) *account.Set {
 	set := &account.Set{}
-	request := fields(s.RequestFields())
+	request := client.Fields(s.RequestFields())
 	// One naming for the sync: X names things one way for every account.
 	naming, _ := client.NewNamingPolicy(s.APINaming) // the spec check refused other settings
 	o.ClientOptions = append(slices.Clone(o.ClientOptions), client.WithNamingPolicy(naming))
@@ -112,8 +112,8 @@ func UserID(ctx context.Context, api *client.Client, i int) (string, error) {
 func AuthConfig(s *spec.Spec, i int, storedClientID string) auth.Config {
 	a := s.Accounts[i]
 	return auth.Config{
-		ClientID:     firstNonEmpty(a.ClientID, s.OAuth.ClientID, storedClientID),
-		ClientSecret: firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret),
+		ClientID:     cmp.Or(a.ClientID, s.OAuth.ClientID, storedClientID),
+		ClientSecret: cmp.Or(a.ClientSecret, s.OAuth.ClientSecret),
 		TokenURL:     s.OAuth.TokenURL,
 	}
 }
@@ -136,7 +136,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 			return nil, "", relativeTokenFileError(a.TokenFile, err)
 		}
 		userID = stored.UserID
-		log = accountLogger(logger, i, firstNonEmpty(a.UserID, userID))
+		log = accountLogger(logger, i, cmp.Or(a.UserID, userID))
 		cfg := AuthConfig(s, i, stored.ClientID)
 		if cfg.ClientID == "" {
 			return nil, "", fmt.Errorf("token file %s records no client id: set oauth.client_id (or the account's client_id) so its token can be refreshed", a.TokenFile)
@@ -151,23 +151,29 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 		}
 		httpClient = &http.Client{Transport: auth.NewTransport(src, o.Transport)}
 	}
+	api, err := client.New(httpClient, apiOptions(s, o, meter, r,
+		client.WithRetryPolicy(retryPolicy(s)),
+		client.WithLogger(log),
+		// Tokens come from the server and are sent back untouched. The document
+		// calls them base32hex, but real X tokens use the whole alphabet
+		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.
+		client.WithTokenCheck(client.TokenOpaque))...)
+	return api, userID, err
+}
+
+// apiOptions are the options of every API client of a sync, then its own,
+// then those of Options.
+func apiOptions(s *spec.Spec, o Options, meter *billing.Meter, r *secrets.Mask, own ...client.Option) []client.Option {
 	opts := []client.Option{
 		client.WithBaseURL(s.BaseURL),
 		client.WithClock(o.Clock),
 		client.WithMeter(meter),
 		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
-		client.WithRetryPolicy(retryPolicy(s)),
 		client.WithTimeouts(s.Timeouts()),
-		client.WithLogger(log),
 		client.WithSecrets(r),
 		client.WithUserAgent(UserAgent()),
-		// Tokens come from the server and are sent back untouched. The document
-		// calls them base32hex, but real X tokens use the whole alphabet
-		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.
-		client.WithTokenCheck(client.TokenOpaque),
 	}
-	api, err := client.New(httpClient, append(opts, o.ClientOptions...)...)
-	return api, userID, err
+	return append(append(opts, own...), o.ClientOptions...)
 }
 
 // Credentials returns a Mask holding the credentials the spec gives:
@@ -182,7 +188,7 @@ func Credentials(s *spec.Spec) *secrets.Mask {
 	r.AddBasic(s.OAuth.ClientID, s.OAuth.ClientSecret)
 	for _, a := range s.Accounts {
 		r.Add(a.AccessToken)
-		r.AddBasic(firstNonEmpty(a.ClientID, s.OAuth.ClientID), firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret))
+		r.AddBasic(cmp.Or(a.ClientID, s.OAuth.ClientID), cmp.Or(a.ClientSecret, s.OAuth.ClientSecret))
 	}
 	return r
 }
@@ -193,11 +199,7 @@ func Credentials(s *spec.Spec) *secrets.Mask {
 // The token file's tokens are added to r (from Credentials(s)) as they are
 // read and refreshed, so that the caller can mask them in what it prints.
 func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask, opts ...Option) (*client.Client, string, error) {
-	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return connect(ctx, s, i, o, meter, logger, r)
+	return connect(ctx, s, i, options(opts), meter, logger, r)
 }
 
 // accountLogger logs under the name the account's session will have.
@@ -213,24 +215,4 @@ func retryPolicy(s *spec.Spec) client.RetryPolicy {
 		budget = -1
 	}
 	return client.RetryPolicy{Budget: budget, MaxAttempts: s.MaxAttempts}
-}
-
-func fields(f spec.Fields) client.Fields {
-	return client.Fields{
-		TweetFields: f.TweetFields,
-		Expansions:  f.Expansions,
-		UserFields:  f.UserFields,
-		MediaFields: f.MediaFields,
-		PollFields:  f.PollFields,
-		PlaceFields: f.PlaceFields,
-	}
-}
-
-func firstNonEmpty(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

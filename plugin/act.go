@@ -56,7 +56,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 	ix := plan.NewIndex(edits)
 	if d := c.options.destination(); d != nil {
 		d.Edit(edits)
-	} else if err := c.sendEdits(ctx, run, comp, selected, edits, pending); err != nil {
+	} else if err := c.sendEdits(ctx, run, comp, selected, edits, ix, pending); err != nil {
 		return err
 	}
 	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
@@ -77,8 +77,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 // overwrite modes), and the rows kept to send again are edited alike. A
 // destination's row cannot be edited: a scrub is left to the user, with a
 // warning. Tables the sync does not select get no message.
-func (c *Client) sendEdits(ctx context.Context, run tableSync, comp *compliance.Check, selected schema.Tables, edits []plan.Edit, pending []compliance.Affected) error {
-	ix := plan.NewIndex(edits)
+func (c *Client) sendEdits(ctx context.Context, run tableSync, comp *compliance.Check, selected schema.Tables, edits []plan.Edit, ix plan.Index, pending []compliance.Affected) error {
 	for _, s := range comp.Set.Sessions {
 		if err := resources.EditOutbox(ctx, s, ix); err != nil {
 			return err

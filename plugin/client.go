@@ -76,7 +76,8 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := checkShard(opts.Shard); err != nil {
 		return err
 	}
-	stateClient, closeState, err := c.connectState(ctx, opts.BackendOptions, shardScope(opts.Shard))
+	scope := shardScope(opts.Shard)
+	stateClient, closeState, err := c.connectState(ctx, opts.BackendOptions, scope)
 	if err != nil {
 		return err
 	}
@@ -85,14 +86,14 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	syncInfo := c.syncInfo()
 	resend := c.options.resendPolicy(c.spec).On()
 	if resend {
-		ended, err := account.LoadEnded(ctx, stateClient, shardScope(opts.Shard))
+		ended, err := account.LoadEnded(ctx, stateClient, scope)
 		if err != nil {
 			return err
 		}
 		syncInfo.Ended = ended.Has
 	}
 	set := c.accountsOfShard(ctx, stateClient, syncInfo, opts.Shard)
-	data, mediaTable, compliance, usage := splitTables(tables)
+	data, mediaTable, complianceTable, usage := splitTables(tables)
 	var mediaFiles *account.Media
 	if mediaTable != nil {
 		var closeStore func()
@@ -102,13 +103,13 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 			s.Media = mediaFiles
 		}
 	}
-	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.mask)
+	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, scope, c.mask)
 	if o := c.options.Observer; o != nil {
-		if compliance != nil && c.spec.Compliance != nil {
-			o.SyncStarted(set, comp)
-		} else {
-			o.SyncStarted(set, nil)
+		var checked *compliance.Check
+		if complianceTable != nil && c.spec.Compliance != nil {
+			checked = comp
 		}
+		o.SyncStarted(set, checked)
 	}
 
 	run := c.newTableSync(opts, res)
@@ -120,10 +121,10 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := syncMediaFiles(ctx, run, stateClient, set, mediaFiles, mediaTable, c.logger); err != nil {
 		return err
 	}
-	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
+	if err := syncCompliance(ctx, run, stateClient, comp, complianceTable); err != nil {
 		return err
 	}
-	if compliance != nil {
+	if complianceTable != nil {
 		if err := c.actOnCompliance(ctx, run, stateClient, comp, tables); err != nil {
 			return err
 		}
@@ -138,7 +139,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	}
 	// Last: a sync stopped before this point does not count for the rows
 	// it sent again (package outbox).
-	return account.SaveEnded(ctx, stateClient, shardScope(opts.Shard), syncInfo.ID)
+	return account.SaveEnded(ctx, stateClient, scope, syncInfo.ID)
 }
 
 // shardScope names the accounts of a sync: "" for all of them, else their

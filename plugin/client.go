@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
@@ -121,13 +122,8 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := syncMediaFiles(ctx, run, stateClient, set, mediaFiles, mediaTable, c.logger); err != nil {
 		return err
 	}
-	if err := syncCompliance(ctx, run, stateClient, comp, complianceTable); err != nil {
+	if err := c.syncCompliance(ctx, run, stateClient, comp, complianceTable, tables); err != nil {
 		return err
-	}
-	if complianceTable != nil {
-		if err := c.actOnCompliance(ctx, run, stateClient, comp, tables); err != nil {
-			return err
-		}
 	}
 	if usage != nil {
 		if err := run.sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage}); err != nil {
@@ -206,19 +202,9 @@ func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info acco
 // splitTables sets apart the tables that run after the data tables, in
 // this order: x_media_files, x_post_compliance and x_api_usage.
 func splitTables(tables schema.Tables) (data schema.Tables, mediaFiles, compliance, usage *schema.Table) {
-	for _, t := range tables {
-		switch t.Name {
-		case resources.APIUsageTable:
-			usage = t
-		case resources.PostComplianceTable:
-			compliance = t
-		case resources.MediaFilesTable:
-			mediaFiles = t
-		default:
-			data = append(data, t)
-		}
-	}
-	return data, mediaFiles, compliance, usage
+	later := []string{resources.MediaFilesTable, resources.PostComplianceTable, resources.APIUsageTable}
+	data = slices.DeleteFunc(slices.Clone(tables), func(t *schema.Table) bool { return slices.Contains(later, t.Name) })
+	return data, tables.Get(later[0]), tables.Get(later[1]), tables.Get(later[2])
 }
 
 // tableSync runs the scheduler with the sync's options, sending to res.
@@ -325,15 +311,19 @@ func (c *Client) logAccountFailures(set *account.Set) {
 }
 
 // syncCompliance runs x_post_compliance, when it is selected, whose jobs
-// check the posts archived so far, and flushes the state it set.
-func syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, table *schema.Table) error {
+// check the posts archived so far, flushes the state it set, and acts on
+// what they reported.
+func (c *Client) syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, table *schema.Table, selected schema.Tables) error {
 	if table == nil {
 		return nil
 	}
 	if err := run.sync(ctx, comp, schema.Tables{table}); err != nil {
 		return err
 	}
-	return flushState(ctx, st)
+	if err := flushState(ctx, st); err != nil {
+		return err
+	}
+	return c.actOnCompliance(ctx, run, st, comp, selected)
 }
 
 func flushState(ctx context.Context, st state.Client) error {

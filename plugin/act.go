@@ -15,19 +15,11 @@ import (
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
-// actionOf maps the spec's on_change to the actions of package plan.
+// actionOf maps the spec's on_change to the actions of package plan (Keep
+// for any other).
 func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
-	return func(reason string) plan.Action {
-		switch cs.Action(reason) {
-		case spec.ActionRedact:
-			return plan.Redact
-		case spec.ActionDelete:
-			return plan.Delete
-		case spec.ActionScrub:
-			return plan.ScrubGeo
-		}
-		return plan.Keep
-	}
+	actions := map[string]plan.Action{spec.ActionRedact: plan.Redact, spec.ActionDelete: plan.Delete, spec.ActionScrub: plan.ScrubGeo}
+	return func(reason string) plan.Action { return actions[cs.Action(reason)] }
 }
 
 // actOnCompliance applies what the compliance checks reported and no sync

@@ -76,8 +76,9 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 		m.Saver.OnPause(func(host, why string) {
 			logger.Warn().Msg("media host " + host + " paused for this sync: " + why + "; its other files are left transient, for the next sync")
 		})
-		stop := logMediaProgress(m.Saver.Progress(), logger, mediaProgressEvery)
+		logging, stop := context.WithCancel(ctx)
 		defer stop()
+		go logMediaProgress(logging, m.Saver.Progress(), logger, mediaProgressEvery)
 	}
 	if err := run.sync(ctx, set, schema.Tables{table}); err != nil {
 		return err
@@ -89,20 +90,16 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 // progress.
 const mediaProgressEvery = 30 * time.Second
 
-// logMediaProgress logs p every interval until stop is called.
-func logMediaProgress(p *media.Progress, logger zerolog.Logger, interval time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				logger.Info().Msg("media files: " + p.Counts().String())
-			}
+// logMediaProgress logs p every interval until ctx ends.
+func logMediaProgress(ctx context.Context, p *media.Progress, logger zerolog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			logger.Info().Msg("media files: " + p.Counts().String())
 		}
-	}()
-	return func() { close(done) }
+	}
 }

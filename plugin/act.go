@@ -23,20 +23,17 @@ func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
 }
 
 // actOnCompliance applies what the compliance checks reported and no sync
-// applied yet (compliance.on_change). The edits are decided once, from
-// the tables' declarations (plan.Edits); the sync's destination applies
-// them: the destination in the plugin's process (the exporter) to its own
-// files, a CloudQuery destination through DeleteRecord messages and rows
-// sent again (sendEdits). The media files no other post uses are deleted
-// from the media store. The state then records the actions as applied,
-// and is flushed.
+// applied yet (compliance.on_change). plan.Edits decides the edits once;
+// the destination in the plugin's process (the exporter) applies them to
+// its files, a CloudQuery destination gets them from sendEdits. The media
+// files no other post uses are deleted from the store; then the state
+// records the actions as applied.
 func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables) error {
 	pending, err := comp.Pending(ctx)
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	bookmarks := selected.Get(resources.BookmarksTable)
-	if bookmarks == nil {
+	if selected.Get(resources.BookmarksTable) == nil {
 		c.logger.Warn().Msg("posts reported by X's compliance job are acted on when x_bookmarks is synced; this sync does not select it")
 		return nil
 	}

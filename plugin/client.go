@@ -210,7 +210,6 @@ func splitTables(tables schema.Tables) (data schema.Tables, mediaFiles, complian
 // tableSync runs the scheduler with the sync's options, sending to res.
 type tableSync struct {
 	sched             *scheduler.Scheduler
-	opts              []scheduler.SyncOption
 	res               chan<- message.SyncMessage
 	deterministicCQID bool
 }
@@ -224,13 +223,7 @@ func (c *Client) newTableSync(opts plugin.SyncOptions, res chan<- message.SyncMe
 	if d := c.options.destination(); d != nil && d.RecordRows() > 0 {
 		schedOpts = append(schedOpts, scheduler.WithBatchOptions(scheduler.WithBatchMaxRows(d.RecordRows())))
 	}
-	return tableSync{
-		sched: scheduler.NewScheduler(schedOpts...),
-		opts:  []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)},
-		res:   res,
-
-		deterministicCQID: opts.DeterministicCQID,
-	}
+	return tableSync{sched: scheduler.NewScheduler(schedOpts...), res: res, deterministicCQID: opts.DeterministicCQID}
 }
 
 // withoutContentOff takes out of the bookmarks table the child tables of
@@ -276,7 +269,7 @@ func (t tableSync) announce(tables schema.Tables) {
 }
 
 func (t tableSync) sync(ctx context.Context, clients schema.ClientMeta, tables schema.Tables) error {
-	return t.sched.Sync(ctx, clients, tables, t.res, t.opts...)
+	return t.sched.Sync(ctx, clients, tables, t.res, scheduler.WithSyncDeterministicCQID(t.deterministicCQID))
 }
 
 // syncDataTables syncs the data tables of every account, saves what each
@@ -342,10 +335,9 @@ func checkShard(sh *plugin.Shard) error {
 }
 
 // inShard reports whether the account of user userID may be in shard sh:
-// the shard of the state bucket b of its user is b % T + 1, so that a
-// shard reads its buckets alone (state.go); every account is in exactly
-// one shard, with all its tables, whatever the number of shards. An
-// unknown user ("") may be in any.
+// shard N/T holds the state buckets N-1, N-1+T, ... (state.go), so every
+// account is in exactly one shard, whatever T. An unknown user ("") may be
+// in any.
 func inShard(userID string, sh *plugin.Shard) bool {
 	return sh == nil || userID == "" || userBucket(userID)%int(sh.Total) == int(sh.Num)-1
 }

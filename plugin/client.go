@@ -93,7 +93,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 		}
 		syncInfo.Ended = ended.Has
 	}
-	set := c.accountsOfShard(ctx, stateClient, syncInfo, opts.Shard)
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo, c.mask, opts.Shard)
 	data, mediaTable, complianceTable, usage := splitTables(tables)
 	var mediaFiles *account.Media
 	if mediaTable != nil {
@@ -184,19 +184,6 @@ func (c *Client) syncInfo() account.Sync {
 		info.ID = uuid.NewString()
 	}
 	return info
-}
-
-// accountsOfShard prepares the spec's accounts of the shard, when the sync
-// is one. The plugin shards accounts itself. The scheduler's shards split
-// (table, account) pairs table by table, which would give one account's
-// bookmarks to one machine and its folders to another: both would use, and
-// may refresh, the same rotating token.
-func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info account.Sync, sh *plugin.Shard) *account.Set {
-	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.mask, sh)
-	if sh != nil {
-		set.Sessions = shardOf(set.Sessions, c.spec.Accounts, sh)
-	}
-	return set
 }
 
 // splitTables sets apart the tables that run after the data tables, in

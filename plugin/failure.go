@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -93,14 +94,11 @@ var urlQuery = regexp.MustCompile(`("https?://[^"?\s]*)\?[^"\s]*"`)
 // base_url, every one refused, unreachable, not TLS, or answered 404 (a
 // base_url with a wrong path), and says so.
 func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkReport) (string, bool) {
-	requests, ok := 0, 0
+	var total billing.Usage
 	if sess.Meter != nil {
-		for _, u := range sess.Meter.Snapshot() {
-			requests += u.Requests
-			ok += u.OK
-		}
+		total = sess.Meter.Total()
 	}
-	if requests == 0 || ok > 0 {
+	if total.Requests == 0 || total.OK > 0 {
 		return "", false
 	}
 	cause := ""
@@ -111,7 +109,7 @@ func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkRepor
 		}
 		cause = c
 	}
-	return fmt.Sprintf("none of %d requests to %s got an answer from the X API (%s): check base_url", requests, s.BaseURL, cause), true
+	return fmt.Sprintf("none of %d requests to %s got an answer from the X API (%s): check base_url", total.Requests, s.BaseURL, cause), true
 }
 
 // noAnswer returns the cause of a request that got no answer from the API

@@ -84,7 +84,8 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	}
 	defer closeState()
 
-	syncInfo := c.syncInfo()
+	// The sync is named by the CloudQuery invocation id, or a new one.
+	syncInfo := account.Sync{ID: cmp.Or(c.invocationID, uuid.NewString()), StartedAt: c.options.Clock.Now().UTC()}
 	resend := c.options.resendPolicy(c.spec).On()
 	if resend {
 		ended, err := account.LoadEnded(ctx, stateClient, scope)
@@ -98,11 +99,8 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	var mediaFiles *account.Media
 	if mediaTable != nil {
 		var closeStore func()
-		mediaFiles, closeStore = prepareMedia(ctx, c.spec, c.options)
+		mediaFiles, closeStore = prepareMedia(ctx, c.spec, c.options, set)
 		defer closeStore()
-		for _, s := range set.Sessions {
-			s.Media = mediaFiles
-		}
 	}
 	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, scope, c.mask)
 	if o := c.options.Observer; o != nil {
@@ -176,15 +174,6 @@ func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOption
 // maxStateMessage bounds a message to and from the state backend, as the
 // SDK's state client has it.
 const maxStateMessage = 100 << 20
-
-// syncInfo names this sync: by the CloudQuery invocation id, or a new one.
-func (c *Client) syncInfo() account.Sync {
-	info := account.Sync{ID: c.invocationID, StartedAt: c.options.Clock.Now().UTC()}
-	if info.ID == "" {
-		info.ID = uuid.NewString()
-	}
-	return info
-}
 
 // splitTables sets apart the tables that run after the data tables, in
 // this order: x_media_files, x_post_compliance and x_api_usage.

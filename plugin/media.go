@@ -18,11 +18,11 @@ import (
 // spec names no store.
 var errNoMediaStore = errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
 
-// prepareMedia makes the sync's media files, shared by its accounts, or
-// nil when the spec's media_files section is absent. A store that cannot
-// be opened fails the media pass only, and the walks record the
+// prepareMedia makes the sync's media files, shared by the accounts of
+// set, or nil when the spec's media_files section is absent. A store that
+// cannot be opened fails the media pass only, and the walks record the
 // files of what they read all the same, for the next sync to fetch.
-func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media, func()) {
+func prepareMedia(ctx context.Context, s *spec.Spec, o Options, set *account.Set) (*account.Media, func()) {
 	ms := s.MediaFiles
 	if ms == nil {
 		return nil, func() {}
@@ -30,6 +30,9 @@ func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media,
 	m := &account.Media{
 		Kinds:       media.Kinds{Photos: *ms.Photos, Videos: *ms.Videos, AllVariants: ms.AllVariants},
 		MaxFileSize: ms.MaxFileSize.Bytes(),
+	}
+	for _, sess := range set.Sessions {
+		sess.Media = m
 	}
 	st, closeStore, err := openMediaStore(ctx, ms, o)
 	if err != nil {

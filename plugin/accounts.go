@@ -19,7 +19,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// tokenRequestTimeout bounds one call to the token endpoint.
 const tokenRequestTimeout = 30 * time.Second
 
 // prepareAccounts builds one session per account, in spec order, without
@@ -66,17 +65,12 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			// Neither id can be trusted: no state of either user is read (or its folders
 			// emitted again) for this account.
 			sess.UserID = ""
+		case cmp.Or(a.UserID, userID) == "":
+			sess.API, sess.Setup = api, resolveUserID(s, sess, set)
 		default:
 			sess.API = api
-			if sess.UserID == "" {
-				sess.UserID = userID
-			}
-			if sess.UserID == "" {
-				sess.Setup = resolveUserID(s, sess, set)
-			} else if err := set.Claim(sess, sess.UserID); err != nil {
+			if err := claim(s, sess, set, cmp.Or(a.UserID, userID)); err != nil {
 				sess.Err, sess.API, sess.UserID = err, nil, ""
-			} else {
-				meter.SetOwnedReads(sess.UserID, s.OwnedReads(i, sess.UserID))
 			}
 		}
 		sess.Logger = logger.With().Str("account", sess.ID()).Logger()
@@ -95,13 +89,18 @@ func resolveUserID(s *spec.Spec, sess *account.Session, set *account.Set) func(c
 		if err != nil {
 			return err
 		}
-		if err := set.Claim(sess, userID); err != nil {
-			return err
-		}
-		sess.UserID = userID
-		sess.Meter.SetOwnedReads(userID, s.OwnedReads(sess.Index, userID))
-		return nil
+		return claim(s, sess, set, userID)
 	}
+}
+
+// claim makes userID the account's, unless another account of set has it.
+func claim(s *spec.Spec, sess *account.Session, set *account.Set, userID string) error {
+	if err := set.Claim(sess, userID); err != nil {
+		return err
+	}
+	sess.UserID = userID
+	sess.Meter.SetOwnedReads(userID, s.OwnedReads(sess.Index, userID))
+	return nil
 }
 
 // UserID asks the API whose token api sends (GET /2/users/me), for the
@@ -159,7 +158,8 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 		httpClient = &http.Client{Transport: auth.NewTransport(src, o.Transport)}
 	}
 	api, err := client.New(httpClient, apiOptions(s, o, meter, r,
-		client.WithRetryPolicy(retryPolicy(s)),
+		// A retry budget of 0 is none, which the client spells as a negative one.
+		client.WithRetryPolicy(client.RetryPolicy{Budget: cmp.Or(s.RetryBudget.Duration(), -1), MaxAttempts: s.MaxAttempts}),
 		client.WithLogger(log),
 		// Tokens come from the server and are sent back untouched. The document
 		// calls them base32hex, but real X tokens use the whole alphabet
@@ -212,14 +212,4 @@ func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Mete
 // accountLogger logs under the name the account's session will have.
 func accountLogger(logger zerolog.Logger, i int, userID string) zerolog.Logger {
 	return logger.With().Str("account", (&account.Session{Index: i, UserID: userID}).ID()).Logger()
-}
-
-// retryPolicy is the spec's retry budget and attempts (a budget of 0 is
-// none, which the client spells as a negative one).
-func retryPolicy(s *spec.Spec) client.RetryPolicy {
-	budget := s.RetryBudget.Duration()
-	if budget == 0 {
-		budget = -1
-	}
-	return client.RetryPolicy{Budget: budget, MaxAttempts: s.MaxAttempts}
 }

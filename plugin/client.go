@@ -50,7 +50,6 @@ func newClientFunc(o Options) plugin.NewClientFunc {
 	}
 }
 
-// Tables returns the tables matching the options.
 func (c *Client) Tables(_ context.Context, opts plugin.TableOptions) (schema.Tables, error) {
 	return c.tables.FilterDfs(opts.Tables, opts.SkipTables, opts.SkipDependentTables)
 }

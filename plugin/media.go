@@ -14,8 +14,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// errNoMediaStore is the media pass's error in a CloudQuery sync whose
-// spec names no store.
 var errNoMediaStore = errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
 
 // prepareMedia makes the sync's media files, shared by the accounts of
@@ -89,8 +87,6 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 	return flushState(ctx, st)
 }
 
-// mediaProgressEvery is how often a CloudQuery sync logs the media files'
-// progress.
 const mediaProgressEvery = 30 * time.Second
 
 // logMediaProgress logs p every interval until ctx ends.

@@ -212,20 +212,19 @@ func withoutContentOff(data schema.Tables, k spec.Kinds) (kept, off schema.Table
 		resources.ReferencedPostsTable: !k.ReferencedPosts,
 	}
 	for _, t := range data {
-		if t.Name != resources.BookmarksTable {
-			kept = append(kept, t)
-			continue
-		}
-		bookmarks := *t
-		bookmarks.Relations = nil
-		for _, child := range t.Relations {
-			if isOff[child.Name] {
-				off = append(off, child)
-			} else {
-				bookmarks.Relations = append(bookmarks.Relations, child)
+		if t.Name == resources.BookmarksTable {
+			bookmarks := *t
+			bookmarks.Relations = nil
+			for _, child := range t.Relations {
+				if isOff[child.Name] {
+					off = append(off, child)
+				} else {
+					bookmarks.Relations = append(bookmarks.Relations, child)
+				}
 			}
+			t = &bookmarks
 		}
-		kept = append(kept, &bookmarks)
+		kept = append(kept, t)
 	}
 	return kept, off
 }

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"runtime"
 	"runtime/debug"
 )
@@ -62,19 +63,13 @@ func resolveBuild(version string, given stamp, info *debug.BuildInfo) Build {
 			b.Version = v
 		}
 	}
-	if info.GoVersion != "" {
-		b.GoVersion = info.GoVersion
-	}
+	b.GoVersion = cmp.Or(info.GoVersion, b.GoVersion)
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			if b.Commit == "" {
-				b.Commit = s.Value
-			}
+			b.Commit = cmp.Or(b.Commit, s.Value)
 		case "vcs.time":
-			if b.Date == "" {
-				b.Date = s.Value
-			}
+			b.Date = cmp.Or(b.Date, s.Value)
 		case "vcs.modified":
 			b.Modified = b.Modified || s.Value == "true"
 		}

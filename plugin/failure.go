@@ -31,10 +31,6 @@ import (
 // connection for every list. It returns nil for an account that synced.
 // The lines hold no credential of the sync (sess.Secrets).
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
-	return sess.Secrets.Strings(accountFailure(s, sess))
-}
-
-func accountFailure(s *spec.Spec, sess *account.Session) []string {
 	failed := []account.WalkReport{{Err: sess.Err}}
 	if sess.Err == nil {
 		failed = sess.Report().Walks()
@@ -46,7 +42,7 @@ func accountFailure(s *spec.Spec, sess *account.Session) []string {
 		return nil
 	}
 	if line, ok := unreachable(s, sess, failed); ok {
-		return []string{line}
+		return sess.Secrets.Strings([]string{line})
 	}
 	var lines []string
 	seen := map[string]bool{}
@@ -61,7 +57,7 @@ func accountFailure(s *spec.Spec, sess *account.Session) []string {
 			lines = append(lines, line)
 		}
 	}
-	return lines
+	return sess.Secrets.Strings(lines)
 }
 
 // describe is err as a person should read it: a query string in a URL is

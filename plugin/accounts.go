@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -13,23 +14,25 @@ import (
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
 
-// tokenRequestTimeout bounds one call to the token endpoint.
 const tokenRequestTimeout = 30 * time.Second
 
 // prepareAccounts builds one session per account, in spec order, without
 // touching the network: token files are read here, and a user id that is in
 // neither the spec nor the token file is resolved (GET /2/users/me) by the
-// session's first resolver. An account whose spec names a user of another
-// shard (inShard) is left out before its token file is read.
+// session's first resolver. A sharded sync keeps the accounts of its shard
+// (inShard, shardOf): one whose spec names a user of another is left out
+// before its token file is read. The plugin shards accounts itself: the
+// scheduler's shards split (table, account) pairs table by table, which
+// would give one account's bookmarks to one machine and its folders to
+// another, both using, and maybe refreshing, the same rotating token.
 func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *secrets.Mask, sh *plugin.Shard) *account.Set {
 	set := &account.Set{}
-	request := fields(s.RequestFields())
+	request := client.Fields(s.RequestFields())
 	// One naming for the sync: X names things one way for every account.
 	naming, _ := client.NewNamingPolicy(s.APINaming) // the spec check refused other settings
 	o.ClientOptions = append(slices.Clone(o.ClientOptions), client.WithNamingPolicy(naming))
@@ -62,21 +65,19 @@ func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolo
 			// Neither id can be trusted: no state of either user is read (or its folders
 			// emitted again) for this account.
 			sess.UserID = ""
+		case cmp.Or(a.UserID, userID) == "":
+			sess.API, sess.Setup = api, resolveUserID(s, sess, set)
 		default:
 			sess.API = api
-			if sess.UserID == "" {
-				sess.UserID = userID
-			}
-			if sess.UserID == "" {
-				sess.Setup = resolveUserID(s, sess, set)
-			} else if err := set.Claim(sess, sess.UserID); err != nil {
+			if err := claim(s, sess, set, cmp.Or(a.UserID, userID)); err != nil {
 				sess.Err, sess.API, sess.UserID = err, nil, ""
-			} else {
-				meter.SetOwnedReads(sess.UserID, s.OwnedReads(i, sess.UserID))
 			}
 		}
 		sess.Logger = logger.With().Str("account", sess.ID()).Logger()
 		set.Sessions = append(set.Sessions, sess)
+	}
+	if sh != nil {
+		set.Sessions = shardOf(set.Sessions, s.Accounts, sh)
 	}
 	return set
 }
@@ -88,13 +89,18 @@ func resolveUserID(s *spec.Spec, sess *account.Session, set *account.Set) func(c
 		if err != nil {
 			return err
 		}
-		if err := set.Claim(sess, userID); err != nil {
-			return err
-		}
-		sess.UserID = userID
-		sess.Meter.SetOwnedReads(userID, s.OwnedReads(sess.Index, userID))
-		return nil
+		return claim(s, sess, set, userID)
 	}
+}
+
+// claim makes userID the account's, unless another account of set has it.
+func claim(s *spec.Spec, sess *account.Session, set *account.Set, userID string) error {
+	if err := set.Claim(sess, userID); err != nil {
+		return err
+	}
+	sess.UserID = userID
+	sess.Meter.SetOwnedReads(userID, s.OwnedReads(sess.Index, userID))
+	return nil
 }
 
 // UserID asks the API whose token api sends (GET /2/users/me), for the
@@ -112,8 +118,8 @@ func UserID(ctx context.Context, api *client.Client, i int) (string, error) {
 func AuthConfig(s *spec.Spec, i int, storedClientID string) auth.Config {
 	a := s.Accounts[i]
 	return auth.Config{
-		ClientID:     firstNonEmpty(a.ClientID, s.OAuth.ClientID, storedClientID),
-		ClientSecret: firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret),
+		ClientID:     cmp.Or(a.ClientID, s.OAuth.ClientID, storedClientID),
+		ClientSecret: cmp.Or(a.ClientSecret, s.OAuth.ClientSecret),
 		TokenURL:     s.OAuth.TokenURL,
 	}
 }
@@ -136,7 +142,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 			return nil, "", relativeTokenFileError(a.TokenFile, err)
 		}
 		userID = stored.UserID
-		log = accountLogger(logger, i, firstNonEmpty(a.UserID, userID))
+		log = accountLogger(logger, i, cmp.Or(a.UserID, userID))
 		cfg := AuthConfig(s, i, stored.ClientID)
 		if cfg.ClientID == "" {
 			return nil, "", fmt.Errorf("token file %s records no client id: set oauth.client_id (or the account's client_id) so its token can be refreshed", a.TokenFile)
@@ -151,23 +157,30 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 		}
 		httpClient = &http.Client{Transport: auth.NewTransport(src, o.Transport)}
 	}
+	api, err := client.New(httpClient, apiOptions(s, o, meter, r,
+		// A retry budget of 0 is none, which the client spells as a negative one.
+		client.WithRetryPolicy(client.RetryPolicy{Budget: cmp.Or(s.RetryBudget.Duration(), -1), MaxAttempts: s.MaxAttempts}),
+		client.WithLogger(log),
+		// Tokens come from the server and are sent back untouched. The document
+		// calls them base32hex, but real X tokens use the whole alphabet
+		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.
+		client.WithTokenCheck(client.TokenOpaque))...)
+	return api, userID, err
+}
+
+// apiOptions are the options of every API client of a sync, then its own,
+// then those of Options.
+func apiOptions(s *spec.Spec, o Options, meter *billing.Meter, r *secrets.Mask, own ...client.Option) []client.Option {
 	opts := []client.Option{
 		client.WithBaseURL(s.BaseURL),
 		client.WithClock(o.Clock),
 		client.WithMeter(meter),
 		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
-		client.WithRetryPolicy(retryPolicy(s)),
 		client.WithTimeouts(s.Timeouts()),
-		client.WithLogger(log),
 		client.WithSecrets(r),
 		client.WithUserAgent(UserAgent()),
-		// Tokens come from the server and are sent back untouched. The document
-		// calls them base32hex, but real X tokens use the whole alphabet
-		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.
-		client.WithTokenCheck(client.TokenOpaque),
 	}
-	api, err := client.New(httpClient, append(opts, o.ClientOptions...)...)
-	return api, userID, err
+	return append(append(opts, own...), o.ClientOptions...)
 }
 
 // Credentials returns a Mask holding the credentials the spec gives:
@@ -182,7 +195,7 @@ func Credentials(s *spec.Spec) *secrets.Mask {
 	r.AddBasic(s.OAuth.ClientID, s.OAuth.ClientSecret)
 	for _, a := range s.Accounts {
 		r.Add(a.AccessToken)
-		r.AddBasic(firstNonEmpty(a.ClientID, s.OAuth.ClientID), firstNonEmpty(a.ClientSecret, s.OAuth.ClientSecret))
+		r.AddBasic(cmp.Or(a.ClientID, s.OAuth.ClientID), cmp.Or(a.ClientSecret, s.OAuth.ClientSecret))
 	}
 	return r
 }
@@ -193,44 +206,10 @@ func Credentials(s *spec.Spec) *secrets.Mask {
 // The token file's tokens are added to r (from Credentials(s)) as they are
 // read and refreshed, so that the caller can mask them in what it prints.
 func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask, opts ...Option) (*client.Client, string, error) {
-	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return connect(ctx, s, i, o, meter, logger, r)
+	return connect(ctx, s, i, options(opts), meter, logger, r)
 }
 
 // accountLogger logs under the name the account's session will have.
 func accountLogger(logger zerolog.Logger, i int, userID string) zerolog.Logger {
 	return logger.With().Str("account", (&account.Session{Index: i, UserID: userID}).ID()).Logger()
-}
-
-// retryPolicy is the spec's retry budget and attempts (a budget of 0 is
-// none, which the client spells as a negative one).
-func retryPolicy(s *spec.Spec) client.RetryPolicy {
-	budget := s.RetryBudget.Duration()
-	if budget == 0 {
-		budget = -1
-	}
-	return client.RetryPolicy{Budget: budget, MaxAttempts: s.MaxAttempts}
-}
-
-func fields(f spec.Fields) client.Fields {
-	return client.Fields{
-		TweetFields: f.TweetFields,
-		Expansions:  f.Expansions,
-		UserFields:  f.UserFields,
-		MediaFields: f.MediaFields,
-		PollFields:  f.PollFields,
-		PlaceFields: f.PlaceFields,
-	}
-}
-
-func firstNonEmpty(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -15,36 +15,25 @@ import (
 	"github.com/cq-source-x/cq-source-x/spec"
 )
 
-// actionOf maps the spec's on_change to the actions of package plan.
+// actionOf maps the spec's on_change to the actions of package plan (Keep
+// for any other).
 func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
-	return func(reason string) plan.Action {
-		switch cs.Action(reason) {
-		case spec.ActionRedact:
-			return plan.Redact
-		case spec.ActionDelete:
-			return plan.Delete
-		case spec.ActionScrub:
-			return plan.ScrubGeo
-		}
-		return plan.Keep
-	}
+	actions := map[string]plan.Action{spec.ActionRedact: plan.Redact, spec.ActionDelete: plan.Delete, spec.ActionScrub: plan.ScrubGeo}
+	return func(reason string) plan.Action { return actions[cs.Action(reason)] }
 }
 
 // actOnCompliance applies what the compliance checks reported and no sync
-// applied yet (compliance.on_change). The edits are decided once, from
-// the tables' declarations (plan.Edits); the sync's destination applies
-// them: the destination in the plugin's process (the exporter) to its own
-// files, a CloudQuery destination through DeleteRecord messages and rows
-// sent again (sendEdits). The media files no other post uses are deleted
-// from the media store. The state then records the actions as applied,
-// and is flushed.
+// applied yet (compliance.on_change). plan.Edits decides the edits once;
+// the destination in the plugin's process (the exporter) applies them to
+// its files, a CloudQuery destination gets them from sendEdits. The media
+// files no other post uses are deleted from the store; then the state
+// records the actions as applied.
 func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables) error {
 	pending, err := comp.Pending(ctx)
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	bookmarks := selected.Get(resources.BookmarksTable)
-	if bookmarks == nil {
+	if selected.Get(resources.BookmarksTable) == nil {
 		c.logger.Warn().Msg("posts reported by X's compliance job are acted on when x_bookmarks is synced; this sync does not select it")
 		return nil
 	}
@@ -56,7 +45,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 	ix := plan.NewIndex(edits)
 	if d := c.options.destination(); d != nil {
 		d.Edit(edits)
-	} else if err := c.sendEdits(ctx, run, comp, selected, edits, pending); err != nil {
+	} else if err := c.sendEdits(ctx, run, comp, selected, edits, ix, pending); err != nil {
 		return err
 	}
 	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
@@ -77,8 +66,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 // overwrite modes), and the rows kept to send again are edited alike. A
 // destination's row cannot be edited: a scrub is left to the user, with a
 // warning. Tables the sync does not select get no message.
-func (c *Client) sendEdits(ctx context.Context, run tableSync, comp *compliance.Check, selected schema.Tables, edits []plan.Edit, pending []compliance.Affected) error {
-	ix := plan.NewIndex(edits)
+func (c *Client) sendEdits(ctx context.Context, run tableSync, comp *compliance.Check, selected schema.Tables, edits []plan.Edit, ix plan.Index, pending []compliance.Affected) error {
 	for _, s := range comp.Set.Sessions {
 		if err := resources.EditOutbox(ctx, s, ix); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
@@ -49,7 +50,6 @@ func newClientFunc(o Options) plugin.NewClientFunc {
 	}
 }
 
-// Tables returns the tables matching the options.
 func (c *Client) Tables(_ context.Context, opts plugin.TableOptions) (schema.Tables, error) {
 	return c.tables.FilterDfs(opts.Tables, opts.SkipTables, opts.SkipDependentTables)
 }
@@ -76,39 +76,38 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := checkShard(opts.Shard); err != nil {
 		return err
 	}
-	stateClient, closeState, err := c.connectState(ctx, opts.BackendOptions, shardScope(opts.Shard))
+	scope := shardScope(opts.Shard)
+	stateClient, closeState, err := c.connectState(ctx, opts.BackendOptions, scope)
 	if err != nil {
 		return err
 	}
 	defer closeState()
 
-	syncInfo := c.syncInfo()
+	// The sync is named by the CloudQuery invocation id, or a new one.
+	syncInfo := account.Sync{ID: cmp.Or(c.invocationID, uuid.NewString()), StartedAt: c.options.Clock.Now().UTC()}
 	resend := c.options.resendPolicy(c.spec).On()
 	if resend {
-		ended, err := account.LoadEnded(ctx, stateClient, shardScope(opts.Shard))
+		ended, err := account.LoadEnded(ctx, stateClient, scope)
 		if err != nil {
 			return err
 		}
 		syncInfo.Ended = ended.Has
 	}
-	set := c.accountsOfShard(ctx, stateClient, syncInfo, opts.Shard)
-	data, mediaTable, compliance, usage := splitTables(tables)
+	set := prepareAccounts(ctx, c.spec, c.options, c.logger, stateClient, syncInfo, c.mask, opts.Shard)
+	data, mediaTable, complianceTable, usage := splitTables(tables)
 	var mediaFiles *account.Media
 	if mediaTable != nil {
 		var closeStore func()
-		mediaFiles, closeStore = prepareMedia(ctx, c.spec, c.options)
+		mediaFiles, closeStore = prepareMedia(ctx, c.spec, c.options, set)
 		defer closeStore()
-		for _, s := range set.Sessions {
-			s.Media = mediaFiles
-		}
 	}
-	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, opts.Shard, c.mask)
+	comp := prepareCompliance(c.spec, c.options, c.logger, stateClient, set, syncInfo, scope, c.mask)
 	if o := c.options.Observer; o != nil {
-		if compliance != nil && c.spec.Compliance != nil {
-			o.SyncStarted(set, comp)
-		} else {
-			o.SyncStarted(set, nil)
+		var checked *compliance.Check
+		if complianceTable != nil && c.spec.Compliance != nil {
+			checked = comp
 		}
+		o.SyncStarted(set, checked)
 	}
 
 	run := c.newTableSync(opts, res)
@@ -120,13 +119,8 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	if err := syncMediaFiles(ctx, run, stateClient, set, mediaFiles, mediaTable, c.logger); err != nil {
 		return err
 	}
-	if err := syncCompliance(ctx, run, stateClient, comp, compliance); err != nil {
+	if err := c.syncCompliance(ctx, run, stateClient, comp, complianceTable, tables); err != nil {
 		return err
-	}
-	if compliance != nil {
-		if err := c.actOnCompliance(ctx, run, stateClient, comp, tables); err != nil {
-			return err
-		}
 	}
 	if usage != nil {
 		if err := run.sync(ctx, &resources.UsageClients{Set: set, Compliance: comp}, schema.Tables{usage}); err != nil {
@@ -138,7 +132,7 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	}
 	// Last: a sync stopped before this point does not count for the rows
 	// it sent again (package outbox).
-	return account.SaveEnded(ctx, stateClient, shardScope(opts.Shard), syncInfo.ID)
+	return account.SaveEnded(ctx, stateClient, scope, syncInfo.ID)
 }
 
 // shardScope names the accounts of a sync: "" for all of them, else their
@@ -180,50 +174,17 @@ func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOption
 // SDK's state client has it.
 const maxStateMessage = 100 << 20
 
-// syncInfo names this sync: by the CloudQuery invocation id, or a new one.
-func (c *Client) syncInfo() account.Sync {
-	info := account.Sync{ID: c.invocationID, StartedAt: c.options.Clock.Now().UTC()}
-	if info.ID == "" {
-		info.ID = uuid.NewString()
-	}
-	return info
-}
-
-// accountsOfShard prepares the spec's accounts of the shard, when the sync
-// is one. The plugin shards accounts itself. The scheduler's shards split
-// (table, account) pairs table by table, which would give one account's
-// bookmarks to one machine and its folders to another: both would use, and
-// may refresh, the same rotating token.
-func (c *Client) accountsOfShard(ctx context.Context, st state.Client, info account.Sync, sh *plugin.Shard) *account.Set {
-	set := prepareAccounts(ctx, c.spec, c.options, c.logger, st, info, c.mask, sh)
-	if sh != nil {
-		set.Sessions = shardOf(set.Sessions, c.spec.Accounts, sh)
-	}
-	return set
-}
-
 // splitTables sets apart the tables that run after the data tables, in
 // this order: x_media_files, x_post_compliance and x_api_usage.
 func splitTables(tables schema.Tables) (data schema.Tables, mediaFiles, compliance, usage *schema.Table) {
-	for _, t := range tables {
-		switch t.Name {
-		case resources.APIUsageTable:
-			usage = t
-		case resources.PostComplianceTable:
-			compliance = t
-		case resources.MediaFilesTable:
-			mediaFiles = t
-		default:
-			data = append(data, t)
-		}
-	}
-	return data, mediaFiles, compliance, usage
+	later := []string{resources.MediaFilesTable, resources.PostComplianceTable, resources.APIUsageTable}
+	data = slices.DeleteFunc(slices.Clone(tables), func(t *schema.Table) bool { return slices.Contains(later, t.Name) })
+	return data, tables.Get(later[0]), tables.Get(later[1]), tables.Get(later[2])
 }
 
 // tableSync runs the scheduler with the sync's options, sending to res.
 type tableSync struct {
 	sched             *scheduler.Scheduler
-	opts              []scheduler.SyncOption
 	res               chan<- message.SyncMessage
 	deterministicCQID bool
 }
@@ -237,13 +198,7 @@ func (c *Client) newTableSync(opts plugin.SyncOptions, res chan<- message.SyncMe
 	if d := c.options.destination(); d != nil && d.RecordRows() > 0 {
 		schedOpts = append(schedOpts, scheduler.WithBatchOptions(scheduler.WithBatchMaxRows(d.RecordRows())))
 	}
-	return tableSync{
-		sched: scheduler.NewScheduler(schedOpts...),
-		opts:  []scheduler.SyncOption{scheduler.WithSyncDeterministicCQID(opts.DeterministicCQID)},
-		res:   res,
-
-		deterministicCQID: opts.DeterministicCQID,
-	}
+	return tableSync{sched: scheduler.NewScheduler(schedOpts...), res: res, deterministicCQID: opts.DeterministicCQID}
 }
 
 // withoutContentOff takes out of the bookmarks table the child tables of
@@ -257,20 +212,19 @@ func withoutContentOff(data schema.Tables, k spec.Kinds) (kept, off schema.Table
 		resources.ReferencedPostsTable: !k.ReferencedPosts,
 	}
 	for _, t := range data {
-		if t.Name != resources.BookmarksTable {
-			kept = append(kept, t)
-			continue
-		}
-		bookmarks := *t
-		bookmarks.Relations = nil
-		for _, child := range t.Relations {
-			if isOff[child.Name] {
-				off = append(off, child)
-			} else {
-				bookmarks.Relations = append(bookmarks.Relations, child)
+		if t.Name == resources.BookmarksTable {
+			bookmarks := *t
+			bookmarks.Relations = nil
+			for _, child := range t.Relations {
+				if isOff[child.Name] {
+					off = append(off, child)
+				} else {
+					bookmarks.Relations = append(bookmarks.Relations, child)
+				}
 			}
+			t = &bookmarks
 		}
-		kept = append(kept, &bookmarks)
+		kept = append(kept, t)
 	}
 	return kept, off
 }
@@ -289,7 +243,7 @@ func (t tableSync) announce(tables schema.Tables) {
 }
 
 func (t tableSync) sync(ctx context.Context, clients schema.ClientMeta, tables schema.Tables) error {
-	return t.sched.Sync(ctx, clients, tables, t.res, t.opts...)
+	return t.sched.Sync(ctx, clients, tables, t.res, scheduler.WithSyncDeterministicCQID(t.deterministicCQID))
 }
 
 // syncDataTables syncs the data tables of every account, saves what each
@@ -324,15 +278,19 @@ func (c *Client) logAccountFailures(set *account.Set) {
 }
 
 // syncCompliance runs x_post_compliance, when it is selected, whose jobs
-// check the posts archived so far, and flushes the state it set.
-func syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, table *schema.Table) error {
+// check the posts archived so far, flushes the state it set, and acts on
+// what they reported.
+func (c *Client) syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, table *schema.Table, selected schema.Tables) error {
 	if table == nil {
 		return nil
 	}
 	if err := run.sync(ctx, comp, schema.Tables{table}); err != nil {
 		return err
 	}
-	return flushState(ctx, st)
+	if err := flushState(ctx, st); err != nil {
+		return err
+	}
+	return c.actOnCompliance(ctx, run, st, comp, selected)
 }
 
 func flushState(ctx context.Context, st state.Client) error {
@@ -351,10 +309,9 @@ func checkShard(sh *plugin.Shard) error {
 }
 
 // inShard reports whether the account of user userID may be in shard sh:
-// the shard of the state bucket b of its user is b % T + 1, so that a
-// shard reads its buckets alone (state.go); every account is in exactly
-// one shard, with all its tables, whatever the number of shards. An
-// unknown user ("") may be in any.
+// shard N/T holds the state buckets N-1, N-1+T, ... (state.go), so every
+// account is in exactly one shard, whatever T. An unknown user ("") may be
+// in any.
 func inShard(userID string, sh *plugin.Shard) bool {
 	return sh == nil || userID == "" || userBucket(userID)%int(sh.Total) == int(sh.Num)-1
 }

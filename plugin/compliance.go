@@ -3,7 +3,6 @@ package plugin
 import (
 	"net/http"
 
-	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/billing"
@@ -18,12 +17,11 @@ import (
 // prepareCompliance builds the client of x_post_compliance for the
 // accounts of this sync (of its shard), without touching the network. Its
 // API is nil when the spec has no compliance section.
-func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, shard *plugin.Shard, r *secrets.Mask) *compliance.Check {
+func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, scope string, r *secrets.Mask) *compliance.Check {
 	c := &compliance.Check{
-		Set: set, State: st, Clock: o.Clock, Sync: info, Secrets: r, Resend: o.resendPolicy(s),
+		Set: set, State: st, Clock: o.Clock, Sync: info, Secrets: r, Resend: o.resendPolicy(s), Scope: scope,
 		Logger: logger.With().Str("table", resources.PostComplianceTable).Logger(),
 	}
-	c.Scope = shardScope(shard)
 	cs := s.Compliance
 	if cs == nil {
 		return c
@@ -39,16 +37,8 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 	r.Add(token)
 	// The app-only token goes to the API only; the jobs' upload and
 	// download URLs are signed storage URLs and get no token.
-	c.API, c.Err = client.New(client.StaticTokenWithTransport(token, o.Transport), append([]client.Option{
-		client.WithBaseURL(s.BaseURL),
+	c.API, c.Err = client.New(client.StaticTokenWithTransport(token, o.Transport), apiOptions(s, o, c.Meter, r,
 		client.WithStorageClient(&http.Client{Transport: o.Transport}),
-		client.WithClock(o.Clock),
-		client.WithMeter(c.Meter),
-		client.WithRateLimitWaitCap(s.RateLimitWaitCap.Duration()),
-		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}),
-		client.WithTimeouts(s.Timeouts()),
-		client.WithSecrets(r),
-		client.WithUserAgent(UserAgent()),
-	}, o.ClientOptions...)...)
+		client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: s.MaxAttempts}))...)
 	return c
 }

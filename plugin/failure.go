@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/account"
+	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/cq-source-x/cq-source-x/walk"
@@ -30,28 +31,18 @@ import (
 // connection for every list. It returns nil for an account that synced.
 // The lines hold no credential of the sync (sess.Secrets).
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
-	return sess.Secrets.Strings(accountFailure(s, sess))
-}
-
-func accountFailure(s *spec.Spec, sess *account.Session) []string {
-	var failed []account.WalkReport
-	if sess.Err != nil {
-		failed = []account.WalkReport{{Err: sess.Err}}
-	} else {
-		for _, w := range sess.Report().Walks() {
-			if w.Err != nil {
-				failed = append(failed, w)
-			}
-		}
+	failed := []account.WalkReport{{Err: sess.Err}}
+	if sess.Err == nil {
+		failed = sess.Report().Walks()
 	}
 	// A walk interrupted by a stop of the sync did not fail: the exporter
 	// says what it kept and what the next run reads.
-	failed = slices.DeleteFunc(failed, func(w account.WalkReport) bool { return errors.Is(w.Err, walk.ErrInterrupted) })
+	failed = slices.DeleteFunc(failed, func(w account.WalkReport) bool { return w.Err == nil || errors.Is(w.Err, walk.ErrInterrupted) })
 	if len(failed) == 0 {
 		return nil
 	}
 	if line, ok := unreachable(s, sess, failed); ok {
-		return []string{line}
+		return sess.Secrets.Strings([]string{line})
 	}
 	var lines []string
 	seen := map[string]bool{}
@@ -66,7 +57,7 @@ func accountFailure(s *spec.Spec, sess *account.Session) []string {
 			lines = append(lines, line)
 		}
 	}
-	return lines
+	return sess.Secrets.Strings(lines)
 }
 
 // describe is err as a person should read it: a query string in a URL is
@@ -75,8 +66,7 @@ func accountFailure(s *spec.Spec, sess *account.Session) []string {
 // why it cannot be refreshed and what to use instead. ofAccount reports
 // that it is the account's problem, not the list's.
 func describe(s *spec.Spec, index int, err error) (text string, ofAccount bool) {
-	var apiErr *client.APIError
-	if errors.As(err, &apiErr) && (errors.Is(apiErr, client.ErrUnauthorized) || errors.Is(apiErr, client.ErrForbidden)) {
+	if apiErr, ok := errors.AsType[*client.APIError](err); ok && (errors.Is(apiErr, client.ErrUnauthorized) || errors.Is(apiErr, client.ErrForbidden)) {
 		status := strings.TrimPrefix(apiErr.Error(), "x api: "+string(apiErr.Operation)+": ")
 		if index < len(s.Accounts) && s.Accounts[index].AccessToken != "" && errors.Is(apiErr, client.ErrUnauthorized) {
 			return fmt.Sprintf("the API refused accounts[%d].access_token (%d %s). "+
@@ -100,14 +90,11 @@ var urlQuery = regexp.MustCompile(`("https?://[^"?\s]*)\?[^"\s]*"`)
 // base_url, every one refused, unreachable, not TLS, or answered 404 (a
 // base_url with a wrong path), and says so.
 func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkReport) (string, bool) {
-	requests, ok := 0, 0
+	var total billing.Usage
 	if sess.Meter != nil {
-		for _, u := range sess.Meter.Snapshot() {
-			requests += u.Requests
-			ok += u.OK
-		}
+		total = sess.Meter.Total()
 	}
-	if requests == 0 || ok > 0 {
+	if total.Requests == 0 || total.OK > 0 {
 		return "", false
 	}
 	cause := ""
@@ -118,42 +105,42 @@ func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkRepor
 		}
 		cause = c
 	}
-	return fmt.Sprintf("none of %d requests to %s got an answer from the X API (%s): check base_url", requests, s.BaseURL, cause), true
+	return fmt.Sprintf("none of %d requests to %s got an answer from the X API (%s): check base_url", total.Requests, s.BaseURL, cause), true
 }
 
 // noAnswer returns the cause of a request that got no answer from the API
 // server: a connection refused or timed out, a host not found, a server
 // that does not speak TLS or whose certificate is not valid, or a 404.
 func noAnswer(err error) (string, bool) {
-	var (
-		timeout *client.TimeoutError
-		dnsErr  *net.DNSError
-		opErr   *net.OpError
-		certErr *tls.CertificateVerificationError
-		hostErr x509.HostnameError
-		caErr   x509.UnknownAuthorityError
-		recErr  tls.RecordHeaderError
-		apiErr  *client.APIError
-	)
-	switch {
-	case errors.As(err, &timeout) && timeout.Phase == client.PhaseConnect:
-		return timeout.Error(), true
-	case errors.As(err, &dnsErr):
-		return dnsErr.Error(), true
-	case errors.As(err, &certErr):
-		return certErr.Error(), true
-	case errors.As(err, &hostErr):
-		return hostErr.Error(), true
-	case errors.As(err, &caErr):
-		return caErr.Error(), true
-	case errors.As(err, &recErr):
-		return "the server does not speak TLS: " + recErr.Error(), true
-	case errors.As(err, &opErr):
-		return opErr.Error(), true
-	case errors.As(err, &apiErr) && errors.Is(apiErr, client.ErrNotFound):
+	if t, ok := errors.AsType[*client.TimeoutError](err); ok && t.Phase == client.PhaseConnect {
+		return t.Error(), true
+	}
+	causes := []string{
+		causeOf[*net.DNSError](err, ""),
+		causeOf[*tls.CertificateVerificationError](err, ""),
+		causeOf[x509.HostnameError](err, ""),
+		causeOf[x509.UnknownAuthorityError](err, ""),
+		causeOf[tls.RecordHeaderError](err, "the server does not speak TLS: "),
+		causeOf[*net.OpError](err, ""),
+	}
+	for _, cause := range causes {
+		if cause != "" {
+			return cause, true
+		}
+	}
+	if apiErr, ok := errors.AsType[*client.APIError](err); ok && errors.Is(apiErr, client.ErrNotFound) {
 		return "404 Not Found", true
 	}
 	return "", false
+}
+
+// causeOf is prefix and what the first error of type E in err's tree says,
+// or "" when there is none.
+func causeOf[E error](err error, prefix string) string {
+	if e, ok := errors.AsType[E](err); ok {
+		return prefix + e.Error()
+	}
+	return ""
 }
 
 // relativeTokenFileError says where the plugin looked for a token file that

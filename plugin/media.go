@@ -14,15 +14,13 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// errNoMediaStore is the media pass's error in a CloudQuery sync whose
-// spec names no store.
 var errNoMediaStore = errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
 
-// prepareMedia makes the sync's media files, shared by its accounts, or
-// nil when the spec's media_files section is absent. A store that cannot
-// be opened fails the media pass only, and the walks record the
+// prepareMedia makes the sync's media files, shared by the accounts of
+// set, or nil when the spec's media_files section is absent. A store that
+// cannot be opened fails the media pass only, and the walks record the
 // files of what they read all the same, for the next sync to fetch.
-func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media, func()) {
+func prepareMedia(ctx context.Context, s *spec.Spec, o Options, set *account.Set) (*account.Media, func()) {
 	ms := s.MediaFiles
 	if ms == nil {
 		return nil, func() {}
@@ -30,6 +28,9 @@ func prepareMedia(ctx context.Context, s *spec.Spec, o Options) (*account.Media,
 	m := &account.Media{
 		Kinds:       media.Kinds{Photos: *ms.Photos, Videos: *ms.Videos, AllVariants: ms.AllVariants},
 		MaxFileSize: ms.MaxFileSize.Bytes(),
+	}
+	for _, sess := range set.Sessions {
+		sess.Media = m
 	}
 	st, closeStore, err := openMediaStore(ctx, ms, o)
 	if err != nil {
@@ -76,8 +77,9 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 		m.Saver.OnPause(func(host, why string) {
 			logger.Warn().Msg("media host " + host + " paused for this sync: " + why + "; its other files are left transient, for the next sync")
 		})
-		stop := logMediaProgress(m.Saver.Progress(), logger, mediaProgressEvery)
+		logging, stop := context.WithCancel(ctx)
 		defer stop()
+		go logMediaProgress(logging, m.Saver.Progress(), logger, mediaProgressEvery)
 	}
 	if err := run.sync(ctx, set, schema.Tables{table}); err != nil {
 		return err
@@ -85,24 +87,18 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 	return flushState(ctx, st)
 }
 
-// mediaProgressEvery is how often a CloudQuery sync logs the media files'
-// progress.
 const mediaProgressEvery = 30 * time.Second
 
-// logMediaProgress logs p every interval until stop is called.
-func logMediaProgress(p *media.Progress, logger zerolog.Logger, interval time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				logger.Info().Msg("media files: " + p.Counts().String())
-			}
+// logMediaProgress logs p every interval until ctx ends.
+func logMediaProgress(ctx context.Context, p *media.Progress, logger zerolog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			logger.Info().Msg("media files: " + p.Counts().String())
 		}
-	}()
-	return func() { close(done) }
+	}
 }

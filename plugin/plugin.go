@@ -36,42 +36,29 @@ var Version = "development"
 func UserAgent() string { return "cq-source-x/" + Version }
 
 // Options change how the plugin reaches the world; tests and the sandbox
-// use them, a CloudQuery sync uses the defaults.
+// use them, a CloudQuery sync uses the defaults. Each is set by its With
+// function.
 type Options struct {
-	// Clock for rate-limit waits and timestamps. Default: the wall clock.
-	Clock clock.Clock
-	// Transport for API and token requests. Default: http.DefaultTransport.
-	Transport http.RoundTripper
-	// State, when set, replaces the state backend of backend_options: the
-	// standalone exporter keeps its state in its output directory.
-	State state.Client
-	// Observer, when set, hears from each sync; when it is a Destination,
-	// it is also the sync's destination.
-	Observer Observer
-	// MediaStore, when set, replaces media_files.store, and MediaStop ends
-	// its fetches: see WithMediaStore.
-	MediaStore *store.Store
-	MediaStop  context.Context
-	// ClientOptions are appended to the options of every API client of a
-	// sync (the accounts', the compliance check's), after the plugin's own
-	// (the exporter adds a wait hook, and the stop of its run).
+	Clock         clock.Clock       // default: the wall clock
+	Transport     http.RoundTripper // of API and token requests; default: http.DefaultTransport
+	State         state.Client
+	Observer      Observer
+	MediaStore    *store.Store
+	MediaStop     context.Context
 	ClientOptions []client.Option
-	// BuildTargets, when not nil, replace the SDK's default targets of the
-	// package command.
-	BuildTargets []plugin.BuildTarget
+	BuildTargets  []plugin.BuildTarget // nil: the SDK's default targets
 }
 
-// Option sets an Option.
 type Option func(*Options)
 
-// WithClock sets the clock.
+// WithClock sets the clock of rate-limit waits and timestamps.
 func WithClock(c clock.Clock) Option { return func(o *Options) { o.Clock = c } }
 
-// WithTransport sets the HTTP transport.
 func WithTransport(rt http.RoundTripper) Option { return func(o *Options) { o.Transport = rt } }
 
-// WithState makes syncs use st instead of the backend of backend_options.
-// The caller keeps ownership: syncs Flush it but never Close it.
+// WithState makes syncs use st instead of the backend of backend_options:
+// the standalone exporter keeps its state in its output directory. The
+// caller keeps ownership: syncs Flush it but never Close it.
 func WithState(st state.Client) Option { return func(o *Options) { o.State = st } }
 
 // WithMediaStore makes syncs store media files in st instead of where
@@ -92,19 +79,17 @@ type Observer interface {
 	SyncStarted(*account.Set, *compliance.Check)
 }
 
-// ObserverFunc is an Observer that calls f.
 type ObserverFunc func(*account.Set, *compliance.Check)
 
-// SyncStarted calls f.
 func (f ObserverFunc) SyncStarted(s *account.Set, c *compliance.Check) { f(s, c) }
 
 // Destination is an Observer that is also the sync's destination, in the
-// plugin's process, and commits the rows of a sync with the state, as the
-// exporter commits its files with its state, and applies the edits of what
-// X reported to the rows it holds. The rows of incremental tables are then
-// never sent again (spec.Resend), the records of what the accounts archived
-// keep none of the dates a redacted row is sent again with, and the state
-// is flushed only when the tables are done. A CloudQuery sync has none.
+// plugin's process (the exporter): it commits a sync's rows with the state
+// and applies the edits of what X reported to the rows it holds. So the
+// rows of incremental tables are never sent again (spec.Resend), the
+// records of what the accounts archived keep none of the dates a redacted
+// row is sent again with, and the state is flushed only when the tables are
+// done. A CloudQuery sync has none.
 type Destination interface {
 	Observer
 	// Edit takes the edits of the rows of posts X reported
@@ -136,7 +121,9 @@ func (o Options) resendPolicy(s *spec.Spec) outbox.Policy {
 	return s.Resend.Policy()
 }
 
-// WithClientOptions adds options to every API client of a sync.
+// WithClientOptions adds options to every API client of a sync (the
+// accounts', the compliance check's), after the plugin's own (the exporter
+// adds a wait hook, and the stop of its run).
 func WithClientOptions(opts ...client.Option) Option {
 	return func(o *Options) { o.ClientOptions = append(o.ClientOptions, opts...) }
 }
@@ -146,12 +133,8 @@ func WithBuildTargets(targets []plugin.BuildTarget) Option {
 	return func(o *Options) { o.BuildTargets = targets }
 }
 
-// New returns the plugin.
 func New(opts ...Option) *plugin.Plugin {
-	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := options(opts)
 	sdkOpts := []plugin.Option{
 		plugin.WithKind(Kind),
 		plugin.WithTeam(Team),
@@ -162,4 +145,13 @@ func New(opts ...Option) *plugin.Plugin {
 		sdkOpts = append(sdkOpts, plugin.WithBuildTargets(o.BuildTargets))
 	}
 	return plugin.NewPlugin(Name, Version, newClientFunc(o), sdkOpts...)
+}
+
+// options are the defaults with opts applied.
+func options(opts []Option) Options {
+	o := Options{Clock: clock.Real{}, Transport: http.DefaultTransport}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }

@@ -54,7 +54,6 @@ func scopeBucket(scope string) int {
 	return (num - 1) % stateBuckets
 }
 
-// bucketOf is the bucket of a key.
 func bucketOf(key string) (int, error) {
 	k, ok := account.ParseKey(key)
 	switch {

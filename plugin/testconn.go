@@ -36,30 +36,23 @@ func testConnection(o Options) plugin.ConnectionTester {
 		s.RetryBudget = &noBudget
 		r := Credentials(s)
 		for i := range s.Accounts {
-			if err := testAccount(ctx, s, i, o, logger, r); err != nil {
-				return plugin.NewTestConnError(err.code, r.Error(err.err))
+			if code, err := testAccount(ctx, s, i, o, logger, r); err != nil {
+				return plugin.NewTestConnError(code, r.Error(fmt.Errorf("accounts[%d]: %w", i, err)))
 			}
 		}
 		return nil
 	}
 }
 
-// connError is why the connection test failed, with its code.
-type connError struct {
-	code string
-	err  error
-}
-
-// testAccount tests s.Accounts[i].
-func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zerolog.Logger, r *secrets.Mask) *connError {
-	a := s.Accounts[i]
+// testAccount tests s.Accounts[i]; code says why it failed.
+func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zerolog.Logger, r *secrets.Mask) (code string, err error) {
 	api, fileUserID, err := connect(ctx, s, i, o, billing.NewMeter(s.Rates()), logger, r)
 	if err != nil {
-		return &connError{codeUnauthorized, fmt.Errorf("accounts[%d]: %w", i, err)}
+		return codeUnauthorized, err
 	}
 	me, _, err := api.Me(ctx)
 	if cause, ok := noAnswer(err); ok {
-		return &connError{codeUnreachable, fmt.Errorf("accounts[%d]: GET /2/users/me to %s got no answer from the X API (%s): check base_url", i, s.BaseURL, cause)}
+		return codeUnreachable, fmt.Errorf("GET /2/users/me to %s got no answer from the X API (%s): check base_url", s.BaseURL, cause)
 	}
 	if err != nil {
 		text, _ := describe(s, i, err)
@@ -67,12 +60,12 @@ func testAccount(ctx context.Context, s *spec.Spec, i int, o Options, logger zer
 		if errors.Is(err, client.ErrUnauthorized) || errors.Is(err, client.ErrForbidden) || errors.Is(err, auth.ErrLoginRequired) {
 			code = codeUnauthorized
 		}
-		return &connError{code, fmt.Errorf("accounts[%d]: %s", i, text)}
+		return code, errors.New(text)
 	}
-	for _, want := range []string{a.UserID, fileUserID} {
+	for _, want := range []string{s.Accounts[i].UserID, fileUserID} {
 		if want != "" && want != me.ID {
-			return &connError{codeUnauthorized, fmt.Errorf("accounts[%d]: the token belongs to user %s (@%s), not %s", i, me.ID, me.Username, want)}
+			return codeUnauthorized, fmt.Errorf("the token belongs to user %s (@%s), not %s", me.ID, me.Username, want)
 		}
 	}
-	return nil
+	return "", nil
 }

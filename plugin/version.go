@@ -1,35 +1,19 @@
 package plugin
 
 import (
+	"cmp"
 	"runtime"
 	"runtime/debug"
 )
 
 // Commit and BuildDate are set with -ldflags "-X .../plugin.Commit=... -X
 // .../plugin.BuildDate=..." by a release build, as Version is.
-var (
-	Commit    = ""
-	BuildDate = ""
-)
+var Commit, BuildDate string
 
 // stamp is the commit and date a release build was given.
 type stamp struct {
 	commit, date string
 	modified     bool // the checkout had uncommitted changes
-}
-
-// given is what the build was given: Commit and BuildDate when -ldflags
-// set them, otherwise releaseStamp, the stamp of `cq-source-x package`.
-// The SDK's package command builds with -ldflags of its own, which set
-// Version only, so package writes release_stamp.go, with the build tag
-// cqx_release_stamp, which sets releaseStamp; without the tag it is empty
-// (unstamped.go). It is a package-level variable, not an init function,
-// so that it is set before build is computed.
-func given() stamp {
-	if Commit != "" || BuildDate != "" {
-		return stamp{commit: Commit, date: BuildDate}
-	}
-	return releaseStamp
 }
 
 // Build is what this binary knows of how it was built.
@@ -42,14 +26,21 @@ type Build struct {
 	Platform  string `json:"platform"`
 }
 
-// BuildInfo is the build of this binary: Version, Commit and BuildDate when
-// -ldflags set them (or the package command's stamp), otherwise what the Go
-// toolchain recorded in it.
+// BuildInfo is the build of this binary.
 func BuildInfo() Build { return build }
 
+// build is resolved from Commit and BuildDate when -ldflags set them,
+// otherwise from releaseStamp: the SDK's package command sets Version only,
+// so `cq-source-x package` writes release_stamp.go (build tag
+// cqx_release_stamp), whose releaseStamp, a variable rather than an init
+// function, is set before build is computed; unstamped.go leaves it empty.
 var build = func() Build {
+	given := releaseStamp
+	if Commit != "" || BuildDate != "" {
+		given = stamp{commit: Commit, date: BuildDate}
+	}
 	info, _ := debug.ReadBuildInfo()
-	return resolveBuild(Version, given(), info)
+	return resolveBuild(Version, given, info)
 }()
 
 // Version becomes the resolved version before any caller reads it: the
@@ -72,19 +63,13 @@ func resolveBuild(version string, given stamp, info *debug.BuildInfo) Build {
 			b.Version = v
 		}
 	}
-	if info.GoVersion != "" {
-		b.GoVersion = info.GoVersion
-	}
+	b.GoVersion = cmp.Or(info.GoVersion, b.GoVersion)
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			if b.Commit == "" {
-				b.Commit = s.Value
-			}
+			b.Commit = cmp.Or(b.Commit, s.Value)
 		case "vcs.time":
-			if b.Date == "" {
-				b.Date = s.Value
-			}
+			b.Date = cmp.Or(b.Date, s.Value)
 		case "vcs.modified":
 			b.Modified = b.Modified || s.Value == "true"
 		}

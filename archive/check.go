@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -160,6 +161,7 @@ type mediaRow struct {
 	fileKey string
 	size    int64
 	at      time.Time
+	file    archived.File // what the row says of the file, as a record keeps it
 }
 
 // inspectMedia fills rep.Media from the files of snap and DIR/media and
@@ -211,6 +213,9 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 	var due []string              // the URLs of the others: the next export tries them
 	marked := false
 	for _, a := range all {
+		// A record rebuilt, or older than the files, learns the files their
+		// rows name, so that the next export writes none of those rows again.
+		restored := a.rec.AddFiles(filesOfRows(rows, a.uid)) > 0
 		rowLost := func(u *archived.File) bool {
 			r, ok := rows[mediaID{a.uid, u.PostID, u.MediaKey, u.URL}]
 			return u.Status != "" && (!ok || r.status != u.Status || u.Status == media.Stored && r.fileKey != u.FileKey)
@@ -233,7 +238,7 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 				due = append(due, u.URL)
 			}
 		}
-		if a.rec.MarkLost(rowLost, fileLost) {
+		if a.rec.MarkLost(rowLost, fileLost) || restored {
 			if next.Keys[a.key], err = a.rec.Marshal(); err != nil {
 				return false, err
 			}
@@ -244,6 +249,18 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 		f.Lost = append(f.Lost, *lost[k])
 	}
 	return marked, f.sortUnnamed(root, files, named, recorded, due)
+}
+
+// filesOfRows are the files the newest rows of the account uid say, in
+// the order of their keys.
+func filesOfRows(rows map[mediaID]mediaRow, uid string) []archived.File {
+	var out []archived.File
+	for _, id := range slices.SortedFunc(maps.Keys(rows), func(a, b mediaID) int { return cmp.Compare(a.post+a.mediaKey+a.url, b.post+b.mediaKey+b.url) }) {
+		if id.user == uid {
+			out = append(out, rows[id].file)
+		}
+	}
+	return out
 }
 
 // sortUnnamed sorts the files no row names, and no stored record does
@@ -322,9 +339,11 @@ func hashFile(path string) (string, error) {
 func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, map[string]bool) {
 	rows, named := map[mediaID]mediaRow{}, map[string]bool{}
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
-	rep.readWhole(snap, mediaFilesTable, columns, nil, func(c *Cols, i int) {
+	rep.readWhole(snap, mediaFilesTable, columns, []string{"media_post_id", "media_type", "file"}, func(c *Cols, i int) {
 		id := mediaID{c.Str("user_id", i), c.Str("post_id", i), c.Str("media_key", i), c.Str("url", i)}
 		r := mediaRow{status: media.Status(c.Str("status", i)), fileKey: c.Str("file_key", i), size: -1, at: c.Time("checked_at", i)}
+		r.file = archived.File{PostID: id.post, MediaKey: id.mediaKey, URL: id.url, Status: r.status, FileKey: r.fileKey, SeenAt: r.at,
+			MediaPostID: c.Str("media_post_id", i), MediaType: c.Str("media_type", i), File: c.Str("file", i)}
 		if size, ok := c.Int("size", i); ok {
 			r.size = size
 		}

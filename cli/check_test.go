@@ -172,3 +172,32 @@ func TestCheckNeedsAnArchive(t *testing.T) {
 		t.Errorf("no --out: exit %d\n%s", code, stderr)
 	}
 }
+
+// A state lost beside its files is rebuilt by `repair` with the media files
+// the rows of x_media_files say: the next export writes none of their rows
+// again.
+func TestARepairedLostStateWritesNoMediaRowTwice(t *testing.T) {
+	sim := startSim(t)
+	sim.SeedBookmarks("1001", 30)
+	dir, out := t.TempDir(), t.TempDir()
+	spec := specFile(t, dir, sim.URL(), "media_files: {}", "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")))
+	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	whole := storedRows(t, out)
+	if err := os.Remove(filepath.Join(out, ".state", "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "repair", "--out", out); code != ExitOK {
+		t.Fatalf("repair: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
+		t.Fatalf("export after the repair: exit %d\n%s", code, stderr)
+	}
+	if got := storedRows(t, out); !slices.Equal(got, whole) {
+		t.Errorf("after the repair and an export, %d rows say stored, want the %d of before", len(got), len(whole))
+	}
+	if code, stdout := check(t, out, "--read-data"); code != ExitOK {
+		t.Errorf("check after the repair and an export: exit %d\n%s", code, stdout)
+	}
+}

@@ -59,7 +59,7 @@ type StatusReport struct {
 	archiveOnly bool
 	// What Out says of its accounts: its state and their last syncs.
 	state *archive.StateInfo
-	syncs map[string][]usageRow
+	syncs map[string][][]usageRow
 }
 
 // AccountStatus is one account's status.
@@ -390,7 +390,7 @@ func (rep *StatusReport) readArchive() (err error) {
 	if rep.state, err = archive.ReadState(out); err != nil {
 		return fmt.Errorf("status: reading the state of %s: %w", out, err)
 	}
-	if rep.syncs, err = lastSyncs(out); err != nil {
+	if rep.syncs, err = syncs(out); err != nil {
 		return fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
 	}
 	rep.Damaged, err = archive.DamagedFiles(out)
@@ -402,16 +402,16 @@ func (rep *StatusReport) fill(st *AccountStatus) {
 	if rep.state == nil || st.UserID == "" {
 		return
 	}
-	st.LastSync = rep.syncs[st.UserID]
+	if s := rep.syncs[st.UserID]; len(s) > 0 {
+		st.LastSync = s[0]
+	}
 	if held, ok := rep.state.HeldBookmarks[st.UserID]; ok {
-		st.HeldPosts = ptr(len(held))
+		st.HeldPosts = new(len(held))
 	}
 	if written, ok := rep.state.Archived[st.UserID]; ok {
-		st.ArchivedPosts = ptr(len(written))
+		st.ArchivedPosts = new(len(written))
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // WriteText prints the report for a person.
 func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {

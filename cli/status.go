@@ -321,7 +321,7 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, noRefresh bo
 // which refreshes an expired token; unless that refreshed it, it refreshes
 // then. Either way the rotated pair is saved under the file's lock.
 func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken) {
-	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithSecrets(rep.credentials), auth.WithHTTPClient(&http.Client{Timeout: 30 * time.Second}))
+	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithSecrets(rep.credentials))
 	if err != nil {
 		st.Refresh = "failed"
 		st.Problems = append(st.Problems, err.Error())

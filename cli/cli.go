@@ -10,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/internal/suggest"
@@ -103,7 +101,7 @@ Try it without credentials or cost:  ` + Name + ` export --sandbox --out ./demo
 		case "help":
 			c.Run, c.RunE = nil, helpRun
 		case "completion":
-			c.Long += completionHelp(root)
+			c.Long += completionHelp
 		}
 	}
 	strictGroups(root)
@@ -186,41 +184,13 @@ func flagError(cmd *cobra.Command, err error) error {
 }
 
 // completionHelp is the end of `completion --help`: an example, and what
-// the commands complete, read from them, so that it lists all they do.
-func completionHelp(root *cobra.Command) string {
-	kinds := map[string]map[string]bool{"files": {}, "directories": {}, "values": {}}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
-			file := len(f.Annotations[cobra.BashCompFilenameExt]) > 0 // without extensions: any file, as any flag
-			_, dir := f.Annotations[cobra.BashCompSubdirsInDir]
-			_, values := c.GetFlagCompletionFunc(f.Name)
-			for kind, ok := range map[string]bool{"files": file, "directories": dir, "values": values} {
-				if ok {
-					kinds[kind]["--"+f.Name] = true
-				}
-			}
-		})
-		if c.ValidArgsFunction != nil {
-			if _, d := c.ValidArgsFunction(c, nil, ""); d&cobra.ShellCompDirectiveFilterDirs != 0 {
-				kinds["directories"][c.Name()+"'s argument"] = true
-			}
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
-	list := func(kind string) string {
-		return kind + " for " + strings.Join(slices.Sorted(maps.Keys(kinds[kind])), ", ")
-	}
-	return `
+// the commands complete (TestCompletionHelpListsAllItCompletes asks each).
+const completionHelp = `
 For example, in bash:
   source <(` + Name + ` completion bash)
 or once for all new shells:
   ` + Name + ` completion bash > /etc/bash_completion.d/` + Name + `
-Completed: commands and flags; ` + list("files") + `; ` + list("directories") + `; the ` + list("values") + `.`
-}
+Completed: commands and flags; files for --spec, --token-file; directories for --dist-dir, --docs-dir, --from, --out, doc's argument; the values for --compression, --scopes, --table, --target.`
 
 // noArgs refuses positional arguments, as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {

@@ -52,14 +52,13 @@ the second run billed only what was new. DIR keeps the files.
 const exportGCPercent = 50
 
 type exportFlags struct {
+	*app
 	spec, out, compression       string
 	json, quiet, sandbox, dryRun bool
-	stdout, stderr               io.Writer
-	step                         func(string) // see RunWithSteps
 }
 
 func (a *app) exportCommand() *cobra.Command {
-	f := exportFlags{stdout: a.stdout, stderr: a.stderr, step: a.step}
+	f := exportFlags{app: a}
 	cmd := &cobra.Command{
 		Use:   "export --spec FILE --out DIR",
 		Short: "Sync a spec's accounts into Parquet files",

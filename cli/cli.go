@@ -104,7 +104,7 @@ Try it without credentials or cost:  ` + Name + ` export --sandbox --out ./demo
 			c.Long += completionHelp
 		}
 	}
-	strictGroups(root)
+	strictArgs(root)
 	return root
 }
 
@@ -140,10 +140,11 @@ func helpRun(c *cobra.Command, args []string) error {
 	return cmd.Help()
 }
 
-// strictGroups makes every command below the root that only groups others
+// strictArgs makes every command below the root that only groups others
 // (`completion`, `bookmarks`) refuse an unknown subcommand with
-// suggestions, as the root does, rather than print its help and succeed.
-func strictGroups(cmd *cobra.Command) {
+// suggestions, as the root does, rather than print its help and succeed;
+// and every other that names no arguments (help takes a command) refuse any.
+func strictArgs(cmd *cobra.Command) {
 	for _, c := range cmd.Commands() {
 		if c.HasSubCommands() && !c.Runnable() {
 			c.SuggestionsMinimumDistance = 2
@@ -154,8 +155,10 @@ func strictGroups(cmd *cobra.Command) {
 				}
 				return usageError(unknownSubcommand(c, args[0]))
 			}
+		} else if c.Args == nil && c.Name() != "help" {
+			c.Args = noArgs
 		}
-		strictGroups(c)
+		strictArgs(c)
 	}
 }
 

@@ -67,7 +67,6 @@ func (a *app) exportCommand() *cobra.Command {
 			"  " + Name + " export --spec x.yml --out ./archive --compression zstd --quiet\n" +
 			"  " + Name + " export --sandbox --out ./demo",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context()) },
 	}
 	fs := cmd.Flags()

@@ -207,7 +207,6 @@ func (a *app) loginCommand() *cobra.Command {
 		Example: "  " + Name + " login --client-id YOUR_CLIENT_ID --token-file alice.json\n" +
 			"  " + Name + " login --client-id YOUR_CLIENT_ID --token-file alice.json --headless --scopes bookmark.write",
 		GroupID: groupAccounts,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fromEnv(&o.ClientID, "X_CLIENT_ID")
 			fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")

@@ -44,7 +44,6 @@ path at the address:
 
   ` + Name + ` serve --address localhost:7777`,
 		GroupID: groupPlugin,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sentry, _ := strconv.ParseBool(os.Getenv("CQ_SENTRY_ENABLED"))
 			if noSentry, _ := cmd.Flags().GetBool("no-sentry"); sentry && noSentry {
@@ -103,7 +102,6 @@ func (a *app) infoCommand() *cobra.Command {
 		Short:   "Print the plugin's package and version",
 		Long:    "Print the plugin's package and version, as the CloudQuery hub names it: team/kind/name@version.",
 		GroupID: groupPlugin,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintln(a.stdout, "Package and version:", xplugin.New().PackageAndVersion())
 			return err

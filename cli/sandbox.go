@@ -39,7 +39,6 @@ func (a *app) sandboxCommand() *cobra.Command {
 		Short:   "Run the built-in X API simulator, and print a spec and a login for it",
 		Long:    sandboxLong,
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runSandbox(cmd.Context(), addr)
 		},

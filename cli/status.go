@@ -118,7 +118,6 @@ func (a *app) statusCommand() *cobra.Command {
 			"  " + Name + " status --token-file alice.json --no-refresh\n" +
 			"  " + Name + " status --out ./archive",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fromEnv(&o.app.OAuth.ClientSecret, "X_CLIENT_SECRET")
 			return a.status(cmd.Context(), o)

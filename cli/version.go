@@ -19,7 +19,6 @@ build gave it (` + Name + ` package, or -ldflags), otherwise what Go recorded wh
 it was built (the module version of 'go install …@vX', the commit of a build in
 a checkout). The same version is in 'info', in the User-Agent of every API
 request and in the metadata of every Parquet file the exporter writes.`,
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
 				return writeIndentedJSON(a.stdout, struct {

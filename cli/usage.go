@@ -32,7 +32,8 @@ func syncs(out string) (map[string][][]usageRow, error) {
 	bySync := map[[2]string][]usageRow{} // by user id and sync id
 	err := readUsage(out, func(user string, r usageRow) {
 		if op := client.Operation(r.Operation); op != client.OpAddBookmark && op != client.OpRemoveBookmark {
-			bySync[[2]string{user, r.SyncID}] = append(bySync[[2]string{user, r.SyncID}], r)
+			key := [2]string{user, r.SyncID}
+			bySync[key] = append(bySync[key], r)
 		}
 	})
 	all := map[string][][]usageRow{}

@@ -1,7 +1,5 @@
-// Package cli is the command line of cq-source-x: one command tree (cobra,
-// as the CloudQuery SDK's) with the program's own commands (export, status,
-// sandbox, login, logout, version) beside the SDK's plugin commands (serve,
-// doc, package, info), which the CloudQuery CLI runs.
+// Package cli is the command line of cq-source-x: one cobra tree with the
+// program's own commands beside the plugin commands the CloudQuery CLI runs.
 package cli
 
 import (

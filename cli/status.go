@@ -434,28 +434,26 @@ func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time, token
 	line := func(label, format string, a ...any) {
 		fmt.Fprintf(w, "  %-14s %s\n", label+":", fmt.Sprintf(format, a...))
 	}
-	if !token {
-		st.writeArchive(line, out)
-		return
-	}
-	if st.TokenFile != "" {
-		line("token file", "%s (client id %s)", st.TokenFile, cmp.Or(st.ClientID, "unknown"))
-		if len(st.Scopes) > 0 {
-			line("scopes", "%s", strings.Join(st.Scopes, " "))
+	if token { // archive-only accounts have no token, problem nor note
+		if st.TokenFile != "" {
+			line("token file", "%s (client id %s)", st.TokenFile, cmp.Or(st.ClientID, "unknown"))
+			if len(st.Scopes) > 0 {
+				line("scopes", "%s", strings.Join(st.Scopes, " "))
+			}
+		} else {
+			line("token", "a raw access_token from the spec; its scopes and expiry are unknown")
 		}
-	} else {
-		line("token", "a raw access_token from the spec; its scopes and expiry are unknown")
+		if e := st.AccessTokenExpiry; e != nil && now.Before(*e) {
+			line("access token", "valid until %s (%s from now)", e.Format(timeLayout), e.Sub(now).Round(time.Minute))
+		} else if e != nil {
+			line("access token", "expired at %s", e.Format(timeLayout))
+		}
+		refresh := strings.ReplaceAll(st.Refresh, "_", " ")
+		if st.RefreshNote != "" {
+			refresh += ": " + st.RefreshNote
+		}
+		line("refresh", "%s", refresh)
 	}
-	if e := st.AccessTokenExpiry; e != nil && now.Before(*e) {
-		line("access token", "valid until %s (%s from now)", e.Format(timeLayout), e.Sub(now).Round(time.Minute))
-	} else if e != nil {
-		line("access token", "expired at %s", e.Format(timeLayout))
-	}
-	refresh := strings.ReplaceAll(st.Refresh, "_", " ")
-	if st.RefreshNote != "" {
-		refresh += ": " + st.RefreshNote
-	}
-	line("refresh", "%s", refresh)
 	if out != "" {
 		st.writeArchive(line, out)
 	}

@@ -235,8 +235,8 @@ func archiveStatus(out string) (*StatusReport, error) {
 	return rep, nil
 }
 
-// statusSpec is the spec whose accounts status looks at: --spec's, or one
-// of the accounts of --token-file with the app of the flags.
+// statusSpec is the spec whose accounts status looks at: --spec's, or the
+// flags' app with an account per --token-file.
 func statusSpec(o statusOptions) (*spec.Spec, error) {
 	switch {
 	case o.spec == "" && len(o.tokenFiles) == 0:

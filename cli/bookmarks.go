@@ -88,7 +88,6 @@ func (a *app) bookmarksRemoveCommand() *cobra.Command {
 		Example: "  " + Name + " bookmarks remove --spec x.yml --out ./archive --archived-before 2026-01-01\n" +
 			"  " + Name + " bookmarks remove --spec x.yml --out ./archive --archived-before 2026-01-01 --yes\n" +
 			"  " + Name + " bookmarks remove --spec x.yml --out ./archive --folder 1146654567674912769 --user 2244994945",
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if before != "" {
 				var err error
@@ -119,7 +118,6 @@ func (a *app) bookmarksAddCommand() *cobra.Command {
 		Long:  bookmarksAddLong,
 		Example: "  " + Name + " bookmarks add --spec new.yml --out ./new-archive --from ./old-archive\n" +
 			"  " + Name + " bookmarks add --spec x.yml --out ./archive --ids removed.txt --yes",
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (o.From == "") == (o.IDsFile == "") {
 				return usageErrorf("bookmarks add: give the posts with --from DIR (an archive) or --ids FILE, one of them")

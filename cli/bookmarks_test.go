@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 	"github.com/cq-source-x/cq-source-x/bookmarks"
@@ -171,19 +170,14 @@ func TestBookmarksRemoveOfNPostsCostsNWritesAndStopsAtItsCap(t *testing.T) {
 // x_api_usage rows of bookmark writes.
 func (f *archiveFixture) writesRecorded() (requests int64, usd float64) {
 	f.t.Helper()
-	files, _ := filepath.Glob(filepath.Join(f.out, "x_api_usage", "*.parquet"))
-	for _, path := range files {
-		err := pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
-			return readUsageRecord(rec, func(_ string, r usageRow) {
-				if r.Operation == string(client.OpRemoveBookmark) || r.Operation == string(client.OpAddBookmark) {
-					requests += r.Requests
-					usd += r.EstimatedUSD
-				}
-			})
-		})
-		if err != nil {
-			f.t.Fatal(err)
+	err := readUsage(f.out, func(_ string, r usageRow) {
+		if r.Operation == string(client.OpRemoveBookmark) || r.Operation == string(client.OpAddBookmark) {
+			requests += r.Requests
+			usd += r.EstimatedUSD
 		}
+	})
+	if err != nil {
+		f.t.Fatal(err)
 	}
 	return requests, usd
 }

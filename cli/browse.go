@@ -37,7 +37,6 @@ func (a *app) browseCommand() *cobra.Command {
 		Long:    browseLong,
 		Example: "  " + Name + " browse --out ./archive --open",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runBrowse(cmd.Context(), out, addr, open)
 		},

@@ -37,7 +37,6 @@ func (a *app) checkCommand() *cobra.Command {
 		Long:    checkLong,
 		Example: "  " + Name + " check --out ./archive\n  " + Name + " check --out ./archive --read-data",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			rep, err := archive.Check(out, archive.CheckOptions{ReadData: readData, Tables: export.BookmarkTables()})
 			if err != nil {

@@ -1,7 +1,5 @@
-// Package cli is the command line of cq-source-x: one command tree (cobra,
-// as the CloudQuery SDK's) with the program's own commands (export, status,
-// sandbox, login, logout, version) beside the SDK's plugin commands (serve,
-// doc, package, info), which the CloudQuery CLI runs.
+// Package cli is the command line of cq-source-x: one cobra tree with the
+// program's own commands beside the plugin commands the CloudQuery CLI runs.
 package cli
 
 import (
@@ -10,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/cq-source-x/cq-source-x/internal/suggest"
@@ -103,10 +99,10 @@ Try it without credentials or cost:  ` + Name + ` export --sandbox --out ./demo
 		case "help":
 			c.Run, c.RunE = nil, helpRun
 		case "completion":
-			c.Long += completionHelp(root)
+			c.Long += completionHelp
 		}
 	}
-	strictGroups(root)
+	strictArgs(root)
 	return root
 }
 
@@ -142,10 +138,11 @@ func helpRun(c *cobra.Command, args []string) error {
 	return cmd.Help()
 }
 
-// strictGroups makes every command below the root that only groups others
+// strictArgs makes every command below the root that only groups others
 // (`completion`, `bookmarks`) refuse an unknown subcommand with
-// suggestions, as the root does, rather than print its help and succeed.
-func strictGroups(cmd *cobra.Command) {
+// suggestions, as the root does, rather than print its help and succeed;
+// and every other that names no arguments (help takes a command) refuse any.
+func strictArgs(cmd *cobra.Command) {
 	for _, c := range cmd.Commands() {
 		if c.HasSubCommands() && !c.Runnable() {
 			c.SuggestionsMinimumDistance = 2
@@ -156,8 +153,10 @@ func strictGroups(cmd *cobra.Command) {
 				}
 				return usageError(unknownSubcommand(c, args[0]))
 			}
+		} else if c.Args == nil && c.Name() != "help" {
+			c.Args = noArgs
 		}
-		strictGroups(c)
+		strictArgs(c)
 	}
 }
 
@@ -186,41 +185,13 @@ func flagError(cmd *cobra.Command, err error) error {
 }
 
 // completionHelp is the end of `completion --help`: an example, and what
-// the commands complete, read from them, so that it lists all they do.
-func completionHelp(root *cobra.Command) string {
-	kinds := map[string]map[string]bool{"files": {}, "directories": {}, "values": {}}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
-			file := len(f.Annotations[cobra.BashCompFilenameExt]) > 0 // without extensions: any file, as any flag
-			_, dir := f.Annotations[cobra.BashCompSubdirsInDir]
-			_, values := c.GetFlagCompletionFunc(f.Name)
-			for kind, ok := range map[string]bool{"files": file, "directories": dir, "values": values} {
-				if ok {
-					kinds[kind]["--"+f.Name] = true
-				}
-			}
-		})
-		if c.ValidArgsFunction != nil {
-			if _, d := c.ValidArgsFunction(c, nil, ""); d&cobra.ShellCompDirectiveFilterDirs != 0 {
-				kinds["directories"][c.Name()+"'s argument"] = true
-			}
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
-	list := func(kind string) string {
-		return kind + " for " + strings.Join(slices.Sorted(maps.Keys(kinds[kind])), ", ")
-	}
-	return `
+// the commands complete (TestCompletionHelpListsAllItCompletes asks each).
+const completionHelp = `
 For example, in bash:
   source <(` + Name + ` completion bash)
 or once for all new shells:
   ` + Name + ` completion bash > /etc/bash_completion.d/` + Name + `
-Completed: commands and flags; ` + list("files") + `; ` + list("directories") + `; the ` + list("values") + `.`
-}
+Completed: commands and flags; files for --spec, --token-file; directories for --dist-dir, --docs-dir, --from, --out, doc's argument; the values for --compression, --scopes, --table, --target.`
 
 // noArgs refuses positional arguments, as a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {

@@ -409,13 +409,13 @@ func TestPackageWritesWhatTheHubTakes(t *testing.T) {
 }
 
 // Every command in the tree that groups others refuses unknown ones (the
-// rule strictGroups applies to commands added later, e.g. `bookmarks`).
+// rule strictArgs applies to commands added later, e.g. `bookmarks`).
 func TestStrictGroupsAppliesToNewGroups(t *testing.T) {
 	root := &cobra.Command{Use: "cq-source-x", SilenceErrors: true, SilenceUsage: true}
 	group := &cobra.Command{Use: "bookmarks"}
 	group.AddCommand(&cobra.Command{Use: "remove", Run: func(*cobra.Command, []string) {}})
 	root.AddCommand(group)
-	strictGroups(root)
+	strictArgs(root)
 	root.SetArgs([]string{"bookmarks", "remvoe"})
 	root.SetOut(io.Discard)
 	_, err := root.ExecuteC()

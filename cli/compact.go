@@ -46,7 +46,6 @@ func (a *app) compactCommand() *cobra.Command {
 			"  " + Name + " compact --out ./archive\n" +
 			"  " + Name + " compact --out ./archive --table x_api_usage --current-month",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if _, err := pqfile.ParseCodec(o.Compression); err != nil {
 				return usageErrorf("compact: --compression: %w", err)

@@ -52,14 +52,13 @@ the second run billed only what was new. DIR keeps the files.
 const exportGCPercent = 50
 
 type exportFlags struct {
+	*app
 	spec, out, compression       string
 	json, quiet, sandbox, dryRun bool
-	stdout, stderr               io.Writer
-	step                         func(string) // see RunWithSteps
 }
 
 func (a *app) exportCommand() *cobra.Command {
-	f := exportFlags{stdout: a.stdout, stderr: a.stderr, step: a.step}
+	f := exportFlags{app: a}
 	cmd := &cobra.Command{
 		Use:   "export --spec FILE --out DIR",
 		Short: "Sync a spec's accounts into Parquet files",
@@ -68,7 +67,6 @@ func (a *app) exportCommand() *cobra.Command {
 			"  " + Name + " export --spec x.yml --out ./archive --compression zstd --quiet\n" +
 			"  " + Name + " export --sandbox --out ./demo",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return f.run(cmd.Context()) },
 	}
 	fs := cmd.Flags()

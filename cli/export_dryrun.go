@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/cqspec"
@@ -12,6 +13,13 @@ import (
 )
 
 const recentSyncsShown = 3 // of an account's last syncs, in a dry run
+
+// syncCost is what one sync billed for one account.
+type syncCost struct {
+	StartedAt    time.Time `json:"sync_started_at"`
+	PostsBilled  int64     `json:"posts_billed"`
+	EstimatedUSD float64   `json:"estimated_usd"`
+}
 
 // estimate prints what an export of src into f.out would bill at most, and
 // what the last syncs billed, from the spec, the token files and the
@@ -30,9 +38,19 @@ func (f exportFlags) estimate(src *cqspec.Source) error {
 	if err != nil {
 		return err
 	}
-	costs, err := recentCosts(f.out, recentSyncsShown)
+	all, err := syncs(f.out)
 	if err != nil {
 		return fmt.Errorf("export --dry-run: reading %s's x_api_usage files: %w", f.out, err)
+	}
+	costs := map[string][]syncCost{}
+	for user, rows := range all {
+		for _, sync := range rows[:min(recentSyncsShown, len(rows))] {
+			c := syncCost{StartedAt: sync[0].StartedAt}
+			for _, r := range sync {
+				c.PostsBilled, c.EstimatedUSD = c.PostsBilled+r.PostsBilled, c.EstimatedUSD+r.EstimatedUSD
+			}
+			costs[user] = append(costs[user], c)
+		}
 	}
 	if f.json {
 		return writeIndentedJSON(f.stdout, map[string]any{"estimate": est, "last_syncs": costs})

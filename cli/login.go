@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -31,15 +30,11 @@ type LoginOptions struct {
 	TokenFile              string
 	// Scopes are asked for beside the read scopes and offline.access
 	// (auth.ReadScopes); Write adds bookmark.write.
-	Scopes      []string
-	Write       bool
-	Headless    bool
-	Replace     bool // overwrite a token file that holds another user's token
-	In          io.Reader
-	Out         io.Writer
-	OpenBrowser func(string) error
-	HTTPClient  *http.Client
-	Now         func() time.Time
+	Scopes  []string
+	Write   bool
+	Replace bool // overwrite a token file that holds another user's token
+	Now     func() time.Time
+	auth.LoginOptions
 }
 
 // Login runs the OAuth 2.0 PKCE login, resolves the user with GET
@@ -57,13 +52,7 @@ func Login(ctx context.Context, o LoginOptions) error {
 	// of the credentials the login holds.
 	credentials := secrets.New()
 	credentials.AddBasic(o.ClientID, o.ClientSecret)
-	tok, err := auth.Login(ctx, cfg, auth.LoginOptions{
-		Headless:    o.Headless,
-		In:          o.In,
-		Out:         o.Out,
-		OpenBrowser: o.OpenBrowser,
-		HTTPClient:  o.HTTPClient,
-	})
+	tok, err := auth.Login(ctx, cfg, o.LoginOptions)
 	if err != nil {
 		return credentials.Error(fmt.Errorf("login: %w", err))
 	}
@@ -210,7 +199,7 @@ It asks for tweet.read users.read bookmark.read offline.access; --scopes asks
 for more, e.g. --scopes bookmark.write (adding and removing bookmarks).`
 
 func (a *app) loginCommand() *cobra.Command {
-	o := LoginOptions{In: a.stdin, Out: a.stderr}
+	o := LoginOptions{LoginOptions: auth.LoginOptions{In: a.stdin, Out: a.stderr}}
 	cmd := &cobra.Command{
 		Use:   "login --client-id ID [--token-file FILE]",
 		Short: "Log in to X and write a token file",
@@ -218,7 +207,6 @@ func (a *app) loginCommand() *cobra.Command {
 		Example: "  " + Name + " login --client-id YOUR_CLIENT_ID --token-file alice.json\n" +
 			"  " + Name + " login --client-id YOUR_CLIENT_ID --token-file alice.json --headless --scopes bookmark.write",
 		GroupID: groupAccounts,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fromEnv(&o.ClientID, "X_CLIENT_ID")
 			fromEnv(&o.ClientSecret, "X_CLIENT_SECRET")

@@ -141,7 +141,6 @@ and refresh marker. If X cannot be reached or refuses, nothing is removed.
 until you remove the app's access in X's settings).`,
 		Example: "  " + Name + " logout --token-file alice.json",
 		GroupID: groupAccounts,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fromEnv(&o.clientSecret, "X_CLIENT_SECRET")
 			return logout(cmd.Context(), o)

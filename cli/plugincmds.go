@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,6 @@ path at the address:
 
   ` + Name + ` serve --address localhost:7777`,
 		GroupID: groupPlugin,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sentry, _ := strconv.ParseBool(os.Getenv("CQ_SENTRY_ENABLED"))
 			if noSentry, _ := cmd.Flags().GetBool("no-sentry"); sentry && noSentry {
@@ -102,19 +102,12 @@ func (a *app) infoCommand() *cobra.Command {
 		Short:   "Print the plugin's package and version",
 		Long:    "Print the plugin's package and version, as the CloudQuery hub names it: team/kind/name@version.",
 		GroupID: groupPlugin,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			_, err := fmt.Fprintln(a.stdout, "Package and version:", xplugin.New().PackageAndVersion())
 			return err
 		},
 	}
 }
-
-// telemetryLevels are the values of CQ_TELEMETRY_LEVEL the SDK takes.
-var telemetryLevels = []string{"none", "errors", "stats", "all"}
-
-// hubDocs are the pages the CloudQuery hub shows for a plugin, from docs/.
-var hubDocs = []string{"overview.md", "configuration.md"}
 
 func (a *app) packageCommand() *cobra.Command {
 	var targets []string
@@ -148,11 +141,11 @@ Then publish it (after 'cloudquery login'):
 	f.StringP("dist-dir", "D", "", "dist directory to output the built plugin. (default: <plugin_directory>/dist)")
 	f.StringP("docs-dir", "", "", "docs directory containing markdown files to copy to the dist directory. (default: the hub's pages, overview.md and configuration.md of <plugin_directory>/docs)")
 	f.StringP("message", "m", "", "message that summarizes what is new or changed in this version. Use @<file> to read from file. Supports markdown.")
-	f.StringSliceVar(&targets, "target", nil, "OS_ARCH to build, e.g. linux_amd64; repeat or separate with commas (default: "+strings.Join(targetNames(plugin.DefaultBuildTargets), ", ")+")")
+	f.StringSliceVar(&targets, "target", nil, "OS_ARCH to build, e.g. linux_amd64; repeat or separate with commas (default: "+strings.Join(targetNames(), ", ")+")")
 	_ = cmd.MarkFlagRequired("message")
 	_ = cmd.MarkFlagDirname("dist-dir")
 	_ = cmd.MarkFlagDirname("docs-dir")
-	_ = cmd.RegisterFlagCompletionFunc("target", cobra.FixedCompletions(targetNames(plugin.DefaultBuildTargets), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("target", cobra.FixedCompletions(targetNames(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -185,16 +178,14 @@ func (a *app) pack(cmd *cobra.Command, version, dir string, targets []plugin.Bui
 	if err := a.runSDK(cmd, p, append(flags, "--", version, dir)); err != nil {
 		return err
 	}
-	dist := filepath.Join(dir, "dist")
-	if cmd.Flags().Changed("dist-dir") {
-		dist, _ = cmd.Flags().GetString("dist-dir")
-	}
-	return a.packaged(dist)
+	dist, _ := cmd.Flags().GetString("dist-dir")
+	return a.packaged(cmp.Or(dist, filepath.Join(dir, "dist")))
 }
 
 // runSDK runs the SDK's command line for p with cmd's name and args.
 func (a *app) runSDK(cmd *cobra.Command, p *plugin.Plugin, args []string) error {
 	// The SDK's command line ends the process (os.Exit) when this is wrong.
+	telemetryLevels := []string{"none", "errors", "stats", "all"}
 	if v := os.Getenv("CQ_TELEMETRY_LEVEL"); v != "" && !slices.Contains(telemetryLevels, v) {
 		return usageErrorf("CQ_TELEMETRY_LEVEL is %q, not one of %s", v, strings.Join(telemetryLevels, ", "))
 	}
@@ -203,11 +194,9 @@ func (a *app) runSDK(cmd *cobra.Command, p *plugin.Plugin, args []string) error 
 	})
 }
 
-// withoutSDKFailureText runs the SDK's command line (run) with os.Stderr
-// a pipe whose lines go on to w, but for what the SDK's cobra prints when
-// the command fails ("Error: …" and a usage that calls the program "x"),
-// which is held from its first line and dropped when it is run's error:
-// Run prints that once, as every command's.
+// withoutSDKFailureText runs the SDK's command line (run) with os.Stderr a
+// pipe to w that drops the SDK's own failure text: see
+// docs/design/cloudquery-sdk-notes.md#commands-of-the-plugin-binary-servepluginpservectx.
 func withoutSDKFailureText(w io.Writer, run func() error) error {
 	r, pw, err := os.Pipe()
 	if err != nil {
@@ -255,9 +244,10 @@ func sdkFlags(fs *pflag.FlagSet, skip ...string) []string {
 	return args
 }
 
-func targetNames(ts []plugin.BuildTarget) []string {
-	names := make([]string, len(ts))
-	for i, t := range ts {
+// targetNames are the SDK's default targets' OS_ARCH.
+func targetNames() []string {
+	names := make([]string, len(plugin.DefaultBuildTargets))
+	for i, t := range plugin.DefaultBuildTargets {
 		names[i] = t.OS + "_" + t.Arch
 	}
 	return names
@@ -270,25 +260,26 @@ func buildTargets(names []string) ([]plugin.BuildTarget, error) {
 		return plugin.DefaultBuildTargets, nil
 	}
 	var out []plugin.BuildTarget
+	all := targetNames()
 	for _, n := range names {
-		i := slices.Index(targetNames(plugin.DefaultBuildTargets), strings.ReplaceAll(strings.TrimSpace(n), "/", "_"))
+		i := slices.Index(all, strings.ReplaceAll(strings.TrimSpace(n), "/", "_"))
 		if i < 0 {
-			return nil, fmt.Errorf("package: --target %q is not one of %s", n, strings.Join(targetNames(plugin.DefaultBuildTargets), ", "))
+			return nil, fmt.Errorf("package: --target %q is not one of %s", n, strings.Join(all, ", "))
 		}
 		out = append(out, plugin.DefaultBuildTargets[i])
 	}
 	return out, nil
 }
 
-// stageHubDocs copies the hub's pages from dir/docs into a new temporary
-// directory: the SDK copies every .md file of the directory it is given,
-// and docs/ also holds pages for the repository's readers.
+// stageHubDocs copies the pages the CloudQuery hub shows from dir/docs
+// into a new temporary directory: the SDK copies every .md file of the one
+// it is given, and docs/ also holds pages for the repository's readers.
 func stageHubDocs(dir string) (string, error) {
 	staged, err := os.MkdirTemp("", "cq-source-x-hub-docs-")
 	if err != nil {
 		return "", err
 	}
-	for _, name := range hubDocs {
+	for _, name := range []string{"overview.md", "configuration.md"} {
 		b, err := os.ReadFile(filepath.Join(dir, "docs", name))
 		if err == nil {
 			err = os.WriteFile(filepath.Join(staged, name), b, 0o644)

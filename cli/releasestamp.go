@@ -12,12 +12,9 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 )
 
-// The SDK's package command builds each binary with -ldflags of its own,
-// which set the version only, and -buildvcs=false, so Go records no commit
-// either. package gives the binaries their commit and build date in a
-// source file of the plugin package (git-ignored: it is there only while
-// package builds), compiled only with a build tag that package adds to
-// each target: plugin.releaseStamp (plugin/version.go).
+// package gives the binaries their commit and build date in a source file
+// compiled only with this tag: see
+// docs/design/cloudquery-sdk-notes.md#commands-of-the-plugin-binary-servepluginpservectx.
 const releaseStampTag = "cqx_release_stamp"
 
 var releaseStampFile = filepath.Join("plugin", "release_stamp.go")

@@ -40,7 +40,6 @@ A directory that needs nothing is left as it is. See docs/export.md, "When
 something goes wrong".`,
 		Example: "  " + Name + " repair --out ./archive --dry-run\n  " + Name + " repair --out ./archive --read-data",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			o.Tables = export.BookmarkTables()
 			rep, err := archive.Repair(out, o)

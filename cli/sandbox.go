@@ -39,7 +39,6 @@ func (a *app) sandboxCommand() *cobra.Command {
 		Short:   "Run the built-in X API simulator, and print a spec and a login for it",
 		Long:    sandboxLong,
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.runSandbox(cmd.Context(), addr)
 		},
@@ -68,9 +67,6 @@ func (a *app) runSandbox(ctx context.Context, addr string) error {
 	sb.RegisterClient(SandboxClientID, "", auth.DefaultRedirectURL)
 	sb.ShowConsentPage(SandboxClientID)
 	fmt.Fprint(a.stdout, sb.Spec(exe, false))
-	if f, ok := a.stdout.(*os.File); ok {
-		f.Sync()
-	}
 	fmt.Fprintf(a.stderr, "\nSimulator listening on %s; the spec above is ready to use (save it to a file).\n", sb.URL())
 	writeRehearsal(a.stderr, sb.URL())
 	fmt.Fprintln(a.stderr, "\nPress Ctrl-C to stop.")

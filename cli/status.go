@@ -30,12 +30,11 @@ import (
 
 // statusOptions are the flags of `cq-source-x status`.
 type statusOptions struct {
-	spec                   string
-	tokenFiles             []string
-	apiURL, tokenURL       string
-	clientID, clientSecret string
-	out                    string
-	noRefresh, json        bool
+	spec            string
+	tokenFiles      []string
+	app             spec.Spec // the base URL and OAuth app of --token-file's accounts
+	out             string
+	noRefresh, json bool
 }
 
 // StatusReport is what status found (and prints with --json).
@@ -59,7 +58,7 @@ type StatusReport struct {
 	archiveOnly bool
 	// What Out says of its accounts: its state and their last syncs.
 	state *archive.StateInfo
-	syncs map[string][]usageRow
+	syncs map[string][][]usageRow
 }
 
 // AccountStatus is one account's status.
@@ -119,11 +118,8 @@ func (a *app) statusCommand() *cobra.Command {
 			"  " + Name + " status --token-file alice.json --no-refresh\n" +
 			"  " + Name + " status --out ./archive",
 		GroupID: groupArchive,
-		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.spec == "" {
-				fromEnv(&o.clientSecret, "X_CLIENT_SECRET")
-			}
+			fromEnv(&o.app.OAuth.ClientSecret, "X_CLIENT_SECRET")
 			return a.status(cmd.Context(), o)
 		},
 	}
@@ -131,10 +127,10 @@ func (a *app) statusCommand() *cobra.Command {
 	fs.StringVar(&o.spec, "spec", "", "CloudQuery spec file: its accounts, base_url and oauth")
 	fs.StringSliceVar(&o.tokenFiles, "token-file", nil, "token file(s) written by login (comma-separated or repeated)")
 	fs.StringVar(&o.out, "out", "", "an exporter's output directory: the last sync and the posts held")
-	fs.StringVar(&o.apiURL, "api-url", spec.DefaultBaseURL, "X API base URL, with --token-file")
-	fs.StringVar(&o.tokenURL, "token-url", auth.DefaultTokenURL, "token endpoint, with --token-file")
-	fs.StringVar(&o.clientID, "client-id", "", "the app's Client ID, with --token-file (default: the one each file records)")
-	fs.StringVar(&o.clientSecret, "client-secret", "", "client secret of a confidential app, with --token-file (env X_CLIENT_SECRET)")
+	fs.StringVar(&o.app.BaseURL, "api-url", spec.DefaultBaseURL, "X API base URL, with --token-file")
+	fs.StringVar(&o.app.OAuth.TokenURL, "token-url", auth.DefaultTokenURL, "token endpoint, with --token-file")
+	fs.StringVar(&o.app.OAuth.ClientID, "client-id", "", "the app's Client ID, with --token-file (default: the one each file records)")
+	fs.StringVar(&o.app.OAuth.ClientSecret, "client-secret", "", "client secret of a confidential app, with --token-file (env X_CLIENT_SECRET)")
 	fs.BoolVar(&o.noRefresh, "no-refresh", false, "do not refresh the tokens (only try the access token)")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	for _, f := range []string{"api-url", "token-url", "client-id", "client-secret", "token-file"} {
@@ -179,35 +175,31 @@ func (a *app) status(ctx context.Context, o statusOptions) error {
 	return nil
 }
 
-// statusTarget is one account to look at, and how to reach X for it.
-type statusTarget struct {
-	label   string
-	account spec.Account
-	baseURL string
-	cfg     auth.Config // the app and token endpoint, for a token file
-}
-
 // status looks at every account of o. Its error is about the command line
 // or the files; an account's trouble is in its Problems.
 func status(ctx context.Context, o statusOptions) (*StatusReport, error) {
 	if o.spec == "" && len(o.tokenFiles) == 0 && o.out != "" {
 		return archiveStatus(o.out)
 	}
-	targets, credentials, err := statusTargets(o)
+	s, err := statusSpec(o)
 	if err != nil {
 		return nil, err
 	}
-	rep := &StatusReport{Out: o.out, meter: billing.NewMeter(billing.DefaultRates()), credentials: credentials}
+	rep := &StatusReport{Out: o.out, meter: billing.NewMeter(billing.DefaultRates()), credentials: xplugin.Credentials(s)}
 	if o.out != "" {
 		if err := rep.readArchive(); err != nil {
 			return nil, err
 		}
 	}
 	users := map[string]string{} // user id → the account that has it
-	for _, t := range targets {
-		st := rep.check(ctx, t, o.noRefresh)
-		credentials.Strings(st.Problems)
-		st.RefreshNote = credentials.String(st.RefreshNote)
+	for i, acct := range s.Accounts {
+		label := account.Label(i)
+		if o.spec == "" {
+			label = acct.TokenFile
+		}
+		st := rep.check(ctx, s, i, label, o.noRefresh)
+		rep.credentials.Strings(st.Problems)
+		st.RefreshNote = rep.credentials.String(st.RefreshNote)
 		if first, ok := users[st.UserID]; ok {
 			st.Problems = append(st.Problems, fmt.Sprintf("user %s is also %s: each user may appear once (a sync fails the repeat)", st.UserID, first))
 		} else if st.UserID != "" {
@@ -243,43 +235,37 @@ func archiveStatus(out string) (*StatusReport, error) {
 	return rep, nil
 }
 
-// statusTargets are the accounts o names, and the credentials they give
-// (token files add theirs as they are read).
-func statusTargets(o statusOptions) ([]statusTarget, *secrets.Mask, error) {
-	var ts []statusTarget
+// statusSpec is the spec whose accounts status looks at: --spec's, or the
+// flags' app with an account per --token-file.
+func statusSpec(o statusOptions) (*spec.Spec, error) {
 	switch {
 	case o.spec == "" && len(o.tokenFiles) == 0:
-		return nil, nil, usageError(errors.New("status: give --spec FILE, --token-file FILE or --out DIR"))
+		return nil, usageError(errors.New("status: give --spec FILE, --token-file FILE or --out DIR"))
 	case o.spec != "":
 		src, err := cqspec.Read(o.spec)
 		if err != nil {
-			return nil, nil, usageError(err)
+			return nil, usageError(err)
 		}
-		s := src.Plugin
-		for i, acct := range s.Accounts {
-			ts = append(ts, statusTarget{label: account.Label(i), account: acct, baseURL: s.BaseURL, cfg: xplugin.AuthConfig(s, i, "")})
-		}
-		return ts, xplugin.Credentials(s), nil
+		return src.Plugin, nil
 	}
+	s := o.app
 	for _, f := range o.tokenFiles {
-		ts = append(ts, statusTarget{label: f, account: spec.Account{TokenFile: f}, baseURL: o.apiURL,
-			cfg: auth.Config{ClientID: o.clientID, ClientSecret: o.clientSecret, TokenURL: o.tokenURL}})
+		s.Accounts = append(s.Accounts, spec.Account{TokenFile: f})
 	}
-	credentials := secrets.New()
-	credentials.AddBasic(o.clientID, o.clientSecret)
-	return ts, credentials, nil
+	return &s, nil
 }
 
-// check looks at one account: its token, the user behind it, a refresh.
-func (rep *StatusReport) check(ctx context.Context, t statusTarget, noRefresh bool) AccountStatus {
-	st := AccountStatus{Account: t.label, UserID: t.account.UserID}
-	if t.account.AccessToken != "" {
+// check looks at account i of s: its token, the user behind it, a refresh.
+func (rep *StatusReport) check(ctx context.Context, s *spec.Spec, i int, label string, noRefresh bool) AccountStatus {
+	acct := s.Accounts[i]
+	st := AccountStatus{Account: label, UserID: acct.UserID}
+	if acct.AccessToken != "" {
 		st.Refresh, st.RefreshNote = "impossible", "a raw access_token lasts two hours and cannot be refreshed: use token_file for scheduled syncs"
-		_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(t.account.AccessToken, nil))
+		_ = rep.whoAmI(ctx, &st, s.BaseURL, client.StaticTokenWithTransport(acct.AccessToken, nil))
 		return st
 	}
-	st.TokenFile = t.account.TokenFile
-	file := auth.TokenFile{Path: t.account.TokenFile}
+	st.TokenFile = acct.TokenFile
+	file := auth.TokenFile{Path: acct.TokenFile}
 	stored, err := file.Load()
 	if err != nil {
 		st.Refresh = "failed"
@@ -289,8 +275,7 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, noRefresh bo
 	rep.credentials.Add(stored.AccessToken, stored.RefreshToken)
 	st.describeToken(stored)
 	st.UserID = cmp.Or(st.UserID, stored.UserID)
-	cfg := t.cfg
-	cfg.ClientID = cmp.Or(cfg.ClientID, stored.ClientID)
+	cfg := xplugin.AuthConfig(s, i, stored.ClientID)
 	st.ClientID = cfg.ClientID
 	if len(st.Scopes) > 0 && !slices.Contains(st.Scopes, auth.ScopeBookmarkWrite) {
 		st.Notes = append(st.Notes, "no "+auth.ScopeBookmarkWrite+" scope: adding and removing bookmarks need `"+Name+" login --scopes "+auth.ScopeBookmarkWrite+"`")
@@ -310,24 +295,24 @@ func (rep *StatusReport) check(ctx context.Context, t statusTarget, noRefresh bo
 			return st
 		}
 	default:
-		rep.checkRefresh(ctx, &st, t, cfg, file, stored)
+		rep.checkRefresh(ctx, &st, s.BaseURL, cfg, file, stored)
 		return st
 	}
-	_ = rep.whoAmI(ctx, &st, t, client.StaticTokenWithTransport(stored.AccessToken, nil))
+	_ = rep.whoAmI(ctx, &st, s.BaseURL, client.StaticTokenWithTransport(stored.AccessToken, nil))
 	return st
 }
 
 // checkRefresh asks who the user is through the token file's token source,
 // which refreshes an expired token; unless that refreshed it, it refreshes
 // then. Either way the rotated pair is saved under the file's lock.
-func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t statusTarget, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken) {
-	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithSecrets(rep.credentials), auth.WithHTTPClient(&http.Client{Timeout: 30 * time.Second}))
+func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, baseURL string, cfg auth.Config, file auth.TokenFile, stored *auth.StoredToken) {
+	src, err := auth.NewFileTokenSource(ctx, cfg, file, auth.WithSecrets(rep.credentials))
 	if err != nil {
 		st.Refresh = "failed"
 		st.Problems = append(st.Problems, err.Error())
 		return
 	}
-	err = rep.whoAmI(ctx, st, t, &http.Client{Transport: auth.NewTransport(src, nil)})
+	err = rep.whoAmI(ctx, st, baseURL, &http.Client{Transport: auth.NewTransport(src, nil)})
 	rep.TokenRefreshes++
 	var te *auth.TokenEndpointError
 	switch cur := src.Stored(); {
@@ -348,8 +333,8 @@ func (rep *StatusReport) checkRefresh(ctx context.Context, st *AccountStatus, t 
 }
 
 // whoAmI asks GET /2/users/me with hc who the token belongs to.
-func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, t statusTarget, hc *http.Client) error {
-	api, err := client.New(hc, client.WithBaseURL(t.baseURL), client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
+func (rep *StatusReport) whoAmI(ctx context.Context, st *AccountStatus, baseURL string, hc *http.Client) error {
+	api, err := client.New(hc, client.WithBaseURL(baseURL), client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 2}),
 		client.WithRateLimitWaitCap(0), client.WithMeter(rep.meter), client.WithSecrets(rep.credentials), client.WithUserAgent(xplugin.UserAgent()))
 	if err != nil {
 		st.Problems = append(st.Problems, err.Error())
@@ -390,7 +375,7 @@ func (rep *StatusReport) readArchive() (err error) {
 	if rep.state, err = archive.ReadState(out); err != nil {
 		return fmt.Errorf("status: reading the state of %s: %w", out, err)
 	}
-	if rep.syncs, err = lastSyncs(out); err != nil {
+	if rep.syncs, err = syncs(out); err != nil {
 		return fmt.Errorf("status: reading %s's x_api_usage files: %w", out, err)
 	}
 	rep.Damaged, err = archive.DamagedFiles(out)
@@ -402,16 +387,16 @@ func (rep *StatusReport) fill(st *AccountStatus) {
 	if rep.state == nil || st.UserID == "" {
 		return
 	}
-	st.LastSync = rep.syncs[st.UserID]
+	if s := rep.syncs[st.UserID]; len(s) > 0 {
+		st.LastSync = s[0]
+	}
 	if held, ok := rep.state.HeldBookmarks[st.UserID]; ok {
-		st.HeldPosts = ptr(len(held))
+		st.HeldPosts = new(len(held))
 	}
 	if written, ok := rep.state.Archived[st.UserID]; ok {
-		st.ArchivedPosts = ptr(len(written))
+		st.ArchivedPosts = new(len(written))
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // WriteText prints the report for a person.
 func (rep *StatusReport) WriteText(w io.Writer, now time.Time) {
@@ -449,28 +434,26 @@ func (st *AccountStatus) writeText(w io.Writer, out string, now time.Time, token
 	line := func(label, format string, a ...any) {
 		fmt.Fprintf(w, "  %-14s %s\n", label+":", fmt.Sprintf(format, a...))
 	}
-	if !token {
-		st.writeArchive(line, out)
-		return
-	}
-	if st.TokenFile != "" {
-		line("token file", "%s (client id %s)", st.TokenFile, cmp.Or(st.ClientID, "unknown"))
-		if len(st.Scopes) > 0 {
-			line("scopes", "%s", strings.Join(st.Scopes, " "))
+	if token { // archive-only accounts have no token, problem nor note
+		if st.TokenFile != "" {
+			line("token file", "%s (client id %s)", st.TokenFile, cmp.Or(st.ClientID, "unknown"))
+			if len(st.Scopes) > 0 {
+				line("scopes", "%s", strings.Join(st.Scopes, " "))
+			}
+		} else {
+			line("token", "a raw access_token from the spec; its scopes and expiry are unknown")
 		}
-	} else {
-		line("token", "a raw access_token from the spec; its scopes and expiry are unknown")
+		if e := st.AccessTokenExpiry; e != nil && now.Before(*e) {
+			line("access token", "valid until %s (%s from now)", e.Format(timeLayout), e.Sub(now).Round(time.Minute))
+		} else if e != nil {
+			line("access token", "expired at %s", e.Format(timeLayout))
+		}
+		refresh := strings.ReplaceAll(st.Refresh, "_", " ")
+		if st.RefreshNote != "" {
+			refresh += ": " + st.RefreshNote
+		}
+		line("refresh", "%s", refresh)
 	}
-	if e := st.AccessTokenExpiry; e != nil && now.Before(*e) {
-		line("access token", "valid until %s (%s from now)", e.Format(timeLayout), e.Sub(now).Round(time.Minute))
-	} else if e != nil {
-		line("access token", "expired at %s", e.Format(timeLayout))
-	}
-	refresh := strings.ReplaceAll(st.Refresh, "_", " ")
-	if st.RefreshNote != "" {
-		refresh += ": " + st.RefreshNote
-	}
-	line("refresh", "%s", refresh)
 	if out != "" {
 		st.writeArchive(line, out)
 	}

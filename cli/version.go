@@ -19,13 +19,12 @@ build gave it (` + Name + ` package, or -ldflags), otherwise what Go recorded wh
 it was built (the module version of 'go install …@vX', the commit of a build in
 a checkout). The same version is in 'info', in the User-Agent of every API
 request and in the metadata of every Parquet file the exporter writes.`,
-		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
 				return writeIndentedJSON(a.stdout, struct {
 					xplugin.Build
 					Plugin string `json:"plugin"`
-				}{xplugin.BuildInfo(), packageAndVersion()})
+				}{xplugin.BuildInfo(), xplugin.New().PackageAndVersion()})
 			}
 			_, err := io.WriteString(a.stdout, versionText())
 			return err
@@ -43,10 +42,5 @@ func versionText() string {
 		commit += " (with uncommitted changes)"
 	}
 	return fmt.Sprintf("%s version %s\ncommit:  %s\nbuilt:   %s\ngo:      %s %s\nplugin:  %s\n",
-		Name, b.Version, commit, cmp.Or(b.Date, "unknown"), b.GoVersion, b.Platform, packageAndVersion())
-}
-
-// packageAndVersion is the plugin as the CloudQuery CLI and hub name it.
-func packageAndVersion() string {
-	return fmt.Sprintf("%s/%s/%s@%s", xplugin.Team, xplugin.Kind, xplugin.Name, xplugin.Version)
+		Name, b.Version, commit, cmp.Or(b.Date, "unknown"), b.GoVersion, b.Platform, xplugin.New().PackageAndVersion())
 }

@@ -125,7 +125,7 @@ func (e *env) login(t *testing.T, tc loginCase, redirect string) (string, string
 	opts := cli.LoginOptions{
 		ClientID: tc.clientID, ClientSecret: tc.secret, RedirectURL: redirect,
 		AuthURL: e.sim.AuthorizeURL(), TokenURL: e.sim.TokenURL(), APIURL: e.sim.URL(),
-		TokenFile: path, Write: tc.write, Headless: tc.headless, Out: out, Now: e.clk.Now,
+		TokenFile: path, Write: tc.write, Now: e.clk.Now, LoginOptions: auth.LoginOptions{Headless: tc.headless, Out: out},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -298,11 +298,11 @@ func TestLoginDeclinedByTheUserWritesNoTokenFile(t *testing.T) {
 	var wg sync.WaitGroup
 	err := cli.Login(context.Background(), cli.LoginOptions{
 		ClientID: "native-app", RedirectURL: redirect, AuthURL: e.sim.AuthorizeURL(), TokenURL: e.sim.TokenURL(),
-		APIURL: e.sim.URL(), TokenFile: path, Out: io.Discard, Now: e.clk.Now,
-		OpenBrowser: func(u string) error {
+		APIURL: e.sim.URL(), TokenFile: path, Now: e.clk.Now,
+		LoginOptions: auth.LoginOptions{Out: io.Discard, OpenBrowser: func(u string) error {
 			wg.Go(func() { shown, _, _ = browse(u) })
 			return nil
-		},
+		}},
 	})
 	wg.Wait()
 	if err == nil || !strings.Contains(err.Error(), "authorization denied") {

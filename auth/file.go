@@ -95,9 +95,6 @@ func (f TokenFile) rename(oldpath, newpath string) error {
 // Load reads the token file; a missing or empty one wraps ErrLoginRequired. On Unix, a file
 // that group or others may access is refused, as ssh refuses such a private key.
 func (f TokenFile) Load() (*StoredToken, error) {
-	if f.Path == "" {
-		return nil, errors.New("auth: token file path is empty")
-	}
 	// Only a regular file is opened: a FIFO would block until someone writes to it.
 	fh, fi, err := smallfile.Open(f.Path)
 	switch {
@@ -136,12 +133,6 @@ func (f TokenFile) Load() (*StoredToken, error) {
 
 // Save replaces the token file atomically with t. It does not take the lock: hold Lock.
 func (f TokenFile) Save(t *StoredToken) error {
-	if f.Path == "" {
-		return errors.New("auth: token file path is empty")
-	}
-	if t == nil {
-		return errors.New("auth: Save: nil token")
-	}
 	st := *t
 	st.Version = cmp.Or(st.Version, FileFormatVersion)
 	data, err := json.MarshalIndent(&st, "", "  ")
@@ -190,9 +181,6 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 // Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done. The
 // lock file is never removed (two processes would lock different files).
 func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
-	if f.Path == "" {
-		return nil, errors.New("auth: token file path is empty")
-	}
 	path := f.realPath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("auth: lock token file: %w", err)

@@ -509,7 +509,7 @@ func TestLockWaitIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = unlock() }()
-	s := e.source(WithLockTimeout(100 * time.Millisecond))
+	s := e.source(withLockTimeout(100 * time.Millisecond))
 	e.clk.Advance(2 * time.Hour)
 	_, err = s.Token()
 	if err == nil || errors.Is(err, ErrLoginRequired) || !strings.Contains(err.Error(), "lock") {
@@ -701,4 +701,9 @@ func TestRefreshesAreLoggedWithoutTokens(t *testing.T) {
 // new pair is saved; an error aborts there, as a crash would.
 func withAfterTokenResponse(fn func() error) SourceOption {
 	return func(s *FileTokenSource) { s.afterTokenResponse = fn }
+}
+
+// withLockTimeout bounds the wait for the token file lock (default DefaultLockTimeout).
+func withLockTimeout(d time.Duration) SourceOption {
+	return func(s *FileTokenSource) { s.lockTimeout = d }
 }

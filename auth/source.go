@@ -67,8 +67,6 @@ type FileTokenSource struct {
 	log         zerolog.Logger
 	secrets     *secrets.Mask
 
-	afterTokenResponse func() error // tests: withAfterTokenResponse
-
 	mu          sync.Mutex
 	cur         *StoredToken // last token read from or written to the file
 	invalid     string       // access token reported rejected by Invalidate
@@ -309,11 +307,6 @@ func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp
 	tok, err := s.oc.TokenSource(rctx, &oauth2.Token{RefreshToken: disk.RefreshToken}).Token()
 	if err != nil {
 		return nil, start, s.refreshFailed(err, disk, fp, hint)
-	}
-	if s.afterTokenResponse != nil {
-		if err := s.afterTokenResponse(); err != nil {
-			return nil, start, err
-		}
 	}
 	return tok, start, nil
 }

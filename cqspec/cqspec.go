@@ -36,10 +36,7 @@ import (
 // (cli/internal/specs, "Source Spec Reference"), every documented one and
 // no other.
 type Source struct {
-	// File is the spec file's path and Document the 1-based index of the
-	// source document in it.
-	File     string `json:"-"`
-	Document int    `json:"-"`
+	Document int `json:"-"` // the source document's index in the file, from 1
 
 	Name                    string          `json:"name"`
 	Version                 string          `json:"version"`
@@ -78,8 +75,7 @@ var deprecatedFields = map[string]string{
 
 var registries = []string{"cloudquery", "github", "local", "grpc", "docker"}
 
-// The CLI's substitutions, in the order it applies them to each document:
-// ${file:PATH}, then ${time:...}, then ${ENV_VAR}.
+// The CLI's substitutions (expand).
 var (
 	fileRef = regexp.MustCompile(`\$\{file:([^}]+)\}`)
 	timeRef = regexp.MustCompile(`\$\{time:([^}]+)\}`)
@@ -184,7 +180,7 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s (kind: source): %w", where, locate(err, doc, firstLines[i]))
 			}
-			src.File, src.Document = name, i+1
+			src.Document = i + 1
 			sources = append(sources, src)
 		case "destination", "transformer":
 			// Not the exporter's business: it writes Parquet itself.

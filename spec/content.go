@@ -198,31 +198,24 @@ const RequestNeeds = "the columns of x_bookmarks"
 // s does not ask for.
 func (s *Spec) AskedBy(param, value string) []string {
 	param, value, known := client.TweetsName(param, value)
-	field, ok := fieldsParams[param]
-	if !ok || !known {
+	if !known {
 		return nil
 	}
 	k := s.Kinds()
 	var out []string
-	if field == "fields.tweet_fields" && slices.Contains(DefaultTweetFields, value) {
+	if param == "tweet.fields" && slices.Contains(DefaultTweetFields, value) {
 		out = append(out, RequestNeeds)
 	}
 	for _, src := range sourcesOf(param, value) {
 		name, isKind := strings.CutPrefix(src, "content.")
 		switch {
-		case isKind && k.on(name):
+		case isKind && slices.ContainsFunc(contentKinds, func(ck contentKind) bool { return ck.name == name && *ck.set(&k) }):
 			out = append(out, src)
 		case !isKind && slices.ContainsFunc(s.Fields.lists(), func(l fieldList) bool { return l.path == src && slices.Contains(*l.names, value) }):
 			out = append(out, src)
 		}
 	}
 	return out
-}
-
-// on reports whether the kind named name (a content field) is on.
-func (k Kinds) on(name string) bool {
-	i := slices.IndexFunc(contentKinds, func(ck contentKind) bool { return ck.name == name })
-	return i >= 0 && *contentKinds[i].set(&k)
 }
 
 // sourcesOf names the spec fields that can put value in the request

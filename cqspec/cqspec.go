@@ -170,11 +170,7 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 			return nil, fmt.Errorf("%s: %w", where, locate(err, doc, firstLines[i]))
 		}
 		switch kind {
-		case "":
-			if len(bytes.TrimSpace(body)) == 0 {
-				continue // an empty document (a leading or trailing ---)
-			}
-			return nil, fmt.Errorf("%s: `kind` is missing: each document needs `kind: source` or `kind: destination`", where)
+		case "": // an empty document (a leading or trailing ---)
 		case "source":
 			src, err := parseSource(body)
 			if err != nil {
@@ -287,7 +283,7 @@ func lineOf(doc []byte, path []string) int {
 }
 
 // readDocument expands one document and returns its kind and its `spec`
-// as JSON.
+// as JSON; an empty document has neither.
 func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
 	if err := repeatedKeys(doc); err != nil {
 		return "", nil, err
@@ -316,7 +312,7 @@ func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
 		return "", nil, ke
 	}
 	if top.Kind == "" {
-		return "", j, nil
+		return "", nil, errors.New("`kind` is missing: each document needs `kind: source` or `kind: destination`")
 	}
 	return top.Kind, top.Spec, nil
 }

@@ -85,13 +85,6 @@ type TokenFile struct {
 	renameHook func(oldpath, newpath string) error // tests only
 }
 
-func (f TokenFile) rename(oldpath, newpath string) error {
-	if f.renameHook != nil {
-		return f.renameHook(oldpath, newpath)
-	}
-	return os.Rename(oldpath, newpath)
-}
-
 // Load reads the token file; a missing or empty one wraps ErrLoginRequired. On Unix, a file
 // that group or others may access is refused, as ssh refuses such a private key.
 func (f TokenFile) Load() (*StoredToken, error) {
@@ -165,8 +158,12 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 	if err == nil {
 		err = tmp.Sync()
 	}
+	rename := os.Rename
+	if f.renameHook != nil {
+		rename = f.renameHook
+	}
 	if err = errors.Join(err, tmp.Close()); err == nil {
-		err = f.rename(tmp.Name(), path)
+		err = rename(tmp.Name(), path)
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())

@@ -478,11 +478,7 @@ func parseSource(body []byte) (*Source, error) {
 		return nil, errors.New("`spec` is missing or empty: it needs at least name, path, tables, destinations and the plugin's own spec")
 	}
 	s := &Source{SkipDependentTables: true}
-	if err := strictDecode(body, s); err != nil {
-		var synErr *json.SyntaxError
-		if errors.As(err, &synErr) {
-			return nil, fmt.Errorf("`spec` must be a map: %w", err)
-		}
+	if err := strictDecode(body, s); err != nil { // body is JSON: the error is the decoder's
 		return nil, decodeError(err, []string{"spec"}, sourceFieldNames)
 	}
 	if len(s.BackendOptions) > 0 {

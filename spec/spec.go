@@ -237,7 +237,7 @@ func Parse(data []byte) (*Spec, error) {
 		return nil, err
 	}
 	var s Spec
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil { // a number out of range, say
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil { // what shape does not check: a map's values, a number out of range
 		return nil, &Error{Problems: []Problem{{Msg: err.Error()}}}
 	}
 	s.SetDefaults()

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -167,17 +166,6 @@ func union(list []string, values ...string) []string {
 		}
 	}
 	return list
-}
-
-// String names the kinds that are on, for logs.
-func (k Kinds) String() string {
-	var on []string
-	for _, ck := range contentKinds {
-		if *ck.set(&k) {
-			on = append(on, ck.name)
-		}
-	}
-	return fmt.Sprintf("[%s]", strings.Join(on, " "))
 }
 
 // fieldsParams names the fields-section field of each request parameter.

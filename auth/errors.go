@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+
 	"net/url"
 	"strings"
 	"unicode"
@@ -102,7 +102,7 @@ func tokenEndpointError(op string, err error, secrets ...string) *TokenEndpointE
 		e.Description = sanitize(re.ErrorDescription, 200, secrets)
 		// A 2xx carrying an "error" field is unusual: its outcome is unknown.
 		e.Transient = e.StatusCode == 429 || e.StatusCode >= 500 || e.StatusCode/100 == 2
-		e.LoginRequired = (e.StatusCode == 400 || e.StatusCode == 401) && isGrantRejection(re)
+		e.LoginRequired = op != "revoke" && (e.StatusCode == 400 || e.StatusCode == 401) && isGrantRejection(re)
 	default: // network errors, timeouts, unparseable bodies
 		e.Transient = true
 		e.err = sanitizedError(err, secrets)
@@ -115,8 +115,8 @@ func isGrantRejection(re *oauth2.RetrieveError) bool {
 		strings.Contains(strings.ToLower(re.ErrorDescription), "token was invalid")
 }
 
-// netError keeps the classification of a network error (errors.Is context.DeadlineExceeded,
-// net.Error) while its message is sanitised.
+// netError keeps whether a network error is context.DeadlineExceeded or context.Canceled while
+// its message is sanitised.
 type netError struct {
 	msg   string
 	cause error
@@ -131,10 +131,6 @@ func (e *netError) Unwrap() error { // never the original chain, whose text may 
 		return context.Canceled
 	}
 	return nil
-}
-func (e *netError) Timeout() bool {
-	var ne net.Error
-	return errors.As(e.cause, &ne) && ne.Timeout()
 }
 
 func sanitizedError(err error, secrets []string) error {

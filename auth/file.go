@@ -85,19 +85,9 @@ type TokenFile struct {
 	renameHook func(oldpath, newpath string) error // tests only
 }
 
-func (f TokenFile) rename(oldpath, newpath string) error {
-	if f.renameHook != nil {
-		return f.renameHook(oldpath, newpath)
-	}
-	return os.Rename(oldpath, newpath)
-}
-
 // Load reads the token file; a missing or empty one wraps ErrLoginRequired. On Unix, a file
 // that group or others may access is refused, as ssh refuses such a private key.
 func (f TokenFile) Load() (*StoredToken, error) {
-	if f.Path == "" {
-		return nil, errors.New("auth: token file path is empty")
-	}
 	// Only a regular file is opened: a FIFO would block until someone writes to it.
 	fh, fi, err := smallfile.Open(f.Path)
 	switch {
@@ -136,12 +126,6 @@ func (f TokenFile) Load() (*StoredToken, error) {
 
 // Save replaces the token file atomically with t. It does not take the lock: hold Lock.
 func (f TokenFile) Save(t *StoredToken) error {
-	if f.Path == "" {
-		return errors.New("auth: token file path is empty")
-	}
-	if t == nil {
-		return errors.New("auth: Save: nil token")
-	}
 	st := *t
 	st.Version = cmp.Or(st.Version, FileFormatVersion)
 	data, err := json.MarshalIndent(&st, "", "  ")
@@ -174,8 +158,12 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 	if err == nil {
 		err = tmp.Sync()
 	}
+	rename := os.Rename
+	if f.renameHook != nil {
+		rename = f.renameHook
+	}
 	if err = errors.Join(err, tmp.Close()); err == nil {
-		err = f.rename(tmp.Name(), path)
+		err = rename(tmp.Name(), path)
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
@@ -190,9 +178,6 @@ func (f TokenFile) writeAtomic(path string, data []byte) error {
 // Lock takes the cross-process exclusive lock on Path+".lock", waiting until ctx is done. The
 // lock file is never removed (two processes would lock different files).
 func (f TokenFile) Lock(ctx context.Context) (unlock func() error, err error) {
-	if f.Path == "" {
-		return nil, errors.New("auth: token file path is empty")
-	}
 	path := f.realPath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("auth: lock token file: %w", err)

@@ -174,20 +174,15 @@ func parsePastedRedirect(s string) (url.Values, error) {
 	return q, nil
 }
 
-type callback struct {
-	query url.Values
-	done  chan error // the outcome, for the page shown in the browser
-}
-
 // loopbackLogin listens on the redirect URL, opens the browser and exchanges the code.
 func loopbackLogin(ctx context.Context, redirect *url.URL, authURL string, opts LoginOptions, exchange func(url.Values) (*oauth2.Token, error)) (*oauth2.Token, error) {
 	lns, path, err := listenRedirect(redirect)
 	if err != nil {
 		return nil, err
 	}
-	calls := make(chan callback)
+	calls, done := make(chan url.Values), make(chan error, 1) // done: the outcome, for the page shown in the browser
 	stop := make(chan struct{})
-	srv := &http.Server{Handler: callbackHandler(path, calls, stop), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: callbackHandler(path, calls, done, stop), ReadHeaderTimeout: 10 * time.Second}
 	for _, ln := range lns {
 		go func() { _ = srv.Serve(ln) }()
 	}
@@ -207,9 +202,9 @@ func loopbackLogin(ctx context.Context, redirect *url.URL, authURL string, opts 
 	select {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("auth: no redirect arrived at %s: %w", redirect.String(), context.Cause(ctx))
-	case cb := <-calls:
-		tok, err := exchange(cb.query)
-		cb.done <- err
+	case q := <-calls:
+		tok, err := exchange(q)
+		done <- err
 		return tok, err
 	}
 }
@@ -239,7 +234,7 @@ func listenRedirect(redirect *url.URL) ([]net.Listener, string, error) {
 	return lns, path, nil
 }
 
-func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) http.Handler {
+func callbackHandler(path string, calls chan<- url.Values, done <-chan error, stop <-chan struct{}) http.Handler {
 	handled := make(chan struct{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.EscapedPath() != path || r.Method != http.MethodGet {
@@ -249,9 +244,8 @@ func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) h
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")
-		cb := callback{query: r.URL.Query(), done: make(chan error, 1)}
 		select {
-		case calls <- cb:
+		case calls <- r.URL.Query():
 			close(handled)
 		case <-r.Context().Done():
 			return
@@ -262,7 +256,7 @@ func callbackHandler(path string, calls chan<- callback, stop <-chan struct{}) h
 			writePage(w, http.StatusConflict, "Already handled", "This login has already been handled. You can close this tab.")
 			return
 		}
-		if err := <-cb.done; err != nil { // sent once the exchange, which has a deadline, is over
+		if err := <-done; err != nil { // sent once the exchange, which has a deadline, is over
 			writePage(w, http.StatusBadRequest, "Login failed",
 				"cq-source-x could not complete the login: "+err.Error()+"\n\nYou can close this tab; details are in the terminal.")
 			return

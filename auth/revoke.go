@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"golang.org/x/oauth2"
 )
 
 // DefaultRevokeURL is X's token revocation endpoint (RFC 7009).
@@ -55,11 +57,5 @@ func Revoke(ctx context.Context, cfg Config, endpoint, token, hint string, hc *h
 		Description string `json:"error_description"`
 	}
 	_ = json.Unmarshal(body, &oe)
-	return &TokenEndpointError{
-		Op:          "revoke",
-		StatusCode:  resp.StatusCode,
-		Code:        sanitize(oe.Error, 64, secrets),
-		Description: sanitize(oe.Description, 200, secrets),
-		Transient:   resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
-	}
+	return tokenEndpointError("revoke", &oauth2.RetrieveError{Response: resp, ErrorCode: oe.Error, ErrorDescription: oe.Description}, secrets...)
 }

@@ -44,11 +44,6 @@ func WithRefreshMargin(d time.Duration) SourceOption {
 	return func(s *FileTokenSource) { s.margin = d }
 }
 
-// WithLockTimeout bounds the wait for the token file lock (default 2m).
-func WithLockTimeout(d time.Duration) SourceOption {
-	return func(s *FileTokenSource) { s.lockTimeout = cmp.Or(max(d, 0), s.lockTimeout) }
-}
-
 // WithLogger sets the logger for refreshes (default: none); lines never hold a secret.
 func WithLogger(l zerolog.Logger) SourceOption {
 	return func(s *FileTokenSource) { s.log = l }
@@ -72,8 +67,6 @@ type FileTokenSource struct {
 	log         zerolog.Logger
 	secrets     *secrets.Mask
 
-	afterTokenResponse func() error // tests: withAfterTokenResponse
-
 	mu          sync.Mutex
 	cur         *StoredToken // last token read from or written to the file
 	invalid     string       // access token reported rejected by Invalidate
@@ -92,7 +85,6 @@ func NewFileTokenSource(ctx context.Context, cfg Config, file TokenFile, opts ..
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.WithDefaults()
 	s := &FileTokenSource{
 		ctx:         ctx,
 		oc:          cfg.OAuth2(),
@@ -213,11 +205,14 @@ func (s *FileTokenSource) refreshLocked(ctx context.Context) (*StoredToken, erro
 	if disk, err = s.saveUnsaved(disk); err != nil {
 		return nil, err
 	}
-	now := s.clock.Now()
-	if s.fresh(disk, now) {
-		return s.useRefreshedElsewhere(disk), nil
-	}
+	now, prev := s.clock.Now(), s.cur
 	s.cur = disk
+	if s.fresh(disk, now) { // another process, or a login, saved a fresh token
+		if disk.AccessToken != prev.AccessToken {
+			s.log.Info().Str("token_file", s.file.Path).Time("expiry", disk.Expiry).Msg("auth: using the access token another process refreshed")
+		}
+		return disk, nil
+	}
 	fp, err := s.refreshable(disk)
 	if err != nil {
 		return nil, err
@@ -262,15 +257,6 @@ func (s *FileTokenSource) saveUnsaved(disk *StoredToken) (*StoredToken, error) {
 	}
 	s.unsaved, s.unsavedFrom = nil, ""
 	return disk, nil
-}
-
-// useRefreshedElsewhere takes the fresh token another process, or a login, saved.
-func (s *FileTokenSource) useRefreshedElsewhere(disk *StoredToken) *StoredToken {
-	if disk.AccessToken != s.cur.AccessToken {
-		s.log.Info().Str("token_file", s.file.Path).Time("expiry", disk.Expiry).Msg("auth: using the access token another process refreshed")
-	}
-	s.cur = disk
-	return disk
 }
 
 // refreshable returns the fingerprint of disk's refresh token, or why it cannot be sent.
@@ -321,11 +307,6 @@ func (s *FileTokenSource) sendRefresh(ctx context.Context, disk *StoredToken, fp
 	tok, err := s.oc.TokenSource(rctx, &oauth2.Token{RefreshToken: disk.RefreshToken}).Token()
 	if err != nil {
 		return nil, start, s.refreshFailed(err, disk, fp, hint)
-	}
-	if s.afterTokenResponse != nil {
-		if err := s.afterTokenResponse(); err != nil {
-			return nil, start, err
-		}
 	}
 	return tok, start, nil
 }

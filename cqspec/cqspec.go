@@ -36,10 +36,7 @@ import (
 // (cli/internal/specs, "Source Spec Reference"), every documented one and
 // no other.
 type Source struct {
-	// File is the spec file's path and Document the 1-based index of the
-	// source document in it.
-	File     string `json:"-"`
-	Document int    `json:"-"`
+	Document int `json:"-"` // the source document's index in the file, from 1
 
 	Name                    string          `json:"name"`
 	Version                 string          `json:"version"`
@@ -50,7 +47,7 @@ type Source struct {
 	SkipTables              []string        `json:"skip_tables"`
 	SkipDependentTables     bool            `json:"skip_dependent_tables"` // default true
 	Destinations            []string        `json:"destinations"`
-	BackendOptions          *backendOptions `json:"backend_options"`
+	BackendOptions          json.RawMessage `json:"backend_options"` // checked only: the exporter keeps its state in its output directory
 	DeterministicCQID       bool            `json:"deterministic_cq_id"`
 	OtelEndpoint            string          `json:"otel_endpoint"`
 	OtelEndpointInsecure    bool            `json:"otel_endpoint_insecure"`
@@ -59,11 +56,6 @@ type Source struct {
 	// Plugin as JSON, its token files' paths made absolute.
 	PluginSpec json.RawMessage `json:"spec"`
 	Plugin     *spec.Spec      `json:"-"`
-}
-
-type backendOptions struct {
-	TableName  string `json:"table_name"`
-	Connection string `json:"connection"`
 }
 
 var sourceFieldNames = []string{
@@ -83,8 +75,7 @@ var deprecatedFields = map[string]string{
 
 var registries = []string{"cloudquery", "github", "local", "grpc", "docker"}
 
-// The CLI's substitutions, in the order it applies them to each document:
-// ${file:PATH}, then ${time:...}, then ${ENV_VAR}.
+// The CLI's substitutions (expand).
 var (
 	fileRef = regexp.MustCompile(`\$\{file:([^}]+)\}`)
 	timeRef = regexp.MustCompile(`\$\{time:([^}]+)\}`)
@@ -114,49 +105,39 @@ func Read(path string) (*Source, error) {
 	if err := src.resolveTokenFiles(filepath.Dir(abs)); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := src.checkTokenFiles(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	return src, nil
 }
 
-// checkTokenFiles refuses, before any request, what a sync finds only as
-// it runs: two accounts whose token files are one file named in other
-// words (spec.Validate compares the paths as written), and a
+// resolveTokenFiles joins dir to every relative path of a token file, in
+// Plugin and in PluginSpec (what the plugin is started with: Plugin, as
+// JSON). It then refuses, before any request, what a sync finds only as it
+// runs: two accounts whose token files are one file named in other words
+// (spec.Validate compares the paths as written), and a
 // compliance.bearer_token_file that holds no bearer token.
-func (s *Source) checkTokenFiles() error {
+func (s *Source) resolveTokenFiles(dir string) (err error) {
+	resolve := func(path string) string {
+		if filepath.IsAbs(path) {
+			return path
+		}
+		return filepath.Join(dir, path)
+	}
 	seen := map[string]int{}
-	for i, a := range s.Plugin.Accounts {
+	for i := range s.Plugin.Accounts {
+		a := &s.Plugin.Accounts[i]
 		if a.TokenFile == "" {
 			continue
 		}
+		a.TokenFile = resolve(a.TokenFile)
 		if j, dup := seen[a.TokenFile]; dup {
 			return fmt.Errorf("spec.accounts[%d].token_file: %s is accounts[%d].token_file too: a token file is one user's, whose posts would be read, and billed, twice", i, a.TokenFile, j)
 		}
 		seen[a.TokenFile] = i
 	}
 	if c := s.Plugin.Compliance; c != nil && c.BearerTokenFile != "" {
+		c.BearerTokenFile = resolve(c.BearerTokenFile)
 		if _, err := c.ReadBearerToken(); err != nil {
 			return fmt.Errorf("spec.%w", err)
 		}
-	}
-	return nil
-}
-
-// resolveTokenFiles joins dir to every relative path of a token file, in
-// Plugin and in PluginSpec (what the plugin is started with: Plugin, as
-// JSON).
-func (s *Source) resolveTokenFiles(dir string) (err error) {
-	resolve := func(path *string) {
-		if *path != "" && !filepath.IsAbs(*path) {
-			*path = filepath.Join(dir, *path)
-		}
-	}
-	for i := range s.Plugin.Accounts {
-		resolve(&s.Plugin.Accounts[i].TokenFile)
-	}
-	if c := s.Plugin.Compliance; c != nil {
-		resolve(&c.BearerTokenFile)
 	}
 	s.PluginSpec, err = json.Marshal(s.Plugin)
 	return err
@@ -189,17 +170,13 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 			return nil, fmt.Errorf("%s: %w", where, locate(err, doc, firstLines[i]))
 		}
 		switch kind {
-		case "":
-			if len(bytes.TrimSpace(body)) == 0 {
-				continue // an empty document (a leading or trailing ---)
-			}
-			return nil, fmt.Errorf("%s: `kind` is missing: each document needs `kind: source` or `kind: destination`", where)
+		case "": // an empty document (a leading or trailing ---)
 		case "source":
 			src, err := parseSource(body)
 			if err != nil {
 				return nil, fmt.Errorf("%s (kind: source): %w", where, locate(err, doc, firstLines[i]))
 			}
-			src.File, src.Document = name, i+1
+			src.Document = i + 1
 			sources = append(sources, src)
 		case "destination", "transformer":
 			// Not the exporter's business: it writes Parquet itself.
@@ -217,92 +194,72 @@ func Parse(data []byte, name string, env Env, now time.Time) (*Source, error) {
 	return src, nil
 }
 
-// keyError is a problem with a key of a spec file's document: unknown, or
-// of the wrong type. Its message gets the key's line once located.
+// keyError is a problem at a key of a spec file's document: path leads
+// from the document's root to the key (list indexes in decimal).
 type keyError struct {
-	path []any // keys (and list indexes) from the document's root to the key
+	path []string
 	msg  string
-	line int
 }
 
-func (e *keyError) Error() string {
-	if e.line > 0 {
-		return fmt.Sprintf("line %d: %s", e.line, e.msg)
-	}
-	return e.msg
-}
+func (e *keyError) Error() string { return e.msg }
 
-// pluginSpecError is what spec.Parse found wrong with the source's `spec:`,
-// the plugin's own spec, with the line of each problem.
-type pluginSpecError struct {
-	err   *spec.Error
-	lines []int // per problem; 0 where unknown
-}
-
-func (e *pluginSpecError) Error() string {
-	lines := make([]string, len(e.err.Problems))
-	for i, p := range e.err.Problems {
-		p.Path = strings.TrimSuffix("spec."+p.Path, ".")
-		lines[i] = p.String()
-		if e.lines[i] > 0 {
-			lines[i] = fmt.Sprintf("line %d: %s", e.lines[i], lines[i])
-		}
-	}
-	if len(lines) == 1 {
-		return lines[0]
-	}
-	return fmt.Sprintf("%d problems in the plugin's spec (`spec:`):\n  %s", len(lines), strings.Join(lines, "\n  "))
-}
-
-func (e *pluginSpecError) Unwrap() error { return e.err }
-
-// locate finds the lines of the keys err is about in doc, a document of the
-// spec file that starts on line first. The document before substitution is
-// searched: ${...} references are values, so keys are where they were.
+// locate prefixes the problems err is about, a *keyError or what spec.Parse
+// found in the source's `spec:`, with the lines of their keys in doc, a
+// document of the spec file that starts on line first. The document before
+// substitution is searched: ${...} references are values, so keys are
+// where they were.
 func locate(err error, doc []byte, first int) error {
-	var root yamlv3.Node
-	if yamlv3.Unmarshal(doc, &root) != nil || len(root.Content) == 0 {
-		return err
-	}
-	line := func(path []any) int {
-		if l := lineOf(root.Content[0], path); l > 0 {
-			return first + l - 1
-		}
-		return 0
-	}
+	var problems []keyError
 	var ke *keyError
-	if errors.As(err, &ke) {
-		ke.line = line(ke.path)
-		return err
-	}
 	var se *spec.Error
-	if errors.As(err, &se) {
-		pe := &pluginSpecError{err: se, lines: make([]int, len(se.Problems))}
-		for i, p := range se.Problems {
-			path := append([]any{"spec", "spec"}, splitPath(p.Path)...)
+	switch {
+	case errors.As(err, &ke):
+		problems = []keyError{*ke}
+	case errors.As(err, &se):
+		for _, p := range se.Problems {
+			path := append([]string{"spec", "spec"}, splitPath(p.Path)...)
 			if p.Key != "" {
 				path = append(path, p.Key)
 			}
-			pe.lines[i] = line(path)
+			p.Path = strings.TrimSuffix("spec."+p.Path, ".")
+			problems = append(problems, keyError{path, p.String()})
 		}
-		return pe
+	default:
+		return err
 	}
-	return err
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		lines[i] = p.msg
+		if l := lineOf(doc, p.path); l > 0 {
+			lines[i] = fmt.Sprintf("line %d: %s", first+l-1, p.msg)
+		}
+	}
+	if len(lines) == 1 {
+		return errors.New(lines[0])
+	}
+	return fmt.Errorf("%d problems in the plugin's spec (`spec:`):\n  %s", len(lines), strings.Join(lines, "\n  "))
 }
 
-// lineOf returns the line of the key or list element at path under n, 0 if
+// splitPath splits a path such as accounts[1].user_id into keys and list
+// indexes.
+func splitPath(path string) []string {
+	return strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' || r == ']' })
+}
+
+// lineOf returns the line of the key or list element at path in doc, 0 if
 // there is none.
-func lineOf(n *yamlv3.Node, path []any) int {
-	line := 0
+func lineOf(doc []byte, path []string) int {
+	var root yamlv3.Node
+	if yamlv3.Unmarshal(doc, &root) != nil || len(root.Content) == 0 {
+		return 0
+	}
+	n, line := root.Content[0], 0
 	for _, step := range path {
 		if n.Kind == yamlv3.AliasNode {
 			n = n.Alias
 		}
-		switch step := step.(type) {
-		case string:
-			if n.Kind != yamlv3.MappingNode {
-				return 0
-			}
+		switch n.Kind {
+		case yamlv3.MappingNode:
 			i := 0
 			for i+1 < len(n.Content) && n.Content[i].Value != step {
 				i += 2
@@ -311,35 +268,22 @@ func lineOf(n *yamlv3.Node, path []any) int {
 				return 0
 			}
 			line, n = n.Content[i].Line, n.Content[i+1]
-		case int:
-			if n.Kind != yamlv3.SequenceNode || step >= len(n.Content) {
+		case yamlv3.SequenceNode:
+			i, err := strconv.Atoi(step)
+			if err != nil || i >= len(n.Content) {
 				return 0
 			}
-			n = n.Content[step]
+			n = n.Content[i]
 			line = n.Line
+		default:
+			return 0
 		}
 	}
 	return line
 }
 
-// splitPath splits a spec.Problem path such as accounts[1].user_id into
-// keys and list indexes.
-func splitPath(path string) []any {
-	var out []any
-	for _, part := range pathPart.FindAllString(path, -1) {
-		if i, err := strconv.Atoi(part); err == nil {
-			out = append(out, i)
-		} else {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
-var pathPart = regexp.MustCompile(`[^.\[\]]+`)
-
 // readDocument expands one document and returns its kind and its `spec`
-// as JSON.
+// as JSON; an empty document has neither.
 func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
 	if err := repeatedKeys(doc); err != nil {
 		return "", nil, err
@@ -348,13 +292,7 @@ func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("not valid YAML: %w", err)
 	}
-	if doc, err = expandFiles(doc); err != nil {
-		return "", nil, err
-	}
-	if doc, err = expandTimes(doc, now); err != nil {
-		return "", nil, err
-	}
-	if doc, err = expandEnv(doc, env); err != nil {
+	if doc, err = expand(doc, env, now); err != nil {
 		return "", nil, err
 	}
 	j, err := yaml.YAMLToJSON(doc)
@@ -374,7 +312,7 @@ func readDocument(doc []byte, env Env, now time.Time) (string, []byte, error) {
 		return "", nil, ke
 	}
 	if top.Kind == "" {
-		return "", j, nil
+		return "", nil, errors.New("`kind` is missing: each document needs `kind: source` or `kind: destination`")
 	}
 	return top.Kind, top.Spec, nil
 }
@@ -425,68 +363,69 @@ func stripComments(doc []byte) ([]byte, error) {
 	return out, nil
 }
 
-// expandRefs replaces each match of re (whose group 1 is the reference)
-// by what value makes of it; the errors are joined.
-func expandRefs(doc []byte, re *regexp.Regexp, kind string, value func(ref string) ([]byte, error)) ([]byte, error) {
-	var expandErr error
-	doc = re.ReplaceAllFunc(doc, func(m []byte) []byte {
-		ref := string(re.FindSubmatch(m)[1])
-		v, err := value(ref)
-		if err != nil {
-			expandErr = errors.Join(expandErr, fmt.Errorf("${%s:%s}: %w", kind, ref, err))
-			return nil
-		}
-		return v
-	})
-	return doc, expandErr
-}
-
-func expandFiles(doc []byte) ([]byte, error) {
-	return expandRefs(doc, fileRef, "file", func(path string) ([]byte, error) {
-		content, err := smallfile.Read(path, maxFile)
-		if err != nil {
-			return nil, err
-		}
-		if bytes.ContainsAny(content, "\n\r") && json.Valid(content) {
-			// A multi-line JSON file goes inside a quoted YAML string: escape it.
-			quoted := strconv.Quote(string(content))
-			return []byte(quoted[1 : len(quoted)-1]), nil
-		}
-		return content, nil
-	})
-}
-
-// maxFile bounds the spec file and what a ${file:PATH} reads: a spec, a
-// secret or a snippet of spec is a few kilobytes, and a file of more is a
-// mistake (a data file, a device) that must not be read whole.
-const maxFile = 1 << 20
-
-func expandTimes(doc []byte, now time.Time) ([]byte, error) {
-	return expandRefs(doc, timeRef, "time", func(ref string) ([]byte, error) {
-		t, err := configtype.ParseTime(ref)
-		if err != nil {
-			return nil, err
-		}
-		return []byte(t.AsTime(now).Format(time.RFC3339)), nil
-	})
-}
-
-func expandEnv(doc []byte, env Env) ([]byte, error) {
+// expand applies the CLI's substitutions, in its order: ${file:PATH},
+// then ${time:...}, then ${ENV_VAR}.
+func expand(doc []byte, env Env, now time.Time) ([]byte, error) {
 	var missing []string
-	doc = envRef.ReplaceAllFunc(doc, func(m []byte) []byte {
-		name := string(envRef.FindSubmatch(m)[1])
-		v, ok := env(name)
-		if ref := "${" + name + "}"; !ok && !slices.Contains(missing, ref) {
-			missing = append(missing, ref)
+	for _, sub := range []struct {
+		re    *regexp.Regexp // group 1 is the reference
+		kind  string
+		value func(ref string) ([]byte, error)
+	}{
+		{fileRef, "file", readRef},
+		{timeRef, "time", func(ref string) ([]byte, error) {
+			t, err := configtype.ParseTime(ref)
+			if err != nil {
+				return nil, err
+			}
+			return []byte(t.AsTime(now).Format(time.RFC3339)), nil
+		}},
+		{envRef, "", func(name string) ([]byte, error) {
+			v, ok := env(name)
+			if ref := "${" + name + "}"; !ok && !slices.Contains(missing, ref) {
+				missing = append(missing, ref)
+			}
+			return []byte(v), nil
+		}},
+	} {
+		var errs []error
+		doc = sub.re.ReplaceAllFunc(doc, func(m []byte) []byte {
+			ref := string(sub.re.FindSubmatch(m)[1])
+			v, err := sub.value(ref)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("${%s:%s}: %w", sub.kind, ref, err))
+			}
+			return v
+		})
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
 		}
-		return []byte(v)
-	})
+	}
 	if n := len(missing); n > 0 {
 		return nil, fmt.Errorf("%s %s %s not set (the CloudQuery CLI fails on unset variables too; set it, even to an empty value)",
 			plural.Pick(n, "environment variable", "environment variables"), strings.Join(missing, ", "), plural.Pick(n, "is", "are"))
 	}
 	return doc, nil
 }
+
+// readRef reads the file of a ${file:PATH}.
+func readRef(path string) ([]byte, error) {
+	content, err := smallfile.Read(path, maxFile)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.ContainsAny(content, "\n\r") && json.Valid(content) {
+		// A multi-line JSON file goes inside a quoted YAML string: escape it.
+		quoted := strconv.Quote(string(content))
+		return []byte(quoted[1 : len(quoted)-1]), nil
+	}
+	return content, nil
+}
+
+// maxFile bounds the spec file and what a ${file:PATH} reads: a spec, a
+// secret or a snippet of spec is a few kilobytes, and a file of more is a
+// mistake (a data file, a device) that must not be read whole.
+const maxFile = 1 << 20
 
 func strictDecode(j []byte, out any) error {
 	dec := json.NewDecoder(bytes.NewReader(j))
@@ -497,10 +436,10 @@ func strictDecode(j []byte, out any) error {
 
 // decodeError names the field of a JSON decoding error; path leads from the
 // document's root to the object decoded.
-func decodeError(err error, path []any, accepted []string) *keyError {
+func decodeError(err error, path []string, accepted []string) *keyError {
 	prefix := ""
-	for _, p := range path[min(1, len(path)):] { // the source's fields are named from its `spec:`
-		prefix += fmt.Sprint(p) + "."
+	if len(path) > 1 { // the source's fields are named from its `spec:`
+		prefix = strings.Join(path[1:], ".") + "."
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
@@ -515,9 +454,8 @@ func decodeError(err error, path []any, accepted []string) *keyError {
 		case "struct", "map", "ptr":
 			want = "an object"
 		}
-		field := strings.TrimPrefix(typeErr.Field, strings.TrimSuffix(prefix, "."))
-		return &keyError{path: append(path, strings.TrimPrefix(field, ".")),
-			msg: fmt.Sprintf("field %q must be %s, not a %s", prefix+strings.TrimPrefix(field, "."), want, typeErr.Value)}
+		return &keyError{path: append(path, splitPath(typeErr.Field)...),
+			msg: fmt.Sprintf("field %q must be %s, not a %s", strings.TrimSuffix(prefix+typeErr.Field, "."), want, typeErr.Value)}
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
@@ -540,23 +478,17 @@ func parseSource(body []byte) (*Source, error) {
 		return nil, errors.New("`spec` is missing or empty: it needs at least name, path, tables, destinations and the plugin's own spec")
 	}
 	s := &Source{SkipDependentTables: true}
-	if err := strictDecode(body, s); err != nil {
-		var synErr *json.SyntaxError
-		if errors.As(err, &synErr) {
-			return nil, fmt.Errorf("`spec` must be a map: %w", err)
+	if err := strictDecode(body, s); err != nil { // body is JSON: the error is the decoder's
+		return nil, decodeError(err, []string{"spec"}, sourceFieldNames)
+	}
+	if len(s.BackendOptions) > 0 {
+		var backend struct {
+			TableName  string `json:"table_name"`
+			Connection string `json:"connection"`
 		}
-		// backend_options is the only nested object checked here.
-		if strings.Contains(err.Error(), "unknown field") && strings.Contains(string(body), `"backend_options"`) {
-			var probe struct {
-				BackendOptions json.RawMessage `json:"backend_options"`
-			}
-			if json.Unmarshal(body, &probe) == nil && len(probe.BackendOptions) > 0 {
-				if berr := strictDecode(probe.BackendOptions, &backendOptions{}); berr != nil {
-					return nil, decodeError(berr, []any{"spec", "backend_options"}, []string{"table_name", "connection"})
-				}
-			}
+		if err := strictDecode(s.BackendOptions, &backend); err != nil {
+			return nil, decodeError(err, []string{"spec", "backend_options"}, []string{"table_name", "connection"})
 		}
-		return nil, decodeError(err, []any{"spec"}, sourceFieldNames)
 	}
 	s.Registry = cmp.Or(s.Registry, "cloudquery")
 	return s, nil

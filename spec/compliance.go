@@ -110,7 +110,8 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 	checkDuration(add, "every", c.Every.Duration(), 0, math.MaxInt64)
 	checkDuration(add, "wait", c.Wait.Duration(), 0, MaxWait)
 	checkCount(add, "max_ids_per_job", c.MaxIDsPerJob, 1, 0)
-	if !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, c.OnChange) {
+	actions := []string{ActionRedact, ActionDelete, ActionKeep}
+	if !slices.Contains(actions, c.OnChange) {
 		add("on_change", "must be redact, delete or keep, got %q", c.OnChange)
 	}
 	for _, reason := range slices.Sorted(maps.Keys(c.OnChangeByReason)) {
@@ -120,7 +121,7 @@ func (s *Spec) validateCompliance(addProblem func(field, format string, args ...
 			add("on_change_by_reason", "has reason %q; the reasons are %s", reason, strings.Join(Reasons, ", "))
 		case reason == ReasonScrubGeo && action != ActionScrub && action != ActionKeep:
 			add("on_change_by_reason."+reason, "must be scrub or keep, got %q", action)
-		case reason != ReasonScrubGeo && !slices.Contains([]string{ActionRedact, ActionDelete, ActionKeep}, action):
+		case reason != ReasonScrubGeo && !slices.Contains(actions, action):
 			add("on_change_by_reason."+reason, "must be redact, delete or keep, got %q", action)
 		}
 	}

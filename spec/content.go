@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -169,17 +168,6 @@ func union(list []string, values ...string) []string {
 	return list
 }
 
-// String names the kinds that are on, for logs.
-func (k Kinds) String() string {
-	var on []string
-	for _, ck := range contentKinds {
-		if *ck.set(&k) {
-			on = append(on, ck.name)
-		}
-	}
-	return fmt.Sprintf("[%s]", strings.Join(on, " "))
-}
-
 // fieldsParams names the fields-section field of each request parameter.
 var fieldsParams = map[string]string{
 	"tweet.fields": "fields.tweet_fields", "post.fields": "fields.tweet_fields", "expansions": "fields.expansions",
@@ -198,31 +186,24 @@ const RequestNeeds = "the columns of x_bookmarks"
 // s does not ask for.
 func (s *Spec) AskedBy(param, value string) []string {
 	param, value, known := client.TweetsName(param, value)
-	field, ok := fieldsParams[param]
-	if !ok || !known {
+	if !known {
 		return nil
 	}
 	k := s.Kinds()
 	var out []string
-	if field == "fields.tweet_fields" && slices.Contains(DefaultTweetFields, value) {
+	if param == "tweet.fields" && slices.Contains(DefaultTweetFields, value) {
 		out = append(out, RequestNeeds)
 	}
 	for _, src := range sourcesOf(param, value) {
 		name, isKind := strings.CutPrefix(src, "content.")
 		switch {
-		case isKind && k.on(name):
+		case isKind && slices.ContainsFunc(contentKinds, func(ck contentKind) bool { return ck.name == name && *ck.set(&k) }):
 			out = append(out, src)
 		case !isKind && slices.ContainsFunc(s.Fields.lists(), func(l fieldList) bool { return l.path == src && slices.Contains(*l.names, value) }):
 			out = append(out, src)
 		}
 	}
 	return out
-}
-
-// on reports whether the kind named name (a content field) is on.
-func (k Kinds) on(name string) bool {
-	i := slices.IndexFunc(contentKinds, func(ck contentKind) bool { return ck.name == name })
-	return i >= 0 && *contentKinds[i].set(&k)
 }
 
 // sourcesOf names the spec fields that can put value in the request

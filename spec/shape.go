@@ -11,21 +11,15 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/suggest"
 )
 
-// checkShape reports every key of a decoded JSON spec that Spec has no
-// field for, and every value of the wrong JSON type, each at its path (such
-// as accounts[0]). encoding/json stops at the first and names neither the
-// object nor the list element it is in. v holds json.Numbers.
-func checkShape(v any) problems {
-	var ps problems
-	shape(v, reflect.TypeFor[Spec](), "", &ps)
-	return ps
-}
-
 var (
 	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 	durationType    = reflect.TypeFor[Duration]()
 )
 
+// shape adds to ps every key of v, decoded JSON, that t has no field for,
+// and every value of the wrong JSON type, each at its path (such as
+// accounts[0]). encoding/json stops at the first and names neither the
+// object nor the list element it is in. v holds json.Numbers.
 func shape(v any, t reflect.Type, path string, ps *problems) {
 	if v == nil {
 		return // null leaves the field at its default

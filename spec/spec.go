@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -229,14 +230,14 @@ func Parse(data []byte) (*Spec, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, &Error{Problems: []Problem{{Msg: "not valid JSON: " + err.Error()}}}
 	}
-	if err := cmp.Or(checkShape(raw).err(), setButEmpty(raw).err()); err != nil {
+	var ps problems
+	shape(raw, reflect.TypeFor[Spec](), "", &ps)
+	setButEmpty(raw, &ps)
+	if err := ps.err(); err != nil {
 		return nil, err
 	}
 	var s Spec
-	dec = json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
-		// checkShape found nothing: not expected, but never ignored.
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil { // what shape does not check: a map's values, a number out of range
 		return nil, &Error{Problems: []Problem{{Msg: err.Error()}}}
 	}
 	s.SetDefaults()
@@ -246,12 +247,11 @@ func Parse(data []byte) (*Spec, error) {
 	return &s, nil
 }
 
-// setButEmpty refuses a URL field given with no value: left out, it is
+// setButEmpty adds to ps a URL field given with no value: left out, it is
 // X's own address (DefaultBaseURL, DefaultTokenURL), so an empty value —
 // an environment variable that is set but empty, in a spec file — would
 // have a sync read, and be billed by, the real API without a word.
-func setButEmpty(raw any) problems {
-	var ps problems
+func setButEmpty(raw any, ps *problems) {
 	top, _ := raw.(map[string]any)
 	check := func(obj map[string]any, key, path, def string) {
 		if v, set := obj[key]; set && (v == nil || v == "") {
@@ -262,7 +262,6 @@ func setButEmpty(raw any) problems {
 	if oauth, ok := top["oauth"].(map[string]any); ok {
 		check(oauth, "token_url", "oauth.token_url", DefaultTokenURL)
 	}
-	return ps
 }
 
 // SetDefaults fills in what was left out.
@@ -320,19 +319,26 @@ func (s *Spec) Validate() error {
 	if len(s.Accounts) == 0 {
 		add("accounts", "at least one account is required")
 	}
-	seen := map[string]int{}
-	tokens, tokenFiles := map[string]int{}, map[string]int{}
+	users, tokens, tokenFiles := map[string]int{}, map[string]int{}, map[string]int{}
+	// firstOf returns the account that had v first, after recording that accounts[i] has it.
+	firstOf := func(seen map[string]int, v string, i int) (int, bool) {
+		j, dup := seen[v]
+		if !dup && v != "" {
+			seen[v] = i
+		}
+		return j, dup
+	}
 	for i, a := range s.Accounts {
 		field := fmt.Sprintf("accounts[%d]", i)
-		if j, dup := tokens[a.AccessToken]; dup && a.AccessToken != "" {
+		if j, dup := firstOf(tokens, a.AccessToken, i); dup {
 			add(field+".access_token", "is accounts[%d].access_token too: a token is one user's, whose posts would be read, and billed, twice", j)
-		} else if a.AccessToken != "" {
-			tokens[a.AccessToken] = i
 		}
-		if j, dup := tokenFiles[filepath.Clean(a.TokenFile)]; dup && a.TokenFile != "" {
+		tokenFile := a.TokenFile
+		if tokenFile != "" {
+			tokenFile = filepath.Clean(tokenFile)
+		}
+		if j, dup := firstOf(tokenFiles, tokenFile, i); dup {
 			add(field+".token_file", "is accounts[%d].token_file too: a token file is one user's, whose posts would be read, and billed, twice", j)
-		} else if a.TokenFile != "" {
-			tokenFiles[filepath.Clean(a.TokenFile)] = i
 		}
 		switch {
 		case a.AccessToken == "" && a.TokenFile == "":
@@ -340,14 +346,10 @@ func (s *Spec) Validate() error {
 		case a.AccessToken != "" && a.TokenFile != "":
 			add(field, "set access_token or token_file, not both")
 		}
-		if a.UserID != "" {
-			if !userIDPattern.MatchString(a.UserID) {
-				add(field+".user_id", "must be a decimal X user id of 1 to 19 digits without a leading zero, got %q", a.UserID)
-			} else if j, dup := seen[a.UserID]; dup {
-				add(field+".user_id", "user %s is already accounts[%d]; each account may appear once", a.UserID, j)
-			} else {
-				seen[a.UserID] = i
-			}
+		if a.UserID != "" && !userIDPattern.MatchString(a.UserID) {
+			add(field+".user_id", "must be a decimal X user id of 1 to 19 digits without a leading zero, got %q", a.UserID)
+		} else if j, dup := firstOf(users, a.UserID, i); dup {
+			add(field+".user_id", "user %s is already accounts[%d]; each account may appear once", a.UserID, j)
 		}
 		checkCredential(add, field+".access_token", a.AccessToken)
 		checkCredential(add, field+".client_id", a.ClientID)
@@ -467,15 +469,8 @@ func (s *Spec) validateFields(add func(field, format string, args ...any)) {
 }
 
 func (s *Spec) WalkSettings() walk.Settings {
-	ws := walk.Settings{
-		MaxPageSize:   s.Planner.MaxPageSize,
-		RequestBudget: s.Planner.RequestBudget,
-		Confirmations: s.Planner.Confirmations,
-	}
-	if s.Planner.MaxBilledPosts != nil {
-		ws.MaxBilledPosts = *s.Planner.MaxBilledPosts
-	}
-	return ws
+	p := s.Planner
+	return walk.Settings{MaxPageSize: p.MaxPageSize, RequestBudget: p.RequestBudget, Confirmations: p.Confirmations, MaxBilledPosts: *p.MaxBilledPosts}
 }
 
 func (s *Spec) Timeouts() client.Timeouts {

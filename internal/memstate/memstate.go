@@ -18,7 +18,7 @@ type Store struct {
 	mu        sync.Mutex
 	committed map[string]string
 	staged    map[string]string
-	flushes   int
+	flushes   int // for the tests
 }
 
 var _ state.Client = (*Store)(nil)
@@ -63,10 +63,4 @@ func (s *Store) Committed() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.committed)
-}
-
-func (s *Store) Flushes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.flushes
 }

@@ -28,7 +28,7 @@ const MinLength = 8
 type Mask struct {
 	mu       sync.Mutex
 	secrets  map[string]struct{}
-	replacer *strings.Replacer // of secrets; nil until used after a change
+	replacer *strings.Replacer // of secrets
 }
 
 func New(secrets ...string) *Mask {
@@ -76,35 +76,29 @@ func (r *Mask) add(values []string) {
 			r.secrets[v] = struct{}{}
 		}
 	}
-	if len(r.secrets) != known {
-		r.replacer = nil // built again when next used: adding n secrets sorts them once
+	if len(r.secrets) == known {
+		return
 	}
-}
-
-func (r *Mask) replacing() *strings.Replacer {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.replacer == nil && len(r.secrets) > 0 {
-		// Longest first: a secret inside another (a client secret inside the
-		// decoded Basic value) must not leave the rest of the longer one behind.
-		all := slices.SortedFunc(maps.Keys(r.secrets), func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
-		pairs := make([]string, 0, 2*len(all))
-		for _, s := range all {
-			pairs = append(pairs, s, Hidden)
-		}
-		r.replacer = strings.NewReplacer(pairs...)
+	// Longest first: a secret inside another (a client secret inside the
+	// decoded Basic value) must not leave the rest of the longer one behind.
+	var pairs []string
+	for _, s := range slices.SortedFunc(maps.Keys(r.secrets), func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) }) {
+		pairs = append(pairs, s, Hidden)
 	}
-	return r.replacer
+	r.replacer = strings.NewReplacer(pairs...)
 }
 
 func (r *Mask) String(s string) string {
 	if r == nil {
 		return s
 	}
-	if rep := r.replacing(); rep != nil {
-		return rep.Replace(s)
+	r.mu.Lock()
+	rep := r.replacer
+	r.mu.Unlock()
+	if rep == nil {
+		return s
 	}
-	return s
+	return rep.Replace(s)
 }
 
 // Strings redacts each element of ss in place and returns it.

@@ -1,0 +1,7 @@
+package memstate
+
+func (s *Store) Flushes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushes
+}

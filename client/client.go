@@ -3,16 +3,13 @@ package client
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/internal/bearer"
@@ -133,31 +130,9 @@ func WithBaseURL(base string) Option {
 
 // checkBaseURL returns base, checked as WithBaseURL says, without a trailing slash.
 func checkBaseURL(base string) (string, error) {
-	u, err := url.Parse(base)
+	u, err := bearer.CheckURL(base)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the URL, user info and all
-		}
-		return "", fmt.Errorf("client: base URL does not parse: %w", err)
-	}
-	if u.User != nil {
-		return "", errors.New("client: base URL must not carry user info")
-	}
-	shown := oneLine(u.String(), 100)
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("client: base URL %q: scheme must be https", shown)
-	case u.Host == "":
-		return "", fmt.Errorf("client: base URL %q: no host", shown)
-	case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
-		return "", fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
-	case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return "", fmt.Errorf("client: base URL %q holds white space", shown)
-	case u.RawQuery != "" || u.ForceQuery:
-		return "", fmt.Errorf("client: base URL %q: must not have a query", shown)
-	case u.Fragment != "":
-		return "", fmt.Errorf("client: base URL %q: must not have a fragment", shown)
+		return "", fmt.Errorf("client: base URL %w", err)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }

@@ -234,12 +234,12 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	}
 	err := decodeSmall(body, &w, func() error {
 		if w.Data == nil {
-			return shapeError("no data")
+			return errors.New("no data")
 		}
 		if err := badID("data.id", w.Data.ID); err != nil || w.Data.Status != "" {
 			return err
 		}
-		return shapeError("no data.status")
+		return errors.New("no data.status")
 	})
 	if err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func decodeJobs(body []byte) ([]ComplianceJob, error) {
 	}
 	err := decodeSmall(body, &w, func() error {
 		if i := slices.IndexFunc(w.Data, func(j ComplianceJob) bool { return j.ID == "" }); i >= 0 {
-			return shapef("no data[%d].id", i)
+			return fmt.Errorf("no data[%d].id", i)
 		}
 		return nil
 	})
@@ -281,7 +281,7 @@ func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 		each(r)
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		return shapef("results line %d is longer than %d bytes", n+1, MaxComplianceResultLine)
+		return fmt.Errorf("results line %d is longer than %d bytes", n+1, MaxComplianceResultLine)
 	}
 	return sc.Err()
 }

@@ -234,11 +234,16 @@ func newInputError(op Operation, param, value, reason string) *InputError {
 }
 
 func (e *InputError) Error() string {
-	shown := strconv.Quote(e.Value)
-	if e.Length > maxQuoted {
-		shown = fmt.Sprintf("(%d characters, not shown)", e.Length)
+	return fmt.Sprintf("%s%s: invalid %s %s: %s", errPrefix, e.Operation, e.Parameter, shown(e.Value, e.Length), e.Reason)
+}
+
+// shown is a value of n bytes as an error may show it: quoted when short,
+// else its length only (it may be a credential a server echoes).
+func shown(v string, n int) string {
+	if n > maxQuoted {
+		return fmt.Sprintf("(%d characters, not shown)", n)
 	}
-	return fmt.Sprintf("%s%s: invalid %s %s: %s", errPrefix, e.Operation, e.Parameter, shown, e.Reason)
+	return strconv.Quote(v)
 }
 
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }

@@ -61,19 +61,16 @@ type RetryPolicy struct {
 	// [0, min(MaxDelay, BaseDelay×2^(n-1))], or what a Retry-After asks.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
-	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
-	// cut short or not JSON (a retry is billed again). A body of the wrong
-	// shape is never retried: it would come back the same.
-	NoRetryUnreadable bool
-	MaxRateLimitWaits int // the 429s one call waits out at most
-	// RateLimitBaseDelay is the first wait after a 429 without a reset
-	// header; it doubles per 429 (with jitter), up to the wait cap.
-	RateLimitBaseDelay time.Duration
 }
 
 const DefaultRetryBudget = 5 * time.Minute
 
-func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
+// A call waits out maxRateLimitWaits 429s at most; after one without a reset
+// header it waits rateLimitBaseDelay, doubled per 429 (with jitter) up to the wait cap.
+const (
+	maxRateLimitWaits  = 2
+	rateLimitBaseDelay = 30 * time.Second
+)
 
 // withDefaults gives a field not positive its default (Budget: a zero one).
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -81,8 +78,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	p.MaxAttempts = cmp.Or(max(p.MaxAttempts, 0), 4)
 	p.BaseDelay = cmp.Or(max(p.BaseDelay, 0), 500*time.Millisecond)
 	p.MaxDelay = max(cmp.Or(max(p.MaxDelay, 0), 30*time.Second), p.BaseDelay)
-	p.MaxRateLimitWaits = cmp.Or(max(p.MaxRateLimitWaits, 0), 2)
-	p.RateLimitBaseDelay = cmp.Or(max(p.RateLimitBaseDelay, 0), 30*time.Second)
 	return p
 }
 
@@ -249,7 +244,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		http:      noRedirects(cmp.Or(httpClient, http.DefaultClient)),
 		baseURL:   DefaultBaseURL,
 		clock:     clock.Real{},
-		retry:     DefaultRetryPolicy(),
+		retry:     RetryPolicy{}.withDefaults(),
 		waitCap:   DefaultRateLimitWaitCap,
 		limits:    DefaultLimits(),
 		window:    DefaultWindow,

@@ -1,8 +1,5 @@
-// Package bearer sends a bearer token with HTTP requests, and says where
-// it may go: over https, or over plain http only to a loopback host (a
-// simulator, a test server), where it does not cross a network in clear.
-// The API client's fixed tokens and the token files' rotating ones both go
-// through its Transport.
+// Package bearer sends a bearer token with HTTP requests, and says where it
+// may go: over https, or over plain http only to a loopback host (CheckURL).
 package bearer
 
 import (

@@ -197,11 +197,6 @@ func WithWindow(d time.Duration) Option {
 	return option(func(c *Client) { c.window = d }, d <= 0, "client: window must be positive, not %s", d)
 }
 
-// WithResetMargin sets the time added to a window's reset before sending again (default 1s).
-func WithResetMargin(d time.Duration) Option {
-	return option(func(c *Client) { c.margin = d }, d < 0, "client: negative reset margin %s", d)
-}
-
 // WithMeter records usage in m (default: a meter of its own at X's rates).
 func WithMeter(m *billing.Meter) Option {
 	return option(func(c *Client) { c.meter = m }, m == nil, "client: nil meter")
@@ -210,11 +205,6 @@ func WithMeter(m *billing.Meter) Option {
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option {
 	return option(func(c *Client) { c.userAgent = ua }, ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
-}
-
-// WithMaxResponseBytes caps the size of a response body (default 16 MiB).
-func WithMaxResponseBytes(n int64) Option {
-	return option(func(c *Client) { c.maxBody = n }, n <= 0, "client: max response bytes must be positive, not %d", n)
 }
 
 // WithLogger sets the logger for retries, waits and refusals (default: none).

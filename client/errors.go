@@ -30,7 +30,7 @@ var (
 	// ErrRateLimited is a 429, or a request the client's own budget refused.
 	ErrRateLimited = errors.New("rate limited")
 	// ErrMalformedResponse is a body not read in full, or not the operation's
-	// JSON; ErrResponseTooLarge one over WithMaxResponseBytes.
+	// JSON; ErrResponseTooLarge one over the size cap.
 	ErrMalformedResponse = errors.New("malformed response")
 	ErrResponseTooLarge  = errors.New("response body too large")
 	ErrInvalidInput      = errors.New("invalid input") // an argument refused before anything was sent

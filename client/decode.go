@@ -130,8 +130,19 @@ func bodyOptions(body []byte) jsonv2.Options {
 			*v = span(start, dec.InputOffset())
 			return nil
 		}),
+		// A time that does not parse is left nil: Raw keeps it.
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v **time.Time) error {
+			var s string
+			if err := jsonv2.UnmarshalDecode(dec, &s); err != nil {
+				return err
+			}
+			if t, err := time.Parse(time.RFC3339, s); err == nil {
+				*v = &t
+			}
+			return nil
+		}),
 		keepRaw[postFields](span),
-		keepRaw[userFields](span),
+		keepRaw[User](span),
 		keepRaw[Media](span),
 	))
 }
@@ -150,7 +161,7 @@ func keepRaw[T any](span func(start, end int64) []byte) *jsonv2.Unmarshalers {
 type postPageBody struct {
 	Data     []withRaw[postFields] `json:"data"`
 	Includes struct {
-		Users  []withRaw[userFields] `json:"users"`
+		Users  []withRaw[User]       `json:"users"`
 		Media  []withRaw[Media]      `json:"media"`
 		Tweets []withRaw[postFields] `json:"tweets"`
 		Posts  []withRaw[postFields] `json:"posts"` // the posts naming's "tweets"
@@ -170,7 +181,6 @@ type pageMeta struct {
 // postFields are the members of a post object that are decoded, in both namings.
 type postFields struct {
 	Post
-	CreatedAt *string `json:"created_at"` // a time that does not parse is kept in Raw only
 	// The posts naming's members.
 	EditHistoryPostIDs []string        `json:"edit_history_post_ids"`
 	ReferencedPosts    json.RawMessage `json:"referenced_posts"`
@@ -220,11 +230,6 @@ func renameMember(obj json.RawMessage, from, to string) json.RawMessage {
 		}
 	}
 	return obj
-}
-
-type userFields struct {
-	User
-	CreatedAt *string `json:"created_at"` // a time that does not parse is kept in Raw only
 }
 
 // decodePostPage decodes a list_bookmarks page; res is what X billed, also
@@ -328,7 +333,7 @@ func countMismatch(resultCount, posts int) string {
 }
 
 // decodeExpanded checks and indexes the includes: users, media and posts.
-func decodeExpanded(users []withRaw[userFields], media []withRaw[Media], posts []withRaw[postFields]) (Expanded, error) {
+func decodeExpanded(users []withRaw[User], media []withRaw[Media], posts []withRaw[postFields]) (Expanded, error) {
 	var e Expanded
 	for i := range users {
 		u, err := makeUser(&users[i])
@@ -375,7 +380,6 @@ func makePost(w *withRaw[postFields], p *Post) error {
 	if err := checkPostIDs(p); err != nil {
 		return err
 	}
-	p.CreatedAt = parseTime(f.CreatedAt)
 	var a struct {
 		MediaKeys []string `json:"media_keys"`
 	}
@@ -411,16 +415,6 @@ func decodeMember(name string, raw json.RawMessage, open byte, v any) error {
 	return nil
 }
 
-// parseTime reads an RFC 3339 time; nil when absent or unreadable (Raw keeps it).
-func parseTime(s *string) *time.Time {
-	if s != nil {
-		if t, err := time.Parse(time.RFC3339, *s); err == nil {
-			return &t
-		}
-	}
-	return nil
-}
-
 // decodeArticle reads an X Article's title, body and media keys. It is not
 // in X's published schema: odd members are not refused.
 func decodeArticle(p *Post) {
@@ -452,9 +446,8 @@ func stringOr(raw json.RawMessage, key string) string {
 }
 
 // makeUser checks a user object and makes it a User.
-func makeUser(w *withRaw[userFields]) (*User, error) {
-	u := w.v.User
-	u.CreatedAt = parseTime(w.v.CreatedAt)
+func makeUser(w *withRaw[User]) (*User, error) {
+	u := w.v
 	u.PublicMetrics, u.Raw = renameMember(u.PublicMetrics, "post_count", "tweet_count"), w.raw
 	return &u, badID("id", u.ID)
 }
@@ -669,7 +662,7 @@ func escapedRune(b []byte, i int) (rune, bool) {
 
 func decodeUser(body []byte) (*User, error) {
 	var w struct {
-		Data *withRaw[userFields] `json:"data"`
+		Data *withRaw[User] `json:"data"`
 	}
 	var u *User
 	err := decodeSmall(body, &w, func() error {

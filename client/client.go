@@ -88,9 +88,6 @@ type Client struct {
 	clock      clock.Clock
 	retry      RetryPolicy
 	waitCap    time.Duration
-	limits     map[Operation]int
-	window     time.Duration
-	margin     time.Duration
 	meter      *billing.Meter
 	userAgent  string
 	maxBody    int64
@@ -186,7 +183,7 @@ func WithLimits(m map[Operation]int) Option {
 			if n < 0 {
 				return fmt.Errorf("client: negative limit %d for %s", n, op)
 			}
-			c.limits[op] = n
+			c.budgets.limits[op] = n
 		}
 		return nil
 	}
@@ -194,7 +191,7 @@ func WithLimits(m map[Operation]int) Option {
 
 // WithWindow sets the rate-limit window until the server's headers say one (default 15m).
 func WithWindow(d time.Duration) Option {
-	return option(func(c *Client) { c.window = d }, d <= 0, "client: window must be positive, not %s", d)
+	return option(func(c *Client) { c.budgets.window = d }, d <= 0, "client: window must be positive, not %s", d)
 }
 
 // WithMeter records usage in m (default: a meter of its own at X's rates).
@@ -236,9 +233,7 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		clock:     clock.Real{},
 		retry:     RetryPolicy{}.withDefaults(),
 		waitCap:   DefaultRateLimitWaitCap,
-		limits:    DefaultLimits(),
-		window:    DefaultWindow,
-		margin:    DefaultResetMargin,
+		budgets:   &budgets{limits: DefaultLimits(), window: DefaultWindow, margin: DefaultResetMargin, m: map[budgetKey]*bucket{}},
 		userAgent: DefaultUserAgent,
 		maxBody:   DefaultMaxResponseBytes,
 		log:       zerolog.Nop(),
@@ -255,7 +250,6 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	c.budgets = &budgets{limits: c.limits, window: c.window, margin: c.margin, m: map[budgetKey]*bucket{}}
 	return c, nil
 }
 

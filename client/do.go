@@ -206,13 +206,13 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	// x-rate-limit-reset is the server's clock; ours may be off.
 	var wait time.Duration
 	if !rate.Reset.IsZero() {
-		wait = rate.Reset.Add(c.margin).Sub(now)
+		wait = rate.Reset.Add(c.budgets.margin).Sub(now)
 	}
-	if wait <= c.margin {
+	if wait <= c.budgets.margin {
 		// No reset, or one that looks past (our clock is ahead of X's): wait
 		// what a Retry-After asks, or back off, longer each time.
 		if ra, ok := retryAfter(hr, now); ok && ra > 0 {
-			wait = ra + c.margin
+			wait = ra + c.budgets.margin
 		} else {
 			wait = c.rateLimitBackoff(a.rateLimitWaits + 1)
 		}

@@ -6,7 +6,7 @@ import "time"
 
 // WithResetMargin sets the time added to a window's reset before sending again (default 1s).
 func WithResetMargin(d time.Duration) Option {
-	return option(func(c *Client) { c.margin = d }, d < 0, "client: negative reset margin %s", d)
+	return option(func(c *Client) { c.budgets.margin = d }, d < 0, "client: negative reset margin %s", d)
 }
 
 // WithMaxResponseBytes caps the size of a response body (default 16 MiB).

@@ -229,14 +229,8 @@ func validJobType(op Operation, t string) error {
 }
 
 func decodeJob(body []byte) (*ComplianceJob, error) {
-	var w struct {
-		Data *ComplianceJob `json:"data"`
-	}
-	err := decodeSmall(body, &w, func() error {
-		if w.Data == nil {
-			return errors.New("no data")
-		}
-		if err := badID("data.id", w.Data.ID); err != nil || w.Data.Status != "" {
+	job, err := decodeData(body, func(j *ComplianceJob) error {
+		if err := badID("data.id", j.ID); err != nil || j.Status != "" {
 			return err
 		}
 		return errors.New("no data.status")
@@ -244,7 +238,7 @@ func decodeJob(body []byte) (*ComplianceJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return w.Data, nil
+	return job, nil
 }
 
 func decodeJobs(body []byte) ([]ComplianceJob, error) {

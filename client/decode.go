@@ -519,6 +519,21 @@ func decodeSmall(body []byte, v any, check func() error) error {
 	return check()
 }
 
+// decodeData decodes the body of a small operation whose "data" is one
+// object, and checks it.
+func decodeData[T any](body []byte, check func(data *T) error) (*T, error) {
+	var w struct {
+		Data *T `json:"data"`
+	}
+	err := decodeSmall(body, &w, func() error {
+		if w.Data == nil {
+			return errors.New("no data")
+		}
+		return check(w.Data)
+	})
+	return w.Data, err
+}
+
 func decodeFolderPage(body []byte) (*FolderPage, error) {
 	var p FolderPage
 	return &p, decodeSmall(body, &p, func() error {
@@ -660,17 +675,9 @@ func escapedRune(b []byte, i int) (rune, bool) {
 	return rune(r), err == nil
 }
 
-func decodeUser(body []byte) (*User, error) {
-	var w struct {
-		Data *withRaw[User] `json:"data"`
-	}
-	var u *User
-	err := decodeSmall(body, &w, func() error {
-		if w.Data == nil {
-			return errors.New("no data")
-		}
-		var err error
-		if u, err = makeUser(w.Data); err != nil {
+func decodeUser(body []byte) (u *User, err error) {
+	_, err = decodeData(body, func(w *withRaw[User]) error {
+		if u, err = makeUser(w); err != nil {
 			return fmt.Errorf("data: %w", err)
 		}
 		return nil
@@ -679,18 +686,15 @@ func decodeUser(body []byte) (*User, error) {
 }
 
 func decodeBookmarked(body []byte) (bool, error) {
-	var w struct {
-		Data *struct {
-			Bookmarked *bool `json:"bookmarked"`
-		} `json:"data"`
-	}
-	err := decodeSmall(body, &w, func() error {
-		if w.Data == nil || w.Data.Bookmarked == nil {
+	d, err := decodeData(body, func(d *struct {
+		Bookmarked *bool `json:"bookmarked"`
+	}) error {
+		if d.Bookmarked == nil {
 			return errors.New("no data.bookmarked in the body")
 		}
 		return nil
 	})
-	return err == nil && *w.Data.Bookmarked, err
+	return err == nil && *d.Bookmarked, err
 }
 
 // topLevelString returns the string member key of the JSON object raw ("" if none).

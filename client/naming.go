@@ -55,20 +55,17 @@ var renames = []rename{
 	{"user.fields", "", "subscribes_to_you"},
 }
 
-func (r rename) in(n Naming) string {
-	if n == NamingPosts {
-		return r.posts
+func named(n Naming, param, value string) (name string, ok bool) {
+	i := slices.IndexFunc(renames, func(r rename) bool { return r.param == param && value != "" && (r.tweets == value || r.posts == value) })
+	switch {
+	case i < 0:
+		return value, true
+	case n == NamingPosts:
+		name = renames[i].posts
+	default:
+		name = renames[i].tweets
 	}
-	return r.tweets
-}
-
-func named(n Naming, param, value string) (string, bool) {
-	for _, r := range renames {
-		if r.param == param && value != "" && (r.tweets == value || r.posts == value) {
-			return r.in(n), r.in(n) != ""
-		}
-	}
-	return value, true
+	return name, name != ""
 }
 
 // TweetsName is the request parameter param's value in the tweets naming

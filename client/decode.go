@@ -50,26 +50,21 @@ func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 	if len(trimmed) == 0 {
 		return errEmptyBody
 	}
-	if err := jsonv2.Unmarshal(body, v, append(opts, duplicateNames)...); err != nil {
-		return classify(body, err)
-	}
-	if trimmed[0] != '{' {
+	err := jsonv2.Unmarshal(body, v, append(opts, duplicateNames)...)
+	switch {
+	case isSyntaxError(err):
+		return err
+	case err != nil:
+		// The decoder stops at the first wrong shape: a body whose rest is
+		// not JSON is a syntax error all the same.
+		if serr := jsonv2.Unmarshal(body, new(jsontext.Value), duplicateNames); serr != nil {
+			return serr
+		}
+		return errors.New(shapeText(err))
+	case trimmed[0] != '{':
 		return errNotObject
 	}
 	return nil
-}
-
-// classify tells why body could not be decoded: the decoder stops at the
-// first wrong shape, and a body whose rest is not JSON is a syntax error.
-func classify(body []byte, err error) error {
-	if isSyntaxError(err) {
-		return err
-	}
-	var whole jsontext.Value
-	if serr := jsonv2.Unmarshal(body, &whole, duplicateNames); serr != nil {
-		return serr
-	}
-	return errors.New(shapeText(err))
 }
 
 // shapeText says where a value had the wrong shape in the terms of JSON, not
@@ -486,32 +481,23 @@ func errorsOnly(raws []json.RawMessage) error {
 	return &ErrorsOnlyError{Errors: errs}
 }
 
-// checkErrorsOnly returns an *ErrorsOnlyError when body holds "errors" and
-// neither "data" nor "meta" (or a null "data").
-func checkErrorsOnly(body []byte) error {
-	var w struct {
-		Data   json.RawMessage   `json:"data"`
-		Meta   json.RawMessage   `json:"meta"`
-		Errors []json.RawMessage `json:"errors"`
-	}
-	if jsonv2.Unmarshal(body, &w, bodyOptions(body), duplicateNames) != nil || len(w.Errors) == 0 || w.Meta != nil ||
-		(w.Data != nil && string(w.Data) != "null") {
-		return nil
-	}
-	return errorsOnly(w.Errors)
-}
-
 // decodeSmall decodes the body of a small operation into v; check says
-// whether it held what the operation returns. A body of only "errors" is
-// an *ErrorsOnlyError.
+// whether it held what the operation returns. A body of only "errors" (and
+// a null "data" at most) is an *ErrorsOnlyError.
 func decodeSmall(body []byte, v any, check func() error) error {
 	body = validText(body)
 	err := unmarshalObject(body, v, bodyOptions(body))
 	if isSyntaxError(err) {
 		return err
 	}
-	if eo := checkErrorsOnly(body); eo != nil {
-		return eo
+	var w struct {
+		Data   json.RawMessage   `json:"data"`
+		Meta   json.RawMessage   `json:"meta"`
+		Errors []json.RawMessage `json:"errors"`
+	}
+	if jsonv2.Unmarshal(body, &w, bodyOptions(body), duplicateNames) == nil && len(w.Errors) > 0 && w.Meta == nil &&
+		(w.Data == nil || string(w.Data) == "null") {
+		return errorsOnly(w.Errors)
 	}
 	if err != nil {
 		return err

@@ -625,22 +625,14 @@ func loneSurrogates(b []byte) []byte {
 		if next < 0 {
 			break
 		}
-		if i += next; b[i+1] != 'u' {
-			i++ // a two-character escape
+		i += next
+		r, ok := escapedRune(b, i)
+		if !ok || !utf16.IsSurrogate(r) {
+			i++ // and past the escaped character: an escaped backslash starts no escape
 			continue
 		}
-		r, ok := escapedRune(b, i)
-		switch {
-		case !ok:
-			i++
-			continue
-		case utf16.IsSurrogate(r) && r < 0xdc00:
-			if low, ok := escapedRune(b, i+6); ok && low >= 0xdc00 && low <= 0xdfff {
-				i += 11 // a pair
-				continue
-			}
-		case !utf16.IsSurrogate(r):
-			i += 5
+		if low, _ := escapedRune(b, i+6); utf16.DecodeRune(r, low) != utf8.RuneError {
+			i += 11 // a pair
 			continue
 		}
 		if &out[0] == &b[0] {

@@ -89,7 +89,7 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// checkEndpoint applies bearer.CheckURL to the endpoint field is.
+// checkEndpoint checks the URL of the endpoint field with bearer.CheckURL.
 func checkEndpoint(field, raw string) error {
 	if _, err := bearer.CheckURL(raw); err != nil {
 		return fmt.Errorf("auth: %s %w", field, err)

@@ -40,7 +40,7 @@ func CheckURL(raw string) (*url.URL, error) {
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
 		return nil, fmt.Errorf("%q is not an absolute http(s) URL", raw)
 	case u.Scheme == "http" && !Loopback(u.Hostname()):
-		return nil, fmt.Errorf("%q must use https: plain http, allowed only for a loopback host, would send the token in clear", raw)
+		return nil, fmt.Errorf("%q must use https: plain http, allowed only for a loopback host, would carry credentials in clear", raw)
 	case strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
 		return nil, fmt.Errorf("%q holds white space", raw)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":

@@ -20,13 +20,6 @@ const (
 	NamingPosts  Naming = "posts"  // post.fields, referenced_posts, note_post, ...
 )
 
-func (n Naming) fieldsParam() string {
-	if n == NamingPosts {
-		return "post.fields"
-	}
-	return "tweet.fields"
-}
-
 // rename is a value of a field-selection parameter in each naming ("": none).
 type rename struct {
 	param         string // tweet.fields stands for post.fields too
@@ -132,7 +125,11 @@ type param struct {
 }
 
 func (f Fields) params(n Naming) []param {
-	return []param{{n.fieldsParam(), f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
+	fields := "tweet.fields"
+	if n == NamingPosts {
+		fields = "post.fields"
+	}
+	return []param{{fields, f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
 		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields}}
 }
 

@@ -3,16 +3,13 @@ package client
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/internal/bearer"
@@ -64,19 +61,16 @@ type RetryPolicy struct {
 	// [0, min(MaxDelay, BaseDelay×2^(n-1))], or what a Retry-After asks.
 	BaseDelay time.Duration
 	MaxDelay  time.Duration
-	// NoRetryUnreadable stops the client from retrying a 2xx whose body was
-	// cut short or not JSON (a retry is billed again). A body of the wrong
-	// shape is never retried: it would come back the same.
-	NoRetryUnreadable bool
-	MaxRateLimitWaits int // the 429s one call waits out at most
-	// RateLimitBaseDelay is the first wait after a 429 without a reset
-	// header; it doubles per 429 (with jitter), up to the wait cap.
-	RateLimitBaseDelay time.Duration
 }
 
 const DefaultRetryBudget = 5 * time.Minute
 
-func DefaultRetryPolicy() RetryPolicy { return RetryPolicy{}.withDefaults() }
+// A call waits out maxRateLimitWaits 429s at most; after one without a reset
+// header it waits rateLimitBaseDelay, doubled per 429 (with jitter) up to the wait cap.
+const (
+	maxRateLimitWaits  = 2
+	rateLimitBaseDelay = 30 * time.Second
+)
 
 // withDefaults gives a field not positive its default (Budget: a zero one).
 func (p RetryPolicy) withDefaults() RetryPolicy {
@@ -84,8 +78,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	p.MaxAttempts = cmp.Or(max(p.MaxAttempts, 0), 4)
 	p.BaseDelay = cmp.Or(max(p.BaseDelay, 0), 500*time.Millisecond)
 	p.MaxDelay = max(cmp.Or(max(p.MaxDelay, 0), 30*time.Second), p.BaseDelay)
-	p.MaxRateLimitWaits = cmp.Or(max(p.MaxRateLimitWaits, 0), 2)
-	p.RateLimitBaseDelay = cmp.Or(max(p.RateLimitBaseDelay, 0), 30*time.Second)
 	return p
 }
 
@@ -96,9 +88,6 @@ type Client struct {
 	clock      clock.Clock
 	retry      RetryPolicy
 	waitCap    time.Duration
-	limits     map[Operation]int
-	window     time.Duration
-	margin     time.Duration
 	meter      *billing.Meter
 	userAgent  string
 	maxBody    int64
@@ -133,31 +122,9 @@ func WithBaseURL(base string) Option {
 
 // checkBaseURL returns base, checked as WithBaseURL says, without a trailing slash.
 func checkBaseURL(base string) (string, error) {
-	u, err := url.Parse(base)
+	u, err := bearer.CheckURL(base)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the URL, user info and all
-		}
-		return "", fmt.Errorf("client: base URL does not parse: %w", err)
-	}
-	if u.User != nil {
-		return "", errors.New("client: base URL must not carry user info")
-	}
-	shown := oneLine(u.String(), 100)
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("client: base URL %q: scheme must be https", shown)
-	case u.Host == "":
-		return "", fmt.Errorf("client: base URL %q: no host", shown)
-	case u.Scheme == "http" && !bearer.Loopback(u.Hostname()):
-		return "", fmt.Errorf("client: base URL %q must use https: plain http, allowed only for a loopback host, would send the token in clear", shown)
-	case strings.ContainsFunc(base, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return "", fmt.Errorf("client: base URL %q holds white space", shown)
-	case u.RawQuery != "" || u.ForceQuery:
-		return "", fmt.Errorf("client: base URL %q: must not have a query", shown)
-	case u.Fragment != "":
-		return "", fmt.Errorf("client: base URL %q: must not have a fragment", shown)
+		return "", fmt.Errorf("client: base URL %w", err)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
@@ -216,7 +183,7 @@ func WithLimits(m map[Operation]int) Option {
 			if n < 0 {
 				return fmt.Errorf("client: negative limit %d for %s", n, op)
 			}
-			c.limits[op] = n
+			c.budgets.limits[op] = n
 		}
 		return nil
 	}
@@ -224,12 +191,7 @@ func WithLimits(m map[Operation]int) Option {
 
 // WithWindow sets the rate-limit window until the server's headers say one (default 15m).
 func WithWindow(d time.Duration) Option {
-	return option(func(c *Client) { c.window = d }, d <= 0, "client: window must be positive, not %s", d)
-}
-
-// WithResetMargin sets the time added to a window's reset before sending again (default 1s).
-func WithResetMargin(d time.Duration) Option {
-	return option(func(c *Client) { c.margin = d }, d < 0, "client: negative reset margin %s", d)
+	return option(func(c *Client) { c.budgets.window = d }, d <= 0, "client: window must be positive, not %s", d)
 }
 
 // WithMeter records usage in m (default: a meter of its own at X's rates).
@@ -240,11 +202,6 @@ func WithMeter(m *billing.Meter) Option {
 // WithUserAgent sets the User-Agent header.
 func WithUserAgent(ua string) Option {
 	return option(func(c *Client) { c.userAgent = ua }, ua == "" || strings.ContainsAny(ua, "\r\n"), "client: user agent must be one non-empty line")
-}
-
-// WithMaxResponseBytes caps the size of a response body (default 16 MiB).
-func WithMaxResponseBytes(n int64) Option {
-	return option(func(c *Client) { c.maxBody = n }, n <= 0, "client: max response bytes must be positive, not %d", n)
 }
 
 // WithLogger sets the logger for retries, waits and refusals (default: none).
@@ -274,11 +231,9 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 		http:      noRedirects(cmp.Or(httpClient, http.DefaultClient)),
 		baseURL:   DefaultBaseURL,
 		clock:     clock.Real{},
-		retry:     DefaultRetryPolicy(),
+		retry:     RetryPolicy{}.withDefaults(),
 		waitCap:   DefaultRateLimitWaitCap,
-		limits:    DefaultLimits(),
-		window:    DefaultWindow,
-		margin:    DefaultResetMargin,
+		budgets:   &budgets{limits: DefaultLimits(), window: DefaultWindow, margin: DefaultResetMargin, m: map[budgetKey]*bucket{}},
 		userAgent: DefaultUserAgent,
 		maxBody:   DefaultMaxResponseBytes,
 		log:       zerolog.Nop(),
@@ -295,7 +250,6 @@ func New(httpClient *http.Client, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	c.budgets = &budgets{limits: c.limits, window: c.window, margin: c.margin, m: map[budgetKey]*bucket{}}
 	return c, nil
 }
 

@@ -229,22 +229,16 @@ func validJobType(op Operation, t string) error {
 }
 
 func decodeJob(body []byte) (*ComplianceJob, error) {
-	var w struct {
-		Data *ComplianceJob `json:"data"`
-	}
-	err := decodeSmall(body, &w, func() error {
-		if w.Data == nil {
-			return shapeError("no data")
-		}
-		if err := badID("data.id", w.Data.ID); err != nil || w.Data.Status != "" {
+	job, err := decodeData(body, func(j *ComplianceJob) error {
+		if err := badID("data.id", j.ID); err != nil || j.Status != "" {
 			return err
 		}
-		return shapeError("no data.status")
+		return errors.New("no data.status")
 	})
 	if err != nil {
 		return nil, err
 	}
-	return w.Data, nil
+	return job, nil
 }
 
 func decodeJobs(body []byte) ([]ComplianceJob, error) {
@@ -253,7 +247,7 @@ func decodeJobs(body []byte) ([]ComplianceJob, error) {
 	}
 	err := decodeSmall(body, &w, func() error {
 		if i := slices.IndexFunc(w.Data, func(j ComplianceJob) bool { return j.ID == "" }); i >= 0 {
-			return shapef("no data[%d].id", i)
+			return fmt.Errorf("no data[%d].id", i)
 		}
 		return nil
 	})
@@ -281,7 +275,7 @@ func readComplianceResults(body io.Reader, each func(ComplianceResult)) error {
 		each(r)
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		return shapef("results line %d is longer than %d bytes", n+1, MaxComplianceResultLine)
+		return fmt.Errorf("results line %d is longer than %d bytes", n+1, MaxComplianceResultLine)
 	}
 	return sc.Err()
 }

@@ -24,27 +24,21 @@ import (
 // apart from valid JSON of the wrong shape (it would come back the same:
 // refused, never half-read).
 
-// shapeError is valid JSON of the wrong shape for the operation.
-type shapeError string
-
-func (e shapeError) Error() string { return string(e) }
-
-func shapef(format string, args ...any) error { return shapeError(fmt.Sprintf(format, args...)) }
-
 var (
 	errEmptyBody = errors.New("empty body")
-	errNotObject = shapeError("top-level value is not a JSON object")
+	errNotObject = errors.New("top-level value is not a JSON object")
 	// errNoMeta refuses a bookmarks page without meta.result_count, which the
 	// document says every page has: taken for the list's last page, it would
 	// have the next sync bill again every post below it.
-	errNoMeta = shapeError("no meta.result_count (every page has one)")
+	errNoMeta = errors.New("no meta.result_count (every page has one)")
 )
 
 // duplicateNames lets an object name a member twice, the later winning, as
 // encoding/json and json.Valid do (RFC 8259 only says names SHOULD be unique).
 var duplicateNames = jsontext.AllowDuplicateNames(true)
 
-// isSyntaxError reports whether err says the body was not valid JSON.
+// isSyntaxError reports whether err says the body was not valid JSON; any
+// other error of a decode is valid JSON of the wrong shape.
 func isSyntaxError(err error) bool {
 	var se *jsontext.SyntacticError
 	return errors.As(err, &se) || errors.Is(err, errEmptyBody)
@@ -56,26 +50,21 @@ func unmarshalObject(body []byte, v any, opts ...jsonv2.Options) error {
 	if len(trimmed) == 0 {
 		return errEmptyBody
 	}
-	if err := jsonv2.Unmarshal(body, v, append(opts, duplicateNames)...); err != nil {
-		return classify(body, err)
-	}
-	if trimmed[0] != '{' {
+	err := jsonv2.Unmarshal(body, v, append(opts, duplicateNames)...)
+	switch {
+	case isSyntaxError(err):
+		return err
+	case err != nil:
+		// The decoder stops at the first wrong shape: a body whose rest is
+		// not JSON is a syntax error all the same.
+		if serr := jsonv2.Unmarshal(body, new(jsontext.Value), duplicateNames); serr != nil {
+			return serr
+		}
+		return errors.New(shapeText(err))
+	case trimmed[0] != '{':
 		return errNotObject
 	}
 	return nil
-}
-
-// classify tells why body could not be decoded: the decoder stops at the
-// first wrong shape, and a body whose rest is not JSON is a syntax error.
-func classify(body []byte, err error) error {
-	if isSyntaxError(err) {
-		return err
-	}
-	var whole jsontext.Value
-	if serr := jsonv2.Unmarshal(body, &whole, duplicateNames); serr != nil {
-		return serr
-	}
-	return shapeError(shapeText(err))
 }
 
 // shapeText says where a value had the wrong shape in the terms of JSON, not
@@ -115,23 +104,20 @@ func kindOf(t reflect.Type) string {
 	return cmp.Or(goKinds[t.Kind()], "another value")
 }
 
-// rawValue is a JSON value as the bytes of the body it was read from.
-type rawValue []byte
-
 // withRaw is an object decoded, and its bytes in the body.
 type withRaw[T any] struct {
 	v   T
 	raw []byte
 }
 
-// bodyOptions decode body keeping rawValue and withRaw as slices of it,
+// bodyOptions decode body keeping json.RawMessage and withRaw as slices of it,
 // capped so that appending to one copies rather than write over the body.
 func bodyOptions(body []byte) jsonv2.Options {
 	span := func(start, end int64) []byte {
 		return bytes.TrimLeft(body[start:end:end], " \t\r\n,:") // the separator read before the value
 	}
 	return jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
-		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *rawValue) error {
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v *json.RawMessage) error {
 			start := dec.InputOffset()
 			if err := dec.SkipValue(); err != nil {
 				return err
@@ -139,10 +125,20 @@ func bodyOptions(body []byte) jsonv2.Options {
 			*v = span(start, dec.InputOffset())
 			return nil
 		}),
+		// A time that does not parse is left nil: Raw keeps it.
+		jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, v **time.Time) error {
+			var s string
+			if err := jsonv2.UnmarshalDecode(dec, &s); err != nil {
+				return err
+			}
+			if t, err := time.Parse(time.RFC3339, s); err == nil {
+				*v = &t
+			}
+			return nil
+		}),
 		keepRaw[postFields](span),
-		keepRaw[userFields](span),
-		keepRaw[mediaFields](span),
-		keepRaw[jsontext.Value](span),
+		keepRaw[User](span),
+		keepRaw[Media](span),
 	))
 }
 
@@ -160,15 +156,15 @@ func keepRaw[T any](span func(start, end int64) []byte) *jsonv2.Unmarshalers {
 type postPageBody struct {
 	Data     []withRaw[postFields] `json:"data"`
 	Includes struct {
-		Users  []withRaw[userFields]     `json:"users"`
-		Media  []withRaw[mediaFields]    `json:"media"`
-		Tweets []withRaw[postFields]     `json:"tweets"`
-		Posts  []withRaw[postFields]     `json:"posts"` // the posts naming's "tweets"
-		Polls  []withRaw[jsontext.Value] `json:"polls"`
-		Places []withRaw[jsontext.Value] `json:"places"`
+		Users  []withRaw[User]       `json:"users"`
+		Media  []withRaw[Media]      `json:"media"`
+		Tweets []withRaw[postFields] `json:"tweets"`
+		Posts  []withRaw[postFields] `json:"posts"` // the posts naming's "tweets"
+		Polls  []json.RawMessage     `json:"polls"`
+		Places []json.RawMessage     `json:"places"`
 	} `json:"includes"`
-	Errors []rawValue `json:"errors"`
-	Meta   *pageMeta  `json:"meta"`
+	Errors []json.RawMessage `json:"errors"`
+	Meta   *pageMeta         `json:"meta"`
 }
 
 // pageMeta is a page's meta, which must count its posts.
@@ -180,18 +176,11 @@ type pageMeta struct {
 // postFields are the members of a post object that are decoded, in both namings.
 type postFields struct {
 	Post
-	CreatedAt        *string  `json:"created_at"` // a time that does not parse is kept in Raw only
-	PublicMetrics    rawValue `json:"public_metrics"`
-	Entities         rawValue `json:"entities"`
-	ReferencedTweets rawValue `json:"referenced_tweets"`
-	Attachments      rawValue `json:"attachments"`
-	NoteTweet        rawValue `json:"note_tweet"`
-	Article          rawValue `json:"article"`
 	// The posts naming's members.
-	EditHistoryPostIDs []string `json:"edit_history_post_ids"`
-	ReferencedPosts    rawValue `json:"referenced_posts"`
-	NotePost           rawValue `json:"note_post"`
-	ArticleTitle       rawValue `json:"article_title"`
+	EditHistoryPostIDs []string        `json:"edit_history_post_ids"`
+	ReferencedPosts    json.RawMessage `json:"referenced_posts"`
+	NotePost           json.RawMessage `json:"note_post"`
+	ArticleTitle       json.RawMessage `json:"article_title"`
 }
 
 // inTweetsNaming reads the posts naming's members, and repost_count, as the
@@ -212,9 +201,9 @@ func (f *postFields) inTweetsNaming() {
 
 // renameMember returns obj with its member from named to, when it has one
 // and none named to; else obj itself.
-func renameMember(obj rawValue, from, to string) rawValue {
+func renameMember(obj json.RawMessage, from, to string) json.RawMessage {
 	var m map[string]jsontext.Value
-	if !isObject(obj) || jsonv2.Unmarshal(obj, &m, duplicateNames) != nil || m[from] == nil || m[to] != nil {
+	if jsonv2.Unmarshal(obj, &m, duplicateNames) != nil || m[from] == nil || m[to] != nil {
 		return obj
 	}
 	dec := jsontext.NewDecoder(bytes.NewReader(obj), duplicateNames)
@@ -229,24 +218,13 @@ func renameMember(obj rawValue, from, to string) rawValue {
 		}
 		if name.String() == from {
 			start += int64(bytes.IndexByte(obj[start:], '"')) // past the separator read before the name
-			return slices.Concat(obj[:start], rawValue(strconv.Quote(to)), obj[dec.InputOffset():])
+			return slices.Concat(obj[:start], []byte(strconv.Quote(to)), obj[dec.InputOffset():])
 		}
 		if dec.SkipValue() != nil {
 			return obj
 		}
 	}
 	return obj
-}
-
-type userFields struct {
-	User
-	CreatedAt     *string  `json:"created_at"` // a time that does not parse is kept in Raw only
-	PublicMetrics rawValue `json:"public_metrics"`
-}
-
-type mediaFields struct {
-	Media
-	PublicMetrics rawValue `json:"public_metrics"`
 }
 
 // decodePostPage decodes a list_bookmarks page; res is what X billed, also
@@ -280,7 +258,7 @@ func decodePostPage(body []byte) (page *PostPage, res billing.Billed, err error)
 	}
 	in := &w.Includes
 	in.Tweets = append(in.Tweets, in.Posts...)
-	page.Includes = Includes{Users: raws(in.Users), Media: raws(in.Media), Tweets: raws(in.Tweets), Polls: raws(in.Polls), Places: raws(in.Places)}
+	page.Includes = Includes{Users: raws(in.Users), Media: raws(in.Media), Tweets: raws(in.Tweets), Polls: in.Polls, Places: in.Places}
 	if page.Expanded, err = decodeExpanded(in.Users, in.Media, in.Tweets); err != nil {
 		return refused(err)
 	}
@@ -311,12 +289,12 @@ func (p *PostPage) billed() billing.Billed {
 
 // rawPageBody is a page read no further than its objects.
 type rawPageBody struct {
-	Data     []rawValue `json:"data"`
+	Data     []json.RawMessage `json:"data"`
 	Includes struct {
-		Users  []rawValue `json:"users"`
-		Media  []rawValue `json:"media"`
-		Tweets []rawValue `json:"tweets"`
-		Posts  []rawValue `json:"posts"`
+		Users  []json.RawMessage `json:"users"`
+		Media  []json.RawMessage `json:"media"`
+		Tweets []json.RawMessage `json:"tweets"`
+		Posts  []json.RawMessage `json:"posts"`
 	} `json:"includes"`
 }
 
@@ -350,7 +328,7 @@ func countMismatch(resultCount, posts int) string {
 }
 
 // decodeExpanded checks and indexes the includes: users, media and posts.
-func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], posts []withRaw[postFields]) (Expanded, error) {
+func decodeExpanded(users []withRaw[User], media []withRaw[Media], posts []withRaw[postFields]) (Expanded, error) {
 	var e Expanded
 	for i := range users {
 		u, err := makeUser(&users[i])
@@ -361,15 +339,11 @@ func decodeExpanded(users []withRaw[userFields], media []withRaw[mediaFields], p
 		keepFirst(&e.Users, u.ID, u, len(users))
 	}
 	for i := range media {
-		w := &media[i]
-		if !isObject(w.raw) {
-			return e, shapef("includes.media[%d]: not an object", i)
+		m := media[i].v
+		if m.MediaKey == "" {
+			return e, fmt.Errorf("includes.media[%d]: no media_key", i)
 		}
-		if w.v.MediaKey == "" {
-			return e, shapef("includes.media[%d]: no media_key", i)
-		}
-		m := w.v.Media
-		m.PublicMetrics, m.Raw = json.RawMessage(w.v.PublicMetrics), w.raw
+		m.Raw = media[i].raw
 		keepFirst(&e.Media, m.MediaKey, &m, len(media))
 	}
 	for i := range posts {
@@ -393,22 +367,14 @@ func keepFirst[T any](m *map[string]*T, key string, v *T, n int) {
 	}
 }
 
-func isObject(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
-
 // makePost checks a post object and makes it a Post.
 func makePost(w *withRaw[postFields], p *Post) error {
-	if !isObject(w.raw) {
-		return shapeError("not an object")
-	}
 	f := &w.v
 	f.inTweetsNaming()
 	*p = f.Post
-	p.PublicMetrics, p.Entities, p.ReferencedTweets = json.RawMessage(f.PublicMetrics), json.RawMessage(f.Entities), json.RawMessage(f.ReferencedTweets)
-	p.Attachments, p.NoteTweet, p.Article = json.RawMessage(f.Attachments), json.RawMessage(f.NoteTweet), json.RawMessage(f.Article)
 	if err := checkPostIDs(p); err != nil {
 		return err
 	}
-	p.CreatedAt = parseTime(f.CreatedAt)
 	var a struct {
 		MediaKeys []string `json:"media_keys"`
 	}
@@ -422,7 +388,7 @@ func makePost(w *withRaw[postFields], p *Post) error {
 	}
 	p.MediaKeys, p.NoteText = a.MediaKeys, n.Text
 	if i := slices.IndexFunc(p.References, func(r Reference) bool { return r.ID == "" }); i >= 0 {
-		return shapef("referenced_tweets[%d]: no id", i)
+		return fmt.Errorf("referenced_tweets[%d]: no id", i)
 	}
 	decodeArticle(p)
 	if p.ArticleTitle == "" {
@@ -439,17 +405,7 @@ func decodeMember(name string, raw json.RawMessage, open byte, v any) error {
 		return nil
 	}
 	if err := jsonv2.Unmarshal(raw, v, duplicateNames); err != nil {
-		return shapeError(name + ": " + shapeText(err))
-	}
-	return nil
-}
-
-// parseTime reads an RFC 3339 time; nil when absent or unreadable (Raw keeps it).
-func parseTime(s *string) *time.Time {
-	if s != nil {
-		if t, err := time.Parse(time.RFC3339, *s); err == nil {
-			return &t
-		}
+		return errors.New(name + ": " + shapeText(err))
 	}
 	return nil
 }
@@ -458,10 +414,10 @@ func parseTime(s *string) *time.Time {
 // in X's published schema: odd members are not refused.
 func decodeArticle(p *Post) {
 	var a struct {
-		Title         rawValue   `json:"title"`
-		PlainText     rawValue   `json:"plain_text"`
-		CoverMedia    rawValue   `json:"cover_media"`
-		MediaEntities []rawValue `json:"media_entities"`
+		Title         json.RawMessage   `json:"title"`
+		PlainText     json.RawMessage   `json:"plain_text"`
+		CoverMedia    json.RawMessage   `json:"cover_media"`
+		MediaEntities []json.RawMessage `json:"media_entities"`
 	}
 	if jsonv2.Unmarshal(p.Article, &a, bodyOptions(p.Article), duplicateNames) != nil {
 		return
@@ -476,7 +432,7 @@ func decodeArticle(p *Post) {
 }
 
 // stringOr reads raw as a string, or an object's string member key.
-func stringOr(raw rawValue, key string) string {
+func stringOr(raw json.RawMessage, key string) string {
 	var s string
 	if jsonv2.Unmarshal(raw, &s) != nil {
 		s = topLevelString(raw, key)
@@ -485,13 +441,9 @@ func stringOr(raw rawValue, key string) string {
 }
 
 // makeUser checks a user object and makes it a User.
-func makeUser(w *withRaw[userFields]) (*User, error) {
-	if !isObject(w.raw) {
-		return nil, shapeError("not an object")
-	}
-	u := w.v.User
-	u.CreatedAt = parseTime(w.v.CreatedAt)
-	u.PublicMetrics, u.Raw = json.RawMessage(renameMember(w.v.PublicMetrics, "post_count", "tweet_count")), w.raw
+func makeUser(w *withRaw[User]) (*User, error) {
+	u := w.v
+	u.PublicMetrics, u.Raw = renameMember(u.PublicMetrics, "post_count", "tweet_count"), w.raw
 	return &u, badID("id", u.ID)
 }
 
@@ -507,21 +459,21 @@ var anyText = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontex
 }))
 
 // partialErrors decodes the "errors" of a 200, kept raw too.
-func partialErrors(raws []rawValue) ([]PartialError, error) {
+func partialErrors(raws []json.RawMessage) ([]PartialError, error) {
 	var out []PartialError
 	for i, raw := range raws {
 		var pe PartialError
 		if err := jsonv2.Unmarshal(raw, &pe, duplicateNames, anyText); err != nil {
-			return nil, shapef("errors[%d]: %s", i, shapeText(err))
+			return nil, fmt.Errorf("errors[%d]: %s", i, shapeText(err))
 		}
-		pe.Raw = json.RawMessage(raw)
+		pe.Raw = raw
 		out = append(out, pe)
 	}
 	return out, nil
 }
 
 // errorsOnly is the error of a body that holds only "errors".
-func errorsOnly(raws []rawValue) error {
+func errorsOnly(raws []json.RawMessage) error {
 	errs, err := partialErrors(raws)
 	if err != nil {
 		return err
@@ -529,37 +481,43 @@ func errorsOnly(raws []rawValue) error {
 	return &ErrorsOnlyError{Errors: errs}
 }
 
-// checkErrorsOnly returns an *ErrorsOnlyError when body holds "errors" and
-// neither "data" nor "meta" (or a null "data").
-func checkErrorsOnly(body []byte) error {
-	var w struct {
-		Data   rawValue   `json:"data"`
-		Meta   rawValue   `json:"meta"`
-		Errors []rawValue `json:"errors"`
-	}
-	if jsonv2.Unmarshal(body, &w, bodyOptions(body), duplicateNames) != nil || len(w.Errors) == 0 || w.Meta != nil ||
-		(w.Data != nil && !bytes.Equal(w.Data, []byte("null"))) {
-		return nil
-	}
-	return errorsOnly(w.Errors)
-}
-
 // decodeSmall decodes the body of a small operation into v; check says
-// whether it held what the operation returns. A body of only "errors" is
-// an *ErrorsOnlyError.
+// whether it held what the operation returns. A body of only "errors" (and
+// a null "data" at most) is an *ErrorsOnlyError.
 func decodeSmall(body []byte, v any, check func() error) error {
 	body = validText(body)
 	err := unmarshalObject(body, v, bodyOptions(body))
 	if isSyntaxError(err) {
 		return err
 	}
-	if eo := checkErrorsOnly(body); eo != nil {
-		return eo
+	var w struct {
+		Data   json.RawMessage   `json:"data"`
+		Meta   json.RawMessage   `json:"meta"`
+		Errors []json.RawMessage `json:"errors"`
+	}
+	if jsonv2.Unmarshal(body, &w, bodyOptions(body), duplicateNames) == nil && len(w.Errors) > 0 && w.Meta == nil &&
+		(w.Data == nil || string(w.Data) == "null") {
+		return errorsOnly(w.Errors)
 	}
 	if err != nil {
 		return err
 	}
 	return check()
+}
+
+// decodeData decodes the body of a small operation whose "data" is one
+// object, and checks it.
+func decodeData[T any](body []byte, check func(data *T) error) (*T, error) {
+	var w struct {
+		Data *T `json:"data"`
+	}
+	err := decodeSmall(body, &w, func() error {
+		if w.Data == nil {
+			return errors.New("no data")
+		}
+		return check(w.Data)
+	})
+	return w.Data, err
 }
 
 func decodeFolderPage(body []byte) (*FolderPage, error) {
@@ -612,7 +570,7 @@ func checkIDs(n int, id func(i int) string) error {
 			return err
 		}
 		if j, dup := seen[v]; dup {
-			return shapef("data[%d].id %s repeats data[%d]: a page holds each item once", i, v, j)
+			return fmt.Errorf("data[%d].id %s repeats data[%d]: a page holds each item once", i, v, j)
 		}
 		seen[v] = i
 	}
@@ -622,44 +580,30 @@ func checkIDs(n int, id func(i int) string) error {
 // checkPostIDs checks the ids a post carries: its own and, when present,
 // those that are columns of the archive.
 func checkPostIDs(p *Post) error {
-	if err := badID("id", p.ID); err != nil {
-		return err
-	}
-	for _, f := range [...]struct{ name, id string }{
-		{"author_id", p.AuthorID}, {"conversation_id", p.ConversationID}, {"in_reply_to_user_id", p.InReplyToUserID},
-	} {
-		if f.id != "" {
-			if err := badID(f.name, f.id); err != nil {
-				return err
-			}
-		}
-	}
+	err := cmp.Or(badID("id", p.ID), optionalID("author_id", p.AuthorID), optionalID("conversation_id", p.ConversationID),
+		optionalID("in_reply_to_user_id", p.InReplyToUserID))
 	for i, id := range p.EditHistoryTweetIDs {
-		if err := badID(fmt.Sprintf("edit_history_tweet_ids[%d]", i), id); err != nil {
-			return err
-		}
+		err = cmp.Or(err, badID(fmt.Sprintf("edit_history_tweet_ids[%d]", i), id))
 	}
-	return nil
+	return err
+}
+
+func optionalID(name, id string) error {
+	if id == "" {
+		return nil
+	}
+	return badID(name, id)
 }
 
 // badID says what is wrong with the id called name: missing, or not an X id.
 func badID(name, id string) error {
 	switch {
 	case id == "":
-		return shapef("no %s", name)
+		return fmt.Errorf("no %s", name)
 	case !ValidID(id):
-		return shapef("%s %s is not an X id (%s)", name, shown(id), idRule)
+		return fmt.Errorf("%s %s is not an X id (%s)", name, shown(id, len(id)), idRule)
 	}
 	return nil
-}
-
-// shown is a value as an error may show it: quoted when short, else its
-// length only (it may be a credential a server echoes).
-func shown(v string) string {
-	if len(v) > maxQuoted {
-		return fmt.Sprintf("(%d characters, not shown)", len(v))
-	}
-	return strconv.Quote(v)
 }
 
 // validText returns body with what is not Unicode made U+FFFD, as
@@ -681,22 +625,14 @@ func loneSurrogates(b []byte) []byte {
 		if next < 0 {
 			break
 		}
-		if i += next; b[i+1] != 'u' {
-			i++ // a two-character escape
+		i += next
+		r, ok := escapedRune(b, i)
+		if !ok || !utf16.IsSurrogate(r) {
+			i++ // and past the escaped character: an escaped backslash starts no escape
 			continue
 		}
-		r, ok := escapedRune(b, i)
-		switch {
-		case !ok:
-			i++
-			continue
-		case utf16.IsSurrogate(r) && r < 0xdc00:
-			if low, ok := escapedRune(b, i+6); ok && low >= 0xdc00 && low <= 0xdfff {
-				i += 11 // a pair
-				continue
-			}
-		case !utf16.IsSurrogate(r):
-			i += 5
+		if low, _ := escapedRune(b, i+6); utf16.DecodeRune(r, low) != utf8.RuneError {
+			i += 11 // a pair
 			continue
 		}
 		if &out[0] == &b[0] {
@@ -717,17 +653,9 @@ func escapedRune(b []byte, i int) (rune, bool) {
 	return rune(r), err == nil
 }
 
-func decodeUser(body []byte) (*User, error) {
-	var w struct {
-		Data *withRaw[userFields] `json:"data"`
-	}
-	var u *User
-	err := decodeSmall(body, &w, func() error {
-		if w.Data == nil {
-			return shapeError("no data")
-		}
-		var err error
-		if u, err = makeUser(w.Data); err != nil {
+func decodeUser(body []byte) (u *User, err error) {
+	_, err = decodeData(body, func(w *withRaw[User]) error {
+		if u, err = makeUser(w); err != nil {
 			return fmt.Errorf("data: %w", err)
 		}
 		return nil
@@ -736,18 +664,15 @@ func decodeUser(body []byte) (*User, error) {
 }
 
 func decodeBookmarked(body []byte) (bool, error) {
-	var w struct {
-		Data *struct {
-			Bookmarked *bool `json:"bookmarked"`
-		} `json:"data"`
-	}
-	err := decodeSmall(body, &w, func() error {
-		if w.Data == nil || w.Data.Bookmarked == nil {
-			return shapeError("no data.bookmarked in the body")
+	d, err := decodeData(body, func(d *struct {
+		Bookmarked *bool `json:"bookmarked"`
+	}) error {
+		if d.Bookmarked == nil {
+			return errors.New("no data.bookmarked in the body")
 		}
 		return nil
 	})
-	return err == nil && *w.Data.Bookmarked, err
+	return err == nil && *d.Bookmarked, err
 }
 
 // topLevelString returns the string member key of the JSON object raw ("" if none).

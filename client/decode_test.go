@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -161,8 +160,7 @@ func TestAWrongShapeIsToldInTheTermsOfJSON(t *testing.T) {
 		`{"includes":{"media":[7]},"meta":{"result_count":0}}`: "a number at /includes/media/0, where an object belongs",
 	} {
 		_, err := decodePage([]byte(body))
-		var se shapeError
-		if !errors.As(err, &se) || err.Error() != want {
+		if err == nil || isSyntaxError(err) || err.Error() != want {
 			t.Errorf("%s: %v, want the shape error %q", body, err, want)
 		}
 	}
@@ -515,8 +513,7 @@ func TestDecodePostPage_RefusesExpandedObjectsOfTheWrongShape(t *testing.T) {
 	} {
 		body := `{"data":[{"id":"10"}],"includes":` + includes + `,"meta":{"result_count":1}}`
 		_, res, err := decodePostPage([]byte(body))
-		var se shapeError
-		if !errors.As(err, &se) {
+		if err == nil || isSyntaxError(err) {
 			t.Errorf("%s: err %v, want a shape error", includes, err)
 		}
 		if len(res.Posts) < 1 {

@@ -198,7 +198,7 @@ func (e *transportError) Unwrap() error { return e.err }
 
 // waitRateLimit waits out a 429 until the window resets, or returns a
 // *RateLimitError when the wait is past the cap or the call has already
-// waited out MaxRateLimitWaits 429s.
+// waited out maxRateLimitWaits 429s.
 func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Response, body []byte) error {
 	c.record(a, func(u *billing.Usage) { u.RateLimited++ })
 	now := c.clock.Now()
@@ -206,20 +206,20 @@ func (c *Client) waitRateLimit(ctx context.Context, a *attempts, hr *http.Respon
 	// x-rate-limit-reset is the server's clock; ours may be off.
 	var wait time.Duration
 	if !rate.Reset.IsZero() {
-		wait = rate.Reset.Add(c.margin).Sub(now)
+		wait = rate.Reset.Add(c.budgets.margin).Sub(now)
 	}
-	if wait <= c.margin {
+	if wait <= c.budgets.margin {
 		// No reset, or one that looks past (our clock is ahead of X's): wait
 		// what a Retry-After asks, or back off, longer each time.
 		if ra, ok := retryAfter(hr, now); ok && ra > 0 {
-			wait = ra + c.margin
+			wait = ra + c.budgets.margin
 		} else {
 			wait = c.rateLimitBackoff(a.rateLimitWaits + 1)
 		}
 		c.budgets.block(a.key, now.Add(wait))
 	}
 	log := c.log.With().Str("operation", string(a.op)).Str("user_id", a.user).Stringer("wait", wait).Logger()
-	if a.rateLimitWaits >= c.retry.MaxRateLimitWaits || wait > c.waitCap || c.waitCap <= 0 {
+	if a.rateLimitWaits >= maxRateLimitWaits || wait > c.waitCap || c.waitCap <= 0 {
 		log.Warn().Stringer("wait_cap", c.waitCap).Int("waits", a.rateLimitWaits).Msg("x api: 429 Too Many Requests; giving up")
 		return newRateLimitError(a.op, hr, body, rate, wait, a.waitedForReset)
 	}
@@ -315,7 +315,7 @@ func (c *Client) transient(err error) bool {
 	case errors.As(err, &apiErr):
 		return apiErr.Status >= 500
 	case errors.As(err, &me):
-		return me.unreadable && !c.retry.NoRetryUnreadable
+		return me.unreadable
 	}
 	return false
 }
@@ -414,7 +414,7 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 // rateLimitBackoff is the wait after the n-th 429 without a reset header:
 // half of min(cap, base×2^(n-1)) plus a random part up to the other half.
 func (c *Client) rateLimitBackoff(n int) time.Duration {
-	ceil := doubled(c.retry.RateLimitBaseDelay, c.waitCap, n)
+	ceil := doubled(rateLimitBaseDelay, c.waitCap, n)
 	return ceil/2 + c.random(ceil-ceil/2)
 }
 

@@ -30,7 +30,7 @@ var (
 	// ErrRateLimited is a 429, or a request the client's own budget refused.
 	ErrRateLimited = errors.New("rate limited")
 	// ErrMalformedResponse is a body not read in full, or not the operation's
-	// JSON; ErrResponseTooLarge one over WithMaxResponseBytes.
+	// JSON; ErrResponseTooLarge one over the size cap.
 	ErrMalformedResponse = errors.New("malformed response")
 	ErrResponseTooLarge  = errors.New("response body too large")
 	ErrInvalidInput      = errors.New("invalid input") // an argument refused before anything was sent
@@ -234,11 +234,16 @@ func newInputError(op Operation, param, value, reason string) *InputError {
 }
 
 func (e *InputError) Error() string {
-	shown := strconv.Quote(e.Value)
-	if e.Length > maxQuoted {
-		shown = fmt.Sprintf("(%d characters, not shown)", e.Length)
+	return fmt.Sprintf("%s%s: invalid %s %s: %s", errPrefix, e.Operation, e.Parameter, shown(e.Value, e.Length), e.Reason)
+}
+
+// shown is a value of n bytes as an error may show it: quoted when short,
+// else its length only (it may be a credential a server echoes).
+func shown(v string, n int) string {
+	if n > maxQuoted {
+		return fmt.Sprintf("(%d characters, not shown)", n)
 	}
-	return fmt.Sprintf("%s%s: invalid %s %s: %s", errPrefix, e.Operation, e.Parameter, shown, e.Reason)
+	return strconv.Quote(v)
 }
 
 func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }

@@ -20,16 +20,9 @@ const (
 	NamingPosts  Naming = "posts"  // post.fields, referenced_posts, note_post, ...
 )
 
-func (n Naming) fieldsParam() string {
-	if n == NamingPosts {
-		return "post.fields"
-	}
-	return "tweet.fields"
-}
-
 // rename is a value of a field-selection parameter in each naming ("": none).
 type rename struct {
-	param         string // "fields" for tweet.fields and post.fields
+	param         string // tweet.fields stands for post.fields too
 	tweets, posts string
 }
 
@@ -37,12 +30,12 @@ type rename struct {
 // has author_id, in_reply_to_user_id and the referenced posts only as
 // expansions (which X bills), and no nested expansions of them.
 var renames = []rename{
-	{"fields", "note_tweet", "note_post"},
-	{"fields", "author_id", ""},
-	{"fields", "in_reply_to_user_id", ""},
-	{"fields", "referenced_tweets", ""},
-	{"fields", "edit_history_tweet_ids", ""},
-	{"fields", "", "article_title"},
+	{"tweet.fields", "note_tweet", "note_post"},
+	{"tweet.fields", "author_id", ""},
+	{"tweet.fields", "in_reply_to_user_id", ""},
+	{"tweet.fields", "referenced_tweets", ""},
+	{"tweet.fields", "edit_history_tweet_ids", ""},
+	{"tweet.fields", "", "article_title"},
 	{"expansions", "referenced_tweets.id", "referenced_posts"},
 	{"expansions", "edit_history_tweet_ids", "edit_history_post_ids"},
 	{"expansions", "referenced_tweets.id.author_id", ""},
@@ -55,31 +48,26 @@ var renames = []rename{
 	{"user.fields", "", "subscribes_to_you"},
 }
 
-func (r rename) in(n Naming) string {
-	if n == NamingPosts {
-		return r.posts
+func named(n Naming, param, value string) (name string, ok bool) {
+	i := slices.IndexFunc(renames, func(r rename) bool { return r.param == param && value != "" && (r.tweets == value || r.posts == value) })
+	switch {
+	case i < 0:
+		return value, true
+	case n == NamingPosts:
+		name = renames[i].posts
+	default:
+		name = renames[i].tweets
 	}
-	return r.tweets
-}
-
-func named(n Naming, param, value string) (string, bool) {
-	for _, r := range renames {
-		if r.param == param && value != "" && (r.tweets == value || r.posts == value) {
-			return r.in(n), r.in(n) != ""
-		}
-	}
-	return value, true
+	return name, name != ""
 }
 
 // TweetsName is the request parameter param's value in the tweets naming
 // (post.fields=note_post is tweet.fields=note_tweet); ok is false for none.
 func TweetsName(param, value string) (tweetsParam, name string, ok bool) {
-	kind := param
-	switch param {
-	case "tweet.fields", "post.fields":
-		param, kind = "tweet.fields", "fields"
+	if param == "post.fields" {
+		param = "tweet.fields"
 	}
-	name, ok = named(NamingTweets, kind, value)
+	name, ok = named(NamingTweets, param, value)
 	return param, name, ok
 }
 
@@ -88,13 +76,13 @@ func TweetsName(param, value string) (tweetsParam, name string, ok bool) {
 // article_title too, in case its title comes there.
 func (f Fields) In(n Naming) (Fields, []string) {
 	var dropped []string
-	in := func(param, shown string, values []string) []string {
+	in := func(param string, values []string) []string {
 		var out []string
 		for _, v := range values {
 			name, ok := named(n, param, v)
 			switch {
 			case !ok:
-				dropped = append(dropped, shown+"="+v)
+				dropped = append(dropped, param+"="+v)
 			case !slices.Contains(out, name):
 				out = append(out, name)
 			}
@@ -102,9 +90,9 @@ func (f Fields) In(n Naming) (Fields, []string) {
 		return out
 	}
 	g := Fields{
-		TweetFields: in("fields", "tweet.fields", f.TweetFields),
-		Expansions:  in("expansions", "expansions", f.Expansions),
-		UserFields:  in("user.fields", "user.fields", f.UserFields),
+		TweetFields: in("tweet.fields", f.TweetFields),
+		Expansions:  in("expansions", f.Expansions),
+		UserFields:  in("user.fields", f.UserFields),
 		MediaFields: slices.Clone(f.MediaFields),
 		PollFields:  slices.Clone(f.PollFields),
 		PlaceFields: slices.Clone(f.PlaceFields),
@@ -137,7 +125,11 @@ type param struct {
 }
 
 func (f Fields) params(n Naming) []param {
-	return []param{{n.fieldsParam(), f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
+	fields := "tweet.fields"
+	if n == NamingPosts {
+		fields = "post.fields"
+	}
+	return []param{{fields, f.TweetFields}, {"expansions", f.Expansions}, {"user.fields", f.UserFields},
 		{"media.fields", f.MediaFields}, {"poll.fields", f.PollFields}, {"place.fields", f.PlaceFields}}
 }
 
@@ -177,37 +169,31 @@ func (p *NamingPolicy) Current() Naming {
 // switchAfter says whether a request in naming used that X refused with err
 // is to be made again in the posts naming; first: this one made the switch.
 func (p *NamingPolicy) switchAfter(used Naming, f Fields, err error) (again, first bool) {
-	if p == nil || !p.auto || used != NamingTweets || !refusesNaming(err, used, f) {
+	if p == nil || !p.auto || used != NamingTweets || !refusesTweetsNaming(err, f) {
 		return false, false
 	}
 	return true, p.posts.CompareAndSwap(false, true)
 }
 
-// refusesNaming reports whether err is a 400 that refuses a name of naming
-// used: its post-fields parameter, or a value the other naming names
+// refusesTweetsNaming reports whether err is a 400 that refuses a name of
+// the tweets naming: its tweet.fields, or a value the posts naming names
 // otherwise; not a value neither has (a typo in the spec).
-func refusesNaming(err error, used Naming, f Fields) bool {
+func refusesTweetsNaming(err error, f Fields) bool {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
 		return false
 	}
-	g, _ := f.In(used)
+	g, _ := f.In(NamingTweets)
 	whole := strings.Join(g.TweetFields, ",")
+	renamed := func(param, v string) bool {
+		return param == "tweet.fields" && v == whole || slices.ContainsFunc(renames, func(r rename) bool { return r.param == param && r.tweets == v })
+	}
 	for _, it := range apiErr.Errors {
 		for param, values := range it.Parameters {
-			if slices.ContainsFunc(values, func(v string) bool { return param == used.fieldsParam() && v == whole || renamedIn(used, param, v) }) {
+			if slices.ContainsFunc(values, func(v string) bool { return renamed(param, v) }) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// renamedIn reports whether value of param is a name only naming n has.
-func renamedIn(n Naming, param, value string) bool {
-	kind := param
-	if param == n.fieldsParam() {
-		kind = "fields"
-	}
-	return slices.ContainsFunc(renames, func(r rename) bool { return r.param == kind && r.in(n) == value })
 }

@@ -103,7 +103,7 @@ func Test429_GivesUpAfterMaxRateLimitWaits(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	if ts.Count() != 3 || resp.Attempts != 3 || len(clk.Sleeps()) != 2 {
-		t.Errorf("%d requests, sleeps %v; want 3 requests and 2 waits (default MaxRateLimitWaits)", ts.Count(), clk.Sleeps())
+		t.Errorf("%d requests, sleeps %v; want 3 requests and 2 waits (maxRateLimitWaits)", ts.Count(), clk.Sleeps())
 	}
 	if !strings.Contains(err.Error(), "already waited once") {
 		t.Errorf("message %q", err)

@@ -357,7 +357,7 @@ func TestRetry_TruncatedBodyIsRetriedAndMeteredAsUnread(t *testing.T) {
 	}
 }
 
-func TestRetry_MalformedBodyIsRetriedUnlessDisabled(t *testing.T) {
+func TestRetry_MalformedBodyIsRetried(t *testing.T) {
 	handler := func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
 			writeJSON(w, 200, `{"data":[{"id":"1","text":"cut`)
@@ -372,13 +372,6 @@ func TestRetry_MalformedBodyIsRetriedUnlessDisabled(t *testing.T) {
 	}
 	if u := c.Meter().Usage(testUser, OpListBookmarks); u.PostsUnread != 10 {
 		t.Errorf("PostsUnread %d, want the default page size 10", u.PostsUnread)
-	}
-
-	ts2 := newTestServer(t, handler)
-	c2, _ := newTestClient(t, ts2, nil, WithRetryPolicy(RetryPolicy{NoRetryUnreadable: true}))
-	_, resp, err := c2.ListBookmarks(context.Background(), testUser, ListOptions{})
-	if !errors.Is(err, ErrMalformedResponse) || resp.Attempts != 1 {
-		t.Errorf("NoRetryUnreadable: err %v attempts %d", err, resp.Attempts)
 	}
 }
 

@@ -43,9 +43,9 @@ type Deadlines struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu                      sync.Mutex
-	whole, connect, headers *time.Timer
-	answered                bool
+	mu           sync.Mutex
+	whole, phase *time.Timer // phase: the connect's, then the headers'
+	answered     bool
 }
 
 // StartDeadlines starts the deadlines of one request, sent with their Context.
@@ -54,21 +54,23 @@ func StartDeadlines(parent context.Context, t Timeouts) *Deadlines {
 	d := &Deadlines{cancel: cancel}
 	d.whole = time.AfterFunc(t.Request, d.expire(PhaseRequest, t.Request))
 	d.ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GetConn:      func(string) { d.arm(&d.connect, PhaseConnect, t.Connect) },
-		GotConn:      func(httptrace.GotConnInfo) { d.arm(&d.connect, "", 0) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { d.arm(&d.headers, PhaseHeaders, t.Headers) },
+		GetConn:      func(string) { d.arm(PhaseConnect, t.Connect) },
+		GotConn:      func(httptrace.GotConnInfo) { d.arm("", 0) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { d.arm(PhaseHeaders, t.Headers) },
 	})
 	return d
 }
 
-// arm stops *timer and, unless phase is "" or the response has come, starts
-// it again for phase's deadline, after from now.
-func (d *Deadlines) arm(timer **time.Timer, phase string, after time.Duration) {
+// arm stops the phase timer and, unless phase is "" or the response has
+// come, starts it again for phase's deadline, after from now.
+func (d *Deadlines) arm(phase string, after time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	stopTimer(*timer)
+	if d.phase != nil {
+		d.phase.Stop()
+	}
 	if phase != "" && !d.answered {
-		*timer = time.AfterFunc(after, d.expire(phase, after))
+		d.phase = time.AfterFunc(after, d.expire(phase, after))
 	}
 }
 
@@ -81,10 +83,9 @@ func (d *Deadlines) Context() context.Context { return d.ctx }
 // GotResponse ends the wait for the headers (the round trip returned).
 func (d *Deadlines) GotResponse() {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.answered = true
-	stopTimer(d.connect)
-	stopTimer(d.headers)
+	d.mu.Unlock()
+	d.arm("", 0)
 }
 
 // Stop ends the request: its body has been read and closed.
@@ -102,10 +103,4 @@ func (d *Deadlines) Err(err error) error {
 		return te
 	}
 	return err
-}
-
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
 }

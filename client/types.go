@@ -75,8 +75,6 @@ type Meta struct {
 	ResultCount   int    `json:"result_count"`
 	NextToken     string `json:"next_token,omitempty"`
 	PreviousToken string `json:"previous_token,omitempty"`
-	NewestID      string `json:"newest_id,omitempty"` // some list endpoints; bookmarks pages usually carry neither
-	OldestID      string `json:"oldest_id,omitempty"`
 }
 
 // PostPage is one page of ListBookmarks.

@@ -1,17 +1,18 @@
-// Package bearer sends a bearer token with HTTP requests, and says where
-// it may go: over https, or over plain http only to a loopback host (a
-// simulator, a test server), where it does not cross a network in clear.
-// The API client's fixed tokens and the token files' rotating ones both go
-// through its Transport.
+// Package bearer sends a bearer token with HTTP requests, and says where it
+// may go: over https, or over plain http only to a loopback host (CheckURL).
 package bearer
 
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"unicode"
 )
 
 // Loopback reports whether host (without port) is "localhost" or a
@@ -22,6 +23,30 @@ func Loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// CheckURL checks a URL that requests carry a credential to: absolute,
+// https (plain http only to a loopback host), no user info, query, fragment
+// or white space. Its errors name the URL (user info masked) first.
+func CheckURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("does not parse: %w", errors.Unwrap(err)) // url.Error repeats the URL, user info and all
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%s must not carry a user name or password", u.Redacted())
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		return nil, fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	case u.Scheme == "http" && !Loopback(u.Hostname()):
+		return nil, fmt.Errorf("%q must use https: plain http, allowed only for a loopback host, would carry credentials in clear", raw)
+	case strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return nil, fmt.Errorf("%q holds white space", raw)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return nil, fmt.Errorf("%q must not have a query or fragment", raw)
+	}
+	return u, nil
 }
 
 // Transport adds "Authorization: Bearer <token>" to each request it sends

@@ -49,3 +49,25 @@ func TestTheTokenGoesInTheHeaderAndIsRenewedOnceOn401(t *testing.T) {
 		}
 	}
 }
+
+// A URL a credential is sent to is absolute, https or plain http to a
+// loopback host, and has no user info, query, fragment nor white space; its
+// errors never repeat a password.
+func TestCheckURL(t *testing.T) {
+	for _, ok := range []string{"https://api.x.com", "https://api.x.com:8443/prefix/", "http://127.0.0.1:8080", "http://localhost"} {
+		if _, err := CheckURL(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for bad, want := range map[string]string{
+		"api.x.com": "not an absolute", "ftp://api.x.com": "not an absolute", "https://": "not an absolute",
+		"http://api.x.com": "must use https", "https://me:pw@api.x.com": "https://me:xxxxx@api.x.com must not carry",
+		"http://me:pw@[::1": "does not parse", "https://api.x.com/a b": "white space", "https://api.x.com/?q=1": "query",
+		"https://api.x.com/#f": "fragment",
+	} {
+		_, err := CheckURL(bad)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pw") {
+			t.Errorf("%s: %v, want %q", bad, err, want)
+		}
+	}
+}

@@ -39,15 +39,6 @@ type usersJSON struct {
 
 const usersVersion = 1
 
-func loadUsers(ctx context.Context, c *Check) (*usersCheck, error) {
-	key := account.UsersKey(c.Scope)
-	value, err := account.GetKey(ctx, c.State, key)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalUsers(value, "state "+strconv.Quote(key))
-}
-
 func unmarshalUsers(value, what string) (*usersCheck, error) {
 	j := usersJSON{Version: usersVersion, usersCheck: &usersCheck{}}
 	if value != "" {

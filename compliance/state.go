@@ -218,14 +218,6 @@ type jobRecord struct {
 // results are a complete job's results by id, of the ids it was given.
 type results = map[uint64]client.ComplianceResult
 
-// what names the ids of the job, in messages.
-func (r *jobRecord) what() string {
-	if r.Type == client.ComplianceUsers {
-		return "accounts"
-	}
-	return "posts"
-}
-
 type jobRecordJSON struct {
 	Version int `json:"version"`
 	jobRecord
@@ -234,14 +226,6 @@ type jobRecordJSON struct {
 }
 
 const jobVersion = 1
-
-func loadJob(ctx context.Context, st state.Client, key string) (*jobRecord, error) {
-	value, err := st.GetKey(ctx, key)
-	if err != nil || value == "" {
-		return nil, err
-	}
-	return decodeJob(key, value)
-}
 
 // decodeJob decodes the job record stored under key.
 func decodeJob(key, value string) (*jobRecord, error) {

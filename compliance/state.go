@@ -149,12 +149,18 @@ func (a *accountChecks) marshalChecks() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	box, err := a.outboxToSave()
+	box := a.outbox // what resendFindings kept, then the rows this sync sent
+	if a.rows != nil {
+		if box, err = a.rows.Box(); err != nil {
+			return "", err
+		}
+	}
+	boxText, err := box.Marshal()
 	if err != nil {
 		return "", err
 	}
 	b, err := json.Marshal(checksJSON{Version: checksVersion, RoundStart: a.roundStart.UTC(), LastRound: a.lastRound.UTC(),
-		Count: len(a.checks), Checks: string(text), Outbox: json.RawMessage(box)})
+		Count: len(a.checks), Checks: string(text), Outbox: json.RawMessage(boxText)})
 	return string(b), err
 }
 

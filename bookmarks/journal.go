@@ -108,7 +108,7 @@ func CreateJournal(dir string, plan OpPlan, step func(string)) (*Journal, error)
 		return nil, err
 	}
 	step("journal written")
-	return openJournal(path, step)
+	return OpenJournal(dir, plan.Kind, plan.UserID, step)
 }
 
 // OpenJournal opens the pending operation of kind for user; nil if none.
@@ -118,14 +118,10 @@ func OpenJournal(dir, kind, user string, step func(string)) (*Journal, error) {
 		return nil, err
 	}
 	path := journalPath(out, kind, user)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	text, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return openJournal(path, step)
-}
-
-func openJournal(path string, step func(string)) (*Journal, error) {
-	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -191,10 +191,7 @@ func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted,
 		return nil, err
 	}
 	c.Logger.Info().Str("job", job.ID).Str("type", typ).Int("ids", len(batch)).Msg("compliance job created")
-	if err := c.upload(ctx, key, rec, job); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return rec, c.upload(ctx, key, rec, job)
 }
 
 func (c *Check) upload(ctx context.Context, key string, rec *jobRecord, job *client.ComplianceJob) error {

@@ -117,25 +117,6 @@ func Unmarshal(text, what string) (*Box, error) {
 	return &Box{Entries: j.Entries}, nil
 }
 
-// Resend is what a sync, syncID, sends again of b, which it keeps: each
-// entry whose last sync ran to its end (ended says which did) counts it,
-// entries p lets go are dropped, and syncID becomes the last sync of the
-// others.
-func (b *Box) Resend(syncID string, ended func(syncID string) bool, p Policy) *Box {
-	next := &Box{}
-	for _, e := range b.Entries {
-		if e.LastSync != "" && e.LastSync != syncID && ended(e.LastSync) {
-			e.Sends++
-		}
-		if e.Sends >= p.Syncs {
-			continue
-		}
-		e.LastSync = syncID
-		next.Entries = append(next.Entries, e)
-	}
-	return next
-}
-
 // With returns b with sent, the entry of what its last sync sent of its
 // own (nil: nothing), last.
 func (b *Box) With(sent *Entry) *Box {
@@ -208,12 +189,9 @@ type Sync struct {
 	Ended     func(id string) bool
 }
 
-// Rows is one table's outbox of one account during a sync, its rows of
-// type T (each a JSON value): what earlier syncs sent that this one sends
-// again, and what this one sends. It lives at the table's resolver: the
-// rows sent again are those Each gives, the rows sent are Added, and Box
-// is what the state value of the table's memory keeps. Safe for
-// concurrent use.
+// Rows is one table's outbox of one account during a sync, at the table's
+// resolver: the rows of type T (each a JSON value) earlier syncs sent that
+// this one sends again, and those it sends. Safe for concurrent use.
 type Rows[T any] struct {
 	mu   sync.Mutex
 	kept *Box
@@ -221,10 +199,22 @@ type Rows[T any] struct {
 	sync Sync
 }
 
-// Open is the outbox box holds, as sync keeps it: p and the syncs that
-// ended decide which entries stay (Box.Resend).
+// Open is the outbox box holds, as sync s keeps it, to send again: each
+// entry whose last sync ran to its end counts it, entries p lets go are
+// dropped, and s becomes the last sync of the others.
 func Open[T any](box *Box, s Sync, p Policy) *Rows[T] {
-	return &Rows[T]{kept: box.Resend(s.ID, s.Ended, p), sync: s}
+	kept := &Box{}
+	for _, e := range box.Entries {
+		if e.LastSync != "" && e.LastSync != s.ID && s.Ended(e.LastSync) {
+			e.Sends++
+		}
+		if e.Sends >= p.Syncs {
+			continue
+		}
+		e.LastSync = s.ID
+		kept.Entries = append(kept.Entries, e)
+	}
+	return &Rows[T]{kept: kept, sync: s}
 }
 
 // Each calls f with the rows kept, an entry at a time, oldest first, so

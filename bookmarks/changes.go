@@ -101,12 +101,9 @@ func ReadChanges(dir string) (*Changes, error) {
 	return ch, err
 }
 
-// record writes, as one run of the export's protocol under the
-// directory's lock, what the journal has and x_bookmark_changes does not,
-// what the requests since the last commit cost in x_api_usage, and the
-// walk memory without the posts removed (the walk would otherwise read past
-// them as removed since it last ran). A journal whose operation is over and
-// written is removed.
+// record writes what the journal has and x_bookmark_changes does not, with
+// its cost and the walk memory without the posts removed, and removes a
+// journal that is over (docs/design/exporter.md, on the journal).
 func (r *accountRun) record(ctx context.Context) error {
 	// The answers of a commit that fails are in the journal: the next run
 	// records them.

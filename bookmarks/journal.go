@@ -16,14 +16,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// A bookmark operation of one account keeps a journal in the output
-// directory, so that a run that is killed resumes where it stopped
-// (docs/cli.md):
-//
-//	DIR/.ops/<kind>/<user id>.plan   what to do: the posts, in order (written once, atomically)
-//	DIR/.ops/<kind>/<user id>.log    a line before each request ("send ID") and after its
-//	                                 answer ("done ID true|false TIME", or "fail ID REASON"),
-//	                                 each fsynced before the program goes on
+// A bookmark operation of one account keeps a journal in DIR/.ops, so that
+// a run that is killed resumes where it stopped: see
+// docs/design/exporter.md#the-journal-of-a-bookmark-operation-bookmarksjournalgo.
 const opsDir = ".ops"
 
 // Operation kinds.

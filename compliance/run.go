@@ -244,9 +244,9 @@ func busyError(j *client.ComplianceJob) error {
 
 // finishJob polls the job until it ends or the deadline passes (done is
 // false then: the job stays recorded), and returns a complete job's
-// results. A job that cannot give them (poll gives it up) is replaced at once, in
-// rec, by a new job of its ids; one that cannot either is cleared and
-// reported, and its ids are checked at the next sync.
+// results. A job poll gives up is replaced at once, in rec, by a new job
+// of its ids; one given up too is cleared and reported, and its ids are
+// checked at the next sync.
 func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (reported results, done bool, err error) {
 	replaced := false
 	for n := 0; ; n++ {

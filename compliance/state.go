@@ -21,10 +21,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What the checks keep in the state backend (account/keys.go): per account
-// its checks (accountChecks); per sync scope the check of the authors
-// (usersCheck) and each type's job in progress (jobRecord): unlike a
-// pagination token, a job id stays valid between runs.
+// What the checks keep in the state backend (account/keys.go names the
+// keys). Unlike a pagination token, a job id stays valid between runs.
 
 func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {

@@ -469,7 +469,9 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 func (op *Operation) WritePlan() {
 	o := op.o
 	var sent []int // the requests of each account
+	archived := 0  // add: the posts planned the archive holds
 	for _, a := range op.accounts {
+		archived += a.archived
 		n := len(a.plan)
 		switch {
 		case a.problem != "":
@@ -486,7 +488,7 @@ func (op *Operation) WritePlan() {
 		sent = append(sent, n)
 	}
 	if slices.Max(append(sent, 0)) > 0 {
-		o.writeCost(op.accounts, sent)
+		o.writeCost(sent, archived)
 	}
 }
 
@@ -530,7 +532,7 @@ func (o Options) writeNewPlan(a *opAccount) {
 
 // writeCost prints what the requests each account sends cost, how long
 // the longest account takes, and, for additions, what the next export bills.
-func (o Options) writeCost(accounts []*opAccount, sent []int) {
+func (o Options) writeCost(sent []int, archived int) {
 	total, capped, longest := 0, 0, 0
 	for _, n := range sent {
 		total += n
@@ -551,11 +553,7 @@ func (o Options) writeCost(accounts []*opAccount, sent []int) {
 		fmt.Fprintln(o.Stdout, "The archive keeps every row; each removal is recorded in x_bookmark_changes, and the walk memory forgets the posts removed, so the next export bills what it would have without them.")
 		return
 	}
-	archived := 0
-	for _, a := range accounts {
-		archived += a.archived
-	}
-	read := total + 2*len(accounts)
+	read := total + 2*len(sent)
 	fmt.Fprintf(o.Stdout, "The next export reads each added post as a new bookmark: about %d posts billed (USD %.2f).", read, float64(read)*o.rates.Post)
 	if archived > 0 {
 		fmt.Fprintf(o.Stdout, " %d of them %s in x_bookmarks already, and %s not written again.", archived, plural.Pick(archived, "is", "are"), plural.Pick(archived, "is", "are"))

@@ -165,11 +165,7 @@ func withRow(t *testing.T, rows ...string) *outbox.Box {
 			t.Fatal(err)
 		}
 	}
-	entry, err := batch.Entry("sync-1", time.Unix(100, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return (&outbox.Box{}).With(entry)
+	return (&outbox.Box{}).With(batch.Entry("sync-1", time.Unix(100, 0)))
 }
 
 // A file is tried until its status is final, oldest first; one too large

@@ -16,10 +16,7 @@ import (
 func (m *Meter) BilledToday(userID string) (day string, posts, users *ids.Set) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	l := m.days[userID]
-	if l == nil {
-		return "", &ids.Set{}, &ids.Set{}
-	}
+	l := m.ledger(userID, "")
 	return l.day, l.posts.Clone(), l.users.Clone()
 }
 
@@ -36,21 +33,14 @@ func (m *Meter) RestoreBilled(userID, day string, posts, users []string) {
 	l.add(&l.users, day, users)
 }
 
-// ledgerReaders are the readers billing a user's reads, and whether the
-// user's ledger is in the meter: between readers it is put away, so a sync
-// of many accounts holds only the ledgers of the accounts being read.
-type ledgerReaders struct {
-	mu     sync.Mutex
-	n      int
-	loaded bool
-}
-
 // EnterBilling is called by a reader before it bills userID's reads: the
 // first since the ledger was put away brings it back with load, while the
 // others wait; a failed load is tried again by the next. Every EnterBilling
 // is followed by one LeaveBilling.
 func (m *Meter) EnterBilling(userID string, load func() (day string, posts, users []string, err error)) error {
-	r := m.ledgerReaders(userID)
+	m.mu.Lock()
+	r := m.ledger(userID, "")
+	m.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n++
@@ -69,7 +59,9 @@ func (m *Meter) EnterBilling(userID string, load func() (day string, posts, user
 // LeaveBilling is called by a reader once it bills no more: the last one
 // out puts the ledger away with store (kept when store fails).
 func (m *Meter) LeaveBilling(userID string, store func() error) error {
-	r := m.ledgerReaders(userID)
+	m.mu.Lock()
+	r := m.ledger(userID, "")
+	m.mu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n--; r.n > 0 || !r.loaded {
@@ -79,7 +71,7 @@ func (m *Meter) LeaveBilling(userID string, store func() error) error {
 		return err
 	}
 	m.mu.Lock()
-	delete(m.days, userID)
+	r.day, r.posts, r.users = "", ids.Set{}, ids.Set{}
 	m.mu.Unlock()
 	r.loaded = false
 	return nil
@@ -89,24 +81,20 @@ func (m *Meter) LeaveBilling(userID string, store func() error) error {
 func (m *Meter) HoldsBilled(userID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.days[userID] != nil
+	return m.ledger(userID, "").day != ""
 }
 
-func (m *Meter) ledgerReaders(userID string) *ledgerReaders {
-	m.readersMu.Lock()
-	defer m.readersMu.Unlock()
-	r := m.readers[userID]
-	if r == nil {
-		r = &ledgerReaders{}
-		m.readers[userID] = r
-	}
-	return r
-}
-
-// ledger is the resources of one user billed on one UTC day.
+// ledger is the resources of one user billed on one UTC day (m.mu guards
+// them), and the readers billing the user's reads (mu guards them): between
+// readers the ledger is put away (loaded is false), so a sync of many
+// accounts holds only the ledgers of the accounts being read.
 type ledger struct {
 	day          string
 	posts, users ids.Set
+
+	mu     sync.Mutex
+	n      int
+	loaded bool
 }
 
 // ledger returns userID's ledger, moved to day unless day is older than
@@ -118,7 +106,7 @@ func (m *Meter) ledger(userID, day string) *ledger {
 		l = &ledger{day: day}
 		m.days[userID] = l
 	case day > l.day:
-		*l = ledger{day: day}
+		l.day, l.posts, l.users = day, ids.Set{}, ids.Set{}
 	}
 	return l
 }

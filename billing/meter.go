@@ -72,9 +72,6 @@ type Meter struct {
 	owned  map[string]bool    // users who own their app
 	owning map[rowKey]bool    // rows whose posts are owned reads of an owner
 	days   map[string]*ledger // by user id
-
-	readersMu sync.Mutex
-	readers   map[string]*ledgerReaders // by user id
 }
 
 type rowKey struct {
@@ -85,7 +82,7 @@ type rowKey struct {
 // NewMeter returns a meter that prices at r (an invalid rate is X's).
 func NewMeter(r Rates) *Meter {
 	return &Meter{rates: r.withDefaults(), m: map[rowKey]*Usage{}, owned: map[string]bool{}, owning: map[rowKey]bool{},
-		days: map[string]*ledger{}, readers: map[string]*ledgerReaders{}}
+		days: map[string]*ledger{}}
 }
 
 func (m *Meter) Rates() Rates { return m.rates }

@@ -101,12 +101,9 @@ func ReadChanges(dir string) (*Changes, error) {
 	return ch, err
 }
 
-// record writes, as one run of the export's protocol under the
-// directory's lock, what the journal has and x_bookmark_changes does not,
-// what the requests since the last commit cost in x_api_usage, and the
-// walk memory without the posts removed (the walk would otherwise read past
-// them as removed since it last ran). A journal whose operation is over and
-// written is removed.
+// record writes what the journal has and x_bookmark_changes does not, with
+// its cost and the walk memory without the posts removed, and removes a
+// journal that is over (docs/design/exporter.md, on the journal).
 func (r *accountRun) record(ctx context.Context) error {
 	// The answers of a commit that fails are in the journal: the next run
 	// records them.
@@ -201,10 +198,6 @@ func (r *accountRun) commitRun(out string, prev, next *archive.State, done []Jou
 	if err != nil {
 		return err
 	}
-	abort := func(err error) error {
-		run.Abort(out)
-		return archive.DiskFull(err, false)
-	}
 	var usageRows []*resources.Usage
 	if usage != nil {
 		usage.SyncID, usage.SyncStartedAt = run.ID, run.Time
@@ -212,19 +205,15 @@ func (r *accountRun) commitRun(out string, prev, next *archive.State, done []Jou
 	}
 	changes := archive.ChangesTableDef()
 	usageTable, usageRecs := resources.UsageRecords(usageRows)
-	for _, t := range []struct {
-		table *schema.Table
-		recs  []arrow.RecordBatch
-	}{{changes, changesRecords(changes, r.j.Plan, done)}, {usageTable, usageRecs}} {
-		if len(t.recs) == 0 {
-			continue
-		}
-		n, err := stageTable(out, run, t.table, t.recs, r.sourceName)
-		if err != nil {
-			return abort(err)
-		}
-		run.Files = append(run.Files, run.File(t.table.Name, n))
-		step("staged " + t.table.Name)
+	abort := func(err error) error {
+		run.Abort(out)
+		return archive.DiskFull(err, false)
+	}
+	if err := r.stage(out, run, changes, changesRecords(changes, r.j.Plan, done)); err != nil {
+		return abort(err)
+	}
+	if err := r.stage(out, run, usageTable, usageRecs); err != nil {
+		return abort(err)
 	}
 	if err := run.Stage(out); err != nil {
 		return abort(err)
@@ -238,12 +227,15 @@ func (r *accountRun) commitRun(out string, prev, next *archive.State, done []Jou
 	return nil
 }
 
-// stageTable writes the run's file of table, of recs (which it releases),
-// and returns its rows.
-func stageTable(out string, run *archive.Run, table *schema.Table, recs []arrow.RecordBatch, sourceName string) (int64, error) {
-	w, err := run.Create(out, table, sourceName, "", archive.Program{Name: xplugin.Name, Version: xplugin.Version})
+// stage writes the run's file of table, of recs (which it releases), if
+// there are any.
+func (r *accountRun) stage(out string, run *archive.Run, table *schema.Table, recs []arrow.RecordBatch) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	w, err := run.Create(out, table, r.sourceName, "", archive.Program{Name: xplugin.Name, Version: xplugin.Version})
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var rows int64
 	for _, rec := range recs {
@@ -254,7 +246,9 @@ func stageTable(out string, run *archive.Run, table *schema.Table, recs []arrow.
 		rec.Release()
 	}
 	if err := errors.Join(err, w.Close()); err != nil {
-		return 0, fmt.Errorf("writing %s: %w", run.StagedPath(out, table.Name), err)
+		return fmt.Errorf("writing %s: %w", run.StagedPath(out, table.Name), err)
 	}
-	return rows, nil
+	run.Files = append(run.Files, run.File(table.Name, rows))
+	r.o.Step("staged " + table.Name)
+	return nil
 }

@@ -16,14 +16,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// A bookmark operation of one account keeps a journal in the output
-// directory, so that a run that is killed resumes where it stopped
-// (docs/cli.md):
-//
-//	DIR/.ops/<kind>/<user id>.plan   what to do: the posts, in order (written once, atomically)
-//	DIR/.ops/<kind>/<user id>.log    a line before each request ("send ID") and after its
-//	                                 answer ("done ID true|false TIME", or "fail ID REASON"),
-//	                                 each fsynced before the program goes on
+// A bookmark operation of one account keeps a journal in DIR/.ops, so that
+// a run that is killed resumes where it stopped: see
+// docs/design/exporter.md#the-journal-of-a-bookmark-operation-bookmarksjournalgo.
 const opsDir = ".ops"
 
 // Operation kinds.
@@ -108,7 +103,7 @@ func CreateJournal(dir string, plan OpPlan, step func(string)) (*Journal, error)
 		return nil, err
 	}
 	step("journal written")
-	return openJournal(path, step)
+	return OpenJournal(dir, plan.Kind, plan.UserID, step)
 }
 
 // OpenJournal opens the pending operation of kind for user; nil if none.
@@ -118,14 +113,10 @@ func OpenJournal(dir, kind, user string, step func(string)) (*Journal, error) {
 		return nil, err
 	}
 	path := journalPath(out, kind, user)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	text, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	return openJournal(path, step)
-}
-
-func openJournal(path string, step func(string)) (*Journal, error) {
-	text, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -336,7 +335,7 @@ func (o Options) planRemoval(a *opAccount, position map[string]int, listed []str
 			a.plan = append(a.plan, id)
 		}
 	}
-	sort.Slice(a.plan, func(i, j int) bool { return position[a.plan[i]] > position[a.plan[j]] })
+	slices.SortFunc(a.plan, func(x, y string) int { return cmp.Compare(position[y], position[x]) })
 	for _, why := range slices.Sorted(maps.Keys(counts)) {
 		a.skipped = append(a.skipped, fmt.Sprintf("%d %s", counts[why], why))
 	}
@@ -465,36 +464,32 @@ func readIDs(path string, stdin io.Reader) ([]string, error) {
 	return ids, nil
 }
 
-// WritePlan prints what the operation will do, and what it costs.
-func (op *Operation) WritePlan() { op.o.writePlan(op.accounts) }
-
-func (o Options) writePlan(accounts []*opAccount) {
+// WritePlan prints, for each account, what the operation will do or why it
+// cannot, and what the requests it sends cost.
+func (op *Operation) WritePlan() {
+	o := op.o
 	var sent []int // the requests of each account
-	for _, a := range accounts {
-		sent = append(sent, o.writeAccountPlan(a))
+	archived := 0  // add: the posts planned the archive holds
+	for _, a := range op.accounts {
+		archived += a.archived
+		n := len(a.plan)
+		switch {
+		case a.problem != "":
+			fmt.Fprintf(o.Stdout, "%s:\n  PROBLEM: %s\n", a.label, a.problem)
+			n = 0
+		case a.resumed != nil:
+			n = o.writeResumedPlan(a)
+		default:
+			o.writeNewPlan(a)
+		}
+		if a.problem == "" && a.lacksScope() {
+			fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s` first\n", auth.ScopeBookmarkWrite, a.login())
+		}
+		sent = append(sent, n)
 	}
 	if slices.Max(append(sent, 0)) > 0 {
-		o.writeCost(accounts, sent)
+		o.writeCost(sent, archived)
 	}
-}
-
-// writeAccountPlan prints what the operation will do for the account, or
-// why it cannot, and returns how many requests it sends.
-func (o Options) writeAccountPlan(a *opAccount) int {
-	n := len(a.plan)
-	switch {
-	case a.problem != "":
-		fmt.Fprintf(o.Stdout, "%s:\n  PROBLEM: %s\n", a.label, a.problem)
-		return 0
-	case a.resumed != nil:
-		n = o.writeResumedPlan(a)
-	default:
-		o.writeNewPlan(a)
-	}
-	if a.lacksScope() {
-		fmt.Fprintf(o.Stdout, "  PROBLEM: the token has no %s scope: run `%s` first\n", auth.ScopeBookmarkWrite, a.login())
-	}
-	return n
 }
 
 // writeResumedPlan prints how far the account's pending run got, and
@@ -537,7 +532,7 @@ func (o Options) writeNewPlan(a *opAccount) {
 
 // writeCost prints what the requests each account sends cost, how long
 // the longest account takes, and, for additions, what the next export bills.
-func (o Options) writeCost(accounts []*opAccount, sent []int) {
+func (o Options) writeCost(sent []int, archived int) {
 	total, capped, longest := 0, 0, 0
 	for _, n := range sent {
 		total += n
@@ -558,11 +553,7 @@ func (o Options) writeCost(accounts []*opAccount, sent []int) {
 		fmt.Fprintln(o.Stdout, "The archive keeps every row; each removal is recorded in x_bookmark_changes, and the walk memory forgets the posts removed, so the next export bills what it would have without them.")
 		return
 	}
-	archived := 0
-	for _, a := range accounts {
-		archived += a.archived
-	}
-	read := total + 2*len(accounts)
+	read := total + 2*len(sent)
 	fmt.Fprintf(o.Stdout, "The next export reads each added post as a new bookmark: about %d posts billed (USD %.2f).", read, float64(read)*o.rates.Post)
 	if archived > 0 {
 		fmt.Fprintf(o.Stdout, " %d of them %s in x_bookmarks already, and %s not written again.", archived, plural.Pick(archived, "is", "are"), plural.Pick(archived, "is", "are"))

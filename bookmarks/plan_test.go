@@ -103,3 +103,5 @@ func mustContain(t *testing.T, got string, want ...string) {
 		}
 	}
 }
+
+func (o Options) writePlan(accounts []*opAccount) { (&Operation{o: o, accounts: accounts}).WritePlan() }

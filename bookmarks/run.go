@@ -34,12 +34,9 @@ func (op *Operation) Do(ctx context.Context) int {
 				continue
 			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &accountRun{o: o, a: a, j: j, say: say, sourceName: op.sourceName, recorded: len(j.Done)}
-			errs[i] = r.run(ctx)
-		}()
+		wg.Go(func() {
+			errs[i] = (&accountRun{o: o, a: a, j: j, say: say, sourceName: op.sourceName, recorded: len(j.Done)}).run(ctx)
+		})
 	}
 	wg.Wait()
 	failed := 0
@@ -192,21 +189,18 @@ func (r *accountRun) stopped(err error) error {
 // cannot be bookmarked), which the run records and goes past, from one
 // that stops it (the token, the rate limit, the server, the network).
 func refusedPost(err error) (string, bool) {
-	var apiErr *client.APIError
-	var errorsOnly *client.ErrorsOnlyError
-	switch {
-	case errors.As(err, &errorsOnly):
-		return errorsOnly.Error(), true
-	case errors.As(err, &apiErr) && (apiErr.Status == 400 || apiErr.Status == 404):
-		return apiErr.Error(), true
+	if e, ok := errors.AsType[*client.ErrorsOnlyError](err); ok {
+		return e.Error(), true
+	}
+	if e, ok := errors.AsType[*client.APIError](err); ok && (e.Status == 400 || e.Status == 404) {
+		return e.Error(), true
 	}
 	return "", false
 }
 
 // explain adds what to do to an error that stopped an account.
 func (o Options) explain(a *opAccount, err error) error {
-	var apiErr *client.APIError
-	if errors.As(err, &apiErr) && apiErr.Status == 403 && !errors.Is(err, client.ErrAppOnlyToken) && !errors.Is(err, client.ErrClientNotEnrolled) {
+	if e, ok := errors.AsType[*client.APIError](err); ok && e.Status == 403 && !errors.Is(err, client.ErrAppOnlyToken) && !errors.Is(err, client.ErrClientNotEnrolled) {
 		return fmt.Errorf("%w: %s need the %s scope: run `%s`", err, o.Verb().Noun, auth.ScopeBookmarkWrite, a.login())
 	}
 	return err

@@ -10,10 +10,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What the archive does with a post X reports (compliance.on_change): an
-// action is applied once, and a stronger one later (a post whose location
-// was removed, then deleted) goes on from it. A post that comes back is not
-// restored: its content is gone from the archive.
+// What the archive does with a post X reports (compliance.on_change): each
+// action once, a stronger one later going on from it (docs/compliance.md).
 
 // Affected is an archived post whose action is not applied yet.
 type Affected struct {

@@ -15,10 +15,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// The authors' accounts (docs/compliance.md): X's jobs of posts report each
-// post of an account X reports; the free jobs of accounts make sure of it. A
-// post whose author X reports is acted on as if X had reported the post,
-// unless the post's own report asks for more.
+// The authors' accounts, checked by X's free jobs of accounts: a post whose
+// author X reports is acted on as if X had reported it (docs/compliance.md).
 
 // usersCheck is a scope's check of the authors' accounts: the round
 // running (RoundStart, and Next, the smallest author not checked in it
@@ -38,15 +36,6 @@ type usersJSON struct {
 }
 
 const usersVersion = 1
-
-func loadUsers(ctx context.Context, c *Check) (*usersCheck, error) {
-	key := account.UsersKey(c.Scope)
-	value, err := account.GetKey(ctx, c.State, key)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalUsers(value, "state "+strconv.Quote(key))
-}
 
 func unmarshalUsers(value, what string) (*usersCheck, error) {
 	j := usersJSON{Version: usersVersion, usersCheck: &usersCheck{}}

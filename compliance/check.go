@@ -149,16 +149,3 @@ func (a *accountChecks) resendFindings(ctx context.Context, sync account.Sync, p
 	}
 	return nil
 }
-
-// outboxToSave is the account's outbox to save: what resendFindings kept,
-// then the rows this sync sent.
-func (a *accountChecks) outboxToSave() (string, error) {
-	box := a.outbox
-	if a.rows != nil {
-		var err error
-		if box, err = a.rows.Box(); err != nil {
-			return "", err
-		}
-	}
-	return box.Marshal()
-}

@@ -28,7 +28,12 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 	if err != nil || len(accts) == 0 {
 		return err
 	}
-	if c.users, err = loadUsers(ctx, c); err != nil {
+	usersKey := account.UsersKey(c.Scope)
+	users, err := account.GetKey(ctx, c.State, usersKey)
+	if err == nil {
+		c.users, err = unmarshalUsers(users, "state "+strconv.Quote(usersKey))
+	}
+	if err != nil {
 		return err
 	}
 	start := c.Clock.Now()
@@ -36,9 +41,13 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 		if err := a.resendFindings(ctx, c.Sync, c.Resend, emit); err != nil {
 			return errors.Join(err, c.saveAccounts(ctx, accts))
 		}
+		// A round starts Every after the last one started.
+		if a.roundStart.IsZero() && (a.lastRound.IsZero() || start.Sub(a.lastRound) >= c.Every) && len(a.archived) > 0 {
+			a.roundStart, a.changed = start, true
+			c.Logger.Info().Str("user_id", a.userID).Int("posts", len(a.archived)).Msg("compliance check of the archive starts")
+		}
 	}
 	c.accts = accts
-	c.startRounds(accts, start)
 	_, err = c.runJobs(ctx, account.JobKey(c.Scope), client.ComplianceTweets, func() ids.Sorted { return dueBatch(accts, c.MaxIDsPerJob) },
 		func(rec *jobRecord, reported results) error {
 			return c.apply(ctx, rec, reported, accts, emit)
@@ -61,7 +70,11 @@ func (c *Check) check(ctx context.Context, emit Emit) error {
 // and the accounts' checks are saved.
 func (c *Check) runJobs(ctx context.Context, key, typ string, next func() ids.Sorted, apply func(*jobRecord, results) error,
 	accts []*accountChecks, deadline time.Time) (done bool, err error) {
-	rec, err := loadJob(ctx, c.State, key)
+	var rec *jobRecord
+	value, err := c.State.GetKey(ctx, key)
+	if err == nil && value != "" {
+		rec, err = decodeJob(key, value)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -131,16 +144,6 @@ func (c *Check) loadAccounts(ctx context.Context) ([]*accountChecks, error) {
 	return out, nil
 }
 
-// startRounds starts the round of each account whose last started Every ago.
-func (c *Check) startRounds(accts []*accountChecks, now time.Time) {
-	for _, a := range accts {
-		if a.roundStart.IsZero() && (a.lastRound.IsZero() || now.Sub(a.lastRound) >= c.Every) && len(a.archived) > 0 {
-			a.roundStart, a.changed = now, true
-			c.Logger.Info().Str("user_id", a.userID).Int("posts", len(a.archived)).Msg("compliance check of the archive starts")
-		}
-	}
-}
-
 // dueBatch is the next job's ids: the smallest max ids due in any account.
 func dueBatch(accts []*accountChecks, max int) ids.Sorted {
 	var all ids.Sorted
@@ -188,10 +191,7 @@ func (c *Check) startJob(ctx context.Context, key, typ string, batch ids.Sorted,
 		return nil, err
 	}
 	c.Logger.Info().Str("job", job.ID).Str("type", typ).Int("ids", len(batch)).Msg("compliance job created")
-	if err := c.upload(ctx, key, rec, job); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return rec, c.upload(ctx, key, rec, job)
 }
 
 func (c *Check) upload(ctx context.Context, key string, rec *jobRecord, job *client.ComplianceJob) error {
@@ -244,9 +244,9 @@ func busyError(j *client.ComplianceJob) error {
 
 // finishJob polls the job until it ends or the deadline passes (done is
 // false then: the job stays recorded), and returns a complete job's
-// results. A job that cannot give them (giveUp) is replaced at once, in
-// rec, by a new job of its ids; one that cannot either is cleared and
-// reported, and its ids are checked at the next sync.
+// results. A job poll gives up is replaced at once, in rec, by a new job
+// of its ids; one given up too is cleared and reported, and its ids are
+// checked at the next sync.
 func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadline time.Time) (reported results, done bool, err error) {
 	replaced := false
 	for n := 0; ; n++ {
@@ -258,11 +258,12 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadl
 			if err := saveJob(ctx, c.State, key, nil, true); err != nil {
 				return nil, false, err
 			}
-			if replaced {
-				return nil, false, &jobError{g.op, fmt.Errorf("compliance job %s %s; its %d %s are checked by a new job at the next sync", rec.ID, g.why, len(rec.IDs), rec.what())}
-			}
 			typ := cmp.Or(rec.Type, client.ComplianceTweets)
-			c.Logger.Warn().Str("job", rec.ID).Str("type", typ).Str("why", g.why).Int("ids", len(rec.IDs)).Msg("compliance job given up; a new job checks its ids")
+			if replaced {
+				what := map[string]string{client.ComplianceTweets: "posts", client.ComplianceUsers: "accounts"}[typ]
+				return nil, false, &jobError{g.op, fmt.Errorf("compliance job %s %v; its %d %s are checked by a new job at the next sync", rec.ID, g, len(rec.IDs), what)}
+			}
+			c.Logger.Warn().Str("job", rec.ID).Str("type", typ).Str("why", g.Error()).Int("ids", len(rec.IDs)).Msg("compliance job given up; a new job checks its ids")
 			next, err := c.startJob(ctx, key, typ, rec.IDs, deadline)
 			if err != nil {
 				return nil, false, err
@@ -279,22 +280,17 @@ func (c *Check) finishJob(ctx context.Context, key string, rec *jobRecord, deadl
 	}
 }
 
-// giveUp is why a job cannot give its results, found by op.
-type giveUp struct {
-	op  client.Operation
-	why string
-}
-
 // resultsKept is how long X keeps a job's results: "The download_url
 // expires after one week (from when the job was created)".
 const resultsKept = 7 * 24 * time.Hour
 
 // poll reads the job once and, complete, its results. A job that ended
-// without them, or not ended when they would expire, is given up (g).
-func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported results, done bool, g *giveUp, err error) {
+// without them, or not ended when they would expire, is given up (g: the
+// operation that found it, and why).
+func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported results, done bool, g *jobError, err error) {
 	job, _, err := c.API.GetComplianceJob(ctx, rec.ID)
 	if errors.Is(err, client.ErrNotFound) {
-		return nil, false, &giveUp{client.OpGetComplianceJob, "is not known to X any more"}, nil
+		return nil, false, &jobError{client.OpGetComplianceJob, errors.New("is not known to X any more")}, nil
 	}
 	if err != nil {
 		return nil, false, nil, explain(err)
@@ -309,29 +305,29 @@ func (c *Check) poll(ctx context.Context, key string, rec *jobRecord) (reported 
 			return nil, false, nil, c.upload(ctx, key, rec, job)
 		}
 		if past {
-			return nil, false, &giveUp{client.OpGetComplianceJob, "is still " + job.Status + " at " + at + ", when its results would expire"}, nil
+			return nil, false, &jobError{client.OpGetComplianceJob, errors.New("is still " + job.Status + " at " + at + ", when its results would expire")}, nil
 		}
 		return nil, false, nil, nil
 	case client.JobComplete:
 		if past {
-			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results expired at " + at + ", before they were read"}, nil
+			return nil, false, &jobError{client.OpDownloadComplianceResults, errors.New("is complete, but its results expired at " + at + ", before they were read")}, nil
 		}
 		reported, err := c.readResults(ctx, rec, job)
 		ae, isAPI := errors.AsType[*client.APIError](err)
 		if _, malformed := errors.AsType[*client.MalformedResponseError](err); (isAPI && ae.Status < 500) || malformed {
-			return nil, false, &giveUp{client.OpDownloadComplianceResults, "is complete, but its results could not be read: " + err.Error()}, nil
+			return nil, false, &jobError{client.OpDownloadComplianceResults, errors.New("is complete, but its results could not be read: " + err.Error())}, nil
 		}
 		if err != nil {
 			return nil, false, nil, &jobError{client.OpDownloadComplianceResults, fmt.Errorf("reading the results of compliance job %s (the next sync reads them again): %w", rec.ID, err)}
 		}
 		return reported, true, nil, nil
 	case client.JobFailed:
-		return nil, false, &giveUp{client.OpGetComplianceJob, "failed (X gives no reason)"}, nil
+		return nil, false, &jobError{client.OpGetComplianceJob, errors.New("failed (X gives no reason)")}, nil
 	case client.JobExpired:
 		if rec.Uploaded {
-			return nil, false, &giveUp{client.OpGetComplianceJob, "expired before its results were read"}, nil
+			return nil, false, &jobError{client.OpGetComplianceJob, errors.New("expired before its results were read")}, nil
 		}
-		return nil, false, &giveUp{client.OpGetComplianceJob, "expired: its ids were not uploaded within 15 minutes of its creation (the sync that created it stopped)"}, nil
+		return nil, false, &jobError{client.OpGetComplianceJob, errors.New("expired: its ids were not uploaded within 15 minutes of its creation (the sync that created it stopped)")}, nil
 	}
 	return nil, false, nil, fmt.Errorf("compliance job %s has status %q, which this version does not know", rec.ID, job.Status)
 }

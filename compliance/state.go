@@ -21,10 +21,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// What the checks keep in the state backend (account/keys.go): per account
-// its checks (accountChecks); per sync scope the check of the authors
-// (usersCheck) and each type's job in progress (jobRecord): unlike a
-// pagination token, a job id stays valid between runs.
+// What the checks keep in the state backend (account/keys.go names the
+// keys). Unlike a pagination token, a job id stays valid between runs.
 
 func init() {
 	account.RegisterDecoder(account.ComplianceChecks, func(key, value string) error {
@@ -149,12 +147,18 @@ func (a *accountChecks) marshalChecks() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	box, err := a.outboxToSave()
+	box := a.outbox // what resendFindings kept, then the rows this sync sent
+	if a.rows != nil {
+		if box, err = a.rows.Box(); err != nil {
+			return "", err
+		}
+	}
+	boxText, err := box.Marshal()
 	if err != nil {
 		return "", err
 	}
 	b, err := json.Marshal(checksJSON{Version: checksVersion, RoundStart: a.roundStart.UTC(), LastRound: a.lastRound.UTC(),
-		Count: len(a.checks), Checks: string(text), Outbox: json.RawMessage(box)})
+		Count: len(a.checks), Checks: string(text), Outbox: json.RawMessage(boxText)})
 	return string(b), err
 }
 
@@ -218,14 +222,6 @@ type jobRecord struct {
 // results are a complete job's results by id, of the ids it was given.
 type results = map[uint64]client.ComplianceResult
 
-// what names the ids of the job, in messages.
-func (r *jobRecord) what() string {
-	if r.Type == client.ComplianceUsers {
-		return "accounts"
-	}
-	return "posts"
-}
-
 type jobRecordJSON struct {
 	Version int `json:"version"`
 	jobRecord
@@ -234,14 +230,6 @@ type jobRecordJSON struct {
 }
 
 const jobVersion = 1
-
-func loadJob(ctx context.Context, st state.Client, key string) (*jobRecord, error) {
-	value, err := st.GetKey(ctx, key)
-	if err != nil || value == "" {
-		return nil, err
-	}
-	return decodeJob(key, value)
-}
 
 // decodeJob decodes the job record stored under key.
 func decodeJob(key, value string) (*jobRecord, error) {

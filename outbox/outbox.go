@@ -1,19 +1,6 @@
 // Package outbox keeps the rows a sync sent to a destination that may not
-// hold them yet, so that later syncs send them again.
-//
-// A CloudQuery sync's rows travel source → CLI → destination, which batches
-// them and writes its last batch when the CLI closes its stream, after the
-// source's Sync has returned; the state reaches its backend on a path of its
-// own. A stop in between keeps the state and drops the rows, and the next
-// sync, whose state says they were read, would never read them again. So
-// every row of an incremental table goes into an outbox kept in the same
-// state value as the state that says it was read, and each later sync sends
-// it again until enough syncs that sent it have run to their end. The plugin
-// cannot learn that a row was written — the CLI tells a source nothing after
-// its Sync returns — so that is the best evidence there is: a stop (Ctrl-C,
-// a crash, a failed write) during a sync never counts, and a row is lost
-// only if every one of Policy.Syncs syncs that sent it and ran to their end
-// was stopped after it returned, before the destination's last write.
+// hold them yet, in the state value that says they were read, so that later
+// syncs send them again (docs/delivery.md#how-it-holds says why and how long).
 package outbox
 
 import (
@@ -66,34 +53,26 @@ var (
 // Each calls f with each JSON line of the entry, in the order added.
 func (e *Entry) Each(f func(line []byte) error) error {
 	var lines io.Reader
+	var err error
 	if bytes.HasPrefix(e.Rows, []byte{0x28, 0xb5, 0x2f, 0xfd}) { // zstd's magic number
-		plain, err := decoder.DecodeAll(e.Rows, nil)
-		if err != nil {
-			return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
-		}
+		var plain []byte
+		plain, err = decoder.DecodeAll(e.Rows, nil)
 		lines = bytes.NewReader(plain)
 	} else {
-		zr, err := gzip.NewReader(bytes.NewReader(e.Rows))
-		if err != nil {
-			return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
-		}
-		lines = zr
+		lines, err = gzip.NewReader(bytes.NewReader(e.Rows))
 	}
-	r := bufio.NewReader(lines)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 1 {
+	for r := bufio.NewReader(lines); err == nil; {
+		var line []byte
+		if line, err = r.ReadBytes('\n'); len(line) > 1 {
 			if ferr := f(line[:len(line)-1]); ferr != nil {
 				return ferr
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
-		}
 	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return fmt.Errorf("outbox entry of %s: %w", e.SentAt.Format(time.RFC3339), err)
 }
 
 // Box is one list's outbox, oldest entry first.
@@ -138,25 +117,6 @@ func Unmarshal(text, what string) (*Box, error) {
 	return &Box{Entries: j.Entries}, nil
 }
 
-// Resend is what a sync, syncID, sends again of b, which it keeps: each
-// entry whose last sync ran to its end (ended says which did) counts it,
-// entries p lets go are dropped, and syncID becomes the last sync of the
-// others.
-func (b *Box) Resend(syncID string, ended func(syncID string) bool, p Policy) *Box {
-	next := &Box{}
-	for _, e := range b.Entries {
-		if e.LastSync != "" && e.LastSync != syncID && ended(e.LastSync) {
-			e.Sends++
-		}
-		if e.Sends >= p.Syncs {
-			continue
-		}
-		e.LastSync = syncID
-		next.Entries = append(next.Entries, e)
-	}
-	return next
-}
-
 // With returns b with sent, the entry of what its last sync sent of its
 // own (nil: nothing), last.
 func (b *Box) With(sent *Entry) *Box {
@@ -189,11 +149,11 @@ func (w *Batch) addLine(line []byte) error {
 // Entry is the entry of sync syncID, which started at sentAt, of every line
 // added so far, or nil when none was. It may be taken again as lines are
 // added: the state keeps what a sync sent each time it is saved.
-func (w *Batch) Entry(syncID string, sentAt time.Time) (*Entry, error) {
+func (w *Batch) Entry(syncID string, sentAt time.Time) *Entry {
 	if w.lines.Len() == 0 {
-		return nil, nil
+		return nil
 	}
-	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: encoder.EncodeAll(w.lines.Bytes(), nil)}, nil
+	return &Entry{SentAt: sentAt.UTC(), LastSync: syncID, Rows: encoder.EncodeAll(w.lines.Bytes(), nil)}
 }
 
 // Rewrite is b with each line of each entry replaced by what f makes of
@@ -213,11 +173,7 @@ func (b *Box) Rewrite(f func(line []byte) ([]byte, error)) (*Box, error) {
 		if err != nil {
 			return nil, err
 		}
-		kept, err := batch.Entry(e.LastSync, e.SentAt)
-		if err != nil {
-			return nil, err
-		}
-		if kept != nil {
+		if kept := batch.Entry(e.LastSync, e.SentAt); kept != nil {
 			kept.Sends = e.Sends
 			next.Entries = append(next.Entries, *kept)
 		}
@@ -233,12 +189,9 @@ type Sync struct {
 	Ended     func(id string) bool
 }
 
-// Rows is one table's outbox of one account during a sync, its rows of
-// type T (each a JSON value): what earlier syncs sent that this one sends
-// again, and what this one sends. It lives at the table's resolver: the
-// rows sent again are those Each gives, the rows sent are Added, and Box
-// is what the state value of the table's memory keeps. Safe for
-// concurrent use.
+// Rows is one table's outbox of one account during a sync, at the table's
+// resolver: the rows of type T (each a JSON value) earlier syncs sent that
+// this one sends again, and those it sends. Safe for concurrent use.
 type Rows[T any] struct {
 	mu   sync.Mutex
 	kept *Box
@@ -246,13 +199,22 @@ type Rows[T any] struct {
 	sync Sync
 }
 
-// Open is the outbox box holds, as sync keeps it: p and the syncs that
-// ended decide which entries stay (Box.Resend).
+// Open is the outbox box holds, as sync s keeps it, to send again: each
+// entry whose last sync ran to its end counts it, entries p lets go are
+// dropped, and s becomes the last sync of the others.
 func Open[T any](box *Box, s Sync, p Policy) *Rows[T] {
-	if len(box.Entries) > 0 {
-		box = box.Resend(s.ID, s.Ended, p)
+	kept := &Box{}
+	for _, e := range box.Entries {
+		if e.LastSync != "" && e.LastSync != s.ID && s.Ended(e.LastSync) {
+			e.Sends++
+		}
+		if e.Sends >= p.Syncs {
+			continue
+		}
+		e.LastSync = s.ID
+		kept.Entries = append(kept.Entries, e)
 	}
-	return &Rows[T]{kept: box, sync: s}
+	return &Rows[T]{kept: kept, sync: s}
 }
 
 // Each calls f with the rows kept, an entry at a time, oldest first, so
@@ -295,11 +257,7 @@ func (r *Rows[T]) Add(rows ...T) error {
 func (r *Rows[T]) Box() (*Box, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	sent, err := r.sent.Entry(r.sync.ID, r.sync.StartedAt)
-	if err != nil {
-		return nil, err
-	}
-	return r.kept.With(sent), nil
+	return r.kept.With(r.sent.Entry(r.sync.ID, r.sync.StartedAt)), nil
 }
 
 // Edit is box with each row of type T changed by edit, which drops it when

@@ -20,11 +20,7 @@ func entry(t *testing.T, syncID string, rows ...string) *Entry {
 			t.Fatal(err)
 		}
 	}
-	e, err := b.Entry(syncID, t0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
+	return b.Entry(syncID, t0)
 }
 
 func rowsOf(t *testing.T, b *Box) []string {
@@ -148,8 +144,8 @@ func TestRewriteDropsLinesAndEmptyEntries(t *testing.T) {
 	if err := two.Add("b"); err != nil {
 		t.Fatal(err)
 	}
-	e1, _ := one.Entry("s1", time.Unix(1, 0))
-	e2, _ := two.Entry("s2", time.Unix(2, 0))
+	e1 := one.Entry("s1", time.Unix(1, 0))
+	e2 := two.Entry("s2", time.Unix(2, 0))
 	e1.Sends = 1
 	box, err := (&Box{Entries: []Entry{*e1, *e2}}).Rewrite(func(line []byte) ([]byte, error) {
 		if string(line) == `"b"` {

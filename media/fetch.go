@@ -1,13 +1,6 @@
 // Package media fetches the photos and videos of archived posts from X's
-// CDN into a media store (package media/store), each file once.
-//
-// A Fetcher makes one GET of one file: it sends no X credential (its HTTP
-// client is not the API's); it fetches https only, or http from a loopback
-// host (a simulator), and follows redirects only to https; the API's deadlines
-// bound each request, so a stalled CDN cannot hold a sync; the size limit
-// and the run's byte budget hold while the body is read; and the bytes go
-// to the writer through one buffer, so memory stays flat. A Saver fetches
-// a sync's files: each URL once, a few at a time, retrying transient faults.
+// CDN into a media store (package media/store), each file once
+// (docs/design/media.md).
 package media
 
 import (
@@ -65,7 +58,8 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Fetcher fetches media files. Create it with NewFetcher.
+// Fetcher makes one GET of one file, with no X credential, https only
+// (docs/design/media.md#one-fetch-of-one-file-mediafetchgo).
 type Fetcher struct {
 	http *http.Client
 	o    FetcherOptions

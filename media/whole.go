@@ -5,14 +5,9 @@ import (
 	"encoding/binary"
 )
 
-// wholeFile watches the bytes of a file go by and says, at the end,
-// whether they are a whole file of the format they start with: a JPEG
-// ends with its end-of-image marker, a PNG with its IEND chunk, a GIF with
-// its trailer, a WebP's and an MP4's own sizes add up to its length. A
-// server that announces a Content-Length shorter than its file ends the
-// body early with no error, and the file would be stored cut; the formats
-// of X's media say where they end. Formats it does not know are taken as
-// they come.
+// wholeFile says whether the bytes written to it are a whole file of the
+// format they start with: a body can end early with no error
+// (docs/design/media.md#whole-files-mediawholego).
 type wholeFile struct {
 	n    int64
 	head []byte // the first sniffLen bytes
@@ -55,9 +50,7 @@ func (w *wholeFile) whole() bool {
 	return true
 }
 
-// boxWalk follows the top-level boxes of an ISO base media file (MP4): each
-// starts with its size, so the next box's place is known, and the file is
-// whole when the last box ends where the bytes do.
+// boxWalk follows the top-level boxes of an ISO base media file (MP4).
 type boxWalk struct {
 	next   int64  // offset of the next box's header
 	hdr    []byte // the bytes of that header seen so far

@@ -14,10 +14,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// dir is a store in a local directory. Files are written to a spool in
-// dir/.tmp (the same file system, so that a rename moves them), synced,
-// renamed into place, and their directory synced: a stop at any moment
-// leaves either no file under its name or the whole file.
+// dir is a store in a local directory: spool in dir/.tmp, sync, rename,
+// sync the directory (docs/design/media.md).
 type dir struct {
 	root string
 }
@@ -50,7 +48,9 @@ func OpenDir(root string) (*Store, error) {
 
 // ReadDir is the store in the local directory root, to read: unlike
 // OpenDir, it creates nothing and removes nothing.
-func ReadDir(root string) *Store { return &Store{b: &dir{root: root}, name: root} }
+func ReadDir(root string) *Store {
+	return &Store{b: &dir{root: root}, name: root, step: func(string) {}}
+}
 
 // Spools lists the spools in the directory store root: the files of
 // fetches in progress, or left by a process stopped while it fetched.

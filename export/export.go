@@ -63,7 +63,7 @@ type Options struct {
 // Run exports once: recovery of an earlier run if needed, then a sync of
 // every account into new Parquet files, committed and published. The error
 // is about the export itself; accounts that failed are in the Result
-// (Result.Failed), their state not advanced where their walks failed. ctx
+// (Summary.Failed), their state not advanced where their walks failed. ctx
 // ending interrupts the run (Ctrl-C): what it read is committed (stopRun).
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Spec == nil || o.Out == "" {
@@ -155,16 +155,19 @@ func (r *run) sync(ctx context.Context) error {
 		return err
 	}
 	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
-	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
-	stop, interrupt, unwatch := r.stopRun(ctx)
+	r.prog = newProgress(r.o)
+	interrupt, unwatch := r.stopRun(ctx)
 	defer unwatch()
-	r.stop = stop
 	syncCtx := context.WithoutCancel(ctx)
-	if err := r.openMedia(); err != nil {
-		return err
-	}
-	if r.media != nil {
+	// DIR/media, when the spec stores media files, whatever media_files.store
+	// says (a CloudQuery sync's). A file stored and not committed is found
+	// by its URL, or its content, by the next run.
+	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.MediaFiles != nil {
+		if r.media, err = store.OpenDir(archive.MediaPath(r.out)); err != nil {
+			return err
+		}
 		defer r.media.Close()
+		r.media.OnStep(func(name string) { r.o.Step("media " + name) })
 	}
 	p, err := r.startPlugin(syncCtx)
 	if err != nil {
@@ -177,24 +180,7 @@ func (r *run) sync(ctx context.Context) error {
 	if err := r.runSync(syncCtx, interrupt, p); err != nil {
 		return err
 	}
-	r.res.Interrupted = errors.Is(context.Cause(stop), walk.ErrInterrupted)
-	return nil
-}
-
-// openMedia opens DIR/media when the spec stores media files, whatever
-// media_files.store says (a CloudQuery sync's). A file is stored before
-// the row and the state that name it are committed: a file a run stored but
-// did not commit is found by its URL, or its content, by the next.
-func (r *run) openMedia() error {
-	if r.o.Spec.Plugin == nil || r.o.Spec.Plugin.MediaFiles == nil {
-		return nil
-	}
-	st, err := store.OpenDir(archive.MediaPath(r.out))
-	if err != nil {
-		return err
-	}
-	st.OnStep(func(name string) { r.o.Step("media " + name) })
-	r.media = st
+	r.res.Interrupted = errors.Is(context.Cause(r.stop), walk.ErrInterrupted)
 	return nil
 }
 
@@ -289,7 +275,7 @@ func (r *run) logger() zerolog.Logger {
 	if r.o.Quiet { // the run's error says what failed
 		return zerolog.Nop()
 	}
-	console := zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}
+	console := zerolog.ConsoleWriter{Out: r.prog, NoColor: true, TimeFormat: time.TimeOnly}
 	return zerolog.New(dropReported{console}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 }
 
@@ -545,58 +531,7 @@ func (r *run) commitAndPublish() error {
 		r.abort()
 		return archive.DiskFull(fmt.Errorf("committing the run: %w", err), false)
 	}
-	return r.publishCommitted(next, files)
-}
-
-// Edit takes the edits of what X's compliance job reported: the run commits
-// them with its files and applies them once those are published, so a post
-// reported in the run that archived it is edited too.
-func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
-
-// stage closes every file and syncs the staging directory. A table gets a
-// file of no rows only when it has none yet, which tells readers its
-// columns; the archive's own tables get theirs beside x_bookmarks.
-func (r *run) stage() ([]archive.File, error) {
-	for _, t := range archive.Tables() {
-		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
-			if err := r.openTable(t); err != nil {
-				return nil, err
-			}
-		}
-	}
-	var files []archive.File
-	for _, name := range r.order {
-		f, keep, err := r.closeStaged(name)
-		if err != nil {
-			return nil, err
-		}
-		if keep {
-			files = append(files, f)
-			r.o.Step("staged " + name)
-		}
-	}
-	if err := r.rec.Stage(r.out); err != nil {
-		return nil, err
-	}
-	r.o.Step("staging synced")
-	return files, nil
-}
-
-// closeStaged closes a table's staged file, and removes it when it has no
-// rows and the table has a file already (keep is then false).
-func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
-	tw := r.writers[name]
-	if err := tw.w.Close(); err != nil {
-		return f, false, archive.DiskFull(fmt.Errorf("writing %s: %w", tw.path, err), false)
-	}
-	if tw.w.Rows() == 0 && archive.HasFiles(r.out, name) {
-		return f, false, os.Remove(tw.path)
-	}
-	return r.rec.File(name, tw.w.Rows()), true, nil
-}
-
-// publishCommitted publishes the committed run: nothing is aborted now.
-func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
+	// Committed: nothing is aborted now.
 	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
 		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
 			return err
@@ -608,6 +543,45 @@ func (r *run) publishCommitted(next *archive.State, files []archive.File) error 
 	}
 	r.res.ComplianceRows = next.LastRun.EditedRows
 	return nil
+}
+
+// Edit takes the edits of what X's compliance job reported: the run commits
+// them with its files and applies them once those are published, so a post
+// reported in the run that archived it is edited too.
+func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
+
+// stage closes every file and syncs the staging directory. A table gets a
+// file of no rows only when it has none yet, which tells readers its
+// columns (the others' are removed); the archive's own tables get theirs
+// beside x_bookmarks.
+func (r *run) stage() ([]archive.File, error) {
+	for _, t := range archive.Tables() {
+		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
+			if err := r.openTable(t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var files []archive.File
+	for _, name := range r.order {
+		tw := r.writers[name]
+		if err := tw.w.Close(); err != nil {
+			return nil, archive.DiskFull(fmt.Errorf("writing %s: %w", tw.path, err), false)
+		}
+		if tw.w.Rows() == 0 && archive.HasFiles(r.out, name) {
+			if err := os.Remove(tw.path); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		files = append(files, r.rec.File(name, tw.w.Rows()))
+		r.o.Step("staged " + name)
+	}
+	if err := r.rec.Stage(r.out); err != nil {
+		return nil, err
+	}
+	r.o.Step("staging synced")
+	return files, nil
 }
 
 var Program = archive.Program{Name: xplugin.Name, Version: xplugin.Version}
@@ -647,16 +621,6 @@ type FileResult struct {
 	Table string `json:"table"`
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`
-}
-
-// Failed lists the accounts that failed, each as an error naming it.
-func (r *Result) Failed() (out []error) {
-	for _, s := range r.sessions {
-		if err := sessionErr(s); err != nil {
-			out = append(out, fmt.Errorf("%s: %w", s.Name(), err))
-		}
-	}
-	return out
 }
 
 func sessionErr(s *account.Session) error {

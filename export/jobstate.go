@@ -2,7 +2,6 @@ package export
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"sync"
 
@@ -62,11 +61,8 @@ func (s *runState) Flush(ctx context.Context) error {
 			started = started || (v != "" && v != s.onDisk[k])
 		}
 	}
-	if !started {
+	if !started { // a job is started only with the compliance section, which freezes
 		return nil
-	}
-	if s.committed == nil {
-		return errors.New("export: a compliance job cannot be saved: the committed state was not kept at the start of the run")
 	}
 	keys := maps.Clone(s.committed.Keys)
 	for k, v := range jobs {

@@ -93,13 +93,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer unlock()
 
-	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
+	res := &Result{run: Summary{Out: out, StartedAt: o.Clock.Now().UTC()}, plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
 	st, rec, err := archive.Recover(out, o.Step)
 	if err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
 	}
-	res.Recovered = rec
-	if res.Damaged, err = archive.DamagedFiles(out); err != nil {
+	res.run.Recovered = rec
+	if res.run.Damaged, err = archive.DamagedFiles(out); err != nil {
 		return nil, err
 	}
 
@@ -111,7 +111,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := r.commitAndPublish(); err != nil {
 		return res, err
 	}
-	res.FinishedAt = o.Clock.Now().UTC()
+	res.run.FinishedAt = o.Clock.Now().UTC()
 	return res, nil
 }
 
@@ -154,7 +154,7 @@ func (r *run) sync(ctx context.Context) error {
 	if r.rec, err = archive.BeginRun(r.out, r.state.LastRun, r.o.Clock.Now()); err != nil {
 		return err
 	}
-	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
+	r.res.run.RunID, r.res.run.RunTime = r.rec.ID, r.rec.Time
 	r.prog = newProgress(r.o)
 	interrupt, unwatch := r.stopRun(ctx)
 	defer unwatch()
@@ -180,7 +180,7 @@ func (r *run) sync(ctx context.Context) error {
 	if err := r.runSync(syncCtx, interrupt, p); err != nil {
 		return err
 	}
-	r.res.Interrupted = errors.Is(context.Cause(r.stop), walk.ErrInterrupted)
+	r.res.run.Interrupted = errors.Is(context.Cause(r.stop), walk.ErrInterrupted)
 	return nil
 }
 
@@ -193,7 +193,19 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	// The store holds them now; the walks replace them as they save, and
 	// the ones they replace are not kept (a few bytes a post held).
 	r.state.Keys = nil
-	p := xplugin.New(r.pluginOptions(st)...)
+	opts := []xplugin.Option{
+		xplugin.WithClock(r.o.Clock),
+		xplugin.WithState(st),
+		xplugin.WithObserver(r),
+		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
+	}
+	if r.o.Transport != nil {
+		opts = append(opts, xplugin.WithTransport(r.o.Transport))
+	}
+	if r.media != nil {
+		opts = append(opts, xplugin.WithMediaStore(r.media, r.stop))
+	}
+	p := xplugin.New(opts...)
 	p.SetLogger(r.logger())
 	if err := p.Init(ctx, r.o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
 		return nil, fmt.Errorf("starting the plugin: %w", err)
@@ -277,22 +289,6 @@ func (r *run) logger() zerolog.Logger {
 	}
 	console := zerolog.ConsoleWriter{Out: r.prog, NoColor: true, TimeFormat: time.TimeOnly}
 	return zerolog.New(dropReported{console}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
-}
-
-func (r *run) pluginOptions(st *runState) []xplugin.Option {
-	opts := []xplugin.Option{
-		xplugin.WithClock(r.o.Clock),
-		xplugin.WithState(st),
-		xplugin.WithObserver(r),
-		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
-	}
-	if r.o.Transport != nil {
-		opts = append(opts, xplugin.WithTransport(r.o.Transport))
-	}
-	if r.media != nil {
-		opts = append(opts, xplugin.WithMediaStore(r.media, r.stop))
-	}
-	return opts
 }
 
 // runSync runs the plugin's sync on ctx and writes what it sends, until
@@ -539,7 +535,7 @@ func (r *run) commitAndPublish() error {
 		return fmt.Errorf("publishing the run (committed: the next run finishes publishing it): %w", err)
 	}
 	for _, f := range files {
-		r.res.Files = append(r.res.Files, FileResult{Table: f.Table, Path: archive.FinalPath(r.out, f), Rows: f.Rows})
+		r.res.run.Files = append(r.res.run.Files, FileResult{Table: f.Table, Path: archive.FinalPath(r.out, f), Rows: f.Rows})
 	}
 	r.res.ComplianceRows = next.LastRun.EditedRows
 	return nil
@@ -596,16 +592,9 @@ func BookmarkTables() archive.BookmarkTables {
 	return archive.BookmarkTables{Bookmarks: resources.BookmarksTable, Content: resources.Bookmarks().Relations.TableNames()}
 }
 
+// Result is a run's outcome, told by its Summary.
 type Result struct {
-	Out         string
-	RunID       string
-	RunTime     time.Time
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	Files       []FileResult
-	Recovered   *archive.Recovery
-	Interrupted bool                  // committed what it had read
-	Damaged     []archive.DamagedFile // files of earlier runs whose footer cannot be read
+	run Summary // what the run did, to which Summary adds the accounts'
 	// ComplianceRows is how many rows of posts X's compliance job reported
 	// the run redacted or removed (compliance.on_change).
 	ComplianceRows int64

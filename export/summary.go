@@ -130,15 +130,12 @@ type OperationSum struct {
 // Summary builds the run's summary from the accounts' sessions (the same
 // rows the plugin writes to x_api_usage).
 func (r *Result) Summary() *Summary {
-	s := &Summary{
-		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
-		Accounts: make([]AccountSum, 0, len(r.sessions)),
-	}
+	s := r.run
+	s.OK, s.Accounts = len(s.Damaged) == 0, make([]AccountSum, 0, len(r.sessions))
 	if s.Files == nil {
 		s.Files = []FileResult{}
 	}
-	if sv := saverOf(r.sessions); sv != nil && r.Interrupted {
+	if sv := saverOf(r.sessions); sv != nil && s.Interrupted {
 		c := sv.Progress().Counts()
 		s.MediaFilesLeft = int(max(c.Wanted-c.Done, 0))
 	}
@@ -174,7 +171,7 @@ func (r *Result) Summary() *Summary {
 		s.OK = s.OK && s.Compliance.OK
 		s.Totals.Requests += s.Compliance.Requests
 	}
-	return s
+	return &s
 }
 
 func operationSum(u *resources.Usage) OperationSum {

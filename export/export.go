@@ -32,6 +32,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/plan"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -185,7 +186,7 @@ func (r *run) sync(ctx context.Context) error {
 }
 
 func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
-	st := newRunState(r)
+	st := &runState{Store: memstate.NewWith(r.state.Keys), r: r}
 	if err := r.loadRecords(ctx, st); err != nil {
 		return nil, err
 	}

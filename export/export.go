@@ -293,9 +293,7 @@ func (r *run) logger() zerolog.Logger {
 }
 
 // runSync runs the plugin's sync on ctx and writes what it sends, until
-// the sync closes the channel: the SDK's scheduler sends every row it holds
-// before it returns, and blocks until they are taken. A write that fails
-// stops the reads (interrupt); the rest is drained, and not written.
+// the sync closes the channel (docs/design/exporter.md#the-syncs-rows-exportexportgo).
 func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p *plugin.Plugin) error {
 	o := r.o
 	ch := make(chan message.SyncMessage, 8)
@@ -335,9 +333,7 @@ func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 }
 
 // RecordRows is the size of the records the exporter asks the scheduler
-// for: pqarrow resets its level buffers for each column of each record it
-// writes, and records of 4,096 rows fill a row group in four
-// (docs/benchmarks.md).
+// for (docs/design/exporter.md#the-syncs-rows-exportexportgo).
 func (*run) RecordRows() int { return 4096 }
 
 // dropReported leaves out the log lines that only repeat a failure the
@@ -413,20 +409,14 @@ func (r *run) openTable(t *schema.Table) error {
 	return nil
 }
 
-// write writes a record of the sync. Of x_bookmarks, the rows already
-// written (by an earlier run, or earlier in this one) are dropped; of its
-// child tables, the rows of bookmarks an earlier run wrote (a walk that
-// failed after it emitted them reads them again). The rest are written as
-// runs of consecutive rows.
+// write writes a record of the sync but the rows already written, as runs
+// of consecutive rows (docs/design/exporter.md#rows-written-once-exportexportgo).
 func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 	if tw.userCol < 0 {
 		return r.writeRows(tw, rec)
 	}
-	users, uok := rec.Column(tw.userCol).(*array.String)
-	posts, pok := rec.Column(tw.postCol).(*array.String)
-	if !uok || !pok {
-		return fmt.Errorf("%s: user_id or post_id is not a string column", tw.table.Name)
-	}
+	// The columns of the table the plugin declares, which openTable found.
+	users, posts := rec.Column(tw.userCol).(*array.String), rec.Column(tw.postCol).(*array.String)
 	n := int(rec.NumRows())
 	start := 0 // of the rows not yet written
 	uid := ""
@@ -455,7 +445,6 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
 // its bookmark or the table holds the post's rows already (State.Stray).
-// Records of different tables are not ordered.
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
 		return !r.archived[uid].HasEarlier(postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,7 @@ type AccountSum struct {
 	Interrupted []CutOff       `json:"interrupted,omitempty"`
 
 	problems []string
-	name     string // accounts[i] (user ID)
+	name     string // accounts[i] (user ID); "" says Account
 	doneSome bool   // a table of the account was done, or rows of it written
 }
 
@@ -277,7 +278,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		if a.IncludesMissing > 0 {
 			fmt.Fprintf(w, "%s: X left out %s the spec asks for, with no error saying why; "+
 				"the posts are archived, and the error column of each one's row says it is missing\n",
-				a.displayName(), plural.Count(a.IncludesMissing, "author, media or referenced post", "authors, media or referenced posts"))
+				cmp.Or(a.name, a.Account), plural.Count(a.IncludesMissing, "author, media or referenced post", "authors, media or referenced posts"))
 		}
 	}
 	for _, l := range s.FailureLines() {
@@ -371,7 +372,7 @@ func (s *Summary) FailureLines() []string {
 			byKey[key] = g
 			groups = append(groups, g)
 		}
-		g.names = append(g.names, a.displayName())
+		g.names = append(g.names, cmp.Or(a.name, a.Account))
 	}
 	lines := make([]string, 0, len(groups))
 	for _, g := range groups {
@@ -389,19 +390,7 @@ func (a AccountSum) InPart() bool { return !a.OK && a.doneSome }
 
 // NothingDone reports whether no account got anything done.
 func (s *Summary) NothingDone() bool {
-	for _, a := range s.Accounts {
-		if a.OK || a.doneSome {
-			return false
-		}
-	}
-	return len(s.Accounts) > 0
-}
-
-func (a AccountSum) displayName() string {
-	if a.name == "" {
-		return a.Account
-	}
-	return a.name
+	return len(s.Accounts) > 0 && !slices.ContainsFunc(s.Accounts, func(a AccountSum) bool { return a.OK || a.doneSome })
 }
 
 func (s *Summary) Failed() []AccountSum {

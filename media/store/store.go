@@ -65,12 +65,8 @@ type backend interface {
 // indexDir holds the index from source URLs to files, by the URLs' SHA-256.
 const indexDir = ".urls"
 
-// Open opens the store at rawURL: file:///absolute/dir (a local
-// directory, created if missing), or an object store's bucket URL as
-// gocloud.dev/blob reads it: s3://bucket?region=..., gs://bucket,
-// azblob://container (credentials come from the environment, as each
-// cloud's SDK finds them). A prefix parameter puts the files under a
-// prefix of the bucket (s3://bucket?prefix=media/).
+// Open opens the store at rawURL: file:///absolute/dir (created if
+// missing), or a bucket URL as gocloud.dev/blob reads it (docs/media.md).
 func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err := CheckURL(rawURL); err != nil {
 		return nil, err

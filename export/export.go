@@ -396,13 +396,8 @@ func (r *run) openTable(t *schema.Table) error {
 	}
 	tw := &tableWriter{table: t, w: w, path: r.rec.StagedPath(r.out, t.Name), userCol: -1, postCol: -1}
 	tw.child = resources.IsBookmarkContent(t.Name)
-	if t.Name == resources.BookmarksTable || tw.child {
-		tw.userCol = t.Columns.Index("user_id")
-		tw.postCol = t.Columns.Index("post_id")
-		if tw.userCol < 0 || tw.postCol < 0 {
-			w.Close()
-			return fmt.Errorf("%s has no user_id or post_id column", t.Name)
-		}
+	if t.Name == resources.BookmarksTable || tw.child { // their key, as resources declares it
+		tw.userCol, tw.postCol = t.Columns.Index("user_id"), t.Columns.Index("post_id")
 	}
 	r.writers[t.Name] = tw
 	r.order = append(r.order, t.Name)
@@ -415,7 +410,6 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 	if tw.userCol < 0 {
 		return r.writeRows(tw, rec)
 	}
-	// The columns of the table the plugin declares, which openTable found.
 	users, posts := rec.Column(tw.userCol).(*array.String), rec.Column(tw.postCol).(*array.String)
 	n := int(rec.NumRows())
 	start := 0 // of the rows not yet written

@@ -163,7 +163,7 @@ func (r *run) sync(ctx context.Context) error {
 	// DIR/media, when the spec stores media files, whatever media_files.store
 	// says (a CloudQuery sync's). A file stored and not committed is found
 	// by its URL, or its content, by the next run.
-	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.MediaFiles != nil {
+	if r.o.Spec.Plugin.MediaFiles != nil {
 		if r.media, err = store.OpenDir(archive.MediaPath(r.out)); err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (r *run) loadRecords(ctx context.Context, st *runState) error {
 			return err
 		}
 	}
-	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
+	if r.o.Spec.Plugin.Compliance != nil {
 		st.freeze()
 		if err := r.seedAuthors(ctx, st); err != nil {
 			return err
@@ -594,11 +594,4 @@ type FileResult struct {
 	Table string `json:"table"`
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`
-}
-
-func sessionErr(s *account.Session) error {
-	if s.Err != nil {
-		return s.Err
-	}
-	return s.Report().Err()
 }

@@ -1,6 +1,10 @@
 package export
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cq-source-x/cq-source-x/account"
+)
 
 // Failed lists the accounts that failed, each as an error naming it.
 func (r *Result) Failed() (out []error) {
@@ -10,4 +14,11 @@ func (r *Result) Failed() (out []error) {
 		}
 	}
 	return out
+}
+
+func sessionErr(s *account.Session) error {
+	if s.Err != nil {
+		return s.Err
+	}
+	return s.Report().Err()
 }

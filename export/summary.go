@@ -143,11 +143,7 @@ func (r *Result) Summary() *Summary {
 	for _, sess := range r.sessions {
 		a := AccountSum{Account: account.Label(sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
 			name: sess.Name()}
-		if r.plugin != nil {
-			a.problems = xplugin.AccountFailure(r.plugin, sess)
-		} else if err := sessionErr(sess); err != nil {
-			a.problems = sess.Secrets.Strings(strings.Split(err.Error(), "\n"))
-		}
+		a.problems = xplugin.AccountFailure(r.plugin, sess)
 		done, failed := sess.Report().Tables()
 		if a.problems != nil {
 			a.OK, a.Error, a.FailedTables = false, strings.Join(a.problems, "; "), failed

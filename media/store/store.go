@@ -182,27 +182,25 @@ func (sp *Spool) Discard() {
 func (s *Store) Commit(ctx context.Context, sp *Spool, sourceURL, contentType string, now time.Time) (*File, error) {
 	sum := hex.EncodeToString(sp.h.Sum(nil))
 	file := &File{Key: ContentKey(sum, contentType), SHA256: sum, Size: sp.n, ContentType: contentType, StoredAt: now.UTC()}
-	step := s.step
-	f := sp.f
-	sp.f = nil
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(f.Name())
+	if err := sp.f.Sync(); err != nil {
+		sp.Discard()
 		return nil, fmt.Errorf("media store %s: %w", s.name, err)
 	}
-	step("spool synced")
-	if err := s.b.commit(ctx, f, file.Key, contentType, step); err != nil {
+	f := sp.f
+	sp.f = nil
+	s.step("spool synced")
+	if err := s.b.commit(ctx, f, file.Key, contentType, s.step); err != nil {
 		return nil, fmt.Errorf("media store %s: storing %s: %w", s.name, file.Key, err)
 	}
-	step("file stored")
+	s.step("file stored")
 	entry, err := json.Marshal(indexEntry{URL: sourceURL, File: *file})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.b.write(ctx, indexKey(sourceURL), entry, step); err != nil {
+	if err := s.b.write(ctx, indexKey(sourceURL), entry, s.step); err != nil {
 		return nil, fmt.Errorf("media store %s: recording the file of %s: %w", s.name, sourceURL, err)
 	}
-	step("indexed")
+	s.step("indexed")
 	return file, nil
 }
 

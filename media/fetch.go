@@ -61,11 +61,6 @@ func (e *Error) Unwrap() error { return e.Err }
 // Fetcher makes one GET of one file, with no X credential, https only
 // (docs/design/media.md#one-fetch-of-one-file-mediafetchgo).
 type Fetcher struct {
-	http *http.Client
-	o    FetcherOptions
-}
-
-type FetcherOptions struct {
 	// Transport sends the requests; nil: http.DefaultTransport. It must add
 	// no credential: give the base transport, never the API's.
 	Transport http.RoundTripper
@@ -78,10 +73,6 @@ type FetcherOptions struct {
 }
 
 const maxRedirects = 5
-
-func NewFetcher(o FetcherOptions) *Fetcher {
-	return &Fetcher{http: &http.Client{Transport: o.Transport, CheckRedirect: checkRedirect}, o: o}
-}
 
 // checkRedirect follows a redirect only to https (or, from plain http on a
 // loopback host, such as the simulator, to a loopback host), and at most
@@ -127,16 +118,16 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := CheckURL(rawURL); err != nil {
 		return nil, err
 	}
-	d := client.StartDeadlines(ctx, f.o.Timeouts)
+	d := client.StartDeadlines(ctx, f.Timeouts)
 	defer d.Stop()
 	req, err := http.NewRequestWithContext(d.Context(), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, &Error{Status: Failed, Err: err}
 	}
-	if f.o.UserAgent != "" {
-		req.Header.Set("User-Agent", f.o.UserAgent)
+	if f.UserAgent != "" {
+		req.Header.Set("User-Agent", f.UserAgent)
 	}
-	resp, err := f.http.Do(req)
+	resp, err := (&http.Client{Transport: f.Transport, CheckRedirect: checkRedirect}).Do(req)
 	if err != nil {
 		return nil, requestError(d.Err(err))
 	}
@@ -145,8 +136,8 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := statusError(resp.StatusCode); err != nil {
 		return nil, err
 	}
-	if n := resp.ContentLength; n > 0 && f.o.MaxSize > 0 && n > f.o.MaxSize {
-		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.o.MaxSize)}
+	if n := resp.ContentLength; n > 0 && f.MaxSize > 0 && n > f.MaxSize {
+		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.MaxSize)}
 	}
 	if resp.ContentLength > 0 && !budget.take(resp.ContentLength) {
 		return nil, &Error{Status: OverBudget, Size: resp.ContentLength, Err: fmt.Errorf("the file's %d bytes do not fit in what is left of the run's byte budget", resp.ContentLength)}
@@ -176,8 +167,8 @@ func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, budget *Budget) (*R
 		k, rerr := resp.Body.Read(buf)
 		if k > 0 {
 			n += int64(k)
-			if f.o.MaxSize > 0 && n > f.o.MaxSize {
-				return nil, n, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.o.MaxSize)}
+			if f.MaxSize > 0 && n > f.MaxSize {
+				return nil, n, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.MaxSize)}
 			}
 			if resp.ContentLength <= 0 && !budget.take(int64(k)) {
 				return nil, n, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}

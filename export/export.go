@@ -1,8 +1,5 @@
 // Package export runs an export: the plugin in-process, with the spec file a
-// CloudQuery sync uses, as the destination of its sync (plugin.Destination).
-// It drops the rows an earlier run wrote, stages each table's records in a
-// Parquet file of the run and commits them with the state (package
-// archive), and shows the run's progress and summary.
+// CloudQuery sync uses, as the destination of its sync (docs/architecture.md).
 package export
 
 import (
@@ -94,7 +91,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer unlock()
 
-	res := &Result{run: Summary{Out: out, StartedAt: o.Clock.Now().UTC()}, plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
+	res := &Result{run: Summary{Out: out, StartedAt: o.Clock.Now().UTC(), Files: []FileResult{}},
+		plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
 	st, rec, err := archive.Recover(out, o.Step)
 	if err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))

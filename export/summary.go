@@ -133,9 +133,6 @@ type OperationSum struct {
 func (r *Result) Summary() *Summary {
 	s := r.run
 	s.OK, s.Accounts = len(s.Damaged) == 0, make([]AccountSum, 0, len(r.sessions))
-	if s.Files == nil {
-		s.Files = []FileResult{}
-	}
 	if sv := saverOf(r.sessions); sv != nil && s.Interrupted {
 		c := sv.Progress().Counts()
 		s.MediaFilesLeft = int(max(c.Wanted-c.Done, 0))

@@ -22,13 +22,12 @@ import (
 type progress struct {
 	o Options
 
-	mu     sync.Mutex
-	set    *account.Set
-	rows   map[string]int
-	waits  map[string]waitInfo // by user id
-	drawn  int                 // lines currently drawn (terminal)
-	stopCh chan struct{}
-	done   chan struct{}
+	mu    sync.Mutex
+	set   *account.Set
+	rows  map[string]int
+	waits map[string]waitInfo // by user id
+	drawn int                 // lines currently drawn (terminal)
+	timer *time.Timer         // the next draw; nil once stopped
 }
 
 type waitInfo struct {
@@ -95,35 +94,30 @@ func (p *progress) addRows(userID string, n int) {
 }
 
 func (p *progress) start() {
-	if p.o.Quiet {
-		return
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.o.Quiet {
+		p.timer = time.AfterFunc(p.o.ProgressInterval, p.tick)
 	}
-	p.stopCh, p.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(p.o.ProgressInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stopCh:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.draw()
-				p.mu.Unlock()
-			}
-		}
-	}()
+}
+
+func (p *progress) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.draw()
+		p.timer.Reset(p.o.ProgressInterval)
+	}
 }
 
 func (p *progress) stop() {
-	if p.stopCh == nil {
-		return
-	}
-	close(p.stopCh)
-	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.timer == nil {
+		return
+	}
+	p.timer.Stop()
+	p.timer = nil
 	p.draw()
 	if p.o.Terminal && p.drawn > 0 {
 		fmt.Fprintln(p.o.Progress)

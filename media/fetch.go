@@ -230,12 +230,10 @@ func statusError(code int) error {
 // requestError is the error of a request that got no answer: a redirect
 // refused, or a transient fault (no connection, a timeout).
 func requestError(err error) error {
-	var fe *Error
-	var ue *url.Error
-	switch {
-	case errors.As(err, &fe):
+	if fe, ok := errors.AsType[*Error](err); ok {
 		return fe
-	case errors.As(err, &ue):
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err // it repeats the URL
 	}
 	return &Error{Status: Transient, Err: err}
@@ -243,12 +241,10 @@ func requestError(err error) error {
 
 // bodyError is the error of a body that could not be read whole.
 func bodyError(err error) error {
-	var fe *Error
-	var te *client.TimeoutError
-	switch {
-	case errors.As(err, &fe):
+	if fe, ok := errors.AsType[*Error](err); ok {
 		return fe
-	case errors.As(err, &te):
+	}
+	if te, ok := errors.AsType[*client.TimeoutError](err); ok {
 		return &Error{Status: Transient, Err: te}
 	}
 	return &Error{Status: Transient, Err: fmt.Errorf("reading the file: %w", err)}

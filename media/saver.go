@@ -265,8 +265,8 @@ func (s *Saver) fetch(ctx context.Context, u, name string) Outcome {
 	s.progress.bytes.Add(sp.Size())
 	if err != nil {
 		sp.Discard()
-		var fe *Error
-		if !errors.As(err, &fe) {
+		fe, ok := errors.AsType[*Error](err)
+		if !ok {
 			return Outcome{Status: Transient, Err: err.Error()}
 		}
 		return Outcome{Status: fe.Status, HTTPStatus: fe.HTTPStatus, Size: fe.Size, Err: fe.Error()}

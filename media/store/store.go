@@ -137,7 +137,6 @@ func Redacted(u *url.URL) string {
 // "index renamed", "indexed"): the kill tests stop the process there.
 func (s *Store) OnStep(step func(name string)) { s.step = step }
 
-
 func (s *Store) Close() error { return s.b.close() }
 
 // Spool is a file being fetched: what is written to it goes to a temporary

@@ -1,15 +1,7 @@
-// Package browse serves a read-only web page of an exporter's archive on a
-// loopback address (`cq-source-x browse`): its bookmarks newest first, with
-// their authors, text, photos from DIR/media, referenced posts and folders,
-// and a search.
-//
-// It reads the archive through archive.Snapshot, as the other readers of
-// an archive do, and writes nothing to it. What it serves stays on the
-// machine: the page and its stylesheet are in the binary, every string from
-// X is shown as text (html/template), only files under DIR/media are served,
-// and a request for another host than the loopback address it listens on
-// is refused, so that a web page elsewhere cannot read the archive by
-// pointing a name of its own at 127.0.0.1 (DNS rebinding).
+// Package browse serves a read-only web page of an exporter's archive, read
+// through archive.Snapshot, on a loopback address (`cq-source-x browse`);
+// docs/browse.md says what it shows and why what it serves stays on the
+// machine.
 package browse
 
 import (
@@ -102,8 +94,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// handler answers requests for a loopback host on port: the page, its
-// stylesheet and the media files.
+// handler answers requests for a loopback host on port (no other name:
+// DNS rebinding): the page, its stylesheet and the media files.
 func (s *Server) handler(port string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

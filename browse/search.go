@@ -66,10 +66,8 @@ func (q query) filtered() bool {
 	return len(q.words) > 0 || q.Account != "" || q.Folder != "" || q.Media || !q.from.IsZero() || !q.to.IsZero()
 }
 
-// matches says whether the i-th bookmark is one q asks for: of its account
-// and folder, posted within its dates, with media if asked, and holding
-// each of its words in its text, its author's name or username or its
-// article's title (a part of a word will do; case does not matter).
+// matches says whether the i-th bookmark is one q asks for, as
+// docs/browse.md#search says.
 func (l *library) matches(q query, i int) bool {
 	b := l.bookmarks[i]
 	switch {

@@ -62,7 +62,7 @@ func (e *exporter) run() *export.Result {
 // fileRows counts the rows of each of the run's files, by table.
 func fileRows(res *export.Result) map[string]int64 {
 	m := map[string]int64{}
-	for _, f := range res.Files {
+	for _, f := range res.Summary().Files {
 		m[f.Table] += f.Rows
 	}
 	return m
@@ -97,7 +97,7 @@ func TestAnExportThatFindsNothingNewWritesNoEmptyFile(t *testing.T) {
 	e.run()
 	res := e.run()
 	tables := map[string]bool{}
-	for _, f := range res.Files {
+	for _, f := range res.Summary().Files {
 		tables[f.Table] = true
 		if f.Rows == 0 {
 			t.Errorf("%s: a file of no rows", f.Path)
@@ -111,9 +111,9 @@ func TestAnExportThatFindsNothingNewWritesNoEmptyFile(t *testing.T) {
 	// Without folders at all, nothing but the usage.
 	e = newExporter(t, []demoUser{{id: "1001", bookmarks: 30}})
 	e.run()
-	res = e.run()
-	if len(res.Files) != 1 || res.Files[0].Table != "x_api_usage" || res.Files[0].Rows == 0 {
-		t.Errorf("the second run wrote %+v, want one x_api_usage file", res.Files)
+	files := e.run().Summary().Files
+	if len(files) != 1 || files[0].Table != "x_api_usage" || files[0].Rows == 0 {
+		t.Errorf("the second run wrote %+v, want one x_api_usage file", files)
 	}
 }
 

@@ -12,9 +12,7 @@ import (
 )
 
 // Estimate is what an export can bill at most, told before it runs, from
-// the spec and the archive alone: no request is sent. X does not say how
-// long a list is, nor how many posts were saved since the last sync, so
-// what bounds a walk is planner.max_billed_posts, where it stops.
+// the spec and the archive alone (docs/export.md#what-a-run-costs-before-it-runs).
 type Estimate struct {
 	Accounts []AccountEstimate `json:"accounts"`
 	// PerWalk is planner.max_billed_posts, the most posts one walk bills;

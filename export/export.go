@@ -1,8 +1,5 @@
 // Package export runs an export: the plugin in-process, with the spec file a
-// CloudQuery sync uses, as the destination of its sync (plugin.Destination).
-// It drops the rows an earlier run wrote, stages each table's records in a
-// Parquet file of the run and commits them with the state (package
-// archive), and shows the run's progress and summary.
+// CloudQuery sync uses, as the destination of its sync (docs/architecture.md).
 package export
 
 import (
@@ -32,6 +29,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/cqspec"
 	"github.com/cq-source-x/cq-source-x/ids"
 	"github.com/cq-source-x/cq-source-x/internal/clock"
+	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/media/store"
 	"github.com/cq-source-x/cq-source-x/plan"
 	xplugin "github.com/cq-source-x/cq-source-x/plugin"
@@ -63,7 +61,7 @@ type Options struct {
 // Run exports once: recovery of an earlier run if needed, then a sync of
 // every account into new Parquet files, committed and published. The error
 // is about the export itself; accounts that failed are in the Result
-// (Result.Failed), their state not advanced where their walks failed. ctx
+// (Summary.Failed), their state not advanced where their walks failed. ctx
 // ending interrupts the run (Ctrl-C): what it read is committed (stopRun).
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Spec == nil || o.Out == "" {
@@ -93,13 +91,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer unlock()
 
-	res := &Result{Out: out, StartedAt: o.Clock.Now().UTC(), plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
+	res := &Result{run: Summary{Out: out, StartedAt: o.Clock.Now().UTC(), Files: []FileResult{}},
+		plugin: o.Spec.Plugin, rows: map[string]int{}, skip: map[string]int{}}
 	st, rec, err := archive.Recover(out, o.Step)
 	if err != nil {
 		return nil, fmt.Errorf("recovering %s: %w", out, archive.DiskFull(err, true))
 	}
-	res.Recovered = rec
-	if res.Damaged, err = archive.DamagedFiles(out); err != nil {
+	res.run.Recovered = rec
+	if res.run.Damaged, err = archive.DamagedFiles(out); err != nil {
 		return nil, err
 	}
 
@@ -111,7 +110,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := r.commitAndPublish(); err != nil {
 		return res, err
 	}
-	res.FinishedAt = o.Clock.Now().UTC()
+	res.run.FinishedAt = o.Clock.Now().UTC()
 	return res, nil
 }
 
@@ -154,17 +153,20 @@ func (r *run) sync(ctx context.Context) error {
 	if r.rec, err = archive.BeginRun(r.out, r.state.LastRun, r.o.Clock.Now()); err != nil {
 		return err
 	}
-	r.res.RunID, r.res.RunTime = r.rec.ID, r.rec.Time
-	r.prog = newProgress(r.o.Progress, r.o.Terminal, r.o.Quiet, r.o.Clock, r.o.ProgressInterval)
-	stop, interrupt, unwatch := r.stopRun(ctx)
+	r.res.run.RunID, r.res.run.RunTime = r.rec.ID, r.rec.Time
+	r.prog = newProgress(r.o)
+	interrupt, unwatch := r.stopRun(ctx)
 	defer unwatch()
-	r.stop = stop
 	syncCtx := context.WithoutCancel(ctx)
-	if err := r.openMedia(); err != nil {
-		return err
-	}
-	if r.media != nil {
+	// DIR/media, when the spec stores media files, whatever media_files.store
+	// says (a CloudQuery sync's). A file stored and not committed is found
+	// by its URL, or its content, by the next run.
+	if r.o.Spec.Plugin.MediaFiles != nil {
+		if r.media, err = store.OpenDir(archive.MediaPath(r.out)); err != nil {
+			return err
+		}
 		defer r.media.Close()
+		r.media.OnStep(func(name string) { r.o.Step("media " + name) })
 	}
 	p, err := r.startPlugin(syncCtx)
 	if err != nil {
@@ -177,29 +179,12 @@ func (r *run) sync(ctx context.Context) error {
 	if err := r.runSync(syncCtx, interrupt, p); err != nil {
 		return err
 	}
-	r.res.Interrupted = errors.Is(context.Cause(stop), walk.ErrInterrupted)
-	return nil
-}
-
-// openMedia opens DIR/media when the spec stores media files, whatever
-// media_files.store says (a CloudQuery sync's). A file is stored before
-// the row and the state that name it are committed: a file a run stored but
-// did not commit is found by its URL, or its content, by the next.
-func (r *run) openMedia() error {
-	if r.o.Spec.Plugin == nil || r.o.Spec.Plugin.MediaFiles == nil {
-		return nil
-	}
-	st, err := store.OpenDir(archive.MediaPath(r.out))
-	if err != nil {
-		return err
-	}
-	st.OnStep(func(name string) { r.o.Step("media " + name) })
-	r.media = st
+	r.res.run.Interrupted = errors.Is(context.Cause(r.stop), walk.ErrInterrupted)
 	return nil
 }
 
 func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
-	st := newRunState(r)
+	st := &runState{Store: memstate.NewWith(r.state.Keys), r: r}
 	if err := r.loadRecords(ctx, st); err != nil {
 		return nil, err
 	}
@@ -207,7 +192,19 @@ func (r *run) startPlugin(ctx context.Context) (*plugin.Plugin, error) {
 	// The store holds them now; the walks replace them as they save, and
 	// the ones they replace are not kept (a few bytes a post held).
 	r.state.Keys = nil
-	p := xplugin.New(r.pluginOptions(st)...)
+	opts := []xplugin.Option{
+		xplugin.WithClock(r.o.Clock),
+		xplugin.WithState(st),
+		xplugin.WithObserver(r),
+		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
+	}
+	if r.o.Transport != nil {
+		opts = append(opts, xplugin.WithTransport(r.o.Transport))
+	}
+	if r.media != nil {
+		opts = append(opts, xplugin.WithMediaStore(r.media, r.stop))
+	}
+	p := xplugin.New(opts...)
 	p.SetLogger(r.logger())
 	if err := p.Init(ctx, r.o.Spec.PluginSpec, plugin.NewClientOptions{InvocationID: uuid.NewString()}); err != nil {
 		return nil, fmt.Errorf("starting the plugin: %w", err)
@@ -225,7 +222,7 @@ func (r *run) loadRecords(ctx context.Context, st *runState) error {
 			return err
 		}
 	}
-	if r.o.Spec.Plugin != nil && r.o.Spec.Plugin.Compliance != nil {
+	if r.o.Spec.Plugin.Compliance != nil {
 		st.freeze()
 		if err := r.seedAuthors(ctx, st); err != nil {
 			return err
@@ -289,30 +286,12 @@ func (r *run) logger() zerolog.Logger {
 	if r.o.Quiet { // the run's error says what failed
 		return zerolog.Nop()
 	}
-	console := zerolog.ConsoleWriter{Out: r.prog.logWriter(), NoColor: true, TimeFormat: time.TimeOnly}
+	console := zerolog.ConsoleWriter{Out: r.prog, NoColor: true, TimeFormat: time.TimeOnly}
 	return zerolog.New(dropReported{console}).With().Timestamp().Logger().Level(zerolog.WarnLevel)
 }
 
-func (r *run) pluginOptions(st *runState) []xplugin.Option {
-	opts := []xplugin.Option{
-		xplugin.WithClock(r.o.Clock),
-		xplugin.WithState(st),
-		xplugin.WithObserver(r),
-		xplugin.WithClientOptions(client.WithWaitHook(r.prog.waitStarted), client.WithStop(r.stop, pageGrace)),
-	}
-	if r.o.Transport != nil {
-		opts = append(opts, xplugin.WithTransport(r.o.Transport))
-	}
-	if r.media != nil {
-		opts = append(opts, xplugin.WithMediaStore(r.media, r.stop))
-	}
-	return opts
-}
-
 // runSync runs the plugin's sync on ctx and writes what it sends, until
-// the sync closes the channel: the SDK's scheduler sends every row it holds
-// before it returns, and blocks until they are taken. A write that fails
-// stops the reads (interrupt); the rest is drained, and not written.
+// the sync closes the channel (docs/design/exporter.md#the-syncs-rows-exportexportgo).
 func (r *run) runSync(ctx context.Context, interrupt context.CancelCauseFunc, p *plugin.Plugin) error {
 	o := r.o
 	ch := make(chan message.SyncMessage, 8)
@@ -352,9 +331,7 @@ func (r *run) SyncStarted(s *account.Set, c *compliance.Check) {
 }
 
 // RecordRows is the size of the records the exporter asks the scheduler
-// for: pqarrow resets its level buffers for each column of each record it
-// writes, and records of 4,096 rows fill a row group in four
-// (docs/benchmarks.md).
+// for (docs/design/exporter.md#the-syncs-rows-exportexportgo).
 func (*run) RecordRows() int { return 4096 }
 
 // dropReported leaves out the log lines that only repeat a failure the
@@ -417,33 +394,21 @@ func (r *run) openTable(t *schema.Table) error {
 	}
 	tw := &tableWriter{table: t, w: w, path: r.rec.StagedPath(r.out, t.Name), userCol: -1, postCol: -1}
 	tw.child = resources.IsBookmarkContent(t.Name)
-	if t.Name == resources.BookmarksTable || tw.child {
-		tw.userCol = t.Columns.Index("user_id")
-		tw.postCol = t.Columns.Index("post_id")
-		if tw.userCol < 0 || tw.postCol < 0 {
-			w.Close()
-			return fmt.Errorf("%s has no user_id or post_id column", t.Name)
-		}
+	if t.Name == resources.BookmarksTable || tw.child { // their key, as resources declares it
+		tw.userCol, tw.postCol = t.Columns.Index("user_id"), t.Columns.Index("post_id")
 	}
 	r.writers[t.Name] = tw
 	r.order = append(r.order, t.Name)
 	return nil
 }
 
-// write writes a record of the sync. Of x_bookmarks, the rows already
-// written (by an earlier run, or earlier in this one) are dropped; of its
-// child tables, the rows of bookmarks an earlier run wrote (a walk that
-// failed after it emitted them reads them again). The rest are written as
-// runs of consecutive rows.
+// write writes a record of the sync but the rows already written, as runs
+// of consecutive rows (docs/design/exporter.md#rows-written-once-exportexportgo).
 func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 	if tw.userCol < 0 {
 		return r.writeRows(tw, rec)
 	}
-	users, uok := rec.Column(tw.userCol).(*array.String)
-	posts, pok := rec.Column(tw.postCol).(*array.String)
-	if !uok || !pok {
-		return fmt.Errorf("%s: user_id or post_id is not a string column", tw.table.Name)
-	}
+	users, posts := rec.Column(tw.userCol).(*array.String), rec.Column(tw.postCol).(*array.String)
 	n := int(rec.NumRows())
 	start := 0 // of the rows not yet written
 	uid := ""
@@ -472,7 +437,6 @@ func (r *run) write(tw *tableWriter, rec arrow.RecordBatch) error {
 // keep reports whether a row of the account's bookmark of postID is
 // written: a bookmark the first time, content unless an earlier run wrote
 // its bookmark or the table holds the post's rows already (State.Stray).
-// Records of different tables are not ordered.
 func (r *run) keep(tw *tableWriter, uid, postID string) bool {
 	if tw.child {
 		return !r.archived[uid].HasEarlier(postID) && !r.state.Stray[tw.table.Name][uid].Has(postID)
@@ -545,7 +509,18 @@ func (r *run) commitAndPublish() error {
 		r.abort()
 		return archive.DiskFull(fmt.Errorf("committing the run: %w", err), false)
 	}
-	return r.publishCommitted(next, files)
+	// Committed: nothing is aborted now.
+	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
+		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
+			return err
+		}
+		return fmt.Errorf("publishing the run (committed: the next run finishes publishing it): %w", err)
+	}
+	for _, f := range files {
+		r.res.run.Files = append(r.res.run.Files, FileResult{Table: f.Table, Path: archive.FinalPath(r.out, f), Rows: f.Rows})
+	}
+	r.res.ComplianceRows = next.LastRun.EditedRows
+	return nil
 }
 
 // Edit takes the edits of what X's compliance job reported: the run commits
@@ -555,7 +530,8 @@ func (r *run) Edit(edits []plan.Edit) { r.edits = append(r.edits, edits...) }
 
 // stage closes every file and syncs the staging directory. A table gets a
 // file of no rows only when it has none yet, which tells readers its
-// columns; the archive's own tables get theirs beside x_bookmarks.
+// columns (the others' are removed); the archive's own tables get theirs
+// beside x_bookmarks.
 func (r *run) stage() ([]archive.File, error) {
 	for _, t := range archive.Tables() {
 		if r.writers[resources.BookmarksTable] != nil && !archive.HasFiles(r.out, t.Name) {
@@ -566,48 +542,24 @@ func (r *run) stage() ([]archive.File, error) {
 	}
 	var files []archive.File
 	for _, name := range r.order {
-		f, keep, err := r.closeStaged(name)
-		if err != nil {
-			return nil, err
+		tw := r.writers[name]
+		if err := tw.w.Close(); err != nil {
+			return nil, archive.DiskFull(fmt.Errorf("writing %s: %w", tw.path, err), false)
 		}
-		if keep {
-			files = append(files, f)
-			r.o.Step("staged " + name)
+		if tw.w.Rows() == 0 && archive.HasFiles(r.out, name) {
+			if err := os.Remove(tw.path); err != nil {
+				return nil, err
+			}
+			continue
 		}
+		files = append(files, r.rec.File(name, tw.w.Rows()))
+		r.o.Step("staged " + name)
 	}
 	if err := r.rec.Stage(r.out); err != nil {
 		return nil, err
 	}
 	r.o.Step("staging synced")
 	return files, nil
-}
-
-// closeStaged closes a table's staged file, and removes it when it has no
-// rows and the table has a file already (keep is then false).
-func (r *run) closeStaged(name string) (f archive.File, keep bool, err error) {
-	tw := r.writers[name]
-	if err := tw.w.Close(); err != nil {
-		return f, false, archive.DiskFull(fmt.Errorf("writing %s: %w", tw.path, err), false)
-	}
-	if tw.w.Rows() == 0 && archive.HasFiles(r.out, name) {
-		return f, false, os.Remove(tw.path)
-	}
-	return r.rec.File(name, tw.w.Rows()), true, nil
-}
-
-// publishCommitted publishes the committed run: nothing is aborted now.
-func (r *run) publishCommitted(next *archive.State, files []archive.File) error {
-	if err := archive.Publish(r.out, next, r.o.Step); err != nil {
-		if err := archive.DiskFull(err, true); errors.As(err, new(*archive.DiskFullError)) {
-			return err
-		}
-		return fmt.Errorf("publishing the run (committed: the next run finishes publishing it): %w", err)
-	}
-	for _, f := range files {
-		r.res.Files = append(r.res.Files, FileResult{Table: f.Table, Path: archive.FinalPath(r.out, f), Rows: f.Rows})
-	}
-	r.res.ComplianceRows = next.LastRun.EditedRows
-	return nil
 }
 
 var Program = archive.Program{Name: xplugin.Name, Version: xplugin.Version}
@@ -622,16 +574,9 @@ func BookmarkTables() archive.BookmarkTables {
 	return archive.BookmarkTables{Bookmarks: resources.BookmarksTable, Content: resources.Bookmarks().Relations.TableNames()}
 }
 
+// Result is a run's outcome, told by its Summary.
 type Result struct {
-	Out         string
-	RunID       string
-	RunTime     time.Time
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	Files       []FileResult
-	Recovered   *archive.Recovery
-	Interrupted bool                  // committed what it had read
-	Damaged     []archive.DamagedFile // files of earlier runs whose footer cannot be read
+	run Summary // what the run did, to which Summary adds the accounts'
 	// ComplianceRows is how many rows of posts X's compliance job reported
 	// the run redacted or removed (compliance.on_change).
 	ComplianceRows int64
@@ -647,21 +592,4 @@ type FileResult struct {
 	Table string `json:"table"`
 	Path  string `json:"path"`
 	Rows  int64  `json:"rows"`
-}
-
-// Failed lists the accounts that failed, each as an error naming it.
-func (r *Result) Failed() (out []error) {
-	for _, s := range r.sessions {
-		if err := sessionErr(s); err != nil {
-			out = append(out, fmt.Errorf("%s: %w", s.Name(), err))
-		}
-	}
-	return out
-}
-
-func sessionErr(s *account.Session) error {
-	if s.Err != nil {
-		return s.Err
-	}
-	return s.Report().Err()
 }

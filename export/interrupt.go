@@ -20,18 +20,19 @@ import (
 // X bills it when it sends it, so it is kept if it comes within that time.
 const pageGrace = 5 * time.Second
 
-// stopRun returns the context that ends the run's reads, the function that
-// ends it with a cause, and the one that stops watching ctx, whose end
-// interrupts the run.
-func (r *run) stopRun(ctx context.Context) (context.Context, context.CancelCauseFunc, func() bool) {
-	stop, interrupt := context.WithCancelCause(context.Background())
+// stopRun sets the context that ends the run's reads (r.stop), and returns
+// the function that ends it with a cause, and the one that stops watching
+// ctx, whose end interrupts the run.
+func (r *run) stopRun(ctx context.Context) (context.CancelCauseFunc, func() bool) {
+	var interrupt context.CancelCauseFunc
+	r.stop, interrupt = context.WithCancelCause(context.Background())
 	unwatch := context.AfterFunc(ctx, func() {
 		interrupt(walk.ErrInterrupted)
 		if !r.o.Quiet {
-			fmt.Fprintln(r.prog.logWriter(), "Interrupted: reading no more from X; committing what was read. Press Ctrl-C again to exit at once (nothing more is committed).")
+			fmt.Fprintln(r.prog, "Interrupted: reading no more from X; committing what was read. Press Ctrl-C again to exit at once (nothing more is committed).")
 		}
 	})
-	return stop, interrupt, unwatch
+	return interrupt, unwatch
 }
 
 // CutOff is a walk the interruption cut off: the next run reads its list

@@ -2,7 +2,6 @@ package export
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"sync"
 
@@ -17,21 +16,11 @@ import (
 type runState struct {
 	*memstate.Store
 	r *run
-	// committed is the state as the last commit left it (see freeze).
+
+	mu sync.Mutex
+	// committed is the state as DIR/.state holds it: the last commit's,
+	// with the jobs saved since (see freeze).
 	committed *archive.State
-
-	mu     sync.Mutex
-	onDisk map[string]string // the job keys as DIR/.state holds them
-}
-
-func newRunState(r *run) *runState {
-	s := &runState{Store: memstate.NewWith(r.state.Keys), r: r, onDisk: map[string]string{}}
-	for k, v := range r.state.Keys {
-		if isJobKey(k) {
-			s.onDisk[k] = v
-		}
-	}
-	return s
 }
 
 func isJobKey(key string) bool {
@@ -48,41 +37,33 @@ func (s *runState) freeze() {
 }
 
 // Flush commits the staged keys in memory, and writes the job keys to disk
-// when a job was created or uploaded.
+// when a job was created or uploaded; an ended job stays on disk until the
+// run's commit.
 func (s *runState) Flush(ctx context.Context) error {
 	if err := s.Store.Flush(ctx); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	jobs, started := map[string]string{}, false
-	for k, v := range s.Committed() {
-		if isJobKey(k) {
-			jobs[k] = v
-			started = started || (v != "" && v != s.onDisk[k])
-		}
-	}
-	if !started {
+	if s.committed == nil { // no compliance section: no job
 		return nil
 	}
-	if s.committed == nil {
-		return errors.New("export: a compliance job cannot be saved: the committed state was not kept at the start of the run")
-	}
-	keys := maps.Clone(s.committed.Keys)
-	for k, v := range jobs {
-		if v == "" { // an ended job stays on disk until the run's commit
-			v = s.onDisk[k]
+	started := map[string]string{}
+	for k, v := range s.Committed() {
+		if isJobKey(k) && v != "" && v != s.committed.Keys[k] {
+			started[k] = v
 		}
-		keys[k] = v
+	}
+	if len(started) == 0 {
+		return nil
 	}
 	next := *s.committed
-	next.Keys = keys
+	next.Keys = maps.Clone(next.Keys)
+	maps.Copy(next.Keys, started)
 	if err := archive.SaveState(s.r.out, &next, s.r.o.Step, "compliance job"); err != nil {
 		return err
 	}
-	for k := range jobs {
-		s.onDisk[k] = keys[k]
-	}
+	s.committed = &next
 	s.r.o.Step("compliance job saved")
 	return nil
 }

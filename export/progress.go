@@ -11,30 +11,23 @@ import (
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/billing"
 	"github.com/cq-source-x/cq-source-x/client"
-	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/media"
 )
 
 // progress shows, per account, the bookmarks written, the posts billed, the
-// requests sent, and a countdown while a rate-limit wait lasts. On a
-// terminal it redraws one line per account in place, at most four times a
-// second; otherwise it prints a line per account every interval (10 s) and
-// at the end. Log messages go through it, so they do not tear the lines.
+// requests sent, and a countdown while a rate-limit wait lasts, as
+// Options.Progress says. Log lines are written through it (Write), so they
+// do not tear the lines a terminal redraws.
 type progress struct {
-	w        io.Writer
-	terminal bool
-	quiet    bool
-	clk      clock.Clock
-	interval time.Duration
+	o Options
 
-	mu     sync.Mutex
-	set    *account.Set
-	rows   map[string]int
-	waits  map[string]waitInfo // by user id
-	drawn  int                 // lines currently drawn (terminal)
-	stopCh chan struct{}
-	done   chan struct{}
+	mu    sync.Mutex
+	set   *account.Set
+	rows  map[string]int
+	waits map[string]waitInfo // by user id
+	drawn int                 // lines currently drawn (terminal)
+	timer *time.Timer         // the next draw; nil once stopped
 }
 
 type waitInfo struct {
@@ -42,15 +35,17 @@ type waitInfo struct {
 	until time.Time
 }
 
-func newProgress(w io.Writer, terminal, quiet bool, clk clock.Clock, interval time.Duration) *progress {
-	if w == nil {
-		w = io.Discard
+func newProgress(o Options) *progress {
+	if o.Progress == nil {
+		o.Progress = io.Discard
 	}
-	if interval <= 0 {
-		interval = 10 * time.Second
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 10 * time.Second
 	}
-	return &progress{w: w, terminal: terminal, quiet: quiet, clk: clk, interval: interval,
-		rows: map[string]int{}, waits: map[string]waitInfo{}}
+	if o.Terminal {
+		o.ProgressInterval = 250 * time.Millisecond
+	}
+	return &progress{o: o, rows: map[string]int{}, waits: map[string]waitInfo{}}
 }
 
 func (p *progress) attach(s *account.Set) {
@@ -66,10 +61,10 @@ const longWait = time.Minute
 func (p *progress) waitStarted(userID string, op client.Operation, d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	until := p.clk.Now().Add(d)
+	until := p.o.Clock.Now().Add(d)
 	p.waits[userID] = waitInfo{op: op, until: until}
-	if p.quiet && d >= longWait {
-		fmt.Fprintf(p.w, "%s: waiting %s, until %s, for the %s rate-limit window (Ctrl-C stops the run and keeps what it read)\n",
+	if p.o.Quiet && d >= longWait {
+		fmt.Fprintf(p.o.Progress, "%s: waiting %s, until %s, for the %s rate-limit window (Ctrl-C stops the run and keeps what it read)\n",
 			p.nameOf(userID, op), d.Round(time.Second), until.UTC().Format("15:04:05 MST"), op)
 	}
 }
@@ -99,43 +94,33 @@ func (p *progress) addRows(userID string, n int) {
 }
 
 func (p *progress) start() {
-	if p.quiet {
-		return
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.o.Quiet {
+		p.timer = time.AfterFunc(p.o.ProgressInterval, p.tick)
 	}
-	p.stopCh, p.done = make(chan struct{}), make(chan struct{})
-	every := p.interval
-	if p.terminal {
-		every = 250 * time.Millisecond
+}
+
+func (p *progress) tick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.draw()
+		p.timer.Reset(p.o.ProgressInterval)
 	}
-	go func() {
-		defer close(p.done)
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stopCh:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				p.draw()
-				p.mu.Unlock()
-			}
-		}
-	}()
 }
 
 func (p *progress) stop() {
-
-	if p.quiet || p.stopCh == nil {
-		return
-	}
-	close(p.stopCh)
-	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.timer == nil {
+		return
+	}
+	p.timer.Stop()
+	p.timer = nil
 	p.draw()
-	if p.terminal && p.drawn > 0 {
-		fmt.Fprintln(p.w)
+	if p.o.Terminal && p.drawn > 0 {
+		fmt.Fprintln(p.o.Progress)
 		p.drawn = 0
 	}
 }
@@ -146,7 +131,7 @@ func (p *progress) lines() []string {
 	if p.set == nil {
 		return nil
 	}
-	now := p.clk.Now()
+	now := p.o.Clock.Now()
 	out := make([]string, 0, len(p.set.Sessions))
 	for _, s := range p.set.Sessions {
 		var total billing.Usage
@@ -188,13 +173,13 @@ func (p *progress) draw() {
 		return
 	}
 	text := strings.Join(lines, "\n")
-	if p.terminal {
+	if p.o.Terminal {
 		text = p.clear() + text
 		p.drawn = len(lines)
 	} else {
 		text += "\n"
 	}
-	io.WriteString(p.w, text)
+	io.WriteString(p.o.Progress, text)
 }
 
 // clear returns what erases the lines drawn on a terminal and leaves the
@@ -208,22 +193,16 @@ func (p *progress) clear() string {
 	return "\r\x1b[2K" + strings.Repeat("\x1b[1A\x1b[2K", n-1)
 }
 
-// logWriter returns a writer for log lines that keeps the progress lines
-// below them intact.
-func (p *progress) logWriter() io.Writer { return logWriter{p} }
-
-type logWriter struct{ p *progress }
-
-func (l logWriter) Write(b []byte) (int, error) {
-	p := l.p
+// Write writes a log line above the progress lines, which it redraws.
+func (p *progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	redraw := p.terminal && p.drawn > 0
+	redraw := p.o.Terminal && p.drawn > 0
 	text := p.clear() + string(b)
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
 	}
-	io.WriteString(p.w, text)
+	io.WriteString(p.o.Progress, text)
 	if redraw {
 		p.draw()
 	}

@@ -37,7 +37,7 @@ func (l *lockedBuffer) String() string {
 func TestProgress_LinesAndCountdown(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	var out bytes.Buffer
-	p := newProgress(&out, false, false, clk, time.Hour)
+	p := newProgress(Options{Progress: &out, Clock: clk, ProgressInterval: time.Hour})
 	p.attach(&account.Set{Sessions: []*account.Session{
 		{Index: 0, UserID: "1001", Meter: billing.NewMeter(billing.DefaultRates())},
 		{Index: 1, UserID: "1002", Meter: billing.NewMeter(billing.DefaultRates())},
@@ -64,13 +64,13 @@ func TestProgress_LinesAndCountdown(t *testing.T) {
 	// On a terminal, lines are redrawn in place, and a log line goes above
 	// them without tearing them.
 	var term bytes.Buffer
-	p = newProgress(&term, true, false, clk, 0)
+	p = newProgress(Options{Progress: &term, Terminal: true, Clock: clk})
 	p.attach(&account.Set{Sessions: []*account.Session{{Index: 0, UserID: "1001", Meter: billing.NewMeter(billing.DefaultRates())}, {Index: 1, UserID: "1002", Meter: billing.NewMeter(billing.DefaultRates())}}})
 	p.mu.Lock()
 	p.draw()
 	p.draw()
 	p.mu.Unlock()
-	p.logWriter().Write([]byte("WRN something\n"))
+	p.Write([]byte("WRN something\n"))
 	s := term.String()
 	if strings.Count(s, "\r\x1b[2K\x1b[1A\x1b[2K") != 2 || !strings.Contains(s, "\r\x1b[2K\x1b[1A\x1b[2KWRN something\naccounts[0]") {
 		t.Errorf("terminal output %q", s)
@@ -130,7 +130,7 @@ spec:
 func TestProgress_QuietStillTellsALongWait(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	var out bytes.Buffer
-	p := newProgress(&out, false, true, clk, 0)
+	p := newProgress(Options{Progress: &out, Quiet: true, Clock: clk})
 	p.attach(&account.Set{Sessions: []*account.Session{{Index: 3, UserID: "1004", Meter: billing.NewMeter(billing.DefaultRates())}}})
 	p.start()
 	p.waitStarted("1004", client.OpListBookmarks, 40*time.Second)

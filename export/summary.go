@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,7 @@ type AccountSum struct {
 	Interrupted []CutOff       `json:"interrupted,omitempty"`
 
 	problems []string
-	name     string // accounts[i] (user ID)
+	name     string // accounts[i] (user ID); "" says Account
 	doneSome bool   // a table of the account was done, or rows of it written
 }
 
@@ -130,26 +131,16 @@ type OperationSum struct {
 // Summary builds the run's summary from the accounts' sessions (the same
 // rows the plugin writes to x_api_usage).
 func (r *Result) Summary() *Summary {
-	s := &Summary{
-		RunID: r.RunID, RunTime: r.RunTime, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
-		Out: r.Out, OK: len(r.Damaged) == 0, Recovered: r.Recovered, Files: r.Files, Interrupted: r.Interrupted, Damaged: r.Damaged,
-		Accounts: make([]AccountSum, 0, len(r.sessions)),
-	}
-	if s.Files == nil {
-		s.Files = []FileResult{}
-	}
-	if sv := saverOf(r.sessions); sv != nil && r.Interrupted {
+	s := r.run
+	s.OK, s.Accounts = len(s.Damaged) == 0, make([]AccountSum, 0, len(r.sessions))
+	if sv := saverOf(r.sessions); sv != nil && s.Interrupted {
 		c := sv.Progress().Counts()
 		s.MediaFilesLeft = int(max(c.Wanted-c.Done, 0))
 	}
 	for _, sess := range r.sessions {
 		a := AccountSum{Account: account.Label(sess.Index), UserID: sess.UserID, OK: true, Operations: []OperationSum{},
 			name: sess.Name()}
-		if r.plugin != nil {
-			a.problems = xplugin.AccountFailure(r.plugin, sess)
-		} else if err := sessionErr(sess); err != nil {
-			a.problems = sess.Secrets.Strings(strings.Split(err.Error(), "\n"))
-		}
+		a.problems = xplugin.AccountFailure(r.plugin, sess)
 		done, failed := sess.Report().Tables()
 		if a.problems != nil {
 			a.OK, a.Error, a.FailedTables = false, strings.Join(a.problems, "; "), failed
@@ -174,7 +165,7 @@ func (r *Result) Summary() *Summary {
 		s.OK = s.OK && s.Compliance.OK
 		s.Totals.Requests += s.Compliance.Requests
 	}
-	return s
+	return &s
 }
 
 func operationSum(u *resources.Usage) OperationSum {
@@ -280,7 +271,7 @@ func (s *Summary) WriteText(w io.Writer) {
 		if a.IncludesMissing > 0 {
 			fmt.Fprintf(w, "%s: X left out %s the spec asks for, with no error saying why; "+
 				"the posts are archived, and the error column of each one's row says it is missing\n",
-				a.displayName(), plural.Count(a.IncludesMissing, "author, media or referenced post", "authors, media or referenced posts"))
+				cmp.Or(a.name, a.Account), plural.Count(a.IncludesMissing, "author, media or referenced post", "authors, media or referenced posts"))
 		}
 	}
 	for _, l := range s.FailureLines() {
@@ -374,7 +365,7 @@ func (s *Summary) FailureLines() []string {
 			byKey[key] = g
 			groups = append(groups, g)
 		}
-		g.names = append(g.names, a.displayName())
+		g.names = append(g.names, cmp.Or(a.name, a.Account))
 	}
 	lines := make([]string, 0, len(groups))
 	for _, g := range groups {
@@ -392,19 +383,7 @@ func (a AccountSum) InPart() bool { return !a.OK && a.doneSome }
 
 // NothingDone reports whether no account got anything done.
 func (s *Summary) NothingDone() bool {
-	for _, a := range s.Accounts {
-		if a.OK || a.doneSome {
-			return false
-		}
-	}
-	return len(s.Accounts) > 0
-}
-
-func (a AccountSum) displayName() string {
-	if a.name == "" {
-		return a.Account
-	}
-	return a.name
+	return len(s.Accounts) > 0 && !slices.ContainsFunc(s.Accounts, func(a AccountSum) bool { return a.OK || a.doneSome })
 }
 
 func (s *Summary) Failed() []AccountSum {

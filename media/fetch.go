@@ -1,13 +1,6 @@
 // Package media fetches the photos and videos of archived posts from X's
-// CDN into a media store (package media/store), each file once.
-//
-// A Fetcher makes one GET of one file: it sends no X credential (its HTTP
-// client is not the API's); it fetches https only, or http from a loopback
-// host (a simulator), and follows redirects only to https; the API's deadlines
-// bound each request, so a stalled CDN cannot hold a sync; the size limit
-// and the run's byte budget hold while the body is read; and the bytes go
-// to the writer through one buffer, so memory stays flat. A Saver fetches
-// a sync's files: each URL once, a few at a time, retrying transient faults.
+// CDN into a media store (package media/store), each file once
+// (docs/design/media.md).
 package media
 
 import (
@@ -65,13 +58,9 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Fetcher fetches media files. Create it with NewFetcher.
+// Fetcher makes one GET of one file, with no X credential, https only
+// (docs/design/media.md#one-fetch-of-one-file-mediafetchgo).
 type Fetcher struct {
-	http *http.Client
-	o    FetcherOptions
-}
-
-type FetcherOptions struct {
 	// Transport sends the requests; nil: http.DefaultTransport. It must add
 	// no credential: give the base transport, never the API's.
 	Transport http.RoundTripper
@@ -84,10 +73,6 @@ type FetcherOptions struct {
 }
 
 const maxRedirects = 5
-
-func NewFetcher(o FetcherOptions) *Fetcher {
-	return &Fetcher{http: &http.Client{Transport: o.Transport, CheckRedirect: checkRedirect}, o: o}
-}
 
 // checkRedirect follows a redirect only to https (or, from plain http on a
 // loopback host, such as the simulator, to a loopback host), and at most
@@ -133,16 +118,16 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := CheckURL(rawURL); err != nil {
 		return nil, err
 	}
-	d := client.StartDeadlines(ctx, f.o.Timeouts)
+	d := client.StartDeadlines(ctx, f.Timeouts)
 	defer d.Stop()
 	req, err := http.NewRequestWithContext(d.Context(), http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, &Error{Status: Failed, Err: err}
 	}
-	if f.o.UserAgent != "" {
-		req.Header.Set("User-Agent", f.o.UserAgent)
+	if f.UserAgent != "" {
+		req.Header.Set("User-Agent", f.UserAgent)
 	}
-	resp, err := f.http.Do(req)
+	resp, err := (&http.Client{Transport: f.Transport, CheckRedirect: checkRedirect}).Do(req)
 	if err != nil {
 		return nil, requestError(d.Err(err))
 	}
@@ -151,8 +136,8 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string, w io.Writer, budget 
 	if err := statusError(resp.StatusCode); err != nil {
 		return nil, err
 	}
-	if n := resp.ContentLength; n > 0 && f.o.MaxSize > 0 && n > f.o.MaxSize {
-		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.o.MaxSize)}
+	if n := resp.ContentLength; n > 0 && f.MaxSize > 0 && n > f.MaxSize {
+		return nil, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the server announced %d bytes; the largest file size is %d", n, f.MaxSize)}
 	}
 	if resp.ContentLength > 0 && !budget.take(resp.ContentLength) {
 		return nil, &Error{Status: OverBudget, Size: resp.ContentLength, Err: fmt.Errorf("the file's %d bytes do not fit in what is left of the run's byte budget", resp.ContentLength)}
@@ -182,8 +167,8 @@ func (f *Fetcher) copyBody(resp *http.Response, w io.Writer, budget *Budget) (*R
 		k, rerr := resp.Body.Read(buf)
 		if k > 0 {
 			n += int64(k)
-			if f.o.MaxSize > 0 && n > f.o.MaxSize {
-				return nil, n, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.o.MaxSize)}
+			if f.MaxSize > 0 && n > f.MaxSize {
+				return nil, n, &Error{Status: TooLarge, Size: n, Err: fmt.Errorf("the file is larger than the largest file size, %d bytes", f.MaxSize)}
 			}
 			if resp.ContentLength <= 0 && !budget.take(int64(k)) {
 				return nil, n, &Error{Status: OverBudget, Err: errors.New("the run's byte budget was spent while the file was read")}
@@ -245,12 +230,10 @@ func statusError(code int) error {
 // requestError is the error of a request that got no answer: a redirect
 // refused, or a transient fault (no connection, a timeout).
 func requestError(err error) error {
-	var fe *Error
-	var ue *url.Error
-	switch {
-	case errors.As(err, &fe):
+	if fe, ok := errors.AsType[*Error](err); ok {
 		return fe
-	case errors.As(err, &ue):
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err // it repeats the URL
 	}
 	return &Error{Status: Transient, Err: err}
@@ -258,12 +241,10 @@ func requestError(err error) error {
 
 // bodyError is the error of a body that could not be read whole.
 func bodyError(err error) error {
-	var fe *Error
-	var te *client.TimeoutError
-	switch {
-	case errors.As(err, &fe):
+	if fe, ok := errors.AsType[*Error](err); ok {
 		return fe
-	case errors.As(err, &te):
+	}
+	if te, ok := errors.AsType[*client.TimeoutError](err); ok {
 		return &Error{Status: Transient, Err: te}
 	}
 	return &Error{Status: Transient, Err: fmt.Errorf("reading the file: %w", err)}

@@ -57,7 +57,7 @@ func statusOf(err error) Status {
 
 func TestAFileIsFetchedWholeWithItsContentType(t *testing.T) {
 	s := sim(t, 300<<10)
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts})
+	f := &Fetcher{Timeouts: timeouts}
 	for u, ct := range map[string]string{photo(s, 1): "image/", video(s, 1): "video/mp4"} {
 		res, body, err := fetch(t, f, u, nil)
 		if err != nil {
@@ -71,7 +71,7 @@ func TestAFileIsFetchedWholeWithItsContentType(t *testing.T) {
 
 func TestNoCredentialReachesTheMediaHost(t *testing.T) {
 	s := sim(t, 10<<10)
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts, UserAgent: "cq-source-x/test"})
+	f := &Fetcher{Timeouts: timeouts, UserAgent: "cq-source-x/test"}
 	if _, _, err := fetch(t, f, photo(s, 1), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestOnlyHTTPSIsFetchedButOnLoopback(t *testing.T) {
 			t.Errorf("CheckURL(%q) = %v", u, err)
 		}
 	}
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts, Transport: failingTransport{t}})
+	f := &Fetcher{Timeouts: timeouts, Transport: failingTransport{t}}
 	if _, _, err := fetch(t, f, "http://pbs.twimg.com/media/A.jpg", nil); statusOf(err) != Failed {
 		t.Fatalf("plain http to X's CDN: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestARedirectIsFollowedOnlyToHTTPS(t *testing.T) {
 		io.Copy(w, resp.Body)
 	}))
 	defer jpeg.Close()
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts, Transport: jpeg.Client().Transport})
+	f := &Fetcher{Timeouts: timeouts, Transport: jpeg.Client().Transport}
 
 	s.SetMediaFault(xsim.MediaPaths("3_1")[0], xsim.MediaFault{RedirectTo: jpeg.URL + "/media/x.jpg"})
 	if res, _, err := fetch(t, f, photo(s, 1), nil); err != nil || res.Size != 10<<10 {
@@ -152,7 +152,7 @@ func TestARedirectIsFollowedOnlyToHTTPS(t *testing.T) {
 
 func TestEachStatusSaysWhatBecameOfTheFile(t *testing.T) {
 	s := sim(t, 10<<10)
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts})
+	f := &Fetcher{Timeouts: timeouts}
 	for i, c := range []struct {
 		code int
 		want Status
@@ -168,7 +168,7 @@ func TestEachStatusSaysWhatBecameOfTheFile(t *testing.T) {
 
 func TestABodyCutShortIsTransient(t *testing.T) {
 	s := sim(t, 200<<10)
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts})
+	f := &Fetcher{Timeouts: timeouts}
 	cases := map[string]xsim.MediaFault{
 		"cut":                         {CutAfter: 50 << 10},
 		"Content-Length too large":    {Length: 300 << 10},
@@ -195,7 +195,7 @@ func TestDeadlinesBoundEachRequest(t *testing.T) {
 	s := sim(t, 200<<10)
 	s.SetMediaFault(xsim.MediaPaths("3_1")[0], xsim.MediaFault{Delay: 2 * time.Second})
 	s.SetMediaFault(xsim.MediaPaths("3_2")[0], xsim.MediaFault{Rate: 100 << 10})
-	f := NewFetcher(FetcherOptions{Timeouts: client.Timeouts{Connect: time.Second, Headers: 200 * time.Millisecond, Request: 500 * time.Millisecond}})
+	f := &Fetcher{Timeouts: client.Timeouts{Connect: time.Second, Headers: 200 * time.Millisecond, Request: 500 * time.Millisecond}}
 	for i, phase := range map[int]string{1: client.PhaseHeaders, 2: client.PhaseRequest} {
 		_, _, err := fetch(t, f, photo(s, i), nil)
 		var te *client.TimeoutError
@@ -208,7 +208,7 @@ func TestDeadlinesBoundEachRequest(t *testing.T) {
 func TestTheSizeLimitIsEnforcedWhileReading(t *testing.T) {
 	s := sim(t, 3<<20)
 	s.SetMediaFault(xsim.MediaPaths("3_2")[0], xsim.MediaFault{Length: -1})
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts, MaxSize: 1 << 20})
+	f := &Fetcher{Timeouts: timeouts, MaxSize: 1 << 20}
 	_, body, err := fetch(t, f, photo(s, 1), nil)
 	var fe *Error
 	if !errors.As(err, &fe) || fe.Status != TooLarge || fe.Size != 3<<20 || len(body) != 0 {
@@ -223,7 +223,7 @@ func TestTheSizeLimitIsEnforcedWhileReading(t *testing.T) {
 func TestTheBudgetIsSpentByTheBytesRead(t *testing.T) {
 	s := sim(t, 100<<10)
 	s.SetMediaFault(xsim.MediaPaths("3_3")[0], xsim.MediaFault{Length: -1})
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts})
+	f := &Fetcher{Timeouts: timeouts}
 	b := NewBudget(250 << 10)
 	for i, want := range []Status{"", "", OverBudget} {
 		if _, _, err := fetch(t, f, photo(s, i+1), b); statusOf(err) != want {
@@ -247,7 +247,7 @@ func TestAPageThatIsNotAPhotoOrAVideoIsNotStored(t *testing.T) {
 		io.WriteString(w, "<html><body>Sign in to this Wi-Fi</body></html>")
 	}))
 	defer srv.Close()
-	f := NewFetcher(FetcherOptions{Timeouts: timeouts})
+	f := &Fetcher{Timeouts: timeouts}
 	if _, _, err := fetch(t, f, srv.URL+"/media/A.jpg", nil); statusOf(err) != Transient || !strings.Contains(err.Error(), "text/html") {
 		t.Fatalf("%v", err)
 	}

@@ -80,10 +80,7 @@ func BestVariant(m *client.Media) string {
 }
 
 // original is the URL of the original size of a photo or still on X's
-// image host: X's "photo media URL formatting" (format=<extension>,
-// name=<size>), at the size "orig". The URL X gives serves a smaller one.
-// An image host that does not know it answers 4xx, and the URL X gave is
-// fetched instead (Request.Prefer).
+// image host (docs/design/media.md#photos-in-their-original-size-mediaplango).
 func original(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host != "pbs.twimg.com" || u.RawQuery != "" {

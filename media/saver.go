@@ -11,6 +11,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/internal/clock"
 	"github.com/cq-source-x/cq-source-x/media/store"
+	"golang.org/x/sync/semaphore"
 )
 
 // Request is one file to store.
@@ -42,16 +43,13 @@ type Outcome struct {
 	Err string
 }
 
-// Saver stores files in a store, fetching each URL at most once: a URL the
-// store's index holds is not fetched, requests of one URL at once share
-// one fetch, and a URL that was not stored is not asked for again by the
-// same Saver (one per run). A host that gave no answer (or a 429 or 5xx)
-// for pauseAfter files in a row is asked for nothing more by the Saver:
-// its other files are left transient, for the next run. Safe for
+// Saver stores files in a store, fetching each URL at most once, and pauses
+// a host that refuses pauseAfter files in a row
+// (docs/design/media.md#the-saver-each-url-once-mediasavergo). Safe for
 // concurrent use.
 type Saver struct {
 	o        SaverOptions
-	sem      chan struct{}
+	sem      *semaphore.Weighted
 	progress Progress
 	onPause  func(host, why string)
 
@@ -62,8 +60,7 @@ type Saver struct {
 }
 
 // pauseAfter is how many files in a row a media host may refuse, or let
-// time out, before the run asks it for nothing more: a host that is down
-// would otherwise take each of its files' attempts and waits in turn.
+// time out, before the run asks it for nothing more.
 const pauseAfter = 5
 
 type SaverOptions struct {
@@ -104,7 +101,7 @@ func NewSaver(o SaverOptions) *Saver {
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = time.Second
 	}
-	return &Saver{o: o, sem: make(chan struct{}, o.Concurrency), inflight: map[string]*call{}, refused: map[string]int{}, paused: map[string]string{}}
+	return &Saver{o: o, sem: semaphore.NewWeighted(int64(o.Concurrency)), inflight: map[string]*call{}, refused: map[string]int{}, paused: map[string]string{}}
 }
 
 // OnPause makes f be called once for each host the Saver pauses, with why
@@ -166,13 +163,13 @@ func (s *Saver) Save(ctx context.Context, r Request) Outcome {
 }
 
 func (s *Saver) save(ctx context.Context, r Request) Outcome {
-	if err := s.acquire(ctx); err != nil {
+	if s.sem.Acquire(ctx, 1) != nil {
 		return canceled(ctx)
 	}
 	held := true
 	defer func() {
 		if held {
-			<-s.sem
+			s.sem.Release(1)
 		}
 	}()
 	f, err := s.o.Store.Lookup(ctx, r.URL)
@@ -201,12 +198,9 @@ func (s *Saver) save(ctx context.Context, r Request) Outcome {
 			}
 			return out
 		}
-		<-s.sem // others fetch while this one waits
+		s.sem.Release(1) // others fetch while this one waits
 		held = false
-		if err := (clock.Real{}).Sleep(ctx, min(s.o.RetryDelay<<(attempt-1), 30*time.Second)); err != nil {
-			return out
-		}
-		if err := s.acquire(ctx); err != nil {
+		if (clock.Real{}).Sleep(ctx, min(s.o.RetryDelay<<(attempt-1), 30*time.Second)) != nil || s.sem.Acquire(ctx, 1) != nil {
 			return out
 		}
 		held = true
@@ -246,15 +240,6 @@ func (s *Saver) pausedOutcome(host string) (Outcome, bool) {
 	return Outcome{Status: Transient, Err: fmt.Sprintf("%s: the media host %s is paused for this run: %s", Transient, host, why)}, true
 }
 
-func (s *Saver) acquire(ctx context.Context) error {
-	select {
-	case s.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // fetchAny fetches the first of r's URLs that answers other than with a
 // 4xx, r.URL last.
 func (s *Saver) fetchAny(ctx context.Context, r Request) Outcome {
@@ -280,8 +265,8 @@ func (s *Saver) fetch(ctx context.Context, u, name string) Outcome {
 	s.progress.bytes.Add(sp.Size())
 	if err != nil {
 		sp.Discard()
-		var fe *Error
-		if !errors.As(err, &fe) {
+		fe, ok := errors.AsType[*Error](err)
+		if !ok {
 			return Outcome{Status: Transient, Err: err.Error()}
 		}
 		return Outcome{Status: fe.Status, HTTPStatus: fe.HTTPStatus, Size: fe.Size, Err: fe.Error()}

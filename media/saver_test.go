@@ -29,7 +29,7 @@ func newSaver(t *testing.T, root string, o SaverOptions) *Saver {
 	}
 	o.Store = st
 	if o.Fetcher == nil {
-		o.Fetcher = NewFetcher(FetcherOptions{Timeouts: timeouts})
+		o.Fetcher = &Fetcher{Timeouts: timeouts}
 	}
 	if o.RetryDelay == 0 {
 		o.RetryDelay = time.Millisecond
@@ -251,7 +251,7 @@ func ExampleSaver() {
 	dir, _ := os.MkdirTemp("", "media")
 	defer os.RemoveAll(dir)
 	st, _ := store.OpenDir(dir)
-	sv := NewSaver(SaverOptions{Store: st, Fetcher: NewFetcher(FetcherOptions{Timeouts: timeouts})})
+	sv := NewSaver(SaverOptions{Store: st, Fetcher: &Fetcher{Timeouts: timeouts}})
 	out := sv.Save(context.Background(), Request{URL: s.MediaURL() + xsim.MediaPaths("3_1")[0]})
 	fmt.Println(out.Status, out.Fetched, filepath.Ext(out.File.Key))
 	out = sv.Save(context.Background(), Request{URL: s.MediaURL() + xsim.MediaPaths("3_1")[0]})

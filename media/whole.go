@@ -5,19 +5,19 @@ import (
 	"encoding/binary"
 )
 
-// wholeFile watches the bytes of a file go by and says, at the end,
-// whether they are a whole file of the format they start with: a JPEG
-// ends with its end-of-image marker, a PNG with its IEND chunk, a GIF with
-// its trailer, a WebP's and an MP4's own sizes add up to its length. A
-// server that announces a Content-Length shorter than its file ends the
-// body early with no error, and the file would be stored cut; the formats
-// of X's media say where they end. Formats it does not know are taken as
-// they come.
+// wholeFile says whether the bytes written to it are a whole file of the
+// format they start with: a body can end early with no error
+// (docs/design/media.md#whole-files-mediawholego).
 type wholeFile struct {
 	n    int64
 	head []byte // the first sniffLen bytes
 	tail []byte // the last tailLen bytes
-	mp4  boxWalk
+	// The top-level boxes of an MP4 (an ISO base media file), each of
+	// which starts with its size.
+	next   int64  // offset of the next box's header
+	hdr    []byte // the bytes of that header seen so far
+	toEnd  bool   // a box of size 0 runs to the end of the file
+	broken bool   // a size smaller than its header
 }
 
 const (
@@ -33,7 +33,7 @@ func (w *wholeFile) Write(p []byte) (int, error) {
 	if len(w.tail) > tailLen {
 		w.tail = append(w.tail[:0], w.tail[len(w.tail)-tailLen:]...)
 	}
-	w.mp4.write(w.n, p)
+	w.boxes(p)
 	w.n += int64(len(p))
 	return len(p), nil
 }
@@ -50,52 +50,39 @@ func (w *wholeFile) whole() bool {
 	case len(h) >= 12 && string(h[:4]) == "RIFF" && string(h[8:12]) == "WEBP":
 		return int64(binary.LittleEndian.Uint32(h[4:8]))+8 == w.n
 	case len(h) >= 8 && string(h[4:8]) == "ftyp": // MP4 and other ISO media
-		return w.mp4.ends(w.n)
+		return !w.broken && (w.toEnd || len(w.hdr) == 0 && w.next == w.n)
 	}
 	return true
 }
 
-// boxWalk follows the top-level boxes of an ISO base media file (MP4): each
-// starts with its size, so the next box's place is known, and the file is
-// whole when the last box ends where the bytes do.
-type boxWalk struct {
-	next   int64  // offset of the next box's header
-	hdr    []byte // the bytes of that header seen so far
-	toEnd  bool   // a box of size 0 runs to the end of the file
-	broken bool   // a size smaller than its header
-}
-
-func (b *boxWalk) write(off int64, p []byte) {
-	end := off + int64(len(p))
-	for !b.toEnd && !b.broken {
-		at := b.next + int64(len(b.hdr)) // the next byte of the header
+// boxes follows the MP4 boxes through p, the bytes after the first w.n.
+func (w *wholeFile) boxes(p []byte) {
+	off, end := w.n, w.n+int64(len(p))
+	for !w.toEnd && !w.broken {
+		at := w.next + int64(len(w.hdr)) // the next byte of the header
 		if at >= end {
 			return
 		}
 		need := 8
-		if len(b.hdr) >= 4 && binary.BigEndian.Uint32(b.hdr[:4]) == 1 {
+		if len(w.hdr) >= 4 && binary.BigEndian.Uint32(w.hdr[:4]) == 1 {
 			need = 16 // a 64-bit size follows the type
 		}
-		take := min(int64(need-len(b.hdr)), end-at)
-		b.hdr = append(b.hdr, p[at-off:at-off+take]...)
-		if len(b.hdr) < need || len(b.hdr) == 8 && binary.BigEndian.Uint32(b.hdr[:4]) == 1 {
+		take := min(int64(need-len(w.hdr)), end-at)
+		w.hdr = append(w.hdr, p[at-off:at-off+take]...)
+		if len(w.hdr) < need || len(w.hdr) == 8 && binary.BigEndian.Uint32(w.hdr[:4]) == 1 {
 			continue
 		}
-		size := int64(binary.BigEndian.Uint32(b.hdr[:4]))
+		size := int64(binary.BigEndian.Uint32(w.hdr[:4]))
 		switch size {
 		case 0:
-			b.toEnd = true
+			w.toEnd = true
 		case 1:
-			size = int64(binary.BigEndian.Uint64(b.hdr[8:16]))
+			size = int64(binary.BigEndian.Uint64(w.hdr[8:16]))
 		}
-		if !b.toEnd && size < int64(need) {
-			b.broken = true
+		if !w.toEnd && size < int64(need) {
+			w.broken = true
 		}
-		b.next += size
-		b.hdr = b.hdr[:0]
+		w.next += size
+		w.hdr = w.hdr[:0]
 	}
-}
-
-func (b *boxWalk) ends(n int64) bool {
-	return !b.broken && (b.toEnd || len(b.hdr) == 0 && b.next == n)
 }

@@ -41,7 +41,7 @@ func prepareMedia(ctx context.Context, s *spec.Spec, o Options, set *account.Set
 	t.Request = ms.Timeout.Duration()
 	// The base transport, never an account's: media requests carry no
 	// credential.
-	fetcher := media.NewFetcher(media.FetcherOptions{Transport: o.Transport, Timeouts: t, MaxSize: m.MaxFileSize, UserAgent: UserAgent()})
+	fetcher := &media.Fetcher{Transport: o.Transport, Timeouts: t, MaxSize: m.MaxFileSize, UserAgent: UserAgent()}
 	m.Saver = media.NewSaver(media.SaverOptions{
 		Store: st, Fetcher: fetcher, Budget: media.NewBudget(ms.MaxBytesPerRun.Bytes()),
 		Now: o.Clock.Now, Concurrency: *ms.Concurrency, Attempts: s.MaxAttempts, Stop: o.MediaStop,

@@ -19,32 +19,19 @@ type Finding struct {
 // ReadFindings reads the rows of x_post_compliance.
 func ReadFindings(dir string) ([]Finding, error) {
 	var out []Finding
-	err := readTable(dir, "x_post_compliance", []string{"user_id", "post_id", "reason", "job_id"}, func(col []arrow.Array, i int) {
-		out = append(out, Finding{UserID: col[0].ValueStr(i), PostID: col[1].ValueStr(i), Reason: col[2].ValueStr(i), JobID: col[3].ValueStr(i)})
+	err := readRows(dir, "x_post_compliance", []string{"user_id", "post_id", "reason", "job_id"}, func(c *archive.Cols, i int) {
+		out = append(out, Finding{UserID: c.Str("user_id", i), PostID: c.Str("post_id", i), Reason: c.Str("reason", i), JobID: c.Str("job_id", i)})
 	})
 	return out, err
 }
 
-// readTable calls row with each row of the table's columns.
-func readTable(dir, table string, columns []string, row func(col []arrow.Array, i int)) error {
+func readRows(dir, table string, columns []string, row func(c *archive.Cols, i int)) error {
 	snap, err := archive.OpenSnapshot(dir)
 	if err != nil {
 		return err
 	}
 	defer snap.Close()
-	return snap.Read(table, columns, func(rec arrow.RecordBatch) error {
-		col := make([]arrow.Array, len(columns))
-		for c, name := range columns {
-			var ok bool
-			if col[c], ok = archive.Column[arrow.Array](rec, name); !ok {
-				return fmt.Errorf("not a file of %s: no column %s", table, name)
-			}
-		}
-		for i := range int(rec.NumRows()) {
-			row(col, i)
-		}
-		return nil
-	})
+	return snap.ReadRows(table, columns, nil, row)
 }
 
 // CheckRedacted checks that the archive in dir holds nothing of the post's
@@ -90,10 +77,10 @@ func CheckRedacted(dir, userID, postID string) error {
 // in dir say stored, with the (user id, post id) of each row naming them.
 func StoredFiles(dir string) (map[string][][2]string, error) {
 	out := map[string][][2]string{}
-	err := readTable(dir, "x_media_files", []string{"user_id", "post_id", "file_key", "status"}, func(col []arrow.Array, i int) {
-		if col[3].ValueStr(i) == "stored" {
-			key := col[2].ValueStr(i)
-			out[key] = append(out[key], [2]string{col[0].ValueStr(i), col[1].ValueStr(i)})
+	err := readRows(dir, "x_media_files", []string{"user_id", "post_id", "file_key", "status"}, func(c *archive.Cols, i int) {
+		if c.Raw("status", i) == "stored" {
+			key := c.Str("file_key", i)
+			out[key] = append(out[key], [2]string{c.Str("user_id", i), c.Str("post_id", i)})
 		}
 	})
 	return out, err

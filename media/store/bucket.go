@@ -13,8 +13,7 @@ import (
 	"gocloud.dev/gcerrors"
 )
 
-// bucket is a store in an object store. A file is spooled to the system's
-// temporary directory, then uploaded: the object exists once its writer
+// bucket is a store in an object store: an object exists once its writer
 // has closed, and a stop before leaves none.
 type bucket struct {
 	b *blob.Bucket

@@ -14,13 +14,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 )
 
-// dir is a store in a local directory. Files are written to a spool in
-// dir/.tmp (the same file system, so that a rename moves them), synced,
-// renamed into place, and their directory synced: a stop at any moment
-// leaves either no file under its name or the whole file.
-type dir struct {
-	root string
-}
+// dir is a store in a local directory: spool in dir/.tmp, sync, rename,
+// sync the directory (docs/design/media.md).
+type dir string // its root
 
 // spoolDir holds the files being fetched; a spool left by a process that
 // was killed is removed by the next OpenDir once it is staleSpool old, and
@@ -50,7 +46,9 @@ func OpenDir(root string) (*Store, error) {
 
 // ReadDir is the store in the local directory root, to read: unlike
 // OpenDir, it creates nothing and removes nothing.
-func ReadDir(root string) *Store { return &Store{b: &dir{root: root}, name: root} }
+func ReadDir(root string) *Store {
+	return &Store{b: dir(root), name: root, step: func(string) {}}
+}
 
 // Spools lists the spools in the directory store root: the files of
 // fetches in progress, or left by a process stopped while it fetched.
@@ -81,18 +79,18 @@ func removeSpools(root string, age time.Duration) error {
 	return nil
 }
 
-func (d *dir) spool() (*os.File, error) {
+func (d dir) spool() (*os.File, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	name := filepath.Join(d.root, spoolDir, hex.EncodeToString(b[:])+spoolExt)
+	name := filepath.Join(string(d), spoolDir, hex.EncodeToString(b[:])+spoolExt)
 	return os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 }
 
-func (d *dir) path(key string) string { return filepath.Join(d.root, filepath.FromSlash(key)) }
+func (d dir) path(key string) string { return filepath.Join(string(d), filepath.FromSlash(key)) }
 
-func (d *dir) commit(_ context.Context, f *os.File, key, _ string, step func(string)) error {
+func (d dir) commit(_ context.Context, f *os.File, key, _ string, step func(string)) error {
 	name := f.Name()
 	if err := f.Close(); err != nil {
 		os.Remove(name)
@@ -103,9 +101,9 @@ func (d *dir) commit(_ context.Context, f *os.File, key, _ string, step func(str
 
 // rename moves the synced file tmp to key and makes it durable. A key that
 // exists is kept unless replace: files are named by their content.
-func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
+func (d dir) rename(tmp, key string, replace bool, step func(string)) error {
 	final := d.path(key)
-	if err := dirsync.Mkdir(d.root, filepath.Dir(filepath.FromSlash(key))); err != nil {
+	if err := dirsync.Mkdir(string(d), filepath.Dir(filepath.FromSlash(key))); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -120,7 +118,7 @@ func (d *dir) rename(tmp, key string, replace bool, step func(string)) error {
 	return dirsync.Sync(filepath.Dir(final))
 }
 
-func (d *dir) exists(_ context.Context, key string) (bool, error) {
+func (d dir) exists(_ context.Context, key string) (bool, error) {
 	_, err := os.Stat(d.path(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -128,11 +126,11 @@ func (d *dir) exists(_ context.Context, key string) (bool, error) {
 	return err == nil, err
 }
 
-func (d *dir) read(_ context.Context, key string) ([]byte, error) {
+func (d dir) read(_ context.Context, key string) ([]byte, error) {
 	return os.ReadFile(d.path(key))
 }
 
-func (d *dir) write(_ context.Context, key string, data []byte, step func(string)) error {
+func (d dir) write(_ context.Context, key string, data []byte, step func(string)) error {
 	f, err := d.spool()
 	if err != nil {
 		return err
@@ -149,7 +147,7 @@ func (d *dir) write(_ context.Context, key string, data []byte, step func(string
 	return d.rename(name, key, true, func(s string) { step("index " + s) })
 }
 
-func (d *dir) delete(_ context.Context, key string) error {
+func (d dir) delete(_ context.Context, key string) error {
 	path := d.path(key)
 	if err := os.Remove(path); err != nil {
 		return err
@@ -157,7 +155,7 @@ func (d *dir) delete(_ context.Context, key string) error {
 	return dirsync.Sync(filepath.Dir(path))
 }
 
-func (d *dir) hasUnder(_ context.Context, prefix string) (bool, error) {
+func (d dir) hasUnder(_ context.Context, prefix string) (bool, error) {
 	entries, err := os.ReadDir(d.path(prefix))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -165,4 +163,4 @@ func (d *dir) hasUnder(_ context.Context, prefix string) (bool, error) {
 	return len(entries) > 0, err
 }
 
-func (*dir) close() error { return nil }
+func (dir) close() error { return nil }

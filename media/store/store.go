@@ -1,13 +1,7 @@
 // Package store keeps media files by the hash of their content, in a local
-// directory or in an object store (S3, Google Cloud Storage, Azure Blob
-// Storage, through gocloud.dev/blob), so that a file saved by many
-// accounts, or in many posts, is stored once.
-//
-// A file is spooled to a temporary file as it is fetched, hashed as it
-// goes; Commit then gives it its name, its SHA-256. No file is ever visible
-// under its name half-written (see dir and bucket for how). The store also
-// records which file each URL was fetched as (Lookup), so that a URL
-// stored once is not fetched again, by any account.
+// directory or in an object store (through gocloud.dev/blob), each once,
+// with the index of the URL each was fetched from and the accounts' marks
+// on it (docs/design/media.md#the-content-addressed-store-mediastore).
 package store
 
 import (
@@ -42,14 +36,11 @@ type File struct {
 }
 
 // Store is a media file store. Safe for concurrent use, by several
-// processes too: files are named by their content, so two writers of one
-// file write the same bytes under the same name.
+// processes too: files are named by their content.
 type Store struct {
 	b    backend
-	name string // the store's URL or directory, for messages
-	// step, when set, is called at each step of a commit (the kill tests
-	// of this package stop the process there).
-	step func(name string)
+	name string            // the store's URL or directory, for messages
+	step func(name string) // see OnStep
 }
 
 // backend is where the files are: a directory or a bucket.
@@ -71,16 +62,11 @@ type backend interface {
 	close() error
 }
 
-// indexDir holds the index from source URLs to files: one small JSON file
-// per URL, named by the SHA-256 of the URL.
+// indexDir holds the index from source URLs to files, by the URLs' SHA-256.
 const indexDir = ".urls"
 
-// Open opens the store at rawURL: file:///absolute/dir (a local
-// directory, created if missing), or an object store's bucket URL as
-// gocloud.dev/blob reads it: s3://bucket?region=..., gs://bucket,
-// azblob://container (credentials come from the environment, as each
-// cloud's SDK finds them). A prefix parameter puts the files under a
-// prefix of the bucket (s3://bucket?prefix=media/).
+// Open opens the store at rawURL: file:///absolute/dir (created if
+// missing), or a bucket URL as gocloud.dev/blob reads it (docs/media.md).
 func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err := CheckURL(rawURL); err != nil {
 		return nil, err
@@ -95,7 +81,7 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		// gocloud's errors repeat the URL, query values and all.
 		return nil, fmt.Errorf("opening the media store %s: %s", Redacted(u), strings.ReplaceAll(err.Error(), rawURL, Redacted(u)))
 	}
-	return &Store{b: &bucket{b}, name: Redacted(u)}, nil
+	return &Store{b: &bucket{b}, name: Redacted(u), step: func(string) {}}, nil
 }
 
 // CheckURL says what is wrong with a store URL, or nil; it opens nothing.
@@ -149,10 +135,7 @@ func Redacted(u *url.URL) string {
 // OnStep makes step be called at each step of a commit that matters when
 // the process is killed ("spool synced", "file renamed", "file stored",
 // "index renamed", "indexed"): the kill tests stop the process there.
-// nil calls nothing.
 func (s *Store) OnStep(step func(name string)) { s.step = step }
-
-func (s *Store) String() string { return s.name }
 
 func (s *Store) Close() error { return s.b.close() }
 
@@ -195,35 +178,27 @@ func (sp *Spool) Discard() {
 // already, and records that sourceURL is that file. The spool is consumed
 // either way.
 func (s *Store) Commit(ctx context.Context, sp *Spool, sourceURL, contentType string, now time.Time) (*File, error) {
-	if sp.f == nil {
-		return nil, errors.New("media store: a spool committed twice")
-	}
 	sum := hex.EncodeToString(sp.h.Sum(nil))
 	file := &File{Key: ContentKey(sum, contentType), SHA256: sum, Size: sp.n, ContentType: contentType, StoredAt: now.UTC()}
-	step := s.step
-	if step == nil {
-		step = func(string) {}
+	if err := sp.f.Sync(); err != nil {
+		sp.Discard()
+		return nil, fmt.Errorf("media store %s: %w", s.name, err)
 	}
 	f := sp.f
 	sp.f = nil
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("media store %s: %w", s.name, err)
-	}
-	step("spool synced")
-	if err := s.b.commit(ctx, f, file.Key, contentType, step); err != nil {
+	s.step("spool synced")
+	if err := s.b.commit(ctx, f, file.Key, contentType, s.step); err != nil {
 		return nil, fmt.Errorf("media store %s: storing %s: %w", s.name, file.Key, err)
 	}
-	step("file stored")
+	s.step("file stored")
 	entry, err := json.Marshal(indexEntry{URL: sourceURL, File: *file})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.b.write(ctx, indexKey(sourceURL), entry, step); err != nil {
+	if err := s.b.write(ctx, indexKey(sourceURL), entry, s.step); err != nil {
 		return nil, fmt.Errorf("media store %s: recording the file of %s: %w", s.name, sourceURL, err)
 	}
-	step("indexed")
+	s.step("indexed")
 	return file, nil
 }
 
@@ -271,11 +246,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// usersDir holds the marks of the accounts whose records use each file
-// (Mark): one empty object per account under the file's key. A file whose
-// last mark is released is deleted (Release): so the files of posts X
-// reported are deleted by what the store itself says of them, and a sync
-// of a share of the accounts (--shard) needs no record of the others'.
+// usersDir holds the marks of the accounts whose records use each file, one
+// empty object each (docs/design/media.md#marks-restics-prune-mark-and-sweep).
 const usersDir = ".users"
 
 func markKey(key, user string) string { return usersDir + "/" + key + "/" + user }

@@ -313,7 +313,7 @@ func saver(urls []string, dir string, concurrency int) (result, error) {
 	}
 	sv := media.NewSaver(media.SaverOptions{
 		Store:       st,
-		Fetcher:     media.NewFetcher(media.FetcherOptions{Timeouts: client.DefaultTimeouts(), MaxSize: 512_000_000}),
+		Fetcher:     &media.Fetcher{Timeouts: client.DefaultTimeouts(), MaxSize: 512_000_000},
 		Concurrency: concurrency,
 	})
 	var mu sync.Mutex

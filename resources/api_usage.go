@@ -25,34 +25,16 @@ const OpSetup = "setup"
 // stored (x_media_files): requests to X's CDN, which X does not bill.
 const OpMediaFiles = "media_files"
 
-// Usage is one row of x_api_usage: one account, one operation, one sync.
+// Usage is one row of x_api_usage: one account, one operation, one sync:
+// what its meter counted (billing.Usage), and what the sync did.
 type Usage struct {
-	SyncID         string
-	SyncStartedAt  time.Time
-	UserID         string
-	Account        string
-	Operation      string
-	Requests       int
-	OKResponses    int
-	PostsReturned  int
-	PostsBilled    int
-	PostsUnread    int
-	UsersReturned  int
-	UsersBilled    int
-	MediaReturned  int
-	WritesBilled   int
-	OwnedReads     bool
-	PostsUSD       float64
-	UsersUSD       float64
-	WritesUSD      float64
-	EstimatedUSD   float64
-	RateLimited    int
-	RateLimitWaits int
-	WaitedSeconds  float64
-	Errors         int
-	Walks          int
-	WalkOutcomes   string
-	NewPosts       int
+	billing.Usage
+	SyncID        string
+	SyncStartedAt time.Time
+	Account       string
+	Walks         int
+	WalkOutcomes  string
+	NewPosts      int
 	// IncludesMissing counts the expanded objects X left out of the pages
 	// with no error saying why.
 	IncludesMissing int
@@ -85,11 +67,11 @@ func APIUsage() *schema.Table {
 var usageColumns = []column[*Usage]{
 	primaryKey(col("sync_id", "Id of the sync (the CloudQuery invocation id when there is one); for the rows of the bookmark commands, of the archive's run that recorded them.", func(u *Usage) string { return u.SyncID })),
 	primaryKey(col("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
-	primaryKey(col("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
+	primaryKey(col("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return string(u.Operation) })),
 	incrementalKey(col("sync_started_at", "When the sync started (for the rows of the bookmark commands, when their changes were recorded).", func(u *Usage) time.Time { return u.SyncStartedAt })),
 	col("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
 	col("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
-	col("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
+	col("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OK) }),
 	col("posts_returned", "Posts the API returned: those the pages held (bookmarked posts, folder entries) and the referenced posts expanded with them, also of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsReturned) }),
 	col("posts_billed", "Of posts_returned, those X bills: each post once per UTC day per account, so a post this account already read that day (an earlier sync included) is not counted again. An estimate: X calls its de-duplication a soft guarantee, and does not say whether it de-duplicates per account, per app or per developer account (accounts of one app that read the same posts may pay less).", func(u *Usage) int64 { return int64(u.PostsBilled) }),
 	col("posts_unread", "At most this many more posts may have been billed, in pages whose body could not be read (cut short, not JSON): each counts the page size asked for. Not in `posts_billed` nor `estimated_usd`.", func(u *Usage) int64 { return int64(u.PostsUnread) }),
@@ -101,10 +83,10 @@ var usageColumns = []column[*Usage]{
 	col("posts_usd", "posts_billed times `post_read_usd`, or `owned_read_usd` for owned reads.", func(u *Usage) float64 { return u.PostsUSD }),
 	col("users_usd", "users_billed times `user_read_usd`.", func(u *Usage) float64 { return u.UsersUSD }),
 	col("writes_usd", "writes_billed times `bookmark_write_usd`.", func(u *Usage) float64 { return u.WritesUSD }),
-	col("estimated_usd", "posts_usd plus users_usd plus writes_usd: the estimated cost.", func(u *Usage) float64 { return u.EstimatedUSD }),
+	col("estimated_usd", "posts_usd plus users_usd plus writes_usd: the estimated cost.", func(u *Usage) float64 { return u.USD }),
 	col("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
 	col("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
-	col("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
+	col("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.Waited.Seconds() }),
 	col("errors", "Failed requests other than 429s, each attempt counted: error statuses, dropped connections, bodies that could not be read or used.", func(u *Usage) int64 { return int64(u.Errors) }),
 	col("walks", "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) int64 { return int64(u.Walks) }),
 	optStringColumn("walk_outcomes", "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) string { return u.WalkOutcomes }),
@@ -152,7 +134,7 @@ func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource
 // the same rows as its summary.
 func UsageRows(s *account.Session) []*Usage {
 	label := account.Label(s.Index)
-	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: cmp.Or(s.UserID, label), Account: label}
+	base := Usage{Usage: billing.Usage{UserID: cmp.Or(s.UserID, label)}, SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, Account: label}
 	if s.Err != nil {
 		return []*Usage{setupRow(s, base)}
 	}
@@ -170,12 +152,12 @@ func (r *opRows) addMedia(m *account.MediaReport) {
 	}
 	u := r.get(OpMediaFiles)
 	u.Requests += m.Requests
-	u.OKResponses += m.OK
+	u.OK += m.OK
 	u.Errors += m.Failed
 	u.FilesStored += m.Stored
 	u.BytesFetched += m.Bytes
 	if m.Err != "" {
-		r.failures[OpMediaFiles] = append(r.failures[OpMediaFiles], m.Err)
+		u.failures = append(u.failures, m.Err)
 	}
 }
 
@@ -216,10 +198,10 @@ func ComplianceUsageRows(c *compliance.Check) []*Usage {
 	if c.Scope != "" {
 		user += "/" + c.Scope
 	}
-	ops := newOpRows(Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: ComplianceUsageAccount})
+	ops := newOpRows(Usage{Usage: billing.Usage{UserID: user}, SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, Account: ComplianceUsageAccount})
 	ops.addMeter(c.Meter, "")
 	if failure := c.Failure(); failure != nil {
-		ops.get(string(c.FailedOperation())).Failure = failureText(c.Secrets, failure.Error())
+		ops.get(c.FailedOperation()).Failure = failureText(c.Secrets, failure.Error())
 	}
 	return ops.rows(nil)
 }
@@ -240,60 +222,45 @@ func setupRow(s *account.Session, base Usage) *Usage {
 	if s.Meter != nil {
 		t := s.Meter.Total()
 		u.Requests, u.Errors = t.Requests, t.Errors
-		u.UsersReturned, u.UsersBilled, u.UsersUSD, u.EstimatedUSD = t.UsersReturned, t.UsersBilled, t.UsersUSD, t.USD
+		u.UsersReturned, u.UsersBilled, u.UsersUSD, u.USD = t.UsersReturned, t.UsersBilled, t.UsersUSD, t.USD
 	}
 	return &u
 }
 
 // opRows are the usage rows of one account, one per operation used.
 type opRows struct {
-	base     Usage
-	byOp     map[string]*Usage
-	outcomes map[string]map[walk.Outcome]int
-	failures map[string][]string
+	base Usage
+	byOp map[client.Operation]*opRow
 }
 
-func newOpRows(base Usage) *opRows {
-	return &opRows{base: base, byOp: map[string]*Usage{}, outcomes: map[string]map[walk.Outcome]int{}, failures: map[string][]string{}}
+// opRow is a row with how its walks ended and their errors.
+type opRow struct {
+	Usage
+	outcomes map[walk.Outcome]int
+	failures []string
 }
 
-func (r *opRows) get(op string) *Usage {
+func newOpRows(base Usage) *opRows { return &opRows{base: base, byOp: map[client.Operation]*opRow{}} }
+
+func (r *opRows) get(op client.Operation) *opRow {
 	if u, ok := r.byOp[op]; ok {
 		return u
 	}
-	u := r.base
+	u := &opRow{Usage: r.base, outcomes: map[walk.Outcome]int{}}
 	u.Operation = op
-	r.byOp[op] = &u
-	r.outcomes[op] = map[walk.Outcome]int{}
-	return &u
+	r.byOp[op] = u
+	return u
 }
 
 // addMeter adds what meter counted for userID (and for user "", the app's
 // requests and GET /2/users/me).
 func (r *opRows) addMeter(meter *billing.Meter, userID string) {
 	for _, m := range meter.Snapshot() {
-		if m.UserID != userID && m.UserID != "" {
-			continue
+		if m.UserID == userID || m.UserID == "" {
+			u := r.get(m.Operation)
+			u.Add(m)
+			u.OwnedReads = u.OwnedReads || m.OwnedReads
 		}
-		u := r.get(string(m.Operation))
-		u.Requests += m.Requests
-		u.OKResponses += m.OK
-		u.PostsReturned += m.PostsReturned
-		u.PostsBilled += m.PostsBilled
-		u.PostsUnread += m.PostsUnread
-		u.UsersReturned += m.UsersReturned
-		u.UsersBilled += m.UsersBilled
-		u.MediaReturned += m.MediaReturned
-		u.WritesBilled += m.WritesBilled
-		u.OwnedReads = u.OwnedReads || m.OwnedReads
-		u.PostsUSD += m.PostsUSD
-		u.UsersUSD += m.UsersUSD
-		u.WritesUSD += m.WritesUSD
-		u.EstimatedUSD += m.USD
-		u.RateLimited += m.RateLimited
-		u.RateLimitWaits += m.RateLimitWaits
-		u.WaitedSeconds += m.Waited.Seconds()
-		u.Errors += m.Errors
 	}
 }
 
@@ -301,8 +268,7 @@ func (r *opRows) addMeter(meter *billing.Meter, userID string) {
 // ended, the posts they found and their errors.
 func (r *opRows) addWalks(walks []account.WalkReport) {
 	for _, w := range walks {
-		op := string(w.Operation)
-		u := r.get(op)
+		u := r.get(w.Operation)
 		u.Walks++
 		outcome := walk.Failed
 		if w.Result != nil {
@@ -310,9 +276,9 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 			outcome = w.Result.Outcome
 		}
 		u.IncludesMissing += w.Missing
-		r.outcomes[op][outcome]++
+		u.outcomes[outcome]++
 		if w.Err != nil && outcome != walk.Interrupted { // stopped, not failed: walk_outcomes says so
-			r.failures[op] = append(r.failures[op], w.Err.Error())
+			u.failures = append(u.failures, w.Err.Error())
 		}
 	}
 }
@@ -321,19 +287,19 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 // mask), in the order of client.Operations.
 func (r *opRows) rows(mask *secrets.Mask) []*Usage {
 	rows := make([]*Usage, 0, len(r.byOp))
-	for op, u := range r.byOp {
-		u.WalkOutcomes = formatOutcomes(r.outcomes[op], u.Walks)
-		if failures := r.failures[op]; len(failures) > 0 {
-			u.Failure = failureText(mask, strings.Join(failures, "; "))
+	for _, u := range r.byOp {
+		u.WalkOutcomes = formatOutcomes(u.outcomes, u.Walks)
+		if len(u.failures) > 0 {
+			u.Failure = failureText(mask, strings.Join(u.failures, "; "))
 		}
-		rows = append(rows, u)
+		rows = append(rows, &u.Usage)
 	}
 	slices.SortFunc(rows, func(a, b *Usage) int { return cmp.Compare(opOrder(a.Operation), opOrder(b.Operation)) })
 	return rows
 }
 
-func opOrder(op string) int {
-	i := slices.Index(client.Operations(), client.Operation(op))
+func opOrder(op client.Operation) int {
+	i := slices.Index(client.Operations(), op)
 	if i < 0 {
 		return len(client.Operations())
 	}

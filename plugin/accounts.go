@@ -25,11 +25,7 @@ const tokenRequestTimeout = 30 * time.Second
 // touching the network: token files are read here, and a user id that is in
 // neither the spec nor the token file is resolved (GET /2/users/me) by the
 // session's first resolver. A sharded sync keeps the accounts of its shard
-// (inShard, shardOf): one whose spec names a user of another is left out
-// before its token file is read. The plugin shards accounts itself: the
-// scheduler's shards split (table, account) pairs table by table, which
-// would give one account's bookmarks to one machine and its folders to
-// another, both using, and maybe refreshing, the same rotating token.
+// (docs/design/plugin.md#sharding).
 func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *secrets.Mask, sh *plugin.Shard) *account.Set {
 	set := &account.Set{}
 	request := client.Fields(s.RequestFields())

@@ -23,11 +23,7 @@ func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
 }
 
 // actOnCompliance applies what the compliance checks reported and no sync
-// applied yet (compliance.on_change). plan.Edits decides the edits once;
-// the destination in the plugin's process (the exporter) applies them to
-// its files, a CloudQuery destination gets them from sendEdits. The media
-// files no other post uses are deleted from the store; then the state
-// records the actions as applied.
+// applied yet (compliance.on_change; docs/design/plugin.md#compliance-edits).
 func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables) error {
 	pending, err := comp.Pending(ctx)
 	if err != nil || len(pending) == 0 {
@@ -49,7 +45,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 		return err
 	}
 	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
-		if _, err := resources.DropMedia(ctx, ss, ix, ss[0].Media.Saver.Store()); err != nil {
+		if err := resources.DropMedia(ctx, ss, ix, ss[0].Media.Saver.Store()); err != nil {
 			return err
 		}
 	}
@@ -59,13 +55,8 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 	return flushState(ctx, st)
 }
 
-// sendEdits applies the edits to a CloudQuery destination: a removal is a
-// DeleteRecord message (user_id = … AND column = …), a blanked bookmark
-// its x_bookmarks row sent again with its key and dates only, which the
-// destination's primary key puts in place of the row it holds (in
-// overwrite modes), and the rows kept to send again are edited alike. A
-// destination's row cannot be edited: a scrub is left to the user, with a
-// warning. Tables the sync does not select get no message.
+// sendEdits applies the edits to a CloudQuery destination, as DeleteRecord
+// messages and blanked rows (docs/design/plugin.md#compliance-edits).
 func (c *Client) sendEdits(ctx context.Context, run tableSync, comp *compliance.Check, selected schema.Tables, edits []plan.Edit, ix plan.Index, pending []compliance.Affected) error {
 	for _, s := range comp.Set.Sessions {
 		if err := resources.EditOutbox(ctx, s, ix); err != nil {

@@ -57,14 +57,8 @@ func (c *Client) Tables(_ context.Context, opts plugin.TableOptions) (schema.Tab
 // Close releases nothing: every sync closes what it opens.
 func (*Client) Close(context.Context) error { return nil }
 
-// Sync syncs the selected tables of every account.
-//
-// It runs the scheduler up to four times: first the data tables (sharded,
-// each account multiplexed), then x_media_files, which fetches the files of
-// the media the walks read, then x_post_compliance, whose jobs check the
-// posts archived so far, this sync's included, then x_api_usage, whose rows
-// count what the others did. State is flushed after each of the first
-// three; only clean walks have set their keys.
+// Sync syncs the selected tables of every account, in four passes of the
+// scheduler (docs/design/plugin.md#sync-passes).
 func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- message.SyncMessage) error {
 	if c.spec == nil {
 		return errors.New("the plugin was initialised without a spec (no-connection mode); it cannot sync")

@@ -21,22 +21,14 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// AccountFailure tells what went wrong for one account in a sync, for a
-// person to read once: each distinct problem on a line of its own, without
-// the account's name (the caller gives it), starting with the table that
-// failed when the problem is that table's (a list that could not be read)
-// rather than the account's (its token, its setup), and with what to do
-// where the plugin knows. When no request of the account got an answer it
-// says to check base_url, in one line, rather than repeat the same refused
-// connection for every list. It returns nil for an account that synced.
-// The lines hold no credential of the sync (sess.Secrets).
+// AccountFailure tells what went wrong for one account in a sync, each
+// distinct problem once (docs/design/plugin.md#account-failures), with no
+// credential of the sync; nil for an account that synced.
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
 	failed := []account.WalkReport{{Err: sess.Err}}
 	if sess.Err == nil {
 		failed = sess.Report().Walks()
 	}
-	// A walk interrupted by a stop of the sync did not fail: the exporter
-	// says what it kept and what the next run reads.
 	failed = slices.DeleteFunc(failed, func(w account.WalkReport) bool { return w.Err == nil || errors.Is(w.Err, walk.ErrInterrupted) })
 	if len(failed) == 0 {
 		return nil
@@ -144,10 +136,8 @@ func causeOf[E error](err error, prefix string) string {
 }
 
 // relativeTokenFileError says where the plugin looked for a token file that
-// is not there, given as a relative path: in its working directory. The
-// CloudQuery CLI starts a local plugin in the directory `cloudquery sync`
-// runs in, and passes it the spec, not the spec file's path (the exporter,
-// which has the file, makes such paths relative to it before).
+// is not there, given as a relative path: in its working directory
+// (docs/design/plugin.md#account-failures).
 func relativeTokenFileError(path string, err error) error {
 	if filepath.IsAbs(path) {
 		return err

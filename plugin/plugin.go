@@ -84,12 +84,7 @@ type ObserverFunc func(*account.Set, *compliance.Check)
 func (f ObserverFunc) SyncStarted(s *account.Set, c *compliance.Check) { f(s, c) }
 
 // Destination is an Observer that is also the sync's destination, in the
-// plugin's process (the exporter): it commits a sync's rows with the state
-// and applies the edits of what X reported to the rows it holds. So the
-// rows of incremental tables are never sent again (spec.Resend), the
-// records of what the accounts archived keep none of the dates a redacted
-// row is sent again with, and the state is flushed only when the tables are
-// done. A CloudQuery sync has none.
+// plugin's process (the exporter; docs/design/plugin.md#destination).
 type Destination interface {
 	Observer
 	// Edit takes the edits of the rows of posts X reported

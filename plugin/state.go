@@ -22,19 +22,8 @@ import (
 )
 
 // The state of a CloudQuery sync is spread over stateBuckets tables, so
-// that a shard reads and holds its own accounts' state alone: the SDK's
-// state client reads its table whole and keeps it. The keys of an account
-// are in table <table_name>_<bucket> of its user id (userBucket), a sync
-// scope's (its ended syncs, its compliance jobs) in its shard's first
-// bucket (scopeBucket), and shard N/T syncs the accounts of the buckets N-1,
-// N-1+T, ... (shardOf). A bucket's table is opened when one of its keys is
-// first used: a sync reads the tables of its accounts and of its scope.
-//
-// Versions before kept every key in <table_name>. A bucket's table is
-// marked (account.MovedKey) once its keys of that table were copied into
-// it: until then, opening it reads the old table and copies them, then
-// marks it. A stop at any step leaves the old table as it was and the
-// bucket unmarked, or the bucket whole.
+// that a shard reads and holds its own accounts' state alone (the SDK's
+// client reads its table whole): see docs/design/plugin.md#state-buckets.
 const stateBuckets = 256
 
 // userBucket is the bucket of an account's state. It is where the state
@@ -90,7 +79,7 @@ func openBuckets(ctx context.Context, conn *grpc.ClientConn, prefix, scope strin
 }
 
 func (s *bucketedState) GetKey(ctx context.Context, key string) (string, error) {
-	c, _, err := s.tableOf(ctx, key)
+	c, err := s.tableOf(ctx, key, false)
 	if err != nil {
 		return "", err
 	}
@@ -98,13 +87,10 @@ func (s *bucketedState) GetKey(ctx context.Context, key string) (string, error) 
 }
 
 func (s *bucketedState) SetKey(ctx context.Context, key, value string) error {
-	c, b, err := s.tableOf(ctx, key)
+	c, err := s.tableOf(ctx, key, true)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.dirty[b] = true
-	s.mu.Unlock()
 	return c.SetKey(ctx, key, value)
 }
 
@@ -131,15 +117,19 @@ func (s *bucketedState) Flush(ctx context.Context) error {
 // Close closes the connection the tables share.
 func (s *bucketedState) Close() error { return s.conn.Close() }
 
-func (s *bucketedState) tableOf(ctx context.Context, key string) (state.Client, int, error) {
+// tableOf is the table of key's bucket, marked dirty when set.
+func (s *bucketedState) tableOf(ctx context.Context, key string, set bool) (state.Client, error) {
 	b, err := bucketOf(key)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.table(ctx, b)
-	return c, b, err
+	if err == nil && set {
+		s.dirty[b] = true
+	}
+	return c, err
 }
 
 // table is bucket b's table, opened (and its keys of the old table moved

@@ -45,8 +45,8 @@ type Usage struct {
 	Failure      string
 }
 
-// APIUsage is the x_api_usage table. It is resolved after every other table
-// of the sync, so its rows count everything the sync did.
+// APIUsage is the x_api_usage table, resolved after every other table of
+// the sync: its rows count everything the sync did.
 func APIUsage() *schema.Table {
 	return &schema.Table{
 		Name:  APIUsageTable,
@@ -97,10 +97,8 @@ var usageColumns = []column[*Usage]{
 	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
 }
 
-// UsageRecords are rows as records of x_api_usage, one a row, as a sync's
-// scheduler makes them (a random _cq_id), with the table they are of: for
-// the rows no sync makes, those of the bookmark commands in the exporter's
-// archive.
+// UsageRecords are rows as records of x_api_usage, as a sync's scheduler
+// makes them (a random _cq_id): for the bookmark commands' rows.
 func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
 	table := Tables().Get(APIUsageTable)
 	sc := table.ToArrowSchema()
@@ -161,9 +159,8 @@ func (r *opRows) addMedia(m *account.MediaReport) {
 	}
 }
 
-// ComplianceUsageUser and ComplianceUsageAccount are the user_id and the
-// account of the compliance requests' usage rows: they are the app's, not
-// an account's.
+// ComplianceUsageUser and ComplianceUsageAccount are the user_id and account
+// of the compliance requests' usage rows: the app's, not an account's.
 const (
 	ComplianceUsageUser    = "app"
 	ComplianceUsageAccount = "compliance"
@@ -176,8 +173,7 @@ type UsageClients struct {
 	Compliance *compliance.Check
 }
 
-// usageMultiplex gives each account, and the compliance checks, a run of
-// the usage resolver.
+// usageMultiplex runs the usage resolver for each account and the compliance checks.
 func usageMultiplex(meta schema.ClientMeta) []schema.ClientMeta {
 	u, ok := meta.(*UsageClients)
 	if !ok {
@@ -214,16 +210,14 @@ func failureText(r *secrets.Mask, text string) string {
 }
 
 // setupRow is the one row of an account that could not be prepared: its
-// error, and the requests and users its meter counted.
+// error, and what its meter counted.
 func setupRow(s *account.Session, base Usage) *Usage {
 	u := base
-	u.Operation = OpSetup
-	u.Failure = failureText(s.Secrets, s.Err.Error())
 	if s.Meter != nil {
-		t := s.Meter.Total()
-		u.Requests, u.Errors = t.Requests, t.Errors
-		u.UsersReturned, u.UsersBilled, u.UsersUSD, u.USD = t.UsersReturned, t.UsersBilled, t.UsersUSD, t.USD
+		u.Usage = s.Meter.Total()
 	}
+	u.UserID, u.Operation = base.UserID, OpSetup
+	u.Failure = failureText(s.Secrets, s.Err.Error())
 	return &u
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkAuthors, plan.Holding{Of: "post_id"}) }
 
 // bookmarkAuthor is one row of x_bookmark_authors.
@@ -17,8 +16,7 @@ type bookmarkAuthor struct {
 	*expandedUser
 }
 
-// BookmarkAuthors is x_bookmark_authors, a child of x_bookmarks: the author
-// of each bookmarked post, as the API expanded it with the post.
+// BookmarkAuthors is x_bookmark_authors, a child of x_bookmarks.
 func BookmarkAuthors() *schema.Table {
 	return &schema.Table{
 		Name:  BookmarkAuthorsTable,

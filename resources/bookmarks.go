@@ -18,8 +18,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// bookmark is one row of x_bookmarks, with the expanded objects of its
-// post, which its child tables hold.
+// bookmark is one row of x_bookmarks, with its post's expanded objects.
 type bookmark struct {
 	userID          string
 	page            *client.PostPage // the page the post was read in
@@ -32,8 +31,7 @@ type bookmark struct {
 	foundPosition   int64
 }
 
-// Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
-// once, when a sync first sees it.
+// Bookmarks is the x_bookmarks table.
 func Bookmarks() *schema.Table {
 	return &schema.Table{
 		Name:  BookmarksTable,

@@ -16,8 +16,7 @@ type folderPost struct {
 	userID, folderID, postID string
 }
 
-// FolderPosts is the x_bookmark_folder_posts table: which posts each folder
-// holds. Folder reads return post ids only; join with x_bookmarks for content.
+// FolderPosts is the x_bookmark_folder_posts table: post ids only.
 func FolderPosts() *schema.Table {
 	return &schema.Table{
 		Name:  FolderPostsTable,

@@ -22,8 +22,7 @@ type folder struct {
 // posts, and a user has few, so the largest page means fewest requests.
 const foldersPageSize = 100
 
-// Folders is the x_bookmark_folders table, with the membership of each
-// folder as its child table.
+// Folders is the x_bookmark_folders table; its child holds their posts.
 func Folders() *schema.Table {
 	return &schema.Table{
 		Name:        FoldersTable,

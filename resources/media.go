@@ -12,7 +12,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkMedia, plan.Holding{Of: "post_id"}) }
 
 // bookmarkMedia is one row of x_bookmark_media.
@@ -22,8 +21,7 @@ type bookmarkMedia struct {
 	mediaItem
 }
 
-// BookmarkMedia is x_bookmark_media, a child of x_bookmarks: the photos,
-// videos and GIFs of each bookmarked post and of its X Article.
+// BookmarkMedia is x_bookmark_media, a child of x_bookmarks.
 func BookmarkMedia() *schema.Table {
 	return &schema.Table{
 		Name:  BookmarkMediaTable,

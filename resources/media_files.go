@@ -44,8 +44,7 @@ type mediaFileRow struct {
 	rec *archived.File
 }
 
-// MediaFiles is the x_media_files table: the photos and videos themselves,
-// stored by the spec's media_files section.
+// MediaFiles is the x_media_files table (the spec's media_files).
 func MediaFiles() *schema.Table {
 	return &schema.Table{
 		Name:  MediaFilesTable,

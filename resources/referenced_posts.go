@@ -9,7 +9,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() {
 	DeclareContent(ReferencedPosts, plan.Holding{Of: "post_id", Holds: "referenced_post_id", Geo: "post"})
 }
@@ -20,8 +19,7 @@ type referencedPost struct {
 	reference
 }
 
-// ReferencedPosts is x_bookmark_referenced_posts, a child of x_bookmarks:
-// the posts each bookmarked post quotes, replies to or reposts.
+// ReferencedPosts is x_bookmark_referenced_posts, a child of x_bookmarks.
 func ReferencedPosts() *schema.Table {
 	return &schema.Table{
 		Name:  ReferencedPostsTable,

@@ -121,9 +121,7 @@ func AuthConfig(s *spec.Spec, i int, storedClientID string) auth.Config {
 }
 
 // connect builds the API client of s.Accounts[i] and returns the user id its
-// token file names, if any. The client and the token source log to logger,
-// under the account's name; the token source adds the credentials it holds
-// to r.
+// token file names, if any; the token source adds its credentials to r.
 func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask) (*client.Client, string, error) {
 	a := s.Accounts[i]
 	var httpClient *http.Client
@@ -157,9 +155,8 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 		// A retry budget of 0 is none, which the client spells as a negative one.
 		client.WithRetryPolicy(client.RetryPolicy{Budget: cmp.Or(s.RetryBudget.Duration(), -1), MaxAttempts: s.MaxAttempts}),
 		client.WithLogger(log),
-		// Tokens come from the server and are sent back untouched. The document
-		// calls them base32hex, but real X tokens use the whole alphabet
-		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.
+		// The document calls tokens base32hex, but real X tokens use the whole
+		// alphabet (docs.x.com shows "7140w9gefhslx3"): only their form is checked.
 		client.WithTokenCheck(client.TokenOpaque))...)
 	return api, userID, err
 }
@@ -179,10 +176,9 @@ func apiOptions(s *spec.Spec, o Options, meter *billing.Meter, r *secrets.Mask, 
 	return append(append(opts, own...), o.ClientOptions...)
 }
 
-// Credentials returns a Mask holding the credentials the spec gives:
-// access tokens, client secrets (also as a Basic header carries them) and
-// the compliance bearer token. Token sources add the tokens of token files
-// as they read and refresh them, and prepareCompliance a bearer token file's.
+// Credentials returns a Mask holding the credentials the spec gives (client
+// secrets also as a Basic header carries them); token sources add the tokens
+// of token files as they read them, and prepareCompliance a bearer token file's.
 func Credentials(s *spec.Spec) *secrets.Mask {
 	r := secrets.New()
 	if s.Compliance != nil {
@@ -196,11 +192,8 @@ func Credentials(s *spec.Spec) *secrets.Mask {
 	return r
 }
 
-// AccountClient is the API client of s.Accounts[i] as a sync builds it
-// (its token file refreshed and saved under the file's lock), and the user
-// id the token file names, if any. The archive's bookmark commands use it.
-// The token file's tokens are added to r (from Credentials(s)) as they are
-// read and refreshed, so that the caller can mask them in what it prints.
+// AccountClient is connect for the archive's bookmark commands: the API
+// client of s.Accounts[i] as a sync builds it, its tokens added to r.
 func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask, opts ...Option) (*client.Client, string, error) {
 	return connect(ctx, s, i, options(opts), meter, logger, r)
 }

@@ -14,9 +14,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// prepareCompliance builds the client of x_post_compliance for the
-// accounts of this sync (of its shard), without touching the network. Its
-// API is nil when the spec has no compliance section.
+// prepareCompliance builds the client of x_post_compliance for the sync's
+// accounts, without touching the network (no API without a compliance section).
 func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, scope string, r *secrets.Mask) *compliance.Check {
 	c := &compliance.Check{
 		Set: set, State: st, Clock: o.Clock, Sync: info, Secrets: r, Resend: o.resendPolicy(s), Scope: scope,

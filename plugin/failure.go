@@ -52,11 +52,9 @@ func AccountFailure(s *spec.Spec, sess *account.Session) []string {
 	return sess.Secrets.Strings(lines)
 }
 
-// describe is err as a person should read it: a query string in a URL is
-// dropped (it repeats the spec's fields), and a token the API refused is
-// told the same way whichever request it was, for a raw access_token with
-// why it cannot be refreshed and what to use instead. ofAccount reports
-// that it is the account's problem, not the list's.
+// describe is err as a person should read it: without a URL's query string
+// (the spec's fields), a refused token told the same way for every request.
+// ofAccount reports that it is the account's problem, not the list's.
 func describe(s *spec.Spec, index int, err error) (text string, ofAccount bool) {
 	if apiErr, ok := errors.AsType[*client.APIError](err); ok && (errors.Is(apiErr, client.ErrUnauthorized) || errors.Is(apiErr, client.ErrForbidden)) {
 		status := strings.TrimPrefix(apiErr.Error(), "x api: "+string(apiErr.Operation)+": ")
@@ -78,9 +76,8 @@ func describe(s *spec.Spec, index int, err error) (text string, ofAccount bool) 
 // (net/http quotes the URL of a request that failed).
 var urlQuery = regexp.MustCompile(`("https?://[^"?\s]*)\?[^"\s]*"`)
 
-// unreachable reports whether no request of the account got an answer from
-// base_url, every one refused, unreachable, not TLS, or answered 404 (a
-// base_url with a wrong path), and says so.
+// unreachable reports, and says, that no request of the account got an
+// answer from base_url (noAnswer).
 func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkReport) (string, bool) {
 	var total billing.Usage
 	if sess.Meter != nil {
@@ -101,8 +98,7 @@ func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkRepor
 }
 
 // noAnswer returns the cause of a request that got no answer from the API
-// server: a connection refused or timed out, a host not found, a server
-// that does not speak TLS or whose certificate is not valid, or a 404.
+// server, a 404 (a base_url with a wrong path) included.
 func noAnswer(err error) (string, bool) {
 	if t, ok := errors.AsType[*client.TimeoutError](err); ok && t.Phase == client.PhaseConnect {
 		return t.Error(), true
@@ -126,8 +122,7 @@ func noAnswer(err error) (string, bool) {
 	return "", false
 }
 
-// causeOf is prefix and what the first error of type E in err's tree says,
-// or "" when there is none.
+// causeOf is prefix and the first E of err's tree, or "" when there is none.
 func causeOf[E error](err error, prefix string) string {
 	if e, ok := errors.AsType[E](err); ok {
 		return prefix + e.Error()

@@ -26,8 +26,7 @@ import (
 // client reads its table whole): see docs/design/plugin.md#state-buckets.
 const stateBuckets = 256
 
-// userBucket is the bucket of an account's state. It is where the state
-// is: it never changes.
+// userBucket is the bucket of an account's state: it never changes.
 func userBucket(userID string) int {
 	h := fnv.New32a()
 	h.Write([]byte(userID))
@@ -70,8 +69,6 @@ type bucketedState struct {
 // its scope's table open.
 func openBuckets(ctx context.Context, conn *grpc.ClientConn, prefix, scope string) (*bucketedState, error) {
 	s := &bucketedState{conn: conn, prefix: prefix, scope: scopeBucket(scope), tables: map[int]state.Client{}, dirty: map[int]bool{}}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, err := s.table(ctx, s.scope); err != nil {
 		return nil, err
 	}
@@ -95,10 +92,8 @@ func (s *bucketedState) SetKey(ctx context.Context, key, value string) error {
 }
 
 // Flush writes the tables that changed, the scope's first: a compliance
-// job the accounts' checks took the results of is cleared before them, so
-// that a stop in between checks the posts again rather than take the
-// results twice. (The ended syncs are written alone, after the rest:
-// account.SaveEnded.)
+// job whose results the accounts' checks took is cleared before them, so a
+// stop in between checks the posts again rather than take them twice.
 func (s *bucketedState) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -114,7 +109,6 @@ func (s *bucketedState) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection the tables share.
 func (s *bucketedState) Close() error { return s.conn.Close() }
 
 // tableOf is the table of key's bucket, marked dirty when set.
@@ -180,9 +174,8 @@ func (s *bucketedState) moveOld(ctx context.Context, b int, c state.Client) erro
 	return c.Flush(ctx)
 }
 
-// readTable reads a whole state table as the SDK's state client does (the
-// newest version of each key), creating it when missing as the client
-// does: a destination reads no table it has not got.
+// readTable reads a whole state table as the SDK's state client does
+// (docs/design/plugin.md#state-buckets).
 func readTable(ctx context.Context, conn *grpc.ClientConn, name string) (map[string]string, error) {
 	table, err := pb.SchemaToBytes((&schema.Table{Name: name, Columns: []schema.Column{
 		{Name: "key", Type: arrow.BinaryTypes.String, PrimaryKey: true},

@@ -40,9 +40,8 @@ var build = func() Build {
 	return resolveBuild(Version, given, info)
 }()
 
-// Version becomes the resolved version before any caller reads it: the
-// SDK's info and gRPC answers, the User-Agent, and the exporter's Parquet
-// metadata all say the same thing as `cq-source-x version`.
+// Version becomes the resolved version before any caller reads it, so that
+// every place that prints it says what `cq-source-x version` says.
 func init() { Version = build.Version }
 
 // resolveBuild: the given version, commit and date win; otherwise the

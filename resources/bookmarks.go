@@ -67,9 +67,7 @@ var hasRows = map[string]func(*bookmark) bool{
 }
 
 // withChildrenOfRows resolves a bookmark against a copy of its table with
-// only the child tables it has rows of: the scheduler starts a resolver of
-// every child table for every row (goroutines, a trace span, metrics),
-// and most bookmarks have no media.
+// only the child tables it has rows of (docs/design/plugin.md#resolvers).
 func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resource) error {
 	b := r.Item.(*bookmark)
 	var kept schema.Tables
@@ -251,9 +249,8 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 	return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
 }
 
-// finish ends the walk that gave result and err: a clean walk saves its
-// memory and clears its cap record, a walk stopped by the cap records it.
-// It reports the walk and returns its error.
+// finish saves a clean walk's memory, settles the cap record, reports the
+// walk and returns its error.
 func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err error) error {
 	s := bw.s
 	if err != nil {
@@ -268,8 +265,7 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 	return err
 }
 
-// save keeps the memory of a clean walk with the outbox its state keeps
-// (the rows of earlier walks it sent again, and its own), and clears the
+// save keeps the memory of a clean walk with its outbox, and clears the
 // cap record.
 func (bw *bookmarksWalk) save(ctx context.Context, result *walk.Result) error {
 	box, err := bw.outbox.Box()
@@ -331,9 +327,8 @@ func bookmarkRows(userID string, pc *pageContent, firstSeenAt time.Time, bookmar
 	return rows
 }
 
-// walkError says which walk of which account failed. It gives no counts:
-// the usage table (and the exporter's summary) has them, from the meter.
-// A walk stopped by the billed-post cap says so, and what the next needs.
+// walkError says which walk of which account failed (the counts are the
+// usage table's), or that the billed-post cap stopped it.
 func walkError(s *account.Session, list string, err error) error {
 	if capErr := (*walk.CapError)(nil); errors.As(err, &capErr) {
 		return fmt.Errorf("%s: %s walk %w", s.ID(), list, err)

@@ -20,10 +20,8 @@ type column[T any] struct {
 }
 
 // col is the column whose value is get(row), of the Arrow type of the
-// getter's Go type: a nil pointer or list is null (an empty list is not,
-// but the API client decodes an empty JSON array as nil). Strings are
-// stored as is: the API client makes them valid UTF-8, which readers such
-// as DuckDB require.
+// getter's Go type; a nil pointer or list is null
+// (docs/design/plugin.md#resolvers).
 func col[T, V any](name, description string, get func(T) V) column[T] {
 	var typ arrow.DataType
 	switch any(*new(V)).(type) {
@@ -58,10 +56,8 @@ func optStringColumn[T any](name, description string, get func(T) string) column
 	})
 }
 
-// jsonColumn: raw JSON the API client has already decoded, and so
-// validated, stored as is. (Setting it through Resource.Set would validate
-// every value again, which was the most expensive step of a large export.)
-// Absent values and JSON null are null.
+// jsonColumn: raw JSON the API client has validated, stored as is, not
+// validated again by Resource.Set; absent values and JSON null are null.
 func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
 	return column[T]{schema.Column{Name: name, Type: types.ExtensionTypes.JSON, Description: description,
 		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {

@@ -11,8 +11,7 @@ import (
 )
 
 // reference is a post a bookmarked post quotes, replies to or reposts, with
-// its own author and media when asked for, or the partial error that says
-// why X did not return it.
+// its author and media when asked for, or X's partial error.
 type reference struct {
 	typ    string
 	id     string
@@ -88,9 +87,8 @@ func (pc *pageContent) asks(expansions ...string) bool {
 	return slices.ContainsFunc(expansions, func(e string) bool { return slices.Contains(pc.expansions, e) })
 }
 
-// partialErrorKind is the kind of object a partial error is about: "post",
-// "user" or "media" ("" for others, e.g. a field authorization error), in
-// either naming.
+// partialErrorKind is the kind of object a partial error is about, in
+// either naming: "post", "user", "media" or "" (e.g. a field's authorization).
 func partialErrorKind(pe *client.PartialError) string {
 	posts := pe.ResourceType == "tweet" || pe.ResourceType == "post"
 	switch {
@@ -106,10 +104,8 @@ func partialErrorKind(pe *client.PartialError) string {
 }
 
 // notReturned is the partial error of an expanded object the page does not
-// hold: the error X gave, else a record that it is missing. X leaves
-// objects out with no error (a suspended author, media still processing, a
-// post deleted meanwhile), at every sync: the post is archived all the same,
-// and the object's row says what is missing and which setting asked for it.
+// hold: the error X gave, else a record that it is missing
+// (docs/design/plugin.md#resolvers).
 func (pc *pageContent) notReturned(postID, kind, what, id, expansion string) *client.PartialError {
 	if pe := pc.errors[kind+"/"+id]; pe != nil {
 		return pe

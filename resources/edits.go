@@ -29,9 +29,8 @@ type Blanked struct {
 // ID implements schema.ClientMeta.
 func (*Blanked) ID() string { return "compliance" }
 
-// BlankedBookmarks is bookmarks, the x_bookmarks table as the sync selected
-// it, made to send the rows of a Blanked client: no child table, no walk,
-// and every column but the kept ones null.
+// BlankedBookmarks is x_bookmarks as the sync selected it, made to send the
+// rows of a Blanked client: no child table, no walk, only the kept columns.
 func BlankedBookmarks(bookmarks *schema.Table) *schema.Table {
 	t := *bookmarks
 	t.Relations, t.Multiplex, t.PostResourceResolver = nil, nil, nil
@@ -55,10 +54,7 @@ func BlankedBookmarks(bookmarks *schema.Table) *schema.Table {
 }
 
 // EditOutbox applies the edits to the account's bookmarks outbox, and sets
-// the walk's memory in the state, unflushed: a bookmark whose row goes or
-// is blanked leaves its page, with the includes no other post uses; a
-// referenced post whose rows go leaves it too (sentPage.Withdrawn); a
-// scrubbed post loses its geo. (DropMedia edits the media files' outbox.)
+// the walk's memory in the state, unflushed (docs/design/plugin.md#resolvers).
 func EditOutbox(ctx context.Context, s *account.Session, ix plan.Index) error {
 	key := account.BookmarksKey(s.UserID)
 	mem, err := s.LoadMemory(ctx, key)

@@ -43,11 +43,8 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	s := meta.(*account.Session)
 	listing := account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders"}
 	if err := s.Ready(ctx); err != nil {
-		// The account could not be set up (a token file missing, /me
-		// refused): nothing is read, and the folders of the last
-		// successful sync are emitted again (their memberships too, by
-		// fetchFolderPosts), so that overwrite-delete-stale removes no
-		// row. Without a user id there is no state to find them in.
+		// The folders of the last successful sync again, so that
+		// overwrite-delete-stale removes no row (docs/design/plugin.md#resolvers).
 		listing.Err = err
 		s.Report().AddWalk(listing)
 		if s.UserID == "" {
@@ -90,16 +87,12 @@ func emitFolders(s *account.Session, folders []client.Folder, res chan<- any) {
 	}
 }
 
-// MaxFolderPages bounds the folder list: pages of foldersPageSize folders,
-// far more than anyone makes by hand (X states no limit), and read within
-// two rate-limit windows. Folder requests bill no post, so the billed-post
-// cap does not stop a server that sends a new folder on every page.
+// MaxFolderPages bounds the folder list, which no billed-post cap stops
+// (docs/design/plugin.md#resolvers).
 const MaxFolderPages = 100
 
-// listFolders reads the whole folder list. A next_token already sent, or a
-// page of folders already listed, would lead it round in circles, reading
-// (and waiting for the window) for ever: it fails instead, as it does when
-// the list runs past MaxFolderPages.
+// listFolders reads the whole folder list, and fails on one that goes round
+// in circles or past MaxFolderPages.
 func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {
 	var out []client.Folder
 	listed := map[string]bool{}

@@ -142,9 +142,8 @@ type mediaRun struct {
 	changed []*mediaFileRow // not sent yet
 }
 
-// store tries every file due, a few at a time (the Saver bounds the
-// fetches of all accounts together), and sends a row for each whose status
-// changed.
+// store tries every file due, as many at once as the Saver allows all
+// accounts, and sends a row for each whose status changed.
 func (r *mediaRun) store(ctx context.Context) error {
 	m := r.s.Media
 	due := r.rec.DueFiles(m.MaxFileSize)
@@ -161,9 +160,8 @@ func (r *mediaRun) store(ctx context.Context) error {
 	return errors.Join(g.Wait(), r.flush(ctx), context.Cause(ctx))
 }
 
-// done queues the row of a file whose status changed. A sync stopped
-// meanwhile (ctx done, or the saver interrupted) records nothing of it:
-// the next sync tries it.
+// done queues the row of a file whose status changed; of a sync stopped
+// meanwhile, nothing: the next sync tries it.
 func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outcome) error {
 	if ctx.Err() != nil || out.Status == media.Interrupted {
 		return nil
@@ -236,8 +234,7 @@ func (r *mediaRun) flush(ctx context.Context) error {
 	return nil
 }
 
-// save stores the record with the outbox: what earlier syncs sent that
-// this one sent again, and what it sent.
+// save stores the record with the outbox.
 func (r *mediaRun) save(ctx context.Context) error {
 	box, err := r.outbox.Box()
 	if err != nil {

@@ -11,11 +11,8 @@ import (
 )
 
 // recordBookmarks adds rows, as they are emitted, to the account's record
-// of what it archived (package archived): each bookmark's post, author and
-// dates (unless the destination keeps the rows), its referenced posts with
-// theirs, and the files of its media. The record is saved when the walk
-// ends, cleanly or not, before its memory and in the same flush: the state
-// never says a post was read without its files to fetch.
+// of what it archived; the walk's end saves it, before its memory
+// (docs/design/plugin.md#resolvers).
 func recordBookmarks(ctx context.Context, s *account.Session, rows []*bookmark) error {
 	posts := make([]archived.Post, len(rows))
 	var refs []archived.Post

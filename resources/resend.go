@@ -29,9 +29,8 @@ type sentPage struct {
 	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 
-// pagesOf are the pages rows were read in, as the outbox keeps them: one
-// per page, with only those rows' posts. expansions are what the request
-// asked to expand.
+// pagesOf are the pages rows were read in, with only those rows' posts, as
+// the outbox keeps them.
 func pagesOf(rows []*bookmark, expansions []string) ([]sentPage, error) {
 	var out []sentPage
 	for len(rows) > 0 {

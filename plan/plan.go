@@ -1,10 +1,6 @@
 // Package plan decides, once for both outputs, what the archive does with
-// the rows of a post X reports (compliance.on_change): each table declares
-// which of its columns hold a post (Holding, on the tables of package
-// resources), and Edits turns the reported posts into edits of those
-// tables. A CloudQuery destination gets them as DeleteRecord messages and
-// redacted rows, the exporter's archive as rewritten Parquet files, and the
-// rows a sync keeps to send again are edited alike: the sinks only apply.
+// the rows of a post X reports: Edits turns the reported posts into edits of
+// the tables that hold them (docs/architecture.md#one-plan-two-sinks).
 package plan
 
 import (

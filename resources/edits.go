@@ -16,9 +16,7 @@ import (
 )
 
 // What a CloudQuery sync does with a plan's edits that a DeleteRecord
-// message cannot: a blanked row of x_bookmarks is sent again with its kept
-// columns only (BlankedBookmarks), and the rows kept to send again are
-// edited too (EditOutbox), so that no later sync sends what a report took.
+// message cannot (docs/architecture.md#one-plan-two-sinks).
 
 // Blanked is the client of the table that sends blanked rows again: the
 // bookmarks of the Blank edits whose dates the state keeps.

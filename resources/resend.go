@@ -11,10 +11,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/outbox"
 )
 
-// What a sync sends of x_bookmarks is sent again by the next ones, from an
-// outbox in the walk's memory (package outbox): the rows first sent, made
-// again from the posts as X sent them, with the same first_seen_at and
-// found_position, which a destination's primary key makes one row.
+// What a sync sends of x_bookmarks the next ones send again (package
+// outbox), made from the posts as X sent them with the same first_seen_at
+// and found_position: a destination's primary key makes them one row.
 
 // sentPage is one page of the rows a bookmarks walk sent: the page as X
 // returned it, with only those rows' posts, and what the walk made of it.

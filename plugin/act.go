@@ -4,9 +4,8 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cloudquery/plugin-sdk/v4/message"
+	"github.com/cloudquery/plugin-sdk/v4/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/compliance"
@@ -115,8 +114,6 @@ func deleteRows(table, userID, column, postID string) *message.SyncDeleteRecord 
 
 // stringValue is a record of one row: column = value.
 func stringValue(column, value string) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{{Name: column, Type: arrow.BinaryTypes.String}}, nil))
-	defer b.Release()
-	b.Field(0).(*array.StringBuilder).Append(value)
-	return b.NewRecordBatch()
+	sc := arrow.NewSchema([]arrow.Field{{Name: column, Type: arrow.BinaryTypes.String}}, nil)
+	return scalar.Vector{&scalar.String{Value: value, Valid: true}}.ToArrowRecord(sc)
 }

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -103,18 +104,15 @@ func noAnswer(err error) (string, bool) {
 	if t, ok := errors.AsType[*client.TimeoutError](err); ok && t.Phase == client.PhaseConnect {
 		return t.Error(), true
 	}
-	causes := []string{
+	if cause := cmp.Or(
 		causeOf[*net.DNSError](err, ""),
 		causeOf[*tls.CertificateVerificationError](err, ""),
 		causeOf[x509.HostnameError](err, ""),
 		causeOf[x509.UnknownAuthorityError](err, ""),
 		causeOf[tls.RecordHeaderError](err, "the server does not speak TLS: "),
 		causeOf[*net.OpError](err, ""),
-	}
-	for _, cause := range causes {
-		if cause != "" {
-			return cause, true
-		}
+	); cause != "" {
+		return cause, true
 	}
 	if apiErr, ok := errors.AsType[*client.APIError](err); ok && errors.Is(apiErr, client.ErrNotFound) {
 		return "404 Not Found", true

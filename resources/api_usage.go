@@ -133,8 +133,13 @@ func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource
 func UsageRows(s *account.Session) []*Usage {
 	label := account.Label(s.Index)
 	base := Usage{Usage: billing.Usage{UserID: cmp.Or(s.UserID, label)}, SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, Account: label}
-	if s.Err != nil {
-		return []*Usage{setupRow(s, base)}
+	if s.Err != nil { // its error, and what its meter counted
+		u := base
+		if s.Meter != nil {
+			u.Usage = s.Meter.Total()
+		}
+		u.UserID, u.Operation, u.Failure = base.UserID, OpSetup, failureText(s.Secrets, s.Err.Error())
+		return []*Usage{&u}
 	}
 	ops := newOpRows(base)
 	ops.addMeter(s.Meter, s.UserID)
@@ -207,18 +212,6 @@ func ComplianceUsageRows(c *compliance.Check) []*Usage {
 // says the API client makes valid).
 func failureText(r *secrets.Mask, text string) string {
 	return strings.ToValidUTF8(r.String(text), "\uFFFD")
-}
-
-// setupRow is the one row of an account that could not be prepared: its
-// error, and what its meter counted.
-func setupRow(s *account.Session, base Usage) *Usage {
-	u := base
-	if s.Meter != nil {
-		u.Usage = s.Meter.Total()
-	}
-	u.UserID, u.Operation = base.UserID, OpSetup
-	u.Failure = failureText(s.Secrets, s.Err.Error())
-	return &u
 }
 
 // opRows are the usage rows of one account, one per operation used.

@@ -118,7 +118,13 @@ func fetchMediaFiles(ctx context.Context, meta schema.ClientMeta, _ *schema.Reso
 	} else if err = markStored(ctx, s, rec, s.Media.Saver.Store()); err == nil {
 		err = run.store(ctx)
 	}
-	err = errors.Join(err, run.save(ctx), s.FlushWalk(ctx))
+	// The record is stored with the outbox, whatever became of the files.
+	box, serr := run.outbox.Box()
+	if serr == nil {
+		rec.Outbox = box
+		serr = s.SaveRecord(ctx)
+	}
+	err = errors.Join(err, serr, s.FlushWalk(ctx))
 	if err != nil {
 		run.report.Err = err.Error()
 	}
@@ -232,16 +238,6 @@ func (r *mediaRun) flush(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// save stores the record with the outbox.
-func (r *mediaRun) save(ctx context.Context) error {
-	box, err := r.outbox.Box()
-	if err != nil {
-		return err
-	}
-	r.rec.Outbox = box
-	return r.s.SaveRecord(ctx)
 }
 
 // markStored marks in the store the files the account's record says

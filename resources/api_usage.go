@@ -114,17 +114,11 @@ func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
 	return table, recs
 }
 
-func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
-	var rows []*Usage
+func fetchAPIUsage(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	if c, ok := meta.(*compliance.Check); ok {
-		rows = ComplianceUsageRows(c)
-	} else {
-		rows = UsageRows(meta.(*account.Session))
+		return send(ctx, res, ComplianceUsageRows(c))
 	}
-	if len(rows) > 0 {
-		res <- rows
-	}
-	return nil
+	return send(ctx, res, UsageRows(meta.(*account.Session)))
 }
 
 // UsageRows summarises what a session did: one row per operation used, and a

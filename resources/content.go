@@ -185,14 +185,11 @@ func (pc *pageContent) fill(b *bookmark) {
 	if pc.asks("author_id") {
 		b.author = pc.author(b.post, "author_id")
 	}
-	attachments, article := pc.asks("attachments.media_keys"), pc.asks("article.cover_media", "article.media_entities")
-	if attachments || article {
-		expansion := ""
-		if attachments {
-			expansion = "attachments.media_keys"
-		}
-		b.media = pc.mediaOf(b.post, expansion, article)
+	attachments := ""
+	if pc.asks("attachments.media_keys") {
+		attachments = "attachments.media_keys"
 	}
+	b.media = pc.mediaOf(b.post, attachments, pc.asks("article.cover_media", "article.media_entities"))
 	if pc.asks("referenced_tweets.id", "referenced_tweets.id.author_id", "referenced_tweets.id.attachments.media_keys") {
 		b.refs = pc.references(b.post)
 	}

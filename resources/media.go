@@ -56,17 +56,13 @@ var mediaColumns = []column[*bookmarkMedia]{
 	incrementalKey(col("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(m *bookmarkMedia) time.Time { return m.b.firstSeenAt })),
 }
 
-func fetchBookmarkMedia(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+func fetchBookmarkMedia(ctx context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
 	b := parent.Item.(*bookmark)
-	if len(b.media) == 0 {
-		return nil
-	}
 	rows := make([]*bookmarkMedia, len(b.media))
 	for i, m := range b.media {
 		rows[i] = &bookmarkMedia{b: b, position: i, mediaItem: m}
 	}
-	res <- rows
-	return nil
+	return send(ctx, res, rows)
 }
 
 // downloadURL is a photo's url, or the mp4 variant of the highest bit rate.

@@ -76,11 +76,8 @@ func (r *referencedPost) errorText() string {
 	return ""
 }
 
-func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+func fetchReferencedPosts(ctx context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
 	b := parent.Item.(*bookmark)
-	if len(b.refs) == 0 {
-		return nil
-	}
 	rows := make([]*referencedPost, 0, len(b.refs))
 	for _, r := range b.refs {
 		dup := func(prev *referencedPost) bool { return prev.id == r.id && prev.typ == r.typ }
@@ -88,6 +85,5 @@ func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema
 			rows = append(rows, &referencedPost{b: b, reference: r})
 		}
 	}
-	res <- rows
-	return nil
+	return send(ctx, res, rows)
 }

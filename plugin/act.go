@@ -11,15 +11,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
-	"github.com/cq-source-x/cq-source-x/spec"
 )
-
-// actionOf maps the spec's on_change to the actions of package plan (Keep
-// for any other).
-func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
-	actions := map[string]plan.Action{spec.ActionRedact: plan.Redact, spec.ActionDelete: plan.Delete, spec.ActionScrub: plan.ScrubGeo}
-	return func(reason string) plan.Action { return actions[cs.Action(reason)] }
-}
 
 // actOnCompliance applies what the compliance checks reported and no sync
 // applied yet (compliance.on_change; docs/design/plugin.md#compliance-edits).

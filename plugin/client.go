@@ -237,7 +237,8 @@ func (t tableSync) sync(ctx context.Context, clients schema.ClientMeta, tables s
 }
 
 // syncDataTables syncs the data tables of every account, saves what each
-// was billed today and flushes the state its clean walks set.
+// was billed today, flushes the state its clean walks set, and logs a line
+// per account that failed, after the scheduler's line per table.
 func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Client, set *account.Set, data schema.Tables) error {
 	if len(data) > 0 {
 		if err := run.sync(ctx, set, data); err != nil {
@@ -250,13 +251,6 @@ func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Cli
 	if err := flushState(ctx, st); err != nil {
 		return err
 	}
-	c.logAccountFailures(set)
-	return nil
-}
-
-// logAccountFailures logs one line per account that failed, after the
-// scheduler's line per table.
-func (c *Client) logAccountFailures(set *account.Set) {
 	for _, s := range set.Sessions {
 		if problems := AccountFailure(c.spec, s); problems != nil {
 			done, failed := s.Report().Tables()
@@ -264,6 +258,7 @@ func (c *Client) logAccountFailures(set *account.Set) {
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}
+	return nil
 }
 
 // syncCompliance runs x_post_compliance, when it is selected, flushes the

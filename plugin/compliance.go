@@ -9,6 +9,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
@@ -26,7 +27,8 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		return c
 	}
 	c.Every, c.Wait, c.MaxIDsPerJob = cs.Every.Duration(), cs.Wait.Duration(), cs.MaxIDsPerJob
-	c.ActionOf = actionOf(cs)
+	actions := map[string]plan.Action{spec.ActionRedact: plan.Redact, spec.ActionDelete: plan.Delete, spec.ActionScrub: plan.ScrubGeo}
+	c.ActionOf = func(reason string) plan.Action { return actions[cs.Action(reason)] } // Keep for any other
 	c.Meter = billing.NewMeter(s.Rates())
 	token, err := cs.ReadBearerToken()
 	if err != nil {

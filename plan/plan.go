@@ -69,8 +69,7 @@ const (
 	Scrub
 )
 
-// Edit is what happens to the rows of Table whose user_id is UserID and
-// whose Column is PostID.
+// Edit is what happens to the rows of Table whose user_id is UserID and Column is PostID.
 type Edit struct {
 	Table  string   `json:"table"`
 	UserID string   `json:"user_id"`
@@ -122,8 +121,7 @@ func Edits(tables []Holding, posts []Reported) []Edit {
 	return out
 }
 
-// WithoutGeo is a post's JSON without its geo field (raw itself when it
-// has none).
+// WithoutGeo is a post's JSON without its geo field (raw when it has none).
 func WithoutGeo(raw json.RawMessage) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
@@ -136,8 +134,7 @@ func WithoutGeo(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(obj)
 }
 
-// Index finds the edit of a row: the edits by table, column and
-// "user/post".
+// Index finds the edit of a row: the edits by table, column and "user/post".
 type Index map[string]map[string]map[string]Edit
 
 func NewIndex(edits []Edit) Index {

@@ -99,8 +99,7 @@ func claim(s *spec.Spec, sess *account.Session, set *account.Set, userID string)
 	return nil
 }
 
-// UserID asks the API whose token api sends (GET /2/users/me), for the
-// account accounts[i], which names no user_id.
+// UserID asks the API whose token api sends for accounts[i] (GET /2/users/me).
 func UserID(ctx context.Context, api *client.Client, i int) (string, error) {
 	me, _, err := api.Me(ctx)
 	if err != nil {
@@ -161,8 +160,7 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 	return api, userID, err
 }
 
-// apiOptions are the options of every API client of a sync, then its own,
-// then those of Options.
+// apiOptions are the options of every API client of a sync, then own, then Options'.
 func apiOptions(s *spec.Spec, o Options, meter *billing.Meter, r *secrets.Mask, own ...client.Option) []client.Option {
 	opts := []client.Option{
 		client.WithBaseURL(s.BaseURL),

@@ -161,12 +161,10 @@ func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOption
 	return nil, nil, fmt.Errorf("connecting to the state backend: %w", err)
 }
 
-// maxStateMessage bounds a message to and from the state backend, as the
-// SDK's state client has it.
+// maxStateMessage bounds a message to and from the state backend, as the SDK's does.
 const maxStateMessage = 100 << 20
 
-// splitTables sets apart the tables that run after the data tables, in
-// this order: x_media_files, x_post_compliance and x_api_usage.
+// splitTables sets apart x_media_files, x_post_compliance and x_api_usage, which run later.
 func splitTables(tables schema.Tables) (data schema.Tables, mediaFiles, compliance, usage *schema.Table) {
 	later := []string{resources.MediaFilesTable, resources.PostComplianceTable, resources.APIUsageTable}
 	data = slices.DeleteFunc(slices.Clone(tables), func(t *schema.Table) bool { return slices.Contains(later, t.Name) })

@@ -73,8 +73,7 @@ func describe(s *spec.Spec, index int, err error) (text string, ofAccount bool) 
 	return urlQuery.ReplaceAllString(err.Error(), `$1"`), false
 }
 
-// urlQuery matches the query string of a quoted URL in an error message
-// (net/http quotes the URL of a request that failed).
+// urlQuery matches the query string of a quoted URL (net/http quotes a failed request's).
 var urlQuery = regexp.MustCompile(`("https?://[^"?\s]*)\?[^"\s]*"`)
 
 // unreachable reports, and says, that no request of the account got an

@@ -30,8 +30,7 @@ const (
 // package command does), else resolved from the binary's build information.
 var Version = "development"
 
-// UserAgent is the User-Agent of every request to the X API: the program
-// and its version.
+// UserAgent is the User-Agent of every request to the X API.
 func UserAgent() string { return "cq-source-x/" + Version }
 
 // Options change how the plugin reaches the world (for the exporter, tests
@@ -92,8 +91,7 @@ type Destination interface {
 	RecordRows() int
 }
 
-// WithObserver makes o hear from every sync (and, when it is a
-// Destination, be its destination).
+// WithObserver makes o hear from every sync (and be its destination if a Destination).
 func WithObserver(o Observer) Option { return func(o2 *Options) { o2.Observer = o } }
 
 // destination is the Observer as a Destination, nil when it is none.
@@ -110,8 +108,7 @@ func (o Options) resendPolicy(s *spec.Spec) outbox.Policy {
 	return s.Resend.Policy()
 }
 
-// WithClientOptions adds options to every API client of a sync, after the
-// plugin's own.
+// WithClientOptions adds options to every API client of a sync, after the plugin's own.
 func WithClientOptions(opts ...client.Option) Option {
 	return func(o *Options) { o.ClientOptions = append(o.ClientOptions, opts...) }
 }

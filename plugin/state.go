@@ -65,8 +65,7 @@ type bucketedState struct {
 	old    map[string]string // the table before buckets, once read
 }
 
-// openBuckets is the state of a sync of scope in the backend conn serves,
-// its scope's table open.
+// openBuckets is the state of a sync of scope in conn's backend, its scope's table open.
 func openBuckets(ctx context.Context, conn *grpc.ClientConn, prefix, scope string) (*bucketedState, error) {
 	s := &bucketedState{conn: conn, prefix: prefix, scope: scopeBucket(scope), tables: map[int]state.Client{}, dirty: map[int]bool{}}
 	if _, err := s.table(ctx, s.scope); err != nil {
@@ -126,8 +125,7 @@ func (s *bucketedState) tableOf(ctx context.Context, key string, set bool) (stat
 	return c, err
 }
 
-// table is bucket b's table, opened (and its keys of the old table moved
-// into it) the first time.
+// table is bucket b's table, opened (and the old table's keys moved in) the first time.
 func (s *bucketedState) table(ctx context.Context, b int) (state.Client, error) {
 	if c := s.tables[b]; c != nil {
 		return c, nil
@@ -144,8 +142,7 @@ func (s *bucketedState) table(ctx context.Context, b int) (state.Client, error) 
 	return c, nil
 }
 
-// moveOld copies bucket b's keys of the old table into its table c, then
-// marks it, unless it is marked.
+// moveOld copies bucket b's keys of the old table into c and marks it, unless marked.
 func (s *bucketedState) moveOld(ctx context.Context, b int, c state.Client) error {
 	if moved, err := c.GetKey(ctx, account.MovedKey); err != nil || moved != "" {
 		return err

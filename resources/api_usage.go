@@ -245,8 +245,7 @@ func (r *opRows) addMeter(meter *billing.Meter, userID string) {
 	}
 }
 
-// addWalks counts the account's walks per operation: how many, how each
-// ended, the posts they found and their errors.
+// addWalks counts the walks per operation: how each ended, the posts found, their errors.
 func (r *opRows) addWalks(walks []account.WalkReport) {
 	for _, w := range walks {
 		u := r.get(w.Operation)

@@ -146,8 +146,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	return errors.Join(err, s.FlushWalk(ctx))
 }
 
-// keepSent records in the walk's outbox what emit sends, when rows are
-// sent again (Session.Resend).
+// keepSent records in the walk's outbox what emit sends, when rows are sent again.
 func (bw *bookmarksWalk) keepSent(emit func(context.Context, []*bookmark) error) func(context.Context, []*bookmark) error {
 	if !bw.s.Resend.On() {
 		return emit
@@ -179,8 +178,7 @@ type bookmarksWalk struct {
 	expansions      []string // what the last page's request asked to expand
 }
 
-// startBookmarksWalk reads the list's memory and its cap record; a walk
-// that cannot start is reported.
+// startBookmarksWalk reads the list's memory and cap record, reporting a walk that cannot start.
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID), firstSeenAt: s.Clock.Now(), expansions: s.Fields.Expansions}
 	var err error
@@ -265,8 +263,7 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 	return err
 }
 
-// save keeps the memory of a clean walk with its outbox, and clears the
-// cap record.
+// save keeps a clean walk's memory with its outbox, and clears the cap record.
 func (bw *bookmarksWalk) save(ctx context.Context, result *walk.Result) error {
 	box, err := bw.outbox.Box()
 	if err != nil {

@@ -21,8 +21,7 @@ type reference struct {
 	err    *client.PartialError
 }
 
-// expandedUser is an author as a page expanded it, or the partial error
-// that says why it did not.
+// expandedUser is an author as a page expanded it, or X's partial error.
 type expandedUser struct {
 	id   string
 	user *client.User
@@ -46,8 +45,7 @@ func orEmpty[T any](p *T) *T {
 	return p
 }
 
-// mediaItem is one media object of a post, where it sits in the post, or
-// the partial error that says why the page does not hold it.
+// mediaItem is one media object of a post, its role in it, or X's partial error.
 type mediaItem struct {
 	key   string
 	role  string // "attachment", "article_cover" or "article_media"
@@ -55,8 +53,7 @@ type mediaItem struct {
 	err   *client.PartialError
 }
 
-// pageContent resolves the expanded objects of one page's posts, as its
-// request asked to expand them.
+// pageContent resolves the expanded objects of one page's posts, as its request asked.
 type pageContent struct {
 	expansions []string
 	page       *client.PostPage
@@ -160,8 +157,7 @@ func (pc *pageContent) mediaOf(post *client.Post, expansion string, articleMedia
 	return items
 }
 
-// references are the posts post references, with their authors and media
-// as asked.
+// references are the posts post references, with their authors and media as asked.
 func (pc *pageContent) references(post *client.Post) []reference {
 	var refs []reference
 	for _, r := range post.References {
@@ -195,8 +191,7 @@ func (pc *pageContent) fill(b *bookmark) {
 	}
 }
 
-// fullText is the whole text of a post: note_tweet's for a long post, else
-// its text.
+// fullText is a post's whole text: note_tweet's for a long post, else its text.
 func fullText(p *client.Post) string {
 	if p.NoteText != "" {
 		return p.NoteText
@@ -204,8 +199,7 @@ func fullText(p *client.Post) string {
 	return p.Text
 }
 
-// attachedJSON is the JSON array of the attached media objects of items;
-// nil for none.
+// attachedJSON is the JSON array of the attached media objects of items (nil for none).
 func attachedJSON(items []mediaItem) []byte {
 	var objs [][]byte
 	for _, m := range items {

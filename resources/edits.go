@@ -105,8 +105,7 @@ func (p *sentPage) edit(userID string, ix plan.Index) error {
 	return err
 }
 
-// withdraw applies the edits to the page's referenced posts: one whose
-// rows go leaves it, and is recorded withdrawn.
+// withdraw applies the edits to the page's referenced posts, recording those that go.
 func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Index) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for _, raw := range tweets {

@@ -39,8 +39,7 @@ func recordBookmarks(ctx context.Context, s *account.Session, rows []*bookmark) 
 	})
 }
 
-// saveRecord stores the account's record once its walk has ended, and
-// returns walkErr, the walk's error, or its own.
+// saveRecord stores the account's record after a walk, and returns walkErr or its error.
 func saveRecord(ctx context.Context, s *account.Session, walkErr error) error {
 	if err := s.SaveRecord(ctx); err != nil {
 		return errors.Join(walkErr, fmt.Errorf("%s: recording the posts archived: %w", s.ID(), err))

@@ -28,8 +28,7 @@ type sentPage struct {
 	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 
-// pagesOf are the pages rows were read in, with only those rows' posts, as
-// the outbox keeps them.
+// pagesOf are the pages rows were read in, with only their posts, as the outbox keeps them.
 func pagesOf(rows []*bookmark, expansions []string) ([]sentPage, error) {
 	var out []sentPage
 	for len(rows) > 0 {
@@ -59,8 +58,7 @@ func pagesOf(rows []*bookmark, expansions []string) ([]sentPage, error) {
 	return out, nil
 }
 
-// rows makes the rows of one sent page again (asker: see
-// account.Session.AskedBy).
+// rows makes the rows of one sent page again (asker: account.Session.AskedBy).
 func (p *sentPage) rows(userID string, asker func(param, value string) []string) ([]*bookmark, error) {
 	page, err := client.ParseStoredPage(p.Page)
 	if err != nil {

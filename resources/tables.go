@@ -103,8 +103,7 @@ func Holdings() []plan.Holding {
 	return slices.SortedFunc(maps.Values(holdings), func(a, b plan.Holding) int { return strings.Compare(a.Table, b.Table) })
 }
 
-// IsBookmarkContent reports whether table is a child table of x_bookmarks,
-// whose rows are written with the bookmark's.
+// IsBookmarkContent reports whether table is a child table of x_bookmarks.
 func IsBookmarkContent(table string) bool {
 	return slices.ContainsFunc(Bookmarks().Relations, func(t *schema.Table) bool { return t.Name == table })
 }

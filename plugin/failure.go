@@ -38,15 +38,13 @@ func AccountFailure(s *spec.Spec, sess *account.Session) []string {
 		return sess.Secrets.Strings([]string{line})
 	}
 	var lines []string
-	seen := map[string]bool{}
 	for _, w := range failed {
 		line, ofAccount := describe(s, sess.Index, w.Err)
 		line = strings.TrimPrefix(line, sess.ID()+": ")
 		if !ofAccount && w.Table != "" {
 			line = w.Table + ": " + line
 		}
-		if !seen[line] {
-			seen[line] = true
+		if !slices.Contains(lines, line) {
 			lines = append(lines, line)
 		}
 	}

@@ -29,12 +29,7 @@ type expandedUser struct {
 }
 
 // authorOf is u's profile, empty when X did not return it (or u is nil).
-func authorOf(u *expandedUser) *client.User {
-	if u == nil {
-		return &client.User{}
-	}
-	return orEmpty(u.user)
-}
+func authorOf(u *expandedUser) *client.User { return orEmpty(orEmpty(u).user) }
 
 // orEmpty is p, or an empty T for nil: the columns of an object X did not
 // return are null.

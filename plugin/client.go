@@ -310,5 +310,3 @@ func shardOf(sessions []*account.Session, accounts []spec.Account, sh *plugin.Sh
 	}
 	return out
 }
-
-var _ plugin.Client = (*Client)(nil)

@@ -98,14 +98,8 @@ func columnList[T any](cols []column[T]) schema.ColumnList {
 	return out
 }
 
-// columnNames is names in prose: "`a`, `b` and `c`".
+// columnNames is two or more names in prose: "`a`, `b` and `c`".
 func columnNames(names []string) string {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = "`" + n + "`"
-	}
-	if len(quoted) < 2 {
-		return strings.Join(quoted, "")
-	}
-	return strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1]
+	last := len(names) - 1
+	return "`" + strings.Join(names[:last], "`, `") + "` and `" + names[last] + "`"
 }

@@ -24,7 +24,6 @@ type Blanked struct {
 	Posts []compliance.Affected
 }
 
-// ID implements schema.ClientMeta.
 func (*Blanked) ID() string { return "compliance" }
 
 // BlankedBookmarks is x_bookmarks as the sync selected it, made to send the

@@ -55,10 +55,7 @@ func openMediaStore(ctx context.Context, ms *spec.MediaFiles, o Options) (*store
 		return nil, nil, errNoMediaStore
 	}
 	st, err := store.Open(ctx, ms.Store)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, func() { _ = st.Close() }, nil
+	return st, func() { _ = st.Close() }, err // the closer is used only without err
 }
 
 // syncMediaFiles runs x_media_files, when it is selected, and flushes the state.

@@ -174,10 +174,7 @@ type UsageClients struct {
 
 // usageMultiplex runs the usage resolver for each account and the compliance checks.
 func usageMultiplex(meta schema.ClientMeta) []schema.ClientMeta {
-	u, ok := meta.(*UsageClients)
-	if !ok {
-		return account.Multiplex(meta)
-	}
+	u := meta.(*UsageClients) // the plugin syncs x_api_usage with no other client
 	out := account.Multiplex(u.Set)
 	if u.Compliance != nil && u.Compliance.Meter != nil {
 		out = append(out, u.Compliance)

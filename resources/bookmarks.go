@@ -288,8 +288,8 @@ func (bw *bookmarksWalk) report(result *walk.Result, err error) {
 // refused parameter and value and the settings that ask for it: posts are
 // never read again, so the walk fails rather than store less than asked.
 func fieldsRefused(err error, askedBy func(param, value string) []string) error {
-	var apiErr *client.APIError
-	if askedBy == nil || !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
+	apiErr, ok := errors.AsType[*client.APIError](err)
+	if askedBy == nil || !ok || !errors.Is(err, client.ErrInvalidRequest) {
 		return err
 	}
 	for _, it := range apiErr.Errors {

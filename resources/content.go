@@ -207,11 +207,3 @@ func attachedJSON(items []mediaItem) []byte {
 	}
 	return slices.Concat([]byte("["), bytes.Join(objs, []byte(",")), []byte("]"))
 }
-
-// errorText is a partial error on one line, or "" for none.
-func errorText(pe *client.PartialError) string {
-	if pe == nil {
-		return ""
-	}
-	return pe.String()
-}

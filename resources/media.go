@@ -52,7 +52,7 @@ var mediaColumns = []column[*bookmarkMedia]{
 	col("duration_ms", "Length of a video in milliseconds.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).DurationMS }),
 	jsonColumn("variants", "The playback variants of a video or GIF: bit_rate, content_type, url.", func(m *bookmarkMedia) []byte { return variantsJSON(orEmpty(m.media).Variants) }),
 	jsonColumn("media", "The media object exactly as the API returned it.", func(m *bookmarkMedia) []byte { return orEmpty(m.media).Raw }),
-	optStringColumn("error", "Why the media object is missing: a partial error of the API, or `Missing: ...` when X left it out with no error saying why; null when it is there.", func(m *bookmarkMedia) string { return errorText(m.err) }),
+	optStringColumn("error", "Why the media object is missing: a partial error of the API, or `Missing: ...` when X left it out with no error saying why; null when it is there.", func(m *bookmarkMedia) string { return orEmpty(m.err).String() }),
 	incrementalKey(col("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(m *bookmarkMedia) time.Time { return m.b.firstSeenAt })),
 }
 

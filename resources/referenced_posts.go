@@ -63,14 +63,14 @@ var referencedColumns = []column[*referencedPost]{
 // errorText is the post's partial error, else its author's or a media's.
 func (r *referencedPost) errorText() string {
 	if r.err != nil {
-		return errorText(r.err)
+		return r.err.String()
 	}
 	if r.author != nil && r.author.err != nil {
-		return "author: " + errorText(r.author.err)
+		return "author: " + r.author.err.String()
 	}
 	for _, m := range r.media {
 		if m.err != nil {
-			return "media " + m.key + ": " + errorText(m.err)
+			return "media " + m.key + ": " + m.err.String()
 		}
 	}
 	return ""

@@ -14,8 +14,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-var errNoMediaStore = errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
-
 // prepareMedia makes the sync's media files, shared by the accounts of set
 // (nil without media_files). A store that cannot be opened fails the media
 // pass only: the walks record the files all the same.
@@ -52,7 +50,7 @@ func openMediaStore(ctx context.Context, ms *spec.MediaFiles, o Options) (*store
 		return o.MediaStore, func() {}, nil
 	}
 	if ms.Store == "" {
-		return nil, nil, errNoMediaStore
+		return nil, nil, errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
 	}
 	st, err := store.Open(ctx, ms.Store)
 	return st, func() { _ = st.Close() }, err // the closer is used only without err

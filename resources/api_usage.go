@@ -35,14 +35,11 @@ type Usage struct {
 	Walks         int
 	WalkOutcomes  string
 	NewPosts      int
-	// IncludesMissing counts the expanded objects X left out of the pages
-	// with no error saying why.
+	// The rest as their columns say.
 	IncludesMissing int
-	// FilesStored and BytesFetched are the media files stored (fetched,
-	// or found in the store) and the bytes downloaded (OpMediaFiles).
-	FilesStored  int
-	BytesFetched int64
-	Failure      string
+	FilesStored     int
+	BytesFetched    int64
+	Failure         string
 }
 
 // APIUsage is the x_api_usage table, resolved after every other table of

@@ -52,12 +52,9 @@ type mediaItem struct {
 type pageContent struct {
 	expansions []string
 	page       *client.PostPage
-	errors     map[string]*client.PartialError // by resource kind and id
-	// askedBy names the settings that ask for an expansion (nil: none).
-	askedBy func(param, value string) []string
-	// missing describes each expanded object the page left out with no
-	// error saying why.
-	missing []string
+	errors     map[string]*client.PartialError    // by resource kind and id
+	askedBy    func(param, value string) []string // the settings that ask for an expansion (nil: none)
+	missing    []string                           // the expanded objects the page left out with no error saying why
 }
 
 func newPageContent(p *client.PostPage, expansions []string, askedBy func(param, value string) []string) *pageContent {

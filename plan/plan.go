@@ -156,12 +156,8 @@ func NewIndex(edits []Edit) Index {
 // a row, a removal wins.
 func (ix Index) Find(table, userID string, value func(column string) string) (Edit, bool) {
 	var found Edit
-	for column, byKey := range ix[table] {
-		v := value(column)
-		if v == "" {
-			continue
-		}
-		if e, ok := byKey[userID+"/"+v]; ok && (found.Op == 0 || e.Op < found.Op) {
+	for column, byKey := range ix[table] { // no edit has an empty post id
+		if e, ok := byKey[userID+"/"+value(column)]; ok && (found.Op == 0 || e.Op < found.Op) {
 			found = e
 		}
 	}

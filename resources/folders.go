@@ -56,7 +56,8 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	}
 	folders, err := listFolders(ctx, s)
 	if err == nil {
-		err = rememberFolders(ctx, s, folders)
+		b, _ := json.Marshal(folders) // ids and names: it cannot fail
+		err = s.State.SetKey(ctx, account.FoldersKey(s.UserID), string(b))
 	} else {
 		var rerr error
 		folders, rerr = rememberedFolders(ctx, s)
@@ -124,14 +125,6 @@ func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, erro
 		token = page.Meta.NextToken
 		sent[token] = true
 	}
-}
-
-func rememberFolders(ctx context.Context, s *account.Session, folders []client.Folder) error {
-	b, err := json.Marshal(folders)
-	if err != nil {
-		return err
-	}
-	return s.State.SetKey(ctx, account.FoldersKey(s.UserID), string(b))
 }
 
 func rememberedFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {

@@ -29,13 +29,12 @@ const OpMediaFiles = "media_files"
 // what its meter counted (billing.Usage), and what the sync did.
 type Usage struct {
 	billing.Usage
-	SyncID        string
-	SyncStartedAt time.Time
-	Account       string
-	Walks         int
-	WalkOutcomes  string
-	NewPosts      int
-	// The rest as their columns say.
+	SyncID          string
+	SyncStartedAt   time.Time
+	Account         string
+	Walks           int
+	WalkOutcomes    string
+	NewPosts        int
 	IncludesMissing int
 	FilesStored     int
 	BytesFetched    int64

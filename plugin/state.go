@@ -75,18 +75,25 @@ func openBuckets(ctx context.Context, conn *grpc.ClientConn, prefix, scope strin
 }
 
 func (s *bucketedState) GetKey(ctx context.Context, key string) (string, error) {
-	c, err := s.tableOf(ctx, key, false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, _, err := s.tableOf(ctx, key)
 	if err != nil {
 		return "", err
 	}
 	return c.GetKey(ctx, key)
 }
 
+// SetKey marks the bucket dirty and sets the key under the one lock Flush
+// takes: no flush can come in between and leave the key unflushed.
 func (s *bucketedState) SetKey(ctx context.Context, key, value string) error {
-	c, err := s.tableOf(ctx, key, true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, b, err := s.tableOf(ctx, key)
 	if err != nil {
 		return err
 	}
+	s.dirty[b] = true
 	return c.SetKey(ctx, key, value)
 }
 
@@ -110,19 +117,14 @@ func (s *bucketedState) Flush(ctx context.Context) error {
 
 func (s *bucketedState) Close() error { return s.conn.Close() }
 
-// tableOf is the table of key's bucket, marked dirty when set.
-func (s *bucketedState) tableOf(ctx context.Context, key string, set bool) (state.Client, error) {
+// tableOf is the table of key's bucket, and the bucket. s.mu held.
+func (s *bucketedState) tableOf(ctx context.Context, key string) (state.Client, int, error) {
 	b, err := bucketOf(key)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	c, err := s.table(ctx, b)
-	if err == nil && set {
-		s.dirty[b] = true
-	}
-	return c, err
+	return c, b, err
 }
 
 // table is bucket b's table, opened (and the old table's keys moved in) the first time.

@@ -108,9 +108,7 @@ func (r *accountRun) record(ctx context.Context) error {
 	// The answers of a commit that fails are in the journal: the next run
 	// records them.
 	j, m := r.j, r.a.api.Meter().Take(r.a.userID, r.o.Verb().Op)
-	usage := &resources.Usage{UserID: r.a.userID, Account: account.Label(r.a.index), Operation: string(m.Operation),
-		Requests: m.Requests, OKResponses: m.OK, WritesBilled: m.WritesBilled, RateLimited: m.RateLimited,
-		RateLimitWaits: m.RateLimitWaits, WaitedSeconds: m.Waited.Seconds(), Errors: m.Errors}
+	usage := &resources.Usage{Usage: m, Account: account.Label(r.a.index)}
 	out, err := filepath.Abs(r.o.Out)
 	if err != nil {
 		return err
@@ -133,9 +131,9 @@ func (r *accountRun) record(ctx context.Context) error {
 	// An earlier run that stopped before it recorded them left these
 	// answers: requests X answered, and billed.
 	n := max(j.replayed-written, 0)
-	usage.Requests, usage.OKResponses, usage.WritesBilled = usage.Requests+n, usage.OKResponses+n, usage.WritesBilled+n
+	usage.Requests, usage.OK, usage.WritesBilled = usage.Requests+n, usage.OK+n, usage.WritesBilled+n
 	usage.WritesUSD = r.o.rates.WritesUSD(usage.WritesBilled)
-	usage.EstimatedUSD = usage.WritesUSD
+	usage.USD = usage.WritesUSD
 	if usage.Requests == 0 {
 		usage = nil
 	}

@@ -170,11 +170,11 @@ func (r *Result) Summary() *Summary {
 
 func operationSum(u *resources.Usage) OperationSum {
 	return OperationSum{
-		Operation: u.Operation, Requests: u.Requests, OKResponses: u.OKResponses,
+		Operation: string(u.Operation), Requests: u.Requests, OKResponses: u.OK,
 		PostsReturned: u.PostsReturned, PostsBilled: u.PostsBilled, UsersBilled: u.UsersBilled,
-		EstimatedUSD: u.EstimatedUSD, NewPosts: u.NewPosts,
+		EstimatedUSD: u.USD, NewPosts: u.NewPosts,
 		Walks: u.Walks, WalkOutcomes: u.WalkOutcomes, RateLimited: u.RateLimited,
-		RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.WaitedSeconds, Errors: u.Errors,
+		RateLimitWaits: u.RateLimitWaits, WaitedSeconds: u.Waited.Seconds(), Errors: u.Errors,
 		IncludesMissing: u.IncludesMissing, FilesStored: u.FilesStored, BytesFetched: u.BytesFetched, Failure: u.Failure,
 	}
 }
@@ -199,14 +199,14 @@ func complianceSum(c *compliance.Check) *ComplianceSum {
 // add counts a row of x_api_usage: its new posts are new folder entries
 // when it is a folder's.
 func (t *Totals) add(u *resources.Usage) {
-	if u.Operation == string(client.OpGetFolder) {
+	if u.Operation == client.OpGetFolder {
 		t.NewFolderEntries += u.NewPosts
 	} else {
 		t.NewPosts += u.NewPosts
 	}
 	t.PostsBilled += u.PostsBilled
 	t.UsersBilled += u.UsersBilled
-	t.EstimatedUSD += u.EstimatedUSD
+	t.EstimatedUSD += u.USD
 	t.Requests += u.Requests
 	t.IncludesMissing += u.IncludesMissing
 	t.MediaFilesStored += u.FilesStored

@@ -1,10 +1,6 @@
 // Package plan decides, once for both outputs, what the archive does with
-// the rows of a post X reports (compliance.on_change): each table declares
-// which of its columns hold a post (Holding, on the tables of package
-// resources), and Edits turns the reported posts into edits of those
-// tables. A CloudQuery destination gets them as DeleteRecord messages and
-// redacted rows, the exporter's archive as rewritten Parquet files, and the
-// rows a sync keeps to send again are edited alike: the sinks only apply.
+// the rows of a post X reports: Edits turns the reported posts into edits of
+// the tables that hold them (docs/architecture.md#one-plan-two-sinks).
 package plan
 
 import (
@@ -73,8 +69,7 @@ const (
 	Scrub
 )
 
-// Edit is what happens to the rows of Table whose user_id is UserID and
-// whose Column is PostID.
+// Edit is what happens to the rows of Table whose user_id is UserID and Column is PostID.
 type Edit struct {
 	Table  string   `json:"table"`
 	UserID string   `json:"user_id"`
@@ -126,8 +121,7 @@ func Edits(tables []Holding, posts []Reported) []Edit {
 	return out
 }
 
-// WithoutGeo is a post's JSON without its geo field (raw itself when it
-// has none).
+// WithoutGeo is a post's JSON without its geo field (raw when it has none).
 func WithoutGeo(raw json.RawMessage) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
@@ -140,8 +134,7 @@ func WithoutGeo(raw json.RawMessage) (json.RawMessage, error) {
 	return json.Marshal(obj)
 }
 
-// Index finds the edit of a row: the edits by table, column and
-// "user/post".
+// Index finds the edit of a row: the edits by table, column and "user/post".
 type Index map[string]map[string]map[string]Edit
 
 func NewIndex(edits []Edit) Index {
@@ -163,12 +156,8 @@ func NewIndex(edits []Edit) Index {
 // a row, a removal wins.
 func (ix Index) Find(table, userID string, value func(column string) string) (Edit, bool) {
 	var found Edit
-	for column, byKey := range ix[table] {
-		v := value(column)
-		if v == "" {
-			continue
-		}
-		if e, ok := byKey[userID+"/"+v]; ok && (found.Op == 0 || e.Op < found.Op) {
+	for column, byKey := range ix[table] { // no edit has an empty post id
+		if e, ok := byKey[userID+"/"+value(column)]; ok && (found.Op == 0 || e.Op < found.Op) {
 			found = e
 		}
 	}

@@ -25,11 +25,7 @@ const tokenRequestTimeout = 30 * time.Second
 // touching the network: token files are read here, and a user id that is in
 // neither the spec nor the token file is resolved (GET /2/users/me) by the
 // session's first resolver. A sharded sync keeps the accounts of its shard
-// (inShard, shardOf): one whose spec names a user of another is left out
-// before its token file is read. The plugin shards accounts itself: the
-// scheduler's shards split (table, account) pairs table by table, which
-// would give one account's bookmarks to one machine and its folders to
-// another, both using, and maybe refreshing, the same rotating token.
+// (docs/design/plugin.md#sharding).
 func prepareAccounts(ctx context.Context, s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, info account.Sync, r *secrets.Mask, sh *plugin.Shard) *account.Set {
 	set := &account.Set{}
 	request := client.Fields(s.RequestFields())
@@ -103,8 +99,7 @@ func claim(s *spec.Spec, sess *account.Session, set *account.Set, userID string)
 	return nil
 }
 
-// UserID asks the API whose token api sends (GET /2/users/me), for the
-// account accounts[i], which names no user_id.
+// UserID asks the API whose token api sends for accounts[i] (GET /2/users/me).
 func UserID(ctx context.Context, api *client.Client, i int) (string, error) {
 	me, _, err := api.Me(ctx)
 	if err != nil {
@@ -125,9 +120,7 @@ func AuthConfig(s *spec.Spec, i int, storedClientID string) auth.Config {
 }
 
 // connect builds the API client of s.Accounts[i] and returns the user id its
-// token file names, if any. The client and the token source log to logger,
-// under the account's name; the token source adds the credentials it holds
-// to r.
+// token file names, if any; the token source adds its credentials to r.
 func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask) (*client.Client, string, error) {
 	a := s.Accounts[i]
 	var httpClient *http.Client
@@ -161,15 +154,13 @@ func connect(ctx context.Context, s *spec.Spec, i int, o Options, meter *billing
 		// A retry budget of 0 is none, which the client spells as a negative one.
 		client.WithRetryPolicy(client.RetryPolicy{Budget: cmp.Or(s.RetryBudget.Duration(), -1), MaxAttempts: s.MaxAttempts}),
 		client.WithLogger(log),
-		// Tokens come from the server and are sent back untouched. The document
-		// calls them base32hex, but real X tokens use the whole alphabet
-		// (docs.x.com shows "7140w9gefhslx3"), so only their form is checked.
+		// The document calls tokens base32hex, but real X tokens use the whole
+		// alphabet (docs.x.com shows "7140w9gefhslx3"): only their form is checked.
 		client.WithTokenCheck(client.TokenOpaque))...)
 	return api, userID, err
 }
 
-// apiOptions are the options of every API client of a sync, then its own,
-// then those of Options.
+// apiOptions are the options of every API client of a sync, then own, then Options'.
 func apiOptions(s *spec.Spec, o Options, meter *billing.Meter, r *secrets.Mask, own ...client.Option) []client.Option {
 	opts := []client.Option{
 		client.WithBaseURL(s.BaseURL),
@@ -183,10 +174,9 @@ func apiOptions(s *spec.Spec, o Options, meter *billing.Meter, r *secrets.Mask, 
 	return append(append(opts, own...), o.ClientOptions...)
 }
 
-// Credentials returns a Mask holding the credentials the spec gives:
-// access tokens, client secrets (also as a Basic header carries them) and
-// the compliance bearer token. Token sources add the tokens of token files
-// as they read and refresh them, and prepareCompliance a bearer token file's.
+// Credentials returns a Mask holding the credentials the spec gives (client
+// secrets also as a Basic header carries them); token sources add the tokens
+// of token files as they read them, and prepareCompliance a bearer token file's.
 func Credentials(s *spec.Spec) *secrets.Mask {
 	r := secrets.New()
 	if s.Compliance != nil {
@@ -200,11 +190,8 @@ func Credentials(s *spec.Spec) *secrets.Mask {
 	return r
 }
 
-// AccountClient is the API client of s.Accounts[i] as a sync builds it
-// (its token file refreshed and saved under the file's lock), and the user
-// id the token file names, if any. The archive's bookmark commands use it.
-// The token file's tokens are added to r (from Credentials(s)) as they are
-// read and refreshed, so that the caller can mask them in what it prints.
+// AccountClient is connect for the archive's bookmark commands: the API
+// client of s.Accounts[i] as a sync builds it, its tokens added to r.
 func AccountClient(ctx context.Context, s *spec.Spec, i int, meter *billing.Meter, logger zerolog.Logger, r *secrets.Mask, opts ...Option) (*client.Client, string, error) {
 	return connect(ctx, s, i, options(opts), meter, logger, r)
 }

@@ -4,30 +4,17 @@ import (
 	"context"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/cloudquery/plugin-sdk/v4/message"
+	"github.com/cloudquery/plugin-sdk/v4/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
-	"github.com/cq-source-x/cq-source-x/spec"
 )
 
-// actionOf maps the spec's on_change to the actions of package plan (Keep
-// for any other).
-func actionOf(cs *spec.Compliance) func(reason string) plan.Action {
-	actions := map[string]plan.Action{spec.ActionRedact: plan.Redact, spec.ActionDelete: plan.Delete, spec.ActionScrub: plan.ScrubGeo}
-	return func(reason string) plan.Action { return actions[cs.Action(reason)] }
-}
-
 // actOnCompliance applies what the compliance checks reported and no sync
-// applied yet (compliance.on_change). plan.Edits decides the edits once;
-// the destination in the plugin's process (the exporter) applies them to
-// its files, a CloudQuery destination gets them from sendEdits. The media
-// files no other post uses are deleted from the store; then the state
-// records the actions as applied.
+// applied yet (compliance.on_change; docs/design/plugin.md#compliance-edits).
 func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, selected schema.Tables) error {
 	pending, err := comp.Pending(ctx)
 	if err != nil || len(pending) == 0 {
@@ -49,7 +36,7 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 		return err
 	}
 	if ss := comp.Set.Sessions; len(ss) > 0 && ss[0].Media != nil && ss[0].Media.Saver != nil { // the sync's accounts share one store
-		if _, err := resources.DropMedia(ctx, ss, ix, ss[0].Media.Saver.Store()); err != nil {
+		if err := resources.DropMedia(ctx, ss, ix, ss[0].Media.Saver.Store()); err != nil {
 			return err
 		}
 	}
@@ -59,13 +46,8 @@ func (c *Client) actOnCompliance(ctx context.Context, run tableSync, st state.Cl
 	return flushState(ctx, st)
 }
 
-// sendEdits applies the edits to a CloudQuery destination: a removal is a
-// DeleteRecord message (user_id = … AND column = …), a blanked bookmark
-// its x_bookmarks row sent again with its key and dates only, which the
-// destination's primary key puts in place of the row it holds (in
-// overwrite modes), and the rows kept to send again are edited alike. A
-// destination's row cannot be edited: a scrub is left to the user, with a
-// warning. Tables the sync does not select get no message.
+// sendEdits applies the edits to a CloudQuery destination, as DeleteRecord
+// messages and blanked rows (docs/design/plugin.md#compliance-edits).
 func (c *Client) sendEdits(ctx context.Context, run tableSync, comp *compliance.Check, selected schema.Tables, edits []plan.Edit, ix plan.Index, pending []compliance.Affected) error {
 	for _, s := range comp.Set.Sessions {
 		if err := resources.EditOutbox(ctx, s, ix); err != nil {
@@ -124,8 +106,6 @@ func deleteRows(table, userID, column, postID string) *message.SyncDeleteRecord 
 
 // stringValue is a record of one row: column = value.
 func stringValue(column, value string) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, arrow.NewSchema([]arrow.Field{{Name: column, Type: arrow.BinaryTypes.String}}, nil))
-	defer b.Release()
-	b.Field(0).(*array.StringBuilder).Append(value)
-	return b.NewRecordBatch()
+	sc := arrow.NewSchema([]arrow.Field{{Name: column, Type: arrow.BinaryTypes.String}}, nil)
+	return scalar.Vector{&scalar.String{Value: value, Valid: true}}.ToArrowRecord(sc)
 }

@@ -57,14 +57,8 @@ func (c *Client) Tables(_ context.Context, opts plugin.TableOptions) (schema.Tab
 // Close releases nothing: every sync closes what it opens.
 func (*Client) Close(context.Context) error { return nil }
 
-// Sync syncs the selected tables of every account.
-//
-// It runs the scheduler up to four times: first the data tables (sharded,
-// each account multiplexed), then x_media_files, which fetches the files of
-// the media the walks read, then x_post_compliance, whose jobs check the
-// posts archived so far, this sync's included, then x_api_usage, whose rows
-// count what the others did. State is flushed after each of the first
-// three; only clean walks have set their keys.
+// Sync syncs the selected tables of every account, in four passes of the
+// scheduler (docs/design/plugin.md#sync-passes).
 func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- message.SyncMessage) error {
 	if c.spec == nil {
 		return errors.New("the plugin was initialised without a spec (no-connection mode); it cannot sync")
@@ -83,7 +77,6 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	}
 	defer closeState()
 
-	// The sync is named by the CloudQuery invocation id, or a new one.
 	syncInfo := account.Sync{ID: cmp.Or(c.invocationID, uuid.NewString()), StartedAt: c.options.Clock.Now().UTC()}
 	resend := c.options.resendPolicy(c.spec).On()
 	if resend {
@@ -135,9 +128,8 @@ func (c *Client) Sync(ctx context.Context, opts plugin.SyncOptions, res chan<- m
 	return account.SaveEnded(ctx, stateClient, scope, syncInfo.ID)
 }
 
-// shardScope names the accounts of a sync: "" for all of them, else their
-// shard. Each scope keeps its own compliance job and ended syncs: shards
-// sync at once.
+// shardScope names the accounts of a sync, "" for all: each scope keeps its
+// own compliance job and ended syncs, as shards sync at once.
 func shardScope(sh *plugin.Shard) string {
 	if sh == nil {
 		return ""
@@ -146,8 +138,7 @@ func shardScope(sh *plugin.Shard) string {
 }
 
 // connectState returns the state client of the sync of scope and what
-// closes it: the one the options give, or the buckets (state.go) of the
-// backend of backend_options.
+// closes it: the options' one, or the buckets of backend_options' backend.
 func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOptions, scope string) (state.Client, func(), error) {
 	switch {
 	case c.options.State != nil:
@@ -170,12 +161,10 @@ func (c *Client) connectState(ctx context.Context, backend *plugin.BackendOption
 	return nil, nil, fmt.Errorf("connecting to the state backend: %w", err)
 }
 
-// maxStateMessage bounds a message to and from the state backend, as the
-// SDK's state client has it.
+// maxStateMessage bounds a message to and from the state backend, as the SDK's does.
 const maxStateMessage = 100 << 20
 
-// splitTables sets apart the tables that run after the data tables, in
-// this order: x_media_files, x_post_compliance and x_api_usage.
+// splitTables sets apart x_media_files, x_post_compliance and x_api_usage, which run later.
 func splitTables(tables schema.Tables) (data schema.Tables, mediaFiles, compliance, usage *schema.Table) {
 	later := []string{resources.MediaFilesTable, resources.PostComplianceTable, resources.APIUsageTable}
 	data = slices.DeleteFunc(slices.Clone(tables), func(t *schema.Table) bool { return slices.Contains(later, t.Name) })
@@ -202,9 +191,8 @@ func (c *Client) newTableSync(opts plugin.SyncOptions, res chan<- message.SyncMe
 }
 
 // withoutContentOff takes out of the bookmarks table the child tables of
-// content kinds that are off: they would hold no row, and the scheduler
-// resolves every child table once per bookmark. It returns the tables to
-// sync and the ones taken out.
+// content kinds that are off, and returns them: they would hold no row, and
+// the scheduler resolves every child table once per bookmark.
 func withoutContentOff(data schema.Tables, k spec.Kinds) (kept, off schema.Tables) {
 	isOff := map[string]bool{
 		resources.BookmarkAuthorsTable: !k.Authors,
@@ -247,7 +235,8 @@ func (t tableSync) sync(ctx context.Context, clients schema.ClientMeta, tables s
 }
 
 // syncDataTables syncs the data tables of every account, saves what each
-// was billed today and flushes the state its clean walks set.
+// was billed today, flushes the state its clean walks set, and logs a line
+// per account that failed, after the scheduler's line per table.
 func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Client, set *account.Set, data schema.Tables) error {
 	if len(data) > 0 {
 		if err := run.sync(ctx, set, data); err != nil {
@@ -260,14 +249,6 @@ func (c *Client) syncDataTables(ctx context.Context, run tableSync, st state.Cli
 	if err := flushState(ctx, st); err != nil {
 		return err
 	}
-	c.logAccountFailures(set)
-	return nil
-}
-
-// logAccountFailures logs one line per account that failed, after the
-// scheduler's line per table: the tables that failed and those done, what
-// went wrong, once, and what to do about it.
-func (c *Client) logAccountFailures(set *account.Set) {
 	for _, s := range set.Sessions {
 		if problems := AccountFailure(c.spec, s); problems != nil {
 			done, failed := s.Report().Tables()
@@ -275,11 +256,11 @@ func (c *Client) logAccountFailures(set *account.Set) {
 				Msg("account did not sync completely; its state was not advanced where walks failed")
 		}
 	}
+	return nil
 }
 
-// syncCompliance runs x_post_compliance, when it is selected, whose jobs
-// check the posts archived so far, flushes the state it set, and acts on
-// what they reported.
+// syncCompliance runs x_post_compliance, when it is selected, flushes the
+// state it set, and acts on what its jobs reported.
 func (c *Client) syncCompliance(ctx context.Context, run tableSync, st state.Client, comp *compliance.Check, table *schema.Table, selected schema.Tables) error {
 	if table == nil {
 		return nil
@@ -308,18 +289,14 @@ func checkShard(sh *plugin.Shard) error {
 	return nil
 }
 
-// inShard reports whether the account of user userID may be in shard sh:
-// shard N/T holds the state buckets N-1, N-1+T, ... (state.go), so every
-// account is in exactly one shard, whatever T. An unknown user ("") may be
-// in any.
+// inShard reports whether the account of user userID ("": unknown) may be
+// in shard sh, which holds the state buckets N-1, N-1+T, ...
 func inShard(userID string, sh *plugin.Shard) bool {
 	return sh == nil || userID == "" || userBucket(userID)%int(sh.Total) == int(sh.Num)-1
 }
 
-// shardOf is the sessions of shard sh, of those prepared: by the user id
-// of the spec, else of the token file. An account needs one for that: one
-// whose id would take a request fails, in shard i % T + 1 (accounts[i]),
-// as one that could not be prepared does.
+// shardOf is the sessions of shard sh, by the user id of the spec, else of
+// the token file; an account with neither fails, in shard i % T + 1.
 func shardOf(sessions []*account.Session, accounts []spec.Account, sh *plugin.Shard) []*account.Session {
 	var out []*account.Session
 	for _, s := range sessions {
@@ -333,6 +310,3 @@ func shardOf(sessions []*account.Session, accounts []spec.Account, sh *plugin.Sh
 	}
 	return out
 }
-
-// Sessions of the last sync are not kept: a Client may sync many times.
-var _ plugin.Client = (*Client)(nil)

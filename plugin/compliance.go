@@ -9,14 +9,14 @@ import (
 	"github.com/cq-source-x/cq-source-x/client"
 	"github.com/cq-source-x/cq-source-x/compliance"
 	"github.com/cq-source-x/cq-source-x/internal/secrets"
+	"github.com/cq-source-x/cq-source-x/plan"
 	"github.com/cq-source-x/cq-source-x/resources"
 	"github.com/cq-source-x/cq-source-x/spec"
 	"github.com/rs/zerolog"
 )
 
-// prepareCompliance builds the client of x_post_compliance for the
-// accounts of this sync (of its shard), without touching the network. Its
-// API is nil when the spec has no compliance section.
+// prepareCompliance builds the client of x_post_compliance for the sync's
+// accounts, without touching the network (no API without a compliance section).
 func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.Client, set *account.Set, info account.Sync, scope string, r *secrets.Mask) *compliance.Check {
 	c := &compliance.Check{
 		Set: set, State: st, Clock: o.Clock, Sync: info, Secrets: r, Resend: o.resendPolicy(s), Scope: scope,
@@ -27,7 +27,8 @@ func prepareCompliance(s *spec.Spec, o Options, logger zerolog.Logger, st state.
 		return c
 	}
 	c.Every, c.Wait, c.MaxIDsPerJob = cs.Every.Duration(), cs.Wait.Duration(), cs.MaxIDsPerJob
-	c.ActionOf = actionOf(cs)
+	actions := map[string]plan.Action{spec.ActionRedact: plan.Redact, spec.ActionDelete: plan.Delete, spec.ActionScrub: plan.ScrubGeo}
+	c.ActionOf = func(reason string) plan.Action { return actions[cs.Action(reason)] } // Keep for any other
 	c.Meter = billing.NewMeter(s.Rates())
 	token, err := cs.ReadBearerToken()
 	if err != nil {

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -21,22 +22,14 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// AccountFailure tells what went wrong for one account in a sync, for a
-// person to read once: each distinct problem on a line of its own, without
-// the account's name (the caller gives it), starting with the table that
-// failed when the problem is that table's (a list that could not be read)
-// rather than the account's (its token, its setup), and with what to do
-// where the plugin knows. When no request of the account got an answer it
-// says to check base_url, in one line, rather than repeat the same refused
-// connection for every list. It returns nil for an account that synced.
-// The lines hold no credential of the sync (sess.Secrets).
+// AccountFailure tells what went wrong for one account in a sync, each
+// distinct problem once (docs/design/plugin.md#account-failures), with no
+// credential of the sync; nil for an account that synced.
 func AccountFailure(s *spec.Spec, sess *account.Session) []string {
 	failed := []account.WalkReport{{Err: sess.Err}}
 	if sess.Err == nil {
 		failed = sess.Report().Walks()
 	}
-	// A walk interrupted by a stop of the sync did not fail: the exporter
-	// says what it kept and what the next run reads.
 	failed = slices.DeleteFunc(failed, func(w account.WalkReport) bool { return w.Err == nil || errors.Is(w.Err, walk.ErrInterrupted) })
 	if len(failed) == 0 {
 		return nil
@@ -45,26 +38,22 @@ func AccountFailure(s *spec.Spec, sess *account.Session) []string {
 		return sess.Secrets.Strings([]string{line})
 	}
 	var lines []string
-	seen := map[string]bool{}
 	for _, w := range failed {
 		line, ofAccount := describe(s, sess.Index, w.Err)
 		line = strings.TrimPrefix(line, sess.ID()+": ")
 		if !ofAccount && w.Table != "" {
 			line = w.Table + ": " + line
 		}
-		if !seen[line] {
-			seen[line] = true
+		if !slices.Contains(lines, line) {
 			lines = append(lines, line)
 		}
 	}
 	return sess.Secrets.Strings(lines)
 }
 
-// describe is err as a person should read it: a query string in a URL is
-// dropped (it repeats the spec's fields), and a token the API refused is
-// told the same way whichever request it was, for a raw access_token with
-// why it cannot be refreshed and what to use instead. ofAccount reports
-// that it is the account's problem, not the list's.
+// describe is err as a person should read it: without a URL's query string
+// (the spec's fields), a refused token told the same way for every request.
+// ofAccount reports that it is the account's problem, not the list's.
 func describe(s *spec.Spec, index int, err error) (text string, ofAccount bool) {
 	if apiErr, ok := errors.AsType[*client.APIError](err); ok && (errors.Is(apiErr, client.ErrUnauthorized) || errors.Is(apiErr, client.ErrForbidden)) {
 		status := strings.TrimPrefix(apiErr.Error(), "x api: "+string(apiErr.Operation)+": ")
@@ -82,13 +71,11 @@ func describe(s *spec.Spec, index int, err error) (text string, ofAccount bool) 
 	return urlQuery.ReplaceAllString(err.Error(), `$1"`), false
 }
 
-// urlQuery matches the query string of a quoted URL in an error message
-// (net/http quotes the URL of a request that failed).
+// urlQuery matches the query string of a quoted URL (net/http quotes a failed request's).
 var urlQuery = regexp.MustCompile(`("https?://[^"?\s]*)\?[^"\s]*"`)
 
-// unreachable reports whether no request of the account got an answer from
-// base_url, every one refused, unreachable, not TLS, or answered 404 (a
-// base_url with a wrong path), and says so.
+// unreachable reports, and says, that no request of the account got an
+// answer from base_url (noAnswer).
 func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkReport) (string, bool) {
 	var total billing.Usage
 	if sess.Meter != nil {
@@ -109,24 +96,20 @@ func unreachable(s *spec.Spec, sess *account.Session, failed []account.WalkRepor
 }
 
 // noAnswer returns the cause of a request that got no answer from the API
-// server: a connection refused or timed out, a host not found, a server
-// that does not speak TLS or whose certificate is not valid, or a 404.
+// server, a 404 (a base_url with a wrong path) included.
 func noAnswer(err error) (string, bool) {
 	if t, ok := errors.AsType[*client.TimeoutError](err); ok && t.Phase == client.PhaseConnect {
 		return t.Error(), true
 	}
-	causes := []string{
+	if cause := cmp.Or(
 		causeOf[*net.DNSError](err, ""),
 		causeOf[*tls.CertificateVerificationError](err, ""),
 		causeOf[x509.HostnameError](err, ""),
 		causeOf[x509.UnknownAuthorityError](err, ""),
 		causeOf[tls.RecordHeaderError](err, "the server does not speak TLS: "),
 		causeOf[*net.OpError](err, ""),
-	}
-	for _, cause := range causes {
-		if cause != "" {
-			return cause, true
-		}
+	); cause != "" {
+		return cause, true
 	}
 	if apiErr, ok := errors.AsType[*client.APIError](err); ok && errors.Is(apiErr, client.ErrNotFound) {
 		return "404 Not Found", true
@@ -134,8 +117,7 @@ func noAnswer(err error) (string, bool) {
 	return "", false
 }
 
-// causeOf is prefix and what the first error of type E in err's tree says,
-// or "" when there is none.
+// causeOf is prefix and the first E of err's tree, or "" when there is none.
 func causeOf[E error](err error, prefix string) string {
 	if e, ok := errors.AsType[E](err); ok {
 		return prefix + e.Error()
@@ -144,10 +126,8 @@ func causeOf[E error](err error, prefix string) string {
 }
 
 // relativeTokenFileError says where the plugin looked for a token file that
-// is not there, given as a relative path: in its working directory. The
-// CloudQuery CLI starts a local plugin in the directory `cloudquery sync`
-// runs in, and passes it the spec, not the spec file's path (the exporter,
-// which has the file, makes such paths relative to it before).
+// is not there, given as a relative path: in its working directory
+// (docs/design/plugin.md#account-failures).
 func relativeTokenFileError(path string, err error) error {
 	if filepath.IsAbs(path) {
 		return err

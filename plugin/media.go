@@ -14,12 +14,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
-var errNoMediaStore = errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
-
-// prepareMedia makes the sync's media files, shared by the accounts of
-// set, or nil when the spec's media_files section is absent. A store that
-// cannot be opened fails the media pass only, and the walks record the
-// files of what they read all the same, for the next sync to fetch.
+// prepareMedia makes the sync's media files, shared by the accounts of set
+// (nil without media_files). A store that cannot be opened fails the media
+// pass only: the walks record the files all the same.
 func prepareMedia(ctx context.Context, s *spec.Spec, o Options, set *account.Set) (*account.Media, func()) {
 	ms := s.MediaFiles
 	if ms == nil {
@@ -39,8 +36,7 @@ func prepareMedia(ctx context.Context, s *spec.Spec, o Options, set *account.Set
 	}
 	t := s.Timeouts()
 	t.Request = ms.Timeout.Duration()
-	// The base transport, never an account's: media requests carry no
-	// credential.
+	// The base transport: media requests carry no credential.
 	fetcher := &media.Fetcher{Transport: o.Transport, Timeouts: t, MaxSize: m.MaxFileSize, UserAgent: UserAgent()}
 	m.Saver = media.NewSaver(media.SaverOptions{
 		Store: st, Fetcher: fetcher, Budget: media.NewBudget(ms.MaxBytesPerRun.Bytes()),
@@ -54,17 +50,13 @@ func openMediaStore(ctx context.Context, ms *spec.MediaFiles, o Options) (*store
 		return o.MediaStore, func() {}, nil
 	}
 	if ms.Store == "" {
-		return nil, nil, errNoMediaStore
+		return nil, nil, errors.New("media_files.store is not set: a CloudQuery sync stores the media files where it says (file:///dir, s3://bucket, gs://bucket or azblob://container); the files of the posts read are recorded and fetched by the first sync that has one")
 	}
 	st, err := store.Open(ctx, ms.Store)
-	if err != nil {
-		return nil, nil, err
-	}
-	return st, func() { _ = st.Close() }, nil
+	return st, func() { _ = st.Close() }, err // the closer is used only without err
 }
 
-// syncMediaFiles runs x_media_files, when it is selected: it fetches the
-// files the walks recorded, and the state is flushed.
+// syncMediaFiles runs x_media_files, when it is selected, and flushes the state.
 func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *account.Set, m *account.Media, table *schema.Table, logger zerolog.Logger) error {
 	if table == nil {
 		return nil
@@ -79,7 +71,7 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 		})
 		logging, stop := context.WithCancel(ctx)
 		defer stop()
-		go logMediaProgress(logging, m.Saver.Progress(), logger, mediaProgressEvery)
+		go logMediaProgress(logging, m.Saver.Progress(), logger)
 	}
 	if err := run.sync(ctx, set, schema.Tables{table}); err != nil {
 		return err
@@ -87,11 +79,9 @@ func syncMediaFiles(ctx context.Context, run tableSync, st state.Client, set *ac
 	return flushState(ctx, st)
 }
 
-const mediaProgressEvery = 30 * time.Second
-
-// logMediaProgress logs p every interval until ctx ends.
-func logMediaProgress(ctx context.Context, p *media.Progress, logger zerolog.Logger, interval time.Duration) {
-	t := time.NewTicker(interval)
+// logMediaProgress logs p every 30 seconds until ctx ends.
+func logMediaProgress(ctx context.Context, p *media.Progress, logger zerolog.Logger) {
+	t := time.NewTicker(30 * time.Second)
 	defer t.Stop()
 	for {
 		select {

@@ -26,18 +26,15 @@ const (
 	Team = "cq-source-x"
 )
 
-// Version is set at build time with -ldflags "-X .../plugin.Version=v1.2.3"
-// (the SDK's package command does); otherwise it is resolved from the build
-// information Go records in the binary (see BuildInfo).
+// Version is set with -ldflags "-X .../plugin.Version=v1.2.3" (as the SDK's
+// package command does), else resolved from the binary's build information.
 var Version = "development"
 
-// UserAgent is the User-Agent of every request to the X API: the program
-// and its version.
+// UserAgent is the User-Agent of every request to the X API.
 func UserAgent() string { return "cq-source-x/" + Version }
 
-// Options change how the plugin reaches the world; tests and the sandbox
-// use them, a CloudQuery sync uses the defaults. Each is set by its With
-// function.
+// Options change how the plugin reaches the world (for the exporter, tests
+// and the sandbox); a CloudQuery sync uses the defaults.
 type Options struct {
 	Clock         clock.Clock       // default: the wall clock
 	Transport     http.RoundTripper // of API and token requests; default: http.DefaultTransport
@@ -61,11 +58,9 @@ func WithTransport(rt http.RoundTripper) Option { return func(o *Options) { o.Tr
 // caller keeps ownership: syncs Flush it but never Close it.
 func WithState(st state.Client) Option { return func(o *Options) { o.State = st } }
 
-// WithMediaStore makes syncs store media files in st instead of where
-// media_files.store says: the standalone exporter keeps them in its output
-// directory. stop, when not nil, ends the fetches once it ends, as
-// client.WithStop ends the API clients' reads, without ending the sync.
-// The caller keeps ownership of st: syncs never Close it.
+// WithMediaStore makes syncs store media files in st, which they never
+// Close, instead of media_files.store; stop, when not nil, ends the fetches
+// (not the sync) once it ends, as client.WithStop does the API's.
 func WithMediaStore(st *store.Store, stop context.Context) Option {
 	return func(o *Options) { o.MediaStore, o.MediaStop = st, stop }
 }
@@ -74,8 +69,7 @@ func WithMediaStore(st *store.Store, stop context.Context) Option {
 // tests, read its accounts' meters and reports.
 type Observer interface {
 	// SyncStarted is called with a sync's accounts and its compliance check
-	// (nil when the sync runs none) once they are prepared, before any
-	// request.
+	// (nil when none) once they are prepared, before any request.
 	SyncStarted(*account.Set, *compliance.Check)
 }
 
@@ -84,18 +78,12 @@ type ObserverFunc func(*account.Set, *compliance.Check)
 func (f ObserverFunc) SyncStarted(s *account.Set, c *compliance.Check) { f(s, c) }
 
 // Destination is an Observer that is also the sync's destination, in the
-// plugin's process (the exporter): it commits a sync's rows with the state
-// and applies the edits of what X reported to the rows it holds. So the
-// rows of incremental tables are never sent again (spec.Resend), the
-// records of what the accounts archived keep none of the dates a redacted
-// row is sent again with, and the state is flushed only when the tables are
-// done. A CloudQuery sync has none.
+// plugin's process (the exporter; docs/design/plugin.md#destination).
 type Destination interface {
 	Observer
-	// Edit takes the edits of the rows of posts X reported
-	// (compliance.on_change), which the state records as applied from the
-	// next flush on: the destination applies them with the rows of the
-	// sync it commits, or after.
+	// Edit takes the edits of the rows of posts X reported, which the state
+	// records as applied from the next flush on: the destination applies
+	// them with the rows of the sync it commits, or after.
 	Edit([]plan.Edit)
 	// RecordRows is how many rows a record the scheduler sends holds at most
 	// (0: the SDK's default, 50): a destination that writes Parquet pays for
@@ -103,8 +91,7 @@ type Destination interface {
 	RecordRows() int
 }
 
-// WithObserver makes o hear from every sync (and, when it is a
-// Destination, be its destination).
+// WithObserver makes o hear from every sync (and be its destination if a Destination).
 func WithObserver(o Observer) Option { return func(o2 *Options) { o2.Observer = o } }
 
 // destination is the Observer as a Destination, nil when it is none.
@@ -121,9 +108,7 @@ func (o Options) resendPolicy(s *spec.Spec) outbox.Policy {
 	return s.Resend.Policy()
 }
 
-// WithClientOptions adds options to every API client of a sync (the
-// accounts', the compliance check's), after the plugin's own (the exporter
-// adds a wait hook, and the stop of its run).
+// WithClientOptions adds options to every API client of a sync, after the plugin's own.
 func WithClientOptions(opts ...client.Option) Option {
 	return func(o *Options) { o.ClientOptions = append(o.ClientOptions, opts...) }
 }

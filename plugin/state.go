@@ -22,23 +22,11 @@ import (
 )
 
 // The state of a CloudQuery sync is spread over stateBuckets tables, so
-// that a shard reads and holds its own accounts' state alone: the SDK's
-// state client reads its table whole and keeps it. The keys of an account
-// are in table <table_name>_<bucket> of its user id (userBucket), a sync
-// scope's (its ended syncs, its compliance jobs) in its shard's first
-// bucket (scopeBucket), and shard N/T syncs the accounts of the buckets N-1,
-// N-1+T, ... (shardOf). A bucket's table is opened when one of its keys is
-// first used: a sync reads the tables of its accounts and of its scope.
-//
-// Versions before kept every key in <table_name>. A bucket's table is
-// marked (account.MovedKey) once its keys of that table were copied into
-// it: until then, opening it reads the old table and copies them, then
-// marks it. A stop at any step leaves the old table as it was and the
-// bucket unmarked, or the bucket whole.
+// that a shard reads and holds its own accounts' state alone (the SDK's
+// client reads its table whole): see docs/design/plugin.md#state-buckets.
 const stateBuckets = 256
 
-// userBucket is the bucket of an account's state. It is where the state
-// is: it never changes.
+// userBucket is the bucket of an account's state: it never changes.
 func userBucket(userID string) int {
 	h := fnv.New32a()
 	h.Write([]byte(userID))
@@ -77,12 +65,9 @@ type bucketedState struct {
 	old    map[string]string // the table before buckets, once read
 }
 
-// openBuckets is the state of a sync of scope in the backend conn serves,
-// its scope's table open.
+// openBuckets is the state of a sync of scope in conn's backend, its scope's table open.
 func openBuckets(ctx context.Context, conn *grpc.ClientConn, prefix, scope string) (*bucketedState, error) {
 	s := &bucketedState{conn: conn, prefix: prefix, scope: scopeBucket(scope), tables: map[int]state.Client{}, dirty: map[int]bool{}}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if _, err := s.table(ctx, s.scope); err != nil {
 		return nil, err
 	}
@@ -90,6 +75,8 @@ func openBuckets(ctx context.Context, conn *grpc.ClientConn, prefix, scope strin
 }
 
 func (s *bucketedState) GetKey(ctx context.Context, key string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	c, _, err := s.tableOf(ctx, key)
 	if err != nil {
 		return "", err
@@ -97,22 +84,22 @@ func (s *bucketedState) GetKey(ctx context.Context, key string) (string, error) 
 	return c.GetKey(ctx, key)
 }
 
+// SetKey marks the bucket dirty and sets the key under the one lock Flush
+// takes: no flush can come in between and leave the key unflushed.
 func (s *bucketedState) SetKey(ctx context.Context, key, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	c, b, err := s.tableOf(ctx, key)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
 	s.dirty[b] = true
-	s.mu.Unlock()
 	return c.SetKey(ctx, key, value)
 }
 
 // Flush writes the tables that changed, the scope's first: a compliance
-// job the accounts' checks took the results of is cleared before them, so
-// that a stop in between checks the posts again rather than take the
-// results twice. (The ended syncs are written alone, after the rest:
-// account.SaveEnded.)
+// job whose results the accounts' checks took is cleared before them, so a
+// stop in between checks the posts again rather than take them twice.
 func (s *bucketedState) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,22 +115,19 @@ func (s *bucketedState) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection the tables share.
 func (s *bucketedState) Close() error { return s.conn.Close() }
 
+// tableOf is the table of key's bucket, and the bucket. s.mu held.
 func (s *bucketedState) tableOf(ctx context.Context, key string) (state.Client, int, error) {
 	b, err := bucketOf(key)
 	if err != nil {
 		return nil, 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	c, err := s.table(ctx, b)
 	return c, b, err
 }
 
-// table is bucket b's table, opened (and its keys of the old table moved
-// into it) the first time.
+// table is bucket b's table, opened (and the old table's keys moved in) the first time.
 func (s *bucketedState) table(ctx context.Context, b int) (state.Client, error) {
 	if c := s.tables[b]; c != nil {
 		return c, nil
@@ -160,8 +144,7 @@ func (s *bucketedState) table(ctx context.Context, b int) (state.Client, error) 
 	return c, nil
 }
 
-// moveOld copies bucket b's keys of the old table into its table c, then
-// marks it, unless it is marked.
+// moveOld copies bucket b's keys of the old table into c and marks it, unless marked.
 func (s *bucketedState) moveOld(ctx context.Context, b int, c state.Client) error {
 	if moved, err := c.GetKey(ctx, account.MovedKey); err != nil || moved != "" {
 		return err
@@ -190,9 +173,8 @@ func (s *bucketedState) moveOld(ctx context.Context, b int, c state.Client) erro
 	return c.Flush(ctx)
 }
 
-// readTable reads a whole state table as the SDK's state client does (the
-// newest version of each key), creating it when missing as the client
-// does: a destination reads no table it has not got.
+// readTable reads a whole state table as the SDK's state client does
+// (docs/design/plugin.md#state-buckets).
 func readTable(ctx context.Context, conn *grpc.ClientConn, name string) (map[string]string, error) {
 	table, err := pb.SchemaToBytes((&schema.Table{Name: name, Columns: []schema.Column{
 		{Name: "key", Type: arrow.BinaryTypes.String, PrimaryKey: true},

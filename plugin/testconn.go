@@ -21,9 +21,8 @@ const (
 	codeUnreachable  = "CONNECTION_FAILED"
 )
 
-// testConnection checks each account's token with GET /2/users/me, and that
-// it belongs to the configured user. It reads no bookmarks, so it bills no
-// post.
+// testConnection checks each account's token with GET /2/users/me (no post
+// billed), and that it belongs to the configured user.
 func testConnection(o Options) plugin.ConnectionTester {
 	return func(ctx context.Context, logger zerolog.Logger, specBytes []byte) error {
 		s, err := spec.Parse(specBytes)

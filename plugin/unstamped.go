@@ -2,6 +2,5 @@
 
 package plugin
 
-// releaseStamp is empty in a build other than the package command's (see
-// version.go).
+// releaseStamp is empty but in the package command's builds (version.go).
 var releaseStamp stamp

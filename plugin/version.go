@@ -29,11 +29,8 @@ type Build struct {
 // BuildInfo is the build of this binary.
 func BuildInfo() Build { return build }
 
-// build is resolved from Commit and BuildDate when -ldflags set them,
-// otherwise from releaseStamp: the SDK's package command sets Version only,
-// so `cq-source-x package` writes release_stamp.go (build tag
-// cqx_release_stamp), whose releaseStamp, a variable rather than an init
-// function, is set before build is computed; unstamped.go leaves it empty.
+// build is resolved from -ldflags, else releaseStamp (a variable, set
+// before build is computed: docs/design/plugin.md#build-stamp).
 var build = func() Build {
 	given := releaseStamp
 	if Commit != "" || BuildDate != "" {
@@ -43,15 +40,12 @@ var build = func() Build {
 	return resolveBuild(Version, given, info)
 }()
 
-// Version becomes the resolved version before any caller reads it: the
-// SDK's info and gRPC answers, the User-Agent, and the exporter's Parquet
-// metadata all say the same thing as `cq-source-x version`.
+// Version becomes the resolved version before any caller reads it, so that
+// every place that prints it says what `cq-source-x version` says.
 func init() { Version = build.Version }
 
-// resolveBuild: the -ldflags version and the given commit and date win
-// (the SDK's package command sets Version that way); otherwise the module
-// version (`go install …@v1.2.3`, or the version Go stamps on a build in a
-// checkout) and the checkout's vcs.* settings; otherwise "development".
+// resolveBuild: the given version, commit and date win; otherwise the
+// module's and the checkout's vcs.* settings; otherwise "development".
 func resolveBuild(version string, given stamp, info *debug.BuildInfo) Build {
 	b := Build{Version: version, Commit: given.commit, Date: given.date, Modified: given.modified, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if info == nil {

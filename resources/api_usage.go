@@ -25,46 +25,24 @@ const OpSetup = "setup"
 // stored (x_media_files): requests to X's CDN, which X does not bill.
 const OpMediaFiles = "media_files"
 
-// Usage is one row of x_api_usage: one account, one operation, one sync.
+// Usage is one row of x_api_usage: one account, one operation, one sync:
+// what its meter counted (billing.Usage), and what the sync did.
 type Usage struct {
-	SyncID         string
-	SyncStartedAt  time.Time
-	UserID         string
-	Account        string
-	Operation      string
-	Requests       int
-	OKResponses    int
-	PostsReturned  int
-	PostsBilled    int
-	PostsUnread    int
-	UsersReturned  int
-	UsersBilled    int
-	MediaReturned  int
-	WritesBilled   int
-	OwnedReads     bool
-	PostsUSD       float64
-	UsersUSD       float64
-	WritesUSD      float64
-	EstimatedUSD   float64
-	RateLimited    int
-	RateLimitWaits int
-	WaitedSeconds  float64
-	Errors         int
-	Walks          int
-	WalkOutcomes   string
-	NewPosts       int
-	// IncludesMissing counts the expanded objects X left out of the pages
-	// with no error saying why.
+	billing.Usage
+	SyncID          string
+	SyncStartedAt   time.Time
+	Account         string
+	Walks           int
+	WalkOutcomes    string
+	NewPosts        int
 	IncludesMissing int
-	// FilesStored and BytesFetched are the media files stored (fetched,
-	// or found in the store) and the bytes downloaded (OpMediaFiles).
-	FilesStored  int
-	BytesFetched int64
-	Failure      string
+	FilesStored     int
+	BytesFetched    int64
+	Failure         string
 }
 
-// APIUsage is the x_api_usage table. It is resolved after every other table
-// of the sync, so its rows count everything the sync did.
+// APIUsage is the x_api_usage table, resolved after every other table of
+// the sync: its rows count everything the sync did.
 func APIUsage() *schema.Table {
 	return &schema.Table{
 		Name:  APIUsageTable,
@@ -85,11 +63,11 @@ func APIUsage() *schema.Table {
 var usageColumns = []column[*Usage]{
 	primaryKey(col("sync_id", "Id of the sync (the CloudQuery invocation id when there is one); for the rows of the bookmark commands, of the archive's run that recorded them.", func(u *Usage) string { return u.SyncID })),
 	primaryKey(col("user_id", "X user id of the account (`accounts[i]` when it could not be resolved), or `app` for the app's compliance requests.", func(u *Usage) string { return u.UserID })),
-	primaryKey(col("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return u.Operation })),
+	primaryKey(col("operation", "API operation: list_bookmarks, list_folders, get_folder, users_me, setup for an account that could not be prepared, add_bookmark and remove_bookmark for `cq-source-x bookmarks add` and `remove` (in the exporter's archive only), compliance_create_job, compliance_get_job, compliance_list_jobs, compliance_upload, compliance_download for the compliance checks, or media_files for the photos and videos stored from X's CDN (`media_files`; not billed).", func(u *Usage) string { return string(u.Operation) })),
 	incrementalKey(col("sync_started_at", "When the sync started (for the rows of the bookmark commands, when their changes were recorded).", func(u *Usage) time.Time { return u.SyncStartedAt })),
 	col("account", "Place of the account in the spec, as accounts[i], or `compliance` for the app's compliance requests (user_id `app`).", func(u *Usage) string { return u.Account }),
 	col("requests", "HTTP requests sent, retries included.", func(u *Usage) int64 { return int64(u.Requests) }),
-	col("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OKResponses) }),
+	col("ok_responses", "Successful responses.", func(u *Usage) int64 { return int64(u.OK) }),
 	col("posts_returned", "Posts the API returned: those the pages held (bookmarked posts, folder entries) and the referenced posts expanded with them, also of pages read whole but refused for their shape.", func(u *Usage) int64 { return int64(u.PostsReturned) }),
 	col("posts_billed", "Of posts_returned, those X bills: each post once per UTC day per account, so a post this account already read that day (an earlier sync included) is not counted again. An estimate: X calls its de-duplication a soft guarantee, and does not say whether it de-duplicates per account, per app or per developer account (accounts of one app that read the same posts may pay less).", func(u *Usage) int64 { return int64(u.PostsBilled) }),
 	col("posts_unread", "At most this many more posts may have been billed, in pages whose body could not be read (cut short, not JSON): each counts the page size asked for. Not in `posts_billed` nor `estimated_usd`.", func(u *Usage) int64 { return int64(u.PostsUnread) }),
@@ -101,10 +79,10 @@ var usageColumns = []column[*Usage]{
 	col("posts_usd", "posts_billed times `post_read_usd`, or `owned_read_usd` for owned reads.", func(u *Usage) float64 { return u.PostsUSD }),
 	col("users_usd", "users_billed times `user_read_usd`.", func(u *Usage) float64 { return u.UsersUSD }),
 	col("writes_usd", "writes_billed times `bookmark_write_usd`.", func(u *Usage) float64 { return u.WritesUSD }),
-	col("estimated_usd", "posts_usd plus users_usd plus writes_usd: the estimated cost.", func(u *Usage) float64 { return u.EstimatedUSD }),
+	col("estimated_usd", "posts_usd plus users_usd plus writes_usd: the estimated cost.", func(u *Usage) float64 { return u.USD }),
 	col("rate_limited", "429 responses received (the plugin's own budget avoids them; another app of the same user can cause them).", func(u *Usage) int64 { return int64(u.RateLimited) }),
 	col("rate_limit_waits", "Times the sync waited for a rate-limit window to reset.", func(u *Usage) int64 { return int64(u.RateLimitWaits) }),
-	col("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.WaitedSeconds }),
+	col("rate_limit_wait_seconds", "Total time spent waiting for rate-limit windows.", func(u *Usage) float64 { return u.Waited.Seconds() }),
 	col("errors", "Failed requests other than 429s, each attempt counted: error statuses, dropped connections, bodies that could not be read or used.", func(u *Usage) int64 { return int64(u.Errors) }),
 	col("walks", "Lists walked: 1 for bookmarks, one per folder for get_folder.", func(u *Usage) int64 { return int64(u.Walks) }),
 	optStringColumn("walk_outcomes", "How the walks ended, e.g. `met_held` or `met_held=3 failed=1`.", func(u *Usage) string { return u.WalkOutcomes }),
@@ -115,10 +93,8 @@ var usageColumns = []column[*Usage]{
 	optStringColumn("failure", "Why the operation failed; null when it did not.", func(u *Usage) string { return u.Failure }),
 }
 
-// UsageRecords are rows as records of x_api_usage, one a row, as a sync's
-// scheduler makes them (a random _cq_id), with the table they are of: for
-// the rows no sync makes, those of the bookmark commands in the exporter's
-// archive.
+// UsageRecords are rows as records of x_api_usage, as a sync's scheduler
+// makes them (a random _cq_id): for the bookmark commands' rows.
 func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
 	table := Tables().Get(APIUsageTable)
 	sc := table.ToArrowSchema()
@@ -134,17 +110,11 @@ func UsageRecords(rows []*Usage) (*schema.Table, []arrow.RecordBatch) {
 	return table, recs
 }
 
-func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
-	var rows []*Usage
+func fetchAPIUsage(ctx context.Context, meta schema.ClientMeta, _ *schema.Resource, res chan<- any) error {
 	if c, ok := meta.(*compliance.Check); ok {
-		rows = ComplianceUsageRows(c)
-	} else {
-		rows = UsageRows(meta.(*account.Session))
+		return send(ctx, res, ComplianceUsageRows(c))
 	}
-	if len(rows) > 0 {
-		res <- rows
-	}
-	return nil
+	return send(ctx, res, UsageRows(meta.(*account.Session)))
 }
 
 // UsageRows summarises what a session did: one row per operation used, and a
@@ -152,9 +122,14 @@ func fetchAPIUsage(_ context.Context, meta schema.ClientMeta, _ *schema.Resource
 // the same rows as its summary.
 func UsageRows(s *account.Session) []*Usage {
 	label := account.Label(s.Index)
-	base := Usage{SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, UserID: cmp.Or(s.UserID, label), Account: label}
-	if s.Err != nil {
-		return []*Usage{setupRow(s, base)}
+	base := Usage{Usage: billing.Usage{UserID: cmp.Or(s.UserID, label)}, SyncID: s.Sync.ID, SyncStartedAt: s.Sync.StartedAt, Account: label}
+	if s.Err != nil { // its error, and what its meter counted
+		u := base
+		if s.Meter != nil {
+			u.Usage = s.Meter.Total()
+		}
+		u.UserID, u.Operation, u.Failure = base.UserID, OpSetup, failureText(s.Secrets, s.Err.Error())
+		return []*Usage{&u}
 	}
 	ops := newOpRows(base)
 	ops.addMeter(s.Meter, s.UserID)
@@ -170,18 +145,17 @@ func (r *opRows) addMedia(m *account.MediaReport) {
 	}
 	u := r.get(OpMediaFiles)
 	u.Requests += m.Requests
-	u.OKResponses += m.OK
+	u.OK += m.OK
 	u.Errors += m.Failed
 	u.FilesStored += m.Stored
 	u.BytesFetched += m.Bytes
 	if m.Err != "" {
-		r.failures[OpMediaFiles] = append(r.failures[OpMediaFiles], m.Err)
+		u.failures = append(u.failures, m.Err)
 	}
 }
 
-// ComplianceUsageUser and ComplianceUsageAccount are the user_id and the
-// account of the compliance requests' usage rows: they are the app's, not
-// an account's.
+// ComplianceUsageUser and ComplianceUsageAccount are the user_id and account
+// of the compliance requests' usage rows: the app's, not an account's.
 const (
 	ComplianceUsageUser    = "app"
 	ComplianceUsageAccount = "compliance"
@@ -194,13 +168,9 @@ type UsageClients struct {
 	Compliance *compliance.Check
 }
 
-// usageMultiplex gives each account, and the compliance checks, a run of
-// the usage resolver.
+// usageMultiplex runs the usage resolver for each account and the compliance checks.
 func usageMultiplex(meta schema.ClientMeta) []schema.ClientMeta {
-	u, ok := meta.(*UsageClients)
-	if !ok {
-		return account.Multiplex(meta)
-	}
+	u := meta.(*UsageClients) // the plugin syncs x_api_usage with no other client
 	out := account.Multiplex(u.Set)
 	if u.Compliance != nil && u.Compliance.Meter != nil {
 		out = append(out, u.Compliance)
@@ -216,10 +186,10 @@ func ComplianceUsageRows(c *compliance.Check) []*Usage {
 	if c.Scope != "" {
 		user += "/" + c.Scope
 	}
-	ops := newOpRows(Usage{SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, UserID: user, Account: ComplianceUsageAccount})
+	ops := newOpRows(Usage{Usage: billing.Usage{UserID: user}, SyncID: c.Sync.ID, SyncStartedAt: c.Sync.StartedAt, Account: ComplianceUsageAccount})
 	ops.addMeter(c.Meter, "")
 	if failure := c.Failure(); failure != nil {
-		ops.get(string(c.FailedOperation())).Failure = failureText(c.Secrets, failure.Error())
+		ops.get(c.FailedOperation()).Failure = failureText(c.Secrets, failure.Error())
 	}
 	return ops.rows(nil)
 }
@@ -231,78 +201,47 @@ func failureText(r *secrets.Mask, text string) string {
 	return strings.ToValidUTF8(r.String(text), "\uFFFD")
 }
 
-// setupRow is the one row of an account that could not be prepared: its
-// error, and the requests and users its meter counted.
-func setupRow(s *account.Session, base Usage) *Usage {
-	u := base
-	u.Operation = OpSetup
-	u.Failure = failureText(s.Secrets, s.Err.Error())
-	if s.Meter != nil {
-		t := s.Meter.Total()
-		u.Requests, u.Errors = t.Requests, t.Errors
-		u.UsersReturned, u.UsersBilled, u.UsersUSD, u.EstimatedUSD = t.UsersReturned, t.UsersBilled, t.UsersUSD, t.USD
-	}
-	return &u
-}
-
 // opRows are the usage rows of one account, one per operation used.
 type opRows struct {
-	base     Usage
-	byOp     map[string]*Usage
-	outcomes map[string]map[walk.Outcome]int
-	failures map[string][]string
+	base Usage
+	byOp map[client.Operation]*opRow
 }
 
-func newOpRows(base Usage) *opRows {
-	return &opRows{base: base, byOp: map[string]*Usage{}, outcomes: map[string]map[walk.Outcome]int{}, failures: map[string][]string{}}
+// opRow is a row with how its walks ended and their errors.
+type opRow struct {
+	Usage
+	outcomes map[walk.Outcome]int
+	failures []string
 }
 
-func (r *opRows) get(op string) *Usage {
+func newOpRows(base Usage) *opRows { return &opRows{base: base, byOp: map[client.Operation]*opRow{}} }
+
+func (r *opRows) get(op client.Operation) *opRow {
 	if u, ok := r.byOp[op]; ok {
 		return u
 	}
-	u := r.base
+	u := &opRow{Usage: r.base, outcomes: map[walk.Outcome]int{}}
 	u.Operation = op
-	r.byOp[op] = &u
-	r.outcomes[op] = map[walk.Outcome]int{}
-	return &u
+	r.byOp[op] = u
+	return u
 }
 
 // addMeter adds what meter counted for userID (and for user "", the app's
 // requests and GET /2/users/me).
 func (r *opRows) addMeter(meter *billing.Meter, userID string) {
 	for _, m := range meter.Snapshot() {
-		if m.UserID != userID && m.UserID != "" {
-			continue
+		if m.UserID == userID || m.UserID == "" {
+			u := r.get(m.Operation)
+			u.Add(m)
+			u.OwnedReads = u.OwnedReads || m.OwnedReads
 		}
-		u := r.get(string(m.Operation))
-		u.Requests += m.Requests
-		u.OKResponses += m.OK
-		u.PostsReturned += m.PostsReturned
-		u.PostsBilled += m.PostsBilled
-		u.PostsUnread += m.PostsUnread
-		u.UsersReturned += m.UsersReturned
-		u.UsersBilled += m.UsersBilled
-		u.MediaReturned += m.MediaReturned
-		u.WritesBilled += m.WritesBilled
-		u.OwnedReads = u.OwnedReads || m.OwnedReads
-		u.PostsUSD += m.PostsUSD
-		u.UsersUSD += m.UsersUSD
-		u.WritesUSD += m.WritesUSD
-		u.EstimatedUSD += m.USD
-		u.RateLimited += m.RateLimited
-		u.RateLimitWaits += m.RateLimitWaits
-		u.WaitedSeconds += m.Waited.Seconds()
-		u.Errors += m.Errors
 	}
 }
 
-// addWalks counts the account's walks per operation: how many, how each
-// ended, the posts they found and their errors.
+// addWalks counts the walks per operation: how each ended, the posts found, their errors.
 func (r *opRows) addWalks(walks []account.WalkReport) {
 	for _, w := range walks {
-		op := string(w.Operation)
-		u := r.get(op)
+		u := r.get(w.Operation)
 		u.Walks++
 		outcome := walk.Failed
 		if w.Result != nil {
@@ -310,9 +249,9 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 			outcome = w.Result.Outcome
 		}
 		u.IncludesMissing += w.Missing
-		r.outcomes[op][outcome]++
+		u.outcomes[outcome]++
 		if w.Err != nil && outcome != walk.Interrupted { // stopped, not failed: walk_outcomes says so
-			r.failures[op] = append(r.failures[op], w.Err.Error())
+			u.failures = append(u.failures, w.Err.Error())
 		}
 	}
 }
@@ -321,19 +260,19 @@ func (r *opRows) addWalks(walks []account.WalkReport) {
 // mask), in the order of client.Operations.
 func (r *opRows) rows(mask *secrets.Mask) []*Usage {
 	rows := make([]*Usage, 0, len(r.byOp))
-	for op, u := range r.byOp {
-		u.WalkOutcomes = formatOutcomes(r.outcomes[op], u.Walks)
-		if failures := r.failures[op]; len(failures) > 0 {
-			u.Failure = failureText(mask, strings.Join(failures, "; "))
+	for _, u := range r.byOp {
+		u.WalkOutcomes = formatOutcomes(u.outcomes, u.Walks)
+		if len(u.failures) > 0 {
+			u.Failure = failureText(mask, strings.Join(u.failures, "; "))
 		}
-		rows = append(rows, u)
+		rows = append(rows, &u.Usage)
 	}
 	slices.SortFunc(rows, func(a, b *Usage) int { return cmp.Compare(opOrder(a.Operation), opOrder(b.Operation)) })
 	return rows
 }
 
-func opOrder(op string) int {
-	i := slices.Index(client.Operations(), client.Operation(op))
+func opOrder(op client.Operation) int {
+	i := slices.Index(client.Operations(), op)
 	if i < 0 {
 		return len(client.Operations())
 	}

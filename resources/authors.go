@@ -8,7 +8,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkAuthors, plan.Holding{Of: "post_id"}) }
 
 // bookmarkAuthor is one row of x_bookmark_authors.
@@ -17,8 +16,7 @@ type bookmarkAuthor struct {
 	*expandedUser
 }
 
-// BookmarkAuthors is x_bookmark_authors, a child of x_bookmarks: the author
-// of each bookmarked post, as the API expanded it with the post.
+// BookmarkAuthors is x_bookmark_authors, a child of x_bookmarks.
 func BookmarkAuthors() *schema.Table {
 	return &schema.Table{
 		Name:  BookmarkAuthorsTable,
@@ -49,7 +47,7 @@ var authorColumns = []column[*bookmarkAuthor]{
 	col("created_at", "When the author's account was created.", func(a *bookmarkAuthor) *time.Time { return orEmpty(a.user).CreatedAt }),
 	jsonColumn("public_metrics", "Followers, following, posts, listed and likes counts when seen.", func(a *bookmarkAuthor) []byte { return orEmpty(a.user).PublicMetrics }),
 	jsonColumn("user", "The user object exactly as the API returned it.", func(a *bookmarkAuthor) []byte { return orEmpty(a.user).Raw }),
-	optStringColumn("error", "Why X returned no profile: its partial error (title and detail), or `Missing: ...` when X left the profile out with no error saying why; null when it returned it.", func(a *bookmarkAuthor) string { return errorText(a.err) }),
+	optStringColumn("error", "Why X returned no profile: its partial error (title and detail), or `Missing: ...` when X left the profile out with no error saying why; null when it returned it.", func(a *bookmarkAuthor) string { return orEmpty(a.err).String() }),
 	incrementalKey(col("seen_at", "When the profile was seen: the start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(a *bookmarkAuthor) time.Time { return a.b.firstSeenAt })),
 }
 

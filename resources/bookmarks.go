@@ -18,8 +18,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// bookmark is one row of x_bookmarks, with the expanded objects of its
-// post, which its child tables hold.
+// bookmark is one row of x_bookmarks, with its post's expanded objects.
 type bookmark struct {
 	userID          string
 	page            *client.PostPage // the page the post was read in
@@ -32,8 +31,7 @@ type bookmark struct {
 	foundPosition   int64
 }
 
-// Bookmarks is the x_bookmarks table: one row per bookmarked post, emitted
-// once, when a sync first sees it.
+// Bookmarks is the x_bookmarks table.
 func Bookmarks() *schema.Table {
 	return &schema.Table{
 		Name:  BookmarksTable,
@@ -69,9 +67,7 @@ var hasRows = map[string]func(*bookmark) bool{
 }
 
 // withChildrenOfRows resolves a bookmark against a copy of its table with
-// only the child tables it has rows of: the scheduler starts a resolver of
-// every child table for every row (goroutines, a trace span, metrics),
-// and most bookmarks have no media.
+// only the child tables it has rows of (docs/design/plugin.md#resolvers).
 func withChildrenOfRows(_ context.Context, _ schema.ClientMeta, r *schema.Resource) error {
 	b := r.Item.(*bookmark)
 	var kept schema.Tables
@@ -150,8 +146,7 @@ func fetchBookmarks(ctx context.Context, meta schema.ClientMeta, _ *schema.Resou
 	return errors.Join(err, s.FlushWalk(ctx))
 }
 
-// keepSent records in the walk's outbox what emit sends, when rows are
-// sent again (Session.Resend).
+// keepSent records in the walk's outbox what emit sends, when rows are sent again.
 func (bw *bookmarksWalk) keepSent(emit func(context.Context, []*bookmark) error) func(context.Context, []*bookmark) error {
 	if !bw.s.Resend.On() {
 		return emit
@@ -183,8 +178,7 @@ type bookmarksWalk struct {
 	expansions      []string // what the last page's request asked to expand
 }
 
-// startBookmarksWalk reads the list's memory and its cap record; a walk
-// that cannot start is reported.
+// startBookmarksWalk reads the list's memory and cap record, reporting a walk that cannot start.
 func startBookmarksWalk(ctx context.Context, s *account.Session) (*bookmarksWalk, error) {
 	bw := &bookmarksWalk{s: s, key: account.BookmarksKey(s.UserID), firstSeenAt: s.Clock.Now(), expansions: s.Fields.Expansions}
 	var err error
@@ -253,9 +247,8 @@ func (bw *bookmarksWalk) fetchPage(ctx context.Context, maxResults int, token st
 	return walk.Page[*bookmark]{Items: rows, Next: p.Meta.NextToken}, nil
 }
 
-// finish ends the walk that gave result and err: a clean walk saves its
-// memory and clears its cap record, a walk stopped by the cap records it.
-// It reports the walk and returns its error.
+// finish saves a clean walk's memory, settles the cap record, reports the
+// walk and returns its error.
 func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err error) error {
 	s := bw.s
 	if err != nil {
@@ -270,9 +263,7 @@ func (bw *bookmarksWalk) finish(ctx context.Context, result *walk.Result, err er
 	return err
 }
 
-// save keeps the memory of a clean walk with the outbox its state keeps
-// (the rows of earlier walks it sent again, and its own), and clears the
-// cap record.
+// save keeps a clean walk's memory with its outbox, and clears the cap record.
 func (bw *bookmarksWalk) save(ctx context.Context, result *walk.Result) error {
 	box, err := bw.outbox.Box()
 	if err != nil {
@@ -297,8 +288,8 @@ func (bw *bookmarksWalk) report(result *walk.Result, err error) {
 // refused parameter and value and the settings that ask for it: posts are
 // never read again, so the walk fails rather than store less than asked.
 func fieldsRefused(err error, askedBy func(param, value string) []string) error {
-	var apiErr *client.APIError
-	if askedBy == nil || !errors.As(err, &apiErr) || !errors.Is(err, client.ErrInvalidRequest) {
+	apiErr, ok := errors.AsType[*client.APIError](err)
+	if askedBy == nil || !ok || !errors.Is(err, client.ErrInvalidRequest) {
 		return err
 	}
 	for _, it := range apiErr.Errors {
@@ -333,9 +324,8 @@ func bookmarkRows(userID string, pc *pageContent, firstSeenAt time.Time, bookmar
 	return rows
 }
 
-// walkError says which walk of which account failed. It gives no counts:
-// the usage table (and the exporter's summary) has them, from the meter.
-// A walk stopped by the billed-post cap says so, and what the next needs.
+// walkError says which walk of which account failed (the counts are the
+// usage table's), or that the billed-post cap stopped it.
 func walkError(s *account.Session, list string, err error) error {
 	if capErr := (*walk.CapError)(nil); errors.As(err, &capErr) {
 		return fmt.Errorf("%s: %s walk %w", s.ID(), list, err)

@@ -9,10 +9,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// capGuard keeps a list's walks from billing posts they cannot get past: it
-// records a walk stopped by planner.max_billed_posts (how far it got, in a
-// state key of its own beside the list's memory), and refuses, before any
-// request, the next walk if its cap would stop it at the same place.
+// capGuard keeps a list's walks from billing posts they cannot get past
+// (docs/design/plugin.md#resolvers).
 type capGuard struct {
 	s    *account.Session
 	key  string // the record's state key
@@ -44,11 +42,7 @@ func notStarted(s *account.Session, err error) *walk.Result {
 }
 
 // done records how the walk from prev ended, and returns its error or the
-// record's: a clean walk removes the record; one stopped by the cap is
-// recorded, its error saying what the next sync needs; so is one cut off by
-// a stop of the sync (its memory did not advance, and the next reads the
-// list from the top again), unless it read nothing or started below a cap
-// record that still holds.
+// record's (docs/design/plugin.md#resolvers).
 func (g *capGuard) done(ctx context.Context, settings walk.Settings, prev *walk.Memory, res *walk.Result, err error) error {
 	switch {
 	case err == nil && g.last != nil:

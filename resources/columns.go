@@ -20,10 +20,8 @@ type column[T any] struct {
 }
 
 // col is the column whose value is get(row), of the Arrow type of the
-// getter's Go type: a nil pointer or list is null (an empty list is not,
-// but the API client decodes an empty JSON array as nil). Strings are
-// stored as is: the API client makes them valid UTF-8, which readers such
-// as DuckDB require.
+// getter's Go type; a nil pointer or list is null
+// (docs/design/plugin.md#resolvers).
 func col[T, V any](name, description string, get func(T) V) column[T] {
 	var typ arrow.DataType
 	switch any(*new(V)).(type) {
@@ -58,10 +56,8 @@ func optStringColumn[T any](name, description string, get func(T) string) column
 	})
 }
 
-// jsonColumn: raw JSON the API client has already decoded, and so
-// validated, stored as is. (Setting it through Resource.Set would validate
-// every value again, which was the most expensive step of a large export.)
-// Absent values and JSON null are null.
+// jsonColumn: raw JSON the API client has validated, stored as is, not
+// validated again by Resource.Set; absent values and JSON null are null.
 func jsonColumn[T any](name, description string, get func(T) []byte) column[T] {
 	return column[T]{schema.Column{Name: name, Type: types.ExtensionTypes.JSON, Description: description,
 		Resolver: func(_ context.Context, _ schema.ClientMeta, r *schema.Resource, c schema.Column) error {
@@ -102,14 +98,8 @@ func columnList[T any](cols []column[T]) schema.ColumnList {
 	return out
 }
 
-// columnNames is names in prose: "`a`, `b` and `c`".
+// columnNames is two or more names in prose: "`a`, `b` and `c`".
 func columnNames(names []string) string {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = "`" + n + "`"
-	}
-	if len(quoted) < 2 {
-		return strings.Join(quoted, "")
-	}
-	return strings.Join(quoted[:len(quoted)-1], ", ") + " and " + quoted[len(quoted)-1]
+	last := len(names) - 1
+	return "`" + strings.Join(names[:last], "`, `") + "` and `" + names[last] + "`"
 }

@@ -8,9 +8,7 @@ import (
 	"github.com/cq-source-x/cq-source-x/compliance"
 )
 
-// PostCompliance is the x_post_compliance table: tombstones of archived
-// posts, from X's free batch compliance job, which stay whatever is done
-// to the posts' rows (compliance.on_change); join on (user_id, post_id).
+// PostCompliance is the x_post_compliance table.
 func PostCompliance() *schema.Table {
 	return &schema.Table{
 		Name:  PostComplianceTable,

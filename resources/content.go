@@ -11,8 +11,7 @@ import (
 )
 
 // reference is a post a bookmarked post quotes, replies to or reposts, with
-// its own author and media when asked for, or the partial error that says
-// why X did not return it.
+// its author and media when asked for, or X's partial error.
 type reference struct {
 	typ    string
 	id     string
@@ -22,8 +21,7 @@ type reference struct {
 	err    *client.PartialError
 }
 
-// expandedUser is an author as a page expanded it, or the partial error
-// that says why it did not.
+// expandedUser is an author as a page expanded it, or X's partial error.
 type expandedUser struct {
 	id   string
 	user *client.User
@@ -31,12 +29,7 @@ type expandedUser struct {
 }
 
 // authorOf is u's profile, empty when X did not return it (or u is nil).
-func authorOf(u *expandedUser) *client.User {
-	if u == nil {
-		return &client.User{}
-	}
-	return orEmpty(u.user)
-}
+func authorOf(u *expandedUser) *client.User { return orEmpty(orEmpty(u).user) }
 
 // orEmpty is p, or an empty T for nil: the columns of an object X did not
 // return are null.
@@ -47,8 +40,7 @@ func orEmpty[T any](p *T) *T {
 	return p
 }
 
-// mediaItem is one media object of a post, where it sits in the post, or
-// the partial error that says why the page does not hold it.
+// mediaItem is one media object of a post, its role in it, or X's partial error.
 type mediaItem struct {
 	key   string
 	role  string // "attachment", "article_cover" or "article_media"
@@ -56,17 +48,13 @@ type mediaItem struct {
 	err   *client.PartialError
 }
 
-// pageContent resolves the expanded objects of one page's posts, as its
-// request asked to expand them.
+// pageContent resolves the expanded objects of one page's posts, as its request asked.
 type pageContent struct {
 	expansions []string
 	page       *client.PostPage
-	errors     map[string]*client.PartialError // by resource kind and id
-	// askedBy names the settings that ask for an expansion (nil: none).
-	askedBy func(param, value string) []string
-	// missing describes each expanded object the page left out with no
-	// error saying why.
-	missing []string
+	errors     map[string]*client.PartialError    // by resource kind and id
+	askedBy    func(param, value string) []string // the settings that ask for an expansion (nil: none)
+	missing    []string                           // the expanded objects the page left out with no error saying why
 }
 
 func newPageContent(p *client.PostPage, expansions []string, askedBy func(param, value string) []string) *pageContent {
@@ -88,9 +76,8 @@ func (pc *pageContent) asks(expansions ...string) bool {
 	return slices.ContainsFunc(expansions, func(e string) bool { return slices.Contains(pc.expansions, e) })
 }
 
-// partialErrorKind is the kind of object a partial error is about: "post",
-// "user" or "media" ("" for others, e.g. a field authorization error), in
-// either naming.
+// partialErrorKind is the kind of object a partial error is about, in
+// either naming: "post", "user", "media" or "" (e.g. a field's authorization).
 func partialErrorKind(pe *client.PartialError) string {
 	posts := pe.ResourceType == "tweet" || pe.ResourceType == "post"
 	switch {
@@ -106,10 +93,8 @@ func partialErrorKind(pe *client.PartialError) string {
 }
 
 // notReturned is the partial error of an expanded object the page does not
-// hold: the error X gave, else a record that it is missing. X leaves
-// objects out with no error (a suspended author, media still processing, a
-// post deleted meanwhile), at every sync: the post is archived all the same,
-// and the object's row says what is missing and which setting asked for it.
+// hold: the error X gave, else a record that it is missing
+// (docs/design/plugin.md#resolvers).
 func (pc *pageContent) notReturned(postID, kind, what, id, expansion string) *client.PartialError {
 	if pe := pc.errors[kind+"/"+id]; pe != nil {
 		return pe
@@ -164,8 +149,7 @@ func (pc *pageContent) mediaOf(post *client.Post, expansion string, articleMedia
 	return items
 }
 
-// references are the posts post references, with their authors and media
-// as asked.
+// references are the posts post references, with their authors and media as asked.
 func (pc *pageContent) references(post *client.Post) []reference {
 	var refs []reference
 	for _, r := range post.References {
@@ -189,21 +173,17 @@ func (pc *pageContent) fill(b *bookmark) {
 	if pc.asks("author_id") {
 		b.author = pc.author(b.post, "author_id")
 	}
-	attachments, article := pc.asks("attachments.media_keys"), pc.asks("article.cover_media", "article.media_entities")
-	if attachments || article {
-		expansion := ""
-		if attachments {
-			expansion = "attachments.media_keys"
-		}
-		b.media = pc.mediaOf(b.post, expansion, article)
+	attachments := ""
+	if pc.asks("attachments.media_keys") {
+		attachments = "attachments.media_keys"
 	}
+	b.media = pc.mediaOf(b.post, attachments, pc.asks("article.cover_media", "article.media_entities"))
 	if pc.asks("referenced_tweets.id", "referenced_tweets.id.author_id", "referenced_tweets.id.attachments.media_keys") {
 		b.refs = pc.references(b.post)
 	}
 }
 
-// fullText is the whole text of a post: note_tweet's for a long post, else
-// its text.
+// fullText is a post's whole text: note_tweet's for a long post, else its text.
 func fullText(p *client.Post) string {
 	if p.NoteText != "" {
 		return p.NoteText
@@ -211,8 +191,7 @@ func fullText(p *client.Post) string {
 	return p.Text
 }
 
-// attachedJSON is the JSON array of the attached media objects of items;
-// nil for none.
+// attachedJSON is the JSON array of the attached media objects of items (nil for none).
 func attachedJSON(items []mediaItem) []byte {
 	var objs [][]byte
 	for _, m := range items {
@@ -224,12 +203,4 @@ func attachedJSON(items []mediaItem) []byte {
 		return nil
 	}
 	return slices.Concat([]byte("["), bytes.Join(objs, []byte(",")), []byte("]"))
-}
-
-// errorText is a partial error on one line, or "" for none.
-func errorText(pe *client.PartialError) string {
-	if pe == nil {
-		return ""
-	}
-	return pe.String()
 }

@@ -52,7 +52,7 @@ func TestAnIncludeXLeftOutIsRecordedMissing(t *testing.T) {
 		if len(rows) != 1 || rows[0].post.ID != "10" {
 			t.Fatalf("post %+v: rows %v", tc.post, rows)
 		}
-		got := errorText(tc.part(rows[0]))
+		got := orEmpty(tc.part(rows[0])).String()
 		if tc.want == "" && (got != "" || len(pc.missing) != 0) || tc.want != "" && (!strings.HasPrefix(got, tc.want) || len(pc.missing) != 1) {
 			t.Errorf("post %+v: error %q, missing %v; want %q", tc.post, got, pc.missing, tc.want)
 		}
@@ -78,11 +78,11 @@ func TestPartialErrorsOfContentAreRecordedNotFailures(t *testing.T) {
 	if len(pc.missing) != 0 {
 		t.Errorf("X's errors counted as missing: %v", pc.missing)
 	}
-	if len(b.refs) != 2 || b.refs[0].post != nil || !strings.HasPrefix(errorText(b.refs[0].err), "Not Found Error: Could not find tweet") ||
-		!strings.HasPrefix(errorText(b.refs[1].err), "Authorization Error") {
+	if len(b.refs) != 2 || b.refs[0].post != nil || !strings.HasPrefix(orEmpty(b.refs[0].err).String(), "Not Found Error: Could not find tweet") ||
+		!strings.HasPrefix(orEmpty(b.refs[1].err).String(), "Authorization Error") {
 		t.Errorf("references %+v", b.refs)
 	}
-	if b.author == nil || b.author.user != nil || !strings.Contains(errorText(b.author.err), "suspended") {
+	if b.author == nil || b.author.user != nil || !strings.Contains(orEmpty(b.author.err).String(), "suspended") {
 		t.Errorf("author %+v", b.author)
 	}
 }

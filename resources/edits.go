@@ -16,9 +16,7 @@ import (
 )
 
 // What a CloudQuery sync does with a plan's edits that a DeleteRecord
-// message cannot: a blanked row of x_bookmarks is sent again with its kept
-// columns only (BlankedBookmarks), and the rows kept to send again are
-// edited too (EditOutbox), so that no later sync sends what a report took.
+// message cannot (docs/architecture.md#one-plan-two-sinks).
 
 // Blanked is the client of the table that sends blanked rows again: the
 // bookmarks of the Blank edits whose dates the state keeps.
@@ -26,12 +24,10 @@ type Blanked struct {
 	Posts []compliance.Affected
 }
 
-// ID implements schema.ClientMeta.
 func (*Blanked) ID() string { return "compliance" }
 
-// BlankedBookmarks is bookmarks, the x_bookmarks table as the sync selected
-// it, made to send the rows of a Blanked client: no child table, no walk,
-// and every column but the kept ones null.
+// BlankedBookmarks is x_bookmarks as the sync selected it, made to send the
+// rows of a Blanked client: no child table, no walk, only the kept columns.
 func BlankedBookmarks(bookmarks *schema.Table) *schema.Table {
 	t := *bookmarks
 	t.Relations, t.Multiplex, t.PostResourceResolver = nil, nil, nil
@@ -55,10 +51,7 @@ func BlankedBookmarks(bookmarks *schema.Table) *schema.Table {
 }
 
 // EditOutbox applies the edits to the account's bookmarks outbox, and sets
-// the walk's memory in the state, unflushed: a bookmark whose row goes or
-// is blanked leaves its page, with the includes no other post uses; a
-// referenced post whose rows go leaves it too (sentPage.Withdrawn); a
-// scrubbed post loses its geo. (DropMedia edits the media files' outbox.)
+// the walk's memory in the state, unflushed (docs/design/plugin.md#resolvers).
 func EditOutbox(ctx context.Context, s *account.Session, ix plan.Index) error {
 	key := account.BookmarksKey(s.UserID)
 	mem, err := s.LoadMemory(ctx, key)
@@ -111,8 +104,7 @@ func (p *sentPage) edit(userID string, ix plan.Index) error {
 	return err
 }
 
-// withdraw applies the edits to the page's referenced posts: one whose
-// rows go leaves it, and is recorded withdrawn.
+// withdraw applies the edits to the page's referenced posts, recording those that go.
 func (p *sentPage) withdraw(userID string, tweets []json.RawMessage, ix plan.Index) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for _, raw := range tweets {

@@ -16,8 +16,7 @@ type folderPost struct {
 	userID, folderID, postID string
 }
 
-// FolderPosts is the x_bookmark_folder_posts table: which posts each folder
-// holds. Folder reads return post ids only; join with x_bookmarks for content.
+// FolderPosts is the x_bookmark_folder_posts table: post ids only.
 func FolderPosts() *schema.Table {
 	return &schema.Table{
 		Name:  FolderPostsTable,
@@ -56,33 +55,31 @@ func fetchFolderPosts(ctx context.Context, meta schema.ClientMeta, parent *schem
 	defer s.EnterBilling(ctx)()
 	settings := s.Walk
 	settings.RequestBudget = s.FolderWalkBudget()
+	members := prev
 	guard, err := startCapGuard(ctx, s, key, settings, prev)
 	if err != nil {
-		report.Result, report.Err = notStarted(s, err), walkError(s, list, err)
-		s.Report().AddWalk(report)
-		emitMembers(s, f, prev, res)
-		return report.Err
-	}
-	w := &walk.Walker[client.FolderPost]{
-		Settings: settings,
-		Clock:    s.Clock,
-		ID:       func(p client.FolderPost) string { return p.ID },
-		Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.FolderPost], error) {
-			page, _, err := s.API.GetFolder(ctx, s.UserID, f.ID, client.PageOptions{MaxResults: maxResults, PaginationToken: token})
-			if err != nil {
-				return walk.Page[client.FolderPost]{}, err
-			}
-			return walk.Page[client.FolderPost]{Items: page.Data, Next: page.Meta.NextToken}, nil
-		},
-	}
-	report.Result, err = w.Run(ctx, prev)
-	members := prev
-	if err == nil {
-		if err = s.SaveMemory(ctx, key, report.Result.Memory); err == nil {
-			members = report.Result.Memory
+		report.Result = notStarted(s, err)
+	} else {
+		w := &walk.Walker[client.FolderPost]{
+			Settings: settings,
+			Clock:    s.Clock,
+			ID:       func(p client.FolderPost) string { return p.ID },
+			Fetch: func(ctx context.Context, maxResults int, token string) (walk.Page[client.FolderPost], error) {
+				page, _, err := s.API.GetFolder(ctx, s.UserID, f.ID, client.PageOptions{MaxResults: maxResults, PaginationToken: token})
+				if err != nil {
+					return walk.Page[client.FolderPost]{}, err
+				}
+				return walk.Page[client.FolderPost]{Items: page.Data, Next: page.Meta.NextToken}, nil
+			},
 		}
+		if report.Result, err = w.Run(ctx, prev); err == nil {
+			if err = s.SaveMemory(ctx, key, report.Result.Memory); err == nil {
+				members = report.Result.Memory
+			}
+		}
+		err = guard.done(ctx, settings, prev, report.Result, err)
 	}
-	if err = guard.done(ctx, settings, prev, report.Result, err); err != nil {
+	if err != nil {
 		report.Err = walkError(s, list, err)
 	}
 	s.Report().AddWalk(report)

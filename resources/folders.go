@@ -22,8 +22,7 @@ type folder struct {
 // posts, and a user has few, so the largest page means fewest requests.
 const foldersPageSize = 100
 
-// Folders is the x_bookmark_folders table, with the membership of each
-// folder as its child table.
+// Folders is the x_bookmark_folders table; its child holds their posts.
 func Folders() *schema.Table {
 	return &schema.Table{
 		Name:        FoldersTable,
@@ -44,11 +43,8 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	s := meta.(*account.Session)
 	listing := account.WalkReport{Operation: client.OpListFolders, Table: FoldersTable, List: "folders"}
 	if err := s.Ready(ctx); err != nil {
-		// The account could not be set up (a token file missing, /me
-		// refused): nothing is read, and the folders of the last
-		// successful sync are emitted again (their memberships too, by
-		// fetchFolderPosts), so that overwrite-delete-stale removes no
-		// row. Without a user id there is no state to find them in.
+		// The folders of the last successful sync again, so that
+		// overwrite-delete-stale removes no row (docs/design/plugin.md#resolvers).
 		listing.Err = err
 		s.Report().AddWalk(listing)
 		if s.UserID == "" {
@@ -60,7 +56,8 @@ func fetchFolders(ctx context.Context, meta schema.ClientMeta, _ *schema.Resourc
 	}
 	folders, err := listFolders(ctx, s)
 	if err == nil {
-		err = rememberFolders(ctx, s, folders)
+		b, _ := json.Marshal(folders) // ids and names: it cannot fail
+		err = s.State.SetKey(ctx, account.FoldersKey(s.UserID), string(b))
 	} else {
 		var rerr error
 		folders, rerr = rememberedFolders(ctx, s)
@@ -91,16 +88,12 @@ func emitFolders(s *account.Session, folders []client.Folder, res chan<- any) {
 	}
 }
 
-// MaxFolderPages bounds the folder list: pages of foldersPageSize folders,
-// far more than anyone makes by hand (X states no limit), and read within
-// two rate-limit windows. Folder requests bill no post, so the billed-post
-// cap does not stop a server that sends a new folder on every page.
+// MaxFolderPages bounds the folder list, which no billed-post cap stops
+// (docs/design/plugin.md#resolvers).
 const MaxFolderPages = 100
 
-// listFolders reads the whole folder list. A next_token already sent, or a
-// page of folders already listed, would lead it round in circles, reading
-// (and waiting for the window) for ever: it fails instead, as it does when
-// the list runs past MaxFolderPages.
+// listFolders reads the whole folder list, and fails on one that goes round
+// in circles or past MaxFolderPages.
 func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {
 	var out []client.Folder
 	listed := map[string]bool{}
@@ -132,14 +125,6 @@ func listFolders(ctx context.Context, s *account.Session) ([]client.Folder, erro
 		token = page.Meta.NextToken
 		sent[token] = true
 	}
-}
-
-func rememberFolders(ctx context.Context, s *account.Session, folders []client.Folder) error {
-	b, err := json.Marshal(folders)
-	if err != nil {
-		return err
-	}
-	return s.State.SetKey(ctx, account.FoldersKey(s.UserID), string(b))
 }
 
 func rememberedFolders(ctx context.Context, s *account.Session) ([]client.Folder, error) {

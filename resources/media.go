@@ -12,7 +12,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() { DeclareContent(BookmarkMedia, plan.Holding{Of: "post_id"}) }
 
 // bookmarkMedia is one row of x_bookmark_media.
@@ -22,8 +21,7 @@ type bookmarkMedia struct {
 	mediaItem
 }
 
-// BookmarkMedia is x_bookmark_media, a child of x_bookmarks: the photos,
-// videos and GIFs of each bookmarked post and of its X Article.
+// BookmarkMedia is x_bookmark_media, a child of x_bookmarks.
 func BookmarkMedia() *schema.Table {
 	return &schema.Table{
 		Name:  BookmarkMediaTable,
@@ -54,21 +52,17 @@ var mediaColumns = []column[*bookmarkMedia]{
 	col("duration_ms", "Length of a video in milliseconds.", func(m *bookmarkMedia) *int64 { return orEmpty(m.media).DurationMS }),
 	jsonColumn("variants", "The playback variants of a video or GIF: bit_rate, content_type, url.", func(m *bookmarkMedia) []byte { return variantsJSON(orEmpty(m.media).Variants) }),
 	jsonColumn("media", "The media object exactly as the API returned it.", func(m *bookmarkMedia) []byte { return orEmpty(m.media).Raw }),
-	optStringColumn("error", "Why the media object is missing: a partial error of the API, or `Missing: ...` when X left it out with no error saying why; null when it is there.", func(m *bookmarkMedia) string { return errorText(m.err) }),
+	optStringColumn("error", "Why the media object is missing: a partial error of the API, or `Missing: ...` when X left it out with no error saying why; null when it is there.", func(m *bookmarkMedia) string { return orEmpty(m.err).String() }),
 	incrementalKey(col("seen_at", "Start of the sync that found the bookmark (x_bookmarks.first_seen_at).", func(m *bookmarkMedia) time.Time { return m.b.firstSeenAt })),
 }
 
-func fetchBookmarkMedia(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+func fetchBookmarkMedia(ctx context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
 	b := parent.Item.(*bookmark)
-	if len(b.media) == 0 {
-		return nil
-	}
 	rows := make([]*bookmarkMedia, len(b.media))
 	for i, m := range b.media {
 		rows[i] = &bookmarkMedia{b: b, position: i, mediaItem: m}
 	}
-	res <- rows
-	return nil
+	return send(ctx, res, rows)
 }
 
 // downloadURL is a photo's url, or the mp4 variant of the highest bit rate.

@@ -10,16 +10,10 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// DropMedia applies the edits of x_media_files to the sessions' records,
-// and returns how many stored files were deleted: the files whose rows go
-// leave the records (and their outbox), and each account releases its mark
-// on the files its record no longer uses; the store deletes a file whose
-// last mark goes, so other accounts' (another shard's) keep theirs unread.
-// Every account's files are marked first (an earlier version's records
-// left them unmarked). The marks go before the records are set: a stop
-// between leaves records that the next application releases again, where
-// the other order could keep a file no record names for good.
-func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, st *store.Store) (int, error) {
+// DropMedia applies the edits of x_media_files to the sessions' records and
+// releases their marks on the files they no longer use; the marks go before
+// the records are saved (docs/design/plugin.md#compliance-edits).
+func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, st *store.Store) error {
 	records := make([]*archived.Record, len(sessions))
 	for i, s := range sessions {
 		if s.UserID == "" {
@@ -30,11 +24,10 @@ func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, 
 			err = markStored(ctx, s, rec, st)
 		}
 		if err != nil {
-			return 0, err
+			return err
 		}
 		records[i] = rec
 	}
-	deleted := 0
 	for i, s := range sessions {
 		rec := records[i]
 		if rec == nil {
@@ -47,24 +40,20 @@ func DropMedia(ctx context.Context, sessions []*account.Session, ix plan.Index, 
 			return ok && e.Op == plan.Remove
 		})
 		if err != nil {
-			return deleted, err
+			return err
 		}
 		still := rec.StoredFiles()
 		for _, key := range stored {
 			if slices.Contains(still, key) {
 				continue // another post of the account uses it
 			}
-			gone, err := st.Release(ctx, key, s.UserID)
-			if err != nil {
-				return deleted, err
-			}
-			if gone {
-				deleted++
+			if _, err := st.Release(ctx, key, s.UserID); err != nil {
+				return err
 			}
 		}
 		if err := s.SaveRecord(ctx); err != nil {
-			return deleted, err
+			return err
 		}
 	}
-	return deleted, nil
+	return nil
 }

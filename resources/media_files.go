@@ -44,8 +44,7 @@ type mediaFileRow struct {
 	rec *archived.File
 }
 
-// MediaFiles is the x_media_files table: the photos and videos themselves,
-// stored by the spec's media_files section.
+// MediaFiles is the x_media_files table (the spec's media_files).
 func MediaFiles() *schema.Table {
 	return &schema.Table{
 		Name:  MediaFilesTable,
@@ -119,7 +118,13 @@ func fetchMediaFiles(ctx context.Context, meta schema.ClientMeta, _ *schema.Reso
 	} else if err = markStored(ctx, s, rec, s.Media.Saver.Store()); err == nil {
 		err = run.store(ctx)
 	}
-	err = errors.Join(err, run.save(ctx), s.FlushWalk(ctx))
+	// The record is stored with the outbox, whatever became of the files.
+	box, serr := run.outbox.Box()
+	if serr == nil {
+		rec.Outbox = box
+		serr = s.SaveRecord(ctx)
+	}
+	err = errors.Join(err, serr, s.FlushWalk(ctx))
 	if err != nil {
 		run.report.Err = err.Error()
 	}
@@ -143,9 +148,8 @@ type mediaRun struct {
 	changed []*mediaFileRow // not sent yet
 }
 
-// store tries every file due, a few at a time (the Saver bounds the
-// fetches of all accounts together), and sends a row for each whose status
-// changed.
+// store tries every file due, as many at once as the Saver allows all
+// accounts, and sends a row for each whose status changed.
 func (r *mediaRun) store(ctx context.Context) error {
 	m := r.s.Media
 	due := r.rec.DueFiles(m.MaxFileSize)
@@ -162,9 +166,8 @@ func (r *mediaRun) store(ctx context.Context) error {
 	return errors.Join(g.Wait(), r.flush(ctx), context.Cause(ctx))
 }
 
-// done queues the row of a file whose status changed. A sync stopped
-// meanwhile (ctx done, or the saver interrupted) records nothing of it:
-// the next sync tries it.
+// done queues the row of a file whose status changed; of a sync stopped
+// meanwhile, nothing: the next sync tries it.
 func (r *mediaRun) done(ctx context.Context, rec *archived.File, out media.Outcome) error {
 	if ctx.Err() != nil || out.Status == media.Interrupted {
 		return nil
@@ -235,17 +238,6 @@ func (r *mediaRun) flush(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// save stores the record with the outbox: what earlier syncs sent that
-// this one sent again, and what it sent.
-func (r *mediaRun) save(ctx context.Context) error {
-	box, err := r.outbox.Box()
-	if err != nil {
-		return err
-	}
-	r.rec.Outbox = box
-	return r.s.SaveRecord(ctx)
 }
 
 // markStored marks in the store the files the account's record says

@@ -11,11 +11,8 @@ import (
 )
 
 // recordBookmarks adds rows, as they are emitted, to the account's record
-// of what it archived (package archived): each bookmark's post, author and
-// dates (unless the destination keeps the rows), its referenced posts with
-// theirs, and the files of its media. The record is saved when the walk
-// ends, cleanly or not, before its memory and in the same flush: the state
-// never says a post was read without its files to fetch.
+// of what it archived; the walk's end saves it, before its memory
+// (docs/design/plugin.md#resolvers).
 func recordBookmarks(ctx context.Context, s *account.Session, rows []*bookmark) error {
 	posts := make([]archived.Post, len(rows))
 	var refs []archived.Post
@@ -42,8 +39,7 @@ func recordBookmarks(ctx context.Context, s *account.Session, rows []*bookmark) 
 	})
 }
 
-// saveRecord stores the account's record once its walk has ended, and
-// returns walkErr, the walk's error, or its own.
+// saveRecord stores the account's record after a walk, and returns walkErr or its error.
 func saveRecord(ctx context.Context, s *account.Session, walkErr error) error {
 	if err := s.SaveRecord(ctx); err != nil {
 		return errors.Join(walkErr, fmt.Errorf("%s: recording the posts archived: %w", s.ID(), err))

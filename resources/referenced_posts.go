@@ -9,7 +9,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// It is a child table of x_bookmarks: its rows are a bookmark's content.
 func init() {
 	DeclareContent(ReferencedPosts, plan.Holding{Of: "post_id", Holds: "referenced_post_id", Geo: "post"})
 }
@@ -20,8 +19,7 @@ type referencedPost struct {
 	reference
 }
 
-// ReferencedPosts is x_bookmark_referenced_posts, a child of x_bookmarks:
-// the posts each bookmarked post quotes, replies to or reposts.
+// ReferencedPosts is x_bookmark_referenced_posts, a child of x_bookmarks.
 func ReferencedPosts() *schema.Table {
 	return &schema.Table{
 		Name:  ReferencedPostsTable,
@@ -65,24 +63,21 @@ var referencedColumns = []column[*referencedPost]{
 // errorText is the post's partial error, else its author's or a media's.
 func (r *referencedPost) errorText() string {
 	if r.err != nil {
-		return errorText(r.err)
+		return r.err.String()
 	}
 	if r.author != nil && r.author.err != nil {
-		return "author: " + errorText(r.author.err)
+		return "author: " + r.author.err.String()
 	}
 	for _, m := range r.media {
 		if m.err != nil {
-			return "media " + m.key + ": " + errorText(m.err)
+			return "media " + m.key + ": " + m.err.String()
 		}
 	}
 	return ""
 }
 
-func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
+func fetchReferencedPosts(ctx context.Context, _ schema.ClientMeta, parent *schema.Resource, res chan<- any) error {
 	b := parent.Item.(*bookmark)
-	if len(b.refs) == 0 {
-		return nil
-	}
 	rows := make([]*referencedPost, 0, len(b.refs))
 	for _, r := range b.refs {
 		dup := func(prev *referencedPost) bool { return prev.id == r.id && prev.typ == r.typ }
@@ -90,6 +85,5 @@ func fetchReferencedPosts(_ context.Context, _ schema.ClientMeta, parent *schema
 			rows = append(rows, &referencedPost{b: b, reference: r})
 		}
 	}
-	res <- rows
-	return nil
+	return send(ctx, res, rows)
 }

@@ -11,10 +11,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/outbox"
 )
 
-// What a sync sends of x_bookmarks is sent again by the next ones, from an
-// outbox in the walk's memory (package outbox): the rows first sent, made
-// again from the posts as X sent them, with the same first_seen_at and
-// found_position, which a destination's primary key makes one row.
+// What a sync sends of x_bookmarks the next ones send again (package
+// outbox), made from the posts as X sent them with the same first_seen_at
+// and found_position: a destination's primary key makes them one row.
 
 // sentPage is one page of the rows a bookmarks walk sent: the page as X
 // returned it, with only those rows' posts, and what the walk made of it.
@@ -29,9 +28,7 @@ type sentPage struct {
 	Withdrawn []string `json:"withdrawn,omitempty"`
 }
 
-// pagesOf are the pages rows were read in, as the outbox keeps them: one
-// per page, with only those rows' posts. expansions are what the request
-// asked to expand.
+// pagesOf are the pages rows were read in, with only their posts, as the outbox keeps them.
 func pagesOf(rows []*bookmark, expansions []string) ([]sentPage, error) {
 	var out []sentPage
 	for len(rows) > 0 {
@@ -61,8 +58,7 @@ func pagesOf(rows []*bookmark, expansions []string) ([]sentPage, error) {
 	return out, nil
 }
 
-// rows makes the rows of one sent page again (asker: see
-// account.Session.AskedBy).
+// rows makes the rows of one sent page again (asker: account.Session.AskedBy).
 func (p *sentPage) rows(userID string, asker func(param, value string) []string) ([]*bookmark, error) {
 	page, err := client.ParseStoredPage(p.Page)
 	if err != nil {

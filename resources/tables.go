@@ -16,7 +16,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/plan"
 )
 
-// The tables' names.
 const (
 	BookmarksTable       = "x_bookmarks"
 	BookmarkAuthorsTable = "x_bookmark_authors"
@@ -56,11 +55,9 @@ func resolvedByScheduler(context.Context, schema.ClientMeta, *schema.Resource, s
 	return nil
 }
 
-// maskErrors masks the errors of the resolvers of tables and their
-// relations (FlattenTables returns copies) with the sync's Mask. The SDK
-// logs what a resolver returns and sends it as a sync error: a server may
-// have put a credential of the sync in it. (The resolvers' own log lines,
-// x_api_usage.failure and plugin.AccountFailure mask theirs.)
+// maskErrors masks what the resolvers of tables and their relations return
+// with the sync's Mask: the SDK logs and sends it, and a server may have put
+// a credential of the sync in it.
 func maskErrors(tables schema.Tables) {
 	for _, t := range tables {
 		resolve := t.Resolver
@@ -78,14 +75,11 @@ func maskErrors(tables schema.Tables) {
 	}
 }
 
-// Each table that holds posts declares which of its columns do (plan.Holding),
-// in its own file: what the archive does with the rows of a post X reports
-// is decided from these alone (plan.Edits), for both outputs.
+// Each table that holds posts declares which of its columns do, in its own
+// file: plan.Edits decides from these alone, for both outputs.
 var (
-	holdings = map[string]plan.Holding{}
-	// contentTables are the child tables of x_bookmarks, in the order they
-	// were declared (DeclareContent).
-	contentTables []func() *schema.Table
+	holdings      = map[string]plan.Holding{}
+	contentTables []func() *schema.Table // x_bookmarks' children, in declaration order
 )
 
 func declareHolding(h plan.Holding) {
@@ -95,11 +89,9 @@ func declareHolding(h plan.Holding) {
 	holdings[h.Table] = h
 }
 
-// DeclareContent declares a child table of x_bookmarks, whose rows are a
-// bookmark's content, written with the bookmark's row: the SDK resolves it
-// for each bookmark, and h says which of its columns hold a post (its
-// Table is the table's name). It is called at initialization, once per
-// table, by the file that defines the table.
+// DeclareContent declares, at initialization, a child table of x_bookmarks,
+// which the SDK resolves for each bookmark; h says which of its columns hold
+// a post (its Table is the table's name).
 func DeclareContent(table func() *schema.Table, h plan.Holding) {
 	h.Table = table().Name
 	declareHolding(h)
@@ -111,9 +103,7 @@ func Holdings() []plan.Holding {
 	return slices.SortedFunc(maps.Values(holdings), func(a, b plan.Holding) int { return strings.Compare(a.Table, b.Table) })
 }
 
-// IsBookmarkContent reports whether table is a child table of x_bookmarks
-// (authors, media, referenced posts): its rows are a bookmark's content,
-// written with the bookmark's row.
+// IsBookmarkContent reports whether table is a child table of x_bookmarks.
 func IsBookmarkContent(table string) bool {
 	return slices.ContainsFunc(Bookmarks().Relations, func(t *schema.Table) bool { return t.Name == table })
 }

@@ -3,14 +3,18 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
+	"github.com/cloudquery/plugin-sdk/v4/state"
+	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/auth"
 	"github.com/cq-source-x/cq-source-x/internal/memstate"
 	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
@@ -131,4 +135,77 @@ func shardErrors(t *testing.T, specJSON []byte, num, total int32) []string {
 		}
 	}
 	return errs
+}
+
+// slowTable is a bucket table whose SetKey takes its time, and which
+// records the keys each Flush wrote.
+type slowTable struct {
+	mu       sync.Mutex
+	inSetKey chan struct{}
+	release  chan struct{}
+	set      map[string]string
+	flushed  map[string]string
+}
+
+func (t *slowTable) GetKey(_ context.Context, key string) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.set[key], nil
+}
+
+func (t *slowTable) SetKey(_ context.Context, key, value string) error {
+	close(t.inSetKey)
+	<-t.release
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.set[key] = value
+	return nil
+}
+
+func (t *slowTable) Flush(context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	maps.Copy(t.flushed, t.set)
+	return nil
+}
+
+func (t *slowTable) Close() error { return nil }
+
+// A key one walk sets while another walk flushes the state is written by a
+// flush: the flush cannot clear the bucket's mark before the key is in it.
+func TestAKeySetWhileTheStateFlushesIsFlushed(t *testing.T) {
+	ctx := context.Background()
+	key := account.BookmarksKey("1001")
+	b := userBucket("1001")
+	table := &slowTable{inSetKey: make(chan struct{}), release: make(chan struct{}), set: map[string]string{}, flushed: map[string]string{}}
+	s := &bucketedState{tables: map[int]state.Client{0: table, b: table}, dirty: map[int]bool{}}
+
+	setDone := make(chan error)
+	go func() { setDone <- s.SetKey(ctx, key, "walked") }()
+	<-table.inSetKey
+	flushDone := make(chan error)
+	go func() { flushDone <- s.Flush(ctx) }()
+	select { // give a flush that does not wait for the key the time to end
+	case err := <-flushDone:
+		flushDone = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(table.release)
+	if err := <-setDone; err != nil {
+		t.Fatal(err)
+	}
+	if flushDone != nil {
+		if err := <-flushDone; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := table.flushed[key]; got != "walked" {
+		t.Fatalf("after the flushes, %s is %q in the table, want %q: the key would be lost", key, got, "walked")
+	}
 }

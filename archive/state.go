@@ -1,8 +1,6 @@
 package archive
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -186,21 +185,22 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-type newerStateError struct{ format int }
-
-func (e *newerStateError) Error() string {
-	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
-}
-
 // decodeState decodes and checks a state file: anything this program does
 // not write is damaged. Every walk memory is decoded too, so that a damaged
-// one stops the export before anything is billed.
+// one stops the export before anything is billed. jsonv2 decodes as it
+// reads: the file is not held in memory beside what it decodes to.
 func decodeState(r io.Reader) (*State, error) {
-	s := &State{}
-	if err := s.readFrom(r); err != nil {
+	var s *State
+	if err := jsonv2.UnmarshalRead(r, &s, jsonv1.DefaultOptionsV1()); err != nil {
+		var te *jsonv1.UnmarshalTypeError
+		if errors.As(err, &te) && (te.Type.Kind() == reflect.Map || te.Type.Kind() == reflect.Struct) {
+			return nil, fmt.Errorf("%s where an object was expected", jsonKinds[te.Value])
+		}
 		return nil, err
 	}
 	switch {
+	case s == nil:
+		return nil, errors.New("null where an object was expected")
 	case s.Format > stateFormat:
 		return nil, &newerStateError{s.Format}
 	case s.Format == 0:
@@ -211,6 +211,18 @@ func decodeState(r io.Reader) (*State, error) {
 		return nil, errors.New("its walk memories (\"keys\") are missing")
 	case s.Format == 1 && s.Written == nil:
 		return nil, errors.New("its written-id sets (\"written\") are missing")
+	}
+	maps.DeleteFunc(s.Keys, func(key, _ string) bool { return isArchivedKey(key) })
+	if err := nullSet(s.Written, "the written-id set"); err != nil {
+		return nil, err
+	}
+	for table, sets := range s.Stray {
+		if !isTableName(table) {
+			return nil, fmt.Errorf("stray rows of %q, which is not a table's name", table)
+		}
+		if err := nullSet(sets, "the stray rows of "+table); err != nil {
+			return nil, err
+		}
 	}
 	for _, run := range []*Run{s.Pending, s.LastRun} {
 		if err := run.check(); err != nil {
@@ -225,110 +237,23 @@ func decodeState(r io.Reader) (*State, error) {
 	return s, nil
 }
 
-// readFrom decodes the JSON writeTo writes one key and one set at a time,
-// not holding the file in memory beside what it decodes to.
-func (s *State) readFrom(r io.Reader) error {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	err := decodeObject(dec, func(field string) error {
-		switch field {
-		case "format":
-			return dec.Decode(&s.Format)
-		case "keys":
-			s.Keys = map[string]string{}
-			return decodeObject(dec, func(key string) error {
-				var v string
-				err := dec.Decode(&v)
-				if !isArchivedKey(key) {
-					s.Keys[key] = v
-				}
-				return err
-			})
-		case "written":
-			s.Written = map[string]*ids.Set{}
-			return decodeSets(dec, s.Written, "the written-id set")
-		case "stray":
-			s.Stray = map[string]map[string]*ids.Set{}
-			return decodeObject(dec, func(table string) error {
-				if !isTableName(table) {
-					return fmt.Errorf("stray rows of %q, which is not a table's name", table)
-				}
-				s.Stray[table] = map[string]*ids.Set{}
-				return decodeSets(dec, s.Stray[table], "the stray rows of "+table)
-			})
-		case "pending":
-			return dec.Decode(&s.Pending)
-		case "last_run":
-			return dec.Decode(&s.LastRun)
-		}
-		var unknown json.RawMessage
-		return dec.Decode(&unknown)
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the state's JSON object")
-	}
-	return nil
+// jsonKinds name, for a person, the kinds of JSON value jsonv1's errors name.
+var jsonKinds = map[string]string{"string": "a string", "number": "a number", "bool": "true or false", "array": "an array"}
+
+type newerStateError struct{ format int }
+
+func (e *newerStateError) Error() string {
+	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
 }
 
-// decodeSets reads a JSON object of id sets by user id into sets, named
-// what in an error.
-func decodeSets(dec *json.Decoder, sets map[string]*ids.Set, what string) error {
-	return decodeObject(dec, func(uid string) error {
-		var set *ids.Set
-		if err := dec.Decode(&set); err != nil {
-			return err
-		}
+// nullSet refuses a null among sets, named what in its error.
+func nullSet(sets map[string]*ids.Set, what string) error {
+	for uid, set := range sets {
 		if set == nil {
 			return fmt.Errorf("%s of user %s is null", what, uid)
 		}
-		sets[uid] = set
-		return nil
-	})
-}
-
-// decodeObject reads a JSON object from dec, calling field for each key with
-// the value next in dec. A state this program writes has no null where an
-// object belongs.
-func decodeObject(dec *json.Decoder, field func(key string) error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
 	}
-	if tok != json.Delim('{') {
-		return fmt.Errorf("%s where an object was expected", jsonKind(tok))
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		if err := field(tok.(string)); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token() // '}'
-	return err
-}
-
-// jsonKind names what a JSON token is, for a person (a string's text may
-// be long, and nil prints as <nil>).
-func jsonKind(tok json.Token) string {
-	switch v := tok.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return fmt.Sprint(v)
-	case string:
-		return "a string"
-	case json.Delim:
-		if v == '[' {
-			return "an array"
-		}
-		return fmt.Sprintf("%q", string(v))
-	}
-	return "a number"
+	return nil
 }
 
 // check refuses a run record that is not one this program writes: its id

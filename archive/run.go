@@ -121,7 +121,7 @@ func (r *Run) Create(out string, table *schema.Table, sourceName, codec string, 
 func FinalPath(out string, f File) string { return filepath.Join(out, f.Table, f.Name) }
 
 // Stage syncs the run's staging directory once its files are written:
-// step 1 of the protocol (see the package documentation).
+// step 1 of the protocol (docs/design/exporter.md).
 func (r *Run) Stage(out string) error {
 	return DiskFull(dirsync.Sync(filepath.Join(out, stagingDir, r.ID)), false)
 }

@@ -156,13 +156,6 @@ func (s *Snapshot) Close() {
 	}
 }
 
-func (s *Snapshot) Files(table string) int {
-	if t := s.tables[table]; t != nil {
-		return len(t.names)
-	}
-	return 0
-}
-
 // Read calls batch with each record batch of the files of table, file
 // after file in name order (time order), as pqfile.ReadRecords reads them:
 // columns names those to read (nil: all); a column a file lacks is absent

@@ -88,9 +88,8 @@ func loadState(out string) (*State, error) {
 	defer f.Close()
 	s, err := decodeState(f)
 	if err != nil {
-		var newer *newerStateError
-		if errors.As(err, &newer) {
-			return nil, fmt.Errorf("%s has format %d; this version reads format %d: use the cq-source-x that wrote it, or a newer one", path, newer.format, stateFormat)
+		if errors.Is(err, errNewerFormat) {
+			return nil, fmt.Errorf("%s %w", path, err)
 		}
 		return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is damaged: %v", path, err)}
 	}
@@ -202,7 +201,7 @@ func decodeState(r io.Reader) (*State, error) {
 	case s == nil:
 		return nil, errors.New("null where an object was expected")
 	case s.Format > stateFormat:
-		return nil, &newerStateError{s.Format}
+		return nil, fmt.Errorf("has format %d; this version reads format %d: %w", s.Format, stateFormat, errNewerFormat)
 	case s.Format == 0:
 		return nil, errors.New("it holds no state (\"format\" is missing)")
 	case s.Format != stateFormat && s.Format != 1:
@@ -240,11 +239,7 @@ func decodeState(r io.Reader) (*State, error) {
 // jsonKinds name, for a person, the kinds of JSON value jsonv1's errors name.
 var jsonKinds = map[string]string{"string": "a string", "number": "a number", "bool": "true or false", "array": "an array"}
 
-type newerStateError struct{ format int }
-
-func (e *newerStateError) Error() string {
-	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
-}
+var errNewerFormat = errors.New("use the cq-source-x that wrote it, or a newer one")
 
 // nullSet refuses a null among sets, named what in its error.
 func nullSet(sets map[string]*ids.Set, what string) error {
@@ -376,8 +371,6 @@ func HasFiles(out, table string) bool {
 // SaveState replaces DIR/.state/state.json atomically; step marks the
 // crash points, named after what.
 func SaveState(out string, s *State, step func(string), what string) error {
-
-	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
 	if err := dirsync.Mkdir(out, stateDir); err != nil {
 		return err

@@ -226,28 +226,27 @@ func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *Ta
 // named after the newest file's time so that name order stays time order,
 // and checks that it holds them all.
 func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
-	newest := g.files[len(g.files)-1]
-	stamp, _, _ := strings.Cut(newest, "-")
+	stamp, _, _ := strings.Cut(g.files[len(g.files)-1], "-")
 	g.name = stamp + "-" + newRunID() + ".parquet"
-	md := g.schema.Metadata().ToMap()
-	delete(md, "cq:export_run")
-	md["cq:compacted_from"] = strings.Join(g.files, ",")
-	md["cq:compacted_by"] = o.Program.String()
-	meta := arrow.MetadataFrom(md)
-	sc := arrow.NewSchema(g.schema.Fields(), &meta)
-	path := filepath.Join(dir, g.name)
-	w, err := pqfile.CreateWritten(path, sc, pqfile.Options{Codec: o.Compression, CreatedBy: o.Program.String()})
-	if err != nil {
-		return err
-	}
+	path, srcs := filepath.Join(dir, g.name), []string{}
 	for _, f := range g.files {
-		if err := copyRows(filepath.Join(out, table, f), sc, w); err != nil {
-			w.Close()
-			return fmt.Errorf("merging: %w", err)
-		}
+		srcs = append(srcs, filepath.Join(out, table, f))
 	}
-	if err := w.Close(); err != nil {
-		return err
+	err := rewrite(path, srcs, o.Program, o.Compression, func(md map[string]string) {
+		delete(md, "cq:export_run")
+		md["cq:compacted_from"] = strings.Join(g.files, ",")
+		md["cq:compacted_by"] = o.Program.String()
+	}, func(w *pqfile.Writer, rec arrow.RecordBatch) error {
+		// The same columns; their descriptions may differ between versions.
+		if rec.NumCols() != int64(g.schema.NumFields()) {
+			return fmt.Errorf("%d columns, the merged file %d", rec.NumCols(), g.schema.NumFields())
+		}
+		out := array.NewRecordBatch(g.schema, rec.Columns(), rec.NumRows())
+		defer out.Release()
+		return w.Write(out)
+	})
+	if err != nil {
+		return fmt.Errorf("merging: %w", err)
 	}
 	_, rows, err := pqfile.ReadSchema(path)
 	if err != nil {
@@ -259,17 +258,28 @@ func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
 	return nil
 }
 
-// copyRows writes every row of the file at path to w, as records of sc
-// (the same columns; descriptions may differ between versions).
-func copyRows(path string, sc *arrow.Schema, w *pqfile.Writer) error {
-	return pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
-		if rec.NumCols() != int64(sc.NumFields()) {
-			return fmt.Errorf("%d columns, the merged file %d", rec.NumCols(), sc.NumFields())
+// rewrite writes the rows of the files srcs, file after file, to a new
+// file dst as put writes each batch: a file of the newest's schema, its
+// metadata changed by md, written by by with codec.
+func rewrite(dst string, srcs []string, by Program, codec string, md func(map[string]string), put func(*pqfile.Writer, arrow.RecordBatch) error) error {
+	sc, _, err := pqfile.ReadSchema(srcs[len(srcs)-1])
+	if err != nil {
+		return err
+	}
+	m := sc.Metadata().ToMap()
+	md(m)
+	meta := arrow.MetadataFrom(m)
+	w, err := pqfile.CreateWritten(dst, arrow.NewSchema(sc.Fields(), &meta), pqfile.Options{Codec: codec, CreatedBy: by.String()})
+	if err != nil {
+		return err
+	}
+	for _, src := range srcs {
+		if err := pqfile.ReadRecords(context.Background(), src, nil, func(rec arrow.RecordBatch) error { return put(w, rec) }); err != nil {
+			w.Close()
+			return err
 		}
-		out := array.NewRecordBatch(sc, rec.Columns(), rec.NumRows())
-		defer out.Release()
-		return w.Write(out)
-	})
+	}
+	return w.Close()
 }
 
 func (rep *CompactReport) WriteText(w io.Writer) {

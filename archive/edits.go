@@ -117,38 +117,21 @@ func (r *Run) removeRetired(out, table string, ix plan.Index, step func(string))
 // rewriteFile counts the rows of the file at path that the edits change
 // and, when dst is not "", writes the file with them changed to dst.
 func (r *Run) rewriteFile(path, dst, table string, ix plan.Index) (int64, error) {
-	sc, _, err := pqfile.ReadSchema(path)
-	if err != nil {
-		return 0, err
-	}
-	var w *pqfile.Writer
-	if dst != "" {
-		md := sc.Metadata().ToMap()
-		md["cq:compliance_applied_by"] = r.Program.String()
-		meta := arrow.MetadataFrom(md)
-		sc = arrow.NewSchema(sc.Fields(), &meta)
-		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: r.Codec, CreatedBy: r.Program.String()}); err != nil {
-			return 0, err
-		}
-	}
 	var changed int64
-	err = pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
+	put := func(w *pqfile.Writer, rec arrow.RecordBatch) error {
 		edits, err := rowEdits(rec, table, ix)
-		if err != nil {
+		changed += int64(len(edits))
+		if err != nil || w == nil {
 			return err
 		}
-		changed += int64(len(edits))
-		if w == nil {
-			return nil
-		}
-		return writeEdited(w, rec, sc, edits)
-	})
-	if w != nil {
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
+		return writeEdited(w, rec, edits)
 	}
-	return changed, err
+	if dst == "" {
+		return changed, pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error { return put(nil, rec) })
+	}
+	return changed, rewrite(dst, []string{path}, r.Program, r.Codec, func(md map[string]string) {
+		md["cq:compliance_applied_by"] = r.Program.String()
+	}, put)
 }
 
 // edit is what happens to one row: removed, or the columns given new
@@ -212,8 +195,8 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// writeEdited writes rec to w, as records of sc, with the edits made.
-func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) error {
+// writeEdited writes rec to w with the edits made.
+func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, edits map[int]edit) error {
 	write := func(from, to int64, values map[int]*string) error {
 		cols := make([]arrow.Array, rec.NumCols())
 		defer func() {
@@ -234,7 +217,7 @@ func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edit
 				return err
 			}
 		}
-		part := array.NewRecordBatch(sc, cols, to-from)
+		part := array.NewRecordBatch(rec.Schema(), cols, to-from)
 		defer part.Release()
 		return w.Write(part)
 	}

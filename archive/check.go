@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archived"
@@ -156,12 +155,11 @@ type LostMedia struct {
 // mediaID is a file of x_media_files.
 type mediaID struct{ user, post, mediaKey, url string }
 
+// mediaRow is what a row says of its file, as a record keeps it, and the
+// file's size (-1: none).
 type mediaRow struct {
-	status  media.Status
-	fileKey string
-	size    int64
-	at      time.Time
-	file    archived.File // what the row says of the file, as a record keeps it
+	archived.File
+	size int64
 }
 
 // inspectMedia fills rep.Media from the files of snap and DIR/media and
@@ -185,8 +183,8 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 	var all []record
 	sizes := map[string]int64{} // of the stored files, as their newest row says (-1: none)
 	for _, r := range rows {
-		if r.status == media.Stored {
-			sizes[r.fileKey] = r.size
+		if r.Status == media.Stored {
+			sizes[r.FileKey] = r.size
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(next.Keys)) {
@@ -218,7 +216,7 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 		restored := a.rec.AddFiles(filesOfRows(rows, a.uid)) > 0
 		rowLost := func(u *archived.File) bool {
 			r, ok := rows[mediaID{a.uid, u.PostID, u.MediaKey, u.URL}]
-			return u.Status != "" && (!ok || r.status != u.Status || u.Status == media.Stored && r.fileKey != u.FileKey)
+			return u.Status != "" && (!ok || r.Status != u.Status || u.Status == media.Stored && r.FileKey != u.FileKey)
 		}
 		fileLost := func(u *archived.File) bool { return u.Status == media.Stored && lost[u.FileKey] != nil && !u.Refetch }
 		for i := range a.rec.Files {
@@ -257,7 +255,7 @@ func filesOfRows(rows map[mediaID]mediaRow, uid string) []archived.File {
 	var out []archived.File
 	for _, id := range slices.SortedFunc(maps.Keys(rows), func(a, b mediaID) int { return cmp.Compare(a.post+a.mediaKey+a.url, b.post+b.mediaKey+b.url) }) {
 		if id.user == uid {
-			out = append(out, rows[id].file)
+			out = append(out, rows[id].File)
 		}
 	}
 	return out
@@ -341,17 +339,16 @@ func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, ma
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
 	rep.readWhole(snap, mediaFilesTable, columns, []string{"media_post_id", "media_type", "file"}, func(c *Cols, i int) {
 		id := mediaID{c.Str("user_id", i), c.Str("post_id", i), c.Str("media_key", i), c.Str("url", i)}
-		r := mediaRow{status: media.Status(c.Str("status", i)), fileKey: c.Str("file_key", i), size: -1, at: c.Time("checked_at", i)}
-		r.file = archived.File{PostID: id.post, MediaKey: id.mediaKey, URL: id.url, Status: r.status, FileKey: r.fileKey, SeenAt: r.at,
-			MediaPostID: c.Str("media_post_id", i), MediaType: c.Str("media_type", i), File: c.Str("file", i)}
+		r := mediaRow{size: -1, File: archived.File{PostID: id.post, MediaKey: id.mediaKey, URL: id.url, Status: media.Status(c.Str("status", i)),
+			FileKey: c.Str("file_key", i), SeenAt: c.Time("checked_at", i), MediaPostID: c.Str("media_post_id", i), MediaType: c.Str("media_type", i), File: c.Str("file", i)}}
 		if size, ok := c.Int("size", i); ok {
 			r.size = size
 		}
-		if old, ok := rows[id]; !ok || !r.at.Before(old.at) {
+		if old, ok := rows[id]; !ok || !r.SeenAt.Before(old.SeenAt) {
 			rows[id] = r
 		}
-		if r.fileKey != "" {
-			named[r.fileKey] = true
+		if r.FileKey != "" {
+			named[r.FileKey] = true
 		}
 	})
 	return rows, named

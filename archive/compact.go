@@ -64,9 +64,6 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	if o.Step == nil {
 		o.Step = func(string) {}
 	}
-	if _, err := pqfile.ParseCodec(o.Compression); err != nil {
-		return nil, err
-	}
 	tables, err := compactTables(out, o.Tables)
 	if err != nil {
 		return nil, err

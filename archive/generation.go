@@ -59,11 +59,7 @@ func newGeneration(out, table string, now time.Time) (gen, dir string, err error
 			return "", "", err
 		}
 	}
-	return gen, generationDir(out, table, gen), nil
-}
-
-func generationDir(out, table, gen string) string {
-	return filepath.Join(out, tablesDir, table, gen)
+	return gen, filepath.Join(out, tablesDir, table, gen), nil
 }
 
 // replaceFiles makes DIR/<table> a new generation of it, named for now:
@@ -113,7 +109,7 @@ func switchGeneration(out, table, gen string) (old string, err error) {
 		if err := os.Rename(link, path); err != nil {
 			return "", err
 		}
-		return generationDir(out, table, prev), dirsync.Sync(out)
+		return filepath.Join(out, tablesDir, table, prev), dirsync.Sync(out)
 	}
 	if err := exchange(link, path); err != nil {
 		os.Remove(link)

@@ -207,7 +207,7 @@ func (rep *RepairReport) compare(old, next *State) error {
 		return n
 	}
 	rep.Unfiled, rep.Unknown = count(before, after), count(after, before)
-	rep.StrayUnknown = !sameStray(old.Stray, next.Stray)
+	rep.StrayUnknown = !maps.EqualFunc(old.Stray, next.Stray, sameWritten)
 	return nil
 }
 
@@ -441,8 +441,6 @@ func cannotRead(err error) string {
 func sameWritten(a, b map[string]*ids.Set) bool {
 	return maps.EqualFunc(a, b, func(x, y *ids.Set) bool { return slices.Equal(x.IDs(), y.IDs()) })
 }
-
-func sameStray(a, b map[string]map[string]*ids.Set) bool { return maps.EqualFunc(a, b, sameWritten) }
 
 // salvage finds in the text of a damaged state file every walk memory and
 // run record that reads whole: each key is looked for by its own name, so

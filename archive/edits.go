@@ -37,35 +37,27 @@ func (r *Run) applyEdits(out string, step func(string)) (int64, error) {
 	return changed, nil
 }
 
-// applyToTable rewrites the table's files that hold rows to change.
+// applyToTable rewrites the table's files that hold rows to change, and
+// removes its retired set if it holds any.
 func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) (int64, error) {
-	if err := r.removeRetired(out, table, ix, step); err != nil {
+	retired := filepath.Join(out, tablesDir, table, retiredName)
+	if held, _, err := r.filesToEdit(retired, table, ix); err != nil {
 		return 0, err
-	}
-	paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-	if err != nil {
-		return 0, err
-	}
-	var touched, keep []string
-	for _, p := range paths {
-		n, err := r.rewriteFile(p, "", table, ix)
-		if err != nil {
+	} else if len(held) > 0 {
+		if err := removeDir(retired); err != nil {
 			return 0, err
 		}
-		if n > 0 {
-			touched = append(touched, p)
-		} else {
-			keep = append(keep, filepath.Base(p))
-		}
+		step("compliance removed the retired files of " + table)
 	}
-	if len(touched) == 0 {
-		return 0, nil
+	touched, keep, err := r.filesToEdit(filepath.Join(out, table), table, ix)
+	if err != nil || len(touched) == 0 {
+		return 0, err
 	}
 	var changed int64
 	_, old, err := replaceFiles(out, table, r.Time.UTC(), keep, func(dir string) error {
-		for _, p := range touched {
-			stamp, _, _ := strings.Cut(filepath.Base(p), "-")
-			n, err := r.rewriteFile(p, filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix)
+		for _, name := range touched {
+			stamp, _, _ := strings.Cut(name, "-")
+			n, err := r.rewriteFile(filepath.Join(out, table, name), filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix)
 			if err != nil {
 				return err
 			}
@@ -76,42 +68,37 @@ func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) 
 	if err != nil {
 		return 0, err
 	}
-	if err := os.RemoveAll(old); err != nil {
-		return changed, err
-	}
-	if err := dirsync.Sync(filepath.Dir(old)); err != nil {
+	if err := removeDir(old); err != nil {
 		return changed, err
 	}
 	step("compliance removed the old files of " + table)
 	return changed, nil
 }
 
-// removeRetired removes the table's retired set when it holds rows of the
-// reported posts.
-func (r *Run) removeRetired(out, table string, ix plan.Index, step func(string)) error {
-	retired := filepath.Join(out, tablesDir, table, retiredName)
-	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
-	if err != nil {
-		return err
-	}
+// filesToEdit are the names of the files of dir that hold rows the edits
+// change, and of the others.
+func (r *Run) filesToEdit(dir, table string, ix plan.Index) (touched, others []string, err error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
 	for _, p := range paths {
 		n, err := r.rewriteFile(p, "", table, ix)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		if n == 0 {
-			continue
+		if n > 0 {
+			touched = append(touched, filepath.Base(p))
+		} else {
+			others = append(others, filepath.Base(p))
 		}
-		if err := os.RemoveAll(retired); err != nil {
-			return err
-		}
-		if err := dirsync.Sync(filepath.Dir(retired)); err != nil {
-			return err
-		}
-		step("compliance removed the retired files of " + table)
-		return nil
 	}
-	return nil
+	return touched, others, err
+}
+
+// removeDir removes dir, durably.
+func removeDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	return dirsync.Sync(filepath.Dir(dir))
 }
 
 // rewriteFile counts the rows of the file at path that the edits change
@@ -195,29 +182,13 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// writeEdited writes rec to w with the edits made.
+// writeEdited writes rec to w with the edits made: its other rows in
+// slices between the edited ones.
 func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, edits map[int]edit) error {
-	write := func(from, to int64, values map[int]*string) error {
-		cols := make([]arrow.Array, rec.NumCols())
-		defer func() {
-			for _, c := range cols {
-				if c != nil {
-					c.Release()
-				}
-			}
-		}()
-		for c := range cols {
-			var err error
-			if v, set := values[c]; set {
-				cols[c], err = valueArray(rec.Column(c).DataType(), v)
-			} else {
-				cols[c] = array.NewSlice(rec.Column(c), from, to)
-			}
-			if err != nil {
-				return err
-			}
+	write := func(part arrow.RecordBatch, err error) error {
+		if err != nil {
+			return err
 		}
-		part := array.NewRecordBatch(rec.Schema(), cols, to-from)
 		defer part.Release()
 		return w.Write(part)
 	}
@@ -227,12 +198,12 @@ func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, edits map[int]edit) er
 		if i < n && !edited {
 			continue
 		}
-		if err := write(start, i, nil); err != nil {
+		if err := write(rec.NewSlice(start, i), nil); err != nil {
 			return err
 		}
 		start = i + 1
 		if edited && !e.remove {
-			if err := write(i, i+1, e.values); err != nil {
+			if err := write(editedRow(rec, i, e.values)); err != nil {
 				return err
 			}
 		}
@@ -240,15 +211,33 @@ func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, edits map[int]edit) er
 	return nil
 }
 
-// valueArray is an array of one value of type dt: v, or null.
-func valueArray(dt arrow.DataType, v *string) (arrow.Array, error) {
-	if v == nil {
-		return array.MakeArrayOfNull(memory.DefaultAllocator, dt, 1), nil
+// editedRow is row i of rec with the columns of values set to their value,
+// or null (nil).
+func editedRow(rec arrow.RecordBatch, i int64, values map[int]*string) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for c := range cols {
+		v, set := values[c]
+		switch {
+		case !set:
+			cols[c] = array.NewSlice(rec.Column(c), i, i+1)
+		case v == nil:
+			cols[c] = array.MakeArrayOfNull(memory.DefaultAllocator, rec.Column(c).DataType(), 1)
+		default:
+			b := array.NewBuilder(memory.DefaultAllocator, rec.Column(c).DataType())
+			err := b.AppendValueFromString(*v)
+			cols[c] = b.NewArray()
+			b.Release()
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
-	b := array.NewBuilder(memory.DefaultAllocator, dt)
-	defer b.Release()
-	if err := b.AppendValueFromString(*v); err != nil {
-		return nil, err
-	}
-	return b.NewArray(), nil
+	return array.NewRecordBatch(rec.Schema(), cols, 1), nil
 }

@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -144,13 +142,11 @@ func (r *Run) Commit(out string, next *State, step func(string)) error {
 // A crash anywhere in it is finished by the next call.
 func Publish(out string, s *State, step func(string)) error {
 	run := s.Pending
-	dirs := map[string]bool{}
-	for _, f := range run.Files {
+	for _, f := range run.Files { // one a table
 		staged, final := run.StagedPath(out, f.Table), FinalPath(out, f)
 		if err := dirsync.Mkdir(out, f.Table); err != nil {
 			return err
 		}
-		dirs[filepath.Dir(final)] = true
 		switch {
 		case exists(final): // published before a crash
 		case exists(staged):
@@ -163,9 +159,7 @@ func Publish(out string, s *State, step func(string)) error {
 				"Run `%s`: it publishes the rest of the run, and the next export fetches again the posts the missing file held",
 				run.ID, final, staged, RepairCommand(out))
 		}
-	}
-	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := dirsync.Sync(d); err != nil {
+		if err := dirsync.Sync(filepath.Dir(final)); err != nil {
 			return err
 		}
 	}

@@ -1,9 +1,6 @@
 // Package pqfile writes one table's rows, the Arrow records the CloudQuery
-// SDK's scheduler builds, to a Parquet file that DuckDB, pyarrow and Spark
-// read directly, as CloudQuery's file destination does (docs/parquet.md):
-// JSON and UUID columns become text, the CLI's _cq_sync_time and
-// _cq_source_name columns are put in front, the Arrow schema and its
-// metadata are stored in the file, and pqarrow writes buffered row groups.
+// SDK's scheduler builds, to a Parquet file as CloudQuery's file destination
+// does (docs/parquet.md says how), and reads such files back.
 package pqfile
 
 import (

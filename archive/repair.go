@@ -284,41 +284,35 @@ func (s *State) setWritten(written map[string]*ids.Set) error {
 			users[k.User] = true
 		}
 	}
-	st := memstate.NewWith(s.Keys)
+	ctx, st := context.Background(), memstate.NewWith(s.Keys) // whose calls do not fail
 	for uid := range users {
-		if s.Keys[account.RecordKey(uid)] == "" {
-			if err := account.MigrateRecord(context.Background(), st, uid, nil); err != nil {
+		key := account.RecordKey(uid)
+		if s.Keys[key] == "" {
+			if err := account.MigrateRecord(ctx, st, uid, nil); err != nil {
 				return err
 			}
 		}
-	}
-	if err := st.Flush(context.Background()); err != nil {
-		return err
-	}
-	s.Keys = st.Committed()
-	for uid := range users {
-		key := account.RecordKey(uid)
-		rec, err := archived.Unmarshal(s.Keys[key], "the state key "+key) // checked by distrust
+		value, _ := st.GetKey(ctx, key)
+		rec, err := archived.Unmarshal(value, "the state key "+key) // checked by distrust
 		if err != nil {
 			return err
 		}
 		rec.SetBookmarks(written[uid].Numbers())
-		if s.Keys[key], err = rec.Marshal(); err != nil {
+		if value, err = rec.Marshal(); err != nil {
 			return err
 		}
+		st.SetKey(ctx, key, value)
 	}
-	for key, value := range s.Keys {
-		if value == "" {
-			delete(s.Keys, key)
-		}
-	}
+	st.Flush(ctx)
+	s.Keys = st.Committed()
+	maps.DeleteFunc(s.Keys, func(_, value string) bool { return value == "" })
 	return nil
 }
 
 // distrust says why a walk memory cannot be kept, or "" if it can.
 func distrust(key, value string, written map[string]*ids.Set) string {
-	if err := checkKey(key, value); err != nil {
-		return "damaged (" + strings.TrimPrefix(err.Error(), "the state key "+key+" is damaged: ") + ")"
+	if _, err := account.CheckKey(key, value); err != nil {
+		return "damaged (" + err.Error() + ")"
 	}
 	uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
 	if !ok {

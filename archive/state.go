@@ -229,8 +229,8 @@ func decodeState(r io.Reader) (*State, error) {
 		}
 	}
 	for key, value := range s.Keys {
-		if err := checkKey(key, value); err != nil {
-			return nil, err
+		if _, err := account.CheckKey(key, value); err != nil {
+			return nil, fmt.Errorf("the state key %s is damaged: %w", key, err)
 		}
 	}
 	return s, nil
@@ -277,14 +277,6 @@ func (r *Run) check() error {
 // isRunID reports whether id is a run id, as newRunID makes them.
 func isRunID(id string) bool {
 	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
-}
-
-// checkKey decodes a state key as the plugin will read it.
-func checkKey(key, value string) error {
-	if _, err := account.CheckKey(key, value); err != nil {
-		return fmt.Errorf("the state key %s is damaged: %w", key, err)
-	}
-	return nil
 }
 
 func isStateKey(key string) bool {

@@ -128,7 +128,6 @@ func cleanGenerations(out string, step func(string)) error {
 		return err
 	}
 	for _, table := range tables {
-		tableCleaned := false
 		if fi, err := os.Lstat(swapPath(out, table)); err == nil {
 			// A directory there is the one a switch replaced: retire it.
 			// A link never replaced anything.
@@ -154,15 +153,10 @@ func cleanGenerations(out string, step func(string)) error {
 		}
 		for _, e := range entries {
 			if e.Name() != current && e.Name() != retiredName {
-				if err := os.RemoveAll(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
+				if err := removeDir(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
 					return err
 				}
-				cleaned, tableCleaned = true, true
-			}
-		}
-		if tableCleaned {
-			if err := dirsync.Sync(filepath.Join(out, tablesDir, table)); err != nil {
-				return err
+				cleaned = true
 			}
 		}
 	}

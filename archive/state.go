@@ -21,31 +21,24 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
-// stateFormat is the format of the state file this version writes: 2
-// keeps the posts written in the accounts' records (account.RecordKey); 1,
-// which it reads, in written-id sets (State.Written).
+// stateFormat is the format this version writes; it reads 1 too.
 const stateFormat = 2
 
-// State is DIR/.state/state.json, replaced atomically (SaveState).
+// State is DIR/.state/state.json, replaced atomically (SaveState); see
+// docs/design/exporter.md, "The state file".
 type State struct {
 	Format int               `json:"format"`
 	Keys   map[string]string `json:"keys"` // the plugin's state keys
-	// Written lists, per user id, the post ids of the x_bookmarks rows in
-	// the committed files, as format 1 kept them; format 2 keeps them in
-	// the accounts' records (ArchivedPosts), made from these once.
+	// Written are format 1's posts written, by user id.
 	Written map[string]*ids.Set `json:"written,omitempty"`
-	// Stray lists, per content table of x_bookmarks and per user id, the
-	// posts whose rows the table's files hold while no x_bookmarks file
-	// does (a repair found its file removed): a walk that reads such a post
-	// again writes its bookmark's row, not these rows again.
+	// Stray are, by content table and user id, the posts whose rows no
+	// x_bookmarks file backs.
 	Stray   map[string]map[string]*ids.Set `json:"stray,omitempty"`
 	Pending *Run                           `json:"pending,omitempty"`  // committed, maybe not all published
 	LastRun *Run                           `json:"last_run,omitempty"` // the last run published
 }
 
-// writeTo writes json.Marshal(s), in this version's format, to w as jsonv2
-// encodes it: streamed, so that the keys and written ids, most of the
-// state, are not held twice more in memory to save them.
+// writeTo writes json.Marshal(s), in this version's format, streamed.
 func (s *State) writeTo(w io.Writer) error {
 	out := *s
 	out.Format = stateFormat
@@ -66,11 +59,8 @@ func Load(dir string) (*State, error) {
 	return loadState(out)
 }
 
-// loadState reads DIR/.state/state.json. A missing file is an empty state
-// only in a directory that holds no exported file: beside files, it is a
-// lost state, and an empty one would have the next run bill every post
-// again and write each row a second time. So is a state that does not know
-// the files beside it (see knowsFiles).
+// loadState reads DIR/.state/state.json: a missing one is an empty state
+// only where there is no exported file, and it must know the files.
 func loadState(out string) (*State, error) {
 	path := filepath.Join(out, stateDir, stateFile)
 	f, err := os.Open(path)
@@ -99,11 +89,8 @@ func loadState(out string) (*State, error) {
 	return s, nil
 }
 
-// knowsFiles checks that the state s (read from path) is the state of the
-// files in out: a run's files are named after its time, so none may be
-// later than the last run the state records. A state without runs beside
-// files, or older than them (a backup), would have the next run write again
-// rows the files hold.
+// knowsFiles checks that s (read from path) records a run no earlier than
+// the newest file of out.
 func (s *State) knowsFiles(out, path string) error {
 	var known time.Time // the latest run the state records
 	for _, run := range []*Run{s.LastRun, s.Pending} {
@@ -186,8 +173,7 @@ func ShellQuote(s string) string {
 
 // decodeState decodes and checks a state file: anything this program does
 // not write is damaged. Every walk memory is decoded too, so that a damaged
-// one stops the export before anything is billed. jsonv2 decodes as it
-// reads: the file is not held in memory beside what it decodes to.
+// one stops the export before anything is billed.
 func decodeState(r io.Reader) (*State, error) {
 	var s *State
 	if err := jsonv2.UnmarshalRead(r, &s, jsonv1.DefaultOptionsV1()); err != nil {
@@ -285,8 +271,7 @@ func isStateKey(key string) bool {
 }
 
 // isArchivedKey reports whether key is where versions before the
-// accounts' records kept their archived post ids: such keys are left out
-// as a state is read, and so when it is next saved.
+// accounts' records kept their archived post ids, which a state leaves out.
 func isArchivedKey(key string) bool {
 	k, _ := account.ParseKey(key)
 	return k.Kind == account.ArchivedIDs

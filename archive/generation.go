@@ -50,25 +50,14 @@ func currentGeneration(out, table string) (string, error) {
 	return gen, nil
 }
 
-// newGeneration creates, durably, the directory of a new generation of
-// table named for now.
-func newGeneration(out, table string, now time.Time) (gen, dir string, err error) {
-	gen = now.Format(fileTimeLayout) + "-" + newRunID()
-	for _, d := range [][2]string{{out, tablesDir}, {filepath.Join(out, tablesDir), table}, {filepath.Join(out, tablesDir, table), gen}} {
-		if err := dirsync.Mkdir(d[0], d[1]); err != nil {
-			return "", "", err
-		}
-	}
-	return gen, filepath.Join(out, tablesDir, table, gen), nil
-}
-
 // replaceFiles makes DIR/<table> a new generation of it, named for now:
 // the files of keep (names in DIR/<table>) hard linked, and those write
 // writes in its directory. It returns the generation, and the set of files
 // it replaced, for the caller to retire or remove.
 func replaceFiles(out, table string, now time.Time, keep []string, write func(dir string) error, step func(string), what string) (gen, old string, err error) {
-	gen, dir, err := newGeneration(out, table, now)
-	if err != nil {
+	gen = now.Format(fileTimeLayout) + "-" + newRunID()
+	dir := filepath.Join(out, tablesDir, table, gen)
+	if err := dirsync.Mkdir(filepath.Dir(dir), gen); err != nil {
 		return "", "", err
 	}
 	if err := write(dir); err != nil {

@@ -75,9 +75,6 @@ func BeginRun(out string, last *Run, now time.Time) (*Run, error) {
 		now = last.Time.Add(time.Millisecond)
 	}
 	run := &Run{ID: newRunID(), Time: now}
-	if err := dirsync.Mkdir(out, stagingDir); err != nil {
-		return nil, err
-	}
 	if err := dirsync.Mkdir(filepath.Join(out, stagingDir), run.ID); err != nil {
 		return nil, err
 	}

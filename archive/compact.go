@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
@@ -122,11 +121,10 @@ type compactionPlan struct {
 
 // mergeGroup is the files of one month and one schema, in name order.
 type mergeGroup struct {
-	month  string
-	files  []string
-	rows   int64
-	schema *arrow.Schema // the newest file's
-	name   string        // the merged file's, once written
+	month string
+	files []string
+	rows  int64
+	name  string // the merged file's, once written
 }
 
 // planCompaction groups the table's files by month (of the run that wrote
@@ -165,7 +163,6 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		}
 		g.files = append(g.files, name)
 		g.rows += rows
-		g.schema = sc
 	}
 	p.groups = slices.DeleteFunc(order, func(g *mergeGroup) bool { return len(g.files) < 2 })
 	return p, nil
@@ -233,15 +230,7 @@ func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
 		delete(md, "cq:export_run")
 		md["cq:compacted_from"] = strings.Join(g.files, ",")
 		md["cq:compacted_by"] = o.Program.String()
-	}, func(w *pqfile.Writer, rec arrow.RecordBatch) error {
-		// The same columns; their descriptions may differ between versions.
-		if rec.NumCols() != int64(g.schema.NumFields()) {
-			return fmt.Errorf("%d columns, the merged file %d", rec.NumCols(), g.schema.NumFields())
-		}
-		out := array.NewRecordBatch(g.schema, rec.Columns(), rec.NumRows())
-		defer out.Release()
-		return w.Write(out)
-	})
+	}, (*pqfile.Writer).Write)
 	if err != nil {
 		return fmt.Errorf("merging: %w", err)
 	}

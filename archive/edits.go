@@ -132,19 +132,16 @@ type edit struct {
 // a row already as asked has none.
 func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit, error) {
 	sc := rec.Schema()
-	users, ok := Column[arrow.Array](rec, "user_id")
-	if !ok {
-		return nil, fmt.Errorf("no user_id column")
-	}
 	keys := map[string]arrow.Array{}
-	for _, name := range ix.Columns(table) {
+	for _, name := range append(ix.Columns(table), "user_id") {
+		var ok bool
 		if keys[name], ok = Column[arrow.Array](rec, name); !ok {
 			return nil, fmt.Errorf("no %s column", name)
 		}
 	}
 	edits := map[int]edit{}
 	for i := 0; i < int(rec.NumRows()); i++ {
-		e, ok := ix.Find(table, users.ValueStr(i), func(name string) string {
+		e, ok := ix.Find(table, keys["user_id"].ValueStr(i), func(name string) string {
 			if keys[name].IsNull(i) {
 				return ""
 			}

@@ -53,13 +53,7 @@ type converter struct {
 func newConverter(table *schema.Table, syncTime time.Time, sourceName string, extra map[string]string) (*converter, error) {
 	in := table.ToArrowSchema()
 	md := in.Metadata().ToMap()
-	var pks []string
-	for _, c := range table.Columns {
-		if c.PrimaryKey {
-			pks = append(pks, c.Name)
-		}
-	}
-	md[MetadataPrimaryKeys] = strings.Join(pks, ",")
+	md[MetadataPrimaryKeys] = strings.Join(table.PrimaryKeys(), ",")
 	md[MetadataSourceName] = sourceName
 	md[MetadataSyncTime] = syncTime.UTC().Format(time.RFC3339Nano)
 	maps.Copy(md, extra)

@@ -178,7 +178,7 @@ func decodeState(r io.Reader) (*State, error) {
 	var s *State
 	if err := jsonv2.UnmarshalRead(r, &s, jsonv1.DefaultOptionsV1()); err != nil {
 		var te *jsonv1.UnmarshalTypeError
-		if errors.As(err, &te) && (te.Type.Kind() == reflect.Map || te.Type.Kind() == reflect.Struct) {
+		if errors.As(err, &te) && (te.Type.Kind() == reflect.Map || te.Field == "") { // the state's objects
 			return nil, fmt.Errorf("%s where an object was expected", jsonKinds[te.Value])
 		}
 		return nil, err

@@ -15,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
-	"github.com/google/uuid"
 )
 
 // Metadata keys added to every file's schema metadata, beside the SDK's
@@ -128,7 +127,7 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 			col.Retain()
 			cols = append(cols, col)
 		case arrow.TypeEqual(col.DataType(), types.ExtensionTypes.UUID):
-			cols = append(cols, uuidStrings(memory.DefaultAllocator, ext.Storage().(*array.FixedSizeBinary)))
+			cols = append(cols, uuidStrings(col))
 		default: // JSON: Binary and String share their layout, so it keeps its buffers as a string
 			storage := ext.Storage().Data()
 			str := array.NewData(arrow.BinaryTypes.String, storage.Len(), storage.Buffers(), nil, storage.NullN(), storage.Offset())
@@ -139,16 +138,15 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return array.NewRecordBatch(c.out, cols, int64(n)), nil
 }
 
-// uuidStrings formats 16-byte UUIDs as 8-4-4-4-12 lowercase hex.
-func uuidStrings(mem memory.Allocator, in *array.FixedSizeBinary) arrow.Array {
-	b := array.NewStringBuilder(mem)
+// uuidStrings is the text of a UUID column (types.UUIDArray.ValueStr).
+func uuidStrings(col arrow.Array) arrow.Array {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
-	b.Reserve(in.Len())
-	for i := range in.Len() {
-		if in.IsNull(i) {
+	for i := range col.Len() {
+		if col.IsNull(i) {
 			b.AppendNull()
 		} else {
-			b.Append(uuid.UUID(in.Value(i)).String())
+			b.Append(col.ValueStr(i))
 		}
 	}
 	return b.NewArray()

@@ -18,7 +18,6 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archived"
-	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/media"
 	"github.com/cq-source-x/cq-source-x/media/store"
@@ -404,11 +403,7 @@ func (f *MediaFindings) toRemove() bool {
 // compliance action stopped before it removed them, or files put there).
 func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 	for _, k := range f.Unused {
-		path := mediaFile(out, k)
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := dirsync.Sync(filepath.Dir(path)); err != nil {
+		if err := removeDurably(mediaFile(out, k)); err != nil {
 			return err
 		}
 		step("repair removed media " + k)
@@ -468,7 +463,6 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 	}
 	for _, k := range f.Unused {
 		fmt.Fprintf(w, "media: %s: no row names it and no post uses it; %s\n", mediaFile(out, k), pick(dryRun, "to be removed", "removed"))
-
 	}
 	if n := len(f.Spools); n > 0 {
 		fmt.Fprintf(w, "media: %s: %s a stopped run was fetching; %s\n", filepath.Dir(f.Spools[0]), plural.Count(n, "partial file", "partial files"), pick(dryRun, "to be removed", "removed"))

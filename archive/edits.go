@@ -44,7 +44,7 @@ func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) 
 	if held, _, err := r.filesToEdit(retired, table, ix); err != nil {
 		return 0, err
 	} else if len(held) > 0 {
-		if err := removeDir(retired); err != nil {
+		if err := removeDurably(retired); err != nil {
 			return 0, err
 		}
 		step("compliance removed the retired files of " + table)
@@ -68,7 +68,7 @@ func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) 
 	if err != nil {
 		return 0, err
 	}
-	if err := removeDir(old); err != nil {
+	if err := removeDurably(old); err != nil {
 		return changed, err
 	}
 	step("compliance removed the old files of " + table)
@@ -93,12 +93,12 @@ func (r *Run) filesToEdit(dir, table string, ix plan.Index) (touched, others []s
 	return touched, others, err
 }
 
-// removeDir removes dir, durably.
-func removeDir(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
+// removeDurably removes path, and what it holds, and syncs its directory.
+func removeDurably(path string) error {
+	if err := os.RemoveAll(path); err != nil {
 		return err
 	}
-	return dirsync.Sync(filepath.Dir(dir))
+	return dirsync.Sync(filepath.Dir(path))
 }
 
 // rewriteFile counts the rows of the file at path that the edits change

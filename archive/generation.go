@@ -142,7 +142,7 @@ func cleanGenerations(out string, step func(string)) error {
 		}
 		for _, e := range entries {
 			if e.Name() != current && e.Name() != retiredName {
-				if err := removeDir(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
+				if err := removeDurably(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
 					return err
 				}
 				cleaned = true

@@ -449,7 +449,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 		}
 		i += at
 		key, end, ok := jsonString(text, i)
-		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' {
+		if k, known := account.ParseKey(key); !ok || !known || k.Kind == account.ArchivedIDs || end >= len(text) || text[end] != ':' {
 			continue
 		}
 		value, _, ok := jsonString(text, end+1)

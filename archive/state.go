@@ -265,11 +265,6 @@ func isRunID(id string) bool {
 	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
 }
 
-func isStateKey(key string) bool {
-	_, ok := account.ParseKey(key)
-	return ok
-}
-
 // isArchivedKey reports whether key is where versions before the
 // accounts' records kept their archived post ids, which a state leaves out.
 func isArchivedKey(key string) bool {
@@ -314,10 +309,7 @@ func isTableName(name string) bool {
 // own entries are; so is a desktop's .DS_Store).
 func ForeignEntries(dir string, tables []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	var foreign []string

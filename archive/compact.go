@@ -188,13 +188,9 @@ func (p *compactionPlan) report() TableCompaction {
 // run makes the table a new generation of its files, the groups merged,
 // and retires the old one.
 func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *TableCompaction) error {
-	merged := map[string]bool{}
-	for _, g := range p.groups {
-		for _, f := range g.files {
-			merged[f] = true
-		}
-	}
-	keep := slices.DeleteFunc(slices.Clone(p.files), func(f string) bool { return merged[f] })
+	keep := slices.DeleteFunc(slices.Clone(p.files), func(f string) bool {
+		return slices.ContainsFunc(p.groups, func(g *mergeGroup) bool { return slices.Contains(g.files, f) })
+	})
 	gen, old, err := replaceFiles(out, p.table, now, keep, func(dir string) error {
 		for i, g := range p.groups {
 			if err := g.merge(out, p.table, dir, o); err != nil {

@@ -357,7 +357,6 @@ func exists(path string) bool {
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): State.Stray, which it counts in rep.Stray.
-
 func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) map[string]map[string]*ids.Set {
 	stray := map[string]map[string]*ids.Set{}
 	rep.Stray = map[string]int{}
@@ -374,7 +373,6 @@ func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map
 		}
 	}
 	return stray
-
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
@@ -547,7 +545,6 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 }
 
 func (rep *RepairReport) writeCost(w io.Writer) {
-
 	var lists []string
 	for _, d := range rep.Dropped {
 		lists = append(lists, d.Key)

@@ -23,11 +23,6 @@ import (
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
 
-type CheckOptions struct {
-	ReadData bool
-	Tables   BookmarkTables
-}
-
 type CheckReport struct {
 	Out        string    `json:"out"`
 	Files      int       `json:"files"` // Parquet files
@@ -48,15 +43,15 @@ func (p Problem) String() string { return p.Where + ": " + p.What + ". Fix: " + 
 
 // Check is `cq-source-x check`: Repair's dry run, told as problems, each
 // with the command that fixes it. It changes nothing.
-func Check(dir string, o CheckOptions) (*CheckReport, error) {
-	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: o.ReadData, Tables: o.Tables})
+func Check(dir string, tables BookmarkTables, readData bool) (*CheckReport, error) {
+	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: readData, Tables: tables})
 	if err != nil {
 		return nil, err
 	}
 	if rep.Empty {
 		return nil, fmt.Errorf("%s holds no export: nothing to check", rep.Out)
 	}
-	return &CheckReport{Out: rep.Out, Files: rep.Checked, MediaFiles: rep.Media.Files, ReadData: o.ReadData, Problems: rep.problems()}, nil
+	return &CheckReport{Out: rep.Out, Files: rep.Checked, MediaFiles: rep.Media.Files, ReadData: readData, Problems: rep.problems()}, nil
 }
 
 // WriteText prints a problem a line, then what was checked.

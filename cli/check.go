@@ -39,7 +39,7 @@ func (a *app) checkCommand() *cobra.Command {
 		GroupID: groupArchive,
 		Args:    noArgs,
 		RunE: func(*cobra.Command, []string) error {
-			rep, err := archive.Check(out, archive.CheckOptions{ReadData: readData, Tables: export.BookmarkTables()})
+			rep, err := archive.Check(out, export.BookmarkTables(), readData)
 			if err != nil {
 				return fmt.Errorf("check: %w", err)
 			}

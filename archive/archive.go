@@ -1,29 +1,8 @@
 // Package archive is the exporter's output directory: its layout, its
-// lock, its state file (the plugin's state keys, the written ids, the runs),
-// and the protocol that keeps it whole across any crash, with the commands
-// that work on it: compaction, repair, inspection. Its tables are the
-// plugin's and x_bookmark_changes, which the bookmark commands write
-// (package bookmarks, with their journal in DIR/.ops).
-//
-// # Layout
-//
-//	DIR/<table>/<time>-<run>.parquet   the files of each table (name order is time order)
-//	DIR/.state/state.json              the state (State)
-//	DIR/.staging/<run>/                the files of a run not yet published
-//	DIR/.tables/<table>/<generation>/  the files of a compacted table (generation.go)
-//	DIR/media/                         the media files, by content hash (package media/store)
-//	DIR/.ops/<kind>/<user>.plan|.log   the journal of a bookmark command (package bookmarks)
-//	DIR/.damaged/<table>/              the files a repair moved aside
-//	DIR/.lock                          held by the command working on DIR
-//
-// # Crash safety
-//
-// A run stages its files (written, fsynced), commits by replacing the
-// state file atomically with the new walk state, the ids written and the
-// run's files (Pending), then publishes them into DIR/<table>/. Every
-// command that changes the archive starts with Recover, under the lock:
-// so the state never describes data not durably on disk, and no
-// (user_id, post_id) is written twice (docs/export.md, "Crash safety").
+// lock, its state file and the protocol that keeps it whole across any
+// crash, with the commands that work on it: compaction, repair, inspection
+// (docs/design/exporter.md, docs/export.md). Its own table is
+// x_bookmark_changes, which the bookmark commands write (package bookmarks).
 package archive
 
 import "path/filepath"

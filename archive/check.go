@@ -15,20 +15,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/cq-source-x/cq-source-x/account"
 	"github.com/cq-source-x/cq-source-x/archived"
-	"github.com/cq-source-x/cq-source-x/internal/dirsync"
 	"github.com/cq-source-x/cq-source-x/internal/plural"
 	"github.com/cq-source-x/cq-source-x/media"
 	"github.com/cq-source-x/cq-source-x/media/store"
 )
-
-type CheckOptions struct {
-	ReadData bool
-	Tables   BookmarkTables
-}
 
 type CheckReport struct {
 	Out        string    `json:"out"`
@@ -50,15 +43,15 @@ func (p Problem) String() string { return p.Where + ": " + p.What + ". Fix: " + 
 
 // Check is `cq-source-x check`: Repair's dry run, told as problems, each
 // with the command that fixes it. It changes nothing.
-func Check(dir string, o CheckOptions) (*CheckReport, error) {
-	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: o.ReadData, Tables: o.Tables})
+func Check(dir string, tables BookmarkTables, readData bool) (*CheckReport, error) {
+	rep, err := Repair(dir, RepairOptions{DryRun: true, ReadData: readData, Tables: tables})
 	if err != nil {
 		return nil, err
 	}
 	if rep.Empty {
 		return nil, fmt.Errorf("%s holds no export: nothing to check", rep.Out)
 	}
-	return &CheckReport{Out: rep.Out, Files: rep.Checked, MediaFiles: rep.Media.Files, ReadData: o.ReadData, Problems: rep.problems()}, nil
+	return &CheckReport{Out: rep.Out, Files: rep.Checked, MediaFiles: rep.Media.Files, ReadData: readData, Problems: rep.problems()}, nil
 }
 
 // WriteText prints a problem a line, then what was checked.
@@ -156,12 +149,11 @@ type LostMedia struct {
 // mediaID is a file of x_media_files.
 type mediaID struct{ user, post, mediaKey, url string }
 
+// mediaRow is what a row says of its file, as a record keeps it, and the
+// file's size (-1: none).
 type mediaRow struct {
-	status  media.Status
-	fileKey string
-	size    int64
-	at      time.Time
-	file    archived.File // what the row says of the file, as a record keeps it
+	archived.File
+	size int64
 }
 
 // inspectMedia fills rep.Media from the files of snap and DIR/media and
@@ -185,8 +177,8 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 	var all []record
 	sizes := map[string]int64{} // of the stored files, as their newest row says (-1: none)
 	for _, r := range rows {
-		if r.status == media.Stored {
-			sizes[r.fileKey] = r.size
+		if r.Status == media.Stored {
+			sizes[r.FileKey] = r.size
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(next.Keys)) {
@@ -218,7 +210,7 @@ func (rep *RepairReport) inspectMedia(snap *Snapshot, out string, next *State, o
 		restored := a.rec.AddFiles(filesOfRows(rows, a.uid)) > 0
 		rowLost := func(u *archived.File) bool {
 			r, ok := rows[mediaID{a.uid, u.PostID, u.MediaKey, u.URL}]
-			return u.Status != "" && (!ok || r.status != u.Status || u.Status == media.Stored && r.fileKey != u.FileKey)
+			return u.Status != "" && (!ok || r.Status != u.Status || u.Status == media.Stored && r.FileKey != u.FileKey)
 		}
 		fileLost := func(u *archived.File) bool { return u.Status == media.Stored && lost[u.FileKey] != nil && !u.Refetch }
 		for i := range a.rec.Files {
@@ -257,7 +249,7 @@ func filesOfRows(rows map[mediaID]mediaRow, uid string) []archived.File {
 	var out []archived.File
 	for _, id := range slices.SortedFunc(maps.Keys(rows), func(a, b mediaID) int { return cmp.Compare(a.post+a.mediaKey+a.url, b.post+b.mediaKey+b.url) }) {
 		if id.user == uid {
-			out = append(out, rows[id].file)
+			out = append(out, rows[id].File)
 		}
 	}
 	return out
@@ -341,17 +333,16 @@ func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, ma
 	columns := []string{"user_id", "post_id", "media_key", "url", "status", "file_key", "size", "checked_at"}
 	rep.readWhole(snap, mediaFilesTable, columns, []string{"media_post_id", "media_type", "file"}, func(c *Cols, i int) {
 		id := mediaID{c.Str("user_id", i), c.Str("post_id", i), c.Str("media_key", i), c.Str("url", i)}
-		r := mediaRow{status: media.Status(c.Str("status", i)), fileKey: c.Str("file_key", i), size: -1, at: c.Time("checked_at", i)}
-		r.file = archived.File{PostID: id.post, MediaKey: id.mediaKey, URL: id.url, Status: r.status, FileKey: r.fileKey, SeenAt: r.at,
-			MediaPostID: c.Str("media_post_id", i), MediaType: c.Str("media_type", i), File: c.Str("file", i)}
+		r := mediaRow{size: -1, File: archived.File{PostID: id.post, MediaKey: id.mediaKey, URL: id.url, Status: media.Status(c.Str("status", i)),
+			FileKey: c.Str("file_key", i), SeenAt: c.Time("checked_at", i), MediaPostID: c.Str("media_post_id", i), MediaType: c.Str("media_type", i), File: c.Str("file", i)}}
 		if size, ok := c.Int("size", i); ok {
 			r.size = size
 		}
-		if old, ok := rows[id]; !ok || !r.at.Before(old.at) {
+		if old, ok := rows[id]; !ok || !r.SeenAt.Before(old.SeenAt) {
 			rows[id] = r
 		}
-		if r.fileKey != "" {
-			named[r.fileKey] = true
+		if r.FileKey != "" {
+			named[r.FileKey] = true
 		}
 	})
 	return rows, named
@@ -407,11 +398,7 @@ func (f *MediaFindings) toRemove() bool {
 // compliance action stopped before it removed them, or files put there).
 func (f *MediaFindings) removeUnused(out string, step func(string)) error {
 	for _, k := range f.Unused {
-		path := mediaFile(out, k)
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := dirsync.Sync(filepath.Dir(path)); err != nil {
+		if err := removeDurably(mediaFile(out, k)); err != nil {
 			return err
 		}
 		step("repair removed media " + k)
@@ -471,7 +458,6 @@ func (f *MediaFindings) writeText(w io.Writer, out string, dryRun bool) {
 	}
 	for _, k := range f.Unused {
 		fmt.Fprintf(w, "media: %s: no row names it and no post uses it; %s\n", mediaFile(out, k), pick(dryRun, "to be removed", "removed"))
-
 	}
 	if n := len(f.Spools); n > 0 {
 		fmt.Fprintf(w, "media: %s: %s a stopped run was fetching; %s\n", filepath.Dir(f.Spools[0]), plural.Count(n, "partial file", "partial files"), pick(dryRun, "to be removed", "removed"))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cq-source-x/cq-source-x/archive/pqfile"
 )
 
@@ -63,9 +62,6 @@ func Compact(dir string, o CompactOptions) (*CompactReport, error) {
 	}
 	if o.Step == nil {
 		o.Step = func(string) {}
-	}
-	if _, err := pqfile.ParseCodec(o.Compression); err != nil {
-		return nil, err
 	}
 	tables, err := compactTables(out, o.Tables)
 	if err != nil {
@@ -125,11 +121,10 @@ type compactionPlan struct {
 
 // mergeGroup is the files of one month and one schema, in name order.
 type mergeGroup struct {
-	month  string
-	files  []string
-	rows   int64
-	schema *arrow.Schema // the newest file's
-	name   string        // the merged file's, once written
+	month string
+	files []string
+	rows  int64
+	name  string // the merged file's, once written
 }
 
 // planCompaction groups the table's files by month (of the run that wrote
@@ -168,7 +163,6 @@ func planCompaction(out, table string, now time.Time, currentMonth bool) (*compa
 		}
 		g.files = append(g.files, name)
 		g.rows += rows
-		g.schema = sc
 	}
 	p.groups = slices.DeleteFunc(order, func(g *mergeGroup) bool { return len(g.files) < 2 })
 	return p, nil
@@ -194,13 +188,9 @@ func (p *compactionPlan) report() TableCompaction {
 // run makes the table a new generation of its files, the groups merged,
 // and retires the old one.
 func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *TableCompaction) error {
-	merged := map[string]bool{}
-	for _, g := range p.groups {
-		for _, f := range g.files {
-			merged[f] = true
-		}
-	}
-	keep := slices.DeleteFunc(slices.Clone(p.files), func(f string) bool { return merged[f] })
+	keep := slices.DeleteFunc(slices.Clone(p.files), func(f string) bool {
+		return slices.ContainsFunc(p.groups, func(g *mergeGroup) bool { return slices.Contains(g.files, f) })
+	})
 	gen, old, err := replaceFiles(out, p.table, now, keep, func(dir string) error {
 		for i, g := range p.groups {
 			if err := g.merge(out, p.table, dir, o); err != nil {
@@ -226,28 +216,19 @@ func (p *compactionPlan) run(out string, now time.Time, o CompactOptions, tc *Ta
 // named after the newest file's time so that name order stays time order,
 // and checks that it holds them all.
 func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
-	newest := g.files[len(g.files)-1]
-	stamp, _, _ := strings.Cut(newest, "-")
+	stamp, _, _ := strings.Cut(g.files[len(g.files)-1], "-")
 	g.name = stamp + "-" + newRunID() + ".parquet"
-	md := g.schema.Metadata().ToMap()
-	delete(md, "cq:export_run")
-	md["cq:compacted_from"] = strings.Join(g.files, ",")
-	md["cq:compacted_by"] = o.Program.String()
-	meta := arrow.MetadataFrom(md)
-	sc := arrow.NewSchema(g.schema.Fields(), &meta)
-	path := filepath.Join(dir, g.name)
-	w, err := pqfile.CreateWritten(path, sc, pqfile.Options{Codec: o.Compression, CreatedBy: o.Program.String()})
-	if err != nil {
-		return err
-	}
+	path, srcs := filepath.Join(dir, g.name), []string{}
 	for _, f := range g.files {
-		if err := copyRows(filepath.Join(out, table, f), sc, w); err != nil {
-			w.Close()
-			return fmt.Errorf("merging: %w", err)
-		}
+		srcs = append(srcs, filepath.Join(out, table, f))
 	}
-	if err := w.Close(); err != nil {
-		return err
+	err := rewrite(path, srcs, o.Program, o.Compression, func(md map[string]string) {
+		delete(md, "cq:export_run")
+		md["cq:compacted_from"] = strings.Join(g.files, ",")
+		md["cq:compacted_by"] = o.Program.String()
+	}, (*pqfile.Writer).Write)
+	if err != nil {
+		return fmt.Errorf("merging: %w", err)
 	}
 	_, rows, err := pqfile.ReadSchema(path)
 	if err != nil {
@@ -259,17 +240,28 @@ func (g *mergeGroup) merge(out, table, dir string, o CompactOptions) error {
 	return nil
 }
 
-// copyRows writes every row of the file at path to w, as records of sc
-// (the same columns; descriptions may differ between versions).
-func copyRows(path string, sc *arrow.Schema, w *pqfile.Writer) error {
-	return pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
-		if rec.NumCols() != int64(sc.NumFields()) {
-			return fmt.Errorf("%d columns, the merged file %d", rec.NumCols(), sc.NumFields())
+// rewrite writes the rows of the files srcs, file after file, to a new
+// file dst as put writes each batch: a file of the newest's schema, its
+// metadata changed by md, written by by with codec.
+func rewrite(dst string, srcs []string, by Program, codec string, md func(map[string]string), put func(*pqfile.Writer, arrow.RecordBatch) error) error {
+	sc, _, err := pqfile.ReadSchema(srcs[len(srcs)-1])
+	if err != nil {
+		return err
+	}
+	m := sc.Metadata().ToMap()
+	md(m)
+	meta := arrow.MetadataFrom(m)
+	w, err := pqfile.CreateWritten(dst, arrow.NewSchema(sc.Fields(), &meta), pqfile.Options{Codec: codec, CreatedBy: by.String()})
+	if err != nil {
+		return err
+	}
+	for _, src := range srcs {
+		if err := pqfile.ReadRecords(context.Background(), src, nil, func(rec arrow.RecordBatch) error { return put(w, rec) }); err != nil {
+			w.Close()
+			return err
 		}
-		out := array.NewRecordBatch(sc, rec.Columns(), rec.NumRows())
-		defer out.Release()
-		return w.Write(out)
-	})
+	}
+	return w.Close()
 }
 
 func (rep *CompactReport) WriteText(w io.Writer) {

@@ -77,9 +77,6 @@ func damagedFile(table, path, part string, err error) DamagedFile {
 // moveAside moves a damaged file to DIR/.damaged/<table>/, where readers
 // of the table do not see it; the user may inspect it, and remove it.
 func moveAside(out string, d DamagedFile) error {
-	if err := dirsync.Mkdir(out, damagedDir); err != nil {
-		return err
-	}
 	if err := dirsync.Mkdir(filepath.Join(out, damagedDir), d.Table); err != nil {
 		return err
 	}

@@ -37,35 +37,27 @@ func (r *Run) applyEdits(out string, step func(string)) (int64, error) {
 	return changed, nil
 }
 
-// applyToTable rewrites the table's files that hold rows to change.
+// applyToTable rewrites the table's files that hold rows to change, and
+// removes its retired set if it holds any.
 func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) (int64, error) {
-	if err := r.removeRetired(out, table, ix, step); err != nil {
+	retired := filepath.Join(out, tablesDir, table, retiredName)
+	if held, _, err := r.filesToEdit(retired, table, ix); err != nil {
 		return 0, err
-	}
-	paths, err := filepath.Glob(filepath.Join(out, table, "*.parquet"))
-	if err != nil {
-		return 0, err
-	}
-	var touched, keep []string
-	for _, p := range paths {
-		n, err := r.rewriteFile(p, "", table, ix)
-		if err != nil {
+	} else if len(held) > 0 {
+		if err := removeDurably(retired); err != nil {
 			return 0, err
 		}
-		if n > 0 {
-			touched = append(touched, p)
-		} else {
-			keep = append(keep, filepath.Base(p))
-		}
+		step("compliance removed the retired files of " + table)
 	}
-	if len(touched) == 0 {
-		return 0, nil
+	touched, keep, err := r.filesToEdit(filepath.Join(out, table), table, ix)
+	if err != nil || len(touched) == 0 {
+		return 0, err
 	}
 	var changed int64
 	_, old, err := replaceFiles(out, table, r.Time.UTC(), keep, func(dir string) error {
-		for _, p := range touched {
-			stamp, _, _ := strings.Cut(filepath.Base(p), "-")
-			n, err := r.rewriteFile(p, filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix)
+		for _, name := range touched {
+			stamp, _, _ := strings.Cut(name, "-")
+			n, err := r.rewriteFile(filepath.Join(out, table, name), filepath.Join(dir, stamp+"-"+newRunID()+".parquet"), table, ix)
 			if err != nil {
 				return err
 			}
@@ -76,79 +68,57 @@ func (r *Run) applyToTable(out, table string, ix plan.Index, step func(string)) 
 	if err != nil {
 		return 0, err
 	}
-	if err := os.RemoveAll(old); err != nil {
-		return changed, err
-	}
-	if err := dirsync.Sync(filepath.Dir(old)); err != nil {
+	if err := removeDurably(old); err != nil {
 		return changed, err
 	}
 	step("compliance removed the old files of " + table)
 	return changed, nil
 }
 
-// removeRetired removes the table's retired set when it holds rows of the
-// reported posts.
-func (r *Run) removeRetired(out, table string, ix plan.Index, step func(string)) error {
-	retired := filepath.Join(out, tablesDir, table, retiredName)
-	paths, err := filepath.Glob(filepath.Join(retired, "*.parquet"))
-	if err != nil {
-		return err
-	}
+// filesToEdit are the names of the files of dir that hold rows the edits
+// change, and of the others.
+func (r *Run) filesToEdit(dir, table string, ix plan.Index) (touched, others []string, err error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.parquet"))
 	for _, p := range paths {
 		n, err := r.rewriteFile(p, "", table, ix)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		if n == 0 {
-			continue
+		if n > 0 {
+			touched = append(touched, filepath.Base(p))
+		} else {
+			others = append(others, filepath.Base(p))
 		}
-		if err := os.RemoveAll(retired); err != nil {
-			return err
-		}
-		if err := dirsync.Sync(filepath.Dir(retired)); err != nil {
-			return err
-		}
-		step("compliance removed the retired files of " + table)
-		return nil
 	}
-	return nil
+	return touched, others, err
+}
+
+// removeDurably removes path, and what it holds, and syncs its directory.
+func removeDurably(path string) error {
+	if err := os.RemoveAll(path); err != nil {
+		return err
+	}
+	return dirsync.Sync(filepath.Dir(path))
 }
 
 // rewriteFile counts the rows of the file at path that the edits change
 // and, when dst is not "", writes the file with them changed to dst.
 func (r *Run) rewriteFile(path, dst, table string, ix plan.Index) (int64, error) {
-	sc, _, err := pqfile.ReadSchema(path)
-	if err != nil {
-		return 0, err
-	}
-	var w *pqfile.Writer
-	if dst != "" {
-		md := sc.Metadata().ToMap()
-		md["cq:compliance_applied_by"] = r.Program.String()
-		meta := arrow.MetadataFrom(md)
-		sc = arrow.NewSchema(sc.Fields(), &meta)
-		if w, err = pqfile.CreateWritten(dst, sc, pqfile.Options{Codec: r.Codec, CreatedBy: r.Program.String()}); err != nil {
-			return 0, err
-		}
-	}
 	var changed int64
-	err = pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error {
+	put := func(w *pqfile.Writer, rec arrow.RecordBatch) error {
 		edits, err := rowEdits(rec, table, ix)
-		if err != nil {
+		changed += int64(len(edits))
+		if err != nil || w == nil {
 			return err
 		}
-		changed += int64(len(edits))
-		if w == nil {
-			return nil
-		}
-		return writeEdited(w, rec, sc, edits)
-	})
-	if w != nil {
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
+		return writeEdited(w, rec, edits)
 	}
-	return changed, err
+	if dst == "" {
+		return changed, pqfile.ReadRecords(context.Background(), path, nil, func(rec arrow.RecordBatch) error { return put(nil, rec) })
+	}
+	return changed, rewrite(dst, []string{path}, r.Program, r.Codec, func(md map[string]string) {
+		md["cq:compliance_applied_by"] = r.Program.String()
+	}, put)
 }
 
 // edit is what happens to one row: removed, or the columns given new
@@ -162,19 +132,16 @@ type edit struct {
 // a row already as asked has none.
 func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit, error) {
 	sc := rec.Schema()
-	users, ok := Column[arrow.Array](rec, "user_id")
-	if !ok {
-		return nil, fmt.Errorf("no user_id column")
-	}
 	keys := map[string]arrow.Array{}
-	for _, name := range ix.Columns(table) {
+	for _, name := range append(ix.Columns(table), "user_id") {
+		var ok bool
 		if keys[name], ok = Column[arrow.Array](rec, name); !ok {
 			return nil, fmt.Errorf("no %s column", name)
 		}
 	}
 	edits := map[int]edit{}
 	for i := 0; i < int(rec.NumRows()); i++ {
-		e, ok := ix.Find(table, users.ValueStr(i), func(name string) string {
+		e, ok := ix.Find(table, keys["user_id"].ValueStr(i), func(name string) string {
 			if keys[name].IsNull(i) {
 				return ""
 			}
@@ -212,29 +179,13 @@ func rowEdits(rec arrow.RecordBatch, table string, ix plan.Index) (map[int]edit,
 	return edits, nil
 }
 
-// writeEdited writes rec to w, as records of sc, with the edits made.
-func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edits map[int]edit) error {
-	write := func(from, to int64, values map[int]*string) error {
-		cols := make([]arrow.Array, rec.NumCols())
-		defer func() {
-			for _, c := range cols {
-				if c != nil {
-					c.Release()
-				}
-			}
-		}()
-		for c := range cols {
-			var err error
-			if v, set := values[c]; set {
-				cols[c], err = valueArray(rec.Column(c).DataType(), v)
-			} else {
-				cols[c] = array.NewSlice(rec.Column(c), from, to)
-			}
-			if err != nil {
-				return err
-			}
+// writeEdited writes rec to w with the edits made: its other rows in
+// slices between the edited ones.
+func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, edits map[int]edit) error {
+	write := func(part arrow.RecordBatch, err error) error {
+		if err != nil {
+			return err
 		}
-		part := array.NewRecordBatch(sc, cols, to-from)
 		defer part.Release()
 		return w.Write(part)
 	}
@@ -244,12 +195,12 @@ func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edit
 		if i < n && !edited {
 			continue
 		}
-		if err := write(start, i, nil); err != nil {
+		if err := write(rec.NewSlice(start, i), nil); err != nil {
 			return err
 		}
 		start = i + 1
 		if edited && !e.remove {
-			if err := write(i, i+1, e.values); err != nil {
+			if err := write(editedRow(rec, i, e.values)); err != nil {
 				return err
 			}
 		}
@@ -257,15 +208,33 @@ func writeEdited(w *pqfile.Writer, rec arrow.RecordBatch, sc *arrow.Schema, edit
 	return nil
 }
 
-// valueArray is an array of one value of type dt: v, or null.
-func valueArray(dt arrow.DataType, v *string) (arrow.Array, error) {
-	if v == nil {
-		return array.MakeArrayOfNull(memory.DefaultAllocator, dt, 1), nil
+// editedRow is row i of rec with the columns of values set to their value,
+// or null (nil).
+func editedRow(rec arrow.RecordBatch, i int64, values map[int]*string) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for c := range cols {
+		v, set := values[c]
+		switch {
+		case !set:
+			cols[c] = array.NewSlice(rec.Column(c), i, i+1)
+		case v == nil:
+			cols[c] = array.MakeArrayOfNull(memory.DefaultAllocator, rec.Column(c).DataType(), 1)
+		default:
+			b := array.NewBuilder(memory.DefaultAllocator, rec.Column(c).DataType())
+			err := b.AppendValueFromString(*v)
+			cols[c] = b.NewArray()
+			b.Release()
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
-	b := array.NewBuilder(memory.DefaultAllocator, dt)
-	defer b.Release()
-	if err := b.AppendValueFromString(*v); err != nil {
-		return nil, err
-	}
-	return b.NewArray(), nil
+	return array.NewRecordBatch(rec.Schema(), cols, 1), nil
 }

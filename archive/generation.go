@@ -50,29 +50,14 @@ func currentGeneration(out, table string) (string, error) {
 	return gen, nil
 }
 
-// newGeneration creates, durably, the directory of a new generation of
-// table named for now.
-func newGeneration(out, table string, now time.Time) (gen, dir string, err error) {
-	gen = now.Format(fileTimeLayout) + "-" + newRunID()
-	for _, d := range [][2]string{{out, tablesDir}, {filepath.Join(out, tablesDir), table}, {filepath.Join(out, tablesDir, table), gen}} {
-		if err := dirsync.Mkdir(d[0], d[1]); err != nil {
-			return "", "", err
-		}
-	}
-	return gen, generationDir(out, table, gen), nil
-}
-
-func generationDir(out, table, gen string) string {
-	return filepath.Join(out, tablesDir, table, gen)
-}
-
 // replaceFiles makes DIR/<table> a new generation of it, named for now:
 // the files of keep (names in DIR/<table>) hard linked, and those write
 // writes in its directory. It returns the generation, and the set of files
 // it replaced, for the caller to retire or remove.
 func replaceFiles(out, table string, now time.Time, keep []string, write func(dir string) error, step func(string), what string) (gen, old string, err error) {
-	gen, dir, err := newGeneration(out, table, now)
-	if err != nil {
+	gen = now.Format(fileTimeLayout) + "-" + newRunID()
+	dir := filepath.Join(out, tablesDir, table, gen)
+	if err := dirsync.Mkdir(filepath.Dir(dir), gen); err != nil {
 		return "", "", err
 	}
 	if err := write(dir); err != nil {
@@ -113,7 +98,7 @@ func switchGeneration(out, table, gen string) (old string, err error) {
 		if err := os.Rename(link, path); err != nil {
 			return "", err
 		}
-		return generationDir(out, table, prev), dirsync.Sync(out)
+		return filepath.Join(out, tablesDir, table, prev), dirsync.Sync(out)
 	}
 	if err := exchange(link, path); err != nil {
 		os.Remove(link)
@@ -132,7 +117,6 @@ func cleanGenerations(out string, step func(string)) error {
 		return err
 	}
 	for _, table := range tables {
-		tableCleaned := false
 		if fi, err := os.Lstat(swapPath(out, table)); err == nil {
 			// A directory there is the one a switch replaced: retire it.
 			// A link never replaced anything.
@@ -158,15 +142,10 @@ func cleanGenerations(out string, step func(string)) error {
 		}
 		for _, e := range entries {
 			if e.Name() != current && e.Name() != retiredName {
-				if err := os.RemoveAll(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
+				if err := removeDurably(filepath.Join(out, tablesDir, table, e.Name())); err != nil {
 					return err
 				}
-				cleaned, tableCleaned = true, true
-			}
-		}
-		if tableCleaned {
-			if err := dirsync.Sync(filepath.Join(out, tablesDir, table)); err != nil {
-				return err
+				cleaned = true
 			}
 		}
 	}

@@ -80,10 +80,12 @@ func openSnapshot(out string, pending, last *Run, skip map[string]bool) (*Snapsh
 	if err != nil {
 		return nil, err
 	}
+	var pendingFiles []File
 	if pending != nil {
-		for _, f := range pending.Files {
-			tables = append(tables, f.Table)
-		}
+		pendingFiles = pending.Files
+	}
+	for _, f := range pendingFiles {
+		tables = append(tables, f.Table)
 	}
 	for _, table := range tables {
 		if s.tables[table] != nil {
@@ -110,15 +112,10 @@ func openSnapshot(out string, pending, last *Run, skip map[string]bool) (*Snapsh
 				}
 			}
 		}
-		if pending == nil {
-			continue
-		}
-		for _, f := range pending.Files {
-			if f.Table == table && !slices.Contains(t.names, f.Name) {
-				if staged := pending.StagedPath(out, table); exists(staged) {
-					t.names = append(t.names, f.Name)
-					t.staged[f.Name] = staged
-				}
+		for _, f := range pendingFiles { // one a table
+			if staged := pending.StagedPath(out, table); f.Table == table && !slices.Contains(t.names, f.Name) && exists(staged) {
+				t.names = append(t.names, f.Name)
+				t.staged[f.Name] = staged
 			}
 		}
 		slices.Sort(t.names)
@@ -154,13 +151,6 @@ func (s *Snapshot) Close() {
 			t.dir.Close()
 		}
 	}
-}
-
-func (s *Snapshot) Files(table string) int {
-	if t := s.tables[table]; t != nil {
-		return len(t.names)
-	}
-	return 0
 }
 
 // Read calls batch with each record batch of the files of table, file

@@ -207,7 +207,7 @@ func (rep *RepairReport) compare(old, next *State) error {
 		return n
 	}
 	rep.Unfiled, rep.Unknown = count(before, after), count(after, before)
-	rep.StrayUnknown = !sameStray(old.Stray, next.Stray)
+	rep.StrayUnknown = !maps.EqualFunc(old.Stray, next.Stray, sameWritten)
 	return nil
 }
 
@@ -284,41 +284,35 @@ func (s *State) setWritten(written map[string]*ids.Set) error {
 			users[k.User] = true
 		}
 	}
-	st := memstate.NewWith(s.Keys)
+	ctx, st := context.Background(), memstate.NewWith(s.Keys) // whose calls do not fail
 	for uid := range users {
-		if s.Keys[account.RecordKey(uid)] == "" {
-			if err := account.MigrateRecord(context.Background(), st, uid, nil); err != nil {
+		key := account.RecordKey(uid)
+		if s.Keys[key] == "" {
+			if err := account.MigrateRecord(ctx, st, uid, nil); err != nil {
 				return err
 			}
 		}
-	}
-	if err := st.Flush(context.Background()); err != nil {
-		return err
-	}
-	s.Keys = st.Committed()
-	for uid := range users {
-		key := account.RecordKey(uid)
-		rec, err := archived.Unmarshal(s.Keys[key], "the state key "+key) // checked by distrust
+		value, _ := st.GetKey(ctx, key)
+		rec, err := archived.Unmarshal(value, "the state key "+key) // checked by distrust
 		if err != nil {
 			return err
 		}
 		rec.SetBookmarks(written[uid].Numbers())
-		if s.Keys[key], err = rec.Marshal(); err != nil {
+		if value, err = rec.Marshal(); err != nil {
 			return err
 		}
+		st.SetKey(ctx, key, value)
 	}
-	for key, value := range s.Keys {
-		if value == "" {
-			delete(s.Keys, key)
-		}
-	}
+	st.Flush(ctx)
+	s.Keys = st.Committed()
+	maps.DeleteFunc(s.Keys, func(_, value string) bool { return value == "" })
 	return nil
 }
 
 // distrust says why a walk memory cannot be kept, or "" if it can.
 func distrust(key, value string, written map[string]*ids.Set) string {
-	if err := checkKey(key, value); err != nil {
-		return "damaged (" + strings.TrimPrefix(err.Error(), "the state key "+key+" is damaged: ") + ")"
+	if _, err := account.CheckKey(key, value); err != nil {
+		return "damaged (" + err.Error() + ")"
 	}
 	uid, ok := strings.CutPrefix(key, account.BookmarksKey(""))
 	if !ok {
@@ -363,7 +357,6 @@ func exists(path string) bool {
 // readStray finds, in the files of each content table of x_bookmarks, the
 // posts whose rows they hold while no x_bookmarks file holds the post (its
 // file was removed): State.Stray, which it counts in rep.Stray.
-
 func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map[string]*ids.Set) map[string]map[string]*ids.Set {
 	stray := map[string]map[string]*ids.Set{}
 	rep.Stray = map[string]int{}
@@ -380,7 +373,6 @@ func (rep *RepairReport) readStray(snap *Snapshot, content []string, written map
 		}
 	}
 	return stray
-
 }
 
 // readKeys calls add with the (user_id, post_id) of every row of the
@@ -442,8 +434,6 @@ func sameWritten(a, b map[string]*ids.Set) bool {
 	return maps.EqualFunc(a, b, func(x, y *ids.Set) bool { return slices.Equal(x.IDs(), y.IDs()) })
 }
 
-func sameStray(a, b map[string]map[string]*ids.Set) bool { return maps.EqualFunc(a, b, sameWritten) }
-
 // salvage finds in the text of a damaged state file every walk memory and
 // run record that reads whole: each key is looked for by its own name, so
 // a damaged one loses only itself. Repair then checks every memory.
@@ -457,7 +447,7 @@ func salvage(text []byte) (keys map[string]string, pending, lastRun *Run) {
 		}
 		i += at
 		key, end, ok := jsonString(text, i)
-		if !ok || !isStateKey(key) || isArchivedKey(key) || end >= len(text) || text[end] != ':' {
+		if k, known := account.ParseKey(key); !ok || !known || k.Kind == account.ArchivedIDs || end >= len(text) || text[end] != ':' {
 			continue
 		}
 		value, _, ok := jsonString(text, end+1)
@@ -555,7 +545,6 @@ func (rep *RepairReport) WriteText(w io.Writer) {
 }
 
 func (rep *RepairReport) writeCost(w io.Writer) {
-
 	var lists []string
 	for _, d := range rep.Dropped {
 		lists = append(lists, d.Key)

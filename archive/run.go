@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -77,9 +75,6 @@ func BeginRun(out string, last *Run, now time.Time) (*Run, error) {
 		now = last.Time.Add(time.Millisecond)
 	}
 	run := &Run{ID: newRunID(), Time: now}
-	if err := dirsync.Mkdir(out, stagingDir); err != nil {
-		return nil, err
-	}
 	if err := dirsync.Mkdir(filepath.Join(out, stagingDir), run.ID); err != nil {
 		return nil, err
 	}
@@ -88,9 +83,7 @@ func BeginRun(out string, last *Run, now time.Time) (*Run, error) {
 
 func newRunID() string {
 	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
+	rand.Read(b[:]) // which never fails
 	return hex.EncodeToString(b[:])
 }
 
@@ -121,7 +114,7 @@ func (r *Run) Create(out string, table *schema.Table, sourceName, codec string, 
 func FinalPath(out string, f File) string { return filepath.Join(out, f.Table, f.Name) }
 
 // Stage syncs the run's staging directory once its files are written:
-// step 1 of the protocol (see the package documentation).
+// step 1 of the protocol (docs/design/exporter.md).
 func (r *Run) Stage(out string) error {
 	return DiskFull(dirsync.Sync(filepath.Join(out, stagingDir, r.ID)), false)
 }
@@ -144,13 +137,11 @@ func (r *Run) Commit(out string, next *State, step func(string)) error {
 // A crash anywhere in it is finished by the next call.
 func Publish(out string, s *State, step func(string)) error {
 	run := s.Pending
-	dirs := map[string]bool{}
-	for _, f := range run.Files {
+	for _, f := range run.Files { // one a table
 		staged, final := run.StagedPath(out, f.Table), FinalPath(out, f)
 		if err := dirsync.Mkdir(out, f.Table); err != nil {
 			return err
 		}
-		dirs[filepath.Dir(final)] = true
 		switch {
 		case exists(final): // published before a crash
 		case exists(staged):
@@ -163,9 +154,7 @@ func Publish(out string, s *State, step func(string)) error {
 				"Run `%s`: it publishes the rest of the run, and the next export fetches again the posts the missing file held",
 				run.ID, final, staged, RepairCommand(out))
 		}
-	}
-	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := dirsync.Sync(d); err != nil {
+		if err := dirsync.Sync(filepath.Dir(final)); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,6 @@
 package archive
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -22,31 +21,24 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
-// stateFormat is the format of the state file this version writes: 2
-// keeps the posts written in the accounts' records (account.RecordKey); 1,
-// which it reads, in written-id sets (State.Written).
+// stateFormat is the format this version writes; it reads 1 too.
 const stateFormat = 2
 
-// State is DIR/.state/state.json, replaced atomically (SaveState).
+// State is DIR/.state/state.json, replaced atomically (SaveState); see
+// docs/design/exporter.md, "The state file".
 type State struct {
 	Format int               `json:"format"`
 	Keys   map[string]string `json:"keys"` // the plugin's state keys
-	// Written lists, per user id, the post ids of the x_bookmarks rows in
-	// the committed files, as format 1 kept them; format 2 keeps them in
-	// the accounts' records (ArchivedPosts), made from these once.
+	// Written are format 1's posts written, by user id.
 	Written map[string]*ids.Set `json:"written,omitempty"`
-	// Stray lists, per content table of x_bookmarks and per user id, the
-	// posts whose rows the table's files hold while no x_bookmarks file
-	// does (a repair found its file removed): a walk that reads such a post
-	// again writes its bookmark's row, not these rows again.
+	// Stray are, by content table and user id, the posts whose rows no
+	// x_bookmarks file backs.
 	Stray   map[string]map[string]*ids.Set `json:"stray,omitempty"`
 	Pending *Run                           `json:"pending,omitempty"`  // committed, maybe not all published
 	LastRun *Run                           `json:"last_run,omitempty"` // the last run published
 }
 
-// writeTo writes json.Marshal(s), in this version's format, to w as jsonv2
-// encodes it: streamed, so that the keys and written ids, most of the
-// state, are not held twice more in memory to save them.
+// writeTo writes json.Marshal(s), in this version's format, streamed.
 func (s *State) writeTo(w io.Writer) error {
 	out := *s
 	out.Format = stateFormat
@@ -67,11 +59,8 @@ func Load(dir string) (*State, error) {
 	return loadState(out)
 }
 
-// loadState reads DIR/.state/state.json. A missing file is an empty state
-// only in a directory that holds no exported file: beside files, it is a
-// lost state, and an empty one would have the next run bill every post
-// again and write each row a second time. So is a state that does not know
-// the files beside it (see knowsFiles).
+// loadState reads DIR/.state/state.json: a missing one is an empty state
+// only where there is no exported file, and it must know the files.
 func loadState(out string) (*State, error) {
 	path := filepath.Join(out, stateDir, stateFile)
 	f, err := os.Open(path)
@@ -89,9 +78,8 @@ func loadState(out string) (*State, error) {
 	defer f.Close()
 	s, err := decodeState(f)
 	if err != nil {
-		var newer *newerStateError
-		if errors.As(err, &newer) {
-			return nil, fmt.Errorf("%s has format %d; this version reads format %d: use the cq-source-x that wrote it, or a newer one", path, newer.format, stateFormat)
+		if errors.Is(err, errNewerFormat) {
+			return nil, fmt.Errorf("%s %w", path, err)
 		}
 		return nil, &StateError{Dir: out, Problem: fmt.Sprintf("%s is damaged: %v", path, err)}
 	}
@@ -101,11 +89,8 @@ func loadState(out string) (*State, error) {
 	return s, nil
 }
 
-// knowsFiles checks that the state s (read from path) is the state of the
-// files in out: a run's files are named after its time, so none may be
-// later than the last run the state records. A state without runs beside
-// files, or older than them (a backup), would have the next run write again
-// rows the files hold.
+// knowsFiles checks that s (read from path) records a run no earlier than
+// the newest file of out.
 func (s *State) knowsFiles(out, path string) error {
 	var known time.Time // the latest run the state records
 	for _, run := range []*Run{s.LastRun, s.Pending} {
@@ -186,23 +171,23 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-type newerStateError struct{ format int }
-
-func (e *newerStateError) Error() string {
-	return fmt.Sprintf("format %d is newer than this version's (%d)", e.format, stateFormat)
-}
-
 // decodeState decodes and checks a state file: anything this program does
 // not write is damaged. Every walk memory is decoded too, so that a damaged
 // one stops the export before anything is billed.
 func decodeState(r io.Reader) (*State, error) {
-	s := &State{}
-	if err := s.readFrom(r); err != nil {
+	var s *State
+	if err := jsonv2.UnmarshalRead(r, &s, jsonv1.DefaultOptionsV1()); err != nil {
+		var te *jsonv1.UnmarshalTypeError
+		if errors.As(err, &te) && (te.Type.Kind() == reflect.Map || te.Field == "") { // the state's objects
+			return nil, fmt.Errorf("%s where an object was expected", jsonKinds[te.Value])
+		}
 		return nil, err
 	}
 	switch {
+	case s == nil:
+		return nil, errors.New("null where an object was expected")
 	case s.Format > stateFormat:
-		return nil, &newerStateError{s.Format}
+		return nil, fmt.Errorf("has format %d; this version reads format %d: %w", s.Format, stateFormat, errNewerFormat)
 	case s.Format == 0:
 		return nil, errors.New("it holds no state (\"format\" is missing)")
 	case s.Format != stateFormat && s.Format != 1:
@@ -212,123 +197,44 @@ func decodeState(r io.Reader) (*State, error) {
 	case s.Format == 1 && s.Written == nil:
 		return nil, errors.New("its written-id sets (\"written\") are missing")
 	}
+	maps.DeleteFunc(s.Keys, func(key, _ string) bool { return isArchivedKey(key) })
+	if err := nullSet(s.Written, "the written-id set"); err != nil {
+		return nil, err
+	}
+	for table, sets := range s.Stray {
+		if !isTableName(table) {
+			return nil, fmt.Errorf("stray rows of %q, which is not a table's name", table)
+		}
+		if err := nullSet(sets, "the stray rows of "+table); err != nil {
+			return nil, err
+		}
+	}
 	for _, run := range []*Run{s.Pending, s.LastRun} {
 		if err := run.check(); err != nil {
 			return nil, err
 		}
 	}
 	for key, value := range s.Keys {
-		if err := checkKey(key, value); err != nil {
-			return nil, err
+		if _, err := account.CheckKey(key, value); err != nil {
+			return nil, fmt.Errorf("the state key %s is damaged: %w", key, err)
 		}
 	}
 	return s, nil
 }
 
-// readFrom decodes the JSON writeTo writes one key and one set at a time,
-// not holding the file in memory beside what it decodes to.
-func (s *State) readFrom(r io.Reader) error {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	err := decodeObject(dec, func(field string) error {
-		switch field {
-		case "format":
-			return dec.Decode(&s.Format)
-		case "keys":
-			s.Keys = map[string]string{}
-			return decodeObject(dec, func(key string) error {
-				var v string
-				err := dec.Decode(&v)
-				if !isArchivedKey(key) {
-					s.Keys[key] = v
-				}
-				return err
-			})
-		case "written":
-			s.Written = map[string]*ids.Set{}
-			return decodeSets(dec, s.Written, "the written-id set")
-		case "stray":
-			s.Stray = map[string]map[string]*ids.Set{}
-			return decodeObject(dec, func(table string) error {
-				if !isTableName(table) {
-					return fmt.Errorf("stray rows of %q, which is not a table's name", table)
-				}
-				s.Stray[table] = map[string]*ids.Set{}
-				return decodeSets(dec, s.Stray[table], "the stray rows of "+table)
-			})
-		case "pending":
-			return dec.Decode(&s.Pending)
-		case "last_run":
-			return dec.Decode(&s.LastRun)
-		}
-		var unknown json.RawMessage
-		return dec.Decode(&unknown)
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("data after the state's JSON object")
-	}
-	return nil
-}
+// jsonKinds name, for a person, the kinds of JSON value jsonv1's errors name.
+var jsonKinds = map[string]string{"string": "a string", "number": "a number", "bool": "true or false", "array": "an array"}
 
-// decodeSets reads a JSON object of id sets by user id into sets, named
-// what in an error.
-func decodeSets(dec *json.Decoder, sets map[string]*ids.Set, what string) error {
-	return decodeObject(dec, func(uid string) error {
-		var set *ids.Set
-		if err := dec.Decode(&set); err != nil {
-			return err
-		}
+var errNewerFormat = errors.New("use the cq-source-x that wrote it, or a newer one")
+
+// nullSet refuses a null among sets, named what in its error.
+func nullSet(sets map[string]*ids.Set, what string) error {
+	for uid, set := range sets {
 		if set == nil {
 			return fmt.Errorf("%s of user %s is null", what, uid)
 		}
-		sets[uid] = set
-		return nil
-	})
-}
-
-// decodeObject reads a JSON object from dec, calling field for each key with
-// the value next in dec. A state this program writes has no null where an
-// object belongs.
-func decodeObject(dec *json.Decoder, field func(key string) error) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return err
 	}
-	if tok != json.Delim('{') {
-		return fmt.Errorf("%s where an object was expected", jsonKind(tok))
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		if err := field(tok.(string)); err != nil {
-			return err
-		}
-	}
-	_, err = dec.Token() // '}'
-	return err
-}
-
-// jsonKind names what a JSON token is, for a person (a string's text may
-// be long, and nil prints as <nil>).
-func jsonKind(tok json.Token) string {
-	switch v := tok.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return fmt.Sprint(v)
-	case string:
-		return "a string"
-	case json.Delim:
-		if v == '[' {
-			return "an array"
-		}
-		return fmt.Sprintf("%q", string(v))
-	}
-	return "a number"
+	return nil
 }
 
 // check refuses a run record that is not one this program writes: its id
@@ -359,22 +265,8 @@ func isRunID(id string) bool {
 	return len(id) == 8 && strings.Trim(id, "0123456789abcdef") == ""
 }
 
-// checkKey decodes a state key as the plugin will read it.
-func checkKey(key, value string) error {
-	if _, err := account.CheckKey(key, value); err != nil {
-		return fmt.Errorf("the state key %s is damaged: %w", key, err)
-	}
-	return nil
-}
-
-func isStateKey(key string) bool {
-	_, ok := account.ParseKey(key)
-	return ok
-}
-
 // isArchivedKey reports whether key is where versions before the
-// accounts' records kept their archived post ids: such keys are left out
-// as a state is read, and so when it is next saved.
+// accounts' records kept their archived post ids, which a state leaves out.
 func isArchivedKey(key string) bool {
 	k, _ := account.ParseKey(key)
 	return k.Kind == account.ArchivedIDs
@@ -417,10 +309,7 @@ func isTableName(name string) bool {
 // own entries are; so is a desktop's .DS_Store).
 func ForeignEntries(dir string, tables []string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	var foreign []string
@@ -451,8 +340,6 @@ func HasFiles(out, table string) bool {
 // SaveState replaces DIR/.state/state.json atomically; step marks the
 // crash points, named after what.
 func SaveState(out string, s *State, step func(string), what string) error {
-
-	s.Format = stateFormat
 	dir := filepath.Join(out, stateDir)
 	if err := dirsync.Mkdir(out, stateDir); err != nil {
 		return err

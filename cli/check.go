@@ -38,7 +38,7 @@ func (a *app) checkCommand() *cobra.Command {
 		Example: "  " + Name + " check --out ./archive\n  " + Name + " check --out ./archive --read-data",
 		GroupID: groupArchive,
 		RunE: func(*cobra.Command, []string) error {
-			rep, err := archive.Check(out, archive.CheckOptions{ReadData: readData, Tables: export.BookmarkTables()})
+			rep, err := archive.Check(out, export.BookmarkTables(), readData)
 			if err != nil {
 				return fmt.Errorf("check: %w", err)
 			}

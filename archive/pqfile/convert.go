@@ -1,9 +1,6 @@
 // Package pqfile writes one table's rows, the Arrow records the CloudQuery
-// SDK's scheduler builds, to a Parquet file that DuckDB, pyarrow and Spark
-// read directly, as CloudQuery's file destination does (docs/parquet.md):
-// JSON and UUID columns become text, the CLI's _cq_sync_time and
-// _cq_source_name columns are put in front, the Arrow schema and its
-// metadata are stored in the file, and pqarrow writes buffered row groups.
+// SDK's scheduler builds, to a Parquet file as CloudQuery's file destination
+// does (docs/parquet.md says how), and reads such files back.
 package pqfile
 
 import (
@@ -18,7 +15,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/scalar"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
 	"github.com/cloudquery/plugin-sdk/v4/types"
-	"github.com/google/uuid"
 )
 
 // Metadata keys added to every file's schema metadata, beside the SDK's
@@ -33,21 +29,10 @@ const (
 	MetadataSyncTime      = "cq:sync_time" // RFC 3339, UTC
 )
 
-// columnKind is how a column is written: as it is, or the text of its
-// JSON or UUID values.
-type columnKind string
-
-const (
-	asIs         columnKind = ""
-	jsonToString columnKind = "JSON"
-	uuidToString columnKind = "UUID"
-)
-
 // converter turns the records of one table into the records written.
 type converter struct {
 	table                *schema.Table
 	out                  *arrow.Schema
-	kinds                []columnKind
 	syncTime, sourceName scalar.Scalar // the CLI's columns, the same in every row
 }
 
@@ -56,13 +41,7 @@ type converter struct {
 func newConverter(table *schema.Table, syncTime time.Time, sourceName string, extra map[string]string) (*converter, error) {
 	in := table.ToArrowSchema()
 	md := in.Metadata().ToMap()
-	var pks []string
-	for _, c := range table.Columns {
-		if c.PrimaryKey {
-			pks = append(pks, c.Name)
-		}
-	}
-	md[MetadataPrimaryKeys] = strings.Join(pks, ",")
+	md[MetadataPrimaryKeys] = strings.Join(table.PrimaryKeys(), ",")
 	md[MetadataSourceName] = sourceName
 	md[MetadataSyncTime] = syncTime.UTC().Format(time.RFC3339Nano)
 	maps.Copy(md, extra)
@@ -83,29 +62,23 @@ func newConverter(table *schema.Table, syncTime time.Time, sourceName string, ex
 		return nil, fmt.Errorf("table %s already has a %s or %s column", table.Name, syncTimeColumn, sourceNameColumn)
 	}
 	for i, f := range in.Fields() {
-		kind := asIs
+		fm := f.Metadata.ToMap()
 		switch {
 		case arrow.TypeEqual(f.Type, types.ExtensionTypes.JSON):
-			kind = jsonToString
+			fm[MetadataJSON] = "true"
 			f.Type = arrow.BinaryTypes.String
 		case arrow.TypeEqual(f.Type, types.ExtensionTypes.UUID):
-			kind = uuidToString
 			f.Type = arrow.BinaryTypes.String
 		default:
 			if err := plain(f.Type); err != nil {
 				return nil, fmt.Errorf("table %s, column %s: %w", table.Name, f.Name, err)
 			}
 		}
-		fm := f.Metadata.ToMap()
-		if kind == jsonToString {
-			fm[MetadataJSON] = "true"
-		}
 		if d := table.Columns[i].Description; d != "" {
 			fm[MetadataDescription] = d
 		}
 		f.Metadata = arrow.MetadataFrom(fm)
 		fields = append(fields, f)
-		c.kinds = append(c.kinds, kind)
 	}
 	smd := arrow.MetadataFrom(md)
 	c.out = arrow.NewSchema(fields, &smd)
@@ -129,14 +102,13 @@ func plain(t arrow.DataType) error {
 	return nil
 }
 
-// convert returns rec in the output schema; the caller releases it. JSON
-// columns keep their buffers, as strings.
+// convert returns rec in the output schema; the caller releases it.
 func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if int(rec.NumCols()) != len(c.kinds) {
-		return nil, fmt.Errorf("table %s: record has %d columns, the table %d", c.table.Name, rec.NumCols(), len(c.kinds))
+	if int(rec.NumCols())+2 != c.out.NumFields() {
+		return nil, fmt.Errorf("table %s: record has %d columns, the table %d", c.table.Name, rec.NumCols(), c.out.NumFields()-2)
 	}
 	n := int(rec.NumRows())
-	cols := make([]arrow.Array, 0, len(c.kinds)+2)
+	cols := make([]arrow.Array, 0, c.out.NumFields())
 	defer func() {
 		for _, a := range cols {
 			a.Release()
@@ -149,41 +121,32 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 		cols = append(cols, col)
 	}
-	for i, kind := range c.kinds {
-		col := rec.Column(i)
-		ext, ok := col.(array.ExtensionArray)
-		if kind != asIs && !ok {
-			return nil, fmt.Errorf("table %s, column %s: want a %s array, got %s", c.table.Name, rec.ColumnName(i), kind, col.DataType())
-
-		}
-		switch kind {
-		case asIs:
+	for _, col := range rec.Columns() { // of the table: its extension arrays are JSON or UUID (plain)
+		switch ext, _ := col.(array.ExtensionArray); {
+		case ext == nil:
 			col.Retain()
 			cols = append(cols, col)
-		case jsonToString:
+		case arrow.TypeEqual(col.DataType(), types.ExtensionTypes.UUID):
+			cols = append(cols, uuidStrings(col))
+		default: // JSON: Binary and String share their layout, so it keeps its buffers as a string
 			storage := ext.Storage().Data()
-			// Binary and String share their layout: same buffers, string type.
 			str := array.NewData(arrow.BinaryTypes.String, storage.Len(), storage.Buffers(), nil, storage.NullN(), storage.Offset())
 			cols = append(cols, array.MakeFromData(str))
 			str.Release()
-		case uuidToString:
-			cols = append(cols,
-				uuidStrings(memory.DefaultAllocator, ext.Storage().(*array.FixedSizeBinary)))
 		}
 	}
 	return array.NewRecordBatch(c.out, cols, int64(n)), nil
 }
 
-// uuidStrings formats 16-byte UUIDs as 8-4-4-4-12 lowercase hex.
-func uuidStrings(mem memory.Allocator, in *array.FixedSizeBinary) arrow.Array {
-	b := array.NewStringBuilder(mem)
+// uuidStrings is the text of a UUID column (types.UUIDArray.ValueStr).
+func uuidStrings(col arrow.Array) arrow.Array {
+	b := array.NewStringBuilder(memory.DefaultAllocator)
 	defer b.Release()
-	b.Reserve(in.Len())
-	for i := range in.Len() {
-		if in.IsNull(i) {
+	for i := range col.Len() {
+		if col.IsNull(i) {
 			b.AppendNull()
 		} else {
-			b.Append(uuid.UUID(in.Value(i)).String())
+			b.Append(col.ValueStr(i))
 		}
 	}
 	return b.NewArray()

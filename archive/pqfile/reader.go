@@ -62,18 +62,15 @@ func ReadFile(ctx context.Context, f *os.File, columns []string, batch func(arro
 // ReadSchema returns the Arrow schema (with the file's metadata) and the
 // row count of the Parquet file at path, from its footer; its errors are
 // ReadRecords's.
-func ReadSchema(path string) (*arrow.Schema, int64, error) {
-	var sc *arrow.Schema
-	var rows int64
+func ReadSchema(path string) (sc *arrow.Schema, rows int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer f.Close()
 	err = withReader(f, func(fr *pqarrow.FileReader) error {
-		var err error
-		sc, err = fr.Schema()
 		rows = fr.ParquetReader().NumRows()
+		sc, err = fr.Schema()
 		return err
 	})
 	return sc, rows, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/cloudquery/plugin-sdk/v4/schema"
@@ -31,6 +32,7 @@ const DefaultRowGroupRows = 16384
 // Writer writes one table's rows to a Parquet file with pqarrow.
 type Writer struct {
 	conv *converter
+	sc   *arrow.Schema // the file's
 	f    *os.File
 	buf  *bufio.Writer
 	fw   *pqarrow.FileWriter
@@ -59,7 +61,8 @@ func Create(path string, table *schema.Table, o Options) (*Writer, error) {
 
 // CreateWritten creates path, which must not exist, for records already in
 // the form this package writes them (read back from its files, as
-// compaction does): sc is their schema, stored in the file as it is.
+// compaction does): sc is their schema, stored in the file as it is, and
+// theirs may differ from it only in metadata (a column's description).
 // Options' SyncTime, SourceName and Metadata are not used.
 func CreateWritten(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 	props, err := writerProperties(sc, o)
@@ -70,7 +73,7 @@ func CreateWritten(path string, sc *arrow.Schema, o Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{f: f, buf: bufio.NewWriterSize(f, 1<<20)}
+	w := &Writer{sc: sc, f: f, buf: bufio.NewWriterSize(f, 1<<20)}
 	// pqarrow closes the writer it is given when it closes: it is given
 	// the buffer alone, and Close flushes and syncs the file after it.
 	w.fw, err = pqarrow.NewFileWriter(sc, w.buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
@@ -120,14 +123,19 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 {
 		return nil
 	}
-	out := rec
+	var out arrow.RecordBatch
+	var err error
 	if w.conv != nil {
-		var err error
-		if out, err = w.conv.convert(rec); err != nil {
-			return err
-		}
-		defer out.Release()
+		out, err = w.conv.convert(rec)
+	} else if rec.NumCols() != int64(w.sc.NumFields()) {
+		err = fmt.Errorf("a record of %d columns, the file %d", rec.NumCols(), w.sc.NumFields())
+	} else {
+		out = array.NewRecordBatch(w.sc, rec.Columns(), rec.NumRows())
 	}
+	if err != nil {
+		return err
+	}
+	defer out.Release()
 	if err := w.fw.WriteBuffered(out); err != nil {
 		w.err = err
 		return err

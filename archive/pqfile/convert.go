@@ -121,7 +121,11 @@ func (c *converter) convert(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		}
 		cols = append(cols, col)
 	}
-	for _, col := range rec.Columns() { // of the table: its extension arrays are JSON or UUID (plain)
+	for i, col := range rec.Columns() {
+		if want := c.table.Columns[i].Type; !arrow.TypeEqual(col.DataType(), want) {
+			return nil, fmt.Errorf("table %s, column %s: want %s values, got %s", c.table.Name, c.table.Columns[i].Name, want, col.DataType())
+		}
+		// The table's extension arrays are JSON or UUID (plain).
 		switch ext, _ := col.(array.ExtensionArray); {
 		case ext == nil:
 			col.Retain()

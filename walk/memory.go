@@ -12,7 +12,7 @@ import (
 type Memory struct {
 	// Held is the list as the last clean walk left it, newest first: every post
 	// the archive holds that is believed to be still in the list. The stop rule
-	// needs the order, not only the newest id (the package comment).
+	// needs the order, not only the newest id (docs/walk.md).
 	Held *IDList `json:"held"`
 	// SyncedAt is when the last clean walk started. Posts found by the next walk
 	// were bookmarked after it.

@@ -29,8 +29,8 @@ type Settings struct {
 	MaxBilledPosts int
 	// Confirmations is how many held posts must follow the first held post,
 	// next to it in the remembered order, before the walk believes it has
-	// reached the posts it already holds (the package comment; docs/walk.md
-	// has what each one more guards against, and its cost).
+	// reached the posts it already holds (docs/walk.md: the rule, what each
+	// one more guards against, and its cost).
 	Confirmations int
 }
 
@@ -41,10 +41,8 @@ const (
 )
 
 // DefaultMaxBilledPosts is the spec's default billed-post cap of one walk:
-// a bound on what a server that never stops sending new posts can bill,
-// set far above the longest list the API has served (docs/cost.md). An
-// account past it is not stuck: its first walk stops there and says to
-// raise the cap once (see CapError).
+// a bound on what a server that never stops sending new posts can bill
+// (docs/cost.md says why this one; CapError how an account gets past it).
 const DefaultMaxBilledPosts = 100_000
 
 func (s Settings) WithDefaults() Settings {
@@ -69,16 +67,9 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// Planner chooses the size of each page of a walk (docs/cost.md).
-//
-// Requests are free and posts are billed, so the cheapest walk reads exactly
-// the posts it needs. A page of the fewest posts the walk can still need can
-// never over-read; pages grow beyond it only when the request budget would
-// otherwise run out before the walk can have covered the posts it might
-// still need (the ceiling, from the account's past walks): with r requests
-// left, n posts read and a ceiling C, pages proportional to n reach C in
-// about c·ln(C/n) requests, so the page is n·ln(C/n)/r. First syncs bill
-// every post whatever the page size, so they use the largest page.
+// Planner chooses the size of each page of a walk: requests are free and
+// posts are billed, so the cheapest walk reads exactly the posts it needs.
+// docs/cost.md#the-planner-walkplannergo has the rule.
 type Planner struct {
 	s       Settings
 	first   bool

@@ -14,8 +14,8 @@ const (
 // full pages is ample, and keeps memory flat on million-post first syncs.
 const recentWindow = 2 * APIMaxPage
 
-// stopState follows a walk post by post and applies the stop rule (see
-// the package comment and docs/walk.md).
+// stopState follows a walk post by post and applies the stop rule
+// (docs/walk.md#the-stop-rule).
 type stopState struct {
 	prev    *IDList
 	pos     *Positions // nil when nothing is held
@@ -123,7 +123,7 @@ func (s *stopState) skipped() int {
 }
 
 // confirmed reports whether the posts read end with the head of the tail,
-// as far as order can tell (the rule of the package comment).
+// as far as order can tell.
 func (s *stopState) confirmed() bool { return s.confirmedAt > 0 }
 
 // minNeeded is the fewest posts the walk can still need before it may stop:

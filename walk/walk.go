@@ -1,27 +1,9 @@
 // Package walk reads newest-first lists — a user's bookmarks, or one bookmark
 // folder — incrementally: it walks from the top, emits what is new, and stops
 // as soon as it has reached, as far as order can tell, the posts it already
-// holds.
-//
-// Between two syncs the list becomes the posts saved since, newest first,
-// above the tail: the held posts left alone, in exactly the order the last
-// walk remembered (document Part 3). Stopping at the first held post loses
-// posts when that post was saved again above new ones, so the walk stops when
-// the posts it has read end with a run of held posts in strictly increasing
-// remembered position that
-//
-//   - holds Settings.Confirmations+1 posts at consecutive remembered
-//     positions, read one after the other, and
-//   - is at least Confirmations+1 posts longer than the number of
-//     remembered posts, up to its last one, that the walk has not read.
-//
-// The list may move while the walk runs (tokens encode a position): a post
-// saved meanwhile makes the next page repeat one, which is dropped; a
-// bookmark removed above the read position skips one. A walk never sends a
-// token twice, and stops a server that leads it back to pages it has read
-// (loopCheck). After a clean walk Memory.Held is the posts read, then the
-// remembered tail after the run. docs/walk.md has the proof, the sequences
-// that can still hide a post, and what the next sync does about them.
+// holds (stopState), in pages sized by the Planner. docs/walk.md states the
+// stop rule and its proof, and what the list moving during a walk does
+// (loopCheck); docs/cost.md how pages are sized.
 package walk
 
 import (
@@ -124,15 +106,11 @@ type Result struct {
 // the result, and an error when the walk did not end cleanly; even then the
 // result tells what was read and billed.
 func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
-	settings := w.Settings.WithDefaults()
-	if err := settings.Validate(); err != nil {
-		return nil, err
-	}
 	clk := w.Clock
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	wk := newProgress(settings, prev, clk.Now(), w.ID)
+	wk := newProgress(w.Settings, prev, clk.Now(), w.ID)
 	token := ""
 	for {
 		size, err := wk.pageSize()
@@ -183,13 +161,16 @@ type progress[T any] struct {
 	empty int
 }
 
+// newProgress starts a walk with settings s, which the spec has checked
+// (Settings.Validate); the planner gives them their defaults.
 func newProgress[T any](s Settings, prev *Memory, now time.Time, id func(T) string) *progress[T] {
+	planner := NewPlanner(s, prev, now)
 	return &progress[T]{
 		id:      id,
 		res:     &Result{StartedAt: now},
 		prev:    prev,
-		planner: NewPlanner(s, prev, now),
-		stop:    newStopState(prev, s.Confirmations),
+		planner: planner,
+		stop:    newStopState(prev, planner.s.Confirmations),
 		loop:    &loopCheck{sent: map[string]int{}},
 	}
 }

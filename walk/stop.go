@@ -1,19 +1,5 @@
 package walk
 
-type seenKind int
-
-const (
-	seenNew seenKind = iota
-	seenHeld
-	seenDuplicate
-)
-
-// recentWindow is how many of the latest reads are checked for repeats. A
-// repeat only happens when posts are bookmarked between two requests of a
-// walk (the list shifts down), so it is one of the last page's posts; two
-// full pages is ample, and keeps memory flat on million-post first syncs.
-const recentWindow = 2 * APIMaxPage
-
 // stopState follows a walk post by post and applies the stop rule
 // (docs/walk.md#the-stop-rule).
 type stopState struct {
@@ -23,11 +9,6 @@ type stopState struct {
 
 	order *IDList // distinct posts read, in list order
 	read  int
-
-	// The latest reads, for repeats: recent holds up to recentWindow ids,
-	// older the window before it, so that the last recentWindow reads at
-	// least are always checked, with no deletion per read.
-	recent, older map[string]struct{}
 
 	// run holds the remembered positions of the trailing run: the last
 	// posts read, all held, in strictly increasing remembered position. Its
@@ -53,7 +34,7 @@ type stopState struct {
 }
 
 func newStopState(prev *Memory, confirmations int) *stopState {
-	s := &stopState{confirm: confirmations, order: &IDList{}, recent: make(map[string]struct{}, recentWindow), older: make(map[string]struct{}, recentWindow)}
+	s := &stopState{confirm: confirmations, order: &IDList{}}
 	if prev.held() > 0 {
 		s.prev = prev.Held
 		s.pos = prev.Held.Positions()
@@ -61,28 +42,18 @@ func newStopState(prev *Memory, confirmations int) *stopState {
 	return s
 }
 
-func (s *stopState) add(id string) seenKind {
-	if _, dup := s.recent[id]; dup {
-		return seenDuplicate
-	}
-	if _, dup := s.older[id]; dup {
-		return seenDuplicate
-	}
-	if len(s.recent) == recentWindow {
-		clear(s.older)
-		s.recent, s.older = s.older, s.recent
-	}
-	s.recent[id] = struct{}{}
-
+// add follows the walk to a post it reads for the first time (loopCheck
+// tells the repeats), and reports whether the post is new: not held.
+func (s *stopState) add(id string) bool {
 	s.order.Append(id)
 	s.read++
 	if s.pos == nil {
-		return seenNew
+		return true
 	}
 	p, held := s.pos.Of(id)
 	if !held {
 		s.endRun()
-		return seenNew
+		return true
 	}
 	if n := len(s.run); n > 0 && p > s.run[n-1] {
 		if p == s.run[n-1]+1 {
@@ -101,7 +72,7 @@ func (s *stopState) add(id string) seenKind {
 	if s.confirmedAt == 0 && s.block && len(s.run) >= 1+s.confirm+s.skipped() {
 		s.confirmedAt = s.read
 	}
-	return seenHeld
+	return false
 }
 
 // endRun moves the current run's held posts above: they were not the tail.

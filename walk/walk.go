@@ -185,25 +185,26 @@ func (wk *progress[T]) pageSize() (int, error) {
 	return size, nil
 }
 
-// countPage counts a page read and passes its posts to the stop rule; it returns
-// the items that are new, in list order, or an ErrLoop when the page leads
-// the walk back to posts it has read.
+// countPage counts a page read and passes the posts it reads for the first
+// time to the stop rule; it returns the items that are new, in list order,
+// or an ErrLoop when the page leads the walk back to posts it has read.
 func (wk *progress[T]) countPage(page Page[T], size int) ([]T, error) {
 	wk.res.Requests++
 	wk.res.PageSizes = append(wk.res.PageSizes, size)
 	wk.res.Billed += len(page.Items)
-	if err := wk.loop.read(len(page.Items), func(i int) string { return wk.id(page.Items[i]) }, wk.res.Requests, wk.res.Billed); err != nil {
-		return nil, err
-	}
-	fresh := page.Items[:0:0]
+	fresh, repeats := page.Items[:0:0], 0
 	for _, item := range page.Items {
-		switch wk.stop.add(wk.id(item)) {
-		case seenNew:
+		switch id := wk.id(item); {
+		case !wk.loop.posts.Add(id):
+			repeats++ // the list moved down between two requests, or a loop
+		case wk.stop.add(id):
 			fresh = append(fresh, item)
-		case seenDuplicate:
-			wk.res.Duplicates++
 		}
 	}
+	if err := wk.loop.read(len(page.Items), repeats, wk.res.Requests, wk.res.Billed); err != nil {
+		return nil, err
+	}
+	wk.res.Duplicates += repeats
 	wk.res.New += len(fresh)
 	return fresh, nil
 }

@@ -3,7 +3,6 @@ package walk
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -55,41 +54,14 @@ type memoryJSON struct {
 	Outbox   json.RawMessage `json:"outbox,omitempty"`
 }
 
-// Marshal encodes m for the state backend: the JSON of memoryJSON. It is
-// put together here rather than by json.Marshal, which would scan the held
-// list's text (megabytes for a large account, and base64, so nothing to
-// escape) once more and copy it twice; TestMemoryMarshalIsJSON holds the two
-// to the same bytes.
+// Marshal encodes m for the state backend.
 func (m *Memory) Marshal() (string, error) {
 	held := m.Held
 	if held == nil {
 		held = &IDList{}
 	}
-	text, err := held.MarshalText()
-	if err != nil {
-		return "", err
-	}
-	syncedAt, err := json.Marshal(m.SyncedAt.UTC())
-	if err != nil {
-		return "", err
-	}
-	var history []byte
-	if len(m.History) > 0 {
-		if history, err = json.Marshal(m.History); err != nil {
-			return "", err
-		}
-	}
-	var b strings.Builder
-	b.Grow(len(text) + len(history) + len(m.Outbox) + 128)
-	fmt.Fprintf(&b, `{"version":%d,"held":"%s","count":%d,"synced_at":%s`, memoryVersion, text, held.Len(), syncedAt)
-	if history != nil {
-		fmt.Fprintf(&b, `,"history":%s`, history)
-	}
-	if len(m.Outbox) > 0 {
-		fmt.Fprintf(&b, `,"outbox":%s`, m.Outbox)
-	}
-	b.WriteByte('}')
-	return b.String(), nil
+	b, err := json.Marshal(memoryJSON{Version: memoryVersion, Held: held, Count: held.Len(), SyncedAt: m.SyncedAt.UTC(), History: m.History, Outbox: m.Outbox})
+	return string(b), err
 }
 
 // UnmarshalMemory decodes a state value. The empty string is no memory (a

@@ -27,7 +27,7 @@ var (
 		zw, _ := gzip.NewWriterLevel(nil, gzip.NoCompression) // a valid level: no error
 		return zw
 	}}
-	readers sync.Pool // *gzip.Reader
+	readers = sync.Pool{New: func() any { return new(gzip.Reader) }} // Reset makes one NewReader's
 )
 
 // Pack wraps raw in a gzip member and encodes it as base64 text.
@@ -69,14 +69,8 @@ func Unpack(text []byte, what string) ([]byte, error) {
 }
 
 func gunzip(packed []byte, what string) ([]byte, error) {
-	zr, _ := readers.Get().(*gzip.Reader)
-	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(bytes.NewReader(packed))
-	} else {
-		err = zr.Reset(bytes.NewReader(packed))
-	}
-	if err != nil {
+	zr := readers.Get().(*gzip.Reader)
+	if err := zr.Reset(bytes.NewReader(packed)); err != nil {
 		return nil, fmt.Errorf("%s: not gzip data: %w", what, err)
 	}
 	zr.Multistream(false)

@@ -45,13 +45,6 @@ const (
 // (docs/cost.md says why this one; CapError how an account gets past it).
 const DefaultMaxBilledPosts = 100_000
 
-func (s Settings) WithDefaults() Settings {
-	s.MaxPageSize = cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
-	s.RequestBudget = cmp.Or(s.RequestBudget, DefaultRequestBudget)
-	s.Confirmations = cmp.Or(s.Confirmations, DefaultConfirmations)
-	return s
-}
-
 // Validate reports the first setting out of range, naming it.
 func (s Settings) Validate() error {
 	switch {
@@ -78,9 +71,11 @@ type Planner struct {
 }
 
 // NewPlanner plans one walk of a list whose memory is prev (nil = first
-// sync), starting at now.
+// sync), starting at now, with s and the defaults of its zero fields.
 func NewPlanner(s Settings, prev *Memory, now time.Time) *Planner {
-	s = s.WithDefaults()
+	s.MaxPageSize = cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
+	s.RequestBudget = cmp.Or(s.RequestBudget, DefaultRequestBudget)
+	s.Confirmations = cmp.Or(s.Confirmations, DefaultConfirmations)
 	p := &Planner{s: s, first: prev.held() == 0}
 	if prev == nil {
 		return p

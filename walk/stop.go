@@ -152,13 +152,9 @@ func (s *stopState) memory(o Outcome) *Memory {
 	// run's last one was read (in the run or above it) or is gone.
 	last := s.run[len(s.run)-1]
 	s.removed = s.skipped()
-	moved := make(map[int]struct{}, len(s.above))
-	for _, p := range s.above {
-		moved[p] = struct{}{}
-	}
 	held := s.order
 	for i := last + 1; i < s.prev.Len(); i++ {
-		if _, ok := moved[i]; !ok {
+		if s.aboveUpTo.sum(i) == s.aboveUpTo.sum(i-1) { // i did not move above
 			held.appendFrom(s.prev, i)
 		}
 	}

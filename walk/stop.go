@@ -124,18 +124,11 @@ func (s *stopState) needed(o Outcome) int {
 }
 
 // found is the number of distinct posts above the head of the tail.
-func (s *stopState) found(o Outcome) int {
-	if len(s.run) > 0 && (o == MetHeld || o == ReachedEnd) {
+func (s *stopState) found() int {
+	if len(s.run) > 0 {
 		return s.runStart
 	}
 	return s.read
-}
-
-func (s *stopState) rebookmarked(o Outcome) int {
-	if o == MetHeld || o == ReachedEnd {
-		return len(s.above)
-	}
-	return len(s.above) + len(s.run)
 }
 
 // memory builds the list to remember after a clean walk.

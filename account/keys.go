@@ -200,10 +200,8 @@ func legacyDecoder(set func(*archived.Legacy, string)) func(key, value string) e
 	}
 }
 
-// RegisterDecoder sets how the values of kind are decoded, for the kinds
-// whose values another package reads (the compliance checks, jobs and
-// archived posts, the media files).
-// It is called at initialization.
+// RegisterDecoder sets, at initialization, how the values of kind are
+// decoded, for the kinds whose values another package reads (compliance).
 func RegisterDecoder(kind KeyKind, decode func(key, value string) error) { decoders[kind] = decode }
 
 // CheckKey decodes value as the plugin will read the key, so that a damaged

@@ -1,9 +1,6 @@
-// Package archived is one account's record of what it archived: each
-// bookmarked post with its author and the dates its row keeps once
-// redacted, each post its bookmarks reference (x_bookmark_referenced_posts)
-// with its author, and the media files each post uses, with what became of
-// each (Files). Package resources feeds it where rows are emitted; the
-// compliance checks, the media files pass and the exporter read it. One
+// Package archived is one account's record of what it archived: its
+// bookmarked posts and the posts they reference, with their authors, the
+// dates a redacted row keeps, and the media files each uses (Files). One
 // value per account in the state backend (account.RecordKey).
 package archived
 

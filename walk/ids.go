@@ -111,10 +111,8 @@ func (p *Positions) Of(id string) (int, bool) {
 	return i, ok
 }
 
-// Encoding of a list for the state backend: a format byte, the count, then the
-// ids (numbers as zig-zag varint deltas, which shrinks ids of posts of similar
-// age; strings length-prefixed), DEFLATE-compressed and base64-encoded so the
-// value is a plain string.
+// The state's encoding of a list: a format byte, the count, then the ids
+// (numbers as zig-zag varint deltas; strings length-prefixed), ids.Pack'ed.
 const (
 	formatNumbers byte = 1
 	formatStrings byte = 2

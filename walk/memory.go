@@ -18,10 +18,8 @@ type Memory struct {
 	SyncedAt time.Time `json:"synced_at"`
 	// History records recent clean walks, oldest first, for the planner.
 	History []SyncRecord `json:"history,omitempty"`
-	// Outbox is kept for the walk's caller, in the same state value, so that
-	// both are written at once: the rows of the posts read that the
-	// destination may not hold yet (package outbox). The walk neither reads
-	// nor writes it.
+	// Outbox is the caller's rows the destination may not hold yet (package
+	// outbox), in the same state value so that both are written at once.
 	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
 

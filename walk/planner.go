@@ -13,25 +13,13 @@ const (
 	APIMaxPage  = 100
 )
 
-// Settings tune the planner. The zero value of a field means its default.
+// Settings tune one walk as the spec's planner section does (spec.Planner
+// says what each one is); the zero value of a field means its default.
 type Settings struct {
-	// MaxPageSize is the largest max_results the planner asks for: 90 by
-	// default, not the API's 100, with which X's walks can end early
-	// without a next_token (docs/cost.md).
-	MaxPageSize int
-	// RequestBudget is how many requests one incremental walk may spend before
-	// the planner stops preferring small pages: by default 150 of the 180 a
-	// user has per 15 minutes, leaving headroom for the user's other apps.
-	RequestBudget int
-	// MaxBilledPosts caps the posts one walk may be billed for; 0 = no cap.
-	// A walk that reaches the cap stops cleanly and does not advance. (The
-	// spec's default is DefaultMaxBilledPosts.)
-	MaxBilledPosts int
-	// Confirmations is how many held posts must follow the first held post,
-	// next to it in the remembered order, before the walk believes it has
-	// reached the posts it already holds (docs/walk.md: the rule, what each
-	// one more guards against, and its cost).
-	Confirmations int
+	MaxPageSize    int
+	RequestBudget  int // this walk's: a folder walk's is its share of folder_request_budget
+	MaxBilledPosts int // 0: no cap (the spec's default is DefaultMaxBilledPosts)
+	Confirmations  int
 }
 
 const (

@@ -74,18 +74,20 @@ func (l *IDList) IDs() []string {
 	return out
 }
 
-// Positions maps each id of a list to its index (the first, should an id
-// repeat). It is built once per walk, from the list held since the last sync.
-type Positions struct {
-	nums map[uint64]int
-	strs map[string]int
-}
-
-func (l *IDList) Positions() *Positions {
+// Positions returns the index of an id in the list (the first, should an id
+// repeat), and whether the list holds it. It is built once per walk, from
+// the list held since the last sync.
+func (l *IDList) Positions() func(id string) (int, bool) {
 	if l.strs != nil {
-		return &Positions{strs: index(l.strs)}
+		m := index(l.strs)
+		return func(id string) (int, bool) { i, ok := m[id]; return i, ok }
 	}
-	return &Positions{nums: index(l.nums)}
+	m := index(l.nums)
+	return func(id string) (int, bool) {
+		n, isNum := ids.Parse(id)
+		i, ok := m[n]
+		return i, isNum && ok
+	}
 }
 
 // index maps each value of list to its first index.
@@ -95,20 +97,6 @@ func index[K comparable](list []K) map[K]int {
 		m[k] = i
 	}
 	return m
-}
-
-// Of returns the index of id, and whether the list holds it.
-func (p *Positions) Of(id string) (int, bool) {
-	if p.strs != nil {
-		i, ok := p.strs[id]
-		return i, ok
-	}
-	n, ok := ids.Parse(id)
-	if !ok {
-		return 0, false
-	}
-	i, ok := p.nums[n]
-	return i, ok
 }
 
 // The state's encoding of a list: a format byte, the count, then the ids

@@ -4,7 +4,7 @@ package walk
 // (docs/walk.md#the-stop-rule).
 type stopState struct {
 	prev    *IDList
-	pos     *Positions // nil when nothing is held
+	pos     func(id string) (int, bool) // the remembered positions; nil when nothing is held
 	confirm int
 
 	order *IDList // distinct posts read, in list order
@@ -50,7 +50,7 @@ func (s *stopState) add(id string) bool {
 	if s.pos == nil {
 		return true
 	}
-	p, held := s.pos.Of(id)
+	p, held := s.pos(id)
 	if !held {
 		s.endRun()
 		return true

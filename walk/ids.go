@@ -12,11 +12,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// IDList is an ordered list of post ids, newest first. Every X id is a decimal
-// number that fits in a uint64, so ids are kept as 8-byte numbers: a list of a
-// million bookmarks costs 8 MB of memory, not 40. Should an id ever not be a
-// canonical decimal number, the list switches to storing strings, so nothing
-// depends on the id format the document leaves open ("string").
+// IDList is an ordered list of post ids, newest first, kept as numbers as
+// package ids says why; once one is not a number, as strings.
 type IDList struct {
 	nums []uint64
 	strs []string // non-nil once the list holds a non-numeric id

@@ -154,11 +154,9 @@ func (s *stopState) memory(o Outcome) *Memory {
 	return &Memory{Held: held}
 }
 
-// fenwick counts positions and answers "how many at or before p" in
-// O(log n), so that the rule stays cheap when a walk reads many held posts
-// out of order (a user who re-saved thousands). Its tree, one int32 per
-// remembered post, is allocated when the first position is added: most
-// walks read no held post above the tail and never need it.
+// fenwick counts positions, "how many at or before p" in O(log n), for a
+// walk that reads many held posts out of order (a user who re-saved
+// thousands); most walks read none, and never allocate its tree.
 type fenwick []int32
 
 // add counts position p of a list of n.

@@ -74,31 +74,22 @@ type Walker[T any] struct {
 
 // Result describes a walk.
 type Result struct {
-	Outcome Outcome
-	// New is the number of posts emitted: posts not held.
-	New int
-	// Rebookmarked is the number of held posts found above the tail.
-	Rebookmarked int
-	// Removed is the number of held posts the walk proved gone.
-	Removed int
-	// Duplicates is the number of posts read twice (the list shifted down).
-	Duplicates int
-	// Billed is the number of posts returned, duplicates included.
-	Billed int
-	// Requests is the number of pages requested.
-	Requests int
-	// PageSizes lists the max_results of each request.
-	PageSizes []int
+	Outcome      Outcome
+	New          int   // posts emitted: posts not held
+	Rebookmarked int   // held posts found above the tail
+	Removed      int   // held posts the walk proved gone
+	Duplicates   int   // posts read twice (the list shifted down)
+	Billed       int   // posts returned, duplicates included
+	Requests     int   // pages requested
+	PageSizes    []int // the max_results of each request
 	// Found is the number of distinct posts above the head of the tail (or all
 	// posts read, when the walk reached the end).
 	Found int
 	// Needed is the number of distinct posts the stop rule needed: up to the
 	// one that confirmed the tail (all posts read, when the walk reached the
 	// end). Billed - Duplicates - Needed is what the page sizes over-read.
-	Needed int
-	// Memory is what to store for the next walk; set only when Outcome.Clean().
-	Memory *Memory
-	// StartedAt is when the walk started.
+	Needed    int
+	Memory    *Memory // what to store for the next walk; set only when Outcome.Clean()
 	StartedAt time.Time
 }
 

@@ -25,14 +25,12 @@ type Memory struct {
 
 // SyncRecord is what the planner remembers of one clean walk.
 type SyncRecord struct {
-	At time.Time `json:"at"`
-	// Interval since the previous clean walk (0 for a first walk).
-	Interval time.Duration `json:"interval"`
+	At       time.Time     `json:"at"`
+	Interval time.Duration `json:"interval"` // since the previous clean walk (0 for a first walk)
 	// Found is the number of distinct posts above the first held one: new posts
 	// and re-bookmarked ones. A walk must read Found + 1 + confirmations posts.
-	Found int `json:"found"`
-	// Billed is the number of posts the walk was billed for.
-	Billed int `json:"billed"`
+	Found  int `json:"found"`
+	Billed int `json:"billed"` // the posts the walk was billed for
 }
 
 // historyLength bounds History: enough to see an account's habit, small

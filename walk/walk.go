@@ -52,8 +52,7 @@ var ErrInterrupted = errors.New("the sync was stopped")
 // Page is one response of a newest-first list.
 type Page[T any] struct {
 	Items []T
-	// Next is the token of the next page; "" on the last page.
-	Next string
+	Next  string // the token of the next page; "" on the last page
 }
 
 // FetchFunc reads one page of at most maxResults items; token "" is the top.
@@ -62,8 +61,7 @@ type FetchFunc[T any] func(ctx context.Context, maxResults int, token string) (P
 // Walker walks one list.
 type Walker[T any] struct {
 	Fetch FetchFunc[T]
-	// ID returns an item's post id.
-	ID func(T) string
+	ID    func(T) string // an item's post id
 	// Emit receives the new items of each page, in list order, before the
 	// next page is requested. An error ends the walk as Failed, and no
 	// further page is requested.

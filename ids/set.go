@@ -141,10 +141,10 @@ func (s *Set) others() []string {
 // SetOf is a set that held nums (HasEarlier), which it keeps.
 func SetOf(nums Sorted) *Set { return &Set{held: nums} }
 
-// Clone returns a copy of the set, which changes apart from it. (The held
-// numbers are shared: no set changes them in place.)
+// Clone returns a copy of the set, which changes apart from it. (The sorted
+// slices are shared: no set changes them in place.)
 func (s *Set) Clone() *Set {
-	return &Set{held: s.held, added: slices.Clone(s.added), latest: maps.Clone(s.latest), strs: s.strs, more: maps.Clone(s.more)}
+	return &Set{held: s.held, added: s.added, latest: maps.Clone(s.latest), strs: s.strs, more: maps.Clone(s.more)}
 }
 
 // merge moves the latest additions into the sorted added slice and drops

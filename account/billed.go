@@ -35,11 +35,8 @@ type billedValue struct {
 }
 
 // EnterBilling is called by every resolver that bills the account's reads,
-// before its first request: the first of them brings back the ledger an
-// earlier sync of the same UTC day left (or this sync put away). The
-// resolver calls the function it returns once it bills no more: the last
-// one out stores the ledger and the meter lets go of it, so that a sync of
-// many accounts does not hold every post of every account it has read.
+// before its first request, and the function it returns once it bills no
+// more: the meter's EnterBilling and LeaveBilling, with the ledger's value.
 func (s *Session) EnterBilling(ctx context.Context) (leave func()) {
 	if s.Meter == nil || s.State == nil || s.UserID == "" {
 		return func() {}
@@ -62,8 +59,8 @@ func (s *Session) StoreBilled(ctx context.Context) {
 	}
 }
 
-// loadBilled reads the ledger an earlier sync of the same UTC day left.
-// A ledger that cannot be read is dropped: it only makes estimates.
+// loadBilled reads the ledger an earlier sync of the same UTC day left (or
+// this sync put away).
 func (s *Session) loadBilled(ctx context.Context) (day string, posts, users []string, err error) {
 	value, err := s.State.GetKey(ctx, BilledKey(s.UserID))
 	if err != nil || value == "" {

@@ -93,10 +93,7 @@ func NewPlanner(s Settings, prev *Memory, now time.Time) *Planner {
 }
 
 // surpriseGrowth: a walk that has read n posts and not reached the held ones
-// plans for surpriseGrowth·n in all. Planning for only twice as many spends
-// the budget on small pages and then has to finish with large ones; on the
-// reference workload (docs/benchmarks.md) 4 over-reads least on the days
-// that exceed an account's history, and costs almost nothing on the others.
+// plans for surpriseGrowth·n in all (docs/cost.md#the-planner-walkplannergo: why 4).
 const surpriseGrowth = 4
 
 // The floor: an account that has needed at least F posts in each of its

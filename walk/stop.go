@@ -24,10 +24,9 @@ type stopState struct {
 	// on: later posts in increasing order are what the tail would show.
 	confirmedAt int
 
-	// above holds the remembered positions of held posts read before the
-	// run (moved above the tail, if the run is its head), and aboveUpTo
-	// counts them by position.
-	above     []int
+	// above counts the held posts read before the run (moved above the
+	// tail, if the run is its head), and aboveUpTo their positions.
+	above     int
 	aboveUpTo fenwick
 
 	removed int
@@ -80,7 +79,7 @@ func (s *stopState) endRun() {
 	for _, p := range s.run {
 		s.aboveUpTo.add(p, s.prev.Len())
 	}
-	s.above = append(s.above, s.run...)
+	s.above += len(s.run)
 	s.run = s.run[:0]
 	s.streak, s.block, s.confirmedAt = 0, false, 0
 }
@@ -136,7 +135,7 @@ func (s *stopState) memory(o Outcome) *Memory {
 	if o != MetHeld || s.pos == nil {
 		// The walk read the whole list: what it read is the list.
 		if s.prev != nil {
-			s.removed = s.prev.Len() - len(s.above) - len(s.run)
+			s.removed = s.prev.Len() - s.above - len(s.run)
 		}
 		return &Memory{Held: s.order}
 	}

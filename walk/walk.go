@@ -223,7 +223,7 @@ func (wk *progress[T]) end(o Outcome, err error) (*Result, error) {
 	}
 	st, res := wk.stop, wk.res
 	mem := st.memory(o)
-	res.Found, res.Needed, res.Rebookmarked, res.Removed = st.found(), st.needed(o), len(st.above), st.removed
+	res.Found, res.Needed, res.Rebookmarked, res.Removed = st.found(), st.needed(o), st.above, st.removed
 	mem.SyncedAt = res.StartedAt
 	var interval time.Duration
 	if wk.prev != nil && !wk.prev.SyncedAt.IsZero() {

@@ -334,9 +334,6 @@ func (s *Session) FolderWalkBudget() int {
 	return max(minFolderWalkBudget, s.FolderBudget/max(1, s.report.folders))
 }
 
-// minFolderWalkBudget is the fewest requests a folder walk plans for. The
-// budget shapes page sizes, not how many requests a walk makes: planned for
-// one request, a walk must read a whole page to be sure to finish; with
-// three, an unchanged folder costs its held post and its confirmation. The
-// requests are free; a sync that needs more waits for the folders' limit.
+// minFolderWalkBudget is the fewest requests a folder walk plans for: with
+// fewer, an unchanged folder would bill a whole page (docs/walk.md#folders).
 const minFolderWalkBudget = 3

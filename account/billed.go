@@ -12,11 +12,9 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// X bills each resource once per UTC day. An account's meter keeps the ids
-// billed on the current UTC day, and the state carries them to the next sync
-// of that day, so that it counts as billed only what the first did not read.
-// They are estimates, never a reason to fail: a value that cannot be read is
-// dropped. Most of them are posts the bookmarks walk's memory holds already:
+// The day's ledger of the meter (billing/ledger.go) as the state keeps it.
+// It makes estimates, never a reason to fail: a value that cannot be read is
+// dropped. Most of its posts are held by the bookmarks walk's memory already:
 // the ledger names those by their place in its held list, a bit each.
 
 // billedVersion is the ledger's format: 1 listed every post billed, 2 names
@@ -37,30 +35,20 @@ type billedValue struct {
 }
 
 // EnterBilling is called by every resolver that bills the account's reads,
-// before its first request: the first of them brings back the ledger an
-// earlier sync of the same UTC day left (or this sync put away). The
-// resolver calls the function it returns once it bills no more: the last
-// one out stores the ledger and the meter lets go of it, so that a sync of
-// many accounts does not hold every post of every account it has read.
+// before its first request, and the function it returns once it bills no
+// more: the meter's EnterBilling and LeaveBilling, with the ledger's value.
 func (s *Session) EnterBilling(ctx context.Context) (leave func()) {
 	if s.Meter == nil || s.State == nil || s.UserID == "" {
 		return func() {}
 	}
 	_ = s.Meter.EnterBilling(s.UserID, func() (string, []string, []string, error) { return s.loadBilled(ctx) })
 	return func() {
-		err := s.Meter.LeaveBilling(s.UserID, func() error {
-			if s.Err != nil {
-				return errAccountFailed // kept: a failed account's ledger is not stored
-			}
-			return s.SaveBilled(ctx, s.Clock.Now())
-		})
-		if err != nil && !errors.Is(err, errAccountFailed) {
+		err := s.Meter.LeaveBilling(s.UserID, func() error { return s.SaveBilled(ctx, s.Clock.Now()) })
+		if err != nil && s.Err == nil {
 			s.Logger.Warn().Err(err).Msg("the resources billed today were not saved; the next sync today may overestimate its cost")
 		}
 	}
 }
-
-var errAccountFailed = errors.New("the account failed")
 
 // StoreBilled stores what the session's meter still holds of the account's
 // ledger (billed outside the resolvers, or kept by a store that failed),
@@ -71,8 +59,8 @@ func (s *Session) StoreBilled(ctx context.Context) {
 	}
 }
 
-// loadBilled reads the ledger an earlier sync of the same UTC day left.
-// A ledger that cannot be read is dropped: it only makes estimates.
+// loadBilled reads the ledger an earlier sync of the same UTC day left (or
+// this sync put away).
 func (s *Session) loadBilled(ctx context.Context) (day string, posts, users []string, err error) {
 	value, err := s.State.GetKey(ctx, BilledKey(s.UserID))
 	if err != nil || value == "" {
@@ -115,10 +103,11 @@ func (s *Session) billedHeld(ctx context.Context, v *billedValue) ([]string, err
 
 // SaveBilled stores the ledger of the session's meter for the next sync of
 // the same UTC day (and clears one of an earlier day). It refers to the
-// bookmarks memory the state holds, which is flushed with it.
+// bookmarks memory the state holds, which is flushed with it. A failed
+// account's ledger is not stored (the meter keeps it).
 func (s *Session) SaveBilled(ctx context.Context, now time.Time) error {
-	if s.Meter == nil || s.State == nil || s.UserID == "" || s.Err != nil {
-		return nil
+	if s.Err != nil {
+		return s.Err
 	}
 	day, posts, users := s.Meter.BilledToday(s.UserID)
 	value := ""

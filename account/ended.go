@@ -10,10 +10,8 @@ import (
 	"github.com/cloudquery/plugin-sdk/v4/state"
 )
 
-// The syncs that ran to their end are what lets rows leave an outbox
-// (package outbox): the state remembers the last of them, per sync scope
-// (all accounts, or one shard: shards sync at once and must not write one
-// key).
+// The syncs that ran to their end let rows leave an outbox (package
+// outbox): the state remembers the last of them, per sync scope.
 
 // endedKept bounds the syncs remembered. An outbox entry asks about the
 // last sync that sent it, which is the last sync of its account's tables,

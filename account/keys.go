@@ -15,37 +15,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/walk"
 )
 
-// Every key the plugin writes to the state backend, by form, and who
-// writes it. Each is one account's or one sync scope's (every account, or
-// one shard: shards sync at once and must not write one key), so keys are
-// disjoint across accounts and tables; each begins with the name of the
-// table whose resolver keeps it.
-//
-//	kind              form                                      value, written by
-//	BookmarksMemory   x_bookmarks/<user>                        the bookmarks walk's memory and the rows to send again (resources)
-//	ArchivedRecord    x_bookmarks/<user>/archived               what the account archived: its posts, their authors and dates, their media files and the rows of x_media_files to send again (this package: record.go, package archived)
-//	FolderMemory      x_bookmark_folder_posts/<user>/<folder>   a folder walk's memory (resources)
-//	CapRecord         <either of the above>/capped              the list's last walk stopped by the cap, or interrupted (resources)
-//	FolderList        x_bookmark_folders/<user>                 the folders of the last listing (resources)
-//	BilledLedger      x_api_usage/billed/<user>                 the posts and users billed today (this package: billed.go)
-//	EndedSyncs        x_api_usage/ended[/<scope>]               the last syncs that ran to their end (this package: ended.go)
-//	ComplianceChecks  x_post_compliance/checks/<user>           when each archived post was checked, what X said (compliance)
-//	UsersCheck        x_post_compliance/users[/<scope>]         the check of the authors' accounts: its round, what X said (compliance)
-//	ComplianceJob     x_post_compliance/job[/<scope>]           the compliance job of posts in progress (compliance)
-//	                  x_post_compliance/users_job[/<scope>]     the compliance job of accounts in progress (compliance)
-//
-// Versions before the record kept what it holds under keys of their own
-// (LegacyKeys), which the first sync that meets them moves into it
-// (MigrateRecord): x_post_compliance/archived/<user>,
-// x_post_compliance/referenced/<user>, x_post_compliance/authors/<user> and
-// x_media_files/<user>.
-//
-// A CloudQuery sync spreads the keys over tables by account and scope
-// (package plugin), each table marked by MovedKey.
-//
-// A value is decoded by CheckKey as its reader reads it; the compliance and
-// resources packages register the decoders of their own values
-// (RegisterDecoder).
+// Every key the plugin writes to the state backend is one of keyForms, named
+// by the function beside it; docs/design/state-layout.md says who writes each.
 
 // MovedKey marks a table of the state's buckets (package plugin) into which
 // its keys of the one table of versions before buckets were moved; its
@@ -73,10 +44,8 @@ const (
 	ArchivedRecord
 )
 
-// BookmarksKey is the key of the account's bookmarks walk.
 func BookmarksKey(userID string) string { return "x_bookmarks/" + userID }
 
-// FolderKey is the key of one folder's walk.
 func FolderKey(userID, folderID string) string {
 	return "x_bookmark_folder_posts/" + userID + "/" + folderID
 }
@@ -85,10 +54,8 @@ func FolderKey(userID, folderID string) string {
 // listKey: its last walk that stopped at the cap or was interrupted.
 func CapKey(listKey string) string { return listKey + "/capped" }
 
-// FoldersKey is the key of the account's folder list.
 func FoldersKey(userID string) string { return "x_bookmark_folders/" + userID }
 
-// BilledKey is the key of the account's ledger of the day.
 func BilledKey(userID string) string { return "x_api_usage/billed/" + userID }
 
 // EndedKey is the key of a scope's ended syncs ("" = every account).
@@ -114,7 +81,7 @@ func UsersJobKey(scope string) string { return scoped("x_post_compliance/users_j
 // ChecksKey is the key of the compliance checks of the account's posts.
 func ChecksKey(userID string) string { return "x_post_compliance/checks/" + userID }
 
-// JobKey is the key of a scope's compliance job ("" = every account).
+// JobKey is the key of a scope's compliance job of posts.
 func JobKey(scope string) string { return scoped("x_post_compliance/job", scope) }
 
 func scoped(key, scope string) string {
@@ -122,6 +89,29 @@ func scoped(key, scope string) string {
 		return key
 	}
 	return key + "/" + scope
+}
+
+// keyForms are the forms of key, but CapRecord's (a list's key and
+// "/capped"): <user> and <folder> stand for X ids (of 19 digits at most, as
+// X's are), <scope> for a sync scope, left out for every account.
+var keyForms = []struct {
+	kind KeyKind
+	form string
+}{
+	{BookmarksMemory, BookmarksKey("<user>")},
+	{ArchivedRecord, RecordKey("<user>")},
+	{FolderMemory, FolderKey("<user>", "<folder>")},
+	{FolderList, FoldersKey("<user>")},
+	{BilledLedger, BilledKey("<user>")},
+	{EndedSyncs, EndedKey("<scope>")},
+	{ArchivedIDs, LegacyKeys("<user>")[0]},
+	{ReferencedIDs, LegacyKeys("<user>")[1]},
+	{AuthorIDs, LegacyKeys("<user>")[2]},
+	{MediaFiles, LegacyKeys("<user>")[3]},
+	{ComplianceChecks, ChecksKey("<user>")},
+	{UsersCheck, UsersKey("<scope>")},
+	{ComplianceJob, UsersJobKey("<scope>")},
+	{ComplianceJob, JobKey("<scope>")},
 }
 
 // Key is a state key, read: its kind and what it names.
@@ -136,56 +126,48 @@ type Key struct {
 // ParseKey reads key; ok is false for a key of a form the plugin does not
 // write.
 func ParseKey(key string) (k Key, ok bool) {
-	table, rest, _ := strings.Cut(key, "/")
-	parts := strings.Split(rest, "/")
 	if list, capped := strings.CutSuffix(key, "/capped"); capped {
 		if l, ok := ParseKey(list); ok && (l.Kind == BookmarksMemory || l.Kind == FolderMemory) {
 			return Key{Kind: CapRecord, User: l.User, Folder: l.Folder, List: list}, true
 		}
 		return Key{}, false
 	}
-	switch {
-	case table == "x_bookmarks" && len(parts) == 2 && parts[1] == "archived" && allIDs(parts[:1]):
-		return Key{Kind: ArchivedRecord, User: parts[0]}, true
-	case table == "x_bookmarks" && len(parts) == 1 && allIDs(parts):
-		return Key{Kind: BookmarksMemory, User: parts[0]}, true
-	case table == "x_bookmark_folder_posts" && len(parts) == 2 && allIDs(parts):
-		return Key{Kind: FolderMemory, User: parts[0], Folder: parts[1]}, true
-	case table == "x_bookmark_folders" && len(parts) == 1 && allIDs(parts):
-		return Key{Kind: FolderList, User: parts[0]}, true
-	case table == "x_media_files" && len(parts) == 1 && allIDs(parts):
-		return Key{Kind: MediaFiles, User: parts[0]}, true
-	case table == "x_api_usage" && len(parts) == 2 && parts[0] == "billed" && allIDs(parts[1:]):
-		return Key{Kind: BilledLedger, User: parts[1]}, true
-	case key == EndedKey("") || table == "x_api_usage" && len(parts) == 2 && parts[0] == "ended" && parts[1] != "":
-		return Key{Kind: EndedSyncs, Scope: strings.TrimPrefix(strings.TrimPrefix(key, EndedKey("")), "/")}, true
-	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "archived" && allIDs(parts[1:]):
-		return Key{Kind: ArchivedIDs, User: parts[1]}, true
-	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "referenced" && allIDs(parts[1:]):
-		return Key{Kind: ReferencedIDs, User: parts[1]}, true
-	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "authors" && allIDs(parts[1:]):
-		return Key{Kind: AuthorIDs, User: parts[1]}, true
-	case key == UsersKey("") || table == "x_post_compliance" && len(parts) == 2 && parts[0] == "users" && parts[1] != "":
-		return Key{Kind: UsersCheck, Scope: strings.TrimPrefix(strings.TrimPrefix(key, UsersKey("")), "/")}, true
-	case key == UsersJobKey("") || table == "x_post_compliance" && len(parts) == 2 && parts[0] == "users_job" && parts[1] != "":
-		return Key{Kind: ComplianceJob, Scope: strings.TrimPrefix(strings.TrimPrefix(key, UsersJobKey("")), "/")}, true
-	case table == "x_post_compliance" && len(parts) == 2 && parts[0] == "checks" && allIDs(parts[1:]):
-		return Key{Kind: ComplianceChecks, User: parts[1]}, true
-	case key == JobKey("") || table == "x_post_compliance" && len(parts) == 2 && parts[0] == "job" && parts[1] != "":
-		return Key{Kind: ComplianceJob, Scope: strings.TrimPrefix(strings.TrimPrefix(key, JobKey("")), "/")}, true
+	parts := strings.Split(key, "/")
+	for _, f := range keyForms {
+		if k, ok := parseForm(f.kind, strings.Split(f.form, "/"), parts); ok {
+			return k, true
+		}
 	}
 	return Key{}, false
 }
 
-// allIDs reports whether every part is an X id (of 19 digits at most, as
-// X's are).
-func allIDs(parts []string) bool {
-	for _, p := range parts {
-		if _, ok := ids.Parse(p); !ok || len(p) > 19 {
-			return false
+// parseForm reads the parts of a key as a key of form.
+func parseForm(kind KeyKind, form, parts []string) (Key, bool) {
+	if form[len(form)-1] == "<scope>" && len(parts) == len(form)-1 {
+		form = form[:len(parts)]
+	}
+	if len(parts) != len(form) {
+		return Key{}, false
+	}
+	k := Key{Kind: kind}
+	for i, p := range parts {
+		switch form[i] {
+		case "<user>":
+			k.User = p
+		case "<folder>":
+			k.Folder = p
+		case "<scope>":
+			k.Scope = p
+		case p:
+			continue
+		default:
+			return Key{}, false
+		}
+		if _, isID := ids.Parse(p); p == "" || form[i] != "<scope>" && (!isID || len(p) > 19) {
+			return Key{}, false
 		}
 	}
-	return true
+	return k, true
 }
 
 // decoders decode a value of each kind as its reader reads it.
@@ -218,10 +200,8 @@ func legacyDecoder(set func(*archived.Legacy, string)) func(key, value string) e
 	}
 }
 
-// RegisterDecoder sets how the values of kind are decoded, for the kinds
-// whose values another package reads (the compliance checks, jobs and
-// archived posts, the media files).
-// It is called at initialization.
+// RegisterDecoder sets, at initialization, how the values of kind are
+// decoded, for the kinds whose values another package reads (compliance).
 func RegisterDecoder(kind KeyKind, decode func(key, value string) error) { decoders[kind] = decode }
 
 // CheckKey decodes value as the plugin will read the key, so that a damaged

@@ -147,16 +147,16 @@ func (r *Record) StoredFiles() []string {
 	return out
 }
 
-// packLines encodes values as JSON lines, gzipped, in base64 ("" for none).
-func packLines[T any](values []T) (string, error) {
-	if len(values) == 0 {
+// packFiles encodes files as JSON lines, gzipped, in base64 ("" for none).
+func packFiles(files []File) (string, error) {
+	if len(files) == 0 {
 		return "", nil
 	}
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	enc := json.NewEncoder(zw)
-	for i := range values {
-		if err := enc.Encode(&values[i]); err != nil {
+	for i := range files {
+		if err := enc.Encode(&files[i]); err != nil {
 			return "", err
 		}
 	}
@@ -166,8 +166,8 @@ func packLines[T any](values []T) (string, error) {
 	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
-// unpackLines decodes what packLines wrote.
-func unpackLines[T any](text string) ([]T, error) {
+// unpackFiles decodes what packFiles wrote.
+func unpackFiles(text string) ([]File, error) {
 	if text == "" {
 		return nil, nil
 	}
@@ -175,9 +175,9 @@ func unpackLines[T any](text string) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []T
+	var out []File
 	for line := range bytes.Lines(data) {
-		var v T
+		var v File
 		if err := json.Unmarshal(line, &v); err != nil {
 			return nil, fmt.Errorf("files: %w", err)
 		}

@@ -1,19 +1,16 @@
-// Package archived is one account's record of what it archived: each
-// bookmarked post with its author and the dates its row keeps once
-// redacted, each post its bookmarks reference (x_bookmark_referenced_posts)
-// with its author, and the media files each post uses, with what became of
-// each (Files). Package resources feeds it where rows are emitted; the
-// compliance checks, the media files pass and the exporter read it. One
+// Package archived is one account's record of what it archived: its
+// bookmarked posts and the posts they reference, with their authors, the
+// dates a redacted row keeps, and the media files each uses (Files). One
 // value per account in the state backend (account.RecordKey).
 package archived
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -98,47 +95,33 @@ func (r *Record) AddReferenced(ps []Post) { r.referenced = r.add(r.referenced, p
 
 func (r *Record) add(to posts, ps []Post, keepDates bool) posts {
 	r.authorsKept = true
-	type added struct {
-		id     uint64
-		author uint32
-		dates  *Dates
-	}
-	var news []added
+	news := map[uint64]Post{}
 	for _, p := range ps {
 		n, ok := ids.Parse(p.ID)
 		if !ok {
 			continue
 		}
-		if i, held := slices.BinarySearch(to.ids, n); !held {
-			news = append(news, added{n, r.authorOf(p.AuthorID), p.Dates})
-		} else if to.author[i] == 0 {
+		if i, held := slices.BinarySearch(to.ids, n); held && to.author[i] == 0 {
 			to.author[i] = r.authorOf(p.AuthorID) // one seeded from the files
+		} else if _, added := news[n]; !held && !added {
+			news[n] = p
 		}
 	}
 	if len(news) == 0 {
 		return to
 	}
-	slices.SortStableFunc(news, func(a, b added) int { return cmp.Compare(a.id, b.id) })
-	news = slices.CompactFunc(news, func(a, b added) bool { return a.id == b.id })
-	newIDs := make(ids.Sorted, len(news))
-	for i, a := range news {
-		newIDs[i] = a.id
-	}
-	withDates, next := keepDates || to.dates != nil, 0
-	return r.rebuild(to, to.ids.Union(newIDs), withDates, func() (uint32, postDates) {
-		a := news[next]
-		next++
+	withDates := keepDates || to.dates != nil
+	return r.rebuild(to, to.ids.Union(slices.Sorted(maps.Keys(news))), withDates, func(id uint64) (uint32, postDates) {
 		if !withDates {
-			return a.author, unknownDates
+			return r.authorOf(news[id].AuthorID), unknownDates
 		}
-		return a.author, r.postDates(a.dates)
+		return r.authorOf(news[id].AuthorID), r.postDates(news[id].Dates)
 	})
 }
 
 // rebuild is the posts of keep: those from holds with their author and
-// dates (with dates when withDates), the others, in id order, as fresh
-// gives them.
-func (r *Record) rebuild(from posts, keep ids.Sorted, withDates bool, fresh func() (uint32, postDates)) posts {
+// dates (with dates when withDates), the others as fresh gives them.
+func (r *Record) rebuild(from posts, keep ids.Sorted, withDates bool, fresh func(id uint64) (uint32, postDates)) posts {
 	out := posts{ids: keep, author: make([]uint32, len(keep))}
 	if withDates {
 		out.dates = make([]postDates, len(keep))
@@ -152,7 +135,7 @@ func (r *Record) rebuild(from posts, keep ids.Sorted, withDates bool, fresh func
 		if j < len(from.ids) && from.ids[j] == id {
 			out.author[i], d = from.author[j], from.datesAt(j)
 		} else {
-			out.author[i], d = fresh()
+			out.author[i], d = fresh(id)
 		}
 		if withDates {
 			out.dates[i] = d
@@ -217,7 +200,7 @@ func (r *Record) SetBookmarks(keep ids.Sorted) bool {
 	if slices.Equal(keep, r.bookmarks.ids) {
 		return false
 	}
-	r.bookmarks = r.rebuild(r.bookmarks, keep, r.bookmarks.dates != nil, func() (uint32, postDates) { return 0, unknownDates })
+	r.bookmarks = r.rebuild(r.bookmarks, keep, r.bookmarks.dates != nil, func(uint64) (uint32, postDates) { return 0, unknownDates })
 	return true
 }
 
@@ -271,7 +254,7 @@ type recordJSON struct {
 	Posts     string          `json:"posts"`
 	NoAuthors bool            `json:"no_authors,omitempty"` // !authorsKept
 	Marked    bool            `json:"marked,omitempty"`
-	Files     string          `json:"files,omitempty"` // packLines
+	Files     string          `json:"files,omitempty"` // packFiles
 	Outbox    json.RawMessage `json:"outbox,omitempty"`
 }
 
@@ -304,7 +287,7 @@ func (r *Record) Marshal() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	files, err := packLines(r.Files)
+	files, err := packFiles(r.Files)
 	if err != nil {
 		return "", err
 	}
@@ -392,7 +375,7 @@ func decodeJSON(value, what string, version int, v any) error {
 // readFiles reads the media files and their outbox.
 func (r *Record) readFiles(files string, box json.RawMessage, what string) error {
 	var err error
-	if r.Files, err = unpackLines[File](files); err != nil {
+	if r.Files, err = unpackFiles(files); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if len(box) > 0 {
@@ -402,17 +385,10 @@ func (r *Record) readFiles(files string, box json.RawMessage, what string) error
 }
 
 func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
-	count := func() (int, error) {
-		n, err := binary.ReadUvarint(rd)
-		if err != nil || n > uint64(size) {
-			return 0, errors.New("bad count")
-		}
-		return int(n), nil
-	}
 	if err := r.readSightings(rd, size); err != nil {
 		return err
 	}
-	n, err := count()
+	n, err := readCount(rd, size)
 	if err != nil {
 		return err
 	}
@@ -426,10 +402,10 @@ func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
 		prev += d
 		r.authors[i] = prev
 	}
-	if r.bookmarks, err = r.unmarshalList(rd, count, true); err != nil {
+	if r.bookmarks, err = r.unmarshalList(rd, size, true); err != nil {
 		return fmt.Errorf("bookmarks: %w", err)
 	}
-	if r.referenced, err = r.unmarshalList(rd, count, false); err != nil {
+	if r.referenced, err = r.unmarshalList(rd, size, false); err != nil {
 		return fmt.Errorf("referenced posts: %w", err)
 	}
 	if rd.Len() != 0 {
@@ -438,11 +414,20 @@ func (r *Record) unmarshalPosts(rd *bytes.Reader, size int) error {
 	return nil
 }
 
-// readSightings reads the sightings: their count, then each one's pair.
-func (r *Record) readSightings(rd *bytes.Reader, size int) error {
+// readCount reads a count of things in a value of size bytes.
+func readCount(rd *bytes.Reader, size int) (int, error) {
 	n, err := binary.ReadUvarint(rd)
 	if err != nil || n > uint64(size) {
-		return errors.New("bad count")
+		return 0, errors.New("bad count")
+	}
+	return int(n), nil
+}
+
+// readSightings reads the sightings: their count, then each one's pair.
+func (r *Record) readSightings(rd *bytes.Reader, size int) error {
+	n, err := readCount(rd, size)
+	if err != nil {
+		return err
 	}
 	r.sightings = make([]sighting, n)
 	for i := range r.sightings {
@@ -456,8 +441,8 @@ func (r *Record) readSightings(rd *bytes.Reader, size int) error {
 	return nil
 }
 
-func (r *Record) unmarshalList(rd *bytes.Reader, count func() (int, error), dated bool) (posts, error) {
-	n, err := count()
+func (r *Record) unmarshalList(rd *bytes.Reader, size int, dated bool) (posts, error) {
+	n, err := readCount(rd, size)
 	if err != nil {
 		return posts{}, err
 	}

@@ -1,10 +1,6 @@
 // Pack and Unpack turn binary state into text (state backends store
-// strings): gzip, for its CRC-32 and length, since one damaged byte of
-// delta-encoded ids would otherwise still decode, to other ids. Its DEFLATE
-// blocks are stored, not compressed: delta-varints of snowflake ids are
-// close to random (docs/benchmarks.md). Unpack also reads the bare DEFLATE
-// streams earlier versions wrote (none starts with gzip's 0x1f: block type
-// 3 is reserved).
+// strings): gzip, whose CRC-32 and length make a damaged value an error, not
+// other ids, of stored blocks (docs/benchmarks.md says why not compressed).
 
 package ids
 
@@ -27,7 +23,7 @@ var (
 		zw, _ := gzip.NewWriterLevel(nil, gzip.NoCompression) // a valid level: no error
 		return zw
 	}}
-	readers sync.Pool // *gzip.Reader
+	readers = sync.Pool{New: func() any { return new(gzip.Reader) }} // Reset makes one NewReader's
 )
 
 // Pack wraps raw in a gzip member and encodes it as base64 text.
@@ -50,7 +46,9 @@ func Pack(raw []byte) ([]byte, error) {
 	return out, nil
 }
 
-// Unpack reverses Pack. what names the value in errors.
+// Unpack reverses Pack, and reads the bare DEFLATE streams earlier versions
+// wrote (none starts with gzip's 0x1f: block type 3 is reserved). what names
+// the value in errors.
 func Unpack(text []byte, what string) ([]byte, error) {
 	packed := make([]byte, base64.StdEncoding.DecodedLen(len(text)))
 	n, err := base64.StdEncoding.Decode(packed, text)
@@ -69,14 +67,8 @@ func Unpack(text []byte, what string) ([]byte, error) {
 }
 
 func gunzip(packed []byte, what string) ([]byte, error) {
-	zr, _ := readers.Get().(*gzip.Reader)
-	var err error
-	if zr == nil {
-		zr, err = gzip.NewReader(bytes.NewReader(packed))
-	} else {
-		err = zr.Reset(bytes.NewReader(packed))
-	}
-	if err != nil {
+	zr := readers.Get().(*gzip.Reader)
+	if err := zr.Reset(bytes.NewReader(packed)); err != nil {
 		return nil, fmt.Errorf("%s: not gzip data: %w", what, err)
 	}
 	zr.Multistream(false)

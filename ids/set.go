@@ -141,32 +141,18 @@ func (s *Set) others() []string {
 // SetOf is a set that held nums (HasEarlier), which it keeps.
 func SetOf(nums Sorted) *Set { return &Set{held: nums} }
 
-// Clone returns a copy of the set, which changes apart from it. (The held
-// numbers are shared: no set changes them in place.)
+// Clone returns a copy of the set, which changes apart from it. (The sorted
+// slices are shared: no set changes them in place.)
 func (s *Set) Clone() *Set {
-	return &Set{held: s.held, added: slices.Clone(s.added), latest: maps.Clone(s.latest), strs: s.strs, more: maps.Clone(s.more)}
+	return &Set{held: s.held, added: s.added, latest: maps.Clone(s.latest), strs: s.strs, more: maps.Clone(s.more)}
 }
 
-// merge moves the latest additions into the sorted added slice, from its
-// end so that it needs no second copy, and drops the map: a set that grows
-// no more keeps its ids in 8 bytes each.
+// merge moves the latest additions into the sorted added slice and drops
+// the map: a set that grows no more keeps its ids in 8 bytes each.
 func (s *Set) merge() {
-	if len(s.latest) == 0 {
-		return
-	}
-	add := slices.Sorted(maps.Keys(s.latest))
-	s.latest = nil
-	n := len(s.added)
-	s.added = slices.Grow(s.added, len(add))[:n+len(add)]
-	i, j := n-1, len(add)-1
-	for k := len(s.added) - 1; j >= 0; k-- {
-		if i >= 0 && s.added[i] > add[j] {
-			s.added[k] = s.added[i]
-			i--
-		} else {
-			s.added[k] = add[j]
-			j--
-		}
+	if len(s.latest) > 0 {
+		s.added = Sorted(s.added).Union(slices.Sorted(maps.Keys(s.latest)))
+		s.latest = nil
 	}
 }
 

@@ -13,13 +13,10 @@ import (
 // must be allowed to bill more than Billed to get past it: CheckCap refuses
 // one that is not, rather than bill the same posts at every sync.
 type CapStop struct {
-	// At is when the capped walk started.
-	At time.Time `json:"at"`
-	// Cap is the walk's MaxBilledPosts, Billed the posts it was billed for
-	// and New the posts it found that were not held.
-	Cap    int `json:"cap"`
-	Billed int `json:"billed"`
-	New    int `json:"new"`
+	At     time.Time `json:"at"`     // when the capped walk started
+	Cap    int       `json:"cap"`    // the walk's MaxBilledPosts
+	Billed int       `json:"billed"` // the posts it was billed for
+	New    int       `json:"new"`    // the posts it found that were not held
 	// From is the SyncedAt of the memory the walk started from: the record
 	// holds while the list's memory is that one. Zero for a first walk.
 	From time.Time `json:"from"`

@@ -12,11 +12,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// IDList is an ordered list of post ids, newest first. Every X id is a decimal
-// number that fits in a uint64, so ids are kept as 8-byte numbers: a list of a
-// million bookmarks costs 8 MB of memory, not 40. Should an id ever not be a
-// canonical decimal number, the list switches to storing strings, so nothing
-// depends on the id format the document leaves open ("string").
+// IDList is an ordered list of post ids, newest first, kept as numbers as
+// package ids says why; once one is not a number, as strings.
 type IDList struct {
 	nums []uint64
 	strs []string // non-nil once the list holds a non-numeric id
@@ -74,18 +71,20 @@ func (l *IDList) IDs() []string {
 	return out
 }
 
-// Positions maps each id of a list to its index (the first, should an id
-// repeat). It is built once per walk, from the list held since the last sync.
-type Positions struct {
-	nums map[uint64]int
-	strs map[string]int
-}
-
-func (l *IDList) Positions() *Positions {
+// Positions returns the index of an id in the list (the first, should an id
+// repeat), and whether the list holds it. It is built once per walk, from
+// the list held since the last sync.
+func (l *IDList) Positions() func(id string) (int, bool) {
 	if l.strs != nil {
-		return &Positions{strs: index(l.strs)}
+		m := index(l.strs)
+		return func(id string) (int, bool) { i, ok := m[id]; return i, ok }
 	}
-	return &Positions{nums: index(l.nums)}
+	m := index(l.nums)
+	return func(id string) (int, bool) {
+		n, isNum := ids.Parse(id)
+		i, ok := m[n]
+		return i, isNum && ok
+	}
 }
 
 // index maps each value of list to its first index.
@@ -97,24 +96,8 @@ func index[K comparable](list []K) map[K]int {
 	return m
 }
 
-// Of returns the index of id, and whether the list holds it.
-func (p *Positions) Of(id string) (int, bool) {
-	if p.strs != nil {
-		i, ok := p.strs[id]
-		return i, ok
-	}
-	n, ok := ids.Parse(id)
-	if !ok {
-		return 0, false
-	}
-	i, ok := p.nums[n]
-	return i, ok
-}
-
-// Encoding of a list for the state backend: a format byte, the count, then the
-// ids (numbers as zig-zag varint deltas, which shrinks ids of posts of similar
-// age; strings length-prefixed), DEFLATE-compressed and base64-encoded so the
-// value is a plain string.
+// The state's encoding of a list: a format byte, the count, then the ids
+// (numbers as zig-zag varint deltas; strings length-prefixed), ids.Pack'ed.
 const (
 	formatNumbers byte = 1
 	formatStrings byte = 2

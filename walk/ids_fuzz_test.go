@@ -50,7 +50,7 @@ func FuzzIDListDecode(f *testing.F) {
 			if back.At(i) != l.At(i) {
 				t.Fatalf("id %d: %q, %q after a round trip", i, l.At(i), back.At(i))
 			}
-			if j, ok := pos.Of(l.At(i)); !ok || j > i || l.At(j) != l.At(i) {
+			if j, ok := pos(l.At(i)); !ok || j > i || l.At(j) != l.At(i) {
 				t.Fatalf("Positions of %q: %d, %v", l.At(i), j, ok)
 			}
 		}

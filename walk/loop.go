@@ -16,8 +16,9 @@ var ErrLoop = errors.New("the API led the walk back to posts it had already read
 // same posts again: a token sent twice (tokens encode a position, which
 // only moves down), or pages in a row of nothing but posts read before,
 // more than maxShift of them (the list shifting down between requests
-// shows a few such pages, docs/walk.md). It remembers every post read, so
-// that a page that leads back to the top of a long walk is seen too.
+// shows a few such pages, docs/walk.md). It remembers every post read
+// (posts): a page that leads back to the top of a long walk is seen too,
+// and the walk tells every post it reads again.
 type loopCheck struct {
 	sent     map[string]int // token → the page it was sent for
 	posts    ids.Set
@@ -41,17 +42,12 @@ func (l *loopCheck) send(token string, page, returned int) error {
 	return nil
 }
 
-// read records the ids of the n posts of page page (1-based), or fails
-// when the page and those before it in a row hold nothing but posts read
-// before, more than maxShift of them.
-func (l *loopCheck) read(n int, id func(i int) string, page, returned int) error {
-	seen := 0
-	for i := range n {
-		if !l.posts.Add(id(i)) {
-			seen++
-		}
-	}
-	if n == 0 || seen < n {
+// read checks page page (1-based), whose n posts the walk has added to
+// posts, repeats of them read before: it fails when the page and those
+// before it in a row hold nothing but posts read before, more than maxShift
+// of them.
+func (l *loopCheck) read(n, repeats, page, returned int) error {
+	if n == 0 || repeats < n {
 		l.repeated = 0
 		return nil
 	}

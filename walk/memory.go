@@ -3,7 +3,6 @@ package walk
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -12,30 +11,26 @@ import (
 type Memory struct {
 	// Held is the list as the last clean walk left it, newest first: every post
 	// the archive holds that is believed to be still in the list. The stop rule
-	// needs the order, not only the newest id (the package comment).
+	// needs the order, not only the newest id (docs/walk.md).
 	Held *IDList `json:"held"`
 	// SyncedAt is when the last clean walk started. Posts found by the next walk
 	// were bookmarked after it.
 	SyncedAt time.Time `json:"synced_at"`
 	// History records recent clean walks, oldest first, for the planner.
 	History []SyncRecord `json:"history,omitempty"`
-	// Outbox is kept for the walk's caller, in the same state value, so that
-	// both are written at once: the rows of the posts read that the
-	// destination may not hold yet (package outbox). The walk neither reads
-	// nor writes it.
+	// Outbox is the caller's rows the destination may not hold yet (package
+	// outbox), in the same state value so that both are written at once.
 	Outbox json.RawMessage `json:"outbox,omitempty"`
 }
 
 // SyncRecord is what the planner remembers of one clean walk.
 type SyncRecord struct {
-	At time.Time `json:"at"`
-	// Interval since the previous clean walk (0 for a first walk).
-	Interval time.Duration `json:"interval"`
+	At       time.Time     `json:"at"`
+	Interval time.Duration `json:"interval"` // since the previous clean walk (0 for a first walk)
 	// Found is the number of distinct posts above the first held one: new posts
 	// and re-bookmarked ones. A walk must read Found + 1 + confirmations posts.
-	Found int `json:"found"`
-	// Billed is the number of posts the walk was billed for.
-	Billed int `json:"billed"`
+	Found  int `json:"found"`
+	Billed int `json:"billed"` // the posts the walk was billed for
 }
 
 // historyLength bounds History: enough to see an account's habit, small
@@ -55,41 +50,14 @@ type memoryJSON struct {
 	Outbox   json.RawMessage `json:"outbox,omitempty"`
 }
 
-// Marshal encodes m for the state backend: the JSON of memoryJSON. It is
-// put together here rather than by json.Marshal, which would scan the held
-// list's text (megabytes for a large account, and base64, so nothing to
-// escape) once more and copy it twice; TestMemoryMarshalIsJSON holds the two
-// to the same bytes.
+// Marshal encodes m for the state backend.
 func (m *Memory) Marshal() (string, error) {
 	held := m.Held
 	if held == nil {
 		held = &IDList{}
 	}
-	text, err := held.MarshalText()
-	if err != nil {
-		return "", err
-	}
-	syncedAt, err := json.Marshal(m.SyncedAt.UTC())
-	if err != nil {
-		return "", err
-	}
-	var history []byte
-	if len(m.History) > 0 {
-		if history, err = json.Marshal(m.History); err != nil {
-			return "", err
-		}
-	}
-	var b strings.Builder
-	b.Grow(len(text) + len(history) + len(m.Outbox) + 128)
-	fmt.Fprintf(&b, `{"version":%d,"held":"%s","count":%d,"synced_at":%s`, memoryVersion, text, held.Len(), syncedAt)
-	if history != nil {
-		fmt.Fprintf(&b, `,"history":%s`, history)
-	}
-	if len(m.Outbox) > 0 {
-		fmt.Fprintf(&b, `,"outbox":%s`, m.Outbox)
-	}
-	b.WriteByte('}')
-	return b.String(), nil
+	b, err := json.Marshal(memoryJSON{Version: memoryVersion, Held: held, Count: held.Len(), SyncedAt: m.SyncedAt.UTC(), History: m.History, Outbox: m.Outbox})
+	return string(b), err
 }
 
 // UnmarshalMemory decodes a state value. The empty string is no memory (a

@@ -9,8 +9,8 @@ import (
 	"github.com/cq-source-x/cq-source-x/ids"
 )
 
-// Memory.Marshal puts the JSON together itself; it must be the bytes
-// json.Marshal gives, so every state written before reads the same.
+// Memory.Marshal writes the JSON of memoryJSON, the bytes every state
+// written before holds, so that each reads the same.
 func TestMemoryMarshalIsJSON(t *testing.T) {
 	nums := &IDList{}
 	for i := range 5000 {

@@ -13,25 +13,13 @@ const (
 	APIMaxPage  = 100
 )
 
-// Settings tune the planner. The zero value of a field means its default.
+// Settings tune one walk as the spec's planner section does (spec.Planner
+// says what each one is); the zero value of a field means its default.
 type Settings struct {
-	// MaxPageSize is the largest max_results the planner asks for: 90 by
-	// default, not the API's 100, with which X's walks can end early
-	// without a next_token (docs/cost.md).
-	MaxPageSize int
-	// RequestBudget is how many requests one incremental walk may spend before
-	// the planner stops preferring small pages: by default 150 of the 180 a
-	// user has per 15 minutes, leaving headroom for the user's other apps.
-	RequestBudget int
-	// MaxBilledPosts caps the posts one walk may be billed for; 0 = no cap.
-	// A walk that reaches the cap stops cleanly and does not advance. (The
-	// spec's default is DefaultMaxBilledPosts.)
-	MaxBilledPosts int
-	// Confirmations is how many held posts must follow the first held post,
-	// next to it in the remembered order, before the walk believes it has
-	// reached the posts it already holds (the package comment; docs/walk.md
-	// has what each one more guards against, and its cost).
-	Confirmations int
+	MaxPageSize    int
+	RequestBudget  int // this walk's: a folder walk's is its share of folder_request_budget
+	MaxBilledPosts int // 0: no cap (the spec's default is DefaultMaxBilledPosts)
+	Confirmations  int
 }
 
 const (
@@ -41,18 +29,9 @@ const (
 )
 
 // DefaultMaxBilledPosts is the spec's default billed-post cap of one walk:
-// a bound on what a server that never stops sending new posts can bill,
-// set far above the longest list the API has served (docs/cost.md). An
-// account past it is not stuck: its first walk stops there and says to
-// raise the cap once (see CapError).
+// a bound on what a server that never stops sending new posts can bill
+// (docs/cost.md says why this one; CapError how an account gets past it).
 const DefaultMaxBilledPosts = 100_000
-
-func (s Settings) WithDefaults() Settings {
-	s.MaxPageSize = cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
-	s.RequestBudget = cmp.Or(s.RequestBudget, DefaultRequestBudget)
-	s.Confirmations = cmp.Or(s.Confirmations, DefaultConfirmations)
-	return s
-}
 
 // Validate reports the first setting out of range, naming it.
 func (s Settings) Validate() error {
@@ -69,16 +48,9 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// Planner chooses the size of each page of a walk (docs/cost.md).
-//
-// Requests are free and posts are billed, so the cheapest walk reads exactly
-// the posts it needs. A page of the fewest posts the walk can still need can
-// never over-read; pages grow beyond it only when the request budget would
-// otherwise run out before the walk can have covered the posts it might
-// still need (the ceiling, from the account's past walks): with r requests
-// left, n posts read and a ceiling C, pages proportional to n reach C in
-// about c·ln(C/n) requests, so the page is n·ln(C/n)/r. First syncs bill
-// every post whatever the page size, so they use the largest page.
+// Planner chooses the size of each page of a walk: requests are free and
+// posts are billed, so the cheapest walk reads exactly the posts it needs.
+// docs/cost.md#the-planner-walkplannergo has the rule.
 type Planner struct {
 	s       Settings
 	first   bool
@@ -87,9 +59,11 @@ type Planner struct {
 }
 
 // NewPlanner plans one walk of a list whose memory is prev (nil = first
-// sync), starting at now.
+// sync), starting at now, with s and the defaults of its zero fields.
 func NewPlanner(s Settings, prev *Memory, now time.Time) *Planner {
-	s = s.WithDefaults()
+	s.MaxPageSize = cmp.Or(s.MaxPageSize, DefaultMaxPageSize)
+	s.RequestBudget = cmp.Or(s.RequestBudget, DefaultRequestBudget)
+	s.Confirmations = cmp.Or(s.Confirmations, DefaultConfirmations)
 	p := &Planner{s: s, first: prev.held() == 0}
 	if prev == nil {
 		return p
@@ -119,10 +93,7 @@ func NewPlanner(s Settings, prev *Memory, now time.Time) *Planner {
 }
 
 // surpriseGrowth: a walk that has read n posts and not reached the held ones
-// plans for surpriseGrowth·n in all. Planning for only twice as many spends
-// the budget on small pages and then has to finish with large ones; on the
-// reference workload (docs/benchmarks.md) 4 over-reads least on the days
-// that exceed an account's history, and costs almost nothing on the others.
+// plans for surpriseGrowth·n in all (docs/cost.md#the-planner-walkplannergo: why 4).
 const surpriseGrowth = 4
 
 // The floor: an account that has needed at least F posts in each of its

@@ -1,33 +1,14 @@
 package walk
 
-type seenKind int
-
-const (
-	seenNew seenKind = iota
-	seenHeld
-	seenDuplicate
-)
-
-// recentWindow is how many of the latest reads are checked for repeats. A
-// repeat only happens when posts are bookmarked between two requests of a
-// walk (the list shifts down), so it is one of the last page's posts; two
-// full pages is ample, and keeps memory flat on million-post first syncs.
-const recentWindow = 2 * APIMaxPage
-
-// stopState follows a walk post by post and applies the stop rule (see
-// the package comment and docs/walk.md).
+// stopState follows a walk post by post and applies the stop rule
+// (docs/walk.md#the-stop-rule).
 type stopState struct {
 	prev    *IDList
-	pos     *Positions // nil when nothing is held
+	pos     func(id string) (int, bool) // the remembered positions; nil when nothing is held
 	confirm int
 
 	order *IDList // distinct posts read, in list order
 	read  int
-
-	// The latest reads, for repeats: recent holds up to recentWindow ids,
-	// older the window before it, so that the last recentWindow reads at
-	// least are always checked, with no deletion per read.
-	recent, older map[string]struct{}
 
 	// run holds the remembered positions of the trailing run: the last
 	// posts read, all held, in strictly increasing remembered position. Its
@@ -43,17 +24,16 @@ type stopState struct {
 	// on: later posts in increasing order are what the tail would show.
 	confirmedAt int
 
-	// above holds the remembered positions of held posts read before the
-	// run (moved above the tail, if the run is its head), and aboveUpTo
-	// counts them by position.
-	above     []int
+	// above counts the held posts read before the run (moved above the
+	// tail, if the run is its head), and aboveUpTo their positions.
+	above     int
 	aboveUpTo fenwick
 
 	removed int
 }
 
 func newStopState(prev *Memory, confirmations int) *stopState {
-	s := &stopState{confirm: confirmations, order: &IDList{}, recent: make(map[string]struct{}, recentWindow), older: make(map[string]struct{}, recentWindow)}
+	s := &stopState{confirm: confirmations, order: &IDList{}}
 	if prev.held() > 0 {
 		s.prev = prev.Held
 		s.pos = prev.Held.Positions()
@@ -61,28 +41,18 @@ func newStopState(prev *Memory, confirmations int) *stopState {
 	return s
 }
 
-func (s *stopState) add(id string) seenKind {
-	if _, dup := s.recent[id]; dup {
-		return seenDuplicate
-	}
-	if _, dup := s.older[id]; dup {
-		return seenDuplicate
-	}
-	if len(s.recent) == recentWindow {
-		clear(s.older)
-		s.recent, s.older = s.older, s.recent
-	}
-	s.recent[id] = struct{}{}
-
+// add follows the walk to a post it reads for the first time (loopCheck
+// tells the repeats), and reports whether the post is new: not held.
+func (s *stopState) add(id string) bool {
 	s.order.Append(id)
 	s.read++
 	if s.pos == nil {
-		return seenNew
+		return true
 	}
-	p, held := s.pos.Of(id)
+	p, held := s.pos(id)
 	if !held {
 		s.endRun()
-		return seenNew
+		return true
 	}
 	if n := len(s.run); n > 0 && p > s.run[n-1] {
 		if p == s.run[n-1]+1 {
@@ -101,7 +71,7 @@ func (s *stopState) add(id string) seenKind {
 	if s.confirmedAt == 0 && s.block && len(s.run) >= 1+s.confirm+s.skipped() {
 		s.confirmedAt = s.read
 	}
-	return seenHeld
+	return false
 }
 
 // endRun moves the current run's held posts above: they were not the tail.
@@ -109,7 +79,7 @@ func (s *stopState) endRun() {
 	for _, p := range s.run {
 		s.aboveUpTo.add(p, s.prev.Len())
 	}
-	s.above = append(s.above, s.run...)
+	s.above += len(s.run)
 	s.run = s.run[:0]
 	s.streak, s.block, s.confirmedAt = 0, false, 0
 }
@@ -123,7 +93,7 @@ func (s *stopState) skipped() int {
 }
 
 // confirmed reports whether the posts read end with the head of the tail,
-// as far as order can tell (the rule of the package comment).
+// as far as order can tell.
 func (s *stopState) confirmed() bool { return s.confirmedAt > 0 }
 
 // minNeeded is the fewest posts the walk can still need before it may stop:
@@ -153,18 +123,11 @@ func (s *stopState) needed(o Outcome) int {
 }
 
 // found is the number of distinct posts above the head of the tail.
-func (s *stopState) found(o Outcome) int {
-	if len(s.run) > 0 && (o == MetHeld || o == ReachedEnd) {
+func (s *stopState) found() int {
+	if len(s.run) > 0 {
 		return s.runStart
 	}
 	return s.read
-}
-
-func (s *stopState) rebookmarked(o Outcome) int {
-	if o == MetHeld || o == ReachedEnd {
-		return len(s.above)
-	}
-	return len(s.above) + len(s.run)
 }
 
 // memory builds the list to remember after a clean walk.
@@ -172,7 +135,7 @@ func (s *stopState) memory(o Outcome) *Memory {
 	if o != MetHeld || s.pos == nil {
 		// The walk read the whole list: what it read is the list.
 		if s.prev != nil {
-			s.removed = s.prev.Len() - len(s.above) - len(s.run)
+			s.removed = s.prev.Len() - s.above - len(s.run)
 		}
 		return &Memory{Held: s.order}
 	}
@@ -181,24 +144,18 @@ func (s *stopState) memory(o Outcome) *Memory {
 	// run's last one was read (in the run or above it) or is gone.
 	last := s.run[len(s.run)-1]
 	s.removed = s.skipped()
-	moved := make(map[int]struct{}, len(s.above))
-	for _, p := range s.above {
-		moved[p] = struct{}{}
-	}
 	held := s.order
 	for i := last + 1; i < s.prev.Len(); i++ {
-		if _, ok := moved[i]; !ok {
+		if s.aboveUpTo.sum(i) == s.aboveUpTo.sum(i-1) { // i did not move above
 			held.appendFrom(s.prev, i)
 		}
 	}
 	return &Memory{Held: held}
 }
 
-// fenwick counts positions and answers "how many at or before p" in
-// O(log n), so that the rule stays cheap when a walk reads many held posts
-// out of order (a user who re-saved thousands). Its tree, one int32 per
-// remembered post, is allocated when the first position is added: most
-// walks read no held post above the tail and never need it.
+// fenwick counts positions, "how many at or before p" in O(log n), for a
+// walk that reads many held posts out of order (a user who re-saved
+// thousands); most walks read none, and never allocate its tree.
 type fenwick []int32
 
 // add counts position p of a list of n.

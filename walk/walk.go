@@ -1,27 +1,9 @@
 // Package walk reads newest-first lists — a user's bookmarks, or one bookmark
 // folder — incrementally: it walks from the top, emits what is new, and stops
 // as soon as it has reached, as far as order can tell, the posts it already
-// holds.
-//
-// Between two syncs the list becomes the posts saved since, newest first,
-// above the tail: the held posts left alone, in exactly the order the last
-// walk remembered (document Part 3). Stopping at the first held post loses
-// posts when that post was saved again above new ones, so the walk stops when
-// the posts it has read end with a run of held posts in strictly increasing
-// remembered position that
-//
-//   - holds Settings.Confirmations+1 posts at consecutive remembered
-//     positions, read one after the other, and
-//   - is at least Confirmations+1 posts longer than the number of
-//     remembered posts, up to its last one, that the walk has not read.
-//
-// The list may move while the walk runs (tokens encode a position): a post
-// saved meanwhile makes the next page repeat one, which is dropped; a
-// bookmark removed above the read position skips one. A walk never sends a
-// token twice, and stops a server that leads it back to pages it has read
-// (loopCheck). After a clean walk Memory.Held is the posts read, then the
-// remembered tail after the run. docs/walk.md has the proof, the sequences
-// that can still hide a post, and what the next sync does about them.
+// holds (stopState), in pages sized by the Planner. docs/walk.md states the
+// stop rule and its proof, and what the list moving during a walk does
+// (loopCheck); docs/cost.md how pages are sized.
 package walk
 
 import (
@@ -70,8 +52,7 @@ var ErrInterrupted = errors.New("the sync was stopped")
 // Page is one response of a newest-first list.
 type Page[T any] struct {
 	Items []T
-	// Next is the token of the next page; "" on the last page.
-	Next string
+	Next  string // the token of the next page; "" on the last page
 }
 
 // FetchFunc reads one page of at most maxResults items; token "" is the top.
@@ -80,8 +61,7 @@ type FetchFunc[T any] func(ctx context.Context, maxResults int, token string) (P
 // Walker walks one list.
 type Walker[T any] struct {
 	Fetch FetchFunc[T]
-	// ID returns an item's post id.
-	ID func(T) string
+	ID    func(T) string // an item's post id
 	// Emit receives the new items of each page, in list order, before the
 	// next page is requested. An error ends the walk as Failed, and no
 	// further page is requested.
@@ -92,31 +72,22 @@ type Walker[T any] struct {
 
 // Result describes a walk.
 type Result struct {
-	Outcome Outcome
-	// New is the number of posts emitted: posts not held.
-	New int
-	// Rebookmarked is the number of held posts found above the tail.
-	Rebookmarked int
-	// Removed is the number of held posts the walk proved gone.
-	Removed int
-	// Duplicates is the number of posts read twice (the list shifted down).
-	Duplicates int
-	// Billed is the number of posts returned, duplicates included.
-	Billed int
-	// Requests is the number of pages requested.
-	Requests int
-	// PageSizes lists the max_results of each request.
-	PageSizes []int
+	Outcome      Outcome
+	New          int   // posts emitted: posts not held
+	Rebookmarked int   // held posts found above the tail
+	Removed      int   // held posts the walk proved gone
+	Duplicates   int   // posts read twice (the list shifted down)
+	Billed       int   // posts returned, duplicates included
+	Requests     int   // pages requested
+	PageSizes    []int // the max_results of each request
 	// Found is the number of distinct posts above the head of the tail (or all
 	// posts read, when the walk reached the end).
 	Found int
 	// Needed is the number of distinct posts the stop rule needed: up to the
 	// one that confirmed the tail (all posts read, when the walk reached the
 	// end). Billed - Duplicates - Needed is what the page sizes over-read.
-	Needed int
-	// Memory is what to store for the next walk; set only when Outcome.Clean().
-	Memory *Memory
-	// StartedAt is when the walk started.
+	Needed    int
+	Memory    *Memory // what to store for the next walk; set only when Outcome.Clean()
 	StartedAt time.Time
 }
 
@@ -124,15 +95,11 @@ type Result struct {
 // the result, and an error when the walk did not end cleanly; even then the
 // result tells what was read and billed.
 func (w *Walker[T]) Run(ctx context.Context, prev *Memory) (*Result, error) {
-	settings := w.Settings.WithDefaults()
-	if err := settings.Validate(); err != nil {
-		return nil, err
-	}
 	clk := w.Clock
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	wk := newProgress(settings, prev, clk.Now(), w.ID)
+	wk := newProgress(w.Settings, prev, clk.Now(), w.ID)
 	token := ""
 	for {
 		size, err := wk.pageSize()
@@ -183,13 +150,16 @@ type progress[T any] struct {
 	empty int
 }
 
+// newProgress starts a walk with settings s, which the spec has checked
+// (Settings.Validate); the planner gives them their defaults.
 func newProgress[T any](s Settings, prev *Memory, now time.Time, id func(T) string) *progress[T] {
+	planner := NewPlanner(s, prev, now)
 	return &progress[T]{
 		id:      id,
 		res:     &Result{StartedAt: now},
 		prev:    prev,
-		planner: NewPlanner(s, prev, now),
-		stop:    newStopState(prev, s.Confirmations),
+		planner: planner,
+		stop:    newStopState(prev, planner.s.Confirmations),
 		loop:    &loopCheck{sent: map[string]int{}},
 	}
 }
@@ -204,25 +174,26 @@ func (wk *progress[T]) pageSize() (int, error) {
 	return size, nil
 }
 
-// countPage counts a page read and passes its posts to the stop rule; it returns
-// the items that are new, in list order, or an ErrLoop when the page leads
-// the walk back to posts it has read.
+// countPage counts a page read and passes the posts it reads for the first
+// time to the stop rule; it returns the items that are new, in list order,
+// or an ErrLoop when the page leads the walk back to posts it has read.
 func (wk *progress[T]) countPage(page Page[T], size int) ([]T, error) {
 	wk.res.Requests++
 	wk.res.PageSizes = append(wk.res.PageSizes, size)
 	wk.res.Billed += len(page.Items)
-	if err := wk.loop.read(len(page.Items), func(i int) string { return wk.id(page.Items[i]) }, wk.res.Requests, wk.res.Billed); err != nil {
-		return nil, err
-	}
-	fresh := page.Items[:0:0]
+	fresh, repeats := page.Items[:0:0], 0
 	for _, item := range page.Items {
-		switch wk.stop.add(wk.id(item)) {
-		case seenNew:
+		switch id := wk.id(item); {
+		case !wk.loop.posts.Add(id):
+			repeats++ // the list moved down between two requests, or a loop
+		case wk.stop.add(id):
 			fresh = append(fresh, item)
-		case seenDuplicate:
-			wk.res.Duplicates++
 		}
 	}
+	if err := wk.loop.read(len(page.Items), repeats, wk.res.Requests, wk.res.Billed); err != nil {
+		return nil, err
+	}
+	wk.res.Duplicates += repeats
 	wk.res.New += len(fresh)
 	return fresh, nil
 }
@@ -252,7 +223,7 @@ func (wk *progress[T]) end(o Outcome, err error) (*Result, error) {
 	}
 	st, res := wk.stop, wk.res
 	mem := st.memory(o)
-	res.Found, res.Needed, res.Rebookmarked, res.Removed = st.found(o), st.needed(o), st.rebookmarked(o), st.removed
+	res.Found, res.Needed, res.Rebookmarked, res.Removed = st.found(), st.needed(o), st.above, st.removed
 	mem.SyncedAt = res.StartedAt
 	var interval time.Duration
 	if wk.prev != nil && !wk.prev.SyncedAt.IsZero() {

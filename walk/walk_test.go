@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -727,34 +726,24 @@ func TestEmptyPagesWithANextTokenAreFollowedButNotForever(t *testing.T) {
 	}
 }
 
-// A post read again within the last recentWindow reads is a repeat,
-// wherever the walk is: the set of recent ids turns over in two halves,
-// and a repeat of the oldest read in the window is still found just after
-// a turn.
-func TestRepeatsWithinTheRecentWindowAreFound(t *testing.T) {
-	for _, n := range []int{recentWindow - 1, recentWindow, recentWindow + 1, 2 * recentWindow, 5*recentWindow + 7} {
-		s := newStopState(&Memory{}, 1)
+// A post read again is a repeat wherever the walk is, however many reads
+// back it was read: not new, not in the walk's memory twice.
+func TestRepeatsAreFoundHoweverFarBack(t *testing.T) {
+	for _, n := range []int{199, 200, 201, 400, 1007} {
+		wk := newProgress(Settings{}, nil, time.Unix(0, 0), func(s string) string { return s })
+		var first []string
 		for i := range n {
-			if got := s.add(fmt.Sprint(1000 + i)); got != seenNew {
-				t.Fatalf("n=%d: read %d: %v, want new", n, i, got)
-			}
+			first = append(first, fmt.Sprint(1000+i))
 		}
-		for back := 1; back <= min(n, recentWindow); back++ {
-			probe := newStopStateCopy(s)
-			if got := probe.add(fmt.Sprint(1000 + n - back)); got != seenDuplicate {
-				t.Fatalf("n=%d: the read %d back is not a repeat (%v)", n, back, got)
-			}
+		if fresh, err := wk.countPage(Page[string]{Items: first}, n); err != nil || len(fresh) != n {
+			t.Fatalf("n=%d: the first page: %d new, %v", n, len(fresh), err)
+		}
+		again := append([]string{"1"}, first...)
+		fresh, err := wk.countPage(Page[string]{Items: again}, n+1)
+		if err != nil || !slices.Equal(fresh, []string{"1"}) || wk.res.Duplicates != n || wk.stop.order.Len() != n+1 {
+			t.Fatalf("n=%d: every post read again: new %v, %d repeats, %d held, %v", n, fresh, wk.res.Duplicates, wk.stop.order.Len(), err)
 		}
 	}
-}
-
-// newStopStateCopy copies s's recent reads, so that probing one does not
-// change the others.
-func newStopStateCopy(s *stopState) *stopState {
-	c := *s
-	c.recent, c.older = maps.Clone(s.recent), maps.Clone(s.older)
-	c.order = &IDList{}
-	return &c
 }
 
 func reversed(s []string) []string {

@@ -337,6 +337,9 @@ func (rep *RepairReport) readMediaRows(snap *Snapshot) (map[mediaID]mediaRow, ma
 			FileKey: c.Str("file_key", i), SeenAt: c.Time("checked_at", i), MediaPostID: c.Str("media_post_id", i), MediaType: c.Str("media_type", i), File: c.Str("file", i)}}
 		if size, ok := c.Int("size", i); ok {
 			r.size = size
+			if r.Status == media.TooLarge {
+				r.Limit = size - 1 // refused under any max_file_size below its size
+			}
 		}
 		if old, ok := rows[id]; !ok || !r.SeenAt.Before(old.SeenAt) {
 			rows[id] = r

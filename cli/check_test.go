@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,4 +201,61 @@ func TestARepairedLostStateWritesNoMediaRowTwice(t *testing.T) {
 	if code, stdout := check(t, out, "--read-data"); code != ExitOK {
 		t.Errorf("check after the repair and an export: exit %d\n%s", code, stdout)
 	}
+}
+
+// A file too large for max_file_size is not requested again after a lost
+// state.json is repaired, while max_file_size is what it was: the repair
+// learns from its row's size the sizes it was refused under.
+func TestARepairedLostStateRequestsNoTooLargeFileAgain(t *testing.T) {
+	sim := startSim(t)
+	sim.SeedBookmarks("1001", 30)
+	dir, out := t.TempDir(), t.TempDir()
+	spec := specFile(t, dir, sim.URL(), "media_files: {max_file_size: 20KB}", "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")))
+	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	tooLarge := tooLargePaths(t, out)
+	if len(tooLarge) == 0 {
+		t.Fatal("no file was too large: the test needs one")
+	}
+	if err := os.Remove(filepath.Join(out, ".state", "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "repair", "--out", out); code != ExitOK {
+		t.Fatalf("repair: exit %d\n%s%s", code, stdout, stderr)
+	}
+	before := len(sim.MediaRequests())
+	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
+		t.Fatalf("export after the repair: exit %d\n%s", code, stderr)
+	}
+	for _, r := range sim.MediaRequests()[before:] {
+		if tooLarge[r.Path] {
+			t.Errorf("the export after the repair requested %s again, too large for the same max_file_size", r.Path)
+		}
+	}
+}
+
+// tooLargePaths are the URL paths of the rows of x_media_files in out of
+// status too_large.
+func tooLargePaths(t *testing.T, out string) map[string]bool {
+	t.Helper()
+	snap, err := archive.OpenSnapshot(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	paths := map[string]bool{}
+	err = snap.ReadRows("x_media_files", []string{"status", "url"}, nil, func(c *archive.Cols, i int) {
+		if c.Raw("status", i) == "too_large" {
+			u, err := url.Parse(c.Str("url", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			paths[u.Path] = true
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return paths
 }

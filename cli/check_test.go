@@ -14,6 +14,7 @@ import (
 
 	"github.com/cq-source-x/cq-source-x/archive"
 	"github.com/cq-source-x/cq-source-x/sandbox"
+	"github.com/cq-source-x/cq-source-x/sandbox/xsim"
 )
 
 // storedRows are the rows of x_media_files that say stored, as (file key,
@@ -178,20 +179,9 @@ func TestCheckNeedsAnArchive(t *testing.T) {
 // the rows of x_media_files say: the next export writes none of their rows
 // again.
 func TestARepairedLostStateWritesNoMediaRowTwice(t *testing.T) {
-	sim := startSim(t)
-	sim.SeedBookmarks("1001", 30)
-	dir, out := t.TempDir(), t.TempDir()
-	spec := specFile(t, dir, sim.URL(), "media_files: {}", "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")))
-	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
-		t.Fatalf("export: exit %d\n%s", code, stderr)
-	}
+	_, spec, out := exportedWithMedia(t, "media_files: {}")
 	whole := storedRows(t, out)
-	if err := os.Remove(filepath.Join(out, ".state", "state.json")); err != nil {
-		t.Fatal(err)
-	}
-	if code, stdout, stderr := runCLI(t, "repair", "--out", out); code != ExitOK {
-		t.Fatalf("repair: exit %d\n%s%s", code, stdout, stderr)
-	}
+	repairLostState(t, out)
 	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
 		t.Fatalf("export after the repair: exit %d\n%s", code, stderr)
 	}
@@ -207,23 +197,12 @@ func TestARepairedLostStateWritesNoMediaRowTwice(t *testing.T) {
 // state.json is repaired, while max_file_size is what it was: the repair
 // learns from its row's size the sizes it was refused under.
 func TestARepairedLostStateRequestsNoTooLargeFileAgain(t *testing.T) {
-	sim := startSim(t)
-	sim.SeedBookmarks("1001", 30)
-	dir, out := t.TempDir(), t.TempDir()
-	spec := specFile(t, dir, sim.URL(), "media_files: {max_file_size: 20KB}", "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")))
-	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
-		t.Fatalf("export: exit %d\n%s", code, stderr)
-	}
+	sim, spec, out := exportedWithMedia(t, "media_files: {max_file_size: 20KB}")
 	tooLarge := tooLargePaths(t, out)
 	if len(tooLarge) == 0 {
 		t.Fatal("no file was too large: the test needs one")
 	}
-	if err := os.Remove(filepath.Join(out, ".state", "state.json")); err != nil {
-		t.Fatal(err)
-	}
-	if code, stdout, stderr := runCLI(t, "repair", "--out", out); code != ExitOK {
-		t.Fatalf("repair: exit %d\n%s%s", code, stdout, stderr)
-	}
+	repairLostState(t, out)
 	before := len(sim.MediaRequests())
 	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
 		t.Fatalf("export after the repair: exit %d\n%s", code, stderr)
@@ -232,6 +211,31 @@ func TestARepairedLostStateRequestsNoTooLargeFileAgain(t *testing.T) {
 		if tooLarge[r.Path] {
 			t.Errorf("the export after the repair requested %s again, too large for the same max_file_size", r.Path)
 		}
+	}
+}
+
+// exportedWithMedia is an export to a new directory, of an account of 30
+// bookmarks on a new simulator, with the media_files settings given.
+func exportedWithMedia(t *testing.T, mediaFiles string) (*xsim.Server, string, string) {
+	t.Helper()
+	sim := startSim(t)
+	sim.SeedBookmarks("1001", 30)
+	dir, out := t.TempDir(), t.TempDir()
+	spec := specFile(t, dir, sim.URL(), mediaFiles, "accounts:", fmt.Sprintf("  - {user_id: \"1001\", access_token: %q}", sim.IssueToken("1001")))
+	if code, _, stderr := runCLI(t, "export", "--spec", spec, "--out", out, "--quiet"); code != ExitOK {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	return sim, spec, out
+}
+
+// repairLostState deletes out's state.json and runs repair.
+func repairLostState(t *testing.T, out string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(out, ".state", "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "repair", "--out", out); code != ExitOK {
+		t.Fatalf("repair: exit %d\n%s%s", code, stdout, stderr)
 	}
 }
 

@@ -155,11 +155,7 @@ func checkOut(out string) error {
 	if len(foreign) == 0 {
 		return nil
 	}
-	more := ""
-	if len(foreign) > 1 {
-		more = fmt.Sprintf(" and %d more", len(foreign)-1)
-	}
-	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s%s): give a new or empty directory, or one an export wrote", out, foreign[0], more)
+	return usageErrorf("export: --out %s holds what cq-source-x did not write (%s): give a new or empty directory, or one an export wrote", out, plural.Some(foreign, 1))
 }
 
 // exportOnce runs one export of src and prints its summary, unless --quiet.
@@ -221,11 +217,7 @@ func (f exportFlags) failuresError(sum *export.Summary) error {
 		}
 	}
 	if n := len(accounts); n > 0 {
-		names := strings.Join(accounts[:min(n, 4)], ", ")
-		if n > 4 {
-			names += fmt.Sprintf(" and %d more", n-4)
-		}
-		see = names + ": " + see
+		see = plural.Some(accounts, 4) + ": " + see
 	}
 	err := fmt.Errorf("%s (%s); %s", strings.Join(what, " and "), see, tail)
 	if f.quiet {

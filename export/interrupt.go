@@ -79,10 +79,10 @@ func (s *Summary) InterruptedLine() string {
 	fmt.Fprintf(&b, "export interrupted; kept what was read: %s written (%s billed) and every walk that ended, committed.",
 		plural.Count(s.Totals.BookmarksWritten, "bookmark", "bookmarks"), plural.Count(s.Totals.PostsBilled, "post", "posts"))
 	if len(again) > 0 {
-		fmt.Fprintf(&b, " The next run reads again from the top %s, skipping the posts kept (X bills a post once per UTC day: read again the same day, they are not billed again).", listSome(again))
+		fmt.Fprintf(&b, " The next run reads again from the top %s, skipping the posts kept (X bills a post once per UTC day: read again the same day, they are not billed again).", plural.Some(again, 4))
 	}
 	if len(unread) > 0 {
-		fmt.Fprintf(&b, " It also reads what the stop left unread: %s.", listSome(unread))
+		fmt.Fprintf(&b, " It also reads what the stop left unread: %s.", plural.Some(unread, 4))
 	}
 	if len(again)+len(unread) == 0 {
 		b.WriteString(" Every walk had ended: the next run goes on from here.")
@@ -91,13 +91,4 @@ func (s *Summary) InterruptedLine() string {
 		fmt.Fprintf(&b, " %s left to fetch, which the next run fetches.", plural.Count(s.MediaFilesLeft, "media file was", "media files were"))
 	}
 	return b.String()
-}
-
-// listSome joins the first few names and counts the rest.
-func listSome(names []string) string {
-	const shown = 4
-	if len(names) <= shown {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:shown], ", ") + fmt.Sprintf(" and %d more", len(names)-shown)
 }

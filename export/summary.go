@@ -373,7 +373,7 @@ func (s *Summary) FailureLines() []string {
 			lines = append(lines, failureLine(g.names[0], g.first.problemList()))
 			continue
 		}
-		lines = append(lines, failureLine(plural.Count(len(g.names), "account", "accounts")+" ("+listSome(g.names)+")", g.problems))
+		lines = append(lines, failureLine(plural.Count(len(g.names), "account", "accounts")+" ("+plural.Some(g.names, 4)+")", g.problems))
 	}
 	return lines
 }

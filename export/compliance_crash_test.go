@@ -24,8 +24,8 @@ func TestKillMidComplianceJobResumesTheJob(t *testing.T) {
 	}
 	users := []demoUser{{id: "1001", bookmarks: 30, folders: 1}}
 	sim, spec, saved := complianceKillRun(t, users)
-	if len(saved) != 4 {
-		t.Fatalf("jobs were saved at steps %v, want after the creation and the upload of the job of posts, then of the job of accounts", saved)
+	if saved != 4 {
+		t.Fatalf("jobs were saved %d times, want after the creation and the upload of the job of posts, then of the job of accounts", saved)
 	}
 
 	for i, at := range []string{"after the job of posts was created", "after its ids were uploaded", "after the job of accounts was created", "after its ids were uploaded"} {
@@ -36,7 +36,7 @@ func TestKillMidComplianceJobResumesTheJob(t *testing.T) {
 		}
 		before := map[string]int{"tweets": len(sim.ComplianceJobsOf("tweets")), "users": len(sim.ComplianceJobsOf("users"))}
 		killed := []string{"tweets", "users"}[i/2]
-		if c := runChild(t, spec, dir, saved[i], 0); !c.killed {
+		if c := runChildAtJobSave(t, spec, dir, i+1); !c.killed {
 			t.Fatalf("%s: not killed: %s", at, c.output)
 		}
 		checkNotAhead(t, dir, users)
@@ -63,8 +63,8 @@ func TestKillMidComplianceJobResumesTheJob(t *testing.T) {
 // complianceKillRun starts a simulator whose jobs take 300 ms, with users,
 // writes their spec with the compliance section (every run checks), and
 // runs the exporter once, not killed, after prepare: the setup of the kill
-// tests of the jobs. saved are the steps at which that run saved a job.
-func complianceKillRun(t *testing.T, users []demoUser, prepare ...func(*xsim.Server)) (sim *xsim.Server, spec string, saved []int) {
+// tests of the jobs. saved is how many times that run saved a job.
+func complianceKillRun(t *testing.T, users []demoUser, prepare ...func(*xsim.Server)) (sim *xsim.Server, spec string, saved int) {
 	t.Helper()
 	sim = xsim.New(xsim.Options{DisableRateLimits: true, Compliance: xsim.ComplianceOptions{Delay: 300 * time.Millisecond}})
 	if err := sim.Start(); err != nil {
@@ -85,12 +85,22 @@ func complianceKillRun(t *testing.T, users []demoUser, prepare ...func(*xsim.Ser
 	if probe.killed || probe.code != 0 {
 		t.Fatalf("clean run: %s", probe.output)
 	}
-	for i, s := range probe.steps {
-		if s == "compliance job saved" {
-			saved = append(saved, i+1)
+	for _, s := range probe.steps {
+		if s == jobSaved {
+			saved++
 		}
 	}
 	return sim, spec, saved
+}
+
+// jobSaved is the step at which an export has saved a compliance job.
+const jobSaved = "compliance job saved"
+
+// runChildAtJobSave runs the export of spec into dir, killed once it has
+// saved a compliance job the n-th time.
+func runChildAtJobSave(t *testing.T, spec, dir string, n int) child {
+	t.Helper()
+	return runKilledAt(t, []string{"export", "--spec", spec, "--out", dir, "--quiet"}, fmt.Sprintf("%s#%d", jobSaved, n), 0)
 }
 
 // checkFinding fails unless x_post_compliance in dir has the post reported
@@ -122,8 +132,8 @@ func TestKillWhileAFailedJobIsReplaced(t *testing.T) {
 	users := []demoUser{{id: "1001", bookmarks: 20}}
 	sim, spec, saved := complianceKillRun(t, users, func(sim *xsim.Server) { sim.FailComplianceJobs(1) })
 	// created, uploaded: the failed job, its replacement, the job of accounts
-	if jobs := sim.ComplianceJobsOf("tweets"); len(saved) != 6 || len(jobs) != 2 || jobs[0].Status != "failed" || jobs[1].Status != "complete" {
-		t.Fatalf("clean run: jobs saved at steps %v, jobs %+v", saved, jobs)
+	if jobs := sim.ComplianceJobsOf("tweets"); saved != 6 || len(jobs) != 2 || jobs[0].Status != "failed" || jobs[1].Status != "complete" {
+		t.Fatalf("clean run: jobs saved %d times, jobs %+v", saved, jobs)
 	}
 
 	for i, at := range []string{"after the job was created", "after its ids were uploaded", "after its replacement was created", "after the replacement's ids were uploaded"} {
@@ -134,7 +144,7 @@ func TestKillWhileAFailedJobIsReplaced(t *testing.T) {
 		}
 		before := len(sim.ComplianceJobsOf("tweets"))
 		sim.FailComplianceJobs(1)
-		if c := runChild(t, spec, dir, saved[i], 0); !c.killed {
+		if c := runChildAtJobSave(t, spec, dir, i+1); !c.killed {
 			t.Fatalf("%s: not killed: %s", at, c.output)
 		}
 		checkNotAhead(t, dir, users)

@@ -44,11 +44,18 @@ func TestMain(m *testing.M) {
 }
 
 // crashPoints appends the name of each step reached to the file trace, and
-// kills the process at the killAt-th step (0: none). Steps may come from
-// several goroutines at once (media files are stored concurrently).
+// kills the process at the killAt-th step (0: none), or, when killAt is
+// "NAME#K", at the K-th step named NAME. Steps may come from several
+// goroutines at once (media files are stored concurrently; rows are written
+// while the plugin saves a compliance job), so that only the count of steps
+// of one name is the same from run to run.
 func crashPoints(trace, killAt string) func(string) {
-	n, _ := strconv.Atoi(killAt)
-	step := 0
+	killName, k, named := strings.Cut(killAt, "#")
+	n, _ := strconv.Atoi(k)
+	if !named {
+		n, _ = strconv.Atoi(killAt)
+	}
+	step, seen := 0, 0
 	var mu sync.Mutex
 	return func(name string) {
 		mu.Lock()
@@ -58,7 +65,10 @@ func crashPoints(trace, killAt string) func(string) {
 			fmt.Fprintf(f, "%d %s\n", step, name)
 			f.Close()
 		}
-		if step == n {
+		if !named || name == killName {
+			seen++
+		}
+		if seen == n {
 			p, _ := os.FindProcess(os.Getpid())
 			p.Kill()
 			select {} // never returns
@@ -85,12 +95,19 @@ func runChild(t *testing.T, spec, dir string, killAt int, killAfter time.Duratio
 // killAt-th step (0 = not), or from outside after killAfter (0 = not).
 func runCommand(t *testing.T, args []string, killAt int, killAfter time.Duration) child {
 	t.Helper()
+	return runKilledAt(t, args, strconv.Itoa(killAt), killAfter)
+}
+
+// runKilledAt runs `cq-source-x args...` in a child process, killed at the
+// step killAt names (crashPoints), or from outside after killAfter (0 = not).
+func runKilledAt(t *testing.T, args []string, killAt string, killAfter time.Duration) child {
+	t.Helper()
 	trace := filepath.Join(t.TempDir(), "trace")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		envChild+"="+strings.Join(args, "\n"),
 		envTrace+"="+trace,
-		envKillAt+"="+strconv.Itoa(killAt))
+		envKillAt+"="+killAt)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -252,12 +252,7 @@ func TestSyncEndsWhenTheAPINeverAnswers(t *testing.T) {
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("%v %v", err, ctx.Err())
 	}
-	var errs []string
-	for _, m := range msgs {
-		if e, ok := m.(*message.SyncError); ok {
-			errs = append(errs, e.Error)
-		}
-	}
+	errs := syncErrors(msgs)
 	if len(errs) != 1 || !strings.Contains(errs[0], "x api: list_bookmarks: request failed after 1 attempt(s)") ||
 		!strings.Contains(errs[0], "no response within 1s of sending the request (header timeout)") {
 		t.Errorf("sync errors %q", errs)
@@ -284,12 +279,7 @@ func TestSyncStopsAFolderListThatGoesRoundInCircles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errs []string
-	for _, m := range msgs {
-		if e, ok := m.(*message.SyncError); ok {
-			errs = append(errs, e.Error)
-		}
-	}
+	errs := syncErrors(msgs)
 	if len(errs) != 1 || !strings.Contains(errs[0], "listing bookmark folders: the API led the folder list round in circles: page 2 holds only folders already listed") {
 		t.Errorf("sync errors %q", errs)
 	}

@@ -36,6 +36,17 @@ func rowsOf(msgs message.SyncMessages, table string) int {
 	return n
 }
 
+// syncErrors are the texts of the SyncError messages of msgs.
+func syncErrors(msgs message.SyncMessages) []string {
+	var errs []string
+	for _, m := range msgs {
+		if e, ok := m.(*message.SyncError); ok {
+			errs = append(errs, e.Error)
+		}
+	}
+	return errs
+}
+
 func TestSyncInProcessAgainstSimulator(t *testing.T) {
 	clk := clock.NewVirtual(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
 	sim := xsim.New(xsim.Options{Clock: clk})
@@ -112,12 +123,7 @@ func TestTheSameUserListedTwiceIsSyncedOnce(t *testing.T) {
 	if n := rowsOf(msgs, "x_bookmarks"); n != 100 {
 		t.Errorf("x_bookmarks rows %d, want 100", n)
 	}
-	var errs []string
-	for _, m := range msgs {
-		if e, ok := m.(*message.SyncError); ok {
-			errs = append(errs, e.Error)
-		}
-	}
+	errs := syncErrors(msgs)
 	if !strings.Contains(strings.Join(errs, "\n"), "accounts[0] and accounts[1] are the same X user (1001)") {
 		t.Errorf("sync errors %q do not name the repeated user", errs)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudquery/plugin-sdk/v4/message"
 	"github.com/cloudquery/plugin-sdk/v4/plugin"
 	"github.com/cloudquery/plugin-sdk/v4/state"
 	"github.com/cq-source-x/cq-source-x/account"
@@ -58,11 +57,7 @@ func xsimLikeID(i int) string {
 // account with neither user_id nor a token file that records it fails,
 // in one shard, saying what to set; it sends no request.
 func TestAShardedSyncNeedsTheUserIDs(t *testing.T) {
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
+	sim := startSim(t)
 	sim.SeedBookmarks("1001", 3)
 	specJSON, _ := json.Marshal(map[string]any{
 		"base_url": sim.URL(),
@@ -89,11 +84,7 @@ func TestAShardedSyncNeedsTheUserIDs(t *testing.T) {
 // gives the user ids: the others may be on other machines, or not what
 // the spec says (that is for their shard to report).
 func TestAShardReadsTheTokenFilesOfItsAccountsAlone(t *testing.T) {
-	sim := xsim.New(xsim.Options{DisableRateLimits: true})
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
+	sim := startSim(t)
 	sim.SeedBookmarks("1001", 3)
 	file := auth.TokenFile{Path: filepath.Join(t.TempDir(), "tokens.json")}
 	if err := file.Save(&auth.StoredToken{Version: auth.FileFormatVersion, AccessToken: "a", RefreshToken: "r",
@@ -117,6 +108,17 @@ func TestAShardReadsTheTokenFilesOfItsAccountsAlone(t *testing.T) {
 
 // shardErrors is the errors of a sync of x_bookmarks of shard num/total of
 // the spec, the state in memory.
+// startSim starts a simulator without rate limits, closed with the test.
+func startSim(t *testing.T) *xsim.Server {
+	t.Helper()
+	sim := xsim.New(xsim.Options{DisableRateLimits: true})
+	if err := sim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	return sim
+}
+
 func shardErrors(t *testing.T, specJSON []byte, num, total int32) []string {
 	t.Helper()
 	p := New(WithState(memstate.New()))
@@ -128,13 +130,7 @@ func shardErrors(t *testing.T, specJSON []byte, num, total int32) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var errs []string
-	for _, m := range msgs {
-		if e, ok := m.(*message.SyncError); ok {
-			errs = append(errs, e.Error)
-		}
-	}
-	return errs
+	return syncErrors(msgs)
 }
 
 // slowTable is a bucket table whose SetKey takes its time, and which

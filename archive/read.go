@@ -213,6 +213,17 @@ func (s *Snapshot) ReadRows(table string, want, optional []string, row func(c *C
 	return s.Read(table, slices.Concat(want, optional), rowsOf(want, optional, row))
 }
 
+// ReadRows is Snapshot.ReadRows of the published files of the output
+// directory dir.
+func ReadRows(dir, table string, want, optional []string, row func(c *Cols, i int)) error {
+	snap, err := OpenSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	defer snap.Close()
+	return snap.ReadRows(table, want, optional, row)
+}
+
 func rowsOf(want, optional []string, row func(c *Cols, i int)) func(arrow.RecordBatch) error {
 	return func(rec arrow.RecordBatch) error {
 		c := &Cols{cols: map[string]arrow.Array{}}

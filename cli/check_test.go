@@ -243,13 +243,8 @@ func repairLostState(t *testing.T, out string) {
 // status too_large.
 func tooLargePaths(t *testing.T, out string) map[string]bool {
 	t.Helper()
-	snap, err := archive.OpenSnapshot(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snap.Close()
 	paths := map[string]bool{}
-	err = snap.ReadRows("x_media_files", []string{"status", "url"}, nil, func(c *archive.Cols, i int) {
+	err := archive.ReadRows(out, "x_media_files", []string{"status", "url"}, nil, func(c *archive.Cols, i int) {
 		if c.Raw("status", i) == "too_large" {
 			u, err := url.Parse(c.Str("url", i))
 			if err != nil {

@@ -50,13 +50,8 @@ func syncs(out string) (map[string][][]usageRow, error) {
 // readUsage calls row with each row of the x_api_usage files of out (they
 // are small: a few rows per account and sync).
 func readUsage(out string, row func(user string, r usageRow)) error {
-	snap, err := archive.OpenSnapshot(out)
-	if err != nil {
-		return err
-	}
-	defer snap.Close()
 	want := []string{"sync_id", "user_id", "operation", "sync_started_at", "requests", "posts_billed", "estimated_usd", "new_posts", "walk_outcomes", "failure"}
-	return snap.ReadRows(resources.APIUsageTable, want, nil, func(c *archive.Cols, i int) {
+	return archive.ReadRows(out, resources.APIUsageTable, want, nil, func(c *archive.Cols, i int) {
 		num := func(name string) int64 { n, _ := c.Int(name, i); return n }
 		usd, _ := strconv.ParseFloat(c.Raw("estimated_usd", i), 64) // a float's text is exact
 		row(c.Str("user_id", i), usageRow{

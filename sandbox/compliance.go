@@ -19,19 +19,10 @@ type Finding struct {
 // ReadFindings reads the rows of x_post_compliance.
 func ReadFindings(dir string) ([]Finding, error) {
 	var out []Finding
-	err := readRows(dir, "x_post_compliance", []string{"user_id", "post_id", "reason", "job_id"}, func(c *archive.Cols, i int) {
+	err := archive.ReadRows(dir, "x_post_compliance", []string{"user_id", "post_id", "reason", "job_id"}, nil, func(c *archive.Cols, i int) {
 		out = append(out, Finding{UserID: c.Str("user_id", i), PostID: c.Str("post_id", i), Reason: c.Str("reason", i), JobID: c.Str("job_id", i)})
 	})
 	return out, err
-}
-
-func readRows(dir, table string, columns []string, row func(c *archive.Cols, i int)) error {
-	snap, err := archive.OpenSnapshot(dir)
-	if err != nil {
-		return err
-	}
-	defer snap.Close()
-	return snap.ReadRows(table, columns, nil, row)
 }
 
 // CheckRedacted checks that the archive in dir holds nothing of the post's
@@ -77,7 +68,7 @@ func CheckRedacted(dir, userID, postID string) error {
 // in dir say stored, with the (user id, post id) of each row naming them.
 func StoredFiles(dir string) (map[string][][2]string, error) {
 	out := map[string][][2]string{}
-	err := readRows(dir, "x_media_files", []string{"user_id", "post_id", "file_key", "status"}, func(c *archive.Cols, i int) {
+	err := archive.ReadRows(dir, "x_media_files", []string{"user_id", "post_id", "file_key", "status"}, nil, func(c *archive.Cols, i int) {
 		if c.Raw("status", i) == "stored" {
 			key := c.Str("file_key", i)
 			out[key] = append(out[key], [2]string{c.Str("user_id", i), c.Str("post_id", i)})
